@@ -1,0 +1,173 @@
+/**
+ * The event: the SQS message body a producer sends (SPEC §2), its validation, and its identity.
+ *
+ * The event ID is the idempotency key. Two messages with one ID are the same business event
+ * only when their canonical content is equal; the content hash decides that, so whitespace or
+ * key order in a producer's JSON never turns a duplicate into a conflict.
+ */
+import { createHash } from 'node:crypto';
+import * as v from 'valibot';
+
+export const SHIPMENT_STATUSES = [
+  'label_created',
+  'packed',
+  'in_transit',
+  'out_for_delivery',
+  'delivered',
+  'exception',
+  'returned',
+] as const;
+export type ShipmentStatus = (typeof SHIPMENT_STATUSES)[number];
+
+export const DEFAULT_PAYLOAD_LIMIT_BYTES = 64 * 1024;
+/** Nesting deeper than this inside `data` is refused: nobody's carrier details need more. */
+export const MAX_DATA_DEPTH = 16;
+
+const EVENT_ID = /^[A-Za-z0-9_\-.:]{1,128}$/;
+/** Printable: no C0/C1 control characters, and no lone surrogates. */
+const PRINTABLE = /^[^\p{Cc}]+$/u;
+/** ISO-8601 date-time with a zone (`Z` or `±hh:mm`), seconds and fractions optional. */
+const DATE_TIME_WITH_ZONE =
+  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+/** Keys that would reach an object's prototype if anyone ever assigned them naively. */
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+const EventSchema = v.strictObject({
+  id: v.pipe(v.string(), v.regex(EVENT_ID, 'must be 1–128 characters of A-Z a-z 0-9 _ - . :')),
+  shipmentId: v.pipe(
+    v.string(),
+    v.minLength(1, 'must not be empty'),
+    v.maxLength(128, 'must be at most 128 characters'),
+    v.check((s) => PRINTABLE.test(s) && s.isWellFormed(), 'must be printable characters'),
+  ),
+  status: v.picklist(SHIPMENT_STATUSES, `must be one of ${SHIPMENT_STATUSES.join(', ')}`),
+  occurredAt: v.pipe(
+    v.string(),
+    v.regex(DATE_TIME_WITH_ZONE, 'must be an ISO-8601 date-time with a zone'),
+    v.check((s) => !Number.isNaN(Date.parse(s)), 'must be a real date-time'),
+  ),
+  data: v.optional(
+    v.pipe(
+      v.record(v.string(), v.unknown()),
+      v.check(
+        (d) => checkData(d, 1) === undefined,
+        `must be plain JSON: no ${[...FORBIDDEN_KEYS].join('/')} keys, no lone surrogates, at most ${MAX_DATA_DEPTH} levels deep`,
+      ),
+    ),
+  ),
+});
+
+export type ShipmentEvent = v.InferOutput<typeof EventSchema>;
+
+/** A message that is not a valid event. `eventId` is set when an ID could still be read. */
+export class InvalidEventError extends Error {
+  override readonly name = 'InvalidEventError';
+  readonly code = 'invalid';
+  constructor(
+    message: string,
+    readonly field: string | undefined,
+    readonly eventId: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** An admitted event: the parsed value, the exact bytes every attempt sends, and their hash. */
+export interface ParsedEvent {
+  readonly event: ShipmentEvent;
+  /** Canonical JSON of the event: the webhook body, byte-identical on every attempt. */
+  readonly body: string;
+  readonly contentHash: string;
+  readonly type: `shipment.${ShipmentStatus}`;
+}
+
+export type ParseResult =
+  | { readonly ok: true; readonly value: ParsedEvent }
+  | { readonly ok: false; readonly error: InvalidEventError };
+
+/** Parses and validates one message body. Never throws: bad input is a value, not an exception. */
+export function parseEvent(
+  body: string,
+  payloadLimitBytes: number = DEFAULT_PAYLOAD_LIMIT_BYTES,
+): ParseResult {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    json = undefined;
+  }
+  const isObject = typeof json === 'object' && json !== null && !Array.isArray(json);
+  const size = Buffer.byteLength(body, 'utf8');
+  if (size > payloadLimitBytes) {
+    const message = `message is ${size} bytes, over the ${payloadLimitBytes}-byte limit`;
+    return invalid(message, undefined, isObject ? readableId(json as object) : undefined);
+  }
+  if (json === undefined) return invalid('message body is not JSON', undefined, undefined);
+  if (!isObject) return invalid('message body must be a JSON object', undefined, undefined);
+  const result = v.safeParse(EventSchema, json, { abortPipeEarly: true });
+  if (!result.success) {
+    const issue = result.issues[0];
+    const field = issue.path?.map((p) => String(p.key)).join('.') || undefined;
+    const what = field ?? 'message';
+    return invalid(`${what} ${issue.message}`, field, readableId(json as object));
+  }
+  const event = result.output;
+  const canonical = canonicalJson(event);
+  return {
+    ok: true,
+    value: {
+      event,
+      body: canonical,
+      contentHash: sha256(canonical),
+      type: `shipment.${event.status}`,
+    },
+  };
+}
+
+/**
+ * JSON with object keys sorted at every level, built as a string so no key (not even
+ * `__proto__`) is ever assigned onto an object.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const keys = Object.keys(value).sort();
+  const members = keys
+    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+  return `{${members.join(',')}}`;
+}
+
+export function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+function invalid(message: string, field: string | undefined, eventId: string | undefined): ParseResult {
+  return { ok: false, error: new InvalidEventError(message, field, eventId) };
+}
+
+/** The `id` of an invalid message, when it is itself a valid ID: enough to find or mark its row. */
+function readableId(json: object): string | undefined {
+  const id = (json as { id?: unknown }).id;
+  return typeof id === 'string' && EVENT_ID.test(id) ? id : undefined;
+}
+
+/** Returns what is wrong with a `data` value, or undefined when it is plain, bounded JSON. */
+function checkData(value: unknown, depth: number): string | undefined {
+  if (depth > MAX_DATA_DEPTH) return 'too deeply nested';
+  if (typeof value === 'string') return value.isWellFormed() ? undefined : 'invalid unicode';
+  if (value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const problem = checkData(item, depth + 1);
+      if (problem) return problem;
+    }
+    return undefined;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    if (FORBIDDEN_KEYS.has(key) || !key.isWellFormed()) return `forbidden key`;
+    const problem = checkData(item, depth + 1);
+    if (problem) return problem;
+  }
+  return undefined;
+}

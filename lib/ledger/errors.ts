@@ -1,0 +1,66 @@
+/**
+ * The ledger's domain errors. Adapters turn their store's failures (a DynamoDB
+ * `ConditionalCheckFailedException`, say) into these; nothing above the adapter knows the store.
+ * Each refusal carries the row as it stands, so the caller decides without another lookup.
+ */
+import type { DeliveryRecord } from './ledger';
+
+export abstract class LedgerError extends Error {
+  abstract readonly code: string;
+}
+
+/** The event may not be sent now: a conflict, a live lease, not yet due, or already settled. */
+export class ClaimRefusedError extends LedgerError {
+  override readonly name = 'ClaimRefusedError';
+  readonly code = 'claim-refused';
+  constructor(
+    readonly record: DeliveryRecord,
+    options?: ErrorOptions,
+  ) {
+    super(`claim on ${record.eventId} refused: row is ${record.state}`, options);
+  }
+}
+
+/** The caller no longer holds the lease it wrote with (or the row moved on without it). */
+export class LeaseLostError extends LedgerError {
+  override readonly name = 'LeaseLostError';
+  readonly code = 'lease-lost';
+  constructor(
+    readonly record: DeliveryRecord,
+    options?: ErrorOptions,
+  ) {
+    super(`lease on ${record.eventId} lost: row is ${record.state}`, options);
+  }
+}
+
+export type ReplayRefusal = 'not-found' | 'not-dead' | 'no-event';
+
+export class ReplayRefusedError extends LedgerError {
+  override readonly name = 'ReplayRefusedError';
+  readonly code = 'replay-refused';
+  constructor(
+    readonly refusal: ReplayRefusal,
+    readonly eventId: string,
+    readonly record?: DeliveryRecord,
+    options?: ErrorOptions,
+  ) {
+    super(replayMessage(refusal, eventId, record), options);
+  }
+}
+
+function replayMessage(refusal: ReplayRefusal, eventId: string, record?: DeliveryRecord): string {
+  switch (refusal) {
+    case 'not-found':
+      return `no delivery record for event ${eventId}`;
+    case 'not-dead':
+      return `event ${eventId} is ${record?.state}, not dead: only dead records can be replayed`;
+    case 'no-event':
+      return `event ${eventId} died as an invalid message: there is no valid event to replay`;
+  }
+}
+
+/** The store could not be reached or answered with an error the ledger does not expect. */
+export class LedgerUnavailableError extends LedgerError {
+  override readonly name = 'LedgerUnavailableError';
+  readonly code = 'ledger-unavailable';
+}

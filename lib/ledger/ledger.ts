@@ -1,0 +1,180 @@
+/**
+ * The ledger: one durable row per delivery, deciding what work is allowed to do (SPEC §1, §5).
+ * This file is the port; `memory-ledger.ts` and `dynamodb-ledger.ts` implement it with the
+ * same semantics, which `test/helpers/ledger-contract.ts` holds both to.
+ *
+ * Business states and their transitions, all of them:
+ *
+ *   (no row) ── claim (new event) ─────────────▶ pending
+ *   (no row) ── admitInvalid ──────────────────▶ dead      (reason `invalid`)
+ *   pending  ── recordAttempt: accepted ───────▶ delivered
+ *   pending  ── recordAttempt: rejected ───────▶ dead      (reason `rejected`)
+ *   pending  ── recordAttempt / markExhausted ─▶ dead      (reason `exhausted`)
+ *   dead     ── recordAttempt: accepted ───────▶ delivered (a late 2xx still means delivered)
+ *   dead     ── replay (operator, reason) ─────▶ pending   (budget reset, replays + 1)
+ *
+ * An attempt's outcome is a diagnostic on the row, never a state. Rows are keyed by
+ * (eventId, endpoint) so one event can later go to several endpoints without a migration.
+ */
+import type { ParsedEvent } from '../event';
+import type { AttemptOutcome, OutcomeKind } from '../outcome';
+import type { RetryPolicy } from '../policy';
+
+export const DELIVERY_STATES = ['pending', 'delivered', 'dead'] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+/** Why a row is dead. An identity conflict never touches a row, so it is not among them. */
+export type DeadReason = 'rejected' | 'exhausted' | 'invalid';
+
+/** The endpoint of this version's single receiver. */
+export const DEFAULT_ENDPOINT = 'default';
+/** Attempt history kept on a row; older entries are dropped (the count stays in `attempts`). */
+export const MAX_HISTORY = 20;
+
+export interface AttemptEntry {
+  readonly attempt: number;
+  /** Epoch ms when the attempt started. */
+  readonly at: number;
+  readonly outcome: OutcomeKind;
+  readonly status?: number;
+  readonly cause?: string;
+  readonly durationMs: number;
+}
+
+export interface AuditEntry {
+  readonly at: number;
+  readonly action: 'replay';
+  readonly operator: string;
+  readonly reason: string;
+}
+
+export interface DeliveryKey {
+  readonly eventId: string;
+  readonly endpoint: string;
+}
+
+export interface DeliveryRecord extends DeliveryKey {
+  readonly state: DeliveryState;
+  /** The webhook body (canonical JSON). Absent on rows of invalid messages. */
+  readonly body?: string;
+  readonly contentHash?: string;
+  readonly eventType?: string;
+  /** Attempts claimed so far, counted before sending; reset by a replay. */
+  readonly attempts: number;
+  /** The budget of the policy the row was created with (copied for use in conditions). */
+  readonly maxAttempts: number;
+  readonly policy: RetryPolicy;
+  readonly history: readonly AttemptEntry[];
+  readonly lastOutcome?: AttemptOutcome;
+  /** Epoch ms before which no attempt may be claimed. */
+  readonly nextAttemptAt?: number;
+  /** The claim: who may send now, and until when (epoch ms). */
+  readonly leaseOwner?: string;
+  readonly leaseExpiresAt?: number;
+  readonly replays: number;
+  readonly audit: readonly AuditEntry[];
+  readonly deadReason?: DeadReason;
+  /** One line on why it died: the status and the start of the response, or the validation error. */
+  readonly deadDetail?: string;
+  readonly createdAt: number;
+  readonly deliveredAt?: number;
+  readonly deadAt?: number;
+  /** Epoch ms of the last state change: the sort key of the by-state index. */
+  readonly stateSince: number;
+  /** Epoch seconds after which the row may be deleted (DynamoDB TTL). Readers ignore expired rows. */
+  readonly expiresAt: number;
+}
+
+export interface ClaimInput {
+  readonly event: ParsedEvent;
+  readonly endpoint: string;
+  readonly owner: string;
+  readonly nowMs: number;
+  readonly leaseMs: number;
+  /** Used only when the row is created; an existing row keeps its own. */
+  readonly policy: RetryPolicy;
+  readonly retentionSeconds: number;
+}
+
+/** What a settled attempt leads to. */
+export type AttemptNext =
+  | { readonly state: 'delivered' }
+  | { readonly state: 'pending'; readonly nextAttemptAt: number }
+  | { readonly state: 'dead'; readonly reason: 'rejected' | 'exhausted'; readonly detail: string };
+
+export interface RecordAttemptInput extends DeliveryKey {
+  readonly owner: string;
+  readonly attempt: AttemptEntry;
+  readonly outcome: AttemptOutcome;
+  readonly next: AttemptNext;
+  readonly nowMs: number;
+}
+
+export interface ReplayInput extends DeliveryKey {
+  readonly operator: string;
+  readonly reason: string;
+  readonly nowMs: number;
+}
+
+export interface Page {
+  readonly records: readonly DeliveryRecord[];
+  /** Opaque; pass back to get the next page. Absent on the last page. */
+  readonly cursor?: string;
+}
+
+export interface Ledger {
+  /**
+   * Admits a new event or claims a pending one, in one conditional write, and counts the
+   * attempt before anything is sent. Returns the row as it now stands, lease held by `owner`.
+   * @throws ClaimRefusedError carrying the current row when the event may not be sent now.
+   */
+  claim(input: ClaimInput): Promise<DeliveryRecord>;
+
+  /**
+   * Records an attempt's outcome and what follows, releasing the lease. `pending` and `dead`
+   * require the caller to still hold the lease; `delivered` does not, since a 2xx is the truth
+   * however late it comes.
+   * @throws LeaseLostError carrying the current row when the condition fails.
+   */
+  recordAttempt(input: RecordAttemptInput): Promise<DeliveryRecord>;
+
+  /**
+   * Marks a pending row whose budget is spent and whose lease has lapsed dead (`exhausted`):
+   * the case of a worker that died during the last attempt.
+   * @throws LeaseLostError carrying the current row when it is not in that condition.
+   */
+  markExhausted(key: DeliveryKey, nowMs: number): Promise<DeliveryRecord>;
+
+  /**
+   * Writes a dead row (`invalid`) for an invalid message whose ID could be read, only if no row
+   * exists for that ID. Returns false, and changes nothing, when one does.
+   */
+  admitInvalid(
+    key: DeliveryKey,
+    detail: string,
+    policy: RetryPolicy,
+    nowMs: number,
+    retentionSeconds: number,
+  ): Promise<boolean>;
+
+  /**
+   * Returns a dead row to pending with its budget reset, replays + 1 and an audit entry.
+   * @throws ReplayRefusedError when there is no such row, it is not dead, or it has no event.
+   */
+  replay(input: ReplayInput): Promise<DeliveryRecord>;
+
+  get(key: DeliveryKey): Promise<DeliveryRecord | undefined>;
+
+  /** Rows in one state, oldest state change first, from the by-state index. */
+  listByState(state: DeliveryState, options?: { limit?: number; cursor?: string }): Promise<Page>;
+}
+
+/** Whether a row's lease is held by anyone at `nowMs`. */
+export function leaseIsLive(record: DeliveryRecord, nowMs: number): boolean {
+  return record.leaseExpiresAt !== undefined && record.leaseExpiresAt > nowMs;
+}
+
+/** Appends an entry, keeping the newest `MAX_HISTORY`. */
+export function appendHistory(history: readonly AttemptEntry[], entry: AttemptEntry): AttemptEntry[] {
+  return [...history, entry].slice(-MAX_HISTORY);
+}

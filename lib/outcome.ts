@@ -1,0 +1,64 @@
+/**
+ * What one delivery attempt saw, and what it means (SPEC §4). Classification happens here and
+ * nowhere else; everything downstream switches on `kind`.
+ *
+ * - accepted:  a 2xx. Delivered, even if it arrives late.
+ * - rejected:  the receiver refused the event for good (410, other 3xx/4xx). Dead.
+ * - temporary: nothing was sent (refused, DNS, TLS), or the receiver asked for a retry
+ *              (408, 425, 429, 5xx). Retry per policy.
+ * - unknown:   the request was written but no answer came (timeout, reset). The receiver may
+ *              have committed it: retry with the same event ID, never count it as failed.
+ */
+import { parseRetryAfter } from './policy';
+
+export const OUTCOME_KINDS = ['accepted', 'rejected', 'temporary', 'unknown'] as const;
+export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
+
+/** Transport failures, named by whether the request could have reached the receiver. */
+export type NotSentCause = 'connection-refused' | 'dns' | 'tls' | 'connect-timeout' | 'blocked-address' | 'network';
+export type NoAnswerCause = 'timeout' | 'connection-reset';
+
+export type AttemptOutcome =
+  | { readonly kind: 'accepted'; readonly status: number }
+  | { readonly kind: 'rejected'; readonly status: number; readonly responseStart: string }
+  | {
+      readonly kind: 'temporary';
+      readonly status?: number;
+      readonly cause?: NotSentCause;
+      readonly retryAfterSeconds?: number;
+    }
+  | { readonly kind: 'unknown'; readonly cause: NoAnswerCause };
+
+/** Statuses that ask for a retry; every other non-2xx is a refusal. */
+const RETRYABLE_STATUSES = new Set([408, 425, 429]);
+
+/** Classifies an HTTP response. `responseStart` is the start of the body, already bounded. */
+export function classifyResponse(
+  status: number,
+  retryAfterHeader: string | undefined,
+  responseStart: string,
+  nowMs: number,
+): AttemptOutcome {
+  if (status >= 200 && status < 300) return { kind: 'accepted', status };
+  if (RETRYABLE_STATUSES.has(status) || status >= 500) {
+    const retryAfterSeconds = parseRetryAfter(retryAfterHeader, nowMs);
+    return retryAfterSeconds === undefined
+      ? { kind: 'temporary', status }
+      : { kind: 'temporary', status, retryAfterSeconds };
+  }
+  return { kind: 'rejected', status, responseStart };
+}
+
+/** One line for logs and the CLI: never the payload, at most the receiver's first bytes. */
+export function describeOutcome(outcome: AttemptOutcome): string {
+  switch (outcome.kind) {
+    case 'accepted':
+      return `accepted (${outcome.status})`;
+    case 'rejected':
+      return `rejected (${outcome.status})`;
+    case 'temporary':
+      return `temporary (${outcome.status ?? outcome.cause ?? 'error'})`;
+    case 'unknown':
+      return `unknown (${outcome.cause})`;
+  }
+}
