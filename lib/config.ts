@@ -83,6 +83,14 @@ export function validateSettings(settings: Settings): Settings {
   return settings;
 }
 
+/** Variables that name deployed resources for the consumer; set by the construct or the sandbox. */
+export const RESOURCE_ENV = {
+  ledgerTable: 'HANDOFF_LEDGER_TABLE',
+  deadLetterQueueUrl: 'HANDOFF_DEAD_LETTER_QUEUE_URL',
+  /** In AWS the signing secret stays in Secrets Manager; the consumer reads it at cold start. */
+  webhookSecretArn: 'HANDOFF_WEBHOOK_SECRET_ARN',
+} as const;
+
 /** The environment a consumer process (Lambda or sandbox) reads its settings from. */
 export function settingsToEnvironment(settings: Settings): Record<string, string> {
   const env: Record<string, string> = {
