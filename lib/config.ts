@@ -21,6 +21,13 @@ export interface Settings {
   readonly maxConcurrency: number;
   /** Days a ledger row is kept after its last change (DynamoDB TTL). */
   readonly retentionDays: number;
+  /**
+   * Private ranges (CIDR) the endpoint may resolve to. Empty by default: private, loopback,
+   * link-local and metadata addresses are refused. The sandbox allows loopback.
+   */
+  readonly allowPrivateCidrs: readonly string[];
+  /** Allow a plain-http endpoint. Off by default; the sandbox turns it on. */
+  readonly allowHttp: boolean;
 }
 
 export const DEFAULT_SETTINGS: Settings = {
@@ -32,6 +39,8 @@ export const DEFAULT_SETTINGS: Settings = {
   batchSize: 10,
   maxConcurrency: 5,
   retentionDays: 30,
+  allowPrivateCidrs: [],
+  allowHttp: false,
 };
 
 /** A setting that cannot be used. Its message names the variable. */
@@ -65,6 +74,8 @@ export function readSettings(env: Env = process.env): Settings {
     batchSize: optional(env, 'HANDOFF_BATCH_SIZE', int(1, 100)) ?? d.batchSize,
     maxConcurrency: optional(env, 'HANDOFF_MAX_CONCURRENCY', int(2, 1000)) ?? d.maxConcurrency,
     retentionDays: optional(env, 'HANDOFF_RETENTION_DAYS', int(1, 3650)) ?? d.retentionDays,
+    allowPrivateCidrs: optional(env, 'HANDOFF_ALLOW_PRIVATE_CIDRS', parseList) ?? d.allowPrivateCidrs,
+    allowHttp: optional(env, 'HANDOFF_ALLOW_HTTP', parseBoolean) ?? d.allowHttp,
   });
 }
 
@@ -103,6 +114,8 @@ export function settingsToEnvironment(settings: Settings): Record<string, string
     HANDOFF_RETENTION_DAYS: String(settings.retentionDays),
   };
   if (settings.webhookUrl !== undefined) env.HANDOFF_WEBHOOK_URL = settings.webhookUrl;
+  if (settings.allowPrivateCidrs.length > 0) env.HANDOFF_ALLOW_PRIVATE_CIDRS = settings.allowPrivateCidrs.join(',');
+  if (settings.allowHttp) env.HANDOFF_ALLOW_HTTP = 'true';
   return env;
 }
 
@@ -138,6 +151,16 @@ function int(min: number, max: number) {
     }
     return n;
   };
+}
+
+function parseList(raw: string): string[] {
+  return raw.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+function parseBoolean(raw: string, name: string): boolean {
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
 }
 
 function parseSchedule(raw: string, name: string): number[] {
