@@ -2,9 +2,18 @@
  * The use case: take one queue message through admit, claim, send and record, and answer what
  * the queue must do with it (SPEC §1, §4).
  */
-import type { AttemptOutcome } from './outcome';
-import type { Ledger } from './ledger/ledger';
-import type { RetryPolicy } from './policy';
+import { parseEvent, type InvalidEventError, type ParsedEvent } from './event';
+import { ClaimRefusedError, LeaseLostError } from './ledger/errors';
+import {
+  DEFAULT_ENDPOINT,
+  leaseIsLive,
+  type AttemptNext,
+  type DeliveryKey,
+  type DeliveryRecord,
+  type Ledger,
+} from './ledger/ledger';
+import { describeOutcome, type AttemptOutcome } from './outcome';
+import { hasAttemptsLeft, nextWaitSeconds, type RetryPolicy } from './policy';
 import type { WebhookSender } from './webhook/sender';
 
 /** Dead-letter reasons, as the `reason` message attribute on the dead-letter queue. */
@@ -56,10 +65,196 @@ export interface DeliverDeps {
   readonly payloadLimitBytes: number;
   readonly leaseMs: number;
   readonly retentionSeconds: number;
+  /**
+   * Called at each boundary where a crash matters. Production wiring leaves it unset; the
+   * fault-injection tests set it (through an environment-gated hook) to kill the process there.
+   */
+  readonly checkpoint?: (point: CrashPoint) => void;
 }
+
+/** The boundaries between durable steps, in order. */
+export const CRASH_POINTS = ['before-send', 'after-send', 'after-record'] as const;
+export type CrashPoint = (typeof CRASH_POINTS)[number];
 
 export interface QueueMessage {
   readonly body: string;
 }
 
-export declare function deliver(message: QueueMessage, deps: DeliverDeps): Promise<DeliveryResult>;
+/**
+ * Delivers one queue message. Throws only when the ledger is unavailable (the message then
+ * returns to the queue untouched); every other failure is a decision.
+ *
+ * The order is the design:
+ * 1. Validate. Bad input is dead-lettered with its reason and never reaches the receiver.
+ * 2. Claim (one conditional write): admits a new event or takes the lease on a pending one,
+ *    and counts the attempt *before* anything is sent, so a worker that dies mid-send still
+ *    spends budget and a crash loop cannot retry forever.
+ * 3. Send, with the stored body and the event ID as the idempotency key.
+ * 4. Record the outcome. Only once it is durable does the queue hear what to do with the
+ *    message, so a crash anywhere before this returns the message and the ledger decides again.
+ */
+export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise<DeliveryResult> {
+  const parsed = parseEvent(message.body, deps.payloadLimitBytes);
+  if (!parsed.ok) return { decision: await deadLetterInvalid(parsed.error, deps) };
+  const event = parsed.value;
+  const key: DeliveryKey = { eventId: event.event.id, endpoint: deps.endpoint ?? DEFAULT_ENDPOINT };
+
+  let claimed: DeliveryRecord;
+  try {
+    claimed = await deps.ledger.claim({
+      event,
+      endpoint: key.endpoint,
+      owner: deps.owner,
+      nowMs: deps.now(),
+      leaseMs: deps.leaseMs,
+      policy: deps.policy,
+      retentionSeconds: deps.retentionSeconds,
+    });
+  } catch (error) {
+    if (error instanceof ClaimRefusedError) return { decision: await decideWithoutSending(error.record, event, deps) };
+    throw error;
+  }
+
+  deps.checkpoint?.('before-send');
+  const startedAt = deps.now();
+  // The stored body, not this message's: every attempt and replay sends the same bytes.
+  const { outcome, durationMs } = await deps.sender.send({ eventId: key.eventId, body: claimed.body ?? event.body });
+  deps.checkpoint?.('after-send');
+
+  const endedAt = deps.now();
+  const { next, decision } = whatFollows(outcome, claimed, endedAt);
+  const attempt: AttemptReport = {
+    number: claimed.attempts,
+    outcome,
+    durationMs,
+    sinceCreatedMs: endedAt - claimed.createdAt,
+  };
+  try {
+    await deps.ledger.recordAttempt({
+      ...key,
+      owner: deps.owner,
+      attempt: {
+        attempt: claimed.attempts,
+        at: startedAt,
+        outcome: outcome.kind,
+        status: 'status' in outcome ? outcome.status : undefined,
+        cause: 'cause' in outcome ? outcome.cause : undefined,
+        durationMs,
+      },
+      outcome,
+      next,
+      nowMs: endedAt,
+    });
+  } catch (error) {
+    // Our lease lapsed and another worker moved the row on: its state decides, not our outcome.
+    if (error instanceof LeaseLostError) {
+      return { decision: await decideWithoutSending(error.record, event, deps), attempt };
+    }
+    throw error;
+  }
+  deps.checkpoint?.('after-record');
+  return { decision, attempt };
+}
+
+/** From an attempt's outcome to the row's next state and the queue's action. Pure. */
+export function whatFollows(
+  outcome: AttemptOutcome,
+  claimed: Pick<DeliveryRecord, 'eventId' | 'attempts' | 'policy'>,
+  nowMs: number,
+): { next: AttemptNext; decision: QueueDecision } {
+  const eventId = claimed.eventId;
+  switch (outcome.kind) {
+    case 'accepted':
+      return { next: { state: 'delivered' }, decision: { action: 'ack', eventId, why: 'delivered' } };
+    case 'rejected': {
+      const detail = `HTTP ${outcome.status}${outcome.responseStart ? `: ${outcome.responseStart.slice(0, 200)}` : ''}`;
+      return {
+        next: { state: 'dead', reason: 'rejected', detail },
+        decision: { action: 'dead-letter', eventId, reason: 'rejected', detail },
+      };
+    }
+    case 'temporary':
+    case 'unknown': {
+      if (!hasAttemptsLeft(claimed.policy, claimed.attempts)) {
+        const detail = `${claimed.attempts} attempts; last: ${describeOutcome(outcome)}`;
+        return {
+          next: { state: 'dead', reason: 'exhausted', detail },
+          decision: { action: 'dead-letter', eventId, reason: 'exhausted', detail },
+        };
+      }
+      const retryAfter = outcome.kind === 'temporary' ? outcome.retryAfterSeconds : undefined;
+      const afterSeconds = nextWaitSeconds(claimed.policy, claimed.attempts, retryAfter);
+      return {
+        next: { state: 'pending', nextAttemptAt: nowMs + afterSeconds * 1000 },
+        decision: { action: 'retry', eventId, afterSeconds, why: outcome.kind },
+      };
+    }
+  }
+}
+
+/**
+ * Decides from the row alone when this message may not send: a duplicate, a conflict, work
+ * another worker holds, work not yet due, or a budget spent by a worker that died.
+ */
+async function decideWithoutSending(
+  record: DeliveryRecord,
+  event: ParsedEvent,
+  deps: DeliverDeps,
+): Promise<QueueDecision> {
+  const eventId = record.eventId;
+  if (record.contentHash !== event.contentHash) {
+    // The row is left exactly as it was: the first admitted content is the event.
+    const detail = `event ${eventId} was already admitted with other content`;
+    return { action: 'dead-letter', eventId, reason: 'identity-conflict', detail };
+  }
+  const nowMs = deps.now();
+  switch (record.state) {
+    case 'delivered':
+      return { action: 'ack', eventId, why: 'duplicate' };
+    case 'dead':
+      // Dead-lettering again is harmless (the ledger is the authority) and covers a worker that
+      // died between marking the row dead and sending to the dead-letter queue.
+      return {
+        action: 'dead-letter',
+        eventId,
+        reason: record.deadReason ?? 'rejected',
+        detail: record.deadDetail ?? 'dead',
+      };
+    case 'pending':
+      if (leaseIsLive(record, nowMs)) {
+        return { action: 'retry', eventId, afterSeconds: secondsUntil(record.leaseExpiresAt, nowMs), why: 'in-flight' };
+      }
+      if (!hasAttemptsLeft(record, record.attempts)) {
+        try {
+          const dead = await deps.ledger.markExhausted(record, nowMs);
+          return { action: 'dead-letter', eventId, reason: 'exhausted', detail: dead.deadDetail ?? 'exhausted' };
+        } catch (error) {
+          if (error instanceof LeaseLostError) return { action: 'retry', eventId, afterSeconds: 1, why: 'in-flight' };
+          throw error;
+        }
+      }
+      if (record.nextAttemptAt !== undefined && record.nextAttemptAt > nowMs) {
+        return { action: 'retry', eventId, afterSeconds: secondsUntil(record.nextAttemptAt, nowMs), why: 'not-due' };
+      }
+      // The row changed between the refused write and the read: look again shortly.
+      return { action: 'retry', eventId, afterSeconds: 1, why: 'in-flight' };
+  }
+}
+
+async function deadLetterInvalid(error: InvalidEventError, deps: DeliverDeps): Promise<QueueDecision> {
+  if (error.eventId !== undefined) {
+    // A row only if none exists: an invalid message never overwrites an admitted event.
+    await deps.ledger.admitInvalid(
+      { eventId: error.eventId, endpoint: deps.endpoint ?? DEFAULT_ENDPOINT },
+      error.message,
+      deps.policy,
+      deps.now(),
+      deps.retentionSeconds,
+    );
+  }
+  return { action: 'dead-letter', eventId: error.eventId, reason: 'invalid', detail: error.message };
+}
+
+function secondsUntil(epochMs: number | undefined, nowMs: number): number {
+  return Math.max(1, Math.ceil(((epochMs ?? nowMs) - nowMs) / 1000));
+}
