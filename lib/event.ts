@@ -47,12 +47,9 @@ const EventSchema = v.strictObject({
     v.check((s) => !Number.isNaN(Date.parse(s)), 'must be a real date-time'),
   ),
   data: v.optional(
-    v.pipe(
-      v.record(v.string(), v.unknown()),
-      v.check(
-        (d) => checkData(d, 1) === undefined,
-        `must be plain JSON: no ${[...FORBIDDEN_KEYS].join('/')} keys, no lone surrogates, at most ${MAX_DATA_DEPTH} levels deep`,
-      ),
+    v.custom<Record<string, unknown>>(
+      (d) => typeof d === 'object' && d !== null && !Array.isArray(d),
+      'must be a JSON object',
     ),
   ),
 });
@@ -104,6 +101,9 @@ export function parseEvent(
   }
   if (json === undefined) return invalid('message body is not JSON', undefined, undefined);
   if (!isObject) return invalid('message body must be a JSON object', undefined, undefined);
+  // Checked before the schema, which would silently drop a `__proto__` key rather than refuse it.
+  const unsafe = findUnsafe(json, [], 0);
+  if (unsafe) return invalid(`${unsafe.path || 'message'} ${unsafe.problem}`, unsafe.path || undefined, readableId(json as object));
   const result = v.safeParse(EventSchema, json, { abortPipeEarly: true });
   if (!result.success) {
     const issue = result.issues[0];
@@ -152,21 +152,20 @@ function readableId(json: object): string | undefined {
   return typeof id === 'string' && EVENT_ID.test(id) ? id : undefined;
 }
 
-/** Returns what is wrong with a `data` value, or undefined when it is plain, bounded JSON. */
-function checkData(value: unknown, depth: number): string | undefined {
-  if (depth > MAX_DATA_DEPTH) return 'too deeply nested';
-  if (typeof value === 'string') return value.isWellFormed() ? undefined : 'invalid unicode';
+/**
+ * Finds what no event may contain anywhere: keys that could reach a prototype, strings that are
+ * not well-formed Unicode (lone surrogates), and nesting deeper than `MAX_DATA_DEPTH`.
+ */
+function findUnsafe(value: unknown, path: string[], depth: number): { path: string; problem: string } | undefined {
+  const at = (problem: string) => ({ path: path.join('.'), problem });
+  if (depth > MAX_DATA_DEPTH + 1) return at(`is nested deeper than ${MAX_DATA_DEPTH} levels`);
+  if (typeof value === 'string') return value.isWellFormed() ? undefined : at('contains a lone surrogate');
   if (value === null || typeof value !== 'object') return undefined;
-  if (Array.isArray(value)) {
-    for (const item of value) {
-      const problem = checkData(item, depth + 1);
-      if (problem) return problem;
-    }
-    return undefined;
-  }
-  for (const [key, item] of Object.entries(value)) {
-    if (FORBIDDEN_KEYS.has(key) || !key.isWellFormed()) return `forbidden key`;
-    const problem = checkData(item, depth + 1);
+  const entries = Array.isArray(value) ? value.map((item, i) => [String(i), item] as const) : Object.entries(value);
+  for (const [key, item] of entries) {
+    if (FORBIDDEN_KEYS.has(key)) return { path: [...path, key].join('.'), problem: 'is a forbidden key' };
+    if (!key.isWellFormed()) return at('has a key with a lone surrogate');
+    const problem = findUnsafe(item, [...path, key], depth + 1);
     if (problem) return problem;
   }
   return undefined;

@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import { canonicalJson, parseEvent } from '../../lib/event';
+
+const valid = {
+  id: 'evt_42',
+  shipmentId: 'shp_1001',
+  status: 'delivered',
+  occurredAt: '2026-12-02T10:15:00Z',
+  data: { carrier: 'acme', signedBy: 'front desk' },
+};
+const body = (overrides: Record<string, unknown> = {}) => JSON.stringify({ ...valid, ...overrides });
+
+describe('Function: parseEvent', () => {
+  it('accepts the SPEC example and names its type', () => {
+    const result = parseEvent(body());
+
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.value.type).toBe('shipment.delivered');
+    expect(result.value.event).toEqual(valid);
+    expect(result.value.body).toBe(canonicalJson(valid));
+  });
+
+  it('accepts an event without data and with a zone offset and fractions', () => {
+    const { data: _unused, ...rest } = valid;
+    const result = parseEvent(JSON.stringify({ ...rest, occurredAt: '2026-12-02T11:15:00.123+01:00' }));
+
+    expect(result.ok).toBe(true);
+  });
+
+  it('gives the same body and hash for the same content in any key order and spacing', () => {
+    const a = parseEvent(body());
+    const b = parseEvent(`{ "data": {"signedBy":"front desk","carrier":"acme"}, "status":"delivered",
+      "occurredAt":"2026-12-02T10:15:00Z", "shipmentId":"shp_1001", "id":"evt_42" }`);
+
+    expect(a.ok && b.ok && a.value.contentHash === b.value.contentHash && a.value.body === b.value.body).toBe(true);
+  });
+
+  it('gives another hash when any content differs', () => {
+    const a = parseEvent(body());
+    const b = parseEvent(body({ data: { carrier: 'acme', signedBy: 'neighbour' } }));
+
+    expect(a.ok && b.ok && a.value.contentHash !== b.value.contentHash).toBe(true);
+  });
+
+  it.each([
+    ['not JSON', '{"id":', undefined, 'message body is not JSON'],
+    ['a JSON array', '[1,2]', undefined, 'message body must be a JSON object'],
+    ['a missing id', JSON.stringify({ ...valid, id: undefined }), 'id', /^id /],
+    ['an id with a space', body({ id: 'evt 42' }), 'id', /^id must be 1–128 characters/],
+    ['an id of 129 characters', body({ id: 'e'.repeat(129) }), 'id', /^id /],
+    ['an empty shipmentId', body({ shipmentId: '' }), 'shipmentId', 'shipmentId must not be empty'],
+    ['a shipmentId with a control character', body({ shipmentId: 'shp\u0007' }), 'shipmentId', /printable/],
+    ['an unknown status', body({ status: 'lost' }), 'status', /^status must be one of label_created/],
+    ['a numeric status', body({ status: 3 }), 'status', /^status /],
+    ['a date without a zone', body({ occurredAt: '2026-12-02T10:15:00' }), 'occurredAt', /with a zone/],
+    ['an impossible date', body({ occurredAt: '2026-13-45T10:15:00Z' }), 'occurredAt', /real date-time/],
+    ['data that is an array', body({ data: [1] }), 'data', /^data /],
+    ['an unknown field', body({ priority: 'high' }), 'priority', /^priority /],
+  ])('refuses %s, naming the field', (_case, input, field, message) => {
+    const result = parseEvent(input);
+
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.error.field).toBe(field);
+    expect(result.error.message).toMatch(message);
+  });
+
+  it('refuses a __proto__ key at the top level and inside data', () => {
+    const top = parseEvent(body().replace('{', '{"__proto__":{"polluted":true},'));
+    const nested = parseEvent(body({ data: JSON.parse('{"__proto__":{"polluted":true}}') }).replace('"data":{}', '"data":{"__proto__":{"polluted":true}}'));
+
+    expect(top.ok).toBe(false);
+    expect(nested.ok).toBe(false);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('refuses a constructor key inside data', () => {
+    const result = parseEvent(body({ data: { constructor: { prototype: 1 } } }));
+
+    expect(result.ok).toBe(false);
+  });
+
+  it('refuses data nested deeper than 16 levels', () => {
+    let data: unknown = 'leaf';
+    for (let i = 0; i < 20; i++) data = { next: data };
+
+    const result = parseEvent(body({ data }));
+
+    expect(result.ok).toBe(false);
+  });
+
+  it('refuses a lone surrogate in data', () => {
+    const result = parseEvent(body().replace('front desk', '\\ud800'));
+
+    expect(result.ok).toBe(false);
+  });
+
+  it('refuses a body over the payload limit, keeping its readable id', () => {
+    const result = parseEvent(body({ data: { blob: 'x'.repeat(2_000) } }), 1_024);
+
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.error.message).toMatch(/over the 1024-byte limit/);
+    expect(result.error.eventId).toBe('evt_42');
+  });
+
+  it('keeps a readable id on an otherwise invalid message, and none when the id is invalid', () => {
+    const withId = parseEvent(body({ status: 'lost' }));
+    const withBadId = parseEvent(body({ id: 'evt 42', status: 'lost' }));
+
+    expect(!withId.ok && withId.error.eventId).toBe('evt_42');
+    expect(!withBadId.ok && withBadId.error.eventId).toBeUndefined();
+  });
+});
+
+describe('Function: canonicalJson', () => {
+  it('sorts keys at every level and drops undefined members', () => {
+    expect(canonicalJson({ b: 1, a: { d: [2, { f: 1, e: 0 }], c: undefined } })).toBe('{"a":{"d":[2,{"e":0,"f":1}]},"b":1}');
+  });
+});
