@@ -1,0 +1,249 @@
+/**
+ * The WebhookSender port over node:http/https: one signed POST per attempt (SPEC §3), and the
+ * outcome it saw (SPEC §4).
+ *
+ * The one distinction this adapter exists for: was the request written? Until the request's
+ * `finish` event (every byte handed to the OS) the receiver cannot hold a complete request, so a
+ * failure is `temporary` with a NotSentCause. From `finish` until the first response byte, a
+ * timeout or reset is `unknown`: the receiver may have committed the event, and the next attempt
+ * must carry the same event ID. `fetch` hides that boundary, so it is not used here.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { performance } from 'node:perf_hooks';
+import { Webhook } from 'standardwebhooks';
+import pkg from '../../package.json' with { type: 'json' };
+import { classifyResponse, type AttemptOutcome, type NotSentCause } from '../outcome';
+import { EndpointGuard, EndpointRefusedError } from './endpoint-guard';
+import type { AttemptResult, WebhookRequest, WebhookSender } from './sender';
+
+export const DEFAULT_USER_AGENT = `handoff/${pkg.version}`;
+export const DEFAULT_MAX_RESPONSE_BYTES = 1024;
+
+/**
+ * How long an idle keep-alive socket is kept. Below Node's own server default (5 s) and far
+ * below load balancers' (60 s), so the client usually drops an idle socket before the server
+ * does; Node also honours a shorter `Keep-Alive: timeout=N` hint from the server.
+ */
+const IDLE_SOCKET_TIMEOUT_MS = 4_000;
+
+export interface HttpWebhookSenderOptions {
+  readonly url: string;
+  /** Standard Webhooks secret (`whsec_…`). Unset: requests are not signed. */
+  readonly secret?: string;
+  /** One attempt's budget: connect, write, response headers and the bounded body read. */
+  readonly timeoutMs: number;
+  readonly userAgent?: string;
+  /** How much of the response body is kept as `responseStart`. */
+  readonly maxResponseBytes?: number;
+  /** Epoch ms: the `webhook-timestamp` and the reference for a `Retry-After` date. */
+  readonly now?: () => number;
+  /** Which addresses may be reached. Default: public addresses over https only. */
+  readonly guard?: EndpointGuard;
+}
+
+/** One request/response exchange, before the attempt decides whether to try a fresh socket. */
+interface Exchange {
+  readonly outcome: AttemptOutcome;
+  /** A reused keep-alive socket failed before any response byte: worth one fresh connection. */
+  readonly staleSocket: boolean;
+}
+
+export class HttpWebhookSender implements WebhookSender {
+  private readonly url: URL;
+  private readonly transport: typeof http | typeof https;
+  private readonly agent: http.Agent;
+  private readonly signer: Webhook | undefined;
+  private readonly guard: EndpointGuard;
+  private readonly timeoutMs: number;
+  private readonly userAgent: string;
+  private readonly maxResponseBytes: number;
+  private readonly now: () => number;
+
+  /** @throws EndpointRefusedError when the guard refuses the URL; Error for an unusable secret. */
+  constructor(options: HttpWebhookSenderOptions) {
+    this.guard = options.guard ?? new EndpointGuard();
+    this.guard.checkUrl(options.url);
+    this.url = new URL(options.url);
+    this.transport = this.url.protocol === 'https:' ? https : http;
+    this.agent = new this.transport.Agent({ keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS });
+    this.signer = options.secret === undefined ? undefined : new Webhook(options.secret);
+    if (!(options.timeoutMs > 0)) throw new RangeError(`timeoutMs must be positive, got ${options.timeoutMs}`);
+    this.timeoutMs = options.timeoutMs;
+    this.userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.now = options.now ?? Date.now;
+  }
+
+  async send(request: WebhookRequest): Promise<AttemptResult> {
+    const startedMs = performance.now();
+    const deadlineMs = startedMs + this.timeoutMs;
+    let outcome: AttemptOutcome;
+    try {
+      const body = Buffer.from(request.body, 'utf8');
+      const headers = this.headers(request.eventId, request.body, body.length);
+      const first = await this.exchange(body, headers, this.agent, deadlineMs);
+      outcome = first.outcome;
+      /*
+       * A keep-alive socket the server has already closed fails on reuse, usually as ECONNRESET
+       * ("socket hang up") after our bytes were handed to the OS. Node cannot tell that race from
+       * a receiver that read the request and then dropped the connection, so the first outcome
+       * stays honest (`unknown` when written). As Node's documentation suggests, the request is
+       * then tried once on a fresh connection within the same deadline: it carries the same
+       * event ID, so the receiver sees at most one business event. An answer on the fresh
+       * connection is the truth; if it could not even be sent, the first outcome stands, since
+       * "nothing was sent" would no longer be true of the attempt as a whole.
+       */
+      if (first.staleSocket && performance.now() < deadlineMs) {
+        const retry = await this.exchange(body, headers, false, deadlineMs);
+        const retryNotSent = retry.outcome.kind === 'temporary' && retry.outcome.cause !== undefined;
+        outcome = retryNotSent && first.outcome.kind === 'unknown' ? first.outcome : retry.outcome;
+      }
+    } catch {
+      // Unreachable by design (every failure above is an outcome); kept so send() never throws.
+      outcome = { kind: 'temporary', cause: 'network' };
+    }
+    return { outcome, durationMs: Math.round(performance.now() - startedMs) };
+  }
+
+  /** Closes idle keep-alive sockets; call when the process stops. */
+  close(): void {
+    this.agent.destroy();
+  }
+
+  private headers(eventId: string, body: string, contentLength: number): http.OutgoingHttpHeaders {
+    const attemptMs = this.now();
+    const headers: http.OutgoingHttpHeaders = {
+      'content-type': 'application/json',
+      'content-length': String(contentLength),
+      'idempotency-key': eventId,
+      'webhook-id': eventId,
+      'webhook-timestamp': String(Math.floor(attemptMs / 1000)),
+      'user-agent': this.userAgent,
+    };
+    if (this.signer) headers['webhook-signature'] = this.signer.sign(eventId, new Date(attemptMs), body);
+    return headers;
+  }
+
+  private exchange(
+    body: Buffer,
+    headers: http.OutgoingHttpHeaders,
+    agent: http.Agent | false,
+    deadlineMs: number,
+  ): Promise<Exchange> {
+    return new Promise((resolve) => {
+      // How far the exchange got; the outcome of a failure depends only on this.
+      let connected = false; // TCP connected
+      let secured = this.transport === http; // TLS handshake done (or none needed)
+      // The whole request handed to the OS. A TLS socket reports `finish` as soon as the bytes
+      // reach the TLS layer, even mid-handshake; application data cannot leave before the
+      // handshake ends, so over TLS "written" also needs `secured`.
+      let finished = false;
+      const isWritten = () => finished && secured;
+      let answered = false; // response headers received
+      let timedOut = false;
+      let settled = false;
+
+      const req = this.transport.request(this.url, {
+        method: 'POST',
+        headers,
+        agent,
+        lookup: this.guard.lookup,
+      });
+      const settle = (outcome: AttemptOutcome, staleSocket = false) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve({ outcome, staleSocket });
+      };
+      const timer = setTimeout(
+        () => {
+          timedOut = true;
+          req.destroy();
+        },
+        Math.max(0, deadlineMs - performance.now()),
+      );
+
+      req.on('socket', (socket) => {
+        if (!socket.connecting) {
+          // A reused keep-alive socket: connected and secured long ago.
+          connected = true;
+          secured = true;
+          return;
+        }
+        socket.once('connect', () => {
+          connected = true;
+        });
+        socket.once('secureConnect', () => {
+          secured = true;
+        });
+      });
+      req.on('finish', () => {
+        finished = true;
+      });
+      req.on('error', (error) => {
+        if (answered) return; // the response handlers settle it
+        if (isWritten()) {
+          const outcome: AttemptOutcome = { kind: 'unknown', cause: timedOut ? 'timeout' : 'connection-reset' };
+          settle(outcome, req.reusedSocket && !timedOut);
+          return;
+        }
+        const cause = notSentCause(error, { connected, secured, timedOut });
+        settle({ kind: 'temporary', cause }, req.reusedSocket && !timedOut);
+      });
+      // A destroyed request without an error event (destroy() after the timer) lands here.
+      req.on('close', () => {
+        if (answered || settled) return;
+        settle(
+          isWritten()
+            ? { kind: 'unknown', cause: timedOut ? 'timeout' : 'connection-reset' }
+            : { kind: 'temporary', cause: notSentCause(undefined, { connected, secured, timedOut }) },
+        );
+      });
+
+      req.on('response', (res) => {
+        answered = true;
+        const status = res.statusCode ?? 0;
+        const retryAfter = res.headers['retry-after'];
+        // Decoding in stream mode drops a multi-byte character cut at the byte limit.
+        const decoder = new TextDecoder('utf-8');
+        let text = '';
+        let bytes = 0;
+        // Whatever ends the read (end of body, limit, timeout, reset), the status decides.
+        const done = () => settle(classifyResponse(status, retryAfter, text.trim(), this.now()));
+        res.on('data', (chunk: Buffer) => {
+          const part = chunk.subarray(0, Math.max(0, this.maxResponseBytes - bytes));
+          text += decoder.decode(part, { stream: true });
+          bytes += part.length;
+          if (bytes >= this.maxResponseBytes) {
+            done();
+            // Never buffer a large body: the socket is dropped instead of drained.
+            res.destroy();
+          }
+        });
+        res.on('end', done);
+        res.on('close', done);
+        res.on('error', done);
+      });
+
+      req.end(body);
+    });
+  }
+}
+
+const DNS_ERROR_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME', 'ENODATA']);
+
+/** Why a request that was never fully written failed, from how far it got. */
+function notSentCause(
+  error: unknown,
+  progress: { connected: boolean; secured: boolean; timedOut: boolean },
+): NotSentCause {
+  if (error instanceof EndpointRefusedError) return 'blocked-address';
+  if (progress.timedOut) return progress.connected && progress.secured ? 'network' : 'connect-timeout';
+  if (progress.connected && !progress.secured) return 'tls';
+  if (progress.connected) return 'network';
+  const { code, syscall } = (error ?? {}) as { code?: unknown; syscall?: unknown };
+  if (code === 'ECONNREFUSED') return 'connection-refused';
+  if (syscall === 'getaddrinfo' || (typeof code === 'string' && DNS_ERROR_CODES.has(code))) return 'dns';
+  return 'network';
+}
