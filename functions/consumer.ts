@@ -1,0 +1,125 @@
+/**
+ * The consumer Lambda: SQS batch in, partial batch response out. Thin by design: it wires
+ * settings, clients and adapters once per container, then hands each batch to `processBatch`.
+ *
+ * Environment: the `HANDOFF_*` settings (lib/config.ts), the resources in RESOURCE_ENV, and
+ * HANDOFF_QUEUE_URL (the delivery queue, for ChangeMessageVisibility). A bad or missing setting
+ * fails the cold start with a message naming the variable: no silent defaults.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import middy from '@middy/core';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { processBatch } from '../lib/batch';
+import { ConfigError, derivedTimings, readSettings, RESOURCE_ENV } from '../lib/config';
+import { CRASH_POINTS, type CrashPoint, type DeliverDeps } from '../lib/deliver';
+import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
+import { createLogger, MetricsRecorder } from '../lib/observability';
+import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
+import { EndpointGuard } from '../lib/webhook/endpoint-guard';
+import { HttpWebhookSender } from '../lib/webhook/http-sender';
+import type { WebhookSender } from '../lib/webhook/sender';
+
+/** The delivery queue's URL. Passed in rather than derived from a record's ARN, since a queue
+ * URL's host differs by partition and by emulator; the stack and the sandbox both know it. */
+export const QUEUE_URL_ENV = 'HANDOFF_QUEUE_URL';
+/** Fault injection only: kill the process at this crash point (lib/deliver.ts CRASH_POINTS). */
+export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
+const SERVICE = 'handoff';
+
+const env = process.env;
+const settings = readSettings(env);
+const timings = derivedTimings(settings);
+const webhookUrl = required(settings.webhookUrl, 'HANDOFF_WEBHOOK_URL');
+const secretArn = env[RESOURCE_ENV.webhookSecretArn] || undefined;
+const guard = new EndpointGuard({ allowPrivateCidrs: settings.allowPrivateCidrs, allowHttp: settings.allowHttp });
+guard.checkUrl(webhookUrl);
+
+const logger = createLogger({ service: SERVICE });
+const metrics = new MetricsRecorder({ service: SERVICE });
+const ledger = new DynamoDbLedger({
+  client: DynamoDBDocumentClient.from(new DynamoDBClient({})),
+  tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable),
+});
+const queue = new SqsDeliveryQueue({
+  // Calls go to the configured endpoint (AWS_ENDPOINT_URL_SQS or the region's), not to the host
+  // in the queue URL: emulators return queue URLs whose host does not resolve.
+  client: new SQSClient({ useQueueUrlAsEndpoint: false }),
+  queueUrl: required(env[QUEUE_URL_ENV], QUEUE_URL_ENV),
+  deadLetterQueueUrl: required(env[RESOURCE_ENV.deadLetterQueueUrl], RESOURCE_ENV.deadLetterQueueUrl),
+});
+const checkpoint = crashHook(env[CRASH_AT_ENV]);
+const worker = `${env.AWS_LAMBDA_LOG_STREAM_NAME || hostname()}:${process.pid}`;
+
+let sender: Promise<WebhookSender> | undefined;
+
+/** The sender, built once the signing secret is known. A failed fetch is retried next time. */
+function getSender(): Promise<WebhookSender> {
+  if (sender === undefined) {
+    sender = resolveSecret().then(
+      (secret) => new HttpWebhookSender({ url: webhookUrl, secret, timeoutMs: settings.attemptTimeoutMs, guard }),
+    );
+    sender.catch(() => {
+      sender = undefined;
+    });
+  }
+  return sender;
+}
+
+/** In AWS the secret stays in Secrets Manager and is read once per container; locally, the env. */
+async function resolveSecret(): Promise<string | undefined> {
+  if (secretArn === undefined) return settings.webhookSecret;
+  // Loaded only when used, so containers without a secret ARN never pay for the client.
+  const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
+  const { SecretString } = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: secretArn }));
+  const secret = SecretString?.trim();
+  if (!secret) throw new ConfigError(RESOURCE_ENV.webhookSecretArn, 'names a secret with no string value');
+  return secret;
+}
+
+async function consume(event: SQSEvent, context: Context): Promise<SQSBatchResponse> {
+  const delivery: DeliverDeps = {
+    ledger,
+    sender: await getSender(),
+    now: Date.now,
+    // Unique per invocation: a claim held by an earlier, timed-out invocation is someone else's.
+    owner: `${worker}:${randomUUID()}`,
+    policy: settings.retryPolicy,
+    payloadLimitBytes: settings.payloadLimitBytes,
+    leaseMs: timings.leaseMs,
+    retentionSeconds: timings.retentionSeconds,
+    ...(checkpoint ? { checkpoint } : {}),
+  };
+  return processBatch(event.Records, {
+    delivery,
+    queue,
+    logger: logger.child({ requestId: context.awsRequestId }),
+    metrics,
+    // One attempt's time per batch: every record of a batch is in flight at once.
+    concurrency: settings.batchSize,
+  });
+}
+
+export const handler = middy<SQSEvent, SQSBatchResponse>(consume).use({
+  // Metrics are published whatever the outcome, so a failing batch still shows up.
+  after: () => metrics.flush(),
+  onError: () => metrics.flush(),
+});
+
+function required(value: string | undefined, variable: string): string {
+  if (!value) throw new ConfigError(variable, 'must be set');
+  return value;
+}
+
+function crashHook(raw: string | undefined): ((point: CrashPoint) => void) | undefined {
+  if (!raw) return undefined;
+  if (!(CRASH_POINTS as readonly string[]).includes(raw)) {
+    throw new ConfigError(CRASH_AT_ENV, `must be one of ${CRASH_POINTS.join(', ')}, got "${raw}"`);
+  }
+  return (point) => {
+    if (point === raw) process.kill(process.pid, 'SIGKILL');
+  };
+}

@@ -1,0 +1,47 @@
+/**
+ * The delivery queue as the batch use case needs it (SPEC §4): hold a message back for a while,
+ * move one to the dead-letter path, and put one on the queue. `sqs-queue.ts` implements it on SQS.
+ *
+ * The queue decides only *when* work runs; every decision here follows one the ledger already
+ * made durable, so a failed call never loses an event: the message simply comes back.
+ */
+import type { DeadLetterReason } from '../deliver';
+import { MAX_WAIT_SECONDS } from '../policy';
+
+export interface DeadLetterInfo {
+  readonly reason: DeadLetterReason;
+  /** The event ID, when one could be read from the body. */
+  readonly eventId?: string;
+}
+
+export interface DeliveryQueue {
+  /**
+   * Leaves a received message in flight for `seconds` (0..12 h, clamped) before it is received
+   * again. Counts from now and is not remembered: the receive after that uses the queue default.
+   */
+  retryAfter(receiptHandle: string, seconds: number): Promise<void>;
+
+  /** Sends the original body, unchanged, to the dead-letter queue with the reason attached. */
+  deadLetter(body: string, info: DeadLetterInfo): Promise<void>;
+
+  /** Sends a body to the delivery queue (replay). */
+  enqueue(body: string): Promise<void>;
+}
+
+/** The queue could not carry out a call. `cause` keeps the underlying error. */
+export class QueueUnavailableError extends Error {
+  override readonly name = 'QueueUnavailableError';
+  readonly code = 'queue-unavailable';
+  constructor(
+    readonly operation: 'retry-after' | 'dead-letter' | 'enqueue',
+    options?: ErrorOptions,
+  ) {
+    super(`queue ${operation} failed`, options);
+  }
+}
+
+/** Whole seconds within what one message's visibility timeout allows (0..43200). */
+export function clampVisibilitySeconds(seconds: number): number {
+  if (!Number.isFinite(seconds)) return seconds > 0 ? MAX_WAIT_SECONDS : 0;
+  return Math.min(Math.max(Math.ceil(seconds), 0), MAX_WAIT_SECONDS);
+}
