@@ -97,6 +97,8 @@ export function validateSettings(settings: Settings): Settings {
 /** Variables that name deployed resources for the consumer; set by the construct or the sandbox. */
 export const RESOURCE_ENV = {
   ledgerTable: 'HANDOFF_LEDGER_TABLE',
+  /** The delivery queue, for ChangeMessageVisibility (a URL's host differs by partition and emulator). */
+  queueUrl: 'HANDOFF_QUEUE_URL',
   deadLetterQueueUrl: 'HANDOFF_DEAD_LETTER_QUEUE_URL',
   /** In AWS the signing secret stays in Secrets Manager; the consumer reads it at cold start. */
   webhookSecretArn: 'HANDOFF_WEBHOOK_SECRET_ARN',
