@@ -1,0 +1,222 @@
+/**
+ * The sandbox poller against a real SQS emulator (fauxqs): Lambda's event shape, partial batch
+ * responses, whole-batch failures and redrive by receive count.
+ */
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulators, type Emulators } from '../../sandbox/emulators';
+import { startPoller, type BatchReport, type Invocation, type Poller } from '../../sandbox/poller';
+
+let emulators: Emulators;
+let sqs: SQSClient;
+let poller: Poller | undefined;
+let queueCount = 0;
+
+beforeAll(async () => {
+  emulators = await startEmulators();
+  sqs = new SQSClient({
+    region: 'us-east-1',
+    endpoint: emulators.sqsEndpoint,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    useQueueUrlAsEndpoint: false,
+  });
+});
+
+afterEach(async () => {
+  await poller?.stop(5000);
+  poller = undefined;
+});
+
+afterAll(async () => {
+  sqs.destroy();
+  await emulators.close();
+});
+
+interface Queues {
+  readonly queueUrl: string;
+  readonly queueArn: string;
+  readonly deadLetterQueueUrl: string;
+}
+
+/** A fresh queue (1 s visibility) with its own dead-letter queue, so tests never share messages. */
+async function createQueues(maxReceiveCount: number): Promise<Queues> {
+  queueCount += 1;
+  const name = `poller-${queueCount}`;
+  const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }));
+  const dlqArn = await arnOf(dlq.QueueUrl!);
+  const queue = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: name,
+      Attributes: {
+        VisibilityTimeout: '1',
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount }),
+      },
+    }),
+  );
+  return { queueUrl: queue.QueueUrl!, queueArn: await arnOf(queue.QueueUrl!), deadLetterQueueUrl: dlq.QueueUrl! };
+}
+
+async function arnOf(queueUrl: string): Promise<string> {
+  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+  return Attributes!.QueueArn!;
+}
+
+async function messagesOn(queueUrl: string): Promise<number> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return Number(Attributes!.ApproximateNumberOfMessages) + Number(Attributes!.ApproximateNumberOfMessagesNotVisible);
+}
+
+/** Starts a poller whose handler is `respond`; resolves `settled` once `until` holds after a batch. */
+function poll(queues: Queues, respond: (event: SQSEvent) => Invocation, until: (seen: SQSRecord[]) => boolean) {
+  const seen: SQSRecord[] = [];
+  const reports: BatchReport[] = [];
+  let done: () => void;
+  const settled = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  poller = startPoller({
+    sqs,
+    queueUrl: queues.queueUrl,
+    source: { queueArn: queues.queueArn, region: 'us-east-1' },
+    batchSize: 10,
+    maxConcurrency: 2,
+    waitTimeSeconds: 1,
+    invoke: async (event) => {
+      seen.push(...event.Records);
+      return respond(event);
+    },
+    onBatch: (report) => {
+      reports.push(report);
+      if (until(seen)) done();
+    },
+  });
+  return { seen, reports, settled };
+}
+
+const send = (queueUrl: string, body: string) => sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+
+describe('Poller: the event it hands the handler', () => {
+  it('builds records the way Lambda does, with system and message attributes', async () => {
+    // Prepare
+    const queues = await createQueues(5);
+    const sent = await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queues.queueUrl,
+        MessageBody: '{"id":"evt_1"}',
+        MessageAttributes: { origin: { DataType: 'String', StringValue: 'test' } },
+      }),
+    );
+
+    // Act
+    const { seen, reports, settled } = poll(queues, () => ({ kind: 'returned', response: { batchItemFailures: [] } }), (s) => s.length >= 1);
+    await settled;
+
+    // Assess
+    expect(seen).toHaveLength(1);
+    const record = seen[0]!;
+    expect(record).toMatchObject({
+      messageId: sent.MessageId,
+      body: '{"id":"evt_1"}',
+      md5OfBody: sent.MD5OfMessageBody,
+      eventSource: 'aws:sqs',
+      eventSourceARN: queues.queueArn,
+      awsRegion: 'us-east-1',
+      messageAttributes: { origin: { stringValue: 'test', stringListValues: [], binaryListValues: [], dataType: 'String' } },
+    });
+    expect(record.attributes.ApproximateReceiveCount).toBe('1');
+    expect(Number(record.attributes.SentTimestamp)).toBeGreaterThan(0);
+    expect(record.receiptHandle).not.toBe('');
+    expect(reports[0]).toMatchObject({ size: 1, invocation: 'returned', deleteFailures: 0 });
+    expect(await messagesOn(queues.queueUrl)).toBe(0);
+  });
+});
+
+describe('Poller: applying the response', () => {
+  it('deletes the records not listed and leaves a listed one to come back', async () => {
+    // Prepare
+    const queues = await createQueues(5);
+    await send(queues.queueUrl, 'ack-me');
+    await send(queues.queueUrl, 'keep-me');
+
+    // Act: report "keep-me" as failed on its first receive only.
+    const { seen, settled } = poll(
+      queues,
+      (event) => ({
+        kind: 'returned',
+        response: {
+          batchItemFailures: event.Records.filter((r) => r.body === 'keep-me' && r.attributes.ApproximateReceiveCount === '1').map(
+            (r) => ({ itemIdentifier: r.messageId }),
+          ),
+        },
+      }),
+      (s) => s.filter((r) => r.body === 'keep-me').length === 2,
+    );
+    await settled;
+
+    // Assess
+    expect(seen.filter((r) => r.body === 'ack-me').map((r) => r.attributes.ApproximateReceiveCount)).toEqual(['1']);
+    expect(seen.filter((r) => r.body === 'keep-me').map((r) => r.attributes.ApproximateReceiveCount)).toEqual(['1', '2']);
+    expect(await messagesOn(queues.queueUrl)).toBe(0);
+  });
+
+  it.each([
+    ['a thrown error', { kind: 'threw', error: 'Error: boom' }],
+    ['a dead worker', { kind: 'worker-died', detail: 'killed by SIGKILL' }],
+    ['an unknown itemIdentifier', { kind: 'returned', response: { batchItemFailures: [{ itemIdentifier: 'nope' }] } }],
+  ] as const)('returns the whole batch after %s', async (_, failure) => {
+    // Prepare
+    const queues = await createQueues(5);
+    await send(queues.queueUrl, 'one');
+    await send(queues.queueUrl, 'two');
+    let calls = 0;
+
+    // Act: the first invocation fails, later ones succeed.
+    const { seen, reports, settled } = poll(
+      queues,
+      () => (++calls === 1 ? failure : { kind: 'returned', response: null }),
+      (s) => s.filter((r) => r.attributes.ApproximateReceiveCount === '1').length === 2 && s.some((r) => r.attributes.ApproximateReceiveCount === '2'),
+    );
+    await settled;
+    await poller!.stop(5000);
+
+    // Assess: whatever the first batch held came back once more, and nothing is left.
+    const first = reports[0]!;
+    expect(first.settlement.kind).toBe('batch-failed');
+    const firstBatchBodies = seen.slice(0, first.size).map((r) => r.body).sort();
+    const receivedTwice = seen.filter((r) => r.attributes.ApproximateReceiveCount === '2').map((r) => r.body).sort();
+    expect(receivedTwice).toEqual(firstBatchBodies);
+    expect(await messagesOn(queues.queueUrl)).toBe(0);
+  });
+});
+
+describe('Poller: redrive', () => {
+  it('lets the queue move a message to the dead-letter queue after maxReceiveCount failed receives', async () => {
+    // Prepare
+    const queues = await createQueues(2);
+    await send(queues.queueUrl, 'always-fails');
+
+    // Act
+    const { seen, settled } = poll(queues, () => ({ kind: 'threw', error: 'Error: boom' }), (s) => s.length === 2);
+    await settled;
+    const moved = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queues.deadLetterQueueUrl, WaitTimeSeconds: 5, MaxNumberOfMessages: 10 }),
+    );
+
+    // Assess
+    expect(seen.map((r) => r.attributes.ApproximateReceiveCount)).toEqual(['1', '2']);
+    expect(moved.Messages?.map((m) => m.Body)).toEqual(['always-fails']);
+    expect(await messagesOn(queues.queueUrl)).toBe(0);
+  });
+});
