@@ -59,6 +59,8 @@ export class HttpWebhookSender implements WebhookSender {
   private readonly userAgent: string;
   private readonly maxResponseBytes: number;
   private readonly now: () => number;
+  /** Clock time (`now`) the last exchange ended: every free socket has been idle since then. */
+  private lastExchangeEndMs = 0;
 
   /** @throws EndpointRefusedError when the guard refuses the URL; Error for an unusable secret. */
   constructor(options: HttpWebhookSenderOptions) {
@@ -76,6 +78,7 @@ export class HttpWebhookSender implements WebhookSender {
   }
 
   async send(request: WebhookRequest): Promise<AttemptResult> {
+    this.dropSocketsIdleSince(this.now());
     const startedMs = performance.now();
     const deadlineMs = startedMs + this.timeoutMs;
     let outcome: AttemptOutcome;
@@ -100,10 +103,25 @@ export class HttpWebhookSender implements WebhookSender {
         outcome = retryNotSent && first.outcome.kind === 'unknown' ? first.outcome : retry.outcome;
       }
     } catch {
-      // Unreachable by design (every failure above is an outcome); kept so send() never throws.
+      // Only a synchronous failure while building the request lands here (transport failures
+      // are outcomes above), so nothing was sent; send() never throws.
       outcome = { kind: 'temporary', cause: 'network' };
     }
+    this.lastExchangeEndMs = this.now();
     return { outcome, durationMs: Math.round(performance.now() - startedMs) };
+  }
+
+  /**
+   * Node's idle-socket timer does not run while a Lambda environment is frozen, so after a thaw
+   * the agent would hand out sockets the server (or a NAT on the way) dropped long ago: at best
+   * a reset, at worst a silent black hole that ends in a timeout and an `unknown` outcome.
+   * The wall clock does move across a freeze, so idle sockets are dropped by it before reuse.
+   */
+  private dropSocketsIdleSince(nowMs: number): void {
+    if (nowMs - this.lastExchangeEndMs <= IDLE_SOCKET_TIMEOUT_MS) return;
+    for (const sockets of Object.values(this.agent.freeSockets)) {
+      for (const socket of sockets ?? []) socket.destroy();
+    }
   }
 
   /** Closes idle keep-alive sockets; call when the process stops. */

@@ -164,6 +164,22 @@ describe('HttpWebhookSender: the request (SPEC §3)', () => {
     expect(server.received).toHaveLength(3);
     expect(server.connections).toBe(1);
   });
+
+  it('opens a fresh connection when the clock says the idle one is stale (as after a Lambda thaw)', async () => {
+    // Prepare: Node's idle timer never fires while a Lambda environment is frozen; only the clock moves.
+    const server = await startServer(answer(200, {}, 'ok'));
+    let clockMs = ATTEMPT_MS;
+    const client = sender({ url: server.url, now: () => clockMs });
+    await client.send(request);
+    clockMs += 60_000;
+
+    // Act
+    const { outcome } = await client.send(request);
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'accepted', status: 200 });
+    expect(server.connections).toBe(2);
+  });
 });
 
 describe('HttpWebhookSender: outcomes (SPEC §4)', () => {
