@@ -1,0 +1,139 @@
+/**
+ * The handoff CDK app: one stack (default name `Handoff`, context `stackName` overrides) around
+ * the WebhookDelivery construct, checked by cdk-nag's AwsSolutions rules at synth.
+ *
+ * Context beyond the settings: `stackName`, `alarmTopicArn` (an SNS topic for alarms), and
+ * `signingSecret` (the complete ARN of an existing secret, or `none` for unsigned webhooks; unset,
+ * the stack generates one).
+ *
+ * Settings come from CDK context and pass through lib/config.ts's `readSettings`, the same parser
+ * the local sandbox applies to its `HANDOFF_*` variables:
+ *
+ *   npx cdk deploy -c webhookUrl=https://receiver.example.com/hooks -c retrySchedule=30,120,600
+ */
+import { pathToFileURL } from 'node:url';
+import { App, CfnOutput, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import type { Construct } from 'constructs';
+import { ConfigError, readSettings, type Settings } from '../lib/config';
+import { WebhookDelivery, type WebhookDeliveryProps } from './webhook-delivery';
+
+/** CDK context key → the `HANDOFF_*` variable lib/config.ts reads for the same setting. */
+export const SETTINGS_CONTEXT = {
+  webhookUrl: 'HANDOFF_WEBHOOK_URL',
+  retrySchedule: 'HANDOFF_RETRY_SCHEDULE',
+  maxAttempts: 'HANDOFF_MAX_ATTEMPTS',
+  attemptTimeoutMs: 'HANDOFF_ATTEMPT_TIMEOUT_MS',
+  payloadLimitBytes: 'HANDOFF_PAYLOAD_LIMIT_BYTES',
+  batchSize: 'HANDOFF_BATCH_SIZE',
+  maxConcurrency: 'HANDOFF_MAX_CONCURRENCY',
+  retentionDays: 'HANDOFF_RETENTION_DAYS',
+  allowPrivateCidrs: 'HANDOFF_ALLOW_PRIVATE_CIDRS',
+  allowHttp: 'HANDOFF_ALLOW_HTTP',
+} as const;
+
+/** The stack's outputs; the operator CLI reads them by these exact keys (`--stack NAME`). */
+export const STACK_OUTPUTS = {
+  queueUrl: 'QueueUrl',
+  queueArn: 'QueueArn',
+  deadLetterQueueUrl: 'DeadLetterQueueUrl',
+  ledgerTableName: 'LedgerTableName',
+  consumerFunctionName: 'ConsumerFunctionName',
+} as const;
+
+type ContextReader = (key: string) => unknown;
+
+/**
+ * Reads the settings from context through the one definition. Errors name the context key.
+ * @throws ConfigError
+ */
+export function settingsFromContext(context: ContextReader): Settings {
+  const env: Record<string, string | undefined> = {};
+  for (const [key, variable] of Object.entries(SETTINGS_CONTEXT)) env[variable] = contextString(context(key));
+  if (env.HANDOFF_WEBHOOK_URL === undefined) {
+    throw new ConfigError(
+      'webhookUrl',
+      '(CDK context) is required: pass the receiver\'s endpoint, e.g. `npx cdk deploy -c webhookUrl=https://receiver.example.com/hooks`',
+    );
+  }
+  try {
+    return readSettings(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const key = Object.entries(SETTINGS_CONTEXT).find(([, variable]) => variable === error.variable)?.[0];
+    if (key === undefined) throw error;
+    throw new ConfigError(key, `(CDK context) ${error.message.slice(error.variable.length + 1)}`);
+  }
+}
+
+/** Context from the command line is a string; from cdk.json it may be a number, boolean or list. */
+function contextString(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (Array.isArray(value)) return value.map(String).join(',');
+  return String(value);
+}
+
+export interface HandoffStackProps extends StackProps {
+  readonly delivery: Omit<WebhookDeliveryProps, 'alarmTopic' | 'signingSecret'>;
+  /** An existing SNS topic for alarm notifications. */
+  readonly alarmTopicArn?: string;
+  /** An existing secret (complete ARN) holding the signing key; `'none'` sends unsigned; unset generates one. */
+  readonly signingSecret?: string | 'none';
+}
+
+export class HandoffStack extends Stack {
+  readonly delivery: WebhookDelivery;
+
+  constructor(scope: Construct, id: string, props: HandoffStackProps) {
+    super(scope, id, props);
+    const signing = props.signingSecret;
+    this.delivery = new WebhookDelivery(this, 'Delivery', {
+      ...props.delivery,
+      signingSecret:
+        signing === undefined ? 'generate'
+        : signing === 'none' ? 'none'
+        : Secret.fromSecretCompleteArn(this, 'SigningSecret', signing),
+      ...(props.alarmTopicArn ? { alarmTopic: Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn) } : {}),
+    });
+    const d = this.delivery;
+    new CfnOutput(this, STACK_OUTPUTS.queueUrl, { value: d.queue.queueUrl, description: 'Producers SendMessage here' });
+    new CfnOutput(this, STACK_OUTPUTS.queueArn, { value: d.queue.queueArn });
+    new CfnOutput(this, STACK_OUTPUTS.deadLetterQueueUrl, { value: d.deadLetterQueue.queueUrl });
+    new CfnOutput(this, STACK_OUTPUTS.ledgerTableName, { value: d.ledgerTable.tableName });
+    new CfnOutput(this, STACK_OUTPUTS.consumerFunctionName, { value: d.consumer.functionName });
+    if (d.signingSecret) new CfnOutput(this, 'SigningSecretArn', { value: d.signingSecret.secretArn });
+  }
+}
+
+/** Builds the app from its context; `cdk synth` runs this file through cdk.json. */
+export function buildApp(app = new App()): App {
+  const context: ContextReader = (key) => app.node.tryGetContext(key);
+  const stackName = contextString(context('stackName')) ?? 'Handoff';
+  const alarmTopicArn = contextString(context('alarmTopicArn'));
+  const signingSecret = contextString(context('signingSecret'));
+
+  new HandoffStack(app, stackName, {
+    stackName,
+    description: 'handoff: durable, idempotent webhook delivery (SQS, Lambda, DynamoDB)',
+    delivery: { settings: settingsFromContext(context) },
+    ...(alarmTopicArn ? { alarmTopicArn } : {}),
+    ...(signingSecret ? { signingSecret } : {}),
+  });
+
+  // With an unacknowledged finding, synth fails and lists it in policy-validation-report.json.
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  return app;
+}
+
+// Run as the CDK app (not when imported by a test).
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  try {
+    buildApp().synth();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(`handoff: ${error.message}`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,433 @@
+/**
+ * WebhookDelivery: the reusable construct behind handoff (SPEC §1, §4, §5, §7).
+ *
+ * Producers send events to the delivery queue; the consumer Lambda claims each event in the
+ * ledger table, sends the webhook, records the outcome, and only then lets the queue forget the
+ * message. The queue decides *when* work runs (visibility timeout = the retry wait), the ledger
+ * decides *what* work may do. Settings come from lib/config.ts, the same definition the local
+ * sandbox reads, so the numbers here (timeouts, redrive count) are derived, never repeated.
+ */
+import { fileURLToPath } from 'node:url';
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import {
+  ConfigError,
+  DEFAULT_SETTINGS,
+  RESOURCE_ENV,
+  derivedTimings,
+  settingsToEnvironment,
+  validateSettings,
+  type Settings,
+} from '../lib/config';
+import { LEDGER_SCHEMA } from '../lib/ledger/dynamodb-schema';
+import { METRICS_NAMESPACE, type MetricName } from '../lib/observability';
+
+/**
+ * The consumer's CloudWatch metrics (embedded metric format), named by lib/observability.ts,
+ * which writes them: namespace `Handoff`, one dimension `Service` = `handoff`. The dashboard and
+ * the operator's `stats` read them by these names.
+ */
+export const METRICS = {
+  namespace: METRICS_NAMESPACE,
+  dimensions: { Service: 'handoff' },
+  names: {
+    /** Count: webhooks answered 2xx. */
+    delivered: 'Delivered',
+    /** Count: attempts that ended temporary or unknown and were scheduled again. */
+    retries: 'Retries',
+    /** Count: events sent to the dead-letter path. */
+    deadLetters: 'DeadLetters',
+    /** Milliseconds: admission to accepted delivery. */
+    deliveryLatency: 'DeliveryLatency',
+    /** Seconds: how long a pending event had waited when an attempt started. */
+    pendingAge: 'PendingAge',
+  },
+} as const satisfies {
+  namespace: string;
+  dimensions: Record<string, string>;
+  names: Record<string, MetricName>;
+};
+
+/**
+ * The delivery queue's URL for the consumer's ChangeMessageVisibility calls (functions/consumer.ts
+ * QUEUE_URL_ENV; not imported, since importing the handler module runs its cold start).
+ */
+export const QUEUE_URL_ENV = 'HANDOFF_QUEUE_URL';
+
+/** The Lambda entry this construct deploys unless told otherwise. */
+export const CONSUMER_ENTRY = fileURLToPath(new URL('../functions/consumer.ts', import.meta.url));
+
+/** SQS's longest message retention; the delivery queue and the DLQ both keep messages this long. */
+const MAX_RETENTION = Duration.days(14);
+
+export interface WebhookDeliveryProps {
+  /**
+   * Settings over DEFAULT_SETTINGS (lib/config.ts). `webhookUrl` is required in AWS.
+   * `webhookSecret` is for the local sandbox only: in AWS use `signingSecret`.
+   */
+  readonly settings: Partial<Settings>;
+  /**
+   * The Standard Webhooks signing secret, kept in Secrets Manager:
+   * - `'generate'` (default): a new secret, 64 random letters and digits (see `generatedSecret`);
+   * - an existing `ISecret` whose value is `whsec_<base64>` or bare base64;
+   * - `'none'`: webhooks are sent unsigned.
+   */
+  readonly signingSecret?: secretsmanager.ISecret | 'generate' | 'none';
+  /** Where alarms notify (alarm and OK). Unset: alarms only change state and show on the dashboard. */
+  readonly alarmTopic?: ITopic;
+  /** How long the event source gathers records before invoking. Default 1 s. */
+  readonly maxBatchingWindow?: Duration;
+  /**
+   * The age of the oldest queued message that raises the pending-age alarm. Default: 15 min, or the
+   * first two retry waits plus 5 min when longer (see `pendingAgeAlarmThreshold`).
+   */
+  readonly pendingAgeAlarmThreshold?: Duration;
+  /** Default 256. */
+  readonly memorySizeMb?: number;
+  /** Default one month. */
+  readonly logRetention?: logs.RetentionDays;
+  /** The Lambda entry file. Default `functions/consumer.ts`; tests point it at a stand-in. */
+  readonly entry?: string;
+}
+
+export class WebhookDelivery extends Construct {
+  /** The settings in force: props over the defaults, validated. */
+  readonly settings: Settings;
+  readonly queue: sqs.Queue;
+  readonly deadLetterQueue: sqs.Queue;
+  readonly ledgerTable: dynamodb.Table;
+  readonly consumer: NodejsFunction;
+  /** Undefined when webhooks are sent unsigned. */
+  readonly signingSecret: secretsmanager.ISecret | undefined;
+  readonly alarms: {
+    readonly deadLetters: cloudwatch.Alarm;
+    readonly pendingAge: cloudwatch.Alarm;
+    readonly consumerErrors: cloudwatch.Alarm;
+  };
+  readonly dashboard: cloudwatch.Dashboard;
+
+  constructor(scope: Construct, id: string, props: WebhookDeliveryProps) {
+    super(scope, id);
+    this.settings = resolveSettings(props.settings);
+    const settings = this.settings;
+    const timings = derivedTimings(settings);
+
+    // --- Queues -------------------------------------------------------------------------------
+    this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: MAX_RETENTION,
+    });
+    this.queue = new sqs.Queue(this, 'DeliveryQueue', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      // Retention outlasts the whole retry schedule (checked in resolveSettings), so a message
+      // cannot expire between two attempts; a backlog during an outage survives as long as SQS allows.
+      retentionPeriod: MAX_RETENTION,
+      // Longer than any invocation can run (6x the function timeout), so a message never
+      // reappears while a live worker still holds it.
+      visibilityTimeout: Duration.seconds(timings.visibilityTimeoutSeconds),
+      // Every receive counts, retries included, so SQS's redrive must stay above the ledger's
+      // attempt budget: the ledger dead-letters with a reason; this is only a backstop for a
+      // consumer that keeps crashing on one message.
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: timings.maxReceiveCount },
+    });
+
+    // --- Ledger -------------------------------------------------------------------------------
+    this.ledgerTable = new dynamodb.Table(this, 'Ledger', {
+      partitionKey: { name: LEDGER_SCHEMA.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: LEDGER_SCHEMA.sortKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      timeToLiveAttribute: LEDGER_SCHEMA.ttlAttribute,
+      // The ledger is the authority on what was delivered: it outlives the stack.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    this.ledgerTable.addGlobalSecondaryIndex({
+      indexName: LEDGER_SCHEMA.stateIndex.name,
+      partitionKey: { name: LEDGER_SCHEMA.stateIndex.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: LEDGER_SCHEMA.stateIndex.sortKey, type: dynamodb.AttributeType.NUMBER },
+      projectionType: dynamodb.ProjectionType.ALL,
+    });
+
+    // --- Signing secret -----------------------------------------------------------------------
+    this.signingSecret = this.createSigningSecret(props.signingSecret ?? 'generate');
+
+    // --- Consumer -----------------------------------------------------------------------------
+    const logGroup = new logs.LogGroup(this, 'ConsumerLogs', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+    });
+    // An own role instead of the default one: the default attaches the AWSLambdaBasicExecutionRole
+    // managed policy (logs on `*`); this one may write to its own log group and nothing else.
+    const role = new iam.Role(this, 'ConsumerRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'handoff consumer: the ledger, its queues, its signing secret and its log group',
+    });
+    logGroup.grantWrite(role);
+
+    const environment: Record<string, string> = {
+      ...settingsToEnvironment(settings),
+      [RESOURCE_ENV.ledgerTable]: this.ledgerTable.tableName,
+      [RESOURCE_ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
+      [QUEUE_URL_ENV]: this.queue.queueUrl,
+      // esbuild's source map is only read when Node is told to.
+      NODE_OPTIONS: '--enable-source-maps',
+    };
+    // The secret's ARN, never its value: the consumer reads the value at cold start.
+    if (this.signingSecret) environment[RESOURCE_ENV.webhookSecretArn] = this.signingSecret.secretArn;
+
+    this.consumer = new NodejsFunction(this, 'Consumer', {
+      entry: props.entry ?? CONSUMER_ENTRY,
+      handler: 'handler',
+      runtime: lambda.Runtime.NODEJS_24_X,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: props.memorySizeMb ?? 256,
+      // Covers one attempt's timeout plus the ledger writes around it (lib/config.ts).
+      timeout: Duration.seconds(timings.functionTimeoutSeconds),
+      role,
+      logGroup,
+      environment,
+      description: 'handoff: delivers queued events to the webhook, recording each attempt in the ledger',
+      bundling: {
+        format: OutputFormat.ESM,
+        minify: true,
+        sourceMap: true,
+        // The Node.js 22+ runtimes ship AWS SDK v3: leave it out of the bundle.
+        externalModules: ['@aws-sdk/*'],
+        mainFields: ['module', 'main'],
+        // Some bundled CommonJS dependencies call `require` for Node built-ins; ESM has none.
+        banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+      },
+    });
+
+    this.consumer.addEventSource(
+      new SqsEventSource(this.queue, {
+        // One bad message must not return its whole batch (SPEC §4): the handler reports the
+        // failed items and only those come back.
+        reportBatchItemFailures: true,
+        batchSize: settings.batchSize,
+        maxBatchingWindow: props.maxBatchingWindow ?? Duration.seconds(1),
+        // Bounds the consumer on the event source, not with reserved concurrency: Lambda throttling
+        // would return messages to the queue and burn their receive count.
+        maxConcurrency: settings.maxConcurrency,
+      }),
+    );
+    this.grantConsumerAccess(role);
+
+    // --- Alarms and dashboard -----------------------------------------------------------------
+    this.alarms = this.createAlarms(props, settings);
+    if (props.alarmTopic) {
+      const action = new SnsAction(props.alarmTopic);
+      for (const alarm of Object.values(this.alarms)) {
+        alarm.addAlarmAction(action);
+        alarm.addOkAction(action);
+      }
+    }
+    this.dashboard = this.createDashboard();
+  }
+
+  /** A metric the consumer emits (EMF), with its `Service` dimension. */
+  consumerMetric(metricName: MetricName, props: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: METRICS.namespace,
+      metricName,
+      dimensionsMap: { ...METRICS.dimensions },
+      period: Duration.minutes(5),
+      ...props,
+    });
+  }
+
+  private createSigningSecret(choice: NonNullable<WebhookDeliveryProps['signingSecret']>) {
+    if (choice === 'none') return undefined;
+    if (choice !== 'generate') return choice;
+    // Secrets Manager cannot generate `whsec_<base64>` directly (its generator draws from a
+    // character set and adds no prefix). 64 letters and digits are valid base64 (length a multiple
+    // of 4, no padding) and decode to a 48-byte key, within Standard Webhooks' 24–64 bytes. The
+    // consumer treats a value without the `whsec_` prefix as that base64 key; the receiver
+    // configures `whsec_` + the same value.
+    const secret = new secretsmanager.Secret(this, 'SigningSecret', {
+      description: 'handoff: Standard Webhooks signing key (base64; the receiver uses whsec_ + this value)',
+      generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+    });
+    Validations.of(secret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason:
+        'The signing key is shared with the receiver, who must switch keys in step; it is rotated by the documented manual procedure, not by a rotation Lambda.',
+    });
+    return secret;
+  }
+
+  /**
+   * Least privilege on exact ARNs. The event source mapping grants the delivery queue's receive,
+   * delete, attribute and ChangeMessageVisibility actions (the last is how the handler defers a
+   * retry) on the queue's ARN. `table.grant*()` is avoided: it adds an
+   * `index/*` resource the consumer does not need.
+   */
+  private grantConsumerAccess(role: iam.IRole) {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'LedgerReadWrite',
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        resources: [this.ledgerTable.tableArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'DeadLetterSend',
+        actions: ['sqs:SendMessage'],
+        resources: [this.deadLetterQueue.queueArn],
+      }),
+    );
+    if (this.signingSecret) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'SigningSecretRead',
+          actions: ['secretsmanager:GetSecretValue'],
+          // A secret imported by name has no full ARN: match its six-character suffix.
+          resources: [this.signingSecret.secretFullArn ?? `${this.signingSecret.secretArn}-??????`],
+        }),
+      );
+      this.signingSecret.encryptionKey?.grantDecrypt(role);
+    }
+  }
+
+  private createAlarms(props: WebhookDeliveryProps, settings: Settings) {
+    const deadLetters = new cloudwatch.Alarm(this, 'DeadLettersAlarm', {
+      alarmDescription:
+        'handoff: events are on the dead-letter queue. Inspect with `handoff dead`, fix the cause, then `handoff replay`.',
+      metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(1),
+        statistic: cloudwatch.Stats.MAXIMUM,
+      }),
+      threshold: 0,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+
+    const pendingAge = new cloudwatch.Alarm(this, 'PendingAgeAlarm', {
+      alarmDescription:
+        'handoff: the oldest message on the delivery queue is older than expected; the consumer is not keeping up or not running.',
+      metric: this.queue.metricApproximateAgeOfOldestMessage({
+        period: Duration.minutes(1),
+        statistic: cloudwatch.Stats.MAXIMUM,
+      }),
+      threshold: (props.pendingAgeAlarmThreshold ?? defaultPendingAgeThreshold(settings)).toSeconds(),
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 5,
+      datapointsToAlarm: 5,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+
+    // Expected failures (4xx, 5xx, timeouts) are outcomes, not errors: an invocation error means
+    // the handler itself failed and its whole batch returned to the queue.
+    const consumerErrors = new cloudwatch.Alarm(this, 'ConsumerErrorsAlarm', {
+      alarmDescription: 'handoff: the consumer Lambda failed invocations (its whole batch went back to the queue).',
+      metric: this.consumer.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
+      threshold: 0,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+
+    return { deadLetters, pendingAge, consumerErrors };
+  }
+
+  /** The four signals of SPEC §10 `stats`: pending age, retries, dead letters, delivery latency. */
+  private createDashboard() {
+    const metric = (name: MetricName, statistic: string, label: string) =>
+      this.consumerMetric(name, { statistic, label });
+    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+      dashboardName: `handoff-${Stack.of(this).stackName}`,
+    });
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Pending age (seconds)',
+        left: [
+          this.queue.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM, label: 'Oldest queued message' }),
+          metric(METRICS.names.pendingAge, cloudwatch.Stats.MAXIMUM, 'Pending age at attempt (max)'),
+        ],
+        width: 12,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Deliveries and retries',
+        left: [
+          metric(METRICS.names.delivered, cloudwatch.Stats.SUM, 'Delivered'),
+          metric(METRICS.names.retries, cloudwatch.Stats.SUM, 'Retries'),
+        ],
+        width: 12,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Dead letters',
+        left: [metric(METRICS.names.deadLetters, cloudwatch.Stats.SUM, 'Dead-lettered')],
+        right: [
+          this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+            statistic: cloudwatch.Stats.MAXIMUM,
+            label: 'On the dead-letter queue',
+          }),
+        ],
+        width: 12,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Delivery latency (ms)',
+        left: [
+          metric(METRICS.names.deliveryLatency, cloudwatch.Stats.p(50), 'p50'),
+          metric(METRICS.names.deliveryLatency, cloudwatch.Stats.p(99), 'p99'),
+        ],
+        width: 12,
+      }),
+    );
+    return dashboard;
+  }
+}
+
+/** Props over the defaults, validated, plus what only the deployed stack requires. @throws ConfigError */
+export function resolveSettings(overrides: Partial<Settings>): Settings {
+  const settings = validateSettings({ ...DEFAULT_SETTINGS, ...overrides });
+  if (settings.webhookUrl === undefined) {
+    throw new ConfigError('webhookUrl', 'is required: the stack has no demo receiver to fall back to');
+  }
+  if (settings.webhookSecret !== undefined) {
+    throw new ConfigError(
+      'webhookSecret',
+      'is for the local sandbox only: in AWS pass a Secrets Manager secret as `signingSecret` (a value here would end up in the template)',
+    );
+  }
+  const scheduleSeconds = totalWaitSeconds(settings);
+  if (scheduleSeconds >= MAX_RETENTION.toSeconds()) {
+    throw new ConfigError('retryPolicy', `waits add up to ${scheduleSeconds} s, past the queue's 14-day retention`);
+  }
+  return settings;
+}
+
+/** Seconds a message may wait in all: one wait after each failed attempt but the last. */
+function totalWaitSeconds(settings: Settings): number {
+  const { maxAttempts, waitsSeconds } = settings.retryPolicy;
+  let total = 0;
+  for (let failed = 1; failed < maxAttempts; failed++) {
+    total += waitsSeconds[Math.min(failed, waitsSeconds.length) - 1] ?? 0;
+  }
+  return total;
+}
+
+/**
+ * SQS stops counting a message in ApproximateAgeOfOldestMessage after its third receive, so a
+ * healthy retrying message can make the metric reach about its first two waits; anything older is
+ * backlog. Floor of 15 minutes.
+ */
+function defaultPendingAgeThreshold(settings: Settings): Duration {
+  const [first = 0, second = first] = settings.retryPolicy.waitsSeconds;
+  return Duration.seconds(Math.max(15 * 60, first + second + 5 * 60));
+}

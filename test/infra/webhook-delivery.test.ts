@@ -1,0 +1,590 @@
+/**
+ * The WebhookDelivery construct's contracts, one behaviour per test, asserted on the synthesized
+ * template with `Match` (never by logical ID). Bundling is skipped (`aws:cdk:bundling-stacks: []`)
+ * and the Lambda entry is a stand-in, except in the one test that checks the bundle itself.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  DEFAULT_SETTINGS,
+  derivedTimings,
+  RESOURCE_ENV,
+  settingsToEnvironment,
+  type Settings,
+} from '../../lib/config';
+import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
+import { retryPolicy } from '../../lib/policy';
+import { CONSUMER_ENTRY, METRICS, QUEUE_URL_ENV, WebhookDelivery, type WebhookDeliveryProps } from '../../infra/webhook-delivery';
+
+const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
+const WEBHOOK_URL = 'https://receiver.example.com/hooks';
+
+interface Built {
+  readonly app: App;
+  readonly stack: Stack;
+  readonly delivery: WebhookDelivery;
+  readonly template: Template;
+}
+
+function build(props: Partial<WebhookDeliveryProps> = {}, options: { bundle?: boolean } = {}): Built {
+  const app = new App(options.bundle ? {} : { context: { 'aws:cdk:bundling-stacks': [] } });
+  const stack = new Stack(app, 'TestStack');
+  const delivery = new WebhookDelivery(stack, 'Delivery', {
+    entry: STAND_IN_ENTRY,
+    ...props,
+    settings: { webhookUrl: WEBHOOK_URL, ...props.settings },
+  });
+  return { app, stack, delivery, template: Template.fromStack(stack) };
+}
+
+/** The settings a default build runs with. */
+const defaults: Settings = { ...DEFAULT_SETTINGS, webhookUrl: WEBHOOK_URL };
+
+/** All statements of the stack's identity policies (the consumer's role is the only role). */
+function policyStatements(template: Template): { Action: string | string[]; Resource: unknown; Effect: string }[] {
+  return Object.values(template.findResources('AWS::IAM::Policy')).flatMap(
+    (policy) => policy.Properties.PolicyDocument.Statement,
+  );
+}
+
+function actionsOf(template: Template): string[] {
+  return policyStatements(template)
+    .flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]))
+    .sort();
+}
+
+/** Every literal string inside a (possibly intrinsic) value. */
+function literals(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.flatMap(literals);
+  if (value && typeof value === 'object') return Object.values(value).flatMap(literals);
+  return [];
+}
+
+describe('WebhookDelivery', () => {
+  describe('delivery queue', () => {
+    it('redrives to the dead-letter queue only after more receives than the attempt budget', () => {
+      // Prepare / Act
+      const { template } = build();
+      const { maxReceiveCount } = derivedTimings(defaults);
+
+      // Assess
+      expect(maxReceiveCount).toBeGreaterThan(defaults.retryPolicy.maxAttempts);
+      template.hasResourceProperties('AWS::SQS::Queue', {
+        RedrivePolicy: { maxReceiveCount, deadLetterTargetArn: Match.anyValue() },
+      });
+    });
+
+    it('keeps a received message invisible for at least six times the function timeout', () => {
+      const { template } = build();
+      const { visibilityTimeoutSeconds, functionTimeoutSeconds } = derivedTimings(defaults);
+
+      expect(visibilityTimeoutSeconds).toBeGreaterThanOrEqual(6 * functionTimeoutSeconds);
+      template.hasResourceProperties('AWS::SQS::Queue', {
+        RedrivePolicy: Match.anyValue(),
+        VisibilityTimeout: visibilityTimeoutSeconds,
+      });
+      template.hasResourceProperties('AWS::Lambda::Function', { Timeout: functionTimeoutSeconds });
+    });
+
+    it('follows a longer attempt timeout with a longer function timeout and visibility', () => {
+      const settings = { ...defaults, attemptTimeoutMs: 60_000 };
+      const { template } = build({ settings: { attemptTimeoutMs: 60_000 } });
+      const { visibilityTimeoutSeconds, functionTimeoutSeconds } = derivedTimings(settings);
+
+      expect(functionTimeoutSeconds).toBe(80);
+      template.hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: visibilityTimeoutSeconds });
+      template.hasResourceProperties('AWS::Lambda::Function', { Timeout: functionTimeoutSeconds });
+    });
+
+    it('encrypts both queues at rest', () => {
+      const { template } = build();
+
+      template.resourceCountIs('AWS::SQS::Queue', 2);
+      template.allResourcesProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true });
+    });
+
+    it('refuses requests without TLS on both queues', () => {
+      const { template } = build();
+
+      template.resourceCountIs('AWS::SQS::QueuePolicy', 2);
+      template.allResourcesProperties('AWS::SQS::QueuePolicy', {
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({
+              Effect: 'Deny',
+              Action: 'sqs:*',
+              Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+            }),
+          ]),
+        },
+      });
+    });
+
+    it('keeps messages on both queues for 14 days', () => {
+      const { template } = build();
+
+      template.allResourcesProperties('AWS::SQS::Queue', { MessageRetentionPeriod: 14 * 24 * 60 * 60 });
+    });
+  });
+
+  describe('event source', () => {
+    it('reports partial batch failures, so one bad message does not return its batch', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+      });
+    });
+
+    it('takes batch size and maximum concurrency from the settings, with a 1 s batching window', () => {
+      const { template } = build({ settings: { batchSize: 25, maxConcurrency: 7 } });
+
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        BatchSize: 25,
+        MaximumBatchingWindowInSeconds: 1,
+        ScalingConfig: { MaximumConcurrency: 7 },
+      });
+    });
+
+    it('uses the batching window it is given', () => {
+      const { template } = build({ maxBatchingWindow: Duration.seconds(5) });
+
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { MaximumBatchingWindowInSeconds: 5 });
+    });
+  });
+
+  describe('ledger table', () => {
+    it('is keyed by event ID and endpoint as LEDGER_SCHEMA says', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::DynamoDB::Table', {
+        KeySchema: [
+          { AttributeName: LEDGER_SCHEMA.partitionKey, KeyType: 'HASH' },
+          { AttributeName: LEDGER_SCHEMA.sortKey, KeyType: 'RANGE' },
+        ],
+        AttributeDefinitions: Match.arrayWith([
+          { AttributeName: LEDGER_SCHEMA.partitionKey, AttributeType: 'S' },
+          { AttributeName: LEDGER_SCHEMA.sortKey, AttributeType: 'S' },
+        ]),
+      });
+    });
+
+    it('bills on demand and keeps point-in-time recovery', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::DynamoDB::Table', {
+        BillingMode: 'PAY_PER_REQUEST',
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      });
+    });
+
+    it('expires rows through the TTL attribute', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::DynamoDB::Table', {
+        TimeToLiveSpecification: { AttributeName: LEDGER_SCHEMA.ttlAttribute, Enabled: true },
+      });
+    });
+
+    it('has the by-state index on state and the time of the last state change', () => {
+      const { template } = build();
+      const index = LEDGER_SCHEMA.stateIndex;
+
+      template.hasResourceProperties('AWS::DynamoDB::Table', {
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: index.name,
+            KeySchema: [
+              { AttributeName: index.partitionKey, KeyType: 'HASH' },
+              { AttributeName: index.sortKey, KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'ALL' },
+          },
+        ],
+        AttributeDefinitions: Match.arrayWith([
+          { AttributeName: index.partitionKey, AttributeType: 'S' },
+          { AttributeName: index.sortKey, AttributeType: 'N' },
+        ]),
+      });
+    });
+
+    it('is encrypted at rest with the AWS-managed KMS key', () => {
+      const { template } = build();
+
+      // SSEEnabled without a key ID: DynamoDB's KMS key for the account (aws/dynamodb).
+      template.hasResourceProperties('AWS::DynamoDB::Table', {
+        SSESpecification: { SSEEnabled: true, KMSMasterKeyId: Match.absent() },
+      });
+    });
+
+    it('is retained when the stack is deleted or the table replaced', () => {
+      const { template } = build();
+
+      template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+    });
+  });
+
+  describe('consumer function', () => {
+    it('runs on arm64 with the newest Node.js runtime', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Architectures: ['arm64'],
+        Runtime: 'nodejs24.x',
+        Handler: 'index.handler',
+      });
+    });
+
+    it('deploys functions/consumer.ts unless told otherwise', () => {
+      expect(path.relative(process.cwd(), CONSUMER_ENTRY)).toBe(path.join('functions', 'consumer.ts'));
+    });
+
+    it('turns source maps on in Node', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: { Variables: Match.objectLike({ NODE_OPTIONS: '--enable-source-maps' }) },
+      });
+    });
+
+    it('receives the settings as the HANDOFF_* variables of lib/config.ts', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: { Variables: Match.objectLike(settingsToEnvironment(defaults)) },
+      });
+    });
+
+    it('receives a custom retry schedule', () => {
+      const { template } = build({ settings: { retryPolicy: retryPolicy(4, [5, 60, 300]) } });
+
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: {
+          Variables: Match.objectLike({ HANDOFF_RETRY_SCHEDULE: '5,60,300', HANDOFF_MAX_ATTEMPTS: '4' }),
+        },
+      });
+    });
+
+    it('receives the endpoint guard settings when a test deployment opens them', () => {
+      const { template } = build({ settings: { allowHttp: true, allowPrivateCidrs: ['172.16.0.0/12'] } });
+
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: {
+          Variables: Match.objectLike({ HANDOFF_ALLOW_HTTP: 'true', HANDOFF_ALLOW_PRIVATE_CIDRS: '172.16.0.0/12' }),
+        },
+      });
+    });
+
+    it('is told the ledger table, both queues and the secret by reference', () => {
+      const { template, stack, delivery } = build();
+      const ref = (construct: { node: { defaultChild?: unknown } }) => ({
+        Ref: stack.getLogicalId(construct.node.defaultChild as never),
+      });
+
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: {
+          Variables: Match.objectLike({
+            [RESOURCE_ENV.ledgerTable]: ref(delivery.ledgerTable),
+            [RESOURCE_ENV.deadLetterQueueUrl]: ref(delivery.deadLetterQueue),
+            [QUEUE_URL_ENV]: ref(delivery.queue),
+            [RESOURCE_ENV.webhookSecretArn]: ref(delivery.signingSecret as Secret),
+          }),
+        },
+      });
+    });
+
+    it('logs to its own log group with a retention', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        LoggingConfig: { LogGroup: { Ref: Match.anyValue() } },
+      });
+    });
+
+    it('bundles the handler as minified ESM with a source map, leaving the AWS SDK out', () => {
+      // Prepare / Act: the one test that bundles (the stand-in entry, with local esbuild).
+      const { app, template } = build({}, { bundle: true });
+      const assembly = app.synth();
+      const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
+      const assetDir = path.join(assembly.directory, `asset.${String(fn?.Properties.Code.S3Key).replace(/\.zip$/, '')}`);
+
+      // Assess
+      expect(existsSync(assetDir)).toBe(true);
+      expect(readdirSync(assetDir).sort()).toEqual(['index.mjs', 'index.mjs.map']);
+      const code = readFileSync(path.join(assetDir, 'index.mjs'), 'utf8');
+      expect(code).toContain('from"@aws-sdk/client-sqs"');
+      expect(code).toMatch(/export\{\w+ as handler\}/);
+    });
+  });
+
+  describe('signing secret', () => {
+    it('is generated in Secrets Manager as 64 letters and digits (a base64 key)', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::SecretsManager::Secret', {
+        GenerateSecretString: { PasswordLength: 64, ExcludePunctuation: true, IncludeSpace: false },
+      });
+    });
+
+    it('reaches the consumer as an ARN and never as a value', () => {
+      const { template } = build();
+      const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
+      const variables = fn?.Properties.Environment.Variables as Record<string, unknown>;
+
+      expect(variables).not.toHaveProperty('HANDOFF_WEBHOOK_SECRET');
+      expect(variables[RESOURCE_ENV.webhookSecretArn]).toEqual({ Ref: expect.stringMatching(/SigningSecret/) });
+    });
+
+    it('may be an existing secret, read by its ARN', () => {
+      const arn = 'arn:aws:secretsmanager:us-east-1:111122223333:secret:handoff-signing-AbCdEf';
+      const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+      const stack = new Stack(app, 'TestStack');
+      new WebhookDelivery(stack, 'Delivery', {
+        entry: STAND_IN_ENTRY,
+        settings: { webhookUrl: WEBHOOK_URL },
+        signingSecret: Secret.fromSecretCompleteArn(stack, 'Existing', arn),
+      });
+      const template = Template.fromStack(stack);
+
+      template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: { Variables: Match.objectLike({ [RESOURCE_ENV.webhookSecretArn]: arn }) },
+      });
+      template.hasResourceProperties('AWS::IAM::Policy', {
+        PolicyDocument: {
+          Statement: Match.arrayWith([{ Action: 'secretsmanager:GetSecretValue', Effect: 'Allow', Resource: arn, Sid: 'SigningSecretRead' }]),
+        },
+      });
+    });
+
+    it('is absent, with no grant and no variable, when webhooks are sent unsigned', () => {
+      const { template } = build({ signingSecret: 'none' });
+      const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
+
+      template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+      expect(fn?.Properties.Environment.Variables).not.toHaveProperty(RESOURCE_ENV.webhookSecretArn);
+      expect(actionsOf(template)).not.toContain('secretsmanager:GetSecretValue');
+    });
+
+    it('refuses a secret value among the settings, naming it', () => {
+      const act = () => build({ settings: { webhookSecret: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=' } });
+
+      expect(act).toThrow(ConfigError);
+      expect(act).toThrow(/^webhookSecret is for the local sandbox only/);
+    });
+  });
+
+  describe('permissions', () => {
+    it('grants the consumer exactly the actions it uses', () => {
+      const { template } = build();
+
+      expect(actionsOf(template)).toEqual([
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:UpdateItem',
+        'logs:CreateLogStream',
+        'logs:PutLogEvents',
+        'secretsmanager:GetSecretValue',
+        'sqs:ChangeMessageVisibility',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+        'sqs:ReceiveMessage',
+        'sqs:SendMessage',
+      ]);
+    });
+
+    it('names exact resources in every statement, never a wildcard', () => {
+      const { template } = build();
+      const statements = policyStatements(template);
+
+      expect(statements.length).toBeGreaterThan(0);
+      for (const statement of statements) {
+        expect(statement.Effect).toBe('Allow');
+        expect(literals(statement.Resource).filter((s) => s.includes('*'))).toEqual([]);
+      }
+    });
+
+    it('lets the consumer write the ledger table but not query its index', () => {
+      const { template, stack, delivery } = build();
+      const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(delivery.ledgerTable.node.defaultChild as never), 'Arn'] };
+
+      template.hasResourceProperties('AWS::IAM::Policy', {
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            { Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], Effect: 'Allow', Resource: tableArn, Sid: 'LedgerReadWrite' },
+          ]),
+        },
+      });
+    });
+
+    it('lets the consumer send to the dead-letter queue and nowhere else', () => {
+      const { template, stack, delivery } = build();
+      const sends = policyStatements(template).filter((s) => [s.Action].flat().includes('sqs:SendMessage'));
+
+      expect(sends).toEqual([
+        {
+          Action: 'sqs:SendMessage',
+          Effect: 'Allow',
+          Resource: { 'Fn::GetAtt': [stack.getLogicalId(delivery.deadLetterQueue.node.defaultChild as never), 'Arn'] },
+          Sid: 'DeadLetterSend',
+        },
+      ]);
+    });
+
+    it('attaches no managed policy to the consumer role', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::IAM::Role', { ManagedPolicyArns: Match.absent() });
+    });
+  });
+
+  describe('alarms', () => {
+    it('alarms when any message is on the dead-letter queue', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Namespace: 'AWS/SQS',
+        ComparisonOperator: 'GreaterThanThreshold',
+        Threshold: 0,
+      });
+    });
+
+    it('alarms when the oldest queued message is older than 15 minutes by default', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Namespace: 'AWS/SQS',
+        ComparisonOperator: 'GreaterThanThreshold',
+        Threshold: 900,
+      });
+    });
+
+    it('raises the pending-age threshold above a schedule whose first waits are longer', () => {
+      const { template } = build({ settings: { retryPolicy: retryPolicy(6, [1800, 3600]) } });
+
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Threshold: 1800 + 3600 + 300,
+      });
+    });
+
+    it('uses the pending-age threshold it is given', () => {
+      const { template } = build({ pendingAgeAlarmThreshold: Duration.minutes(30) });
+
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Threshold: 1800,
+      });
+    });
+
+    it('alarms on any consumer invocation error', () => {
+      const { template } = build();
+
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'Errors',
+        Namespace: 'AWS/Lambda',
+        ComparisonOperator: 'GreaterThanThreshold',
+        Threshold: 0,
+      });
+    });
+
+    it('notifies the alarm topic on alarm and on recovery', () => {
+      const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+      const stack = new Stack(app, 'TestStack');
+      const topic = new Topic(stack, 'Alarms');
+      new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: { webhookUrl: WEBHOOK_URL }, alarmTopic: topic });
+      const template = Template.fromStack(stack);
+      const topicRef = { Ref: stack.getLogicalId(topic.node.defaultChild as never) };
+
+      template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+      template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] });
+    });
+  });
+
+  describe('dashboard', () => {
+    it('shows pending age, retries, dead letters and delivery latency percentiles', () => {
+      const { template } = build();
+      const dashboards = Object.values(template.findResources('AWS::CloudWatch::Dashboard'));
+      const body = JSON.stringify(dashboards[0]?.Properties.DashboardBody);
+
+      expect(dashboards).toHaveLength(1);
+      for (const name of Object.values(METRICS.names)) expect(body).toContain(`\\"${name}\\"`);
+      expect(body).toContain(`\\"${METRICS.namespace}\\"`);
+      expect(body).toContain('ApproximateAgeOfOldestMessage');
+      expect(body).toContain('ApproximateNumberOfMessagesVisible');
+      expect(body).toContain('\\"stat\\":\\"p50\\"');
+      expect(body).toContain('\\"stat\\":\\"p99\\"');
+    });
+  });
+
+  describe('settings', () => {
+    it('requires the webhook URL', () => {
+      const act = () => {
+        const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+        return new WebhookDelivery(new Stack(app, 'S'), 'D', { entry: STAND_IN_ENTRY, settings: {} });
+      };
+
+      expect(act).toThrow(ConfigError);
+      expect(act).toThrow(/^webhookUrl is required/);
+    });
+
+    it('refuses an invalid setting, naming it', () => {
+      expect(() => build({ settings: { batchSize: 0 } })).toThrow(/^batchSize must be a whole number from 1 to 100/);
+    });
+
+    it('refuses a retry schedule that outlasts the queue retention', () => {
+      const act = () => build({ settings: { retryPolicy: retryPolicy(40, [43_200]) } });
+
+      expect(act).toThrow(/^retryPolicy waits add up to 1684800 s/);
+    });
+  });
+
+  describe('cdk-nag', () => {
+    it('passes the AwsSolutions rules with no unacknowledged finding', () => {
+      const { stack } = build();
+
+      const report = new AwsSolutionsChecks().validateScope(stack);
+
+      expect(report.violations).toEqual([]);
+      expect(report.success).toBe(true);
+    });
+
+    it('passes the AwsSolutions rules with an existing secret and an alarm topic too', () => {
+      const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+      const stack = new Stack(app, 'TestStack');
+      new WebhookDelivery(stack, 'Delivery', {
+        entry: STAND_IN_ENTRY,
+        settings: { webhookUrl: WEBHOOK_URL },
+        signingSecret: Secret.fromSecretNameV2(stack, 'Existing', 'handoff-signing'),
+        alarmTopic: Topic.fromTopicArn(stack, 'Alarms', 'arn:aws:sns:us-east-1:111122223333:alarms'),
+      });
+
+      expect(new AwsSolutionsChecks().validateScope(stack).violations).toEqual([]);
+    });
+
+    it('gives a written reason for every acknowledged finding', () => {
+      const { stack } = build();
+      const acknowledged = stack.node
+        .findAll()
+        .flatMap((c) => c.node.metadata)
+        .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
+        .flatMap((m) => Object.entries(m.data as Record<string, string>));
+
+      expect(acknowledged.map(([id]) => id)).toEqual(['Annotation::AwsSolutions-SMG4']);
+      for (const [, reason] of acknowledged) expect(reason.length).toBeGreaterThan(40);
+    });
+  });
+});
