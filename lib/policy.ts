@@ -54,6 +54,19 @@ export function hasAttemptsLeft(policy: Pick<RetryPolicy, 'maxAttempts'>, attemp
 }
 
 /**
+ * The three HTTP-date forms a recipient must accept (RFC 9110 §5.6.7): IMF-fixdate
+ * `Sun, 06 Nov 1994 08:49:37 GMT`, RFC 850 `Sunday, 06-Nov-94 08:49:37 GMT`, and asctime
+ * `Sun Nov  6 08:49:37 1994`. Anything else is unreadable, not guessed at.
+ */
+const HTTP_DATE = new RegExp(
+  [
+    String.raw`^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$`,
+    String.raw`^[A-Z][a-z]+day, \d{2}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2} GMT$`,
+    String.raw`^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$`,
+  ].join('|'),
+);
+
+/**
  * Reads a `Retry-After` header: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
  * Returns whole seconds from `nowMs`, or undefined when absent or unreadable.
  */
@@ -61,7 +74,9 @@ export function parseRetryAfter(header: string | undefined, nowMs: number): numb
   if (header === undefined) return undefined;
   const text = header.trim();
   if (/^\d+$/.test(text)) return Math.min(Number(text), MAX_WAIT_SECONDS);
-  const at = Date.parse(text);
+  if (!HTTP_DATE.test(text)) return undefined;
+  // asctime carries no zone; HTTP dates are always GMT, whatever the machine's zone.
+  const at = Date.parse(text.endsWith('GMT') ? text : `${text} GMT`);
   if (Number.isNaN(at)) return undefined;
   return Math.min(Math.max(0, Math.ceil((at - nowMs) / 1000)), MAX_WAIT_SECONDS);
 }

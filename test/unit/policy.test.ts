@@ -141,7 +141,11 @@ describe('Function: parseRetryAfter', () => {
     expect(parseRetryAfter('Fri, 01 Jan 2027 00:00:00 GMT', NOW_MS)).toBe(43_200);
   });
 
-  it.each(['', 'soon', 'in a minute', '12abc', '1e3', '0x10'])('ignores the unreadable value "%s"', (header) => {
+  it('reads the asctime form', () => {
+    expect(parseRetryAfter('Wed Dec  2 10:17:00 2026', NOW_MS)).toBe(120);
+  });
+
+  it.each(['', 'soon', 'in a minute', '12abc', '1e3', '0x10', '1.5', '-5', 'Friday 2030'])('ignores the unreadable value "%s"', (header) => {
     expect(parseRetryAfter(header, NOW_MS)).toBeUndefined();
   });
 });
