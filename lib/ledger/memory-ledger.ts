@@ -1,0 +1,291 @@
+/**
+ * The ledger in a Map: the same semantics as `DynamoDbLedger`, for unit tests of pure logic.
+ * `test/helpers/ledger-contract.ts` holds both adapters to one behaviour; where this file looks
+ * like a DynamoDB condition written in TypeScript, that is on purpose.
+ *
+ * Rows are deep-copied in and out, so a caller can never change a stored row by mutating what it
+ * passed or got back (as with a real store).
+ */
+import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
+import {
+  appendHistory,
+  leaseIsLive,
+  type ClaimInput,
+  type DeliveryKey,
+  type DeliveryRecord,
+  type DeliveryState,
+  type Ledger,
+  type Page,
+  type RecordAttemptInput,
+  type ReplayInput,
+} from './ledger';
+import type { RetryPolicy } from '../policy';
+
+/** Page size of `listByState` when none is given. */
+const DEFAULT_PAGE_LIMIT = 25;
+
+/**
+ * The dead detail of `markExhausted`. DynamoDB marks the row without reading it, so the text is
+ * fixed (`attempts` and `lastOutcome` stay on the row); both adapters use these words and the
+ * ledger contract checks them.
+ */
+const EXHAUSTED_WITHOUT_OUTCOME_DETAIL = 'attempt budget spent; the last attempt recorded no outcome';
+
+/** A stored row: the record plus what later writes need to refresh its expiry. */
+type Row = { -readonly [K in keyof DeliveryRecord]: DeliveryRecord[K] } & {
+  /** Copied from the claim that created the row: every state change extends the expiry by it. */
+  retentionSeconds: number;
+};
+
+export interface MemoryLedgerOptions {
+  /** Epoch ms, for deciding which rows have expired on reads. Defaults to the system clock. */
+  readonly now?: () => number;
+}
+
+export class MemoryLedger implements Ledger {
+  readonly #rows = new Map<string, Row>();
+  readonly #now: () => number;
+
+  constructor(options: MemoryLedgerOptions = {}) {
+    this.#now = options.now ?? Date.now;
+  }
+
+  async claim(input: ClaimInput): Promise<DeliveryRecord> {
+    const { event, nowMs } = input;
+    const key = { eventId: event.event.id, endpoint: input.endpoint };
+    const row = this.#rows.get(rowKey(key));
+    if (row === undefined) {
+      const created: Row = {
+        ...key,
+        state: 'pending',
+        body: event.body,
+        contentHash: event.contentHash,
+        eventType: event.type,
+        attempts: 1,
+        maxAttempts: input.policy.maxAttempts,
+        policy: structuredClone(input.policy),
+        history: [],
+        replays: 0,
+        audit: [],
+        leaseOwner: input.owner,
+        leaseExpiresAt: nowMs + input.leaseMs,
+        createdAt: nowMs,
+        stateSince: nowMs,
+        expiresAt: expiresAtSeconds(nowMs, input.retentionSeconds),
+        retentionSeconds: input.retentionSeconds,
+      };
+      this.#rows.set(rowKey(key), created);
+      return toRecord(created);
+    }
+    const claimable =
+      row.contentHash === event.contentHash &&
+      row.state === 'pending' &&
+      row.attempts < row.maxAttempts &&
+      !leaseIsLive(row, nowMs) &&
+      (row.nextAttemptAt === undefined || row.nextAttemptAt <= nowMs);
+    if (!claimable) throw new ClaimRefusedError(toRecord(row));
+    row.attempts += 1;
+    row.leaseOwner = input.owner;
+    row.leaseExpiresAt = nowMs + input.leaseMs;
+    return toRecord(row);
+  }
+
+  async recordAttempt(input: RecordAttemptInput): Promise<DeliveryRecord> {
+    const { next, nowMs } = input;
+    const row = this.#rows.get(rowKey(input));
+    if (row === undefined) throw missingRow(input.eventId);
+    if (next.state === 'delivered') {
+      // A 2xx is the truth however late: no lease needed. Delivered twice is one delivery.
+      if (row.state === 'delivered') return toRecord(row);
+    } else if (row.leaseOwner !== input.owner || row.state !== 'pending') {
+      throw new LeaseLostError(toRecord(row));
+    }
+    row.history = appendHistory(row.history, structuredClone(input.attempt));
+    row.lastOutcome = structuredClone(input.outcome);
+    delete row.leaseOwner;
+    delete row.leaseExpiresAt;
+    switch (next.state) {
+      case 'delivered':
+        row.state = 'delivered';
+        row.deliveredAt = nowMs;
+        changedState(row, nowMs);
+        delete row.nextAttemptAt;
+        delete row.deadReason;
+        delete row.deadDetail;
+        delete row.deadAt;
+        break;
+      case 'pending':
+        row.nextAttemptAt = next.nextAttemptAt;
+        break;
+      case 'dead':
+        row.state = 'dead';
+        row.deadReason = next.reason;
+        row.deadDetail = next.detail;
+        row.deadAt = nowMs;
+        changedState(row, nowMs);
+        delete row.nextAttemptAt;
+        break;
+    }
+    return toRecord(row);
+  }
+
+  async markExhausted(key: DeliveryKey, nowMs: number): Promise<DeliveryRecord> {
+    const row = this.#rows.get(rowKey(key));
+    if (row === undefined) throw missingRow(key.eventId);
+    if (row.state !== 'pending' || row.attempts < row.maxAttempts || leaseIsLive(row, nowMs)) {
+      throw new LeaseLostError(toRecord(row));
+    }
+    row.state = 'dead';
+    row.deadReason = 'exhausted';
+    row.deadDetail = EXHAUSTED_WITHOUT_OUTCOME_DETAIL;
+    row.deadAt = nowMs;
+    changedState(row, nowMs);
+    delete row.leaseOwner;
+    delete row.leaseExpiresAt;
+    delete row.nextAttemptAt;
+    return toRecord(row);
+  }
+
+  async admitInvalid(
+    key: DeliveryKey,
+    detail: string,
+    policy: RetryPolicy,
+    nowMs: number,
+    retentionSeconds: number,
+  ): Promise<boolean> {
+    if (this.#rows.has(rowKey(key))) return false;
+    this.#rows.set(rowKey(key), {
+      eventId: key.eventId,
+      endpoint: key.endpoint,
+      state: 'dead',
+      attempts: 0,
+      maxAttempts: policy.maxAttempts,
+      policy: structuredClone(policy),
+      history: [],
+      replays: 0,
+      audit: [],
+      deadReason: 'invalid',
+      deadDetail: detail,
+      createdAt: nowMs,
+      deadAt: nowMs,
+      stateSince: nowMs,
+      expiresAt: expiresAtSeconds(nowMs, retentionSeconds),
+      retentionSeconds,
+    });
+    return true;
+  }
+
+  async replay(input: ReplayInput): Promise<DeliveryRecord> {
+    const { eventId, nowMs } = input;
+    const row = this.#rows.get(rowKey(input));
+    if (row === undefined) throw new ReplayRefusedError('not-found', eventId);
+    if (row.state !== 'dead') throw new ReplayRefusedError('not-dead', eventId, toRecord(row));
+    if (row.body === undefined) throw new ReplayRefusedError('no-event', eventId, toRecord(row));
+    row.state = 'pending';
+    row.attempts = 0;
+    row.replays += 1;
+    row.audit = [...row.audit, { at: nowMs, action: 'replay', operator: input.operator, reason: input.reason }];
+    row.nextAttemptAt = nowMs;
+    changedState(row, nowMs);
+    delete row.deadReason;
+    delete row.deadDetail;
+    delete row.deadAt;
+    delete row.leaseOwner;
+    delete row.leaseExpiresAt;
+    return toRecord(row);
+  }
+
+  async get(key: DeliveryKey): Promise<DeliveryRecord | undefined> {
+    const row = this.#rows.get(rowKey(key));
+    return row === undefined || isExpired(row, this.#now()) ? undefined : toRecord(row);
+  }
+
+  async listByState(state: DeliveryState, options: { limit?: number; cursor?: string } = {}): Promise<Page> {
+    const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
+    const ordered = [...this.#rows.values()].filter((row) => row.state === state).sort(compareIndexOrder);
+    const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, state);
+    const start = after === undefined ? 0 : ordered.findIndex((row) => compareIndexOrder(row, after) > 0);
+    const scanned = start === -1 ? [] : ordered.slice(start, start + limit);
+    // Like a DynamoDB Query with a filter: the limit counts rows read, expired ones included.
+    const nowMs = this.#now();
+    const records = scanned.filter((row) => !isExpired(row, nowMs)).map(toRecord);
+    const last = scanned.at(-1);
+    const more = start !== -1 && start + limit < ordered.length;
+    return more && last !== undefined ? { records, cursor: encodeCursor(last) } : { records };
+  }
+}
+
+function rowKey(key: DeliveryKey): string {
+  return JSON.stringify([key.eventId, key.endpoint]);
+}
+
+function toRecord(row: Row): DeliveryRecord {
+  const { retentionSeconds: _retentionSeconds, ...record } = structuredClone(row);
+  return record;
+}
+
+function expiresAtSeconds(nowMs: number, retentionSeconds: number): number {
+  return Math.floor(nowMs / 1000) + retentionSeconds;
+}
+
+/** Every state change moves the row in the by-state index and restarts its retention. */
+function changedState(row: Row, nowMs: number): void {
+  row.stateSince = nowMs;
+  row.expiresAt = expiresAtSeconds(nowMs, row.retentionSeconds);
+}
+
+/** Rows past their TTL count as absent: DynamoDB deletes them only eventually, emulators never. */
+function isExpired(row: Pick<DeliveryRecord, 'expiresAt'>, nowMs: number): boolean {
+  return row.expiresAt * 1000 <= nowMs;
+}
+
+function missingRow(eventId: string): LedgerUnavailableError {
+  return new LedgerUnavailableError(`no delivery record for event ${eventId} to write to`);
+}
+
+interface IndexPosition {
+  readonly stateSince: number;
+  readonly eventId: string;
+  readonly endpoint: string;
+}
+
+/** The by-state index order: oldest state change first, ties by key. */
+function compareIndexOrder(a: IndexPosition, b: IndexPosition): number {
+  return (
+    a.stateSince - b.stateSince ||
+    (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0) ||
+    (a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0)
+  );
+}
+
+function checkLimit(limit: number): number {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+  return limit;
+}
+
+/** The same shape as a DynamoDB LastEvaluatedKey of the by-state index. */
+function encodeCursor(row: Row): string {
+  const position = { eventId: row.eventId, endpoint: row.endpoint, state: row.state, stateSince: row.stateSince };
+  return Buffer.from(JSON.stringify(position)).toString('base64url');
+}
+
+function decodeCursor(cursor: string, state: DeliveryState): IndexPosition {
+  let position: unknown;
+  try {
+    position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    position = undefined;
+  }
+  const p = position as Partial<Record<string, unknown>> | undefined;
+  if (
+    typeof p !== 'object' ||
+    p === null ||
+    typeof p.eventId !== 'string' ||
+    typeof p.endpoint !== 'string' ||
+    typeof p.stateSince !== 'number' ||
+    p.state !== state
+  ) {
+    throw new RangeError(`cursor is not one this ledger issued for ${state} rows`);
+  }
+  return { eventId: p.eventId, endpoint: p.endpoint, stateSince: p.stateSince };
+}

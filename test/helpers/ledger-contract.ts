@@ -1,0 +1,812 @@
+/**
+ * The Ledger port's contract: one behaviour, held against every adapter (the in-memory one in
+ * unit tests, DynamoDB against dynalite in integration tests). A case belongs here when it is
+ * about what the port promises; adapter-specific checks (request counts, concurrency against a
+ * real store) live beside the adapter's own tests.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseEvent, type ParsedEvent } from '../../lib/event';
+import {
+  ClaimRefusedError,
+  LeaseLostError,
+  LedgerUnavailableError,
+  ReplayRefusedError,
+} from '../../lib/ledger/errors';
+import {
+  DEFAULT_ENDPOINT,
+  MAX_HISTORY,
+  type AttemptEntry,
+  type AttemptNext,
+  type ClaimInput,
+  type DeliveryRecord,
+  type Ledger,
+} from '../../lib/ledger/ledger';
+import type { AttemptOutcome } from '../../lib/outcome';
+import { retryPolicy } from '../../lib/policy';
+
+export interface LedgerUnderTest {
+  readonly ledger: Ledger;
+  close(): Promise<void>;
+}
+
+/** The ledger reads the clock only to hide expired rows; every write takes its time as input. */
+export interface LedgerClock {
+  readonly now: () => number;
+}
+
+export type MakeLedger = (clock: LedgerClock) => Promise<LedgerUnderTest>;
+
+/** 2027-01-15T12:00:00Z: a fixed instant, so every time in an assertion is exact. */
+export const T0 = Date.UTC(2027, 0, 15, 12, 0, 0);
+const LEASE_MS = 30_000;
+const RETENTION_SECONDS = 30 * 24 * 60 * 60;
+const POLICY = retryPolicy(3, [30, 120]);
+const OTHER_POLICY = retryPolicy(5, [1, 2, 3, 4]);
+const WORKER_A = 'worker-a';
+const WORKER_B = 'worker-b';
+const ACCEPTED: AttemptOutcome = { kind: 'accepted', status: 200 };
+const TEMPORARY: AttemptOutcome = { kind: 'temporary', status: 503 };
+const REJECTED: AttemptOutcome = { kind: 'rejected', status: 400, responseStart: '{"error":"bad carrier"}' };
+const EXHAUSTED_DETAIL = 'attempt budget spent; the last attempt recorded no outcome';
+
+export function shipmentEvent(id: string, overrides: Record<string, unknown> = {}): ParsedEvent {
+  const parsed = parseEvent(
+    JSON.stringify({
+      id,
+      shipmentId: 'shp_1001',
+      status: 'in_transit',
+      occurredAt: '2026-12-02T10:15:00Z',
+      data: { carrier: 'acme' },
+      ...overrides,
+    }),
+  );
+  if (!parsed.ok) throw parsed.error;
+  return parsed.value;
+}
+
+/** Resolves to the rejection of `promise`, asserting its class. */
+export async function rejectionOf<E extends Error>(
+  promise: Promise<unknown>,
+  type: abstract new (...args: never[]) => E,
+): Promise<E> {
+  const error: unknown = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(type);
+  return error as E;
+}
+
+export function ledgerContract(name: string, makeLedger: MakeLedger): void {
+  describe(`Ledger contract: ${name}`, () => {
+    let subject: LedgerUnderTest;
+    let ledger: Ledger;
+    let clockMs: number;
+
+    beforeEach(async () => {
+      clockMs = T0;
+      subject = await makeLedger({ now: () => clockMs });
+      ledger = subject.ledger;
+    });
+
+    afterEach(async () => {
+      await subject.close();
+    });
+
+    function claim(event: ParsedEvent, overrides: Partial<ClaimInput> = {}): Promise<DeliveryRecord> {
+      return ledger.claim({
+        event,
+        endpoint: DEFAULT_ENDPOINT,
+        owner: WORKER_A,
+        nowMs: T0,
+        leaseMs: LEASE_MS,
+        policy: POLICY,
+        retentionSeconds: RETENTION_SECONDS,
+        ...overrides,
+      });
+    }
+
+    function entry(attempt: number, atMs: number, outcome: AttemptOutcome): AttemptEntry {
+      const status = 'status' in outcome ? outcome.status : undefined;
+      return status === undefined
+        ? { attempt, at: atMs, outcome: outcome.kind, durationMs: 120 }
+        : { attempt, at: atMs, outcome: outcome.kind, status, durationMs: 120 };
+    }
+
+    function record(
+      claimed: DeliveryRecord,
+      outcome: AttemptOutcome,
+      next: AttemptNext,
+      nowMs: number,
+      owner: string = WORKER_A,
+    ): Promise<DeliveryRecord> {
+      return ledger.recordAttempt({
+        eventId: claimed.eventId,
+        endpoint: claimed.endpoint,
+        owner,
+        attempt: entry(claimed.attempts, nowMs - 120, outcome),
+        outcome,
+        next,
+        nowMs,
+      });
+    }
+
+    function key(eventId: string) {
+      return { eventId, endpoint: DEFAULT_ENDPOINT };
+    }
+
+    function expiresAt(nowMs: number, retentionSeconds = RETENTION_SECONDS): number {
+      return Math.floor(nowMs / 1000) + retentionSeconds;
+    }
+
+    describe('Method: claim', () => {
+      it('admits a new event as pending, counts the attempt and takes the lease', async () => {
+        // Prepare
+        const event = shipmentEvent('evt_new');
+
+        // Act
+        const claimed = await claim(event);
+
+        // Assess
+        const expected: DeliveryRecord = {
+          eventId: 'evt_new',
+          endpoint: DEFAULT_ENDPOINT,
+          state: 'pending',
+          body: event.body,
+          contentHash: event.contentHash,
+          eventType: 'shipment.in_transit',
+          attempts: 1,
+          maxAttempts: 3,
+          policy: POLICY,
+          history: [],
+          replays: 0,
+          audit: [],
+          leaseOwner: WORKER_A,
+          leaseExpiresAt: T0 + LEASE_MS,
+          createdAt: T0,
+          stateSince: T0,
+          expiresAt: expiresAt(T0),
+        };
+        expect(claimed).toStrictEqual(expected);
+        expect(await ledger.get(key('evt_new'))).toStrictEqual(expected);
+      });
+
+      it('refuses a duplicate with the same content while the lease is live, carrying the row', async () => {
+        const event = shipmentEvent('evt_dup');
+        const first = await claim(event);
+
+        const error = await rejectionOf(claim(event, { owner: WORKER_B, nowMs: T0 + LEASE_MS - 1 }), ClaimRefusedError);
+
+        expect(error.code).toBe('claim-refused');
+        expect(error.record).toStrictEqual(first);
+        expect(await ledger.get(key('evt_dup'))).toStrictEqual(first);
+      });
+
+      it('accepts a producer re-sending the same event with other key order and spacing', async () => {
+        const first = await claim(shipmentEvent('evt_same'));
+        await record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 500);
+        const resent = parseEvent(
+          '{ "occurredAt": "2026-12-02T10:15:00Z", "data": {"carrier":"acme"}, "status": "in_transit", "shipmentId": "shp_1001", "id": "evt_same" }',
+        );
+        if (!resent.ok) throw resent.error;
+
+        const claimed = await claim(resent.value, { owner: WORKER_B, nowMs: T0 + 1000 });
+
+        expect(claimed.attempts).toBe(2);
+        expect(claimed.leaseOwner).toBe(WORKER_B);
+      });
+
+      it('refuses an identity conflict and leaves the row exactly as it was', async () => {
+        // Prepare: a pending row that is due and unleased, so only the content differs.
+        const first = await claim(shipmentEvent('evt_conflict'));
+        const pending = await record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 500);
+
+        // Act
+        const error = await rejectionOf(
+          claim(shipmentEvent('evt_conflict', { status: 'delivered' }), { owner: WORKER_B, nowMs: T0 + LEASE_MS }),
+          ClaimRefusedError,
+        );
+
+        // Assess
+        expect(error.record).toStrictEqual(pending);
+        expect(error.record.contentHash).not.toBe(shipmentEvent('evt_conflict', { status: 'delivered' }).contentHash);
+        expect(await ledger.get(key('evt_conflict'))).toStrictEqual(pending);
+      });
+
+      it('reclaims a pending row once the lease has expired, counting a second attempt', async () => {
+        const first = await claim(shipmentEvent('evt_lapsed'));
+
+        const second = await claim(shipmentEvent('evt_lapsed'), { owner: WORKER_B, nowMs: T0 + LEASE_MS });
+
+        expect(second).toStrictEqual({
+          ...first,
+          attempts: 2,
+          leaseOwner: WORKER_B,
+          leaseExpiresAt: T0 + 2 * LEASE_MS,
+        });
+      });
+
+      it('refuses a pending row that is not yet due, and claims it once due', async () => {
+        const first = await claim(shipmentEvent('evt_due'));
+        await record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 100);
+
+        const early = await rejectionOf(claim(shipmentEvent('evt_due'), { nowMs: T0 + 29_999 }), ClaimRefusedError);
+        const due = await claim(shipmentEvent('evt_due'), { nowMs: T0 + 30_000 });
+
+        expect(early.record.attempts).toBe(1);
+        expect(early.record.nextAttemptAt).toBe(T0 + 30_000);
+        expect(due.attempts).toBe(2);
+      });
+
+      it('refuses a pending row whose attempt budget is spent', async () => {
+        const policy = retryPolicy(2, [1]);
+        const first = await claim(shipmentEvent('evt_spent'), { policy });
+        await record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 500);
+        const second = await claim(shipmentEvent('evt_spent'), { nowMs: T0 + 1000 });
+        await record(second, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 2000 }, T0 + 1500);
+
+        const error = await rejectionOf(claim(shipmentEvent('evt_spent'), { nowMs: T0 + 2000 }), ClaimRefusedError);
+
+        expect(error.record.state).toBe('pending');
+        expect(error.record.attempts).toBe(2);
+        expect(error.record.maxAttempts).toBe(2);
+      });
+
+      it('refuses a delivered row', async () => {
+        const first = await claim(shipmentEvent('evt_done'));
+        const delivered = await record(first, ACCEPTED, { state: 'delivered' }, T0 + 200);
+
+        const error = await rejectionOf(claim(shipmentEvent('evt_done'), { nowMs: T0 + LEASE_MS }), ClaimRefusedError);
+
+        expect(error.record).toStrictEqual(delivered);
+      });
+
+      it('refuses a dead row', async () => {
+        const first = await claim(shipmentEvent('evt_gone'));
+        const dead = await record(first, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 200);
+
+        const error = await rejectionOf(claim(shipmentEvent('evt_gone'), { nowMs: T0 + LEASE_MS }), ClaimRefusedError);
+
+        expect(error.record).toStrictEqual(dead);
+      });
+
+      it('keeps the policy and retention the row was created with', async () => {
+        const first = await claim(shipmentEvent('evt_policy'));
+        await record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 500);
+
+        const second = await claim(shipmentEvent('evt_policy'), {
+          nowMs: T0 + 1000,
+          policy: OTHER_POLICY,
+          retentionSeconds: 60,
+        });
+
+        expect(second.policy).toStrictEqual(POLICY);
+        expect(second.maxAttempts).toBe(3);
+        expect(second.expiresAt).toBe(expiresAt(T0));
+      });
+
+      it('keeps one row per endpoint for the same event', async () => {
+        const event = shipmentEvent('evt_fanout');
+        await claim(event);
+
+        const other = await claim(event, { endpoint: 'billing', owner: WORKER_B });
+
+        expect(other.endpoint).toBe('billing');
+        expect(other.attempts).toBe(1);
+        expect((await ledger.get(key('evt_fanout')))?.leaseOwner).toBe(WORKER_A);
+      });
+    });
+
+    describe('Method: recordAttempt', () => {
+      it('records delivered: the entry, the outcome, the state change, and releases the lease', async () => {
+        const claimed = await claim(shipmentEvent('evt_ok'));
+
+        const delivered = await record(claimed, ACCEPTED, { state: 'delivered' }, T0 + 200);
+
+        const { leaseOwner: _owner, leaseExpiresAt: _expiry, ...unleased } = claimed;
+        const expected: DeliveryRecord = {
+          ...unleased,
+          state: 'delivered',
+          history: [{ attempt: 1, at: T0 + 80, outcome: 'accepted', status: 200, durationMs: 120 }],
+          lastOutcome: ACCEPTED,
+          deliveredAt: T0 + 200,
+          stateSince: T0 + 200,
+          expiresAt: expiresAt(T0 + 200),
+        };
+        expect(delivered).toStrictEqual(expected);
+        expect(await ledger.get(key('evt_ok'))).toStrictEqual(expected);
+      });
+
+      it('records pending with the next attempt time, keeping the state change time and expiry', async () => {
+        const claimed = await claim(shipmentEvent('evt_retry'));
+
+        const pending = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 200);
+
+        const { leaseOwner: _owner, leaseExpiresAt: _expiry, ...unleased } = claimed;
+        expect(pending).toStrictEqual({
+          ...unleased,
+          history: [{ attempt: 1, at: T0 + 80, outcome: 'temporary', status: 503, durationMs: 120 }],
+          lastOutcome: TEMPORARY,
+          nextAttemptAt: T0 + 30_000,
+        });
+      });
+
+      it('records dead with the reason and detail', async () => {
+        const claimed = await claim(shipmentEvent('evt_bad'));
+
+        const dead = await record(
+          claimed,
+          REJECTED,
+          { state: 'dead', reason: 'rejected', detail: 'rejected (400): {"error":"bad carrier"}' },
+          T0 + 200,
+        );
+
+        const { leaseOwner: _owner, leaseExpiresAt: _expiry, ...unleased } = claimed;
+        expect(dead).toStrictEqual({
+          ...unleased,
+          state: 'dead',
+          history: [{ attempt: 1, at: T0 + 80, outcome: 'rejected', status: 400, durationMs: 120 }],
+          lastOutcome: REJECTED,
+          deadReason: 'rejected',
+          deadDetail: 'rejected (400): {"error":"bad carrier"}',
+          deadAt: T0 + 200,
+          stateSince: T0 + 200,
+          expiresAt: expiresAt(T0 + 200),
+        });
+      });
+
+      it('records dead as exhausted when the last attempt fails', async () => {
+        const claimed = await claim(shipmentEvent('evt_last'), { policy: retryPolicy(1, [30]) });
+
+        const dead = await record(claimed, TEMPORARY, { state: 'dead', reason: 'exhausted', detail: '1 attempt; last: temporary (503)' }, T0 + 200);
+
+        expect(dead.state).toBe('dead');
+        expect(dead.deadReason).toBe('exhausted');
+        expect(dead.deadDetail).toBe('1 attempt; last: temporary (503)');
+        expect(dead.lastOutcome).toStrictEqual(TEMPORARY);
+      });
+
+      it('throws LeaseLostError for pending from a worker whose lease was taken over, changing nothing', async () => {
+        const first = await claim(shipmentEvent('evt_lost'));
+        const takenOver = await claim(shipmentEvent('evt_lost'), { owner: WORKER_B, nowMs: T0 + LEASE_MS });
+
+        const error = await rejectionOf(
+          record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 60_000 }, T0 + LEASE_MS + 10),
+          LeaseLostError,
+        );
+
+        expect(error.code).toBe('lease-lost');
+        expect(error.record).toStrictEqual(takenOver);
+        expect(await ledger.get(key('evt_lost'))).toStrictEqual(takenOver);
+      });
+
+      it('throws LeaseLostError for dead from a worker whose lease was taken over, changing nothing', async () => {
+        const first = await claim(shipmentEvent('evt_lost_dead'));
+        const takenOver = await claim(shipmentEvent('evt_lost_dead'), { owner: WORKER_B, nowMs: T0 + LEASE_MS });
+
+        const error = await rejectionOf(
+          record(first, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + LEASE_MS + 10),
+          LeaseLostError,
+        );
+
+        expect(error.record).toStrictEqual(takenOver);
+        expect(await ledger.get(key('evt_lost_dead'))).toStrictEqual(takenOver);
+      });
+
+      it('records a late delivered on a dead row: a 2xx is the truth however late', async () => {
+        // Prepare: A's attempt hangs, B takes over and is rejected; then A's 2xx arrives.
+        const first = await claim(shipmentEvent('evt_late'));
+        const second = await claim(shipmentEvent('evt_late'), { owner: WORKER_B, nowMs: T0 + LEASE_MS });
+        await record(second, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + LEASE_MS + 200, WORKER_B);
+
+        // Act
+        const delivered = await record(first, ACCEPTED, { state: 'delivered' }, T0 + LEASE_MS + 300);
+
+        // Assess
+        const { leaseOwner: _owner, leaseExpiresAt: _expiry, ...unleased } = second;
+        expect(delivered).toStrictEqual({
+          ...unleased,
+          state: 'delivered',
+          history: [
+            { attempt: 2, at: T0 + LEASE_MS + 80, outcome: 'rejected', status: 400, durationMs: 120 },
+            { attempt: 1, at: T0 + LEASE_MS + 180, outcome: 'accepted', status: 200, durationMs: 120 },
+          ],
+          lastOutcome: ACCEPTED,
+          deliveredAt: T0 + LEASE_MS + 300,
+          stateSince: T0 + LEASE_MS + 300,
+          expiresAt: expiresAt(T0 + LEASE_MS + 300),
+        });
+      });
+
+      it('lets a late delivered win over the worker that holds the lease', async () => {
+        const first = await claim(shipmentEvent('evt_race'));
+        const second = await claim(shipmentEvent('evt_race'), { owner: WORKER_B, nowMs: T0 + LEASE_MS });
+
+        const delivered = await record(first, ACCEPTED, { state: 'delivered' }, T0 + LEASE_MS + 100);
+        const error = await rejectionOf(
+          record(second, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 90_000 }, T0 + LEASE_MS + 200, WORKER_B),
+          LeaseLostError,
+        );
+
+        expect(delivered.state).toBe('delivered');
+        expect(delivered.leaseOwner).toBeUndefined();
+        expect(error.record).toStrictEqual(delivered);
+      });
+
+      it('treats delivered twice as one delivery and returns the row unchanged', async () => {
+        const first = await claim(shipmentEvent('evt_twice'));
+        const delivered = await record(first, ACCEPTED, { state: 'delivered' }, T0 + 200);
+
+        const again = await record(first, ACCEPTED, { state: 'delivered' }, T0 + 900, WORKER_B);
+
+        expect(again).toStrictEqual(delivered);
+        expect(await ledger.get(key('evt_twice'))).toStrictEqual(delivered);
+      });
+
+      it(`keeps only the newest ${MAX_HISTORY} history entries`, async () => {
+        // Prepare: a budget that outlasts the history bound.
+        const attempts = MAX_HISTORY + 5;
+        const policy = retryPolicy(attempts, [1]);
+        let last: DeliveryRecord | undefined;
+
+        // Act: attempts 1..n-1 fail, attempt n succeeds.
+        for (let n = 1; n <= attempts; n++) {
+          const atMs = T0 + n * 1000;
+          const claimed = await claim(shipmentEvent('evt_long'), { nowMs: atMs, policy });
+          const next: AttemptNext = n < attempts ? { state: 'pending', nextAttemptAt: atMs + 1000 } : { state: 'delivered' };
+          last = await record(claimed, n < attempts ? TEMPORARY : ACCEPTED, next, atMs + 500);
+        }
+
+        // Assess
+        expect(last?.state).toBe('delivered');
+        expect(last?.attempts).toBe(attempts);
+        expect(last?.history.map((h) => h.attempt)).toStrictEqual(
+          Array.from({ length: MAX_HISTORY }, (_, i) => attempts - MAX_HISTORY + 1 + i),
+        );
+        expect(await ledger.get(key('evt_long'))).toStrictEqual(last);
+      });
+
+      it('keeps the history bounded when a late delivered arrives on a full history', async () => {
+        const policy = retryPolicy(MAX_HISTORY + 1, [1]);
+        let claimed = await claim(shipmentEvent('evt_full'), { policy });
+        const firstClaim = claimed;
+        for (let n = 1; n <= MAX_HISTORY; n++) {
+          const atMs = T0 + LEASE_MS + n * 1000;
+          claimed = await claim(shipmentEvent('evt_full'), { nowMs: atMs, owner: WORKER_B, policy });
+          await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: atMs + 1000 }, atMs + 500, WORKER_B);
+        }
+
+        const delivered = await record(firstClaim, ACCEPTED, { state: 'delivered' }, T0 + 10 * LEASE_MS);
+
+        expect(delivered.history).toHaveLength(MAX_HISTORY);
+        expect(delivered.history.at(0)?.attempt).toBe(3);
+        expect(delivered.history.at(-1)).toStrictEqual(entry(1, T0 + 10 * LEASE_MS - 120, ACCEPTED));
+      });
+
+      it('throws LedgerUnavailableError when there is no row to record on', async () => {
+        const ghost = { ...(await claim(shipmentEvent('evt_real'))), eventId: 'evt_ghost' };
+
+        await rejectionOf(record(ghost, ACCEPTED, { state: 'delivered' }, T0 + 100), LedgerUnavailableError);
+        await rejectionOf(
+          record(ghost, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100),
+          LedgerUnavailableError,
+        );
+        expect(await ledger.get(key('evt_ghost'))).toBeUndefined();
+      });
+    });
+
+    describe('Method: markExhausted', () => {
+      it('marks a pending row whose budget is spent and whose lease has lapsed dead (exhausted)', async () => {
+        // Prepare: the last attempt's worker died before recording anything.
+        const claimed = await claim(shipmentEvent('evt_crashed'), { policy: retryPolicy(1, [30]) });
+
+        // Act
+        const dead = await ledger.markExhausted(key('evt_crashed'), T0 + LEASE_MS);
+
+        // Assess
+        const { leaseOwner: _owner, leaseExpiresAt: _expiry, ...unleased } = claimed;
+        const expected: DeliveryRecord = {
+          ...unleased,
+          state: 'dead',
+          deadReason: 'exhausted',
+          deadDetail: EXHAUSTED_DETAIL,
+          deadAt: T0 + LEASE_MS,
+          stateSince: T0 + LEASE_MS,
+          expiresAt: expiresAt(T0 + LEASE_MS),
+        };
+        expect(dead).toStrictEqual(expected);
+        expect(await ledger.get(key('evt_crashed'))).toStrictEqual(expected);
+      });
+
+      it('throws LeaseLostError while the lease is live, changing nothing', async () => {
+        const claimed = await claim(shipmentEvent('evt_busy'), { policy: retryPolicy(1, [30]) });
+
+        const error = await rejectionOf(ledger.markExhausted(key('evt_busy'), T0 + LEASE_MS - 1), LeaseLostError);
+
+        expect(error.record).toStrictEqual(claimed);
+        expect(await ledger.get(key('evt_busy'))).toStrictEqual(claimed);
+      });
+
+      it('throws LeaseLostError while budget remains', async () => {
+        const claimed = await claim(shipmentEvent('evt_budget'));
+
+        const error = await rejectionOf(ledger.markExhausted(key('evt_budget'), T0 + LEASE_MS), LeaseLostError);
+
+        expect(error.record).toStrictEqual(claimed);
+      });
+
+      it('throws LeaseLostError for a row that is no longer pending', async () => {
+        const claimed = await claim(shipmentEvent('evt_settled'), { policy: retryPolicy(1, [30]) });
+        const delivered = await record(claimed, ACCEPTED, { state: 'delivered' }, T0 + 100);
+
+        const error = await rejectionOf(ledger.markExhausted(key('evt_settled'), T0 + LEASE_MS), LeaseLostError);
+
+        expect(error.record).toStrictEqual(delivered);
+      });
+
+      it('throws LedgerUnavailableError when there is no row', async () => {
+        await rejectionOf(ledger.markExhausted(key('evt_nothing'), T0), LedgerUnavailableError);
+      });
+    });
+
+    describe('Method: admitInvalid', () => {
+      it('writes a dead row with reason invalid and no event when none exists', async () => {
+        const written = await ledger.admitInvalid(key('evt_invalid'), 'status must be one of …', POLICY, T0, RETENTION_SECONDS);
+
+        expect(written).toBe(true);
+        expect(await ledger.get(key('evt_invalid'))).toStrictEqual({
+          eventId: 'evt_invalid',
+          endpoint: DEFAULT_ENDPOINT,
+          state: 'dead',
+          attempts: 0,
+          maxAttempts: 3,
+          policy: POLICY,
+          history: [],
+          replays: 0,
+          audit: [],
+          deadReason: 'invalid',
+          deadDetail: 'status must be one of …',
+          createdAt: T0,
+          deadAt: T0,
+          stateSince: T0,
+          expiresAt: expiresAt(T0),
+        });
+      });
+
+      it('returns false and changes nothing when a row exists', async () => {
+        const claimed = await claim(shipmentEvent('evt_admitted'));
+
+        const written = await ledger.admitInvalid(key('evt_admitted'), 'too large', POLICY, T0 + 100, RETENTION_SECONDS);
+
+        expect(written).toBe(false);
+        expect(await ledger.get(key('evt_admitted'))).toStrictEqual(claimed);
+      });
+
+      it('keeps the first invalid row when the same ID comes again', async () => {
+        await ledger.admitInvalid(key('evt_twice_bad'), 'first problem', POLICY, T0, RETENTION_SECONDS);
+
+        const written = await ledger.admitInvalid(key('evt_twice_bad'), 'second problem', POLICY, T0 + 100, RETENTION_SECONDS);
+
+        expect(written).toBe(false);
+        expect((await ledger.get(key('evt_twice_bad')))?.deadDetail).toBe('first problem');
+      });
+
+      it('leaves an invalid row unclaimable by a valid event with the same ID', async () => {
+        await ledger.admitInvalid(key('evt_poisoned'), 'not JSON', POLICY, T0, RETENTION_SECONDS);
+
+        const error = await rejectionOf(claim(shipmentEvent('evt_poisoned'), { nowMs: T0 + 100 }), ClaimRefusedError);
+
+        expect(error.record.state).toBe('dead');
+        expect(error.record.deadReason).toBe('invalid');
+      });
+    });
+
+    describe('Method: replay', () => {
+      async function deadRow(eventId: string, atMs: number): Promise<DeliveryRecord> {
+        const claimed = await claim(shipmentEvent(eventId), { nowMs: atMs });
+        return record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, atMs + 200);
+      }
+
+      it('returns a dead row to pending: budget reset, replays + 1, audit entry, due now', async () => {
+        // Prepare
+        const dead = await deadRow('evt_replay', T0);
+
+        // Act
+        const replayed = await ledger.replay({
+          ...key('evt_replay'),
+          operator: 'ops@example.com',
+          reason: 'receiver fixed its schema',
+          nowMs: T0 + 5000,
+        });
+
+        // Assess
+        const { deadReason: _reason, deadDetail: _detail, deadAt: _at, ...alive } = dead;
+        const expected: DeliveryRecord = {
+          ...alive,
+          state: 'pending',
+          attempts: 0,
+          replays: 1,
+          audit: [{ at: T0 + 5000, action: 'replay', operator: 'ops@example.com', reason: 'receiver fixed its schema' }],
+          nextAttemptAt: T0 + 5000,
+          stateSince: T0 + 5000,
+          expiresAt: expiresAt(T0 + 5000),
+        };
+        expect(replayed).toStrictEqual(expected);
+        expect(await ledger.get(key('evt_replay'))).toStrictEqual(expected);
+      });
+
+      it('lets the replayed row be claimed again with the original body', async () => {
+        const dead = await deadRow('evt_again', T0);
+        await ledger.replay({ ...key('evt_again'), operator: 'ops', reason: 'retry', nowMs: T0 + 5000 });
+
+        const claimed = await claim(shipmentEvent('evt_again'), { owner: WORKER_B, nowMs: T0 + 5000 });
+
+        expect(claimed.attempts).toBe(1);
+        expect(claimed.body).toBe(dead.body);
+        expect(claimed.leaseOwner).toBe(WORKER_B);
+      });
+
+      it('appends an audit entry on every replay', async () => {
+        await deadRow('evt_audit', T0);
+        await ledger.replay({ ...key('evt_audit'), operator: 'alice', reason: 'first', nowMs: T0 + 1000 });
+        const claimed = await claim(shipmentEvent('evt_audit'), { nowMs: T0 + 1000 });
+        await record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 1500);
+
+        const replayed = await ledger.replay({ ...key('evt_audit'), operator: 'bob', reason: 'second', nowMs: T0 + 2000 });
+
+        expect(replayed.replays).toBe(2);
+        expect(replayed.audit).toStrictEqual([
+          { at: T0 + 1000, action: 'replay', operator: 'alice', reason: 'first' },
+          { at: T0 + 2000, action: 'replay', operator: 'bob', reason: 'second' },
+        ]);
+      });
+
+      it('refuses a row that is not dead, carrying it', async () => {
+        const claimed = await claim(shipmentEvent('evt_alive'));
+
+        const error = await rejectionOf(
+          ledger.replay({ ...key('evt_alive'), operator: 'ops', reason: 'why not', nowMs: T0 + 100 }),
+          ReplayRefusedError,
+        );
+
+        expect(error.code).toBe('replay-refused');
+        expect(error.refusal).toBe('not-dead');
+        expect(error.eventId).toBe('evt_alive');
+        expect(error.record).toStrictEqual(claimed);
+        expect(error.message).toBe('event evt_alive is pending, not dead: only dead records can be replayed');
+      });
+
+      it('refuses an unknown event', async () => {
+        const error = await rejectionOf(
+          ledger.replay({ ...key('evt_unknown'), operator: 'ops', reason: 'typo', nowMs: T0 }),
+          ReplayRefusedError,
+        );
+
+        expect(error.refusal).toBe('not-found');
+        expect(error.record).toBeUndefined();
+      });
+
+      it('refuses a row of an invalid message: there is no event to send', async () => {
+        await ledger.admitInvalid(key('evt_noevent'), 'not JSON', POLICY, T0, RETENTION_SECONDS);
+
+        const error = await rejectionOf(
+          ledger.replay({ ...key('evt_noevent'), operator: 'ops', reason: 'retry', nowMs: T0 + 100 }),
+          ReplayRefusedError,
+        );
+
+        expect(error.refusal).toBe('no-event');
+        expect(error.record?.deadReason).toBe('invalid');
+        expect((await ledger.get(key('evt_noevent')))?.state).toBe('dead');
+      });
+    });
+
+    describe('Method: get', () => {
+      it('returns undefined for an unknown key', async () => {
+        expect(await ledger.get(key('evt_never'))).toBeUndefined();
+      });
+
+      it('treats a row past its expiry as absent', async () => {
+        await claim(shipmentEvent('evt_old'), { retentionSeconds: 60 });
+
+        clockMs = T0 + 59_999;
+        const before = await ledger.get(key('evt_old'));
+        clockMs = T0 + 60_000;
+        const after = await ledger.get(key('evt_old'));
+
+        expect(before?.eventId).toBe('evt_old');
+        expect(after).toBeUndefined();
+      });
+
+      it('returns a copy: changing it does not change the row', async () => {
+        await claim(shipmentEvent('evt_copy'));
+        const copy = (await ledger.get(key('evt_copy'))) as unknown as { attempts: number; history: unknown[] };
+
+        copy.attempts = 99;
+        copy.history.push('junk');
+
+        const again = await ledger.get(key('evt_copy'));
+        expect(again?.attempts).toBe(1);
+        expect(again?.history).toStrictEqual([]);
+      });
+    });
+
+    describe('Method: listByState', () => {
+      async function pendingRows(count: number): Promise<string[]> {
+        const ids = Array.from({ length: count }, (_, i) => `evt_list_${String(i).padStart(2, '0')}`);
+        // Created newest first, so the index order (by state change time) differs from key order.
+        for (const [i, id] of [...ids].entries()) {
+          await claim(shipmentEvent(id), { nowMs: T0 + (count - i) * 1000 });
+        }
+        return ids.reverse();
+      }
+
+      it('lists rows in one state oldest state change first, page by page', async () => {
+        // Prepare: seven pending rows, plus one delivered and one dead that must not appear.
+        const ids = await pendingRows(7);
+        const done = await claim(shipmentEvent('evt_list_done'), { nowMs: T0 });
+        await record(done, ACCEPTED, { state: 'delivered' }, T0 + 100);
+        const gone = await claim(shipmentEvent('evt_list_gone'), { nowMs: T0 });
+        await record(gone, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 100);
+
+        // Act
+        const first = await ledger.listByState('pending', { limit: 3 });
+        const second = await ledger.listByState('pending', { limit: 3, cursor: first.cursor });
+        const third = await ledger.listByState('pending', { limit: 3, cursor: second.cursor });
+
+        // Assess
+        expect(first.records.map((r) => r.eventId)).toStrictEqual(ids.slice(0, 3));
+        expect(second.records.map((r) => r.eventId)).toStrictEqual(ids.slice(3, 6));
+        expect(third.records.map((r) => r.eventId)).toStrictEqual(ids.slice(6));
+        expect(first.cursor).toEqual(expect.any(String));
+        expect(third.cursor).toBeUndefined();
+        expect((await ledger.listByState('delivered')).records.map((r) => r.eventId)).toStrictEqual(['evt_list_done']);
+        expect((await ledger.listByState('dead')).records.map((r) => r.eventId)).toStrictEqual(['evt_list_gone']);
+      });
+
+      it('returns whole records', async () => {
+        const claimed = await claim(shipmentEvent('evt_whole'));
+
+        const page = await ledger.listByState('pending');
+
+        expect(page).toStrictEqual({ records: [claimed] });
+      });
+
+      it('pages 25 rows at a time by default', async () => {
+        const ids = await pendingRows(26);
+
+        const first = await ledger.listByState('pending');
+        const second = await ledger.listByState('pending', { cursor: first.cursor });
+
+        expect(first.records.map((r) => r.eventId)).toStrictEqual(ids.slice(0, 25));
+        expect(second.records.map((r) => r.eventId)).toStrictEqual(ids.slice(25));
+        expect(second.cursor).toBeUndefined();
+      });
+
+      it('moves a row to its new state when the state changes', async () => {
+        const claimed = await claim(shipmentEvent('evt_moves'));
+        await record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 100);
+
+        expect((await ledger.listByState('pending')).records).toStrictEqual([]);
+        expect((await ledger.listByState('dead')).records.map((r) => r.stateSince)).toStrictEqual([T0 + 100]);
+      });
+
+      it('leaves out rows past their expiry', async () => {
+        await claim(shipmentEvent('evt_short'), { retentionSeconds: 60 });
+        await claim(shipmentEvent('evt_kept'), { nowMs: T0 + 1 });
+
+        clockMs = T0 + 60_000;
+        const page = await ledger.listByState('pending');
+
+        expect(page.records.map((r) => r.eventId)).toStrictEqual(['evt_kept']);
+      });
+
+      it('refuses a cursor it did not issue', async () => {
+        await pendingRows(3);
+        const page = await ledger.listByState('pending', { limit: 1 });
+
+        await rejectionOf(ledger.listByState('dead', { cursor: page.cursor }), RangeError);
+        await rejectionOf(ledger.listByState('pending', { cursor: 'not-a-cursor' }), RangeError);
+      });
+    });
+  });
+}
