@@ -1,0 +1,60 @@
+/**
+ * `handoff dead`: dead records, one page at a time, oldest death first, read from the ledger's
+ * by-state index (a query, never a table scan). `--cursor` continues where the last page ended.
+ */
+import type { Page } from '../../lib/ledger/ledger';
+import type { CommandContext } from '../context';
+import { UsageError } from '../errors';
+import { formatInstant, table, truncate } from '../format';
+import type { CommandResult } from './result';
+import { recordJson } from './record-view';
+
+export interface DeadOptions {
+  readonly limit: number;
+  readonly cursor?: string;
+}
+
+export async function deadCommand(ctx: CommandContext, options: DeadOptions): Promise<CommandResult> {
+  let page: Page;
+  try {
+    page = await ctx.ledger().listByState('dead', { limit: options.limit, cursor: options.cursor });
+  } catch (error) {
+    // The ledger refuses a cursor it did not issue for dead rows with a RangeError.
+    if (error instanceof RangeError && options.cursor !== undefined) {
+      throw new UsageError(`--cursor: ${error.message}; start again without --cursor`);
+    }
+    throw error;
+  }
+  const nowMs = ctx.now();
+  const rows = page.records.map((r) => [
+    r.eventId,
+    r.deadReason ?? '',
+    r.deadAt === undefined ? '' : formatInstant(r.deadAt, nowMs),
+    String(r.attempts),
+    String(r.replays),
+    truncate(r.deadDetail ?? '', 60),
+  ]);
+  const listing =
+    rows.length === 0
+      ? page.cursor
+        ? 'no dead records on this page'
+        : 'no dead records'
+      : table(
+          [
+            { header: 'event' },
+            { header: 'reason' },
+            { header: 'died' },
+            { header: 'attempts', align: 'right' },
+            { header: 'replays', align: 'right' },
+            { header: 'why' },
+          ],
+          rows,
+        );
+  const next = page.cursor
+    ? `\n\nmore: handoff dead --limit ${options.limit} --cursor ${page.cursor}`
+    : '';
+  return {
+    json: { records: page.records.map(recordJson), cursor: page.cursor ?? null },
+    human: listing + next,
+  };
+}

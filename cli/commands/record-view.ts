@@ -1,0 +1,85 @@
+/** A ledger row as the operator sees it: everything but the payload, in JSON or in words. */
+import type { DeliveryRecord } from '../../lib/ledger/ledger';
+import { describeOutcome } from '../../lib/outcome';
+import { formatDuration, formatInstant, keyValues, table, truncate } from '../format';
+
+/** The event ID format (SPEC §2): anything else cannot name a row. */
+const EVENT_ID = /^[A-Za-z0-9_\-.:]{1,128}$/;
+
+export function isEventId(text: string): boolean {
+  return EVENT_ID.test(text);
+}
+
+/**
+ * The row without its body: the CLI prints what happened to an event, never the event's content
+ * (the content hash identifies it). Field names and epoch-ms values are the ledger's own.
+ */
+export function recordJson(record: DeliveryRecord): Omit<DeliveryRecord, 'body'> {
+  const { body: _body, ...rest } = record;
+  return rest;
+}
+
+export function describeState(record: DeliveryRecord): string {
+  return record.state === 'dead' && record.deadReason ? `dead (${record.deadReason})` : record.state;
+}
+
+/** The full view of one row: fields, attempt history, audit trail. */
+export function recordDetails(record: DeliveryRecord, nowMs: number): string {
+  const pairs: [string, string][] = [
+    ['event', record.eventId],
+    ['endpoint', record.endpoint],
+    ['state', describeState(record)],
+  ];
+  if (record.deadDetail) pairs.push(['why', truncate(record.deadDetail, 200)]);
+  if (record.eventType) pairs.push(['type', record.eventType]);
+  pairs.push(['attempts', `${record.attempts} of ${record.maxAttempts}`]);
+  pairs.push(['replays', String(record.replays)]);
+  if (record.lastOutcome) pairs.push(['last outcome', describeOutcome(record.lastOutcome)]);
+  pairs.push(['created', formatInstant(record.createdAt, nowMs)]);
+  if (record.deliveredAt !== undefined) pairs.push(['delivered', formatInstant(record.deliveredAt, nowMs)]);
+  if (record.deadAt !== undefined) pairs.push(['died', formatInstant(record.deadAt, nowMs)]);
+  if (record.state === 'pending' && record.nextAttemptAt !== undefined) {
+    pairs.push(['next attempt', formatInstant(record.nextAttemptAt, nowMs)]);
+  }
+  if (record.leaseOwner && record.leaseExpiresAt !== undefined && record.leaseExpiresAt > nowMs) {
+    pairs.push(['claimed by', `${record.leaseOwner} until ${formatInstant(record.leaseExpiresAt, nowMs)}`]);
+  }
+  pairs.push(['policy', `${record.policy.version} (${record.policy.maxAttempts} attempts)`]);
+  if (record.contentHash) pairs.push(['content hash', record.contentHash]);
+
+  const sections = [keyValues(pairs)];
+  if (record.history.length > 0) {
+    const older = record.attempts - record.history.length;
+    sections.push(
+      (older > 0 ? `attempts (latest ${record.history.length}; ${older} older not kept)\n` : 'attempts\n') +
+        table(
+          [
+            { header: '#', align: 'right' },
+            { header: 'at' },
+            { header: 'outcome' },
+            { header: 'status', align: 'right' },
+            { header: 'cause' },
+            { header: 'took', align: 'right' },
+          ],
+          record.history.map((a) => [
+            String(a.attempt),
+            formatInstant(a.at, nowMs),
+            a.outcome,
+            a.status === undefined ? '' : String(a.status),
+            a.cause ?? '',
+            formatDuration(a.durationMs),
+          ]),
+        ),
+    );
+  }
+  if (record.audit.length > 0) {
+    sections.push(
+      'audit\n' +
+        table(
+          [{ header: 'at' }, { header: 'action' }, { header: 'operator' }, { header: 'reason' }],
+          record.audit.map((e) => [formatInstant(e.at, nowMs), e.action, e.operator, truncate(e.reason, 80)]),
+        ),
+    );
+  }
+  return sections.join('\n\n');
+}

@@ -1,0 +1,213 @@
+/**
+ * `handoff send [file]`: puts events on the delivery queue the way a producer would (a plain SQS
+ * message, SPEC §2), after validating every one of them with the consumer's own rules.
+ *
+ * Input is one JSON event (pretty-printed or not) or NDJSON, one event per line, from a file or
+ * stdin. Validation is all or nothing: one bad line and nothing is sent, so a fixed file can be
+ * sent again without guessing which half went out.
+ */
+import { readFile } from 'node:fs/promises';
+import { SendMessageBatchCommand, type SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
+import cliProgress from 'cli-progress';
+import pLimit from 'p-limit';
+import { parseEvent, type ParsedEvent } from '../../lib/event';
+import type { CommandContext } from '../context';
+import { CommandFailedError, UsageError } from '../errors';
+import { safe, table } from '../format';
+import { requireName } from '../target';
+import type { CommandResult } from './result';
+
+/** SQS takes at most 10 entries per batch call. */
+const BATCH_ENTRIES = 10;
+/** Keep a batch call under SQS's total-size limit, whichever generation of limit the queue has. */
+const BATCH_BYTES = 256 * 1024;
+const CONCURRENT_BATCHES = 4;
+/** Above this many events a TTY gets a progress bar; below it the command is done before one would help. */
+const PROGRESS_ABOVE = BATCH_ENTRIES;
+/** Human output lists each event up to this many; `--json` always lists all. */
+const LIST_UP_TO = 20;
+
+export interface SendOptions {
+  readonly payloadLimitBytes: number;
+}
+
+export interface SentEvent {
+  readonly eventId: string;
+  readonly messageId: string;
+}
+
+export interface UnsentEvent {
+  readonly eventId: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Reads the file, or stdin when the file is `-` or absent and stdin is piped. */
+export async function readInput(file: string | undefined, stdin: NodeJS.ReadStream): Promise<string> {
+  if (file !== undefined && file !== '-') {
+    try {
+      return await readFile(file, 'utf8');
+    } catch (error) {
+      throw new CommandFailedError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+  }
+  if (file === undefined && stdin.isTTY) {
+    throw new UsageError('give events to send: handoff send FILE, or pipe them in (NDJSON for many)');
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of stdin) chunks.push(Buffer.from(chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Parses the input into events, or throws one line naming the first problem. A single JSON
+ * object is one event even across lines; otherwise each non-blank line is one.
+ */
+export function parseEvents(text: string, payloadLimitBytes: number): ParsedEvent[] {
+  const trimmed = text.trim();
+  if (trimmed === '') throw new UsageError('the input has no events');
+  let whole: unknown;
+  try {
+    whole = JSON.parse(trimmed);
+  } catch {
+    whole = undefined;
+  }
+  if (Array.isArray(whole)) throw new UsageError('a JSON array is not an event: put one event per line (NDJSON)');
+  if (whole !== undefined) {
+    const result = parseEvent(trimmed, payloadLimitBytes);
+    if (!result.ok) throw new CommandFailedError(`${invalidLabel(result.error.eventId)}: ${result.error.message}; nothing sent`, 'invalid');
+    return [result.value];
+  }
+
+  const events: ParsedEvent[] = [];
+  const problems: string[] = [];
+  text.split(/\r?\n/).forEach((line, index) => {
+    if (line.trim() === '') return;
+    const result = parseEvent(line, payloadLimitBytes);
+    if (result.ok) events.push(result.value);
+    else problems.push(`line ${index + 1}, ${invalidLabel(result.error.eventId)}: ${result.error.message}`);
+  });
+  if (problems.length > 0) {
+    const more = problems.length > 1 ? ` (and ${problems.length - 1} more invalid lines)` : '';
+    throw new CommandFailedError(`${problems[0]}${more}; nothing sent`, 'invalid');
+  }
+  return events;
+}
+
+export async function sendCommand(ctx: CommandContext, text: string, options: SendOptions): Promise<CommandResult> {
+  const events = parseEvents(text, options.payloadLimitBytes);
+  const queueUrl = requireName(ctx.target, 'queueUrl');
+  const sqs = ctx.sqs();
+
+  const bar =
+    events.length > PROGRESS_ABOVE && ctx.output.stderr.isTTY
+      ? new cliProgress.SingleBar(
+          { stream: ctx.output.stderr, format: 'sending [{bar}] {value}/{total} events', hideCursor: true },
+          cliProgress.Presets.shades_classic,
+        )
+      : undefined;
+  bar?.start(events.length, 0);
+
+  const sent: (SentEvent & { position: number })[] = [];
+  const unsent: (UnsentEvent & { position: number })[] = [];
+  const limit = pLimit(CONCURRENT_BATCHES);
+  try {
+    await Promise.all(
+      batches(events).map((batch) =>
+        limit(async () => {
+          // Entry IDs are positions in the batch, not event IDs: a file may hold one event twice
+          // (a duplicate the consumer delivers once), and SQS refuses repeated entry IDs.
+          const entries: SendMessageBatchRequestEntry[] = batch.map((item, i) => ({
+            Id: `e${i}`,
+            MessageBody: item.event.body,
+          }));
+          try {
+            const response = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
+            for (const ok of response.Successful ?? []) {
+              const item = batch[entryIndex(ok.Id)];
+              if (item) sent.push({ eventId: item.event.event.id, messageId: ok.MessageId ?? '', position: item.position });
+            }
+            for (const failed of response.Failed ?? []) {
+              const item = batch[entryIndex(failed.Id)];
+              if (item) {
+                unsent.push({
+                  eventId: item.event.event.id,
+                  code: failed.Code ?? 'failed',
+                  message: failed.Message ?? '',
+                  position: item.position,
+                });
+              }
+            }
+          } catch (error) {
+            const e = error instanceof Error ? error : new Error(String(error));
+            for (const item of batch) {
+              unsent.push({ eventId: item.event.event.id, code: e.name, message: e.message, position: item.position });
+            }
+          }
+          bar?.increment(batch.length);
+        }),
+      ),
+    );
+  } finally {
+    bar?.stop();
+  }
+
+  // Report in input order, whatever order the batches finished in.
+  const inOrder = <T extends { position: number }>(items: T[]): Omit<T, 'position'>[] =>
+    items.sort((a, b) => a.position - b.position).map(({ position: _position, ...rest }) => rest);
+  const sentEvents = inOrder(sent);
+  const unsentEvents = inOrder(unsent);
+
+  const human = [
+    `sent ${sentEvents.length} of ${events.length} event${events.length === 1 ? '' : 's'} to the delivery queue`,
+    sentEvents.length > 0 && sentEvents.length <= LIST_UP_TO
+      ? table(
+          [{ header: 'event' }, { header: 'message' }],
+          sentEvents.map((s) => [s.eventId, s.messageId]),
+        )
+      : undefined,
+  ]
+    .filter(Boolean)
+    .join('\n');
+
+  const first = unsentEvents[0];
+  return {
+    json: { sent: sentEvents, failed: unsentEvents },
+    human,
+    failure: first
+      ? `${unsentEvents.length} of ${events.length} events not sent; first: ${first.eventId}: ${safe(first.code)} ${safe(first.message)}`.trim()
+      : undefined,
+  };
+}
+
+interface Positioned {
+  readonly event: ParsedEvent;
+  readonly position: number;
+}
+
+/** Groups events into SQS batches by count and total size, each remembering its input position. */
+function batches(events: readonly ParsedEvent[]): Positioned[][] {
+  const result: Positioned[][] = [];
+  let current: Positioned[] = [];
+  let bytes = 0;
+  for (const [position, event] of events.entries()) {
+    const size = Buffer.byteLength(event.body, 'utf8');
+    if (current.length === BATCH_ENTRIES || (current.length > 0 && bytes + size > BATCH_BYTES)) {
+      result.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push({ event, position });
+    bytes += size;
+  }
+  if (current.length > 0) result.push(current);
+  return result;
+}
+
+function entryIndex(id: string | undefined): number {
+  return Number(id?.slice(1) ?? -1);
+}
+
+function invalidLabel(eventId: string | undefined): string {
+  return eventId ? `invalid event ${eventId}` : 'invalid event';
+}

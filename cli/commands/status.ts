@@ -1,0 +1,17 @@
+/** `handoff status <eventId>`: one ledger row with its attempt history and audit trail. */
+import { DEFAULT_ENDPOINT } from '../../lib/ledger/ledger';
+import type { CommandContext } from '../context';
+import { CommandFailedError, UsageError } from '../errors';
+import type { CommandResult } from './result';
+import { isEventId, recordDetails, recordJson } from './record-view';
+
+export interface StatusOptions {
+  readonly endpoint?: string;
+}
+
+export async function statusCommand(ctx: CommandContext, eventId: string, options: StatusOptions): Promise<CommandResult> {
+  if (!isEventId(eventId)) throw new UsageError(`"${eventId}" is not an event ID (1–128 characters of A-Z a-z 0-9 _ - . :)`);
+  const record = await ctx.ledger().get({ eventId, endpoint: options.endpoint ?? DEFAULT_ENDPOINT });
+  if (!record) throw new CommandFailedError(`no delivery record for event ${eventId}`, 'not-found');
+  return { json: recordJson(record), human: recordDetails(record, ctx.now()) };
+}

@@ -1,0 +1,69 @@
+/**
+ * What a command runs with: the resolved target, its clients built on first use, the clock, and
+ * where output goes. Commands never build clients themselves, so every one of them talks to the
+ * same target the same way.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
+import type { Ledger } from '../lib/ledger/ledger';
+import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
+import type { DeliveryQueue } from '../lib/queue/queue';
+import { dynamoDbClient, requireName, sqsClient, type Target } from './target';
+
+export interface Output {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WriteStream;
+}
+
+export class CommandContext {
+  readonly #target: Target;
+  #sqs: SQSClient | undefined;
+  #dynamodb: DynamoDBClient | undefined;
+  #ledger: Ledger | undefined;
+
+  constructor(
+    target: Target,
+    readonly output: Output,
+    readonly now: () => number = Date.now,
+  ) {
+    this.#target = target;
+  }
+
+  get target(): Target {
+    return this.#target;
+  }
+
+  sqs(): SQSClient {
+    this.#sqs ??= sqsClient(this.#target);
+    return this.#sqs;
+  }
+
+  ledger(): Ledger {
+    if (!this.#ledger) {
+      const tableName = requireName(this.#target, 'ledgerTable');
+      this.#dynamodb ??= dynamoDbClient(this.#target);
+      const client = DynamoDBDocumentClient.from(this.#dynamodb, {
+        marshallOptions: { removeUndefinedValues: true },
+      });
+      this.#ledger = new DynamoDbLedger({ client, tableName });
+    }
+    return this.#ledger;
+  }
+
+  queue(): DeliveryQueue {
+    return new SqsDeliveryQueue({
+      client: this.sqs(),
+      queueUrl: requireName(this.#target, 'queueUrl'),
+      // Only `enqueue` is used here; the dead-letter URL is not needed for it.
+      deadLetterQueueUrl: this.#target.deadLetterQueueUrl ?? '',
+    });
+  }
+
+  /** Closes the clients' sockets so the process exits promptly. */
+  close(): void {
+    this.#sqs?.destroy();
+    this.#dynamodb?.destroy();
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * How the `handoff` command fails (SPEC §10): exit 2 for a usage error, exit 1 for a refusal or
+ * a failure, always with one line a person can act on and never a stack trace.
+ */
+import { InvalidEventError } from '../lib/event';
+import { LedgerError, ReplayRefusedError } from '../lib/ledger/errors';
+import { QueueUnavailableError } from '../lib/queue/queue';
+import { ReplayEnqueueError } from '../lib/replay';
+
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** The command was called wrongly: a missing argument, a bad value, no target to talk to. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+  readonly code = 'usage';
+}
+
+/** The command ran and was refused or failed, for a reason already phrased for the operator. */
+export class CommandFailedError extends Error {
+  override readonly name = 'CommandFailedError';
+  constructor(
+    message: string,
+    readonly code: string = 'failed',
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+export interface Failure {
+  readonly exitCode: ExitCode;
+  readonly code: string;
+  /** One line: no newlines, no stack. */
+  readonly message: string;
+}
+
+/** Turns anything thrown into the one line and exit code the operator sees. */
+export function describeFailure(error: unknown, hint?: (error: unknown) => string | undefined): Failure {
+  if (error instanceof UsageError) return failure(EXIT.usage, error.code, error.message);
+  if (error instanceof CommandFailedError) return failure(EXIT.failed, error.code, error.message);
+  if (error instanceof ReplayRefusedError) return failure(EXIT.failed, error.refusal, error.message);
+  if (error instanceof ReplayEnqueueError) return failure(EXIT.failed, error.code, withCause(error));
+  if (error instanceof InvalidEventError) return failure(EXIT.failed, error.code, error.message);
+  if (error instanceof QueueUnavailableError) return failure(EXIT.failed, error.code, withCause(error));
+  if (error instanceof LedgerError) return failure(EXIT.failed, error.code, withCause(error));
+  const hinted = hint?.(error);
+  if (hinted) return failure(EXIT.failed, 'unreachable', hinted);
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return failure(EXIT.failed, typeof code === 'string' ? code : error.name, `${error.name}: ${error.message}`);
+  }
+  return failure(EXIT.failed, 'failed', String(error));
+}
+
+/** The network error code (ECONNREFUSED, ENOTFOUND, …) anywhere in an error's cause chain. */
+export function networkErrorCode(error: unknown): string | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+    const errors = (e as { errors?: unknown }).errors;
+    if (Array.isArray(errors)) {
+      const inner = errors.map(networkErrorCode).find(Boolean);
+      if (inner) return inner;
+    }
+  }
+  return undefined;
+}
+
+function withCause(error: Error): string {
+  const cause = error.cause;
+  return cause instanceof Error ? `${error.message}: ${cause.name}: ${cause.message}` : error.message;
+}
+
+function failure(exitCode: ExitCode, code: string, message: string): Failure {
+  return { exitCode, code, message: oneLine(message) };
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}

@@ -1,0 +1,193 @@
+/**
+ * The `handoff` operator command (SPEC §10). Parses with commander, resolves the target once,
+ * runs one command, prints its result as aligned text or as JSON, and maps every failure to one
+ * line and an exit status: 0 done, 1 refused or failed, 2 usage.
+ */
+import { createRequire } from 'node:module';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { ConfigError, readSettings } from '../lib/config';
+import { deadCommand } from './commands/dead';
+import { replayCommand } from './commands/replay';
+import type { CommandResult } from './commands/result';
+import { readInput, sendCommand } from './commands/send';
+import { statsCommand } from './commands/stats';
+import { statusCommand } from './commands/status';
+import { CommandContext } from './context';
+import { describeFailure, EXIT, networkErrorCode, type ExitCode } from './errors';
+import { resolveTarget, unreachableHint, type Target, type TargetOptions } from './target';
+
+export interface Io {
+  readonly stdin: NodeJS.ReadStream;
+  readonly stdout: NodeJS.WriteStream;
+  readonly stderr: NodeJS.WriteStream;
+}
+
+interface CommonOptions extends TargetOptions {
+  readonly json?: boolean;
+}
+
+const DEAD_PAGE_DEFAULT = 20;
+const DEAD_PAGE_MAX = 100;
+const STATS_MAX_ROWS_DEFAULT = 5000;
+
+/** Runs the command line and returns the exit status; never throws. */
+export async function main(argv: readonly string[], io: Io = process): Promise<ExitCode> {
+  let target: Target | undefined;
+  let json = false;
+
+  const execute = async (options: CommonOptions, work: (ctx: CommandContext) => Promise<CommandResult>) => {
+    json = options.json === true;
+    target = await resolveTarget(options);
+    const ctx = new CommandContext(target, { stdout: io.stdout, stderr: io.stderr });
+    let result: CommandResult;
+    try {
+      result = await work(ctx);
+    } finally {
+      ctx.close();
+    }
+    io.stdout.write(json ? `${JSON.stringify(result.json, null, 2)}\n` : `${result.human}\n`);
+    if (result.failure) {
+      io.stderr.write(`handoff: ${result.failure}\n`);
+      return EXIT.failed;
+    }
+    return EXIT.ok;
+  };
+  let exitCode: ExitCode = EXIT.ok;
+  const program = buildProgram(io, async (options, work) => {
+    exitCode = await execute(options, work);
+  });
+
+  try {
+    await program.parseAsync(argv);
+    return exitCode;
+  } catch (error) {
+    // Commander has already printed its own one-line message (or the help it was asked for).
+    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    const failure =
+      error instanceof ConfigError
+        ? { exitCode: EXIT.usage, code: error.code, message: error.message }
+        : describeFailure(error, (e) => unreachableHint(target, networkErrorCode(e)));
+    io.stderr.write(`handoff: ${failure.message}\n`);
+    if (json) io.stdout.write(`${JSON.stringify({ error: { code: failure.code, message: failure.message } }, null, 2)}\n`);
+    return failure.exitCode;
+  }
+}
+
+type Runner = (options: CommonOptions, work: (ctx: CommandContext) => Promise<CommandResult>) => Promise<void>;
+
+export function buildProgram(io: Io, run: Runner): Command {
+  const program = new Command('handoff')
+    .description('Operate handoff: send events, inspect deliveries, replay dead ones, see how it is doing.')
+    .version(packageVersion(), '-V, --version')
+    .addHelpText(
+      'after',
+      `
+Target (first that applies):
+  --queue-url/--dlq-url/--table   explicit names, with the standard AWS environment
+                                  (AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL, ...)
+  --stack NAME                    a deployed stack's CloudFormation outputs
+  (nothing)                       the sandbox started by npm start on this machine
+
+Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
+    )
+    // Settings the subcommands inherit: errors come back to main() instead of exiting the
+    // process, and commander's messages go to the streams given.
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+    })
+    .showSuggestionAfterError();
+
+  withTarget(
+    program
+      .command('send')
+      .description('validate events and put them on the delivery queue')
+      .argument('[file]', 'a JSON event, or NDJSON (one event per line); "-" or omitted: stdin'),
+  )
+    .addHelpText('after', '\nExamples:\n  handoff send event.json\n  handoff send events.ndjson\n  cat events.ndjson | handoff send --json')
+    .action(async (file: string | undefined, options: CommonOptions) => {
+      await run(options, async (ctx) => {
+        const text = await readInput(file, io.stdin);
+        return sendCommand(ctx, text, { payloadLimitBytes: readSettings(process.env).payloadLimitBytes });
+      });
+    });
+
+  withTarget(
+    program
+      .command('status')
+      .description("show one event's delivery record: state, attempts with their outcomes, replays")
+      .argument('<eventId>', 'the event ID'),
+  )
+    .addOption(endpointOption())
+    .addHelpText('after', '\nExample:\n  handoff status evt_42 --json')
+    .action(async (eventId: string, options: CommonOptions & { endpoint: string }) => {
+      await run(options, (ctx) => statusCommand(ctx, eventId, options));
+    });
+
+  withTarget(program.command('dead').description('list dead records, a page at a time, oldest first'))
+    .option('--limit <n>', `records per page (1–${DEAD_PAGE_MAX})`, wholeNumber(1, DEAD_PAGE_MAX), DEAD_PAGE_DEFAULT)
+    .option('--cursor <cursor>', 'continue from where the previous page ended')
+    .addHelpText('after', '\nExamples:\n  handoff dead\n  handoff dead --limit 50 --cursor <cursor from the previous page>')
+    .action(async (options: CommonOptions & { limit: number; cursor?: string }) => {
+      await run(options, (ctx) => deadCommand(ctx, options));
+    });
+
+  withTarget(
+    program
+      .command('replay')
+      .description('return a dead record to pending and enqueue its event again')
+      .argument('<eventId>', 'the event ID of a dead record'),
+  )
+    .requiredOption('--reason <text>', 'why it is safe to deliver again (kept in the audit trail)')
+    .requiredOption('--operator <name>', 'who is replaying (kept in the audit trail)')
+    .addOption(endpointOption())
+    .addHelpText('after', '\nExample:\n  handoff replay evt_42 --operator alice --reason "receiver fixed its schema (INC-123)"')
+    .action(async (eventId: string, options: CommonOptions & { reason: string; operator: string; endpoint: string }) => {
+      await run(options, (ctx) => replayCommand(ctx, eventId, options));
+    });
+
+  withTarget(
+    program
+      .command('stats')
+      .description('pending count and oldest age, retry rate, dead count, delivery latency, queue depths'),
+  )
+    .option(
+      '--max-rows <n>',
+      'read at most this many ledger rows per state',
+      wholeNumber(1, 1_000_000),
+      STATS_MAX_ROWS_DEFAULT,
+    )
+    .addHelpText('after', '\nExample:\n  handoff stats --json')
+    .action(async (options: CommonOptions & { maxRows: number }) => {
+      await run(options, (ctx) => statsCommand(ctx, { maxRowsPerState: options.maxRows }));
+    });
+
+  return program;
+}
+
+function withTarget(command: Command): Command {
+  return command
+    .option('--json', 'print JSON for machines')
+    .option('--stack <name>', 'a deployed stack: read its CloudFormation outputs')
+    .option('--queue-url <url>', 'the delivery queue URL')
+    .option('--dlq-url <url>', 'the dead-letter queue URL')
+    .option('--table <name>', 'the ledger table name');
+}
+
+function endpointOption(): Option {
+  return new Option('--endpoint <name>', 'the delivery endpoint of the record').default('default').hideHelp();
+}
+
+function wholeNumber(min: number, max: number) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw) || n < min || n > max) throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}.`);
+    return n;
+  };
+}
+
+function packageVersion(): string {
+  const require = createRequire(import.meta.url);
+  return (require('../package.json') as { version: string }).version;
+}
