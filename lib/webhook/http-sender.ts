@@ -12,12 +12,13 @@ import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import { Webhook } from 'standardwebhooks';
-import pkg from '../../package.json' with { type: 'json' };
+// A named import lets bundlers keep only this one field of package.json.
+import { version } from '../../package.json';
 import { classifyResponse, type AttemptOutcome, type NotSentCause } from '../outcome';
 import { EndpointGuard, EndpointRefusedError } from './endpoint-guard';
 import type { AttemptResult, WebhookRequest, WebhookSender } from './sender';
 
-export const DEFAULT_USER_AGENT = `handoff/${pkg.version}`;
+export const DEFAULT_USER_AGENT = `handoff/${version}`;
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024;
 
 /**
