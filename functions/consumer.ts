@@ -2,9 +2,8 @@
  * The consumer Lambda: SQS batch in, partial batch response out. Thin by design: it wires
  * settings, clients and adapters once per container, then hands each batch to `processBatch`.
  *
- * Environment: the `HANDOFF_*` settings (lib/config.ts), the resources in RESOURCE_ENV, and
- * HANDOFF_QUEUE_URL (the delivery queue, for ChangeMessageVisibility). A bad or missing setting
- * fails the cold start with a message naming the variable: no silent defaults.
+ * Environment: the `HANDOFF_*` settings and the resources in RESOURCE_ENV (lib/config.ts). A bad
+ * or missing setting fails the cold start with a message naming the variable: no silent defaults.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -23,9 +22,6 @@ import { EndpointGuard } from '../lib/webhook/endpoint-guard';
 import { HttpWebhookSender } from '../lib/webhook/http-sender';
 import type { WebhookSender } from '../lib/webhook/sender';
 
-/** The delivery queue's URL. Passed in rather than derived from a record's ARN, since a queue
- * URL's host differs by partition and by emulator; the stack and the sandbox both know it. */
-export const QUEUE_URL_ENV = 'HANDOFF_QUEUE_URL';
 /** Fault injection only: kill the process at this crash point (lib/deliver.ts CRASH_POINTS). */
 export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
 const SERVICE = 'handoff';
@@ -41,14 +37,14 @@ guard.checkUrl(webhookUrl);
 const logger = createLogger({ service: SERVICE });
 const metrics = new MetricsRecorder({ service: SERVICE });
 const ledger = new DynamoDbLedger({
-  client: DynamoDBDocumentClient.from(new DynamoDBClient({})),
+  client: DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } }),
   tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable),
 });
 const queue = new SqsDeliveryQueue({
   // Calls go to the configured endpoint (AWS_ENDPOINT_URL_SQS or the region's), not to the host
   // in the queue URL: emulators return queue URLs whose host does not resolve.
   client: new SQSClient({ useQueueUrlAsEndpoint: false }),
-  queueUrl: required(env[QUEUE_URL_ENV], QUEUE_URL_ENV),
+  queueUrl: required(env[RESOURCE_ENV.queueUrl], RESOURCE_ENV.queueUrl),
   deadLetterQueueUrl: required(env[RESOURCE_ENV.deadLetterQueueUrl], RESOURCE_ENV.deadLetterQueueUrl),
 });
 const checkpoint = crashHook(env[CRASH_AT_ENV]);
