@@ -1,0 +1,123 @@
+/**
+ * The Handoff app: settings from CDK context through lib/config.ts, and the stack's outputs the
+ * operator CLI reads by exact key.
+ */
+import { fileURLToPath } from 'node:url';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEFAULT_SETTINGS } from '../../lib/config';
+import { retryPolicy } from '../../lib/policy';
+import { HandoffStack, settingsFromContext, STACK_OUTPUTS, type HandoffStackProps } from '../../infra/app';
+
+const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
+const WEBHOOK_URL = 'https://receiver.example.com/hooks';
+
+function contextOf(values: Record<string, unknown>) {
+  return (key: string) => values[key];
+}
+
+function stack(props: Partial<HandoffStackProps> = {}) {
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const handoff = new HandoffStack(app, 'Handoff', {
+    delivery: { settings: { webhookUrl: WEBHOOK_URL }, entry: STAND_IN_ENTRY },
+    ...props,
+  });
+  return { handoff, template: Template.fromStack(handoff) };
+}
+
+describe('Function: settingsFromContext', () => {
+  it('reads the webhook URL and leaves the rest at the defaults', () => {
+    const settings = settingsFromContext(contextOf({ webhookUrl: WEBHOOK_URL }));
+
+    expect(settings).toEqual({ ...DEFAULT_SETTINGS, webhookUrl: WEBHOOK_URL });
+  });
+
+  it('reads command-line strings and cdk.json values alike', () => {
+    const settings = settingsFromContext(
+      contextOf({
+        webhookUrl: 'http://host.docker.internal:8080/hooks',
+        retrySchedule: '5,10',
+        maxAttempts: 3,
+        batchSize: '20',
+        allowHttp: true,
+        allowPrivateCidrs: ['172.16.0.0/12', '192.168.0.0/16'],
+      }),
+    );
+
+    expect(settings).toEqual({
+      ...DEFAULT_SETTINGS,
+      webhookUrl: 'http://host.docker.internal:8080/hooks',
+      retryPolicy: retryPolicy(3, [5, 10]),
+      batchSize: 20,
+      allowHttp: true,
+      allowPrivateCidrs: ['172.16.0.0/12', '192.168.0.0/16'],
+    });
+  });
+
+  it('refuses a missing webhook URL with the command that supplies it', () => {
+    const act = () => settingsFromContext(contextOf({}));
+
+    expect(act).toThrow(ConfigError);
+    expect(act).toThrow('-c webhookUrl=https://');
+  });
+
+  it('names the context key, not the environment variable, in an error', () => {
+    const act = () => settingsFromContext(contextOf({ webhookUrl: WEBHOOK_URL, maxConcurrency: '1' }));
+
+    expect(act).toThrow(/^maxConcurrency \(CDK context\) must be a whole number from 2 to 1000, got "1"$/);
+  });
+});
+
+describe('HandoffStack', () => {
+  it('outputs the queue URL and ARN, the dead-letter queue URL, the ledger table and the consumer by exact key', () => {
+    const { template } = stack();
+
+    expect(Object.keys(template.toJSON().Outputs).sort()).toEqual(
+      [...Object.values(STACK_OUTPUTS), 'SigningSecretArn'].sort(),
+    );
+    expect(STACK_OUTPUTS).toEqual({
+      queueUrl: 'QueueUrl',
+      queueArn: 'QueueArn',
+      deadLetterQueueUrl: 'DeadLetterQueueUrl',
+      ledgerTableName: 'LedgerTableName',
+      consumerFunctionName: 'ConsumerFunctionName',
+    });
+  });
+
+  it('outputs the ledger table by reference to the table', () => {
+    const { template, handoff } = stack();
+    const table = handoff.getLogicalId(handoff.delivery.ledgerTable.node.defaultChild as never);
+
+    template.hasOutput(STACK_OUTPUTS.ledgerTableName, { Value: { Ref: table } });
+  });
+
+  it('uses an existing signing secret named by its complete ARN', () => {
+    const arn = 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:handoff-signing-AbCdEf';
+    const { template } = stack({ signingSecret: arn });
+
+    template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+    template.hasOutput('SigningSecretArn', { Value: arn });
+  });
+
+  it('sends unsigned webhooks when told `none`, with no secret output', () => {
+    const { template } = stack({ signingSecret: 'none' });
+
+    template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+    expect(template.toJSON().Outputs).not.toHaveProperty('SigningSecretArn');
+  });
+
+  it('sends alarm notifications to the topic named in context', () => {
+    const topicArn = 'arn:aws:sns:eu-west-1:111122223333:ops-alarms';
+    const { template } = stack({ alarmTopicArn: topicArn });
+
+    template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topicArn], OKActions: Match.anyValue() });
+  });
+
+  it('passes the AwsSolutions rules', () => {
+    const { handoff } = stack();
+
+    expect(new AwsSolutionsChecks().validateScope(handoff).violations).toEqual([]);
+  });
+});
