@@ -1,0 +1,589 @@
+/**
+ * The ledger on DynamoDB: one item per (eventId, endpoint), every transition a single
+ * conditional write. A refused condition becomes a domain error carrying the row as it stands;
+ * any other store failure becomes `LedgerUnavailableError`. Nothing above this file sees an SDK
+ * error type.
+ *
+ * Reads on the happy path: none. `claim` and `recordAttempt` are one UpdateItem each, returning
+ * the new row (ALL_NEW). Only a refused write reads the row, and on AWS not even then:
+ * `ReturnValuesOnConditionCheckFailure: ALL_OLD` returns it with the error at no read cost.
+ * Emulators ignore that option (dynalite does), so the adapter falls back to a consistent GetItem.
+ *
+ * Items carry one attribute the record does not: `retentionSeconds`, copied from the claim that
+ * created the row, so that later transitions (whose inputs carry no retention) can extend the
+ * expiry in the same write: `expiresAt = :nowSeconds + retentionSeconds`.
+ */
+import {
+  ConditionalCheckFailedException,
+  CreateTableCommand,
+  DescribeTableCommand,
+  ResourceInUseException,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+  type UpdateCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { LEDGER_SCHEMA } from './dynamodb-schema';
+import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
+import {
+  MAX_HISTORY,
+  type ClaimInput,
+  type DeliveryKey,
+  type DeliveryRecord,
+  type DeliveryState,
+  type Ledger,
+  type Page,
+  type RecordAttemptInput,
+  type ReplayInput,
+} from './ledger';
+import type { RetryPolicy } from '../policy';
+
+export interface DynamoDbLedgerOptions {
+  readonly client: DynamoDBDocumentClient;
+  readonly tableName: string;
+  /** Epoch ms, for deciding which rows have expired on reads. Defaults to the system clock. */
+  readonly now?: () => number;
+}
+
+/** Page size of `listByState` when none is given. */
+const DEFAULT_PAGE_LIMIT = 25;
+
+/** Same words as `MemoryLedger`: the write reads nothing, so the detail cannot name the last outcome. */
+const EXHAUSTED_WITHOUT_OUTCOME_DETAIL = 'attempt budget spent; the last attempt recorded no outcome';
+
+/**
+ * Writes retried after a refused condition whose cause was not a domain refusal (a full
+ * history, a row deleted by TTL in between). Each retry follows another writer's success, so
+ * more than a couple means something is wrong.
+ */
+const MAX_WRITE_ROUNDS = 3;
+
+/*
+ * The claim, clause by clause. A lease's life on one row:
+ *
+ *   claim(A): attempts+1   A sends...          leaseExpiresAt
+ *   |----------- leased to A: claims refused ---|-------- claimable again (if due) --------> time
+ *               A records its outcome here: lease released, nextAttemptAt set (or settled).
+ *               A worker that died here leaves the lease to lapse; its attempt stays counted.
+ */
+// A new event: admit it and claim it in the same write.
+const isNewEvent = 'attribute_not_exists(#eventId)';
+// Same content. Another body under this ID is an identity conflict: refused, row left as it is.
+const isSameContent = '#contentHash = :contentHash';
+// Only pending work is sent; delivered and dead rows are settled.
+const isPending = '#state = :pending';
+// Budget left. `maxAttempts` is a top-level copy of the row's own policy, usable in a condition.
+const hasBudget = '#attempts < #maxAttempts';
+// No live lease: nobody else is sending now. This clause makes the claim a compare-and-set.
+const hasNoLiveLease = '(attribute_not_exists(#leaseExpiresAt) OR #leaseExpiresAt <= :now)';
+// Due: the wait after the previous failed attempt is over.
+const isDue = '(attribute_not_exists(#nextAttemptAt) OR #nextAttemptAt <= :now)';
+const CLAIM_CONDITION = `${isNewEvent} OR (${[isSameContent, isPending, hasBudget, hasNoLiveLease, isDue].join(' AND ')})`;
+
+// A 2xx is the truth however late: no lease needed, only a row that is not delivered yet
+// (a dead one included). The row must exist: an update never creates one.
+const MAY_RECORD_DELIVERED = 'attribute_exists(#eventId) AND #state <> :delivered';
+// Any other outcome only from the worker holding the claim, on a row still pending.
+const MAY_RECORD_FAILURE = '#leaseOwner = :owner AND #state = :pending';
+// The history bound, when the current length is unknown: appending must keep it within MAX_HISTORY.
+const HISTORY_HAS_ROOM = 'size(#history) < :maxHistory';
+
+// Budget spent and the last claim's lease lapsed: its worker died mid-attempt.
+const MAY_MARK_EXHAUSTED = `${isPending} AND #attempts >= #maxAttempts AND ${hasNoLiveLease}`;
+// Only dead rows that hold an event (not those of invalid messages) can be sent again.
+const MAY_REPLAY = '#state = :dead AND attribute_exists(#body)';
+
+export class DynamoDbLedger implements Ledger {
+  readonly #client: DynamoDBDocumentClient;
+  readonly #tableName: string;
+  readonly #now: () => number;
+
+  constructor(options: DynamoDbLedgerOptions) {
+    this.#client = options.client;
+    this.#tableName = options.tableName;
+    this.#now = options.now ?? Date.now;
+  }
+
+  async claim(input: ClaimInput): Promise<DeliveryRecord> {
+    const { event, nowMs } = input;
+    const key = { eventId: event.event.id, endpoint: input.endpoint };
+    const spec: UpdateSpec = {
+      set: [
+        // A new row's fields. An existing row keeps its own: its content, and above all the
+        // policy it was created with, which a replay must follow too.
+        '#body = if_not_exists(#body, :body)',
+        '#contentHash = if_not_exists(#contentHash, :contentHash)',
+        '#eventType = if_not_exists(#eventType, :eventType)',
+        '#state = if_not_exists(#state, :pending)',
+        '#policy = if_not_exists(#policy, :policy)',
+        '#maxAttempts = if_not_exists(#maxAttempts, :maxAttempts)',
+        '#retentionSeconds = if_not_exists(#retentionSeconds, :retentionSeconds)',
+        '#replays = if_not_exists(#replays, :zero)',
+        '#history = if_not_exists(#history, :empty)',
+        '#audit = if_not_exists(#audit, :empty)',
+        '#createdAt = if_not_exists(#createdAt, :now)',
+        '#stateSince = if_not_exists(#stateSince, :now)',
+        '#expiresAt = if_not_exists(#expiresAt, :expiresAt)',
+        // Counted before anything is sent: a worker that dies mid-send has still spent it.
+        '#attempts = if_not_exists(#attempts, :zero) + :one',
+        '#leaseOwner = :owner',
+        '#leaseExpiresAt = :leaseExpiresAt',
+      ],
+      condition: CLAIM_CONDITION,
+      values: {
+        ':body': event.body,
+        ':contentHash': event.contentHash,
+        ':eventType': event.type,
+        ':pending': 'pending',
+        ':policy': plain(input.policy),
+        ':maxAttempts': input.policy.maxAttempts,
+        ':retentionSeconds': input.retentionSeconds,
+        ':zero': 0,
+        ':one': 1,
+        ':empty': [],
+        ':now': nowMs,
+        ':expiresAt': expiresAtSeconds(nowMs, input.retentionSeconds),
+        ':owner': input.owner,
+        ':leaseExpiresAt': nowMs + input.leaseMs,
+      },
+    };
+    for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
+      const result = await this.#update(key, spec);
+      if (result.written) return result.record;
+      if (result.current !== undefined) throw new ClaimRefusedError(result.current, { cause: result.cause });
+      // The row went away (TTL) between the write and the read: the claim may succeed now.
+    }
+    throw contention(key.eventId);
+  }
+
+  async recordAttempt(input: RecordAttemptInput): Promise<DeliveryRecord> {
+    // The first write does not know the history's length and appends only while there is room.
+    // If it was full, the second write knows the length and pushes while dropping the oldest.
+    let historyLength: number | undefined;
+    for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
+      const result = await this.#update(input, recordSpec(input, historyLength));
+      if (result.written) return result.record;
+      const current = result.current;
+      if (current === undefined) throw missingRow(input.eventId, result.cause);
+      // Delivered twice is one delivery: the first write stands.
+      if (input.next.state === 'delivered' && current.state === 'delivered') return current;
+      const mayRecord =
+        input.next.state === 'delivered'
+          ? current.state !== 'delivered'
+          : current.leaseOwner === input.owner && current.state === 'pending';
+      if (!mayRecord) throw new LeaseLostError(current, { cause: result.cause });
+      historyLength = current.history.length;
+    }
+    throw contention(input.eventId);
+  }
+
+  async markExhausted(key: DeliveryKey, nowMs: number): Promise<DeliveryRecord> {
+    const result = await this.#update(key, {
+      set: [
+        '#state = :dead',
+        '#deadReason = :exhausted',
+        '#deadDetail = :detail',
+        '#deadAt = :now',
+        '#stateSince = :now',
+        '#expiresAt = :nowSeconds + #retentionSeconds',
+      ],
+      remove: ['#leaseOwner', '#leaseExpiresAt', '#nextAttemptAt'],
+      condition: MAY_MARK_EXHAUSTED,
+      values: {
+        ':pending': 'pending',
+        ':dead': 'dead',
+        ':exhausted': 'exhausted',
+        ':detail': EXHAUSTED_WITHOUT_OUTCOME_DETAIL,
+        ':now': nowMs,
+        ':nowSeconds': Math.floor(nowMs / 1000),
+      },
+    });
+    if (result.written) return result.record;
+    if (result.current === undefined) throw missingRow(key.eventId, result.cause);
+    throw new LeaseLostError(result.current, { cause: result.cause });
+  }
+
+  async admitInvalid(
+    key: DeliveryKey,
+    detail: string,
+    policy: RetryPolicy,
+    nowMs: number,
+    retentionSeconds: number,
+  ): Promise<boolean> {
+    const item: StoredItem = {
+      eventId: key.eventId,
+      endpoint: key.endpoint,
+      state: 'dead',
+      attempts: 0,
+      maxAttempts: policy.maxAttempts,
+      policy: plain(policy),
+      history: [],
+      replays: 0,
+      audit: [],
+      deadReason: 'invalid',
+      deadDetail: detail,
+      createdAt: nowMs,
+      deadAt: nowMs,
+      stateSince: nowMs,
+      expiresAt: expiresAtSeconds(nowMs, retentionSeconds),
+      retentionSeconds,
+    };
+    try {
+      await this.#guard(key.eventId, () =>
+        this.#client.send(
+          new PutCommand({
+            TableName: this.#tableName,
+            Item: item,
+            // Only where no row exists: an admitted event's row is never overwritten by a bad copy.
+            ConditionExpression: 'attribute_not_exists(#eventId)',
+            ExpressionAttributeNames: { '#eventId': LEDGER_SCHEMA.partitionKey },
+          }),
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  async replay(input: ReplayInput): Promise<DeliveryRecord> {
+    const { eventId, nowMs } = input;
+    const spec: UpdateSpec = {
+      set: [
+        '#state = :pending',
+        // A fresh budget under the row's own policy; the body and event ID are kept as they are.
+        '#attempts = :zero',
+        '#replays = #replays + :one',
+        '#audit = list_append(#audit, :audit)',
+        '#nextAttemptAt = :now',
+        '#stateSince = :now',
+        '#expiresAt = :nowSeconds + #retentionSeconds',
+      ],
+      remove: ['#deadReason', '#deadDetail', '#deadAt', '#leaseOwner', '#leaseExpiresAt'],
+      condition: MAY_REPLAY,
+      values: {
+        ':dead': 'dead',
+        ':pending': 'pending',
+        ':zero': 0,
+        ':one': 1,
+        ':audit': [{ at: nowMs, action: 'replay', operator: input.operator, reason: input.reason }],
+        ':now': nowMs,
+        ':nowSeconds': Math.floor(nowMs / 1000),
+      },
+    };
+    for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
+      const result = await this.#update(input, spec);
+      if (result.written) return result.record;
+      const current = result.current;
+      if (current === undefined) throw new ReplayRefusedError('not-found', eventId, undefined, { cause: result.cause });
+      if (current.state !== 'dead') throw new ReplayRefusedError('not-dead', eventId, current, { cause: result.cause });
+      if (current.body === undefined) throw new ReplayRefusedError('no-event', eventId, current, { cause: result.cause });
+      // Dead with an event by the time it was read: another writer moved it meanwhile. Again.
+    }
+    throw contention(eventId);
+  }
+
+  async get(key: DeliveryKey): Promise<DeliveryRecord | undefined> {
+    const record = await this.#read(key);
+    return record === undefined || isExpired(record, this.#now()) ? undefined : record;
+  }
+
+  async listByState(state: DeliveryState, options: { limit?: number; cursor?: string } = {}): Promise<Page> {
+    const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
+    const index = LEDGER_SCHEMA.stateIndex;
+    const startKey = options.cursor === undefined ? undefined : decodeCursor(options.cursor, state);
+    const query = new QueryCommand({
+      TableName: this.#tableName,
+      IndexName: index.name,
+      KeyConditionExpression: '#state = :state',
+      // Emulators never delete expired rows and AWS does so only eventually: hide them here.
+      // The limit counts rows read before this filter, so a page may hold fewer than `limit`.
+      FilterExpression: '#expiresAt > :nowSeconds',
+      ExpressionAttributeNames: { '#state': index.partitionKey, '#expiresAt': LEDGER_SCHEMA.ttlAttribute },
+      ExpressionAttributeValues: { ':state': state, ':nowSeconds': this.#now() / 1000 },
+      ScanIndexForward: true,
+      Limit: limit,
+      ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
+    });
+    const output = await this.#guard(`${state} rows`, () => this.#client.send(query));
+    const records = (output.Items ?? []).map((item) => toRecord(item));
+    return output.LastEvaluatedKey === undefined ? { records } : { records, cursor: encodeCursor(output.LastEvaluatedKey) };
+  }
+
+  /** One conditional UpdateItem; a refused condition answers with the row as it now stands. */
+  async #update(key: DeliveryKey, spec: UpdateSpec): Promise<UpdateResult> {
+    try {
+      const input = this.#updateInput(key, spec);
+      const output = await this.#guard(key.eventId, () => this.#client.send(new UpdateCommand(input)));
+      return { written: true, record: toRecord(output.Attributes ?? {}) };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const current = error.Item === undefined ? await this.#read(key) : toRecord(unmarshall(error.Item));
+      return { written: false, current, cause: error };
+    }
+  }
+
+  #updateInput(key: DeliveryKey, spec: UpdateSpec): UpdateCommandInput {
+    const updateExpression = [
+      `SET ${spec.set.join(', ')}`,
+      ...(spec.remove === undefined || spec.remove.length === 0 ? [] : [`REMOVE ${spec.remove.join(', ')}`]),
+    ].join(' ');
+    return {
+      TableName: this.#tableName,
+      Key: keyOf(key),
+      UpdateExpression: updateExpression,
+      ConditionExpression: spec.condition,
+      ExpressionAttributeNames: placeholdersIn(`${updateExpression} ${spec.condition}`),
+      ExpressionAttributeValues: spec.values,
+      ReturnValues: 'ALL_NEW',
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    };
+  }
+
+  /** The row as stored, expired or not: refusals report what is there. */
+  async #read(key: DeliveryKey): Promise<DeliveryRecord | undefined> {
+    const output = await this.#guard(key.eventId, () =>
+      this.#client.send(new GetCommand({ TableName: this.#tableName, Key: keyOf(key), ConsistentRead: true })),
+    );
+    return output.Item === undefined ? undefined : toRecord(output.Item);
+  }
+
+  /**
+   * Runs one store call. A refused condition passes through for the caller to turn into a domain
+   * answer; every other failure is the store being unavailable. Messages name the event, never
+   * its content.
+   */
+  async #guard<T>(subject: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw error;
+      const what = error instanceof Error ? error.name : 'error';
+      throw new LedgerUnavailableError(`ledger ${this.#tableName} failed for ${subject}: ${what}`, { cause: error });
+    }
+  }
+}
+
+/**
+ * Creates the ledger table as the stack defines it (on-demand, the by-state index projecting
+ * whole rows), for the sandbox and tests; waits until it is active. An existing table is kept.
+ * TTL is not switched on here: dynalite has no UpdateTimeToLive, and in AWS the CDK stack sets it.
+ */
+export async function createLedgerTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  const index = LEDGER_SCHEMA.stateIndex;
+  try {
+    await client.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: LEDGER_SCHEMA.partitionKey, AttributeType: 'S' },
+          { AttributeName: LEDGER_SCHEMA.sortKey, AttributeType: 'S' },
+          { AttributeName: index.partitionKey, AttributeType: 'S' },
+          { AttributeName: index.sortKey, AttributeType: 'N' },
+        ],
+        KeySchema: [
+          { AttributeName: LEDGER_SCHEMA.partitionKey, KeyType: 'HASH' },
+          { AttributeName: LEDGER_SCHEMA.sortKey, KeyType: 'RANGE' },
+        ],
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: index.name,
+            KeySchema: [
+              { AttributeName: index.partitionKey, KeyType: 'HASH' },
+              { AttributeName: index.sortKey, KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'ALL' },
+          },
+        ],
+      }),
+    );
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
+  }
+  for (;;) {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    const indexesActive = (Table?.GlobalSecondaryIndexes ?? []).every((gsi) => gsi.IndexStatus === 'ACTIVE');
+    if (Table?.TableStatus === 'ACTIVE' && indexesActive) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+interface UpdateSpec {
+  readonly set: readonly string[];
+  readonly remove?: readonly string[];
+  readonly condition: string;
+  readonly values: Record<string, unknown>;
+}
+
+type UpdateResult =
+  | { readonly written: true; readonly record: DeliveryRecord }
+  | { readonly written: false; readonly current: DeliveryRecord | undefined; readonly cause: ConditionalCheckFailedException };
+
+type StoredItem = DeliveryRecord & { readonly retentionSeconds: number };
+
+/**
+ * The write of one attempt's outcome. `historyLength` is unknown on the first try.
+ *
+ * The history is bounded in the same write, without reading the row first. DynamoDB cannot
+ * append and drop the head of one list in one expression without knowing its length
+ * (`SET h = list_append(h, :e) REMOVE h[0]` is refused: the paths overlap). So: append while
+ * `size(h) < MAX_HISTORY` holds (every attempt of a row within the bound: one write); once the
+ * list is full that clause fails, the caller reads the row (free on AWS: ALL_OLD) and retries with
+ * the length it saw, `SET h[n] = :e REMOVE h[0]` under `size(h) = n`. Whichever order DynamoDB
+ * applies the two actions in, the result is the last MAX_HISTORY entries.
+ */
+function recordSpec(input: RecordAttemptInput, historyLength: number | undefined): UpdateSpec {
+  const { next, nowMs } = input;
+  const full = historyLength !== undefined && historyLength >= MAX_HISTORY;
+  const history = full
+    ? {
+        set: [`#history[${historyLength}] = :entry`],
+        remove: Array.from({ length: historyLength - MAX_HISTORY + 1 }, (_, i) => `#history[${i}]`),
+        condition: 'size(#history) = :historyLength',
+        values: { ':entry': plain(input.attempt), ':historyLength': historyLength },
+      }
+    : {
+        set: ['#history = list_append(#history, :entries)'],
+        remove: [],
+        condition: HISTORY_HAS_ROOM,
+        values: { ':entries': [plain(input.attempt)], ':maxHistory': MAX_HISTORY },
+      };
+  const common = {
+    set: [...history.set, '#lastOutcome = :outcome'],
+    // Settled or not, this worker's claim ends with its outcome.
+    remove: [...history.remove, '#leaseOwner', '#leaseExpiresAt'],
+    values: { ...history.values, ':outcome': plain(input.outcome) },
+  };
+  switch (next.state) {
+    case 'delivered':
+      return {
+        set: [
+          ...common.set,
+          '#state = :delivered',
+          '#deliveredAt = :now',
+          '#stateSince = :now',
+          '#expiresAt = :nowSeconds + #retentionSeconds',
+        ],
+        remove: [...common.remove, '#nextAttemptAt', '#deadReason', '#deadDetail', '#deadAt'],
+        condition: `${MAY_RECORD_DELIVERED} AND ${history.condition}`,
+        values: { ...common.values, ':delivered': 'delivered', ':now': nowMs, ':nowSeconds': Math.floor(nowMs / 1000) },
+      };
+    case 'pending':
+      return {
+        set: [...common.set, '#nextAttemptAt = :nextAttemptAt'],
+        remove: common.remove,
+        condition: `${MAY_RECORD_FAILURE} AND ${history.condition}`,
+        values: { ...common.values, ':owner': input.owner, ':pending': 'pending', ':nextAttemptAt': next.nextAttemptAt },
+      };
+    case 'dead':
+      return {
+        set: [
+          ...common.set,
+          '#state = :dead',
+          '#deadReason = :deadReason',
+          '#deadDetail = :deadDetail',
+          '#deadAt = :now',
+          '#stateSince = :now',
+          '#expiresAt = :nowSeconds + #retentionSeconds',
+        ],
+        remove: [...common.remove, '#nextAttemptAt'],
+        condition: `${MAY_RECORD_FAILURE} AND ${history.condition}`,
+        values: {
+          ...common.values,
+          ':owner': input.owner,
+          ':pending': 'pending',
+          ':dead': 'dead',
+          ':deadReason': next.reason,
+          ':deadDetail': next.detail,
+          ':now': nowMs,
+          ':nowSeconds': Math.floor(nowMs / 1000),
+        },
+      };
+  }
+}
+
+function keyOf(key: DeliveryKey): Record<string, string> {
+  return { [LEDGER_SCHEMA.partitionKey]: key.eventId, [LEDGER_SCHEMA.sortKey]: key.endpoint };
+}
+
+/** Every `#name` placeholder in the expressions stands for the attribute `name`. */
+function placeholdersIn(expressions: string): Record<string, string> {
+  return Object.fromEntries([...expressions.matchAll(/#(\w+)/g)].map((match) => [match[0], match[1] ?? '']));
+}
+
+/**
+ * A JSON value without `undefined` members: the client may not have been built with
+ * `removeUndefinedValues`, and an optional field left undefined must not fail the write.
+ */
+function plain<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+function toRecord(item: Record<string, unknown>): DeliveryRecord {
+  const { retentionSeconds: _retentionSeconds, ...record } = item;
+  return record as unknown as DeliveryRecord;
+}
+
+function expiresAtSeconds(nowMs: number, retentionSeconds: number): number {
+  return Math.floor(nowMs / 1000) + retentionSeconds;
+}
+
+function isExpired(record: DeliveryRecord, nowMs: number): boolean {
+  return record.expiresAt * 1000 <= nowMs;
+}
+
+function missingRow(eventId: string, cause: unknown): LedgerUnavailableError {
+  return new LedgerUnavailableError(`no delivery record for event ${eventId} to write to`, { cause });
+}
+
+function contention(eventId: string): LedgerUnavailableError {
+  return new LedgerUnavailableError(`delivery record for event ${eventId} kept changing during the write`);
+}
+
+function checkLimit(limit: number): number {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+  return limit;
+}
+
+/** The cursor is the index's LastEvaluatedKey: the row's key plus its index key. */
+function encodeCursor(lastEvaluatedKey: Record<string, unknown>): string {
+  return Buffer.from(JSON.stringify(lastEvaluatedKey)).toString('base64url');
+}
+
+function decodeCursor(cursor: string, state: DeliveryState): Record<string, string | number> {
+  let position: unknown;
+  try {
+    position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    position = undefined;
+  }
+  const p = position as Partial<Record<string, unknown>> | undefined;
+  const index = LEDGER_SCHEMA.stateIndex;
+  const eventId = p?.[LEDGER_SCHEMA.partitionKey];
+  const endpoint = p?.[LEDGER_SCHEMA.sortKey];
+  const stateSince = p?.[index.sortKey];
+  if (
+    typeof p !== 'object' ||
+    p === null ||
+    typeof eventId !== 'string' ||
+    typeof endpoint !== 'string' ||
+    typeof stateSince !== 'number' ||
+    p[index.partitionKey] !== state
+  ) {
+    throw new RangeError(`cursor is not one this ledger issued for ${state} rows`);
+  }
+  return {
+    [LEDGER_SCHEMA.partitionKey]: eventId,
+    [LEDGER_SCHEMA.sortKey]: endpoint,
+    [index.partitionKey]: state,
+    [index.sortKey]: stateSince,
+  };
+}

@@ -1,0 +1,345 @@
+/**
+ * DynamoDbLedger with the real AWS SDK against dynalite on loopback: the shared Ledger contract,
+ * plus what only a real store can show (a compare-and-set under concurrency, request counts,
+ * store failures).
+ */
+import {
+  ConditionalCheckFailedException,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  DynamoDBServiceException,
+  GetItemCommand,
+  ResourceNotFoundException,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createLedgerTable, DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
+import {
+  ClaimRefusedError,
+  LeaseLostError,
+  LedgerUnavailableError,
+  ReplayRefusedError,
+} from '../../lib/ledger/errors';
+import { DEFAULT_ENDPOINT, MAX_HISTORY, type ClaimInput, type DeliveryRecord } from '../../lib/ledger/ledger';
+import { retryPolicy } from '../../lib/policy';
+import {
+  countCommands,
+  emulatorDynamoDbClient,
+  readsAndWrites,
+  startDynalite,
+  type CommandCounter,
+  type Dynalite,
+} from '../helpers/dynalite';
+import { ledgerContract, rejectionOf, shipmentEvent, T0 } from '../helpers/ledger-contract';
+
+const LEASE_MS = 30_000;
+const RETENTION_SECONDS = 86_400;
+const POLICY = retryPolicy(3, [30, 120]);
+
+let dynalite: Dynalite;
+let client: DynamoDBClient;
+let documents: DynamoDBDocumentClient;
+let counter: CommandCounter;
+let tables = 0;
+
+beforeAll(async () => {
+  dynalite = await startDynalite();
+  client = emulatorDynamoDbClient(dynalite.endpoint);
+  counter = countCommands(client);
+  documents = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+});
+
+afterAll(async () => {
+  client.destroy();
+  await dynalite.close();
+});
+
+async function freshTable(): Promise<string> {
+  tables += 1;
+  const tableName = `ledger-test-${tables}`;
+  await createLedgerTable(client, tableName);
+  return tableName;
+}
+
+async function dropTable(tableName: string): Promise<void> {
+  await client.send(new DeleteTableCommand({ TableName: tableName }));
+}
+
+ledgerContract('DynamoDbLedger on dynalite', async ({ now }) => {
+  const tableName = await freshTable();
+  return {
+    ledger: new DynamoDbLedger({ client: documents, tableName, now }),
+    close: () => dropTable(tableName),
+  };
+});
+
+describe('DynamoDbLedger on dynalite', () => {
+  let tableName: string;
+  let ledger: DynamoDbLedger;
+
+  beforeEach(async () => {
+    tableName = await freshTable();
+    ledger = new DynamoDbLedger({ client: documents, tableName, now: () => T0 });
+    counter.reset();
+  });
+
+  afterEach(async () => {
+    await dropTable(tableName);
+  });
+
+  function claimInput(eventId: string, overrides: Partial<ClaimInput> = {}): ClaimInput {
+    return {
+      event: shipmentEvent(eventId),
+      endpoint: DEFAULT_ENDPOINT,
+      owner: 'worker-a',
+      nowMs: T0,
+      leaseMs: LEASE_MS,
+      policy: POLICY,
+      retentionSeconds: RETENTION_SECONDS,
+      ...overrides,
+    };
+  }
+
+  describe('Method: claim under concurrency', () => {
+    it('lets exactly one of 20 concurrent claims on a new event win', async () => {
+      // Act
+      const results = await Promise.allSettled(
+        Array.from({ length: 20 }, (_, i) => ledger.claim(claimInput('evt_race', { owner: `worker-${i}` }))),
+      );
+
+      // Assess
+      const won = results.filter((r): r is PromiseFulfilledResult<DeliveryRecord> => r.status === 'fulfilled');
+      const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      expect(won).toHaveLength(1);
+      expect(refused).toHaveLength(19);
+      const winner = won[0]?.value;
+      expect(winner?.attempts).toBe(1);
+      for (const { reason } of refused) {
+        expect(reason).toBeInstanceOf(ClaimRefusedError);
+        expect((reason as ClaimRefusedError).record.leaseOwner).toBe(winner?.leaseOwner);
+      }
+      expect((await ledger.get({ eventId: 'evt_race', endpoint: DEFAULT_ENDPOINT }))?.attempts).toBe(1);
+    });
+
+    it('lets exactly one of 20 concurrent claims take over an expired lease', async () => {
+      // Prepare: a worker claimed and vanished; its lease lapses at T0 + LEASE_MS.
+      await ledger.claim(claimInput('evt_retake'));
+
+      // Act
+      const results = await Promise.allSettled(
+        Array.from({ length: 20 }, (_, i) =>
+          ledger.claim(claimInput('evt_retake', { owner: `worker-${i}`, nowMs: T0 + LEASE_MS })),
+        ),
+      );
+
+      // Assess
+      const won = results.filter((r): r is PromiseFulfilledResult<DeliveryRecord> => r.status === 'fulfilled');
+      expect(won).toHaveLength(1);
+      expect(won[0]?.value.attempts).toBe(2);
+      expect(won[0]?.value.leaseExpiresAt).toBe(T0 + 2 * LEASE_MS);
+      expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof ClaimRefusedError)).toHaveLength(19);
+    });
+  });
+
+  describe('Request cost', () => {
+    it('claims and records a delivery in 2 writes and 0 reads', async () => {
+      const claimed = await ledger.claim(claimInput('evt_cheap'));
+      await ledger.recordAttempt({
+        eventId: 'evt_cheap',
+        endpoint: DEFAULT_ENDPOINT,
+        owner: 'worker-a',
+        attempt: { attempt: claimed.attempts, at: T0, outcome: 'accepted', status: 200, durationMs: 40 },
+        outcome: { kind: 'accepted', status: 200 },
+        next: { state: 'delivered' },
+        nowMs: T0 + 40,
+      });
+
+      expect(counter.counts()).toStrictEqual({ UpdateItem: 2 });
+      expect(readsAndWrites(counter.counts())).toStrictEqual({ reads: 0, writes: 2 });
+    });
+
+    it('pays one read for a refused claim when the store returns no row with the error', async () => {
+      await ledger.claim(claimInput('evt_refused'));
+      counter.reset();
+
+      await rejectionOf(ledger.claim(claimInput('evt_refused', { owner: 'worker-b' })), ClaimRefusedError);
+
+      expect(counter.counts()).toStrictEqual({ UpdateItem: 1, GetItem: 1 });
+    });
+
+    it('reads nothing for a refused claim when the store returns the row with the error, as AWS does', async () => {
+      // Prepare: make dynalite answer like AWS with ReturnValuesOnConditionCheckFailure ALL_OLD.
+      const claimed = await ledger.claim(claimInput('evt_all_old'));
+      const { client: awsLike, counter: awsLikeCounter } = clientReturningOldItem(tableName, 'evt_all_old');
+      const awsLedger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(awsLike), tableName });
+
+      // Act
+      const error = await rejectionOf(awsLedger.claim(claimInput('evt_all_old', { owner: 'worker-b' })), ClaimRefusedError);
+
+      // Assess
+      expect(error.record).toStrictEqual(claimed);
+      expect(awsLikeCounter.counts()).toStrictEqual({ UpdateItem: 1 });
+      awsLike.destroy();
+    });
+
+    it(`records on a full history (${MAX_HISTORY} entries) in 2 writes and 1 read`, async () => {
+      // Prepare: fill the history.
+      const policy = retryPolicy(MAX_HISTORY + 1, [1]);
+      for (let n = 1; n <= MAX_HISTORY; n++) {
+        await ledger.claim(claimInput('evt_full', { policy, nowMs: T0 + n * 1000 }));
+        await ledger.recordAttempt({
+          eventId: 'evt_full',
+          endpoint: DEFAULT_ENDPOINT,
+          owner: 'worker-a',
+          attempt: { attempt: n, at: T0 + n * 1000, outcome: 'temporary', status: 503, durationMs: 40 },
+          outcome: { kind: 'temporary', status: 503 },
+          next: { state: 'pending', nextAttemptAt: T0 + (n + 1) * 1000 },
+          nowMs: T0 + n * 1000 + 40,
+        });
+      }
+      const claimed = await ledger.claim(claimInput('evt_full', { policy, nowMs: T0 + (MAX_HISTORY + 1) * 1000 }));
+      counter.reset();
+
+      // Act
+      const delivered = await ledger.recordAttempt({
+        eventId: 'evt_full',
+        endpoint: DEFAULT_ENDPOINT,
+        owner: 'worker-a',
+        attempt: { attempt: claimed.attempts, at: T0 + 100_000, outcome: 'accepted', status: 200, durationMs: 40 },
+        outcome: { kind: 'accepted', status: 200 },
+        next: { state: 'delivered' },
+        nowMs: T0 + 100_040,
+      });
+
+      // Assess
+      expect(counter.counts()).toStrictEqual({ UpdateItem: 2, GetItem: 1 });
+      expect(delivered.history.map((h) => h.attempt)).toStrictEqual(
+        Array.from({ length: MAX_HISTORY }, (_, i) => i + 2),
+      );
+    });
+  });
+
+  describe('Errors', () => {
+    it('surfaces refused conditions as domain errors, never as SDK errors', async () => {
+      const claimed = await ledger.claim(claimInput('evt_domain'));
+      const errors = [
+        await rejectionOf(ledger.claim(claimInput('evt_domain', { owner: 'worker-b' })), ClaimRefusedError),
+        await rejectionOf(ledger.markExhausted({ eventId: 'evt_domain', endpoint: DEFAULT_ENDPOINT }, T0), LeaseLostError),
+        await rejectionOf(
+          ledger.recordAttempt({
+            eventId: 'evt_domain',
+            endpoint: DEFAULT_ENDPOINT,
+            owner: 'worker-b',
+            attempt: { attempt: claimed.attempts, at: T0, outcome: 'temporary', status: 503, durationMs: 40 },
+            outcome: { kind: 'temporary', status: 503 },
+            next: { state: 'pending', nextAttemptAt: T0 + 30_000 },
+            nowMs: T0 + 40,
+          }),
+          LeaseLostError,
+        ),
+        await rejectionOf(
+          ledger.replay({ eventId: 'evt_domain', endpoint: DEFAULT_ENDPOINT, operator: 'ops', reason: 'x', nowMs: T0 }),
+          ReplayRefusedError,
+        ),
+      ];
+
+      for (const error of errors) {
+        expect(error).not.toBeInstanceOf(DynamoDBServiceException);
+        expect(error.cause).toBeInstanceOf(ConditionalCheckFailedException);
+      }
+    });
+
+    it('turns store failures into LedgerUnavailableError with the SDK error as cause', async () => {
+      const missing = new DynamoDbLedger({ client: documents, tableName: 'no-such-table' });
+      const key = { eventId: 'evt_nowhere', endpoint: DEFAULT_ENDPOINT };
+
+      const errors = [
+        await rejectionOf(missing.claim(claimInput('evt_nowhere')), LedgerUnavailableError),
+        await rejectionOf(missing.get(key), LedgerUnavailableError),
+        await rejectionOf(missing.listByState('dead'), LedgerUnavailableError),
+        await rejectionOf(missing.admitInvalid(key, 'bad', POLICY, T0, RETENTION_SECONDS), LedgerUnavailableError),
+      ];
+
+      for (const error of errors) {
+        expect(error.code).toBe('ledger-unavailable');
+        expect(error.cause).toBeInstanceOf(ResourceNotFoundException);
+        expect(error.message).toBe(
+          `ledger no-such-table failed for ${error === errors[2] ? 'dead rows' : 'evt_nowhere'}: ResourceNotFoundException`,
+        );
+      }
+    });
+
+    it('writes through a DocumentClient built without removeUndefinedValues', async () => {
+      const plainClient = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(client), tableName });
+      const claimed = await plainClient.claim(claimInput('evt_plain'));
+
+      const recorded = await plainClient.recordAttempt({
+        eventId: 'evt_plain',
+        endpoint: DEFAULT_ENDPOINT,
+        owner: 'worker-a',
+        attempt: { attempt: claimed.attempts, at: T0, outcome: 'temporary', status: undefined, cause: 'dns', durationMs: 3 },
+        outcome: { kind: 'temporary', status: undefined, cause: 'dns', retryAfterSeconds: undefined },
+        next: { state: 'pending', nextAttemptAt: T0 + 30_000 },
+        nowMs: T0 + 3,
+      });
+
+      expect(recorded.lastOutcome).toStrictEqual({ kind: 'temporary', cause: 'dns' });
+      expect(recorded.history).toStrictEqual([{ attempt: 1, at: T0, outcome: 'temporary', cause: 'dns', durationMs: 3 }]);
+    });
+  });
+
+  describe('Function: createLedgerTable', () => {
+    it('creates the table with its by-state index, and keeps an existing one', async () => {
+      await ledger.claim(claimInput('evt_kept'));
+
+      await createLedgerTable(client, tableName);
+
+      const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+      expect(Table?.BillingModeSummary?.BillingMode).toBe('PAY_PER_REQUEST');
+      expect(Table?.GlobalSecondaryIndexes?.map((gsi) => [gsi.IndexName, gsi.KeySchema, gsi.Projection])).toStrictEqual([
+        [
+          LEDGER_SCHEMA.stateIndex.name,
+          [
+            { AttributeName: 'state', KeyType: 'HASH' },
+            { AttributeName: 'stateSince', KeyType: 'RANGE' },
+          ],
+          { ProjectionType: 'ALL' },
+        ],
+      ]);
+      expect((await ledger.get({ eventId: 'evt_kept', endpoint: DEFAULT_ENDPOINT }))?.attempts).toBe(1);
+    });
+  });
+});
+
+/**
+ * A client whose refused conditional writes carry the current item, as AWS returns it for
+ * `ReturnValuesOnConditionCheckFailure: ALL_OLD` and dynalite does not. The item is fetched on a
+ * separate client, so the returned counter shows only what the ledger itself sent.
+ */
+function clientReturningOldItem(tableName: string, eventId: string): { client: DynamoDBClient; counter: CommandCounter } {
+  const awsLike = emulatorDynamoDbClient(dynalite.endpoint);
+  const awsLikeCounter = countCommands(awsLike);
+  awsLike.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) {
+          const { Item } = await client.send(
+            new GetItemCommand({
+              TableName: tableName,
+              Key: { eventId: { S: eventId }, endpoint: { S: DEFAULT_ENDPOINT } },
+              ConsistentRead: true,
+            }),
+          );
+          error.Item = Item;
+        }
+        throw error;
+      }
+    },
+    { step: 'initialize', name: 'returnOldItem' },
+  );
+  return { client: awsLike, counter: awsLikeCounter };
+}
