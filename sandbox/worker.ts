@@ -71,6 +71,10 @@ async function main(): Promise<void> {
   });
   // The parent is the only reason to exist: leave with it.
   process.on('disconnect', () => process.exit(0));
+  // Ctrl-C reaches the whole process group. The sandbox decides when a worker ends: it lets
+  // the batch in flight finish first, then kills it.
+  process.on('SIGINT', () => {});
+  process.on('SIGTERM', () => {});
   send({ type: 'ready' });
 }
 

@@ -1,0 +1,115 @@
+/**
+ * `npm start`: runs the sandbox until SIGINT or SIGTERM (SPEC §8).
+ *
+ * Standard output carries exactly one line, `READY <json>`, once everything is up; the same
+ * JSON goes to the state file (sandbox/state-file.ts) for the operator CLI, and is removed on
+ * shutdown. Everything else (receiver and worker lines, the counters) goes to standard error.
+ *
+ * Exit status: 0 after a clean stop, 2 for an invalid setting (one line naming the variable),
+ * 1 when start-up fails otherwise.
+ */
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { ConfigError, readSettings } from '../lib/config';
+import { Display } from './counters';
+import { startSandbox, type Sandbox } from './sandbox';
+import { sandboxStateFile } from './state-file';
+
+/** Sandbox-only variables; the stack has no such settings. */
+export const SANDBOX_ENV = {
+  sqsPort: 'HANDOFF_SQS_PORT',
+  dynamodbPort: 'HANDOFF_DYNAMODB_PORT',
+  /** Overrides the queue's visibility timeout (seconds) for fast local crash recovery. */
+  visibilityTimeout: 'HANDOFF_VISIBILITY_TIMEOUT_SECONDS',
+  /** `1`: show the consumer's own log lines, not just its decisions. */
+  verbose: 'HANDOFF_SANDBOX_VERBOSE',
+} as const;
+
+const DEFAULT_PORTS = { sqs: 9324, dynamodb: 8000 };
+
+function wholeNumber(name: string, min: number, max: number): number | undefined {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function fail(line: string, status: number): never {
+  process.stderr.write(`handoff sandbox: ${line}\n`);
+  process.exit(status);
+}
+
+async function main(): Promise<void> {
+  // Emulators don't need it, and the sandbox should not nag on every start.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  let settings;
+  let ports;
+  let visibilityTimeoutSeconds;
+  try {
+    settings = readSettings(process.env);
+    ports = {
+      sqs: wholeNumber(SANDBOX_ENV.sqsPort, 0, 65535) ?? DEFAULT_PORTS.sqs,
+      dynamodb: wholeNumber(SANDBOX_ENV.dynamodbPort, 0, 65535) ?? DEFAULT_PORTS.dynamodb,
+    };
+    visibilityTimeoutSeconds = wholeNumber(SANDBOX_ENV.visibilityTimeout, 1, 43_200);
+  } catch (error) {
+    if (error instanceof ConfigError) fail(error.message, 2);
+    throw error;
+  }
+
+  const display = new Display(process.stderr);
+  let sandbox: Sandbox;
+  try {
+    sandbox = await startSandbox({
+      settings,
+      sqsPort: ports.sqs,
+      dynamodbPort: ports.dynamodb,
+      ...(visibilityTimeoutSeconds !== undefined ? { visibilityTimeoutSeconds } : {}),
+      ...(process.env.HANDOFF_CRASH_AT ? { crashAt: process.env.HANDOFF_CRASH_AT } : {}),
+      verbose: process.env[SANDBOX_ENV.verbose] === '1' || process.env[SANDBOX_ENV.verbose] === 'true',
+      display,
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') {
+      const port = (error as { port?: number }).port;
+      fail(
+        `port ${port ?? ''} on 127.0.0.1 is in use: set ${SANDBOX_ENV.sqsPort} / ${SANDBOX_ENV.dynamodbPort} (0 = any free port)`,
+        1,
+      );
+    }
+    fail(`could not start: ${(error as Error).message}`, 1);
+  }
+
+  const stateFile = sandboxStateFile();
+  const json = JSON.stringify(sandbox.state);
+  // Written whole, then renamed: a reader never sees half a file.
+  writeFileSync(`${stateFile}.${process.pid}.tmp`, `${json}\n`, { mode: 0o600 });
+  renameSync(`${stateFile}.${process.pid}.tmp`, stateFile);
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      // A second signal: don't wait. Messages in flight return after their visibility timeout.
+      rmSync(stateFile, { force: true });
+      process.exit(130);
+    }
+    stopping = true;
+    display.log(`${signal}: stopping (waiting for batches in flight)`);
+    sandbox
+      .stop()
+      .catch((error: unknown) => display.log(`stop: ${(error as Error).message}`))
+      .finally(() => {
+        rmSync(stateFile, { force: true });
+        process.exit(0);
+      });
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+
+  display.log(`sandbox up: queue ${sandbox.state.queueUrl}, receiver ${sandbox.state.receiverUrl}; state in ${stateFile}`);
+  process.stdout.write(`READY ${json}\n`);
+}
+
+await main();

@@ -1,0 +1,226 @@
+/**
+ * The whole system on one machine (SPEC §8): SQS and DynamoDB emulators on 127.0.0.1, the
+ * delivery queue, dead-letter queue and ledger created with the stack's settings, the real
+ * consumer handler in worker processes driven by a poller that keeps Lambda's SQS contract,
+ * and a demo receiver when no endpoint is configured.
+ *
+ * The emulators live in this process, so their state survives a worker that crashes.
+ */
+import { fileURLToPath } from 'node:url';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { derivedTimings, RESOURCE_ENV, settingsToEnvironment, type Settings } from '../lib/config';
+import { createLedgerTable } from '../lib/ledger/dynamodb-ledger';
+import { Display, watchCounts } from './counters';
+import { startDemoReceiver, type DemoReceiver } from './demo-receiver';
+import { startEmulators, type Emulators } from './emulators';
+import { startPoller, type Poller } from './poller';
+import type { SandboxState } from './state-file';
+import { WorkerPool } from './worker-pool';
+
+export const SANDBOX_NAMES = {
+  queue: 'handoff-deliveries',
+  deadLetterQueue: 'handoff-dead-letters',
+  ledgerTable: 'handoff-ledger',
+} as const;
+
+export const REGION = 'us-east-1';
+/**
+ * The consumer's own variables (functions/consumer.ts QUEUE_URL_ENV, CRASH_AT_ENV), spelled out
+ * here because importing that module runs its cold start, which needs a consumer's environment.
+ */
+const QUEUE_URL_ENV = 'HANDOFF_QUEUE_URL';
+const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
+/** Emulators accept any credentials; the SDK still wants some. */
+const DUMMY_CREDENTIALS = { accessKeyId: 'sandbox', secretAccessKey: 'sandbox' };
+/** The sandbox's receivers are local: let the consumer reach loopback over plain http. */
+const LOOPBACK_CIDRS = ['127.0.0.0/8', '::1/128'];
+/** SQS keeps a message up to 14 days; keep dead letters that long. */
+const DEAD_LETTER_RETENTION_SECONDS = 14 * 24 * 60 * 60;
+
+export interface SandboxOptions {
+  readonly settings: Settings;
+  /** 0 = any free port. */
+  readonly sqsPort: number;
+  readonly dynamodbPort: number;
+  /**
+   * Sandbox only: the queue's visibility timeout, in place of the stack's 6x function timeout,
+   * so a message held by a killed worker returns quickly. A live claim still guards it.
+   */
+  readonly visibilityTimeoutSeconds?: number;
+  /** Passed through to the consumer (fault injection). */
+  readonly crashAt?: string;
+  /** The handler module; defaults to functions/consumer.ts. */
+  readonly handlerPath?: string;
+  readonly display: Display;
+  /** Show the consumer's own log lines. Default: only its delivery decisions and warnings. */
+  readonly verbose?: boolean;
+}
+
+export interface Sandbox {
+  readonly state: SandboxState;
+  /** Live worker process IDs. */
+  readonly workerPids: () => number[];
+  /** Stops polling, lets batches in flight finish (bounded), then closes everything. */
+  stop(): Promise<void>;
+}
+
+export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
+  const { settings, display } = options;
+  const timings = derivedTimings(settings);
+  const closers: (() => Promise<unknown>)[] = [];
+  const closeAll = async () => {
+    for (const close of closers.reverse()) await close().catch(() => {});
+  };
+
+  try {
+    const emulators: Emulators = await startEmulators({ sqs: options.sqsPort, dynamodb: options.dynamodbPort });
+    closers.push(() => emulators.close());
+    const sqs = new SQSClient({ region: REGION, endpoint: emulators.sqsEndpoint, credentials: DUMMY_CREDENTIALS, useQueueUrlAsEndpoint: false });
+    const dynamodb = new DynamoDBClient({ region: REGION, endpoint: emulators.dynamodbEndpoint, credentials: DUMMY_CREDENTIALS });
+    closers.push(async () => {
+      sqs.destroy();
+      dynamodb.destroy();
+    });
+
+    const deadLetterQueueUrl = await createQueue(sqs, SANDBOX_NAMES.deadLetterQueue, {
+      MessageRetentionPeriod: String(DEAD_LETTER_RETENTION_SECONDS),
+    });
+    const deadLetterQueueArn = await queueArn(sqs, deadLetterQueueUrl);
+    const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? timings.visibilityTimeoutSeconds;
+    const queueUrl = await createQueue(sqs, SANDBOX_NAMES.queue, {
+      VisibilityTimeout: String(visibilityTimeoutSeconds),
+      // A backstop for a consumer that keeps failing; the ledger dead-letters with a reason first.
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetterQueueArn, maxReceiveCount: timings.maxReceiveCount }),
+    });
+    const deliveryQueueArn = await queueArn(sqs, queueUrl);
+    await createLedgerTable(dynamodb, SANDBOX_NAMES.ledgerTable);
+
+    let receiver: DemoReceiver | undefined;
+    if (settings.webhookUrl === undefined) {
+      receiver = await startDemoReceiver({
+        ...(settings.webhookSecret !== undefined ? { secret: settings.webhookSecret } : {}),
+        log: (line) => display.log(`receiver: ${line}`),
+      });
+      closers.push(() => receiver!.close());
+    }
+    const receiverUrl = settings.webhookUrl ?? receiver!.url;
+
+    const consumerSettings: Settings = {
+      ...settings,
+      webhookUrl: receiverUrl,
+      allowPrivateCidrs: [...new Set([...settings.allowPrivateCidrs, ...LOOPBACK_CIDRS])],
+      allowHttp: true,
+    };
+    const pool = new WorkerPool({
+      workerPath: fileURLToPath(new URL('./worker.ts', import.meta.url)),
+      handlerPath: options.handlerPath ?? fileURLToPath(new URL('../functions/consumer.ts', import.meta.url)),
+      env: {
+        ...inheritedEnvironment(),
+        AWS_REGION: REGION,
+        AWS_ACCESS_KEY_ID: DUMMY_CREDENTIALS.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: DUMMY_CREDENTIALS.secretAccessKey,
+        AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
+        AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+        ...settingsToEnvironment(consumerSettings),
+        ...(settings.webhookSecret !== undefined ? { HANDOFF_WEBHOOK_SECRET: settings.webhookSecret } : {}),
+        [RESOURCE_ENV.ledgerTable]: SANDBOX_NAMES.ledgerTable,
+        [RESOURCE_ENV.deadLetterQueueUrl]: deadLetterQueueUrl,
+        [QUEUE_URL_ENV]: queueUrl,
+        ...(options.crashAt ? { [CRASH_AT_ENV]: options.crashAt } : {}),
+      },
+      timeoutMs: timings.functionTimeoutSeconds * 1000,
+      onOutput: (line, pid) => {
+        const shown = describeWorkerLine(line, options.verbose === true);
+        if (shown !== undefined) display.log(`worker ${pid}: ${shown}`);
+      },
+      log: (line) => display.log(line),
+    });
+    closers.push(() => pool.close());
+
+    const poller: Poller = startPoller({
+      sqs,
+      queueUrl,
+      source: { queueArn: deliveryQueueArn, region: REGION },
+      batchSize: settings.batchSize,
+      maxConcurrency: settings.maxConcurrency,
+      invoke: (event) => pool.invoke(event),
+      log: (line) => display.log(`poller: ${line}`),
+    });
+    // Shutdown waits at most one function timeout for batches in flight, then kills the workers:
+    // whatever they held returns to the queue, which is what a crash would do anyway.
+    closers.push(() => poller.stop(timings.functionTimeoutSeconds * 1000));
+
+    const stopCounts = watchCounts(
+      { dynamodb, ledgerTable: SANDBOX_NAMES.ledgerTable, sqs, deadLetterQueueUrl },
+      display,
+    );
+    closers.push(async () => {
+      await stopCounts();
+      display.close();
+    });
+
+    return {
+      state: {
+        sqsEndpoint: emulators.sqsEndpoint,
+        dynamodbEndpoint: emulators.dynamodbEndpoint,
+        queueUrl,
+        deadLetterQueueUrl,
+        ledgerTable: SANDBOX_NAMES.ledgerTable,
+        receiverUrl,
+      },
+      workerPids: () => pool.pids,
+      stop: closeAll,
+    };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+async function createQueue(sqs: SQSClient, name: string, attributes: Record<string, string>): Promise<string> {
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+  if (!QueueUrl) throw new Error(`CreateQueue ${name} returned no URL`);
+  return QueueUrl;
+}
+
+async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {
+  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+  const arn = Attributes?.QueueArn;
+  if (!arn) throw new Error(`no ARN for ${queueUrl}`);
+  return arn;
+}
+
+/**
+ * The parent's environment without its handoff and AWS settings: the consumer gets exactly the
+ * sandbox's, never a profile or endpoint that points somewhere real.
+ */
+function inheritedEnvironment(): NodeJS.ProcessEnv {
+  return Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('HANDOFF_') && !name.startsWith('AWS_')),
+  );
+}
+
+/**
+ * One consumer output line as the sandbox shows it: delivery decisions compactly, warnings and
+ * errors always, metric documents never. Consumer lines carry event IDs and codes, no payloads.
+ */
+export function describeWorkerLine(line: string, verbose: boolean): string | undefined {
+  let entry: Record<string, unknown>;
+  try {
+    entry = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return line;
+  }
+  if (typeof entry !== 'object' || entry === null) return line;
+  if ('_aws' in entry) return undefined;
+  if (entry.message === 'delivery') {
+    const detail = [entry.why ?? entry.reason, entry.outcome ? `after ${String(entry.outcome)}` : undefined]
+      .filter(Boolean)
+      .join(', ');
+    return `${String(entry.eventId ?? '(no id)')} ${String(entry.action)} (${detail})`;
+  }
+  if (verbose || entry.level === 'warn' || entry.level === 'error') return line;
+  return undefined;
+}

@@ -1,0 +1,134 @@
+/**
+ * Runs the sandbox (`npm start`'s entry) as a child process for end-to-end tests: waits for its
+ * `READY <json>` line, tracks its worker processes from its log, and stops it with a signal.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { SandboxState } from '../../sandbox/state-file';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+/** Start-up includes two emulators and a tsx compile on a busy machine. */
+const READY_TIMEOUT_MS = 60_000;
+
+export interface SandboxProcess {
+  readonly ready: SandboxState;
+  /** The state file this sandbox was told to write (a fresh temp path). */
+  readonly stateFile: string;
+  readonly child: ChildProcess;
+  /** Worker processes alive now, as the sandbox logged them. */
+  livePids(): number[];
+  /** Every stderr line so far. */
+  stderr(): readonly string[];
+  /** Resolves on the first stderr line matching `pattern` (already seen ones count). */
+  waitForLog(pattern: RegExp): Promise<string>;
+  /** Sends `signal` (SIGKILL: to the whole process group) and resolves with how it ended. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export interface StartOptions {
+  /** Variables on top of a clean environment (no inherited HANDOFF_* or AWS_*). */
+  readonly env?: Record<string, string>;
+  /**
+   * `tsx`: the `npm start` script's own command (`tsx sandbox/main.ts`), which relays signals.
+   * `node` (default): `node --import tsx sandbox/main.ts`, so the child is the sandbox itself.
+   * Not `npm start`: npm hands SIGTERM to its `sh -c`, which dies without passing it on.
+   */
+  readonly via?: 'tsx' | 'node';
+}
+
+/** The environment a sandbox test starts from: any free ports, a private state file. */
+function baseEnvironment(stateFile: string): NodeJS.ProcessEnv {
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('HANDOFF_') && !name.startsWith('AWS_')),
+  );
+  return {
+    ...inherited,
+    HANDOFF_SQS_PORT: '0',
+    HANDOFF_DYNAMODB_PORT: '0',
+    HANDOFF_SANDBOX_FILE: stateFile,
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  };
+}
+
+/** Spawns the sandbox; nothing is awaited. For start-up failures, see `runSandboxToExit`. */
+function spawnSandbox(options: StartOptions, stateFile: string): ChildProcess {
+  const env = { ...baseEnvironment(stateFile), ...options.env };
+  // Its own process group, so a forced stop can take the whole tree (tsx, sandbox, workers).
+  const spawnOptions = { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] as const, detached: true };
+  return options.via === 'tsx'
+    ? spawn(join(ROOT, 'node_modules/.bin/tsx'), ['sandbox/main.ts'], spawnOptions)
+    : spawn(process.execPath, ['--import', 'tsx', 'sandbox/main.ts'], spawnOptions);
+}
+
+export async function startSandboxProcess(options: StartOptions = {}): Promise<SandboxProcess> {
+  const stateFile = join(mkdtempSync(join(tmpdir(), 'handoff-sandbox-')), 'sandbox.json');
+  const child = spawnSandbox(options, stateFile);
+  const stderrLines: string[] = [];
+  const live = new Set<number>();
+  const watchers: { pattern: RegExp; resolve: (line: string) => void }[] = [];
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    stderrLines.push(line);
+    const started = /^worker (\d+) started$/.exec(line);
+    if (started) live.add(Number(started[1]));
+    const ended = /^worker (\d+) exited/.exec(line);
+    if (ended) live.delete(Number(ended[1]));
+    for (const watcher of watchers.filter((w) => w.pattern.test(line))) {
+      watchers.splice(watchers.indexOf(watcher), 1);
+      watcher.resolve(line);
+    }
+  });
+
+  const ready = await new Promise<SandboxState>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`no READY line within ${READY_TIMEOUT_MS} ms; stderr:\n${stderrLines.join('\n')}`));
+    }, READY_TIMEOUT_MS);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (!line.startsWith('READY ')) return;
+      clearTimeout(timer);
+      resolve(JSON.parse(line.slice('READY '.length)) as SandboxState);
+    });
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`the sandbox exited before READY (${signal ?? `code ${code}`}); stderr:\n${stderrLines.join('\n')}`));
+    });
+  });
+
+  return {
+    ready,
+    stateFile,
+    child,
+    livePids: () => [...live],
+    stderr: () => stderrLines,
+    waitForLog: (pattern) => {
+      const seen = stderrLines.find((line) => pattern.test(line));
+      return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => watchers.push({ pattern, resolve }));
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) {
+        if (signal === 'SIGKILL') process.kill(-child.pid!, 'SIGKILL');
+        else child.kill(signal);
+      }
+      return exited;
+    },
+  };
+}
+
+/** Runs the sandbox until it exits by itself (a start-up failure); returns its status and output. */
+export async function runSandboxToExit(options: StartOptions = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const stateFile = join(mkdtempSync(join(tmpdir(), 'handoff-sandbox-')), 'sandbox.json');
+  const child = spawnSandbox(options, stateFile);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+  return { code, stdout, stderr };
+}
