@@ -2,7 +2,7 @@
  * Runs the sandbox (`npm start`'s entry) as a child process for end-to-end tests: waits for its
  * `READY <json>` line, tracks its worker processes from its log, and stops it with a signal.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -57,7 +57,7 @@ function baseEnvironment(stateFile: string): NodeJS.ProcessEnv {
 function spawnSandbox(options: StartOptions, stateFile: string): ChildProcess {
   const env = { ...baseEnvironment(stateFile), ...options.env };
   // Its own process group, so a forced stop can take the whole tree (tsx, sandbox, workers).
-  const spawnOptions = { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] as const, detached: true };
+  const spawnOptions: SpawnOptions = { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true };
   return options.via === 'tsx'
     ? spawn(join(ROOT, 'node_modules/.bin/tsx'), ['sandbox/main.ts'], spawnOptions)
     : spawn(process.execPath, ['--import', 'tsx', 'sandbox/main.ts'], spawnOptions);
