@@ -16,6 +16,8 @@ import {
   SQSClient,
   type Message,
 } from '@aws-sdk/client-sqs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLedgerTable, DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
@@ -29,6 +31,7 @@ const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 /** Appears only inside event payloads and a receiver's response: it must never reach a log. */
 const PAYLOAD_MARKER = 'front-desk-7f3a9c';
 const LEDGER_TABLE = 'handoff-ledger-consumer-test';
+const SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:handoff-signing-AbCdEf';
 /** The queue's own visibility: long, so only the handler's ChangeMessageVisibility shortens it. */
 const QUEUE_VISIBILITY_SECONDS = '30';
 
@@ -310,6 +313,46 @@ describe('Handler: consumer', () => {
       { body: event('evt_gone'), reason: 'rejected', eventId: 'evt_gone' },
     ]);
     expect(receiver.requestsFor('evt_gone')).toHaveLength(1);
+  });
+
+  it('reads the signing secret from Secrets Manager once, at its first invocation', async () => {
+    // Prepare: a loopback stand-in for Secrets Manager, reached by the real SDK client
+    const calls: string[] = [];
+    const secrets = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      req.on('end', () => {
+        calls.push(`${String(req.headers['x-amz-target'])} ${(JSON.parse(body) as { SecretId: string }).SecretId}`);
+        res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' });
+        res.end(JSON.stringify({ ARN: SECRET_ARN, Name: 'handoff-signing', SecretString: SECRET }));
+      });
+    });
+    await new Promise<void>((resolve) => secrets.listen(0, '127.0.0.1', () => resolve()));
+    const { port } = secrets.address() as AddressInfo;
+    const { queueUrl, deadLetterQueueUrl } = await createQueues();
+    const handler = await coldStart({
+      HANDOFF_QUEUE_URL: queueUrl,
+      HANDOFF_DEAD_LETTER_QUEUE_URL: deadLetterQueueUrl,
+      HANDOFF_WEBHOOK_SECRET: '',
+      HANDOFF_WEBHOOK_SECRET_ARN: SECRET_ARN,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: `http://127.0.0.1:${port}`,
+    });
+    const callsAtColdStart = calls.length;
+    await send(queueUrl, event('evt_signed_1'), event('evt_signed_2'));
+
+    // Act: two invocations
+    const first = await invoke(handler, queueUrl, await receive(queueUrl, 1), 'req-1');
+    const second = await invoke(handler, queueUrl, await receive(queueUrl, 1), 'req-2');
+    secrets.closeAllConnections();
+    secrets.close();
+
+    // Assess
+    expect([first, second]).toEqual([{ batchItemFailures: [] }, { batchItemFailures: [] }]);
+    expect(callsAtColdStart).toBe(0);
+    expect(calls).toEqual([`secretsmanager.GetSecretValue ${SECRET_ARN}`]);
+    const signed = [...receiver.requestsFor('evt_signed_1'), ...receiver.requestsFor('evt_signed_2')];
+    expect(signed).toHaveLength(2);
+    expect(signed.every((r) => receiver.verify(r, SECRET))).toBe(true);
   });
 
   it('fails its cold start on an invalid setting, naming the variable', async () => {
