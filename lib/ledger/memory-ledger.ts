@@ -209,9 +209,9 @@ export class MemoryLedger implements Ledger {
     // Like a DynamoDB Query with a filter: the limit counts rows read, expired ones included.
     const nowMs = this.#now();
     const records = scanned.filter((row) => !isExpired(row, nowMs)).map(toRecord);
+    // Like DynamoDB's LastEvaluatedKey: a full page has a cursor even when nothing follows it.
     const last = scanned.at(-1);
-    const more = start !== -1 && start + limit < ordered.length;
-    return more && last !== undefined ? { records, cursor: encodeCursor(last) } : { records };
+    return scanned.length === limit && last !== undefined ? { records, cursor: encodeCursor(last) } : { records };
   }
 }
 

@@ -782,6 +782,18 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(second.cursor).toBeUndefined();
       });
 
+      it('ends with an empty page when the rows fill the last page exactly', async () => {
+        const ids = await pendingRows(4);
+
+        const first = await ledger.listByState('pending', { limit: 2 });
+        const second = await ledger.listByState('pending', { limit: 2, cursor: first.cursor });
+        const third = await ledger.listByState('pending', { limit: 2, cursor: second.cursor });
+
+        expect(second.records.map((r) => r.eventId)).toStrictEqual(ids.slice(2));
+        expect(second.cursor).toEqual(expect.any(String));
+        expect(third).toStrictEqual({ records: [] });
+      });
+
       it('moves a row to its new state when the state changes', async () => {
         const claimed = await claim(shipmentEvent('evt_moves'));
         await record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 100);
