@@ -4,7 +4,7 @@
  */
 import { createRequire } from 'node:module';
 import type { AddressInfo, Server } from 'node:net';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, DynamoDBClient, GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 
 const require = createRequire(import.meta.url);
 
@@ -72,4 +72,34 @@ export function readsAndWrites(counts: Record<string, number>): { reads: number;
     reads: sum(['GetItem', 'Query', 'Scan', 'BatchGetItem', 'TransactGetItems']),
     writes: sum(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']),
   };
+}
+
+/**
+ * Makes a client's refused conditional writes carry the current item, as AWS does for
+ * `ReturnValuesOnConditionCheckFailure: ALL_OLD` and dynalite does not. The item is read through
+ * `reader`, another client, so counters on `client` show only what its caller sent.
+ */
+export function returnOldItemOnConditionFailure(client: DynamoDBClient, reader: DynamoDBClient): void {
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        // At the serialize step the input is already marshalled (Key as AttributeValues).
+        const input = args.input as {
+          TableName?: string;
+          Key?: Record<string, AttributeValue>;
+          ReturnValuesOnConditionCheckFailure?: string;
+        };
+        if (error instanceof ConditionalCheckFailedException && input.ReturnValuesOnConditionCheckFailure === 'ALL_OLD') {
+          const { Item } = await reader.send(
+            new GetItemCommand({ TableName: input.TableName, Key: input.Key, ConsistentRead: true }),
+          );
+          error.Item = Item;
+        }
+        throw error;
+      }
+    },
+    { step: 'serialize', name: 'returnOldItemOnConditionFailure' },
+  );
 }

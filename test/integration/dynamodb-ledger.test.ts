@@ -8,7 +8,6 @@ import {
   DeleteTableCommand,
   DescribeTableCommand,
   DynamoDBServiceException,
-  GetItemCommand,
   ResourceNotFoundException,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
@@ -28,6 +27,7 @@ import {
   countCommands,
   emulatorDynamoDbClient,
   readsAndWrites,
+  returnOldItemOnConditionFailure,
   startDynalite,
   type CommandCounter,
   type Dynalite,
@@ -172,7 +172,9 @@ describe('DynamoDbLedger on dynalite', () => {
     it('reads nothing for a refused claim when the store returns the row with the error, as AWS does', async () => {
       // Prepare: make dynalite answer like AWS with ReturnValuesOnConditionCheckFailure ALL_OLD.
       const claimed = await ledger.claim(claimInput('evt_all_old'));
-      const { client: awsLike, counter: awsLikeCounter } = clientReturningOldItem(tableName, 'evt_all_old');
+      const awsLike = emulatorDynamoDbClient(dynalite.endpoint);
+      const awsLikeCounter = countCommands(awsLike);
+      returnOldItemOnConditionFailure(awsLike, client);
       const awsLedger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(awsLike), tableName });
 
       // Act
@@ -312,34 +314,3 @@ describe('DynamoDbLedger on dynalite', () => {
     });
   });
 });
-
-/**
- * A client whose refused conditional writes carry the current item, as AWS returns it for
- * `ReturnValuesOnConditionCheckFailure: ALL_OLD` and dynalite does not. The item is fetched on a
- * separate client, so the returned counter shows only what the ledger itself sent.
- */
-function clientReturningOldItem(tableName: string, eventId: string): { client: DynamoDBClient; counter: CommandCounter } {
-  const awsLike = emulatorDynamoDbClient(dynalite.endpoint);
-  const awsLikeCounter = countCommands(awsLike);
-  awsLike.middlewareStack.add(
-    (next) => async (args) => {
-      try {
-        return await next(args);
-      } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) {
-          const { Item } = await client.send(
-            new GetItemCommand({
-              TableName: tableName,
-              Key: { eventId: { S: eventId }, endpoint: { S: DEFAULT_ENDPOINT } },
-              ConsistentRead: true,
-            }),
-          );
-          error.Item = Item;
-        }
-        throw error;
-      }
-    },
-    { step: 'initialize', name: 'returnOldItem' },
-  );
-  return { client: awsLike, counter: awsLikeCounter };
-}
