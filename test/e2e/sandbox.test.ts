@@ -1,0 +1,250 @@
+/**
+ * The whole system through the sandbox: real consumer handler in worker processes, the poller
+ * keeping Lambda's SQS contract, fauxqs and dynalite, and a scripted receiver in this process.
+ * One sandbox for the file; each scenario uses its own event IDs.
+ *
+ * Settings are shortened for a test run: waits of 1 s, 1 s attempts, a 3 s visibility timeout
+ * (the sandbox-only override) so that a batch lost with a killed worker comes back soon.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { DEFAULT_ENDPOINT, type DeliveryRecord, type DeliveryState } from '../../lib/ledger/ledger';
+import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
+import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+/** A crash leaves a claim whose lease (function timeout: 1 s attempt + 20 s) must lapse first. */
+const CRASH_TEST_TIMEOUT_MS = 90_000;
+
+let receiver: TestReceiver;
+let sandbox: SandboxProcess;
+let sqs: SQSClient;
+let ledger: DynamoDbLedger;
+let documents: DynamoDBDocumentClient;
+
+beforeAll(async () => {
+  receiver = await startTestReceiver();
+  sandbox = await startSandboxProcess({
+    env: {
+      HANDOFF_WEBHOOK_URL: receiver.url,
+      HANDOFF_WEBHOOK_SECRET: SECRET,
+      HANDOFF_RETRY_SCHEDULE: '1,1,1',
+      HANDOFF_MAX_ATTEMPTS: '4',
+      HANDOFF_ATTEMPT_TIMEOUT_MS: '1000',
+      HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '3',
+      HANDOFF_MAX_CONCURRENCY: '2',
+    },
+  });
+  sqs = new SQSClient({ region: 'us-east-1', endpoint: sandbox.ready.sqsEndpoint, credentials });
+  documents = DynamoDBDocumentClient.from(
+    new DynamoDBClient({ region: 'us-east-1', endpoint: sandbox.ready.dynamodbEndpoint, credentials }),
+  );
+  ledger = new DynamoDbLedger({ client: documents, tableName: sandbox.ready.ledgerTable });
+}, 90_000);
+
+afterAll(async () => {
+  await sandbox?.stop('SIGKILL');
+  sqs?.destroy();
+  documents?.destroy();
+  await receiver?.close();
+});
+
+function shipment(id: string, status = 'in_transit') {
+  return { id, shipmentId: `shp_${id}`, status, occurredAt: '2026-12-02T10:15:00Z' };
+}
+
+async function send(body: string | object): Promise<void> {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  await sqs.send(new SendMessageCommand({ QueueUrl: sandbox.ready.queueUrl, MessageBody: text }));
+}
+
+/** Polls the ledger until the event's row is in one of `states`. */
+async function settled(eventId: string, states: readonly DeliveryState[] = ['delivered', 'dead']): Promise<DeliveryRecord> {
+  for (;;) {
+    const record = await ledger.get({ eventId, endpoint: DEFAULT_ENDPOINT });
+    if (record && states.includes(record.state)) return record;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** Waits until the dead-letter queue holds `count` messages. */
+async function deadLettersReach(count: number): Promise<void> {
+  for (;;) {
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: sandbox.ready.deadLetterQueueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
+    const total = Number(Attributes?.ApproximateNumberOfMessages) + Number(Attributes?.ApproximateNumberOfMessagesNotVisible);
+    if (total >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+const delivered: string[] = [];
+const deadLettered: { body: string; reason: string; eventId: string | undefined }[] = [];
+
+describe('Sandbox: outcomes end to end', () => {
+  it('ends a timeout after the receiver committed as delivered, applied once', async () => {
+    // Prepare
+    receiver.respondTo('evt_commit', 'commit-then-hang');
+
+    // Act
+    await send(shipment('evt_commit'));
+    const record = await settled('evt_commit');
+    delivered.push('evt_commit');
+
+    // Assess
+    expect(record.state).toBe('delivered');
+    expect(record.history.map((h) => h.outcome)).toEqual(['unknown', 'accepted']);
+    expect(receiver.requestsFor('evt_commit')).toHaveLength(2);
+    expect(receiver.applied.filter((id) => id === 'evt_commit')).toEqual(['evt_commit']);
+  });
+
+  it('retries a 503 and delivers on the 200 that follows, signed on every attempt', async () => {
+    receiver.respondTo('evt_503', 503);
+
+    await send(shipment('evt_503'));
+    const record = await settled('evt_503');
+    delivered.push('evt_503');
+
+    expect(record.state).toBe('delivered');
+    expect(record.history.map((h) => [h.outcome, h.status])).toEqual([
+      ['temporary', 503],
+      ['accepted', 200],
+    ]);
+    const requests = receiver.requestsFor('evt_503');
+    expect(requests.map((r) => r.body)).toEqual([requests[0]!.body, requests[0]!.body]);
+    expect(requests.every((r) => receiver.verify(r, SECRET))).toBe(true);
+  });
+
+  it('waits at least as long as a 429 Retry-After asks before delivering', async () => {
+    receiver.respondTo('evt_429', { status: 429, retryAfter: '3' });
+
+    await send(shipment('evt_429'));
+    const record = await settled('evt_429');
+    delivered.push('evt_429');
+
+    expect(record.state).toBe('delivered');
+    const [first, second] = record.history;
+    expect([first?.outcome, second?.outcome]).toEqual(['temporary', 'accepted']);
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(3000);
+  });
+
+  it('marks a 400 dead with the status and the start of the response, and dead-letters it', async () => {
+    receiver.respondTo('evt_400', { status: 400, body: 'unknown shipment' });
+    const body = JSON.stringify(shipment('evt_400'));
+
+    await send(body);
+    const record = await settled('evt_400');
+    deadLettered.push({ body, reason: 'rejected', eventId: 'evt_400' });
+
+    expect(record).toMatchObject({ state: 'dead', deadReason: 'rejected', attempts: 1 });
+    expect(record.deadDetail).toContain('400');
+    expect(record.deadDetail).toContain('unknown shipment');
+  });
+});
+
+describe('Sandbox: malformed messages', () => {
+  it('dead-letters each malformed message, writing a dead row only where an ID could be read', async () => {
+    // Prepare
+    const notJson = 'this is not JSON';
+    const missingId = JSON.stringify({ shipmentId: 'shp_x', status: 'packed', occurredAt: '2026-12-02T10:15:00Z' });
+    const unknownStatus = JSON.stringify(shipment('evt_badstatus', 'teleported'));
+    const tooLarge = JSON.stringify({ ...shipment('evt_big'), data: { blob: 'x'.repeat(70 * 1024) } });
+    const deliveredBefore = await settled('evt_503');
+    const conflict = JSON.stringify(shipment('evt_503', 'returned'));
+
+    // Act
+    for (const body of [notJson, missingId, unknownStatus, tooLarge, conflict]) await send(body);
+    const [badStatusRow, bigRow] = await Promise.all([settled('evt_badstatus'), settled('evt_big')]);
+    deadLettered.push(
+      { body: notJson, reason: 'invalid', eventId: undefined },
+      { body: missingId, reason: 'invalid', eventId: undefined },
+      { body: unknownStatus, reason: 'invalid', eventId: 'evt_badstatus' },
+      { body: tooLarge, reason: 'invalid', eventId: 'evt_big' },
+      { body: conflict, reason: 'identity-conflict', eventId: 'evt_503' },
+    );
+    await deadLettersReach(deadLettered.length);
+
+    // Assess
+    expect(badStatusRow).toMatchObject({ state: 'dead', deadReason: 'invalid', attempts: 0 });
+    expect(bigRow).toMatchObject({ state: 'dead', deadReason: 'invalid', attempts: 0 });
+    expect(await ledger.get({ eventId: 'evt_503', endpoint: DEFAULT_ENDPOINT })).toEqual(deliveredBefore);
+    expect(receiver.requestsFor('evt_badstatus')).toEqual([]);
+    expect(receiver.requestsFor('evt_big')).toEqual([]);
+  });
+
+  it('leaves on the dead-letter queue exactly the dead messages, unchanged, with their reasons', async () => {
+    // Act: read everything, keeping it hidden while reading so nothing is counted twice.
+    const found: typeof deadLettered = [];
+    for (;;) {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: sandbox.ready.deadLetterQueueUrl,
+          MaxNumberOfMessages: 10,
+          VisibilityTimeout: 300,
+          MessageAttributeNames: ['All'],
+        }),
+      );
+      if (Messages.length === 0) break;
+      for (const m of Messages) {
+        found.push({
+          body: m.Body!,
+          reason: m.MessageAttributes?.reason?.StringValue ?? '(none)',
+          eventId: m.MessageAttributes?.eventId?.StringValue,
+        });
+      }
+    }
+
+    // Assess
+    const order = (list: typeof deadLettered) => [...list].sort((a, b) => a.body.localeCompare(b.body));
+    expect(order(found)).toEqual(order(deadLettered));
+  });
+});
+
+describe('Sandbox: a worker killed mid-batch', () => {
+  it(
+    'returns the batch to the queue, starts a fresh worker and still delivers the event once',
+    async () => {
+      // Prepare: the receiver holds the request open, so the worker is mid-attempt when killed.
+      receiver.respondTo('evt_crash', 'hang');
+      const requestsBefore = receiver.requests.length;
+
+      // Act
+      await send(shipment('evt_crash'));
+      await receiver.waitForRequests(requestsBefore + 1);
+      const killed = sandbox.livePids();
+      for (const pid of killed) process.kill(pid, 'SIGKILL');
+      const record = await settled('evt_crash');
+      delivered.push('evt_crash');
+
+      // Assess
+      expect(killed.length).toBeGreaterThan(0);
+      for (const pid of killed) await sandbox.waitForLog(new RegExp(`^worker ${pid} exited \\(SIGKILL\\)$`));
+      expect(sandbox.stderr().some((line) => /batch of \d+ failed as a whole \(the worker died/.test(line))).toBe(true);
+      expect(sandbox.livePids().some((pid) => !killed.includes(pid))).toBe(true);
+      expect(record.state).toBe('delivered');
+      expect(record.attempts).toBe(2);
+      expect(receiver.requestsFor('evt_crash')).toHaveLength(2);
+    },
+    CRASH_TEST_TIMEOUT_MS,
+  );
+});
+
+describe('Sandbox: what the receiver saw', () => {
+  it('applied each accepted event exactly once', () => {
+    expect([...receiver.applied].sort()).toEqual([...delivered].sort());
+  });
+
+  it('never logged a payload', () => {
+    const log = sandbox.stderr().join('\n');
+    expect(log).not.toContain('shp_evt_');
+    expect(log).not.toContain('unknown shipment');
+  });
+});
