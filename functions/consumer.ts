@@ -6,6 +6,7 @@
  * or missing setting fails the cold start with a message naming the variable: no silent defaults.
  */
 import { randomUUID } from 'node:crypto';
+import { unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -22,7 +23,12 @@ import { EndpointGuard } from '../lib/webhook/endpoint-guard';
 import { HttpWebhookSender } from '../lib/webhook/http-sender';
 import type { WebhookSender } from '../lib/webhook/sender';
 
-/** Fault injection only: kill the process at this crash point (lib/deliver.ts CRASH_POINTS). */
+/**
+ * Fault injection only: kill the process at this crash point (lib/deliver.ts CRASH_POINTS).
+ * `<point>` kills every time; `<point>@<marker file>` kills only while the marker exists and
+ * removes it first, so a test arms one crash and the restarted worker runs clean (otherwise the
+ * replacement would die at the same point on every attempt).
+ */
 export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
 const SERVICE = 'handoff';
 
@@ -112,10 +118,25 @@ function required(value: string | undefined, variable: string): string {
 
 function crashHook(raw: string | undefined): ((point: CrashPoint) => void) | undefined {
   if (!raw) return undefined;
-  if (!(CRASH_POINTS as readonly string[]).includes(raw)) {
-    throw new ConfigError(CRASH_AT_ENV, `must be one of ${CRASH_POINTS.join(', ')}, got "${raw}"`);
+  const at = raw.indexOf('@');
+  const crashAt = at === -1 ? raw : raw.slice(0, at);
+  const marker = at === -1 ? undefined : raw.slice(at + 1);
+  if (!(CRASH_POINTS as readonly string[]).includes(crashAt) || marker === '') {
+    throw new ConfigError(CRASH_AT_ENV, `must be one of ${CRASH_POINTS.join(', ')}, optionally @<marker file>, got "${raw}"`);
   }
   return (point) => {
-    if (point === raw) process.kill(process.pid, 'SIGKILL');
+    if (point !== crashAt) return;
+    // Removing the marker is the arming check: of workers racing here, exactly one succeeds.
+    if (marker !== undefined && !removed(marker)) return;
+    process.kill(process.pid, 'SIGKILL');
   };
+}
+
+function removed(path: string): boolean {
+  try {
+    unlinkSync(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
