@@ -79,7 +79,8 @@ export interface WebhookDeliveryProps {
   readonly settings: Partial<Settings>;
   /**
    * The Standard Webhooks signing secret, kept in Secrets Manager:
-   * - `'generate'` (default): a new secret, 64 random letters and digits (see `generatedSecret`);
+   * - `'generate'` (default): a new secret, 64 random letters and digits, i.e. a bare base64 key
+   *   (Secrets Manager cannot generate the `whsec_` prefix; the consumer accepts either form);
    * - an existing `ISecret` whose value is `whsec_<base64>` or bare base64;
    * - `'none'`: webhooks are sent unsigned.
    */
@@ -90,7 +91,7 @@ export interface WebhookDeliveryProps {
   readonly maxBatchingWindow?: Duration;
   /**
    * The age of the oldest queued message that raises the pending-age alarm. Default: 15 min, or the
-   * first two retry waits plus 5 min when longer (see `pendingAgeAlarmThreshold`).
+   * first two retry waits plus 5 min when longer (see `defaultPendingAgeThreshold`).
    */
   readonly pendingAgeAlarmThreshold?: Duration;
   /** Default 256. */
