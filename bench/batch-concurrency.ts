@@ -1,0 +1,106 @@
+/**
+ * Concurrency inside a batch: handoff's handler against a receiver that answers after 200 ms.
+ * Single deliveries one after another give the slowest single delivery; a batch of 10 records
+ * that are delivered at once takes about as long, one delivered after another ten times as long.
+ * Invoked directly (as Lambda invokes it), not through the queue: only the handler is timed.
+ */
+import { randomUUID } from 'node:crypto';
+import { CreateQueueCommand } from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { DEFAULT_SETTINGS, RESOURCE_ENV, settingsToEnvironment } from '../lib/config';
+import { createLedgerTable } from '../lib/ledger/dynamodb-ledger';
+import { benchClients, HANDLER_PATHS, REGION, startWorkers, syntheticRecord, type Bench } from './workload';
+
+export interface BatchConcurrencyResult {
+  readonly receiverDelayMs: number;
+  readonly batchSize: number;
+  /** Wall time of each single-record invocation, ms. */
+  readonly singlesMs: readonly number[];
+  /** Wall time of each batch invocation, ms. */
+  readonly batchesMs: readonly number[];
+  readonly slowestSingleMs: number;
+  /** The median batch. */
+  readonly batchMs: number;
+  /** batchMs / slowestSingleMs: 1 = fully concurrent, `batchSize` = one after another. */
+  readonly ratio: number;
+}
+
+export async function runBatchConcurrency(
+  bench: Bench,
+  options: { readonly receiverDelayMs: number; readonly batchSize: number; readonly singles: number; readonly batches: number },
+): Promise<BatchConcurrencyResult> {
+  const runId = randomUUID().slice(0, 8);
+  const clients = benchClients(bench);
+  const queueUrl = async (name: string) =>
+    (await clients.setupSqs.send(new CreateQueueCommand({ QueueName: `bench-${runId}-${name}` }))).QueueUrl ?? '';
+  const ledgerTable = `bench-${runId}-batch-ledger`;
+  await createLedgerTable(clients.setupDynamodb, ledgerTable);
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    AWS_REGION: REGION,
+    AWS_ACCESS_KEY_ID: 'bench',
+    AWS_SECRET_ACCESS_KEY: 'bench',
+    AWS_ENDPOINT_URL_SQS: bench.emulators.sqsEndpoint,
+    AWS_ENDPOINT_URL_DYNAMODB: bench.emulators.dynamodbEndpoint,
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    ...settingsToEnvironment({
+      ...DEFAULT_SETTINGS,
+      webhookUrl: bench.receiver.url,
+      allowHttp: true,
+      allowPrivateCidrs: ['127.0.0.0/8'],
+    }),
+    [RESOURCE_ENV.ledgerTable]: ledgerTable,
+    [RESOURCE_ENV.queueUrl]: await queueUrl('batch'),
+    [RESOURCE_ENV.deadLetterQueueUrl]: await queueUrl('batch-dlq'),
+  };
+  const queueArn = `arn:aws:sqs:${REGION}:000000000000:bench-${runId}-batch`;
+  const workers = startWorkers(HANDLER_PATHS.handoff, env, 60_000, (line) => bench.progress(`[batch] ${line}`));
+  let next = 0;
+  const event = (records: number): SQSEvent => ({
+    Records: Array.from({ length: records }, () => syntheticRecord(`batch-${runId}-${next++}`, queueArn)),
+  });
+  /** One invocation, timed by the worker (handler only, no IPC). */
+  const timed = async (records: number) => {
+    const invocation = await workers.invoke(event(records));
+    if (invocation.kind !== 'returned') throw new Error(`batch concurrency: the handler ${invocation.kind}`);
+    await workers.quiesce();
+    const measurement = workers.measurements.at(-1);
+    if (!measurement) throw new Error('batch concurrency: no measurement');
+    return measurement.wallMs;
+  };
+
+  bench.receiver.setDelay(options.receiverDelayMs);
+  try {
+    // Warm-up, excluded: the cold start, and a batch so the agent has sockets to reuse.
+    await timed(1);
+    await timed(options.batchSize);
+    const singlesMs: number[] = [];
+    for (let i = 0; i < options.singles; i += 1) {
+      singlesMs.push(await timed(1));
+      bench.progress(`[batch] single deliveries: ${i + 1}/${options.singles}`);
+    }
+    const batchesMs: number[] = [];
+    for (let i = 0; i < options.batches; i += 1) {
+      batchesMs.push(await timed(options.batchSize));
+      bench.progress(`[batch] batches of ${options.batchSize}: ${i + 1}/${options.batches}`);
+    }
+    const slowestSingleMs = Math.max(...singlesMs);
+    const batchMs = [...batchesMs].sort((a, b) => a - b)[Math.floor(batchesMs.length / 2)] ?? Number.NaN;
+    return {
+      receiverDelayMs: options.receiverDelayMs,
+      batchSize: options.batchSize,
+      singlesMs,
+      batchesMs,
+      slowestSingleMs,
+      batchMs,
+      ratio: batchMs / slowestSingleMs,
+    };
+  } finally {
+    bench.receiver.setDelay(0);
+    await workers.close();
+    clients.setupSqs.destroy();
+    clients.pollerSqs.destroy();
+    clients.producerSqs.destroy();
+    clients.setupDynamodb.destroy();
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The sandbox's emulators (fauxqs, dynalite on 127.0.0.1), started as sandbox/emulators.ts
+ * starts them, with every request counted at the server. Counting at the emulator is honest for
+ * any consumer, however it builds its clients, and sees retries the SDK makes on its own.
+ *
+ * Each request is attributed to a role read from the SDK's `x-amz-user-agent` header: the
+ * bench's own clients add `bench-role/<role>` (`customUserAgent`), so the producer's sends, the
+ * poller's receives and deletes, and setup calls are kept apart from the handler's own calls,
+ * which carry no marker. (sandbox/emulators.ts takes no hook; see the report for a proposal.)
+ */
+import { createRequire } from 'node:module';
+import type { IncomingMessage, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+const require = createRequire(import.meta.url);
+
+/** Who made a request. `handler` is everyone without a bench marker: the consumer under test. */
+export type Role = 'handler' | 'poller' | 'producer' | 'setup';
+type MarkedRole = Exclude<Role, 'handler'>;
+const MARKED_ROLES: readonly MarkedRole[] = ['poller', 'producer', 'setup'];
+
+/** The `customUserAgent` that marks a bench client's requests with its role. */
+export const roleAgent = (role: MarkedRole): string => `bench-role/${role}`;
+
+/** Requests per role and operation, e.g. `counts.handler['DynamoDB.UpdateItem'] === 2000`. */
+export type RequestCounts = Record<Role, Record<string, number>>;
+
+export interface CountingEmulators {
+  readonly sqsEndpoint: string;
+  readonly dynamodbEndpoint: string;
+  /** A copy of the counts so far. */
+  snapshot(): RequestCounts;
+  close(): Promise<void>;
+}
+
+export function emptyCounts(): RequestCounts {
+  return { handler: {}, poller: {}, producer: {}, setup: {} };
+}
+
+/** The requests made between two snapshots. */
+export function countsBetween(before: RequestCounts, after: RequestCounts): RequestCounts {
+  const out = emptyCounts();
+  for (const role of Object.keys(after) as Role[]) {
+    for (const [operation, n] of Object.entries(after[role])) {
+      const delta = n - (before[role][operation] ?? 0);
+      if (delta > 0) out[role][operation] = delta;
+    }
+  }
+  return out;
+}
+
+export async function startCountingEmulators(): Promise<CountingEmulators> {
+  const counts = emptyCounts();
+  const count = (service: 'SQS' | 'DynamoDB', request: IncomingMessage) => {
+    const target = request.headers['x-amz-target'];
+    // `AmazonSQS.ReceiveMessage`, `DynamoDB_20120810.PutItem`: the operation after the dot.
+    const operation = `${service}.${typeof target === 'string' ? (target.split('.')[1] ?? target) : 'unknown'}`;
+    const agent = String(request.headers['x-amz-user-agent'] ?? request.headers['user-agent'] ?? '');
+    const role = MARKED_ROLES.find((r) => agent.includes(roleAgent(r))) ?? 'handler';
+    counts[role][operation] = (counts[role][operation] ?? 0) + 1;
+  };
+
+  // As sandbox/emulators.ts: `buildApp` + `listen` binds loopback only.
+  const { buildApp } = await import('fauxqs');
+  const sqs = buildApp({ logger: false });
+  sqs.addHook('onRequest', async (request) => {
+    count('SQS', request.raw);
+  });
+  const sqsEndpoint = await sqs.listen({ port: 0, host: '127.0.0.1' });
+
+  const dynalite = require('dynalite') as (options: object) => Server;
+  const dynamodb = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  // A second listener beside dynalite's own: it sees every request, answers none.
+  dynamodb.on('request', (request: IncomingMessage) => count('DynamoDB', request));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      dynamodb.once('error', reject);
+      dynamodb.listen(0, '127.0.0.1', () => resolve());
+    });
+  } catch (error) {
+    await sqs.close();
+    throw error;
+  }
+  const { port } = dynamodb.address() as AddressInfo;
+
+  return {
+    sqsEndpoint,
+    dynamodbEndpoint: `http://127.0.0.1:${port}`,
+    snapshot: () => structuredClone(counts),
+    async close() {
+      await sqs.close();
+      await new Promise<void>((resolve) => dynamodb.close(() => resolve()));
+    },
+  };
+}
+
+const DYNAMODB_WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
+const DYNAMODB_READS = new Set(['GetItem', 'Query', 'Scan', 'BatchGetItem', 'TransactGetItems']);
+
+/** Request totals by kind for one role. Batch operations count as one request each. */
+export function summarize(byOperation: Record<string, number>) {
+  let dynamodbWrites = 0;
+  let dynamodbReads = 0;
+  let sqs = 0;
+  for (const [key, n] of Object.entries(byOperation)) {
+    const [service, operation = ''] = key.split('.');
+    if (service === 'SQS') sqs += n;
+    else if (DYNAMODB_WRITES.has(operation)) dynamodbWrites += n;
+    else if (DYNAMODB_READS.has(operation)) dynamodbReads += n;
+  }
+  return { dynamodbWrites, dynamodbReads, sqs };
+}
