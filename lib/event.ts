@@ -24,35 +24,38 @@ export const DEFAULT_PAYLOAD_LIMIT_BYTES = 64 * 1024;
 export const MAX_DATA_DEPTH = 16;
 
 const EVENT_ID = /^[A-Za-z0-9_\-.:]{1,128}$/;
-/** Printable: no C0/C1 control characters, and no lone surrogates. */
-const PRINTABLE = /^[^\p{Cc}]+$/u;
+/** Printable: no control, format (zero-width, bidi), private-use or unassigned characters, no line separators. */
+const PRINTABLE = /^[^\p{C}\p{Zl}\p{Zp}]+$/u;
 /** ISO-8601 date-time with a zone (`Z` or `±hh:mm`), seconds and fractions optional. */
 const DATE_TIME_WITH_ZONE =
   /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 /** Keys that would reach an object's prototype if anyone ever assigned them naively. */
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
-const EventSchema = v.strictObject({
-  id: v.pipe(v.string(), v.regex(EVENT_ID, 'must be 1–128 characters of A-Z a-z 0-9 _ - . :')),
-  shipmentId: v.pipe(
-    v.string(),
-    v.minLength(1, 'must not be empty'),
-    v.maxLength(128, 'must be at most 128 characters'),
-    v.check((s) => PRINTABLE.test(s) && s.isWellFormed(), 'must be printable characters'),
-  ),
-  status: v.picklist(SHIPMENT_STATUSES, `must be one of ${SHIPMENT_STATUSES.join(', ')}`),
-  occurredAt: v.pipe(
-    v.string(),
-    v.regex(DATE_TIME_WITH_ZONE, 'must be an ISO-8601 date-time with a zone'),
-    v.check((s) => !Number.isNaN(Date.parse(s)), 'must be a real date-time'),
-  ),
-  data: v.optional(
-    v.custom<Record<string, unknown>>(
-      (d) => typeof d === 'object' && d !== null && !Array.isArray(d),
-      'must be a JSON object',
+const EventSchema = v.strictObject(
+  {
+    id: v.pipe(v.string(), v.regex(EVENT_ID, 'must be 1–128 characters of A-Z a-z 0-9 _ - . :')),
+    shipmentId: v.pipe(
+      v.string(),
+      v.check((s) => s.trim().length > 0, 'must not be empty'),
+      v.check((s) => [...s].length <= 128, 'must be at most 128 characters'),
+      v.check((s) => s.isWellFormed() && PRINTABLE.test(s), 'must be printable characters'),
     ),
-  ),
-});
+    status: v.picklist(SHIPMENT_STATUSES, `must be one of ${SHIPMENT_STATUSES.join(', ')}`),
+    occurredAt: v.pipe(
+      v.string(),
+      v.regex(DATE_TIME_WITH_ZONE, 'must be an ISO-8601 date-time with a zone'),
+      v.check(isRealDateTime, 'must be a real date-time'),
+    ),
+    data: v.optional(
+      v.custom<Record<string, unknown>>(
+        (d) => typeof d === 'object' && d !== null && !Array.isArray(d),
+        'must be a JSON object',
+      ),
+    ),
+  },
+  'is not a known field',
+);
 
 export type ShipmentEvent = v.InferOutput<typeof EventSchema>;
 
@@ -152,6 +155,14 @@ function readableId(json: object): string | undefined {
   return typeof id === 'string' && EVENT_ID.test(id) ? id : undefined;
 }
 
+/** Whether a date-time that matched the pattern names a real instant (no 30 February, no hour 24). */
+function isRealDateTime(text: string): boolean {
+  const [, year, month, day, hour, minute, second] = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?/.exec(text) ?? [];
+  const [y, mo, d, h, mi, se] = [year, month, day, hour, minute, second ?? '0'].map(Number) as number[];
+  const date = new Date(Date.UTC(y!, mo! - 1, d!));
+  return date.getUTCMonth() === mo! - 1 && date.getUTCDate() === d && h! <= 23 && mi! <= 59 && se! <= 59;
+}
+
 /**
  * Finds what no event may contain anywhere: keys that could reach a prototype, strings that are
  * not well-formed Unicode (lone surrogates), and nesting deeper than `MAX_DATA_DEPTH`.
@@ -160,6 +171,11 @@ function findUnsafe(value: unknown, path: string[], depth: number): { path: stri
   const at = (problem: string) => ({ path: path.join('.'), problem });
   if (depth > MAX_DATA_DEPTH + 1) return at(`is nested deeper than ${MAX_DATA_DEPTH} levels`);
   if (typeof value === 'string') return value.isWellFormed() ? undefined : at('contains a lone surrogate');
+  if (typeof value === 'number' && !Number.isSafeInteger(value) && (Number.isInteger(value) || !Number.isFinite(value))) {
+    // JSON.parse turns 1e400 into Infinity (sent on as null) and rounds integers past 2^53:
+    // either way the receiver would get another value than the producer sent.
+    return at('is a number that cannot be carried exactly (send it as a string)');
+  }
   if (value === null || typeof value !== 'object') return undefined;
   const entries = Array.isArray(value) ? value.map((item, i) => [String(i), item] as const) : Object.entries(value);
   for (const [key, item] of entries) {

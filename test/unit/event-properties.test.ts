@@ -29,9 +29,11 @@ const eventId = fc.oneof(
   fc.stringMatching(/^[A-Za-z0-9_\-.:]{1,40}$/),
   fc.constantFrom('a', 'e'.repeat(128), 'evt_42', 'urn:evt:1.2-3_x'),
 );
-/** 1–128 UTF-16 units, no control characters, well-formed (unit `binary` has no lone surrogates). */
+/** 1–128 printable characters, not blank, well-formed (unit `binary` has no lone surrogates). */
 const shipmentId = fc.oneof(
-  fc.string({ unit: 'binary', minLength: 1, maxLength: 64 }).filter((s) => !/\p{Cc}/u.test(s)),
+  fc
+    .string({ unit: 'binary', minLength: 1, maxLength: 64 })
+    .filter((s) => !/[\p{C}\p{Zl}\p{Zp}]/u.test(s) && s.trim().length > 0),
   fc.constant('s'.repeat(128)),
 );
 /** An ISO-8601 date-time with a zone: `Z` or an offset, with or without seconds and fractions. */
@@ -52,7 +54,8 @@ const occurredAt = fc
     return `${time}${zulu ? 'Z' : `${sign}${hh}:${mm}`}`;
   });
 
-const jsonValue = fc.jsonValue({ maxDepth: 4, stringUnit: 'binary' });
+/** JSON values whose numbers survive a parse exactly (integers within ±2^53; no overflow). */
+const jsonValue = fc.jsonValue({ maxDepth: 4, stringUnit: 'binary' }).filter((v) => !hasInexactNumber(v));
 /** Carrier details: any JSON object a producer may send, free of keys no event may hold. */
 const data = fc
   .dictionary(fc.string({ unit: 'binary', maxLength: 12 }), jsonValue, { maxKeys: 6 })
@@ -65,6 +68,12 @@ const validEvent: fc.Arbitrary<EventShape> = fc.record(
 );
 
 // ---- Helpers -----------------------------------------------------------------------------
+
+function hasInexactNumber(value: unknown): boolean {
+  if (typeof value === 'number') return !Number.isFinite(value) || (Number.isInteger(value) && !Number.isSafeInteger(value));
+  if (value === null || typeof value !== 'object') return false;
+  return Object.values(value).some(hasInexactNumber);
+}
 
 function hasForbiddenKey(value: unknown): boolean {
   if (value === null || typeof value !== 'object') return false;
