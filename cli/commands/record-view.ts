@@ -15,8 +15,10 @@ export function isEventId(text: string): boolean {
  * (the content hash identifies it). Field names and epoch-ms values are the ledger's own.
  */
 export function recordJson(record: DeliveryRecord): Omit<DeliveryRecord, 'body'> {
-  const { body: _body, ...rest } = record;
-  return rest;
+  // The fields SPEC §10 promises first, for a reader skimming the output; the rest follow.
+  const { body: _body, eventId, endpoint, state, attempts, maxAttempts, replays, lastOutcome, deadReason, deadDetail, ...rest } =
+    record;
+  return { eventId, endpoint, state, attempts, maxAttempts, replays, lastOutcome, deadReason, deadDetail, ...rest };
 }
 
 export function describeState(record: DeliveryRecord): string {
@@ -51,7 +53,7 @@ export function recordDetails(record: DeliveryRecord, nowMs: number): string {
   if (record.history.length > 0) {
     const older = record.attempts - record.history.length;
     sections.push(
-      (older > 0 ? `attempts (latest ${record.history.length}; ${older} older not kept)\n` : 'attempts\n') +
+      (older > 0 ? `history (latest ${record.history.length} attempts; ${older} older not kept)\n` : 'history\n') +
         table(
           [
             { header: '#', align: 'right' },

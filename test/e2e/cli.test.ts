@@ -8,6 +8,8 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -203,7 +205,7 @@ describe('handoff status', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(lines).toContain('state         dead (rejected)');
     expect(lines).toContain('attempts      1 of 3');
     expect(lines).toContain('last outcome  rejected (422)');
-    expect(lines).toContain('attempts');
+    expect(lines).toContain('history');
     expect(lines).toContainEqual(expect.stringMatching(/^# {2}at +outcome +status +cause +took$/));
     expect(lines.some((l) => /^1 {2}\d{4}-\d\d-\d\dT.* rejected {2}\s*422/.test(l))).toBe(true);
   });
@@ -392,7 +394,82 @@ describe('handoff stats', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   });
 });
 
+/**
+ * CloudFormation's DescribeStacks on loopback, answering in its query protocol (XML): one stack
+ * whose outputs name the sandbox's resources, and a ValidationError for any other name, as AWS
+ * answers for a stack that does not exist.
+ */
+async function startStackDescriber(stackName: string, outputs: Record<string, string>): Promise<{ url: string; server: Server }> {
+  const xmlns = 'http://cloudformation.amazonaws.com/doc/2010-05-15/';
+  const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  const server = createServer((request, response) => {
+    let form = '';
+    request.on('data', (chunk: Buffer) => (form += chunk.toString('utf8')));
+    request.on('end', () => {
+      const asked = new URLSearchParams(form).get('StackName');
+      response.setHeader('content-type', 'text/xml');
+      if (asked !== stackName) {
+        response.statusCode = 400;
+        response.end(
+          `<ErrorResponse xmlns="${xmlns}"><Error><Type>Sender</Type><Code>ValidationError</Code>` +
+            `<Message>Stack with id ${escape(asked ?? '')} does not exist</Message></Error><RequestId>r1</RequestId></ErrorResponse>`,
+        );
+        return;
+      }
+      const members = Object.entries(outputs)
+        .map(([key, value]) => `<member><OutputKey>${key}</OutputKey><OutputValue>${escape(value)}</OutputValue></member>`)
+        .join('');
+      response.end(
+        `<DescribeStacksResponse xmlns="${xmlns}"><DescribeStacksResult><Stacks><member>` +
+          `<StackName>${stackName}</StackName><StackId>arn:aws:cloudformation:us-east-1:000000000000:stack/${stackName}/1</StackId>` +
+          `<CreationTime>2026-12-02T10:00:00Z</CreationTime><StackStatus>CREATE_COMPLETE</StackStatus>` +
+          `<Outputs>${members}</Outputs></member></Stacks></DescribeStacksResult>` +
+          `<ResponseMetadata><RequestId>r2</RequestId></ResponseMetadata></DescribeStacksResponse>`,
+      );
+    });
+  });
+  await new Promise<void>((resolvePromise) => server.listen(0, '127.0.0.1', resolvePromise));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
 describe('finding a target', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
+  it('reads the queue, dead-letter queue and table names from a stack with --stack NAME', async () => {
+    // Prepare: a "deployed" stack whose resources are the sandbox's, reached through the
+    // standard AWS environment rather than the state file (which names no sandbox here).
+    const cloudFormation = await startStackDescriber('handoff-e2e', {
+      QueueUrl: sandbox.ready.queueUrl,
+      DeadLetterQueueUrl: sandbox.ready.deadLetterQueueUrl,
+      LedgerTableName: sandbox.ready.ledgerTable,
+    });
+    const env = {
+      HANDOFF_SANDBOX_FILE: join(tmpdir(), 'handoff-no-such-sandbox.json'),
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      AWS_ENDPOINT_URL_CLOUDFORMATION: cloudFormation.url,
+      AWS_ENDPOINT_URL_SQS: sandbox.ready.sqsEndpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: sandbox.ready.dynamodbEndpoint,
+    };
+
+    try {
+      // Act
+      const found = await handoff(['stats', '--stack', 'handoff-e2e', '--json'], { env });
+      const missing = await handoff(['stats', '--stack', 'handoff-nope'], { env });
+
+      // Assess: stats reads the table and both queues, so each name must have been right.
+      expect(found.stderr).toBe('');
+      expect(found.code).toBe(0);
+      const stats = JSON.parse(found.stdout) as { queue: object | null; deadLetterQueue: object | null; deadCount: number };
+      expect(stats.queue).not.toBeNull();
+      expect(stats.deadLetterQueue).not.toBeNull();
+      expect(stats.deadCount).toBe((await ledger.listByState('dead', { limit: 1000 })).records.length);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toBe('handoff: stack handoff-nope: Stack with id handoff-nope does not exist\n');
+    } finally {
+      await new Promise((resolvePromise) => cloudFormation.server.close(resolvePromise));
+    }
+  });
+
   it('is a usage error (exit 2) naming the ways to give one when no sandbox runs', async () => {
     const run = await handoff(['dead'], { env: { HANDOFF_SANDBOX_FILE: join(tmpdir(), 'handoff-no-such-sandbox.json') } });
 
