@@ -107,6 +107,8 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  // The terminal closed: stop the same way rather than leave a stale state file behind.
+  process.on('SIGHUP', stop);
 
   display.log(`sandbox up: queue ${sandbox.state.queueUrl}, receiver ${sandbox.state.receiverUrl}; state in ${stateFile}`);
   process.stdout.write(`READY ${json}\n`);

@@ -12,6 +12,11 @@ import type { FromWorker, ToWorker } from './worker-protocol';
 
 /** How long a worker may take to import the handler (Lambda's init phase allows 10 s). */
 const START_TIMEOUT_MS = 30_000;
+/**
+ * An idle worker beyond the first is stopped after this long, as Lambda reclaims idle
+ * environments: a burst should not leave `maxConcurrency` processes (~100 MB each) behind.
+ */
+const IDLE_TIMEOUT_MS = 60_000;
 
 export interface WorkerPoolOptions {
   readonly workerPath: string;
@@ -30,6 +35,9 @@ interface Worker {
   readonly ready: Promise<void>;
   busy: boolean;
   exited: boolean;
+  /** Being stopped by the pool (idle, timed out): never chosen again, its exit already logged. */
+  retired?: boolean;
+  idleTimer?: NodeJS.Timeout;
 }
 
 export class WorkerPool {
@@ -44,13 +52,14 @@ export class WorkerPool {
 
   /** Process IDs of the live workers (tests kill one to simulate a crash). */
   get pids(): number[] {
-    return [...this.#workers].filter((w) => !w.exited && w.child.pid !== undefined).map((w) => w.child.pid!);
+    return [...this.#workers].filter((w) => !w.exited && !w.retired && w.child.pid !== undefined).map((w) => w.child.pid!);
   }
 
   async invoke(event: SQSEvent): Promise<Invocation> {
     if (this.#closed) return { kind: 'worker-died', detail: 'the pool is closed' };
-    const worker = [...this.#workers].find((w) => !w.busy && !w.exited) ?? this.#start();
+    const worker = [...this.#workers].find((w) => !w.busy && !w.exited && !w.retired) ?? this.#start();
     worker.busy = true;
+    clearTimeout(worker.idleTimer);
     try {
       await worker.ready;
       return await this.#run(worker, event);
@@ -58,7 +67,17 @@ export class WorkerPool {
       return { kind: 'worker-died', detail: (error as Error).message };
     } finally {
       worker.busy = false;
+      this.#reapWhenIdle(worker);
     }
+  }
+
+  #reapWhenIdle(worker: Worker): void {
+    worker.idleTimer = setTimeout(() => {
+      const others = [...this.#workers].filter((w) => w !== worker && !w.exited && !w.retired);
+      if (worker.busy || worker.exited || others.length === 0) return;
+      this.#retire(worker, 'idle');
+    }, IDLE_TIMEOUT_MS);
+    worker.idleTimer.unref();
   }
 
   /** Kills every worker. Invocations in flight end as `worker-died`. */
@@ -74,6 +93,12 @@ export class WorkerPool {
           }),
       ),
     );
+  }
+
+  #retire(worker: Worker, why: string): void {
+    worker.retired = true;
+    this.#options.log?.(`worker ${worker.child.pid} exited (${why})`);
+    worker.child.kill('SIGKILL');
   }
 
   #start(): Worker {
@@ -111,8 +136,9 @@ export class WorkerPool {
     this.#workers.add(worker);
     child.once('exit', (code, signal) => {
       worker.exited = true;
+      clearTimeout(worker.idleTimer);
       this.#workers.delete(worker);
-      if (!this.#closed) this.#options.log?.(`worker ${pid} exited (${signal ?? `code ${code}`})`);
+      if (!this.#closed && !worker.retired) this.#options.log?.(`worker ${pid} exited (${signal ?? `code ${code}`})`);
     });
     this.#options.log?.(`worker ${pid} started`);
     return worker;
@@ -137,7 +163,7 @@ export class WorkerPool {
         finish({ kind: 'worker-died', detail: signal ? `killed by ${signal}` : `exited with code ${code}` });
       // As Lambda ends a timed-out environment: whatever the handler was doing stops here.
       const timer = setTimeout(() => {
-        child.kill('SIGKILL');
+        this.#retire(worker, 'timed out');
         finish({ kind: 'timed-out' });
       }, this.#options.timeoutMs);
       if (worker.exited) return onExit(child.exitCode, child.signalCode);

@@ -75,6 +75,7 @@ async function main(): Promise<void> {
   // the batch in flight finish first, then kills it.
   process.on('SIGINT', () => {});
   process.on('SIGTERM', () => {});
+  process.on('SIGHUP', () => {});
   send({ type: 'ready' });
 }
 
