@@ -59,12 +59,6 @@ export const METRICS = {
   names: Record<string, MetricName>;
 };
 
-/**
- * The delivery queue's URL for the consumer's ChangeMessageVisibility calls (functions/consumer.ts
- * QUEUE_URL_ENV; not imported, since importing the handler module runs its cold start).
- */
-export const QUEUE_URL_ENV = 'HANDOFF_QUEUE_URL';
-
 /** The Lambda entry this construct deploys unless told otherwise. */
 export const CONSUMER_ENTRY = fileURLToPath(new URL('../functions/consumer.ts', import.meta.url));
 
@@ -182,7 +176,7 @@ export class WebhookDelivery extends Construct {
       ...settingsToEnvironment(settings),
       [RESOURCE_ENV.ledgerTable]: this.ledgerTable.tableName,
       [RESOURCE_ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
-      [QUEUE_URL_ENV]: this.queue.queueUrl,
+      [RESOURCE_ENV.queueUrl]: this.queue.queueUrl,
       // esbuild's source map is only read when Node is told to.
       NODE_OPTIONS: '--enable-source-maps',
     };

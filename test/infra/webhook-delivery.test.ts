@@ -22,7 +22,7 @@ import {
 } from '../../lib/config';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import { retryPolicy } from '../../lib/policy';
-import { CONSUMER_ENTRY, METRICS, QUEUE_URL_ENV, WebhookDelivery, type WebhookDeliveryProps } from '../../infra/webhook-delivery';
+import { CONSUMER_ENTRY, METRICS, WebhookDelivery, type WebhookDeliveryProps } from '../../infra/webhook-delivery';
 
 const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
 const WEBHOOK_URL = 'https://receiver.example.com/hooks';
@@ -295,7 +295,7 @@ describe('WebhookDelivery', () => {
           Variables: Match.objectLike({
             [RESOURCE_ENV.ledgerTable]: ref(delivery.ledgerTable),
             [RESOURCE_ENV.deadLetterQueueUrl]: ref(delivery.deadLetterQueue),
-            [QUEUE_URL_ENV]: ref(delivery.queue),
+            [RESOURCE_ENV.queueUrl]: ref(delivery.queue),
             [RESOURCE_ENV.webhookSecretArn]: ref(delivery.signingSecret as Secret),
           }),
         },
