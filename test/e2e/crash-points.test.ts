@@ -1,0 +1,363 @@
+/**
+ * Crash points (SPEC §1): the process that runs the consumer is killed for real (SIGKILL) at
+ * each boundary of the design, the sandbox starts a fresh one, and the event still ends
+ * delivered exactly once at an idempotent receiver, or dead with a reason. Nothing is lost.
+ *
+ * The kills come from `HANDOFF_CRASH_AT` (functions/consumer.ts), inert unless set:
+ * `<point>@<marker>` kills the worker at that point once per marker file the test creates, so
+ * the restarted worker runs clean; a bare `<point>` kills on every attempt. The lease case needs
+ * no hook: the test kills the worker that the ledger names as the lease owner.
+ *
+ * Each case has its own sandbox (the crash point is a start-up setting), and the cases run
+ * concurrently: most of their time is a dead worker's lease lapsing. Timings shortened for the
+ * run: 1 s attempts (so a lease of 21 s, the function timeout), waits of 1 s, and a 3 s
+ * visibility timeout, so the message returns while the lease still holds and is deferred to its
+ * expiry: the ledger, not the queue, decides when the next attempt may go.
+ */
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, it, type TestContext } from 'vitest';
+import type { CrashPoint } from '../../lib/deliver';
+import type { DeliveryRecord } from '../../lib/ledger/ledger';
+import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
+import { eventually, SandboxClients, type DeadLetter } from '../helpers/sandbox-clients';
+import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+
+const MAX_ATTEMPTS = 4;
+const SHORT_TIMINGS = {
+  HANDOFF_RETRY_SCHEDULE: '1,1,1',
+  HANDOFF_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
+  HANDOFF_ATTEMPT_TIMEOUT_MS: '1000',
+  HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '3',
+  HANDOFF_MAX_CONCURRENCY: '2',
+};
+/** Generous: a sandbox start, one or more 21 s leases, on a machine shared by several runs. */
+const CASE_TIMEOUT_MS = 240_000;
+const WAIT_MS = 180_000;
+
+let receiver: TestReceiver;
+
+beforeAll(async () => {
+  receiver = await startTestReceiver();
+});
+
+afterAll(async () => {
+  await receiver?.close();
+});
+
+interface Rig {
+  readonly sandbox: SandboxProcess;
+  readonly clients: SandboxClients;
+  /** Arms one crash at the configured point: the next worker to reach it dies. */
+  arm(): void;
+  /** Whether an armed crash is still waiting for a worker. */
+  armed(): boolean;
+}
+
+/**
+ * A sandbox of its own for one case, stopped when the case ends. `crash`: where workers die;
+ * `once` arms one crash per `arm()`, otherwise every attempt dies there.
+ */
+async function startRig(
+  context: TestContext,
+  options: { crash?: { at: CrashPoint; once: boolean }; env?: Record<string, string> } = {},
+): Promise<Rig> {
+  const dir = mkdtempSync(join(tmpdir(), 'handoff-crash-'));
+  const marker = join(dir, 'armed');
+  const crashAt = options.crash && (options.crash.once ? `${options.crash.at}@${marker}` : options.crash.at);
+  const sandbox = await startSandboxProcess({
+    env: {
+      ...SHORT_TIMINGS,
+      HANDOFF_WEBHOOK_URL: receiver.url,
+      ...(crashAt ? { HANDOFF_CRASH_AT: crashAt } : {}),
+      ...options.env,
+    },
+  });
+  const clients = new SandboxClients(sandbox.ready);
+  context.onTestFinished(async () => {
+    clients.close();
+    await sandbox.stop('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    sandbox,
+    clients,
+    arm: () => writeFileSync(marker, ''),
+    armed: () => existsSync(marker),
+  };
+}
+
+function shipment(id: string): string {
+  return JSON.stringify({ id, shipmentId: `shp_${id}`, status: 'out_for_delivery', occurredAt: '2026-12-02T10:15:00Z' });
+}
+
+/** The worker process named in a claim's owner (`<host>:<pid>:<invocation uuid>`). */
+function ownerPid(record: DeliveryRecord | undefined): number {
+  const match = /:(\d+):[0-9a-f-]{36}$/.exec(record?.leaseOwner ?? '');
+  if (!match) throw new Error(`no lease owner on the row: ${JSON.stringify(record?.leaseOwner)}`);
+  return Number(match[1]);
+}
+
+/** The row once a worker has claimed it (attempt 1 counted, lease held). */
+function claimed(rig: Rig, eventId: string): Promise<DeliveryRecord> {
+  return eventually(`a claim on ${eventId}`, async () => {
+    const row = await rig.clients.row(eventId);
+    return row?.leaseOwner !== undefined ? row : undefined;
+  }, { timeoutMs: WAIT_MS });
+}
+
+function settled(rig: Rig, eventId: string): Promise<DeliveryRecord> {
+  return eventually(
+    `${eventId} to be delivered or dead`,
+    async () => {
+      const row = await rig.clients.row(eventId);
+      return row !== undefined && row.state !== 'pending' ? row : undefined;
+    },
+    { timeoutMs: WAIT_MS, describe: async () => JSON.stringify(await rig.clients.row(eventId)) },
+  );
+}
+
+function killedBySigkill(rig: Rig, pid: number): Promise<string> {
+  return rig.sandbox.waitForLog(new RegExp(`^worker ${pid} exited \\(SIGKILL\\)$`));
+}
+
+/** Waits until the delivery queue is empty, then reads the dead-letter queue: the end state. */
+async function endState(rig: Rig): Promise<{ deadLetters: DeadLetter[] }> {
+  await eventually('the delivery queue to drain', async () => (await rig.clients.queueDepth()) === 0, {
+    timeoutMs: WAIT_MS,
+    describe: async () => `${await rig.clients.queueDepth()} message(s)`,
+  });
+  return { deadLetters: await rig.clients.readDeadLetters() };
+}
+
+/** Decision lines the sandbox showed for one event, as `<pid>: <decision>`. */
+function decisions(rig: Rig, eventId: string): string[] {
+  const pattern = new RegExp(`^worker (\\d+): ${eventId} (.+)$`);
+  return rig.sandbox
+    .stderr()
+    .map((line) => pattern.exec(line))
+    .filter((match) => match !== null)
+    .map((match) => `${match[1]}: ${match[2]}`);
+}
+
+/** The worker PID at the start of a sandbox log line (`worker <pid> …`). */
+function pidOf(line: string): number {
+  return Number(/^worker (\d+)/.exec(line)![1]);
+}
+
+function keysSeen(eventId: string): (string | undefined)[] {
+  return receiver.requestsFor(eventId).map((request) => request.eventId);
+}
+
+function timesApplied(eventId: string): number {
+  return receiver.applied.filter((id) => id === eventId).length;
+}
+
+describe('Crash points: a worker killed at each boundary', () => {
+  it.concurrent(
+    'before-send: the worker dies holding a fresh claim, nothing sent; the event is delivered once after the lease lapses',
+    async (context) => {
+      const { expect } = context;
+      // Prepare
+      const id = 'evt_cp_before_send';
+      const rig = await startRig(context, { crash: { at: 'before-send', once: true } });
+      rig.arm();
+
+      // Act
+      await rig.clients.send(shipment(id));
+      const held = await claimed(rig, id);
+      await killedBySigkill(rig, ownerPid(held));
+      const afterKill = await rig.clients.row(id);
+      const record = await settled(rig, id);
+      const { deadLetters } = await endState(rig);
+
+      // Assess: the claim counted an attempt and outlived its worker; nothing had been sent.
+      expect(afterKill).toMatchObject({ state: 'pending', attempts: 1, history: [], leaseOwner: held.leaseOwner });
+      expect(record).toMatchObject({ state: 'delivered', attempts: 2 });
+      expect(record.history.map((h) => [h.attempt, h.outcome])).toEqual([[2, 'accepted']]);
+      expect(record.history[0]!.at).toBeGreaterThanOrEqual(held.leaseExpiresAt!);
+      expect(keysSeen(id)).toEqual([id]);
+      expect(timesApplied(id)).toBe(1);
+      expect(rig.armed()).toBe(false);
+      expect(deadLetters).toEqual([]);
+    },
+    CASE_TIMEOUT_MS,
+  );
+
+  it.concurrent(
+    'after-send: the worker dies with the receiver committed and the ledger unwritten; the retry carries the same key and is applied once',
+    async (context) => {
+      const { expect } = context;
+      // Prepare
+      const id = 'evt_cp_after_send';
+      const rig = await startRig(context, { crash: { at: 'after-send', once: true } });
+      rig.arm();
+
+      // Act
+      await rig.clients.send(shipment(id));
+      const held = await claimed(rig, id);
+      await killedBySigkill(rig, ownerPid(held));
+      const appliedAtKill = timesApplied(id);
+      const afterKill = await rig.clients.row(id);
+      const record = await settled(rig, id);
+      const { deadLetters } = await endState(rig);
+
+      // Assess: the response was in hand when the worker died; only the receiver knew.
+      expect(appliedAtKill).toBe(1);
+      expect(afterKill).toMatchObject({ state: 'pending', attempts: 1, history: [] });
+      expect(record).toMatchObject({ state: 'delivered', attempts: 2 });
+      expect(record.history.map((h) => [h.attempt, h.outcome])).toEqual([[2, 'accepted']]);
+      expect(record.history[0]!.at).toBeGreaterThanOrEqual(held.leaseExpiresAt!);
+      const requests = receiver.requestsFor(id);
+      expect(keysSeen(id)).toEqual([id, id]);
+      expect(requests[1]!.body).toBe(requests[0]!.body);
+      expect(timesApplied(id)).toBe(1);
+      expect(deadLetters).toEqual([]);
+    },
+    CASE_TIMEOUT_MS,
+  );
+
+  it.concurrent(
+    'after-record: the worker dies after marking delivered, before acknowledging; the returning message is acknowledged as a duplicate, not sent again',
+    async (context) => {
+      const { expect } = context;
+      // Prepare
+      const id = 'evt_cp_after_record';
+      const rig = await startRig(context, { crash: { at: 'after-record', once: true } });
+      rig.arm();
+
+      // Act
+      await rig.clients.send(shipment(id));
+      const killedPid = pidOf(await rig.sandbox.waitForLog(/^worker \d+ exited \(SIGKILL\)$/));
+      const acknowledgedBy = pidOf(await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} ack \\(duplicate\\)$`)));
+      const record = await rig.clients.row(id);
+      const { deadLetters } = await endState(rig);
+
+      // Assess: the killed worker never reported a decision; a fresh one acknowledged the message.
+      expect(rig.armed()).toBe(false);
+      expect(acknowledgedBy).not.toBe(killedPid);
+      expect(decisions(rig, id)).toEqual([`${acknowledgedBy}: ack (duplicate)`]);
+      expect(record).toMatchObject({ state: 'delivered', attempts: 1 });
+      expect(record!.history.map((h) => [h.attempt, h.outcome])).toEqual([[1, 'accepted']]);
+      expect(keysSeen(id)).toEqual([id]);
+      expect(timesApplied(id)).toBe(1);
+      expect(deadLetters).toEqual([]);
+    },
+    CASE_TIMEOUT_MS,
+  );
+
+  it.concurrent(
+    'after-record: the worker dies after marking dead, before dead-lettering; the returning message is dead-lettered with its reason',
+    async (context) => {
+      const { expect } = context;
+      // Prepare
+      const id = 'evt_cp_after_record_dead';
+      receiver.respondTo(id, { status: 400, body: 'unknown shipment' });
+      const rig = await startRig(context, { crash: { at: 'after-record', once: true } });
+      rig.arm();
+
+      // Act
+      await rig.clients.send(shipment(id));
+      await rig.sandbox.waitForLog(/^worker \d+ exited \(SIGKILL\)$/);
+      const record = await settled(rig, id);
+      await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} dead-letter \\(rejected\\)$`));
+      const { deadLetters } = await endState(rig);
+
+      // Assess
+      expect(rig.armed()).toBe(false);
+      expect(record).toMatchObject({ state: 'dead', deadReason: 'rejected', attempts: 1 });
+      expect(deadLetters).toEqual([{ body: shipment(id), reason: 'rejected', eventId: id }]);
+      expect(keysSeen(id)).toEqual([id]);
+      expect(timesApplied(id)).toBe(0);
+    },
+    CASE_TIMEOUT_MS,
+  );
+
+  it.concurrent(
+    'while holding a lease, the receiver having committed: nobody sends until the lease lapses, then the event is delivered and applied once',
+    async (context) => {
+      const { expect } = context;
+      // Prepare: a 5 s attempt, so the test surely kills the worker while its request is open.
+      const id = 'evt_cp_lease_committed';
+      receiver.respondTo(id, 'commit-then-hang');
+      const rig = await startRig(context, { env: { HANDOFF_ATTEMPT_TIMEOUT_MS: '5000' } });
+
+      // Act
+      await rig.clients.send(shipment(id));
+      await eventually(`the request for ${id}`, async () => receiver.requestsFor(id).length > 0, { timeoutMs: WAIT_MS });
+      const held = (await rig.clients.row(id))!;
+      process.kill(ownerPid(held), 'SIGKILL');
+      await killedBySigkill(rig, ownerPid(held));
+      const afterKill = await rig.clients.row(id);
+      const record = await settled(rig, id);
+      const { deadLetters } = await endState(rig);
+
+      // Assess
+      expect(afterKill).toMatchObject({ state: 'pending', attempts: 1, history: [], leaseOwner: held.leaseOwner });
+      expect(record).toMatchObject({ state: 'delivered', attempts: 2 });
+      expect(record.history.map((h) => [h.attempt, h.outcome])).toEqual([[2, 'accepted']]);
+      expect(record.history[0]!.at).toBeGreaterThanOrEqual(held.leaseExpiresAt!);
+      expect(keysSeen(id)).toEqual([id, id]);
+      expect(timesApplied(id)).toBe(1);
+      expect(deadLetters).toEqual([]);
+    },
+    CASE_TIMEOUT_MS,
+  );
+
+  it.concurrent(
+    'while holding a lease, the receiver not having committed: the next attempt, after the lease lapses, is applied once',
+    async (context) => {
+      const { expect } = context;
+      // Prepare
+      const id = 'evt_cp_lease_uncommitted';
+      receiver.respondTo(id, 'hang');
+      const rig = await startRig(context, { env: { HANDOFF_ATTEMPT_TIMEOUT_MS: '5000' } });
+
+      // Act
+      await rig.clients.send(shipment(id));
+      await eventually(`the request for ${id}`, async () => receiver.requestsFor(id).length > 0, { timeoutMs: WAIT_MS });
+      const held = (await rig.clients.row(id))!;
+      process.kill(ownerPid(held), 'SIGKILL');
+      await killedBySigkill(rig, ownerPid(held));
+      const appliedAtKill = timesApplied(id);
+      const record = await settled(rig, id);
+      const { deadLetters } = await endState(rig);
+
+      // Assess
+      expect(appliedAtKill).toBe(0);
+      expect(record).toMatchObject({ state: 'delivered', attempts: 2 });
+      expect(record.history.map((h) => [h.attempt, h.outcome])).toEqual([[2, 'accepted']]);
+      expect(record.history[0]!.at).toBeGreaterThanOrEqual(held.leaseExpiresAt!);
+      expect(keysSeen(id)).toEqual([id, id]);
+      expect(timesApplied(id)).toBe(1);
+      expect(deadLetters).toEqual([]);
+    },
+    CASE_TIMEOUT_MS,
+  );
+
+  it.concurrent(
+    'a crash on every attempt spends the budget: the event ends dead "exhausted", on the dead-letter queue with its reason',
+    async (context) => {
+      const { expect } = context;
+      // Prepare: three attempts, each dying right after its claim.
+      const id = 'evt_cp_crash_loop';
+      const rig = await startRig(context, {
+        crash: { at: 'before-send', once: false },
+        env: { HANDOFF_MAX_ATTEMPTS: '3' },
+      });
+
+      // Act
+      await rig.clients.send(shipment(id));
+      const record = await settled(rig, id);
+      const { deadLetters } = await endState(rig);
+
+      // Assess
+      expect(record).toMatchObject({ state: 'dead', deadReason: 'exhausted', attempts: 3, maxAttempts: 3, history: [] });
+      expect(rig.sandbox.stderr().filter((line) => /^worker \d+ exited \(SIGKILL\)$/.test(line))).toHaveLength(3);
+      expect(deadLetters).toEqual([{ body: shipment(id), reason: 'exhausted', eventId: id }]);
+      expect(keysSeen(id)).toEqual([]);
+    },
+    CASE_TIMEOUT_MS,
+  );
+});

@@ -1,0 +1,159 @@
+/**
+ * Real AWS SDK clients aimed at a running sandbox (its READY object), and the reads that the
+ * crash-point tests and the soak judge it by: a ledger row or all of them, the depth of a queue,
+ * and what the dead-letter queue holds.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { DEFAULT_ENDPOINT, type DeliveryRecord } from '../../lib/ledger/ledger';
+import type { SandboxState } from '../../sandbox/state-file';
+
+const REGION = 'us-east-1';
+const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
+/** SQS accepts at most 10 entries per batch call. */
+const MAX_BATCH_ENTRIES = 10;
+/** Dead letters stay hidden this long once read, so a full read counts each message once. */
+const READ_HIDE_SECONDS = 600;
+
+/** One dead-letter message as SPEC §4 describes it. */
+export interface DeadLetter {
+  readonly body: string;
+  readonly reason: string | undefined;
+  readonly eventId: string | undefined;
+}
+
+export class SandboxClients {
+  readonly sqs: SQSClient;
+  readonly dynamodb: DynamoDBClient;
+  readonly documents: DynamoDBDocumentClient;
+  readonly ledger: DynamoDbLedger;
+
+  constructor(readonly ready: SandboxState) {
+    this.sqs = new SQSClient({ region: REGION, endpoint: ready.sqsEndpoint, credentials: CREDENTIALS, useQueueUrlAsEndpoint: false });
+    this.dynamodb = new DynamoDBClient({ region: REGION, endpoint: ready.dynamodbEndpoint, credentials: CREDENTIALS });
+    this.documents = DynamoDBDocumentClient.from(this.dynamodb);
+    this.ledger = new DynamoDbLedger({ client: this.documents, tableName: ready.ledgerTable });
+  }
+
+  /** A producer's plain `SendMessage` to the delivery queue. */
+  async send(body: string): Promise<void> {
+    await this.sqs.send(new SendMessageCommand({ QueueUrl: this.ready.queueUrl, MessageBody: body }));
+  }
+
+  /** Sends each body as its own message, up to 10 per `SendMessageBatch` call. */
+  async sendAll(bodies: readonly string[]): Promise<void> {
+    for (let start = 0; start < bodies.length; start += MAX_BATCH_ENTRIES) {
+      const chunk = bodies.slice(start, start + MAX_BATCH_ENTRIES);
+      const { Failed = [] } = await this.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: this.ready.queueUrl,
+          Entries: chunk.map((body, i) => ({ Id: String(i), MessageBody: body })),
+        }),
+      );
+      if (Failed.length > 0) throw new Error(`SendMessageBatch refused ${Failed.length} message(s): ${Failed[0]?.Code}`);
+    }
+  }
+
+  /** The event's row for the single endpoint of this version. */
+  row(eventId: string): Promise<DeliveryRecord | undefined> {
+    return this.ledger.get({ eventId, endpoint: DEFAULT_ENDPOINT });
+  }
+
+  /** Every row of the ledger (a full scan: for tests and the soak, never for production reads). */
+  async scanLedger(projection?: readonly (keyof DeliveryRecord)[]): Promise<DeliveryRecord[]> {
+    const rows: DeliveryRecord[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    const names = projection ? Object.fromEntries(projection.map((name, i) => [`#p${i}`, name])) : undefined;
+    do {
+      const page = await this.documents.send(
+        new ScanCommand({
+          TableName: this.ready.ledgerTable,
+          ...(names ? { ProjectionExpression: Object.keys(names).join(', '), ExpressionAttributeNames: names } : {}),
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      rows.push(...((page.Items ?? []) as DeliveryRecord[]));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return rows;
+  }
+
+  /** Messages on a queue, visible, in flight or delayed. */
+  async queueDepth(queueUrl: string = this.ready.queueUrl): Promise<number> {
+    const { Attributes = {} } = await this.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
+    );
+    return (
+      Number(Attributes.ApproximateNumberOfMessages ?? 0) +
+      Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0) +
+      Number(Attributes.ApproximateNumberOfMessagesDelayed ?? 0)
+    );
+  }
+
+  /**
+   * Reads every message on the dead-letter queue once. Read messages stay hidden for ten
+   * minutes, so this is a final read: a second call sees only what arrived since.
+   */
+  async readDeadLetters(): Promise<DeadLetter[]> {
+    const found: DeadLetter[] = [];
+    for (;;) {
+      const { Messages = [] } = await this.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: this.ready.deadLetterQueueUrl,
+          MaxNumberOfMessages: MAX_BATCH_ENTRIES,
+          VisibilityTimeout: READ_HIDE_SECONDS,
+          MessageAttributeNames: ['All'],
+        }),
+      );
+      if (Messages.length === 0) return found;
+      for (const message of Messages) {
+        found.push({
+          body: message.Body ?? '',
+          reason: message.MessageAttributes?.reason?.StringValue,
+          eventId: message.MessageAttributes?.eventId?.StringValue,
+        });
+      }
+    }
+  }
+
+  close(): void {
+    this.sqs.destroy();
+    this.dynamodb.destroy();
+  }
+}
+
+/**
+ * Polls `probe` until it yields a value (anything but undefined or false), or fails after
+ * `timeoutMs` naming what it waited for and the last thing it saw.
+ */
+export async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  options: { timeoutMs: number; intervalMs?: number; describe?: () => Promise<string> | string },
+): Promise<T> {
+  const deadline = Date.now() + options.timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) {
+      const seen = options.describe ? `; last seen: ${await options.describe()}` : '';
+      throw new Error(`gave up after ${options.timeoutMs} ms waiting for ${what}${seen}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 250));
+  }
+}
