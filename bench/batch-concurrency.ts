@@ -5,6 +5,7 @@
  * Invoked directly (as Lambda invokes it), not through the queue: only the handler is timed.
  */
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { DEFAULT_SETTINGS, RESOURCE_ENV, settingsToEnvironment } from '../lib/config';
@@ -23,6 +24,17 @@ export interface BatchConcurrencyResult {
   readonly batchMs: number;
   /** batchMs / slowestSingleMs: 1 = fully concurrent, `batchSize` = one after another. */
   readonly ratio: number;
+  /**
+   * Per batch, ms from the first of its requests reaching the receiver to the last: near 0 when
+   * the records are sent at once, at least (batchSize - 1) x the delay when sent one by one.
+   */
+  readonly arrivalSpreadsMs: readonly number[];
+  /**
+   * Ms from invoking to the first request reaching the receiver (the claims, and IPC), for
+   * the single deliveries and the batches: where a batch's time above a single's goes.
+   */
+  readonly singlesBeforeSendMs: readonly number[];
+  readonly batchesBeforeSendMs: readonly number[];
 }
 
 export async function runBatchConcurrency(
@@ -54,14 +66,23 @@ export async function runBatchConcurrency(
     [RESOURCE_ENV.deadLetterQueueUrl]: await queueUrl('batch-dlq'),
   };
   const queueArn = `arn:aws:sqs:${REGION}:000000000000:bench-${runId}-batch`;
-  const workers = startWorkers(HANDLER_PATHS.handoff, env, 60_000, (line) => bench.progress(`[batch] ${line}`));
+  const workers = startWorkers(HANDLER_PATHS.handoff, env, 60_000, {
+    progress: (line) => bench.progress(`[batch] ${line}`),
+    log: (line) => bench.log(`[batch] ${line}`),
+  });
   let next = 0;
   const event = (records: number): SQSEvent => ({
     Records: Array.from({ length: records }, () => syntheticRecord(`batch-${runId}-${next++}`, queueArn)),
   });
+  let lastIds: string[] = [];
+  let lastInvokedAt = 0;
+  const arrivalsOfLast = () => lastIds.map((id) => bench.receiver.arrivals.get(id) ?? Number.NaN);
   /** One invocation, timed by the worker (handler only, no IPC). */
   const timed = async (records: number) => {
-    const invocation = await workers.invoke(event(records));
+    const batch = event(records);
+    lastIds = batch.Records.map((record) => (JSON.parse(record.body) as { id: string }).id);
+    lastInvokedAt = performance.now();
+    const invocation = await workers.invoke(batch);
     if (invocation.kind !== 'returned') throw new Error(`batch concurrency: the handler ${invocation.kind}`);
     await workers.quiesce();
     const measurement = workers.measurements.at(-1);
@@ -75,13 +96,20 @@ export async function runBatchConcurrency(
     await timed(1);
     await timed(options.batchSize);
     const singlesMs: number[] = [];
+    const singlesBeforeSendMs: number[] = [];
     for (let i = 0; i < options.singles; i += 1) {
       singlesMs.push(await timed(1));
+      singlesBeforeSendMs.push(Math.min(...arrivalsOfLast()) - lastInvokedAt);
       bench.progress(`[batch] single deliveries: ${i + 1}/${options.singles}`);
     }
     const batchesMs: number[] = [];
+    const arrivalSpreadsMs: number[] = [];
+    const batchesBeforeSendMs: number[] = [];
     for (let i = 0; i < options.batches; i += 1) {
       batchesMs.push(await timed(options.batchSize));
+      const arrivals = arrivalsOfLast();
+      arrivalSpreadsMs.push(Math.max(...arrivals) - Math.min(...arrivals));
+      batchesBeforeSendMs.push(Math.min(...arrivals) - lastInvokedAt);
       bench.progress(`[batch] batches of ${options.batchSize}: ${i + 1}/${options.batches}`);
     }
     const slowestSingleMs = Math.max(...singlesMs);
@@ -94,6 +122,9 @@ export async function runBatchConcurrency(
       slowestSingleMs,
       batchMs,
       ratio: batchMs / slowestSingleMs,
+      arrivalSpreadsMs,
+      singlesBeforeSendMs,
+      batchesBeforeSendMs,
     };
   } finally {
     bench.receiver.setDelay(0);

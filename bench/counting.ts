@@ -9,7 +9,7 @@
  * which carry no marker. (sandbox/emulators.ts takes no hook; see the report for a proposal.)
  */
 import { createRequire } from 'node:module';
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 const require = createRequire(import.meta.url);
@@ -22,8 +22,14 @@ const MARKED_ROLES: readonly MarkedRole[] = ['poller', 'producer', 'setup'];
 /** The `customUserAgent` that marks a bench client's requests with its role. */
 export const roleAgent = (role: MarkedRole): string => `bench-role/${role}`;
 
-/** Requests per role and operation, e.g. `counts.handler['DynamoDB.UpdateItem'] === 2000`. */
+/**
+ * Requests per role and operation, e.g. `counts.handler['DynamoDB.UpdateItem'] === 2000`; and
+ * for DynamoDB, bytes on the wire per role: `counts.handler['DynamoDB bytes']` (request bodies
+ * plus response bodies), what the client has to serialize and parse.
+ */
 export type RequestCounts = Record<Role, Record<string, number>>;
+
+export const DYNAMODB_BYTES = 'DynamoDB bytes';
 
 export interface CountingEmulators {
   readonly sqsEndpoint: string;
@@ -51,19 +57,24 @@ export function countsBetween(before: RequestCounts, after: RequestCounts): Requ
 
 export async function startCountingEmulators(): Promise<CountingEmulators> {
   const counts = emptyCounts();
+  const roleOf = (request: IncomingMessage): Role => {
+    const agent = String(request.headers['x-amz-user-agent'] ?? request.headers['user-agent'] ?? '');
+    return MARKED_ROLES.find((r) => agent.includes(roleAgent(r))) ?? 'handler';
+  };
+  const add = (role: Role, key: string, n: number) => {
+    counts[role][key] = (counts[role][key] ?? 0) + n;
+  };
   const count = (service: 'SQS' | 'DynamoDB', request: IncomingMessage) => {
     const target = request.headers['x-amz-target'];
     // `AmazonSQS.ReceiveMessage`, `DynamoDB_20120810.PutItem`: the operation after the dot.
     const operation = `${service}.${typeof target === 'string' ? (target.split('.')[1] ?? target) : 'unknown'}`;
-    const agent = String(request.headers['x-amz-user-agent'] ?? request.headers['user-agent'] ?? '');
-    const role = MARKED_ROLES.find((r) => agent.includes(roleAgent(r))) ?? 'handler';
-    counts[role][operation] = (counts[role][operation] ?? 0) + 1;
+    add(roleOf(request), operation, 1);
   };
 
   // As sandbox/emulators.ts: `buildApp` + `listen` binds loopback only.
   const { buildApp } = await import('fauxqs');
   const sqs = buildApp({ logger: false });
-  sqs.addHook('onRequest', async (request) => {
+  sqs.addHook('onRequest', async (request: { raw: IncomingMessage }) => {
     count('SQS', request.raw);
   });
   const sqsEndpoint = await sqs.listen({ port: 0, host: '127.0.0.1' });
@@ -71,7 +82,18 @@ export async function startCountingEmulators(): Promise<CountingEmulators> {
   const dynalite = require('dynalite') as (options: object) => Server;
   const dynamodb = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   // A second listener beside dynalite's own: it sees every request, answers none.
-  dynamodb.on('request', (request: IncomingMessage) => count('DynamoDB', request));
+  dynamodb.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    count('DynamoDB', request);
+    const role = roleOf(request);
+    add(role, DYNAMODB_BYTES, Number(request.headers['content-length'] ?? 0));
+    // dynalite answers with one `end(body)`.
+    const end = response.end.bind(response) as (...args: unknown[]) => ServerResponse;
+    response.end = ((...args: unknown[]) => {
+      const body = args[0];
+      if (typeof body === 'string' || body instanceof Uint8Array) add(role, DYNAMODB_BYTES, Buffer.byteLength(body));
+      return end(...args);
+    }) as ServerResponse['end'];
+  });
   try {
     await new Promise<void>((resolve, reject) => {
       dynamodb.once('error', reject);
@@ -102,11 +124,13 @@ export function summarize(byOperation: Record<string, number>) {
   let dynamodbWrites = 0;
   let dynamodbReads = 0;
   let sqs = 0;
+  const dynamodbBytes = byOperation[DYNAMODB_BYTES] ?? 0;
   for (const [key, n] of Object.entries(byOperation)) {
+    if (key === DYNAMODB_BYTES) continue;
     const [service, operation = ''] = key.split('.');
     if (service === 'SQS') sqs += n;
     else if (DYNAMODB_WRITES.has(operation)) dynamodbWrites += n;
     else if (DYNAMODB_READS.has(operation)) dynamodbReads += n;
   }
-  return { dynamodbWrites, dynamodbReads, sqs };
+  return { dynamodbWrites, dynamodbReads, dynamodbBytes, sqs };
 }

@@ -69,6 +69,11 @@ export interface ConsumerRun {
   readonly requests: RequestCounts;
   /** Handler CPU during the loaded phase, microseconds, summed over invocations. */
   readonly handlerCpuMicros: number;
+  /**
+   * CPU of the bench process itself during the loaded phase, microseconds: the emulators
+   * answering the handler's and poller's requests, the poller, the producer and the receiver.
+   */
+  readonly sandboxCpuMicros: number;
   readonly invocations: number;
   /** Requests for an event the receiver already had, over the whole run. */
   readonly repeats: number;
@@ -79,7 +84,10 @@ export interface ConsumerRun {
 export interface Bench {
   readonly emulators: CountingEmulators;
   readonly receiver: BenchReceiver;
+  /** Where the run is: replaces the previous progress line on a terminal. */
   readonly progress: (line: string) => void;
+  /** Something worth keeping on screen (a warning, a failed batch). */
+  readonly log: (line: string) => void;
 }
 
 /** SDK clients for the bench's own calls, marked with their role (bench/counting.ts). */
@@ -200,7 +208,12 @@ function inheritedEnvironment(): Record<string, string> {
  * A consumer's workers, with the bench's measurements collected from their stderr and the
  * invocations in flight tracked, so a phase can wait until every invocation has been measured.
  */
-export function startWorkers(handlerPath: string, env: Record<string, string>, timeoutMs: number, log: (line: string) => void) {
+export function startWorkers(
+  handlerPath: string,
+  env: Record<string, string>,
+  timeoutMs: number,
+  output: { readonly progress: (line: string) => void; readonly log: (line: string) => void },
+) {
   const measurements: Measurement[] = [];
   let invokedRecords = 0;
   let measuredRecords = 0;
@@ -217,10 +230,10 @@ export function startWorkers(handlerPath: string, env: Record<string, string>, t
         measuredRecords += measurement.records;
       } else if (/"level":"(WARN|ERROR)"|Error/.test(line)) {
         // The handlers' info lines and metric documents are dropped: thousands of event IDs.
-        log(`worker: ${line.slice(0, 300)}`);
+        output.log(`worker: ${line.slice(0, 300)}`);
       }
     },
-    log,
+    log: output.progress,
   });
   return {
     measurements,
@@ -263,7 +276,10 @@ export async function runConsumer(
   const runId = randomUUID().slice(0, 8);
   const clients = benchClients(bench);
   const { env, queueUrl, queueArn, functionTimeoutMs } = await provision(name, bench, clients, runId);
-  const workers = startWorkers(HANDLER_PATHS[name], env, functionTimeoutMs, (line) => bench.progress(`[${name}] ${line}`));
+  const workers = startWorkers(HANDLER_PATHS[name], env, functionTimeoutMs, {
+    progress: (line) => bench.progress(`[${name}] ${line}`),
+    log: (line) => bench.log(`[${name}] ${line}`),
+  });
   let settledRecords = 0;
   let failedBatches = 0;
   const poller = startPoller({
@@ -277,7 +293,7 @@ export async function runConsumer(
       if (report.settlement.kind === 'settled') settledRecords += report.settlement.deleteIds.length;
       else failedBatches += 1;
     },
-    log: (line) => bench.progress(`[${name}] poller: ${line}`),
+    log: (line) => bench.log(`[${name}] poller: ${line}`),
   });
   const repeatsBefore = bench.receiver.repeats;
   /** Waits until `records` more records are settled (deleted) than at `from`, and measured. */
@@ -304,11 +320,13 @@ export async function runConsumer(
     const measuredBefore = workers.measurements.length;
     const countsBefore = bench.emulators.snapshot();
     const settledBefore = settledRecords;
+    const cpuBefore = process.cpuUsage();
     const loaded = await runPhase(bench, clients, queueUrl, `load-${runId}-${name}`, options.events, options.window, (done) =>
       bench.progress(`[${name}] loaded: ${done}/${options.events} delivered`),
     );
     // The handler's last writes (and the poller's deletes) follow the webhook's answer.
     await settle(settledBefore, loaded.delivered);
+    const sandboxCpu = process.cpuUsage(cpuBefore);
     const requests = countsBetween(countsBefore, bench.emulators.snapshot());
     const loadedInvocations = workers.measurements.slice(measuredBefore);
 
@@ -323,6 +341,7 @@ export async function runConsumer(
       unloaded,
       requests,
       handlerCpuMicros: loadedInvocations.reduce((sum, m) => sum + m.cpuMicros, 0),
+      sandboxCpuMicros: sandboxCpu.user + sandboxCpu.system,
       invocations: loadedInvocations.length,
       repeats: bench.receiver.repeats - repeatsBefore,
       failedBatches,

@@ -1,0 +1,143 @@
+/**
+ * `npm run bench`: one workload, three consumers, one process run on the sandbox's emulators
+ * (issue 4). handoff, a naive consumer that POSTs with no ledger, and Powertools'
+ * BatchProcessor + makeIdempotent on DynamoDB; then a batch of 10 against a slow receiver, and
+ * bundle size and module init beside an empty handler's. Not a test: it asserts nothing, it
+ * reports the figures, the ratios and which targets were met.
+ *
+ *   npm run bench                  1000 events per consumer; writes bench/results/latest.{json,md}
+ *   npm run bench -- --events 5000
+ *   npm run bench -- --quick       200 events, fewer init rounds; writes to the temp directory
+ *
+ * Progress goes to stderr, the table to stdout.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, platform, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { runBatchConcurrency } from '../bench/batch-concurrency';
+import { measureBundles } from '../bench/bundle';
+import { startCountingEmulators } from '../bench/counting';
+import { startBenchReceiver } from '../bench/receiver';
+import { figures, markdown, ratios, targets, type BenchResult } from '../bench/report';
+import { BATCH_SIZE, MAX_CONCURRENCY, runConsumer, type Bench, type ConsumerName, type ConsumerRun } from '../bench/workload';
+import { Display } from '../sandbox/counters';
+
+const USAGE = 'usage: npm run bench -- [--events N] [--quick] [--out DIR]';
+
+function options() {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      options: {
+        events: { type: 'string' },
+        quick: { type: 'boolean', default: false },
+        out: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }).values;
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (parsed.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const quick = parsed.quick === true;
+  const events = parsed.events === undefined ? (quick ? 200 : 1000) : Number(parsed.events);
+  if (!Number.isInteger(events) || events < 50) {
+    console.error(`--events must be a whole number of at least 50\n${USAGE}`);
+    process.exit(2);
+  }
+  return {
+    events,
+    unloadedEvents: quick ? 20 : 50,
+    initRounds: quick ? 5 : 15,
+    batchRepeats: quick ? 3 : 5,
+    // Two rounds of full batches for every concurrent invocation: the poller never waits.
+    window: 2 * BATCH_SIZE * MAX_CONCURRENCY,
+    out: parsed.out ?? (quick ? join(tmpdir(), 'handoff-bench') : fileURLToPath(new URL('../bench/results/', import.meta.url))),
+    quick,
+  };
+}
+
+async function main(): Promise<void> {
+  const opts = options();
+  // The SDK's Node 20 notice, once per worker, says nothing about the figures.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  const startedAt = performance.now();
+  const loadAverageAtStart = loadavg();
+  const display = new Display();
+  const emulators = await startCountingEmulators();
+  const receiver = await startBenchReceiver();
+  const bench: Bench = { emulators, receiver, progress: (line) => display.status(line), log: (line) => display.log(line) };
+
+  // The baseline first, the product last: if anything, handoff runs on the emulators' fullest state.
+  const order: ConsumerName[] = ['naive', 'powertools', 'handoff'];
+  const runs = {} as Record<ConsumerName, ConsumerRun>;
+  let batch;
+  try {
+    for (const name of order) {
+      runs[name] = await runConsumer(name, bench, opts);
+      const f = figures(runs[name]);
+      display.log(
+        `${name}: ${f.delivered} delivered, ${f.eventsPerSecond.toFixed(0)} events/s, ` +
+          `${f.handlerCpuMsPerEvent.toFixed(2)} ms CPU/event, ${f.dynamodbWritesPerEvent.toFixed(2)} writes/event`,
+      );
+    }
+    batch = await runBatchConcurrency(bench, { receiverDelayMs: 200, batchSize: BATCH_SIZE, singles: 10, batches: opts.batchRepeats });
+    display.log(`batch of ${batch.batchSize} at 200 ms: ${batch.batchMs.toFixed(0)} ms, slowest single ${batch.slowestSingleMs.toFixed(0)} ms`);
+  } finally {
+    await receiver.close();
+    await emulators.close();
+  }
+  const bundles = await measureBundles(['handoff', 'empty', 'sdk-clients', 'naive', 'powertools'], opts.initRounds, (line) =>
+    display.status(line),
+  );
+  display.close();
+
+  const consumers = { handoff: figures(runs.handoff), naive: figures(runs.naive), powertools: figures(runs.powertools) };
+  const cpu = cpus();
+  const result: BenchResult = {
+    machine: {
+      node: process.versions.node,
+      cpu: cpu[0]?.model.trim() ?? 'unknown',
+      cores: cpu.length,
+      platform: `${platform()} ${process.arch}`,
+      loadAverageAtStart,
+      loadAverageAtEnd: loadavg(),
+      date: new Date().toISOString(),
+    },
+    workload: {
+      events: opts.events,
+      unloadedEvents: opts.unloadedEvents,
+      window: opts.window,
+      batchSize: BATCH_SIZE,
+      maxConcurrency: MAX_CONCURRENCY,
+      order,
+    },
+    consumers,
+    ratios: {
+      handoffOverNaive: ratios(consumers.handoff, consumers.naive),
+      handoffOverPowertools: ratios(consumers.handoff, consumers.powertools),
+    },
+    batch,
+    bundles,
+    targets: targets(consumers, batch, bundles),
+    durationSeconds: Math.round((performance.now() - startedAt) / 1000),
+  };
+
+  const table = markdown(result);
+  mkdirSync(opts.out, { recursive: true });
+  writeFileSync(join(opts.out, 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(join(opts.out, 'latest.md'), table);
+  process.stdout.write(`\n${table}\nWritten to ${join(opts.out, 'latest.json')} and latest.md (${result.durationSeconds} s).\n`);
+}
+
+main().catch((error: unknown) => {
+  console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exit(1);
+});
