@@ -40,12 +40,16 @@ export function describeFailure(error: unknown, hint?: (error: unknown) => strin
   if (error instanceof UsageError) return failure(EXIT.usage, error.code, error.message);
   if (error instanceof CommandFailedError) return failure(EXIT.failed, error.code, error.message);
   if (error instanceof ReplayRefusedError) return failure(EXIT.failed, error.refusal, error.message);
-  if (error instanceof ReplayEnqueueError) return failure(EXIT.failed, error.code, withCause(error));
+  if (error instanceof ReplayEnqueueError) {
+    const retry = `put it on the queue with: handoff status ${error.record.eventId} --body | handoff send`;
+    return failure(EXIT.failed, error.code, `${withCause(error)}; ${retry}`);
+  }
   if (error instanceof InvalidEventError) return failure(EXIT.failed, error.code, error.message);
-  if (error instanceof QueueUnavailableError) return failure(EXIT.failed, error.code, withCause(error));
-  if (error instanceof LedgerError) return failure(EXIT.failed, error.code, withCause(error));
+  // A store or queue that cannot be reached at all says so plainly, whichever adapter noticed.
   const hinted = hint?.(error);
   if (hinted) return failure(EXIT.failed, 'unreachable', hinted);
+  if (error instanceof QueueUnavailableError) return failure(EXIT.failed, error.code, withCause(error));
+  if (error instanceof LedgerError) return failure(EXIT.failed, error.code, withCause(error));
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
     return failure(EXIT.failed, typeof code === 'string' ? code : error.name, `${error.name}: ${error.message}`);
@@ -67,9 +71,16 @@ export function networkErrorCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/** The innermost error of a cause chain: the one that says what actually went wrong. */
+export function rootCause(error: Error): Error {
+  let current = error;
+  for (let depth = 0; current.cause instanceof Error && depth < 10; depth++) current = current.cause;
+  return current;
+}
+
 function withCause(error: Error): string {
-  const cause = error.cause;
-  return cause instanceof Error ? `${error.message}: ${cause.name}: ${cause.message}` : error.message;
+  const root = rootCause(error);
+  return root === error ? error.message : `${error.message}: ${root.message}`;
 }
 
 function failure(exitCode: ExitCode, code: string, message: string): Failure {

@@ -13,7 +13,7 @@ import { readInput, sendCommand } from './commands/send';
 import { statsCommand } from './commands/stats';
 import { statusCommand } from './commands/status';
 import { CommandContext } from './context';
-import { describeFailure, EXIT, networkErrorCode, type ExitCode } from './errors';
+import { describeFailure, EXIT, type ExitCode } from './errors';
 import { resolveTarget, unreachableHint, type Target, type TargetOptions } from './target';
 
 export interface Io {
@@ -66,7 +66,7 @@ export async function main(argv: readonly string[], io: Io = process): Promise<E
     const failure =
       error instanceof ConfigError
         ? { exitCode: EXIT.usage, code: error.code, message: error.message }
-        : describeFailure(error, (e) => unreachableHint(target, networkErrorCode(e)));
+        : describeFailure(error, (e) => unreachableHint(target, e));
     io.stderr.write(`handoff: ${failure.message}\n`);
     if (json) io.stdout.write(`${JSON.stringify({ error: { code: failure.code, message: failure.message } }, null, 2)}\n`);
     return failure.exitCode;
@@ -119,9 +119,10 @@ Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
       .description("show one event's delivery record: state, attempts with their outcomes, replays")
       .argument('<eventId>', 'the event ID'),
   )
+    .option('--body', 'print only the event as stored (canonical JSON), e.g. to pipe into handoff send')
     .addOption(endpointOption())
-    .addHelpText('after', '\nExample:\n  handoff status evt_42 --json')
-    .action(async (eventId: string, options: CommonOptions & { endpoint: string }) => {
+    .addHelpText('after', '\nExamples:\n  handoff status evt_42\n  handoff status evt_42 --json\n  handoff status evt_42 --body | handoff send')
+    .action(async (eventId: string, options: CommonOptions & { endpoint: string; body?: boolean }) => {
       await run(options, (ctx) => statusCommand(ctx, eventId, options));
     });
 

@@ -18,7 +18,7 @@ import {
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { readSandboxState, sandboxStateFile, type SandboxState } from '../sandbox/state-file';
-import { CommandFailedError, UsageError } from './errors';
+import { CommandFailedError, networkErrorCode, rootCause, UsageError } from './errors';
 
 export interface TargetOptions {
   readonly queueUrl?: string;
@@ -115,12 +115,14 @@ export function dynamoDbClient(target: Target): DynamoDBClient {
 }
 
 /** A line for a target that could not be reached, or undefined when the error is something else. */
-export function unreachableHint(target: Target | undefined, networkCode: string | undefined): string | undefined {
+export function unreachableHint(target: Target | undefined, error: unknown): string | undefined {
+  const networkCode = networkErrorCode(error);
   if (!target || !networkCode) return undefined;
   if (target.connection.kind === 'sandbox' && networkCode === 'ECONNREFUSED') {
     return `the sandbox is not answering (${target.connection.sqsEndpoint}): start it with npm start, or remove the stale ${target.connection.stateFile}`;
   }
-  return `cannot reach ${target.description} (${networkCode}): check AWS_REGION and AWS_ENDPOINT_URL*`;
+  const detail = error instanceof Error ? `: ${rootCause(error).message}` : '';
+  return `cannot reach ${target.description} (${networkCode}${detail}): check AWS_REGION and AWS_ENDPOINT_URL*`;
 }
 
 async function readStackOutputs(stackName: string): Promise<ResourceNames> {

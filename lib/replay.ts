@@ -5,7 +5,8 @@
  * Order matters: the ledger first, then the queue. A message enqueued before the row is pending
  * could be received while the row is still dead, be treated as settled work and acknowledged:
  * the replay would be lost. Done this way round, a failed enqueue leaves a pending row and no
- * message, which `ReplayEnqueueError` reports so the operator can send the event again.
+ * message, which `ReplayEnqueueError` reports so the operator can send the event again (its body is
+ * on the row: the consumer treats it as the same event, since the content is the same).
  */
 import type { DeliveryQueue } from './queue/queue';
 import type { DeliveryRecord, Ledger, ReplayInput } from './ledger/ledger';
@@ -24,8 +25,7 @@ export class ReplayEnqueueError extends Error {
     options?: ErrorOptions,
   ) {
     super(
-      `event ${record.eventId} is pending again (replay ${record.replays} recorded) but could not be enqueued; ` +
-        'send the event again with `handoff send` to deliver it',
+      `event ${record.eventId} is pending again (replay ${record.replays} recorded) but could not be enqueued`,
       options,
     );
   }

@@ -189,6 +189,17 @@ describe('handoff status', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(status.history).toHaveLength(1);
   });
 
+  it('prints only the stored event with --body, ready to pipe into send', async () => {
+    await waitForState('evt_cli_one', 'delivered');
+
+    const run = await handoff(['status', 'evt_cli_one', '--body']);
+
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(
+      '{"id":"evt_cli_one","occurredAt":"2026-12-02T10:15:00Z","shipmentId":"shp_cli","status":"in_transit"}\n',
+    );
+  });
+
   it('shows a dead row with its reason and attempt history as aligned text', async () => {
     // Prepare
     receiver.respondTo('evt_cli_text_dead', { status: 422, body: 'unknown shipment' });
@@ -457,8 +468,7 @@ describe('finding a target', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
       const missing = await handoff(['stats', '--stack', 'handoff-nope'], { env });
 
       // Assess: stats reads the table and both queues, so each name must have been right.
-      expect(found.stderr).toBe('');
-      expect(found.code).toBe(0);
+      expect(found).toMatchObject({ code: 0, stderr: '' });
       const stats = JSON.parse(found.stdout) as { queue: object | null; deadLetterQueue: object | null; deadCount: number };
       expect(stats.queue).not.toBeNull();
       expect(stats.deadLetterQueue).not.toBeNull();
