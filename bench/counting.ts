@@ -24,12 +24,13 @@ export const roleAgent = (role: MarkedRole): string => `bench-role/${role}`;
 
 /**
  * Requests per role and operation, e.g. `counts.handler['DynamoDB.UpdateItem'] === 2000`; and
- * for DynamoDB, bytes on the wire per role: `counts.handler['DynamoDB bytes']` (request bodies
- * plus response bodies), what the client has to serialize and parse.
+ * for DynamoDB, body bytes per role, sent (`DynamoDB bytes sent`: what the client serialized)
+ * and received (`DynamoDB bytes received`: what it parsed).
  */
 export type RequestCounts = Record<Role, Record<string, number>>;
 
-export const DYNAMODB_BYTES = 'DynamoDB bytes';
+const DYNAMODB_BYTES_SENT = 'DynamoDB bytes sent';
+const DYNAMODB_BYTES_RECEIVED = 'DynamoDB bytes received';
 
 export interface CountingEmulators {
   readonly sqsEndpoint: string;
@@ -85,12 +86,12 @@ export async function startCountingEmulators(): Promise<CountingEmulators> {
   dynamodb.on('request', (request: IncomingMessage, response: ServerResponse) => {
     count('DynamoDB', request);
     const role = roleOf(request);
-    add(role, DYNAMODB_BYTES, Number(request.headers['content-length'] ?? 0));
+    add(role, DYNAMODB_BYTES_SENT, Number(request.headers['content-length'] ?? 0));
     // dynalite answers with one `end(body)`.
     const end = response.end.bind(response) as (...args: unknown[]) => ServerResponse;
     response.end = ((...args: unknown[]) => {
       const body = args[0];
-      if (typeof body === 'string' || body instanceof Uint8Array) add(role, DYNAMODB_BYTES, Buffer.byteLength(body));
+      if (typeof body === 'string' || body instanceof Uint8Array) add(role, DYNAMODB_BYTES_RECEIVED, Buffer.byteLength(body));
       return end(...args);
     }) as ServerResponse['end'];
   });
@@ -124,13 +125,14 @@ export function summarize(byOperation: Record<string, number>) {
   let dynamodbWrites = 0;
   let dynamodbReads = 0;
   let sqs = 0;
-  const dynamodbBytes = byOperation[DYNAMODB_BYTES] ?? 0;
+  const dynamodbBytesSent = byOperation[DYNAMODB_BYTES_SENT] ?? 0;
+  const dynamodbBytesReceived = byOperation[DYNAMODB_BYTES_RECEIVED] ?? 0;
   for (const [key, n] of Object.entries(byOperation)) {
-    if (key === DYNAMODB_BYTES) continue;
+    if (key === DYNAMODB_BYTES_SENT || key === DYNAMODB_BYTES_RECEIVED) continue;
     const [service, operation = ''] = key.split('.');
     if (service === 'SQS') sqs += n;
     else if (DYNAMODB_WRITES.has(operation)) dynamodbWrites += n;
     else if (DYNAMODB_READS.has(operation)) dynamodbReads += n;
   }
-  return { dynamodbWrites, dynamodbReads, dynamodbBytes, sqs };
+  return { dynamodbWrites, dynamodbReads, dynamodbBytesSent, dynamodbBytesReceived, sqs };
 }

@@ -3,7 +3,7 @@
  * and the Markdown table the README shows. Pure functions over the measurements.
  */
 import type { BatchConcurrencyResult } from './batch-concurrency';
-import type { BundleResult } from './bundle';
+import { median, type BundleResult } from './bundle';
 import { summarize } from './counting';
 import type { ConsumerName, ConsumerRun } from './workload';
 
@@ -14,6 +14,8 @@ export interface ConsumerFigures {
   readonly dynamodbReadsPerEvent: number;
   /** DynamoDB request and response bodies, bytes: what the handler serializes and parses. */
   readonly dynamodbBytesPerEvent: number;
+  readonly dynamodbBytesSentPerEvent: number;
+  readonly dynamodbBytesReceivedPerEvent: number;
   /** The handler's own SQS calls (visibility changes, dead letters): billed to the consumer. */
   readonly handlerSqsPerEvent: number;
   /** Receives and deletes: what Lambda's event source does for the function. */
@@ -53,14 +55,18 @@ export interface BenchResult {
     readonly date: string;
   };
   readonly workload: {
+    /** Per consumer and round. */
     readonly events: number;
+    readonly rounds: number;
     readonly unloadedEvents: number;
     readonly window: number;
     readonly batchSize: number;
     readonly maxConcurrency: number;
     readonly order: readonly ConsumerName[];
   };
+  /** Medians over the rounds (`delivered`, `repeats`, `failedBatches`: totals). */
   readonly consumers: Record<ConsumerName, ConsumerFigures>;
+  readonly rounds: Record<ConsumerName, readonly ConsumerFigures[]>;
   readonly ratios: {
     readonly handoffOverNaive: Ratios;
     readonly handoffOverPowertools: Ratios;
@@ -97,7 +103,9 @@ export function figures(run: ConsumerRun): ConsumerFigures {
     complete: run.loaded.complete && run.unloaded.complete,
     dynamodbWritesPerEvent: per(handler.dynamodbWrites),
     dynamodbReadsPerEvent: per(handler.dynamodbReads),
-    dynamodbBytesPerEvent: per(handler.dynamodbBytes),
+    dynamodbBytesPerEvent: per(handler.dynamodbBytesSent + handler.dynamodbBytesReceived),
+    dynamodbBytesSentPerEvent: per(handler.dynamodbBytesSent),
+    dynamodbBytesReceivedPerEvent: per(handler.dynamodbBytesReceived),
     handlerSqsPerEvent: per(handler.sqs),
     pollerSqsPerEvent: per(poller.sqs),
     handlerCpuMsPerEvent: per(run.handlerCpuMicros / 1000),
@@ -113,6 +121,24 @@ export function figures(run: ConsumerRun): ConsumerFigures {
     handlerRequests: run.requests.handler,
     pollerRequests: run.requests.poller,
   };
+}
+
+/**
+ * One figure set from several rounds of the same consumer: the median of each number (so one
+ * round disturbed by the shared machine does not decide), counts by operation from the first.
+ */
+export function combine(rounds: readonly ConsumerFigures[]): ConsumerFigures {
+  const first = rounds[0];
+  if (!first) throw new Error('no rounds to combine');
+  const out: Record<string, unknown> = { ...first };
+  for (const [key, value] of Object.entries(first)) {
+    if (typeof value === 'number') out[key] = median(rounds.map((round) => round[key as keyof ConsumerFigures] as number));
+  }
+  out.complete = rounds.every((round) => round.complete);
+  out.delivered = rounds.reduce((sum, round) => sum + round.delivered, 0);
+  out.repeats = rounds.reduce((sum, round) => sum + round.repeats, 0);
+  out.failedBatches = rounds.reduce((sum, round) => sum + round.failedBatches, 0);
+  return out as unknown as ConsumerFigures;
 }
 
 export function ratios(a: ConsumerFigures, b: ConsumerFigures): Ratios {
@@ -201,8 +227,8 @@ export function markdown(result: BenchResult): string {
   const f0 = fixed(0);
   const lines: string[] = [];
   lines.push(
-    `${workload.events} events per consumer (window ${workload.window}, batches of ${workload.batchSize}, ` +
-      `${workload.maxConcurrency} at once), Node ${machine.node}, ${machine.cpu} × ${machine.cores}, ` +
+    `${workload.events} events per consumer and round, ${workload.rounds} round(s) taking turns, medians shown ` +
+      `(window ${workload.window}, batches of ${workload.batchSize}, ${workload.maxConcurrency} at once), Node ${machine.node}, ${machine.cpu} × ${machine.cores}, ` +
       `load average ${machine.loadAverageAtStart.map(f1).join('/')} at start, ${machine.date.slice(0, 10)}.`,
     '',
     row([
@@ -254,7 +280,8 @@ export function markdown(result: BenchResult): string {
       `(median of ${batch.batchesMs.length}) vs the slowest of ${batch.singlesMs.length} single deliveries ${ms(batch.slowestSingleMs)}: ` +
       `${times(batch.ratio)}. The batch's ${batch.batchSize} requests reached the receiver within ` +
       `${batch.arrivalSpreadsMs.map(f0).join(', ')} ms of each other (one after another would take ` +
-      `${(batch.batchSize - 1) * batch.receiverDelayMs} ms or more).`,
+      `${(batch.batchSize - 1) * batch.receiverDelayMs} ms or more). From invoking to the first request: ` +
+      `${f0(median(batch.singlesBeforeSendMs))} ms for a single delivery, ${f0(median(batch.batchesBeforeSendMs))} ms for the batch (medians).`,
     '',
     row(['handler', 'bundle (SDK external)', `module init, median of ${bundles[0]?.initMs.length ?? 0}`]),
     row(['---', '--:', '--:']),

@@ -5,9 +5,10 @@
  * bundle size and module init beside an empty handler's. Not a test: it asserts nothing, it
  * reports the figures, the ratios and which targets were met.
  *
- *   npm run bench                  1000 events per consumer; writes bench/results/latest.{json,md}
- *   npm run bench -- --events 5000
- *   npm run bench -- --quick       200 events, fewer init rounds; writes to the temp directory
+ *   npm run bench                  3 rounds of 1000 events per consumer, taking turns; medians;
+ *                                  writes bench/results/latest.{json,md}
+ *   npm run bench -- --events 5000 --rounds 5
+ *   npm run bench -- --quick       1 round of 200 events, fewer init rounds; writes to the temp directory
  *
  * Progress goes to stderr, the table to stdout.
  */
@@ -21,11 +22,11 @@ import { runBatchConcurrency } from '../bench/batch-concurrency';
 import { measureBundles } from '../bench/bundle';
 import { startCountingEmulators } from '../bench/counting';
 import { startBenchReceiver } from '../bench/receiver';
-import { figures, markdown, ratios, targets, type BenchResult } from '../bench/report';
-import { BATCH_SIZE, MAX_CONCURRENCY, runConsumer, type Bench, type ConsumerName, type ConsumerRun } from '../bench/workload';
+import { combine, figures, markdown, ratios, targets, type BenchResult, type ConsumerFigures } from '../bench/report';
+import { BATCH_SIZE, MAX_CONCURRENCY, runConsumer, type Bench, type ConsumerName } from '../bench/workload';
 import { Display } from '../sandbox/counters';
 
-const USAGE = 'usage: npm run bench -- [--events N] [--quick] [--out DIR]';
+const USAGE = 'usage: npm run bench -- [--events N] [--rounds N] [--quick] [--out DIR]';
 
 function options() {
   let parsed;
@@ -33,6 +34,7 @@ function options() {
     parsed = parseArgs({
       options: {
         events: { type: 'string' },
+        rounds: { type: 'string' },
         quick: { type: 'boolean', default: false },
         out: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
@@ -52,8 +54,14 @@ function options() {
     console.error(`--events must be a whole number of at least 50\n${USAGE}`);
     process.exit(2);
   }
+  const rounds = parsed.rounds === undefined ? (quick ? 1 : 3) : Number(parsed.rounds);
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 20) {
+    console.error(`--rounds must be a whole number from 1 to 20\n${USAGE}`);
+    process.exit(2);
+  }
   return {
     events,
+    rounds,
     unloadedEvents: quick ? 20 : 50,
     initRounds: quick ? 5 : 15,
     batchRepeats: quick ? 3 : 5,
@@ -77,16 +85,19 @@ async function main(): Promise<void> {
 
   // The baseline first, the product last: if anything, handoff runs on the emulators' fullest state.
   const order: ConsumerName[] = ['naive', 'powertools', 'handoff'];
-  const runs = {} as Record<ConsumerName, ConsumerRun>;
+  // Rounds take turns, so a burst of load from elsewhere on the machine falls on each consumer alike.
+  const rounds: Record<ConsumerName, ConsumerFigures[]> = { naive: [], powertools: [], handoff: [] };
   let batch;
   try {
-    for (const name of order) {
-      runs[name] = await runConsumer(name, bench, opts);
-      const f = figures(runs[name]);
-      display.log(
-        `${name}: ${f.delivered} delivered, ${f.eventsPerSecond.toFixed(0)} events/s, ` +
-          `${f.handlerCpuMsPerEvent.toFixed(2)} ms CPU/event, ${f.dynamodbWritesPerEvent.toFixed(2)} writes/event`,
-      );
+    for (let round = 1; round <= opts.rounds; round += 1) {
+      for (const name of order) {
+        const f = figures(await runConsumer(name, bench, opts));
+        rounds[name].push(f);
+        display.log(
+          `round ${round}/${opts.rounds} ${name}: ${f.delivered} delivered, ${f.eventsPerSecond.toFixed(0)} events/s, ` +
+            `${f.handlerCpuMsPerEvent.toFixed(2)} ms CPU/event, ${f.dynamodbWritesPerEvent.toFixed(2)} writes/event`,
+        );
+      }
     }
     batch = await runBatchConcurrency(bench, { receiverDelayMs: 200, batchSize: BATCH_SIZE, singles: 10, batches: opts.batchRepeats });
     display.log(`batch of ${batch.batchSize} at 200 ms: ${batch.batchMs.toFixed(0)} ms, slowest single ${batch.slowestSingleMs.toFixed(0)} ms`);
@@ -99,7 +110,7 @@ async function main(): Promise<void> {
   );
   display.close();
 
-  const consumers = { handoff: figures(runs.handoff), naive: figures(runs.naive), powertools: figures(runs.powertools) };
+  const consumers = { handoff: combine(rounds.handoff), naive: combine(rounds.naive), powertools: combine(rounds.powertools) };
   const cpu = cpus();
   const result: BenchResult = {
     machine: {
@@ -113,6 +124,7 @@ async function main(): Promise<void> {
     },
     workload: {
       events: opts.events,
+      rounds: opts.rounds,
       unloadedEvents: opts.unloadedEvents,
       window: opts.window,
       batchSize: BATCH_SIZE,
@@ -120,6 +132,7 @@ async function main(): Promise<void> {
       order,
     },
     consumers,
+    rounds,
     ratios: {
       handoffOverNaive: ratios(consumers.handoff, consumers.naive),
       handoffOverPowertools: ratios(consumers.handoff, consumers.powertools),
