@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, it, type TestContext } from 'vitest';
 import type { CrashPoint } from '../../lib/deliver';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
-import { eventually, SandboxClients, type DeadLetter } from '../helpers/sandbox-clients';
+import { eventually, ownerPid, SandboxClients, type DeadLetter } from '../helpers/sandbox-clients';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 
 const MAX_ATTEMPTS = 4;
@@ -92,11 +92,11 @@ function shipment(id: string): string {
   return JSON.stringify({ id, shipmentId: `shp_${id}`, status: 'out_for_delivery', occurredAt: '2026-12-02T10:15:00Z' });
 }
 
-/** The worker process named in a claim's owner (`<host>:<pid>:<invocation uuid>`). */
-function ownerPid(record: DeliveryRecord | undefined): number {
-  const match = /:(\d+):[0-9a-f-]{36}$/.exec(record?.leaseOwner ?? '');
-  if (!match) throw new Error(`no lease owner on the row: ${JSON.stringify(record?.leaseOwner)}`);
-  return Number(match[1]);
+/** The worker process holding the row's claim. */
+function holderPid(record: DeliveryRecord | undefined): number {
+  const pid = ownerPid(record?.leaseOwner);
+  if (pid === undefined) throw new Error(`no lease owner on the row: ${JSON.stringify(record?.leaseOwner)}`);
+  return pid;
 }
 
 /** The row once a worker has claimed it (attempt 1 counted, lease held). */
@@ -167,7 +167,7 @@ describe('Crash points: a worker killed at each boundary', () => {
       // Act
       await rig.clients.send(shipment(id));
       const held = await claimed(rig, id);
-      await killedBySigkill(rig, ownerPid(held));
+      await killedBySigkill(rig, holderPid(held));
       const afterKill = await rig.clients.row(id);
       const record = await settled(rig, id);
       const { deadLetters } = await endState(rig);
@@ -197,7 +197,7 @@ describe('Crash points: a worker killed at each boundary', () => {
       // Act
       await rig.clients.send(shipment(id));
       const held = await claimed(rig, id);
-      await killedBySigkill(rig, ownerPid(held));
+      await killedBySigkill(rig, holderPid(held));
       const appliedAtKill = timesApplied(id);
       const afterKill = await rig.clients.row(id);
       const record = await settled(rig, id);
@@ -287,8 +287,8 @@ describe('Crash points: a worker killed at each boundary', () => {
       await rig.clients.send(shipment(id));
       await eventually(`the request for ${id}`, async () => receiver.requestsFor(id).length > 0, { timeoutMs: WAIT_MS });
       const held = (await rig.clients.row(id))!;
-      process.kill(ownerPid(held), 'SIGKILL');
-      await killedBySigkill(rig, ownerPid(held));
+      process.kill(holderPid(held), 'SIGKILL');
+      await killedBySigkill(rig, holderPid(held));
       const afterKill = await rig.clients.row(id);
       const record = await settled(rig, id);
       const { deadLetters } = await endState(rig);
@@ -318,8 +318,8 @@ describe('Crash points: a worker killed at each boundary', () => {
       await rig.clients.send(shipment(id));
       await eventually(`the request for ${id}`, async () => receiver.requestsFor(id).length > 0, { timeoutMs: WAIT_MS });
       const held = (await rig.clients.row(id))!;
-      process.kill(ownerPid(held), 'SIGKILL');
-      await killedBySigkill(rig, ownerPid(held));
+      process.kill(holderPid(held), 'SIGKILL');
+      await killedBySigkill(rig, holderPid(held));
       const appliedAtKill = timesApplied(id);
       const record = await settled(rig, id);
       const { deadLetters } = await endState(rig);

@@ -11,8 +11,9 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import { DEFAULT_ENDPOINT, type DeliveryRecord } from '../../lib/ledger/ledger';
 import type { SandboxState } from '../../sandbox/state-file';
 
@@ -86,6 +87,29 @@ export class SandboxClients {
     return rows;
   }
 
+  /** Owners of the leases live at `nowMs`: the workers sending right now. */
+  async leaseOwners(nowMs: number): Promise<string[]> {
+    const owners: string[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.documents.send(
+        new QueryCommand({
+          TableName: this.ready.ledgerTable,
+          IndexName: LEDGER_SCHEMA.stateIndex.name,
+          KeyConditionExpression: '#state = :pending',
+          FilterExpression: '#leaseExpiresAt > :now',
+          ProjectionExpression: '#leaseOwner',
+          ExpressionAttributeNames: { '#state': 'state', '#leaseExpiresAt': 'leaseExpiresAt', '#leaseOwner': 'leaseOwner' },
+          ExpressionAttributeValues: { ':pending': 'pending', ':now': nowMs },
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      for (const item of page.Items ?? []) if (typeof item.leaseOwner === 'string') owners.push(item.leaseOwner);
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return owners;
+  }
+
   /** Messages on a queue, visible, in flight or delayed. */
   async queueDepth(queueUrl: string = this.ready.queueUrl): Promise<number> {
     const { Attributes = {} } = await this.sqs.send(
@@ -135,6 +159,12 @@ export class SandboxClients {
     this.sqs.destroy();
     this.dynamodb.destroy();
   }
+}
+
+/** The worker process named in a lease owner (`<host>:<pid>:<invocation uuid>`, functions/consumer.ts). */
+export function ownerPid(owner: string | undefined): number | undefined {
+  const match = /:(\d+):[0-9a-f-]{36}$/.exec(owner ?? '');
+  return match ? Number(match[1]) : undefined;
 }
 
 /**

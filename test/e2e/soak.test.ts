@@ -1,0 +1,39 @@
+/**
+ * The short chaos soak (the long one is `npm run soak`): a few hundred events through the
+ * sandbox with the receiver fault mix, duplicate sends and random SIGKILLs of busy workers, then
+ * every invariant of test/helpers/soak/invariants.ts must hold.
+ */
+import { describe, expect, it } from 'vitest';
+import { formatReport, runSoak, type SoakReport } from '../helpers/soak/run';
+
+const EVENTS = 250;
+const SEED = 20_261_202;
+
+describe('Chaos soak: the short run', () => {
+  let report: SoakReport;
+
+  it(
+    'ends with nothing lost, no double effect, exactly the planned dead set, attempts within budget',
+    async () => {
+      // Act
+      report = await runSoak({ events: EVENTS, seed: SEED, kills: 3, killIntervalMs: [500, 2_000] });
+
+      // Assess: a failure prints the whole report, stragglers and offenders included.
+      const broken = report.invariants.filter((invariant) => invariant.violations > 0);
+      expect(broken, formatReport(report)).toEqual([]);
+      expect(report.ok).toBe(true);
+    },
+    300_000,
+  );
+
+  it('really exercised the chaos: kills that hit work, every fault kind, duplicates and both dead reasons', () => {
+    const { figures, plan } = report;
+    expect(figures.killsIssued).toBe(3);
+    expect(figures.messagesReturnedByKills).toBeGreaterThan(0);
+    expect(plan.duplicates).toBeGreaterThan(0);
+    expect(plan.reject).toBeGreaterThan(0);
+    expect(plan.exhaust).toBeGreaterThan(0);
+    for (const [kind, count] of Object.entries(figures.receiver.answers)) expect([kind, count > 0]).toEqual([kind, true]);
+    expect(figures.receiver.absorbed).toBeGreaterThan(0);
+  });
+});
