@@ -1,18 +1,16 @@
 /**
- * Concurrency inside a batch: handoff's handler against a receiver that answers after 200 ms.
+ * Concurrency inside a batch: a consumer's handler against a receiver that answers after 200 ms.
  * Single deliveries one after another give the slowest single delivery; a batch of 10 records
  * that are delivered at once takes about as long, one delivered after another ten times as long.
  * Invoked directly (as Lambda invokes it), not through the queue: only the handler is timed.
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { DEFAULT_SETTINGS, RESOURCE_ENV, settingsToEnvironment } from '../lib/config';
-import { createLedgerTable } from '../lib/ledger/dynamodb-ledger';
-import { benchClients, HANDLER_PATHS, REGION, startWorkers, syntheticRecord, type Bench } from './workload';
+import { benchClients, HANDLER_PATHS, provision, startWorkers, syntheticRecord, type Bench, type ConsumerName } from './workload';
 
 export interface BatchConcurrencyResult {
+  readonly consumer: ConsumerName;
   readonly receiverDelayMs: number;
   readonly batchSize: number;
   /** Wall time of each single-record invocation, ms. */
@@ -38,37 +36,16 @@ export interface BatchConcurrencyResult {
 }
 
 export async function runBatchConcurrency(
+  name: ConsumerName,
   bench: Bench,
   options: { readonly receiverDelayMs: number; readonly batchSize: number; readonly singles: number; readonly batches: number },
 ): Promise<BatchConcurrencyResult> {
   const runId = randomUUID().slice(0, 8);
   const clients = benchClients(bench);
-  const queueUrl = async (name: string) =>
-    (await clients.setupSqs.send(new CreateQueueCommand({ QueueName: `bench-${runId}-${name}` }))).QueueUrl ?? '';
-  const ledgerTable = `bench-${runId}-batch-ledger`;
-  await createLedgerTable(clients.setupDynamodb, ledgerTable);
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '',
-    AWS_REGION: REGION,
-    AWS_ACCESS_KEY_ID: 'bench',
-    AWS_SECRET_ACCESS_KEY: 'bench',
-    AWS_ENDPOINT_URL_SQS: bench.emulators.sqsEndpoint,
-    AWS_ENDPOINT_URL_DYNAMODB: bench.emulators.dynamodbEndpoint,
-    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-    ...settingsToEnvironment({
-      ...DEFAULT_SETTINGS,
-      webhookUrl: bench.receiver.url,
-      allowHttp: true,
-      allowPrivateCidrs: ['127.0.0.0/8'],
-    }),
-    [RESOURCE_ENV.ledgerTable]: ledgerTable,
-    [RESOURCE_ENV.queueUrl]: await queueUrl('batch'),
-    [RESOURCE_ENV.deadLetterQueueUrl]: await queueUrl('batch-dlq'),
-  };
-  const queueArn = `arn:aws:sqs:${REGION}:000000000000:bench-${runId}-batch`;
-  const workers = startWorkers(HANDLER_PATHS.handoff, env, 60_000, {
-    progress: (line) => bench.progress(`[batch] ${line}`),
-    log: (line) => bench.log(`[batch] ${line}`),
+  const { env, queueArn, functionTimeoutMs } = await provision(name, bench, clients, runId);
+  const workers = startWorkers(HANDLER_PATHS[name], env, functionTimeoutMs, {
+    progress: (line) => bench.progress(`[batch ${name}] ${line}`),
+    log: (line) => bench.log(`[batch ${name}] ${line}`),
   });
   let next = 0;
   const event = (records: number): SQSEvent => ({
@@ -100,7 +77,7 @@ export async function runBatchConcurrency(
     for (let i = 0; i < options.singles; i += 1) {
       singlesMs.push(await timed(1));
       singlesBeforeSendMs.push(Math.min(...arrivalsOfLast()) - lastInvokedAt);
-      bench.progress(`[batch] single deliveries: ${i + 1}/${options.singles}`);
+      bench.progress(`[batch ${name}] single deliveries: ${i + 1}/${options.singles}`);
     }
     const batchesMs: number[] = [];
     const arrivalSpreadsMs: number[] = [];
@@ -110,11 +87,12 @@ export async function runBatchConcurrency(
       const arrivals = arrivalsOfLast();
       arrivalSpreadsMs.push(Math.max(...arrivals) - Math.min(...arrivals));
       batchesBeforeSendMs.push(Math.min(...arrivals) - lastInvokedAt);
-      bench.progress(`[batch] batches of ${options.batchSize}: ${i + 1}/${options.batches}`);
+      bench.progress(`[batch ${name}] batches of ${options.batchSize}: ${i + 1}/${options.batches}`);
     }
     const slowestSingleMs = Math.max(...singlesMs);
     const batchMs = [...batchesMs].sort((a, b) => a - b)[Math.floor(batchesMs.length / 2)] ?? Number.NaN;
     return {
+      consumer: name,
       receiverDelayMs: options.receiverDelayMs,
       batchSize: options.batchSize,
       singlesMs,

@@ -113,7 +113,7 @@ export function benchClients(bench: Bench) {
   };
 }
 
-type Clients = ReturnType<typeof benchClients>;
+export type Clients = ReturnType<typeof benchClients>;
 
 /** A valid event (SPEC §2) with this ID; about 200 bytes, like a typical shipment update. */
 export function eventBody(id: string): string {
@@ -127,7 +127,7 @@ export function eventBody(id: string): string {
 }
 
 /** Creates the consumer's queues and tables; returns the environment its handler runs with. */
-async function provision(name: ConsumerName, bench: Bench, clients: Clients, runId: string) {
+export async function provision(name: ConsumerName, bench: Bench, clients: Clients, runId: string) {
   const timings = derivedTimings(DEFAULT_SETTINGS);
   const createQueue = async (queueName: string, attributes: Record<string, string>) => {
     const { QueueUrl } = await clients.setupSqs.send(new CreateQueueCommand({ QueueName: queueName, Attributes: attributes }));
