@@ -27,6 +27,7 @@ describe('Chaos soak: the short run', () => {
   );
 
   it('really exercised the chaos: kills that hit work, every fault kind, duplicates and both dead reasons', () => {
+    expect(report, 'the soak run of the test above did not finish').toBeDefined();
     const { figures, plan } = report;
     expect(figures.killsIssued).toBe(3);
     expect(figures.messagesReturnedByKills).toBeGreaterThan(0);
