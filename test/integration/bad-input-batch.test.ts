@@ -5,72 +5,47 @@
  * the event source mapping: it receives real messages, invokes the handler, then deletes what
  * the response does not report.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import {
-  CreateQueueCommand,
-  DeleteMessageCommand,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-  SQSClient,
-  type Message,
-} from '@aws-sdk/client-sqs';
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DeadLetterReason } from '../../lib/deliver';
 import { SHIPMENT_STATUSES } from '../../lib/event';
-import { createLedgerTable, DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
-import type { DeliveryRecord } from '../../lib/ledger/ledger';
-import { startEmulators, type Emulators } from '../../sandbox/emulators';
+import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { DEFAULT_ENDPOINT as ENDPOINT, type DeliveryRecord } from '../../lib/ledger/ledger';
 import { BAD_INPUT_CORPUS, sqsCanCarry, type BadInputCase } from '../fixtures/bad-input/corpus';
-import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
+import { captureStdout, startConsumerHarness, type ConsumerHarness, type Handler, type Queues } from '../helpers/consumer-harness';
+import type { TestReceiver } from '../helpers/receiver';
 import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
 
-const REGION = 'us-east-1';
-const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
-const LEDGER_TABLE = 'handoff-ledger-bad-input-test';
-const ENDPOINT = 'default';
 /** Long, so a message the handler wrongly left in flight cannot come back during the test. */
-const QUEUE_VISIBILITY_SECONDS = '60';
+const QUEUE_VISIBILITY_SECONDS = 60;
 const BATCH_SIZE = 10;
 
-type Handler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 interface DeadLetter {
   readonly body: string | undefined;
   readonly reason: string | undefined;
   readonly eventId: string | undefined;
 }
 
-let emulators: Emulators;
+let harness: ConsumerHarness;
 let receiver: TestReceiver;
 let sqs: SQSClient;
 let ledger: DynamoDbLedger;
-let queueCount = 0;
 
 beforeAll(async () => {
-  emulators = await startEmulators();
-  receiver = await startTestReceiver();
-  sqs = new SQSClient({ region: REGION, endpoint: emulators.sqsEndpoint, credentials: CREDENTIALS, useQueueUrlAsEndpoint: false });
-  const dynamodb = new DynamoDBClient({ region: REGION, endpoint: emulators.dynamodbEndpoint, credentials: CREDENTIALS });
-  await createLedgerTable(dynamodb, LEDGER_TABLE);
-  ledger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(dynamodb), tableName: LEDGER_TABLE });
+  harness = await startConsumerHarness('bad-input');
+  ({ receiver, sqs, ledger } = harness);
 });
 
 afterAll(async () => {
-  sqs?.destroy();
-  await receiver?.close();
-  await emulators?.close();
+  await harness?.close();
 });
 
 /** The handler's logs and metric documents, kept out of the report and checked for payloads. */
 let logs: string[] = [];
 beforeEach(() => {
-  logs = [];
-  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    logs.push(...String(chunk).split('\n').filter(Boolean));
-    return true;
-  });
+  logs = captureStdout();
 });
 
 afterEach(() => {
@@ -80,65 +55,27 @@ afterEach(() => {
 
 // ---- The event source mapping, played by the test ---------------------------------------
 
-async function createQueues(): Promise<{ queueUrl: string; deadLetterQueueUrl: string }> {
-  queueCount += 1;
-  const create = async (name: string, attributes: Record<string, string>) => {
-    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
-    return QueueUrl!;
-  };
-  const deadLetterQueueUrl = await create(`bad-input-dlq-${queueCount}`, {});
-  const queueUrl = await create(`bad-input-${queueCount}`, { VisibilityTimeout: QUEUE_VISIBILITY_SECONDS });
-  return { queueUrl, deadLetterQueueUrl };
-}
+const createQueues = () => harness.createQueues(QUEUE_VISIBILITY_SECONDS);
 
-/** Imports the handler module afresh, as a cold start does, wired to these queues. */
-async function coldStart(queues: { queueUrl: string; deadLetterQueueUrl: string }): Promise<Handler> {
-  const env: Record<string, string> = {
-    AWS_REGION: REGION,
-    AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
-    AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
-    AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
-    HANDOFF_WEBHOOK_URL: receiver.url,
-    HANDOFF_ALLOW_HTTP: 'true',
-    HANDOFF_ALLOW_PRIVATE_CIDRS: '127.0.0.0/8',
+/** A cold start of the handler, wired to these queues. */
+function coldStart(queues: Queues): Promise<Handler> {
+  return harness.coldStart({
     HANDOFF_ATTEMPT_TIMEOUT_MS: '5000',
     HANDOFF_BATCH_SIZE: String(BATCH_SIZE),
-    HANDOFF_LEDGER_TABLE: LEDGER_TABLE,
     HANDOFF_QUEUE_URL: queues.queueUrl,
     HANDOFF_DEAD_LETTER_QUEUE_URL: queues.deadLetterQueueUrl,
-  };
-  for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
-  vi.resetModules();
-  const module = (await import('../../functions/consumer')) as { handler: Handler };
-  return module.handler;
+  });
+}
+
+/** Receives exactly `count` messages, deleting them if asked. */
+function receive(queueUrl: string, count: number, options: { delete?: boolean } = {}) {
+  return harness.receive(queueUrl, count, options);
 }
 
 async function send(queueUrl: string, bodies: readonly string[]): Promise<void> {
   for (const body of bodies) await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
 }
 
-/** Receives exactly `count` messages, deleting them if asked (long polls until all are in). */
-async function receive(queueUrl: string, count: number, options: { delete?: boolean } = {}): Promise<Message[]> {
-  const messages: Message[] = [];
-  for (let round = 0; messages.length < count && round < count + 10; round += 1) {
-    const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: Math.min(10, count - messages.length),
-        WaitTimeSeconds: 1,
-        MessageSystemAttributeNames: ['All'],
-        MessageAttributeNames: ['All'],
-      }),
-    );
-    messages.push(...Messages);
-  }
-  expect(messages).toHaveLength(count);
-  if (options.delete) {
-    for (const m of messages) await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
-  }
-  return messages;
-}
 
 async function receiveNow(queueUrl: string): Promise<Message[]> {
   const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));

@@ -4,68 +4,49 @@
  * The test plays the event source mapping: it receives real messages (real receipt handles),
  * invokes the handler, then deletes what the response does not report.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   ChangeMessageVisibilityCommand,
-  CreateQueueCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
-  SQSClient,
+  type SQSClient,
   type Message,
 } from '@aws-sdk/client-sqs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createLedgerTable, DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
-import { startEmulators, type Emulators } from '../../sandbox/emulators';
-import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
+import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { captureStdout, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import type { TestReceiver } from '../helpers/receiver';
 import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
 
-const REGION = 'us-east-1';
-const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 /** Appears only inside event payloads and a receiver's response: it must never reach a log. */
 const PAYLOAD_MARKER = 'front-desk-7f3a9c';
-const LEDGER_TABLE = 'handoff-ledger-consumer-test';
 const SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:handoff-signing-AbCdEf';
 /** The queue's own visibility: long, so only the handler's ChangeMessageVisibility shortens it. */
-const QUEUE_VISIBILITY_SECONDS = '30';
+const QUEUE_VISIBILITY_SECONDS = 30;
 
-type Handler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
-
-let emulators: Emulators;
+let harness: ConsumerHarness;
 let receiver: TestReceiver;
-let sqs: SQSClient;
 let ledger: DynamoDbLedger;
-let queueCount = 0;
+let sqs: SQSClient;
 
 beforeAll(async () => {
-  emulators = await startEmulators();
-  receiver = await startTestReceiver();
-  sqs = new SQSClient({ region: REGION, endpoint: emulators.sqsEndpoint, credentials: CREDENTIALS, useQueueUrlAsEndpoint: false });
-  const dynamodb = new DynamoDBClient({ region: REGION, endpoint: emulators.dynamodbEndpoint, credentials: CREDENTIALS });
-  await createLedgerTable(dynamodb, LEDGER_TABLE);
-  ledger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(dynamodb), tableName: LEDGER_TABLE });
+  harness = await startConsumerHarness('consumer-test');
+  ({ receiver, ledger, sqs } = harness);
 });
 
 afterAll(async () => {
-  sqs?.destroy();
-  await receiver?.close();
-  await emulators?.close();
+  await harness?.close();
 });
 
 /** What the handler writes to stdout (its logs and metric documents), kept out of the report. */
 let logs: string[] = [];
 beforeEach(() => {
-  logs = [];
-  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    logs.push(...String(chunk).split('\n').filter(Boolean));
-    return true;
-  });
+  logs = captureStdout();
 });
 
 afterEach(() => {
@@ -73,40 +54,19 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-/** A fresh delivery queue and dead-letter queue per test, so no test sees another's messages. */
-async function createQueues() {
-  queueCount += 1;
-  const create = async (name: string, attributes: Record<string, string> = {}) => {
-    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
-    return QueueUrl!;
-  };
-  const deadLetterQueueUrl = await create(`consumer-test-dlq-${queueCount}`);
-  const queueUrl = await create(`consumer-test-${queueCount}`, { VisibilityTimeout: QUEUE_VISIBILITY_SECONDS });
-  return { queueUrl, deadLetterQueueUrl };
-}
+const createQueues = () => harness.createQueues(QUEUE_VISIBILITY_SECONDS);
+const receive = (queueUrl: string, count: number) => harness.receive(queueUrl, count);
 
-/** Imports the handler module afresh, as a cold start does, with this environment. */
-async function coldStart(env: Record<string, string>): Promise<Handler> {
-  const base: Record<string, string> = {
-    AWS_REGION: REGION,
-    AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
-    AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
-    AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
-    HANDOFF_WEBHOOK_URL: receiver.url,
+/** A cold start of the handler, signed, with this environment on top. */
+function coldStart(env: Record<string, string>): Promise<Handler> {
+  return harness.coldStart({
     HANDOFF_WEBHOOK_SECRET: SECRET,
-    HANDOFF_ALLOW_HTTP: 'true',
-    HANDOFF_ALLOW_PRIVATE_CIDRS: '127.0.0.0/8',
     // No wait after the first failure, 30 s after the second: the first retry is receivable at
     // once although the queue's own visibility is 30 s, which shows the handler set it.
     HANDOFF_RETRY_SCHEDULE: '0,30',
     HANDOFF_ATTEMPT_TIMEOUT_MS: '3000',
-    HANDOFF_LEDGER_TABLE: LEDGER_TABLE,
-  };
-  for (const [name, value] of Object.entries({ ...base, ...env })) vi.stubEnv(name, value);
-  vi.resetModules();
-  const module = (await import('../../functions/consumer')) as { handler: Handler };
-  return module.handler;
+    ...env,
+  });
 }
 
 function event(id: string, overrides: Record<string, unknown> = {}): string {
@@ -127,25 +87,6 @@ async function send(queueUrl: string, ...bodies: string[]): Promise<string[]> {
     ids.push(MessageId!);
   }
   return ids;
-}
-
-/** Receives exactly `count` messages (long polls until they are all in). */
-async function receive(queueUrl: string, count: number): Promise<Message[]> {
-  const messages: Message[] = [];
-  for (let round = 0; messages.length < count && round < 10; round += 1) {
-    const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: Math.min(10, count - messages.length),
-        WaitTimeSeconds: 1,
-        MessageSystemAttributeNames: ['All'],
-        MessageAttributeNames: ['All'],
-      }),
-    );
-    messages.push(...Messages);
-  }
-  expect(messages).toHaveLength(count);
-  return messages;
 }
 
 /** What can be received right now, without waiting. */

@@ -1,0 +1,127 @@
+/**
+ * Plays Lambda's SQS event source around the real consumer handler module: fauxqs and dynalite
+ * on loopback, a test receiver, fresh queues per test, a cold start with a given environment,
+ * and receives that return real messages (real receipt handles). Shared by the integration
+ * tests that invoke `functions/consumer.ts` in-process.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+  type Message,
+} from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { expect, vi } from 'vitest';
+import { RESOURCE_ENV } from '../../lib/config';
+import { createLedgerTable, DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { startEmulators, type Emulators } from '../../sandbox/emulators';
+import { startTestReceiver, type TestReceiver } from './receiver';
+
+export const REGION = 'us-east-1';
+export const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
+
+export type Handler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+export interface Queues {
+  readonly queueUrl: string;
+  readonly deadLetterQueueUrl: string;
+}
+
+export interface ConsumerHarness {
+  readonly emulators: Emulators;
+  readonly receiver: TestReceiver;
+  readonly sqs: SQSClient;
+  readonly ledger: DynamoDbLedger;
+  /** A fresh delivery queue and dead-letter queue, so no test sees another's messages. */
+  createQueues(visibilityTimeoutSeconds: number): Promise<Queues>;
+  /**
+   * Imports the handler module afresh, as a cold start does, with the emulators, the receiver
+   * (loopback over http allowed), the ledger table and `env` on top.
+   */
+  coldStart(env: Record<string, string>): Promise<Handler>;
+  /** Receives exactly `count` messages (long polls until they are all in), deleting them if asked. */
+  receive(queueUrl: string, count: number, options?: { delete?: boolean }): Promise<Message[]>;
+  close(): Promise<void>;
+}
+
+export async function startConsumerHarness(name: string): Promise<ConsumerHarness> {
+  const emulators = await startEmulators();
+  const receiver = await startTestReceiver();
+  const sqs = new SQSClient({ region: REGION, endpoint: emulators.sqsEndpoint, credentials: CREDENTIALS, useQueueUrlAsEndpoint: false });
+  const dynamodb = new DynamoDBClient({ region: REGION, endpoint: emulators.dynamodbEndpoint, credentials: CREDENTIALS });
+  const ledgerTable = `handoff-ledger-${name}`;
+  await createLedgerTable(dynamodb, ledgerTable);
+  const ledger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(dynamodb), tableName: ledgerTable });
+  let queueCount = 0;
+
+  return {
+    emulators,
+    receiver,
+    sqs,
+    ledger,
+    async createQueues(visibilityTimeoutSeconds) {
+      queueCount += 1;
+      const create = async (queueName: string, attributes: Record<string, string> = {}) => {
+        const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: queueName, Attributes: attributes }));
+        return QueueUrl!;
+      };
+      const deadLetterQueueUrl = await create(`${name}-dlq-${queueCount}`);
+      const queueUrl = await create(`${name}-${queueCount}`, { VisibilityTimeout: String(visibilityTimeoutSeconds) });
+      return { queueUrl, deadLetterQueueUrl };
+    },
+    async coldStart(env) {
+      const base: Record<string, string> = {
+        AWS_REGION: REGION,
+        AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
+        AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
+        AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
+        HANDOFF_WEBHOOK_URL: receiver.url,
+        HANDOFF_ALLOW_HTTP: 'true',
+        HANDOFF_ALLOW_PRIVATE_CIDRS: '127.0.0.0/8',
+        [RESOURCE_ENV.ledgerTable]: ledgerTable,
+      };
+      for (const [variable, value] of Object.entries({ ...base, ...env })) vi.stubEnv(variable, value);
+      vi.resetModules();
+      const module = (await import('../../functions/consumer')) as { handler: Handler };
+      return module.handler;
+    },
+    async receive(queueUrl, count, options = {}) {
+      const messages: Message[] = [];
+      for (let round = 0; messages.length < count && round < count + 10; round += 1) {
+        const { Messages = [] } = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: Math.min(10, count - messages.length),
+            WaitTimeSeconds: 1,
+            MessageSystemAttributeNames: ['All'],
+            MessageAttributeNames: ['All'],
+          }),
+        );
+        messages.push(...Messages);
+      }
+      expect(messages).toHaveLength(count);
+      if (options.delete) {
+        for (const m of messages) await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
+      }
+      return messages;
+    },
+    async close() {
+      sqs.destroy();
+      await receiver.close();
+      await emulators.close();
+    },
+  };
+}
+
+/** Captures what the handler writes to stdout (its logs and metric documents), line by line. */
+export function captureStdout(): string[] {
+  const lines: string[] = [];
+  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    lines.push(...String(chunk).split('\n').filter(Boolean));
+    return true;
+  });
+  return lines;
+}
