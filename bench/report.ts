@@ -270,6 +270,17 @@ export function markdown(result: BenchResult): string {
       ]),
     );
   }
+  if (workload.rounds > 1) {
+    lines.push(
+      '',
+      `events/s by round: ${(['handoff', 'naive', 'powertools'] as const)
+        .map((name) => `${name} ${result.rounds[name].map((round) => f0(round.eventsPerSecond)).join(' / ')}`)
+        .join('; ')}. ` +
+        `handler CPU ms/event by round: ${(['handoff', 'powertools'] as const)
+          .map((name) => `${name} ${result.rounds[name].map((round) => f2(round.handlerCpuMsPerEvent)).join(' / ')}`)
+          .join('; ')}.`,
+    );
+  }
   const r = result.ratios;
   lines.push(
     '',
