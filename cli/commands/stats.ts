@@ -72,9 +72,9 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
   ];
   const notes: string[] = [];
   if (capped.pending || capped.dead || capped.delivered) {
-    // The index lists oldest state change first, so a capped sample is the oldest rows.
+    // A capped sample holds the oldest pending rows and the newest delivered and dead ones.
     notes.push(
-      `read at most ${options.maxRowsPerState} rows per state (oldest first); raise --max-rows for exact figures`,
+      `read at most ${options.maxRowsPerState} rows per state (oldest pending, newest delivered and dead); raise --max-rows for exact figures`,
     );
   }
 
@@ -88,7 +88,10 @@ async function readState(ledger: Ledger, state: DeliveryState, maxRows: number):
   const records: DeliveryRecord[] = [];
   let cursor: string | undefined;
   do {
-    const page = await ledger.listByState(state, { limit: Math.min(PAGE_SIZE, maxRows - records.length), cursor });
+    // When the cap cuts a listing short, keep what matters: the oldest pending rows (their age is
+    // the signal) and the newest settled ones (recent latency, not last month's).
+    const limit = Math.min(PAGE_SIZE, maxRows - records.length);
+    const page = await ledger.listByState(state, { limit, cursor, newestFirst: state !== 'pending' });
     records.push(...page.records);
     cursor = page.cursor;
   } while (cursor !== undefined && records.length < maxRows);

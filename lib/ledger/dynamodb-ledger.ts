@@ -38,6 +38,7 @@ import {
   type DeliveryRecord,
   type DeliveryState,
   type Ledger,
+  type ListOptions,
   type Page,
   type RecordAttemptInput,
   type ReplayInput,
@@ -295,7 +296,7 @@ export class DynamoDbLedger implements Ledger {
     return record === undefined || isExpired(record, this.#now()) ? undefined : record;
   }
 
-  async listByState(state: DeliveryState, options: { limit?: number; cursor?: string } = {}): Promise<Page> {
+  async listByState(state: DeliveryState, options: ListOptions = {}): Promise<Page> {
     const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
     const index = LEDGER_SCHEMA.stateIndex;
     const startKey = options.cursor === undefined ? undefined : decodeCursor(options.cursor, state);
@@ -308,7 +309,7 @@ export class DynamoDbLedger implements Ledger {
       FilterExpression: '#expiresAt > :nowSeconds',
       ExpressionAttributeNames: { '#state': index.partitionKey, '#expiresAt': LEDGER_SCHEMA.ttlAttribute },
       ExpressionAttributeValues: { ':state': state, ':nowSeconds': this.#now() / 1000 },
-      ScanIndexForward: true,
+      ScanIndexForward: !options.newestFirst,
       Limit: limit,
       ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
     });

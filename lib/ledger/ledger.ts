@@ -122,6 +122,13 @@ export interface Page {
   readonly cursor?: string;
 }
 
+export interface ListOptions {
+  readonly limit?: number;
+  /** From the page before; it must come from a listing in the same state and order. */
+  readonly cursor?: string;
+  readonly newestFirst?: boolean;
+}
+
 export interface Ledger {
   /**
    * Admits a new event or claims a pending one, in one conditional write, and counts the
@@ -165,8 +172,8 @@ export interface Ledger {
 
   get(key: DeliveryKey): Promise<DeliveryRecord | undefined>;
 
-  /** Rows in one state, oldest state change first, from the by-state index. */
-  listByState(state: DeliveryState, options?: { limit?: number; cursor?: string }): Promise<Page>;
+  /** Rows in one state from the by-state index, oldest state change first unless `newestFirst`. */
+  listByState(state: DeliveryState, options?: ListOptions): Promise<Page>;
 }
 
 /** Whether a row's lease is held by anyone at `nowMs`. */

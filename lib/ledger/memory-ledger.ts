@@ -15,6 +15,7 @@ import {
   type DeliveryRecord,
   type DeliveryState,
   type Ledger,
+  type ListOptions,
   type Page,
   type RecordAttemptInput,
   type ReplayInput,
@@ -200,11 +201,13 @@ export class MemoryLedger implements Ledger {
     return row === undefined || isExpired(row, this.#now()) ? undefined : toRecord(row);
   }
 
-  async listByState(state: DeliveryState, options: { limit?: number; cursor?: string } = {}): Promise<Page> {
+  async listByState(state: DeliveryState, options: ListOptions = {}): Promise<Page> {
     const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
-    const ordered = [...this.#rows.values()].filter((row) => row.state === state).sort(compareIndexOrder);
+    const direction = options.newestFirst ? -1 : 1;
+    const compare = (a: IndexPosition, b: IndexPosition) => direction * compareIndexOrder(a, b);
+    const ordered = [...this.#rows.values()].filter((row) => row.state === state).sort(compare);
     const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, state);
-    const start = after === undefined ? 0 : ordered.findIndex((row) => compareIndexOrder(row, after) > 0);
+    const start = after === undefined ? 0 : ordered.findIndex((row) => compare(row, after) > 0);
     const scanned = start === -1 ? [] : ordered.slice(start, start + limit);
     // Like a DynamoDB Query with a filter: the limit counts rows read, expired ones included.
     const nowMs = this.#now();

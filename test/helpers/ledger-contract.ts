@@ -763,6 +763,17 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect((await ledger.listByState('dead')).records.map((r) => r.eventId)).toStrictEqual(['evt_list_gone']);
       });
 
+      it('lists newest state change first when asked, page by page', async () => {
+        const ids = await pendingRows(5);
+
+        const first = await ledger.listByState('pending', { limit: 3, newestFirst: true });
+        const second = await ledger.listByState('pending', { limit: 3, newestFirst: true, cursor: first.cursor });
+
+        expect(first.records.map((r) => r.eventId)).toStrictEqual(ids.slice(2).reverse());
+        expect(second.records.map((r) => r.eventId)).toStrictEqual(ids.slice(0, 2).reverse());
+        expect(second.cursor).toBeUndefined();
+      });
+
       it('returns whole records', async () => {
         const claimed = await claim(shipmentEvent('evt_whole'));
 
