@@ -1,18 +1,15 @@
 /**
- * The sandbox's emulators (fauxqs, dynalite on 127.0.0.1), started as sandbox/emulators.ts
- * starts them, with every request counted at the server. Counting at the emulator is honest for
- * any consumer, however it builds its clients, and sees retries the SDK makes on its own.
+ * The sandbox's emulators (fauxqs, dynalite on 127.0.0.1) with every request counted at the
+ * server. Counting at the emulator is honest for any consumer, however it builds its clients,
+ * and sees retries the SDK makes on its own.
  *
  * Each request is attributed to a role read from the SDK's `x-amz-user-agent` header: the
  * bench's own clients add `bench-role/<role>` (`customUserAgent`), so the producer's sends, the
  * poller's receives and deletes, and setup calls are kept apart from the handler's own calls,
- * which carry no marker. (sandbox/emulators.ts takes no hook; see the report for a proposal.)
+ * which carry no marker.
  */
-import { createRequire } from 'node:module';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-
-const require = createRequire(import.meta.url);
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { startEmulators, type Emulators } from '../sandbox/emulators';
 
 /** Who made a request. `handler` is everyone without a bench marker: the consumer under test. */
 export type Role = 'handler' | 'poller' | 'producer' | 'setup';
@@ -32,12 +29,9 @@ export type RequestCounts = Record<Role, Record<string, number>>;
 const DYNAMODB_BYTES_SENT = 'DynamoDB bytes sent';
 const DYNAMODB_BYTES_RECEIVED = 'DynamoDB bytes received';
 
-export interface CountingEmulators {
-  readonly sqsEndpoint: string;
-  readonly dynamodbEndpoint: string;
+export interface CountingEmulators extends Emulators {
   /** A copy of the counts so far. */
   snapshot(): RequestCounts;
-  close(): Promise<void>;
 }
 
 export function emptyCounts(): RequestCounts {
@@ -72,49 +66,22 @@ export async function startCountingEmulators(): Promise<CountingEmulators> {
     add(roleOf(request), operation, 1);
   };
 
-  // As sandbox/emulators.ts: `buildApp` + `listen` binds loopback only.
-  const { buildApp } = await import('fauxqs');
-  const sqs = buildApp({ logger: false });
-  sqs.addHook('onRequest', async (request: { raw: IncomingMessage }) => {
-    count('SQS', request.raw);
-  });
-  const sqsEndpoint = await sqs.listen({ port: 0, host: '127.0.0.1' });
-
-  const dynalite = require('dynalite') as (options: object) => Server;
-  const dynamodb = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  // A second listener beside dynalite's own: it sees every request, answers none.
-  dynamodb.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    count('DynamoDB', request);
-    const role = roleOf(request);
-    add(role, DYNAMODB_BYTES_SENT, Number(request.headers['content-length'] ?? 0));
-    // dynalite answers with one `end(body)`.
-    const end = response.end.bind(response) as (...args: unknown[]) => ServerResponse;
-    response.end = ((...args: unknown[]) => {
-      const body = args[0];
-      if (typeof body === 'string' || body instanceof Uint8Array) add(role, DYNAMODB_BYTES_RECEIVED, Buffer.byteLength(body));
-      return end(...args);
-    }) as ServerResponse['end'];
-  });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      dynamodb.once('error', reject);
-      dynamodb.listen(0, '127.0.0.1', () => resolve());
-    });
-  } catch (error) {
-    await sqs.close();
-    throw error;
-  }
-  const { port } = dynamodb.address() as AddressInfo;
-
-  return {
-    sqsEndpoint,
-    dynamodbEndpoint: `http://127.0.0.1:${port}`,
-    snapshot: () => structuredClone(counts),
-    async close() {
-      await sqs.close();
-      await new Promise<void>((resolve) => dynamodb.close(() => resolve()));
+  const emulators = await startEmulators({
+    onRequest(service, request, response) {
+      count(service, request);
+      if (service !== 'DynamoDB') return;
+      const role = roleOf(request);
+      add(role, DYNAMODB_BYTES_SENT, Number(request.headers['content-length'] ?? 0));
+      // dynalite answers with one `end(body)`.
+      const end = response.end.bind(response) as (...args: unknown[]) => ServerResponse;
+      response.end = ((...args: unknown[]) => {
+        const body = args[0];
+        if (typeof body === 'string' || body instanceof Uint8Array) add(role, DYNAMODB_BYTES_RECEIVED, Buffer.byteLength(body));
+        return end(...args);
+      }) as ServerResponse['end'];
     },
-  };
+  });
+  return { ...emulators, snapshot: () => structuredClone(counts) };
 }
 
 const DYNAMODB_WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
