@@ -10,9 +10,10 @@
  * the local sandbox applies to its `HANDOFF_*` variables:
  *
  *   npx cdk deploy -c webhookUrl=https://receiver.example.com/hooks -c retrySchedule=30,120,600
+ *   npx cdk deploy --parameters WebhookUrl=https://receiver.example.com/hooks
  */
 import { pathToFileURL } from 'node:url';
-import { App, CfnOutput, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { App, CfnOutput, CfnParameter, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
@@ -47,17 +48,12 @@ type ContextReader = (key: string) => unknown;
 
 /**
  * Reads the settings from context through the one definition. Errors name the context key.
+ * Without `webhookUrl` the stack asks for it as the `WebhookUrl` parameter at deploy time.
  * @throws ConfigError
  */
 export function settingsFromContext(context: ContextReader): Settings {
   const env: Record<string, string | undefined> = {};
   for (const [key, variable] of Object.entries(SETTINGS_CONTEXT)) env[variable] = contextString(context(key));
-  if (env.HANDOFF_WEBHOOK_URL === undefined) {
-    throw new ConfigError(
-      'webhookUrl',
-      '(CDK context) is required: pass the receiver\'s endpoint, e.g. `npx cdk deploy -c webhookUrl=https://receiver.example.com/hooks`',
-    );
-  }
   try {
     return readSettings(env);
   } catch (error) {
@@ -89,8 +85,20 @@ export class HandoffStack extends Stack {
   constructor(scope: Construct, id: string, props: HandoffStackProps) {
     super(scope, id, props);
     const signing = props.signingSecret;
+    const settings = props.delivery.settings;
+    // Given at synth (`-c webhookUrl=…`) it is validated there; otherwise it is a parameter of
+    // the deployment, so `cdk synth` works with no settings at all.
+    const webhookUrl =
+      settings.webhookUrl ??
+      new CfnParameter(this, 'WebhookUrl', {
+        type: 'String',
+        description: "The receiver's endpoint (https://…); or set it at synth with -c webhookUrl=…",
+        allowedPattern: '^https?://\\S+$',
+        constraintDescription: 'must be an http(s) URL',
+      }).valueAsString;
     this.delivery = new WebhookDelivery(this, 'Delivery', {
       ...props.delivery,
+      settings: { ...settings, webhookUrl },
       signingSecret:
         signing === undefined ? 'generate'
         : signing === 'none' ? 'none'

@@ -8,7 +8,7 @@
  * sandbox reads, so the numbers here (timeouts, redrive count) are derived, never repeated.
  */
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -390,6 +390,12 @@ export class WebhookDelivery extends Construct {
 
 /** Props over the defaults, validated, plus what only the deployed stack requires. @throws ConfigError */
 export function resolveSettings(overrides: Partial<Settings>): Settings {
+  const url = overrides.webhookUrl;
+  if (url !== undefined && Token.isUnresolved(url)) {
+    // Known only at deploy time (a CloudFormation parameter): its pattern checks it then, and the
+    // consumer's endpoint guard refuses a bad one at cold start.
+    return { ...resolveSettings({ ...overrides, webhookUrl: 'https://deploy-time.invalid/' }), webhookUrl: url };
+  }
   const settings = validateSettings({ ...DEFAULT_SETTINGS, ...overrides });
   if (settings.webhookUrl === undefined) {
     throw new ConfigError('webhookUrl', 'is required: the stack has no demo receiver to fall back to');

@@ -56,11 +56,8 @@ describe('Function: settingsFromContext', () => {
     });
   });
 
-  it('refuses a missing webhook URL with the command that supplies it', () => {
-    const act = () => settingsFromContext(contextOf({}));
-
-    expect(act).toThrow(ConfigError);
-    expect(act).toThrow('-c webhookUrl=https://');
+  it('leaves the webhook URL unset when the context has none', () => {
+    expect(settingsFromContext(contextOf({})).webhookUrl).toBeUndefined();
   });
 
   it('names the context key, not the environment variable, in an error', () => {
@@ -113,6 +110,15 @@ describe('HandoffStack', () => {
     const { template } = stack({ alarmTopicArn: topicArn });
 
     template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topicArn], OKActions: Match.anyValue() });
+  });
+
+  it('asks for the webhook URL as a deployment parameter when the context has none, and hands it to the consumer', () => {
+    const { template } = stack({ delivery: { settings: {}, entry: STAND_IN_ENTRY } });
+
+    template.hasParameter('WebhookUrl', { Type: 'String', AllowedPattern: '^https?://\\S+$' });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ HANDOFF_WEBHOOK_URL: { Ref: 'WebhookUrl' } }) },
+    });
   });
 
   it('passes the AwsSolutions rules', () => {
