@@ -2,6 +2,10 @@
  * The Handoff app: settings from CDK context through lib/config.ts, and the stack's outputs the
  * operator CLI reads by exact key.
  */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
@@ -126,4 +130,24 @@ describe('HandoffStack', () => {
 
     expect(new AwsSolutionsChecks().validateScope(handoff).violations).toEqual([]);
   });
+});
+
+describe('Command: cdk synth', () => {
+  it('synthesizes the app offline with no settings and no credentials, bundling the real consumer', async () => {
+    // Prepare: no AWS credentials or profile reach the CLI.
+    const out = mkdtempSync(join(tmpdir(), 'handoff-synth-'));
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('AWS_')));
+
+    // Act
+    const result = spawnSync('npx', ['cdk', 'synth', '--quiet', '--output', out], { env, encoding: 'utf8', timeout: 120_000 });
+
+    // Assess
+    expect(result.status, result.stderr).toBe(0);
+    const template = JSON.parse(readFileSync(join(out, 'Handoff.template.json'), 'utf8')) as { Parameters: object };
+    expect(template.Parameters).toHaveProperty('WebhookUrl');
+    const bundle = readdirSync(out).find((f) => f.startsWith('asset.') && existsSync(join(out, f, 'index.mjs')));
+    expect(bundle).toBeDefined();
+    expect(readFileSync(join(out, bundle!, 'index.mjs'), 'utf8')).toContain('ChangeMessageVisibility');
+    rmSync(out, { recursive: true, force: true });
+  }, 120_000);
 });
