@@ -82,10 +82,17 @@ const isPending = '#state = :pending';
 // Budget left. `maxAttempts` is a top-level copy of the row's own policy, usable in a condition.
 const hasBudget = '#attempts < #maxAttempts';
 // No live lease: nobody else is sending now. This clause makes the claim a compare-and-set.
-const hasNoLiveLease = '(attribute_not_exists(#leaseExpiresAt) OR #leaseExpiresAt <= :now)';
-// Due: the wait after the previous failed attempt is over.
-const isDue = '(attribute_not_exists(#nextAttemptAt) OR #nextAttemptAt <= :now)';
-const CLAIM_CONDITION = `${isNewEvent} OR (${[isSameContent, isPending, hasBudget, hasNoLiveLease, isDue].join(' AND ')})`;
+// A comparison with a missing attribute is false, so `NOT … > :now` also holds with no lease.
+const hasNoLiveLease = 'NOT #leaseExpiresAt > :now';
+// Due: the wait after the previous failed attempt is over (or there was none).
+const isDue = 'NOT #nextAttemptAt > :now';
+/*
+ * Written without parentheses: AND binds before OR, so this reads `new OR (same AND … AND due)`.
+ * Parentheses cost dynalite (the sandbox's DynamoDB) dearly: its expression parser backtracks
+ * over every nested group, and the earlier `… OR (… AND (… OR …) AND (… OR …))` took about
+ * 2 ms of its CPU per claim, against about 0.1 ms now. DynamoDB itself is indifferent.
+ */
+const CLAIM_CONDITION = `${isNewEvent} OR ${[isSameContent, isPending, hasBudget, hasNoLiveLease, isDue].join(' AND ')}`;
 
 // A 2xx is the truth however late: no lease needed, only a row that is not delivered yet
 // (a dead one included). The row must exist: an update never creates one.
