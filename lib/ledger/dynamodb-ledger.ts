@@ -4,8 +4,8 @@
  * any other store failure becomes `LedgerUnavailableError`. Nothing above this file sees an SDK
  * error type.
  *
- * Reads on the happy path: none. `claim` and `recordAttempt` are one UpdateItem each, returning
- * the new row (ALL_NEW). Only a refused write reads the row, and on AWS not even then:
+ * Reads on the happy path: none. `claim` and `recordAttempt` are one UpdateItem each; the claim
+ * returns the new row (ALL_NEW), the record returns nothing (nobody needs the row it leaves). Only a refused write reads the row, and on AWS not even then:
  * `ReturnValuesOnConditionCheckFailure: ALL_OLD` returns it with the error at no read cost.
  * Emulators ignore that option (dynalite does), so the adapter falls back to a consistent GetItem.
  *
@@ -163,24 +163,24 @@ export class DynamoDbLedger implements Ledger {
     };
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
       const result = await this.#update(key, spec);
-      if (result.written) return result.record;
+      if (result.written) return toRecord(result.item);
       if (result.current !== undefined) throw new ClaimRefusedError(result.current, { cause: result.cause });
       // The row went away (TTL) between the write and the read: the claim may succeed now.
     }
     throw contention(key.eventId);
   }
 
-  async recordAttempt(input: RecordAttemptInput): Promise<DeliveryRecord> {
+  async recordAttempt(input: RecordAttemptInput): Promise<void> {
     // The first write does not know the history's length and appends only while there is room.
     // If it was full, the second write knows the length and pushes while dropping the oldest.
     let historyLength: number | undefined;
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
-      const result = await this.#update(input, recordSpec(input, historyLength));
-      if (result.written) return result.record;
+      const result = await this.#update(input, { ...recordSpec(input, historyLength), returnNothing: true });
+      if (result.written) return;
       const current = result.current;
       if (current === undefined) throw missingRow(input.eventId, result.cause);
       // Delivered twice is one delivery: the first write stands.
-      if (input.next.state === 'delivered' && current.state === 'delivered') return current;
+      if (input.next.state === 'delivered' && current.state === 'delivered') return;
       const mayRecord =
         input.next.state === 'delivered'
           ? current.state !== 'delivered'
@@ -212,7 +212,7 @@ export class DynamoDbLedger implements Ledger {
         ':nowSeconds': Math.floor(nowMs / 1000),
       },
     });
-    if (result.written) return result.record;
+    if (result.written) return toRecord(result.item);
     if (result.current === undefined) throw missingRow(key.eventId, result.cause);
     throw new LeaseLostError(result.current, { cause: result.cause });
   }
@@ -288,7 +288,7 @@ export class DynamoDbLedger implements Ledger {
     };
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
       const result = await this.#update(input, spec);
-      if (result.written) return result.record;
+      if (result.written) return toRecord(result.item);
       const current = result.current;
       if (current === undefined) throw new ReplayRefusedError('not-found', eventId, undefined, { cause: result.cause });
       if (current.state !== 'dead') throw new ReplayRefusedError('not-dead', eventId, current, { cause: result.cause });
@@ -325,12 +325,15 @@ export class DynamoDbLedger implements Ledger {
     return output.LastEvaluatedKey === undefined ? { records } : { records, cursor: encodeCursor(output.LastEvaluatedKey) };
   }
 
-  /** One conditional UpdateItem; a refused condition answers with the row as it now stands. */
+  /**
+   * One conditional UpdateItem. A write answers with the new item (ALL_NEW) unless the spec asks for
+   * none; a refused condition answers with the row as it now stands.
+   */
   async #update(key: DeliveryKey, spec: UpdateSpec): Promise<UpdateResult> {
     try {
       const input = this.#updateInput(key, spec);
       const output = await this.#guard(key.eventId, () => this.#client.send(new UpdateCommand(input)));
-      return { written: true, record: toRecord(output.Attributes ?? {}) };
+      return { written: true, item: output.Attributes ?? {} };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const current = error.Item === undefined ? await this.#read(key) : toRecord(unmarshall(error.Item));
@@ -350,7 +353,7 @@ export class DynamoDbLedger implements Ledger {
       ConditionExpression: spec.condition,
       ExpressionAttributeNames: placeholdersIn(`${updateExpression} ${spec.condition}`),
       ExpressionAttributeValues: spec.values,
-      ReturnValues: 'ALL_NEW',
+      ReturnValues: spec.returnNothing ? 'NONE' : 'ALL_NEW',
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     };
   }
@@ -429,10 +432,12 @@ interface UpdateSpec {
   readonly remove?: readonly string[];
   readonly condition: string;
   readonly values: Record<string, unknown>;
+  /** The caller does not use the new row: the write answers with nothing (fewer bytes both ways). */
+  readonly returnNothing?: boolean;
 }
 
 type UpdateResult =
-  | { readonly written: true; readonly record: DeliveryRecord }
+  | { readonly written: true; readonly item: Record<string, unknown> }
   | { readonly written: false; readonly current: DeliveryRecord | undefined; readonly cause: ConditionalCheckFailedException };
 
 type StoredItem = DeliveryRecord & { readonly retentionSeconds: number };

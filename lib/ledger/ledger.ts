@@ -140,10 +140,11 @@ export interface Ledger {
   /**
    * Records an attempt's outcome and what follows, releasing the lease. `pending` and `dead`
    * require the caller to still hold the lease; `delivered` does not, since a 2xx is the truth
-   * however late it comes.
+   * however late it comes. Resolves once the outcome is durable, with nothing: the caller already
+   * decided what follows, and not returning the row spares every delivery its bytes (`get` reads it).
    * @throws LeaseLostError carrying the current row when the condition fails.
    */
-  recordAttempt(input: RecordAttemptInput): Promise<DeliveryRecord>;
+  recordAttempt(input: RecordAttemptInput): Promise<void>;
 
   /**
    * Marks a pending row whose budget is spent and whose lease has lapsed dead (`exhausted`):

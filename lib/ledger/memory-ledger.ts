@@ -91,13 +91,13 @@ export class MemoryLedger implements Ledger {
     return toRecord(row);
   }
 
-  async recordAttempt(input: RecordAttemptInput): Promise<DeliveryRecord> {
+  async recordAttempt(input: RecordAttemptInput): Promise<void> {
     const { next, nowMs } = input;
     const row = this.#rows.get(rowKey(input));
     if (row === undefined) throw missingRow(input.eventId);
     if (next.state === 'delivered') {
       // A 2xx is the truth however late: no lease needed. Delivered twice is one delivery.
-      if (row.state === 'delivered') return toRecord(row);
+      if (row.state === 'delivered') return;
     } else if (row.leaseOwner !== input.owner || row.state !== 'pending') {
       throw new LeaseLostError(toRecord(row));
     }
@@ -127,7 +127,6 @@ export class MemoryLedger implements Ledger {
         delete row.nextAttemptAt;
         break;
     }
-    return toRecord(row);
   }
 
   async markExhausted(key: DeliveryKey, nowMs: number): Promise<DeliveryRecord> {

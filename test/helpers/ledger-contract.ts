@@ -113,14 +113,15 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         : { attempt, at: atMs, outcome: outcome.kind, status, durationMs: 120 };
     }
 
-    function record(
+    /** Records an attempt, then returns the row as stored: `recordAttempt` itself returns nothing. */
+    async function record(
       claimed: DeliveryRecord,
       outcome: AttemptOutcome,
       next: AttemptNext,
       nowMs: number,
       owner: string = WORKER_A,
     ): Promise<DeliveryRecord> {
-      return ledger.recordAttempt({
+      const returned = await ledger.recordAttempt({
         eventId: claimed.eventId,
         endpoint: claimed.endpoint,
         owner,
@@ -129,10 +130,14 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         next,
         nowMs,
       });
+      expect(returned).toBeUndefined();
+      const stored = await ledger.get(key(claimed.eventId, claimed.endpoint));
+      if (stored === undefined) throw new Error(`no row for ${claimed.eventId} after recordAttempt`);
+      return stored;
     }
 
-    function key(eventId: string) {
-      return { eventId, endpoint: DEFAULT_ENDPOINT };
+    function key(eventId: string, endpoint: string = DEFAULT_ENDPOINT) {
+      return { eventId, endpoint };
     }
 
     function expiresAt(nowMs: number, retentionSeconds = RETENTION_SECONDS): number {
@@ -433,7 +438,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(error.record).toStrictEqual(delivered);
       });
 
-      it('treats delivered twice as one delivery and returns the row unchanged', async () => {
+      it('treats delivered twice as one delivery and leaves the row unchanged', async () => {
         const first = await claim(shipmentEvent('evt_twice'));
         const delivered = await record(first, ACCEPTED, { state: 'delivered' }, T0 + 200);
 

@@ -205,7 +205,7 @@ describe('DynamoDbLedger on dynalite', () => {
       counter.reset();
 
       // Act
-      const delivered = await ledger.recordAttempt({
+      await ledger.recordAttempt({
         eventId: 'evt_full',
         endpoint: DEFAULT_ENDPOINT,
         owner: 'worker-a',
@@ -217,7 +217,9 @@ describe('DynamoDbLedger on dynalite', () => {
 
       // Assess
       expect(counter.counts()).toStrictEqual({ UpdateItem: 2, GetItem: 1 });
-      expect(delivered.history.map((h) => h.attempt)).toStrictEqual(
+      const delivered = await ledger.get({ eventId: 'evt_full', endpoint: DEFAULT_ENDPOINT });
+      expect(delivered?.state).toBe('delivered');
+      expect(delivered?.history.map((h) => h.attempt)).toStrictEqual(
         Array.from({ length: MAX_HISTORY }, (_, i) => i + 2),
       );
     });
@@ -274,10 +276,10 @@ describe('DynamoDbLedger on dynalite', () => {
     });
 
     it('writes through a DocumentClient built without removeUndefinedValues', async () => {
-      const plainClient = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(client), tableName });
+      const plainClient = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(client), tableName, now: () => T0 });
       const claimed = await plainClient.claim(claimInput('evt_plain'));
 
-      const recorded = await plainClient.recordAttempt({
+      await plainClient.recordAttempt({
         eventId: 'evt_plain',
         endpoint: DEFAULT_ENDPOINT,
         owner: 'worker-a',
@@ -287,8 +289,9 @@ describe('DynamoDbLedger on dynalite', () => {
         nowMs: T0 + 3,
       });
 
-      expect(recorded.lastOutcome).toStrictEqual({ kind: 'temporary', cause: 'dns' });
-      expect(recorded.history).toStrictEqual([{ attempt: 1, at: T0, outcome: 'temporary', cause: 'dns', durationMs: 3 }]);
+      const recorded = await plainClient.get({ eventId: 'evt_plain', endpoint: DEFAULT_ENDPOINT });
+      expect(recorded?.lastOutcome).toStrictEqual({ kind: 'temporary', cause: 'dns' });
+      expect(recorded?.history).toStrictEqual([{ attempt: 1, at: T0, outcome: 'temporary', cause: 'dns', durationMs: 3 }]);
     });
   });
 
