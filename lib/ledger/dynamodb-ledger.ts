@@ -11,7 +11,8 @@
  *
  * Items carry one attribute the record does not: `retentionSeconds`, copied from the claim that
  * created the row, so that later transitions (whose inputs carry no retention) can extend the
- * expiry in the same write: `expiresAt = :nowSeconds + retentionSeconds`.
+ * expiry in the same write: `expiresAt = :nowSeconds + retentionSeconds`. And they lack two until
+ * a first replay writes them: `replays` and `audit` (read as 0 and []).
  */
 import {
   ConditionalCheckFailedException,
@@ -132,9 +133,7 @@ export class DynamoDbLedger implements Ledger {
         '#policy = if_not_exists(#policy, :policy)',
         '#maxAttempts = if_not_exists(#maxAttempts, :maxAttempts)',
         '#retentionSeconds = if_not_exists(#retentionSeconds, :retentionSeconds)',
-        '#replays = if_not_exists(#replays, :zero)',
         '#history = if_not_exists(#history, :empty)',
-        '#audit = if_not_exists(#audit, :empty)',
         '#createdAt = if_not_exists(#createdAt, :now)',
         '#stateSince = if_not_exists(#stateSince, :now)',
         '#expiresAt = if_not_exists(#expiresAt, :expiresAt)',
@@ -232,8 +231,6 @@ export class DynamoDbLedger implements Ledger {
       maxAttempts: policy.maxAttempts,
       policy: plain(policy),
       history: [],
-      replays: 0,
-      audit: [],
       deadReason: 'invalid',
       deadDetail: detail,
       createdAt: nowMs,
@@ -268,8 +265,8 @@ export class DynamoDbLedger implements Ledger {
         '#state = :pending',
         // A fresh budget under the row's own policy; the body and event ID are kept as they are.
         '#attempts = :zero',
-        '#replays = #replays + :one',
-        '#audit = list_append(#audit, :audit)',
+        '#replays = if_not_exists(#replays, :zero) + :one',
+        '#audit = list_append(if_not_exists(#audit, :empty), :audit)',
         '#nextAttemptAt = :now',
         '#stateSince = :now',
         '#expiresAt = :nowSeconds + #retentionSeconds',
@@ -281,6 +278,7 @@ export class DynamoDbLedger implements Ledger {
         ':pending': 'pending',
         ':zero': 0,
         ':one': 1,
+        ':empty': [],
         ':audit': [{ at: nowMs, action: 'replay', operator: input.operator, reason: input.reason }],
         ':now': nowMs,
         ':nowSeconds': Math.floor(nowMs / 1000),
@@ -440,7 +438,8 @@ type UpdateResult =
   | { readonly written: true; readonly item: Record<string, unknown> }
   | { readonly written: false; readonly current: DeliveryRecord | undefined; readonly cause: ConditionalCheckFailedException };
 
-type StoredItem = DeliveryRecord & { readonly retentionSeconds: number };
+/** A row as written: the record without what `toRecord` defaults, plus the retention. */
+type StoredItem = Omit<DeliveryRecord, 'replays' | 'audit'> & { readonly retentionSeconds: number };
 
 /**
  * The write of one attempt's outcome. `historyLength` is unknown on the first try.
@@ -540,9 +539,13 @@ function plain<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
 
+/**
+ * `replays` and `audit` are written by the first replay and read as 0 and [] until then: rows are
+ * admitted without them, so the claim (the write every event pays for) sets two fields fewer.
+ */
 function toRecord(item: Record<string, unknown>): DeliveryRecord {
   const { retentionSeconds: _retentionSeconds, ...record } = item;
-  return record as unknown as DeliveryRecord;
+  return { replays: 0, audit: [], ...record } as unknown as DeliveryRecord;
 }
 
 function expiresAtSeconds(nowMs: number, retentionSeconds: number): number {
