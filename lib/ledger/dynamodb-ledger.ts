@@ -344,13 +344,16 @@ export class DynamoDbLedger implements Ledger {
       `SET ${spec.set.join(', ')}`,
       ...(spec.remove === undefined || spec.remove.length === 0 ? [] : [`REMOVE ${spec.remove.join(', ')}`]),
     ].join(' ');
+    const compiled = compile(updateExpression, spec.condition);
+    const values: Record<string, unknown> = {};
+    for (const [placeholder, value] of Object.entries(spec.values)) values[compiled.values[placeholder] ?? placeholder] = value;
     return {
       TableName: this.#tableName,
       Key: keyOf(key),
-      UpdateExpression: updateExpression,
-      ConditionExpression: spec.condition,
-      ExpressionAttributeNames: placeholdersIn(`${updateExpression} ${spec.condition}`),
-      ExpressionAttributeValues: spec.values,
+      UpdateExpression: compiled.update,
+      ConditionExpression: compiled.condition,
+      ExpressionAttributeNames: compiled.names,
+      ExpressionAttributeValues: values,
       ReturnValues: spec.returnNothing ? 'NONE' : 'ALL_NEW',
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     };
@@ -526,9 +529,50 @@ function keyOf(key: DeliveryKey): Record<string, string> {
   return { [LEDGER_SCHEMA.partitionKey]: key.eventId, [LEDGER_SCHEMA.sortKey]: key.endpoint };
 }
 
-/** Every `#name` placeholder in the expressions stands for the attribute `name`. */
-function placeholdersIn(expressions: string): Record<string, string> {
-  return Object.fromEntries([...expressions.matchAll(/#(\w+)/g)].map((match) => [match[0], match[1] ?? '']));
+/** An update and its condition as sent: placeholders shortened, with what they stand for. */
+interface CompiledExpressions {
+  readonly update: string;
+  readonly condition: string;
+  /** Short name placeholder (`#0`) to attribute name. */
+  readonly names: Record<string, string>;
+  /** Readable value placeholder (`:now`) to the short one sent (`:0`). */
+  readonly values: Record<string, string>;
+}
+
+/** Compiled expressions by their readable text. The specs are a handful of fixed shapes. */
+const compiledExpressions = new Map<string, CompiledExpressions>();
+const MAX_COMPILED_EXPRESSIONS = 64;
+
+/**
+ * The expressions are written readably here (`#attempts < #maxAttempts`, each `#name` standing
+ * for the attribute `name`) and sent with short placeholders (`#3 < #4`), compiled once per shape.
+ * Every byte of an expression is sent, signed and parsed on every write; the claim's shrink by
+ * about half, which the sandbox's DynamoDB (dynalite, parsing each one character by character)
+ * feels most.
+ */
+function compile(update: string, condition: string): CompiledExpressions {
+  const text = `${update}\n${condition}`;
+  const known = compiledExpressions.get(text);
+  if (known !== undefined) return known;
+  const names: Record<string, string> = {};
+  const shortNames = new Map<string, string>();
+  const values: Record<string, string> = {};
+  const shorten = (expression: string) =>
+    expression
+      .replace(/#(\w+)/g, (_, name: string) => {
+        let short = shortNames.get(name);
+        if (short === undefined) {
+          short = `#${shortNames.size.toString(36)}`;
+          shortNames.set(name, short);
+          names[short] = name;
+        }
+        return short;
+      })
+      .replace(/:(\w+)/g, (placeholder: string) => (values[placeholder] ??= `:${Object.keys(values).length.toString(36)}`));
+  const compiled = { update: shorten(update), condition: shorten(condition), names, values };
+  if (compiledExpressions.size >= MAX_COMPILED_EXPRESSIONS) compiledExpressions.clear();
+  compiledExpressions.set(text, compiled);
+  return compiled;
 }
 
 /**
