@@ -4,8 +4,9 @@
  * any other store failure becomes `LedgerUnavailableError`. Nothing above this file sees an SDK
  * error type.
  *
- * Reads on the happy path: none. `claim` and `recordAttempt` are one UpdateItem each; the claim
- * returns the new row (ALL_NEW), the record returns nothing (nobody needs the row it leaves). Only a refused write reads the row, and on AWS not even then:
+ * Reads on the happy path: none. `claim` and `recordAttempt` are one UpdateItem each. The claim
+ * asks for the row as it was (ALL_OLD): nothing for a new event, whose row the adapter knows, and
+ * for an existing one the row the claim's own change is applied to. The record asks for nothing. Only a refused write reads the row, and on AWS not even then:
  * `ReturnValuesOnConditionCheckFailure: ALL_OLD` returns it with the error at no read cost.
  * Emulators ignore that option (dynalite does), so the adapter falls back to a consistent GetItem.
  *
@@ -122,6 +123,28 @@ export class DynamoDbLedger implements Ledger {
   async claim(input: ClaimInput): Promise<DeliveryRecord> {
     const { event, nowMs } = input;
     const key = { eventId: event.event.id, endpoint: input.endpoint };
+    const policy = plain(input.policy);
+    const expiresAt = expiresAtSeconds(nowMs, input.retentionSeconds);
+    const leaseExpiresAt = nowMs + input.leaseMs;
+    // The row a new event gets: exactly what the SET clauses below write where nothing was.
+    const created: DeliveryRecord = {
+      ...key,
+      state: 'pending',
+      body: event.body,
+      contentHash: event.contentHash,
+      eventType: event.type,
+      attempts: 1,
+      maxAttempts: policy.maxAttempts,
+      policy,
+      history: [],
+      replays: 0,
+      audit: [],
+      leaseOwner: input.owner,
+      leaseExpiresAt,
+      createdAt: nowMs,
+      stateSince: nowMs,
+      expiresAt,
+    };
     const spec: UpdateSpec = {
       set: [
         // A new row's fields. An existing row keeps its own: its content, and above all the
@@ -148,21 +171,22 @@ export class DynamoDbLedger implements Ledger {
         ':contentHash': event.contentHash,
         ':eventType': event.type,
         ':pending': 'pending',
-        ':policy': plain(input.policy),
-        ':maxAttempts': input.policy.maxAttempts,
+        ':policy': policy,
+        ':maxAttempts': policy.maxAttempts,
         ':retentionSeconds': input.retentionSeconds,
         ':zero': 0,
         ':one': 1,
         ':empty': [],
         ':now': nowMs,
-        ':expiresAt': expiresAtSeconds(nowMs, input.retentionSeconds),
+        ':expiresAt': expiresAt,
         ':owner': input.owner,
-        ':leaseExpiresAt': nowMs + input.leaseMs,
+        ':leaseExpiresAt': leaseExpiresAt,
       },
+      returns: 'ALL_OLD',
     };
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
       const result = await this.#update(key, spec);
-      if (result.written) return toRecord(result.item);
+      if (result.written) return afterClaim(result.item, created);
       if (result.current !== undefined) throw new ClaimRefusedError(result.current, { cause: result.cause });
       // The row went away (TTL) between the write and the read: the claim may succeed now.
     }
@@ -174,7 +198,7 @@ export class DynamoDbLedger implements Ledger {
     // If it was full, the second write knows the length and pushes while dropping the oldest.
     let historyLength: number | undefined;
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
-      const result = await this.#update(input, { ...recordSpec(input, historyLength), returnNothing: true });
+      const result = await this.#update(input, { ...recordSpec(input, historyLength), returns: 'NONE' });
       if (result.written) return;
       const current = result.current;
       if (current === undefined) throw missingRow(input.eventId, result.cause);
@@ -324,8 +348,8 @@ export class DynamoDbLedger implements Ledger {
   }
 
   /**
-   * One conditional UpdateItem. A write answers with the new item (ALL_NEW) unless the spec asks for
-   * none; a refused condition answers with the row as it now stands.
+   * One conditional UpdateItem. A write answers with the item the spec asks for (`{}` for none); a
+   * refused condition answers with the row as it now stands.
    */
   async #update(key: DeliveryKey, spec: UpdateSpec): Promise<UpdateResult> {
     try {
@@ -354,7 +378,7 @@ export class DynamoDbLedger implements Ledger {
       ConditionExpression: compiled.condition,
       ExpressionAttributeNames: compiled.names,
       ExpressionAttributeValues: values,
-      ReturnValues: spec.returnNothing ? 'NONE' : 'ALL_NEW',
+      ReturnValues: spec.returns ?? 'ALL_NEW',
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     };
   }
@@ -433,8 +457,11 @@ interface UpdateSpec {
   readonly remove?: readonly string[];
   readonly condition: string;
   readonly values: Record<string, unknown>;
-  /** The caller does not use the new row: the write answers with nothing (fewer bytes both ways). */
-  readonly returnNothing?: boolean;
+  /**
+   * What the write answers with: the new row (the default), the row before it, or nothing when the
+   * caller has no use for a row (every byte returned is serialized, sent and parsed).
+   */
+  readonly returns?: 'ALL_NEW' | 'ALL_OLD' | 'NONE';
 }
 
 type UpdateResult =
@@ -581,6 +608,18 @@ function compile(update: string, condition: string): CompiledExpressions {
  */
 function plain<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/**
+ * The row after a claim, from the row before it (ALL_OLD). For a new event there was none, so the
+ * claim that nearly every event makes answers with no item at all and the row is the one the
+ * claim created. An existing row is the same row with the attempt counted and the lease taken:
+ * all the claim changes on a row it does not create.
+ */
+function afterClaim(before: Record<string, unknown>, created: DeliveryRecord): DeliveryRecord {
+  if (before[LEDGER_SCHEMA.partitionKey] === undefined) return created;
+  const row = toRecord(before);
+  return { ...row, attempts: row.attempts + 1, leaseOwner: created.leaseOwner, leaseExpiresAt: created.leaseExpiresAt };
 }
 
 /**
