@@ -231,6 +231,17 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         });
       });
 
+      it('returns the whole row on a later claim: history, last outcome, next attempt time and all', async () => {
+        const first = await claim(shipmentEvent('evt_whole_row'));
+        const pending = await record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 500);
+
+        const second = await claim(shipmentEvent('evt_whole_row'), { owner: WORKER_B, nowMs: T0 + 1000 });
+
+        const expected: DeliveryRecord = { ...pending, attempts: 2, leaseOwner: WORKER_B, leaseExpiresAt: T0 + 1000 + LEASE_MS };
+        expect(second).toStrictEqual(expected);
+        expect(await ledger.get(key('evt_whole_row'))).toStrictEqual(expected);
+      });
+
       it('refuses a pending row that is not yet due, and claims it once due', async () => {
         const first = await claim(shipmentEvent('evt_due'));
         await record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 100);
@@ -649,6 +660,8 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(claimed.attempts).toBe(1);
         expect(claimed.body).toBe(dead.body);
         expect(claimed.leaseOwner).toBe(WORKER_B);
+        expect(claimed.replays).toBe(1);
+        expect(await ledger.get(key('evt_again'))).toStrictEqual(claimed);
       });
 
       it('appends an audit entry on every replay', async () => {
