@@ -130,7 +130,7 @@ export function buildApp(app = new App()): App {
     ...(signingSecret ? { signingSecret } : {}),
   });
 
-  // With an unacknowledged finding, synth fails and lists it in policy-validation-report.json.
+  // With an unacknowledged finding, synth fails and lists it in validation-report.json.
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return app;
 }

@@ -110,6 +110,7 @@ interface Measured {
 }
 
 async function main(): Promise<number> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const dynalite = await startDynalite();
   const receiver = await startTestReceiver();
   // Creates the table and, in the AWS-like variant, reads the row a refusal returns: not counted.
