@@ -3,7 +3,7 @@
  * settings, clients and adapters once per container, then hands each batch to `processBatch`.
  *
  * Environment: the `HANDOFF_*` settings and the resources in RESOURCE_ENV (lib/config.ts). A bad
- * or missing setting fails the cold start with a message naming the variable: no silent defaults.
+ * or missing setting fails the cold start with a message naming the variable.
  */
 import { randomUUID } from 'node:crypto';
 import { unlinkSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { processBatch } from '../lib/batch';
-import { ConfigError, derivedTimings, readSettings, RESOURCE_ENV } from '../lib/config';
+import { checkEndpoint, ConfigError, derivedTimings, readSettings, RESOURCE_ENV } from '../lib/config';
 import { CRASH_POINTS, type CrashPoint, type DeliverDeps } from '../lib/deliver';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { createLogger, MetricsRecorder } from '../lib/observability';
@@ -37,8 +37,8 @@ const settings = readSettings(env);
 const timings = derivedTimings(settings);
 const webhookUrl = required(settings.webhookUrl, 'HANDOFF_WEBHOOK_URL');
 const secretArn = env[RESOURCE_ENV.webhookSecretArn] || undefined;
+checkEndpoint(webhookUrl, settings, 'HANDOFF_WEBHOOK_URL');
 const guard = new EndpointGuard({ allowPrivateCidrs: settings.allowPrivateCidrs, allowHttp: settings.allowHttp });
-guard.checkUrl(webhookUrl);
 
 const logger = createLogger({ service: SERVICE });
 const metrics = new MetricsRecorder({ service: SERVICE });

@@ -22,6 +22,7 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
+  checkEndpoint,
   ConfigError,
   DEFAULT_SETTINGS,
   RESOURCE_ENV,
@@ -400,6 +401,7 @@ export function resolveSettings(overrides: Partial<Settings>): Settings {
   if (settings.webhookUrl === undefined) {
     throw new ConfigError('webhookUrl', 'is required: the stack has no demo receiver to fall back to');
   }
+  checkEndpoint(settings.webhookUrl, settings, 'webhookUrl');
   if (settings.webhookSecret !== undefined) {
     throw new ConfigError(
       'webhookSecret',

@@ -6,6 +6,10 @@
  */
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from './event';
 import { DEFAULT_RETRY_POLICY, MAX_WAIT_SECONDS, retryPolicy, type RetryPolicy } from './policy';
+import { EndpointGuard, EndpointRefusedError, parseCidr } from './webhook/endpoint-guard';
+
+/** Lambda runs at most 900 s and an invocation needs 20 s beyond its attempt (derivedTimings). */
+const MAX_ATTEMPT_TIMEOUT_MS = 880_000;
 
 export interface Settings {
   /** The receiver's endpoint. Unset: the sandbox's demo receiver (there is no default in AWS). */
@@ -69,12 +73,12 @@ export function readSettings(env: Env = process.env): Settings {
       schedule || maxAttempts
         ? retryPolicy(maxAttempts ?? d.retryPolicy.maxAttempts, schedule ?? d.retryPolicy.waitsSeconds)
         : d.retryPolicy,
-    attemptTimeoutMs: optional(env, 'HANDOFF_ATTEMPT_TIMEOUT_MS', int(100, 900_000)) ?? d.attemptTimeoutMs,
+    attemptTimeoutMs: optional(env, 'HANDOFF_ATTEMPT_TIMEOUT_MS', int(100, MAX_ATTEMPT_TIMEOUT_MS)) ?? d.attemptTimeoutMs,
     payloadLimitBytes: optional(env, 'HANDOFF_PAYLOAD_LIMIT_BYTES', int(256, 1024 * 1024)) ?? d.payloadLimitBytes,
     batchSize: optional(env, 'HANDOFF_BATCH_SIZE', int(1, 100)) ?? d.batchSize,
     maxConcurrency: optional(env, 'HANDOFF_MAX_CONCURRENCY', int(2, 1000)) ?? d.maxConcurrency,
     retentionDays: optional(env, 'HANDOFF_RETENTION_DAYS', int(1, 3650)) ?? d.retentionDays,
-    allowPrivateCidrs: optional(env, 'HANDOFF_ALLOW_PRIVATE_CIDRS', parseList) ?? d.allowPrivateCidrs,
+    allowPrivateCidrs: optional(env, 'HANDOFF_ALLOW_PRIVATE_CIDRS', parseCidrList) ?? d.allowPrivateCidrs,
     allowHttp: optional(env, 'HANDOFF_ALLOW_HTTP', parseBoolean) ?? d.allowHttp,
   });
 }
@@ -84,14 +88,29 @@ export function validateSettings(settings: Settings): Settings {
   if (settings.webhookUrl !== undefined) parseUrl(settings.webhookUrl, 'webhookUrl');
   if (settings.webhookSecret !== undefined) parseSecret(settings.webhookSecret, 'webhookSecret');
   const ranges: [keyof Settings, number, number][] = [
-    ['attemptTimeoutMs', 100, 900_000],
+    ['attemptTimeoutMs', 100, MAX_ATTEMPT_TIMEOUT_MS],
     ['payloadLimitBytes', 256, 1024 * 1024],
     ['batchSize', 1, 100],
     ['maxConcurrency', 2, 1000],
     ['retentionDays', 1, 3650],
   ];
   for (const [name, min, max] of ranges) int(min, max)(String(settings[name]), name);
+  parseCidrList(settings.allowPrivateCidrs.join(','), 'allowPrivateCidrs');
   return settings;
+}
+
+/**
+ * Refuses, at start-up, an endpoint the consumer's guard would refuse on every attempt: a scheme
+ * not allowed, or a literal private address not allowlisted. (A name that resolves to a private
+ * address is refused where the connection is made.) @throws ConfigError naming `name`
+ */
+export function checkEndpoint(url: string, settings: Pick<Settings, 'allowPrivateCidrs' | 'allowHttp'>, name: string): void {
+  try {
+    new EndpointGuard(settings).checkUrl(url);
+  } catch (error) {
+    if (error instanceof EndpointRefusedError) throw new ConfigError(name, `is refused: ${error.message}`);
+    throw error;
+  }
 }
 
 /** Variables that name deployed resources for the consumer; set by the construct or the sandbox. */
@@ -155,8 +174,16 @@ function int(min: number, max: number) {
   };
 }
 
-function parseList(raw: string): string[] {
-  return raw.split(',').map((s) => s.trim()).filter(Boolean);
+function parseCidrList(raw: string, name: string): string[] {
+  const cidrs = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const cidr of cidrs) {
+    try {
+      parseCidr(cidr);
+    } catch {
+      throw new ConfigError(name, `must be comma-separated CIDRs such as 10.0.0.0/8 or fd00::/8, got "${cidr}"`);
+    }
+  }
+  return cidrs;
 }
 
 function parseBoolean(raw: string, name: string): boolean {

@@ -71,6 +71,7 @@ const BLOCKED_IPV4: readonly [string, number][] = [
  */
 const BLOCKED_IPV6: readonly [string, number][] = [
   ['::', 96], // unspecified, loopback (::1) and the deprecated IPv4-compatible form
+  ['::ffff:0:0:0', 96], // IPv4-translated (SIIT, ::ffff:0:a.b.c.d): reaches an embedded IPv4 through a translator
   ['64:ff9b:1::', 48], // local-use NAT64
   ['100::', 64], // discard-only
   ['2001::', 32], // Teredo: tunnels to an embedded IPv4
@@ -174,7 +175,8 @@ function blockedError(host: string, address: string): EndpointRefusedError {
   );
 }
 
-function parseCidr(cidr: string): [string, number] {
+/** `address/prefix` (or a bare address) as [address, prefix]. @throws RangeError when it is not one. */
+export function parseCidr(cidr: string): [string, number] {
   const [address = '', prefixText, extra] = cidr.split('/');
   const family = net.isIP(address);
   const prefix = prefixText === undefined ? (family === 4 ? 32 : 128) : Number(prefixText);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_SETTINGS, derivedTimings, readSettings, settingsToEnvironment } from '../../lib/config';
+import { checkEndpoint, ConfigError, DEFAULT_SETTINGS, derivedTimings, readSettings, settingsToEnvironment } from '../../lib/config';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 
 describe('Function: readSettings', () => {
@@ -58,11 +58,36 @@ describe('Function: readSettings', () => {
     ['HANDOFF_PAYLOAD_LIMIT_BYTES', '2000000'],
     ['HANDOFF_BATCH_SIZE', '1.5'],
     ['HANDOFF_ALLOW_HTTP', 'yes'],
+    ['HANDOFF_ALLOW_PRIVATE_CIDRS', '10.0.0.0/8,foo'],
+    ['HANDOFF_ALLOW_PRIVATE_CIDRS', '10.0.0.0/33'],
+    // With the 20 s an invocation needs beyond its attempt, more would pass Lambda's 900 s.
+    ['HANDOFF_ATTEMPT_TIMEOUT_MS', '880001'],
   ])('stops on an invalid %s (%s) with a message naming it', (variable, value) => {
     const read = () => readSettings({ [variable]: value });
 
     expect(read).toThrow(ConfigError);
     expect(read).toThrow(new RegExp(`^${variable} `));
+  });
+});
+
+describe('Function: checkEndpoint', () => {
+  it.each([
+    ['http://hooks.example.com/', { allowHttp: false, allowPrivateCidrs: [] }],
+    ['https://10.1.2.3/hook', { allowHttp: false, allowPrivateCidrs: [] }],
+    ['https://[::ffff:0:127.0.0.1]/hook', { allowHttp: false, allowPrivateCidrs: [] }],
+    ['http://127.0.0.1:8080/hook', { allowHttp: true, allowPrivateCidrs: ['10.0.0.0/8'] }],
+  ])('refuses %s, naming the setting', (url, allowances) => {
+    const check = () => checkEndpoint(url, allowances, 'HANDOFF_WEBHOOK_URL');
+
+    expect(check).toThrow(ConfigError);
+    expect(check).toThrow(/^HANDOFF_WEBHOOK_URL is refused: /);
+  });
+
+  it.each([
+    ['https://hooks.example.com/', { allowHttp: false, allowPrivateCidrs: [] }],
+    ['http://127.0.0.1:8080/hook', { allowHttp: true, allowPrivateCidrs: ['127.0.0.0/8'] }],
+  ])('accepts %s with its allowances', (url, allowances) => {
+    expect(() => checkEndpoint(url, allowances, 'HANDOFF_WEBHOOK_URL')).not.toThrow();
   });
 });
 
