@@ -54,7 +54,8 @@ const EventSchema = v.strictObject(
       ),
     ),
   },
-  'is not a known field',
+  // valibot reports a missing key and an unknown key through the same message.
+  (issue) => (issue.expected === 'never' ? 'is not a known field' : 'is required'),
 );
 
 export type ShipmentEvent = v.InferOutput<typeof EventSchema>;
@@ -149,10 +150,15 @@ function invalid(message: string, field: string | undefined, eventId: string | u
   return { ok: false, error: new InvalidEventError(message, field, eventId) };
 }
 
+/** Whether a text is a valid event ID (SPEC §2). */
+export function isEventId(text: unknown): text is string {
+  return typeof text === 'string' && EVENT_ID.test(text);
+}
+
 /** The `id` of an invalid message, when it is itself a valid ID: enough to find or mark its row. */
 function readableId(json: object): string | undefined {
   const id = (json as { id?: unknown }).id;
-  return typeof id === 'string' && EVENT_ID.test(id) ? id : undefined;
+  return isEventId(id) ? id : undefined;
 }
 
 /** Whether a date-time that matched the pattern names a real instant (no 30 February, no hour 24). */
