@@ -34,6 +34,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { LEDGER_SCHEMA } from './dynamodb-schema';
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
 import {
+  isThisReplay,
   MAX_HISTORY,
   type ClaimInput,
   type DeliveryKey,
@@ -313,6 +314,9 @@ export class DynamoDbLedger implements Ledger {
       if (result.written) return toRecord(result.item);
       const current = result.current;
       if (current === undefined) throw new ReplayRefusedError('not-found', eventId, undefined, { cause: result.cause });
+      // The SDK retried this very replay after its answer was lost (a timeout, a reset, a 500): the
+      // first write stands, and the caller must still get the row to enqueue the event.
+      if (isThisReplay(current, input)) return current;
       if (current.state !== 'dead') throw new ReplayRefusedError('not-dead', eventId, current, { cause: result.cause });
       if (current.body === undefined) throw new ReplayRefusedError('no-event', eventId, current, { cause: result.cause });
       // Dead with an event by the time it was read: another writer moved it meanwhile. Again.

@@ -167,6 +167,8 @@ export interface Ledger {
 
   /**
    * Returns a dead row to pending with its budget reset, replays + 1 and an audit entry.
+   * The same replay again (as a store client's retry after a lost answer
+   * sends it) returns the row its first write left, replaying nothing more: `isThisReplay`.
    * @throws ReplayRefusedError when there is no such row, it is not dead, or it has no event.
    */
   replay(input: ReplayInput): Promise<DeliveryRecord>;
@@ -185,4 +187,21 @@ export function leaseIsLive(record: DeliveryRecord, nowMs: number): boolean {
 /** Appends an entry, keeping the newest `MAX_HISTORY`. */
 export function appendHistory(history: readonly AttemptEntry[], entry: AttemptEntry): AttemptEntry[] {
   return [...history, entry].slice(-MAX_HISTORY);
+}
+
+/**
+ * Whether `record` is the row this very replay wrote: pending, its last audit entry this replay's
+ * time, operator and reason. Tells a retried replay whose first write succeeded (its answer lost)
+ * from a replay of a row that was never dead.
+ */
+export function isThisReplay(record: DeliveryRecord, input: ReplayInput): boolean {
+  const last = record.audit.at(-1);
+  return (
+    record.state === 'pending' &&
+    last !== undefined &&
+    last.action === 'replay' &&
+    last.at === input.nowMs &&
+    last.operator === input.operator &&
+    last.reason === input.reason
+  );
 }

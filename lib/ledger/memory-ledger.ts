@@ -9,6 +9,7 @@
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
 import {
   appendHistory,
+  isThisReplay,
   leaseIsLive,
   type ClaimInput,
   type DeliveryKey,
@@ -179,6 +180,8 @@ export class MemoryLedger implements Ledger {
     const { eventId, nowMs } = input;
     const row = this.#rows.get(rowKey(input));
     if (row === undefined) throw new ReplayRefusedError('not-found', eventId);
+    // The same replay again: what a store client's retry after a lost answer sends. The first stands.
+    if (isThisReplay(row, input)) return toRecord(row);
     if (row.state !== 'dead') throw new ReplayRefusedError('not-dead', eventId, toRecord(row));
     if (row.body === undefined) throw new ReplayRefusedError('no-event', eventId, toRecord(row));
     row.state = 'pending';

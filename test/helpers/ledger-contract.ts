@@ -694,6 +694,38 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(error.message).toBe('event evt_alive is pending, not dead: only dead records can be replayed');
       });
 
+      it('answers the same replay again with the row its first write left: a retry after a lost answer', async () => {
+        // Prepare: the replay is written; its answer is lost, so the client sends the identical input again.
+        await deadRow('evt_replay_retry', T0);
+        const input = { ...key('evt_replay_retry'), operator: 'ops', reason: 'receiver fixed', nowMs: T0 + 5000 };
+        const replayed = await ledger.replay(input);
+
+        // Act
+        const retried = await ledger.replay(input);
+
+        // Assess
+        expect(retried).toStrictEqual(replayed);
+        expect(retried.replays).toBe(1);
+        expect(retried.audit).toHaveLength(1);
+        expect(await ledger.get(key('evt_replay_retry'))).toStrictEqual(replayed);
+      });
+
+      it('refuses another replay of a replayed row that is pending, as not dead', async () => {
+        await deadRow('evt_replay_other', T0);
+        const input = { ...key('evt_replay_other'), operator: 'ops', reason: 'receiver fixed', nowMs: T0 + 5000 };
+        const replayed = await ledger.replay(input);
+
+        const refusals = [
+          await rejectionOf(ledger.replay({ ...input, nowMs: T0 + 5001 }), ReplayRefusedError),
+          await rejectionOf(ledger.replay({ ...input, operator: 'someone-else' }), ReplayRefusedError),
+          await rejectionOf(ledger.replay({ ...input, reason: 'another reason' }), ReplayRefusedError),
+        ];
+
+        expect(refusals.map((error) => error.refusal)).toStrictEqual(['not-dead', 'not-dead', 'not-dead']);
+        expect(refusals.map((error) => error.record)).toStrictEqual([replayed, replayed, replayed]);
+        expect(await ledger.get(key('evt_replay_other'))).toStrictEqual(replayed);
+      });
+
       it('refuses an unknown event', async () => {
         const error = await rejectionOf(
           ledger.replay({ ...key('evt_unknown'), operator: 'ops', reason: 'typo', nowMs: T0 }),

@@ -67,6 +67,27 @@ async function dropTable(tableName: string): Promise<void> {
   await client.send(new DeleteTableCommand({ TableName: tableName }));
 }
 
+/**
+ * Makes `lossy` lose the answer to its first `commandName` request: the request reaches the store
+ * and is applied, then the connection resets before the answer arrives, as it can on AWS. The
+ * SDK's own retry then sends the identical request again. Counts the requests that went out.
+ */
+function loseFirstAnswer(lossy: DynamoDBClient, commandName: string): { sent(): number } {
+  let sent = 0;
+  lossy.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName !== commandName) return next(args);
+      sent += 1;
+      const output = await next(args);
+      if (sent === 1) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+      return output;
+    },
+    // Inside the SDK's retry middleware (finalizeRequest, high priority), so its retry runs.
+    { step: 'finalizeRequest', priority: 'low', name: 'loseFirstAnswer' },
+  );
+  return { sent: () => sent };
+}
+
 ledgerContract('DynamoDbLedger on dynalite', async ({ now }) => {
   const tableName = await freshTable();
   return {
@@ -140,6 +161,50 @@ describe('DynamoDbLedger on dynalite', () => {
       expect(won[0]?.value.attempts).toBe(2);
       expect(won[0]?.value.leaseExpiresAt).toBe(T0 + 2 * LEASE_MS);
       expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof ClaimRefusedError)).toHaveLength(19);
+    });
+  });
+
+  describe('Retries after a lost answer', () => {
+    let lossy: DynamoDBClient;
+
+    beforeEach(() => {
+      lossy = emulatorDynamoDbClient(dynalite.endpoint);
+    });
+
+    afterEach(() => {
+      lossy.destroy();
+    });
+
+    it('returns the replayed row when the SDK retries a replay whose write was applied', async () => {
+      // Prepare: a dead row; then a replay whose first answer is lost.
+      const claimed = await ledger.claim(claimInput('evt_lost_replay'));
+      await ledger.recordAttempt({
+        eventId: 'evt_lost_replay',
+        endpoint: DEFAULT_ENDPOINT,
+        owner: 'worker-a',
+        attempt: { attempt: claimed.attempts, at: T0, outcome: 'rejected', status: 400, durationMs: 40 },
+        outcome: { kind: 'rejected', status: 400, responseStart: '' },
+        next: { state: 'dead', reason: 'rejected', detail: 'rejected (400)' },
+        nowMs: T0 + 40,
+      });
+      const updates = loseFirstAnswer(lossy, 'UpdateItemCommand');
+      const lossyLedger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(lossy), tableName, now: () => T0 });
+
+      // Act
+      const replayed = await lossyLedger.replay({
+        eventId: 'evt_lost_replay',
+        endpoint: DEFAULT_ENDPOINT,
+        operator: 'ops',
+        reason: 'receiver fixed',
+        nowMs: T0 + 5000,
+      });
+
+      // Assess
+      expect(updates.sent()).toBe(2);
+      expect(replayed.state).toBe('pending');
+      expect(replayed.replays).toBe(1);
+      expect(replayed.audit).toStrictEqual([{ at: T0 + 5000, action: 'replay', operator: 'ops', reason: 'receiver fixed' }]);
+      expect(await ledger.get({ eventId: 'evt_lost_replay', endpoint: DEFAULT_ENDPOINT })).toStrictEqual(replayed);
     });
   });
 
