@@ -66,7 +66,7 @@ async function processRecord(record: SQSRecord, deps: BatchDeps): Promise<boolea
     action: decision.action,
     ...(attempt ? { attempt: attempt.number, outcome: describeOutcome(attempt.outcome), attemptMs: attempt.durationMs } : {}),
   };
-  if (attempt?.outcome.kind === 'accepted') metrics.add('DeliveryLatency', attempt.sinceCreatedMs);
+  if (attempt?.outcome.kind === 'accepted') metrics.add('DeliveryLatency', attempt.sinceStartMs);
   const done = (report: boolean, extra: Record<string, unknown>) => {
     const line = { ...fields, ...extra, durationMs: delivery.now() - startedAt };
     if (report && extra.queueError) logger.warn('delivery', line);

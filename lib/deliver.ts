@@ -14,6 +14,7 @@ import {
 } from './ledger/ledger';
 import { describeOutcome, type AttemptOutcome } from './outcome';
 import { hasAttemptsLeft, nextWaitSeconds, type RetryPolicy } from './policy';
+import { deliveryStartedAt } from './stats';
 import type { WebhookSender } from './webhook/sender';
 
 /** Dead-letter reasons, as the `reason` message attribute on the dead-letter queue. */
@@ -43,8 +44,8 @@ export interface AttemptReport {
   readonly number: number;
   readonly outcome: AttemptOutcome;
   readonly durationMs: number;
-  /** Ms from the event's first admission to this attempt's end (delivery latency when accepted). */
-  readonly sinceCreatedMs: number;
+  /** Ms from the start of this delivery (admission or last replay) to this attempt's end: the latency when accepted. */
+  readonly sinceStartMs: number;
 }
 
 export interface DeliveryResult {
@@ -127,7 +128,7 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
     number: claimed.attempts,
     outcome,
     durationMs,
-    sinceCreatedMs: endedAt - claimed.createdAt,
+    sinceStartMs: endedAt - deliveryStartedAt(claimed),
   };
   try {
     await deps.ledger.recordAttempt({
@@ -236,7 +237,8 @@ async function decideWithoutSending(
       if (record.nextAttemptAt !== undefined && record.nextAttemptAt > nowMs) {
         return { action: 'retry', eventId, afterSeconds: secondsUntil(record.nextAttemptAt, nowMs), why: 'not-due' };
       }
-      // The row changed between the refused write and the read: look again shortly.
+      // Claimable after all: a lease lapsed or the row came due between the refused write and
+      // this clock reading. Look again shortly.
       return { action: 'retry', eventId, afterSeconds: 1, why: 'in-flight' };
   }
 }

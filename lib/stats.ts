@@ -42,14 +42,17 @@ export function percentile(sortedAscending: readonly number[], q: number): numbe
 }
 
 /**
- * Ms from when a delivered row's current delivery began to when it was delivered. A replay
- * starts a new delivery, so the time a row spent dead before it is not latency.
+ * When a row's current delivery began: its admission, or its last replay. A replay starts a new
+ * delivery, so the time a row spent dead before it is not latency.
  */
+export function deliveryStartedAt(record: Pick<DeliveryRecord, 'createdAt' | 'audit'>): number {
+  return record.audit.reduce((latest, entry) => Math.max(latest, entry.at), record.createdAt);
+}
+
+/** Ms from when a delivered row's current delivery began to when it was delivered. */
 export function deliveryLatencyMs(record: DeliveryRecord): number | undefined {
   if (record.deliveredAt === undefined) return undefined;
-  const lastReplayAt = record.audit.reduce((latest, entry) => Math.max(latest, entry.at), 0);
-  const startedAt = Math.max(record.createdAt, lastReplayAt);
-  return Math.max(0, record.deliveredAt - startedAt);
+  return Math.max(0, record.deliveredAt - deliveryStartedAt(record));
 }
 
 export function ledgerStats(input: StatsInput): LedgerStats {

@@ -40,8 +40,15 @@ export class QueueUnavailableError extends Error {
   }
 }
 
-/** Whole seconds within what one message's visibility timeout allows (0..43200). */
+/**
+ * SQS counts a message's 12 h visibility limit from its receive, and the consumer sets the wait
+ * up to one invocation (at most 15 min) later. A longer wait brings the message back a little
+ * early; the ledger then answers "not due" with the rest of the wait.
+ */
+export const MAX_VISIBILITY_SECONDS = MAX_WAIT_SECONDS - 15 * 60;
+
+/** Whole seconds within what a received message's visibility timeout can still be set to. */
 export function clampVisibilitySeconds(seconds: number): number {
-  if (!Number.isFinite(seconds)) return seconds > 0 ? MAX_WAIT_SECONDS : 0;
-  return Math.min(Math.max(Math.ceil(seconds), 0), MAX_WAIT_SECONDS);
+  if (!Number.isFinite(seconds)) return seconds > 0 ? MAX_VISIBILITY_SECONDS : 0;
+  return Math.min(Math.max(Math.ceil(seconds), 0), MAX_VISIBILITY_SECONDS);
 }

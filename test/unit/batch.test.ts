@@ -52,11 +52,11 @@ function setup(results: Record<string, DeliveryResult | Error>, concurrency = 10
 
 const ack = (eventId: string): DeliveryResult => ({
   decision: { action: 'ack', eventId, why: 'delivered' },
-  attempt: { number: 1, outcome: { kind: 'accepted', status: 200 }, durationMs: 12, sinceCreatedMs: 250 },
+  attempt: { number: 1, outcome: { kind: 'accepted', status: 200 }, durationMs: 12, sinceStartMs: 250 },
 });
 const retry = (eventId: string, afterSeconds: number): DeliveryResult => ({
   decision: { action: 'retry', eventId, afterSeconds, why: 'temporary' },
-  attempt: { number: 2, outcome: { kind: 'temporary', status: 503 }, durationMs: 8, sinceCreatedMs: 900 },
+  attempt: { number: 2, outcome: { kind: 'temporary', status: 503 }, durationMs: 8, sinceStartMs: 900 },
 });
 const deadLetter = (eventId: string | undefined, reason: 'rejected' | 'invalid'): DeliveryResult => ({
   decision: { action: 'dead-letter', eventId, reason, detail: 'shipmentId must be printable: received "secret-ish"' },
@@ -240,10 +240,12 @@ describe('Function: clampVisibilitySeconds', () => {
     [-5, 0],
     [0, 0],
     [1.2, 2],
-    [43_200, 43_200],
-    [100_000, 43_200],
+    [42_300, 42_300],
+    // 12 h counts from the receive: a quarter hour is left for the invocation that sets it.
+    [43_200, 42_300],
+    [100_000, 42_300],
     [Number.NaN, 0],
-    [Number.POSITIVE_INFINITY, 43_200],
+    [Number.POSITIVE_INFINITY, 42_300],
   ])('turns %s into %s', (input, expected) => {
     expect(clampVisibilitySeconds(input)).toBe(expected);
   });

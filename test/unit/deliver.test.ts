@@ -265,6 +265,8 @@ describe('Function: deliver', () => {
     expect(result.decision).toEqual({ action: 'ack', eventId: 'evt_42', why: 'delivered' });
     expect(receiver.seen).toEqual(['evt_42:evt_42', 'evt_42:evt_42']);
     expect(await row()).toMatchObject({ state: 'delivered', attempts: 1, replays: 1 });
+    // Latency counts from the replay, not from the first admission a minute earlier.
+    expect(result.attempt?.sinceStartMs).toBe(0);
   });
 
   it.each([
