@@ -34,6 +34,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { LEDGER_SCHEMA } from './dynamodb-schema';
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
 import {
+  isThisClaim,
   isThisReplay,
   MAX_HISTORY,
   type ClaimInput,
@@ -188,6 +189,9 @@ export class DynamoDbLedger implements Ledger {
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
       const result = await this.#update(key, spec);
       if (result.written) return afterClaim(result.item, created);
+      // The SDK retried this very claim after its answer was lost (a timeout, a reset, a 500), and
+      // the lease its first write took refused it: that write stands, with the attempt counted.
+      if (result.current !== undefined && isThisClaim(result.current, input)) return result.current;
       if (result.current !== undefined) throw new ClaimRefusedError(result.current, { cause: result.cause });
       // The row went away (TTL) between the write and the read: the claim may succeed now.
     }

@@ -133,6 +133,8 @@ export interface Ledger {
   /**
    * Admits a new event or claims a pending one, in one conditional write, and counts the
    * attempt before anything is sent. Returns the row as it now stands, lease held by `owner`.
+   * The same claim again (same owner, time and lease, as a store client's retry after a lost
+   * answer sends it) returns the row its first write left, counting nothing more: `isThisClaim`.
    * @throws ClaimRefusedError carrying the current row when the event may not be sent now.
    */
   claim(input: ClaimInput): Promise<DeliveryRecord>;
@@ -187,6 +189,21 @@ export function leaseIsLive(record: DeliveryRecord, nowMs: number): boolean {
 /** Appends an entry, keeping the newest `MAX_HISTORY`. */
 export function appendHistory(history: readonly AttemptEntry[], entry: AttemptEntry): AttemptEntry[] {
   return [...history, entry].slice(-MAX_HISTORY);
+}
+
+/**
+ * Whether `record` is the row this very claim wrote: pending, on the claim's content, its lease
+ * the claim's owner and expiry. A claim whose write was applied but whose answer was lost is
+ * retried by the store client with the same input, and its own lease refuses it; this tells that
+ * retry from another worker's claim. Owners are unique per worker, so no other claim leaves this lease.
+ */
+export function isThisClaim(record: DeliveryRecord, input: ClaimInput): boolean {
+  return (
+    record.state === 'pending' &&
+    record.contentHash === input.event.contentHash &&
+    record.leaseOwner === input.owner &&
+    record.leaseExpiresAt === input.nowMs + input.leaseMs
+  );
 }
 
 /**

@@ -9,6 +9,7 @@
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
 import {
   appendHistory,
+  isThisClaim,
   isThisReplay,
   leaseIsLive,
   type ClaimInput,
@@ -85,7 +86,11 @@ export class MemoryLedger implements Ledger {
       row.attempts < row.maxAttempts &&
       !leaseIsLive(row, nowMs) &&
       (row.nextAttemptAt === undefined || row.nextAttemptAt <= nowMs);
-    if (!claimable) throw new ClaimRefusedError(toRecord(row));
+    if (!claimable) {
+      // The same claim again: what a store client's retry after a lost answer sends. The first stands.
+      if (isThisClaim(row, input)) return toRecord(row);
+      throw new ClaimRefusedError(toRecord(row));
+    }
     row.attempts += 1;
     row.leaseOwner = input.owner;
     row.leaseExpiresAt = nowMs + input.leaseMs;

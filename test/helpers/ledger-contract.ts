@@ -187,6 +187,47 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(await ledger.get(key('evt_dup'))).toStrictEqual(first);
       });
 
+      it('answers the same claim again with the row its first write left: a retry after a lost answer', async () => {
+        // Prepare: the claim is written; its answer is lost, so the client sends the identical input again.
+        const event = shipmentEvent('evt_claim_retry');
+        const claimed = await claim(event);
+
+        // Act
+        const retried = await claim(event);
+
+        // Assess
+        expect(retried).toStrictEqual(claimed);
+        expect(retried.attempts).toBe(1);
+        expect(await ledger.get(key('evt_claim_retry'))).toStrictEqual(claimed);
+      });
+
+      it('answers the same claim again on an existing row without counting a second attempt', async () => {
+        const first = await claim(shipmentEvent('evt_claim_retry_later'));
+        await record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 500);
+        const second = await claim(shipmentEvent('evt_claim_retry_later'), { owner: WORKER_B, nowMs: T0 + 1000 });
+
+        const retried = await claim(shipmentEvent('evt_claim_retry_later'), { owner: WORKER_B, nowMs: T0 + 1000 });
+
+        expect(retried).toStrictEqual(second);
+        expect(retried.attempts).toBe(2);
+        expect(await ledger.get(key('evt_claim_retry_later'))).toStrictEqual(second);
+      });
+
+      it('still refuses a live lease to any other claim: another owner, time, lease or content', async () => {
+        const event = shipmentEvent('evt_claim_other');
+        const claimed = await claim(event);
+
+        const refusals = [
+          await rejectionOf(claim(event, { owner: WORKER_B }), ClaimRefusedError),
+          await rejectionOf(claim(event, { nowMs: T0 + 1 }), ClaimRefusedError),
+          await rejectionOf(claim(event, { leaseMs: LEASE_MS + 1 }), ClaimRefusedError),
+          await rejectionOf(claim(shipmentEvent('evt_claim_other', { status: 'delivered' })), ClaimRefusedError),
+        ];
+
+        expect(refusals.map((error) => error.record)).toStrictEqual([claimed, claimed, claimed, claimed]);
+        expect(await ledger.get(key('evt_claim_other'))).toStrictEqual(claimed);
+      });
+
       it('accepts a producer re-sending the same event with other key order and spacing', async () => {
         const first = await claim(shipmentEvent('evt_same'));
         await record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 500);

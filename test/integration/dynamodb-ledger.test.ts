@@ -206,6 +206,19 @@ describe('DynamoDbLedger on dynalite', () => {
       expect(replayed.audit).toStrictEqual([{ at: T0 + 5000, action: 'replay', operator: 'ops', reason: 'receiver fixed' }]);
       expect(await ledger.get({ eventId: 'evt_lost_replay', endpoint: DEFAULT_ENDPOINT })).toStrictEqual(replayed);
     });
+
+    it('returns the claimed row when the SDK retries a claim whose write was applied', async () => {
+      const updates = loseFirstAnswer(lossy, 'UpdateItemCommand');
+      const lossyLedger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(lossy), tableName, now: () => T0 });
+
+      const claimed = await lossyLedger.claim(claimInput('evt_lost_claim'));
+
+      expect(updates.sent()).toBe(2);
+      expect(claimed.attempts).toBe(1);
+      expect(claimed.leaseOwner).toBe('worker-a');
+      expect(claimed.leaseExpiresAt).toBe(T0 + LEASE_MS);
+      expect(await ledger.get({ eventId: 'evt_lost_claim', endpoint: DEFAULT_ENDPOINT })).toStrictEqual(claimed);
+    });
   });
 
   describe('Request cost', () => {
