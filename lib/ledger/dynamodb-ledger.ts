@@ -296,11 +296,12 @@ export class DynamoDbLedger implements Ledger {
         '#attempts = :zero',
         '#replays = if_not_exists(#replays, :zero) + :one',
         '#audit = list_append(if_not_exists(#audit, :empty), :audit)',
-        '#nextAttemptAt = :now',
         '#stateSince = :now',
         '#expiresAt = :nowSeconds + #retentionSeconds',
       ],
-      remove: ['#deadReason', '#deadDetail', '#deadAt', '#leaseOwner', '#leaseExpiresAt'],
+      // Due at once. Not `nextAttemptAt = :now`: that is the operator's clock, and one running
+      // ahead of the workers' would leave the event refused as not yet due.
+      remove: ['#deadReason', '#deadDetail', '#deadAt', '#leaseOwner', '#leaseExpiresAt', '#nextAttemptAt'],
       condition: MAY_REPLAY,
       values: {
         ':dead': 'dead',

@@ -11,7 +11,7 @@
  *   pending  ── recordAttempt: rejected ───────▶ dead      (reason `rejected`)
  *   pending  ── recordAttempt / markExhausted ─▶ dead      (reason `exhausted`)
  *   dead     ── recordAttempt: accepted ───────▶ delivered (a late 2xx still means delivered)
- *   dead     ── replay (operator, reason) ─────▶ pending   (budget reset, replays + 1)
+ *   dead     ── replay (operator, reason) ─────▶ pending   (budget reset, replays + 1, due at once)
  *
  * An attempt's outcome is a diagnostic on the row, never a state. Rows are keyed by
  * (eventId, endpoint) so one event can later go to several endpoints without a migration.
@@ -168,8 +168,9 @@ export interface Ledger {
   ): Promise<boolean>;
 
   /**
-   * Returns a dead row to pending with its budget reset, replays + 1 and an audit entry.
-   * The same replay again (as a store client's retry after a lost answer
+   * Returns a dead row to pending with its budget reset, replays + 1 and an audit entry, due at
+   * once: no `nextAttemptAt`, since the operator's clock is not the workers' and one running ahead
+   * would park the event as not yet due. The same replay again (as a store client's retry after a lost answer
    * sends it) returns the row its first write left, replaying nothing more: `isThisReplay`.
    * @throws ReplayRefusedError when there is no such row, it is not dead, or it has no event.
    */

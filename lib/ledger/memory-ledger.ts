@@ -193,8 +193,9 @@ export class MemoryLedger implements Ledger {
     row.attempts = 0;
     row.replays += 1;
     row.audit = [...row.audit, { at: nowMs, action: 'replay', operator: input.operator, reason: input.reason }];
-    row.nextAttemptAt = nowMs;
     changedState(row, nowMs);
+    // Due at once: the operator's clock is not the workers', and one running ahead would park it.
+    delete row.nextAttemptAt;
     delete row.deadReason;
     delete row.deadDetail;
     delete row.deadAt;

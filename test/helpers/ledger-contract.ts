@@ -664,7 +664,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         return record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, atMs + 200);
       }
 
-      it('returns a dead row to pending: budget reset, replays + 1, audit entry, due now', async () => {
+      it('returns a dead row to pending: budget reset, replays + 1, audit entry, due at once', async () => {
         // Prepare
         const dead = await deadRow('evt_replay', T0);
 
@@ -684,7 +684,6 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           attempts: 0,
           replays: 1,
           audit: [{ at: T0 + 5000, action: 'replay', operator: 'ops@example.com', reason: 'receiver fixed its schema' }],
-          nextAttemptAt: T0 + 5000,
           stateSince: T0 + 5000,
           expiresAt: expiresAt(T0 + 5000),
         };
@@ -703,6 +702,20 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(claimed.leaseOwner).toBe(WORKER_B);
         expect(claimed.replays).toBe(1);
         expect(await ledger.get(key('evt_again'))).toStrictEqual(claimed);
+      });
+
+      it("leaves the replayed row due to workers whose clock is behind the operator's", async () => {
+        // Prepare: the operator's machine runs an hour ahead of the workers.
+        await deadRow('evt_clock_ahead', T0);
+        const replayed = await ledger.replay({ ...key('evt_clock_ahead'), operator: 'ops', reason: 'retry', nowMs: T0 + 3_600_000 });
+
+        // Act
+        const claimed = await claim(shipmentEvent('evt_clock_ahead'), { nowMs: T0 + 1000 });
+
+        // Assess
+        expect(replayed.nextAttemptAt).toBeUndefined();
+        expect(claimed.attempts).toBe(1);
+        expect(claimed.leaseOwner).toBe(WORKER_A);
       });
 
       it('appends an audit entry on every replay', async () => {
