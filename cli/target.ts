@@ -1,8 +1,7 @@
 /**
  * Which handoff the command talks to, decided in this order:
  *
- * 1. explicit names: `--queue-url`, `--dlq-url`, `--table` (or `HANDOFF_QUEUE_URL`,
- *    `HANDOFF_DEAD_LETTER_QUEUE_URL`, `HANDOFF_LEDGER_TABLE`), with the standard AWS environment
+ * 1. explicit names: `--queue-url`, `--dlq-url`, `--table`, with the standard AWS environment
  *    (region, profile, `AWS_ENDPOINT_URL*`), which the SDK clients read on their own;
  * 2. `--stack NAME`: the deployed stack's CloudFormation outputs (explicit names still win);
  * 3. the running sandbox: the state file `npm start` writes while it runs.
@@ -17,7 +16,13 @@ import {
 } from '@aws-sdk/client-cloudformation';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { readSandboxState, sandboxStateFile, type SandboxState } from '../sandbox/state-file';
+import {
+  readSandboxState,
+  SANDBOX_CREDENTIALS,
+  SANDBOX_REGION,
+  sandboxStateFile,
+  type SandboxState,
+} from '../sandbox/state-file';
 import { CommandFailedError, networkErrorCode, rootCause, UsageError } from './errors';
 
 export interface TargetOptions {
@@ -50,9 +55,6 @@ export const STACK_OUTPUTS = {
   deadLetterQueueUrl: 'DeadLetterQueueUrl',
   ledgerTable: 'LedgerTableName',
 } as const;
-
-const SANDBOX_REGION = 'us-east-1';
-const SANDBOX_CREDENTIALS = { accessKeyId: 'sandbox', secretAccessKey: 'sandbox' } as const;
 
 export const NO_TARGET_MESSAGE =
   'no handoff to talk to: start the sandbox (npm start), or pass --stack NAME, ' +

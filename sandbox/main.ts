@@ -10,8 +10,9 @@
  */
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { ConfigError, readSettings } from '../lib/config';
+import { CRASH_POINTS } from '../lib/deliver';
 import { Display } from './counters';
-import { startSandbox, type Sandbox } from './sandbox';
+import { CRASH_AT_ENV, startSandbox, type Sandbox } from './sandbox';
 import { sandboxStateFile } from './state-file';
 
 /** Sandbox-only variables; the stack has no such settings. */
@@ -35,6 +36,18 @@ function wholeNumber(name: string, min: number, max: number): number | undefined
   return Number(raw);
 }
 
+/** `<point>` or `<point>@<marker file>`, as the consumer reads it (functions/consumer.ts). */
+function crashAt(): string | undefined {
+  const raw = process.env[CRASH_AT_ENV];
+  if (raw === undefined || raw === '') return undefined;
+  const at = raw.indexOf('@');
+  const point = at === -1 ? raw : raw.slice(0, at);
+  if (!(CRASH_POINTS as readonly string[]).includes(point) || at === raw.length - 1) {
+    throw new ConfigError(CRASH_AT_ENV, `must be one of ${CRASH_POINTS.join(', ')}, optionally @<marker file>, got "${raw}"`);
+  }
+  return raw;
+}
+
 function fail(line: string, status: number): never {
   process.stderr.write(`handoff sandbox: ${line}\n`);
   process.exit(status);
@@ -46,6 +59,7 @@ async function main(): Promise<void> {
   let settings;
   let ports;
   let visibilityTimeoutSeconds;
+  let crashPoint;
   try {
     settings = readSettings(process.env);
     ports = {
@@ -53,6 +67,7 @@ async function main(): Promise<void> {
       dynamodb: wholeNumber(SANDBOX_ENV.dynamodbPort, 0, 65535) ?? DEFAULT_PORTS.dynamodb,
     };
     visibilityTimeoutSeconds = wholeNumber(SANDBOX_ENV.visibilityTimeout, 1, 43_200);
+    crashPoint = crashAt();
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message, 2);
     throw error;
@@ -66,11 +81,13 @@ async function main(): Promise<void> {
       sqsPort: ports.sqs,
       dynamodbPort: ports.dynamodb,
       ...(visibilityTimeoutSeconds !== undefined ? { visibilityTimeoutSeconds } : {}),
-      ...(process.env.HANDOFF_CRASH_AT ? { crashAt: process.env.HANDOFF_CRASH_AT } : {}),
+      ...(crashPoint !== undefined ? { crashAt: crashPoint } : {}),
       verbose: process.env[SANDBOX_ENV.verbose] === '1' || process.env[SANDBOX_ENV.verbose] === 'true',
       display,
     });
   } catch (error) {
+    // The endpoint the consumer would refuse (startSandbox checks it before starting anything).
+    if (error instanceof ConfigError) fail(error.message, 2);
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') {
       const port = (error as { port?: number }).port;

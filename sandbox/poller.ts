@@ -147,8 +147,6 @@ export interface PollerOptions {
 }
 
 export interface Poller {
-  /** Batches being handled now. */
-  readonly inFlight: number;
   /**
    * Stops receiving, then waits for batches in flight (settling them) for up to `graceMs`.
    * Returns the number of batches still unsettled when it gave up.
@@ -258,9 +256,6 @@ export function startPoller(options: PollerOptions): Poller {
   })();
 
   return {
-    get inFlight() {
-      return inFlight.size;
-    },
     async stop(graceMs) {
       stopping = true;
       abort.abort();

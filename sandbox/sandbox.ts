@@ -9,13 +9,14 @@
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { derivedTimings, RESOURCE_ENV, settingsToEnvironment, type Settings } from '../lib/config';
+import { ConfigError, derivedTimings, RESOURCE_ENV, settingsToEnvironment, type Settings } from '../lib/config';
 import { createLedgerTable } from '../lib/ledger/dynamodb-ledger';
+import { EndpointGuard, EndpointRefusedError, SANDBOX_GUARD_OPTIONS } from '../lib/webhook/endpoint-guard';
 import { Display, watchCounts } from './counters';
 import { startDemoReceiver, type DemoReceiver } from './demo-receiver';
 import { startEmulators, type Emulators } from './emulators';
 import { startPoller, type Poller } from './poller';
-import type { SandboxState } from './state-file';
+import { SANDBOX_CREDENTIALS, SANDBOX_REGION, type SandboxState } from './state-file';
 import { WorkerPool } from './worker-pool';
 
 export const SANDBOX_NAMES = {
@@ -24,17 +25,11 @@ export const SANDBOX_NAMES = {
   ledgerTable: 'handoff-ledger',
 } as const;
 
-export const REGION = 'us-east-1';
 /**
- * The consumer's own variables (functions/consumer.ts QUEUE_URL_ENV, CRASH_AT_ENV), spelled out
- * here because importing that module runs its cold start, which needs a consumer's environment.
+ * The consumer's fault-injection variable (functions/consumer.ts CRASH_AT_ENV), spelled out here
+ * because importing that module runs its cold start, which needs a consumer's environment.
  */
-const QUEUE_URL_ENV = 'HANDOFF_QUEUE_URL';
-const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
-/** Emulators accept any credentials; the SDK still wants some. */
-const DUMMY_CREDENTIALS = { accessKeyId: 'sandbox', secretAccessKey: 'sandbox' };
-/** The sandbox's receivers are local: let the consumer reach loopback over plain http. */
-const LOOPBACK_CIDRS = ['127.0.0.0/8', '::1/128'];
+export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
 /** SQS keeps a message up to 14 days; keep dead letters that long. */
 const DEAD_LETTER_RETENTION_SECONDS = 14 * 24 * 60 * 60;
 
@@ -59,8 +54,6 @@ export interface SandboxOptions {
 
 export interface Sandbox {
   readonly state: SandboxState;
-  /** Live worker process IDs. */
-  readonly workerPids: () => number[];
   /** Stops polling, lets batches in flight finish (bounded), then closes everything. */
   stop(): Promise<void>;
 }
@@ -68,6 +61,9 @@ export interface Sandbox {
 export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const { settings, display } = options;
   const timings = derivedTimings(settings);
+  // The sandbox's receivers are local: the consumer may reach loopback over plain http.
+  const allowPrivateCidrs = [...new Set([...settings.allowPrivateCidrs, ...(SANDBOX_GUARD_OPTIONS.allowPrivateCidrs ?? [])])];
+  if (settings.webhookUrl !== undefined) checkConsumerEndpoint(settings.webhookUrl, allowPrivateCidrs);
   const closers: (() => Promise<unknown>)[] = [];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close().catch(() => {});
@@ -76,8 +72,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   try {
     const emulators: Emulators = await startEmulators({ sqs: options.sqsPort, dynamodb: options.dynamodbPort });
     closers.push(() => emulators.close());
-    const sqs = new SQSClient({ region: REGION, endpoint: emulators.sqsEndpoint, credentials: DUMMY_CREDENTIALS, useQueueUrlAsEndpoint: false });
-    const dynamodb = new DynamoDBClient({ region: REGION, endpoint: emulators.dynamodbEndpoint, credentials: DUMMY_CREDENTIALS });
+    const sqs = new SQSClient({ region: SANDBOX_REGION, endpoint: emulators.sqsEndpoint, credentials: SANDBOX_CREDENTIALS, useQueueUrlAsEndpoint: false });
+    const dynamodb = new DynamoDBClient({ region: SANDBOX_REGION, endpoint: emulators.dynamodbEndpoint, credentials: SANDBOX_CREDENTIALS });
     closers.push(async () => {
       sqs.destroy();
       dynamodb.destroy();
@@ -109,7 +105,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const consumerSettings: Settings = {
       ...settings,
       webhookUrl: receiverUrl,
-      allowPrivateCidrs: [...new Set([...settings.allowPrivateCidrs, ...LOOPBACK_CIDRS])],
+      allowPrivateCidrs,
       allowHttp: true,
     };
     const pool = new WorkerPool({
@@ -117,9 +113,9 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       handlerPath: options.handlerPath ?? fileURLToPath(new URL('../functions/consumer.ts', import.meta.url)),
       env: {
         ...inheritedEnvironment(),
-        AWS_REGION: REGION,
-        AWS_ACCESS_KEY_ID: DUMMY_CREDENTIALS.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: DUMMY_CREDENTIALS.secretAccessKey,
+        AWS_REGION: SANDBOX_REGION,
+        AWS_ACCESS_KEY_ID: SANDBOX_CREDENTIALS.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: SANDBOX_CREDENTIALS.secretAccessKey,
         AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
         AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
         AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
@@ -127,7 +123,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         ...(settings.webhookSecret !== undefined ? { HANDOFF_WEBHOOK_SECRET: settings.webhookSecret } : {}),
         [RESOURCE_ENV.ledgerTable]: SANDBOX_NAMES.ledgerTable,
         [RESOURCE_ENV.deadLetterQueueUrl]: deadLetterQueueUrl,
-        [QUEUE_URL_ENV]: queueUrl,
+        [RESOURCE_ENV.queueUrl]: queueUrl,
         ...(options.crashAt ? { [CRASH_AT_ENV]: options.crashAt } : {}),
       },
       timeoutMs: timings.functionTimeoutSeconds * 1000,
@@ -142,7 +138,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const poller: Poller = startPoller({
       sqs,
       queueUrl,
-      source: { queueArn: deliveryQueueArn, region: REGION },
+      source: { queueArn: deliveryQueueArn, region: SANDBOX_REGION },
       batchSize: settings.batchSize,
       maxConcurrency: settings.maxConcurrency,
       invoke: (event) => pool.invoke(event),
@@ -170,12 +166,28 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         ledgerTable: SANDBOX_NAMES.ledgerTable,
         receiverUrl,
       },
-      workerPids: () => pool.pids,
       stop: closeAll,
     };
   } catch (error) {
     await closeAll();
     throw error;
+  }
+}
+
+/**
+ * Refuses, before anything starts, an endpoint the consumer's guard would refuse on every
+ * attempt: otherwise the sandbox would report READY while every worker fails its cold start.
+ * @throws ConfigError naming HANDOFF_WEBHOOK_URL
+ */
+function checkConsumerEndpoint(url: string, allowPrivateCidrs: readonly string[]): void {
+  try {
+    new EndpointGuard({ allowPrivateCidrs, allowHttp: true }).checkUrl(url);
+  } catch (error) {
+    if (!(error instanceof EndpointRefusedError)) throw error;
+    throw new ConfigError(
+      'HANDOFF_WEBHOOK_URL',
+      `is refused: ${error.message} (the sandbox allows loopback over http; add other private ranges with HANDOFF_ALLOW_PRIVATE_CIDRS)`,
+    );
   }
 }
 

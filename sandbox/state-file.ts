@@ -6,6 +6,13 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/**
+ * The region and credentials of every client aimed at the sandbox (its own, the consumer's, the
+ * CLI's): the emulators accept any credentials, but the SDK still wants some.
+ */
+export const SANDBOX_REGION = 'us-east-1';
+export const SANDBOX_CREDENTIALS = { accessKeyId: 'sandbox', secretAccessKey: 'sandbox' } as const;
+
 /** The READY object: printed as `READY <json>` on stdout and written to the state file. */
 export interface SandboxState {
   readonly sqsEndpoint: string;

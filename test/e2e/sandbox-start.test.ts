@@ -8,6 +8,7 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSandboxToExit, startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+import { eventually } from '../helpers/sandbox-clients';
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 let sandbox: SandboxProcess;
@@ -41,14 +42,17 @@ describe('npm start (tsx sandbox/main.ts)', () => {
     // Act
     await sqs.send(new SendMessageCommand({ QueueUrl: sandbox.ready.queueUrl, MessageBody: JSON.stringify(event) }));
     await sandbox.waitForLog(/^receiver: received evt_demo_1 \(first time\)$/);
-    let state: unknown;
-    do {
+    const rowState = async () => {
       const { Item } = await ledger.send(
         new GetCommand({ TableName: sandbox.ready.ledgerTable, Key: { eventId: 'evt_demo_1', endpoint: 'default' } }),
       );
-      state = Item?.state;
-      if (state !== 'delivered') await new Promise((resolve) => setTimeout(resolve, 200));
-    } while (state !== 'delivered');
+      return Item?.state as unknown;
+    };
+    const state = await eventually(
+      'evt_demo_1 to be delivered',
+      async () => ((await rowState()) === 'delivered' ? 'delivered' : undefined),
+      { timeoutMs: 20_000, describe: async () => String((await rowState()) ?? 'no row') },
+    );
 
     // Assess
     expect(state).toBe('delivered');
@@ -66,12 +70,19 @@ describe('npm start (tsx sandbox/main.ts)', () => {
 });
 
 describe('npm start with an invalid setting', () => {
-  it('exits 2 with one line naming the variable', async () => {
-    const { code, stdout, stderr } = await runSandboxToExit({ env: { HANDOFF_MAX_ATTEMPTS: '0' } });
+  it.each([
+    { variable: 'HANDOFF_MAX_ATTEMPTS', value: '0' },
+    // A private literal address the consumer's endpoint guard would refuse on every attempt.
+    { variable: 'HANDOFF_WEBHOOK_URL', value: 'http://10.1.2.3/hook' },
+    { variable: 'HANDOFF_ALLOW_PRIVATE_CIDRS', value: 'foo' },
+    { variable: 'HANDOFF_CRASH_AT', value: 'mid-send' },
+    { variable: 'HANDOFF_CRASH_AT', value: 'before-send@' },
+  ])('exits 2 with one line naming $variable for $value, printing no READY', async ({ variable, value }) => {
+    const { code, stdout, stderr } = await runSandboxToExit({ env: { [variable]: value } });
 
     expect(code).toBe(2);
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toHaveLength(1);
-    expect(stderr).toContain('HANDOFF_MAX_ATTEMPTS');
+    expect(stderr).toContain(variable);
   });
 });

@@ -1,9 +1,10 @@
 /**
  * Runs the sandbox (`npm start`'s entry) as a child process for end-to-end tests: waits for its
  * `READY <json>` line, tracks its worker processes from its log, and stops it with a signal.
+ * Each run gets a private temp directory for its state file, removed once the sandbox has exited.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -32,9 +33,10 @@ export interface StartOptions {
   /** Variables on top of a clean environment (no inherited HANDOFF_* or AWS_*). */
   readonly env?: Record<string, string>;
   /**
-   * `tsx`: the `npm start` script's own command (`tsx sandbox/main.ts`), which relays signals.
+   * `tsx`: the `npm start` script's own command (`exec tsx sandbox/main.ts`), which relays signals.
    * `node` (default): `node --import tsx sandbox/main.ts`, so the child is the sandbox itself.
-   * Not `npm start`: npm hands SIGTERM to its `sh -c`, which dies without passing it on.
+   * (`npm start` would stop as cleanly on SIGTERM, the script being an `exec`; the tests skip
+   * npm's own start-up.)
    */
   readonly via?: 'tsx' | 'node';
 }
@@ -53,6 +55,11 @@ function baseEnvironment(stateFile: string): NodeJS.ProcessEnv {
   };
 }
 
+/** A fresh temp directory for one sandbox's state file. */
+function stateDirectory(): string {
+  return mkdtempSync(join(tmpdir(), 'handoff-sandbox-'));
+}
+
 /** Spawns the sandbox; nothing is awaited. For start-up failures, see `runSandboxToExit`. */
 function spawnSandbox(options: StartOptions, stateFile: string): ChildProcess {
   const env = { ...baseEnvironment(stateFile), ...options.env };
@@ -64,13 +71,18 @@ function spawnSandbox(options: StartOptions, stateFile: string): ChildProcess {
 }
 
 export async function startSandboxProcess(options: StartOptions = {}): Promise<SandboxProcess> {
-  const stateFile = join(mkdtempSync(join(tmpdir(), 'handoff-sandbox-')), 'sandbox.json');
+  const directory = stateDirectory();
+  const stateFile = join(directory, 'sandbox.json');
   const child = spawnSandbox(options, stateFile);
   const stderrLines: string[] = [];
   const live = new Set<number>();
   const watchers: { pattern: RegExp; resolve: (line: string) => void }[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    child.once('exit', (code, signal) => {
+      // After the exit: a sandbox stopped cleanly has removed its state file; a killed one has not.
+      rmSync(directory, { recursive: true, force: true });
+      resolve({ code, signal });
+    }),
   );
 
   createInterface({ input: child.stderr! }).on('line', (line) => {
@@ -123,12 +135,13 @@ export async function startSandboxProcess(options: StartOptions = {}): Promise<S
 
 /** Runs the sandbox until it exits by itself (a start-up failure); returns its status and output. */
 export async function runSandboxToExit(options: StartOptions = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const stateFile = join(mkdtempSync(join(tmpdir(), 'handoff-sandbox-')), 'sandbox.json');
-  const child = spawnSandbox(options, stateFile);
+  const directory = stateDirectory();
+  const child = spawnSandbox(options, join(directory, 'sandbox.json'));
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+  rmSync(directory, { recursive: true, force: true });
   return { code, stdout, stderr };
 }
