@@ -5,9 +5,13 @@
  *
  * The sandbox delivers to a scripted test receiver, so the test decides which events die (400)
  * and which stay pending (503 with a long retry wait).
+ *
+ * The tests share one sandbox and run in order: later ones use rows made by earlier ones
+ * (`status` reads evt_cli_one from `send`, `replay` refuses evt_cli_dead_1 seeded by `dead`,
+ * `stats` counts them all). Run the file, not a single test.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,6 +25,7 @@ import { DEFAULT_ENDPOINT, type DeliveryRecord, type DeliveryState } from '../..
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+import { eventually } from '../helpers/sandbox-clients';
 
 // This test's own SDK clients: the Node 22 notice is noise here.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -29,6 +34,8 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 /** Each CLI run starts Node and tsx: about a second on a quiet machine, much more on a busy one. */
 const CLI_TEST_TIMEOUT_MS = 120_000;
+/** How long the consumer may take to bring a row to a state; below the test's own timeout. */
+const STATE_WAIT_MS = 60_000;
 
 let receiver: TestReceiver;
 let sandbox: SandboxProcess;
@@ -65,12 +72,22 @@ function event(id: string, status = 'in_transit') {
 }
 
 /** Waits until the ledger row reaches `state` (the consumer works asynchronously). */
-async function waitForState(eventId: string, state: DeliveryState, predicate: (r: DeliveryRecord) => boolean = () => true) {
-  for (;;) {
-    const record = await ledger.get({ eventId, endpoint: DEFAULT_ENDPOINT });
-    if (record?.state === state && predicate(record)) return record;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+function waitForState(eventId: string, state: DeliveryState, predicate: (r: DeliveryRecord) => boolean = () => true) {
+  const row = () => ledger.get({ eventId, endpoint: DEFAULT_ENDPOINT });
+  return eventually(
+    `${eventId} to be ${state}`,
+    async () => {
+      const record = await row();
+      return record?.state === state && predicate(record) ? record : undefined;
+    },
+    {
+      timeoutMs: STATE_WAIT_MS,
+      describe: async () => {
+        const record = await row();
+        return record ? `${record.state}, ${record.attempts} attempt(s), ${record.history.length} in history` : 'no row';
+      },
+    },
+  );
 }
 
 async function visibleMessages(queueUrl: string): Promise<number> {
@@ -123,11 +140,13 @@ describe('handoff send', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it('sends every event of an NDJSON file in input order', async () => {
     // Prepare
     const ids = ['evt_cli_nd_1', 'evt_cli_nd_2', 'evt_cli_nd_3', 'evt_cli_nd_4'];
-    const file = join(mkdtempSync(join(tmpdir(), 'handoff-cli-')), 'events.ndjson');
+    const directory = mkdtempSync(join(tmpdir(), 'handoff-cli-'));
+    const file = join(directory, 'events.ndjson');
     writeFileSync(file, `${ids.map((id) => JSON.stringify(event(id))).join('\n')}\n\n`);
 
     // Act
     const run = await handoff(['send', file]);
+    rmSync(directory, { recursive: true, force: true });
 
     // Assess
     expect(run.code).toBe(0);
@@ -200,7 +219,7 @@ describe('handoff status', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     );
   });
 
-  it('shows a dead row with its reason and attempt history as aligned text', async () => {
+  it('shows a dead row with its reason and attempt history, as aligned text and as JSON', async () => {
     // Prepare
     receiver.respondTo('evt_cli_text_dead', { status: 422, body: 'unknown shipment' });
     await handoff(['send'], { stdin: JSON.stringify(event('evt_cli_text_dead')) });
@@ -208,8 +227,17 @@ describe('handoff status', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
 
     // Act
     const run = await handoff(['status', 'evt_cli_text_dead']);
+    const json = await handoff(['status', 'evt_cli_text_dead', '--json']);
 
     // Assess
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      eventId: 'evt_cli_text_dead',
+      state: 'dead',
+      deadReason: 'rejected',
+      attempts: 1,
+      lastOutcome: { kind: 'rejected', status: 422 },
+    });
     expect(run.code).toBe(0);
     const lines = run.stdout.split('\n');
     expect(lines).toContain('event         evt_cli_text_dead');

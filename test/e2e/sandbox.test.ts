@@ -1,7 +1,10 @@
 /**
  * The whole system through the sandbox: real consumer handler in worker processes, the poller
  * keeping Lambda's SQS contract, fauxqs and dynalite, and a scripted receiver in this process.
- * One sandbox for the file; each scenario uses its own event IDs.
+ *
+ * The tests share one sandbox and run in order: later ones use rows and dead letters made by
+ * earlier ones (the malformed-message test reuses evt_503's row; the dead-letter read and the
+ * receiver checks count everything sent before). Run the file, not a single test.
  *
  * Settings are shortened for a test run: waits of 1 s, 1 s attempts, a 3 s visibility timeout
  * (the sandbox-only override) so that a batch lost with a killed worker comes back soon.
@@ -11,14 +14,19 @@ import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, S
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
-import { DEFAULT_ENDPOINT, type DeliveryRecord, type DeliveryState } from '../../lib/ledger/ledger';
+import { DEFAULT_ENDPOINT, type DeliveryRecord } from '../../lib/ledger/ledger';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+import { eventually } from '../helpers/sandbox-clients';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 /** A crash leaves a claim whose lease (function timeout: 1 s attempt + 20 s) must lapse first. */
 const CRASH_TEST_TIMEOUT_MS = 90_000;
+/** How long a wait may take before it fails with what it saw; below the test's own timeout. */
+const SETTLE_MS = 45_000;
+const CRASH_SETTLE_MS = 80_000;
+const TEST_TIMEOUT_MS = 60_000;
 
 let receiver: TestReceiver;
 let sandbox: SandboxProcess;
@@ -62,34 +70,46 @@ async function send(body: string | object): Promise<void> {
   await sqs.send(new SendMessageCommand({ QueueUrl: sandbox.ready.queueUrl, MessageBody: text }));
 }
 
-/** Polls the ledger until the event's row is in one of `states`. */
-async function settled(eventId: string, states: readonly DeliveryState[] = ['delivered', 'dead']): Promise<DeliveryRecord> {
-  for (;;) {
-    const record = await ledger.get({ eventId, endpoint: DEFAULT_ENDPOINT });
-    if (record && states.includes(record.state)) return record;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+/** The row once it is delivered or dead; fails with the row as last seen (no payload). */
+function settled(eventId: string, timeoutMs = SETTLE_MS): Promise<DeliveryRecord> {
+  const row = () => ledger.get({ eventId, endpoint: DEFAULT_ENDPOINT });
+  return eventually(
+    `${eventId} to be delivered or dead`,
+    async () => {
+      const record = await row();
+      return record !== undefined && record.state !== 'pending' ? record : undefined;
+    },
+    { timeoutMs, describe: async () => describeRow(await row()) },
+  );
+}
+
+function describeRow(record: DeliveryRecord | undefined): string {
+  if (record === undefined) return 'no row';
+  const outcomes = record.history.map((h) => h.outcome).join(', ');
+  return `${record.state}, ${record.attempts} attempt(s) [${outcomes}]${record.deadReason ? `, ${record.deadReason}` : ''}`;
 }
 
 /** Waits until the dead-letter queue holds `count` messages. */
 async function deadLettersReach(count: number): Promise<void> {
-  for (;;) {
+  const depth = async () => {
     const { Attributes } = await sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: sandbox.ready.deadLetterQueueUrl,
         AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
       }),
     );
-    const total = Number(Attributes?.ApproximateNumberOfMessages) + Number(Attributes?.ApproximateNumberOfMessagesNotVisible);
-    if (total >= count) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+    return Number(Attributes?.ApproximateNumberOfMessages) + Number(Attributes?.ApproximateNumberOfMessagesNotVisible);
+  };
+  await eventually(`${count} dead letters`, async () => (await depth()) >= count, {
+    timeoutMs: SETTLE_MS,
+    describe: async () => `${await depth()} dead letter(s)`,
+  });
 }
 
 const delivered: string[] = [];
 const deadLettered: { body: string; reason: string; eventId: string | undefined }[] = [];
 
-describe('Sandbox: outcomes end to end', () => {
+describe('Sandbox: outcomes end to end', { timeout: TEST_TIMEOUT_MS }, () => {
   it('ends a timeout after the receiver committed as delivered, applied once', async () => {
     // Prepare
     receiver.respondTo('evt_commit', 'commit-then-hang');
@@ -150,7 +170,7 @@ describe('Sandbox: outcomes end to end', () => {
   });
 });
 
-describe('Sandbox: malformed messages', () => {
+describe('Sandbox: malformed messages', { timeout: TEST_TIMEOUT_MS }, () => {
   it('dead-letters each malformed message, writing a dead row only where an ID could be read', async () => {
     // Prepare
     const notJson = 'this is not JSON';
@@ -221,7 +241,7 @@ describe('Sandbox: a worker killed mid-batch', () => {
       await receiver.waitForRequests(requestsBefore + 1);
       const killed = sandbox.livePids();
       for (const pid of killed) process.kill(pid, 'SIGKILL');
-      const record = await settled('evt_crash');
+      const record = await settled('evt_crash', CRASH_SETTLE_MS);
       delivered.push('evt_crash');
 
       // Assess
