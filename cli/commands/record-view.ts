@@ -3,13 +3,6 @@ import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { describeOutcome } from '../../lib/outcome';
 import { formatDuration, formatInstant, keyValues, table, truncate } from '../format';
 
-/** The event ID format (SPEC §2): anything else cannot name a row. */
-const EVENT_ID = /^[A-Za-z0-9_\-.:]{1,128}$/;
-
-export function isEventId(text: string): boolean {
-  return EVENT_ID.test(text);
-}
-
 /**
  * The row without its body: the CLI prints what happened to an event, never the event's content
  * (the content hash identifies it). Field names and epoch-ms values are the ledger's own.

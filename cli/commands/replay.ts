@@ -2,13 +2,13 @@
  * `handoff replay <eventId> --reason … --operator …`: a dead record back to pending and its
  * event back on the queue (SPEC §6). Anything not dead is refused by the ledger.
  */
+import { isEventId } from '../../lib/event';
 import { DEFAULT_ENDPOINT } from '../../lib/ledger/ledger';
 import { replayDelivery } from '../../lib/replay';
 import type { CommandContext } from '../context';
 import { UsageError } from '../errors';
 import { safe } from '../format';
 import type { CommandResult } from './result';
-import { isEventId } from './record-view';
 
 export interface ReplayOptions {
   readonly reason: string;

@@ -1,9 +1,10 @@
 /** `handoff status <eventId>`: one ledger row with its attempt history and audit trail. */
+import { isEventId } from '../../lib/event';
 import { DEFAULT_ENDPOINT } from '../../lib/ledger/ledger';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';
 import type { CommandResult } from './result';
-import { isEventId, recordDetails, recordJson } from './record-view';
+import { recordDetails, recordJson } from './record-view';
 
 export interface StatusOptions {
   readonly endpoint?: string;
