@@ -9,9 +9,9 @@
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { ConfigError, derivedTimings, RESOURCE_ENV, settingsToEnvironment, type Settings } from '../lib/config';
+import { checkEndpoint, derivedTimings, RESOURCE_ENV, settingsToEnvironment, type Settings } from '../lib/config';
 import { createLedgerTable } from '../lib/ledger/dynamodb-ledger';
-import { EndpointGuard, EndpointRefusedError, SANDBOX_GUARD_OPTIONS } from '../lib/webhook/endpoint-guard';
+import { SANDBOX_GUARD_OPTIONS } from '../lib/webhook/endpoint-guard';
 import { Display, watchCounts } from './counters';
 import { startDemoReceiver, type DemoReceiver } from './demo-receiver';
 import { startEmulators, type Emulators } from './emulators';
@@ -63,7 +63,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const timings = derivedTimings(settings);
   // The sandbox's receivers are local: the consumer may reach loopback over plain http.
   const allowPrivateCidrs = [...new Set([...settings.allowPrivateCidrs, ...(SANDBOX_GUARD_OPTIONS.allowPrivateCidrs ?? [])])];
-  if (settings.webhookUrl !== undefined) checkConsumerEndpoint(settings.webhookUrl, allowPrivateCidrs);
+  // Refused now rather than reporting READY while every worker fails its cold start.
+  if (settings.webhookUrl !== undefined) checkEndpoint(settings.webhookUrl, { allowPrivateCidrs, allowHttp: true }, 'HANDOFF_WEBHOOK_URL');
   const closers: (() => Promise<unknown>)[] = [];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close().catch(() => {});
@@ -171,23 +172,6 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   } catch (error) {
     await closeAll();
     throw error;
-  }
-}
-
-/**
- * Refuses, before anything starts, an endpoint the consumer's guard would refuse on every
- * attempt: otherwise the sandbox would report READY while every worker fails its cold start.
- * @throws ConfigError naming HANDOFF_WEBHOOK_URL
- */
-function checkConsumerEndpoint(url: string, allowPrivateCidrs: readonly string[]): void {
-  try {
-    new EndpointGuard({ allowPrivateCidrs, allowHttp: true }).checkUrl(url);
-  } catch (error) {
-    if (!(error instanceof EndpointRefusedError)) throw error;
-    throw new ConfigError(
-      'HANDOFF_WEBHOOK_URL',
-      `is refused: ${error.message} (the sandbox allows loopback over http; add other private ranges with HANDOFF_ALLOW_PRIVATE_CIDRS)`,
-    );
   }
 }
 
