@@ -47,6 +47,18 @@ import {
   type RecordAttemptInput,
   type ReplayInput,
 } from './ledger';
+import {
+  checkLimit,
+  decodeCursor,
+  DEFAULT_PAGE_LIMIT,
+  encodeCursor,
+  EXHAUSTED_WITHOUT_OUTCOME_DETAIL,
+  invalidRow,
+  isExpired,
+  missingRow,
+  newRow,
+  recordOf,
+} from './rows';
 import type { RetryPolicy } from '../policy';
 
 export interface DynamoDbLedgerOptions {
@@ -55,12 +67,6 @@ export interface DynamoDbLedgerOptions {
   /** Epoch ms, for deciding which rows have expired on reads. Defaults to the system clock. */
   readonly now?: () => number;
 }
-
-/** Page size of `listByState` when none is given. */
-const DEFAULT_PAGE_LIMIT = 25;
-
-/** Same words as `MemoryLedger`: the write reads nothing, so the detail cannot name the last outcome. */
-const EXHAUSTED_WITHOUT_OUTCOME_DETAIL = 'attempt budget spent; the last attempt recorded no outcome';
 
 /**
  * Writes retried after a refused condition whose cause was not a domain refusal (a full
@@ -123,30 +129,10 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async claim(input: ClaimInput): Promise<DeliveryRecord> {
-    const { event, nowMs } = input;
-    const key = { eventId: event.event.id, endpoint: input.endpoint };
-    const policy = plain(input.policy);
-    const expiresAt = expiresAtSeconds(nowMs, input.retentionSeconds);
-    const leaseExpiresAt = nowMs + input.leaseMs;
-    // The row a new event gets: exactly what the SET clauses below write where nothing was.
-    const created: DeliveryRecord = {
-      ...key,
-      state: 'pending',
-      body: event.body,
-      contentHash: event.contentHash,
-      eventType: event.type,
-      attempts: 1,
-      maxAttempts: policy.maxAttempts,
-      policy,
-      history: [],
-      replays: 0,
-      audit: [],
-      leaseOwner: input.owner,
-      leaseExpiresAt,
-      createdAt: nowMs,
-      stateSince: nowMs,
-      expiresAt,
-    };
+    const key = { eventId: input.event.event.id, endpoint: input.endpoint };
+    // The row a new event gets: the SET clauses below write exactly its fields where nothing was
+    // (`replays` and `audit` aside, read as 0 and [] until a replay writes them).
+    const row = newRow(input);
     const spec: UpdateSpec = {
       set: [
         // A new row's fields. An existing row keeps its own: its content, and above all the
@@ -169,26 +155,26 @@ export class DynamoDbLedger implements Ledger {
       ],
       condition: CLAIM_CONDITION,
       values: {
-        ':body': event.body,
-        ':contentHash': event.contentHash,
-        ':eventType': event.type,
+        ':body': row.body,
+        ':contentHash': row.contentHash,
+        ':eventType': row.eventType,
         ':pending': 'pending',
-        ':policy': policy,
-        ':maxAttempts': policy.maxAttempts,
-        ':retentionSeconds': input.retentionSeconds,
+        ':policy': plain(row.policy),
+        ':maxAttempts': row.maxAttempts,
+        ':retentionSeconds': row.retentionSeconds,
         ':zero': 0,
         ':one': 1,
-        ':empty': [],
-        ':now': nowMs,
-        ':expiresAt': expiresAt,
-        ':owner': input.owner,
-        ':leaseExpiresAt': leaseExpiresAt,
+        ':empty': row.history,
+        ':now': input.nowMs,
+        ':expiresAt': row.expiresAt,
+        ':owner': row.leaseOwner,
+        ':leaseExpiresAt': row.leaseExpiresAt,
       },
       returns: 'ALL_OLD',
     };
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
       const result = await this.#update(key, spec);
-      if (result.written) return afterClaim(result.item, created);
+      if (result.written) return afterClaim(result.item, recordOf(row));
       // The SDK retried this very claim after its answer was lost (a timeout, a reset, a 500), and
       // the lease its first write took refused it: that write stands, with the attempt counted.
       if (result.current !== undefined && isThisClaim(result.current, input)) return result.current;
@@ -252,28 +238,14 @@ export class DynamoDbLedger implements Ledger {
     nowMs: number,
     retentionSeconds: number,
   ): Promise<boolean> {
-    const item: StoredItem = {
-      eventId: key.eventId,
-      endpoint: key.endpoint,
-      state: 'dead',
-      attempts: 0,
-      maxAttempts: policy.maxAttempts,
-      policy: plain(policy),
-      history: [],
-      deadReason: 'invalid',
-      deadDetail: detail,
-      createdAt: nowMs,
-      deadAt: nowMs,
-      stateSince: nowMs,
-      expiresAt: expiresAtSeconds(nowMs, retentionSeconds),
-      retentionSeconds,
-    };
+    // Admitted without `replays` and `audit`, like every row (see `toRecord`).
+    const { replays: _replays, audit: _audit, ...item } = invalidRow(key, detail, policy, nowMs, retentionSeconds);
     try {
       await this.#guard(key.eventId, () =>
         this.#client.send(
           new PutCommand({
             TableName: this.#tableName,
-            Item: item,
+            Item: plain(item),
             // Only where no row exists: an admitted event's row is never overwritten by a bad copy.
             ConditionExpression: 'attribute_not_exists(#eventId)',
             ExpressionAttributeNames: { '#eventId': LEDGER_SCHEMA.partitionKey },
@@ -337,7 +309,7 @@ export class DynamoDbLedger implements Ledger {
   async listByState(state: DeliveryState, options: ListOptions = {}): Promise<Page> {
     const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
     const index = LEDGER_SCHEMA.stateIndex;
-    const startKey = options.cursor === undefined ? undefined : decodeCursor(options.cursor, state);
+    const startKey = options.cursor === undefined ? undefined : startKeyAfter(options.cursor, state);
     const query = new QueryCommand({
       TableName: this.#tableName,
       IndexName: index.name,
@@ -476,9 +448,6 @@ interface UpdateSpec {
 type UpdateResult =
   | { readonly written: true; readonly item: Record<string, unknown> }
   | { readonly written: false; readonly current: DeliveryRecord | undefined; readonly cause: ConditionalCheckFailedException };
-
-/** A row as written: the record without what `toRecord` defaults, plus the retention. */
-type StoredItem = Omit<DeliveryRecord, 'replays' | 'audit'> & { readonly retentionSeconds: number };
 
 /**
  * The write of one attempt's outcome. `historyLength` is unknown on the first try.
@@ -640,58 +609,18 @@ function toRecord(item: Record<string, unknown>): DeliveryRecord {
   return { replays: 0, audit: [], ...record } as unknown as DeliveryRecord;
 }
 
-function expiresAtSeconds(nowMs: number, retentionSeconds: number): number {
-  return Math.floor(nowMs / 1000) + retentionSeconds;
-}
-
-function isExpired(record: DeliveryRecord, nowMs: number): boolean {
-  return record.expiresAt * 1000 <= nowMs;
-}
-
-function missingRow(eventId: string, cause: unknown): LedgerUnavailableError {
-  return new LedgerUnavailableError(`no delivery record for event ${eventId} to write to`, { cause });
-}
-
 function contention(eventId: string): LedgerUnavailableError {
   return new LedgerUnavailableError(`delivery record for event ${eventId} kept changing during the write`);
 }
 
-function checkLimit(limit: number): number {
-  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
-  return limit;
-}
-
-/** The cursor is the index's LastEvaluatedKey: the row's key plus its index key. */
-function encodeCursor(lastEvaluatedKey: Record<string, unknown>): string {
-  return Buffer.from(JSON.stringify(lastEvaluatedKey)).toString('base64url');
-}
-
-function decodeCursor(cursor: string, state: DeliveryState): Record<string, string | number> {
-  let position: unknown;
-  try {
-    position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    position = undefined;
-  }
-  const p = position as Partial<Record<string, unknown>> | undefined;
+/** The listing's start after `cursor`: the row's key plus its index key, as the index names them. */
+function startKeyAfter(cursor: string, state: DeliveryState): Record<string, string | number> {
+  const position = decodeCursor(cursor, state);
   const index = LEDGER_SCHEMA.stateIndex;
-  const eventId = p?.[LEDGER_SCHEMA.partitionKey];
-  const endpoint = p?.[LEDGER_SCHEMA.sortKey];
-  const stateSince = p?.[index.sortKey];
-  if (
-    typeof p !== 'object' ||
-    p === null ||
-    typeof eventId !== 'string' ||
-    typeof endpoint !== 'string' ||
-    typeof stateSince !== 'number' ||
-    p[index.partitionKey] !== state
-  ) {
-    throw new RangeError(`cursor is not one this ledger issued for ${state} rows`);
-  }
   return {
-    [LEDGER_SCHEMA.partitionKey]: eventId,
-    [LEDGER_SCHEMA.sortKey]: endpoint,
+    [LEDGER_SCHEMA.partitionKey]: position.eventId,
+    [LEDGER_SCHEMA.sortKey]: position.endpoint,
     [index.partitionKey]: state,
-    [index.sortKey]: stateSince,
+    [index.sortKey]: position.stateSince,
   };
 }

@@ -1,7 +1,8 @@
 /**
  * The ledger: one durable row per delivery, deciding what work is allowed to do (SPEC §1, §5).
  * This file is the port; `memory-ledger.ts` and `dynamodb-ledger.ts` implement it with the
- * same semantics, which `test/helpers/ledger-contract.ts` holds both to.
+ * same semantics, which `test/helpers/ledger-contract.ts` holds both to, writing the rows that
+ * `rows.ts` defines once for both.
  *
  * Business states and their transitions, all of them:
  *

@@ -6,7 +6,7 @@
  * Rows are deep-copied in and out, so a caller can never change a stored row by mutating what it
  * passed or got back (as with a real store).
  */
-import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
+import { ClaimRefusedError, LeaseLostError, ReplayRefusedError } from './errors';
 import {
   appendHistory,
   isThisClaim,
@@ -22,23 +22,25 @@ import {
   type RecordAttemptInput,
   type ReplayInput,
 } from './ledger';
+import {
+  checkLimit,
+  decodeCursor,
+  DEFAULT_PAGE_LIMIT,
+  encodeCursor,
+  EXHAUSTED_WITHOUT_OUTCOME_DETAIL,
+  expiresAtSeconds,
+  invalidRow,
+  isExpired,
+  missingRow,
+  newRow,
+  recordOf,
+  type IndexPosition,
+  type StoredRow,
+} from './rows';
 import type { RetryPolicy } from '../policy';
 
-/** Page size of `listByState` when none is given. */
-const DEFAULT_PAGE_LIMIT = 25;
-
-/**
- * The dead detail of `markExhausted`. DynamoDB marks the row without reading it, so the text is
- * fixed (`attempts` and `lastOutcome` stay on the row); both adapters use these words and the
- * ledger contract checks them.
- */
-const EXHAUSTED_WITHOUT_OUTCOME_DETAIL = 'attempt budget spent; the last attempt recorded no outcome';
-
-/** A stored row: the record plus what later writes need to refresh its expiry. */
-type Row = { -readonly [K in keyof DeliveryRecord]: DeliveryRecord[K] } & {
-  /** Copied from the claim that created the row: every state change extends the expiry by it. */
-  retentionSeconds: number;
-};
+/** A stored row, changed in place by the writes below. */
+type Row = { -readonly [K in keyof StoredRow]: StoredRow[K] };
 
 export interface MemoryLedgerOptions {
   /** Epoch ms, for deciding which rows have expired on reads. Defaults to the system clock. */
@@ -58,25 +60,7 @@ export class MemoryLedger implements Ledger {
     const key = { eventId: event.event.id, endpoint: input.endpoint };
     const row = this.#rows.get(rowKey(key));
     if (row === undefined) {
-      const created: Row = {
-        ...key,
-        state: 'pending',
-        body: event.body,
-        contentHash: event.contentHash,
-        eventType: event.type,
-        attempts: 1,
-        maxAttempts: input.policy.maxAttempts,
-        policy: structuredClone(input.policy),
-        history: [],
-        replays: 0,
-        audit: [],
-        leaseOwner: input.owner,
-        leaseExpiresAt: nowMs + input.leaseMs,
-        createdAt: nowMs,
-        stateSince: nowMs,
-        expiresAt: expiresAtSeconds(nowMs, input.retentionSeconds),
-        retentionSeconds: input.retentionSeconds,
-      };
+      const created: Row = newRow(input);
       this.#rows.set(rowKey(key), created);
       return toRecord(created);
     }
@@ -160,24 +144,7 @@ export class MemoryLedger implements Ledger {
     retentionSeconds: number,
   ): Promise<boolean> {
     if (this.#rows.has(rowKey(key))) return false;
-    this.#rows.set(rowKey(key), {
-      eventId: key.eventId,
-      endpoint: key.endpoint,
-      state: 'dead',
-      attempts: 0,
-      maxAttempts: policy.maxAttempts,
-      policy: structuredClone(policy),
-      history: [],
-      replays: 0,
-      audit: [],
-      deadReason: 'invalid',
-      deadDetail: detail,
-      createdAt: nowMs,
-      deadAt: nowMs,
-      stateSince: nowMs,
-      expiresAt: expiresAtSeconds(nowMs, retentionSeconds),
-      retentionSeconds,
-    });
+    this.#rows.set(rowKey(key), invalidRow(key, detail, policy, nowMs, retentionSeconds));
     return true;
   }
 
@@ -222,7 +189,7 @@ export class MemoryLedger implements Ledger {
     const records = scanned.filter((row) => !isExpired(row, nowMs)).map(toRecord);
     // Like DynamoDB's LastEvaluatedKey: a full page has a cursor even when nothing follows it.
     const last = scanned.at(-1);
-    return scanned.length === limit && last !== undefined ? { records, cursor: encodeCursor(last) } : { records };
+    return scanned.length === limit && last !== undefined ? { records, cursor: cursorAfter(last) } : { records };
   }
 }
 
@@ -231,33 +198,13 @@ function rowKey(key: DeliveryKey): string {
 }
 
 function toRecord(row: Row): DeliveryRecord {
-  const { retentionSeconds: _retentionSeconds, ...record } = structuredClone(row);
-  return record;
-}
-
-function expiresAtSeconds(nowMs: number, retentionSeconds: number): number {
-  return Math.floor(nowMs / 1000) + retentionSeconds;
+  return recordOf(structuredClone(row));
 }
 
 /** Every state change moves the row in the by-state index and restarts its retention. */
 function changedState(row: Row, nowMs: number): void {
   row.stateSince = nowMs;
   row.expiresAt = expiresAtSeconds(nowMs, row.retentionSeconds);
-}
-
-/** Rows past their TTL count as absent: DynamoDB deletes them only eventually, emulators never. */
-function isExpired(row: Pick<DeliveryRecord, 'expiresAt'>, nowMs: number): boolean {
-  return row.expiresAt * 1000 <= nowMs;
-}
-
-function missingRow(eventId: string): LedgerUnavailableError {
-  return new LedgerUnavailableError(`no delivery record for event ${eventId} to write to`);
-}
-
-interface IndexPosition {
-  readonly stateSince: number;
-  readonly eventId: string;
-  readonly endpoint: string;
 }
 
 /** The by-state index order: oldest state change first, ties by key. */
@@ -269,34 +216,7 @@ function compareIndexOrder(a: IndexPosition, b: IndexPosition): number {
   );
 }
 
-function checkLimit(limit: number): number {
-  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
-  return limit;
-}
-
 /** The same shape as a DynamoDB LastEvaluatedKey of the by-state index. */
-function encodeCursor(row: Row): string {
-  const position = { eventId: row.eventId, endpoint: row.endpoint, state: row.state, stateSince: row.stateSince };
-  return Buffer.from(JSON.stringify(position)).toString('base64url');
-}
-
-function decodeCursor(cursor: string, state: DeliveryState): IndexPosition {
-  let position: unknown;
-  try {
-    position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    position = undefined;
-  }
-  const p = position as Partial<Record<string, unknown>> | undefined;
-  if (
-    typeof p !== 'object' ||
-    p === null ||
-    typeof p.eventId !== 'string' ||
-    typeof p.endpoint !== 'string' ||
-    typeof p.stateSince !== 'number' ||
-    p.state !== state
-  ) {
-    throw new RangeError(`cursor is not one this ledger issued for ${state} rows`);
-  }
-  return { eventId: p.eventId, endpoint: p.endpoint, stateSince: p.stateSince };
+function cursorAfter(row: Row): string {
+  return encodeCursor({ eventId: row.eventId, endpoint: row.endpoint, state: row.state, stateSince: row.stateSince });
 }

@@ -1,0 +1,141 @@
+/**
+ * The rows the ledger writes and the rules it reads them by, defined once for both adapters: the
+ * row a new event gets, the row of an invalid message, expiry, page limits and the listing cursor.
+ * `DynamoDbLedger` writes these rows with conditional expressions and `MemoryLedger` with plain
+ * assignments; what a row holds is decided here, so the two cannot drift apart.
+ */
+import { LedgerUnavailableError } from './errors';
+import type { ClaimInput, DeliveryKey, DeliveryRecord, DeliveryState } from './ledger';
+import type { RetryPolicy } from '../policy';
+
+/** Page size of `listByState` when none is given. */
+export const DEFAULT_PAGE_LIMIT = 25;
+
+/**
+ * The dead detail of `markExhausted`. DynamoDB marks the row without reading it, so the text is
+ * fixed (`attempts` and `lastOutcome` stay on the row); the ledger contract checks these words.
+ */
+export const EXHAUSTED_WITHOUT_OUTCOME_DETAIL = 'attempt budget spent; the last attempt recorded no outcome';
+
+/** A row as stored: the record plus what later writes need to refresh its expiry. */
+export type StoredRow = DeliveryRecord & {
+  /** Copied from the write that created the row: every state change extends the expiry by it. */
+  readonly retentionSeconds: number;
+};
+
+/** The row a claim creates for a new event: admitted, pending, its first attempt counted and leased. */
+export function newRow(input: ClaimInput): StoredRow {
+  const { event, nowMs } = input;
+  return {
+    eventId: event.event.id,
+    endpoint: input.endpoint,
+    state: 'pending',
+    body: event.body,
+    contentHash: event.contentHash,
+    eventType: event.type,
+    attempts: 1,
+    maxAttempts: input.policy.maxAttempts,
+    policy: structuredClone(input.policy),
+    history: [],
+    replays: 0,
+    audit: [],
+    leaseOwner: input.owner,
+    leaseExpiresAt: nowMs + input.leaseMs,
+    createdAt: nowMs,
+    stateSince: nowMs,
+    expiresAt: expiresAtSeconds(nowMs, input.retentionSeconds),
+    retentionSeconds: input.retentionSeconds,
+  };
+}
+
+/** The row of an invalid message whose ID could be read: dead on arrival, with no event to send. */
+export function invalidRow(
+  key: DeliveryKey,
+  detail: string,
+  policy: RetryPolicy,
+  nowMs: number,
+  retentionSeconds: number,
+): StoredRow {
+  return {
+    eventId: key.eventId,
+    endpoint: key.endpoint,
+    state: 'dead',
+    attempts: 0,
+    maxAttempts: policy.maxAttempts,
+    policy: structuredClone(policy),
+    history: [],
+    replays: 0,
+    audit: [],
+    deadReason: 'invalid',
+    deadDetail: detail,
+    createdAt: nowMs,
+    deadAt: nowMs,
+    stateSince: nowMs,
+    expiresAt: expiresAtSeconds(nowMs, retentionSeconds),
+    retentionSeconds,
+  };
+}
+
+/** The record a stored row reads as: everything but the retention. */
+export function recordOf(row: StoredRow): DeliveryRecord {
+  const { retentionSeconds: _retentionSeconds, ...record } = row;
+  return record;
+}
+
+export function expiresAtSeconds(nowMs: number, retentionSeconds: number): number {
+  return Math.floor(nowMs / 1000) + retentionSeconds;
+}
+
+/** Rows past their TTL count as absent: DynamoDB deletes them only eventually, emulators never. */
+export function isExpired(row: Pick<DeliveryRecord, 'expiresAt'>, nowMs: number): boolean {
+  return row.expiresAt * 1000 <= nowMs;
+}
+
+/** A write that needs an existing row found none (deleted by TTL, or never admitted). */
+export function missingRow(eventId: string, cause?: unknown): LedgerUnavailableError {
+  const message = `no delivery record for event ${eventId} to write to`;
+  return new LedgerUnavailableError(message, cause === undefined ? undefined : { cause });
+}
+
+export function checkLimit(limit: number): number {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+  return limit;
+}
+
+/** A row's place in the by-state index, within its state. */
+export interface IndexPosition {
+  readonly stateSince: number;
+  readonly eventId: string;
+  readonly endpoint: string;
+}
+
+/**
+ * The cursor is the position of a page's last row in the by-state index, in the shape of
+ * DynamoDB's LastEvaluatedKey there: the row's key plus its index key, named as the record names
+ * them. Opaque to callers.
+ */
+export function encodeCursor(position: Readonly<Record<string, unknown>>): string {
+  return Buffer.from(JSON.stringify(position)).toString('base64url');
+}
+
+/** @throws RangeError when the cursor is not one a listing of `state` rows issued. */
+export function decodeCursor(cursor: string, state: DeliveryState): IndexPosition {
+  let position: unknown;
+  try {
+    position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    position = undefined;
+  }
+  const p = position as Partial<Record<string, unknown>> | undefined;
+  if (
+    typeof p !== 'object' ||
+    p === null ||
+    typeof p.eventId !== 'string' ||
+    typeof p.endpoint !== 'string' ||
+    typeof p.stateSince !== 'number' ||
+    p.state !== state
+  ) {
+    throw new RangeError(`cursor is not one this ledger issued for ${state} rows`);
+  }
+  return { eventId: p.eventId, endpoint: p.endpoint, stateSince: p.stateSince };
+}
