@@ -20,17 +20,18 @@ import {
   CreateTableCommand,
   DescribeTableCommand,
   ResourceInUseException,
+  UpdateItemCommand,
+  type AttributeValue,
   type DynamoDBClient,
+  type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import {
   GetCommand,
   PutCommand,
   QueryCommand,
-  UpdateCommand,
   type DynamoDBDocumentClient,
-  type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { convertToAttr, unmarshall } from '@aws-sdk/util-dynamodb';
 import { LEDGER_SCHEMA } from './dynamodb-schema';
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
 import {
@@ -159,7 +160,7 @@ export class DynamoDbLedger implements Ledger {
         ':contentHash': row.contentHash,
         ':eventType': row.eventType,
         ':pending': 'pending',
-        ':policy': plain(row.policy),
+        ':policy': policyValue(row.policy),
         ':maxAttempts': row.maxAttempts,
         ':retentionSeconds': row.retentionSeconds,
         ':zero': 0,
@@ -335,8 +336,13 @@ export class DynamoDbLedger implements Ledger {
   async #update(key: DeliveryKey, spec: UpdateSpec): Promise<UpdateResult> {
     try {
       const input = this.#updateInput(key, spec);
-      const output = await this.#guard(key.eventId, () => this.#client.send(new UpdateCommand(input)));
-      return { written: true, item: output.Attributes ?? {} };
+      // The updates are sent as the low-level command, their values marshalled here: the document
+      // client would walk the whole input on every write to marshal it, constants included. The
+      // document client is a DynamoDBClient with the same configuration and middleware, so the
+      // request is the one the document command would send.
+      const client = this.#client as unknown as DynamoDBClient;
+      const output = await this.#guard(key.eventId, () => client.send(new UpdateItemCommand(input)));
+      return { written: true, item: output.Attributes === undefined ? {} : unmarshall(output.Attributes) };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const current = error.Item === undefined ? await this.#read(key) : toRecord(unmarshall(error.Item));
@@ -344,17 +350,19 @@ export class DynamoDbLedger implements Ledger {
     }
   }
 
-  #updateInput(key: DeliveryKey, spec: UpdateSpec): UpdateCommandInput {
+  #updateInput(key: DeliveryKey, spec: UpdateSpec): UpdateItemCommandInput {
     const updateExpression = [
       `SET ${spec.set.join(', ')}`,
       ...(spec.remove === undefined || spec.remove.length === 0 ? [] : [`REMOVE ${spec.remove.join(', ')}`]),
     ].join(' ');
     const compiled = compile(updateExpression, spec.condition);
-    const values: Record<string, unknown> = {};
-    for (const [placeholder, value] of Object.entries(spec.values)) values[compiled.values[placeholder] ?? placeholder] = value;
+    const values: Record<string, AttributeValue> = {};
+    for (const [placeholder, value] of Object.entries(spec.values)) {
+      values[compiled.values[placeholder] ?? placeholder] = toAttribute(value);
+    }
     return {
       TableName: this.#tableName,
-      Key: keyOf(key),
+      Key: { [LEDGER_SCHEMA.partitionKey]: { S: key.eventId }, [LEDGER_SCHEMA.sortKey]: { S: key.endpoint } },
       UpdateExpression: compiled.update,
       ConditionExpression: compiled.condition,
       ExpressionAttributeNames: compiled.names,
@@ -468,19 +476,19 @@ function recordSpec(input: RecordAttemptInput, historyLength: number | undefined
         set: [`#history[${historyLength}] = :entry`],
         remove: Array.from({ length: historyLength - MAX_HISTORY + 1 }, (_, i) => `#history[${i}]`),
         condition: 'size(#history) = :historyLength',
-        values: { ':entry': plain(input.attempt), ':historyLength': historyLength },
+        values: { ':entry': input.attempt, ':historyLength': historyLength },
       }
     : {
         set: ['#history = list_append(#history, :entries)'],
         remove: [],
         condition: HISTORY_HAS_ROOM,
-        values: { ':entries': [plain(input.attempt)], ':maxHistory': MAX_HISTORY },
+        values: { ':entries': [input.attempt], ':maxHistory': MAX_HISTORY },
       };
   const common = {
     set: [...history.set, '#lastOutcome = :outcome'],
     // Settled or not, this worker's claim ends with its outcome.
     remove: [...history.remove, '#leaseOwner', '#leaseExpiresAt'],
-    values: { ...history.values, ':outcome': plain(input.outcome) },
+    values: { ...history.values, ':outcome': input.outcome },
   };
   switch (next.state) {
     case 'delivered':
@@ -586,6 +594,45 @@ function compile(update: string, condition: string): CompiledExpressions {
  */
 function plain<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/** A value already in DynamoDB's wire format: sent as it is. */
+class Marshalled {
+  constructor(readonly attribute: AttributeValue) {}
+}
+
+/** The policy as sent, by the rows' shared copy of it (one per container): marshalled once. */
+const marshalledPolicies = new WeakMap<RetryPolicy, Marshalled>();
+
+function policyValue(policy: RetryPolicy): Marshalled {
+  let value = marshalledPolicies.get(policy);
+  if (value === undefined) {
+    value = new Marshalled(toAttribute(policy));
+    marshalledPolicies.set(policy, value);
+  }
+  return value;
+}
+
+const MARSHALL_OPTIONS = { removeUndefinedValues: true } as const;
+
+/**
+ * One expression value in DynamoDB's wire format, `undefined` members left out (as `plain` and the
+ * document client's `removeUndefinedValues` do). The JSON-like values the ledger writes (strings,
+ * safe integers, plain objects and lists of them) are marshalled directly; anything else as the
+ * document client would.
+ */
+function toAttribute(value: unknown): AttributeValue {
+  if (typeof value === 'string') return { S: value };
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return { N: String(value) };
+  if (typeof value === 'boolean') return { BOOL: value };
+  if (value instanceof Marshalled) return value.attribute;
+  if (Array.isArray(value)) return { L: value.filter((item) => item !== undefined).map(toAttribute) };
+  if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+    const members: Record<string, AttributeValue> = {};
+    for (const [name, member] of Object.entries(value)) if (member !== undefined) members[name] = toAttribute(member);
+    return { M: members };
+  }
+  return convertToAttr(value as never, MARSHALL_OPTIONS);
 }
 
 /**

@@ -35,7 +35,7 @@ export function newRow(input: ClaimInput): StoredRow {
     eventType: event.type,
     attempts: 1,
     maxAttempts: input.policy.maxAttempts,
-    policy: structuredClone(input.policy),
+    policy: policyCopy(input.policy),
     history: [],
     replays: 0,
     audit: [],
@@ -62,7 +62,7 @@ export function invalidRow(
     state: 'dead',
     attempts: 0,
     maxAttempts: policy.maxAttempts,
-    policy: structuredClone(policy),
+    policy: policyCopy(policy),
     history: [],
     replays: 0,
     audit: [],
@@ -74,6 +74,24 @@ export function invalidRow(
     expiresAt: expiresAtSeconds(nowMs, retentionSeconds),
     retentionSeconds,
   };
+}
+
+/** Copies by policy object: a container claims every event under one (policies are read-only). */
+const policyCopies = new WeakMap<RetryPolicy, RetryPolicy>();
+
+/**
+ * The policy as rows store it: a frozen JSON copy (no `undefined` members), made once per policy
+ * object and shared by the rows written under it, so no row aliases the caller's object and no
+ * claim pays for a copy.
+ */
+export function policyCopy(policy: RetryPolicy): RetryPolicy {
+  let copy = policyCopies.get(policy);
+  if (copy === undefined) {
+    const json = JSON.parse(JSON.stringify(policy)) as RetryPolicy;
+    copy = Object.freeze({ ...json, waitsSeconds: Object.freeze([...json.waitsSeconds]) });
+    policyCopies.set(policy, copy);
+  }
+  return copy;
 }
 
 /** The record a stored row reads as: everything but the retention. */
