@@ -30,16 +30,35 @@ export interface Logger {
 }
 
 export function createLogger(options: { service: string; write?: Write; fields?: Fields }): Logger {
-  const write = options.write ?? toStdout;
-  const base: Fields = { service: options.service, ...options.fields };
-  const line = (level: LogLevel, message: string, fields?: Fields) =>
-    write(JSON.stringify({ level, message, timestamp: new Date().toISOString(), ...base, ...fields }));
-  return {
-    info: (message, fields) => line('info', message, fields),
-    warn: (message, fields) => line('warn', message, fields),
-    error: (message, fields) => line('error', message, fields),
-    child: (fields) => createLogger({ service: options.service, write, fields: { ...base, ...fields } }),
-  };
+  return new JsonLogger(options.write ?? toStdout, { service: options.service, ...options.fields });
+}
+
+/** A class, not closures: a child is made per record, and then costs one object. */
+class JsonLogger implements Logger {
+  constructor(
+    private readonly write: Write,
+    private readonly base: Fields,
+  ) {}
+
+  info(message: string, fields?: Fields): void {
+    this.line('info', message, fields);
+  }
+
+  warn(message: string, fields?: Fields): void {
+    this.line('warn', message, fields);
+  }
+
+  error(message: string, fields?: Fields): void {
+    this.line('error', message, fields);
+  }
+
+  child(fields: Fields): Logger {
+    return new JsonLogger(this.write, { ...this.base, ...fields });
+  }
+
+  private line(level: LogLevel, message: string, fields: Fields | undefined): void {
+    this.write(JSON.stringify({ level, message, timestamp: new Date().toISOString(), ...this.base, ...fields }));
+  }
 }
 
 /**
