@@ -11,6 +11,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
+import { urlToHttpOptions } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 // A named import lets bundlers keep only this one field of package.json.
 import { version } from '../../package.json';
@@ -52,6 +53,8 @@ interface Exchange {
 
 export class HttpWebhookSender implements WebhookSender {
   private readonly url: URL;
+  /** The URL as request options, worked out once rather than from the URL on every request. */
+  private readonly target: http.RequestOptions;
   private readonly transport: typeof http | typeof https;
   private readonly agent: http.Agent;
   private readonly signer: Webhook | undefined;
@@ -68,6 +71,7 @@ export class HttpWebhookSender implements WebhookSender {
     this.guard = options.guard ?? new EndpointGuard();
     this.guard.checkUrl(options.url);
     this.url = new URL(options.url);
+    this.target = urlToHttpOptions(this.url);
     this.transport = this.url.protocol === 'https:' ? https : http;
     this.agent = new this.transport.Agent({ keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS });
     this.signer = options.secret === undefined ? undefined : new Webhook(options.secret);
@@ -163,7 +167,8 @@ export class HttpWebhookSender implements WebhookSender {
       let timedOut = false;
       let settled = false;
 
-      const req = this.transport.request(this.url, {
+      const req = this.transport.request({
+        ...this.target,
         method: 'POST',
         headers,
         agent,
