@@ -174,21 +174,27 @@ function isRealDateTime(text: string): boolean {
  * not well-formed Unicode (lone surrogates), and nesting deeper than `MAX_DATA_DEPTH`.
  */
 function findUnsafe(value: unknown, path: string[], depth: number): { path: string; problem: string } | undefined {
-  const at = (problem: string) => ({ path: path.join('.'), problem });
-  if (depth > MAX_DATA_DEPTH + 1) return at(`is nested deeper than ${MAX_DATA_DEPTH} levels`);
-  if (typeof value === 'string') return value.isWellFormed() ? undefined : at('contains a lone surrogate');
+  // `path` is the walk's own stack (pushed and popped), joined only when a problem is found.
+  if (depth > MAX_DATA_DEPTH + 1) return problemAt(path, `is nested deeper than ${MAX_DATA_DEPTH} levels`);
+  if (typeof value === 'string') return value.isWellFormed() ? undefined : problemAt(path, 'contains a lone surrogate');
   if (typeof value === 'number' && !Number.isSafeInteger(value) && (Number.isInteger(value) || !Number.isFinite(value))) {
     // JSON.parse turns 1e400 into Infinity (sent on as null) and rounds integers past 2^53:
     // either way the receiver would get another value than the producer sent.
-    return at('is a number that cannot be carried exactly (send it as a string)');
+    return problemAt(path, 'is a number that cannot be carried exactly (send it as a string)');
   }
   if (value === null || typeof value !== 'object') return undefined;
-  const entries = Array.isArray(value) ? value.map((item, i) => [String(i), item] as const) : Object.entries(value);
-  for (const [key, item] of entries) {
-    if (FORBIDDEN_KEYS.has(key)) return { path: [...path, key].join('.'), problem: 'is a forbidden key' };
-    if (!key.isWellFormed()) return at('has a key with a lone surrogate');
-    const problem = findUnsafe(item, [...path, key], depth + 1);
+  const keys = Array.isArray(value) ? Array.from(value, (_, i) => String(i)) : Object.keys(value);
+  for (const key of keys) {
+    if (FORBIDDEN_KEYS.has(key)) return problemAt([...path, key], 'is a forbidden key');
+    if (!key.isWellFormed()) return problemAt(path, 'has a key with a lone surrogate');
+    path.push(key);
+    const problem = findUnsafe((value as Record<string, unknown>)[key], path, depth + 1);
+    path.pop();
     if (problem) return problem;
   }
   return undefined;
+}
+
+function problemAt(path: readonly string[], problem: string): { path: string; problem: string } {
+  return { path: path.join('.'), problem };
 }
