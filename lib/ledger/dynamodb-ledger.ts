@@ -14,6 +14,11 @@
  * created the row, so that later transitions (whose inputs carry no retention) can extend the
  * expiry in the same write: `expiresAt = :nowSeconds + retentionSeconds`. And they lack two until
  * a first replay writes them: `replays` and `audit` (read as 0 and []).
+ *
+ * `leaseExpiresAt` and `nextAttemptAt` are on every row a claim created, always, as numbers: 0 is
+ * "no lease" and "due now", and reads as absent in the record (`toRecord`). The conditions then
+ * compare only attributes that are there, and rely on nothing about how a comparison with a
+ * missing attribute evaluates.
  */
 import {
   ConditionalCheckFailedException,
@@ -93,10 +98,12 @@ const isPending = '#state = :pending';
 // Budget left. `maxAttempts` is a top-level copy of the row's own policy, usable in a condition.
 const hasBudget = '#attempts < #maxAttempts';
 // No live lease: nobody else is sending now. This clause makes the claim a compare-and-set.
-// A comparison with a missing attribute is false, so `NOT … > :now` also holds with no lease.
-const hasNoLiveLease = 'NOT #leaseExpiresAt > :now';
-// Due: the wait after the previous failed attempt is over (or there was none).
-const isDue = 'NOT #nextAttemptAt > :now';
+// A released lease is written as 0, never removed, so the comparison is always on a number that
+// is there: how DynamoDB evaluates one with a missing attribute is not relied on.
+const hasNoLiveLease = '#leaseExpiresAt <= :now';
+// Due: the wait after the previous failed attempt is over (or there was none: 0, written by the
+// claim that created the row and by every write that clears the wait, for the same reason).
+const isDue = '#nextAttemptAt <= :now';
 /*
  * Written without parentheses: AND binds before OR, so this reads `new OR (same AND … AND due)`.
  * Parentheses cost dynalite (the sandbox's DynamoDB) dearly: its expression parser backtracks
@@ -153,6 +160,8 @@ export class DynamoDbLedger implements Ledger {
         '#attempts = if_not_exists(#attempts, :zero) + :one',
         '#leaseOwner = :owner',
         '#leaseExpiresAt = :leaseExpiresAt',
+        // Due now on a new row: present, so that `isDue` compares a number (see the clause).
+        '#nextAttemptAt = if_not_exists(#nextAttemptAt, :zero)',
       ],
       condition: CLAIM_CONDITION,
       values: {
@@ -215,10 +224,14 @@ export class DynamoDbLedger implements Ledger {
         '#deadAt = :now',
         '#stateSince = :now',
         '#expiresAt = :nowSeconds + #retentionSeconds',
+        // No lease and nothing scheduled, written as 0 rather than removed (see `hasNoLiveLease`).
+        '#leaseExpiresAt = :zero',
+        '#nextAttemptAt = :zero',
       ],
-      remove: ['#leaseOwner', '#leaseExpiresAt', '#nextAttemptAt'],
+      remove: ['#leaseOwner'],
       condition: MAY_MARK_EXHAUSTED,
       values: {
+        ':zero': 0,
         ':pending': 'pending',
         ':dead': 'dead',
         ':exhausted': 'exhausted',
@@ -271,10 +284,13 @@ export class DynamoDbLedger implements Ledger {
         '#audit = list_append(if_not_exists(#audit, :empty), :audit)',
         '#stateSince = :now',
         '#expiresAt = :nowSeconds + #retentionSeconds',
+        // No lease, and due at once: 0, not `:now`, which is the operator's clock, and one running
+        // ahead of the workers' would leave the event refused as not yet due. Written as 0 rather
+        // than removed, so the claim's clauses compare numbers that are there.
+        '#leaseExpiresAt = :zero',
+        '#nextAttemptAt = :zero',
       ],
-      // Due at once. Not `nextAttemptAt = :now`: that is the operator's clock, and one running
-      // ahead of the workers' would leave the event refused as not yet due.
-      remove: ['#deadReason', '#deadDetail', '#deadAt', '#leaseOwner', '#leaseExpiresAt', '#nextAttemptAt'],
+      remove: ['#deadReason', '#deadDetail', '#deadAt', '#leaseOwner'],
       condition: MAY_REPLAY,
       values: {
         ':dead': 'dead',
@@ -485,10 +501,11 @@ function recordSpec(input: RecordAttemptInput, historyLength: number | undefined
         values: { ':entries': [input.attempt], ':maxHistory': MAX_HISTORY },
       };
   const common = {
-    set: [...history.set, '#lastOutcome = :outcome'],
-    // Settled or not, this worker's claim ends with its outcome.
-    remove: [...history.remove, '#leaseOwner', '#leaseExpiresAt'],
-    values: { ...history.values, ':outcome': input.outcome },
+    // Settled or not, this worker's claim ends with its outcome: the lease is released as 0, not
+    // removed, so the claim's `hasNoLiveLease` compares a number that is there.
+    set: [...history.set, '#lastOutcome = :outcome', '#leaseExpiresAt = :zero'],
+    remove: [...history.remove, '#leaseOwner'],
+    values: { ...history.values, ':outcome': input.outcome, ':zero': 0 },
   };
   switch (next.state) {
     case 'delivered':
@@ -499,8 +516,9 @@ function recordSpec(input: RecordAttemptInput, historyLength: number | undefined
           '#deliveredAt = :now',
           '#stateSince = :now',
           '#expiresAt = :nowSeconds + #retentionSeconds',
+          '#nextAttemptAt = :zero',
         ],
-        remove: [...common.remove, '#nextAttemptAt', '#deadReason', '#deadDetail', '#deadAt'],
+        remove: [...common.remove, '#deadReason', '#deadDetail', '#deadAt'],
         condition: `${MAY_RECORD_DELIVERED} AND ${history.condition}`,
         values: { ...common.values, ':delivered': 'delivered', ':now': nowMs, ':nowSeconds': Math.floor(nowMs / 1000) },
       };
@@ -521,8 +539,9 @@ function recordSpec(input: RecordAttemptInput, historyLength: number | undefined
           '#deadAt = :now',
           '#stateSince = :now',
           '#expiresAt = :nowSeconds + #retentionSeconds',
+          '#nextAttemptAt = :zero',
         ],
-        remove: [...common.remove, '#nextAttemptAt'],
+        remove: common.remove,
         condition: `${MAY_RECORD_FAILURE} AND ${history.condition}`,
         values: {
           ...common.values,
@@ -650,10 +669,15 @@ function afterClaim(before: Record<string, unknown>, created: DeliveryRecord): D
 /**
  * `replays` and `audit` are written by the first replay and read as 0 and [] until then: rows are
  * admitted without them, so the claim (the write every event pays for) sets two fields fewer.
+ * `leaseExpiresAt` and `nextAttemptAt` are stored as 0 for "no lease" and "due now" (see
+ * `hasNoLiveLease`) and read as absent, as the port defines them.
  */
 function toRecord(item: Record<string, unknown>): DeliveryRecord {
-  const { retentionSeconds: _retentionSeconds, ...record } = item;
-  return { replays: 0, audit: [], ...record } as unknown as DeliveryRecord;
+  const { retentionSeconds: _retentionSeconds, leaseExpiresAt, nextAttemptAt, ...record } = item;
+  const result: Record<string, unknown> = { replays: 0, audit: [], ...record };
+  if (leaseExpiresAt !== undefined && leaseExpiresAt !== 0) result.leaseExpiresAt = leaseExpiresAt;
+  if (nextAttemptAt !== undefined && nextAttemptAt !== 0) result.nextAttemptAt = nextAttemptAt;
+  return result as unknown as DeliveryRecord;
 }
 
 function contention(eventId: string): LedgerUnavailableError {
