@@ -4,7 +4,7 @@
  * process, the same clock the producer stamps sends with). Repeats are counted, not applied.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { listenOnLoopback } from '../test/helpers/loopback';
 import { performance } from 'node:perf_hooks';
 
 export interface BenchReceiver {
@@ -25,7 +25,6 @@ export interface BenchReceiver {
 export async function startBenchReceiver(): Promise<BenchReceiver> {
   const arrivals = new Map<string, number>();
   const listeners = new Set<() => void>();
-  const sockets = new Set<Socket>();
   let repeats = 0;
   let delayMs = 0;
 
@@ -50,18 +49,10 @@ export async function startBenchReceiver(): Promise<BenchReceiver> {
   });
   // Keep-alive sockets stay open as a real receiver's would; the bench's consumers reuse them.
   server.keepAliveTimeout = 60_000;
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const listening = await listenOnLoopback(server);
 
   return {
-    url: `http://127.0.0.1:${port}/webhook`,
+    url: listening.url,
     arrivals,
     get repeats() {
       return repeats;
@@ -85,8 +76,7 @@ export async function startBenchReceiver(): Promise<BenchReceiver> {
       return () => listeners.delete(listener);
     },
     async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await listening.close();
     },
   };
 }

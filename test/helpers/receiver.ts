@@ -15,7 +15,7 @@
  * concurrently, so scripts for mixed batches should be per event.
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { listenOnLoopback } from './loopback';
 import { Webhook } from 'standardwebhooks';
 
 export type ScriptedResponse =
@@ -62,7 +62,6 @@ export async function startTestReceiver(): Promise<TestReceiver> {
   const appliedIds = new Set<string>();
   const shared: ScriptedResponse[] = [];
   const perEvent = new Map<string, ScriptedResponse[]>();
-  const sockets = new Set<Socket>();
   const waiters: { count: number; resolve: () => void }[] = [];
 
   const apply = (eventId: string | undefined) => {
@@ -105,18 +104,10 @@ export async function startTestReceiver(): Promise<TestReceiver> {
       res.end(body ?? '');
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const listening = await listenOnLoopback(server);
 
   return {
-    url: `http://127.0.0.1:${port}/webhook`,
+    url: listening.url,
     requests,
     applied,
     requestsFor: (eventId) => requests.filter((r) => r.eventId === eventId),
@@ -137,8 +128,7 @@ export async function startTestReceiver(): Promise<TestReceiver> {
       }
     },
     async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await listening.close();
     },
   };
 }

@@ -8,7 +8,7 @@
  * between attempts would show up as a double effect, which idempotency could not have caught.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { listenOnLoopback } from '../loopback';
 import { answerFor, type AnswerKind, type PlannedEvent, type SoakPlan } from './plan';
 
 export interface ReceiverCounts {
@@ -47,7 +47,6 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
   let keyMismatches = 0;
   let changedBodies = 0;
   let unplanned = 0;
-  const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
 
   /** The receiver's one effect per key; counted by the body's own event ID. */
@@ -124,18 +123,10 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
       }
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const listening = await listenOnLoopback(server);
 
   return {
-    url: `http://127.0.0.1:${port}/webhook`,
+    url: listening.url,
     counts: () => ({
       requests,
       answers: { ...answers },
@@ -147,8 +138,7 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
     }),
     async close() {
       for (const timer of timers) clearTimeout(timer);
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await listening.close();
     },
   };
 }
