@@ -45,8 +45,11 @@ export interface AttemptEntry {
 export interface AuditEntry {
   readonly at: number;
   readonly action: 'replay';
+  /** The name the operator typed. */
   readonly operator: string;
   readonly reason: string;
+  /** The authenticated caller that ran the replay (in AWS, the STS caller ARN); absent locally. */
+  readonly caller?: string;
 }
 
 export interface DeliveryKey {
@@ -114,6 +117,8 @@ export interface RecordAttemptInput extends DeliveryKey {
 export interface ReplayInput extends DeliveryKey {
   readonly operator: string;
   readonly reason: string;
+  /** The authenticated caller (STS ARN in AWS), recorded in the audit entry beside `operator`. */
+  readonly caller?: string;
   readonly nowMs: number;
 }
 
