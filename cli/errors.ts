@@ -6,6 +6,7 @@ import { InvalidEventError } from '../lib/event';
 import { LedgerError, ReplayRefusedError } from '../lib/ledger/errors';
 import { QueueUnavailableError } from '../lib/queue/queue';
 import { ReplayEnqueueError } from '../lib/replay';
+import { safe } from './format';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -31,7 +32,7 @@ export class CommandFailedError extends Error {
 export interface Failure {
   readonly exitCode: ExitCode;
   readonly code: string;
-  /** One line: no newlines, no stack. */
+  /** One line: no newlines, no stack, nothing a terminal would act on (cli/format.ts `safe`). */
   readonly message: string;
 }
 
@@ -87,6 +88,7 @@ function failure(exitCode: ExitCode, code: string, message: string): Failure {
   return { exitCode, code, message: oneLine(message) };
 }
 
+/** Messages quote what came from outside (an event's keys, a store's error text): made inert here. */
 function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, ' ').trim();
+  return safe(text.replace(/\s*\n\s*/g, ' ').trim());
 }

@@ -14,6 +14,7 @@ import { statsCommand } from './commands/stats';
 import { statusCommand } from './commands/status';
 import { CommandContext } from './context';
 import { describeFailure, EXIT, type ExitCode } from './errors';
+import { jsonText, safe } from './format';
 import { resolveTarget, unreachableHint, type Target, type TargetOptions } from './target';
 
 export interface Io {
@@ -45,9 +46,9 @@ export async function main(argv: readonly string[], io: Io = process): Promise<E
     } finally {
       ctx.close();
     }
-    io.stdout.write(json ? `${JSON.stringify(result.json, null, 2)}\n` : `${result.human}\n`);
+    io.stdout.write(json ? `${jsonText(result.json)}\n` : `${safe(result.human, { keepNewlines: true })}\n`);
     if (result.failure) {
-      io.stderr.write(`handoff: ${result.failure}\n`);
+      io.stderr.write(`handoff: ${safe(result.failure)}\n`);
       return EXIT.failed;
     }
     return EXIT.ok;
@@ -65,10 +66,10 @@ export async function main(argv: readonly string[], io: Io = process): Promise<E
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     const failure =
       error instanceof ConfigError
-        ? { exitCode: EXIT.usage, code: error.code, message: error.message }
+        ? { exitCode: EXIT.usage, code: error.code, message: safe(error.message) }
         : describeFailure(error, (e) => unreachableHint(target, e));
     io.stderr.write(`handoff: ${failure.message}\n`);
-    if (json) io.stdout.write(`${JSON.stringify({ error: { code: failure.code, message: failure.message } }, null, 2)}\n`);
+    if (json) io.stdout.write(`${jsonText({ error: { code: failure.code, message: failure.message } })}\n`);
     return failure.exitCode;
   }
 }
@@ -91,11 +92,12 @@ Target (first that applies):
 Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
     )
     // Settings the subcommands inherit: errors come back to main() instead of exiting the
-    // process, and commander's messages go to the streams given.
+    // process, and commander's messages (which quote the arguments typed) go to the streams
+    // given, made inert like all other output.
     .exitOverride()
     .configureOutput({
-      writeOut: (text) => io.stdout.write(text),
-      writeErr: (text) => io.stderr.write(text),
+      writeOut: (text) => io.stdout.write(safe(text, { keepNewlines: true })),
+      writeErr: (text) => io.stderr.write(safe(text, { keepNewlines: true })),
     })
     .showSuggestionAfterError();
 

@@ -13,7 +13,7 @@ import pLimit from 'p-limit';
 import { parseEvent, type ParsedEvent } from '../../lib/event';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';
-import { safe, table } from '../format';
+import { table } from '../format';
 import { requireName } from '../target';
 import type { CommandResult } from './result';
 
@@ -175,7 +175,7 @@ export async function sendCommand(ctx: CommandContext, text: string, options: Se
     json: { sent: sentEvents, failed: unsentEvents },
     human,
     failure: first
-      ? `${unsentEvents.length} of ${events.length} events not sent; first: ${first.eventId}: ${safe(first.code)} ${safe(first.message)}`.trim()
+      ? `${unsentEvents.length} of ${events.length} events not sent; first: ${first.eventId}: ${first.code} ${first.message}`.trim()
       : undefined,
   };
 }

@@ -3,6 +3,7 @@ import { isEventId } from '../../lib/event';
 import { DEFAULT_ENDPOINT } from '../../lib/ledger/ledger';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';
+import { escapeUnsafeInJson } from '../format';
 import type { CommandResult } from './result';
 import { recordDetails, recordJson } from './record-view';
 
@@ -21,7 +22,8 @@ export async function statusCommand(ctx: CommandContext, eventId: string, option
     if (record.body === undefined) {
       throw new CommandFailedError(`event ${eventId} died as an invalid message: no event body was kept`, 'no-event');
     }
-    return { json: JSON.parse(record.body) as unknown, human: record.body };
+    // Escaped, not replaced: the text stays the same event for `| handoff send`, and inert.
+    return { json: JSON.parse(record.body) as unknown, human: escapeUnsafeInJson(record.body) };
   }
   return { json: recordJson(record), human: recordDetails(record, ctx.now()) };
 }

@@ -1,0 +1,144 @@
+/**
+ * Nothing from outside reaches the operator's terminal raw: the sanitiser and the JSON escaping
+ * of cli/format.ts, and `main` writing every stream through them.
+ */
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { describeFailure } from '../../cli/errors';
+import { escapeUnsafeInJson, jsonText, keyValues, safe, table } from '../../cli/format';
+import { main, type Io } from '../../cli/main';
+
+/** ESC sequences (colour, OSC window title), a C1 CSI, DEL, a bidi override, a zero-width space, a line separator, a tag character. */
+const HOSTILE = 'a\u001b[31mb\u001b]0;pwned\u0007c\u009b2Jd\u007fe\u202ef\u200bg\u2028h\u{e0041}i';
+/** Any character a terminal may act on, except the newline that separates output lines. */
+const RAW_UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\p{Cf}\p{Cs}\u2028\u2029]/u;
+
+describe('Function: safe', () => {
+  it('turns C0, DEL, C1, format characters and separators into ?', () => {
+    expect(safe(HOSTILE)).toBe('a?[31mb?]0;pwned?c?2Jd?e?f?g?h?i');
+  });
+
+  it('makes a newline a space, or keeps it when asked, and a tab a space', () => {
+    expect(safe('one\ntwo\tthree')).toBe('one two three');
+    expect(safe('one\ntwo\u0085', { keepNewlines: true })).toBe('one\ntwo?');
+  });
+
+  it('changes nothing printable and is idempotent', () => {
+    expect(safe('Zoë ships 📦 → 東京')).toBe('Zoë ships 📦 → 東京');
+    expect(safe(safe(HOSTILE))).toBe(safe(HOSTILE));
+  });
+
+  it('is applied to every table and key-value cell', () => {
+    expect(table([{ header: 'why' }], [['x\u202ey\u009bz']])).toBe('why\nx?y?z');
+    expect(keyValues([['why', 'x\u202ey']])).toBe('why  x?y');
+  });
+});
+
+describe('Function: jsonText', () => {
+  it('escapes C1, DEL, format characters and separators as \\uXXXX and keeps the value', () => {
+    // Act
+    const text = jsonText({ responseStart: HOSTILE });
+
+    // Assess
+    expect(text).not.toMatch(RAW_UNSAFE);
+    expect(text).toContain('\\u009b2J');
+    expect(text).toContain('\\u202ef');
+    expect(text).toContain('\\udb40\\udc41');
+    expect(JSON.parse(text)).toEqual({ responseStart: HOSTILE });
+  });
+
+  it('leaves plain JSON exactly as JSON.stringify pretty-prints it', () => {
+    const value = { eventId: 'evt_1', attempts: 2, note: 'Zoë "quoted"\n' };
+
+    expect(jsonText(value)).toBe(JSON.stringify(value, null, 2));
+  });
+
+  it('escapes a JSON text (a stored event body) without changing the event it encodes', () => {
+    const body = JSON.stringify({ id: 'evt_1', note: '\u202eexe.txt\u0085' });
+
+    expect(escapeUnsafeInJson(body)).toBe('{"id":"evt_1","note":"\\u202eexe.txt\\u0085"}');
+    expect(JSON.parse(escapeUnsafeInJson(body))).toEqual(JSON.parse(body));
+  });
+});
+
+describe('Function: describeFailure', () => {
+  it('makes the one line of any error inert', () => {
+    const failure = describeFailure(new Error(`unexpected ${HOSTILE}\nsecond line`));
+
+    expect(failure.message).toBe('Error: unexpected a?[31mb?]0;pwned?c?2Jd?e?f?g?h?i second line');
+  });
+});
+
+interface Captured {
+  readonly io: Io;
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+}
+
+function capture(stdin = ''): Captured {
+  let out = '';
+  let err = '';
+  const stream = (append: (text: string) => void) =>
+    ({ write: (text: string) => (append(text), true), isTTY: false }) as unknown as NodeJS.WriteStream;
+  return {
+    io: {
+      stdin: Object.assign(Readable.from([Buffer.from(stdin)]), { isTTY: false }) as unknown as NodeJS.ReadStream,
+      stdout: stream((text) => (out += text)),
+      stderr: stream((text) => (err += text)),
+    },
+    stdout: () => out,
+    stderr: () => err,
+  };
+}
+
+const event = { id: 'evt_h', shipmentId: 'shp_1', status: 'packed', occurredAt: '2026-12-02T10:15:00Z' };
+
+/** A queue that is never contacted: every case below fails before the first request. */
+const UNUSED_QUEUE = ['--queue-url', 'http://127.0.0.1:9/000000000000/unused'];
+
+describe('Function: main', () => {
+  it('writes a send validation error quoting a hostile key with no raw control character', async () => {
+    // Prepare: an unknown key made of an OSC title sequence, a C1 CSI and a bidi override.
+    const hostile = JSON.stringify({ ...event, '\u001b]0;pwned\u0007\u009b2J\u202e': 1 });
+    const run = capture(`${hostile}\n`);
+
+    // Act
+    const code = await main(['node', 'handoff', 'send', '-', ...UNUSED_QUEUE], run.io);
+
+    // Assess
+    expect(code).toBe(1);
+    expect(run.stdout()).toBe('');
+    expect(run.stderr()).toBe('handoff: invalid event evt_h: ?]0;pwned??2J? is not a known field; nothing sent\n');
+  });
+
+  it('writes the same error as inert JSON with --json', async () => {
+    const run = capture(`${JSON.stringify({ ...event, '\u009b\u202e': 1 })}\n`);
+
+    const code = await main(['node', 'handoff', 'send', '-', '--json', ...UNUSED_QUEUE], run.io);
+
+    expect(code).toBe(1);
+    expect(run.stderr()).toBe('handoff: invalid event evt_h: ?? is not a known field; nothing sent\n');
+    expect(JSON.parse(run.stdout())).toEqual({
+      error: { code: 'invalid', message: 'invalid event evt_h: ?? is not a known field; nothing sent' },
+    });
+  });
+
+  it("makes commander's own messages, which quote what was typed, inert", async () => {
+    const run = capture();
+
+    const code = await main(['node', 'handoff', 'dead', '--\u001b]0;pwned\u0007\u202e'], run.io);
+
+    expect(code).toBe(2);
+    expect(run.stderr()).toContain("error: unknown option '--?]0;pwned??'");
+    expect(run.stderr()).not.toMatch(RAW_UNSAFE);
+  });
+
+  it('makes an event ID argument inert in its usage error', async () => {
+    const run = capture();
+
+    const code = await main(['node', 'handoff', 'status', 'evt\u001b[2J\u0085', ...UNUSED_QUEUE], run.io);
+
+    expect(code).toBe(2);
+    expect(run.stderr()).toBe('handoff: "evt?[2J?" is not an event ID (1–128 characters of A-Z a-z 0-9 _ - . :)\n');
+  });
+});
