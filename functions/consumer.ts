@@ -22,6 +22,7 @@ import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { EndpointGuard } from '../lib/webhook/endpoint-guard';
 import { HttpWebhookSender } from '../lib/webhook/http-sender';
 import type { WebhookSender } from '../lib/webhook/sender';
+import { createSigner, SigningSecretError } from '../lib/webhook/signing-secret';
 
 /**
  * Fault injection only: kill the process at this crash point (lib/deliver.ts CRASH_POINTS).
@@ -71,14 +72,27 @@ function getSender(): Promise<WebhookSender> {
   return sender;
 }
 
-/** In AWS the secret stays in Secrets Manager and is read once per container; locally, the env. */
+/**
+ * In AWS the secret stays in Secrets Manager and is read once per container; locally, the env
+ * (checked by readSettings at cold start). A stored value that cannot sign fails the batch with
+ * an error naming the secret's ARN, never its value; the messages return to the queue.
+ */
 async function resolveSecret(): Promise<string | undefined> {
   if (secretArn === undefined) return settings.webhookSecret;
   // Loaded only when used, so containers without a secret ARN never pay for the client.
   const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
   const { SecretString } = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: secretArn }));
   const secret = SecretString?.trim();
-  if (!secret) throw new ConfigError(RESOURCE_ENV.webhookSecretArn, 'names a secret with no string value');
+  if (!secret) throw new ConfigError(RESOURCE_ENV.webhookSecretArn, `names a secret with no string value (${secretArn})`);
+  try {
+    createSigner(secret);
+  } catch (error) {
+    if (!(error instanceof SigningSecretError)) throw error;
+    throw new ConfigError(
+      RESOURCE_ENV.webhookSecretArn,
+      `names a secret (${secretArn}) that cannot sign: its key ${error.message} (the value must be whsec_<base64> or bare base64)`,
+    );
+  }
   return secret;
 }
 

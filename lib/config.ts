@@ -7,9 +7,34 @@
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from './event';
 import { DEFAULT_RETRY_POLICY, MAX_WAIT_SECONDS, retryPolicy, type RetryPolicy } from './policy';
 import { EndpointGuard, EndpointRefusedError, parseCidr } from './webhook/endpoint-guard';
+import { redactUrl } from './webhook/redact-url';
+import { createSigner, SECRET_PREFIX, SigningSecretError } from './webhook/signing-secret';
 
 /** Lambda runs at most 900 s and an invocation needs 20 s beyond its attempt (derivedTimings). */
 const MAX_ATTEMPT_TIMEOUT_MS = 880_000;
+
+/**
+ * The largest payload limit. A ledger row holds the event's body and everything else about its
+ * delivery in one DynamoDB item, which may not pass 400 KB (409,600 bytes). 256 KiB for the body
+ * leaves 144 KiB for the rest: at its largest (a full attempt history, a 1 KiB response start, a
+ * dead detail, the longest schedule, replays with the longest operator, reason and caller) the
+ * rest measured under 60 KiB (test/integration/payload-limit.test.ts).
+ */
+export const MAX_PAYLOAD_LIMIT_BYTES = 256 * 1024;
+const MIN_PAYLOAD_LIMIT_BYTES = 256;
+
+/** Attempts in all, at most; the schedule is stored on every row, so it is bounded the same way. */
+const MAX_ATTEMPTS = 100;
+
+/**
+ * How long SQS keeps a message: the stack's delivery and dead-letter queues and the sandbox's all
+ * keep messages this long (SQS's maximum).
+ */
+export const QUEUE_RETENTION_SECONDS = 14 * 24 * 60 * 60;
+
+/** A ledger row outlives the longest life of its delivery by at least this much. */
+export const RETENTION_MARGIN_SECONDS = 24 * 60 * 60;
+const DAY_SECONDS = 24 * 60 * 60;
 
 export interface Settings {
   /** The receiver's endpoint. Unset: the sandbox's demo receiver (there is no default in AWS). */
@@ -23,7 +48,10 @@ export interface Settings {
   readonly batchSize: number;
   /** Concurrent consumer invocations (the event source's `maximumConcurrency`, at least 2). */
   readonly maxConcurrency: number;
-  /** Days a ledger row is kept after its last change (DynamoDB TTL). */
+  /**
+   * Days a ledger row is kept after its last change (DynamoDB TTL). Must exceed the longest life
+   * of a delivery (`minimumRetentionDays`): a row deleted mid-flight would admit its event again.
+   */
   readonly retentionDays: number;
   /**
    * Private ranges (CIDR) the endpoint may resolve to. Empty by default: private, loopback,
@@ -47,7 +75,7 @@ export const DEFAULT_SETTINGS: Settings = {
   allowHttp: false,
 };
 
-/** A setting that cannot be used. Its message names the variable. */
+/** A setting that cannot be used. Its message names the variable (and any other setting it conflicts with). */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
   readonly code = 'invalid-setting';
@@ -59,44 +87,144 @@ export class ConfigError extends Error {
   }
 }
 
+/** What each setting is called where it is given: a construct property or a `HANDOFF_*` variable. */
+export type SettingNames = Readonly<Record<keyof Settings, string>>;
+
+/** The construct's names: its `settings` properties. */
+export const PROPERTY_NAMES: SettingNames = {
+  webhookUrl: 'webhookUrl',
+  webhookSecret: 'webhookSecret',
+  retryPolicy: 'retryPolicy',
+  attemptTimeoutMs: 'attemptTimeoutMs',
+  payloadLimitBytes: 'payloadLimitBytes',
+  batchSize: 'batchSize',
+  maxConcurrency: 'maxConcurrency',
+  retentionDays: 'retentionDays',
+  allowPrivateCidrs: 'allowPrivateCidrs',
+  allowHttp: 'allowHttp',
+};
+
+/** The sandbox's and the handler's names: environment variables. The policy is two of them. */
+export const VARIABLE_NAMES: SettingNames = {
+  webhookUrl: 'HANDOFF_WEBHOOK_URL',
+  webhookSecret: 'HANDOFF_WEBHOOK_SECRET',
+  retryPolicy: 'HANDOFF_RETRY_SCHEDULE/HANDOFF_MAX_ATTEMPTS',
+  attemptTimeoutMs: 'HANDOFF_ATTEMPT_TIMEOUT_MS',
+  payloadLimitBytes: 'HANDOFF_PAYLOAD_LIMIT_BYTES',
+  batchSize: 'HANDOFF_BATCH_SIZE',
+  maxConcurrency: 'HANDOFF_MAX_CONCURRENCY',
+  retentionDays: 'HANDOFF_RETENTION_DAYS',
+  allowPrivateCidrs: 'HANDOFF_ALLOW_PRIVATE_CIDRS',
+  allowHttp: 'HANDOFF_ALLOW_HTTP',
+};
+
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** Reads settings from `HANDOFF_*` variables over the defaults. @throws ConfigError */
 export function readSettings(env: Env = process.env): Settings {
   const d = DEFAULT_SETTINGS;
   const schedule = optional(env, 'HANDOFF_RETRY_SCHEDULE', parseSchedule);
-  const maxAttempts = optional(env, 'HANDOFF_MAX_ATTEMPTS', int(1, 100));
-  return validateSettings({
-    webhookUrl: optional(env, 'HANDOFF_WEBHOOK_URL', parseUrl),
-    webhookSecret: optional(env, 'HANDOFF_WEBHOOK_SECRET', parseSecret),
-    retryPolicy:
-      schedule || maxAttempts
-        ? retryPolicy(maxAttempts ?? d.retryPolicy.maxAttempts, schedule ?? d.retryPolicy.waitsSeconds)
-        : d.retryPolicy,
-    attemptTimeoutMs: optional(env, 'HANDOFF_ATTEMPT_TIMEOUT_MS', int(100, MAX_ATTEMPT_TIMEOUT_MS)) ?? d.attemptTimeoutMs,
-    payloadLimitBytes: optional(env, 'HANDOFF_PAYLOAD_LIMIT_BYTES', int(256, 1024 * 1024)) ?? d.payloadLimitBytes,
-    batchSize: optional(env, 'HANDOFF_BATCH_SIZE', int(1, 100)) ?? d.batchSize,
-    maxConcurrency: optional(env, 'HANDOFF_MAX_CONCURRENCY', int(2, 1000)) ?? d.maxConcurrency,
-    retentionDays: optional(env, 'HANDOFF_RETENTION_DAYS', int(1, 3650)) ?? d.retentionDays,
-    allowPrivateCidrs: optional(env, 'HANDOFF_ALLOW_PRIVATE_CIDRS', parseCidrList) ?? d.allowPrivateCidrs,
-    allowHttp: optional(env, 'HANDOFF_ALLOW_HTTP', parseBoolean) ?? d.allowHttp,
-  });
+  const maxAttempts = optional(env, 'HANDOFF_MAX_ATTEMPTS', int(1, MAX_ATTEMPTS));
+  return validateSettings(
+    {
+      webhookUrl: optional(env, 'HANDOFF_WEBHOOK_URL', parseUrl),
+      webhookSecret: optional(env, 'HANDOFF_WEBHOOK_SECRET', parseSecret),
+      retryPolicy:
+        schedule || maxAttempts
+          ? retryPolicy(maxAttempts ?? d.retryPolicy.maxAttempts, schedule ?? d.retryPolicy.waitsSeconds)
+          : d.retryPolicy,
+      attemptTimeoutMs: optional(env, 'HANDOFF_ATTEMPT_TIMEOUT_MS', int(100, MAX_ATTEMPT_TIMEOUT_MS)) ?? d.attemptTimeoutMs,
+      payloadLimitBytes:
+        optional(env, 'HANDOFF_PAYLOAD_LIMIT_BYTES', int(MIN_PAYLOAD_LIMIT_BYTES, MAX_PAYLOAD_LIMIT_BYTES)) ?? d.payloadLimitBytes,
+      batchSize: optional(env, 'HANDOFF_BATCH_SIZE', int(1, 100)) ?? d.batchSize,
+      maxConcurrency: optional(env, 'HANDOFF_MAX_CONCURRENCY', int(2, 1000)) ?? d.maxConcurrency,
+      retentionDays: optional(env, 'HANDOFF_RETENTION_DAYS', int(1, 3650)) ?? d.retentionDays,
+      allowPrivateCidrs: optional(env, 'HANDOFF_ALLOW_PRIVATE_CIDRS', parseCidrList) ?? d.allowPrivateCidrs,
+      allowHttp: optional(env, 'HANDOFF_ALLOW_HTTP', parseBoolean) ?? d.allowHttp,
+    },
+    VARIABLE_NAMES,
+  );
 }
 
-/** Checks settings given in code (construct properties). @throws ConfigError naming the property */
-export function validateSettings(settings: Settings): Settings {
-  if (settings.webhookUrl !== undefined) parseUrl(settings.webhookUrl, 'webhookUrl');
-  if (settings.webhookSecret !== undefined) parseSecret(settings.webhookSecret, 'webhookSecret');
+/**
+ * Checks settings given in code (construct properties), and the rules between settings.
+ * @throws ConfigError naming the setting as `names` calls it
+ */
+export function validateSettings(settings: Settings, names: SettingNames = PROPERTY_NAMES): Settings {
+  if (settings.webhookUrl !== undefined) parseUrl(settings.webhookUrl, names.webhookUrl);
+  if (settings.webhookSecret !== undefined) parseSecret(settings.webhookSecret, names.webhookSecret);
   const ranges: [keyof Settings, number, number][] = [
     ['attemptTimeoutMs', 100, MAX_ATTEMPT_TIMEOUT_MS],
-    ['payloadLimitBytes', 256, 1024 * 1024],
+    ['payloadLimitBytes', MIN_PAYLOAD_LIMIT_BYTES, MAX_PAYLOAD_LIMIT_BYTES],
     ['batchSize', 1, 100],
     ['maxConcurrency', 2, 1000],
     ['retentionDays', 1, 3650],
   ];
-  for (const [name, min, max] of ranges) int(min, max)(String(settings[name]), name);
-  parseCidrList(settings.allowPrivateCidrs.join(','), 'allowPrivateCidrs');
+  for (const [name, min, max] of ranges) int(min, max)(String(settings[name]), names[name]);
+  const { maxAttempts, waitsSeconds } = settings.retryPolicy;
+  if (maxAttempts > MAX_ATTEMPTS || waitsSeconds.length > MAX_ATTEMPTS) {
+    throw new ConfigError(names.retryPolicy, `allows at most ${MAX_ATTEMPTS} attempts and ${MAX_ATTEMPTS} waits`);
+  }
+  parseCidrList(settings.allowPrivateCidrs.join(','), names.allowPrivateCidrs);
+  checkLifetimes(settings, names);
   return settings;
+}
+
+/**
+ * The longest a delivery can live from its row's last write, in seconds:
+ * - every wait at its cap, since a receiver's `Retry-After` may lengthen any wait up to the 12 h a
+ *   message can stay invisible (the ledger's due time is then up to 12 h away), one wait after
+ *   each attempt but the last;
+ * - every attempt at the queue's visibility timeout: a worker that dies mid-attempt leaves its
+ *   message invisible that long (it covers the attempt timeout too);
+ * - the queue's message retention: a copy of the message (SQS delivers at least once, producers
+ *   re-send) can arrive as long as the queue keeps it.
+ * A replay writes the row, so the same bound runs again from the replay.
+ */
+export function longestDeliverySeconds(settings: Pick<Settings, 'retryPolicy' | 'attemptTimeoutMs'>): number {
+  const attempts = settings.retryPolicy.maxAttempts;
+  const { visibilityTimeoutSeconds } = visibilityOf(settings.attemptTimeoutMs);
+  return (attempts - 1) * MAX_WAIT_SECONDS + attempts * visibilityTimeoutSeconds + QUEUE_RETENTION_SECONDS;
+}
+
+/** The shortest `retentionDays` the other settings allow: the longest delivery, a margin, rounded up. */
+export function minimumRetentionDays(settings: Pick<Settings, 'retryPolicy' | 'attemptTimeoutMs'>): number {
+  return Math.ceil((longestDeliverySeconds(settings) + RETENTION_MARGIN_SECONDS) / DAY_SECONDS);
+}
+
+/**
+ * The rules between the retry policy and what must outlast it, for the stack, the sandbox and the
+ * handler alike: the queue keeps a message through the whole schedule, and a ledger row outlives
+ * the longest life of its delivery. A row deleted by TTL while its event can still arrive would
+ * admit that event again as new, and it would be delivered again.
+ * @throws ConfigError naming both settings
+ */
+export function checkLifetimes(settings: Settings, names: SettingNames = PROPERTY_NAMES): void {
+  const scheduleSeconds = totalWaitSeconds(settings.retryPolicy);
+  if (scheduleSeconds >= QUEUE_RETENTION_SECONDS) {
+    throw new ConfigError(
+      names.retryPolicy,
+      `waits add up to ${scheduleSeconds} s, past the queue's ${QUEUE_RETENTION_SECONDS / DAY_SECONDS}-day message retention`,
+    );
+  }
+  const minimumDays = minimumRetentionDays(settings);
+  if (settings.retentionDays < minimumDays) {
+    throw new ConfigError(
+      names.retentionDays,
+      `must be at least ${minimumDays} days with ${names.retryPolicy} allowing ${settings.retryPolicy.maxAttempts} attempts, got ${settings.retentionDays}: ` +
+        `each wait can reach 12 h (a Retry-After lengthens it), and the queue keeps a message ${QUEUE_RETENTION_SECONDS / DAY_SECONDS} days; ` +
+        'a row deleted sooner would let its event be admitted, and delivered, again',
+    );
+  }
+}
+
+/** Seconds a message may wait on the schedule: one wait after each failed attempt but the last. */
+function totalWaitSeconds(policy: RetryPolicy): number {
+  let total = 0;
+  for (let failed = 1; failed < policy.maxAttempts; failed++) {
+    total += policy.waitsSeconds[Math.min(failed, policy.waitsSeconds.length) - 1] ?? 0;
+  }
+  return total;
 }
 
 /**
@@ -149,14 +277,19 @@ export function settingsToEnvironment(settings: Settings): Record<string, string
  *   with a reason; SQS's own redrive is only a backstop for a consumer that keeps failing.
  */
 export function derivedTimings(settings: Settings) {
-  const functionTimeoutSeconds = Math.ceil(settings.attemptTimeoutMs / 1000) + 20;
+  const { functionTimeoutSeconds, visibilityTimeoutSeconds } = visibilityOf(settings.attemptTimeoutMs);
   return {
     functionTimeoutSeconds,
     leaseMs: functionTimeoutSeconds * 1000,
-    visibilityTimeoutSeconds: Math.min(functionTimeoutSeconds * 6, MAX_WAIT_SECONDS),
+    visibilityTimeoutSeconds,
     maxReceiveCount: settings.retryPolicy.maxAttempts * 2 + 5,
-    retentionSeconds: settings.retentionDays * 24 * 60 * 60,
+    retentionSeconds: settings.retentionDays * DAY_SECONDS,
   } as const;
+}
+
+function visibilityOf(attemptTimeoutMs: number) {
+  const functionTimeoutSeconds = Math.ceil(attemptTimeoutMs / 1000) + 20;
+  return { functionTimeoutSeconds, visibilityTimeoutSeconds: Math.min(functionTimeoutSeconds * 6, MAX_WAIT_SECONDS) };
 }
 
 function optional<T>(env: Env, name: string, parse: (raw: string, name: string) => T): T | undefined {
@@ -194,29 +327,37 @@ function parseBoolean(raw: string, name: string): boolean {
 
 function parseSchedule(raw: string, name: string): number[] {
   const waits = raw.split(',').map((s) => s.trim());
-  if (waits.some((w) => !/^\d+$/.test(w) || Number(w) > MAX_WAIT_SECONDS)) {
-    throw new ConfigError(name, `must be comma-separated whole seconds up to ${MAX_WAIT_SECONDS}, got "${raw}"`);
+  if (waits.length > MAX_ATTEMPTS || waits.some((w) => !/^\d+$/.test(w) || Number(w) > MAX_WAIT_SECONDS)) {
+    throw new ConfigError(name, `must be at most ${MAX_ATTEMPTS} comma-separated whole seconds up to ${MAX_WAIT_SECONDS}, got "${raw}"`);
   }
   return waits.map(Number);
 }
 
+/** A URL is shown only redacted (lib/webhook/redact-url.ts): its query may carry a token. */
 function parseUrl(raw: string, name: string): string {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(name, `must be an absolute http(s) URL, got "${raw}"`);
+    throw new ConfigError(name, 'must be an absolute http(s) URL (the value is not shown: it may hold a secret)');
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new ConfigError(name, `must be an http(s) URL, got "${url.protocol}"`);
+    throw new ConfigError(name, `must be an http(s) URL, got ${redactUrl(raw)}`);
   }
-  if (url.username || url.password) throw new ConfigError(name, 'must not carry credentials');
+  // Userinfo would travel in a header no log redacts; receivers take a token in the query or a signature.
+  if (url.username || url.password) throw new ConfigError(name, `must not carry credentials (user:password@), got ${redactUrl(raw)}`);
   return raw;
 }
 
+/** Checked by building the signer, so a secret that cannot sign stops start-up. Never echoed. */
 function parseSecret(raw: string, name: string): string {
-  if (!/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(raw)) {
-    throw new ConfigError(name, 'must be a Standard Webhooks secret: "whsec_" and base64');
+  const form = `must be a Standard Webhooks secret ("${SECRET_PREFIX}" and a base64 key of at least 24 bytes)`;
+  if (!raw.startsWith(SECRET_PREFIX)) throw new ConfigError(name, `${form}: it does not start with "${SECRET_PREFIX}"`);
+  try {
+    createSigner(raw);
+  } catch (error) {
+    if (error instanceof SigningSecretError) throw new ConfigError(name, `${form}: the key ${error.message}`);
+    throw error;
   }
   return raw;
 }

@@ -12,12 +12,13 @@ import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import { urlToHttpOptions } from 'node:url';
-import { Webhook } from 'standardwebhooks';
+import type { Webhook } from 'standardwebhooks';
 // A named import lets bundlers keep only this one field of package.json.
 import { version } from '../../package.json';
 import { classifyResponse, type AttemptOutcome, type NotSentCause } from '../outcome';
 import { EndpointGuard, EndpointRefusedError } from './endpoint-guard';
 import type { AttemptResult, WebhookRequest, WebhookSender } from './sender';
+import { createSigner } from './signing-secret';
 
 export const DEFAULT_USER_AGENT = `handoff/${version}`;
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024;
@@ -66,7 +67,7 @@ export class HttpWebhookSender implements WebhookSender {
   /** Clock time (`now`) the last exchange ended: every free socket has been idle since then. */
   private lastExchangeEndMs = 0;
 
-  /** @throws EndpointRefusedError when the guard refuses the URL; Error for an unusable secret. */
+  /** @throws EndpointRefusedError when the guard refuses the URL; SigningSecretError for a secret that cannot sign. */
   constructor(options: HttpWebhookSenderOptions) {
     this.guard = options.guard ?? new EndpointGuard();
     this.guard.checkUrl(options.url);
@@ -74,7 +75,7 @@ export class HttpWebhookSender implements WebhookSender {
     this.target = urlToHttpOptions(this.url);
     this.transport = this.url.protocol === 'https:' ? https : http;
     this.agent = new this.transport.Agent({ keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS });
-    this.signer = options.secret === undefined ? undefined : new Webhook(options.secret);
+    this.signer = options.secret === undefined ? undefined : createSigner(options.secret);
     if (!(options.timeoutMs > 0)) throw new RangeError(`timeoutMs must be positive, got ${options.timeoutMs}`);
     this.timeoutMs = options.timeoutMs;
     this.userAgent = options.userAgent ?? DEFAULT_USER_AGENT;

@@ -377,7 +377,7 @@ describe('WebhookDelivery', () => {
     });
 
     it('refuses a secret value among the settings, naming it', () => {
-      const act = () => build({ settings: { webhookSecret: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=' } });
+      const act = () => build({ settings: { webhookSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } });
 
       expect(act).toThrow(ConfigError);
       expect(act).toThrow(/^webhookSecret is for the local sandbox only/);

@@ -1,0 +1,100 @@
+/**
+ * A signing secret that cannot sign is refused where it is read, not on every batch: the local
+ * variable at cold start, a Secrets Manager value at its first read (naming the secret's ARN,
+ * never its value). Runs the real handler module against fauxqs and dynalite, with a loopback
+ * stand-in for Secrets Manager reached by the real SDK client.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import type { Context } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { ConfigError } from '../../lib/config';
+import { startConsumerHarness, type ConsumerHarness } from '../helpers/consumer-harness';
+import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
+
+const SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:handoff-signing-AbCdEf';
+/** A 3-byte key: base64 that `standardwebhooks` accepts, far too short to sign with. */
+const SHORT_SECRET = 'whsec_AAAA';
+
+let harness: ConsumerHarness;
+let secrets: Server | undefined;
+
+beforeAll(async () => {
+  harness = await startConsumerHarness('signing-secret');
+});
+
+afterAll(async () => {
+  await harness.close();
+});
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+  secrets?.closeAllConnections();
+  secrets?.close();
+  secrets = undefined;
+});
+
+/** Answers every GetSecretValue with `value`. */
+async function secretsManagerHolding(value: string): Promise<string> {
+  secrets = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' });
+      res.end(JSON.stringify({ ARN: SECRET_ARN, Name: 'handoff-signing', SecretString: value }));
+    });
+  });
+  await new Promise<void>((resolve) => secrets!.listen(0, '127.0.0.1', () => resolve()));
+  return `http://127.0.0.1:${(secrets.address() as AddressInfo).port}`;
+}
+
+const context = { awsRequestId: 'req-1', getRemainingTimeInMillis: () => 60_000 } as unknown as Context;
+
+describe('Handler: consumer, signing secret', () => {
+  it.each([['whsec_abc'], [SHORT_SECRET]])('fails its cold start on HANDOFF_WEBHOOK_SECRET=%s, without showing it', async (secret) => {
+    const { queueUrl, deadLetterQueueUrl } = await harness.createQueues(30);
+
+    const start = harness.coldStart({
+      HANDOFF_QUEUE_URL: queueUrl,
+      HANDOFF_DEAD_LETTER_QUEUE_URL: deadLetterQueueUrl,
+      HANDOFF_WEBHOOK_SECRET: secret,
+    });
+
+    // The handler module is imported afresh, so its ConfigError is another class object: match by shape.
+    await expect(start).rejects.toMatchObject({ name: 'ConfigError', code: 'invalid-setting', variable: 'HANDOFF_WEBHOOK_SECRET' });
+    await expect(start).rejects.toThrow(/^HANDOFF_WEBHOOK_SECRET must be a Standard Webhooks secret/);
+    await expect(start).rejects.not.toThrow(secret.slice('whsec_'.length));
+  });
+
+  it('refuses a Secrets Manager value that cannot sign at its first read, naming the ARN and not the value', async () => {
+    // Prepare
+    const endpoint = await secretsManagerHolding(SHORT_SECRET);
+    const { queueUrl, deadLetterQueueUrl } = await harness.createQueues(30);
+    const handler = await harness.coldStart({
+      HANDOFF_QUEUE_URL: queueUrl,
+      HANDOFF_DEAD_LETTER_QUEUE_URL: deadLetterQueueUrl,
+      HANDOFF_WEBHOOK_SECRET_ARN: SECRET_ARN,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: endpoint,
+    });
+    const body = JSON.stringify({ id: 'evt_unsignable', shipmentId: 'shp_1', status: 'packed', occurredAt: '2026-12-02T10:15:00Z' });
+    await harness.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+    const [message] = await harness.receive(queueUrl, 1);
+
+    // Act
+    const invocation = handler(sqsEvent([recordFromMessage(message!, queueArnFromUrl(queueUrl))]), context);
+
+    // Assess: the batch fails as a whole (the message returns to the queue), nothing was sent or admitted
+    const error = (await invocation.catch((e: unknown) => e)) as ConfigError;
+    expect(error).toMatchObject({ name: 'ConfigError', code: 'invalid-setting', variable: 'HANDOFF_WEBHOOK_SECRET_ARN' });
+    expect(error.message).toBe(
+      `HANDOFF_WEBHOOK_SECRET_ARN names a secret (${SECRET_ARN}) that cannot sign: its key decodes to a 3-byte key; at least 24 bytes are needed (the value must be whsec_<base64> or bare base64)`,
+    );
+    expect(error.message).not.toContain('AAAA');
+    expect(harness.receiver.requestsFor('evt_unsignable')).toEqual([]);
+    expect(await harness.ledger.get({ eventId: 'evt_unsignable', endpoint: 'default' })).toBeUndefined();
+    const { Messages = [] } = await harness.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: deadLetterQueueUrl, WaitTimeSeconds: 0 }),
+    );
+    expect(Messages).toEqual([]);
+  });
+});
