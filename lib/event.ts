@@ -26,9 +26,12 @@ export const MAX_DATA_DEPTH = 16;
 const EVENT_ID = /^[A-Za-z0-9_\-.:]{1,128}$/;
 /** Printable: no control, format (zero-width, bidi), private-use or unassigned characters, no line separators. */
 const PRINTABLE = /^[^\p{C}\p{Zl}\p{Zp}]+$/u;
-/** ISO-8601 date-time with a zone (`Z` or `±hh:mm`), seconds and fractions optional. */
+/**
+ * ISO-8601 date-time with a zone (`Z` or `±hh:mm`, hours 00–23 and minutes 00–59), seconds and
+ * fractions optional.
+ */
 const DATE_TIME_WITH_ZONE =
-  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/;
 /** Keys that would reach an object's prototype if anyone ever assigned them naively. */
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
@@ -44,7 +47,7 @@ const EventSchema = v.strictObject(
     status: v.picklist(SHIPMENT_STATUSES, `must be one of ${SHIPMENT_STATUSES.join(', ')}`),
     occurredAt: v.pipe(
       v.string(),
-      v.regex(DATE_TIME_WITH_ZONE, 'must be an ISO-8601 date-time with a zone'),
+      v.regex(DATE_TIME_WITH_ZONE, 'must be an ISO-8601 date-time with a zone (Z or ±hh:mm, at most ±23:59)'),
       v.check(isRealDateTime, 'must be a real date-time'),
     ),
     data: v.optional(
@@ -115,8 +118,19 @@ export function parseEvent(
     const what = field ?? 'message';
     return invalid(`${what} ${issue.message}`, field, readableId(json as object));
   }
+  const inexact = findInexactNumber(body);
+  if (inexact) {
+    return invalid(`${inexact.path} ${INEXACT_NUMBER}`, inexact.path, readableId(json as object));
+  }
   const event = result.output;
   const canonical = canonicalJson(event);
+  // The limit bounds what is stored and sent, not only what arrived: numbers written out in full
+  // (`1e15` is sixteen digits) can make the canonical body the longer one.
+  const canonicalSize = Buffer.byteLength(canonical, 'utf8');
+  if (canonicalSize > payloadLimitBytes) {
+    const message = `message is ${canonicalSize} bytes as sent (numbers written out in full), over the ${payloadLimitBytes}-byte limit`;
+    return invalid(message, undefined, event.id);
+  }
   return {
     ok: true,
     value: {
@@ -180,7 +194,7 @@ function findUnsafe(value: unknown, path: string[], depth: number): { path: stri
   if (typeof value === 'number' && !Number.isSafeInteger(value) && (Number.isInteger(value) || !Number.isFinite(value))) {
     // JSON.parse turns 1e400 into Infinity (sent on as null) and rounds integers past 2^53:
     // either way the receiver would get another value than the producer sent.
-    return problemAt(path, 'is a number that cannot be carried exactly (send it as a string)');
+    return problemAt(path, INEXACT_NUMBER);
   }
   if (value === null || typeof value !== 'object') return undefined;
   const keys = Array.isArray(value) ? Array.from(value, (_, i) => String(i)) : Object.keys(value);
@@ -197,4 +211,78 @@ function findUnsafe(value: unknown, path: string[], depth: number): { path: stri
 
 function problemAt(path: readonly string[], problem: string): { path: string; problem: string } {
   return { path: path.join('.'), problem };
+}
+
+const INEXACT_NUMBER = 'is a number that cannot be carried exactly (send it as a string)';
+
+/**
+ * The body's number literals, in order, with the strings around them matched whole so that digits
+ * inside a string are never taken for a number. Runs on text JSON.parse has accepted.
+ */
+const NUMBER_OR_STRING = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+/** An integer of at most 15 digits, not `-0`: a double holds it exactly and prints it the same. */
+const PLAIN_INTEGER = /^(?:0|-?[1-9]\d{0,14})$/;
+
+/**
+ * Finds the first number whose canonical form (the shortest JavaScript spelling of the double it
+ * parses to) has another decimal value than its source: `1e-400` (becomes 0),
+ * `0.1000000000000000055511151231257827` (becomes 0.1). Forms that keep the exact value are only
+ * respelled: `1.0` and `1e0` are sent as `1`, `1E2` as `100`, `2.50` as `2.5`, and `-0` as `0`
+ * (zero has no sign in decimal). The content hash covers the canonical form, which is what the
+ * receiver gets.
+ */
+function findInexactNumber(body: string): { path: string } | undefined {
+  for (const [token] of body.matchAll(NUMBER_OR_STRING)) {
+    if (token.charCodeAt(0) === 0x22 /* " */ || PLAIN_INTEGER.test(token)) continue;
+    const canonical = JSON.stringify(Number(token));
+    if (decimalValue(token) !== decimalValue(canonical)) return { path: pathOfNumber(body, token) };
+  }
+  return undefined;
+}
+
+/** A decimal literal's exact value as `<sign><digits>e<exponent>` with no leading or trailing zeros: equal values, equal keys. */
+function decimalValue(literal: string): string {
+  const [, sign = '', whole = '', fraction = '', exponent = '0'] = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(literal) ?? [];
+  const digits = `${whole}${fraction}`.replace(/^0+/, '');
+  if (digits === '') return '0';
+  const significant = digits.replace(/0+$/, '');
+  const scale = BigInt(exponent) - BigInt(fraction.length) + BigInt(digits.length - significant.length);
+  return `${sign}${significant}e${scale}`;
+}
+
+/**
+ * The field path (`data.readings.3`) of the first occurrence of number `literal` in a body,
+ * following the body's own structure. Only reached for a refused number, so speed does not matter.
+ */
+function pathOfNumber(body: string, literal: string): string {
+  const path: (string | number)[] = [];
+  /** Per open container: is the next string an object key? */
+  const expectingKey: boolean[] = [];
+  const token = new RegExp(NUMBER_OR_STRING.source, 'y');
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (c === '{' || c === '[') {
+      path.push(c === '[' ? 0 : '');
+      expectingKey.push(c === '{');
+    } else if (c === '}' || c === ']') {
+      path.pop();
+      expectingKey.pop();
+    } else if (c === ',') {
+      const top = path.length - 1;
+      if (typeof path[top] === 'number') path[top] = (path[top] as number) + 1;
+      else expectingKey[top] = true;
+    } else if (c === '"' || c === '-' || (c !== undefined && c >= '0' && c <= '9')) {
+      token.lastIndex = i;
+      const [text = ''] = token.exec(body) ?? [];
+      const top = path.length - 1;
+      if (c === '"' && expectingKey[top]) {
+        path[top] = JSON.parse(text) as string;
+        expectingKey[top] = false;
+      } else if (c !== '"' && text === literal) {
+        return path.join('.');
+      }
+      i += text.length - 1;
+    }
+  }
+  return '';
 }

@@ -361,4 +361,69 @@ describe('Function: parseEvent (properties)', () => {
       { numRuns: 500 },
     );
   });
+
+  describe('numbers', () => {
+    /** Doubles a JSON body can carry: finite, and integers only within ±2^53. */
+    const carried = fc
+      .double({ noNaN: true, noDefaultInfinity: true })
+      .filter((d) => Number.isFinite(d) && (!Number.isInteger(d) || Number.isSafeInteger(d)));
+
+    /** `d`'s shortest spelling as [sign, digits, exponent]: the value is sign digits × 10^exponent. */
+    function decimal(d: number): [string, string, number] {
+      const [, sign = '', whole = '', fraction = '', exponent = '0'] = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/.exec(
+        JSON.stringify(d),
+      )!;
+      return [sign, `${whole}${fraction}`.replace(/^0+(?=\d)/, ''), Number(exponent) - fraction.length];
+    }
+
+    /** sign digits × 10^exponent in JSON's scientific form, one digit before the point. */
+    function scientific(sign: string, digits: string, exponent: number, upper = false): string {
+      const point = digits.length > 1 ? `.${digits.slice(1)}` : '';
+      return `${sign}${digits[0]}${point}${upper ? 'E' : 'e'}${exponent + digits.length - 1}`;
+    }
+
+    const withNumber = (literal: string) =>
+      `{"id":"evt_n","shipmentId":"shp_1","status":"packed","occurredAt":"2026-12-02T10:15:00Z","data":{"n":${literal}}}`;
+
+    it('respells a number with the same exact value (trailing zeros, another exponent) to the same body and hash', () => {
+      fc.assert(
+        fc.property(carried, fc.integer({ min: 0, max: 6 }), fc.boolean(), (d, zeros, upper) => {
+          // Prepare: the same value with `zeros` more digits and an exponent `zeros` lower
+          const [sign, digits, exponent] = decimal(d);
+          const respelled = scientific(sign, `${digits}${'0'.repeat(zeros)}`, exponent - zeros, upper);
+
+          // Act
+          const a = parseNeverThrowing(withNumber(JSON.stringify(d)));
+          const b = parseNeverThrowing(withNumber(respelled));
+
+          // Assess
+          expect(a.ok && b.ok).toBe(true);
+          if (!a.ok || !b.ok) return;
+          expect(b.value.body).toBe(a.value.body);
+          expect(b.value.contentHash).toBe(a.value.contentHash);
+        }),
+        { numRuns: 500 },
+      );
+    });
+
+    it('refuses a number whose value would change on the way, naming its path', () => {
+      fc.assert(
+        fc.property(carried, fc.integer({ min: 0, max: 10 }), fc.integer({ min: 1, max: 9 }), (d, zeros, tail) => {
+          // A digit past the double's precision: the source's decimal value is not the double's.
+          const [sign, digits, exponent] = decimal(d);
+          const more = `${'0'.repeat(17 + zeros - Math.min(digits.length, 17))}${tail}`;
+          fc.pre(digits !== '0');
+          const literal = scientific(sign, `${digits}${more}`, exponent - more.length);
+
+          const result = parseNeverThrowing(withNumber(literal));
+
+          expect(result.ok).toBe(false);
+          if (result.ok) return;
+          expect(result.error.field).toBe('data.n');
+          expect(result.error.message).toBe('data.n is a number that cannot be carried exactly (send it as a string)');
+        }),
+        { numRuns: 500 },
+      );
+    });
+  });
 });

@@ -106,6 +106,72 @@ describe('Function: parseEvent', () => {
     expect(result.error.eventId).toBe('evt_42');
   });
 
+  it.each([
+    ['+99:99'],
+    ['-24:00'],
+    ['+24:00'],
+    ['+05:60'],
+    ['+5:30'],
+  ])('refuses the zone offset %s, naming occurredAt', (offset) => {
+    const result = parseEvent(body({ occurredAt: `2026-12-02T10:15:00${offset}` }));
+
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.error.field).toBe('occurredAt');
+    expect(result.error.message).toBe('occurredAt must be an ISO-8601 date-time with a zone (Z or ±hh:mm, at most ±23:59)');
+  });
+
+  it.each([['+23:59'], ['-23:59'], ['+00:00'], ['-00:00'], ['+05:45']])('accepts the zone offset %s', (offset) => {
+    expect(parseEvent(body({ occurredAt: `2026-12-02T10:15:00${offset}` })).ok).toBe(true);
+  });
+
+  it.each([
+    ['1e-400', 'data.reading', '{"reading":1e-400}'],
+    ['0.1000000000000000055511151231257827', 'data.reading', '{"reading":0.1000000000000000055511151231257827}'],
+    ['9007199254740993', 'data.reading', '{"reading":9007199254740993}'],
+    ['1.00000000000000000001', 'data.readings.2', '{"readings":[1,2,1.00000000000000000001]}'],
+    ['4.9e-325', 'data.nested.deep', '{"label":"4.9e-325","nested":{"deep":4.9e-325}}'],
+  ])('refuses %s, a number whose value would change, naming its path', (_number, field, data) => {
+    const result = parseEvent(body().replace(/"data":\{[^}]*\}/, `"data":${data}`));
+
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.error.field).toBe(field);
+    expect(result.error.message).toBe(`${field} is a number that cannot be carried exactly (send it as a string)`);
+    expect(result.error.eventId).toBe('evt_42');
+  });
+
+  it('respells numbers whose exact value it keeps: 1.0, 1e2, 2.50, -0, 1E-7 and 1e15 go out in their shortest form', () => {
+    const raw = body().replace(/"data":\{[^}]*\}/, '"data":{"a":1.0,"b":1e2,"c":2.50,"d":-0,"e":1E-7,"f":1e15,"g":-0.0e3}');
+
+    const result = parseEvent(raw);
+
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.value.body).toContain('"data":{"a":1,"b":100,"c":2.5,"d":0,"e":1e-7,"f":1000000000000000,"g":0}');
+    // The hash covers what the receiver gets: equal to the same event written in that form.
+    const plain = parseEvent(body({ data: { a: 1, b: 100, c: 2.5, d: 0, e: 1e-7, f: 1e15, g: 0 } }));
+    expect(plain.ok && plain.value.contentHash).toBe(result.value.contentHash);
+  });
+
+  it('leaves number-like strings alone, escaped quotes included', () => {
+    const result = parseEvent(body({ data: { a: '1e-400', b: '"1e-400', c: '\\"0.10000000000000000001' } }));
+
+    expect(result.ok).toBe(true);
+  });
+
+  it('bounds the body as sent: refuses one that fits the limit as received but not once its numbers are written out', () => {
+    const raw = body({ data: {} }).replace('"data":{}', `"data":{"n":[${Array(40).fill('1e15').join(',')}]}`);
+    const limit = Buffer.byteLength(raw) + 10;
+
+    const result = parseEvent(raw, limit);
+
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.error.message).toMatch(new RegExp(`^message is \\d+ bytes as sent \\(numbers written out in full\\), over the ${limit}-byte limit$`));
+    expect(result.error.eventId).toBe('evt_42');
+  });
+
   it('keeps a readable id on an otherwise invalid message, and none when the id is invalid', () => {
     const withId = parseEvent(body({ status: 'lost' }));
     const withBadId = parseEvent(body({ id: 'evt 42', status: 'lost' }));
