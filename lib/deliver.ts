@@ -8,6 +8,7 @@ import {
   DEFAULT_ENDPOINT,
   leaseIsLive,
   type AttemptNext,
+  type ClaimedRecord,
   type DeliveryKey,
   type DeliveryRecord,
   type Ledger,
@@ -59,7 +60,7 @@ export interface DeliverDeps {
   readonly sender: WebhookSender;
   /** Epoch ms. */
   readonly now: () => number;
-  /** Who claims: unique per worker (process or invocation). */
+  /** Who claims, for operators and crash tests: the ledger draws each claim's own token. */
   readonly owner: string;
   readonly endpoint?: string;
   readonly policy: RetryPolicy;
@@ -100,7 +101,7 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
   const event = parsed.value;
   const key: DeliveryKey = { eventId: event.event.id, endpoint: deps.endpoint ?? DEFAULT_ENDPOINT };
 
-  let claimed: DeliveryRecord;
+  let claimed: ClaimedRecord;
   try {
     claimed = await deps.ledger.claim({
       event,
@@ -133,7 +134,7 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
   try {
     await deps.ledger.recordAttempt({
       ...key,
-      owner: deps.owner,
+      claimToken: claimed.claimToken,
       attempt: {
         attempt: claimed.attempts,
         at: startedAt,

@@ -43,6 +43,7 @@ import {
   isThisClaim,
   isThisReplay,
   MAX_HISTORY,
+  type ClaimedRecord,
   type ClaimInput,
   type DeliveryKey,
   type DeliveryRecord,
@@ -63,6 +64,8 @@ import {
   isExpired,
   missingRow,
   newRow,
+  newToken,
+  auditEntry,
   recordOf,
 } from './rows';
 import type { RetryPolicy } from '../policy';
@@ -115,8 +118,8 @@ const CLAIM_CONDITION = `${isNewEvent} OR ${[isSameContent, isPending, hasBudget
 // A 2xx is the truth however late: no lease needed, only a row that is not delivered yet
 // (a dead one included). The row must exist: an update never creates one.
 const MAY_RECORD_DELIVERED = 'attribute_exists(#eventId) AND #state <> :delivered';
-// Any other outcome only from the worker holding the claim, on a row still pending.
-const MAY_RECORD_FAILURE = '#leaseOwner = :owner AND #state = :pending';
+// Any other outcome only under the claim that holds the lease (its token), on a row still pending.
+const MAY_RECORD_FAILURE = '#claimToken = :claimToken AND #state = :pending';
 // The history bound, when the current length is unknown: appending must keep it within MAX_HISTORY.
 const HISTORY_HAS_ROOM = 'size(#history) < :maxHistory';
 
@@ -136,11 +139,12 @@ export class DynamoDbLedger implements Ledger {
     this.#now = options.now ?? Date.now;
   }
 
-  async claim(input: ClaimInput): Promise<DeliveryRecord> {
+  async claim(input: ClaimInput): Promise<ClaimedRecord> {
     const key = { eventId: input.event.event.id, endpoint: input.endpoint };
     // The row a new event gets: the SET clauses below write exactly its fields where nothing was
     // (`replays` and `audit` aside, read as 0 and [] until a replay writes them).
-    const row = newRow(input);
+    const claimToken = newToken();
+    const row = newRow(input, claimToken);
     const spec: UpdateSpec = {
       set: [
         // A new row's fields. An existing row keeps its own: its content, and above all the
@@ -160,6 +164,9 @@ export class DynamoDbLedger implements Ledger {
         '#attempts = if_not_exists(#attempts, :zero) + :one',
         '#leaseOwner = :owner',
         '#leaseExpiresAt = :leaseExpiresAt',
+        // This claim's own identity: the outcome is recorded against it, and a retry of this very
+        // request (same token) is told from every other claim by it.
+        '#claimToken = :claimToken',
         // Due now on a new row: present, so that `isDue` compares a number (see the clause).
         '#nextAttemptAt = if_not_exists(#nextAttemptAt, :zero)',
       ],
@@ -179,6 +186,7 @@ export class DynamoDbLedger implements Ledger {
         ':expiresAt': row.expiresAt,
         ':owner': row.leaseOwner,
         ':leaseExpiresAt': row.leaseExpiresAt,
+        ':claimToken': claimToken,
       },
       returns: 'ALL_OLD',
     };
@@ -187,7 +195,7 @@ export class DynamoDbLedger implements Ledger {
       if (result.written) return afterClaim(result.item, recordOf(row));
       // The SDK retried this very claim after its answer was lost (a timeout, a reset, a 500), and
       // the lease its first write took refused it: that write stands, with the attempt counted.
-      if (result.current !== undefined && isThisClaim(result.current, input)) return result.current;
+      if (result.current !== undefined && isThisClaim(result.current, claimToken)) return result.current;
       if (result.current !== undefined) throw new ClaimRefusedError(result.current, { cause: result.cause });
       // The row went away (TTL) between the write and the read: the claim may succeed now.
     }
@@ -208,7 +216,7 @@ export class DynamoDbLedger implements Ledger {
       const mayRecord =
         input.next.state === 'delivered'
           ? current.state !== 'delivered'
-          : current.leaseOwner === input.owner && current.state === 'pending';
+          : current.claimToken === input.claimToken && current.state === 'pending';
       if (!mayRecord) throw new LeaseLostError(current, { cause: result.cause });
       historyLength = current.history.length;
     }
@@ -228,7 +236,7 @@ export class DynamoDbLedger implements Ledger {
         '#leaseExpiresAt = :zero',
         '#nextAttemptAt = :zero',
       ],
-      remove: ['#leaseOwner'],
+      remove: ['#leaseOwner', '#claimToken'],
       condition: MAY_MARK_EXHAUSTED,
       values: {
         ':zero': 0,
@@ -275,6 +283,7 @@ export class DynamoDbLedger implements Ledger {
 
   async replay(input: ReplayInput): Promise<DeliveryRecord> {
     const { eventId, nowMs } = input;
+    const replayId = newToken();
     const spec: UpdateSpec = {
       set: [
         '#state = :pending',
@@ -290,7 +299,7 @@ export class DynamoDbLedger implements Ledger {
         '#leaseExpiresAt = :zero',
         '#nextAttemptAt = :zero',
       ],
-      remove: ['#deadReason', '#deadDetail', '#deadAt', '#leaseOwner'],
+      remove: ['#deadReason', '#deadDetail', '#deadAt', '#leaseOwner', '#claimToken'],
       condition: MAY_REPLAY,
       values: {
         ':dead': 'dead',
@@ -298,7 +307,7 @@ export class DynamoDbLedger implements Ledger {
         ':zero': 0,
         ':one': 1,
         ':empty': [],
-        ':audit': [{ at: nowMs, action: 'replay', operator: input.operator, reason: input.reason }],
+        ':audit': [auditEntry(input, replayId)],
         ':now': nowMs,
         ':nowSeconds': Math.floor(nowMs / 1000),
       },
@@ -310,7 +319,7 @@ export class DynamoDbLedger implements Ledger {
       if (current === undefined) throw new ReplayRefusedError('not-found', eventId, undefined, { cause: result.cause });
       // The SDK retried this very replay after its answer was lost (a timeout, a reset, a 500): the
       // first write stands, and the caller must still get the row to enqueue the event.
-      if (isThisReplay(current, input)) return current;
+      if (isThisReplay(current, replayId)) return current;
       if (current.state !== 'dead') throw new ReplayRefusedError('not-dead', eventId, current, { cause: result.cause });
       if (current.body === undefined) throw new ReplayRefusedError('no-event', eventId, current, { cause: result.cause });
       // Dead with an event by the time it was read: another writer moved it meanwhile. Again.
@@ -504,7 +513,7 @@ function recordSpec(input: RecordAttemptInput, historyLength: number | undefined
     // Settled or not, this worker's claim ends with its outcome: the lease is released as 0, not
     // removed, so the claim's `hasNoLiveLease` compares a number that is there.
     set: [...history.set, '#lastOutcome = :outcome', '#leaseExpiresAt = :zero'],
-    remove: [...history.remove, '#leaseOwner'],
+    remove: [...history.remove, '#leaseOwner', '#claimToken'],
     values: { ...history.values, ':outcome': input.outcome, ':zero': 0 },
   };
   switch (next.state) {
@@ -527,7 +536,7 @@ function recordSpec(input: RecordAttemptInput, historyLength: number | undefined
         set: [...common.set, '#nextAttemptAt = :nextAttemptAt'],
         remove: common.remove,
         condition: `${MAY_RECORD_FAILURE} AND ${history.condition}`,
-        values: { ...common.values, ':owner': input.owner, ':pending': 'pending', ':nextAttemptAt': next.nextAttemptAt },
+        values: { ...common.values, ':claimToken': input.claimToken, ':pending': 'pending', ':nextAttemptAt': next.nextAttemptAt },
       };
     case 'dead':
       return {
@@ -545,7 +554,7 @@ function recordSpec(input: RecordAttemptInput, historyLength: number | undefined
         condition: `${MAY_RECORD_FAILURE} AND ${history.condition}`,
         values: {
           ...common.values,
-          ':owner': input.owner,
+          ':claimToken': input.claimToken,
           ':pending': 'pending',
           ':dead': 'dead',
           ':deadReason': next.reason,
@@ -660,10 +669,11 @@ function toAttribute(value: unknown): AttributeValue {
  * claim created. An existing row is the same row with the attempt counted and the lease taken:
  * all the claim changes on a row it does not create.
  */
-function afterClaim(before: Record<string, unknown>, created: DeliveryRecord): DeliveryRecord {
+function afterClaim(before: Record<string, unknown>, created: ClaimedRecord): ClaimedRecord {
   if (before[LEDGER_SCHEMA.partitionKey] === undefined) return created;
   const row = toRecord(before);
-  return { ...row, attempts: row.attempts + 1, leaseOwner: created.leaseOwner, leaseExpiresAt: created.leaseExpiresAt };
+  const { leaseOwner, leaseExpiresAt, claimToken } = created;
+  return { ...row, attempts: row.attempts + 1, leaseOwner, leaseExpiresAt, claimToken };
 }
 
 /**

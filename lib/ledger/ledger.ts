@@ -50,6 +50,8 @@ export interface AuditEntry {
   readonly reason: string;
   /** The authenticated caller that ran the replay (in AWS, the STS caller ARN); absent locally. */
   readonly caller?: string;
+  /** Drawn by the ledger per replay: tells a store client's retry of it from any other replay. */
+  readonly id?: string;
 }
 
 export interface DeliveryKey {
@@ -75,6 +77,12 @@ export interface DeliveryRecord extends DeliveryKey {
   /** The claim: who may send now, and until when (epoch ms). */
   readonly leaseOwner?: string;
   readonly leaseExpiresAt?: number;
+  /**
+   * The claim's own identity, random per claim and present while its lease is: the outcome is
+   * recorded against it, so no other claim (another copy of the message in the same batch, an
+   * earlier invocation) can pass for this one.
+   */
+  readonly claimToken?: string;
   readonly replays: number;
   readonly audit: readonly AuditEntry[];
   readonly deadReason?: DeadReason;
@@ -106,8 +114,16 @@ export type AttemptNext =
   | { readonly state: 'pending'; readonly nextAttemptAt: number }
   | { readonly state: 'dead'; readonly reason: 'rejected' | 'exhausted'; readonly detail: string };
 
+/** The row as a successful claim returns it: leased, with the claim's token. */
+export type ClaimedRecord = DeliveryRecord & {
+  readonly leaseOwner: string;
+  readonly leaseExpiresAt: number;
+  readonly claimToken: string;
+};
+
 export interface RecordAttemptInput extends DeliveryKey {
-  readonly owner: string;
+  /** The token of the claim this attempt was made under (`ClaimedRecord.claimToken`). */
+  readonly claimToken: string;
   readonly attempt: AttemptEntry;
   readonly outcome: AttemptOutcome;
   readonly next: AttemptNext;
@@ -138,16 +154,18 @@ export interface ListOptions {
 export interface Ledger {
   /**
    * Admits a new event or claims a pending one, in one conditional write, and counts the
-   * attempt before anything is sent. Returns the row as it now stands, lease held by `owner`.
-   * The same claim again (same owner, time and lease, as a store client's retry after a lost
-   * answer sends it) returns the row its first write left, counting nothing more: `isThisClaim`.
+   * attempt before anything is sent. Returns the row as it now stands, lease held by `owner`
+   * under a token the ledger draws for this claim alone: two claims with identical inputs (two
+   * copies of one event in one batch, in the same millisecond) are two claims, and one is refused.
+   * A store client's retry of this very request after a lost answer carries the same token and is
+   * answered with the row its first write left, counting nothing more (`isThisClaim`).
    * @throws ClaimRefusedError carrying the current row when the event may not be sent now.
    */
-  claim(input: ClaimInput): Promise<DeliveryRecord>;
+  claim(input: ClaimInput): Promise<ClaimedRecord>;
 
   /**
    * Records an attempt's outcome and what follows, releasing the lease. `pending` and `dead`
-   * require the caller to still hold the lease; `delivered` does not, since a 2xx is the truth
+   * require the caller's claim (its token) to still hold the lease; `delivered` does not, since a 2xx is the truth
    * however late it comes. Resolves once the outcome is durable, with nothing: the caller already
    * decided what follows, and not returning the row spares every delivery its bytes (`get` reads it).
    * @throws LeaseLostError carrying the current row when the condition fails.
@@ -199,33 +217,21 @@ export function appendHistory(history: readonly AttemptEntry[], entry: AttemptEn
 }
 
 /**
- * Whether `record` is the row this very claim wrote: pending, on the claim's content, its lease
- * the claim's owner and expiry. A claim whose write was applied but whose answer was lost is
- * retried by the store client with the same input, and its own lease refuses it; this tells that
- * retry from another worker's claim. Owners are unique per worker, so no other claim leaves this lease.
+ * Whether `record` is the row the claim with `claimToken` wrote, still leased to it. A claim whose
+ * write was applied but whose answer was lost is retried by the store client with the same
+ * request, token included, and its own lease refuses it; this tells that retry from any other
+ * claim, since tokens are drawn per claim and never repeat.
  */
-export function isThisClaim(record: DeliveryRecord, input: ClaimInput): boolean {
-  return (
-    record.state === 'pending' &&
-    record.contentHash === input.event.contentHash &&
-    record.leaseOwner === input.owner &&
-    record.leaseExpiresAt === input.nowMs + input.leaseMs
-  );
+export function isThisClaim(record: DeliveryRecord, claimToken: string): record is ClaimedRecord {
+  return record.state === 'pending' && record.claimToken === claimToken;
 }
 
 /**
- * Whether `record` is the row this very replay wrote: pending, its last audit entry this replay's
- * time, operator and reason. Tells a retried replay whose first write succeeded (its answer lost)
- * from a replay of a row that was never dead.
+ * Whether `record` is the row the replay with `replayId` wrote: pending, its last audit entry that
+ * replay's. Tells a retried replay whose first write succeeded (its answer lost) from a replay of a
+ * row that was never dead, or another replay with the same operator, reason and time.
  */
-export function isThisReplay(record: DeliveryRecord, input: ReplayInput): boolean {
+export function isThisReplay(record: DeliveryRecord, replayId: string): boolean {
   const last = record.audit.at(-1);
-  return (
-    record.state === 'pending' &&
-    last !== undefined &&
-    last.action === 'replay' &&
-    last.at === input.nowMs &&
-    last.operator === input.operator &&
-    last.reason === input.reason
-  );
+  return record.state === 'pending' && last !== undefined && last.action === 'replay' && last.id === replayId;
 }

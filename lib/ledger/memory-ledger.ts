@@ -9,9 +9,8 @@
 import { ClaimRefusedError, LeaseLostError, ReplayRefusedError } from './errors';
 import {
   appendHistory,
-  isThisClaim,
-  isThisReplay,
   leaseIsLive,
+  type ClaimedRecord,
   type ClaimInput,
   type DeliveryKey,
   type DeliveryRecord,
@@ -33,6 +32,8 @@ import {
   isExpired,
   missingRow,
   newRow,
+  newToken,
+  auditEntry,
   recordOf,
   type IndexPosition,
   type StoredRow,
@@ -55,14 +56,15 @@ export class MemoryLedger implements Ledger {
     this.#now = options.now ?? Date.now;
   }
 
-  async claim(input: ClaimInput): Promise<DeliveryRecord> {
+  async claim(input: ClaimInput): Promise<ClaimedRecord> {
     const { event, nowMs } = input;
     const key = { eventId: event.event.id, endpoint: input.endpoint };
+    const claimToken = newToken();
     const row = this.#rows.get(rowKey(key));
     if (row === undefined) {
-      const created: Row = newRow(input);
+      const created: Row = newRow(input, claimToken);
       this.#rows.set(rowKey(key), created);
-      return toRecord(created);
+      return toRecord(created) as ClaimedRecord;
     }
     const claimable =
       row.contentHash === event.contentHash &&
@@ -70,15 +72,13 @@ export class MemoryLedger implements Ledger {
       row.attempts < row.maxAttempts &&
       !leaseIsLive(row, nowMs) &&
       (row.nextAttemptAt === undefined || row.nextAttemptAt <= nowMs);
-    if (!claimable) {
-      // The same claim again: what a store client's retry after a lost answer sends. The first stands.
-      if (isThisClaim(row, input)) return toRecord(row);
-      throw new ClaimRefusedError(toRecord(row));
-    }
+    // A Map has no lost answers to retry, so no claim here meets its own token (`isThisClaim`).
+    if (!claimable) throw new ClaimRefusedError(toRecord(row));
     row.attempts += 1;
     row.leaseOwner = input.owner;
     row.leaseExpiresAt = nowMs + input.leaseMs;
-    return toRecord(row);
+    row.claimToken = claimToken;
+    return toRecord(row) as ClaimedRecord;
   }
 
   async recordAttempt(input: RecordAttemptInput): Promise<void> {
@@ -88,13 +88,14 @@ export class MemoryLedger implements Ledger {
     if (next.state === 'delivered') {
       // A 2xx is the truth however late: no lease needed. Delivered twice is one delivery.
       if (row.state === 'delivered') return;
-    } else if (row.leaseOwner !== input.owner || row.state !== 'pending') {
+    } else if (row.claimToken !== input.claimToken || row.state !== 'pending') {
       throw new LeaseLostError(toRecord(row));
     }
     row.history = appendHistory(row.history, structuredClone(input.attempt));
     row.lastOutcome = structuredClone(input.outcome);
     delete row.leaseOwner;
     delete row.leaseExpiresAt;
+    delete row.claimToken;
     switch (next.state) {
       case 'delivered':
         row.state = 'delivered';
@@ -132,6 +133,7 @@ export class MemoryLedger implements Ledger {
     changedState(row, nowMs);
     delete row.leaseOwner;
     delete row.leaseExpiresAt;
+    delete row.claimToken;
     delete row.nextAttemptAt;
     return toRecord(row);
   }
@@ -152,14 +154,13 @@ export class MemoryLedger implements Ledger {
     const { eventId, nowMs } = input;
     const row = this.#rows.get(rowKey(input));
     if (row === undefined) throw new ReplayRefusedError('not-found', eventId);
-    // The same replay again: what a store client's retry after a lost answer sends. The first stands.
-    if (isThisReplay(row, input)) return toRecord(row);
+    // A Map has no lost answers to retry, so no replay here meets its own ID (`isThisReplay`).
     if (row.state !== 'dead') throw new ReplayRefusedError('not-dead', eventId, toRecord(row));
     if (row.body === undefined) throw new ReplayRefusedError('no-event', eventId, toRecord(row));
     row.state = 'pending';
     row.attempts = 0;
     row.replays += 1;
-    row.audit = [...row.audit, { at: nowMs, action: 'replay', operator: input.operator, reason: input.reason }];
+    row.audit = [...row.audit, auditEntry(input, newToken())];
     changedState(row, nowMs);
     // Due at once: the operator's clock is not the workers', and one running ahead would park it.
     delete row.nextAttemptAt;
@@ -168,6 +169,7 @@ export class MemoryLedger implements Ledger {
     delete row.deadAt;
     delete row.leaseOwner;
     delete row.leaseExpiresAt;
+    delete row.claimToken;
     return toRecord(row);
   }
 

@@ -4,8 +4,9 @@
  * `DynamoDbLedger` writes these rows with conditional expressions and `MemoryLedger` with plain
  * assignments; what a row holds is decided here, so the two cannot drift apart.
  */
+import { randomBytes } from 'node:crypto';
 import { LedgerUnavailableError } from './errors';
-import type { ClaimInput, DeliveryKey, DeliveryRecord, DeliveryState } from './ledger';
+import type { AuditEntry, ClaimedRecord, ClaimInput, DeliveryKey, DeliveryRecord, DeliveryState, ReplayInput } from './ledger';
 import type { RetryPolicy } from '../policy';
 
 /** Page size of `listByState` when none is given. */
@@ -23,8 +24,13 @@ export type StoredRow = DeliveryRecord & {
   readonly retentionSeconds: number;
 };
 
+/** A claim token or replay ID: 96 random bits, so no two claims or replays ever share one. */
+export function newToken(): string {
+  return randomBytes(12).toString('base64url');
+}
+
 /** The row a claim creates for a new event: admitted, pending, its first attempt counted and leased. */
-export function newRow(input: ClaimInput): StoredRow {
+export function newRow(input: ClaimInput, claimToken: string): StoredRow & ClaimedRecord {
   const { event, nowMs } = input;
   return {
     eventId: event.event.id,
@@ -41,11 +47,18 @@ export function newRow(input: ClaimInput): StoredRow {
     audit: [],
     leaseOwner: input.owner,
     leaseExpiresAt: nowMs + input.leaseMs,
+    claimToken,
     createdAt: nowMs,
     stateSince: nowMs,
     expiresAt: expiresAtSeconds(nowMs, input.retentionSeconds),
     retentionSeconds: input.retentionSeconds,
   };
+}
+
+/** A replay's audit entry: who, why, when, and the replay's own ID. */
+export function auditEntry(input: ReplayInput, id: string): AuditEntry {
+  const { nowMs: at, operator, reason, caller } = input;
+  return caller === undefined ? { at, action: 'replay', operator, reason, id } : { at, action: 'replay', operator, reason, caller, id };
 }
 
 /** The row of an invalid message whose ID could be read: dead on arrival, with no event to send. */
@@ -95,7 +108,7 @@ export function policyCopy(policy: RetryPolicy): RetryPolicy {
 }
 
 /** The record a stored row reads as: everything but the retention. */
-export function recordOf(row: StoredRow): DeliveryRecord {
+export function recordOf<R extends StoredRow>(row: R): Omit<R, 'retentionSeconds'> {
   const { retentionSeconds: _retentionSeconds, ...record } = row;
   return record;
 }

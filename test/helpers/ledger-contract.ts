@@ -17,12 +17,18 @@ import {
   MAX_HISTORY,
   type AttemptEntry,
   type AttemptNext,
+  type ClaimedRecord,
   type ClaimInput,
   type DeliveryRecord,
   type Ledger,
 } from '../../lib/ledger/ledger';
+import { processBatch } from '../../lib/batch';
+import { createLogger, MetricsRecorder } from '../../lib/observability';
 import type { AttemptOutcome } from '../../lib/outcome';
 import { retryPolicy } from '../../lib/policy';
+import type { DeliveryQueue } from '../../lib/queue/queue';
+import type { WebhookSender } from '../../lib/webhook/sender';
+import { sqsRecord } from './sqs-records';
 
 export interface LedgerUnderTest {
   readonly ledger: Ledger;
@@ -48,6 +54,8 @@ const ACCEPTED: AttemptOutcome = { kind: 'accepted', status: 200 };
 const TEMPORARY: AttemptOutcome = { kind: 'temporary', status: 503 };
 const REJECTED: AttemptOutcome = { kind: 'rejected', status: 400, responseStart: '{"error":"bad carrier"}' };
 const EXHAUSTED_DETAIL = 'attempt budget spent; the last attempt recorded no outcome';
+/** A claim token or replay ID: drawn by the ledger, 16 URL-safe characters. */
+const ANY_TOKEN = expect.stringMatching(/^[\w-]{16}$/) as string;
 
 export function shipmentEvent(id: string, overrides: Record<string, unknown> = {}): ParsedEvent {
   const parsed = parseEvent(
@@ -93,7 +101,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       await subject.close();
     });
 
-    function claim(event: ParsedEvent, overrides: Partial<ClaimInput> = {}): Promise<DeliveryRecord> {
+    function claim(event: ParsedEvent, overrides: Partial<ClaimInput> = {}): Promise<ClaimedRecord> {
       return ledger.claim({
         event,
         endpoint: DEFAULT_ENDPOINT,
@@ -113,18 +121,17 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         : { attempt, at: atMs, outcome: outcome.kind, status, durationMs: 120 };
     }
 
-    /** Records an attempt, then returns the row as stored: `recordAttempt` itself returns nothing. */
+    /** Records an attempt under `claimed`'s claim, then returns the row as stored (`recordAttempt` returns nothing). */
     async function record(
-      claimed: DeliveryRecord,
+      claimed: ClaimedRecord,
       outcome: AttemptOutcome,
       next: AttemptNext,
       nowMs: number,
-      owner: string = WORKER_A,
     ): Promise<DeliveryRecord> {
       const returned = await ledger.recordAttempt({
         eventId: claimed.eventId,
         endpoint: claimed.endpoint,
-        owner,
+        claimToken: claimed.claimToken,
         attempt: entry(claimed.attempts, nowMs - 120, outcome),
         outcome,
         next,
@@ -168,6 +175,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           audit: [],
           leaseOwner: WORKER_A,
           leaseExpiresAt: T0 + LEASE_MS,
+          claimToken: ANY_TOKEN,
           createdAt: T0,
           stateSince: T0,
           expiresAt: expiresAt(T0),
@@ -187,30 +195,33 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(await ledger.get(key('evt_dup'))).toStrictEqual(first);
       });
 
-      it('answers the same claim again with the row its first write left: a retry after a lost answer', async () => {
-        // Prepare: the claim is written; its answer is lost, so the client sends the identical input again.
-        const event = shipmentEvent('evt_claim_retry');
-        const claimed = await claim(event);
+      it('refuses a second claim with the same input while the first holds the lease: each claim is its own', async () => {
+        // Prepare: two copies of one event in one batch claim with one owner, in one millisecond.
+        const event = shipmentEvent('evt_twin');
+        const first = await claim(event);
 
         // Act
-        const retried = await claim(event);
+        const error = await rejectionOf(claim(event), ClaimRefusedError);
 
         // Assess
-        expect(retried).toStrictEqual(claimed);
-        expect(retried.attempts).toBe(1);
-        expect(await ledger.get(key('evt_claim_retry'))).toStrictEqual(claimed);
+        expect(error.record).toStrictEqual(first);
+        expect(error.record.attempts).toBe(1);
+        expect(await ledger.get(key('evt_twin'))).toStrictEqual(first);
       });
 
-      it('answers the same claim again on an existing row without counting a second attempt', async () => {
-        const first = await claim(shipmentEvent('evt_claim_retry_later'));
+      it('draws a token of its own for every claim, and records only under the token that holds the lease', async () => {
+        const first = await claim(shipmentEvent('evt_tokens'));
         await record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 500);
-        const second = await claim(shipmentEvent('evt_claim_retry_later'), { owner: WORKER_B, nowMs: T0 + 1000 });
+        const second = await claim(shipmentEvent('evt_tokens'), { nowMs: T0 + 1000 });
 
-        const retried = await claim(shipmentEvent('evt_claim_retry_later'), { owner: WORKER_B, nowMs: T0 + 1000 });
+        const error = await rejectionOf(
+          record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 9000 }, T0 + 1500),
+          LeaseLostError,
+        );
 
-        expect(retried).toStrictEqual(second);
-        expect(retried.attempts).toBe(2);
-        expect(await ledger.get(key('evt_claim_retry_later'))).toStrictEqual(second);
+        expect(second.claimToken).not.toBe(first.claimToken);
+        expect(second.leaseOwner).toBe(first.leaseOwner);
+        expect(error.record).toStrictEqual(second);
       });
 
       it('still refuses a live lease to any other claim: another owner, time, lease or content', async () => {
@@ -269,7 +280,9 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           attempts: 2,
           leaseOwner: WORKER_B,
           leaseExpiresAt: T0 + 2 * LEASE_MS,
+          claimToken: second.claimToken,
         });
+        expect(second.claimToken).not.toBe(first.claimToken);
       });
 
       it('returns the whole row on a later claim: history, last outcome, next attempt time and all', async () => {
@@ -278,7 +291,13 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
 
         const second = await claim(shipmentEvent('evt_whole_row'), { owner: WORKER_B, nowMs: T0 + 1000 });
 
-        const expected: DeliveryRecord = { ...pending, attempts: 2, leaseOwner: WORKER_B, leaseExpiresAt: T0 + 1000 + LEASE_MS };
+        const expected: DeliveryRecord = {
+          ...pending,
+          attempts: 2,
+          leaseOwner: WORKER_B,
+          leaseExpiresAt: T0 + 1000 + LEASE_MS,
+          claimToken: second.claimToken,
+        };
         expect(second).toStrictEqual(expected);
         expect(await ledger.get(key('evt_whole_row'))).toStrictEqual(expected);
       });
@@ -360,7 +379,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
 
         const delivered = await record(claimed, ACCEPTED, { state: 'delivered' }, T0 + 200);
 
-        const { leaseOwner: _owner, leaseExpiresAt: _expiry, ...unleased } = claimed;
+        const { leaseOwner: _owner, leaseExpiresAt: _expiry, claimToken: _token, ...unleased } = claimed;
         const expected: DeliveryRecord = {
           ...unleased,
           state: 'delivered',
@@ -379,7 +398,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
 
         const pending = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 200);
 
-        const { leaseOwner: _owner, leaseExpiresAt: _expiry, ...unleased } = claimed;
+        const { leaseOwner: _owner, leaseExpiresAt: _expiry, claimToken: _token, ...unleased } = claimed;
         expect(pending).toStrictEqual({
           ...unleased,
           history: [{ attempt: 1, at: T0 + 80, outcome: 'temporary', status: 503, durationMs: 120 }],
@@ -398,7 +417,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           T0 + 200,
         );
 
-        const { leaseOwner: _owner, leaseExpiresAt: _expiry, ...unleased } = claimed;
+        const { leaseOwner: _owner, leaseExpiresAt: _expiry, claimToken: _token, ...unleased } = claimed;
         expect(dead).toStrictEqual({
           ...unleased,
           state: 'dead',
@@ -454,13 +473,13 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         // Prepare: A's attempt hangs, B takes over and is rejected; then A's 2xx arrives.
         const first = await claim(shipmentEvent('evt_late'));
         const second = await claim(shipmentEvent('evt_late'), { owner: WORKER_B, nowMs: T0 + LEASE_MS });
-        await record(second, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + LEASE_MS + 200, WORKER_B);
+        await record(second, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + LEASE_MS + 200);
 
         // Act
         const delivered = await record(first, ACCEPTED, { state: 'delivered' }, T0 + LEASE_MS + 300);
 
         // Assess
-        const { leaseOwner: _owner, leaseExpiresAt: _expiry, ...unleased } = second;
+        const { leaseOwner: _owner, leaseExpiresAt: _expiry, claimToken: _token, ...unleased } = second;
         expect(delivered).toStrictEqual({
           ...unleased,
           state: 'delivered',
@@ -481,7 +500,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
 
         const delivered = await record(first, ACCEPTED, { state: 'delivered' }, T0 + LEASE_MS + 100);
         const error = await rejectionOf(
-          record(second, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 90_000 }, T0 + LEASE_MS + 200, WORKER_B),
+          record(second, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 90_000 }, T0 + LEASE_MS + 200),
           LeaseLostError,
         );
 
@@ -494,7 +513,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         const first = await claim(shipmentEvent('evt_twice'));
         const delivered = await record(first, ACCEPTED, { state: 'delivered' }, T0 + 200);
 
-        const again = await record(first, ACCEPTED, { state: 'delivered' }, T0 + 900, WORKER_B);
+        const again = await record(first, ACCEPTED, { state: 'delivered' }, T0 + 900);
 
         expect(again).toStrictEqual(delivered);
         expect(await ledger.get(key('evt_twice'))).toStrictEqual(delivered);
@@ -530,7 +549,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         for (let n = 1; n <= MAX_HISTORY; n++) {
           const atMs = T0 + LEASE_MS + n * 1000;
           claimed = await claim(shipmentEvent('evt_full'), { nowMs: atMs, owner: WORKER_B, policy });
-          await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: atMs + 1000 }, atMs + 500, WORKER_B);
+          await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: atMs + 1000 }, atMs + 500);
         }
 
         const delivered = await record(firstClaim, ACCEPTED, { state: 'delivered' }, T0 + 10 * LEASE_MS);
@@ -561,7 +580,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         const dead = await ledger.markExhausted(key('evt_crashed'), T0 + LEASE_MS);
 
         // Assess
-        const { leaseOwner: _owner, leaseExpiresAt: _expiry, ...unleased } = claimed;
+        const { leaseOwner: _owner, leaseExpiresAt: _expiry, claimToken: _token, ...unleased } = claimed;
         const expected: DeliveryRecord = {
           ...unleased,
           state: 'dead',
@@ -683,7 +702,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           state: 'pending',
           attempts: 0,
           replays: 1,
-          audit: [{ at: T0 + 5000, action: 'replay', operator: 'ops@example.com', reason: 'receiver fixed its schema' }],
+          audit: [{ at: T0 + 5000, action: 'replay', operator: 'ops@example.com', reason: 'receiver fixed its schema', id: ANY_TOKEN }],
           stateSince: T0 + 5000,
           expiresAt: expiresAt(T0 + 5000),
         };
@@ -728,8 +747,8 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
 
         expect(replayed.replays).toBe(2);
         expect(replayed.audit).toStrictEqual([
-          { at: T0 + 1000, action: 'replay', operator: 'alice', reason: 'first' },
-          { at: T0 + 2000, action: 'replay', operator: 'bob', reason: 'second' },
+          { at: T0 + 1000, action: 'replay', operator: 'alice', reason: 'first', id: ANY_TOKEN },
+          { at: T0 + 2000, action: 'replay', operator: 'bob', reason: 'second', id: ANY_TOKEN },
         ]);
       });
 
@@ -748,20 +767,41 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(error.message).toBe('event evt_alive is pending, not dead: only dead records can be replayed');
       });
 
-      it('answers the same replay again with the row its first write left: a retry after a lost answer', async () => {
-        // Prepare: the replay is written; its answer is lost, so the client sends the identical input again.
-        await deadRow('evt_replay_retry', T0);
-        const input = { ...key('evt_replay_retry'), operator: 'ops', reason: 'receiver fixed', nowMs: T0 + 5000 };
+      it('refuses a second replay with the same operator, reason and time as not dead: each replay is its own', async () => {
+        await deadRow('evt_replay_twice', T0);
+        const input = { ...key('evt_replay_twice'), operator: 'ops', reason: 'receiver fixed', nowMs: T0 + 5000 };
         const replayed = await ledger.replay(input);
 
-        // Act
-        const retried = await ledger.replay(input);
+        const error = await rejectionOf(ledger.replay(input), ReplayRefusedError);
 
-        // Assess
-        expect(retried).toStrictEqual(replayed);
-        expect(retried.replays).toBe(1);
-        expect(retried.audit).toHaveLength(1);
-        expect(await ledger.get(key('evt_replay_retry'))).toStrictEqual(replayed);
+        expect(error.refusal).toBe('not-dead');
+        expect(error.record).toStrictEqual(replayed);
+        expect(replayed.replays).toBe(1);
+        expect(await ledger.get(key('evt_replay_twice'))).toStrictEqual(replayed);
+      });
+
+      it('records the authenticated caller in the audit entry when given', async () => {
+        await deadRow('evt_caller', T0);
+
+        const replayed = await ledger.replay({
+          ...key('evt_caller'),
+          operator: 'alice',
+          reason: 'receiver fixed',
+          caller: 'arn:aws:sts::123456789012:assumed-role/ops/alice',
+          nowMs: T0 + 5000,
+        });
+
+        expect(replayed.audit).toStrictEqual([
+          {
+            at: T0 + 5000,
+            action: 'replay',
+            operator: 'alice',
+            reason: 'receiver fixed',
+            caller: 'arn:aws:sts::123456789012:assumed-role/ops/alice',
+            id: ANY_TOKEN,
+          },
+        ]);
+        expect(await ledger.get(key('evt_caller'))).toStrictEqual(replayed);
       });
 
       it('refuses another replay of a replayed row that is pending, as not dead', async () => {
@@ -936,4 +976,54 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       });
     });
   });
+}
+
+/** What a batch of copies of one event led to: the requests sent and Lambda's answer. */
+export interface CopiesResult {
+  readonly requests: number;
+  readonly batchItemFailures: readonly string[];
+  readonly record: DeliveryRecord | undefined;
+}
+
+/**
+ * Delivers `copies` copies of one event in ONE batch through the real `processBatch` and `deliver`,
+ * with one owner (one invocation), a fixed clock and a receiver that accepts after a pause (so
+ * every copy claims while the first is sending). Each copy is its own SQS message.
+ */
+export async function deliverCopiesInOneBatch(ledger: Ledger, copies: number): Promise<CopiesResult> {
+  const body = shipmentEvent('evt_copies').body;
+  let requests = 0;
+  const sender: WebhookSender = {
+    async send() {
+      requests += 1;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return { outcome: { kind: 'accepted', status: 200 }, durationMs: 20 };
+    },
+  };
+  const queue: DeliveryQueue = { retryAfter: async () => {}, deadLetter: async () => {}, enqueue: async () => {} };
+  const write = () => {};
+  const response = await processBatch(
+    Array.from({ length: copies }, () => sqsRecord(body)),
+    {
+      delivery: {
+        ledger,
+        sender,
+        now: () => T0,
+        owner: 'host:1:one-invocation',
+        policy: POLICY,
+        payloadLimitBytes: 65_536,
+        leaseMs: LEASE_MS,
+        retentionSeconds: RETENTION_SECONDS,
+      },
+      queue,
+      logger: createLogger({ service: 'handoff', write }),
+      metrics: new MetricsRecorder({ service: 'handoff', write, now: () => T0 }),
+      concurrency: copies,
+    },
+  );
+  return {
+    requests,
+    batchItemFailures: response.batchItemFailures.map((failure) => failure.itemIdentifier),
+    record: await ledger.get({ eventId: 'evt_copies', endpoint: DEFAULT_ENDPOINT }),
+  };
 }

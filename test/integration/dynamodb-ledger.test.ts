@@ -21,7 +21,7 @@ import {
   LedgerUnavailableError,
   ReplayRefusedError,
 } from '../../lib/ledger/errors';
-import { DEFAULT_ENDPOINT, MAX_HISTORY, type ClaimInput, type DeliveryRecord } from '../../lib/ledger/ledger';
+import { DEFAULT_ENDPOINT, MAX_HISTORY, type ClaimedRecord, type ClaimInput, type DeliveryRecord } from '../../lib/ledger/ledger';
 import { retryPolicy } from '../../lib/policy';
 import {
   countCommands,
@@ -32,7 +32,7 @@ import {
   type CommandCounter,
   type Dynalite,
 } from '../helpers/dynalite';
-import { ledgerContract, rejectionOf, shipmentEvent, T0 } from '../helpers/ledger-contract';
+import { deliverCopiesInOneBatch, ledgerContract, rejectionOf, shipmentEvent, T0 } from '../helpers/ledger-contract';
 
 const LEASE_MS = 30_000;
 const RETENTION_SECONDS = 86_400;
@@ -131,7 +131,7 @@ describe('DynamoDbLedger on dynalite', () => {
       );
 
       // Assess
-      const won = results.filter((r): r is PromiseFulfilledResult<DeliveryRecord> => r.status === 'fulfilled');
+      const won = results.filter((r): r is PromiseFulfilledResult<ClaimedRecord> => r.status === 'fulfilled');
       const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
       expect(won).toHaveLength(1);
       expect(refused).toHaveLength(19);
@@ -156,11 +156,22 @@ describe('DynamoDbLedger on dynalite', () => {
       );
 
       // Assess
-      const won = results.filter((r): r is PromiseFulfilledResult<DeliveryRecord> => r.status === 'fulfilled');
+      const won = results.filter((r): r is PromiseFulfilledResult<ClaimedRecord> => r.status === 'fulfilled');
       expect(won).toHaveLength(1);
       expect(won[0]?.value.attempts).toBe(2);
       expect(won[0]?.value.leaseExpiresAt).toBe(T0 + 2 * LEASE_MS);
       expect(results.filter((r) => r.status === 'rejected' && r.reason instanceof ClaimRefusedError)).toHaveLength(19);
+    });
+  });
+
+  describe('Method: claim with copies of one event in one batch', () => {
+    it('sends one request for ten copies claimed with one owner in the same millisecond', async () => {
+      const result = await deliverCopiesInOneBatch(ledger, 10);
+
+      expect(result.requests).toBe(1);
+      expect(result.batchItemFailures).toHaveLength(9);
+      expect(result.record?.state).toBe('delivered');
+      expect(result.record?.attempts).toBe(1);
     });
   });
 
@@ -181,7 +192,7 @@ describe('DynamoDbLedger on dynalite', () => {
       await ledger.recordAttempt({
         eventId: 'evt_lost_replay',
         endpoint: DEFAULT_ENDPOINT,
-        owner: 'worker-a',
+        claimToken: claimed.claimToken,
         attempt: { attempt: claimed.attempts, at: T0, outcome: 'rejected', status: 400, durationMs: 40 },
         outcome: { kind: 'rejected', status: 400, responseStart: '' },
         next: { state: 'dead', reason: 'rejected', detail: 'rejected (400)' },
@@ -203,7 +214,9 @@ describe('DynamoDbLedger on dynalite', () => {
       expect(updates.sent()).toBe(2);
       expect(replayed.state).toBe('pending');
       expect(replayed.replays).toBe(1);
-      expect(replayed.audit).toStrictEqual([{ at: T0 + 5000, action: 'replay', operator: 'ops', reason: 'receiver fixed' }]);
+      expect(replayed.audit).toStrictEqual([
+        { at: T0 + 5000, action: 'replay', operator: 'ops', reason: 'receiver fixed', id: expect.any(String) as string },
+      ]);
       expect(await ledger.get({ eventId: 'evt_lost_replay', endpoint: DEFAULT_ENDPOINT })).toStrictEqual(replayed);
     });
 
@@ -227,7 +240,7 @@ describe('DynamoDbLedger on dynalite', () => {
       await ledger.recordAttempt({
         eventId: 'evt_cheap',
         endpoint: DEFAULT_ENDPOINT,
-        owner: 'worker-a',
+        claimToken: claimed.claimToken,
         attempt: { attempt: claimed.attempts, at: T0, outcome: 'accepted', status: 200, durationMs: 40 },
         outcome: { kind: 'accepted', status: 200 },
         next: { state: 'delivered' },
@@ -268,11 +281,11 @@ describe('DynamoDbLedger on dynalite', () => {
       // Prepare: fill the history.
       const policy = retryPolicy(MAX_HISTORY + 1, [1]);
       for (let n = 1; n <= MAX_HISTORY; n++) {
-        await ledger.claim(claimInput('evt_full', { policy, nowMs: T0 + n * 1000 }));
+        const attempt = await ledger.claim(claimInput('evt_full', { policy, nowMs: T0 + n * 1000 }));
         await ledger.recordAttempt({
           eventId: 'evt_full',
           endpoint: DEFAULT_ENDPOINT,
-          owner: 'worker-a',
+          claimToken: attempt.claimToken,
           attempt: { attempt: n, at: T0 + n * 1000, outcome: 'temporary', status: 503, durationMs: 40 },
           outcome: { kind: 'temporary', status: 503 },
           next: { state: 'pending', nextAttemptAt: T0 + (n + 1) * 1000 },
@@ -286,7 +299,7 @@ describe('DynamoDbLedger on dynalite', () => {
       await ledger.recordAttempt({
         eventId: 'evt_full',
         endpoint: DEFAULT_ENDPOINT,
-        owner: 'worker-a',
+        claimToken: claimed.claimToken,
         attempt: { attempt: claimed.attempts, at: T0 + 100_000, outcome: 'accepted', status: 200, durationMs: 40 },
         outcome: { kind: 'accepted', status: 200 },
         next: { state: 'delivered' },
@@ -313,7 +326,7 @@ describe('DynamoDbLedger on dynalite', () => {
           ledger.recordAttempt({
             eventId: 'evt_domain',
             endpoint: DEFAULT_ENDPOINT,
-            owner: 'worker-b',
+            claimToken: 'not-this-claim',
             attempt: { attempt: claimed.attempts, at: T0, outcome: 'temporary', status: 503, durationMs: 40 },
             outcome: { kind: 'temporary', status: 503 },
             next: { state: 'pending', nextAttemptAt: T0 + 30_000 },
@@ -360,7 +373,7 @@ describe('DynamoDbLedger on dynalite', () => {
       await plainClient.recordAttempt({
         eventId: 'evt_plain',
         endpoint: DEFAULT_ENDPOINT,
-        owner: 'worker-a',
+        claimToken: claimed.claimToken,
         attempt: { attempt: claimed.attempts, at: T0, outcome: 'temporary', status: undefined, cause: 'dns', durationMs: 3 },
         outcome: { kind: 'temporary', status: undefined, cause: 'dns', retryAfterSeconds: undefined },
         next: { state: 'pending', nextAttemptAt: T0 + 30_000 },

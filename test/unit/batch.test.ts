@@ -3,6 +3,8 @@ import { processBatch, type BatchDeps } from '../../lib/batch';
 import type { DeliverDeps, DeliveryResult, QueueDecision, QueueMessage } from '../../lib/deliver';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
 import { clampVisibilitySeconds, QueueUnavailableError, type DeadLetterInfo, type DeliveryQueue } from '../../lib/queue/queue';
+import { MemoryLedger } from '../../lib/ledger/memory-ledger';
+import { deliverCopiesInOneBatch, T0 } from '../helpers/ledger-contract';
 import { sqsRecord } from '../helpers/sqs-records';
 
 const NOW_MS = Date.parse('2026-12-02T10:00:00Z');
@@ -254,3 +256,16 @@ describe('Function: clampVisibilitySeconds', () => {
 // Keeps the scripted decisions honest against the real union.
 const _typecheck: QueueDecision = ack('x').decision;
 void _typecheck;
+
+describe('Function: processBatch with the real deliver', () => {
+  it('sends one request for ten copies of one event in one batch, claimed in the same millisecond', async () => {
+    // Act
+    const result = await deliverCopiesInOneBatch(new MemoryLedger({ now: () => T0 }), 10);
+
+    // Assess: one copy sends; the nine others find its lease live and come back later.
+    expect(result.requests).toBe(1);
+    expect(result.batchItemFailures).toHaveLength(9);
+    expect(result.record?.state).toBe('delivered');
+    expect(result.record?.attempts).toBe(1);
+  });
+});

@@ -261,7 +261,9 @@ describe('Function: deliver', () => {
     // Assess
     expect(replayed).toMatchObject({ eventId: 'evt_42', state: 'pending', attempts: 0, replays: 1 });
     expect(replayed.body).toBe(dead?.body);
-    expect(replayed.audit).toEqual([{ at: nowMs, action: 'replay', operator: 'ops@example.com', reason: 'receiver fixed' }]);
+    expect(replayed.audit).toEqual([
+      { at: nowMs, action: 'replay', operator: 'ops@example.com', reason: 'receiver fixed', id: expect.any(String) },
+    ]);
     expect(result.decision).toEqual({ action: 'ack', eventId: 'evt_42', why: 'delivered' });
     expect(receiver.seen).toEqual(['evt_42:evt_42', 'evt_42:evt_42']);
     expect(await row()).toMatchObject({ state: 'delivered', attempts: 1, replays: 1 });
