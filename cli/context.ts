@@ -3,13 +3,17 @@
  * where output goes. Commands never build clients themselves, so every one of them talks to the
  * same target the same way.
  */
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import type { Ledger } from '../lib/ledger/ledger';
+import { CloudWatchMetricsReader } from '../lib/metrics/cloudwatch-reader';
+import type { MetricsReader } from '../lib/metrics/metrics-reader';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import type { DeliveryQueue } from '../lib/queue/queue';
+import { metricsFileFor, SandboxMetricsReader } from '../sandbox/metric-sink';
 import { dynamoDbClient, requireName, sqsClient, type Target } from './target';
 
 export interface Output {
@@ -22,6 +26,7 @@ export class CommandContext {
   #sqs: SQSClient | undefined;
   #dynamodb: DynamoDBClient | undefined;
   #ledger: Ledger | undefined;
+  #cloudWatch: CloudWatchClient | undefined;
 
   constructor(
     target: Target,
@@ -52,6 +57,14 @@ export class CommandContext {
     return this.#ledger;
   }
 
+  /** The consumer's metrics: the sandbox's metric sink, or CloudWatch in the standard AWS environment. */
+  metrics(): MetricsReader {
+    const { connection } = this.#target;
+    if (connection.kind === 'sandbox') return new SandboxMetricsReader({ path: metricsFileFor(connection.stateFile) });
+    this.#cloudWatch ??= new CloudWatchClient({});
+    return new CloudWatchMetricsReader({ client: this.#cloudWatch });
+  }
+
   queue(): DeliveryQueue {
     return new SqsDeliveryQueue({
       client: this.sqs(),
@@ -65,5 +78,6 @@ export class CommandContext {
   close(): void {
     this.#sqs?.destroy();
     this.#dynamodb?.destroy();
+    this.#cloudWatch?.destroy();
   }
 }

@@ -77,17 +77,35 @@ export function errorFields(error: unknown): Fields {
   };
 }
 
-/** The metrics handoff publishes, with their units. */
+/**
+ * The metrics handoff publishes, with their units: the one definition the recorder writes, the
+ * stack's dashboard and alarms name, and `handoff stats` reads (lib/metrics/).
+ */
 export const METRICS = {
+  /** Deliveries accepted by the receiver (2xx). */
   Delivered: 'Count',
+  /** Failed attempts that will be tried again. */
   Retries: 'Count',
+  /** Messages sent to the dead-letter queue. */
   DeadLetters: 'Count',
+  /** Per accepted delivery: ms from its admission (or latest replay) to the 2xx. */
   DeliveryLatency: 'Milliseconds',
+  /** Per received message: seconds it had waited on the queue. */
   PendingAge: 'Seconds',
+  /** Attempts made: requests sent, whatever their outcome. */
+  Attempts: 'Count',
+  /** Attempts that were not their delivery's first (attempt number 2 or later). */
+  RetriedAttempts: 'Count',
 } as const;
 export type MetricName = keyof typeof METRICS;
 
 export const METRICS_NAMESPACE = 'Handoff';
+/**
+ * The `Service` dimension's value: every metric is published under this one dimension, which a
+ * per-endpoint split can later extend (`[['Service'], ['Service', 'Endpoint']]`).
+ */
+export const SERVICE_NAME = 'handoff';
+export const METRIC_DIMENSIONS = { Service: SERVICE_NAME } as const;
 /** EMF allows at most 100 values per metric in one document. */
 const MAX_VALUES_PER_DOCUMENT = 100;
 
@@ -106,6 +124,12 @@ export class MetricsRecorder {
     this.#service = options.service;
     this.#write = options.write ?? toStdout;
     this.#now = options.now ?? Date.now;
+  }
+
+  /** One attempt made: counts it, and as a retried attempt when it was not its delivery's first. */
+  attempted(attemptNumber: number): void {
+    this.add('Attempts', 1);
+    if (attemptNumber > 1) this.add('RetriedAttempts', 1);
   }
 
   add(name: MetricName, value: number): void {
@@ -143,4 +167,38 @@ export class MetricsRecorder {
       );
     }
   }
+}
+
+/** One EMF document's handoff metrics, as `MetricsRecorder.flush` wrote them. */
+export interface MetricDocument {
+  /** Epoch ms the document was written at. */
+  readonly timestampMs: number;
+  readonly values: Partial<Record<MetricName, readonly number[]>>;
+}
+
+/**
+ * Reads back a line `MetricsRecorder.flush` wrote (the sandbox collects its workers' metrics this
+ * way): undefined for any other line, including EMF documents of another namespace or service.
+ */
+export function readMetricDocument(line: string, service: string = SERVICE_NAME): MetricDocument | undefined {
+  if (!line.startsWith('{"_aws"')) return undefined;
+  let document: Record<string, unknown>;
+  try {
+    document = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  const aws = document._aws as { Timestamp?: unknown; CloudWatchMetrics?: { Namespace?: unknown; Metrics?: { Name?: unknown }[] }[] };
+  const directive = aws?.CloudWatchMetrics?.[0];
+  if (typeof aws?.Timestamp !== 'number' || directive?.Namespace !== METRICS_NAMESPACE || document.Service !== service) {
+    return undefined;
+  }
+  const values: Partial<Record<MetricName, readonly number[]>> = {};
+  for (const { Name } of directive.Metrics ?? []) {
+    if (typeof Name !== 'string' || !Object.hasOwn(METRICS, Name)) continue;
+    const raw = document[Name];
+    const list = (Array.isArray(raw) ? raw : [raw]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+    values[Name as MetricName] = list;
+  }
+  return { timestampMs: aws.Timestamp, values };
 }

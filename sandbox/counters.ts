@@ -1,24 +1,38 @@
 /**
- * The sandbox's live counters: delivered, retrying and dead, read from the ledger (the
- * authority), plus the dead-letter queue's depth, which also holds messages that never had a
- * row (no readable ID, identity conflicts). Shown on stderr: one line rewritten in place on a
- * terminal, a plain line on each change otherwise. Never a payload.
+ * The sandbox's live counters: delivered (from the sandbox's metric sink: a delivered row is in
+ * no index, so the ledger cannot count them cheaply), retrying and dead (from the ledger's
+ * listing of its pending and dead rows, the authority), plus the dead-letter queue's depth, which
+ * also holds messages that never had a row (no readable ID, identity conflicts). Shown on stderr:
+ * one line rewritten in place on a terminal, a plain line on each change otherwise. Never a payload.
  */
-import { QueryCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { LEDGER_SCHEMA } from '../lib/ledger/dynamodb-schema';
-import type { DeliveryState } from '../lib/ledger/ledger';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
+import type { Ledger } from '../lib/ledger/ledger';
+
+/** Rows listed per state on each refresh at most: past it the line says "at least". */
+export const COUNT_CAP = 10_000;
+const PAGE_SIZE = 1_000;
+
+/** A count, and whether the listing stopped at `COUNT_CAP` before the end. */
+export interface Count {
+  readonly n: number;
+  readonly atLeast: boolean;
+}
 
 export interface Counts {
+  /** Deliveries since the sandbox started, from its metric sink. */
   readonly delivered: number;
-  readonly retrying: number;
-  readonly dead: number;
+  readonly retrying: Count;
+  readonly dead: Count;
   /** Messages on the dead-letter queue (visible or not). */
   readonly deadLetters: number;
 }
 
 export function formatCounts(counts: Counts): string {
-  return `delivered ${counts.delivered} · retrying ${counts.retrying} · dead ${counts.dead} · dead-letter queue ${counts.deadLetters}`;
+  const count = (c: Count) => `${c.n}${c.atLeast ? '+' : ''}`;
+  return `delivered ${counts.delivered} · retrying ${count(counts.retrying)} · dead ${count(counts.dead)} · dead-letter queue ${counts.deadLetters}`;
 }
 
 export interface CountSources {
@@ -26,38 +40,33 @@ export interface CountSources {
   readonly ledgerTable: string;
   readonly sqs: SQSClient;
   readonly deadLetterQueueUrl: string;
+  /** Deliveries so far: the metric sink's total (sandbox/metric-sink.ts). */
+  readonly delivered: () => number;
 }
 
 export async function readCounts(sources: CountSources): Promise<Counts> {
-  const [delivered, retrying, dead, deadLetters] = await Promise.all([
-    countState(sources, 'delivered'),
-    countState(sources, 'pending'),
-    countState(sources, 'dead'),
+  const ledger = new DynamoDbLedger({
+    client: DynamoDBDocumentClient.from(sources.dynamodb, { marshallOptions: { removeUndefinedValues: true } }),
+    tableName: sources.ledgerTable,
+  });
+  const [retrying, dead, deadLetters] = await Promise.all([
+    countListed(ledger, 'pending'),
+    countListed(ledger, 'dead'),
     countDeadLetters(sources),
   ]);
-  return { delivered, retrying, dead, deadLetters };
+  return { delivered: sources.delivered(), retrying, dead, deadLetters };
 }
 
-async function countState(sources: CountSources, state: DeliveryState): Promise<number> {
-  const index = LEDGER_SCHEMA.stateIndex;
-  let count = 0;
-  let startKey: Record<string, never> | undefined;
+/** Counts the ledger's listing of one state, reading only that state's rows, up to `cap`. */
+export async function countListed(ledger: Pick<Ledger, 'listByState'>, state: 'pending' | 'dead', cap = COUNT_CAP): Promise<Count> {
+  let n = 0;
+  let cursor: string | undefined;
   do {
-    const page = await sources.dynamodb.send(
-      new QueryCommand({
-        TableName: sources.ledgerTable,
-        IndexName: index.name,
-        KeyConditionExpression: '#state = :state',
-        ExpressionAttributeNames: { '#state': index.partitionKey },
-        ExpressionAttributeValues: { ':state': { S: state } },
-        Select: 'COUNT',
-        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-      }),
-    );
-    count += page.Count ?? 0;
-    startKey = page.LastEvaluatedKey as typeof startKey;
-  } while (startKey);
-  return count;
+    const page = await ledger.listByState(state, { limit: Math.min(PAGE_SIZE, cap - n), cursor });
+    n += page.records.length;
+    cursor = page.cursor;
+  } while (cursor !== undefined && n < cap);
+  return { n, atLeast: cursor !== undefined };
 }
 
 async function countDeadLetters(sources: CountSources): Promise<number> {

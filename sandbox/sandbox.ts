@@ -16,7 +16,8 @@ import { Display, watchCounts } from './counters';
 import { startDemoReceiver, type DemoReceiver } from './demo-receiver';
 import { startEmulators, type Emulators } from './emulators';
 import { startPoller, type Poller } from './poller';
-import { SANDBOX_CREDENTIALS, SANDBOX_REGION, type SandboxState } from './state-file';
+import { metricsFileFor, MetricSink } from './metric-sink';
+import { SANDBOX_CREDENTIALS, SANDBOX_REGION, sandboxStateFile, type SandboxState } from './state-file';
 import { WorkerPool } from './worker-pool';
 
 export const SANDBOX_NAMES = {
@@ -109,6 +110,10 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       allowPrivateCidrs,
       allowHttp: true,
     };
+    // The workers' EMF documents, kept for `handoff stats` and the counters (CloudWatch's part).
+    // Closed after the pool (closers run in reverse), so the last workers' documents count.
+    const metricSink = new MetricSink({ path: metricsFileFor(sandboxStateFile()) });
+    closers.push(async () => metricSink.close());
     const pool = new WorkerPool({
       workerPath: fileURLToPath(new URL('./worker.ts', import.meta.url)),
       handlerPath: options.handlerPath ?? fileURLToPath(new URL('../functions/consumer.ts', import.meta.url)),
@@ -129,6 +134,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       },
       timeoutMs: timings.functionTimeoutSeconds * 1000,
       onOutput: (line, pid) => {
+        if (metricSink.accept(line)) return;
         const shown = describeWorkerLine(line, options.verbose === true);
         if (shown !== undefined) display.log(`worker ${pid}: ${shown}`);
       },
@@ -150,7 +156,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     closers.push(() => poller.stop(timings.functionTimeoutSeconds * 1000));
 
     const stopCounts = watchCounts(
-      { dynamodb, ledgerTable: SANDBOX_NAMES.ledgerTable, sqs, deadLetterQueueUrl },
+      { dynamodb, ledgerTable: SANDBOX_NAMES.ledgerTable, sqs, deadLetterQueueUrl, delivered: () => metricSink.totals().delivered },
       display,
     );
     closers.push(async () => {

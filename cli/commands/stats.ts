@@ -1,19 +1,32 @@
 /**
- * `handoff stats`: how the pipeline is doing, from the ledger's by-state index (queries, never a
- * scan) and the two queues' approximate depths. Work is bounded: at most `maxRowsPerState` rows
- * are read per state, and the output says when a figure stopped at that bound.
+ * `handoff stats`: how the pipeline is doing, from three sources, each named in the output:
+ * - the ledger's listing of its pending and dead rows (pending count, oldest pending age, dead
+ *   count): those rows only, as they are now, at most `maxRowsPerState` per state;
+ * - the consumer's metrics over the window (delivered count, retry rate, latency percentiles):
+ *   CloudWatch for a deployed stack, the sandbox's metric sink locally. A delivered row is in no
+ *   index, so the ledger is never asked to list or count them;
+ * - the two queues' approximate depths, now.
+ * When the metrics cannot be read, the other figures are still printed and the command fails.
  */
 import { GetQueueAttributesCommand, type QueueAttributeName } from '@aws-sdk/client-sqs';
 import type { DeliveryRecord, DeliveryState, Ledger } from '../../lib/ledger/ledger';
-import { ledgerStats } from '../../lib/stats';
+import { MetricsUnavailableError, type MetricsWindow } from '../../lib/metrics/metrics-reader';
+import { backlogStats, deliveryStats, type DeliveryStats } from '../../lib/stats';
 import type { CommandContext } from '../context';
 import { formatDuration, formatPercent, keyValues } from '../format';
 import type { CommandResult } from './result';
 
 const PAGE_SIZE = 100;
+/** The metrics window when none is given: the last day. */
+export const DEFAULT_STATS_SINCE_MS = 24 * 60 * 60 * 1000;
+/** CloudWatch keeps one-minute data 15 days; a longer window would mix resolutions. */
+const MAX_SINCE_MS = 15 * 24 * 60 * 60 * 1000;
+const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 export interface StatsOptions {
   readonly maxRowsPerState: number;
+  /** The metrics window: the last this many ms. */
+  readonly sinceMs?: number;
 }
 
 export interface QueueDepth {
@@ -30,68 +43,115 @@ interface StateRows {
   readonly capped: boolean;
 }
 
+/** `30m`, `24h`, `7d` as ms, for `--since`; a RangeError naming the option otherwise. */
+export function parseSince(text: string): number {
+  const match = /^(\d+)\s*([mhd])$/.exec(text.trim());
+  const ms = match ? Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS] : NaN;
+  if (!(ms >= UNIT_MS.m && ms <= MAX_SINCE_MS)) {
+    throw new RangeError(`--since must be a duration like 30m, 24h or 7d, from 1m to 15d, got "${text}"`);
+  }
+  return ms;
+}
+
+/** `24 h`, `90 min`, `7 d`: a window as its option was given, for the output. */
+function describeSince(ms: number): string {
+  if (ms % UNIT_MS.d === 0) return `${ms / UNIT_MS.d} d`;
+  if (ms % UNIT_MS.h === 0) return `${ms / UNIT_MS.h} h`;
+  return `${ms / UNIT_MS.m} min`;
+}
+
 export async function statsCommand(ctx: CommandContext, options: StatsOptions): Promise<CommandResult> {
+  const nowMs = ctx.now();
+  const sinceMs = options.sinceMs ?? DEFAULT_STATS_SINCE_MS;
+  const window: MetricsWindow = { startMs: nowMs - sinceMs, endMs: nowMs };
   const ledger = ctx.ledger();
-  const [pending, dead, delivered, queue, deadLetterQueue] = await Promise.all([
+  const metrics = ctx.metrics();
+  const [pending, dead, delivery, queue, deadLetterQueue] = await Promise.all([
     readState(ledger, 'pending', options.maxRowsPerState),
     readState(ledger, 'dead', options.maxRowsPerState),
-    readState(ledger, 'delivered', options.maxRowsPerState),
+    metrics.read(window).then(
+      (read): DeliveryStats | MetricsUnavailableError => deliveryStats(read),
+      (error: unknown) => {
+        if (error instanceof MetricsUnavailableError) return error;
+        throw error;
+      },
+    ),
     queueDepth(ctx, ctx.target.queueUrl),
     queueDepth(ctx, ctx.target.deadLetterQueueUrl),
   ]);
-  const stats = ledgerStats({
-    nowMs: ctx.now(),
-    pending: pending.records,
-    dead: dead.records,
-    delivered: delivered.records,
-  });
-  const capped = { pending: pending.capped, dead: dead.capped, delivered: delivered.capped };
+  const backlog = backlogStats({ nowMs, pending: pending.records, dead: dead.records });
+  const capped = { pending: pending.capped, dead: dead.capped };
+  const delivered = delivery instanceof MetricsUnavailableError ? undefined : delivery;
+  const since = describeSince(sinceMs);
 
   const count = (n: number, isCapped: boolean) => (isCapped ? `at least ${n}` : String(n));
-  const ms = (value: number | null) => (value === null ? 'n/a' : formatDuration(value));
+  const ms = (value: number | null | undefined) => (value === null || value === undefined ? 'n/a' : formatDuration(value));
   const depth = (d: QueueDepth | null) =>
     d === null ? 'n/a (no queue URL)' : `${d.visible} waiting, ${d.inFlight} in flight, ${d.delayed} delayed`;
+  const retryRate = (d: DeliveryStats | undefined) => {
+    if (d === undefined) return 'n/a';
+    if (d.retryRate === null) return 'n/a (no attempts)';
+    return `${formatPercent(d.retryRate)} (${d.retriedAttempts} of ${d.attempts} attempts were retries)`;
+  };
   const lines: [string, string][] = [
     [
       'pending',
-      `${count(stats.pendingCount, capped.pending)}` +
-        (stats.oldestPendingAgeMs === null ? '' : ` (oldest waiting ${formatDuration(stats.oldestPendingAgeMs)})`),
+      `${count(backlog.pendingCount, capped.pending)}` +
+        (backlog.oldestPendingAgeMs === null ? '' : ` (oldest waiting ${formatDuration(backlog.oldestPendingAgeMs)})`),
     ],
-    ['dead', count(stats.deadCount, capped.dead)],
-    ['delivered', count(stats.deliveredCount, capped.delivered)],
-    [
-      'retry rate',
-      stats.retryRate === null
-        ? 'n/a (no attempts)'
-        : `${formatPercent(stats.retryRate)} (${stats.retriedAttempts} of ${stats.attempts} attempts were retries)`,
-    ],
-    ['latency p50', ms(stats.latencyMs.p50)],
-    ['latency p99', ms(stats.latencyMs.p99)],
+    ['dead', count(backlog.deadCount, capped.dead)],
+    ['delivered', delivered === undefined ? 'n/a' : String(delivered.deliveredCount)],
+    ['retry rate', retryRate(delivered)],
+    ['latency p50', ms(delivered?.latencyMs.p50)],
+    ['latency p99', ms(delivered?.latencyMs.p99)],
     ['queue', depth(queue)],
     ['dead-letter queue', depth(deadLetterQueue)],
   ];
+  const sources = [
+    `pending, dead: the ledger's pending and dead rows, now`,
+    `delivered, retry rate, latency: ${metrics.source}, the last ${since}` +
+      (delivered === undefined ? '' : `; percentiles over ${delivered.latencySamples} deliveries, ${metrics.percentileMethod}`),
+    `queues: SQS's approximate counts, now`,
+  ];
   const notes: string[] = [];
-  if (capped.pending || capped.dead || capped.delivered) {
-    // A capped sample holds the oldest pending rows and the newest delivered and dead ones.
-    notes.push(
-      `read at most ${options.maxRowsPerState} rows per state (oldest pending, newest delivered and dead); raise --max-rows for exact figures`,
-    );
+  if (capped.pending || capped.dead) {
+    notes.push(`read at most ${options.maxRowsPerState} rows per state; raise --max-rows for exact figures`);
   }
 
   return {
-    json: { ...stats, capped, maxRowsPerState: options.maxRowsPerState, queue, deadLetterQueue },
-    human: [keyValues(lines), ...notes.map((n) => `\nnote: ${n}`)].join('\n'),
+    json: {
+      ...backlog,
+      capped,
+      maxRowsPerState: options.maxRowsPerState,
+      deliveredCount: delivered?.deliveredCount ?? null,
+      attempts: delivered?.attempts ?? null,
+      retriedAttempts: delivered?.retriedAttempts ?? null,
+      retryRate: delivered?.retryRate ?? null,
+      deadLettered: delivered?.deadLettered ?? null,
+      latencyMs: delivered?.latencyMs ?? { p50: null, p99: null },
+      latencySamples: delivered?.latencySamples ?? null,
+      queue,
+      deadLetterQueue,
+      sources: {
+        backlog: "the ledger's pending and dead rows",
+        metrics: metrics.source,
+        percentiles: metrics.percentileMethod,
+        queues: "SQS's approximate counts",
+      },
+      window: { since: since.replace(' ', ''), startMs: window.startMs, endMs: window.endMs },
+      ...(delivery instanceof MetricsUnavailableError ? { metricsError: delivery.message } : {}),
+    },
+    human: [keyValues(lines), '', ...sources, ...notes.map((n) => `note: ${n}`)].join('\n'),
+    ...(delivery instanceof MetricsUnavailableError ? { failure: `metrics unavailable: ${delivery.message}` } : {}),
   };
 }
 
-async function readState(ledger: Ledger, state: DeliveryState, maxRows: number): Promise<StateRows> {
+async function readState(ledger: Ledger, state: 'pending' | 'dead', maxRows: number): Promise<StateRows> {
   const records: DeliveryRecord[] = [];
   let cursor: string | undefined;
   do {
-    // When the cap cuts a listing short, keep what matters: the oldest pending rows (their age is
-    // the signal) and the newest settled ones (recent latency, not last month's).
     const limit = Math.min(PAGE_SIZE, maxRows - records.length);
-    const page = await ledger.listByState(state, { limit, cursor, newestFirst: state !== 'pending' });
+    const page = await ledger.listByState(state satisfies DeliveryState, { limit, cursor });
     records.push(...page.records);
     cursor = page.cursor;
   } while (cursor !== undefined && records.length < maxRows);

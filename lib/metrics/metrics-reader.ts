@@ -1,0 +1,44 @@
+/**
+ * The port `handoff stats` reads delivery figures through: the consumer's own metrics over a
+ * window, never the ledger's delivered rows (a delivered row is in no index, docs/contract.md §5).
+ * Adapters: CloudWatch (`cloudwatch-reader.ts`) for a deployed stack, the sandbox's metric sink
+ * (`sandbox/metric-sink.ts`) locally. Both read the metrics lib/observability.ts names.
+ */
+
+/** Epoch ms, start inclusive, end exclusive. */
+export interface MetricsWindow {
+  readonly startMs: number;
+  readonly endMs: number;
+}
+
+/** What the consumer's metrics say about a window. */
+export interface DeliveryMetrics {
+  /** `Delivered`: deliveries the receiver accepted. */
+  readonly delivered: number;
+  /** `Attempts`: requests sent, whatever their outcome. */
+  readonly attempts: number;
+  /** `RetriedAttempts`: attempts that were not their delivery's first. */
+  readonly retriedAttempts: number;
+  /** `DeadLetters`: messages sent to the dead-letter queue. */
+  readonly deadLettered: number;
+  /** `DeliveryLatency`: how many values, and their p50 and p99 (null when there are none). */
+  readonly latency: { readonly samples: number; readonly p50Ms: number | null; readonly p99Ms: number | null };
+}
+
+export interface MetricsReader {
+  /** Where the figures come from, for the operator: "CloudWatch (namespace Handoff, Service=handoff)". */
+  readonly source: string;
+  /** How the percentiles are computed, for the operator. */
+  readonly percentileMethod: string;
+  read(window: MetricsWindow): Promise<DeliveryMetrics>;
+}
+
+/** The metrics could not be read: no permission, no such file, a malformed answer. */
+export class MetricsUnavailableError extends Error {
+  readonly code = 'metrics-unavailable';
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'MetricsUnavailableError';
+  }
+}

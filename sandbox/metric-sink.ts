@@ -1,0 +1,131 @@
+/**
+ * The sandbox's own metric sink, its stand-in for CloudWatch: the consumer writes its metrics as
+ * EMF documents on stdout (lib/observability.ts) in the sandbox's workers as in Lambda; the
+ * sandbox hands each worker line to `MetricSink.accept`, which adds the documents to per-minute
+ * buckets (lib/metrics/minute-buckets.ts) and keeps them in a file next to the state file for
+ * `handoff stats` (`SandboxMetricsReader`). Bounded at any traffic: one bucket per minute,
+ * 24 hours kept. The file is rewritten whole (written, then renamed: a reader never sees half a
+ * file), mode 0600, and removed when the sandbox stops, as the state file is.
+ */
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { readMetricDocument } from '../lib/observability';
+import { MetricsUnavailableError, type DeliveryMetrics, type MetricsReader, type MetricsWindow } from '../lib/metrics/metrics-reader';
+import { MinuteBuckets, parseBucket, summarizeBuckets, type MinuteBucket } from '../lib/metrics/minute-buckets';
+
+/** How long the sink keeps a minute's figures: `handoff stats --since` reaches this far back at most. */
+export const SANDBOX_METRICS_RETENTION_MS = 24 * 60 * 60 * 1000;
+/** A burst of documents is written once, this long after the first of them. */
+const WRITE_DELAY_MS = 200;
+const FILE_VERSION = 1;
+
+/** The metrics file of the sandbox whose state file is `stateFile`: beside it, named after it. */
+export function metricsFileFor(stateFile: string): string {
+  return join(dirname(stateFile), `${basename(stateFile).replace(/\.json$/, '')}.metrics.json`);
+}
+
+interface MetricsFile {
+  readonly version: number;
+  readonly retentionMs: number;
+  readonly buckets: readonly MinuteBucket[];
+}
+
+/** Counts since the sandbox started (not bounded by the retention): the live counters' figures. */
+export interface SinkTotals {
+  readonly delivered: number;
+}
+
+export class MetricSink {
+  readonly path: string;
+  readonly #buckets = new MinuteBuckets(SANDBOX_METRICS_RETENTION_MS);
+  readonly #now: () => number;
+  #delivered = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  /**
+   * Starts an empty file at `path`, replacing one a killed sandbox may have left, and creates its
+   * directory 0700 when missing (the state file's directory, which is the user's own).
+   */
+  constructor(options: { path: string; now?: () => number }) {
+    this.path = options.path;
+    this.#now = options.now ?? Date.now;
+    mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
+    this.#write();
+  }
+
+  /** Takes a worker's output line; returns whether it was a handoff metric document. */
+  accept(line: string): boolean {
+    const document = readMetricDocument(line);
+    if (document === undefined || this.#closed) return document !== undefined;
+    this.#buckets.add(document);
+    for (const value of document.values.Delivered ?? []) this.#delivered += value;
+    this.#timer ??= setTimeout(() => {
+      this.#timer = undefined;
+      this.#write();
+    }, WRITE_DELAY_MS).unref();
+    return true;
+  }
+
+  totals(): SinkTotals {
+    return { delivered: this.#delivered };
+  }
+
+  /** Writes what is pending now (a test or a reader in this process wants it at once). */
+  flush(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (!this.#closed) this.#write();
+  }
+
+  /** Stops writing and removes the file. */
+  close(): void {
+    clearTimeout(this.#timer);
+    this.#closed = true;
+    rmSync(this.path, { force: true });
+  }
+
+  #write(): void {
+    this.#buckets.prune(this.#now());
+    const file: MetricsFile = { version: FILE_VERSION, retentionMs: SANDBOX_METRICS_RETENTION_MS, buckets: this.#buckets.list() };
+    const temporary = join(dirname(this.path), `.${basename(this.path)}.${process.pid}.tmp`);
+    writeFileSync(temporary, JSON.stringify(file), { mode: 0o600 });
+    renameSync(temporary, this.path);
+  }
+}
+
+/** `MetricsReader` over a running sandbox's metrics file. */
+export class SandboxMetricsReader implements MetricsReader {
+  readonly source: string;
+  readonly percentileMethod = 'nearest rank over 2%-wide histogram bins (at most 2% above the exact value)';
+  readonly #path: string;
+
+  constructor(options: { path: string }) {
+    this.#path = options.path;
+    this.source = `the sandbox's metric sink (${options.path}, keeps ${SANDBOX_METRICS_RETENTION_MS / 3_600_000} h)`;
+  }
+
+  async read(window: MetricsWindow): Promise<DeliveryMetrics> {
+    let text: string;
+    try {
+      text = readFileSync(this.#path, 'utf8');
+    } catch (error) {
+      const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
+      throw new MetricsUnavailableError(
+        missing
+          ? `no sandbox metrics file ${this.#path}: the sandbox writes it while it runs`
+          : `cannot read the sandbox metrics file ${this.#path}: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+    let buckets: MinuteBucket[];
+    try {
+      const file = JSON.parse(text) as Partial<MetricsFile>;
+      if (file.version !== FILE_VERSION || !Array.isArray(file.buckets)) throw new TypeError(`expected version ${FILE_VERSION} with buckets`);
+      buckets = file.buckets.map(parseBucket);
+    } catch (error) {
+      throw new MetricsUnavailableError(`the sandbox metrics file ${this.#path} is malformed (${(error as Error).message})`, { cause: error });
+    }
+    return summarizeBuckets(buckets, window);
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * The sandbox's metric sink and its reader on a real file: what the workers' EMF lines become,
+ * what `handoff stats` reads back, and how the file is kept (0600, bounded, removed on close).
+ */
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MetricsUnavailableError } from '../../lib/metrics/metrics-reader';
+import { MetricsRecorder } from '../../lib/observability';
+import { metricsFileFor, MetricSink, SandboxMetricsReader } from '../../sandbox/metric-sink';
+
+const NOW_MS = Date.UTC(2026, 11, 2, 12, 0, 0);
+const DAY_MS = 86_400_000;
+const LAST_DAY = { startMs: NOW_MS - DAY_MS, endMs: NOW_MS + 1 };
+
+let directory: string;
+
+beforeEach(() => {
+  directory = mkdtempSync(join(tmpdir(), 'handoff-metric-sink-'));
+});
+
+afterEach(() => {
+  rmSync(directory, { recursive: true, force: true });
+});
+
+/** The lines a consumer invocation writes for these deliveries (attempt number, latency when accepted). */
+function invocationLines(attempts: readonly { number: number; latencyMs?: number }[]): string[] {
+  const lines: string[] = [];
+  const metrics = new MetricsRecorder({ service: 'handoff', write: (line) => void lines.push(line), now: () => NOW_MS });
+  for (const attempt of attempts) {
+    metrics.attempted(attempt.number);
+    if (attempt.latencyMs !== undefined) {
+      metrics.add('Delivered', 1);
+      metrics.add('DeliveryLatency', attempt.latencyMs);
+    } else metrics.add('Retries', 1);
+  }
+  metrics.flush();
+  return lines;
+}
+
+describe('Function: metricsFileFor', () => {
+  it('names the metrics file after the state file, beside it', () => {
+    expect(metricsFileFor('/run/user/1000/handoff/sandbox.json')).toBe('/run/user/1000/handoff/sandbox.metrics.json');
+    expect(metricsFileFor('/tmp/x/state')).toBe('/tmp/x/state.metrics.json');
+  });
+});
+
+describe('Class: MetricSink', () => {
+  it('keeps the workers’ metric documents for the reader: counts, retried attempts and latency percentiles', async () => {
+    // Prepare: two invocations; 3 delivered (one on a second attempt), one attempt to retry.
+    const path = join(directory, 'sandbox.metrics.json');
+    const sink = new MetricSink({ path, now: () => NOW_MS });
+    const lines = [
+      ...invocationLines([{ number: 1, latencyMs: 40 }, { number: 1 }]),
+      '{"level":"info","message":"delivery","eventId":"evt_1"}',
+      ...invocationLines([{ number: 2, latencyMs: 2_000 }, { number: 1, latencyMs: 40 }]),
+    ];
+
+    // Act
+    const accepted = lines.map((line) => sink.accept(line));
+    sink.flush();
+    const metrics = await new SandboxMetricsReader({ path }).read(LAST_DAY);
+
+    // Assess
+    expect(accepted).toEqual([true, false, true]);
+    expect(metrics).toEqual({
+      delivered: 3,
+      attempts: 4,
+      retriedAttempts: 1,
+      deadLettered: 0,
+      latency: { samples: 3, p50Ms: 40, p99Ms: 2_000 },
+    });
+    expect(sink.totals()).toEqual({ delivered: 3 });
+  });
+
+  it('writes the file 0600 in a 0700 directory it creates', () => {
+    const path = join(directory, 'private', 'sandbox.metrics.json');
+
+    new MetricSink({ path, now: () => NOW_MS });
+
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(statSync(join(directory, 'private')).mode & 0o777).toBe(0o700);
+  });
+
+  it('keeps the file the same size however many documents one minute brings', async () => {
+    const path = join(directory, 'sandbox.metrics.json');
+    const sink = new MetricSink({ path, now: () => NOW_MS });
+    const line = invocationLines([{ number: 1, latencyMs: 123 }])[0]!;
+    for (let i = 0; i < 100; i += 1) sink.accept(line);
+    sink.flush();
+    const after100 = statSync(path).size;
+
+    for (let i = 0; i < 10_000; i += 1) sink.accept(line);
+    sink.flush();
+
+    expect(statSync(path).size).toBeLessThanOrEqual(after100 + 10);
+    expect((await new SandboxMetricsReader({ path }).read(LAST_DAY)).delivered).toBe(10_100);
+  });
+
+  it('removes its file on close, as the sandbox removes its state file', () => {
+    const path = join(directory, 'sandbox.metrics.json');
+    const sink = new MetricSink({ path, now: () => NOW_MS });
+
+    sink.close();
+
+    expect(() => statSync(path)).toThrow(/ENOENT/);
+  });
+});
+
+describe('Class: SandboxMetricsReader', () => {
+  it('throws MetricsUnavailableError naming the file when there is none', async () => {
+    const path = join(directory, 'sandbox.metrics.json');
+
+    await expect(new SandboxMetricsReader({ path }).read(LAST_DAY)).rejects.toThrow(
+      new MetricsUnavailableError(`no sandbox metrics file ${path}: the sandbox writes it while it runs`),
+    );
+  });
+
+  it('throws MetricsUnavailableError naming the problem when the file is malformed', async () => {
+    const path = join(directory, 'sandbox.metrics.json');
+    writeFileSync(path, '{"version":1,"buckets":[{"minuteMs":0}]}');
+
+    await expect(new SandboxMetricsReader({ path }).read(LAST_DAY)).rejects.toThrow(
+      new MetricsUnavailableError(`the sandbox metrics file ${path} is malformed (a metric bucket needs minuteMs and counts)`),
+    );
+  });
+});
