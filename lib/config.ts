@@ -16,9 +16,9 @@ const MAX_ATTEMPT_TIMEOUT_MS = 880_000;
 /**
  * The largest payload limit. A ledger row holds the event's body and everything else about its
  * delivery in one DynamoDB item, which may not pass 400 KB (409,600 bytes). 256 KiB for the body
- * leaves 144 KiB for the rest: at its largest (a full attempt history, a 1 KiB response start, a
- * dead detail, the longest schedule, replays with the longest operator, reason and caller) the
- * rest measured under 60 KiB (test/integration/payload-limit.test.ts).
+ * leaves 144 KiB for the rest, all of it bounded: the attempt history, the kept response start,
+ * the dead detail, the schedule, the audit texts. test/integration/payload-limit.test.ts fills
+ * each to its largest against dynalite, which enforces the item limit.
  */
 export const MAX_PAYLOAD_LIMIT_BYTES = 256 * 1024;
 const MIN_PAYLOAD_LIMIT_BYTES = 256;
