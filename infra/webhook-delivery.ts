@@ -7,6 +7,7 @@
  * decides *what* work may do. Settings come from lib/config.ts, the same definition the local
  * sandbox reads, so the numbers here (timeouts, redrive count) are derived, never repeated.
  */
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -63,6 +64,12 @@ export const METRICS = {
 /** The Lambda entry this construct deploys unless told otherwise. */
 export const CONSUMER_ENTRY = fileURLToPath(new URL('../functions/consumer.ts', import.meta.url));
 
+/**
+ * The consumer pre-bundled by the package build (scripts/build.ts, with the bundling settings
+ * below), beside this module once it is compiled into dist/. Absent in a clone.
+ */
+const PREBUILT_CONSUMER_DIR = fileURLToPath(new URL('./consumer', import.meta.url));
+
 /** SQS's longest message retention; the delivery queue and the DLQ both keep messages this long. */
 const MAX_RETENTION = Duration.days(14);
 
@@ -103,7 +110,7 @@ export class WebhookDelivery extends Construct {
   readonly queue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
   readonly ledgerTable: dynamodb.Table;
-  readonly consumer: NodejsFunction;
+  readonly consumer: lambda.Function;
   /** Undefined when webhooks are sent unsigned. */
   readonly signingSecret: secretsmanager.ISecret | undefined;
   readonly alarms: {
@@ -184,9 +191,7 @@ export class WebhookDelivery extends Construct {
     // The secret's ARN, never its value: the consumer reads the value at cold start.
     if (this.signingSecret) environment[RESOURCE_ENV.webhookSecretArn] = this.signingSecret.secretArn;
 
-    this.consumer = new NodejsFunction(this, 'Consumer', {
-      entry: props.entry ?? CONSUMER_ENTRY,
-      handler: 'handler',
+    const consumerProps = {
       runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
       memorySize: props.memorySizeMb ?? 256,
@@ -196,17 +201,32 @@ export class WebhookDelivery extends Construct {
       logGroup,
       environment,
       description: 'handoff: delivers queued events to the webhook, recording each attempt in the ledger',
-      bundling: {
-        format: OutputFormat.ESM,
-        minify: true,
-        sourceMap: true,
-        // The Node.js 22+ runtimes ship AWS SDK v3: leave it out of the bundle.
-        externalModules: ['@aws-sdk/*'],
-        mainFields: ['module', 'main'],
-        // Some bundled CommonJS dependencies call `require` for Node built-ins; ESM has none.
-        banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-      },
-    });
+    };
+    // From an installed package the consumer comes pre-bundled, so a user's app needs neither
+    // esbuild nor this repository's sources; from a clone (or with `entry`) it is bundled at synth.
+    if (props.entry === undefined && existsSync(PREBUILT_CONSUMER_DIR)) {
+      this.consumer = new lambda.Function(this, 'Consumer', {
+        ...consumerProps,
+        code: lambda.Code.fromAsset(PREBUILT_CONSUMER_DIR),
+        handler: 'index.handler',
+      });
+    } else {
+      this.consumer = new NodejsFunction(this, 'Consumer', {
+        ...consumerProps,
+        entry: props.entry ?? CONSUMER_ENTRY,
+        handler: 'handler',
+        bundling: {
+          format: OutputFormat.ESM,
+          minify: true,
+          sourceMap: true,
+          // The Node.js 22+ runtimes ship AWS SDK v3: leave it out of the bundle.
+          externalModules: ['@aws-sdk/*'],
+          mainFields: ['module', 'main'],
+          // Some bundled CommonJS dependencies call `require` for Node built-ins; ESM has none.
+          banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+        },
+      });
+    }
 
     this.consumer.addEventSource(
       new SqsEventSource(this.queue, {
