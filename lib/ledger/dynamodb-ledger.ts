@@ -10,9 +10,9 @@
  * `ReturnValuesOnConditionCheckFailure: ALL_OLD` returns it with the error at no read cost.
  * Emulators ignore that option (dynalite does), so the adapter falls back to a consistent GetItem.
  *
- * Items carry one attribute the record does not: `retentionSeconds`, copied from the claim that
- * created the row, so that later transitions (whose inputs carry no retention) can extend the
- * expiry in the same write: `expiresAt = :nowSeconds + retentionSeconds`. And they lack two until
+ * Items carry one attribute the record does not: `retentionSeconds`, copied from the latest claim,
+ * so that later transitions (whose inputs carry no retention) can extend the expiry in the same
+ * write: `expiresAt = :nowSeconds + retentionSeconds`. And they lack two until
  * a first replay writes them: `replays` and `audit` (read as 0 and []).
  *
  * `leaseExpiresAt` and `nextAttemptAt` are on every row a claim created, always, as numbers: 0 is
@@ -155,11 +155,13 @@ export class DynamoDbLedger implements Ledger {
         '#state = if_not_exists(#state, :pending)',
         '#policy = if_not_exists(#policy, :policy)',
         '#maxAttempts = if_not_exists(#maxAttempts, :maxAttempts)',
-        '#retentionSeconds = if_not_exists(#retentionSeconds, :retentionSeconds)',
+        // Retention counts from the latest write to a pending row, by the latest claim's setting:
+        // a row never expires while its delivery is still running.
+        '#retentionSeconds = :retentionSeconds',
+        '#expiresAt = :expiresAt',
         '#history = if_not_exists(#history, :empty)',
         '#createdAt = if_not_exists(#createdAt, :now)',
         '#stateSince = if_not_exists(#stateSince, :now)',
-        '#expiresAt = if_not_exists(#expiresAt, :expiresAt)',
         // Counted before anything is sent: a worker that dies mid-send has still spent it.
         '#attempts = if_not_exists(#attempts, :zero) + :one',
         '#leaseOwner = :owner',
@@ -533,10 +535,16 @@ function recordSpec(input: RecordAttemptInput, historyLength: number | undefined
       };
     case 'pending':
       return {
-        set: [...common.set, '#nextAttemptAt = :nextAttemptAt'],
+        set: [...common.set, '#nextAttemptAt = :nextAttemptAt', '#expiresAt = :nowSeconds + #retentionSeconds'],
         remove: common.remove,
         condition: `${MAY_RECORD_FAILURE} AND ${history.condition}`,
-        values: { ...common.values, ':claimToken': input.claimToken, ':pending': 'pending', ':nextAttemptAt': next.nextAttemptAt },
+        values: {
+          ...common.values,
+          ':claimToken': input.claimToken,
+          ':pending': 'pending',
+          ':nextAttemptAt': next.nextAttemptAt,
+          ':nowSeconds': Math.floor(nowMs / 1000),
+        },
       };
     case 'dead':
       return {
@@ -667,13 +675,13 @@ function toAttribute(value: unknown): AttributeValue {
  * The row after a claim, from the row before it (ALL_OLD). For a new event there was none, so the
  * claim that nearly every event makes answers with no item at all and the row is the one the
  * claim created. An existing row is the same row with the attempt counted and the lease taken:
- * all the claim changes on a row it does not create.
+ * all the claim changes on a row it does not create, with the expiry it moved.
  */
 function afterClaim(before: Record<string, unknown>, created: ClaimedRecord): ClaimedRecord {
   if (before[LEDGER_SCHEMA.partitionKey] === undefined) return created;
   const row = toRecord(before);
-  const { leaseOwner, leaseExpiresAt, claimToken } = created;
-  return { ...row, attempts: row.attempts + 1, leaseOwner, leaseExpiresAt, claimToken };
+  const { leaseOwner, leaseExpiresAt, claimToken, expiresAt } = created;
+  return { ...row, attempts: row.attempts + 1, leaseOwner, leaseExpiresAt, claimToken, expiresAt };
 }
 
 /**

@@ -75,6 +75,9 @@ export class MemoryLedger implements Ledger {
     // A Map has no lost answers to retry, so no claim here meets its own token (`isThisClaim`).
     if (!claimable) throw new ClaimRefusedError(toRecord(row));
     row.attempts += 1;
+    // Retention counts from the latest write to a pending row, by the latest claim's setting.
+    row.retentionSeconds = input.retentionSeconds;
+    row.expiresAt = expiresAtSeconds(nowMs, input.retentionSeconds);
     row.leaseOwner = input.owner;
     row.leaseExpiresAt = nowMs + input.leaseMs;
     row.claimToken = claimToken;
@@ -108,6 +111,7 @@ export class MemoryLedger implements Ledger {
         break;
       case 'pending':
         row.nextAttemptAt = next.nextAttemptAt;
+        row.expiresAt = expiresAtSeconds(nowMs, row.retentionSeconds);
         break;
       case 'dead':
         row.state = 'dead';

@@ -20,7 +20,7 @@ export const EXHAUSTED_WITHOUT_OUTCOME_DETAIL = 'attempt budget spent; the last 
 
 /** A row as stored: the record plus what later writes need to refresh its expiry. */
 export type StoredRow = DeliveryRecord & {
-  /** Copied from the write that created the row: every state change extends the expiry by it. */
+  /** Copied from the latest claim: every write to the row extends the expiry by it. */
   readonly retentionSeconds: number;
 };
 

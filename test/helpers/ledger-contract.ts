@@ -281,6 +281,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           leaseOwner: WORKER_B,
           leaseExpiresAt: T0 + 2 * LEASE_MS,
           claimToken: second.claimToken,
+          expiresAt: expiresAt(T0 + LEASE_MS),
         });
         expect(second.claimToken).not.toBe(first.claimToken);
       });
@@ -297,6 +298,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           leaseOwner: WORKER_B,
           leaseExpiresAt: T0 + 1000 + LEASE_MS,
           claimToken: second.claimToken,
+          expiresAt: expiresAt(T0 + 1000),
         };
         expect(second).toStrictEqual(expected);
         expect(await ledger.get(key('evt_whole_row'))).toStrictEqual(expected);
@@ -346,19 +348,40 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(error.record).toStrictEqual(dead);
       });
 
-      it('keeps the policy and retention the row was created with', async () => {
+      it('keeps the policy the row was created with, and takes the retention of the latest claim', async () => {
         const first = await claim(shipmentEvent('evt_policy'));
         await record(first, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 500);
 
         const second = await claim(shipmentEvent('evt_policy'), {
           nowMs: T0 + 1000,
           policy: OTHER_POLICY,
-          retentionSeconds: 60,
+          retentionSeconds: 7200,
         });
 
         expect(second.policy).toStrictEqual(POLICY);
         expect(second.maxAttempts).toBe(3);
-        expect(second.expiresAt).toBe(expiresAt(T0));
+        expect(second.expiresAt).toBe(expiresAt(T0 + 1000, 7200));
+        expect((await ledger.get(key('evt_policy')))?.expiresAt).toBe(expiresAt(T0 + 1000, 7200));
+      });
+
+      it('moves the expiry on every write to a pending row, so a long delivery never outlives its row', async () => {
+        // Prepare: a retention of one hour, and a delivery that keeps failing for longer.
+        const hour = 3600;
+        const policy = retryPolicy(5, [1800]);
+        const times = [T0, T0 + 1_800_000, T0 + 3_600_000, T0 + 5_400_000];
+        const seen: number[] = [];
+
+        // Act: claim and record a failure every half hour, for an hour and a half.
+        for (const atMs of times) {
+          const claimed = await claim(shipmentEvent('evt_long_life'), { nowMs: atMs, policy, retentionSeconds: hour });
+          seen.push(claimed.expiresAt);
+          clockMs = atMs + 100;
+          const pending = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: atMs + 1_800_000 }, atMs + 100);
+          seen.push(pending.expiresAt);
+        }
+
+        // Assess
+        expect(seen).toStrictEqual(times.flatMap((atMs) => [expiresAt(atMs, hour), expiresAt(atMs + 100, hour)]));
       });
 
       it('keeps one row per endpoint for the same event', async () => {
@@ -393,7 +416,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(await ledger.get(key('evt_ok'))).toStrictEqual(expected);
       });
 
-      it('records pending with the next attempt time, keeping the state change time and expiry', async () => {
+      it('records pending with the next attempt time, keeping the state change time and moving the expiry', async () => {
         const claimed = await claim(shipmentEvent('evt_retry'));
 
         const pending = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 200);
@@ -404,6 +427,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           history: [{ attempt: 1, at: T0 + 80, outcome: 'temporary', status: 503, durationMs: 120 }],
           lastOutcome: TEMPORARY,
           nextAttemptAt: T0 + 30_000,
+          expiresAt: expiresAt(T0 + 200),
         });
       });
 
