@@ -1,0 +1,171 @@
+/**
+ * The three consumers `npm run cost` prices, each as Lambda invokes it (a batch of SQS records in,
+ * a partial batch response out), on the metering proxy's DynamoDB:
+ *
+ * - handoff: the real batch use case (`processBatch` over `deliver`) with the real DynamoDB ledger,
+ *   HTTP sender and SQS queue adapter, wired as functions/consumer.ts wires them;
+ * - Powertools: bench/consumers/powertools.ts (`BatchProcessor` + `makeIdempotent` on its DynamoDB
+ *   persistence layer), imported with its environment set, so it builds its own client;
+ * - naive: bench/consumers/naive.ts (POST, no ledger).
+ */
+import { randomUUID } from 'node:crypto';
+import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { processBatch } from '../../lib/batch';
+import { DEFAULT_SETTINGS, derivedTimings } from '../../lib/config';
+import { deliver, type DeliverDeps, type DeliveryResult, type QueueMessage } from '../../lib/deliver';
+import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { createLogger, MetricsRecorder } from '../../lib/observability';
+import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
+import { EndpointGuard, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
+import { HttpWebhookSender } from '../../lib/webhook/http-sender';
+import { emulatorDynamoDbClient, returnOldItemOnConditionFailure } from '../../test/helpers/dynalite';
+
+export type ConsumerName = 'handoff' | 'powertools' | 'naive';
+
+export const CONSUMER_LABELS: Record<ConsumerName, string> = {
+  handoff: 'handoff',
+  powertools: 'Powertools BatchProcessor + makeIdempotent',
+  naive: 'naive (POST, no ledger)',
+};
+
+export type Invoke = (records: readonly SQSRecord[]) => Promise<SQSBatchResponse>;
+
+export interface Clock {
+  nowMs(): number;
+}
+
+export interface HandoffOptions {
+  /** The metering proxy. */
+  readonly dynamodbEndpoint: string;
+  /** Straight to dynalite: reads the row a refused write returns on AWS, unmetered. */
+  readonly direct: DynamoDBClient;
+  readonly tableName: string;
+  readonly sqs: import('@aws-sdk/client-sqs').SQSClient;
+  readonly webhookUrl: string;
+  readonly clock: Clock;
+  /** Sees every delivery's result (the scenarios check their decisions). */
+  readonly onResult?: (result: DeliveryResult) => void;
+}
+
+/** The stack's settings: batches of 10, every record of a batch at once. */
+export const SETTINGS = DEFAULT_SETTINGS;
+const TIMINGS = derivedTimings(SETTINGS);
+
+export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; close(): void } {
+  const client = emulatorDynamoDbClient(options.dynamodbEndpoint);
+  // AWS returns the current row with a refused write (ALL_OLD) at no read cost; dynalite does not,
+  // and the adapter would read it. This answers as AWS does, through the unmetered client.
+  returnOldItemOnConditionFailure(client, options.direct);
+  const ledger = new DynamoDbLedger({
+    client: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }),
+    tableName: options.tableName,
+    now: () => options.clock.nowMs(),
+  });
+  const sender = new HttpWebhookSender({
+    url: options.webhookUrl,
+    timeoutMs: SETTINGS.attemptTimeoutMs,
+    guard: new EndpointGuard(SANDBOX_GUARD_OPTIONS),
+  });
+  const queue = new SqsDeliveryQueue({
+    client: options.sqs,
+    queueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/handoff-deliveries',
+    deadLetterQueueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/handoff-dead-letters',
+  });
+  const silent = () => {};
+  const logger = createLogger({ service: 'handoff', write: silent });
+  const metrics = new MetricsRecorder({ service: 'handoff', write: silent });
+  const onResult = options.onResult;
+  const observed = onResult
+    ? async (message: QueueMessage, deps: DeliverDeps) => {
+        const result = await deliver(message, deps);
+        onResult(result);
+        return result;
+      }
+    : undefined;
+  return {
+    async invoke(records) {
+      const delivery: DeliverDeps = {
+        ledger,
+        sender,
+        now: () => options.clock.nowMs(),
+        owner: `cost:${randomUUID()}`,
+        policy: SETTINGS.retryPolicy,
+        payloadLimitBytes: SETTINGS.payloadLimitBytes,
+        leaseMs: TIMINGS.leaseMs,
+        retentionSeconds: TIMINGS.retentionSeconds,
+      };
+      try {
+        return await processBatch(records, {
+          delivery,
+          queue,
+          logger,
+          metrics,
+          concurrency: SETTINGS.batchSize,
+          ...(observed ? { deliver: observed } : {}),
+        });
+      } finally {
+        metrics.flush();
+      }
+    },
+    close() {
+      sender.close();
+      client.destroy();
+    },
+  };
+}
+
+/** The Powertools consumer's idempotency table, as bench/workload.ts creates it. */
+export async function createPowertoolsTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  await client.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+    }),
+  );
+}
+
+type LambdaHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+/**
+ * A bench consumer's handler, imported once with its environment: its own SDK clients reach the
+ * metering proxy through `AWS_ENDPOINT_URL_DYNAMODB`.
+ */
+export async function benchConsumer(
+  name: 'powertools' | 'naive',
+  environment: { dynamodbEndpoint: string; webhookUrl: string; idempotencyTable: string },
+): Promise<Invoke> {
+  Object.assign(process.env, {
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'cost',
+    AWS_SECRET_ACCESS_KEY: 'cost',
+    AWS_ENDPOINT_URL_DYNAMODB: environment.dynamodbEndpoint,
+    AWS_LAMBDA_FUNCTION_NAME: `cost-${name}`,
+    HANDOFF_WEBHOOK_URL: environment.webhookUrl,
+    IDEMPOTENCY_TABLE: environment.idempotencyTable,
+  });
+  const module = (await import(name === 'powertools' ? '../../bench/consumers/powertools' : '../../bench/consumers/naive')) as {
+    handler: LambdaHandler;
+  };
+  return (records) => module.handler({ Records: [...records] }, lambdaContext(name));
+}
+
+function lambdaContext(name: string): Context {
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName: `cost-${name}`,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:us-east-1:000000000000:function:cost-${name}`,
+    memoryLimitInMB: '256',
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/cost-${name}`,
+    logStreamName: 'cost',
+    getRemainingTimeInMillis: () => TIMINGS.functionTimeoutSeconds * 1000,
+    done: () => {},
+    fail: () => {},
+    succeed: () => {},
+  };
+}
