@@ -53,9 +53,9 @@ export function parseSince(text: string): number {
   return ms;
 }
 
-/** `24 h`, `90 min`, `7 d`: a window as its option was given, for the output. */
-function describeSince(ms: number): string {
-  if (ms % UNIT_MS.d === 0) return `${ms / UNIT_MS.d} d`;
+/** `24 h`, `90 min`, `7 d`: a window in its largest whole unit (hours up to a day), for the output. */
+export function describeSince(ms: number): string {
+  if (ms % UNIT_MS.d === 0 && ms > UNIT_MS.d) return `${ms / UNIT_MS.d} d`;
   if (ms % UNIT_MS.h === 0) return `${ms / UNIT_MS.h} h`;
   return `${ms / UNIT_MS.m} min`;
 }

@@ -1,0 +1,137 @@
+/**
+ * `handoff stats` against a running sandbox, as an operator runs it (`node bin/handoff.js`): the
+ * delivered count, retry rate and latency come from the sandbox's metric sink (the consumer's
+ * own metrics), the pending and dead counts from the ledger's pending and dead rows.
+ *
+ * The receiver's script decides the attempts, so the figures are known exactly: 10 events are
+ * delivered (6 at once, 3 after one 503, 1 after two 503s) and 1 is refused (400, dead).
+ * Attempts: 6 + 3×2 + 3 + 1 = 16, of which 3 + 2 = 5 were retries.
+ */
+import { spawn } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
+import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+import { eventually, SandboxClients } from '../helpers/sandbox-clients';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+/** Each CLI run starts Node and tsx; the deliveries wait out two 1 s retries. Bounds, not expectations. */
+const TEST_TIMEOUT_MS = 180_000;
+const WAIT_MS = 120_000;
+
+const AT_ONCE = ['evt_stats_1', 'evt_stats_2', 'evt_stats_3', 'evt_stats_4', 'evt_stats_5', 'evt_stats_6'];
+const AFTER_ONE_503 = ['evt_stats_7', 'evt_stats_8', 'evt_stats_9'];
+const AFTER_TWO_503 = ['evt_stats_10'];
+const REFUSED = 'evt_stats_refused';
+const DELIVERED = [...AT_ONCE, ...AFTER_ONE_503, ...AFTER_TWO_503];
+
+let receiver: TestReceiver;
+let sandbox: SandboxProcess;
+let clients: SandboxClients;
+
+interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs `handoff` with a clean environment that names only this test's sandbox. */
+function handoff(args: readonly string[]): Promise<CliRun> {
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('HANDOFF_') && !name.startsWith('AWS_')),
+  );
+  const child = spawn(process.execPath, [join(ROOT, 'bin/handoff.js'), ...args], {
+    cwd: ROOT,
+    env: { ...inherited, HANDOFF_SANDBOX_FILE: sandbox.stateFile },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  return new Promise((resolvePromise) => child.once('close', (code) => resolvePromise({ code, stdout, stderr })));
+}
+
+function event(id: string) {
+  return JSON.stringify({ id, shipmentId: 'shp_stats', status: 'in_transit', occurredAt: '2026-12-02T10:15:00Z' });
+}
+
+beforeAll(async () => {
+  receiver = await startTestReceiver();
+  for (const id of AFTER_ONE_503) receiver.respondTo(id, 503);
+  for (const id of AFTER_TWO_503) receiver.respondTo(id, 503, 503);
+  receiver.respondTo(REFUSED, 400);
+  sandbox = await startSandboxProcess({
+    env: { HANDOFF_WEBHOOK_URL: receiver.url, HANDOFF_RETRY_SCHEDULE: '1', HANDOFF_MAX_ATTEMPTS: '4' },
+  });
+  clients = new SandboxClients(sandbox.ready);
+}, TEST_TIMEOUT_MS);
+
+afterAll(async () => {
+  clients?.close();
+  await sandbox?.stop('SIGTERM');
+  await receiver?.close();
+});
+
+describe('handoff stats in the sandbox', { timeout: TEST_TIMEOUT_MS }, () => {
+  it('reports the delivered count, retry rate and latency from the metric sink, and pending and dead from the ledger', async () => {
+    // Prepare: every event reaches its final state in the ledger.
+    await clients.sendAll([...DELIVERED, REFUSED].map(event));
+    await eventually(
+      'every event to be delivered or dead',
+      async () => {
+        const rows = await Promise.all([...DELIVERED, REFUSED].map((id) => clients.row(id)));
+        return rows.every((row, i) => row?.state === (i < DELIVERED.length ? 'delivered' : 'dead'));
+      },
+      { timeoutMs: WAIT_MS },
+    );
+
+    // Act: the consumer's metric documents reach the sink just after the rows are final.
+    const stats = await eventually(
+      'stats to count every delivery and attempt',
+      async () => {
+        const run = await handoff(['stats', '--json']);
+        if (run.code !== 0) throw new Error(`handoff stats exited ${run.code}: ${run.stderr}`);
+        const json = JSON.parse(run.stdout) as Record<string, any>;
+        return json.deliveredCount === DELIVERED.length && json.attempts === 16 ? json : undefined;
+      },
+      { timeoutMs: WAIT_MS, intervalMs: 500 },
+    );
+
+    // Assess
+    expect(stats).toMatchObject({
+      pendingCount: 0,
+      oldestPendingAgeMs: null,
+      deadCount: 1,
+      capped: { pending: false, dead: false },
+      deliveredCount: 10,
+      attempts: 16,
+      retriedAttempts: 5,
+      retryRate: 5 / 16,
+      deadLettered: 1,
+      latencySamples: 10,
+      window: { since: '24h' },
+    });
+    expect(stats.sources.metrics).toContain("the sandbox's metric sink");
+    expect(stats.sources.backlog).toBe("the ledger's pending and dead rows");
+    // The event that waited out two 1 s retries took at least 2 s: it is the p99 of 10 values.
+    expect(stats.latencyMs.p99).toBeGreaterThanOrEqual(2_000);
+    expect(stats.latencyMs.p50).toBeGreaterThanOrEqual(0);
+    expect(stats.latencyMs.p50).toBeLessThanOrEqual(stats.latencyMs.p99);
+  });
+
+  it('says in the text output where each figure comes from and over what window', async () => {
+    const run = await handoff(['stats']);
+
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split('\n');
+    expect(lines.find((line) => line.startsWith('delivered'))).toMatch(/^delivered\s+10$/);
+    expect(lines.find((line) => line.startsWith('retry rate'))).toMatch(/^retry rate\s+31\.3% \(5 of 16 attempts were retries\)$/);
+    expect(lines).toContain("pending, dead: the ledger's pending and dead rows, now");
+    expect(lines.find((line) => line.startsWith('delivered, retry rate, latency:'))).toMatch(
+      /^delivered, retry rate, latency: the sandbox's metric sink \(.+sandbox\.metrics\.json, keeps 24 h\), the last 24 h; percentiles over 10 deliveries, nearest rank over 2%-wide histogram bins/,
+    );
+  });
+});
