@@ -1,0 +1,110 @@
+/**
+ * The package build (`npm run build`, run by `prepack`): JavaScript and type declarations in
+ * dist/, what `npm pack` ships.
+ *
+ * esbuild, not tsc, writes the JavaScript. The sources import each other without extensions
+ * (moduleResolution "bundler"), which Node's ESM loader cannot resolve, so tsc's output would
+ * need every import rewritten; a bundle per entry has no relative imports left at all, loads as
+ * one file (the command starts faster) and keeps npm dependencies as plain imports. tsc writes
+ * only the declarations, and their extensionless relative imports get a `.js` here.
+ *
+ * dist/
+ *   cdk.js          handoff/cdk: the WebhookDelivery construct (aws-cdk-lib, constructs: peers)
+ *   receiver.js     handoff/receiver: the receiver kit
+ *   cli.js          the handoff command's program, run by bin/handoff.js
+ *   consumer/       the consumer Lambda, bundled as the construct bundles it at synth, so an
+ *                   installed construct deploys it with Code.fromAsset (no esbuild in the user's app)
+ *   types/          declarations
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build, type BuildOptions } from 'esbuild';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DIST = join(ROOT, 'dist');
+
+/** Public entry points: subpath export name -> source. The package.json `exports` map names them. */
+export const LIBRARY_ENTRIES = {
+  cdk: 'infra/webhook-delivery.ts',
+  receiver: 'lib/receiver/index.ts',
+} as const;
+
+const LIBRARY: BuildOptions = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  // Dependencies and peers stay imports, resolved from the user's node_modules.
+  packages: 'external',
+  sourcemap: true,
+  logLevel: 'warning',
+};
+
+/**
+ * The construct's synth-time bundling (infra/webhook-delivery.ts, NodejsFunction) in esbuild's
+ * terms: ESM for Node.js 24, minified, source maps, the AWS SDK left to the runtime.
+ */
+const CONSUMER: BuildOptions = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node24',
+  minify: true,
+  sourcemap: true,
+  external: ['@aws-sdk/*'],
+  mainFields: ['module', 'main'],
+  banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+  logLevel: 'warning',
+};
+
+export async function buildPackage(): Promise<void> {
+  rmSync(DIST, { recursive: true, force: true });
+  await Promise.all([
+    ...Object.entries(LIBRARY_ENTRIES).map(([name, source]) =>
+      build({ ...LIBRARY, entryPoints: [join(ROOT, source)], outfile: join(DIST, `${name}.js`) }),
+    ),
+    build({ ...LIBRARY, entryPoints: [join(ROOT, 'cli/main.ts')], outfile: join(DIST, 'cli.js') }),
+    build({ ...CONSUMER, entryPoints: [join(ROOT, 'functions/consumer.ts')], outfile: join(DIST, 'consumer/index.mjs') }),
+  ]);
+  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+  addDeclarationExtensions(join(DIST, 'types'));
+  for (const [name, source] of Object.entries(LIBRARY_ENTRIES)) {
+    const target = `./types/${source.replace(/\.ts$/, '.js')}`;
+    writeFileSync(join(DIST, `${name}.d.ts`), `export * from '${target}';\n`);
+  }
+}
+
+/**
+ * Gives each relative import in the declarations the `.js` Node's ESM resolution (and so
+ * TypeScript's node16/nodenext) requires: `./x` -> `./x.js`, or `./x/index.js` for a folder.
+ */
+function addDeclarationExtensions(dir: string) {
+  for (const entry of readdirSync(dir)) {
+    const path = join(dir, entry);
+    if (statSync(path).isDirectory()) {
+      addDeclarationExtensions(path);
+      continue;
+    }
+    if (!path.endsWith('.d.ts')) continue;
+    const text = readFileSync(path, 'utf8').replace(
+      /(from\s+|import\()(['"])(\.{1,2}\/[^'"]*)\2/g,
+      (whole, lead: string, quote: string, specifier: string) => {
+        const base = resolve(dirname(path), specifier);
+        if (existsSync(`${base}.d.ts`)) return `${lead}${quote}${specifier}.js${quote}`;
+        if (existsSync(join(base, 'index.d.ts'))) return `${lead}${quote}${specifier}/index.js${quote}`;
+        if (specifier.endsWith('.json')) return whole;
+        throw new Error(`${relative(ROOT, path)}: cannot resolve ${specifier}`);
+      },
+    );
+    writeFileSync(path, text);
+  }
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  await buildPackage();
+}
