@@ -10,6 +10,7 @@
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCloudWatchStub } from '../helpers/cloudwatch-stub';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
@@ -38,13 +39,13 @@ interface CliRun {
 }
 
 /** Runs `handoff` with a clean environment that names only this test's sandbox. */
-function handoff(args: readonly string[]): Promise<CliRun> {
+function handoff(args: readonly string[], env: Record<string, string> = { HANDOFF_SANDBOX_FILE: sandbox.stateFile }): Promise<CliRun> {
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !name.startsWith('HANDOFF_') && !name.startsWith('AWS_')),
   );
   const child = spawn(process.execPath, [join(ROOT, 'bin/handoff.js'), ...args], {
     cwd: ROOT,
-    env: { ...inherited, HANDOFF_SANDBOX_FILE: sandbox.stateFile },
+    env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -133,5 +134,86 @@ describe('handoff stats in the sandbox', { timeout: TEST_TIMEOUT_MS }, () => {
     expect(lines.find((line) => line.startsWith('delivered, retry rate, latency:'))).toMatch(
       /^delivered, retry rate, latency: the sandbox's metric sink \(.+sandbox\.metrics\.json, keeps 24 h\), the last 24 h; percentiles over 10 deliveries, nearest rank over 2%-wide histogram bins/,
     );
+  });
+});
+
+/**
+ * The same command against a "deployed stack": resources named explicitly, reached through the
+ * standard AWS environment (the sandbox's emulators stand in for SQS and DynamoDB), and
+ * CloudWatch's GetMetricData on loopback.
+ */
+describe('handoff stats against AWS', { timeout: TEST_TIMEOUT_MS }, () => {
+  function awsRun(cloudWatchUrl: string, args: readonly string[]) {
+    return handoff(
+      [
+        'stats',
+        '--queue-url',
+        sandbox.ready.queueUrl,
+        '--dlq-url',
+        sandbox.ready.deadLetterQueueUrl,
+        '--table',
+        sandbox.ready.ledgerTable,
+        ...args,
+      ],
+      {
+        HANDOFF_SANDBOX_FILE: join(sandbox.stateFile, '..', 'no-sandbox-here.json'),
+        AWS_REGION: 'us-east-1',
+        AWS_ACCESS_KEY_ID: 'test',
+        AWS_SECRET_ACCESS_KEY: 'test',
+        AWS_MAX_ATTEMPTS: '1',
+        AWS_ENDPOINT_URL_SQS: sandbox.ready.sqsEndpoint,
+        AWS_ENDPOINT_URL_DYNAMODB: sandbox.ready.dynamodbEndpoint,
+        AWS_ENDPOINT_URL_CLOUDWATCH: cloudWatchUrl,
+      },
+    );
+  }
+
+  it('reads the delivery figures from CloudWatch and the backlog from the table', async () => {
+    // Prepare
+    const cloudWatch = await startCloudWatchStub({
+      'Delivered/Sum': [400],
+      'Attempts/Sum': [500],
+      'RetriedAttempts/Sum': [100],
+      'DeadLetters/Sum': [3],
+      'DeliveryLatency/SampleCount': [400],
+      'DeliveryLatency/p50': [80],
+      'DeliveryLatency/p99': [1_900],
+    });
+    try {
+      // Act
+      const run = await awsRun(cloudWatch.url, ['--json']);
+
+      // Assess
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      const stats = JSON.parse(run.stdout) as Record<string, any>;
+      expect(stats).toMatchObject({
+        deadCount: 1,
+        deliveredCount: 400,
+        attempts: 500,
+        retriedAttempts: 100,
+        retryRate: 0.2,
+        deadLettered: 3,
+        latencyMs: { p50: 80, p99: 1_900 },
+        latencySamples: 400,
+        sources: { metrics: 'CloudWatch (namespace Handoff, Service=handoff)' },
+      });
+      expect(cloudWatch.requests).toHaveLength(1);
+    } finally {
+      await cloudWatch.close();
+    }
+  });
+
+  it('still prints the backlog when CloudWatch refuses, then fails (exit 1) naming why', async () => {
+    const cloudWatch = await startCloudWatchStub({}, { status: 403, error: 'AccessDenied' });
+    try {
+      const run = await awsRun(cloudWatch.url, []);
+
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(/^dead\s+1$/m);
+      expect(run.stdout).toMatch(/^delivered\s+n\/a$/m);
+      expect(run.stderr).toMatch(/^handoff: metrics unavailable: CloudWatch GetMetricData failed \(AccessDenied\)/);
+    } finally {
+      await cloudWatch.close();
+    }
   });
 });

@@ -1,0 +1,70 @@
+/**
+ * The CloudWatch adapter through the real SDK client, against GetMetricData on loopback: what
+ * goes over the wire and what comes back. AWS itself is exercised only in a deployed stack.
+ */
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CloudWatchMetricsReader } from '../../lib/metrics/cloudwatch-reader';
+import { MetricsUnavailableError } from '../../lib/metrics/metrics-reader';
+import { startCloudWatchStub, type CloudWatchStub } from '../helpers/cloudwatch-stub';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+const END_MS = Date.UTC(2026, 11, 2, 12, 0, 0);
+const DAY_MS = 86_400_000;
+
+let stub: CloudWatchStub | undefined;
+let client: CloudWatchClient | undefined;
+
+afterEach(async () => {
+  client?.destroy();
+  await stub?.close();
+});
+
+function clientFor(url: string): CloudWatchClient {
+  client = new CloudWatchClient({ endpoint: url, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 });
+  return client;
+}
+
+describe('Class: CloudWatchMetricsReader (SDK on loopback)', () => {
+  it('sends the window as one period of the Handoff metrics and reads the answer’s values', async () => {
+    // Prepare
+    stub = await startCloudWatchStub({
+      'Delivered/Sum': [120],
+      'Attempts/Sum': [150],
+      'RetriedAttempts/Sum': [30],
+      'DeadLetters/Sum': [2],
+      'DeliveryLatency/SampleCount': [120],
+      'DeliveryLatency/p50': [84],
+      'DeliveryLatency/p99': [2_210],
+    });
+
+    // Act
+    const metrics = await new CloudWatchMetricsReader({ client: clientFor(stub.url) }).read({ startMs: END_MS - DAY_MS, endMs: END_MS });
+
+    // Assess
+    expect(metrics).toEqual({ delivered: 120, attempts: 150, retriedAttempts: 30, deadLettered: 2, latency: { samples: 120, p50Ms: 84, p99Ms: 2_210 } });
+    expect(stub.requests).toHaveLength(1);
+    const [request] = stub.requests;
+    expect(request!.StartTime).toBe((END_MS - DAY_MS) / 1000);
+    expect(request!.EndTime).toBe(END_MS / 1000);
+    expect(request!.MetricDataQueries[5]).toEqual({
+      Id: 'latencyP50',
+      MetricStat: {
+        Metric: { Namespace: 'Handoff', MetricName: 'DeliveryLatency', Dimensions: [{ Name: 'Service', Value: 'handoff' }] },
+        Period: 86_400,
+        Stat: 'p50',
+      },
+      ReturnData: true,
+    });
+  });
+
+  it('reports a refused call as MetricsUnavailableError naming AWS’s error', async () => {
+    stub = await startCloudWatchStub({}, { status: 403, error: 'AccessDenied' });
+
+    const reading = new CloudWatchMetricsReader({ client: clientFor(stub.url) }).read({ startMs: END_MS - DAY_MS, endMs: END_MS });
+
+    await expect(reading).rejects.toBeInstanceOf(MetricsUnavailableError);
+    await expect(reading).rejects.toThrow(/^CloudWatch GetMetricData failed \(AccessDenied\)/);
+  });
+});
