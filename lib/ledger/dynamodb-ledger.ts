@@ -62,6 +62,7 @@ import {
   EXHAUSTED_WITHOUT_OUTCOME_DETAIL,
   invalidRow,
   isExpired,
+  holdsNoEvent,
   missingRow,
   newRow,
   newToken,
@@ -94,6 +95,9 @@ const MAX_WRITE_ROUNDS = 3;
  */
 // A new event: admit it and claim it in the same write.
 const isNewEvent = 'attribute_not_exists(#eventId)';
+// A row holding no event, only an invalid message with this ID: the valid event takes it over
+// (its audit keeps the invalid message). Every row that holds an event has its content hash.
+const isInvalidOnly = 'attribute_not_exists(#contentHash)';
 // Same content. Another body under this ID is an identity conflict: refused, row left as it is.
 const isSameContent = '#contentHash = :contentHash';
 // Only pending work is sent; delivered and dead rows are settled.
@@ -108,12 +112,12 @@ const hasNoLiveLease = '#leaseExpiresAt <= :now';
 // claim that created the row and by every write that clears the wait, for the same reason).
 const isDue = '#nextAttemptAt <= :now';
 /*
- * Written without parentheses: AND binds before OR, so this reads `new OR (same AND … AND due)`.
+ * Written without parentheses: AND binds before OR, so this reads `new OR no event OR (same AND … AND due)`.
  * Parentheses cost dynalite (the sandbox's DynamoDB) dearly: its expression parser backtracks
  * over every nested group, and the earlier `… OR (… AND (… OR …) AND (… OR …))` took about
  * 2 ms of its CPU per claim, against about 0.1 ms now. DynamoDB itself is indifferent.
  */
-const CLAIM_CONDITION = `${isNewEvent} OR ${[isSameContent, isPending, hasBudget, hasNoLiveLease, isDue].join(' AND ')}`;
+const CLAIM_CONDITION = `${isNewEvent} OR ${isInvalidOnly} OR ${[isSameContent, isPending, hasBudget, hasNoLiveLease, isDue].join(' AND ')}`;
 
 // A 2xx is the truth however late: no lease needed, only a row that is not delivered yet
 // (a dead one included). The row must exist: an update never creates one.
@@ -152,7 +156,9 @@ export class DynamoDbLedger implements Ledger {
         '#body = if_not_exists(#body, :body)',
         '#contentHash = if_not_exists(#contentHash, :contentHash)',
         '#eventType = if_not_exists(#eventType, :eventType)',
-        '#state = if_not_exists(#state, :pending)',
+        // Pending: a claimable row already is; a taken-over invalid row becomes so, and sheds its
+        // dead fields below (no other claimable row has them).
+        '#state = :pending',
         '#policy = if_not_exists(#policy, :policy)',
         '#maxAttempts = if_not_exists(#maxAttempts, :maxAttempts)',
         // Retention counts from the latest write to a pending row, by the latest claim's setting:
@@ -172,6 +178,7 @@ export class DynamoDbLedger implements Ledger {
         // Due now on a new row: present, so that `isDue` compares a number (see the clause).
         '#nextAttemptAt = if_not_exists(#nextAttemptAt, :zero)',
       ],
+      remove: ['#deadReason', '#deadDetail', '#deadAt'],
       condition: CLAIM_CONDITION,
       values: {
         ':body': row.body,
@@ -262,8 +269,14 @@ export class DynamoDbLedger implements Ledger {
     nowMs: number,
     retentionSeconds: number,
   ): Promise<boolean> {
-    // Admitted without `replays` and `audit`, like every row (see `toRecord`).
-    const { replays: _replays, audit: _audit, ...item } = invalidRow(key, detail, policy, nowMs, retentionSeconds);
+    // Admitted without `replays` (see `toRecord`), and without `createdAt` and `stateSince`, read as
+    // `deadAt`: so the claim of the valid event that takes the row over sets them, by `if_not_exists`.
+    const {
+      replays: _replays,
+      createdAt: _createdAt,
+      stateSince: _stateSince,
+      ...item
+    } = invalidRow(key, detail, policy, nowMs, retentionSeconds);
     try {
       await this.#guard(key.eventId, () =>
         this.#client.send(
@@ -680,6 +693,8 @@ function toAttribute(value: unknown): AttributeValue {
 function afterClaim(before: Record<string, unknown>, created: ClaimedRecord): ClaimedRecord {
   if (before[LEDGER_SCHEMA.partitionKey] === undefined) return created;
   const row = toRecord(before);
+  // A taken-over invalid row: the row the claim created, with the invalid message's audit.
+  if (holdsNoEvent(row)) return { ...created, audit: row.audit };
   const { leaseOwner, leaseExpiresAt, claimToken, expiresAt } = created;
   return { ...row, attempts: row.attempts + 1, leaseOwner, leaseExpiresAt, claimToken, expiresAt };
 }
@@ -693,6 +708,8 @@ function afterClaim(before: Record<string, unknown>, created: ClaimedRecord): Cl
 function toRecord(item: Record<string, unknown>): DeliveryRecord {
   const { retentionSeconds: _retentionSeconds, leaseExpiresAt, nextAttemptAt, ...record } = item;
   const result: Record<string, unknown> = { replays: 0, audit: [], ...record };
+  result.createdAt ??= record.deadAt;
+  result.stateSince ??= record.deadAt;
   if (leaseExpiresAt !== undefined && leaseExpiresAt !== 0) result.leaseExpiresAt = leaseExpiresAt;
   if (nextAttemptAt !== undefined && nextAttemptAt !== 0) result.nextAttemptAt = nextAttemptAt;
   return result as unknown as DeliveryRecord;

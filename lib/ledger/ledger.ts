@@ -7,7 +7,8 @@
  * Business states and their transitions, all of them:
  *
  *   (no row) ── claim (new event) ─────────────▶ pending
- *   (no row) ── admitInvalid ──────────────────▶ dead      (reason `invalid`)
+ *   (no row) ── admitInvalid ──────────────────▶ dead      (reason `invalid`; no event)
+ *   dead, no event ── claim (valid event) ─────▶ pending   (the invalid message stays in `audit`)
  *   pending  ── recordAttempt: accepted ───────▶ delivered
  *   pending  ── recordAttempt: rejected ───────▶ dead      (reason `rejected`)
  *   pending  ── recordAttempt / markExhausted ─▶ dead      (reason `exhausted`)
@@ -44,8 +45,13 @@ export interface AttemptEntry {
 
 export interface AuditEntry {
   readonly at: number;
-  readonly action: 'replay';
-  /** The name the operator typed. */
+  /**
+   * `replay`: an operator's replay. `invalid-message`: an invalid message with this ID came first
+   * (its row was then taken over by the valid event); the operator is `consumer`, the reason the
+   * validation error.
+   */
+  readonly action: 'replay' | 'invalid-message';
+  /** The name the operator typed (`consumer` for an invalid message). */
   readonly operator: string;
   readonly reason: string;
   /** The authenticated caller that ran the replay (in AWS, the STS caller ARN); absent locally. */
@@ -181,7 +187,9 @@ export interface Ledger {
 
   /**
    * Writes a dead row (`invalid`) for an invalid message whose ID could be read, only if no row
-   * exists for that ID. Returns false, and changes nothing, when one does.
+   * exists for that ID. Returns false, and changes nothing, when one does. The row holds no event,
+   * so the valid event with this ID, when it comes, takes it over with its claim; the invalid
+   * message stays in the row's audit.
    */
   admitInvalid(
     key: DeliveryKey,

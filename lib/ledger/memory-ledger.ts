@@ -30,6 +30,7 @@ import {
   expiresAtSeconds,
   invalidRow,
   isExpired,
+  holdsNoEvent,
   missingRow,
   newRow,
   newToken,
@@ -61,8 +62,10 @@ export class MemoryLedger implements Ledger {
     const key = { eventId: event.event.id, endpoint: input.endpoint };
     const claimToken = newToken();
     const row = this.#rows.get(rowKey(key));
-    if (row === undefined) {
-      const created: Row = newRow(input, claimToken);
+    if (row === undefined || holdsNoEvent(row)) {
+      // A new event, or the first valid one with the ID of an invalid message: that row holds no
+      // event, and the invalid message stays in its audit.
+      const created: Row = { ...newRow(input, claimToken), audit: row?.audit ?? [] };
       this.#rows.set(rowKey(key), created);
       return toRecord(created) as ClaimedRecord;
     }

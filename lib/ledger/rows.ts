@@ -55,6 +55,17 @@ export function newRow(input: ClaimInput, claimToken: string): StoredRow & Claim
   };
 }
 
+/** Who the audit names for an invalid message: the consumer that received it, not an operator. */
+export const INVALID_MESSAGE_ACTOR = 'consumer';
+
+/**
+ * Whether a row holds no event: the row of an invalid message, which the valid event with its ID
+ * may take over in its claim.
+ */
+export function holdsNoEvent(row: Pick<DeliveryRecord, 'contentHash'>): boolean {
+  return row.contentHash === undefined;
+}
+
 /** A replay's audit entry: who, why, when, and the replay's own ID. */
 export function auditEntry(input: ReplayInput, id: string): AuditEntry {
   const { nowMs: at, operator, reason, caller } = input;
@@ -78,7 +89,7 @@ export function invalidRow(
     policy: policyCopy(policy),
     history: [],
     replays: 0,
-    audit: [],
+    audit: [{ at: nowMs, action: 'invalid-message', operator: INVALID_MESSAGE_ACTOR, reason: detail }],
     deadReason: 'invalid',
     deadDetail: detail,
     createdAt: nowMs,

@@ -10,9 +10,16 @@
  * (the sandbox-only override) so that a batch lost with a killed worker comes back soon.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordDetails } from '../../cli/commands/record-view';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { DEFAULT_ENDPOINT, type DeliveryRecord } from '../../lib/ledger/ledger';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
@@ -87,6 +94,23 @@ function describeRow(record: DeliveryRecord | undefined): string {
   if (record === undefined) return 'no row';
   const outcomes = record.history.map((h) => h.outcome).join(', ');
   return `${record.state}, ${record.attempts} attempt(s) [${outcomes}]${record.deadReason ? `, ${record.deadReason}` : ''}`;
+}
+
+/** Waits until the delivery queue holds no message, visible or in flight. */
+async function queueDrains(): Promise<void> {
+  const depth = async () => {
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: sandbox.ready.queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
+    return Number(Attributes?.ApproximateNumberOfMessages) + Number(Attributes?.ApproximateNumberOfMessagesNotVisible);
+  };
+  await eventually('the delivery queue to drain', async () => (await depth()) === 0, {
+    timeoutMs: SETTLE_MS,
+    describe: async () => `${await depth()} message(s)`,
+  });
 }
 
 /** Waits until the dead-letter queue holds `count` messages. */
@@ -167,6 +191,55 @@ describe('Sandbox: outcomes end to end', { timeout: TEST_TIMEOUT_MS }, () => {
     expect(record).toMatchObject({ state: 'dead', deadReason: 'rejected', attempts: 1 });
     expect(record.deadDetail).toContain('400');
     expect(record.deadDetail).toContain('unknown shipment');
+  });
+});
+
+describe('Sandbox: copies and look-alikes of one event', { timeout: TEST_TIMEOUT_MS }, () => {
+  it('sends one request for ten copies of one event sent in one SendMessageBatch', async () => {
+    // Act
+    const body = JSON.stringify(shipment('evt_ten_copies'));
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: sandbox.ready.queueUrl,
+        Entries: Array.from({ length: 10 }, (_, i) => ({ Id: `copy${i}`, MessageBody: body })),
+      }),
+    );
+    const record = await settled('evt_ten_copies');
+    delivered.push('evt_ten_copies');
+    // Every copy answered (the nine refused ones come back once the first's lease has lapsed).
+    await queueDrains();
+
+    // Assess
+    expect(record).toMatchObject({ state: 'delivered', attempts: 1 });
+    expect(receiver.requestsFor('evt_ten_copies')).toHaveLength(1);
+  });
+
+  it('delivers the valid event once after an invalid message with its ID, and status shows the invalid note', async () => {
+    // Prepare: an invalid message with a readable ID, settled as dead.
+    const invalid = JSON.stringify(shipment('evt_after_invalid', 'teleported'));
+    await send(invalid);
+    await settled('evt_after_invalid');
+    deadLettered.push({ body: invalid, reason: 'invalid', eventId: 'evt_after_invalid' });
+
+    // Act
+    await send(shipment('evt_after_invalid'));
+    const record = await eventually(
+      'evt_after_invalid to be delivered',
+      async () => {
+        const row = await ledger.get({ eventId: 'evt_after_invalid', endpoint: DEFAULT_ENDPOINT });
+        return row?.state === 'delivered' ? row : undefined;
+      },
+      { timeoutMs: SETTLE_MS },
+    );
+    delivered.push('evt_after_invalid');
+
+    // Assess
+    expect(record).toMatchObject({ state: 'delivered', attempts: 1 });
+    expect(receiver.requestsFor('evt_after_invalid')).toHaveLength(1);
+    expect(record.audit).toEqual([
+      { at: expect.any(Number), action: 'invalid-message', operator: 'consumer', reason: expect.stringMatching(/^status /) },
+    ]);
+    expect(recordDetails(record, Date.now())).toMatch(/audit\n.*\n.*invalid-message +consumer +status /);
   });
 });
 

@@ -663,7 +663,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           policy: POLICY,
           history: [],
           replays: 0,
-          audit: [],
+          audit: [{ at: T0, action: 'invalid-message', operator: 'consumer', reason: 'status must be one of …' }],
           deadReason: 'invalid',
           deadDetail: 'status must be one of …',
           createdAt: T0,
@@ -691,13 +691,46 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect((await ledger.get(key('evt_twice_bad')))?.deadDetail).toBe('first problem');
       });
 
-      it('leaves an invalid row unclaimable by a valid event with the same ID', async () => {
+      it('lets the valid event with the same ID take over the row, keeping the invalid message in the audit', async () => {
+        // Prepare: an invalid message with a readable ID came first.
         await ledger.admitInvalid(key('evt_poisoned'), 'not JSON', POLICY, T0, RETENTION_SECONDS);
+        const event = shipmentEvent('evt_poisoned');
 
-        const error = await rejectionOf(claim(shipmentEvent('evt_poisoned'), { nowMs: T0 + 100 }), ClaimRefusedError);
+        // Act
+        const claimed = await claim(event, { nowMs: T0 + 100 });
 
-        expect(error.record.state).toBe('dead');
-        expect(error.record.deadReason).toBe('invalid');
+        // Assess
+        const expected: DeliveryRecord = {
+          eventId: 'evt_poisoned',
+          endpoint: DEFAULT_ENDPOINT,
+          state: 'pending',
+          body: event.body,
+          contentHash: event.contentHash,
+          eventType: 'shipment.in_transit',
+          attempts: 1,
+          maxAttempts: 3,
+          policy: POLICY,
+          history: [],
+          replays: 0,
+          audit: [{ at: T0, action: 'invalid-message', operator: 'consumer', reason: 'not JSON' }],
+          leaseOwner: WORKER_A,
+          leaseExpiresAt: T0 + 100 + LEASE_MS,
+          claimToken: claimed.claimToken,
+          createdAt: T0 + 100,
+          stateSince: T0 + 100,
+          expiresAt: expiresAt(T0 + 100),
+        };
+        expect(claimed).toStrictEqual(expected);
+        expect(await ledger.get(key('evt_poisoned'))).toStrictEqual(expected);
+      });
+
+      it('lets one of two copies of the valid event take over the row, and refuses the other', async () => {
+        await ledger.admitInvalid(key('evt_poisoned_twice'), 'not JSON', POLICY, T0, RETENTION_SECONDS);
+        const first = await claim(shipmentEvent('evt_poisoned_twice'), { nowMs: T0 + 100 });
+
+        const error = await rejectionOf(claim(shipmentEvent('evt_poisoned_twice'), { nowMs: T0 + 100 }), ClaimRefusedError);
+
+        expect(error.record).toStrictEqual(first);
       });
     });
 

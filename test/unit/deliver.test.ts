@@ -358,6 +358,28 @@ describe('Function: deliver', () => {
     expect(receiver.seen).toEqual([]);
   });
 
+  it('delivers the valid event once when an invalid message with its ID came first, keeping the invalid note', async () => {
+    // Prepare: an invalid message with a readable ID, then the valid event with that ID.
+    const receiver = new ScriptedReceiver();
+    const invalid = JSON.stringify({ id: 'evt_42', shipmentId: 'shp_1', status: 'lost', occurredAt: '2026-12-02T10:15:00Z' });
+    await deliver({ body: invalid }, worker(receiver));
+    nowMs += 1000;
+
+    // Act
+    const result = await deliver({ body: event() }, worker(receiver));
+    const again = await deliver({ body: event() }, worker(receiver, 'worker-b'));
+
+    // Assess
+    expect(result.decision).toEqual({ action: 'ack', eventId: 'evt_42', why: 'delivered' });
+    expect(again.decision).toEqual({ action: 'ack', eventId: 'evt_42', why: 'duplicate' });
+    expect(receiver.seen).toEqual(['evt_42:evt_42']);
+    const delivered = await row();
+    expect(delivered).toMatchObject({ state: 'delivered', attempts: 1, createdAt: T0 + 1000 });
+    expect(delivered?.audit).toEqual([
+      { at: T0, action: 'invalid-message', operator: 'consumer', reason: expect.stringMatching(/^status must be one of/) },
+    ]);
+  });
+
   it('dead-letters a body that is not JSON without writing a row', async () => {
     const result = await deliver({ body: '{"id": "evt_1",' }, worker(new ScriptedReceiver()));
 
