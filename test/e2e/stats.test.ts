@@ -6,6 +6,9 @@
  * The receiver's script decides the attempts, so the figures are known exactly: 10 events are
  * delivered (6 at once, 3 after one 503, 1 after two 503s) and 1 is refused (400, dead).
  * Attempts: 6 + 3×2 + 3 + 1 = 16, of which 3 + 2 = 5 were retries.
+ *
+ * The sandbox tests share one sandbox and run in order (the text output reads the figures the
+ * first test made): run the file, not a single test.
  */
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
