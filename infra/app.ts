@@ -60,8 +60,19 @@ export function settingsFromContext(context: ContextReader): Settings {
     if (!(error instanceof ConfigError)) throw error;
     const key = Object.entries(SETTINGS_CONTEXT).find(([, variable]) => variable === error.variable)?.[0];
     if (key === undefined) throw error;
-    throw new ConfigError(key, `(CDK context) ${error.message.slice(error.variable.length + 1)}`);
+    // A rule between settings names the others too: by their context keys here.
+    let problem = error.message.slice(error.variable.length + 1);
+    for (const [other, variable] of Object.entries(SETTINGS_CONTEXT)) problem = problem.replaceAll(variable, other);
+    throw new ConfigError(key, `(CDK context) ${problem}`);
   }
+}
+
+/**
+ * What the `WebhookUrl` parameter accepts: what the consumer accepts, https (or http where
+ * `allowHttp` is set) with no `user:password@`. The consumer's guard still checks the address.
+ */
+export function webhookUrlPattern(allowHttp: boolean): string {
+  return `^${allowHttp ? 'https?' : 'https'}://[^\\s/?#@]+([/?#]\\S*)?$`;
 }
 
 /** Context from the command line is a string; from cdk.json it may be a number, boolean or list. */
@@ -93,8 +104,10 @@ export class HandoffStack extends Stack {
       new CfnParameter(this, 'WebhookUrl', {
         type: 'String',
         description: "The receiver's endpoint (https://…); or set it at synth with -c webhookUrl=…",
-        allowedPattern: '^https?://\\S+$',
-        constraintDescription: 'must be an http(s) URL',
+        // A receiver's URL may carry a token in its query: CloudFormation never shows the value.
+        noEcho: true,
+        allowedPattern: webhookUrlPattern(settings.allowHttp ?? false),
+        constraintDescription: `must be an ${settings.allowHttp ? 'http(s)' : 'https'} URL without user:password@`,
       }).valueAsString;
     this.delivery = new WebhookDelivery(this, 'Delivery', {
       ...props.delivery,

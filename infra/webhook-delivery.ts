@@ -26,6 +26,7 @@ import {
   checkEndpoint,
   ConfigError,
   DEFAULT_SETTINGS,
+  QUEUE_RETENTION_SECONDS,
   RESOURCE_ENV,
   derivedTimings,
   settingsToEnvironment,
@@ -71,7 +72,7 @@ export const CONSUMER_ENTRY = fileURLToPath(new URL('../functions/consumer.ts', 
 const PREBUILT_CONSUMER_DIR = fileURLToPath(new URL('./consumer', import.meta.url));
 
 /** SQS's longest message retention; the delivery queue and the DLQ both keep messages this long. */
-const MAX_RETENTION = Duration.days(14);
+const MAX_RETENTION = Duration.seconds(QUEUE_RETENTION_SECONDS);
 
 export interface WebhookDeliveryProps {
   /**
@@ -135,7 +136,7 @@ export class WebhookDelivery extends Construct {
     this.queue = new sqs.Queue(this, 'DeliveryQueue', {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
-      // Retention outlasts the whole retry schedule (checked in resolveSettings), so a message
+      // Retention outlasts the whole retry schedule (lib/config.ts checkLifetimes), so a message
       // cannot expire between two attempts; a backlog during an outage survives as long as SQS allows.
       retentionPeriod: MAX_RETENTION,
       // Longer than any invocation can run (6x the function timeout), so a message never
@@ -428,21 +429,10 @@ export function resolveSettings(overrides: Partial<Settings>): Settings {
       'is for the local sandbox only: in AWS pass a Secrets Manager secret as `signingSecret` (a value here would end up in the template)',
     );
   }
-  const scheduleSeconds = totalWaitSeconds(settings);
-  if (scheduleSeconds >= MAX_RETENTION.toSeconds()) {
-    throw new ConfigError('retryPolicy', `waits add up to ${scheduleSeconds} s, past the queue's 14-day retention`);
-  }
+  // The schedule against the queue's retention, and the ledger's retention against the longest
+  // delivery, were checked by validateSettings (lib/config.ts checkLifetimes), as the sandbox and
+  // the handler check them: a bad pair fails the synth.
   return settings;
-}
-
-/** Seconds a message may wait in all: one wait after each failed attempt but the last. */
-function totalWaitSeconds(settings: Settings): number {
-  const { maxAttempts, waitsSeconds } = settings.retryPolicy;
-  let total = 0;
-  for (let failed = 1; failed < maxAttempts; failed++) {
-    total += waitsSeconds[Math.min(failed, waitsSeconds.length) - 1] ?? 0;
-  }
-  return total;
 }
 
 /**

@@ -13,7 +13,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_SETTINGS } from '../../lib/config';
 import { retryPolicy } from '../../lib/policy';
-import { HandoffStack, settingsFromContext, STACK_OUTPUTS, type HandoffStackProps } from '../../infra/app';
+import { HandoffStack, settingsFromContext, STACK_OUTPUTS, webhookUrlPattern, type HandoffStackProps } from '../../infra/app';
 
 const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
 const WEBHOOK_URL = 'https://receiver.example.com/hooks';
@@ -69,6 +69,20 @@ describe('Function: settingsFromContext', () => {
 
     expect(act).toThrow(/^maxConcurrency \(CDK context\) must be a whole number from 2 to 1000, got "1"$/);
   });
+
+  it('refuses a retention shorter than a delivery can live, naming both settings by their context keys', () => {
+    const act = () => settingsFromContext(contextOf({ webhookUrl: WEBHOOK_URL, retentionDays: 1 }));
+
+    expect(act).toThrow(ConfigError);
+    expect(act).toThrow(/^retentionDays \(CDK context\) must be at least 18 days with retrySchedule\/maxAttempts allowing 6 attempts, got 1: /);
+    expect(act).not.toThrow(/HANDOFF_/);
+  });
+
+  it('shows a refused URL with its token redacted', () => {
+    const act = () => settingsFromContext(contextOf({ webhookUrl: 'https://u:s3cr3t@receiver.example.com/hooks?token=s3cr3t' }));
+
+    expect(act).toThrow('webhookUrl (CDK context) must not carry credentials (user:password@), got https://***@receiver.example.com/hooks?token=***');
+  });
 });
 
 describe('HandoffStack', () => {
@@ -119,10 +133,34 @@ describe('HandoffStack', () => {
   it('asks for the webhook URL as a deployment parameter when the context has none, and hands it to the consumer', () => {
     const { template } = stack({ delivery: { settings: {}, entry: STAND_IN_ENTRY } });
 
-    template.hasParameter('WebhookUrl', { Type: 'String', AllowedPattern: '^https?://\\S+$' });
+    template.hasParameter('WebhookUrl', { Type: 'String', NoEcho: true, AllowedPattern: webhookUrlPattern(false) });
     template.hasResourceProperties('AWS::Lambda::Function', {
       Environment: { Variables: Match.objectLike({ HANDOFF_WEBHOOK_URL: { Ref: 'WebhookUrl' } }) },
     });
+  });
+
+  it.each([
+    ['https://receiver.example.com/hooks', true],
+    ['https://receiver.example.com:8443/hooks?token=s3cr3t&tenant=a@b', true],
+    ['https://receiver.example.com', true],
+    ['http://receiver.example.com/hooks', false],
+    ['https://user:pass@receiver.example.com/hooks', false],
+    ['https://user@receiver.example.com/hooks', false],
+    ['ftp://receiver.example.com/hooks', false],
+    ['https://receiver.example.com/with space', false],
+  ])('lets the WebhookUrl parameter take %s: %s (https, no user:password@)', (url, allowed) => {
+    const { template } = stack({ delivery: { settings: {}, entry: STAND_IN_ENTRY } });
+    const pattern = (template.toJSON().Parameters as Record<string, { AllowedPattern: string }>).WebhookUrl!.AllowedPattern;
+
+    expect(new RegExp(pattern).test(url)).toBe(allowed);
+  });
+
+  it('lets the WebhookUrl parameter take http only when allowHttp is set', () => {
+    const { template } = stack({ delivery: { settings: { allowHttp: true }, entry: STAND_IN_ENTRY } });
+
+    template.hasParameter('WebhookUrl', { NoEcho: true, AllowedPattern: webhookUrlPattern(true) });
+    expect(new RegExp(webhookUrlPattern(true)).test('http://receiver.example.com/hooks')).toBe(true);
+    expect(new RegExp(webhookUrlPattern(true)).test('http://u:p@receiver.example.com/hooks')).toBe(false);
   });
 
   it('passes the AwsSolutions rules', () => {

@@ -16,6 +16,7 @@ import {
   ConfigError,
   DEFAULT_SETTINGS,
   derivedTimings,
+  minimumRetentionDays,
   RESOURCE_ENV,
   settingsToEnvironment,
   type Settings,
@@ -548,7 +549,34 @@ describe('WebhookDelivery', () => {
     it('refuses a retry schedule that outlasts the queue retention', () => {
       const act = () => build({ settings: { retryPolicy: retryPolicy(40, [43_200]) } });
 
-      expect(act).toThrow(/^retryPolicy waits add up to 1684800 s/);
+      expect(act).toThrow(/^retryPolicy waits add up to 1684800 s, past the queue's 14-day message retention/);
+    });
+
+    it('refuses a ledger retention shorter than a delivery can live, naming it and the retry policy', () => {
+      const act = () => build({ settings: { retentionDays: 1, retryPolicy: retryPolicy(6, [43_200]) } });
+
+      expect(act).toThrow(ConfigError);
+      expect(act).toThrow(/^retentionDays must be at least 18 days with retryPolicy allowing 6 attempts, got 1: /);
+    });
+
+    it('keeps the ledger rows past the longest delivery by default', () => {
+      const { template } = build();
+
+      expect(DEFAULT_SETTINGS.retentionDays).toBeGreaterThanOrEqual(minimumRetentionDays(DEFAULT_SETTINGS));
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: { Variables: Match.objectLike({ HANDOFF_RETENTION_DAYS: String(DEFAULT_SETTINGS.retentionDays) }) },
+      });
+    });
+
+    it('refuses a payload limit a ledger row cannot hold, naming it', () => {
+      expect(() => build({ settings: { payloadLimitBytes: 450_000 } })).toThrow(/^payloadLimitBytes must be a whole number from 256 to 262144/);
+    });
+
+    it('refuses a signing secret that cannot sign at synth, without showing it', () => {
+      const act = () => build({ settings: { webhookSecret: 'whsec_AAAA' } });
+
+      expect(act).toThrow(/^webhookSecret must be a Standard Webhooks secret .*: the key decodes to a 3-byte key/);
+      expect(act).not.toThrow(/AAAA/);
     });
   });
 
