@@ -5,7 +5,7 @@
 import { InvalidEventError } from '../lib/event';
 import { LedgerError, ReplayRefusedError } from '../lib/ledger/errors';
 import { QueueUnavailableError } from '../lib/queue/queue';
-import { ReplayEnqueueError } from '../lib/replay';
+import { ReplayEnqueueError, ReplayInputError } from '../lib/replay';
 import { safe } from './format';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -41,6 +41,7 @@ export function describeFailure(error: unknown, hint?: (error: unknown) => strin
   if (error instanceof UsageError) return failure(EXIT.usage, error.code, error.message);
   if (error instanceof CommandFailedError) return failure(EXIT.failed, error.code, error.message);
   if (error instanceof ReplayRefusedError) return failure(EXIT.failed, error.refusal, error.message);
+  if (error instanceof ReplayInputError) return failure(EXIT.usage, error.code, error.message);
   if (error instanceof ReplayEnqueueError) {
     const retry = `put it on the queue with: handoff status ${error.record.eventId} --body | handoff send`;
     return failure(EXIT.failed, error.code, `${withCause(error)}; ${retry}`);

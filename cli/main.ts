@@ -5,11 +5,11 @@
  */
 import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ConfigError, readSettings } from '../lib/config';
+import { ConfigError } from '../lib/config';
 import { deadCommand } from './commands/dead';
 import { replayCommand } from './commands/replay';
 import type { CommandResult } from './commands/result';
-import { readInput, sendCommand } from './commands/send';
+import { payloadLimitFor, readInput, sendCommand } from './commands/send';
 import { statsCommand } from './commands/stats';
 import { statusCommand } from './commands/status';
 import { CommandContext } from './context';
@@ -111,7 +111,7 @@ Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
     .action(async (file: string | undefined, options: CommonOptions) => {
       await run(options, async (ctx) => {
         const text = await readInput(file, io.stdin);
-        return sendCommand(ctx, text, { payloadLimitBytes: readSettings(process.env).payloadLimitBytes });
+        return sendCommand(ctx, text, { payloadLimit: payloadLimitFor(ctx.target, process.env) });
       });
     });
 

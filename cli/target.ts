@@ -7,7 +7,12 @@
  * 3. the running sandbox: the state file `npm start` writes while it runs.
  *
  * The sandbox's emulators listen on loopback and accept any credentials, so its clients get
- * explicit endpoints, us-east-1 and dummy keys, whatever the shell's AWS settings say.
+ * explicit endpoints, us-east-1 and dummy keys, whatever the shell's AWS settings say. The state
+ * file is trusted only when the user's own and naming loopback endpoints (sandbox/state-file.ts).
+ *
+ * The target also says what it accepts (its payload limit) and who the caller is (in AWS, the STS
+ * identity of the credentials; the sandbox has none), so commands check and record against the
+ * deployment, not the operator's own environment.
  */
 import {
   CloudFormationClient,
@@ -16,12 +21,15 @@ import {
 } from '@aws-sdk/client-cloudformation';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
+import { STACK_OUTPUTS } from '../lib/stack-outputs';
+import { redactUrl } from '../lib/webhook/redact-url';
 import {
   readSandboxState,
   SANDBOX_CREDENTIALS,
   SANDBOX_REGION,
+  SandboxStateError,
   sandboxStateFile,
-  type SandboxState,
 } from '../sandbox/state-file';
 import { CommandFailedError, networkErrorCode, rootCause, UsageError } from './errors';
 
@@ -47,14 +55,9 @@ export interface Target extends ResourceNames {
   /** For messages: "the sandbox (…)", "stack NAME", "the names given". */
   readonly description: string;
   readonly connection: Connection;
+  /** The largest message body the deployment accepts, when it says (sandbox state, stack output). */
+  readonly payloadLimitBytes?: number;
 }
-
-/** The CloudFormation output keys the stack publishes its resource names under. */
-export const STACK_OUTPUTS = {
-  queueUrl: 'QueueUrl',
-  deadLetterQueueUrl: 'DeadLetterQueueUrl',
-  ledgerTable: 'LedgerTableName',
-} as const;
 
 export const NO_TARGET_MESSAGE =
   'no handoff to talk to: start the sandbox (npm start), or pass --stack NAME, ' +
@@ -116,18 +119,53 @@ export function dynamoDbClient(target: Target): DynamoDBClient {
     : new DynamoDBClient({});
 }
 
+/** Who the AWS credentials in use belong to: STS GetCallerIdentity's ARN. */
+export type CallerLookup = () => Promise<string>;
+
+export async function stsCallerArn(): Promise<string> {
+  const client = new STSClient({});
+  try {
+    const { Arn } = await client.send(new GetCallerIdentityCommand({}));
+    if (!Arn) throw new Error('GetCallerIdentity returned no ARN');
+    return Arn;
+  } finally {
+    client.destroy();
+  }
+}
+
+/**
+ * The authenticated caller, recorded in an audit entry beside the name the operator typed: in AWS
+ * the STS ARN of the credentials in use; against the sandbox none, since its emulators take any
+ * credentials and there is no identity to record.
+ * @throws CommandFailedError when AWS cannot say who is calling: an audit entry is not written
+ * without it
+ */
+export async function callerIdentity(target: Target, lookup: CallerLookup = stsCallerArn): Promise<string | undefined> {
+  if (target.connection.kind === 'sandbox') return undefined;
+  try {
+    return await lookup();
+  } catch (error) {
+    const detail = error instanceof Error ? rootCause(error).message : String(error);
+    throw new CommandFailedError(
+      `cannot tell who is calling (STS GetCallerIdentity: ${detail}); the audit entry needs the caller's identity`,
+      'caller-unknown',
+      { cause: error },
+    );
+  }
+}
+
 /** A line for a target that could not be reached, or undefined when the error is something else. */
 export function unreachableHint(target: Target | undefined, error: unknown): string | undefined {
   const networkCode = networkErrorCode(error);
   if (!target || !networkCode) return undefined;
   if (target.connection.kind === 'sandbox' && networkCode === 'ECONNREFUSED') {
-    return `the sandbox is not answering (${target.connection.sqsEndpoint}): start it with npm start, or remove the stale ${target.connection.stateFile}`;
+    return `the sandbox is not answering (${redactUrl(target.connection.sqsEndpoint)}): start it with npm start, or remove the stale ${target.connection.stateFile}`;
   }
   const detail = error instanceof Error ? `: ${rootCause(error).message}` : '';
   return `cannot reach ${target.description} (${networkCode}${detail}): check AWS_REGION and AWS_ENDPOINT_URL*`;
 }
 
-async function readStackOutputs(stackName: string): Promise<ResourceNames> {
+async function readStackOutputs(stackName: string): Promise<ResourceNames & { readonly payloadLimitBytes?: number }> {
   const client = new CloudFormationClient({});
   let outputs: { OutputKey?: string; OutputValue?: string }[];
   try {
@@ -143,47 +181,59 @@ async function readStackOutputs(stackName: string): Promise<ResourceNames> {
   } finally {
     client.destroy();
   }
-  const byKey = new Map(outputs.map((o) => [o.OutputKey, o.OutputValue]));
+  return namesFromOutputs(stackName, new Map(outputs.map((o) => [o.OutputKey, o.OutputValue])));
+}
+
+/** The resource names and payload limit a stack's outputs give. @throws CommandFailedError */
+export function namesFromOutputs(
+  stackName: string,
+  byKey: ReadonlyMap<string | undefined, string | undefined>,
+): ResourceNames & { readonly payloadLimitBytes?: number } {
   const names: ResourceNames = {
     queueUrl: byKey.get(STACK_OUTPUTS.queueUrl),
     deadLetterQueueUrl: byKey.get(STACK_OUTPUTS.deadLetterQueueUrl),
-    ledgerTable: byKey.get(STACK_OUTPUTS.ledgerTable),
+    ledgerTable: byKey.get(STACK_OUTPUTS.ledgerTableName),
   };
   if (!names.queueUrl && !names.deadLetterQueueUrl && !names.ledgerTable) {
+    const keys = [STACK_OUTPUTS.queueUrl, STACK_OUTPUTS.deadLetterQueueUrl, STACK_OUTPUTS.ledgerTableName];
+    throw new CommandFailedError(`stack ${stackName} has none of the outputs ${keys.join(', ')}: is it a handoff stack?`, 'stack-outputs-missing');
+  }
+  const limit = byKey.get(STACK_OUTPUTS.payloadLimitBytes);
+  // A stack deployed before it published its limit has no such output: the command says so.
+  if (limit === undefined) return names;
+  if (!/^[1-9]\d{0,9}$/.test(limit)) {
     throw new CommandFailedError(
-      `stack ${stackName} has none of the outputs ${Object.values(STACK_OUTPUTS).join(', ')}: is it a handoff stack?`,
-      'stack-outputs-missing',
+      `stack ${stackName}'s output ${STACK_OUTPUTS.payloadLimitBytes} is ${JSON.stringify(limit)}, not a whole number of bytes`,
+      'stack-outputs-invalid',
     );
   }
-  return names;
+  return { ...names, payloadLimitBytes: Number(limit) };
 }
 
 /** The sandbox's READY object as a target, or undefined when no sandbox is running (no state file). */
-function sandboxTarget(path: string): Target | undefined {
-  let state: Partial<Record<keyof SandboxState, unknown>> | undefined;
+export function sandboxTarget(path: string): Target | undefined {
+  let state;
   try {
     state = readSandboxState(path);
   } catch (error) {
-    const problem = error instanceof SyntaxError ? 'is not JSON' : `cannot be read (${(error as Error).message})`;
-    throw new CommandFailedError(`the sandbox state file ${path} ${problem}: remove it and restart the sandbox`);
+    if (!(error instanceof SandboxStateError)) throw error;
+    const next =
+      error.code === 'sandbox-state-untrusted'
+        ? 'remove it and start your own sandbox (npm start)'
+        : 'remove it and restart the sandbox';
+    throw new CommandFailedError(`${error.message}: ${next}`, error.code, { cause: error });
   }
   if (state === undefined) return undefined;
-  const field = (name: keyof SandboxState): string => {
-    const value = state[name];
-    if (typeof value !== 'string' || value === '') {
-      throw new CommandFailedError(`the sandbox state file ${path} has no ${name}: remove it and restart the sandbox`);
-    }
-    return value;
-  };
   return {
-    queueUrl: field('queueUrl'),
-    deadLetterQueueUrl: field('deadLetterQueueUrl'),
-    ledgerTable: field('ledgerTable'),
+    queueUrl: state.queueUrl,
+    deadLetterQueueUrl: state.deadLetterQueueUrl,
+    ledgerTable: state.ledgerTable,
     description: 'the sandbox',
+    payloadLimitBytes: state.payloadLimitBytes,
     connection: {
       kind: 'sandbox',
-      sqsEndpoint: field('sqsEndpoint'),
-      dynamodbEndpoint: field('dynamodbEndpoint'),
+      sqsEndpoint: state.sqsEndpoint,
+      dynamodbEndpoint: state.dynamodbEndpoint,
       stateFile: path,
     },
   };

@@ -19,6 +19,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import { ConfigError, readSettings, type Settings } from '../lib/config';
+import { STACK_OUTPUTS } from '../lib/stack-outputs';
 import { WebhookDelivery, type WebhookDeliveryProps } from './webhook-delivery';
 
 /** CDK context key → the `HANDOFF_*` variable lib/config.ts reads for the same setting. */
@@ -36,13 +37,7 @@ export const SETTINGS_CONTEXT = {
 } as const;
 
 /** The stack's outputs; the operator CLI reads them by these exact keys (`--stack NAME`). */
-export const STACK_OUTPUTS = {
-  queueUrl: 'QueueUrl',
-  queueArn: 'QueueArn',
-  deadLetterQueueUrl: 'DeadLetterQueueUrl',
-  ledgerTableName: 'LedgerTableName',
-  consumerFunctionName: 'ConsumerFunctionName',
-} as const;
+export { STACK_OUTPUTS };
 
 type ContextReader = (key: string) => unknown;
 
@@ -124,6 +119,8 @@ export class HandoffStack extends Stack {
     new CfnOutput(this, STACK_OUTPUTS.deadLetterQueueUrl, { value: d.deadLetterQueue.queueUrl });
     new CfnOutput(this, STACK_OUTPUTS.ledgerTableName, { value: d.ledgerTable.tableName });
     new CfnOutput(this, STACK_OUTPUTS.consumerFunctionName, { value: d.consumer.functionName });
+    // `handoff send --stack` checks events against this, not the operator's own setting.
+    new CfnOutput(this, STACK_OUTPUTS.payloadLimitBytes, { value: String(settings.payloadLimitBytes) });
     if (d.signingSecret) new CfnOutput(this, 'SigningSecretArn', { value: d.signingSecret.secretArn });
   }
 }

@@ -8,12 +8,12 @@
  * Exit status: 0 after a clean stop, 2 for an invalid setting (one line naming the variable),
  * 1 when start-up fails otherwise.
  */
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { ConfigError, readSettings } from '../lib/config';
 import { CRASH_POINTS } from '../lib/deliver';
 import { Display } from './counters';
 import { CRASH_AT_ENV, startSandbox, type Sandbox } from './sandbox';
-import { sandboxStateFile } from './state-file';
+import { sandboxStateFile, writeSandboxState } from './state-file';
 
 /** Sandbox-only variables; the stack has no such settings. */
 export const SANDBOX_ENV = {
@@ -101,9 +101,13 @@ async function main(): Promise<void> {
 
   const stateFile = sandboxStateFile();
   const json = JSON.stringify(sandbox.state);
-  // Written whole, then renamed: a reader never sees half a file.
-  writeFileSync(`${stateFile}.${process.pid}.tmp`, `${json}\n`, { mode: 0o600 });
-  renameSync(`${stateFile}.${process.pid}.tmp`, stateFile);
+  try {
+    // 0600 in the user's own 0700 directory, renamed into place: see state-file.ts.
+    writeSandboxState(stateFile, sandbox.state);
+  } catch (error) {
+    await sandbox.stop();
+    fail((error as Error).message, 1);
+  }
 
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {

@@ -172,6 +172,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         deadLetterQueueUrl,
         ledgerTable: SANDBOX_NAMES.ledgerTable,
         receiverUrl,
+        payloadLimitBytes: settings.payloadLimitBytes,
       },
       stop: closeAll,
     };

@@ -71,8 +71,9 @@ export function recordDetails(record: DeliveryRecord, nowMs: number): string {
     sections.push(
       'audit\n' +
         table(
-          [{ header: 'at' }, { header: 'action' }, { header: 'operator' }, { header: 'reason' }],
-          record.audit.map((e) => [formatInstant(e.at, nowMs), e.action, e.operator, truncate(e.reason, 80)]),
+          [{ header: 'at' }, { header: 'action' }, { header: 'operator' }, { header: 'caller' }, { header: 'reason' }],
+          // No caller: the replay ran where there is no identity to record (the sandbox).
+          record.audit.map((e) => [formatInstant(e.at, nowMs), e.action, e.operator, e.caller ?? '(none)', truncate(e.reason, 80)]),
         ),
     );
   }

@@ -1,13 +1,16 @@
 /**
  * `handoff replay <eventId> --reason … --operator …`: a dead record back to pending and its
  * event back on the queue (SPEC §6). Anything not dead is refused by the ledger.
+ *
+ * The audit entry keeps the name typed, the reason, and who the caller really is: in AWS the STS
+ * identity of the credentials (the typed name is free text); against the sandbox there is none.
  */
 import { isEventId } from '../../lib/event';
 import { DEFAULT_ENDPOINT } from '../../lib/ledger/ledger';
-import { replayDelivery } from '../../lib/replay';
+import { auditTextProblem, replayDelivery } from '../../lib/replay';
 import type { CommandContext } from '../context';
 import { UsageError } from '../errors';
-import { safe } from '../format';
+import { callerIdentity } from '../target';
 import type { CommandResult } from './result';
 
 export interface ReplayOptions {
@@ -23,12 +26,22 @@ export async function replayCommand(ctx: CommandContext, eventId: string, option
   // An audit entry that names nobody or gives no reason is no audit entry.
   if (!reason) throw new UsageError('replay needs a reason: --reason "why it is safe to deliver again"');
   if (!operator) throw new UsageError('replay needs an operator: --operator NAME');
+  // Checked here, before any call, as well as in replayDelivery: a usage error, not a failure.
+  for (const [flag, field, value] of [
+    ['--operator', 'operator', operator],
+    ['--reason', 'reason', reason],
+  ] as const) {
+    const problem = auditTextProblem(field, value);
+    if (problem) throw new UsageError(`${flag} ${problem}`);
+  }
 
+  const caller = await callerIdentity(ctx.target);
   const queue = ctx.queue();
   const record = await replayDelivery(
-    { eventId, endpoint: options.endpoint ?? DEFAULT_ENDPOINT, operator, reason, nowMs: ctx.now() },
+    { eventId, endpoint: options.endpoint ?? DEFAULT_ENDPOINT, operator, reason, caller, nowMs: ctx.now() },
     { ledger: ctx.ledger(), queue },
   );
+  const who = caller === undefined ? `by ${operator}; no caller identity against ${ctx.target.description}` : `by ${operator} as ${caller}`;
   return {
     json: {
       eventId: record.eventId,
@@ -37,9 +50,10 @@ export async function replayCommand(ctx: CommandContext, eventId: string, option
       attempts: record.attempts,
       replays: record.replays,
       operator,
+      caller: caller ?? null,
       reason,
       enqueued: true,
     },
-    human: `replayed ${record.eventId}: ${record.state} again (replay ${record.replays}, by ${safe(operator)}), event enqueued`,
+    human: `replayed ${record.eventId}: ${record.state} again (replay ${record.replays}, ${who}), event enqueued`,
   };
 }

@@ -5,16 +5,21 @@
  * Input is one JSON event (pretty-printed or not) or NDJSON, one event per line, from a file or
  * stdin. Validation is all or nothing: one bad line and nothing is sent, so a fixed file can be
  * sent again without guessing which half went out.
+ *
+ * Events are checked against the target's payload limit (the sandbox's state file, the stack's
+ * output), since that is what its consumer will accept; the operator's own environment is used
+ * only when the target does not say, and the command then says which limit it used.
  */
 import { readFile } from 'node:fs/promises';
 import { SendMessageBatchCommand, type SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
 import cliProgress from 'cli-progress';
 import pLimit from 'p-limit';
+import { readSettings } from '../../lib/config';
 import { parseEvent, type ParsedEvent } from '../../lib/event';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';
-import { table } from '../format';
-import { requireName } from '../target';
+import { safe, table } from '../format';
+import { requireName, type Target } from '../target';
 import type { CommandResult } from './result';
 
 /** SQS takes at most 10 entries per batch call. */
@@ -27,8 +32,26 @@ const PROGRESS_ABOVE = BATCH_ENTRIES;
 /** Human output lists each event up to this many; `--json` always lists all. */
 const LIST_UP_TO = 20;
 
+export interface PayloadLimit {
+  readonly bytes: number;
+  /** Whose limit it is, for messages: the target's description, the variable, or the default. */
+  readonly source: string;
+  readonly fromTarget: boolean;
+}
+
 export interface SendOptions {
-  readonly payloadLimitBytes: number;
+  readonly payloadLimit: PayloadLimit;
+}
+
+/** The target's payload limit, else `HANDOFF_PAYLOAD_LIMIT_BYTES` from `env`, else the default. @throws ConfigError */
+export function payloadLimitFor(target: Pick<Target, 'payloadLimitBytes' | 'description'>, env: NodeJS.ProcessEnv): PayloadLimit {
+  if (target.payloadLimitBytes !== undefined) {
+    return { bytes: target.payloadLimitBytes, source: target.description, fromTarget: true };
+  }
+  const variable = env.HANDOFF_PAYLOAD_LIMIT_BYTES;
+  // Only this one variable: the operator's other settings are not the command's business.
+  const { payloadLimitBytes } = readSettings({ HANDOFF_PAYLOAD_LIMIT_BYTES: variable });
+  return { bytes: payloadLimitBytes, source: variable ? 'HANDOFF_PAYLOAD_LIMIT_BYTES' : 'the default', fromTarget: false };
 }
 
 export interface SentEvent {
@@ -63,7 +86,13 @@ export async function readInput(file: string | undefined, stdin: NodeJS.ReadStre
  * Parses the input into events, or throws one line naming the first problem. A single JSON
  * object is one event even across lines; otherwise each non-blank line is one.
  */
-export function parseEvents(text: string, payloadLimitBytes: number): ParsedEvent[] {
+export function parseEvents(text: string, limit: PayloadLimit): ParsedEvent[] {
+  const problem = (body: string, error: { readonly eventId?: string; readonly message: string }) => {
+    // Over the limit, the line names whose limit it is: the operator's and the target's may differ.
+    const size = Buffer.byteLength(body, 'utf8');
+    const why = size > limit.bytes ? `message is ${size} bytes, over the ${limit.bytes}-byte payload limit of ${limit.source}` : error.message;
+    return `${invalidLabel(error.eventId)}: ${why}`;
+  };
   const trimmed = text.trim();
   if (trimmed === '') throw new UsageError('the input has no events');
   let whole: unknown;
@@ -74,8 +103,8 @@ export function parseEvents(text: string, payloadLimitBytes: number): ParsedEven
   }
   if (Array.isArray(whole)) throw new UsageError('a JSON array is not an event: put one event per line (NDJSON)');
   if (whole !== undefined) {
-    const result = parseEvent(trimmed, payloadLimitBytes);
-    if (!result.ok) throw new CommandFailedError(`${invalidLabel(result.error.eventId)}: ${result.error.message}; nothing sent`, 'invalid');
+    const result = parseEvent(trimmed, limit.bytes);
+    if (!result.ok) throw new CommandFailedError(`${problem(trimmed, result.error)}; nothing sent`, 'invalid');
     return [result.value];
   }
 
@@ -83,9 +112,9 @@ export function parseEvents(text: string, payloadLimitBytes: number): ParsedEven
   const problems: string[] = [];
   text.split(/\r?\n/).forEach((line, index) => {
     if (line.trim() === '') return;
-    const result = parseEvent(line, payloadLimitBytes);
+    const result = parseEvent(line, limit.bytes);
     if (result.ok) events.push(result.value);
-    else problems.push(`line ${index + 1}, ${invalidLabel(result.error.eventId)}: ${result.error.message}`);
+    else problems.push(`line ${index + 1}, ${problem(line, result.error)}`);
   });
   if (problems.length > 0) {
     const more = problems.length > 1 ? ` (and ${problems.length - 1} more invalid lines)` : '';
@@ -95,7 +124,13 @@ export function parseEvents(text: string, payloadLimitBytes: number): ParsedEven
 }
 
 export async function sendCommand(ctx: CommandContext, text: string, options: SendOptions): Promise<CommandResult> {
-  const events = parseEvents(text, options.payloadLimitBytes);
+  const { payloadLimit } = options;
+  if (!payloadLimit.fromTarget) {
+    ctx.output.stderr.write(
+      safe(`handoff: note: no payload limit from ${ctx.target.description}; checking events against ${payloadLimit.bytes} bytes (${payloadLimit.source})`) + '\n',
+    );
+  }
+  const events = parseEvents(text, payloadLimit);
   const queueUrl = requireName(ctx.target, 'queueUrl');
   const sqs = ctx.sqs();
 

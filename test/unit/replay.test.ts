@@ -4,7 +4,15 @@ import { ReplayRefusedError } from '../../lib/ledger/errors';
 import { DEFAULT_ENDPOINT } from '../../lib/ledger/ledger';
 import { MemoryLedger } from '../../lib/ledger/memory-ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
-import { replayDelivery, ReplayEnqueueError } from '../../lib/replay';
+import {
+  CALLER_MAX_CHARS,
+  OPERATOR_MAX_CHARS,
+  REASON_MAX_CHARS,
+  replayDelivery,
+  ReplayEnqueueError,
+  ReplayInputError,
+} from '../../lib/replay';
+import type { Ledger, ReplayInput } from '../../lib/ledger/ledger';
 
 const NOW_MS = 1_800_000_000_000;
 const key = { eventId: 'evt_r', endpoint: DEFAULT_ENDPOINT };
@@ -19,7 +27,7 @@ function parsed(): ParsedEvent {
 async function ledgerWith(state: 'dead' | 'pending'): Promise<MemoryLedger> {
   const ledger = new MemoryLedger({ now: () => NOW_MS });
   const event = parsed();
-  await ledger.claim({
+  const { claimToken } = await ledger.claim({
     event,
     endpoint: DEFAULT_ENDPOINT,
     owner: 'w1',
@@ -32,7 +40,7 @@ async function ledgerWith(state: 'dead' | 'pending'): Promise<MemoryLedger> {
   const temporary = { kind: 'temporary', status: 503 } as const;
   await ledger.recordAttempt({
     ...key,
-    owner: 'w1',
+    claimToken,
     nowMs: NOW_MS + 10,
     attempt: { attempt: 1, at: NOW_MS, outcome: state === 'dead' ? 'rejected' : 'temporary', status: state === 'dead' ? 400 : 503, durationMs: 10 },
     outcome: state === 'dead' ? rejected : temporary,
@@ -85,5 +93,62 @@ describe('Function: replayDelivery', () => {
     await expect(replay).rejects.toBeInstanceOf(ReplayEnqueueError);
     await expect(replay).rejects.toMatchObject({ cause, record: { state: 'pending', replays: 1 } });
     expect(await ledger.get(key)).toMatchObject({ state: 'pending', replays: 1 });
+  });
+});
+
+describe('Function: replayDelivery, the audit texts', () => {
+  /** A ledger that records what it was asked to replay and refuses nothing: the check must come first. */
+  function recordingLedger(): { ledger: Pick<Ledger, 'replay'>; asked: ReplayInput[] } {
+    const asked: ReplayInput[] = [];
+    return {
+      asked,
+      ledger: {
+        replay: async (replay) => {
+          asked.push(replay);
+          const ledger = await ledgerWith('dead');
+          return ledger.replay(replay);
+        },
+      },
+    };
+  }
+  const queue = { enqueue: async () => {} };
+
+  it('caps the operator, the reason and the caller at exported lengths', () => {
+    expect([OPERATOR_MAX_CHARS, REASON_MAX_CHARS, CALLER_MAX_CHARS]).toEqual([128, 512, 2048]);
+  });
+
+  it.each([
+    ['operator', { operator: 'a'.repeat(129) }, 'operator is 129 characters, over the 128-character limit'],
+    ['reason', { reason: 'r'.repeat(513) }, 'reason is 513 characters, over the 512-character limit'],
+    ['caller', { caller: `arn:aws:iam::1:user/${'c'.repeat(2048)}` }, 'caller is 2068 characters, over the 2048-character limit'],
+    ['operator', { operator: 'alice\u001b[2J' }, 'operator contains a control or invisible formatting character'],
+    ['reason', { reason: 'fixed \u202eKCA' }, 'reason contains a control or invisible formatting character'],
+    ['reason', { reason: 'line\u0085two' }, 'reason contains a control or invisible formatting character'],
+    ['operator', { operator: '   ' }, 'operator is empty'],
+  ] as const)('refuses a bad %s before the ledger is asked: %s', async (field, change, message) => {
+    // Prepare
+    const { ledger, asked } = recordingLedger();
+
+    // Act
+    const replay = replayDelivery({ ...input, ...change }, { ledger, queue });
+
+    // Assess
+    await expect(replay).rejects.toBeInstanceOf(ReplayInputError);
+    await expect(replay).rejects.toMatchObject({ field, code: 'invalid-replay-input', message });
+    expect(asked).toEqual([]);
+  });
+
+  it('accepts texts at the limits, counting characters rather than bytes, and passes the caller to the ledger', async () => {
+    // Prepare
+    const { ledger, asked } = recordingLedger();
+    const operator = 'é'.repeat(OPERATOR_MAX_CHARS);
+    const reason = '📦'.repeat(REASON_MAX_CHARS);
+    const caller = 'arn:aws:sts::123456789012:assumed-role/ops/alice';
+
+    // Act
+    await replayDelivery({ ...input, operator, reason, caller }, { ledger, queue });
+
+    // Assess
+    expect(asked).toEqual([{ ...input, operator, reason, caller }]);
   });
 });

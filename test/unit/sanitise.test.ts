@@ -95,6 +95,8 @@ const event = { id: 'evt_h', shipmentId: 'shp_1', status: 'packed', occurredAt: 
 
 /** A queue that is never contacted: every case below fails before the first request. */
 const UNUSED_QUEUE = ['--queue-url', 'http://127.0.0.1:9/000000000000/unused'];
+/** Names given on the command line carry no payload limit: send says which it used. */
+const LIMIT_NOTE = 'handoff: note: no payload limit from the names given; checking events against 65536 bytes (the default)\n';
 
 describe('Function: main', () => {
   it('writes a send validation error quoting a hostile key with no raw control character', async () => {
@@ -108,7 +110,7 @@ describe('Function: main', () => {
     // Assess
     expect(code).toBe(1);
     expect(run.stdout()).toBe('');
-    expect(run.stderr()).toBe('handoff: invalid event evt_h: ?]0;pwned??2J? is not a known field; nothing sent\n');
+    expect(run.stderr()).toBe(`${LIMIT_NOTE}handoff: invalid event evt_h: ?]0;pwned??2J? is not a known field; nothing sent\n`);
   });
 
   it('writes the same error as inert JSON with --json', async () => {
@@ -117,7 +119,7 @@ describe('Function: main', () => {
     const code = await main(['node', 'handoff', 'send', '-', '--json', ...UNUSED_QUEUE], run.io);
 
     expect(code).toBe(1);
-    expect(run.stderr()).toBe('handoff: invalid event evt_h: ?? is not a known field; nothing sent\n');
+    expect(run.stderr()).toBe(`${LIMIT_NOTE}handoff: invalid event evt_h: ?? is not a known field; nothing sent\n`);
     expect(JSON.parse(run.stdout())).toEqual({
       error: { code: 'invalid', message: 'invalid event evt_h: ?? is not a known field; nothing sent' },
     });

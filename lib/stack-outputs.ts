@@ -1,0 +1,13 @@
+/**
+ * The deployed stack's CloudFormation outputs, by key: infra/app.ts publishes them and the
+ * operator CLI reads them (`handoff … --stack NAME`), so a key is named here once.
+ */
+export const STACK_OUTPUTS = {
+  queueUrl: 'QueueUrl',
+  queueArn: 'QueueArn',
+  deadLetterQueueUrl: 'DeadLetterQueueUrl',
+  ledgerTableName: 'LedgerTableName',
+  consumerFunctionName: 'ConsumerFunctionName',
+  /** The largest message body the consumer accepts, in bytes (a decimal string, as outputs are). */
+  payloadLimitBytes: 'PayloadLimitBytes',
+} as const;

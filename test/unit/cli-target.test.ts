@@ -1,0 +1,110 @@
+/**
+ * What the target tells the commands beyond its resource names: who the caller is (for the replay
+ * audit) and what payload limit the deployment enforces. The STS lookup itself is exercised only
+ * against AWS; here the wiring runs with an injected lookup.
+ */
+import { describe, expect, it } from 'vitest';
+import { payloadLimitFor } from '../../cli/commands/send';
+import { CommandFailedError, describeFailure } from '../../cli/errors';
+import { callerIdentity, namesFromOutputs, type Target } from '../../cli/target';
+import { ConfigError } from '../../lib/config';
+import { STACK_OUTPUTS } from '../../lib/stack-outputs';
+
+const ARN = 'arn:aws:sts::123456789012:assumed-role/ops/alice';
+
+const aws: Target = { description: 'stack Handoff', connection: { kind: 'aws' }, queueUrl: 'https://sqs.example/q' };
+const sandbox: Target = {
+  description: 'the sandbox',
+  payloadLimitBytes: 300,
+  connection: { kind: 'sandbox', sqsEndpoint: 'http://127.0.0.1:1', dynamodbEndpoint: 'http://127.0.0.1:2', stateFile: '/s.json' },
+};
+
+describe('Function: callerIdentity', () => {
+  it("gives the caller's ARN against AWS", async () => {
+    const asked: string[] = [];
+
+    const caller = await callerIdentity(aws, async () => (asked.push('sts'), ARN));
+
+    expect(caller).toBe(ARN);
+    expect(asked).toEqual(['sts']);
+  });
+
+  it('gives no caller against the sandbox, without asking', async () => {
+    const asked: string[] = [];
+
+    const caller = await callerIdentity(sandbox, async () => (asked.push('sts'), ARN));
+
+    expect(caller).toBeUndefined();
+    expect(asked).toEqual([]);
+  });
+
+  it('refuses with one line when AWS cannot say who is calling', async () => {
+    // Act
+    const lookup = callerIdentity(aws, async () => {
+      throw new Error('outer', { cause: new Error('The security token included in the request is invalid.') });
+    });
+
+    // Assess
+    await expect(lookup).rejects.toBeInstanceOf(CommandFailedError);
+    const failure = describeFailure(await lookup.catch((error: unknown) => error));
+    expect(failure).toEqual({
+      exitCode: 1,
+      code: 'caller-unknown',
+      message:
+        "cannot tell who is calling (STS GetCallerIdentity: The security token included in the request is invalid.); the audit entry needs the caller's identity",
+    });
+  });
+});
+
+describe('Function: namesFromOutputs', () => {
+  const outputs = (extra: Record<string, string> = {}) =>
+    new Map<string, string>([
+      [STACK_OUTPUTS.queueUrl, 'https://sqs.eu-west-1.amazonaws.com/1/q'],
+      [STACK_OUTPUTS.deadLetterQueueUrl, 'https://sqs.eu-west-1.amazonaws.com/1/dlq'],
+      [STACK_OUTPUTS.ledgerTableName, 'ledger'],
+      ...Object.entries(extra),
+    ]);
+
+  it("reads the names and the stack's payload limit", () => {
+    expect(namesFromOutputs('Handoff', outputs({ PayloadLimitBytes: '131072' }))).toEqual({
+      queueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/q',
+      deadLetterQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/dlq',
+      ledgerTable: 'ledger',
+      payloadLimitBytes: 131_072,
+    });
+  });
+
+  it('reads no limit from a stack that does not publish one', () => {
+    expect(namesFromOutputs('Handoff', outputs())).not.toHaveProperty('payloadLimitBytes');
+  });
+
+  it('refuses a limit that is not a whole number, naming the output', () => {
+    expect(() => namesFromOutputs('Handoff', outputs({ PayloadLimitBytes: '64k' }))).toThrow(
+      `stack Handoff's output PayloadLimitBytes is "64k", not a whole number of bytes`,
+    );
+  });
+});
+
+describe('Function: payloadLimitFor', () => {
+  it("takes the target's limit over the operator's environment", () => {
+    expect(payloadLimitFor(sandbox, { HANDOFF_PAYLOAD_LIMIT_BYTES: '100000' })).toEqual({
+      bytes: 300,
+      source: 'the sandbox',
+      fromTarget: true,
+    });
+  });
+
+  it('falls back to HANDOFF_PAYLOAD_LIMIT_BYTES, then the default, and says which', () => {
+    expect(payloadLimitFor(aws, { HANDOFF_PAYLOAD_LIMIT_BYTES: '1024' })).toEqual({
+      bytes: 1024,
+      source: 'HANDOFF_PAYLOAD_LIMIT_BYTES',
+      fromTarget: false,
+    });
+    expect(payloadLimitFor(aws, {})).toEqual({ bytes: 65_536, source: 'the default', fromTarget: false });
+  });
+
+  it('reads only the payload limit from the environment, and refuses a bad one by name', () => {
+    expect(payloadLimitFor(aws, { HANDOFF_WEBHOOK_URL: 'not a url' }).bytes).toBe(65_536);
+    expect(() => payloadLimitFor(aws, { HANDOFF_PAYLOAD_LIMIT_BYTES: 'lots' })).toThrow(ConfigError);
+  });
+});

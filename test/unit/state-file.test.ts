@@ -1,0 +1,220 @@
+/**
+ * The sandbox state file is trusted only when nobody but the user could have written it, and
+ * only for loopback endpoints. Ownership is pure logic over a stat (the tests run as one uid);
+ * modes, symbolic links and the writer are checked on real files.
+ */
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CommandFailedError, describeFailure } from '../../cli/errors';
+import { sandboxTarget } from '../../cli/target';
+import {
+  isLoopbackUrl,
+  parseSandboxState,
+  readSandboxState,
+  sandboxStateDirectory,
+  sandboxStateFile,
+  SandboxStateError,
+  untrustedBecause,
+  writeSandboxState,
+  type Ownership,
+  type SandboxState,
+} from '../../sandbox/state-file';
+
+const ME = 1000;
+
+const STATE: SandboxState = {
+  sqsEndpoint: 'http://127.0.0.1:9324',
+  dynamodbEndpoint: 'http://127.0.0.1:8000',
+  queueUrl: 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-deliveries',
+  deadLetterQueueUrl: 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-dead-letters',
+  ledgerTable: 'handoff-ledger',
+  receiverUrl: 'http://127.0.0.1:4000/hooks',
+  payloadLimitBytes: 4096,
+};
+
+function stat(kind: 'file' | 'directory', uid: number, mode: number): Ownership {
+  return { uid, mode, isFile: () => kind === 'file', isDirectory: () => kind === 'directory' };
+}
+
+describe('Function: untrustedBecause', () => {
+  it("trusts the user's own 0600 file in their own 0700 directory", () => {
+    expect(untrustedBecause('file', stat('file', ME, 0o100600), ME)).toBeUndefined();
+    expect(untrustedBecause('directory', stat('directory', ME, 0o040700), ME)).toBeUndefined();
+  });
+
+  it('refuses a file or directory another user owns', () => {
+    expect(untrustedBecause('file', stat('file', 1001, 0o100600), ME)).toBe('is refused: it is owned by uid 1001, not by you (uid 1000)');
+    expect(untrustedBecause('directory', stat('directory', 0, 0o040755), ME)).toBe(
+      'is refused: its directory is owned by uid 0, not by you (uid 1000)',
+    );
+  });
+
+  it('refuses a file or directory that group or others may write', () => {
+    expect(untrustedBecause('file', stat('file', ME, 0o100620), ME)).toBe('is refused: it is writable by group (mode 620; want 600)');
+    expect(untrustedBecause('file', stat('file', ME, 0o100666), ME)).toBe(
+      'is refused: it is writable by group and others (mode 666; want 600)',
+    );
+    expect(untrustedBecause('directory', stat('directory', ME, 0o041777), ME)).toBe(
+      'is refused: its directory is writable by group and others (mode 777; want 700)',
+    );
+  });
+
+  it('refuses something that is not a regular file', () => {
+    expect(untrustedBecause('file', stat('directory', ME, 0o040700), ME)).toBe('is not a regular file');
+  });
+});
+
+describe('Function: isLoopbackUrl', () => {
+  it.each([
+    'http://127.0.0.1:9324',
+    'http://127.8.9.10:1/x',
+    'http://127.1:80',
+    'http://[::1]:8000',
+    'http://localhost:8000',
+    'http://sqs.us-east-1.localhost:9324/000000000000/q',
+  ])('accepts %s', (url) => {
+    expect(isLoopbackUrl(url)).toBe(true);
+  });
+
+  it.each([
+    'http://10.0.0.5:9324',
+    'http://128.0.0.1:9324',
+    'https://sqs.us-east-1.amazonaws.com/123456789012/q',
+    'http://localhost.evil.example:80',
+    'http://[::ffff:10.0.0.1]:80',
+    'not a url',
+  ])('refuses %s', (url) => {
+    expect(isLoopbackUrl(url)).toBe(false);
+  });
+});
+
+describe('Function: parseSandboxState', () => {
+  it('reads a state with every field and loopback endpoints', () => {
+    expect(parseSandboxState('/s.json', JSON.stringify(STATE))).toEqual(STATE);
+  });
+
+  it.each(['sqsEndpoint', 'dynamodbEndpoint', 'queueUrl', 'deadLetterQueueUrl'] as const)(
+    'refuses a %s that is not on loopback',
+    (field) => {
+      const act = () => parseSandboxState('/s.json', JSON.stringify({ ...STATE, [field]: 'http://203.0.113.7:9324/000000000000/q' }));
+
+      expect(act).toThrow(SandboxStateError);
+      expect(act).toThrow(
+        `the sandbox state file /s.json is refused: its ${field} is not on loopback (127.0.0.0/8, ::1, localhost), where the sandbox listens`,
+      );
+    },
+  );
+
+  it('refuses a state without a payload limit, naming the field', () => {
+    const { payloadLimitBytes: _limit, ...old } = STATE;
+
+    expect(() => parseSandboxState('/s.json', JSON.stringify(old))).toThrow(
+      'the sandbox state file /s.json has no payloadLimitBytes (a whole number of bytes)',
+    );
+  });
+
+  it('refuses text that is not JSON', () => {
+    expect(() => parseSandboxState('/s.json', '{')).toThrow('the sandbox state file /s.json is not JSON');
+  });
+});
+
+describe('Function: sandboxStateFile', () => {
+  it('defaults to a directory of the user\'s own: under XDG_RUNTIME_DIR, else handoff-<uid> in the temp directory', () => {
+    expect(sandboxStateFile({ XDG_RUNTIME_DIR: '/run/user/1000' })).toBe('/run/user/1000/handoff/sandbox.json');
+    expect(sandboxStateDirectory({}, 1000)).toBe(join(tmpdir(), 'handoff-1000'));
+    expect(sandboxStateFile({ HANDOFF_SANDBOX_FILE: '/srv/s.json', XDG_RUNTIME_DIR: '/run/user/1000' })).toBe('/srv/s.json');
+  });
+});
+
+describe('Real files', () => {
+  let root: string;
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'handoff-state-test-'));
+  });
+  afterEach(() => {
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('writes the file 0600 in a directory it creates 0700, and reads it back', () => {
+    // Prepare
+    const path = join(root, 'handoff', 'sandbox.json');
+
+    // Act
+    writeSandboxState(path, STATE);
+
+    // Assess
+    expect(statSync(join(root, 'handoff')).mode & 0o777).toBe(0o700);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(readSandboxState(path)).toEqual(STATE);
+  });
+
+  it('reads no sandbox when there is no file', () => {
+    expect(readSandboxState(join(root, 'none.json'))).toBeUndefined();
+  });
+
+  it('refuses a file others may write', () => {
+    // Prepare
+    const path = join(root, 'sandbox.json');
+    writeSandboxState(path, STATE);
+    chmodSync(path, 0o666);
+
+    // Act
+    const act = () => readSandboxState(path);
+
+    // Assess
+    expect(act).toThrow(`the sandbox state file ${path} is refused: it is writable by group and others (mode 666; want 600)`);
+  });
+
+  it('refuses a file in a directory others may write', () => {
+    const shared = join(root, 'shared');
+    mkdirSync(shared);
+    writeFileSync(join(shared, 'sandbox.json'), JSON.stringify(STATE), { mode: 0o600 });
+    chmodSync(shared, 0o777);
+
+    expect(() => readSandboxState(join(shared, 'sandbox.json'))).toThrow('is refused: its directory is writable by group and others (mode 777; want 700)');
+  });
+
+  it('refuses to write into a directory others may write', () => {
+    const shared = join(root, 'shared');
+    mkdirSync(shared);
+    chmodSync(shared, 0o777);
+
+    expect(() => writeSandboxState(join(shared, 'sandbox.json'), STATE)).toThrow(SandboxStateError);
+  });
+
+  it('refuses a symbolic link to a state file', () => {
+    const real = join(root, 'real.json');
+    writeSandboxState(real, STATE);
+    symlinkSync(real, join(root, 'link.json'));
+
+    expect(() => readSandboxState(join(root, 'link.json'))).toThrow(
+      `the sandbox state file ${join(root, 'link.json')} is refused: it is a symbolic link`,
+    );
+  });
+
+  it('makes the CLI fail with exit 1 and one line for a refused file', () => {
+    // Prepare
+    const path = join(root, 'sandbox.json');
+    writeSandboxState(path, { ...STATE, sqsEndpoint: 'http://203.0.113.7:9324' });
+
+    // Act
+    let thrown: unknown;
+    try {
+      sandboxTarget(path);
+    } catch (error) {
+      thrown = error;
+    }
+
+    // Assess
+    expect(thrown).toBeInstanceOf(CommandFailedError);
+    expect(describeFailure(thrown)).toEqual({
+      exitCode: 1,
+      code: 'sandbox-state-untrusted',
+      message:
+        `the sandbox state file ${path} is refused: its sqsEndpoint is not on loopback (127.0.0.0/8, ::1, localhost), ` +
+        'where the sandbox listens: remove it and start your own sandbox (npm start)',
+    });
+  });
+});
