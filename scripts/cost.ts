@@ -39,7 +39,8 @@ import {
   partitionShares,
   runMix,
   runScenario,
-  runWorkload,
+  meterWorkload,
+  timeWorkloads,
   SCENARIO_EVENT_BYTES,
   SCENARIOS,
   type Meters,
@@ -70,6 +71,8 @@ interface PricedWorkload {
   readonly consumer: ConsumerName;
   readonly eventBytes: number;
   readonly run: WorkloadResult;
+  /** Each timed invocation's wall time, ms. */
+  readonly durationsMs: readonly number[];
   readonly perEvent: UsagePerEvent;
   readonly cost: CostPerMillion;
 }
@@ -141,14 +144,20 @@ async function main(): Promise<number> {
     };
     const priced: PricedWorkload[] = [];
     for (const eventBytes of EVENT_SIZES) {
-      for (const consumer of CONSUMERS) {
-        const run = await runWorkload(
-          invokers[consumer],
-          { prefix: `evt_${consumer}_${eventBytes}`, eventBytes, batches: WORKLOAD_BATCHES, batchSize: SETTINGS.batchSize },
-          meters,
-        );
-        const perEvent = usagePerEvent(run, memory.memoryMb);
-        priced.push({ consumer, eventBytes, run, perEvent, cost: costPerMillionEvents(perEvent) });
+      const workloads = CONSUMERS.map((consumer) => ({
+        name: consumer,
+        invoke: invokers[consumer],
+        options: { prefix: `evt_${consumer}_${eventBytes}`, eventBytes, batches: WORKLOAD_BATCHES, batchSize: SETTINGS.batchSize },
+      }));
+      const runs = [];
+      for (const workload of workloads) runs.push(await meterWorkload(workload.invoke, workload.options, meters));
+      const durations = await timeWorkloads(workloads, meters);
+      for (const [i, consumer] of CONSUMERS.entries()) {
+        const run = runs[i];
+        if (run === undefined) throw new Error(`no run for ${consumer}`);
+        const durationsMs = durations[consumer];
+        const perEvent = usagePerEvent(run, durationsMs, memory.memoryMb);
+        priced.push({ consumer, eventBytes, run, durationsMs, perEvent, cost: costPerMillionEvents(perEvent) });
       }
     }
     printWorkloads(priced, memory.memoryMb);
@@ -206,9 +215,9 @@ async function main(): Promise<number> {
  * Per delivered event. Lambda is billed as if every invocation took the median batch time: on a
  * shared machine a few stalled batches would otherwise decide the figure.
  */
-function usagePerEvent(run: WorkloadResult, memoryMb: number): UsagePerEvent {
+function usagePerEvent(run: WorkloadResult, durationsMs: readonly number[], memoryMb: number): UsagePerEvent {
   const n = run.delivered;
-  const typicalMs = medianOf(run.durationsMs);
+  const typicalMs = medianOf(durationsMs);
   return {
     writeUnits: run.dynamodb.writeUnits / n,
     readUnits: run.dynamodb.readUnits / n,
@@ -250,7 +259,7 @@ function printWorkloads(priced: readonly PricedWorkload[], memoryMb: number): vo
   console.log(`Per delivered event: ${WORKLOAD_BATCHES} batches of ${SETTINGS.batchSize} new events per consumer and size, all accepted\n`);
   const powertools = (eventBytes: number) => priced.find((p) => p.consumer === 'powertools' && p.eventBytes === eventBytes);
   const rows = priced.map((p) => {
-    const median = medianOf(p.run.durationsMs);
+    const median = medianOf(p.durationsMs);
     const base = powertools(p.eventBytes);
     return [
       CONSUMER_LABELS[p.consumer],
@@ -290,14 +299,23 @@ function printWorkloads(priced: readonly PricedWorkload[], memoryMb: number): vo
       rows,
     ),
   );
+  const per100Ms = costPerMillionEvents({
+    writeUnits: 0,
+    readUnits: 0,
+    sqsRequests: 0,
+    lambdaGbSeconds: lambdaGbSeconds([100], memoryMb) / SETTINGS.batchSize,
+    lambdaInvocations: 0,
+  }).lambda;
   console.log(
-    `\n$/M: dollars per million delivered events (${PRICES.region}, prices as of ${PRICES.asOf}). Lambda: every invocation billed at\n` +
-      'the median batch wall time of a second, unmetered pass, against dynalite in this process and a receiver that answers at\n' +
-      'once (dynalite\'s CPU stands in for DynamoDB\'s latency). On AWS a receiver\'s response time\n' +
-      `adds to every consumer alike (each 100 ms per batch of ${SETTINGS.batchSize}: ${dollars(
-        costPerMillionEvents({ writeUnits: 0, readUnits: 0, sqsRequests: 0, lambdaGbSeconds: lambdaGbSeconds([100], memoryMb) / SETTINGS.batchSize, lambdaInvocations: 0 }).lambda,
-      )}/M).` +
-      ' The producer\'s SendMessage and idle polling are left out (the same for all three).\n',
+    [
+      '',
+      `$/M: dollars per million delivered events (${PRICES.region}, prices as of ${PRICES.asOf}). WU: table + index write units.`,
+      'Lambda: every invocation billed at the median batch wall time of a second, unmetered pass (the consumers taking',
+      "turns batch by batch), against dynalite in this process (its CPU stands in for DynamoDB's latency) and a receiver",
+      `that answers at once; on AWS the receiver's response time adds to each consumer alike (${dollars(per100Ms)}/M per 100 ms`,
+      `per batch of ${SETTINGS.batchSize}). Left out, the same for all three: the producer's SendMessage, the event source's idle polls.`,
+      '',
+    ].join('\n'),
   );
 }
 

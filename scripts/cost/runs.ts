@@ -4,7 +4,8 @@
  * - scenarios: one handoff message at a time through the batch use case (delivered, duplicate,
  *   retried, dead-lettered, identity conflict, invalid), each checked against the queue decisions
  *   it must lead to, since a count means nothing otherwise;
- * - workload: batches of delivered events through one consumer, timed as Lambda bills them;
+ * - workload: batches of delivered events through one consumer, metered; then timed as Lambda
+ *   bills them, the consumers taking turns;
  * - mix: thousands of handoff deliveries at once (mostly delivered, some retried, some dead), for
  *   the writes each partition key value takes.
  */
@@ -178,48 +179,65 @@ function describeDecision(decision: QueueDecision): string {
 export interface WorkloadResult {
   readonly delivered: number;
   readonly invocations: number;
-  /** Each invocation's wall time, ms, in the timing pass: what Lambda bills. */
-  readonly durationsMs: readonly number[];
   readonly dynamodb: DynamoDbUsage;
   readonly sqs: SqsUsage;
 }
 
+export interface WorkloadOptions {
+  readonly prefix: string;
+  readonly eventBytes: number;
+  readonly batches: number;
+  readonly batchSize: number;
+}
+
+function workloadBatch(options: WorkloadOptions, pass: string, round: number): SQSRecord[] {
+  return Array.from({ length: options.batchSize }, (_, i) =>
+    sqsRecord(eventOfSize(`${options.prefix}_${pass}${round}_${i}`, options.eventBytes)),
+  );
+}
+
 /**
  * `batches` batches of `batchSize` new events of `eventBytes`, all accepted by the receiver, one
- * batch at a time, after an unmeasured warm-up batch. Twice: metered (units and requests), then
- * timed with the meter passing requests through, so its reads of each item before and after a
- * write are not in the handler's time.
+ * batch at a time, metered, after an unmetered warm-up batch.
  */
-export async function runWorkload(
-  invoke: Invoke,
-  options: { readonly prefix: string; readonly eventBytes: number; readonly batches: number; readonly batchSize: number },
-  meters: Meters,
-): Promise<WorkloadResult> {
-  const batch = (pass: string, round: number) =>
-    Array.from({ length: options.batchSize }, (_, i) =>
-      sqsRecord(eventOfSize(`${options.prefix}_${pass}${round}_${i}`, options.eventBytes)),
-    );
-  const passes = async (pass: string) => {
-    const durationsMs: number[] = [];
-    let failed = 0;
-    for (let round = 0; round < options.batches; round++) {
-      const { response, durationMs } = await invokeBatch(invoke, batch(pass, round), meters);
-      durationsMs.push(durationMs);
-      failed += response.batchItemFailures.length;
-    }
-    if (failed > 0) throw new Error(`${options.prefix}: ${failed} records failed where every event should be delivered`);
-    return durationsMs;
-  };
+export async function meterWorkload(invoke: Invoke, options: WorkloadOptions, meters: Meters): Promise<WorkloadResult> {
   meters.dynamodb.start();
   meters.sqs.start();
-  await invokeBatch(invoke, batch('w', 0), meters);
+  await invokeBatch(invoke, workloadBatch(options, 'w', 0), meters);
   const dynamodb = meters.dynamodb.start();
   const sqs = meters.sqs.start();
-  await passes('m');
+  let failed = 0;
+  for (let round = 0; round < options.batches; round++) {
+    const { response } = await invokeBatch(invoke, workloadBatch(options, 'm', round), meters);
+    failed += response.batchItemFailures.length;
+  }
+  if (failed > 0) throw new Error(`${options.prefix}: ${failed} records failed where every event should be delivered`);
+  return { delivered: options.batches * options.batchSize, invocations: options.batches, dynamodb, sqs };
+}
+
+/**
+ * Each invocation's wall time, ms (what Lambda bills), for batches like `meterWorkload`'s, with the
+ * meter passing requests through (its reads of each item are not in the handler's time). The
+ * consumers take turns batch by batch, so load from elsewhere on a shared machine falls on each
+ * alike.
+ */
+export async function timeWorkloads<Name extends string>(
+  consumers: readonly { readonly name: Name; readonly invoke: Invoke; readonly options: WorkloadOptions }[],
+  meters: Meters,
+): Promise<Record<Name, number[]>> {
   meters.dynamodb.passThrough();
   meters.sqs.start();
-  const durationsMs = await passes('t');
-  return { delivered: options.batches * options.batchSize, invocations: options.batches, durationsMs, dynamodb, sqs };
+  const durations = Object.fromEntries(consumers.map((c) => [c.name, [] as number[]])) as Record<Name, number[]>;
+  const rounds = Math.max(...consumers.map((c) => c.options.batches));
+  for (let round = 0; round < rounds; round++) {
+    for (const consumer of consumers) {
+      if (round >= consumer.options.batches) continue;
+      const { response, durationMs } = await invokeBatch(consumer.invoke, workloadBatch(consumer.options, 't', round), meters);
+      if (response.batchItemFailures.length > 0) throw new Error(`${consumer.options.prefix}: a timed batch had failures`);
+      durations[consumer.name].push(durationMs);
+    }
+  }
+  return durations;
 }
 
 // --- the mix, for hot partitions ---------------------------------------------------------------
