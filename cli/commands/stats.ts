@@ -9,6 +9,7 @@
  * When the metrics cannot be read, the other figures are still printed and the command fails.
  */
 import { GetQueueAttributesCommand, type QueueAttributeName } from '@aws-sdk/client-sqs';
+import { InvalidArgumentError } from 'commander';
 import type { DeliveryRecord, DeliveryState, Ledger } from '../../lib/ledger/ledger';
 import { MetricsUnavailableError, type MetricsWindow } from '../../lib/metrics/metrics-reader';
 import { backlogStats, deliveryStats, type DeliveryStats } from '../../lib/stats';
@@ -43,14 +44,21 @@ interface StateRows {
   readonly capped: boolean;
 }
 
-/** `30m`, `24h`, `7d` as ms, for `--since`; a RangeError naming the option otherwise. */
+/** `30m`, `24h`, `7d` as ms; a RangeError saying the form wanted otherwise. */
 export function parseSince(text: string): number {
   const match = /^(\d+)\s*([mhd])$/.exec(text.trim());
   const ms = match ? Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS] : NaN;
-  if (!(ms >= UNIT_MS.m && ms <= MAX_SINCE_MS)) {
-    throw new RangeError(`--since must be a duration like 30m, 24h or 7d, from 1m to 15d, got "${text}"`);
-  }
+  if (!(ms >= UNIT_MS.m && ms <= MAX_SINCE_MS)) throw new RangeError('must be a duration like 30m, 24h or 7d, from 1m to 15d.');
   return ms;
+}
+
+/** `parseSince` as commander's option parser: its refusal names the option and the value. */
+export function sinceOption(raw: string): number {
+  try {
+    return parseSince(raw);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }
 
 /** `24 h`, `90 min`, `7 d`: a window in its largest whole unit (hours up to a day), for the output. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { describeSince, parseSince } from '../../cli/commands/stats';
+import { InvalidArgumentError } from 'commander';
+import { describeSince, parseSince, sinceOption } from '../../cli/commands/stats';
 
 describe('Function: parseSince', () => {
   it('reads minutes, hours and days', () => {
@@ -8,8 +9,15 @@ describe('Function: parseSince', () => {
     expect(parseSince(' 7d ')).toBe(7 * 86_400_000);
   });
 
-  it.each(['', '24', '1s', '0m', '16d', 'h', '1.5h', '-1h'])('refuses "%s" naming the option and the form it wants', (text) => {
-    expect(() => parseSince(text)).toThrow(`--since must be a duration like 30m, 24h or 7d, from 1m to 15d, got "${text}"`);
+  it.each(['', '24', '1s', '0m', '16d', 'h', '1.5h', '-1h'])('refuses "%s" saying the form it wants', (text) => {
+    expect(() => parseSince(text)).toThrow(new RangeError('must be a duration like 30m, 24h or 7d, from 1m to 15d.'));
+  });
+});
+
+describe('Function: sinceOption', () => {
+  it('refuses a bad duration as commander\'s invalid argument, so the CLI names the option (exit 2)', () => {
+    expect(() => sinceOption('1s')).toThrow(InvalidArgumentError);
+    expect(sinceOption('6h')).toBe(6 * 3_600_000);
   });
 });
 
