@@ -9,9 +9,10 @@
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { checkEndpoint, derivedTimings, RESOURCE_ENV, settingsToEnvironment, type Settings } from '../lib/config';
+import { checkEndpoint, derivedTimings, QUEUE_RETENTION_SECONDS, RESOURCE_ENV, settingsToEnvironment, type Settings } from '../lib/config';
 import { createLedgerTable } from '../lib/ledger/dynamodb-ledger';
 import { SANDBOX_GUARD_OPTIONS } from '../lib/webhook/endpoint-guard';
+import { redactUrl } from '../lib/webhook/redact-url';
 import { Display, watchCounts } from './counters';
 import { startDemoReceiver, type DemoReceiver } from './demo-receiver';
 import { startEmulators, type Emulators } from './emulators';
@@ -31,8 +32,6 @@ export const SANDBOX_NAMES = {
  * because importing that module runs its cold start, which needs a consumer's environment.
  */
 export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
-/** SQS keeps a message up to 14 days; keep dead letters that long. */
-const DEAD_LETTER_RETENTION_SECONDS = 14 * 24 * 60 * 60;
 
 export interface SandboxOptions {
   readonly settings: Settings;
@@ -81,13 +80,15 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       dynamodb.destroy();
     });
 
+    // Both queues keep messages as long as the stack's do: the ledger's retention is checked against it.
     const deadLetterQueueUrl = await createQueue(sqs, SANDBOX_NAMES.deadLetterQueue, {
-      MessageRetentionPeriod: String(DEAD_LETTER_RETENTION_SECONDS),
+      MessageRetentionPeriod: String(QUEUE_RETENTION_SECONDS),
     });
     const deadLetterQueueArn = await queueArn(sqs, deadLetterQueueUrl);
     const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? timings.visibilityTimeoutSeconds;
     const queueUrl = await createQueue(sqs, SANDBOX_NAMES.queue, {
       VisibilityTimeout: String(visibilityTimeoutSeconds),
+      MessageRetentionPeriod: String(QUEUE_RETENTION_SECONDS),
       // A backstop for a consumer that keeps failing; the ledger dead-letters with a reason first.
       RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetterQueueArn, maxReceiveCount: timings.maxReceiveCount }),
     });
@@ -171,7 +172,10 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         queueUrl,
         deadLetterQueueUrl,
         ledgerTable: SANDBOX_NAMES.ledgerTable,
-        receiverUrl,
+        // The demo receiver's URL is the sandbox's own and holds no secret: exact, to reach it.
+        // A configured URL may carry a token or credentials: shown redacted, here and so in
+        // READY, the state file and the log line; only the workers' environment has it exact.
+        receiverUrl: receiver !== undefined ? receiverUrl : redactUrl(receiverUrl),
         payloadLimitBytes: settings.payloadLimitBytes,
       },
       stop: closeAll,

@@ -77,6 +77,8 @@ describe('npm start with an invalid setting', () => {
     { variable: 'HANDOFF_ALLOW_PRIVATE_CIDRS', value: 'foo' },
     { variable: 'HANDOFF_CRASH_AT', value: 'mid-send' },
     { variable: 'HANDOFF_CRASH_AT', value: 'before-send@' },
+    // More than a ledger row can hold beside the rest of the row.
+    { variable: 'HANDOFF_PAYLOAD_LIMIT_BYTES', value: '450000' },
   ])('exits 2 with one line naming $variable for $value, printing no READY', async ({ variable, value }) => {
     const { code, stdout, stderr } = await runSandboxToExit({ env: { [variable]: value } });
 
@@ -84,5 +86,29 @@ describe('npm start with an invalid setting', () => {
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toHaveLength(1);
     expect(stderr).toContain(variable);
+  });
+
+  it('exits 2 on a ledger retention shorter than a delivery can live, naming it and the retry settings', async () => {
+    const { code, stdout, stderr } = await runSandboxToExit({ env: { HANDOFF_RETENTION_DAYS: '1' } });
+
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.trim()).toMatch(
+      /^handoff sandbox: HANDOFF_RETENTION_DAYS must be at least 18 days with HANDOFF_RETRY_SCHEDULE\/HANDOFF_MAX_ATTEMPTS allowing 6 attempts, got 1: /,
+    );
+  });
+
+  it.each([
+    { secret: 'whsec_abc', problem: 'is not base64' },
+    { secret: 'whsec_AAAA', problem: 'decodes to a 3-byte key' },
+  ])('exits 2 on a signing secret that cannot sign ($secret), without showing it', async ({ secret, problem }) => {
+    const { code, stdout, stderr } = await runSandboxToExit({ env: { HANDOFF_WEBHOOK_SECRET: secret } });
+
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(/^handoff sandbox: HANDOFF_WEBHOOK_SECRET must be a Standard Webhooks secret/);
+    expect(stderr).toContain(problem);
+    expect(stderr).not.toContain(secret.slice('whsec_'.length));
   });
 });
