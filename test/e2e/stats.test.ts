@@ -126,6 +126,18 @@ describe('handoff stats in the sandbox', { timeout: TEST_TIMEOUT_MS }, () => {
     expect(stats.latencyMs.p50).toBeLessThanOrEqual(stats.latencyMs.p99);
   });
 
+  it('shows the same figures on the sandbox\'s live counter line: delivered from the sink, retrying and dead from the ledger', async () => {
+    const counterLine = () => sandbox.stderr().filter((line) => line.startsWith('delivered ')).at(-1);
+
+    const last = await eventually(
+      'the counter line to count every delivery',
+      async () => (counterLine()?.startsWith('delivered 10 ') ? counterLine() : undefined),
+      { timeoutMs: WAIT_MS, describe: () => counterLine() ?? 'no counter line' },
+    );
+
+    expect(last).toBe('delivered 10 · retrying 0 · dead 1 · dead-letter queue 1');
+  });
+
   it('says in the text output where each figure comes from and over what window', async () => {
     const run = await handoff(['stats']);
 
