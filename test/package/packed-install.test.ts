@@ -1,0 +1,170 @@
+/**
+ * The real user path: `npm pack` (its `prepack` builds dist/), then a fresh CDK app outside the
+ * repository installs the tarball with `aws-cdk-lib` and `constructs` at the versions pinned here
+ * (from the npm cache where it can), writes `new WebhookDelivery(stack, 'Delivery', { ... })`,
+ * type-checks it against the installed declarations and synthesizes offline with no credentials.
+ * The construct has a single endpoint (`settings.webhookUrl`): that is what exists today.
+ *
+ * Slow by nature (a pack, an install, a tsc run and a synth): about a minute on a quiet machine.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const PINNED = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+const SLOW_MS = 10 * 60_000;
+
+/** The environment of a machine with no AWS account configured. */
+function offlineEnv(): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('AWS_') && !name.startsWith('CDK_')));
+  return { ...env, AWS_EC2_METADATA_DISABLED: 'true', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+}
+
+const APP_TS = `
+import { App, Stack } from 'aws-cdk-lib';
+import { WebhookDelivery, type WebhookDeliveryProps } from 'handoff/cdk';
+import { checkReceiverRetention, createReceiver, MemoryIdempotencyStore } from 'handoff/receiver';
+
+const app = new App({ outdir: 'cdk.out' });
+const stack = new Stack(app, 'PackedApp');
+const props: WebhookDeliveryProps = { settings: { webhookUrl: 'https://receiver.example.com/hooks' } };
+const delivery = new WebhookDelivery(stack, 'Delivery', props);
+
+// The receiver kit's types and its retention rule against the construct's policy.
+const receive = createReceiver({
+  secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+  store: new MemoryIdempotencyStore(),
+  action: () => ({ status: 200 }),
+});
+checkReceiverRetention(delivery.settings.retryPolicy, receive.retentionSeconds);
+app.synth();
+`;
+
+/** A CDK app's usual compiler settings, resolving packages as Node does (the exports map). */
+const TSCONFIG = {
+  compilerOptions: {
+    target: 'ES2022',
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    strict: true,
+    skipLibCheck: true,
+    typeRoots: [join(ROOT, 'node_modules/@types')],
+    types: ['node'],
+  },
+  files: ['app.ts'],
+};
+
+describe('Package: the packed tarball in a fresh CDK app', () => {
+  let work: string;
+  let app: string;
+  let tarball: string;
+  let installed: string;
+
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), 'handoff-packed-'));
+    app = join(work, 'app');
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
+    tarball = join(work, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
+
+    mkdirSync(app);
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'packed-app', private: true, type: 'module' }));
+    await run(
+      'npm',
+      [
+        'install',
+        '--prefer-offline',
+        '--no-audit',
+        '--no-fund',
+        // Nothing in the user's app needs an install script: the consumer is pre-bundled.
+        '--ignore-scripts',
+        tarball,
+        `aws-cdk-lib@${PINNED.devDependencies['aws-cdk-lib']}`,
+        `constructs@${PINNED.devDependencies.constructs}`,
+      ],
+      { cwd: app, env: offlineEnv(), maxBuffer: 16 * 1024 * 1024 },
+    );
+    installed = join(app, 'node_modules/handoff');
+  }, SLOW_MS);
+
+  afterAll(async () => {
+    if (work) await rm(work, { recursive: true, force: true });
+  }, SLOW_MS);
+
+  it('holds compiled JavaScript, declarations and the command, and no TypeScript sources or tests', async () => {
+    const { stdout } = await run('tar', ['-tzf', tarball]);
+    const files = stdout.trim().split('\n').map((line) => line.replace(/^package\//, ''));
+
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/handoff.js', 'dist/cdk.js', 'dist/cdk.d.ts', 'dist/receiver.js', 'dist/receiver.d.ts', 'dist/cli.js', 'dist/consumer/index.mjs']));
+    expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
+    expect(files.filter((file) => /(^|\/)(test|tests|__tests__)\//.test(file) || /\.test\./.test(file))).toEqual([]);
+  });
+
+  it('synthesizes new WebhookDelivery(stack, "Delivery", { ... }) offline, typed by the installed declarations', async () => {
+    // Prepare
+    writeFileSync(join(app, 'app.ts'), APP_TS);
+    writeFileSync(join(app, 'tsconfig.json'), JSON.stringify(TSCONFIG));
+
+    // Act: type-check and compile as a user's app would, then run it (what `cdk synth` runs).
+    await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', app], { cwd: app });
+    await run(process.execPath, ['app.js'], { cwd: app, env: offlineEnv() });
+    const template = Template.fromJSON(JSON.parse(readFileSync(join(app, 'cdk.out/PackedApp.template.json'), 'utf8')));
+
+    // Assess: the queue and its dead-letter queue
+    template.resourceCountIs('AWS::SQS::Queue', 2);
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      RedrivePolicy: { deadLetterTargetArn: Match.anyValue(), maxReceiveCount: Match.anyValue() },
+    });
+    // the ledger
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [
+        { AttributeName: LEDGER_SCHEMA.partitionKey, KeyType: 'HASH' },
+        { AttributeName: LEDGER_SCHEMA.sortKey, KeyType: 'RANGE' },
+      ],
+      TimeToLiveSpecification: { AttributeName: LEDGER_SCHEMA.ttlAttribute, Enabled: true },
+    });
+    // the consumer, fed by the queue with partial batch responses
+    template.hasResourceProperties('AWS::Lambda::Function', { Handler: 'index.handler', Runtime: 'nodejs24.x', Architectures: ['arm64'] });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { FunctionResponseTypes: ['ReportBatchItemFailures'] });
+    // its grants: the ledger, the dead-letter queue, the signing secret
+    const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap(
+      (policy) => policy.Properties.PolicyDocument.Statement as { Sid?: string; Action: string | string[] }[],
+    );
+    const actions = statements.flatMap((statement) => [statement.Action].flat()).sort();
+    expect(actions).toEqual(
+      expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'sqs:SendMessage', 'secretsmanager:GetSecretValue']),
+    );
+    expect(actions.filter((action) => action.includes('*'))).toEqual([]);
+  }, SLOW_MS);
+
+  it('deploys the consumer bundled from the installed package, with no sources of this repository', () => {
+    const out = join(app, 'cdk.out');
+    const assets = readdirSync(out).filter((name) => name.startsWith('asset.'));
+    const bundled = readFileSync(join(installed, 'dist/consumer/index.mjs'), 'utf8');
+
+    expect(existsSync(join(installed, 'functions'))).toBe(false);
+    expect(assets).toHaveLength(1);
+    expect(readFileSync(join(out, assets[0]!, 'index.mjs'), 'utf8')).toBe(bundled);
+  });
+
+  it('runs the installed handoff --help and handoff send --help from the app', async () => {
+    const bin = join(app, 'node_modules/.bin/handoff');
+
+    const help = await run(bin, ['--help'], { cwd: app, env: offlineEnv() });
+    const sendHelp = await run(bin, ['send', '--help'], { cwd: app, env: offlineEnv() });
+
+    expect(existsSync(join(installed, 'cli'))).toBe(false);
+    expect(help.stdout).toMatch(/^Usage: handoff \[options\] \[command\]/);
+    expect(help.stdout).toContain('send [options] [file]');
+    expect(sendHelp.stdout).toMatch(/^Usage: handoff send \[options\] \[file\]\n\nvalidate events and put them on the delivery queue/);
+    expect(help.stderr + sendHelp.stderr).toBe('');
+  });
+});
