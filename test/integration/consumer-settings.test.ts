@@ -1,6 +1,7 @@
 /**
- * A signing secret that cannot sign is refused where it is read, not on every batch: the local
- * variable at cold start, a Secrets Manager value at its first read (naming the secret's ARN,
+ * Settings the consumer cannot work with stop its cold start, not every batch: a ledger retention
+ * shorter than a delivery can live, a payload limit no ledger row can hold, a signing secret that
+ * cannot sign. A Secrets Manager value is checked at its first read (naming the secret's ARN,
  * never its value). Runs the real handler module against fauxqs and dynalite, with a loopback
  * stand-in for Secrets Manager reached by the real SDK client.
  */
@@ -49,6 +50,20 @@ async function secretsManagerHolding(value: string): Promise<string> {
 }
 
 const context = { awsRequestId: 'req-1', getRemainingTimeInMillis: () => 60_000 } as unknown as Context;
+
+describe('Handler: consumer, cold start', () => {
+  it.each([
+    ['HANDOFF_RETENTION_DAYS', '1', /^HANDOFF_RETENTION_DAYS must be at least 18 days with HANDOFF_RETRY_SCHEDULE\/HANDOFF_MAX_ATTEMPTS allowing 6 attempts, got 1: /],
+    ['HANDOFF_PAYLOAD_LIMIT_BYTES', '450000', /^HANDOFF_PAYLOAD_LIMIT_BYTES must be a whole number from 256 to 262144/],
+  ])('fails on %s=%s, naming it', async (variable, value, message) => {
+    const { queueUrl, deadLetterQueueUrl } = await harness.createQueues(30);
+
+    const start = harness.coldStart({ HANDOFF_QUEUE_URL: queueUrl, HANDOFF_DEAD_LETTER_QUEUE_URL: deadLetterQueueUrl, [variable]: value });
+
+    await expect(start).rejects.toMatchObject({ name: 'ConfigError', variable });
+    await expect(start).rejects.toThrow(message);
+  });
+});
 
 describe('Handler: consumer, signing secret', () => {
   it.each([['whsec_abc'], [SHORT_SECRET]])('fails its cold start on HANDOFF_WEBHOOK_SECRET=%s, without showing it', async (secret) => {
