@@ -16,21 +16,17 @@ export type VerificationProblem =
   /** No `v1` signature matches any of the secrets. */
   | 'bad-signature';
 
-/** The request is not a genuine, fresh webhook: answered 401 (400 for a missing header). */
+/** The request is not a genuine, fresh webhook: answered 401, whichever the problem. */
 export class WebhookVerificationError extends ReceiverError {
   override readonly name = 'WebhookVerificationError';
   readonly code = 'webhook-verification';
+  readonly status = 401;
   constructor(
     readonly problem: VerificationProblem,
     message: string,
     options?: ErrorOptions,
   ) {
     super(message, options);
-  }
-
-  /** 400 when the request is not a webhook at all, 401 when it fails authentication. */
-  get status(): 400 | 401 {
-    return this.problem === 'missing-header' ? 400 : 401;
   }
 }
 

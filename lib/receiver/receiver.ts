@@ -7,8 +7,8 @@
  * |---------------------------------------------|--------|--------------------------------|
  * | the action succeeded (first time or repeat)  | its 2xx, byte for byte on a repeat | delivered |
  * | a repeat while the first is still running    | 425    | retries that delivery later    |
- * | missing headers / not JSON                   | 400    | dead (rejected)                |
- * | bad signature or stale timestamp             | 401    | dead (rejected)                |
+ * | not JSON; unsigned and no webhook-id         | 400    | dead (rejected)                |
+ * | missing or bad signature, stale timestamp    | 401    | dead (rejected)                |
  * | the same webhook-id with another body        | 422    | dead (rejected)                |
  * | the action threw                             | 500    | retries                        |
  * | the action answered non-2xx                  | as it said; nothing is stored, so a retry or replay runs it again |

@@ -75,3 +75,32 @@ describe('Demo receiver', () => {
     expect(receiver.applied).toEqual([]);
   });
 });
+
+describe('Demo receiver on the receiver kit', () => {
+  it('answers a duplicate with the first answer, byte for byte, marked as replayed', async () => {
+    receiver = await startDemoReceiver({ secret: SECRET });
+    const body = JSON.stringify({ id: 'evt_5' });
+
+    const first = await post(receiver.url, 'evt_5', body, signed('evt_5', body));
+    const again = await post(receiver.url, 'evt_5', body, signed('evt_5', body));
+
+    expect(await first.text()).toBe('{"received":"evt_5"}');
+    expect([again.status, again.headers.get('idempotent-replayed'), await again.text()]).toEqual([200, 'true', '{"received":"evt_5"}']);
+    expect(receiver.applied).toEqual(['evt_5']);
+  });
+
+  it('refuses with 401 a correctly signed request whose timestamp is over 5 minutes old', async () => {
+    receiver = await startDemoReceiver({ secret: SECRET });
+    const body = JSON.stringify({ id: 'evt_6' });
+    const sixMinutesAgo = new Date(Date.now() - 6 * 60_000);
+    const stale = {
+      'webhook-timestamp': String(Math.floor(sixMinutesAgo.getTime() / 1000)),
+      'webhook-signature': new Webhook(SECRET).sign('evt_6', sixMinutesAgo, body),
+    };
+
+    const response = await post(receiver.url, 'evt_6', body, stale);
+
+    expect(response.status).toBe(401);
+    expect(receiver.applied).toEqual([]);
+  });
+});

@@ -91,7 +91,7 @@ describe('Function: createVerifier', () => {
     expect(problemOf(() => verify(headersFor(OLD_SECRET, NOW_MS - 31_000), BODY, NOW_MS))).toBe('stale-timestamp');
   });
 
-  it.each(['webhook-id', 'webhook-timestamp', 'webhook-signature'])('refuses a request without %s as a missing header (400)', (missing) => {
+  it.each(['webhook-id', 'webhook-timestamp', 'webhook-signature'])('refuses a request without %s as a missing header (401)', (missing) => {
     const verify = createVerifier({ secrets: [OLD_SECRET] });
     const signed = headersFor(OLD_SECRET);
     let error: unknown;
@@ -104,7 +104,7 @@ describe('Function: createVerifier', () => {
 
     expect(error).toBeInstanceOf(WebhookVerificationError);
     expect((error as WebhookVerificationError).problem).toBe('missing-header');
-    expect((error as WebhookVerificationError).status).toBe(400);
+    expect((error as WebhookVerificationError).status).toBe(401);
   });
 
   it('refuses a timestamp that is not Unix seconds', () => {
