@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { processBatch } from '../../lib/batch';
@@ -42,7 +43,7 @@ export interface HandoffOptions {
   /** Straight to dynalite: reads the row a refused write returns on AWS, unmetered. */
   readonly direct: DynamoDBClient;
   readonly tableName: string;
-  readonly sqs: import('@aws-sdk/client-sqs').SQSClient;
+  readonly sqs: SQSClient;
   readonly webhookUrl: string;
   readonly clock: Clock;
   /** Sees every delivery's result (the scenarios check their decisions). */

@@ -279,6 +279,8 @@ export async function startMeteringProxy(target: string, direct: DynamoDBClient)
           response.end(answer.body);
         },
         (error: unknown) => {
+          // The client sees a server error and its caller a failed delivery: say why here.
+          console.error(`metering proxy: ${error instanceof Error ? error.message : String(error)}`);
           response.writeHead(500, { 'content-type': 'application/x-amz-json-1.0' });
           response.end(JSON.stringify({ __type: 'MeteringProxyError', message: error instanceof Error ? error.message : String(error) }));
         },
