@@ -1,22 +1,27 @@
 /**
- * A webhook receiver for tests, on 127.0.0.1: it records every request, applies each event once
- * by its ID (as a well-behaved receiver does), and answers from a script so a test can inject
- * the faults SPEC §4 names.
+ * A webhook receiver for tests, on 127.0.0.1, built on the receiver kit (lib/receiver) as a
+ * user's receiver would be: it records every request, applies each event once by its
+ * `webhook-id` (a repeat of an applied event gets the stored first answer), and answers from a
+ * script so a test can inject the faults docs/contract.md §4 names.
  *
  * Scripted answers, per call:
- * - a status (`503`) or `{ status, retryAfter?, body?, headers? }`. A 2xx applies the event.
+ * - a status (`503`) or `{ status, retryAfter?, body?, headers? }`: the business action's answer.
+ *   A 2xx applies the event; anything else applies nothing, so the next attempt runs again.
  * - `'hang'`: read the whole request, never answer (a timeout after the request was written).
  * - `'reset'`: read the whole request, then reset the connection (TCP RST).
  * - `'commit-then-hang'`: apply the event, then never answer: the receiver has it, the sender
  *   cannot know. The case idempotency exists for.
  *
  * A per-event script (`respondTo`) wins over the shared one (`respond`), which is consumed in
- * arrival order; with neither, the answer is 200. Records within a batch are delivered
- * concurrently, so scripts for mixed batches should be per event.
+ * arrival order; with neither, the answer is 200. Every request draws one answer, even one the
+ * kit answers from its store. Records within a batch are delivered concurrently, so scripts for
+ * mixed batches should be per event.
  */
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { listenOnLoopback } from './loopback';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import { Webhook } from 'standardwebhooks';
+import { MemoryIdempotencyStore } from '../../lib/receiver/memory-store';
+import { createReceiver, type ActionResult, type WebhookResponse } from '../../lib/receiver/receiver';
+import { listenOnLoopback } from './loopback';
 
 export type ScriptedResponse =
   | number
@@ -32,7 +37,7 @@ export interface ReceivedRequest {
   readonly body: string;
   /** The `idempotency-key` header, when present. */
   readonly eventId: string | undefined;
-  /** What the receiver did with it. */
+  /** The scripted answer it drew. */
   readonly answer: ScriptedResponse;
 }
 
@@ -59,16 +64,21 @@ export interface TestReceiver {
 export async function startTestReceiver(): Promise<TestReceiver> {
   const requests: ReceivedRequest[] = [];
   const applied: string[] = [];
-  const appliedIds = new Set<string>();
   const shared: ScriptedResponse[] = [];
   const perEvent = new Map<string, ScriptedResponse[]>();
   const waiters: { count: number; resolve: () => void }[] = [];
+  // One store for the receiver's life; the action is this request's scripted answer.
+  const store = new MemoryIdempotencyStore();
+  const receiveAs = (answer: ActionResult & { status: number }) =>
+    createReceiver({
+      unsigned: true,
+      store,
+      action: ({ webhookId }) => {
+        if (answer.status >= 200 && answer.status < 300) applied.push(webhookId);
+        return answer;
+      },
+    });
 
-  const apply = (eventId: string | undefined) => {
-    if (eventId === undefined || appliedIds.has(eventId)) return;
-    appliedIds.add(eventId);
-    applied.push(eventId);
-  };
   const nextAnswer = (eventId: string | undefined): ScriptedResponse =>
     (eventId !== undefined ? perEvent.get(eventId)?.shift() : undefined) ?? shared.shift() ?? 200;
 
@@ -79,29 +89,22 @@ export async function startTestReceiver(): Promise<TestReceiver> {
       const header = req.headers['idempotency-key'];
       const eventId = typeof header === 'string' ? header : undefined;
       const answer = nextAnswer(eventId);
-      requests.push({
-        method: req.method ?? '',
-        path: req.url ?? '',
-        headers: req.headers,
-        body: Buffer.concat(chunks).toString('utf8'),
-        eventId,
-        answer,
-      });
+      const body = Buffer.concat(chunks).toString('utf8');
+      requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, eventId, answer });
       for (const waiter of waiters.filter((w) => requests.length >= w.count)) {
         waiters.splice(waiters.indexOf(waiter), 1);
         waiter.resolve();
       }
+      // Transport faults never reach the application.
       if (answer === 'hang') return;
-      if (answer === 'commit-then-hang') return apply(eventId);
       if (answer === 'reset') return void req.socket.resetAndDestroy();
-      const { status, retryAfter, body, headers } = typeof answer === 'number' ? { status: answer } : answer;
-      if (status >= 200 && status < 300) apply(eventId);
-      res.writeHead(status, {
-        'content-type': 'text/plain',
-        ...(retryAfter !== undefined ? { 'retry-after': retryAfter } : {}),
-        ...headers,
+      const scripted = answer === 'commit-then-hang' ? { status: 200 } : typeof answer === 'number' ? { status: answer } : answer;
+      const receive = receiveAs({ status: scripted.status, body: scripted.body ?? '', contentType: 'text/plain' });
+      void receive({ method: req.method ?? 'POST', headers: req.headers, body }).then((response) => {
+        if (answer === 'commit-then-hang') return;
+        const extra = typeof answer === 'object' ? { ...(answer.retryAfter !== undefined ? { 'retry-after': answer.retryAfter } : {}), ...answer.headers } : {};
+        write(res, response, extra);
       });
-      res.end(body ?? '');
     });
   });
   const listening = await listenOnLoopback(server);
@@ -131,4 +134,10 @@ export async function startTestReceiver(): Promise<TestReceiver> {
       await listening.close();
     },
   };
+}
+
+function write(res: ServerResponse, response: WebhookResponse, extra: Record<string, string>) {
+  if (res.destroyed) return;
+  res.writeHead(response.status, { ...response.headers, ...extra });
+  res.end(response.body);
 }
