@@ -1,22 +1,23 @@
 /**
  * The sandbox's own metric sink, its stand-in for CloudWatch: the consumer writes its metrics as
  * EMF documents on stdout (lib/observability.ts) in the sandbox's workers as in Lambda; the
- * sandbox hands each worker line to `MetricSink.accept`, which adds the documents to per-minute
- * buckets (lib/metrics/minute-buckets.ts) and keeps them in a file next to the state file for
- * `handoff stats` (`SandboxMetricsReader`). Bounded at any traffic: one bucket per minute,
- * 24 hours kept. The file is rewritten whole (written, then renamed: a reader never sees half a
- * file), mode 0600, and removed when the sandbox stops, as the state file is.
+ * sandbox hands each worker line to `MetricSink.accept`, which adds the documents to time
+ * buckets (lib/metrics/metric-buckets.ts) and keeps them in a file next to the state file for
+ * `handoff stats` (`SandboxMetricsReader`). Bounded at any traffic: a bucket per minute for the
+ * last hour, per hour before, 24 hours kept. The file is rewritten whole (written, then renamed:
+ * a reader never sees half a file), at most twice a second, mode 0600, and removed when the
+ * sandbox stops, as the state file is.
  */
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { readMetricDocument } from '../lib/observability';
 import { MetricsUnavailableError, type DeliveryMetrics, type MetricsReader, type MetricsWindow } from '../lib/metrics/metrics-reader';
-import { MinuteBuckets, parseBucket, summarizeBuckets, type MinuteBucket } from '../lib/metrics/minute-buckets';
+import { MetricBuckets, parseBucket, summarizeBuckets, type MetricBucket } from '../lib/metrics/metric-buckets';
 
 /** How long the sink keeps a minute's figures: `handoff stats --since` reaches this far back at most. */
 export const SANDBOX_METRICS_RETENTION_MS = 24 * 60 * 60 * 1000;
 /** A burst of documents is written once, this long after the first of them. */
-const WRITE_DELAY_MS = 200;
+const WRITE_DELAY_MS = 500;
 const FILE_VERSION = 1;
 
 /** The metrics file of the sandbox whose state file is `stateFile`: beside it, named after it. */
@@ -27,7 +28,7 @@ export function metricsFileFor(stateFile: string): string {
 interface MetricsFile {
   readonly version: number;
   readonly retentionMs: number;
-  readonly buckets: readonly MinuteBucket[];
+  readonly buckets: readonly MetricBucket[];
 }
 
 /** Counts since the sandbox started (not bounded by the retention): the live counters' figures. */
@@ -37,7 +38,7 @@ export interface SinkTotals {
 
 export class MetricSink {
   readonly path: string;
-  readonly #buckets = new MinuteBuckets(SANDBOX_METRICS_RETENTION_MS);
+  readonly #buckets = new MetricBuckets(SANDBOX_METRICS_RETENTION_MS);
   readonly #now: () => number;
   #delivered = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -86,7 +87,7 @@ export class MetricSink {
   }
 
   #write(): void {
-    this.#buckets.prune(this.#now());
+    this.#buckets.roll(this.#now());
     const file: MetricsFile = { version: FILE_VERSION, retentionMs: SANDBOX_METRICS_RETENTION_MS, buckets: this.#buckets.list() };
     const temporary = join(dirname(this.path), `.${basename(this.path)}.${process.pid}.tmp`);
     writeFileSync(temporary, JSON.stringify(file), { mode: 0o600 });
@@ -98,6 +99,7 @@ export class MetricSink {
 export class SandboxMetricsReader implements MetricsReader {
   readonly source: string;
   readonly percentileMethod = 'nearest rank over 2%-wide histogram bins (at most 2% above the exact value)';
+  readonly maxWindowMs = SANDBOX_METRICS_RETENTION_MS;
   readonly #path: string;
 
   constructor(options: { path: string }) {
@@ -118,7 +120,7 @@ export class SandboxMetricsReader implements MetricsReader {
         { cause: error },
       );
     }
-    let buckets: MinuteBucket[];
+    let buckets: MetricBucket[];
     try {
       const file = JSON.parse(text) as Partial<MetricsFile>;
       if (file.version !== FILE_VERSION || !Array.isArray(file.buckets)) throw new TypeError(`expected version ${FILE_VERSION} with buckets`);

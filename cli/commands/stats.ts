@@ -20,7 +20,7 @@ import type { CommandResult } from './result';
 const PAGE_SIZE = 100;
 /** The metrics window when none is given: the last day. */
 export const DEFAULT_STATS_SINCE_MS = 24 * 60 * 60 * 1000;
-/** CloudWatch keeps one-minute data 15 days; a longer window would mix resolutions. */
+/** The longest `--since`: CloudWatch's one-minute data (the sandbox keeps less, and says so). */
 const MAX_SINCE_MS = 15 * 24 * 60 * 60 * 1000;
 const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
@@ -70,10 +70,12 @@ export function describeSince(ms: number): string {
 
 export async function statsCommand(ctx: CommandContext, options: StatsOptions): Promise<CommandResult> {
   const nowMs = ctx.now();
-  const sinceMs = options.sinceMs ?? DEFAULT_STATS_SINCE_MS;
-  const window: MetricsWindow = { startMs: nowMs - sinceMs, endMs: nowMs };
   const ledger = ctx.ledger();
   const metrics = ctx.metrics();
+  const askedMs = options.sinceMs ?? DEFAULT_STATS_SINCE_MS;
+  // A window longer than the source keeps would claim figures it does not hold: shorten it, say so.
+  const sinceMs = Math.min(askedMs, metrics.maxWindowMs);
+  const window: MetricsWindow = { startMs: nowMs - sinceMs, endMs: nowMs };
   const [pending, dead, delivery, queue, deadLetterQueue] = await Promise.all([
     readState(ledger, 'pending', options.maxRowsPerState),
     readState(ledger, 'dead', options.maxRowsPerState),
@@ -122,6 +124,9 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
     `queues: SQS's approximate counts, now`,
   ];
   const notes: string[] = [];
+  if (sinceMs < askedMs) {
+    notes.push(`the metrics cover the last ${since}, not ${describeSince(askedMs)}: ${metrics.source} keeps no more`);
+  }
   if (capped.pending || capped.dead) {
     notes.push(`read at most ${options.maxRowsPerState} rows per state; raise --max-rows for exact figures`);
   }

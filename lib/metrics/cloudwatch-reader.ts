@@ -94,6 +94,8 @@ export class CloudWatchMetricsReader implements MetricsReader {
     .map(([name, value]) => `${name}=${value}`)
     .join(', ')})`;
   readonly percentileMethod = "CloudWatch's percentile statistics over every value published in the window";
+  /** CloudWatch keeps one-minute data 15 days; past that it holds coarser periods only. */
+  readonly maxWindowMs = 15 * 24 * 60 * 60 * 1000;
   readonly #client: CloudWatchClient;
 
   constructor(options: { client: CloudWatchClient }) {

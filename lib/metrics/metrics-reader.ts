@@ -30,6 +30,8 @@ export interface MetricsReader {
   readonly source: string;
   /** How the percentiles are computed, for the operator. */
   readonly percentileMethod: string;
+  /** The longest window it can answer for: how long its source keeps the figures it reads. */
+  readonly maxWindowMs: number;
   read(window: MetricsWindow): Promise<DeliveryMetrics>;
 }
 

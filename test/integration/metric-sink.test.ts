@@ -119,10 +119,10 @@ describe('Class: SandboxMetricsReader', () => {
 
   it('throws MetricsUnavailableError naming the problem when the file is malformed', async () => {
     const path = join(directory, 'sandbox.metrics.json');
-    writeFileSync(path, '{"version":1,"buckets":[{"minuteMs":0}]}');
+    writeFileSync(path, '{"version":1,"buckets":[{"startMs":0}]}');
 
     await expect(new SandboxMetricsReader({ path }).read(LAST_DAY)).rejects.toThrow(
-      new MetricsUnavailableError(`the sandbox metrics file ${path} is malformed (a metric bucket needs minuteMs and counts)`),
+      new MetricsUnavailableError(`the sandbox metrics file ${path} is malformed (a metric bucket needs startMs and counts)`),
     );
   });
 });

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from 'commander';
-import { describeSince, parseSince, sinceOption } from '../../cli/commands/stats';
+import { describeSince, parseSince, sinceOption, statsCommand } from '../../cli/commands/stats';
+import type { CommandContext } from '../../cli/context';
+import type { DeliveryRecord, DeliveryState, Page } from '../../lib/ledger/ledger';
+import { MetricsUnavailableError, type DeliveryMetrics, type MetricsReader, type MetricsWindow } from '../../lib/metrics/metrics-reader';
 
 describe('Function: parseSince', () => {
   it('reads minutes, hours and days', () => {
@@ -27,5 +30,77 @@ describe('Function: describeSince', () => {
     expect(describeSince(7 * 86_400_000)).toBe('7 d');
     expect(describeSince(90 * 60_000)).toBe('90 min');
     expect(describeSince(36 * 3_600_000)).toBe('36 h');
+  });
+});
+
+describe('Function: statsCommand', () => {
+  const NOW_MS = Date.UTC(2026, 11, 2, 12, 0, 0);
+  const HOUR_MS = 3_600_000;
+
+  /** A context over a ledger listing and a metrics reader; no queue URLs, so no SQS call. */
+  function context(reader: Partial<MetricsReader> & Pick<MetricsReader, 'read'>) {
+    const windows: MetricsWindow[] = [];
+    const listed: DeliveryState[] = [];
+    const rows: Partial<Record<DeliveryState, Partial<DeliveryRecord>[]>> = {
+      pending: [{ stateSince: NOW_MS - 5_000 }],
+      dead: [{}, {}],
+    };
+    const ctx = {
+      now: () => NOW_MS,
+      target: { description: 'a test', connection: { kind: 'aws' } },
+      ledger: () => ({
+        listByState: async (state: DeliveryState): Promise<Page> => (listed.push(state), { records: (rows[state] ?? []) as DeliveryRecord[] }),
+      }),
+      metrics: (): MetricsReader => ({
+        source: 'the test reader',
+        percentileMethod: 'exact',
+        maxWindowMs: 24 * HOUR_MS,
+        ...reader,
+        read: (window) => (windows.push(window), reader.read(window)),
+      }),
+    } as unknown as CommandContext;
+    return { ctx, windows, listed };
+  }
+
+  const metrics: DeliveryMetrics = { delivered: 8, attempts: 10, retriedAttempts: 2, deadLettered: 1, latency: { samples: 8, p50Ms: 50, p99Ms: 900 } };
+
+  it('lists only pending and dead rows, and reads the delivery figures from the metrics over the window', async () => {
+    const { ctx, windows, listed } = context({ read: async () => metrics });
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 100, sinceMs: 6 * HOUR_MS });
+
+    expect(new Set(listed)).toEqual(new Set(['pending', 'dead']));
+    expect(windows).toEqual([{ startMs: NOW_MS - 6 * HOUR_MS, endMs: NOW_MS }]);
+    expect(result.failure).toBeUndefined();
+    expect(result.json).toMatchObject({
+      pendingCount: 1,
+      oldestPendingAgeMs: 5_000,
+      deadCount: 2,
+      deliveredCount: 8,
+      retryRate: 0.2,
+      latencyMs: { p50: 50, p99: 900 },
+      sources: { metrics: 'the test reader' },
+      window: { since: '6h' },
+    });
+    expect(result.human).toContain('delivered, retry rate, latency: the test reader, the last 6 h; percentiles over 8 deliveries, exact');
+  });
+
+  it('shortens a window longer than the source keeps, and says so', async () => {
+    const { ctx, windows } = context({ read: async () => metrics });
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 100, sinceMs: 7 * 24 * HOUR_MS });
+
+    expect(windows).toEqual([{ startMs: NOW_MS - 24 * HOUR_MS, endMs: NOW_MS }]);
+    expect(result.human).toContain('note: the metrics cover the last 24 h, not 7 d: the test reader keeps no more');
+  });
+
+  it('prints the backlog with the delivery figures n/a, and fails naming why, when the metrics cannot be read', async () => {
+    const { ctx } = context({ read: async () => Promise.reject(new MetricsUnavailableError('no permission')) });
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 100 });
+
+    expect(result.failure).toBe('metrics unavailable: no permission');
+    expect(result.json).toMatchObject({ deadCount: 2, deliveredCount: null, retryRate: null, metricsError: 'no permission' });
+    expect(result.human).toMatch(/^delivered\s+n\/a$/m);
   });
 });
