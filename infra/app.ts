@@ -18,23 +18,12 @@ import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
-import { ConfigError, readSettings, type Settings } from '../lib/config';
+import { ConfigError, readSettings, SETTING_VARIABLES, type Settings } from '../lib/config';
 import { STACK_OUTPUTS } from '../lib/stack-outputs';
 import { WebhookDelivery, type WebhookDeliveryProps } from './webhook-delivery';
 
 /** CDK context key → the `HANDOFF_*` variable lib/config.ts reads for the same setting. */
-export const SETTINGS_CONTEXT = {
-  webhookUrl: 'HANDOFF_WEBHOOK_URL',
-  retrySchedule: 'HANDOFF_RETRY_SCHEDULE',
-  maxAttempts: 'HANDOFF_MAX_ATTEMPTS',
-  attemptTimeoutMs: 'HANDOFF_ATTEMPT_TIMEOUT_MS',
-  payloadLimitBytes: 'HANDOFF_PAYLOAD_LIMIT_BYTES',
-  batchSize: 'HANDOFF_BATCH_SIZE',
-  maxConcurrency: 'HANDOFF_MAX_CONCURRENCY',
-  retentionDays: 'HANDOFF_RETENTION_DAYS',
-  allowPrivateCidrs: 'HANDOFF_ALLOW_PRIVATE_CIDRS',
-  allowHttp: 'HANDOFF_ALLOW_HTTP',
-} as const;
+export const SETTINGS_CONTEXT = SETTING_VARIABLES;
 
 /** The stack's outputs; the operator CLI reads them by these exact keys (`--stack NAME`). */
 export { STACK_OUTPUTS };

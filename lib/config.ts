@@ -105,11 +105,14 @@ export const PROPERTY_NAMES: SettingNames = {
   allowHttp: 'allowHttp',
 };
 
-/** The sandbox's and the handler's names: environment variables. The policy is two of them. */
-export const VARIABLE_NAMES: SettingNames = {
+/**
+ * Each setting's `HANDOFF_*` variable, by its CDK context key (infra/app.ts reads context through
+ * these). The signing secret is not among them: in AWS it is a Secrets Manager secret.
+ */
+export const SETTING_VARIABLES = {
   webhookUrl: 'HANDOFF_WEBHOOK_URL',
-  webhookSecret: 'HANDOFF_WEBHOOK_SECRET',
-  retryPolicy: 'HANDOFF_RETRY_SCHEDULE/HANDOFF_MAX_ATTEMPTS',
+  retrySchedule: 'HANDOFF_RETRY_SCHEDULE',
+  maxAttempts: 'HANDOFF_MAX_ATTEMPTS',
   attemptTimeoutMs: 'HANDOFF_ATTEMPT_TIMEOUT_MS',
   payloadLimitBytes: 'HANDOFF_PAYLOAD_LIMIT_BYTES',
   batchSize: 'HANDOFF_BATCH_SIZE',
@@ -117,6 +120,15 @@ export const VARIABLE_NAMES: SettingNames = {
   retentionDays: 'HANDOFF_RETENTION_DAYS',
   allowPrivateCidrs: 'HANDOFF_ALLOW_PRIVATE_CIDRS',
   allowHttp: 'HANDOFF_ALLOW_HTTP',
+} as const;
+
+const { retrySchedule: _retrySchedule, maxAttempts: _maxAttempts, ...SAME_NAMED } = SETTING_VARIABLES;
+
+/** The sandbox's and the handler's names: environment variables. The policy is two of them. */
+export const VARIABLE_NAMES: SettingNames = {
+  ...SAME_NAMED,
+  webhookSecret: 'HANDOFF_WEBHOOK_SECRET',
+  retryPolicy: `${SETTING_VARIABLES.retrySchedule}/${SETTING_VARIABLES.maxAttempts}`,
 };
 
 type Env = Readonly<Record<string, string | undefined>>;
