@@ -110,10 +110,9 @@ export class EndpointGuard {
     let parsed: URL;
     try {
       parsed = new URL(url);
-    } catch (error) {
-      throw new EndpointRefusedError('invalid-url', 'the webhook URL is not an absolute URL', undefined, {
-        cause: error,
-      });
+    } catch {
+      // No `cause`: the parser's error carries the whole input, and a URL may hold a secret.
+      throw new EndpointRefusedError('invalid-url', 'the webhook URL is not an absolute URL');
     }
     if (parsed.protocol === 'http:') {
       if (!this.allowHttp) {

@@ -3,6 +3,7 @@
  * resolves to. No network: names resolve through the local resolver (`localhost`).
  */
 import type { LookupAddress, LookupOptions } from 'node:dns';
+import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import {
   EndpointGuard,
@@ -115,6 +116,19 @@ describe('Method: checkUrl', () => {
     'https://0/',
   ])('refuses the literal address in %s', (url) => {
     expect(() => strict.checkUrl(url)).toThrow(expect.objectContaining({ code: 'blocked-address' }));
+  });
+
+  it('refuses an unparsable URL without keeping it anywhere on the error, since it may hold a secret', () => {
+    let error: unknown;
+    try {
+      strict.checkUrl('hooks.example.com/in?token=s3cr3t');
+    } catch (caught) {
+      error = caught;
+    }
+
+    expect(error).toBeInstanceOf(EndpointRefusedError);
+    expect((error as EndpointRefusedError).code).toBe('invalid-url');
+    expect(inspect(error, { depth: 5 })).not.toContain('s3cr3t');
   });
 
   it('allows a literal loopback address with the sandbox preset', () => {
