@@ -56,6 +56,8 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
     .filter((row) => row.state === 'delivered' && (effects.get(row.eventId) ?? 0) === 0)
     .map((row) => `${row.eventId}: delivered, never applied`);
 
+  // Effects are what the receiver kit's action applied: its store (keyed by webhook-id) decides
+  // whether a repeat may run the action again, so a count over 1 is the kit letting one through.
   const doubleEffects = [...effects]
     .filter(([, count]) => count > 1)
     .map(([id, count]) => `${id}: applied ${count} times`);

@@ -3,11 +3,16 @@
  * the request's position, and keeps only counts (a 20,000-event soak must not hold every
  * request).
  *
- * It is idempotent the way a real receiver is: an effect is applied once per `idempotency-key`.
- * Effects are also counted by the event ID inside the body, so a sender that changed the key
- * between attempts would show up as a double effect, which idempotency could not have caught.
+ * It is built on the receiver kit, as a user's receiver would be: the application's answers
+ * (success, slow success, commit then no answer, refusal) go through `createReceiver` with one
+ * in-memory store, so an effect is applied at most once per `webhook-id` by the kit's store; the
+ * infrastructure's (5xx, 429, a reset connection) come from in front of the application. Effects
+ * are counted by the event ID inside the body, so a sender that changed the key between attempts
+ * would show up as a double effect, which idempotency could not have caught.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { MemoryIdempotencyStore } from '../../../lib/receiver/memory-store';
+import { createReceiver, REPLAYED_HEADER, type ActionResult, type WebhookResponse } from '../../../lib/receiver/receiver';
 import { listenOnLoopback } from '../loopback';
 import { answerFor, type AnswerKind, type PlannedEvent, type SoakPlan } from './plan';
 
@@ -17,7 +22,7 @@ export interface ReceiverCounts {
   readonly answers: Readonly<Record<AnswerKind, number>>;
   /** Effects applied, by the event ID in the body. More than 1 is a double effect. */
   readonly effects: ReadonlyMap<string, number>;
-  /** Requests that would have committed again without the key: duplicates idempotency absorbed. */
+  /** Requests that would have committed again without the kit: repeats its store answered (or held off with 425). */
   readonly absorbed: number;
   /** Requests whose `idempotency-key` or `webhook-id` differs from the body's event ID. */
   readonly keyMismatches: number;
@@ -37,7 +42,6 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
   const planned = new Map<string, PlannedEvent>(plan.events.map((event) => [event.id, event]));
   const seen = new Map<string, number>();
   const firstBody = new Map<string, string>();
-  const applied = new Set<string>();
   const effects = new Map<string, number>();
   const answers = Object.fromEntries(
     ['ok', 'slow', 'late-commit', 'commit-then-hang', 'server-error', 'throttle', 'reset', 'reject'].map((k) => [k, 0]),
@@ -48,16 +52,29 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
   let changedBodies = 0;
   let unplanned = 0;
   const timers = new Set<NodeJS.Timeout>();
+  const later = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        resolve();
+      }, ms);
+      timers.add(timer);
+    });
 
-  /** The receiver's one effect per key; counted by the body's own event ID. */
-  const commit = (key: string, bodyEventId: string | undefined) => {
-    if (applied.has(key)) {
-      absorbed += 1;
-      return;
-    }
-    applied.add(key);
+  // The kit's store: the one place that decides whether an effect may be applied again.
+  const store = new MemoryIdempotencyStore();
+  /** The application: the kit around this request's planned business action. */
+  const application = (action: (bodyEventId: string | undefined) => Promise<ActionResult>) =>
+    createReceiver({
+      unsigned: true,
+      store,
+      action: ({ payload }) => action((payload as { id?: string } | null)?.id),
+    });
+  /** The effect, counted by the body's own event ID; committed when the action answers 2xx. */
+  const commit = (bodyEventId: string | undefined, key: string): ActionResult => {
     const id = bodyEventId ?? `(unreadable body under ${key})`;
     effects.set(id, (effects.get(id) ?? 0) + 1);
+    return { status: 200 };
   };
 
   const server: Server = createServer((req, res) => {
@@ -92,34 +109,32 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
       const reply = (status: number, headers: Record<string, string> = {}) => {
         if (!res.destroyed && !res.headersSent) res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end();
       };
-      const later = (ms: number, then: () => void) => {
-        const timer = setTimeout(() => {
-          timers.delete(timer);
-          then();
-        }, ms);
-        timers.add(timer);
-      };
+      /** Through the kit; a planned commit that the store answered instead was absorbed. */
+      const apply = (action: (bodyEventId: string | undefined) => Promise<ActionResult>, commits: boolean) =>
+        application(action)({ method: req.method ?? 'POST', headers: req.headers, body }).then((response) => {
+          if (commits && (response.headers[REPLAYED_HEADER] === 'true' || response.status === 425)) absorbed += 1;
+          return response;
+        });
       switch (answer.kind) {
         case 'ok':
-          commit(key, bodyEventId);
-          return reply(200);
+          return void apply(async (id) => commit(id, key), true).then((response) => write(res, response));
         case 'slow':
         case 'late-commit':
           // Committed when the answer is ready, whether or not the sender is still there.
-          return later(answer.delayMs, () => {
-            commit(key, bodyEventId);
-            reply(200);
-          });
+          return void apply(async (id) => {
+            await later(answer.delayMs);
+            return commit(id, key);
+          }, true).then((response) => write(res, response));
         case 'commit-then-hang':
-          return commit(key, bodyEventId);
+          return void apply(async (id) => commit(id, key), true);
+        case 'reject':
+          return void apply(async () => ({ status: answer.status }), false).then((response) => write(res, response));
         case 'server-error':
           return reply(answer.status);
         case 'throttle':
           return reply(429, { 'retry-after': String(answer.retryAfterSeconds) });
         case 'reset':
           return void req.socket.resetAndDestroy();
-        case 'reject':
-          return reply(answer.status);
       }
     });
   });
@@ -141,4 +156,8 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
       await listening.close();
     },
   };
+}
+
+function write(res: ServerResponse, response: WebhookResponse) {
+  if (!res.destroyed && !res.headersSent) res.writeHead(response.status, response.headers).end(response.body);
 }
