@@ -21,7 +21,7 @@ describe('Function: countListed', () => {
   it('counts every row of the state listed, over several pages, reading no other state', async () => {
     const ledger = listing({ pending: 2_345, delivered: 10_000 });
 
-    expect(await countListed(ledger, 'pending')).toEqual({ n: 2_345, atLeast: false });
+    expect(await countListed(ledger, 'pending', 5_000)).toEqual({ n: 2_345, atLeast: false });
     expect(new Set(ledger.read)).toEqual(new Set(['pending']));
   });
 
@@ -30,12 +30,17 @@ describe('Function: countListed', () => {
 
     expect(await countListed(ledger, 'dead', 20)).toEqual({ n: 20, atLeast: true });
   });
+
+  it('lists at most 1000 rows per state by default', async () => {
+    expect(await countListed(listing({ pending: 1_500 }), 'pending')).toEqual({ n: 1_000, atLeast: true });
+    expect(await countListed(listing({ pending: 1_000 }), 'pending')).toEqual({ n: 1_000, atLeast: false });
+  });
 });
 
 describe('Function: formatCounts', () => {
   it('prints delivered, retrying, dead and the dead-letter queue, marking a capped count with +', () => {
-    const line = formatCounts({ delivered: 12, retrying: { n: 10_000, atLeast: true }, dead: { n: 1, atLeast: false }, deadLetters: 2 });
+    const line = formatCounts({ delivered: 12, retrying: { n: 1_000, atLeast: true }, dead: { n: 1, atLeast: false }, deadLetters: 2 });
 
-    expect(line).toBe('delivered 12 · retrying 10000+ · dead 1 · dead-letter queue 2');
+    expect(line).toBe('delivered 12 · retrying 1000+ · dead 1 · dead-letter queue 2');
   });
 });
