@@ -18,7 +18,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { DeliveryResult } from '../lib/deliver';
-import { createLedgerTable } from '../lib/ledger/dynamodb-ledger';
+import { createLedgerTable } from '../sandbox/ledger-table';
 import { emulatorDynamoDbClient, startDynalite } from '../test/helpers/dynalite';
 import { startTestReceiver } from '../test/helpers/receiver';
 import { writeUnits } from './cost/billing';
@@ -175,6 +175,8 @@ async function main(): Promise<number> {
         clock: { nowMs: () => Date.now() + mixClock.offsetMs },
       });
       closers.push(() => consumer.close());
+      // Created empty above and written only from here, through the meter.
+      proxy.seesEveryWrite(TABLES.mix(deliveries));
       mixes.push(
         await runMix(
           consumer.invoke,

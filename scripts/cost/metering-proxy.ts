@@ -8,7 +8,8 @@
  * not billed), and applies DynamoDB's rules (billing.ts) to the two images and the table's shape,
  * read once per table from DescribeTable: table units, index puts, deletes and updates, and the
  * partition key value each lands on. Writes to one item pass one at a time, so each image pair is
- * exactly that write's. An item's last image is kept, so only its first write reads "before".
+ * exactly that write's. An item's last image is kept, so only its first write reads "before" (and
+ * not even that on a table the meter has seen every write to since it was empty).
  *
  * It also asks dynalite for `ConsumedCapacity` on each write and compares it with the table units
  * it computed. dynalite reports the table only: index units are the model's alone.
@@ -137,6 +138,12 @@ export interface MeteringProxy {
    * timing a handler without the meter's own reads in its path.
    */
   passThrough(): void;
+  /**
+   * Declares a table empty, with every write from now on passing the meter: an item it has not
+   * seen written does not exist, so its first write needs no read of the item before. Until the
+   * next `passThrough`.
+   */
+  seesEveryWrite(table: string): void;
   /** The table's shape, as the meter prices it. */
   shapeOf(table: string): Promise<TableShape>;
   close(): Promise<void>;
@@ -156,6 +163,8 @@ export async function startMeteringProxy(target: string, direct: DynamoDBClient)
   /** Each written item's image after its last write, by table and key. */
   const images = new Map<string, Item | undefined>();
   const locks = new Map<string, Promise<void>>();
+  /** Tables whose every write since they were empty has passed the meter. */
+  const wholeHistory = new Set<string>();
   let usage = new DynamoDbUsage();
   let metering = true;
 
@@ -219,7 +228,7 @@ export async function startMeteringProxy(target: string, direct: DynamoDBClient)
     const key = fromWire(input.Key ?? keyOf(shape, input.Item ?? {}));
     const itemKey = `${table}\n${JSON.stringify(key, keyReplacer)}`;
     return serialized(itemKey, async () => {
-      const before = images.has(itemKey) ? images.get(itemKey) : await readItem(table, key);
+      const before = images.has(itemKey) || wholeHistory.has(table) ? images.get(itemKey) : await readItem(table, key);
       const asked = input.ReturnConsumedCapacity;
       const reporting = asked === 'TOTAL' || asked === 'INDEXES' ? input : { ...input, ReturnConsumedCapacity: 'TOTAL' };
       const answer = await forward(request, Buffer.from(JSON.stringify(reporting)));
@@ -304,6 +313,10 @@ export async function startMeteringProxy(target: string, direct: DynamoDBClient)
       metering = false;
       // Writes now go unseen, so no image kept so far can be trusted later.
       images.clear();
+      wholeHistory.clear();
+    },
+    seesEveryWrite(table) {
+      wholeHistory.add(table);
     },
     shapeOf,
     async close() {
