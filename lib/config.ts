@@ -136,24 +136,25 @@ type Env = Readonly<Record<string, string | undefined>>;
 /** Reads settings from `HANDOFF_*` variables over the defaults. @throws ConfigError */
 export function readSettings(env: Env = process.env): Settings {
   const d = DEFAULT_SETTINGS;
-  const schedule = optional(env, 'HANDOFF_RETRY_SCHEDULE', parseSchedule);
-  const maxAttempts = optional(env, 'HANDOFF_MAX_ATTEMPTS', int(1, MAX_ATTEMPTS));
+  const V = SETTING_VARIABLES;
+  const schedule = optional(env, V.retrySchedule, parseSchedule);
+  const maxAttempts = optional(env, V.maxAttempts, int(1, MAX_ATTEMPTS));
   return validateSettings(
     {
-      webhookUrl: optional(env, 'HANDOFF_WEBHOOK_URL', parseUrl),
-      webhookSecret: optional(env, 'HANDOFF_WEBHOOK_SECRET', parseSecret),
+      webhookUrl: optional(env, V.webhookUrl, parseUrl),
+      webhookSecret: optional(env, VARIABLE_NAMES.webhookSecret, parseSecret),
       retryPolicy:
         schedule || maxAttempts
           ? retryPolicy(maxAttempts ?? d.retryPolicy.maxAttempts, schedule ?? d.retryPolicy.waitsSeconds)
           : d.retryPolicy,
-      attemptTimeoutMs: optional(env, 'HANDOFF_ATTEMPT_TIMEOUT_MS', int(100, MAX_ATTEMPT_TIMEOUT_MS)) ?? d.attemptTimeoutMs,
+      attemptTimeoutMs: optional(env, V.attemptTimeoutMs, int(100, MAX_ATTEMPT_TIMEOUT_MS)) ?? d.attemptTimeoutMs,
       payloadLimitBytes:
-        optional(env, 'HANDOFF_PAYLOAD_LIMIT_BYTES', int(MIN_PAYLOAD_LIMIT_BYTES, MAX_PAYLOAD_LIMIT_BYTES)) ?? d.payloadLimitBytes,
-      batchSize: optional(env, 'HANDOFF_BATCH_SIZE', int(1, 100)) ?? d.batchSize,
-      maxConcurrency: optional(env, 'HANDOFF_MAX_CONCURRENCY', int(2, 1000)) ?? d.maxConcurrency,
-      retentionDays: optional(env, 'HANDOFF_RETENTION_DAYS', int(1, 3650)) ?? d.retentionDays,
-      allowPrivateCidrs: optional(env, 'HANDOFF_ALLOW_PRIVATE_CIDRS', parseCidrList) ?? d.allowPrivateCidrs,
-      allowHttp: optional(env, 'HANDOFF_ALLOW_HTTP', parseBoolean) ?? d.allowHttp,
+        optional(env, V.payloadLimitBytes, int(MIN_PAYLOAD_LIMIT_BYTES, MAX_PAYLOAD_LIMIT_BYTES)) ?? d.payloadLimitBytes,
+      batchSize: optional(env, V.batchSize, int(1, 100)) ?? d.batchSize,
+      maxConcurrency: optional(env, V.maxConcurrency, int(2, 1000)) ?? d.maxConcurrency,
+      retentionDays: optional(env, V.retentionDays, int(1, 3650)) ?? d.retentionDays,
+      allowPrivateCidrs: optional(env, V.allowPrivateCidrs, parseCidrList) ?? d.allowPrivateCidrs,
+      allowHttp: optional(env, V.allowHttp, parseBoolean) ?? d.allowHttp,
     },
     VARIABLE_NAMES,
   );
@@ -266,18 +267,19 @@ export const RESOURCE_ENV = {
 
 /** The environment a consumer process (Lambda or sandbox) reads its settings from. */
 export function settingsToEnvironment(settings: Settings): Record<string, string> {
+  const V = SETTING_VARIABLES;
   const env: Record<string, string> = {
-    HANDOFF_RETRY_SCHEDULE: settings.retryPolicy.waitsSeconds.join(','),
-    HANDOFF_MAX_ATTEMPTS: String(settings.retryPolicy.maxAttempts),
-    HANDOFF_ATTEMPT_TIMEOUT_MS: String(settings.attemptTimeoutMs),
-    HANDOFF_PAYLOAD_LIMIT_BYTES: String(settings.payloadLimitBytes),
-    HANDOFF_BATCH_SIZE: String(settings.batchSize),
-    HANDOFF_MAX_CONCURRENCY: String(settings.maxConcurrency),
-    HANDOFF_RETENTION_DAYS: String(settings.retentionDays),
+    [V.retrySchedule]: settings.retryPolicy.waitsSeconds.join(','),
+    [V.maxAttempts]: String(settings.retryPolicy.maxAttempts),
+    [V.attemptTimeoutMs]: String(settings.attemptTimeoutMs),
+    [V.payloadLimitBytes]: String(settings.payloadLimitBytes),
+    [V.batchSize]: String(settings.batchSize),
+    [V.maxConcurrency]: String(settings.maxConcurrency),
+    [V.retentionDays]: String(settings.retentionDays),
   };
-  if (settings.webhookUrl !== undefined) env.HANDOFF_WEBHOOK_URL = settings.webhookUrl;
-  if (settings.allowPrivateCidrs.length > 0) env.HANDOFF_ALLOW_PRIVATE_CIDRS = settings.allowPrivateCidrs.join(',');
-  if (settings.allowHttp) env.HANDOFF_ALLOW_HTTP = 'true';
+  if (settings.webhookUrl !== undefined) env[V.webhookUrl] = settings.webhookUrl;
+  if (settings.allowPrivateCidrs.length > 0) env[V.allowPrivateCidrs] = settings.allowPrivateCidrs.join(',');
+  if (settings.allowHttp) env[V.allowHttp] = 'true';
   return env;
 }
 
