@@ -126,14 +126,13 @@ async function main(): Promise<number> {
     printScenarios(scenarios);
 
     // --- per delivered event, three consumers, two sizes ------------------------------------------
-    const clock = { offsetMs: 0 };
     const handoff = handoffConsumer({
       dynamodbEndpoint: proxy.endpoint,
       direct,
       tableName: TABLES.workload,
       sqs: sqs.client,
       webhookUrl: receiver.url,
-      clock: { nowMs: () => Date.now() + clock.offsetMs },
+      clock: { nowMs: Date.now },
     });
     closers.push(() => handoff.close());
     const environment = { dynamodbEndpoint: proxy.endpoint, webhookUrl: receiver.url, idempotencyTable: TABLES.powertools };
