@@ -159,11 +159,14 @@ export class WebhookDelivery extends Construct {
       // The ledger is the authority on what was delivered: it outlives the stack.
       removalPolicy: RemovalPolicy.RETAIN,
     });
+    // The sparse, sharded listing index (lib/ledger/dynamodb-schema.ts): only rows that need
+    // listing have its keys, so a delivered event costs nothing in it; keys only are projected.
+    const listing = LEDGER_SCHEMA.listingIndex;
     this.ledgerTable.addGlobalSecondaryIndex({
-      indexName: LEDGER_SCHEMA.stateIndex.name,
-      partitionKey: { name: LEDGER_SCHEMA.stateIndex.partitionKey, type: dynamodb.AttributeType.STRING },
-      sortKey: { name: LEDGER_SCHEMA.stateIndex.sortKey, type: dynamodb.AttributeType.NUMBER },
-      projectionType: dynamodb.ProjectionType.ALL,
+      indexName: listing.name,
+      partitionKey: { name: listing.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: listing.sortKey, type: dynamodb.AttributeType.STRING },
+      projectionType: dynamodb.ProjectionType[listing.projection],
     });
 
     // --- Signing secret -----------------------------------------------------------------------

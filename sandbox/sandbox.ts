@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { checkEndpoint, derivedTimings, QUEUE_RETENTION_SECONDS, RESOURCE_ENV, settingsToEnvironment, type Settings } from '../lib/config';
-import { createLedgerTable } from '../lib/ledger/dynamodb-ledger';
+import { createLedgerTable } from './ledger-table';
 import { SANDBOX_GUARD_OPTIONS } from '../lib/webhook/endpoint-guard';
 import { redactUrl } from '../lib/webhook/redact-url';
 import { Display, watchCounts } from './counters';

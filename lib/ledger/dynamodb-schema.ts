@@ -1,12 +1,90 @@
 /**
- * The ledger table's shape, shared by the DynamoDB adapter, the CDK construct and the sandbox so
- * that all three agree on key names without repeating them.
+ * The ledger table's shape, the one definition that the DynamoDB adapter, the CDK construct and
+ * the sandbox all build from: key names, the listing index, the TTL attribute, and the short
+ * names the record's fields have on the wire.
+ *
+ * The listing index is sparse: a row has its key attributes (`listingKey`, `listingSort`) only
+ * while it needs listing: dead, or pending after a failed attempt or a replay. A row delivered at
+ * its first attempt never has them, so it costs nothing in the index; a settled row drops them.
+ * Its partition key is the state's letter and a shard of the row's key (`d07`, `p12`): the writes
+ * to any one key value are a fixed 1/LISTING_SHARDS of the listed rows', however large the
+ * traffic. It projects keys only; a listing reads the page's rows from the table.
  */
+export const LISTING_SHARDS = 16;
+
 export const LEDGER_SCHEMA = {
   partitionKey: 'eventId',
   sortKey: 'endpoint',
-  /** The by-state index: list pending or dead rows without a scan, oldest state change first. */
-  stateIndex: { name: 'byState', partitionKey: 'state', sortKey: 'stateSince' },
+  /** Dead rows and pending rows that need attention, by shard, oldest first. */
+  listingIndex: {
+    name: 'listing',
+    /** String: the state's letter and a two-digit shard (`d07`). */
+    partitionKey: 'lk',
+    /** String: the epoch ms the row entered this listing, 13 digits, then its key (unique, ordered). */
+    sortKey: 'ls',
+    projection: 'KEYS_ONLY',
+    shards: LISTING_SHARDS,
+  },
   /** Epoch seconds; DynamoDB's TTL deletes a row some time after. */
-  ttlAttribute: 'expiresAt',
+  ttlAttribute: 'x',
+} as const;
+
+/**
+ * Record field -> attribute name as stored. Every name is paid for in bytes on every write, so
+ * non-key names are a letter or two; this map is the only place they are spelled.
+ */
+export const WIRE_NAMES = {
+  eventId: LEDGER_SCHEMA.partitionKey,
+  endpoint: LEDGER_SCHEMA.sortKey,
+  state: 's',
+  body: 'b',
+  contentHash: 'h',
+  eventType: 't',
+  attempts: 'n',
+  maxAttempts: 'm',
+  policy: 'p',
+  history: 'hi',
+  lastOutcome: 'o',
+  nextAttemptAt: 'na',
+  leaseOwner: 'lo',
+  leaseExpiresAt: 'le',
+  claimToken: 'ct',
+  replays: 'r',
+  audit: 'au',
+  deadReason: 'dr',
+  deadDetail: 'dd',
+  createdAt: 'c',
+  deliveredAt: 'da',
+  deadAt: 'xa',
+  expiresAt: LEDGER_SCHEMA.ttlAttribute,
+  /** Not a record field: the retention of the latest claim, which later writes extend the expiry by. */
+  retentionSeconds: 'rs',
+  listingKey: LEDGER_SCHEMA.listingIndex.partitionKey,
+  listingSort: LEDGER_SCHEMA.listingIndex.sortKey,
+} as const;
+
+export type WireField = keyof typeof WIRE_NAMES;
+
+/** The table as CreateTable (sandbox) and CloudFormation (the construct) both describe it. */
+export const LEDGER_TABLE_DEFINITION = {
+  AttributeDefinitions: [
+    { AttributeName: LEDGER_SCHEMA.partitionKey, AttributeType: 'S' },
+    { AttributeName: LEDGER_SCHEMA.sortKey, AttributeType: 'S' },
+    { AttributeName: LEDGER_SCHEMA.listingIndex.partitionKey, AttributeType: 'S' },
+    { AttributeName: LEDGER_SCHEMA.listingIndex.sortKey, AttributeType: 'S' },
+  ],
+  KeySchema: [
+    { AttributeName: LEDGER_SCHEMA.partitionKey, KeyType: 'HASH' },
+    { AttributeName: LEDGER_SCHEMA.sortKey, KeyType: 'RANGE' },
+  ],
+  GlobalSecondaryIndexes: [
+    {
+      IndexName: LEDGER_SCHEMA.listingIndex.name,
+      KeySchema: [
+        { AttributeName: LEDGER_SCHEMA.listingIndex.partitionKey, KeyType: 'HASH' },
+        { AttributeName: LEDGER_SCHEMA.listingIndex.sortKey, KeyType: 'RANGE' },
+      ],
+      Projection: { ProjectionType: LEDGER_SCHEMA.listingIndex.projection },
+    },
+  ],
 } as const;

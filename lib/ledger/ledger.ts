@@ -21,6 +21,7 @@
 import type { ParsedEvent } from '../event';
 import type { AttemptOutcome, OutcomeKind } from '../outcome';
 import type { RetryPolicy } from '../policy';
+import type { ListedState } from './listing';
 
 export const DELIVERY_STATES = ['pending', 'delivered', 'dead'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
@@ -97,7 +98,7 @@ export interface DeliveryRecord extends DeliveryKey {
   readonly createdAt: number;
   readonly deliveredAt?: number;
   readonly deadAt?: number;
-  /** Epoch ms of the last state change: the sort key of the by-state index. */
+  /** Epoch ms of the last state change: admission or the last replay, delivery, death. */
   readonly stateSince: number;
   /** Epoch seconds after which the row may be deleted (DynamoDB TTL). Readers ignore expired rows. */
   readonly expiresAt: number;
@@ -210,8 +211,14 @@ export interface Ledger {
 
   get(key: DeliveryKey): Promise<DeliveryRecord | undefined>;
 
-  /** Rows in one state from the by-state index, oldest state change first unless `newestFirst`. */
-  listByState(state: DeliveryState, options?: ListOptions): Promise<Page>;
+  /**
+   * Rows that need attention, from the sparse listing index (`listing.ts` says which): dead rows,
+   * or pending rows that failed an attempt or were replayed; oldest entry into the listing first
+   * unless `newestFirst`. Delivered rows are never listed. A page has a cursor exactly when more
+   * rows follow it.
+   * @throws RangeError for a cursor this ledger did not issue for the same listing and order.
+   */
+  listByState(state: ListedState, options?: ListOptions): Promise<Page>;
 }
 
 /** Whether a row's lease is held by anyone at `nowMs`. */

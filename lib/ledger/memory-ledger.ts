@@ -14,18 +14,16 @@ import {
   type ClaimInput,
   type DeliveryKey,
   type DeliveryRecord,
-  type DeliveryState,
   type Ledger,
   type ListOptions,
   type Page,
   type RecordAttemptInput,
   type ReplayInput,
 } from './ledger';
+import { checkListedState, comesAfter, decodeCursor, encodeCursor, listingSort, type Listing, type ListedState } from './listing';
 import {
   checkLimit,
-  decodeCursor,
   DEFAULT_PAGE_LIMIT,
-  encodeCursor,
   EXHAUSTED_WITHOUT_OUTCOME_DETAIL,
   expiresAtSeconds,
   invalidRow,
@@ -36,13 +34,12 @@ import {
   newToken,
   auditEntry,
   recordOf,
-  type IndexPosition,
   type StoredRow,
 } from './rows';
 import type { RetryPolicy } from '../policy';
 
-/** A stored row, changed in place by the writes below. */
-type Row = { -readonly [K in keyof StoredRow]: StoredRow[K] };
+/** A stored row, changed in place by the writes below, with its place in a listing if it has one. */
+type Row = { -readonly [K in keyof StoredRow]: StoredRow[K] } & { listing?: Listing };
 
 export interface MemoryLedgerOptions {
   /** Epoch ms, for deciding which rows have expired on reads. Defaults to the system clock. */
@@ -65,7 +62,10 @@ export class MemoryLedger implements Ledger {
     if (row === undefined || holdsNoEvent(row)) {
       // A new event, or the first valid one with the ID of an invalid message: that row holds no
       // event, and the invalid message stays in its audit.
+      // A taken-over row keeps its listing as dead until its first outcome moves it (as in DynamoDB,
+      // whose claim never writes the listing): listings show only rows in the listed state.
       const created: Row = { ...newRow(input, claimToken), audit: row?.audit ?? [] };
+      if (row?.listing !== undefined) created.listing = row.listing;
       this.#rows.set(rowKey(key), created);
       return toRecord(created) as ClaimedRecord;
     }
@@ -111,10 +111,13 @@ export class MemoryLedger implements Ledger {
         delete row.deadReason;
         delete row.deadDetail;
         delete row.deadAt;
+        delete row.listing;
         break;
       case 'pending':
         row.nextAttemptAt = next.nextAttemptAt;
         row.expiresAt = expiresAtSeconds(nowMs, row.retentionSeconds);
+        // Listed from the first failure on, at that failure's time.
+        row.listing = { state: 'pending', sort: row.listing?.sort ?? listingSort(nowMs, row) };
         break;
       case 'dead':
         row.state = 'dead';
@@ -123,6 +126,7 @@ export class MemoryLedger implements Ledger {
         row.deadAt = nowMs;
         changedState(row, nowMs);
         delete row.nextAttemptAt;
+        row.listing = { state: 'dead', sort: listingSort(nowMs, row) };
         break;
     }
   }
@@ -138,6 +142,7 @@ export class MemoryLedger implements Ledger {
     row.deadDetail = EXHAUSTED_WITHOUT_OUTCOME_DETAIL;
     row.deadAt = nowMs;
     changedState(row, nowMs);
+    row.listing = { state: 'dead', sort: listingSort(nowMs, row) };
     delete row.leaseOwner;
     delete row.leaseExpiresAt;
     delete row.claimToken;
@@ -153,7 +158,9 @@ export class MemoryLedger implements Ledger {
     retentionSeconds: number,
   ): Promise<boolean> {
     if (this.#rows.has(rowKey(key))) return false;
-    this.#rows.set(rowKey(key), invalidRow(key, detail, policy, nowMs, retentionSeconds));
+    const row: Row = invalidRow(key, detail, policy, nowMs, retentionSeconds);
+    row.listing = { state: 'dead', sort: listingSort(nowMs, key) };
+    this.#rows.set(rowKey(key), row);
     return true;
   }
 
@@ -169,6 +176,7 @@ export class MemoryLedger implements Ledger {
     row.replays += 1;
     row.audit = [...row.audit, auditEntry(input, newToken())];
     changedState(row, nowMs);
+    row.listing = { state: 'pending', sort: listingSort(nowMs, row) };
     // Due at once: the operator's clock is not the workers', and one running ahead would park it.
     delete row.nextAttemptAt;
     delete row.deadReason;
@@ -185,20 +193,20 @@ export class MemoryLedger implements Ledger {
     return row === undefined || isExpired(row, this.#now()) ? undefined : toRecord(row);
   }
 
-  async listByState(state: DeliveryState, options: ListOptions = {}): Promise<Page> {
+  async listByState(state: ListedState, options: ListOptions = {}): Promise<Page> {
+    const listed = checkListedState(state);
     const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
-    const direction = options.newestFirst ? -1 : 1;
-    const compare = (a: IndexPosition, b: IndexPosition) => direction * compareIndexOrder(a, b);
-    const ordered = [...this.#rows.values()].filter((row) => row.state === state).sort(compare);
-    const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, state);
-    const start = after === undefined ? 0 : ordered.findIndex((row) => compare(row, after) > 0);
-    const scanned = start === -1 ? [] : ordered.slice(start, start + limit);
-    // Like a DynamoDB Query with a filter: the limit counts rows read, expired ones included.
+    const newestFirst = options.newestFirst === true;
+    const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, listed, newestFirst);
+    const entries = [...this.#rows.values()]
+      .filter((row) => row.listing?.state === listed && (after === undefined || comesAfter(row.listing.sort, after, newestFirst)))
+      .sort((a, b) => (comesAfter(a.listing?.sort ?? '', b.listing?.sort ?? '', newestFirst) ? 1 : -1));
+    const page = entries.slice(0, limit);
+    // Like the DynamoDB listing: rows no longer in the listed state or expired are left out.
     const nowMs = this.#now();
-    const records = scanned.filter((row) => !isExpired(row, nowMs)).map(toRecord);
-    // Like DynamoDB's LastEvaluatedKey: a full page has a cursor even when nothing follows it.
-    const last = scanned.at(-1);
-    return scanned.length === limit && last !== undefined ? { records, cursor: cursorAfter(last) } : { records };
+    const records = page.filter((row) => row.state === listed && !isExpired(row, nowMs)).map(toRecord);
+    const last = page.at(-1)?.listing;
+    return entries.length > limit && last !== undefined ? { records, cursor: encodeCursor(listed, newestFirst, last.sort) } : { records };
   }
 }
 
@@ -207,25 +215,12 @@ function rowKey(key: DeliveryKey): string {
 }
 
 function toRecord(row: Row): DeliveryRecord {
-  return recordOf(structuredClone(row));
+  const { listing: _listing, ...stored } = structuredClone(row);
+  return recordOf(stored);
 }
 
-/** Every state change moves the row in the by-state index and restarts its retention. */
+/** Every state change is the row's new `stateSince`, and restarts its retention. */
 function changedState(row: Row, nowMs: number): void {
   row.stateSince = nowMs;
   row.expiresAt = expiresAtSeconds(nowMs, row.retentionSeconds);
-}
-
-/** The by-state index order: oldest state change first, ties by key. */
-function compareIndexOrder(a: IndexPosition, b: IndexPosition): number {
-  return (
-    a.stateSince - b.stateSince ||
-    (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0) ||
-    (a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0)
-  );
-}
-
-/** The same shape as a DynamoDB LastEvaluatedKey of the by-state index. */
-function cursorAfter(row: Row): string {
-  return encodeCursor({ eventId: row.eventId, endpoint: row.endpoint, state: row.state, stateSince: row.stateSince });
 }

@@ -1,12 +1,13 @@
 /**
  * The rows the ledger writes and the rules it reads them by, defined once for both adapters: the
- * row a new event gets, the row of an invalid message, expiry, page limits and the listing cursor.
+ * row a new event gets, the row of an invalid message, expiry and page limits (the listing's own
+ * rules are in `listing.ts`).
  * `DynamoDbLedger` writes these rows with conditional expressions and `MemoryLedger` with plain
  * assignments; what a row holds is decided here, so the two cannot drift apart.
  */
 import { randomBytes } from 'node:crypto';
 import { LedgerUnavailableError } from './errors';
-import type { AuditEntry, ClaimedRecord, ClaimInput, DeliveryKey, DeliveryRecord, DeliveryState, ReplayInput } from './ledger';
+import type { AuditEntry, ClaimedRecord, ClaimInput, DeliveryKey, DeliveryRecord, ReplayInput } from './ledger';
 import type { RetryPolicy } from '../policy';
 
 /** Page size of `listByState` when none is given. */
@@ -142,42 +143,4 @@ export function missingRow(eventId: string, cause?: unknown): LedgerUnavailableE
 export function checkLimit(limit: number): number {
   if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
   return limit;
-}
-
-/** A row's place in the by-state index, within its state. */
-export interface IndexPosition {
-  readonly stateSince: number;
-  readonly eventId: string;
-  readonly endpoint: string;
-}
-
-/**
- * The cursor is the position of a page's last row in the by-state index, in the shape of
- * DynamoDB's LastEvaluatedKey there: the row's key plus its index key, named as the record names
- * them. Opaque to callers.
- */
-export function encodeCursor(position: Readonly<Record<string, unknown>>): string {
-  return Buffer.from(JSON.stringify(position)).toString('base64url');
-}
-
-/** @throws RangeError when the cursor is not one a listing of `state` rows issued. */
-export function decodeCursor(cursor: string, state: DeliveryState): IndexPosition {
-  let position: unknown;
-  try {
-    position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    position = undefined;
-  }
-  const p = position as Partial<Record<string, unknown>> | undefined;
-  if (
-    typeof p !== 'object' ||
-    p === null ||
-    typeof p.eventId !== 'string' ||
-    typeof p.endpoint !== 'string' ||
-    typeof p.stateSince !== 'number' ||
-    p.state !== state
-  ) {
-    throw new RangeError(`cursor is not one this ledger issued for ${state} rows`);
-  }
-  return { eventId: p.eventId, endpoint: p.endpoint, stateSince: p.stateSince };
 }

@@ -16,7 +16,8 @@ import {
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { expect, vi } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
-import { createLedgerTable, DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { createLedgerTable } from '../../sandbox/ledger-table';
 import { startEmulators, type Emulators } from '../../sandbox/emulators';
 import { startTestReceiver, type TestReceiver } from './receiver';
 

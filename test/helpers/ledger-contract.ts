@@ -932,22 +932,28 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
     });
 
     describe('Method: listByState', () => {
-      async function pendingRows(count: number): Promise<string[]> {
+      /** Rows whose first attempt failed, failures newest first by key, so listing order differs from key order. */
+      async function failedRows(count: number): Promise<string[]> {
         const ids = Array.from({ length: count }, (_, i) => `evt_list_${String(i).padStart(2, '0')}`);
-        // Created newest first, so the index order (by state change time) differs from key order.
-        for (const [i, id] of [...ids].entries()) {
-          await claim(shipmentEvent(id), { nowMs: T0 + (count - i) * 1000 });
+        for (const [i, id] of ids.entries()) {
+          const claimed = await claim(shipmentEvent(id), { nowMs: T0 });
+          await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 600_000 }, T0 + (count - i) * 1000);
         }
         return ids.reverse();
       }
 
-      it('lists rows in one state oldest state change first, page by page', async () => {
-        // Prepare: seven pending rows, plus one delivered and one dead that must not appear.
-        const ids = await pendingRows(7);
+      async function deadRow(id: string, atMs: number): Promise<DeliveryRecord> {
+        const claimed = await claim(shipmentEvent(id), { nowMs: atMs - 100 });
+        return record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, atMs);
+      }
+
+      it('lists pending rows that failed an attempt, oldest failure first, page by page; not the rest', async () => {
+        // Prepare: seven failed rows, plus one in its first attempt, one delivered and one dead.
+        const ids = await failedRows(7);
+        await claim(shipmentEvent('evt_list_first'), { nowMs: T0 });
         const done = await claim(shipmentEvent('evt_list_done'), { nowMs: T0 });
         await record(done, ACCEPTED, { state: 'delivered' }, T0 + 100);
-        const gone = await claim(shipmentEvent('evt_list_gone'), { nowMs: T0 });
-        await record(gone, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 100);
+        await deadRow('evt_list_gone', T0 + 100);
 
         // Act
         const first = await ledger.listByState('pending', { limit: 3 });
@@ -960,12 +966,11 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(third.records.map((r) => r.eventId)).toStrictEqual(ids.slice(6));
         expect(first.cursor).toEqual(expect.any(String));
         expect(third.cursor).toBeUndefined();
-        expect((await ledger.listByState('delivered')).records.map((r) => r.eventId)).toStrictEqual(['evt_list_done']);
         expect((await ledger.listByState('dead')).records.map((r) => r.eventId)).toStrictEqual(['evt_list_gone']);
       });
 
-      it('lists newest state change first when asked, page by page', async () => {
-        const ids = await pendingRows(5);
+      it('lists newest first when asked, page by page', async () => {
+        const ids = await failedRows(5);
 
         const first = await ledger.listByState('pending', { limit: 3, newestFirst: true });
         const second = await ledger.listByState('pending', { limit: 3, newestFirst: true, cursor: first.cursor });
@@ -975,16 +980,34 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(second.cursor).toBeUndefined();
       });
 
+      it('pages through rows listed in the same millisecond without losing or repeating one', async () => {
+        // Prepare: five rows die at the same instant.
+        for (const id of ['evt_tie_c', 'evt_tie_a', 'evt_tie_e', 'evt_tie_b', 'evt_tie_d']) await deadRow(id, T0 + 500);
+
+        // Act
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await ledger.listByState('dead', { limit: 2, cursor });
+          seen.push(...page.records.map((r) => r.eventId));
+          cursor = page.cursor;
+        } while (cursor !== undefined);
+
+        // Assess
+        expect(seen).toStrictEqual(['evt_tie_a', 'evt_tie_b', 'evt_tie_c', 'evt_tie_d', 'evt_tie_e']);
+      });
+
       it('returns whole records', async () => {
         const claimed = await claim(shipmentEvent('evt_whole'));
+        const pending = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 200);
 
         const page = await ledger.listByState('pending');
 
-        expect(page).toStrictEqual({ records: [claimed] });
+        expect(page).toStrictEqual({ records: [pending] });
       });
 
       it('pages 25 rows at a time by default', async () => {
-        const ids = await pendingRows(26);
+        const ids = await failedRows(26);
 
         const first = await ledger.listByState('pending');
         const second = await ledger.listByState('pending', { cursor: first.cursor });
@@ -994,29 +1017,46 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(second.cursor).toBeUndefined();
       });
 
-      it('ends with an empty page when the rows fill the last page exactly', async () => {
-        const ids = await pendingRows(4);
+      it('gives a cursor exactly when more rows follow, a full last page included', async () => {
+        const ids = await failedRows(4);
 
         const first = await ledger.listByState('pending', { limit: 2 });
         const second = await ledger.listByState('pending', { limit: 2, cursor: first.cursor });
-        const third = await ledger.listByState('pending', { limit: 2, cursor: second.cursor });
 
+        expect(first.records.map((r) => r.eventId)).toStrictEqual(ids.slice(0, 2));
         expect(second.records.map((r) => r.eventId)).toStrictEqual(ids.slice(2));
-        expect(second.cursor).toEqual(expect.any(String));
-        expect(third).toStrictEqual({ records: [] });
+        expect(second.cursor).toBeUndefined();
       });
 
-      it('moves a row to its new state when the state changes', async () => {
-        const claimed = await claim(shipmentEvent('evt_moves'));
-        await record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 100);
+      it('moves a row from the pending listing to the dead one when it dies, and out of both when delivered', async () => {
+        const dying = await claim(shipmentEvent('evt_moves'));
+        await record(dying, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+        const healing = await claim(shipmentEvent('evt_heals'));
+        await record(healing, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+
+        await record(await claim(shipmentEvent('evt_moves'), { nowMs: T0 + 1000 }), REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 1100);
+        await record(await claim(shipmentEvent('evt_heals'), { nowMs: T0 + 1000 }), ACCEPTED, { state: 'delivered' }, T0 + 1100);
 
         expect((await ledger.listByState('pending')).records).toStrictEqual([]);
-        expect((await ledger.listByState('dead')).records.map((r) => r.stateSince)).toStrictEqual([T0 + 100]);
+        expect((await ledger.listByState('dead')).records.map((r) => [r.eventId, r.stateSince])).toStrictEqual([['evt_moves', T0 + 1100]]);
+      });
+
+      it('lists an invalid message as dead, a replayed row as pending, and a row spent by a dead worker as dead', async () => {
+        await ledger.admitInvalid(key('evt_list_invalid'), 'not JSON', POLICY, T0, RETENTION_SECONDS);
+        await deadRow('evt_list_replayed', T0 + 100);
+        await ledger.replay({ ...key('evt_list_replayed'), operator: 'ops', reason: 'fixed', nowMs: T0 + 200 });
+        await claim(shipmentEvent('evt_list_crashed'), { nowMs: T0, policy: retryPolicy(1, [30]) });
+        await ledger.markExhausted(key('evt_list_crashed'), T0 + LEASE_MS);
+
+        expect((await ledger.listByState('dead')).records.map((r) => r.eventId)).toStrictEqual(['evt_list_invalid', 'evt_list_crashed']);
+        expect((await ledger.listByState('pending')).records.map((r) => r.eventId)).toStrictEqual(['evt_list_replayed']);
       });
 
       it('leaves out rows past their expiry', async () => {
-        await claim(shipmentEvent('evt_short'), { retentionSeconds: 60 });
-        await claim(shipmentEvent('evt_kept'), { nowMs: T0 + 1 });
+        const short = await claim(shipmentEvent('evt_short'), { retentionSeconds: 60 });
+        await record(short, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0);
+        const kept = await claim(shipmentEvent('evt_kept'));
+        await record(kept, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 1);
 
         clockMs = T0 + 60_000;
         const page = await ledger.listByState('pending');
@@ -1024,12 +1064,14 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(page.records.map((r) => r.eventId)).toStrictEqual(['evt_kept']);
       });
 
-      it('refuses a cursor it did not issue', async () => {
-        await pendingRows(3);
+      it('refuses a cursor it did not issue for the same listing and order, and refuses to list delivered rows', async () => {
+        await failedRows(3);
         const page = await ledger.listByState('pending', { limit: 1 });
 
         await rejectionOf(ledger.listByState('dead', { cursor: page.cursor }), RangeError);
+        await rejectionOf(ledger.listByState('pending', { cursor: page.cursor, newestFirst: true }), RangeError);
         await rejectionOf(ledger.listByState('pending', { cursor: 'not-a-cursor' }), RangeError);
+        await rejectionOf(ledger.listByState('delivered' as 'dead'), RangeError);
       });
     });
   });

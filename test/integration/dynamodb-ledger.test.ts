@@ -8,12 +8,15 @@ import {
   DeleteTableCommand,
   DescribeTableCommand,
   DynamoDBServiceException,
+  GetItemCommand,
   ResourceNotFoundException,
+  type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createLedgerTable, DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { createLedgerTable } from '../../sandbox/ledger-table';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import {
   ClaimRefusedError,
@@ -21,7 +24,16 @@ import {
   LedgerUnavailableError,
   ReplayRefusedError,
 } from '../../lib/ledger/errors';
-import { DEFAULT_ENDPOINT, MAX_HISTORY, type ClaimedRecord, type ClaimInput, type DeliveryRecord } from '../../lib/ledger/ledger';
+import { itemSizeBytes } from '../../lib/ledger/item-size';
+import {
+  DEFAULT_ENDPOINT,
+  MAX_HISTORY,
+  type AttemptNext,
+  type ClaimedRecord,
+  type ClaimInput,
+  type DeliveryRecord,
+} from '../../lib/ledger/ledger';
+import type { AttemptOutcome } from '../../lib/outcome';
 import { retryPolicy } from '../../lib/policy';
 import {
   countCommands,
@@ -169,7 +181,6 @@ describe('DynamoDbLedger on dynalite', () => {
       const result = await deliverCopiesInOneBatch(ledger, 10);
 
       expect(result.requests).toBe(1);
-      expect(result.batchItemFailures).toHaveLength(9);
       expect(result.record?.state).toBe('delivered');
       expect(result.record?.attempts).toBe(1);
     });
@@ -387,7 +398,7 @@ describe('DynamoDbLedger on dynalite', () => {
   });
 
   describe('Function: createLedgerTable', () => {
-    it('creates the table with its by-state index, and keeps an existing one', async () => {
+    it('creates the table with its sparse, keys-only listing index, and keeps an existing one', async () => {
       await ledger.claim(claimInput('evt_kept'));
 
       await createLedgerTable(client, tableName);
@@ -396,15 +407,97 @@ describe('DynamoDbLedger on dynalite', () => {
       expect(Table?.BillingModeSummary?.BillingMode).toBe('PAY_PER_REQUEST');
       expect(Table?.GlobalSecondaryIndexes?.map((gsi) => [gsi.IndexName, gsi.KeySchema, gsi.Projection])).toStrictEqual([
         [
-          LEDGER_SCHEMA.stateIndex.name,
+          'listing',
           [
-            { AttributeName: 'state', KeyType: 'HASH' },
-            { AttributeName: 'stateSince', KeyType: 'RANGE' },
+            { AttributeName: 'lk', KeyType: 'HASH' },
+            { AttributeName: 'ls', KeyType: 'RANGE' },
           ],
-          { ProjectionType: 'ALL' },
+          { ProjectionType: 'KEYS_ONLY' },
         ],
       ]);
       expect((await ledger.get({ eventId: 'evt_kept', endpoint: DEFAULT_ENDPOINT }))?.attempts).toBe(1);
+    });
+  });
+
+  describe('Row size and index writes', () => {
+    /** The row as stored, in wire format. */
+    async function storedItem(eventId: string): Promise<Record<string, AttributeValue>> {
+      const { Item } = await client.send(
+        new GetItemCommand({ TableName: tableName, Key: { eventId: { S: eventId }, endpoint: { S: DEFAULT_ENDPOINT } } }),
+      );
+      if (Item === undefined) throw new Error(`no row for ${eventId}`);
+      return Item;
+    }
+
+    /** An event whose canonical body is `bytes` long. */
+    function eventOfSize(eventId: string, bytes: number) {
+      const base = shipmentEvent(eventId, { data: { note: '' } }).body.length;
+      const event = shipmentEvent(eventId, { data: { note: 'x'.repeat(bytes - base) } });
+      expect(event.body).toHaveLength(bytes);
+      return event;
+    }
+
+    async function record(claimed: ClaimedRecord, outcome: AttemptOutcome, next: AttemptNext, nowMs: number): Promise<void> {
+      const status = 'status' in outcome ? outcome.status : undefined;
+      await ledger.recordAttempt({
+        eventId: claimed.eventId,
+        endpoint: claimed.endpoint,
+        claimToken: claimed.claimToken,
+        attempt: { attempt: claimed.attempts, at: nowMs - 120, outcome: outcome.kind, status, durationMs: 120 },
+        outcome,
+        next,
+        nowMs,
+      });
+    }
+
+    it('keeps the row of a 500-byte event within one write unit (1 KB) through claim, three failures and delivery', async () => {
+      // Prepare: the longest lease owner the consumer writes (host:pid:uuid).
+      const event = eventOfSize('evt_01JEXAMPLE0000000000000000', 500);
+      const owner = `ip-10-0-12-34.ec2.internal:12345:${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`;
+      const sizes: number[] = [];
+
+      // Act
+      for (let n = 1; n <= 4; n++) {
+        const atMs = T0 + n * 60_000;
+        const claimed = await ledger.claim({ ...claimInput(event.event.id, { owner, nowMs: atMs, policy: retryPolicy(6, [30]) }), event });
+        sizes.push(itemSizeBytes(await storedItem(event.event.id)));
+        const outcome: AttemptOutcome = n < 4 ? { kind: 'temporary', status: 503 } : { kind: 'accepted', status: 200 };
+        await record(claimed, outcome, n < 4 ? { state: 'pending', nextAttemptAt: atMs + 30_000 } : { state: 'delivered' }, atMs + 200);
+        sizes.push(itemSizeBytes(await storedItem(event.event.id)));
+      }
+
+      // Assess
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(1024);
+    });
+
+    it('writes no listing index key on an event delivered at its first attempt', async () => {
+      const claimed = await ledger.claim(claimInput('evt_unlisted'));
+      const whileClaimed = await storedItem('evt_unlisted');
+      await record(claimed, { kind: 'accepted', status: 200 }, { state: 'delivered' }, T0 + 100);
+      const delivered = await storedItem('evt_unlisted');
+
+      for (const item of [whileClaimed, delivered]) {
+        expect(item[LEDGER_SCHEMA.listingIndex.partitionKey]).toBeUndefined();
+        expect(item[LEDGER_SCHEMA.listingIndex.sortKey]).toBeUndefined();
+      }
+    });
+
+    it('lists a row under one key from its first failure through its retries, and drops it on delivery', async () => {
+      const keys: (string | undefined)[] = [];
+      for (let n = 1; n <= 3; n++) {
+        const claimed = await ledger.claim(claimInput('evt_retried', { nowMs: T0 + n * 60_000, policy: retryPolicy(6, [30]) }));
+        await record(claimed, { kind: 'temporary', status: 503 }, { state: 'pending', nextAttemptAt: T0 + n * 60_000 + 30_000 }, T0 + n * 60_000 + 100);
+        const item = await storedItem('evt_retried');
+        keys.push(`${item.lk?.S} ${item.ls?.S}`);
+      }
+      const last = await ledger.claim(claimInput('evt_retried', { nowMs: T0 + 240_000, policy: retryPolicy(6, [30]) }));
+      await record(last, { kind: 'accepted', status: 200 }, { state: 'delivered' }, T0 + 240_100);
+      const delivered = await storedItem('evt_retried');
+
+      expect(new Set(keys).size).toBe(1);
+      expect(keys[0]).toMatch(/^p\d\d \d{13} default evt_retried$/);
+      expect(delivered.lk).toBeUndefined();
+      expect(delivered.ls).toBeUndefined();
     });
   });
 });

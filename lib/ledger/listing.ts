@@ -1,0 +1,82 @@
+/**
+ * Which rows are listed, and in what order, for both adapters. A row is listed while it needs an
+ * operator's or the recovery sweep's attention, and only then:
+ *
+ *   dead                                         listed as dead, since it died
+ *   pending after a failed attempt or a replay   listed as pending, since its first failure (or the replay)
+ *   pending in its first attempt, delivered      not listed: nothing to look at, nothing to pay for
+ *
+ * The order is the time the row entered its listing, then its key: `listingSort` spells that as one
+ * string, so that a page can end anywhere, ties included, and the next start exactly after it.
+ */
+import { LISTING_SHARDS } from './dynamodb-schema';
+import type { DeliveryKey } from './ledger';
+
+export const LISTED_STATES = ['pending', 'dead'] as const;
+export type ListedState = (typeof LISTED_STATES)[number];
+
+/** Where a row stands in a listing. */
+export interface Listing {
+  readonly state: ListedState;
+  readonly sort: string;
+}
+
+/** `1796206560000 default evt_1`: 13-digit epoch ms, then the key (IDs and endpoints hold no space). */
+export function listingSort(sinceMs: number, key: DeliveryKey): string {
+  return `${String(sinceMs).padStart(13, '0')} ${key.endpoint} ${key.eventId}`;
+}
+
+/**
+ * The index partition a row is listed under: the state's letter and the row's shard, a hash of its
+ * key modulo LISTING_SHARDS (FNV-1a: cheap, and spreads similar IDs).
+ */
+export function listingKey(state: ListedState, key: DeliveryKey, shards = LISTING_SHARDS): string {
+  return shardKey(state, shardOf(key, shards));
+}
+
+export function shardKey(state: ListedState, shard: number): string {
+  return `${state === 'dead' ? 'd' : 'p'}${String(shard).padStart(2, '0')}`;
+}
+
+export function shardOf(key: DeliveryKey, shards = LISTING_SHARDS): number {
+  let hash = 0x811c9dc5;
+  const text = `${key.eventId} ${key.endpoint}`;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % shards;
+}
+
+/** Whether `state` can be listed; `delivered` rows never are. */
+export function checkListedState(state: string): ListedState {
+  if (!(LISTED_STATES as readonly string[]).includes(state)) {
+    throw new RangeError(`only ${LISTED_STATES.join(' and ')} rows are listed, not ${state}`);
+  }
+  return state as ListedState;
+}
+
+/** The cursor: the listing, order and sort position of a page's last row. Opaque to callers. */
+export function encodeCursor(state: ListedState, newestFirst: boolean, after: string): string {
+  return Buffer.from(JSON.stringify({ state, newestFirst, after })).toString('base64url');
+}
+
+/** @throws RangeError when the cursor is not one a listing of `state` rows in this order issued. */
+export function decodeCursor(cursor: string, state: ListedState, newestFirst: boolean): string {
+  let position: unknown;
+  try {
+    position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    position = undefined;
+  }
+  const p = position as Partial<Record<string, unknown>> | undefined;
+  if (typeof p !== 'object' || p === null || p.state !== state || p.newestFirst !== newestFirst || typeof p.after !== 'string') {
+    throw new RangeError(`cursor is not one this ledger issued for ${state} rows in this order`);
+  }
+  return p.after;
+}
+
+/** Whether sort position `a` comes after `b` in the listing's order. */
+export function comesAfter(a: string, b: string, newestFirst: boolean): boolean {
+  return newestFirst ? a < b : a > b;
+}
