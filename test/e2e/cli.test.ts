@@ -7,11 +7,12 @@
  * and which stay pending (503 with a long retry wait).
  *
  * The tests share one sandbox and run in order: later ones use rows made by earlier ones
- * (`status` reads evt_cli_one from `send`, `replay` refuses evt_cli_dead_1 seeded by `dead`,
- * `stats` counts them all). Run the file, not a single test.
+ * (`status` reads evt_cli_one from `send`, the audit view reads the replay of evt_cli_replay).
+ * Run the file, not a single test. The figures `stats` prints are tested in stats.test.ts; here
+ * it runs only where hostile content must not reach the terminal.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -20,9 +21,12 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseEvent } from '../../lib/event';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { DEFAULT_ENDPOINT, type DeliveryRecord, type DeliveryState } from '../../lib/ledger/ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
+import { OPERATOR_MAX_CHARS } from '../../lib/replay';
+import { writeSandboxState } from '../../sandbox/state-file';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually } from '../helpers/sandbox-clients';
@@ -34,6 +38,8 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 /** Each CLI run starts Node and tsx: about a second on a quiet machine, much more on a busy one. */
 const CLI_TEST_TIMEOUT_MS = 120_000;
+/** The sandbox's payload limit: above every event these tests send but the oversized one. */
+const SANDBOX_PAYLOAD_LIMIT_BYTES = 1024;
 /** How long the consumer may take to bring a row to a state; below the test's own timeout. */
 const STATE_WAIT_MS = 60_000;
 
@@ -90,6 +96,31 @@ function waitForState(eventId: string, state: DeliveryState, predicate: (r: Deli
   );
 }
 
+/** A dead row written as the consumer writes a rejected attempt: listed by `dead`, replayable. */
+async function seedRejected(eventId: string, detail: string, responseStart: string = detail): Promise<void> {
+  const parsed = parseEvent(JSON.stringify(event(eventId)));
+  if (!parsed.ok) throw parsed.error;
+  const nowMs = Date.now();
+  const { claimToken } = await ledger.claim({
+    event: parsed.value,
+    endpoint: DEFAULT_ENDPOINT,
+    owner: 'cli-test',
+    nowMs,
+    leaseMs: 30_000,
+    policy: DEFAULT_RETRY_POLICY,
+    retentionSeconds: 86_400,
+  });
+  await ledger.recordAttempt({
+    eventId,
+    endpoint: DEFAULT_ENDPOINT,
+    claimToken,
+    nowMs: nowMs + 1,
+    attempt: { attempt: 1, at: nowMs, outcome: 'rejected', status: 400, durationMs: 1 },
+    outcome: { kind: 'rejected', status: 400, responseStart },
+    next: { state: 'dead', reason: 'rejected', detail },
+  });
+}
+
 async function visibleMessages(queueUrl: string): Promise<number> {
   const { Attributes } = await sqs.send(
     new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
@@ -105,6 +136,8 @@ beforeAll(async () => {
       // A 503 waits ten minutes: long enough that a pending row stays pending for this test.
       HANDOFF_RETRY_SCHEDULE: '600',
       HANDOFF_MAX_ATTEMPTS: '3',
+      // Small, so `send` can be shown checking against the sandbox's limit, not the operator's.
+      HANDOFF_PAYLOAD_LIMIT_BYTES: String(SANDBOX_PAYLOAD_LIMIT_BYTES),
     },
   });
   dynamodb = new DynamoDBClient({ region: 'us-east-1', endpoint: sandbox.ready.dynamodbEndpoint, credentials });
@@ -177,11 +210,32 @@ describe('handoff send', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe('');
     expect(refused.stderr).toBe(
-      'handoff: line 2, invalid event evt_cli_bad: status must be one of label_created, packed, in_transit, ' +
+      // Names given on the command line carry no payload limit: the command says which it used.
+      'handoff: note: no payload limit from the names given; checking events against 65536 bytes (the default)\n' +
+        'handoff: line 2, invalid event evt_cli_bad: status must be one of label_created, packed, in_transit, ' +
         'out_for_delivery, delivered, exception, returned; nothing sent\n',
     );
     expect(accepted.code).toBe(0);
     expect(await visibleMessages(probe)).toBe(1);
+  });
+});
+
+describe("handoff send and the target's payload limit", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
+  it("refuses an event over the sandbox's limit, naming that limit, whatever the operator's own setting", async () => {
+    // Prepare: larger than the sandbox's limit, well under the operator's (and the default).
+    const big = JSON.stringify({ ...event('evt_cli_big'), data: { note: 'x'.repeat(SANDBOX_PAYLOAD_LIMIT_BYTES) } });
+    const size = Buffer.byteLength(big);
+
+    // Act
+    const run = await handoff(['send'], { stdin: big, env: { HANDOFF_PAYLOAD_LIMIT_BYTES: '65536' } });
+
+    // Assess
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      `handoff: invalid event evt_cli_big: message is ${size} bytes, over the ${SANDBOX_PAYLOAD_LIMIT_BYTES}-byte payload limit of the sandbox; nothing sent\n`,
+    );
+    expect(await ledger.get({ eventId: 'evt_cli_big', endpoint: DEFAULT_ENDPOINT })).toBeUndefined();
   });
 });
 
@@ -260,11 +314,9 @@ describe('handoff status', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
 
 describe('handoff dead', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it('pages through every dead record with --limit and --cursor, each once', async () => {
-    // Prepare: dead rows written the way the consumer writes those of invalid messages.
+    // Prepare: dead rows written the way the consumer writes a rejected attempt.
     const seeded = ['evt_cli_dead_1', 'evt_cli_dead_2', 'evt_cli_dead_3', 'evt_cli_dead_4', 'evt_cli_dead_5'];
-    for (const [i, id] of seeded.entries()) {
-      await ledger.admitInvalid({ eventId: id, endpoint: DEFAULT_ENDPOINT }, 'status is missing', DEFAULT_RETRY_POLICY, Date.now() + i, 86_400);
-    }
+    for (const id of seeded) await seedRejected(id, 'HTTP 400: no such shipment');
 
     // Act
     const pages: { records: { eventId: string; state: string }[]; cursor: string | null }[] = [];
@@ -322,6 +374,8 @@ describe('handoff replay', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
       attempts: 0,
       replays: 1,
       operator: 'alice',
+      // The sandbox has no caller identity to record: said, not invented.
+      caller: null,
       reason: 'receiver fixed (INC-7)',
       enqueued: true,
     });
@@ -329,6 +383,35 @@ describe('handoff replay', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(delivered.replays).toBe(1);
     expect(delivered.audit).toEqual([expect.objectContaining({ action: 'replay', operator: 'alice', reason: 'receiver fixed (INC-7)' })]);
     expect(receiver.requestsFor('evt_cli_replay').map((r) => r.eventId)).toEqual(['evt_cli_replay', 'evt_cli_replay']);
+    expect(delivered.audit[0]).not.toHaveProperty('caller');
+  });
+
+  it('shows the audit entry in status: time, action, operator, caller (none in the sandbox) and reason', async () => {
+    await waitForState('evt_cli_replay', 'delivered');
+
+    const run = await handoff(['status', 'evt_cli_replay']);
+
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split('\n');
+    const audit = lines.slice(lines.indexOf('audit') + 1);
+    expect(audit[0]).toMatch(/^at +action +operator +caller +reason$/);
+    expect(audit[1]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(.* ago\) +replay +alice +\(none\) +receiver fixed \(INC-7\)$/);
+  });
+
+  it('refuses an operator name over the cap with exit 2, before touching the record', async () => {
+    // Prepare
+    const key = { eventId: 'evt_cli_long_name', endpoint: DEFAULT_ENDPOINT };
+    await seedRejected(key.eventId, 'HTTP 400: no such shipment');
+    const before = await ledger.get(key);
+
+    // Act
+    const run = await handoff(['replay', key.eventId, '--operator', 'o'.repeat(OPERATOR_MAX_CHARS + 1), '--reason', 'fixed']);
+
+    // Assess
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(`handoff: --operator is ${OPERATOR_MAX_CHARS + 1} characters, over the ${OPERATOR_MAX_CHARS}-character limit\n`);
+    expect(await ledger.get(key)).toEqual(before);
+    expect(before).toMatchObject({ state: 'dead', replays: 0 });
   });
 
   it('refuses a pending record with exit 1 and leaves it as it was', async () => {
@@ -348,15 +431,19 @@ describe('handoff replay', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   });
 
   it('refuses a dead invalid message, which holds no event to replay', async () => {
-    const run = await handoff(['replay', 'evt_cli_dead_1', '--operator', 'alice', '--reason', 'retry']);
+    await ledger.admitInvalid({ eventId: 'evt_cli_invalid', endpoint: DEFAULT_ENDPOINT }, 'status is missing', DEFAULT_RETRY_POLICY, Date.now(), 86_400);
+
+    const run = await handoff(['replay', 'evt_cli_invalid', '--operator', 'alice', '--reason', 'retry']);
 
     expect(run.code).toBe(1);
-    expect(run.stderr).toBe('handoff: event evt_cli_dead_1 died as an invalid message: there is no valid event to replay\n');
+    expect(run.stderr).toBe('handoff: event evt_cli_invalid died as an invalid message: there is no valid event to replay\n');
   });
 
   it('is a usage error (exit 2) without a reason, and changes nothing', async () => {
     // Prepare
-    await ledger.admitInvalid({ eventId: 'evt_cli_no_reason', endpoint: DEFAULT_ENDPOINT }, 'bad', DEFAULT_RETRY_POLICY, Date.now(), 86_400);
+    const key = { eventId: 'evt_cli_no_reason', endpoint: DEFAULT_ENDPOINT };
+    await seedRejected(key.eventId, 'HTTP 400: no such shipment');
+    const before = await ledger.get(key);
 
     // Act
     const missing = await handoff(['replay', 'evt_cli_no_reason', '--operator', 'alice']);
@@ -367,7 +454,8 @@ describe('handoff replay', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(missing.stderr).toBe("error: required option '--reason <text>' not specified\n");
     expect(blank.code).toBe(2);
     expect(blank.stderr).toBe('handoff: replay needs a reason: --reason "why it is safe to deliver again"\n');
-    expect(await ledger.get({ eventId: 'evt_cli_no_reason', endpoint: DEFAULT_ENDPOINT })).toMatchObject({ replays: 0, audit: [] });
+    expect(await ledger.get(key)).toEqual(before);
+    expect(before).toMatchObject({ state: 'dead', replays: 0 });
   });
 
   it('is a usage error (exit 2) without an operator', async () => {
@@ -384,52 +472,6 @@ describe('handoff replay', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(run.stdout).toContain('Usage: handoff replay [options] <eventId>');
     expect(run.stdout).toContain('--reason <text>');
     expect(run.stdout).toContain('--operator <name>');
-  });
-});
-
-describe('handoff stats', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
-  it('prints counts, oldest pending age, retry rate, latency percentiles and queue depths as JSON', async () => {
-    // Prepare: rows from the tests above, the pending one included.
-    await waitForState('evt_cli_pending', 'pending');
-
-    // Act
-    const run = await handoff(['stats', '--json']);
-
-    // Assess
-    expect(run.code).toBe(0);
-    const stats = JSON.parse(run.stdout) as Record<string, any>;
-    expect(stats.pendingCount).toBeGreaterThanOrEqual(1);
-    expect(stats.oldestPendingAgeMs).toBeGreaterThanOrEqual(0);
-    expect(stats.deadCount).toBeGreaterThanOrEqual(6);
-    expect(stats.deliveredCount).toBeGreaterThanOrEqual(6);
-    expect(stats.retryRate).toBeGreaterThanOrEqual(0);
-    expect(stats.retryRate).toBeLessThan(1);
-    expect(stats.latencyMs.p50).toBeGreaterThanOrEqual(0);
-    expect(stats.latencyMs.p99).toBeGreaterThanOrEqual(stats.latencyMs.p50);
-    expect(stats.capped).toEqual({ pending: false, dead: false, delivered: false });
-    for (const queue of [stats.queue, stats.deadLetterQueue]) {
-      expect(Object.keys(queue).sort()).toEqual(['delayed', 'inFlight', 'visible']);
-      expect(Object.values(queue).every((n) => Number.isInteger(n) && (n as number) >= 0)).toBe(true);
-    }
-    // The pending row's message is held in flight for its retry wait.
-    expect(stats.queue.inFlight).toBeGreaterThanOrEqual(1);
-  });
-
-  it('prints the same figures as aligned text', async () => {
-    const run = await handoff(['stats']);
-
-    expect(run.code).toBe(0);
-    const labels = run.stdout.trimEnd().split('\n').map((line) => line.slice(0, 19).trimEnd());
-    expect(labels).toEqual([
-      'pending',
-      'dead',
-      'delivered',
-      'retry rate',
-      'latency p50',
-      'latency p99',
-      'queue',
-      'dead-letter queue',
-    ]);
   });
 });
 
@@ -472,14 +514,17 @@ async function startStackDescriber(stackName: string, outputs: Record<string, st
 }
 
 describe('finding a target', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
-  it('reads the queue, dead-letter queue and table names from a stack with --stack NAME', async () => {
+  it('reads the queue and table names and the payload limit from a stack with --stack NAME', async () => {
     // Prepare: a "deployed" stack whose resources are the sandbox's, reached through the
     // standard AWS environment rather than the state file (which names no sandbox here).
+    const stackLimitBytes = 300;
     const cloudFormation = await startStackDescriber('handoff-e2e', {
       QueueUrl: sandbox.ready.queueUrl,
       DeadLetterQueueUrl: sandbox.ready.deadLetterQueueUrl,
       LedgerTableName: sandbox.ready.ledgerTable,
+      PayloadLimitBytes: String(stackLimitBytes),
     });
+    const over = JSON.stringify({ ...event('evt_cli_stack_big'), data: { note: 'x'.repeat(stackLimitBytes) } });
     const env = {
       HANDOFF_SANDBOX_FILE: join(tmpdir(), 'handoff-no-such-sandbox.json'),
       AWS_REGION: 'us-east-1',
@@ -492,15 +537,22 @@ describe('finding a target', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
 
     try {
       // Act
-      const found = await handoff(['stats', '--stack', 'handoff-e2e', '--json'], { env });
-      const missing = await handoff(['stats', '--stack', 'handoff-nope'], { env });
+      const dead = await handoff(['dead', '--stack', 'handoff-e2e', '--json', '--limit', '100'], { env });
+      const sent = await handoff(['send', '--stack', 'handoff-e2e', '--json'], { env, stdin: JSON.stringify(event('evt_cli_stack')) });
+      const refused = await handoff(['send', '--stack', 'handoff-e2e'], { env, stdin: over });
+      const missing = await handoff(['dead', '--stack', 'handoff-nope'], { env });
 
-      // Assess: stats reads the table and both queues, so each name must have been right.
-      expect(found).toMatchObject({ code: 0, stderr: '' });
-      const stats = JSON.parse(found.stdout) as { queue: object | null; deadLetterQueue: object | null; deadCount: number };
-      expect(stats.queue).not.toBeNull();
-      expect(stats.deadLetterQueue).not.toBeNull();
-      expect(stats.deadCount).toBe((await ledger.listByState('dead', { limit: 1000 })).records.length);
+      // Assess: the table's rows, the queue's delivery, the stack's limit.
+      expect(dead).toMatchObject({ code: 0, stderr: '' });
+      const listed = (JSON.parse(dead.stdout) as { records: { eventId: string }[] }).records.map((r) => r.eventId);
+      expect(listed).toEqual((await ledger.listByState('dead', { limit: 100 })).records.map((r) => r.eventId));
+      expect(sent).toMatchObject({ code: 0, stderr: '' });
+      await waitForState('evt_cli_stack', 'delivered');
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toBe(
+        `handoff: invalid event evt_cli_stack_big: message is ${Buffer.byteLength(over)} bytes, ` +
+          `over the ${stackLimitBytes}-byte payload limit of stack handoff-e2e; nothing sent\n`,
+      );
       expect(missing.code).toBe(1);
       expect(missing.stderr).toBe('handoff: stack handoff-nope: Stack with id handoff-nope does not exist\n');
     } finally {
@@ -518,10 +570,110 @@ describe('finding a target', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     );
   });
 
+  it("finds the sandbox through the user's own state directory when no file is named", async () => {
+    // Prepare: the sandbox's state where the default path looks, under XDG_RUNTIME_DIR.
+    const runtime = mkdtempSync(join(tmpdir(), 'handoff-cli-runtime-'));
+    writeSandboxState(join(runtime, 'handoff', 'sandbox.json'), sandbox.ready);
+
+    try {
+      // Act
+      const run = await handoff(['dead', '--json', '--limit', '1'], { env: { HANDOFF_SANDBOX_FILE: '', XDG_RUNTIME_DIR: runtime } });
+
+      // Assess
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(statSync(join(runtime, 'handoff')).mode & 0o777).toBe(0o700);
+      expect(statSync(join(runtime, 'handoff', 'sandbox.json')).mode & 0o777).toBe(0o600);
+    } finally {
+      rmSync(runtime, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a state file others could have written, or one naming an endpoint off loopback, with exit 1 and one line', async () => {
+    // Prepare
+    const directory = mkdtempSync(join(tmpdir(), 'handoff-cli-state-'));
+    const shared = join(directory, 'shared', 'sandbox.json');
+    writeSandboxState(shared, sandbox.ready);
+    chmodSync(join(directory, 'shared'), 0o777);
+    const remote = join(directory, 'remote', 'sandbox.json');
+    writeSandboxState(remote, { ...sandbox.ready, dynamodbEndpoint: 'http://198.51.100.7:8000' });
+
+    try {
+      // Act
+      const sharedRun = await handoff(['dead'], { env: { HANDOFF_SANDBOX_FILE: shared } });
+      const remoteRun = await handoff(['replay', 'evt_cli_dead_2', '--operator', 'alice', '--reason', 'x'], {
+        env: { HANDOFF_SANDBOX_FILE: remote },
+      });
+
+      // Assess
+      expect(sharedRun.code).toBe(1);
+      expect(sharedRun.stderr).toBe(
+        `handoff: the sandbox state file ${shared} is refused: its directory is writable by group and others (mode 777; want 700): ` +
+          'remove it and start your own sandbox (npm start)\n',
+      );
+      expect(remoteRun.code).toBe(1);
+      expect(remoteRun.stderr).toBe(
+        `handoff: the sandbox state file ${remote} is refused: its dynamodbEndpoint is not on loopback (127.0.0.0/8, ::1, localhost), ` +
+          'where the sandbox listens: remove it and start your own sandbox (npm start)\n',
+      );
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
   it('is a usage error (exit 2) for an unknown command', async () => {
     const run = await handoff(['resend']);
 
     expect(run.code).toBe(2);
     expect(run.stderr.split('\n')[0]).toBe("error: unknown command 'resend'");
+  });
+});
+
+/** Any character a terminal may act on, except the newline that separates output lines. */
+const RAW_UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\p{Cf}\p{Cs}\u2028\u2029]/u;
+/** An OSC window-title sequence, a screen clear, a C1 CSI, a bidi override, a zero-width space, a C1 next-line. */
+const HOSTILE = '\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202elive\u200b\u0085';
+
+describe('hostile content on its way to the terminal', { timeout: 4 * CLI_TEST_TIMEOUT_MS }, () => {
+  it("reaches no command's output raw: send errors, status and dead (text and JSON), replay, stats", async () => {
+    // Prepare: a receiver answering with hostile bytes, and a dead row whose detail holds them.
+    receiver.respondTo('evt_cli_hostile', { status: 400, body: `rejected ${HOSTILE}` });
+    await handoff(['send'], { stdin: JSON.stringify(event('evt_cli_hostile')) });
+    await waitForState('evt_cli_hostile', 'dead');
+    const detailKey = { eventId: 'evt_cli_hostile_detail', endpoint: DEFAULT_ENDPOINT };
+    await seedRejected(detailKey.eventId, `status ${HOSTILE}`, HOSTILE);
+    expect((await ledger.get(detailKey))?.deadDetail).toBe(`status ${HOSTILE}`);
+    const hostileKey = JSON.stringify({ ...event('evt_cli_hostile_send'), [HOSTILE]: 1 });
+
+    // Act
+    const runs: Record<string, CliRun> = {};
+    runs.send = await handoff(['send'], { stdin: hostileKey });
+    runs.sendJson = await handoff(['send', '--json'], { stdin: hostileKey });
+    runs.status = await handoff(['status', 'evt_cli_hostile']);
+    runs.statusJson = await handoff(['status', 'evt_cli_hostile', '--json']);
+    runs.statusDetail = await handoff(['status', 'evt_cli_hostile_detail']);
+    runs.statusDetailJson = await handoff(['status', 'evt_cli_hostile_detail', '--json']);
+    runs.dead = await handoff(['dead', '--limit', '100']);
+    runs.deadJson = await handoff(['dead', '--limit', '100', '--json']);
+    runs.replayRefused = await handoff(['replay', 'evt_cli_hostile', '--operator', `mallory${HOSTILE}`, '--reason', 'x']);
+    runs.replay = await handoff(['replay', 'evt_cli_hostile', '--operator', 'alice', '--reason', 'receiver fixed']);
+    runs.stats = await handoff(['stats']);
+    runs.statsJson = await handoff(['stats', '--json']);
+
+    // Assess: nothing raw anywhere, and what was refused or shown is still said.
+    for (const [name, run] of Object.entries(runs)) {
+      expect({ name, stdout: RAW_UNSAFE.test(run.stdout), stderr: RAW_UNSAFE.test(run.stderr) }).toEqual({ name, stdout: false, stderr: false });
+    }
+    expect(runs.send).toMatchObject({ code: 1, stdout: '' });
+    expect(runs.send.stderr).toBe('handoff: invalid event evt_cli_hostile_send: ?]0;pwned??[2J?31m?live?? is not a known field; nothing sent\n');
+    expect(runs.replayRefused).toMatchObject({ code: 2, stderr: 'handoff: --operator contains a control or invisible formatting character\n' });
+    expect(runs.replay.code).toBe(0);
+    expect(runs.statusDetail.stdout.split('\n')).toContainEqual(expect.stringMatching(/^why +status \?\]0;pwned\?\?\[2J\?31m\?live\?\?$/));
+    // JSON escapes rather than replaces: a machine reads back exactly what the row holds.
+    expect(JSON.parse(runs.statusDetailJson.stdout)).toMatchObject({ deadDetail: `status ${HOSTILE}` });
+    expect(JSON.parse(runs.deadJson.stdout).records).toContainEqual(
+      expect.objectContaining({ eventId: 'evt_cli_hostile_detail', deadDetail: `status ${HOSTILE}` }),
+    );
+    expect(JSON.parse(runs.statusDetailJson.stdout)).toMatchObject({ lastOutcome: { responseStart: HOSTILE } });
+    for (const name of ['status', 'statusJson', 'statusDetail', 'dead', 'stats', 'statsJson']) expect(runs[name]?.code).toBe(0);
   });
 });
