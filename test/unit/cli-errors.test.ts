@@ -3,7 +3,7 @@ import { CommandFailedError, describeFailure, networkErrorCode, UsageError } fro
 import { ReplayRefusedError } from '../../lib/ledger/errors';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
-import { ReplayEnqueueError } from '../../lib/replay';
+import { ReplayEnqueueError, ReplayInputError } from '../../lib/replay';
 
 const pending: DeliveryRecord = {
   eventId: 'evt_9',
@@ -48,6 +48,16 @@ describe('Function: describeFailure', () => {
       'event evt_9 is pending again (replay 1 recorded) but could not be enqueued: socket hang up; ' +
         'put it on the queue with: handoff status evt_9 --body | handoff send',
     );
+  });
+
+  it('gives exit 2 for an operator or reason the audit entry cannot keep', () => {
+    const failure = describeFailure(new ReplayInputError('reason', 'is 513 characters, over the 512-character limit'));
+
+    expect(failure).toEqual({
+      exitCode: 2,
+      code: 'invalid-replay-input',
+      message: 'reason is 513 characters, over the 512-character limit',
+    });
   });
 
   it('folds any multi-line message into one line', () => {
