@@ -12,14 +12,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_PAYLOAD_LIMIT_BYTES } from '../../lib/config';
 import { deliver, type DeliverDeps } from '../../lib/deliver';
 import { canonicalJson } from '../../lib/event';
-import { createLedgerTable, DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
+import { itemSizeBytes } from '../../lib/ledger/item-size';
 import { DEFAULT_ENDPOINT, MAX_HISTORY } from '../../lib/ledger/ledger';
 import { MAX_WAIT_SECONDS, retryPolicy } from '../../lib/policy';
 import { CALLER_MAX_CHARS, OPERATOR_MAX_CHARS, REASON_MAX_CHARS } from '../../lib/replay';
 import { EndpointGuard, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
 import { DEFAULT_MAX_RESPONSE_BYTES, HttpWebhookSender } from '../../lib/webhook/http-sender';
-import { itemSizeBytes } from '../../scripts/cost/item-size';
+import { createLedgerTable } from '../../sandbox/ledger-table';
 import { emulatorDynamoDbClient, startDynalite, type Dynalite } from '../helpers/dynalite';
 import { listenOnLoopback, type Listening } from '../helpers/loopback';
 
