@@ -4,9 +4,9 @@
  */
 import { parseEvent, type InvalidEventError, type ParsedEvent } from './event';
 import { ClaimRefusedError, LeaseLostError } from './ledger/errors';
+import { claimRefusal } from './ledger/guards';
 import {
   DEFAULT_ENDPOINT,
-  leaseIsLive,
   type AttemptNext,
   type ClaimedRecord,
   type DeliveryKey,
@@ -204,40 +204,31 @@ async function decideWithoutSending(
   deps: DeliverDeps,
 ): Promise<QueueDecision> {
   const eventId = record.eventId;
-  if (record.contentHash !== event.contentHash) {
-    // The row is left exactly as it was: the first admitted content is the event.
-    const detail = `event ${eventId} was already admitted with other content`;
-    return { action: 'dead-letter', eventId, reason: 'identity-conflict', detail };
-  }
   const nowMs = deps.now();
-  switch (record.state) {
-    case 'delivered':
-      return { action: 'ack', eventId, why: 'duplicate' };
-    case 'dead':
+  // The ledger's own rule for why a claim is refused (lib/ledger/guards.ts), read from the row.
+  switch (claimRefusal(record, { contentHash: event.contentHash, nowMs })) {
+    case 'identity-conflict':
+      // The row is left exactly as it was: the first admitted content is the event.
+      return { action: 'dead-letter', eventId, reason: 'identity-conflict', detail: `event ${eventId} was already admitted with other content` };
+    case 'settled':
+      if (record.state === 'delivered') return { action: 'ack', eventId, why: 'duplicate' };
       // Dead-lettering again is harmless (the ledger is the authority) and covers a worker that
       // died between marking the row dead and sending to the dead-letter queue.
-      return {
-        action: 'dead-letter',
-        eventId,
-        reason: record.deadReason ?? 'rejected',
-        detail: record.deadDetail ?? 'dead',
-      };
-    case 'pending':
-      if (leaseIsLive(record, nowMs)) {
-        return { action: 'retry', eventId, afterSeconds: secondsUntil(record.leaseExpiresAt, nowMs), why: 'in-flight' };
+      return { action: 'dead-letter', eventId, reason: record.deadReason ?? 'rejected', detail: record.deadDetail ?? 'dead' };
+    case 'leased':
+      return { action: 'retry', eventId, afterSeconds: secondsUntil(record.leaseExpiresAt, nowMs), why: 'in-flight' };
+    case 'spent':
+      // The budget is spent and no lease is live: the last attempt's worker died before recording.
+      try {
+        const dead = await deps.ledger.markExhausted(record, nowMs);
+        return { action: 'dead-letter', eventId, reason: 'exhausted', detail: dead.deadDetail ?? 'exhausted' };
+      } catch (error) {
+        if (error instanceof LeaseLostError) return { action: 'retry', eventId, afterSeconds: 1, why: 'in-flight' };
+        throw error;
       }
-      if (!hasAttemptsLeft(record, record.attempts)) {
-        try {
-          const dead = await deps.ledger.markExhausted(record, nowMs);
-          return { action: 'dead-letter', eventId, reason: 'exhausted', detail: dead.deadDetail ?? 'exhausted' };
-        } catch (error) {
-          if (error instanceof LeaseLostError) return { action: 'retry', eventId, afterSeconds: 1, why: 'in-flight' };
-          throw error;
-        }
-      }
-      if (record.nextAttemptAt !== undefined && record.nextAttemptAt > nowMs) {
-        return { action: 'retry', eventId, afterSeconds: secondsUntil(record.nextAttemptAt, nowMs), why: 'not-due' };
-      }
+    case 'not-due':
+      return { action: 'retry', eventId, afterSeconds: secondsUntil(record.nextAttemptAt, nowMs), why: 'not-due' };
+    case undefined:
       // Claimable after all: a lease lapsed or the row came due between the refused write and
       // this clock reading. Look again shortly.
       return { action: 'retry', eventId, afterSeconds: 1, why: 'in-flight' };

@@ -16,6 +16,7 @@ import { MAX_HISTORY, type ClaimInput, type RecordAttemptInput, type ReplayInput
 import { auditValue, hashValue, historyValue, outcomeValue, policyValue } from './dynamodb-item';
 import { WIRE_NAMES } from './dynamodb-schema';
 import { listingKey, listingSort } from './listing';
+import { CLAIM_CONDITION, MAY_MARK_EXHAUSTED, MAY_RECORD, REPLAY_CONDITION } from './guards';
 import { EXHAUSTED_WITHOUT_OUTCOME_DETAIL, type StoredRow } from './rows';
 import type { AuditEntry, DeliveryKey } from './ledger';
 
@@ -28,41 +29,9 @@ export interface UpdateSpec {
   readonly returns: 'ALL_NEW' | 'ALL_OLD' | 'NONE';
 }
 
-/*
- * The claim, clause by clause. A lease's life on one row:
- *
- *   claim(A): attempts+1   A sends...          leaseExpiresAt
- *   |----------- leased to A: claims refused ---|-------- claimable again (if due) --------> time
- *               A records its outcome here: lease released, nextAttemptAt set (or settled).
- *               A worker that died here leaves the lease to lapse; its attempt stays counted.
- */
-// A new event: admit it and claim it in the same write.
-const isNewEvent = 'attribute_not_exists(#eventId)';
-// A row holding only an invalid message with this ID: the valid event takes it over (its audit
-// keeps the invalid message). Every row that holds an event has its content hash.
-const isInvalidOnly = 'attribute_not_exists(#contentHash)';
-// Same content. Another body under this ID is an identity conflict: refused, row left as it is.
-const isSameContent = '#contentHash = :contentHash';
-// Only pending work is sent; delivered and dead rows are settled.
-const isPending = '#state = :pending';
-// Budget left. `maxAttempts` is a top-level copy of the row's own policy's, usable in a condition.
-const hasBudget = '#attempts < #maxAttempts';
-// No live lease: nobody else is sending now. This clause makes the claim a compare-and-set.
-const hasNoLiveLease = '#leaseExpiresAt <= :now';
-// Due: the wait after the previous failed attempt is over (or there was none: 0).
-const isDue = '#nextAttemptAt <= :now';
-// No parentheses: AND binds before OR, so this reads `new OR invalid-only OR (same AND … AND due)`.
-const CLAIM_CONDITION = `${isNewEvent} OR ${isInvalidOnly} OR ${[isSameContent, isPending, hasBudget, hasNoLiveLease, isDue].join(' AND ')}`;
-
-// A 2xx is the truth however late: no lease needed, only a row that is not delivered yet (a dead
-// one included). The row must exist: an update never creates one.
-const MAY_RECORD_DELIVERED = 'attribute_exists(#eventId) AND #state <> :delivered';
-// Any other outcome only under the claim that holds the lease (its token), on a row still pending.
-const MAY_RECORD_FAILURE = '#claimToken = :claimToken AND #state = :pending';
-// Budget spent and the last claim's lease lapsed: its worker died mid-attempt.
-const MAY_MARK_EXHAUSTED = `${isPending} AND #attempts >= #maxAttempts AND ${hasNoLiveLease}`;
-// Only dead rows that hold an event (not those of invalid messages) can be sent again.
-const MAY_REPLAY = '#state = :dead AND attribute_exists(#body)';
+// The conditions are defined once, beside the predicates the in-memory ledger applies (`guards.ts`).
+const MAY_RECORD_DELIVERED = MAY_RECORD.delivered.expression;
+const MAY_RECORD_FAILURE = MAY_RECORD.failure.expression;
 
 // What every settled row sheds: the claim, the wait, and (when delivered) its listing.
 const RELEASE_CLAIM = ['#leaseOwner', '#claimToken'];
@@ -217,7 +186,7 @@ export function markExhaustedSpec(key: DeliveryKey, nowMs: number): UpdateSpec {
   return {
     set: [...died(), MOVE_EXPIRY, '#deadReason = :exhausted', '#deadDetail = :detail'],
     remove: [...RELEASE_CLAIM, ...NO_SCHEDULE],
-    condition: MAY_MARK_EXHAUSTED,
+    condition: MAY_MARK_EXHAUSTED.expression,
     values: {
       ...diedValues(key, nowMs),
       ':pending': 'pending',
@@ -248,7 +217,7 @@ export function replaySpec(input: ReplayInput, entry: AuditEntry): UpdateSpec {
       '#listingSort = :listingSort',
     ],
     remove: [...DEAD_FIELDS, ...RELEASE_CLAIM],
-    condition: MAY_REPLAY,
+    condition: REPLAY_CONDITION,
     values: {
       ':dead': 'dead',
       ':pending': 'pending',

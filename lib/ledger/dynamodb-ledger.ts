@@ -26,6 +26,7 @@ import { auditValue, keyItem, policyValue, recordFromItem, toAttribute, type Ite
 import { claimSpec, compile, markExhaustedSpec, recordSpec, replaySpec, type UpdateSpec } from './dynamodb-expressions';
 import { LEDGER_SCHEMA, WIRE_NAMES } from './dynamodb-schema';
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
+import { mayRecord, replayRefusal } from './guards';
 import {
   isThisClaim,
   isThisReplay,
@@ -102,11 +103,10 @@ export class DynamoDbLedger implements Ledger {
       if (current === undefined) throw missingRow(input.eventId, result.cause);
       // Delivered twice is one delivery: the first write stands.
       if (input.next.state === 'delivered' && current.state === 'delivered') return;
-      const mayRecord =
-        input.next.state === 'delivered'
-          ? current.state !== 'delivered'
-          : current.claimToken === input.claimToken && current.state === 'pending';
-      if (!mayRecord) throw new LeaseLostError(current, { cause: result.cause });
+      // Refused for a domain reason, or only because the history was full: the guard tells which.
+      if (!mayRecord(current, { claimToken: input.claimToken, delivered: input.next.state === 'delivered' })) {
+        throw new LeaseLostError(current, { cause: result.cause });
+      }
       historyLength = current.history.length;
     }
     throw contention(input.eventId);
@@ -170,8 +170,8 @@ export class DynamoDbLedger implements Ledger {
       // The SDK retried this very replay after its answer was lost: the first write stands, and
       // the caller must still get the row to enqueue the event.
       if (entry.id !== undefined && isThisReplay(current, entry.id)) return current;
-      if (current.state !== 'dead') throw new ReplayRefusedError('not-dead', eventId, current, { cause: result.cause });
-      if (current.body === undefined) throw new ReplayRefusedError('no-event', eventId, current, { cause: result.cause });
+      const refusal = replayRefusal(current);
+      if (refusal !== undefined) throw new ReplayRefusedError(refusal, eventId, current, { cause: result.cause });
       // Dead with an event by the time it was read: another writer moved it meanwhile. Again.
     }
     throw contention(eventId);

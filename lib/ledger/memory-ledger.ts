@@ -7,9 +7,9 @@
  * passed or got back (as with a real store).
  */
 import { ClaimRefusedError, LeaseLostError, ReplayRefusedError } from './errors';
+import { claimRefusal, MAY_MARK_EXHAUSTED, mayRecord, replayRefusal } from './guards';
 import {
   appendHistory,
-  leaseIsLive,
   type ClaimedRecord,
   type ClaimInput,
   type DeliveryKey,
@@ -69,14 +69,8 @@ export class MemoryLedger implements Ledger {
       this.#rows.set(rowKey(key), created);
       return toRecord(created) as ClaimedRecord;
     }
-    const claimable =
-      row.contentHash === event.contentHash &&
-      row.state === 'pending' &&
-      row.attempts < row.maxAttempts &&
-      !leaseIsLive(row, nowMs) &&
-      (row.nextAttemptAt === undefined || row.nextAttemptAt <= nowMs);
     // A Map has no lost answers to retry, so no claim here meets its own token (`isThisClaim`).
-    if (!claimable) throw new ClaimRefusedError(toRecord(row));
+    if (claimRefusal(row, { contentHash: event.contentHash, nowMs }) !== undefined) throw new ClaimRefusedError(toRecord(row));
     row.attempts += 1;
     // Retention counts from the latest write to a pending row, by the latest claim's setting.
     row.retentionSeconds = input.retentionSeconds;
@@ -91,10 +85,9 @@ export class MemoryLedger implements Ledger {
     const { next, nowMs } = input;
     const row = this.#rows.get(rowKey(input));
     if (row === undefined) throw missingRow(input.eventId);
-    if (next.state === 'delivered') {
-      // A 2xx is the truth however late: no lease needed. Delivered twice is one delivery.
-      if (row.state === 'delivered') return;
-    } else if (row.claimToken !== input.claimToken || row.state !== 'pending') {
+    // Delivered twice is one delivery: the first write stands.
+    if (next.state === 'delivered' && row.state === 'delivered') return;
+    if (!mayRecord(row, { claimToken: input.claimToken, delivered: next.state === 'delivered' })) {
       throw new LeaseLostError(toRecord(row));
     }
     row.history = appendHistory(row.history, structuredClone(input.attempt));
@@ -134,9 +127,7 @@ export class MemoryLedger implements Ledger {
   async markExhausted(key: DeliveryKey, nowMs: number): Promise<DeliveryRecord> {
     const row = this.#rows.get(rowKey(key));
     if (row === undefined) throw missingRow(key.eventId);
-    if (row.state !== 'pending' || row.attempts < row.maxAttempts || leaseIsLive(row, nowMs)) {
-      throw new LeaseLostError(toRecord(row));
-    }
+    if (!MAY_MARK_EXHAUSTED.holds(row, { nowMs })) throw new LeaseLostError(toRecord(row));
     row.state = 'dead';
     row.deadReason = 'exhausted';
     row.deadDetail = EXHAUSTED_WITHOUT_OUTCOME_DETAIL;
@@ -169,8 +160,8 @@ export class MemoryLedger implements Ledger {
     const row = this.#rows.get(rowKey(input));
     if (row === undefined) throw new ReplayRefusedError('not-found', eventId);
     // A Map has no lost answers to retry, so no replay here meets its own ID (`isThisReplay`).
-    if (row.state !== 'dead') throw new ReplayRefusedError('not-dead', eventId, toRecord(row));
-    if (row.body === undefined) throw new ReplayRefusedError('no-event', eventId, toRecord(row));
+    const refusal = replayRefusal(row);
+    if (refusal !== undefined) throw new ReplayRefusedError(refusal, eventId, toRecord(row));
     row.state = 'pending';
     row.attempts = 0;
     row.replays += 1;
