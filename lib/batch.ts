@@ -66,6 +66,7 @@ async function processRecord(record: SQSRecord, deps: BatchDeps): Promise<boolea
     action: decision.action,
     ...(attempt ? { attempt: attempt.number, outcome: describeOutcome(attempt.outcome), attemptMs: attempt.durationMs } : {}),
   };
+  if (attempt !== undefined) metrics.attempted(attempt.number);
   if (attempt?.outcome.kind === 'accepted') metrics.add('DeliveryLatency', attempt.sinceStartMs);
   const done = (report: boolean, extra: Record<string, unknown>) => {
     const line = { ...fields, ...extra, durationMs: delivery.now() - startedAt };

@@ -166,7 +166,7 @@ describe('Function: processBatch', () => {
     expect(JSON.stringify(lines)).not.toMatch(/payload|secret-ish/);
   });
 
-  it('publishes counts, delivery latency and pending age as one EMF document', async () => {
+  it('publishes counts, attempts, delivery latency and pending age as one EMF document', async () => {
     // Prepare
     const { deps, lines, metrics } = setup({ a: ack('evt_a'), b: retry('evt_b', 30), c: deadLetter('evt_c', 'rejected') });
     const sent = String(NOW_MS - 4_000);
@@ -194,6 +194,8 @@ describe('Function: processBatch', () => {
                 { Name: 'DeadLetters', Unit: 'Count' },
                 { Name: 'DeliveryLatency', Unit: 'Milliseconds' },
                 { Name: 'PendingAge', Unit: 'Seconds' },
+                { Name: 'Attempts', Unit: 'Count' },
+                { Name: 'RetriedAttempts', Unit: 'Count' },
               ],
             },
           ],
@@ -204,6 +206,9 @@ describe('Function: processBatch', () => {
         DeadLetters: 1,
         DeliveryLatency: 250,
         PendingAge: [4, 4, 4],
+        // One attempt by the delivered record (its first) and one by the retried one (its second).
+        Attempts: 2,
+        RetriedAttempts: 1,
       },
     ]);
   });
