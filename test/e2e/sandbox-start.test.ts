@@ -5,8 +5,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { DEFAULT_ENDPOINT } from '../../lib/ledger/ledger';
 import { runSandboxToExit, startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually } from '../helpers/sandbox-clients';
 
@@ -24,7 +26,7 @@ afterAll(async () => {
 describe('npm start (tsx sandbox/main.ts)', () => {
   it('prints READY with every endpoint and writes the same object to the state file', () => {
     expect(Object.keys(sandbox.ready).sort()).toEqual(
-      ['deadLetterQueueUrl', 'dynamodbEndpoint', 'ledgerTable', 'queueUrl', 'receiverUrl', 'sqsEndpoint'],
+      ['deadLetterQueueUrl', 'dynamodbEndpoint', 'ledgerTable', 'payloadLimitBytes', 'queueUrl', 'receiverUrl', 'sqsEndpoint'],
     );
     expect(sandbox.ready.sqsEndpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(sandbox.ready.receiverUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
@@ -34,20 +36,14 @@ describe('npm start (tsx sandbox/main.ts)', () => {
   it('delivers an event to the demo receiver, which logs it by ID', async () => {
     // Prepare
     const sqs = new SQSClient({ region: 'us-east-1', endpoint: sandbox.ready.sqsEndpoint, credentials });
-    const ledger = DynamoDBDocumentClient.from(
-      new DynamoDBClient({ region: 'us-east-1', endpoint: sandbox.ready.dynamodbEndpoint, credentials }),
-    );
+    const dynamodb = new DynamoDBClient({ region: 'us-east-1', endpoint: sandbox.ready.dynamodbEndpoint, credentials });
+    const ledger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(dynamodb), tableName: sandbox.ready.ledgerTable });
     const event = { id: 'evt_demo_1', shipmentId: 'shp_1', status: 'packed', occurredAt: '2026-12-02T10:15:00Z' };
 
     // Act
     await sqs.send(new SendMessageCommand({ QueueUrl: sandbox.ready.queueUrl, MessageBody: JSON.stringify(event) }));
     await sandbox.waitForLog(/^receiver: received evt_demo_1 \(first time\)$/);
-    const rowState = async () => {
-      const { Item } = await ledger.send(
-        new GetCommand({ TableName: sandbox.ready.ledgerTable, Key: { eventId: 'evt_demo_1', endpoint: 'default' } }),
-      );
-      return Item?.state as unknown;
-    };
+    const rowState = async () => (await ledger.get({ eventId: 'evt_demo_1', endpoint: DEFAULT_ENDPOINT }))?.state;
     const state = await eventually(
       'evt_demo_1 to be delivered',
       async () => ((await rowState()) === 'delivered' ? 'delivered' : undefined),
@@ -58,7 +54,7 @@ describe('npm start (tsx sandbox/main.ts)', () => {
     expect(state).toBe('delivered');
     expect(sandbox.stderr().join('\n')).not.toContain('shp_1');
     sqs.destroy();
-    ledger.destroy();
+    dynamodb.destroy();
   });
 
   it('stops on SIGTERM with status 0 and removes its state file', async () => {
