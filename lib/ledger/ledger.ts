@@ -1,8 +1,9 @@
 /**
- * The ledger: one durable row per delivery, deciding what work is allowed to do (SPEC §1, §5).
- * This file is the port; `memory-ledger.ts` and `dynamodb-ledger.ts` implement it with the
- * same semantics, which `test/helpers/ledger-contract.ts` holds both to, writing the rows that
- * `rows.ts` defines once for both.
+ * The ledger: one durable row per delivery, deciding what work is allowed to do (docs/contract.md
+ * §1, §5). This file is the port; `memory-ledger.ts` and `dynamodb-ledger.ts` implement it with the
+ * same semantics, which `test/helpers/ledger-contract.ts` holds both to. Defined once for both:
+ * when each write may happen (`guards.ts`), the rows they write (`rows.ts`) and which rows are
+ * listed (`listing.ts`).
  *
  * Business states and their transitions, all of them:
  *
@@ -15,6 +16,7 @@
  *   dead     ── recordAttempt: accepted ───────▶ delivered (a late 2xx still means delivered)
  *   dead     ── replay (operator, reason) ─────▶ pending   (budget reset, replays + 1, due at once)
  *
+ * A row is listed (`listByState`) while dead, or pending after a failed attempt or a replay.
  * An attempt's outcome is a diagnostic on the row, never a state. Rows are keyed by
  * (eventId, endpoint) so one event can later go to several endpoints without a migration.
  */
