@@ -98,6 +98,7 @@ describe('HandoffStack', () => {
       deadLetterQueueUrl: 'DeadLetterQueueUrl',
       ledgerTableName: 'LedgerTableName',
       consumerFunctionName: 'ConsumerFunctionName',
+      payloadLimitBytes: 'PayloadLimitBytes',
     });
   });
 
