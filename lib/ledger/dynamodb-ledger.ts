@@ -207,6 +207,34 @@ export class DynamoDbLedger implements Ledger {
     return entries.length > limit && last !== undefined ? { records, cursor: encodeCursor(listed, newestFirst, last.sort) } : { records };
   }
 
+  /** Each shard's index entries counted by the store (`Select: COUNT`): keys read, no rows. */
+  async countByState(state: ListedState): Promise<number> {
+    const listed = checkListedState(state);
+    const countShard = async (shard: string) => {
+      let count = 0;
+      let startKey: Item | undefined;
+      do {
+        const output = await this.#client.send(
+          new QueryCommand({
+            TableName: this.#tableName,
+            IndexName: INDEX.name,
+            KeyConditionExpression: '#k = :k',
+            ExpressionAttributeNames: { '#k': INDEX.partitionKey },
+            ExpressionAttributeValues: { ':k': { S: shard } },
+            Select: 'COUNT',
+            ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
+          }),
+        );
+        count += output.Count ?? 0;
+        startKey = output.LastEvaluatedKey;
+      } while (startKey !== undefined);
+      return count;
+    };
+    const shards = Array.from({ length: INDEX.shards }, (_, shard) => shardKey(listed, shard));
+    const counts = await Promise.all(shards.map((shard) => this.#guard(`${listed} rows`, () => countShard(shard))));
+    return counts.reduce((sum, count) => sum + count, 0);
+  }
+
   async #listShard(shard: string, after: string | undefined, newestFirst: boolean, limit: number) {
     const output = await this.#client.send(
         new QueryCommand({

@@ -221,6 +221,13 @@ export interface Ledger {
    * @throws RangeError for a cursor this ledger did not issue for the same listing and order.
    */
   listByState(state: ListedState, options?: ListOptions): Promise<Page>;
+
+  /**
+   * How many rows the listing of `state` holds, reading only its index entries (keys, never the
+   * rows): for counters and `stats`. Like SQS's approximate counts, it may include a row that has
+   * just left the state or passed its expiry and not yet been deleted.
+   */
+  countByState(state: ListedState): Promise<number>;
 }
 
 /** Whether a row's lease is held by anyone at `nowMs`. */

@@ -184,6 +184,11 @@ export class MemoryLedger implements Ledger {
     return row === undefined || isExpired(row, this.#now()) ? undefined : toRecord(row);
   }
 
+  async countByState(state: ListedState): Promise<number> {
+    const listed = checkListedState(state);
+    return [...this.#rows.values()].filter((row) => row.listing?.state === listed).length;
+  }
+
   async listByState(state: ListedState, options: ListOptions = {}): Promise<Page> {
     const listed = checkListedState(state);
     const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);

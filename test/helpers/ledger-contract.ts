@@ -1064,6 +1064,19 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(page.records.map((r) => r.eventId)).toStrictEqual(['evt_kept']);
       });
 
+      it('counts the rows of a listing, not those in their first attempt or delivered', async () => {
+        await failedRows(3);
+        await claim(shipmentEvent('evt_count_first'));
+        const done = await claim(shipmentEvent('evt_count_done'));
+        await record(done, ACCEPTED, { state: 'delivered' }, T0 + 100);
+        await deadRow('evt_count_dead', T0 + 100);
+        await ledger.admitInvalid(key('evt_count_invalid'), 'not JSON', POLICY, T0, RETENTION_SECONDS);
+
+        expect(await ledger.countByState('pending')).toBe(3);
+        expect(await ledger.countByState('dead')).toBe(2);
+        await rejectionOf(ledger.countByState('delivered' as 'dead'), RangeError);
+      });
+
       it('refuses a cursor it did not issue for the same listing and order, and refuses to list delivered rows', async () => {
         await failedRows(3);
         const page = await ledger.listByState('pending', { limit: 1 });
