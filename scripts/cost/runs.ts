@@ -25,7 +25,11 @@ export interface Meters {
   readonly receiver: TestReceiver;
 }
 
-/** A valid event (docs/contract.md §2) whose message body is exactly `bytes` long. */
+/**
+ * A valid event (docs/contract.md §2) whose message body is exactly `bytes` long. The padding is
+ * pseudo-random letters and digits, fixed by the ID: a run of one repeated character would flatter
+ * any compression of the stored body.
+ */
 export function eventOfSize(id: string, bytes: number, status = 'in_transit'): string {
   const event = {
     id,
@@ -36,8 +40,20 @@ export function eventOfSize(id: string, bytes: number, status = 'in_transit'): s
   };
   const padding = bytes - JSON.stringify(event).length;
   if (padding < 0) throw new Error(`an event with ID ${id} takes more than ${bytes} bytes`);
-  event.data.note = 'n'.repeat(padding);
+  event.data.note = filler(id, padding);
   return JSON.stringify(event);
+}
+
+const FILLER_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+
+function filler(seedText: string, length: number): string {
+  let seed = [...seedText].reduce((hash, char) => (Math.imul(hash, 31) + char.charCodeAt(0)) >>> 0, 7);
+  let text = '';
+  for (let i = 0; i < length; i++) {
+    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+    text += FILLER_ALPHABET[(seed >>> 16) % FILLER_ALPHABET.length];
+  }
+  return text;
 }
 
 /** Invokes with one batch and tells the event-source meter what Lambda's poller did for it. */

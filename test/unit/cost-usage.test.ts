@@ -92,6 +92,13 @@ describe('Function: eventOfSize', () => {
     }
   });
 
+  it('pads with letters and digits that vary, not one repeated character', () => {
+    const note = (JSON.parse(eventOfSize('evt_size_3', 2048)) as { data: { note: string } }).data.note;
+    expect(note).toMatch(/^[a-z0-9]+$/);
+    expect(new Set(note).size).toBeGreaterThan(30);
+    expect(eventOfSize('evt_size_3', 2048)).toBe(eventOfSize('evt_size_3', 2048));
+  });
+
   it('refuses a size too small for the event', () => {
     expect(() => eventOfSize('evt_size_2', 50)).toThrow('an event with ID evt_size_2 takes more than 50 bytes');
   });
