@@ -215,13 +215,10 @@ function problemAt(path: readonly string[], problem: string): { path: string; pr
 
 const INEXACT_NUMBER = 'is a number that cannot be carried exactly (send it as a string)';
 
-/**
- * The body's number literals, in order, with the strings around them matched whole so that digits
- * inside a string are never taken for a number. Runs on text JSON.parse has accepted.
- */
+/** A number literal or a whole string (so that digits inside a string are never taken for a number). */
 const NUMBER_OR_STRING = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
-/** An integer of at most 15 digits, not `-0`: a double holds it exactly and prints it the same. */
-const PLAIN_INTEGER = /^(?:0|-?[1-9]\d{0,14})$/;
+/** A double holds every integer of up to 15 digits exactly and prints it the same. */
+const EXACT_INTEGER_DIGITS = 15;
 
 /**
  * Finds the first number whose canonical form (the shortest JavaScript spelling of the double it
@@ -230,14 +227,49 @@ const PLAIN_INTEGER = /^(?:0|-?[1-9]\d{0,14})$/;
  * respelled: `1.0` and `1e0` are sent as `1`, `1E2` as `100`, `2.50` as `2.5`, and `-0` as `0`
  * (zero has no sign in decimal). The content hash covers the canonical form, which is what the
  * receiver gets.
+ *
+ * Runs on text JSON.parse has accepted, on every message: a scan by character code that skips
+ * strings whole and looks closer only at numbers with a fraction, an exponent or 16+ digits.
  */
 function findInexactNumber(body: string): { path: string } | undefined {
-  for (const [token] of body.matchAll(NUMBER_OR_STRING)) {
-    if (token.charCodeAt(0) === 0x22 /* " */ || PLAIN_INTEGER.test(token)) continue;
-    const canonical = JSON.stringify(Number(token));
-    if (decimalValue(token) !== decimalValue(canonical)) return { path: pathOfNumber(body, token) };
+  const end = body.length;
+  let i = 0;
+  while (i < end) {
+    const c = body.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      i = afterString(body, i);
+    } else if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39) /* 0-9 */) {
+      const start = i;
+      let plain = true;
+      for (i += 1; i < end; i++) {
+        const d = body.charCodeAt(i);
+        if (d >= 0x30 && d <= 0x39) continue;
+        // . e E + - : only inside a number here, since strings are skipped whole
+        if (d === 0x2e || d === 0x65 || d === 0x45 || d === 0x2b || d === 0x2d) plain = false;
+        else break;
+      }
+      if (plain && i - start - (c === 0x2d ? 1 : 0) <= EXACT_INTEGER_DIGITS) continue;
+      const token = body.slice(start, i);
+      // Most numbers are already in their canonical spelling; only a respelled one needs comparing.
+      const canonical = JSON.stringify(Number(token));
+      if (canonical !== token && decimalValue(token) !== decimalValue(canonical)) return { path: pathOfNumber(body, token) };
+    } else {
+      i += 1;
+    }
   }
   return undefined;
+}
+
+/** The index just past the string that opens at `open` (a `"` not escaped by an odd run of backslashes closes it). */
+function afterString(body: string, open: number): number {
+  let from = open + 1;
+  for (;;) {
+    const close = body.indexOf('"', from);
+    let backslashes = 0;
+    while (body.charCodeAt(close - 1 - backslashes) === 0x5c /* backslash */) backslashes += 1;
+    if (backslashes % 2 === 0) return close + 1;
+    from = close + 1;
+  }
 }
 
 /** A decimal literal's exact value as `<sign><digits>e<exponent>` with no leading or trailing zeros: equal values, equal keys. */
