@@ -9,6 +9,7 @@ import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import pkg from '../../package.json' with { type: 'json' };
 import { EndpointGuard, EndpointRefusedError, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
 import { HttpWebhookSender, type HttpWebhookSenderOptions } from '../../lib/webhook/http-sender';
+import { SigningSecretError } from '../../lib/webhook/signing-secret';
 
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 /** Fixed, but close to the real clock: `Webhook.verify` refuses timestamps over 5 min away. */
@@ -151,6 +152,16 @@ describe('HttpWebhookSender: the request (SPEC §3)', () => {
     await sender({ url: server.url }).send(request);
 
     expect(server.received[0]?.headers).not.toHaveProperty('webhook-signature');
+  });
+
+  it.each([
+    ['whsec_abc', 'not-base64'],
+    ['whsec_AAAA', 'too-short'],
+  ])('refuses to be built with a secret that cannot sign (%s), before any request', (secret, code) => {
+    const build = () => new HttpWebhookSender({ url: 'http://127.0.0.1:9/hook', secret, timeoutMs: 5_000, guard: new EndpointGuard(SANDBOX_GUARD_OPTIONS) });
+
+    expect(build).toThrow(SigningSecretError);
+    expect(build).toThrow(expect.objectContaining({ code }));
   });
 
   it('reuses one keep-alive connection across attempts', async () => {
