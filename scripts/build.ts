@@ -5,13 +5,13 @@
  * esbuild, not tsc, writes the JavaScript. The sources import each other without extensions
  * (moduleResolution "bundler"), which Node's ESM loader cannot resolve, so tsc's output would
  * need every import rewritten; a bundle per entry has no relative imports left at all, loads as
- * one file (the command starts faster) and keeps npm dependencies as plain imports. tsc writes
+ * one file and keeps npm dependencies as plain imports. tsc writes
  * only the declarations, and their extensionless relative imports get a `.js` here.
  *
  * dist/
  *   cdk.js          handoff/cdk: the WebhookDelivery construct (aws-cdk-lib, constructs: peers)
  *   receiver.js     handoff/receiver: the receiver kit
- *   cli.js          the handoff command's program, run by bin/handoff.js
+ *   cli.js          the handoff command's program with its dependencies, run by bin/handoff.js
  *   consumer/       the consumer Lambda, bundled as the construct bundles it at synth, so an
  *                   installed construct deploys it with Code.fromAsset (no esbuild in the user's app)
  *   types/          declarations
@@ -43,6 +43,23 @@ const LIBRARY: BuildOptions = {
 };
 
 /**
+ * The command is one file with its dependencies inside: Node reads and compiles one minified
+ * module instead of resolving and loading some hundreds (the AWS SDK's), which is most of its
+ * start-up. It runs in its own process, so its copies share no state with the library entries.
+ */
+const COMMAND: BuildOptions = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  minify: true,
+  mainFields: ['module', 'main'],
+  // Bundled CommonJS dependencies call `require`; the name must not clash with the sources' own.
+  banner: { js: "import { createRequire as __handoffRequire } from 'node:module'; const require = __handoffRequire(import.meta.url);" },
+  logLevel: 'warning',
+};
+
+/**
  * The construct's synth-time bundling (infra/webhook-delivery.ts, NodejsFunction) in esbuild's
  * terms: ESM for Node.js 24, minified, source maps, the AWS SDK left to the runtime.
  */
@@ -65,7 +82,7 @@ export async function buildPackage(): Promise<void> {
     ...Object.entries(LIBRARY_ENTRIES).map(([name, source]) =>
       build({ ...LIBRARY, entryPoints: [join(ROOT, source)], outfile: join(DIST, `${name}.js`) }),
     ),
-    build({ ...LIBRARY, entryPoints: [join(ROOT, 'cli/main.ts')], outfile: join(DIST, 'cli.js') }),
+    build({ ...COMMAND, entryPoints: [join(ROOT, 'cli/main.ts')], outfile: join(DIST, 'cli.js') }),
     build({ ...CONSUMER, entryPoints: [join(ROOT, 'functions/consumer.ts')], outfile: join(DIST, 'consumer/index.mjs') }),
   ]);
   execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], {

@@ -16,7 +16,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
+import { emulatorDynamoDbClient, startDynalite } from '../helpers/dynalite';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -167,4 +169,41 @@ describe('Package: the packed tarball in a fresh CDK app', () => {
     expect(sendHelp.stdout).toMatch(/^Usage: handoff send \[options\] \[file\]\n\nvalidate events and put them on the delivery queue/);
     expect(help.stderr + sendHelp.stderr).toBe('');
   });
+
+  it('runs a real command from the installed package: status reads the ledger through its bundled AWS SDK', async () => {
+    // Prepare: a ledger table in dynalite, and the environment a user points the command with.
+    const dynalite = await startDynalite();
+    const client = emulatorDynamoDbClient(dynalite.endpoint);
+    try {
+      await client.send(
+        new CreateTableCommand({
+          TableName: 'packed-ledger',
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: [
+            { AttributeName: LEDGER_SCHEMA.partitionKey, AttributeType: 'S' },
+            { AttributeName: LEDGER_SCHEMA.sortKey, AttributeType: 'S' },
+          ],
+          KeySchema: [
+            { AttributeName: LEDGER_SCHEMA.partitionKey, KeyType: 'HASH' },
+            { AttributeName: LEDGER_SCHEMA.sortKey, KeyType: 'RANGE' },
+          ],
+        }),
+      );
+      const env = { ...offlineEnv(), AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_ENDPOINT_URL_DYNAMODB: dynalite.endpoint };
+
+      // Act
+      const failure = await run(join(app, 'node_modules/.bin/handoff'), ['status', 'evt_missing', '--table', 'packed-ledger', '--json'], { cwd: app, env }).then(
+        () => undefined,
+        (error: { code: number; stdout: string; stderr: string }) => error,
+      );
+
+      // Assess: the row was looked up and is not there (exit 1, the JSON error), not a crash.
+      expect(failure?.code).toBe(1);
+      expect(JSON.parse(failure!.stdout)).toEqual({ error: { code: 'not-found', message: 'no delivery record for event evt_missing' } });
+      expect(failure!.stderr).toBe('handoff: no delivery record for event evt_missing\n');
+    } finally {
+      client.destroy();
+      await dynalite.close();
+    }
+  }, SLOW_MS);
 });
