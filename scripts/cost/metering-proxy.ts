@@ -18,7 +18,6 @@
  * but not modelled: they are listed as unmetered, and the script refuses to print costs then.
  */
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { DescribeTableCommand, GetItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   indexWrites,
@@ -31,6 +30,7 @@ import {
   type IndexWriteKind,
   type TableShape,
 } from './billing';
+import { listenOnLoopback } from '../../test/helpers/loopback';
 import { itemSizeBytes, type Item } from './item-size';
 
 const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem']);
@@ -296,14 +296,10 @@ export async function startMeteringProxy(target: string, direct: DynamoDBClient)
       );
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const listening = await listenOnLoopback(server);
 
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint: new URL(listening.url).origin,
     start(options = {}) {
       usage = new DynamoDbUsage(options);
       metering = true;
@@ -320,8 +316,7 @@ export async function startMeteringProxy(target: string, direct: DynamoDBClient)
     },
     shapeOf,
     async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await listening.close();
       agent.destroy();
     },
   };
