@@ -142,7 +142,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       case 'completed':
         return { ...toHttp(begun.response), headers: { ...toHttp(begun.response).headers, [REPLAYED_HEADER]: 'true' } };
       case 'in-progress':
-        // Temporary for this delivery alone: a 503 or 429 would pause the sender's whole endpoint.
+        // Temporary for this delivery alone: a 429, or a 503 with Retry-After, pauses the sender's
+        // whole endpoint (docs/contract.md §12); any other 4xx would kill the delivery.
         return problem(425, 'in-progress', `${webhookId} is being processed; retry later`);
       case 'body-mismatch':
         return problem(422, 'webhook-id-reused', `${webhookId} was first received with another body`);
