@@ -25,11 +25,30 @@ import { build, type BuildOptions } from 'esbuild';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = join(ROOT, 'dist');
 
-/** Public entry points: subpath export name -> source. The package.json `exports` map names them. */
-export const LIBRARY_ENTRIES = {
-  cdk: 'infra/webhook-delivery.ts',
-  receiver: 'lib/receiver/index.ts',
-} as const;
+/**
+ * What each public entry point (a subpath of the package.json `exports` map) exports: source
+ * module -> names, `*` for all of them. The JavaScript entry and its declarations are both
+ * generated from this, so they cannot disagree.
+ */
+export const LIBRARY_ENTRIES: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = {
+  cdk: {
+    'infra/webhook-delivery': ['*'],
+    // What a user needs to write the construct's `settings`.
+    'lib/config': ['ConfigError', 'DEFAULT_SETTINGS', 'type Settings'],
+    'lib/policy': ['DEFAULT_RETRY_POLICY', 'retryPolicy', 'type RetryPolicy'],
+  },
+  receiver: { 'lib/receiver/index': ['*'] },
+};
+
+/** `export … from '<prefix><module><suffix>'` lines for one entry point. */
+function entryModule(exports: Readonly<Record<string, readonly string[]>>, prefix: string, suffix: string): string {
+  return Object.entries(exports)
+    .map(([module, names]) => {
+      const from = `'${prefix}${module}${suffix}'`;
+      return names.includes('*') ? `export * from ${from};` : `export { ${names.join(', ')} } from ${from};`;
+    })
+    .join('\n');
+}
 
 const LIBRARY: BuildOptions = {
   bundle: true,
@@ -79,8 +98,12 @@ const CONSUMER: BuildOptions = {
 export async function buildPackage(): Promise<void> {
   rmSync(DIST, { recursive: true, force: true });
   await Promise.all([
-    ...Object.entries(LIBRARY_ENTRIES).map(([name, source]) =>
-      build({ ...LIBRARY, entryPoints: [join(ROOT, source)], outfile: join(DIST, `${name}.js`) }),
+    ...Object.entries(LIBRARY_ENTRIES).map(([name, exports]) =>
+      build({
+        ...LIBRARY,
+        stdin: { contents: entryModule(exports, './', ''), resolveDir: ROOT, loader: 'ts', sourcefile: `${name}.ts` },
+        outfile: join(DIST, `${name}.js`),
+      }),
     ),
     build({ ...COMMAND, entryPoints: [join(ROOT, 'cli/main.ts')], outfile: join(DIST, 'cli.js') }),
     build({ ...CONSUMER, entryPoints: [join(ROOT, 'functions/consumer.ts')], outfile: join(DIST, 'consumer/index.mjs') }),
@@ -90,9 +113,8 @@ export async function buildPackage(): Promise<void> {
     stdio: 'inherit',
   });
   addDeclarationExtensions(join(DIST, 'types'));
-  for (const [name, source] of Object.entries(LIBRARY_ENTRIES)) {
-    const target = `./types/${source.replace(/\.ts$/, '.js')}`;
-    writeFileSync(join(DIST, `${name}.d.ts`), `export * from '${target}';\n`);
+  for (const [name, exports] of Object.entries(LIBRARY_ENTRIES)) {
+    writeFileSync(join(DIST, `${name}.d.ts`), `${entryModule(exports, './types/', '.js')}\n`);
   }
 }
 

@@ -33,12 +33,14 @@ function offlineEnv(): NodeJS.ProcessEnv {
 
 const APP_TS = `
 import { App, Stack } from 'aws-cdk-lib';
-import { WebhookDelivery, type WebhookDeliveryProps } from 'handoff/cdk';
+import { retryPolicy, WebhookDelivery, type WebhookDeliveryProps } from 'handoff/cdk';
 import { checkReceiverRetention, createReceiver, MemoryIdempotencyStore } from 'handoff/receiver';
 
 const app = new App({ outdir: 'cdk.out' });
 const stack = new Stack(app, 'PackedApp');
-const props: WebhookDeliveryProps = { settings: { webhookUrl: 'https://receiver.example.com/hooks' } };
+const props: WebhookDeliveryProps = {
+  settings: { webhookUrl: 'https://receiver.example.com/hooks', retryPolicy: retryPolicy(4, [60, 300, 900]) },
+};
 const delivery = new WebhookDelivery(stack, 'Delivery', props);
 
 // The receiver kit's types and its retention rule against the construct's policy.
@@ -134,7 +136,13 @@ describe('Package: the packed tarball in a fresh CDK app', () => {
       TimeToLiveSpecification: { AttributeName: LEDGER_SCHEMA.ttlAttribute, Enabled: true },
     });
     // the consumer, fed by the queue with partial batch responses
-    template.hasResourceProperties('AWS::Lambda::Function', { Handler: 'index.handler', Runtime: 'nodejs24.x', Architectures: ['arm64'] });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Handler: 'index.handler',
+      Runtime: 'nodejs24.x',
+      Architectures: ['arm64'],
+      // the settings written in the app, through the package's own retryPolicy
+      Environment: { Variables: Match.objectLike({ HANDOFF_RETRY_SCHEDULE: '60,300,900', HANDOFF_MAX_ATTEMPTS: '4' }) },
+    });
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { FunctionResponseTypes: ['ReportBatchItemFailures'] });
     // its grants: the ledger, the dead-letter queue, the signing secret
     const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap(
