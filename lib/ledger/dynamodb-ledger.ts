@@ -12,11 +12,9 @@
  * store does not, the adapter falls back to a consistent GetItem.
  */
 import {
-  BatchGetItemCommand,
   ConditionalCheckFailedException,
   GetItemCommand,
   PutItemCommand,
-  QueryCommand,
   UpdateItemCommand,
   type DynamoDBClient,
   type UpdateItemCommandInput,
@@ -24,6 +22,7 @@ import {
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { auditValue, keyItem, policyValue, recordFromItem, toAttribute, type Item } from './dynamodb-item';
 import { claimSpec, compile, markExhaustedSpec, recordSpec, replaySpec, type UpdateSpec } from './dynamodb-expressions';
+import { countShard, queryShard, readRows, rowId } from './dynamodb-listing';
 import { LEDGER_SCHEMA, WIRE_NAMES } from './dynamodb-schema';
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
 import { mayRecord, replayRefusal } from './guards';
@@ -194,11 +193,12 @@ export class DynamoDbLedger implements Ledger {
     const newestFirst = options.newestFirst === true;
     const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, listed, newestFirst);
     const shards = Array.from({ length: INDEX.shards }, (_, shard) => shardKey(listed, shard));
-    const query = (shard: string) => this.#guard(`${listed} rows`, () => this.#listShard(shard, after, newestFirst, limit + 1));
+    const query = (shard: string) =>
+      this.#guard(`${listed} rows`, () => queryShard(this.#client, this.#tableName, { shard, after, newestFirst, limit: limit + 1 }));
     const entries = (await Promise.all(shards.map(query))).flat();
     entries.sort((a, b) => (comesAfter(a.sort, b.sort, newestFirst) ? 1 : -1));
     const page = entries.slice(0, limit);
-    const rows = await this.#readMany(page.map((entry) => entry.key));
+    const rows = await this.#guard('listed rows', () => readRows(this.#client, this.#tableName, page.map((entry) => entry.key)));
     const nowMs = this.#now();
     const records = page
       .map((entry) => rows.get(rowId(entry.key)))
@@ -210,67 +210,11 @@ export class DynamoDbLedger implements Ledger {
   /** Each shard's index entries counted by the store (`Select: COUNT`): keys read, no rows. */
   async countByState(state: ListedState): Promise<number> {
     const listed = checkListedState(state);
-    const countShard = async (shard: string) => {
-      let count = 0;
-      let startKey: Item | undefined;
-      do {
-        const output = await this.#client.send(
-          new QueryCommand({
-            TableName: this.#tableName,
-            IndexName: INDEX.name,
-            KeyConditionExpression: '#k = :k',
-            ExpressionAttributeNames: { '#k': INDEX.partitionKey },
-            ExpressionAttributeValues: { ':k': { S: shard } },
-            Select: 'COUNT',
-            ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
-          }),
-        );
-        count += output.Count ?? 0;
-        startKey = output.LastEvaluatedKey;
-      } while (startKey !== undefined);
-      return count;
-    };
     const shards = Array.from({ length: INDEX.shards }, (_, shard) => shardKey(listed, shard));
-    const counts = await Promise.all(shards.map((shard) => this.#guard(`${listed} rows`, () => countShard(shard))));
-    return counts.reduce((sum, count) => sum + count, 0);
-  }
-
-  async #listShard(shard: string, after: string | undefined, newestFirst: boolean, limit: number) {
-    const output = await this.#client.send(
-        new QueryCommand({
-          TableName: this.#tableName,
-          IndexName: INDEX.name,
-          KeyConditionExpression: after === undefined ? '#k = :k' : `#k = :k AND #s ${newestFirst ? '<' : '>'} :after`,
-          ExpressionAttributeNames: { '#k': INDEX.partitionKey, ...(after === undefined ? {} : { '#s': INDEX.sortKey }) },
-          ExpressionAttributeValues: { ':k': { S: shard }, ...(after === undefined ? {} : { ':after': { S: after } }) },
-          ScanIndexForward: !newestFirst,
-          Limit: limit,
-        }),
+    const counts = await Promise.all(
+      shards.map((shard) => this.#guard(`${listed} rows`, () => countShard(this.#client, this.#tableName, shard))),
     );
-    return (output.Items ?? []).map((item) => ({
-      sort: item[INDEX.sortKey]?.S ?? '',
-      key: { eventId: item[W.eventId]?.S ?? '', endpoint: item[W.endpoint]?.S ?? '' },
-    }));
-  }
-
-  /** Rows by key, read whole (BatchGetItem, 100 keys a request, unprocessed keys asked again). */
-  async #readMany(keys: readonly DeliveryKey[]): Promise<Map<string, DeliveryRecord>> {
-    const rows = new Map<string, DeliveryRecord>();
-    for (let start = 0; start < keys.length; start += 100) {
-      let pending: Item[] | undefined = keys.slice(start, start + 100).map(keyItem);
-      while (pending !== undefined && pending.length > 0) {
-        const request: Item[] = pending;
-        const output = await this.#guard('listed rows', () =>
-          this.#client.send(new BatchGetItemCommand({ RequestItems: { [this.#tableName]: { Keys: request } } })),
-        );
-        for (const item of output.Responses?.[this.#tableName] ?? []) {
-          const record = recordFromItem(item);
-          rows.set(rowId(record), record);
-        }
-        pending = output.UnprocessedKeys?.[this.#tableName]?.Keys;
-      }
-    }
-    return rows;
+    return counts.reduce((sum, count) => sum + count, 0);
   }
 
   /** One conditional UpdateItem. A write answers with the item it asked for; a refusal with the row as it stands. */
@@ -328,10 +272,6 @@ export class DynamoDbLedger implements Ledger {
 type UpdateResult =
   | { readonly written: true; readonly item: Item }
   | { readonly written: false; readonly current: DeliveryRecord | undefined; readonly cause: ConditionalCheckFailedException };
-
-function rowId(key: DeliveryKey): string {
-  return `${key.eventId} ${key.endpoint}`;
-}
 
 /**
  * The row after a claim, from the row before it (ALL_OLD). For a new event there was none, so the
