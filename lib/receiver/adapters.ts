@@ -17,6 +17,11 @@ export const DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024;
 
 export interface NodeAdapterOptions {
   readonly maxBodyBytes?: number;
+  /**
+   * Told of a failure outside the action (the store unreachable, say); the request is answered
+   * 500, so the sender retries. Default: a line on stderr.
+   */
+  readonly onError?: (error: unknown) => void;
 }
 
 type Receive = Receiver | ((request: WebhookRequest) => Promise<WebhookResponse>);
@@ -24,12 +29,18 @@ type Receive = Receiver | ((request: WebhookRequest) => Promise<WebhookResponse>
 /** A listener for `http.createServer(listener)`, or for a route of a framework that takes one. */
 export function toNodeListener(receive: Receive, options: NodeAdapterOptions = {}): (req: IncomingMessage, res: ServerResponse) => void {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const onError =
+    options.onError ??
+    ((error: unknown) => process.stderr.write(`handoff receiver: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}\n`));
   return (req, res) => {
     readBody(req, maxBodyBytes)
       .then((body) => (body === undefined ? tooLarge(maxBodyBytes) : receive({ method: req.method ?? 'POST', headers: req.headers, body })))
       .then(
         (response) => writeNode(res, response),
-        () => writeNode(res, { status: 500, headers: {}, body: '' }),
+        (error: unknown) => {
+          onError(error);
+          writeNode(res, { status: 500, headers: {}, body: '' });
+        },
       );
   };
 }

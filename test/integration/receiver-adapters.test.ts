@@ -57,6 +57,26 @@ describe('Function: toNodeListener', () => {
     expect(response.status).toBe(413);
     expect(applied).toEqual([]);
   });
+
+  it('answers 500 and reports the error when the store fails, so the sender retries', async () => {
+    const errors: unknown[] = [];
+    const failing = createReceiver({
+      secrets: [CONTRACT_SECRET],
+      store: {
+        retentionSeconds: 60,
+        begin: () => Promise.reject(new Error('store unreachable')),
+        complete: () => Promise.resolve(),
+        release: () => Promise.resolve(),
+      },
+      action: () => undefined,
+    });
+    server = await listenOnLoopback(createServer(toNodeListener(failing, { onError: (error) => errors.push(error) })));
+
+    const response = await post(server.url, signedRequest('evt_down', Date.now()));
+
+    expect(response.status).toBe(500);
+    expect(errors.map(String)).toEqual(['Error: store unreachable']);
+  });
 });
 
 describe('Function: toExpressHandler', () => {
