@@ -38,9 +38,10 @@ export function valueSizeBytes(value: AttributeValue): number {
 /** A number's bytes from its decimal text: 1, plus 1 per base-100 digit, plus 1 if negative; zero is 1. */
 export function numberSizeBytes(text: string): number {
   const match = /^(-?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text.trim());
-  if (match === null) throw new TypeError(`not a DynamoDB number: "${text}"`);
-  const [, sign, whole = '', fraction = '', exponent = '0'] = match;
+  const [, sign = '', whole = '', fraction = '', exponent = '0'] = match ?? [];
   const digits = whole + fraction;
+  // The pattern lets each part be empty; a number needs at least one digit (".", "-", "e5" are none).
+  if (match === null || digits === '') throw new TypeError(`not a DynamoDB number: "${text}"`);
   const first = digits.search(/[1-9]/);
   if (first === -1) return 1;
   const significant = digits.slice(first).replace(/0+$/, '');

@@ -83,4 +83,10 @@ describe('Function: numberSizeBytes', () => {
   it('refuses text that is not a number', () => {
     expect(() => numberSizeBytes('twelve')).toThrow('not a DynamoDB number: "twelve"');
   });
+
+  it('refuses text with no digit at all, which the pattern of optional parts would let through', () => {
+    expect(() => numberSizeBytes('.')).toThrow('not a DynamoDB number: "."');
+    expect(() => numberSizeBytes('-')).toThrow('not a DynamoDB number: "-"');
+    expect(() => numberSizeBytes('')).toThrow('not a DynamoDB number: ""');
+  });
 });
