@@ -26,7 +26,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { derivedTimings, DEFAULT_SETTINGS, RESOURCE_ENV, settingsToEnvironment } from '../lib/config';
-import { createLedgerTable } from '../lib/ledger/dynamodb-ledger';
+import { createLedgerTable } from '../sandbox/ledger-table';
 import { startPoller, type BatchReport, type Invocation } from '../sandbox/poller';
 import { WorkerPool } from '../sandbox/worker-pool';
 import { countsBetween, roleAgent, type CountingEmulators, type RequestCounts } from './counting';
@@ -115,7 +115,7 @@ export function benchClients(bench: Bench) {
 
 export type Clients = ReturnType<typeof benchClients>;
 
-/** A valid event (SPEC §2) with this ID; about 200 bytes, like a typical shipment update. */
+/** A valid event (docs/contract.md §2) with this ID; about 200 bytes, like a typical shipment update. */
 export function eventBody(id: string): string {
   return JSON.stringify({
     id,

@@ -1,5 +1,5 @@
 /**
- * How the `handoff` command fails (SPEC §10): exit 2 for a usage error, exit 1 for a refusal or
+ * How the `handoff` command fails (docs/contract.md §10): exit 2 for a usage error, exit 1 for a refusal or
  * a failure, always with one line a person can act on and never a stack trace.
  */
 import { InvalidEventError } from '../lib/event';

@@ -1,5 +1,5 @@
 /**
- * The `handoff` operator command (SPEC §10). Parses with commander, resolves the target once,
+ * The `handoff` operator command (docs/contract.md §10). Parses with commander, resolves the target once,
  * runs one command, prints its result as aligned text or as JSON, and maps every failure to one
  * line and an exit status: 0 done, 1 refused or failed, 2 usage.
  */
@@ -10,7 +10,7 @@ import { deadCommand } from './commands/dead';
 import { replayCommand } from './commands/replay';
 import type { CommandResult } from './commands/result';
 import { payloadLimitFor, readInput, sendCommand } from './commands/send';
-import { statsCommand } from './commands/stats';
+import { DEFAULT_STATS_SINCE_MS, sinceOption, statsCommand } from './commands/stats';
 import { statusCommand } from './commands/status';
 import { CommandContext } from './context';
 import { describeFailure, EXIT, type ExitCode } from './errors';
@@ -161,9 +161,10 @@ Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
       wholeNumber(1, 1_000_000),
       STATS_MAX_ROWS_DEFAULT,
     )
-    .addHelpText('after', '\nExample:\n  handoff stats --json')
-    .action(async (options: CommonOptions & { maxRows: number }) => {
-      await run(options, (ctx) => statsCommand(ctx, { maxRowsPerState: options.maxRows }));
+    .option('--since <duration>', 'the metrics window: the last 30m, 24h, 7d … (at most 15d)', sinceOption, DEFAULT_STATS_SINCE_MS)
+    .addHelpText('after', '\nExample:\n  handoff stats --since 7d --json')
+    .action(async (options: CommonOptions & { maxRows: number; since: number }) => {
+      await run(options, (ctx) => statsCommand(ctx, { maxRowsPerState: options.maxRows, sinceMs: options.since }));
     });
 
   return program;

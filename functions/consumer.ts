@@ -17,7 +17,7 @@ import { processBatch } from '../lib/batch';
 import { checkEndpoint, ConfigError, derivedTimings, readSettings, RESOURCE_ENV } from '../lib/config';
 import { CRASH_POINTS, type CrashPoint, type DeliverDeps } from '../lib/deliver';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
-import { createLogger, MetricsRecorder } from '../lib/observability';
+import { createLogger, MetricsRecorder, SERVICE_NAME } from '../lib/observability';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { EndpointGuard } from '../lib/webhook/endpoint-guard';
 import { HttpWebhookSender } from '../lib/webhook/http-sender';
@@ -31,7 +31,6 @@ import { createSigner, SigningSecretError } from '../lib/webhook/signing-secret'
  * replacement would die at the same point on every attempt).
  */
 export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
-const SERVICE = 'handoff';
 
 const env = process.env;
 const settings = readSettings(env);
@@ -41,8 +40,8 @@ const secretArn = env[RESOURCE_ENV.webhookSecretArn] || undefined;
 checkEndpoint(webhookUrl, settings, 'HANDOFF_WEBHOOK_URL');
 const guard = new EndpointGuard({ allowPrivateCidrs: settings.allowPrivateCidrs, allowHttp: settings.allowHttp });
 
-const logger = createLogger({ service: SERVICE });
-const metrics = new MetricsRecorder({ service: SERVICE });
+const logger = createLogger({ service: SERVICE_NAME });
+const metrics = new MetricsRecorder({ service: SERVICE_NAME });
 const ledger = new DynamoDbLedger({
   client: DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } }),
   tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable),

@@ -1,5 +1,5 @@
 /**
- * WebhookDelivery: the reusable construct behind handoff (SPEC §1, §4, §5, §7).
+ * WebhookDelivery: the reusable construct behind handoff (docs/contract.md §1, §4, §5, §7).
  *
  * Producers send events to the delivery queue; the consumer Lambda claims each event in the
  * ledger table, sends the webhook, records the outcome, and only then lets the queue forget the
@@ -34,7 +34,10 @@ import {
   type Settings,
 } from '../lib/config';
 import { LEDGER_SCHEMA } from '../lib/ledger/dynamodb-schema';
-import { METRICS_NAMESPACE, type MetricName } from '../lib/observability';
+import { METRIC_DIMENSIONS, METRICS_NAMESPACE, type MetricName } from '../lib/observability';
+
+/** The consumer function's memory, MB, unless `memorySizeMb` says otherwise (the cost model prices it). */
+export const CONSUMER_MEMORY_MB = 256;
 
 /**
  * The consumer's CloudWatch metrics (embedded metric format), named by lib/observability.ts,
@@ -43,7 +46,7 @@ import { METRICS_NAMESPACE, type MetricName } from '../lib/observability';
  */
 export const METRICS = {
   namespace: METRICS_NAMESPACE,
-  dimensions: { Service: 'handoff' },
+  dimensions: METRIC_DIMENSIONS,
   names: {
     /** Count: webhooks answered 2xx. */
     delivered: 'Delivered',
@@ -198,7 +201,7 @@ export class WebhookDelivery extends Construct {
     const consumerProps = {
       runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
-      memorySize: props.memorySizeMb ?? 256,
+      memorySize: props.memorySizeMb ?? CONSUMER_MEMORY_MB,
       // Covers one attempt's timeout plus the ledger writes around it (lib/config.ts).
       timeout: Duration.seconds(timings.functionTimeoutSeconds),
       role,
@@ -234,7 +237,7 @@ export class WebhookDelivery extends Construct {
 
     this.consumer.addEventSource(
       new SqsEventSource(this.queue, {
-        // One bad message must not return its whole batch (SPEC §4): the handler reports the
+        // One bad message must not return its whole batch (docs/contract.md §4): the handler reports the
         // failed items and only those come back.
         reportBatchItemFailures: true,
         batchSize: settings.batchSize,
@@ -365,7 +368,7 @@ export class WebhookDelivery extends Construct {
     return { deadLetters, pendingAge, consumerErrors };
   }
 
-  /** The four signals of SPEC §10 `stats`: pending age, retries, dead letters, delivery latency. */
+  /** The four signals of docs/contract.md §10 `stats`: pending age, retries, dead letters, delivery latency. */
   private createDashboard() {
     const metric = (name: MetricName, statistic: string, label: string) =>
       this.consumerMetric(name, { statistic, label });

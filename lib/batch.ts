@@ -1,6 +1,6 @@
 /**
  * The batch use case: deliver each record of an SQS batch and answer Lambda's partial batch
- * response (SPEC §4: one bad message never fails or delays the others).
+ * response (docs/contract.md §4: one bad message never fails or delays the others).
  *
  * What reaches Lambda, per record:
  * - ack:          not reported, so Lambda deletes it. The ledger already holds the outcome.

@@ -1,5 +1,5 @@
 /**
- * The one definition of handoff's settings (SPEC §7). The CDK construct, the Lambda handler and
+ * The one definition of handoff's settings (docs/contract.md §7). The CDK construct, the Lambda handler and
  * the local sandbox all read them from here: the sandbox from `HANDOFF_*` environment variables,
  * the construct from its properties, and the handler from the environment the construct (or the
  * sandbox) gives it via `settingsToEnvironment`.

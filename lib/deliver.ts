@@ -1,6 +1,6 @@
 /**
  * The use case: take one queue message through admit, claim, send and record, and answer what
- * the queue must do with it (SPEC §1, §4).
+ * the queue must do with it (docs/contract.md §1, §4).
  */
 import { parseEvent, type InvalidEventError, type ParsedEvent } from './event';
 import { ClaimRefusedError, LeaseLostError } from './ledger/errors';

@@ -1,5 +1,5 @@
 /**
- * The event: the SQS message body a producer sends (SPEC §2), its validation, and its identity.
+ * The event: the SQS message body a producer sends (docs/contract.md §2), its validation, and its identity.
  *
  * The event ID is the idempotency key. Two messages with one ID are the same business event
  * only when their canonical content is equal; the content hash decides that, so whitespace or
@@ -164,7 +164,7 @@ function invalid(message: string, field: string | undefined, eventId: string | u
   return { ok: false, error: new InvalidEventError(message, field, eventId) };
 }
 
-/** Whether a text is a valid event ID (SPEC §2). */
+/** Whether a text is a valid event ID (docs/contract.md §2). */
 export function isEventId(text: unknown): text is string {
   return typeof text === 'string' && EVENT_ID.test(text);
 }

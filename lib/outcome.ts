@@ -1,5 +1,5 @@
 /**
- * What one delivery attempt saw, and what it means (SPEC §4). Classification happens here and
+ * What one delivery attempt saw, and what it means (docs/contract.md §4). Classification happens here and
  * nowhere else; everything downstream switches on `kind`.
  *
  * - accepted:  a 2xx. Delivered, even if it arrives late.

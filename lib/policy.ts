@@ -1,5 +1,5 @@
 /**
- * The retry policy as data (SPEC §4), and the pure function that turns it into a wait.
+ * The retry policy as data (docs/contract.md §4), and the pure function that turns it into a wait.
  *
  * The queue does the waiting (a message's visibility timeout), so a wait can never exceed what
  * SQS allows for one message: 12 hours. The policy carries a version and is stored on each

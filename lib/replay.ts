@@ -1,5 +1,5 @@
 /**
- * The replay use case (SPEC §6): an operator returns a dead record to `pending` and the event
+ * The replay use case (docs/contract.md §6): an operator returns a dead record to `pending` and the event
  * goes on the queue again, with its original ID and body.
  *
  * Order matters: the ledger first, then the queue. A message enqueued before the row is pending

@@ -1,7 +1,7 @@
 /**
  * The sandbox's live counters: delivered (from the sandbox's metric sink: a delivered row is in
- * no index, so the ledger cannot count them cheaply), retrying and dead (from the ledger's
- * listing of its pending and dead rows, the authority), plus the dead-letter queue's depth, which
+ * no index, so the ledger cannot count them cheaply), retrying and dead (counted from the
+ * ledger's listing index entries, the authority, reading no rows), plus the dead-letter queue's depth, which
  * also holds messages that never had a row (no readable ID, identity conflicts). Shown on stderr:
  * one line rewritten in place on a terminal, a plain line on each change otherwise. Never a payload.
  */
@@ -9,33 +9,19 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
-import type { Ledger } from '../lib/ledger/ledger';
-
-/**
- * Rows listed per state on each refresh (every second) at most: past it the line shows `1000+`.
- * The listing reads whole rows; a sandbox's backlog beyond this is a load test, not a glance.
- */
-export const COUNT_CAP = 1_000;
-const PAGE_SIZE = 250;
-
-/** A count, and whether the listing stopped at `COUNT_CAP` before the end. */
-export interface Count {
-  readonly n: number;
-  readonly atLeast: boolean;
-}
 
 export interface Counts {
   /** Deliveries since the sandbox started, from its metric sink. */
   readonly delivered: number;
-  readonly retrying: Count;
-  readonly dead: Count;
+  /** Pending rows that have failed at least once (the ledger's listing holds only those). */
+  readonly retrying: number;
+  readonly dead: number;
   /** Messages on the dead-letter queue (visible or not). */
   readonly deadLetters: number;
 }
 
 export function formatCounts(counts: Counts): string {
-  const count = (c: Count) => `${c.n}${c.atLeast ? '+' : ''}`;
-  return `delivered ${counts.delivered} · retrying ${count(counts.retrying)} · dead ${count(counts.dead)} · dead-letter queue ${counts.deadLetters}`;
+  return `delivered ${counts.delivered} · retrying ${counts.retrying} · dead ${counts.dead} · dead-letter queue ${counts.deadLetters}`;
 }
 
 export interface CountSources {
@@ -53,23 +39,11 @@ export async function readCounts(sources: CountSources): Promise<Counts> {
     tableName: sources.ledgerTable,
   });
   const [retrying, dead, deadLetters] = await Promise.all([
-    countListed(ledger, 'pending'),
-    countListed(ledger, 'dead'),
+    ledger.countByState('pending'),
+    ledger.countByState('dead'),
     countDeadLetters(sources),
   ]);
   return { delivered: sources.delivered(), retrying, dead, deadLetters };
-}
-
-/** Counts the ledger's listing of one state, reading only that state's rows, up to `cap`. */
-export async function countListed(ledger: Pick<Ledger, 'listByState'>, state: 'pending' | 'dead', cap = COUNT_CAP): Promise<Count> {
-  let n = 0;
-  let cursor: string | undefined;
-  do {
-    const page = await ledger.listByState(state, { limit: Math.min(PAGE_SIZE, cap - n), cursor });
-    n += page.records.length;
-    cursor = page.cursor;
-  } while (cursor !== undefined && n < cap);
-  return { n, atLeast: cursor !== undefined };
 }
 
 async function countDeadLetters(sources: CountSources): Promise<number> {

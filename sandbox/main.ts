@@ -1,5 +1,5 @@
 /**
- * `npm start`: runs the sandbox until SIGINT or SIGTERM (SPEC §8).
+ * `npm start`: runs the sandbox until SIGINT or SIGTERM (docs/contract.md §8).
  *
  * Standard output carries exactly one line, `READY <json>`, once everything is up; the same
  * JSON goes to the state file (sandbox/state-file.ts) for the operator CLI, and is removed on

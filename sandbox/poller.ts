@@ -1,5 +1,5 @@
 /**
- * A local stand-in for Lambda's SQS event source mapping, keeping its contract (SPEC §8):
+ * A local stand-in for Lambda's SQS event source mapping, keeping its contract (docs/contract.md §8):
  *
  * - long-polls the queue for up to `batchSize` messages, with every system and message attribute;
  * - hands them to the handler as an `SQSEvent`, with up to `maxConcurrency` batches in flight;

@@ -1,5 +1,5 @@
 /**
- * The whole system on one machine (SPEC §8): SQS and DynamoDB emulators on 127.0.0.1, the
+ * The whole system on one machine (docs/contract.md §8): SQS and DynamoDB emulators on 127.0.0.1, the
  * delivery queue, dead-letter queue and ledger created with the stack's settings, the real
  * consumer handler in worker processes driven by a poller that keeps Lambda's SQS contract,
  * and a demo receiver when no endpoint is configured.

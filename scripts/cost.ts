@@ -86,7 +86,7 @@ async function main(): Promise<number> {
   const receiver = await startTestReceiver();
   const sqs = startSqsMeter();
   const meters: Meters = { dynamodb: proxy, sqs, receiver };
-  const memory = await consumerMemorySize();
+  const memory = consumerMemorySize();
   const closers: (() => void)[] = [];
 
   try {

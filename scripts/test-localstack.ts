@@ -1,6 +1,6 @@
 /**
  * `npm run test:localstack`: deploys the CDK app into LocalStack with cdklocal and checks the
- * deployed system end to end (SPEC §4, §9): the real Lambda, event source mapping, queues,
+ * deployed system end to end (docs/contract.md §4, §9): the real Lambda, event source mapping, queues,
  * ledger table and signing secret, against a receiver this script runs on the host.
  *
  * Needs LocalStack running (`docker compose -f localstack.yml up -d`) and Docker for its Lambda
@@ -32,9 +32,10 @@ import {
   SQSClient,
   type Message,
 } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
-import { LEDGER_SCHEMA } from '../lib/ledger/dynamodb-schema';
+import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
+import { DEFAULT_ENDPOINT, type DeliveryRecord } from '../lib/ledger/ledger';
 
 const ENDPOINT = process.env.LOCALSTACK_ENDPOINT ?? 'http://localhost:4566';
 const RECEIVER_PORT = Number(process.env.HANDOFF_RECEIVER_PORT ?? 8765);
@@ -193,12 +194,7 @@ function aws() {
   return clients;
 }
 
-interface LedgerRow {
-  readonly state: string;
-  readonly attempts: number;
-  readonly deadReason?: string;
-  readonly deadDetail?: string;
-}
+type LedgerRow = DeliveryRecord;
 
 function event(id: string): string {
   return JSON.stringify({
@@ -215,16 +211,9 @@ async function send(queueUrl: string, body: string): Promise<void> {
 }
 
 async function ledgerRows(table: string, eventId: string): Promise<LedgerRow[]> {
-  const { Items = [] } = await aws().ddb.send(
-    new QueryCommand({
-      TableName: table,
-      KeyConditionExpression: '#id = :id',
-      ExpressionAttributeNames: { '#id': LEDGER_SCHEMA.partitionKey },
-      ExpressionAttributeValues: { ':id': eventId },
-      ConsistentRead: true,
-    }),
-  );
-  return Items as LedgerRow[];
+  const ledger = new DynamoDbLedger({ client: aws().ddb, tableName: table });
+  const row = await ledger.get({ eventId, endpoint: DEFAULT_ENDPOINT });
+  return row ? [row] : [];
 }
 
 /** Polls until `check` returns a value (not undefined) or the wait runs out. */

@@ -8,7 +8,7 @@ import { formatDuration, formatInstant, keyValues, table, truncate } from '../fo
  * (the content hash identifies it). Field names and epoch-ms values are the ledger's own.
  */
 export function recordJson(record: DeliveryRecord): Omit<DeliveryRecord, 'body'> {
-  // The fields SPEC §10 promises first, for a reader skimming the output; the rest follow.
+  // The fields docs/contract.md §10 promises first, for a reader skimming the output; the rest follow.
   const { body: _body, eventId, endpoint, state, attempts, maxAttempts, replays, lastOutcome, deadReason, deadDetail, ...rest } =
     record;
   return { eventId, endpoint, state, attempts, maxAttempts, replays, lastOutcome, deadReason, deadDetail, ...rest };

@@ -1,6 +1,6 @@
 /**
  * `handoff replay <eventId> --reason … --operator …`: a dead record back to pending and its
- * event back on the queue (SPEC §6). Anything not dead is refused by the ledger.
+ * event back on the queue (docs/contract.md §6). Anything not dead is refused by the ledger.
  *
  * The audit entry keeps the name typed, the reason, and who the caller really is: in AWS the STS
  * identity of the credentials (the typed name is free text); against the sandbox there is none.

@@ -1,6 +1,6 @@
 /**
  * `handoff send [file]`: puts events on the delivery queue the way a producer would (a plain SQS
- * message, SPEC §2), after validating every one of them with the consumer's own rules.
+ * message, docs/contract.md §2), after validating every one of them with the consumer's own rules.
  *
  * Input is one JSON event (pretty-printed or not) or NDJSON, one event per line, from a file or
  * stdin. Validation is all or nothing: one bad line and nothing is sent, so a fixed file can be

@@ -1,5 +1,5 @@
 /**
- * The delivery queue as the batch use case needs it (SPEC §4): hold a message back for a while,
+ * The delivery queue as the batch use case needs it (docs/contract.md §4): hold a message back for a while,
  * move one to the dead-letter path, and put one on the queue. `sqs-queue.ts` implements it on SQS.
  *
  * The queue decides only *when* work runs; every decision here follows one the ledger already

@@ -1,6 +1,6 @@
 /**
- * The WebhookSender port over node:http/https: one signed POST per attempt (SPEC §3), and the
- * outcome it saw (SPEC §4).
+ * The WebhookSender port over node:http/https: one signed POST per attempt (docs/contract.md §3), and the
+ * outcome it saw (docs/contract.md §4).
  *
  * The one distinction this adapter exists for: was the request written? Until the request's
  * `finish` event (every byte handed to the OS) the receiver cannot hold a complete request, so a

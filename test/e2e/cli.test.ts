@@ -1,7 +1,7 @@
 /**
  * The `handoff` operator command against a running sandbox, run as an operator runs it: a child
  * process (`node bin/handoff.js …`) that finds the sandbox through its state file. Each command,
- * and each refusal, with its output and exit status (SPEC §10).
+ * and each refusal, with its output and exit status (docs/contract.md §10).
  *
  * The sandbox delivers to a scripted test receiver, so the test decides which events die (400)
  * and which stay pending (503 with a long retry wait).

@@ -1,5 +1,5 @@
 /**
- * Crash points (SPEC §1): the process that runs the consumer is killed for real (SIGKILL) at
+ * Crash points (docs/contract.md §1): the process that runs the consumer is killed for real (SIGKILL) at
  * each boundary of the design, the sandbox starts a fresh one, and the event still ends
  * delivered exactly once at an idempotent receiver, or dead with a reason. Nothing is lost.
  *

@@ -3,7 +3,7 @@
  * crash-point tests and the soak judge it by: a ledger row or all of them, the depth of a queue,
  * and what the dead-letter queue holds.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import {
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
@@ -11,9 +11,9 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
-import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
+import { recordFromItem } from '../../lib/ledger/dynamodb-item';
 import { DEFAULT_ENDPOINT, type DeliveryRecord } from '../../lib/ledger/ledger';
 import type { SandboxState } from '../../sandbox/state-file';
 
@@ -24,7 +24,7 @@ const MAX_BATCH_ENTRIES = 10;
 /** Dead letters stay hidden this long once read, so a full read counts each message once. */
 const READ_HIDE_SECONDS = 600;
 
-/** One dead-letter message as SPEC §4 describes it. */
+/** One dead-letter message as docs/contract.md §4 describes it. */
 export interface DeadLetter {
   readonly body: string;
   readonly reason: string | undefined;
@@ -68,46 +68,25 @@ export class SandboxClients {
     return this.ledger.get({ eventId, endpoint: DEFAULT_ENDPOINT });
   }
 
-  /** Every row of the ledger (a full scan: for tests and the soak, never for production reads). */
-  async scanLedger(projection?: readonly (keyof DeliveryRecord)[]): Promise<DeliveryRecord[]> {
+  /** Every row of the ledger, decoded (a full scan: for tests and the soak, never for production reads). */
+  async scanLedger(): Promise<DeliveryRecord[]> {
     const rows: DeliveryRecord[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    const names = projection ? Object.fromEntries(projection.map((name, i) => [`#p${i}`, name])) : undefined;
+    let startKey: Record<string, AttributeValue> | undefined;
     do {
-      const page = await this.documents.send(
-        new ScanCommand({
-          TableName: this.ready.ledgerTable,
-          ...(names ? { ProjectionExpression: Object.keys(names).join(', '), ExpressionAttributeNames: names } : {}),
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
+      const page = await this.dynamodb.send(
+        new ScanCommand({ TableName: this.ready.ledgerTable, ConsistentRead: true, ExclusiveStartKey: startKey }),
       );
-      rows.push(...((page.Items ?? []) as DeliveryRecord[]));
+      rows.push(...(page.Items ?? []).map(recordFromItem));
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
     return rows;
   }
 
-  /** Owners of the leases live at `nowMs`: the workers sending right now. */
+  /** Owners of the leases live at `nowMs`: the workers sending right now (from a scan). */
   async leaseOwners(nowMs: number): Promise<string[]> {
-    const owners: string[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.documents.send(
-        new QueryCommand({
-          TableName: this.ready.ledgerTable,
-          IndexName: LEDGER_SCHEMA.stateIndex.name,
-          KeyConditionExpression: '#state = :pending',
-          FilterExpression: '#leaseExpiresAt > :now',
-          ProjectionExpression: '#leaseOwner',
-          ExpressionAttributeNames: { '#state': 'state', '#leaseExpiresAt': 'leaseExpiresAt', '#leaseOwner': 'leaseOwner' },
-          ExpressionAttributeValues: { ':pending': 'pending', ':now': nowMs },
-          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) if (typeof item.leaseOwner === 'string') owners.push(item.leaseOwner);
-      startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
-    return owners;
+    return (await this.scanLedger())
+      .filter((row) => row.leaseOwner !== undefined && (row.leaseExpiresAt ?? 0) > nowMs)
+      .map((row) => row.leaseOwner!);
   }
 
   /** Messages on a queue, visible, in flight or delayed. */

@@ -1,5 +1,5 @@
 /**
- * Bad input at the batch level (SPEC §4: one bad message never fails or delays the others): the
+ * Bad input at the batch level (docs/contract.md §4: one bad message never fails or delays the others): the
  * bad-input corpus and generated bad messages, mixed into batches with valid events, through the
  * real consumer handler module against fauxqs, dynalite and a loopback receiver. The test plays
  * the event source mapping: it receives real messages, invokes the handler, then deletes what

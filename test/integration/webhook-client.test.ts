@@ -1,6 +1,6 @@
 /**
- * The HTTP sender against real servers on loopback: the request it writes (SPEC §3) and the
- * outcome it records for each thing an attempt can see (SPEC §4).
+ * The HTTP sender against real servers on loopback: the request it writes (docs/contract.md §3) and the
+ * outcome it records for each thing an attempt can see (docs/contract.md §4).
  */
 import http from 'node:http';
 import net from 'node:net';
@@ -94,7 +94,7 @@ function sender(options: Partial<HttpWebhookSenderOptions> & { url: string }): H
 
 const request = { eventId: EVENT_ID, body: BODY };
 
-describe('HttpWebhookSender: the request (SPEC §3)', () => {
+describe('HttpWebhookSender: the request (docs/contract.md §3)', () => {
   it('POSTs the exact body bytes, the same on every attempt, with the event ID as both keys', async () => {
     // Prepare
     const server = await startServer(answer(204));
@@ -193,7 +193,7 @@ describe('HttpWebhookSender: the request (SPEC §3)', () => {
   });
 });
 
-describe('HttpWebhookSender: outcomes (SPEC §4)', () => {
+describe('HttpWebhookSender: outcomes (docs/contract.md §4)', () => {
   it('records a 2xx as accepted', async () => {
     const server = await startServer(answer(202, {}, 'queued'));
 

@@ -15,7 +15,7 @@ import {
 import { DEFAULT_RETRY_POLICY, retryPolicy } from '../../lib/policy';
 
 describe('Function: readSettings', () => {
-  it('returns the SPEC defaults for an empty environment', () => {
+  it('returns the defaults of docs/contract.md §7 for an empty environment', () => {
     const settings = readSettings({});
 
     expect(settings).toEqual(DEFAULT_SETTINGS);

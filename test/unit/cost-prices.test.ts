@@ -4,7 +4,6 @@
  * out by hand.
  */
 import { describe, expect, it } from 'vitest';
-import { memorySizeFrom } from '../../scripts/cost/lambda-memory';
 import { costPerMillionEvents, lambdaGbSeconds, PRICES, sqsBilledRequests } from '../../scripts/cost/prices';
 
 describe('Function: sqsBilledRequests', () => {
@@ -42,22 +41,5 @@ describe('Function: costPerMillionEvents', () => {
   it('names the region and the date of its prices', () => {
     expect(PRICES.region).toBe('us-east-1');
     expect(PRICES.asOf).toMatch(/^\d{4}-\d{2}-\d{2}$/);
-  });
-});
-
-describe('Function: memorySizeFrom', () => {
-  it('reads the default the construct gives its function', () => {
-    expect(memorySizeFrom('      memorySize: props.memorySizeMb ?? 256,\n').memoryMb).toBe(256);
-    expect(memorySizeFrom('  memorySize: 512,\n').memoryMb).toBe(512);
-  });
-
-  it('follows a named constant in the same file', () => {
-    const source = 'export const CONSUMER_MEMORY_MB = 1024;\n  memorySize: props.memorySizeMb ?? CONSUMER_MEMORY_MB,\n';
-    expect(memorySizeFrom(source)).toEqual({ memoryMb: 1024, source: 'infra/webhook-delivery.ts, CONSUMER_MEMORY_MB' });
-  });
-
-  it('refuses to guess when the construct sets none it can read', () => {
-    expect(() => memorySizeFrom('  timeout: Duration.seconds(30),\n')).toThrow('sets no memorySize');
-    expect(() => memorySizeFrom('  memorySize: props.memorySizeMb ?? SIZE,\n')).toThrow('from SIZE');
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Properties of the message parser (SPEC §2): whatever arrives, parseEvent answers with a value
+ * Properties of the message parser (docs/contract.md §2): whatever arrives, parseEvent answers with a value
  * and never throws; a valid event's identity (its canonical body and hash) depends on its
  * content only, not on how the producer spelled the JSON.
  */

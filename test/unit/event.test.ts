@@ -11,7 +11,7 @@ const valid = {
 const body = (overrides: Record<string, unknown> = {}) => JSON.stringify({ ...valid, ...overrides });
 
 describe('Function: parseEvent', () => {
-  it('accepts the SPEC example and names its type', () => {
+  it('accepts the example of docs/contract.md §2 and names its type', () => {
     const result = parseEvent(body());
 
     expect(result.ok).toBe(true);

@@ -1,5 +1,5 @@
 /**
- * Outcome classification (SPEC §4): what an HTTP response means for delivery, and the one-line
+ * Outcome classification (docs/contract.md §4): what an HTTP response means for delivery, and the one-line
  * description logs and the CLI show.
  */
 import { describe, expect, it } from 'vitest';

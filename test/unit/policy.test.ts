@@ -1,5 +1,5 @@
 /**
- * The retry policy as data and the pure functions over it (SPEC §4): waits per attempt, what a
+ * The retry policy as data and the pure functions over it (docs/contract.md §4): waits per attempt, what a
  * receiver's Retry-After may change, and the version that ledger rows record.
  */
 import { describe, expect, it } from 'vitest';
