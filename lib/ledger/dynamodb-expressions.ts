@@ -12,7 +12,7 @@
  * make a row need listing (a failed attempt, death, a replay) and removed by delivery: the claim
  * never touches them, so an event delivered at its first attempt writes no index at all.
  */
-import { MAX_HISTORY, type ClaimInput, type RecordAttemptInput, type ReplayInput } from './ledger';
+import { MAX_AUDIT, MAX_HISTORY, type ClaimInput, type RecordAttemptInput, type ReplayInput } from './ledger';
 import { auditValue, hashValue, historyValue, outcomeValue, policyValue } from './dynamodb-item';
 import { WIRE_NAMES } from './dynamodb-schema';
 import { listingKey, listingSort } from './listing';
@@ -93,34 +93,10 @@ export function claimSpec(input: ClaimInput, row: StoredRow & { claimToken: stri
   };
 }
 
-/**
- * The write of one attempt's outcome. `historyLength` is unknown on the first try.
- *
- * The history is bounded in the same write, without reading the row first. DynamoDB cannot
- * append and drop the head of one list in one expression without knowing its length
- * (`SET h = list_append(h, :e) REMOVE h[0]` is refused: the paths overlap). So: append while
- * `size(h) < MAX_HISTORY` holds (every attempt of a row within the bound: one write); once the
- * list is full that clause fails, the caller reads the row (free on AWS: ALL_OLD) and retries with
- * the length it saw, `SET h[n] = :e REMOVE h[0]` under `size(h) = n`. Whichever order DynamoDB
- * applies the two actions in, the result is the last MAX_HISTORY entries.
- */
+/** The write of one attempt's outcome. `historyLength` is unknown on the first try (`appendBounded`). */
 export function recordSpec(input: RecordAttemptInput, historyLength: number | undefined): UpdateSpec {
   const { next, nowMs } = input;
-  const entry = historyValue(input.attempt);
-  const full = historyLength !== undefined && historyLength >= MAX_HISTORY;
-  const history = full
-    ? {
-        set: [`#history[${historyLength}] = :entry`],
-        remove: Array.from({ length: historyLength - MAX_HISTORY + 1 }, (_, i) => `#history[${i}]`),
-        condition: 'size(#history) = :historyLength',
-        values: { ':entry': entry, ':historyLength': historyLength },
-      }
-    : {
-        set: ['#history = list_append(#history, :entries)'],
-        remove: [],
-        condition: 'size(#history) < :maxHistory',
-        values: { ':entries': [entry], ':maxHistory': MAX_HISTORY },
-      };
+  const history = appendBounded('history', historyValue(input.attempt), MAX_HISTORY, historyLength);
   const common = {
     // Settled or not, this claim ends with its outcome.
     set: [...history.set, '#lastOutcome = :outcome', MOVE_EXPIRY],
@@ -198,16 +174,21 @@ export function markExhaustedSpec(key: DeliveryKey, nowMs: number): UpdateSpec {
   };
 }
 
-/** A dead row back to pending: a fresh budget, one more replay, its audit entry, due at once. */
-export function replaySpec(input: ReplayInput, entry: AuditEntry): UpdateSpec {
+/**
+ * A dead row back to pending: a fresh budget, one more replay, its audit entry, due at once.
+ * `auditLength` is unknown on the first try (`appendBounded`).
+ */
+export function replaySpec(input: ReplayInput, entry: AuditEntry, auditLength: number | undefined): UpdateSpec {
   const { nowMs } = input;
+  const audit = appendBounded('audit', auditValue(entry), MAX_AUDIT, auditLength);
   return {
     set: [
       '#state = :pending',
       // A fresh budget under the row's own policy; the body and event ID are kept as they are.
       '#attempts = :zero',
+      // The total, which the bounded audit no longer shows.
       '#replays = if_not_exists(#replays, :zero) + :one',
-      '#audit = list_append(if_not_exists(#audit, :empty), :audit)',
+      ...audit.set,
       MOVE_EXPIRY,
       // No lease, and due at once: 0, not the operator's clock, which may run ahead of the workers'.
       '#leaseExpiresAt = :zero',
@@ -216,20 +197,46 @@ export function replaySpec(input: ReplayInput, entry: AuditEntry): UpdateSpec {
       '#listingKey = :listingKey',
       '#listingSort = :listingSort',
     ],
-    remove: [...DEAD_FIELDS, ...RELEASE_CLAIM],
-    condition: REPLAY_CONDITION,
+    remove: [...audit.remove, ...DEAD_FIELDS, ...RELEASE_CLAIM],
+    condition: `${REPLAY_CONDITION} AND ${audit.condition}`,
     values: {
+      ...audit.values,
       ':dead': 'dead',
       ':pending': 'pending',
       ':zero': 0,
       ':one': 1,
-      ':empty': [],
-      ':audit': [auditValue(entry)],
       ':nowSeconds': Math.floor(nowMs / 1000),
       ':listingKey': listingKey('pending', input),
       ':listingSort': listingSort(nowMs, input),
     },
     returns: 'ALL_NEW',
+  };
+}
+
+/**
+ * `entry` appended to the list `field`, keeping its newest `max`, in the same write and without
+ * reading the row first. DynamoDB cannot append and drop the head of one list in one expression
+ * without knowing its length (`SET h = list_append(h, :e) REMOVE h[0]` is refused: the paths
+ * overlap). So: append while `size(h) < max` holds (a list within its bound: one write); once the
+ * list is full that clause fails, the caller reads the row (free on AWS: ALL_OLD) and retries with
+ * the length it saw, `SET h[n] = :e REMOVE h[0]` under `size(h) = n`. Whichever order DynamoDB
+ * applies the two actions in, the result is the last `max` entries. A row without the list (no
+ * audit before its first replay) reads as empty.
+ */
+function appendBounded(field: 'history' | 'audit', entry: unknown, max: number, length: number | undefined) {
+  if (length !== undefined && length >= max) {
+    return {
+      set: [`#${field}[${length}] = :${field}Entry`],
+      remove: Array.from({ length: length - max + 1 }, (_, i) => `#${field}[${i}]`),
+      condition: `size(#${field}) = :${field}Length`,
+      values: { [`:${field}Entry`]: entry, [`:${field}Length`]: length },
+    };
+  }
+  return {
+    set: [`#${field} = list_append(if_not_exists(#${field}, :empty), :${field}Entries)`],
+    remove: [],
+    condition: `(attribute_not_exists(#${field}) OR size(#${field}) < :${field}Max)`,
+    values: { [`:${field}Entries`]: [entry], [`:${field}Max`]: max, ':empty': [] },
   };
 }
 

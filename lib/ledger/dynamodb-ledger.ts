@@ -160,9 +160,10 @@ export class DynamoDbLedger implements Ledger {
   async replay(input: ReplayInput): Promise<DeliveryRecord> {
     const { eventId } = input;
     const entry = auditEntry(input, newToken());
-    const spec = replaySpec(input, entry);
+    // As the history in `recordAttempt`: the audit's length is learnt only if it was full.
+    let auditLength: number | undefined;
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
-      const result = await this.#update(input, spec);
+      const result = await this.#update(input, replaySpec(input, entry, auditLength));
       if (result.written) return recordFromItem(result.item);
       const current = result.current;
       if (current === undefined) throw new ReplayRefusedError('not-found', eventId, undefined, { cause: result.cause });
@@ -171,7 +172,9 @@ export class DynamoDbLedger implements Ledger {
       if (entry.id !== undefined && isThisReplay(current, entry.id)) return current;
       const refusal = replayRefusal(current);
       if (refusal !== undefined) throw new ReplayRefusedError(refusal, eventId, current, { cause: result.cause });
-      // Dead with an event by the time it was read: another writer moved it meanwhile. Again.
+      // Dead with an event: refused only because the audit was full, or another writer moved the
+      // row meanwhile. Again, knowing the audit's length.
+      auditLength = current.audit.length;
     }
     throw contention(eventId);
   }

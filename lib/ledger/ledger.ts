@@ -35,6 +35,13 @@ export type DeadReason = 'rejected' | 'exhausted' | 'invalid';
 export const DEFAULT_ENDPOINT = 'default';
 /** Attempt history kept on a row; older entries are dropped (the count stays in `attempts`). */
 export const MAX_HISTORY = 20;
+/**
+ * Audit entries kept on a row; older ones are dropped (the count of replays stays in `replays`).
+ * An entry of the longest texts (`lib/replay.ts`) in 4-byte characters is about 11 KB: ten of them
+ * beside the largest event keep its row within DynamoDB's 400 KB item limit however often it is
+ * replayed.
+ */
+export const MAX_AUDIT = 10;
 
 export interface AttemptEntry {
   readonly attempt: number;
@@ -235,9 +242,9 @@ export function leaseIsLive(record: DeliveryRecord, nowMs: number): boolean {
   return record.leaseExpiresAt !== undefined && record.leaseExpiresAt > nowMs;
 }
 
-/** Appends an entry, keeping the newest `MAX_HISTORY`. */
-export function appendHistory(history: readonly AttemptEntry[], entry: AttemptEntry): AttemptEntry[] {
-  return [...history, entry].slice(-MAX_HISTORY);
+/** Appends an entry, keeping the newest `max` (`MAX_HISTORY`, `MAX_AUDIT`). */
+export function appendBounded<T>(list: readonly T[], entry: T, max: number): T[] {
+  return [...list, entry].slice(-max);
 }
 
 /**

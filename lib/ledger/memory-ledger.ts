@@ -9,13 +9,15 @@
 import { ClaimRefusedError, LeaseLostError, ReplayRefusedError } from './errors';
 import { claimRefusal, MAY_MARK_EXHAUSTED, mayRecord, replayRefusal } from './guards';
 import {
-  appendHistory,
+  appendBounded,
   type ClaimedRecord,
   type ClaimInput,
   type DeliveryKey,
   type DeliveryRecord,
   type Ledger,
   type ListOptions,
+  MAX_AUDIT,
+  MAX_HISTORY,
   type Page,
   type RecordAttemptInput,
   type ReplayInput,
@@ -90,7 +92,7 @@ export class MemoryLedger implements Ledger {
     if (!mayRecord(row, { claimToken: input.claimToken, delivered: next.state === 'delivered' })) {
       throw new LeaseLostError(toRecord(row));
     }
-    row.history = appendHistory(row.history, structuredClone(input.attempt));
+    row.history = appendBounded(row.history, structuredClone(input.attempt), MAX_HISTORY);
     row.lastOutcome = structuredClone(input.outcome);
     delete row.leaseOwner;
     delete row.leaseExpiresAt;
@@ -165,7 +167,7 @@ export class MemoryLedger implements Ledger {
     row.state = 'pending';
     row.attempts = 0;
     row.replays += 1;
-    row.audit = [...row.audit, auditEntry(input, newToken())];
+    row.audit = appendBounded(row.audit, auditEntry(input, newToken()), MAX_AUDIT);
     changedState(row, nowMs);
     row.listing = { state: 'pending', sort: listingSort(nowMs, row) };
     // Due at once: the operator's clock is not the workers', and one running ahead would park it.

@@ -14,6 +14,7 @@ import {
 } from '../../lib/ledger/errors';
 import {
   DEFAULT_ENDPOINT,
+  MAX_AUDIT,
   MAX_HISTORY,
   type AttemptEntry,
   type AttemptNext,
@@ -807,6 +808,32 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           { at: T0 + 1000, action: 'replay', operator: 'alice', reason: 'first', id: ANY_TOKEN },
           { at: T0 + 2000, action: 'replay', operator: 'bob', reason: 'second', id: ANY_TOKEN },
         ]);
+      });
+
+      it(`keeps only the newest ${MAX_AUDIT} audit entries, and counts every replay`, async () => {
+        // Prepare: more replays than the audit keeps, each of a row that died again.
+        const replays = MAX_AUDIT + 5;
+        await deadRow('evt_audit_bound', T0);
+        let replayed: DeliveryRecord | undefined;
+
+        // Act
+        for (let n = 1; n <= replays; n++) {
+          const atMs = T0 + n * 1000;
+          replayed = await ledger.replay({ ...key('evt_audit_bound'), operator: 'ops', reason: `replay ${n}`, nowMs: atMs });
+          if (n === replays) break;
+          const claimed = await claim(shipmentEvent('evt_audit_bound'), { nowMs: atMs });
+          await record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, atMs + 200);
+        }
+
+        // Assess
+        expect(replayed?.replays).toBe(replays);
+        expect(replayed?.audit).toStrictEqual(
+          Array.from({ length: MAX_AUDIT }, (_, i) => {
+            const n = replays - MAX_AUDIT + 1 + i;
+            return { at: T0 + n * 1000, action: 'replay', operator: 'ops', reason: `replay ${n}`, id: ANY_TOKEN };
+          }),
+        );
+        expect(await ledger.get(key('evt_audit_bound'))).toStrictEqual(replayed);
       });
 
       it('refuses a row that is not dead, carrying it', async () => {

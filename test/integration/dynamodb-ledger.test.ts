@@ -15,6 +15,8 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_PAYLOAD_LIMIT_BYTES } from '../../lib/config';
+import { parseEvent } from '../../lib/event';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
@@ -27,6 +29,7 @@ import {
 import { itemSizeBytes } from '../../lib/ledger/item-size';
 import {
   DEFAULT_ENDPOINT,
+  MAX_AUDIT,
   MAX_HISTORY,
   type AttemptNext,
   type ClaimedRecord,
@@ -35,6 +38,7 @@ import {
 } from '../../lib/ledger/ledger';
 import type { AttemptOutcome } from '../../lib/outcome';
 import { retryPolicy } from '../../lib/policy';
+import { CALLER_MAX_CHARS, OPERATOR_MAX_CHARS, REASON_MAX_CHARS } from '../../lib/replay';
 import {
   countCommands,
   emulatorDynamoDbClient,
@@ -468,6 +472,36 @@ describe('DynamoDbLedger on dynalite', () => {
 
       // Assess
       expect(Math.max(...sizes)).toBeLessThanOrEqual(1024);
+    });
+
+    it(`keeps the row of the largest event within 400 KB through ${2 * MAX_AUDIT} replays with the longest operator, reason and caller`, async () => {
+      // Prepare: four UTF-8 bytes per character, the longest texts in bytes.
+      const base = shipmentEvent('evt_replayed_often', { data: { note: '' } }).body.length;
+      const note = 'x'.repeat(MAX_PAYLOAD_LIMIT_BYTES - base);
+      const fields = { id: 'evt_replayed_often', shipmentId: 'shp_1001', status: 'in_transit', occurredAt: '2026-12-02T10:15:00Z', data: { note } };
+      const parsed = parseEvent(JSON.stringify(fields), MAX_PAYLOAD_LIMIT_BYTES);
+      if (!parsed.ok) throw parsed.error;
+      const event = parsed.value;
+      expect(event.body).toHaveLength(MAX_PAYLOAD_LIMIT_BYTES);
+      const wide = '\u{1F4E6}';
+      const replayed = { operator: wide.repeat(OPERATOR_MAX_CHARS), reason: wide.repeat(REASON_MAX_CHARS), caller: wide.repeat(CALLER_MAX_CHARS) };
+      const rejected: AttemptOutcome = { kind: 'rejected', status: 400, responseStart: 'bad carrier' };
+      const sizes: number[] = [];
+
+      // Act: each replay is claimed and rejected again.
+      for (let n = 1; n <= 2 * MAX_AUDIT; n++) {
+        const atMs = T0 + n * 60_000;
+        const claimed = await ledger.claim({ ...claimInput(event.event.id, { nowMs: atMs }), event });
+        await record(claimed, rejected, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, atMs + 100);
+        await ledger.replay({ eventId: event.event.id, endpoint: DEFAULT_ENDPOINT, ...replayed, nowMs: atMs + 200 });
+        sizes.push(itemSizeBytes(await storedItem(event.event.id)));
+      }
+
+      // Assess
+      const row = await ledger.get({ eventId: event.event.id, endpoint: DEFAULT_ENDPOINT });
+      expect(row?.replays).toBe(2 * MAX_AUDIT);
+      expect(row?.audit).toHaveLength(MAX_AUDIT);
+      expect(Math.max(...sizes)).toBeLessThan(400 * 1024);
     });
 
     it('writes no listing index key on an event delivered at its first attempt', async () => {
