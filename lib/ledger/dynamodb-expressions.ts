@@ -1,24 +1,15 @@
 /**
- * The ledger's transitions as DynamoDB writes: for each, the condition under which it may happen
- * and the changes it makes, in one UpdateItem. Written readably (`#attempts < #maxAttempts`, each
- * `#name` a record field) and sent with the short attribute names of `WIRE_NAMES` behind short
- * placeholders, compiled once per shape.
- *
- * `leaseExpiresAt` and `nextAttemptAt` are present, as numbers, on every row that can be claimed:
- * 0 is "no lease" and "due now". The claim's clauses then compare attributes that are there, and
- * rely on nothing about how a comparison with a missing attribute evaluates. Settled rows drop both.
- *
- * The listing index keys (`listingKey`, `listingSort`) are written only by the transitions that
- * make a row need listing (a failed attempt, death, a replay) and removed by delivery: the claim
- * never touches them, so an event delivered at its first attempt writes no index at all.
+ * The ledger's transitions (`transitions.ts`) as DynamoDB writes: each list of changes compiled
+ * into one UpdateExpression, under the condition `guards.ts` gives it. Written readably
+ * (`#attempts = if_not_exists(#attempts, :zero) + :attempts`, each `#name` a record field) and sent
+ * with the short attribute names of `WIRE_NAMES` behind short placeholders, compiled once per shape.
  */
-import { MAX_AUDIT, MAX_HISTORY, type ClaimInput, type RecordAttemptInput, type ReplayInput } from './ledger';
-import { auditValue, hashValue, historyValue, outcomeValue, policyValue } from './dynamodb-item';
+import type { ClaimInput, DeliveryKey, RecordAttemptInput, ReplayInput, AuditEntry } from './ledger';
+import { hashValue, storedEntry, storedValue } from './dynamodb-item';
 import { WIRE_NAMES } from './dynamodb-schema';
 import { listingKey, listingSort } from './listing';
 import { CLAIM_CONDITION, MAY_MARK_EXHAUSTED, MAY_RECORD, REPLAY_CONDITION } from './guards';
-import { EXHAUSTED_WITHOUT_OUTCOME_DETAIL, type StoredRow } from './rows';
-import type { AuditEntry, DeliveryKey } from './ledger';
+import { claimChanges, markExhaustedChanges, recordChanges, replayChanges, type Change } from './transitions';
 
 export interface UpdateSpec {
   readonly set: readonly string[];
@@ -29,188 +20,98 @@ export interface UpdateSpec {
   readonly returns: 'ALL_NEW' | 'ALL_OLD' | 'NONE';
 }
 
-// The conditions are defined once, beside the predicates the in-memory ledger applies (`guards.ts`).
-const MAY_RECORD_DELIVERED = MAY_RECORD.delivered.expression;
-const MAY_RECORD_FAILURE = MAY_RECORD.failure.expression;
+/** How long each bounded list was when a write found it full; unknown on the first try. */
+export type ListLengths = Partial<Record<'history' | 'audit', number>>;
 
-// What every settled row sheds: the claim, the wait, and (when delivered) its listing.
-const RELEASE_CLAIM = ['#leaseOwner', '#claimToken'];
-const NO_SCHEDULE = ['#leaseExpiresAt', '#nextAttemptAt'];
-const DEAD_FIELDS = ['#deadReason', '#deadDetail', '#deadAt'];
-// Expiry counts from this write, by the latest claim's retention (see `retentionSeconds`).
-const MOVE_EXPIRY = '#expiresAt = :nowSeconds + #retentionSeconds';
-
-/** The claim of `row` (the row a new event gets) under `claimToken`. */
-export function claimSpec(input: ClaimInput, row: StoredRow & { claimToken: string }): UpdateSpec {
-  return {
-    set: [
-      // A new row's fields. An existing row keeps its own: its content, and above all the policy it
-      // was created with, which a replay must follow too. `createdAt` is absent on an invalid
-      // message's row, so the event that takes it over sets it.
-      '#body = if_not_exists(#body, :body)',
-      '#contentHash = if_not_exists(#contentHash, :contentHash)',
-      '#eventType = if_not_exists(#eventType, :eventType)',
-      '#policy = if_not_exists(#policy, :policy)',
-      '#maxAttempts = if_not_exists(#maxAttempts, :maxAttempts)',
-      '#history = if_not_exists(#history, :empty)',
-      '#createdAt = if_not_exists(#createdAt, :now)',
-      // Pending: a claimable row already is; a taken-over invalid row becomes so, and sheds its
-      // dead fields (no other claimable row has them).
-      '#state = :pending',
-      // Retention counts from the latest write to a pending row, by the latest claim's setting.
-      '#retentionSeconds = :retentionSeconds',
-      '#expiresAt = :expiresAt',
-      // Counted before anything is sent: a worker that dies mid-send has still spent it.
-      '#attempts = if_not_exists(#attempts, :zero) + :one',
-      '#leaseOwner = :owner',
-      '#leaseExpiresAt = :leaseExpiresAt',
-      // This claim's own identity: its outcome is recorded against it, and a retry of this very
-      // request (same token) is told from every other claim by it.
-      '#claimToken = :claimToken',
-      '#nextAttemptAt = if_not_exists(#nextAttemptAt, :zero)',
-    ],
-    remove: DEAD_FIELDS,
-    condition: CLAIM_CONDITION,
-    values: {
-      ':body': row.body,
-      ':contentHash': hashValue(input.event.contentHash),
-      ':eventType': row.eventType,
-      ':pending': 'pending',
-      ':policy': policyValue(row.policy),
-      ':maxAttempts': row.maxAttempts,
-      ':retentionSeconds': row.retentionSeconds,
-      ':zero': 0,
-      ':one': 1,
-      ':empty': [],
-      ':now': input.nowMs,
-      ':expiresAt': row.expiresAt,
-      ':owner': row.leaseOwner,
-      ':leaseExpiresAt': row.leaseExpiresAt,
-      ':claimToken': row.claimToken,
-    },
-    // For a new event, nothing comes back (the adapter knows the row it created).
-    returns: 'ALL_OLD',
-  };
+/** The claim under `claimToken`. For a new event, nothing comes back (the adapter knows the row it created). */
+export function claimSpec(input: ClaimInput, claimToken: string): UpdateSpec {
+  const condition = { ':contentHash': hashValue(input.event.contentHash), ':pending': 'pending', ':now': input.nowMs };
+  const key = { eventId: input.event.event.id, endpoint: input.endpoint };
+  return updateSpec(key, claimChanges(input, claimToken), CLAIM_CONDITION, condition, 'ALL_OLD');
 }
 
-/** The write of one attempt's outcome. `historyLength` is unknown on the first try (`appendBounded`). */
-export function recordSpec(input: RecordAttemptInput, historyLength: number | undefined): UpdateSpec {
-  const { next, nowMs } = input;
-  const history = appendBounded('history', historyValue(input.attempt), MAX_HISTORY, historyLength);
-  const common = {
-    // Settled or not, this claim ends with its outcome.
-    set: [...history.set, '#lastOutcome = :outcome', MOVE_EXPIRY],
-    remove: [...history.remove, ...RELEASE_CLAIM],
-    values: { ...history.values, ':outcome': outcomeValue(input.outcome), ':nowSeconds': Math.floor(nowMs / 1000) },
-  };
-  switch (next.state) {
-    case 'delivered':
-      return {
-        set: [...common.set, '#state = :delivered', '#deliveredAt = :now'],
-        // Delivered rows are never listed: the index entry, if any, goes.
-        remove: [...common.remove, ...NO_SCHEDULE, ...DEAD_FIELDS, '#listingKey', '#listingSort'],
-        condition: `${MAY_RECORD_DELIVERED} AND ${history.condition}`,
-        values: { ...common.values, ':delivered': 'delivered', ':now': nowMs },
-        returns: 'NONE',
-      };
-    case 'pending':
-      return {
-        set: [
-          ...common.set,
-          // No lease (0) and due at the next attempt time.
-          '#leaseExpiresAt = :zero',
-          '#nextAttemptAt = :nextAttemptAt',
-          // Listed as pending from its first failure on. Rewriting the same key costs no index
-          // write; the sort position keeps the first failure's time (a later one would move the
-          // entry: a delete and a put in the index on every retry).
-          '#listingKey = :listingKey',
-          '#listingSort = if_not_exists(#listingSort, :listingSort)',
-        ],
-        remove: common.remove,
-        condition: `${MAY_RECORD_FAILURE} AND ${history.condition}`,
-        values: {
-          ...common.values,
-          ':claimToken': input.claimToken,
-          ':pending': 'pending',
-          ':zero': 0,
-          ':nextAttemptAt': next.nextAttemptAt,
-          ':listingKey': listingKey('pending', input),
-          ':listingSort': listingSort(nowMs, input),
-        },
-        returns: 'NONE',
-      };
-    case 'dead':
-      return {
-        set: [...common.set, ...died(), '#deadReason = :deadReason', '#deadDetail = :deadDetail'],
-        remove: [...common.remove, ...NO_SCHEDULE],
-        condition: `${MAY_RECORD_FAILURE} AND ${history.condition}`,
-        values: {
-          ...common.values,
-          ...diedValues(input, nowMs),
-          ':claimToken': input.claimToken,
-          ':pending': 'pending',
-          ':deadReason': next.reason,
-          ':deadDetail': next.detail,
-        },
-        returns: 'NONE',
-      };
+/** The write of one attempt's outcome; a 2xx needs no lease, any other outcome this claim's. */
+export function recordSpec(input: RecordAttemptInput, lengths: ListLengths = {}): UpdateSpec {
+  const changes = recordChanges(input);
+  if (input.next.state === 'delivered') {
+    return updateSpec(input, changes, MAY_RECORD.delivered.expression, { ':delivered': 'delivered' }, 'NONE', lengths);
   }
+  const condition = { ':claimToken': input.claimToken, ':pending': 'pending' };
+  return updateSpec(input, changes, MAY_RECORD.failure.expression, condition, 'NONE', lengths);
 }
 
 /** A pending row whose budget is spent and whose last claim's lease lapsed, marked dead. */
 export function markExhaustedSpec(key: DeliveryKey, nowMs: number): UpdateSpec {
-  return {
-    set: [...died(), MOVE_EXPIRY, '#deadReason = :exhausted', '#deadDetail = :detail'],
-    remove: [...RELEASE_CLAIM, ...NO_SCHEDULE],
-    condition: MAY_MARK_EXHAUSTED.expression,
-    values: {
-      ...diedValues(key, nowMs),
-      ':pending': 'pending',
-      ':exhausted': 'exhausted',
-      ':detail': EXHAUSTED_WITHOUT_OUTCOME_DETAIL,
-      ':nowSeconds': Math.floor(nowMs / 1000),
-    },
-    returns: 'ALL_NEW',
-  };
+  return updateSpec(key, markExhaustedChanges(nowMs), MAY_MARK_EXHAUSTED.expression, { ':pending': 'pending', ':now': nowMs }, 'ALL_NEW');
+}
+
+/** A dead row back to pending, with its audit entry. */
+export function replaySpec(input: ReplayInput, entry: AuditEntry, lengths: ListLengths = {}): UpdateSpec {
+  return updateSpec(input, replayChanges(input, entry), REPLAY_CONDITION, { ':dead': 'dead' }, 'ALL_NEW', lengths);
 }
 
 /**
- * A dead row back to pending: a fresh budget, one more replay, its audit entry, due at once.
- * `auditLength` is unknown on the first try (`appendBounded`).
+ * `changes` as one update under `condition` (whose placeholders `conditionValues` fills). Each
+ * set value goes out under its field's name (`:state`), stored as the codec stores it.
  */
-export function replaySpec(input: ReplayInput, entry: AuditEntry, auditLength: number | undefined): UpdateSpec {
-  const { nowMs } = input;
-  const audit = appendBounded('audit', auditValue(entry), MAX_AUDIT, auditLength);
-  return {
-    set: [
-      '#state = :pending',
-      // A fresh budget under the row's own policy; the body and event ID are kept as they are.
-      '#attempts = :zero',
-      // The total, which the bounded audit no longer shows.
-      '#replays = if_not_exists(#replays, :zero) + :one',
-      ...audit.set,
-      MOVE_EXPIRY,
-      // No lease, and due at once: 0, not the operator's clock, which may run ahead of the workers'.
-      '#leaseExpiresAt = :zero',
-      '#nextAttemptAt = :zero',
-      // Listed as pending from now: if its message is lost, the recovery sweep finds it.
-      '#listingKey = :listingKey',
-      '#listingSort = :listingSort',
-    ],
-    remove: [...audit.remove, ...DEAD_FIELDS, ...RELEASE_CLAIM],
-    condition: `${REPLAY_CONDITION} AND ${audit.condition}`,
-    values: {
-      ...audit.values,
-      ':dead': 'dead',
-      ':pending': 'pending',
-      ':zero': 0,
-      ':one': 1,
-      ':nowSeconds': Math.floor(nowMs / 1000),
-      ':listingKey': listingKey('pending', input),
-      ':listingSort': listingSort(nowMs, input),
-    },
-    returns: 'ALL_NEW',
-  };
+function updateSpec(
+  key: DeliveryKey,
+  changes: readonly Change[],
+  condition: string,
+  conditionValues: Readonly<Record<string, unknown>>,
+  returns: UpdateSpec['returns'],
+  lengths: ListLengths = {},
+): UpdateSpec {
+  const set: string[] = [];
+  const remove: string[] = [];
+  const conditions = [condition];
+  const values: Record<string, unknown> = { ...conditionValues };
+  for (const change of changes) {
+    switch (change.op) {
+      case 'set':
+        set.push(`#${change.field} = :${change.field}`);
+        values[`:${change.field}`] = storedValue(change.field, change.value);
+        break;
+      case 'init':
+        set.push(`#${change.field} = if_not_exists(#${change.field}, :${change.field})`);
+        values[`:${change.field}`] = storedValue(change.field, change.value);
+        break;
+      case 'add':
+        set.push(`#${change.field} = if_not_exists(#${change.field}, :zero) + :${change.field}`);
+        values[':zero'] = 0;
+        values[`:${change.field}`] = change.by;
+        break;
+      case 'append': {
+        const append = appendBounded(change.field, storedEntry(change.field, change.entry), change.max, lengths[change.field]);
+        set.push(...append.set);
+        remove.push(...append.remove);
+        conditions.push(append.condition);
+        Object.assign(values, append.values);
+        break;
+      }
+      case 'remove':
+        remove.push(...change.fields.map((field) => `#${field}`));
+        break;
+      case 'none':
+        // Stored as 0, so the claim's clauses compare a number that is there.
+        set.push(change.ifAbsent === true ? `#${change.field} = if_not_exists(#${change.field}, :zero)` : `#${change.field} = :zero`);
+        values[':zero'] = 0;
+        break;
+      case 'moveExpiry':
+        set.push('#expiresAt = :nowSeconds + #retentionSeconds');
+        values[':nowSeconds'] = Math.floor(change.nowMs / 1000);
+        break;
+      case 'list':
+        set.push('#listingKey = :listingKey', change.keepSort === true ? '#listingSort = if_not_exists(#listingSort, :listingSort)' : '#listingSort = :listingSort');
+        values[':listingKey'] = listingKey(change.state, key);
+        values[':listingSort'] = listingSort(change.sinceMs, key);
+        break;
+      case 'unlist':
+        remove.push('#listingKey', '#listingSort');
+        break;
+    }
+  }
+  return { set, remove, condition: conditions.join(' AND '), values, returns };
 }
 
 /**
@@ -238,15 +139,6 @@ function appendBounded(field: 'history' | 'audit', entry: unknown, max: number, 
     condition: `(attribute_not_exists(#${field}) OR size(#${field}) < :${field}Max)`,
     values: { [`:${field}Entries`]: [entry], [`:${field}Max`]: max, ':empty': [] },
   };
-}
-
-/** Dead from now, listed as dead from now. */
-function died(): string[] {
-  return ['#state = :dead', '#deadAt = :now', '#listingKey = :listingKey', '#listingSort = :listingSort'];
-}
-
-function diedValues(key: DeliveryKey, nowMs: number): Record<string, unknown> {
-  return { ':dead': 'dead', ':now': nowMs, ':listingKey': listingKey('dead', key), ':listingSort': listingSort(nowMs, key) };
 }
 
 /** An update and its condition as sent: placeholders shortened, with what they stand for. */

@@ -2,12 +2,17 @@
  * A ledger row as a DynamoDB item, and back: short attribute names (`WIRE_NAMES`), and compact
  * values where the bytes are paid on every write: the content hash as its 32 bytes, each history
  * entry as one short string, the policy without the budget it repeats. Nothing here knows about
- * conditions or transitions; `dynamodb-expressions.ts` writes items through these encodings.
+ * conditions or what a transition changes; `dynamodb-expressions.ts` and the put of an invalid
+ * message's row write every field through `storedValue`, and every read comes back through
+ * `rowFromItem`.
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { convertToAttr } from '@aws-sdk/util-dynamodb';
 import { WIRE_NAMES } from './dynamodb-schema';
 import type { AttemptEntry, AuditEntry, DeliveryKey, DeliveryRecord } from './ledger';
+import { listingKey } from './listing';
+import { readRecord } from './rows';
+import type { ChangeableRow, Field } from './transitions';
 import type { AttemptOutcome, OutcomeKind } from '../outcome';
 import type { RetryPolicy } from '../policy';
 
@@ -115,40 +120,37 @@ function fromShort<T>(members: Readonly<Record<string, string>>, value: Attribut
   return result as T;
 }
 
-/**
- * The record an item reads as. Rows omit what their state does not need, and it is restored
- * here: `replays` and `audit` until a first replay or invalid message (0 and []), a lease or wait
- * stored as 0 or removed (absent), `createdAt` of an invalid message's row (its `deadAt`), and
- * `stateSince`, which is the time of the state's own event.
- */
+/** The record an item reads as (`readRecord`: what a row omits, restored). */
 export function recordFromItem(item: Item): DeliveryRecord {
+  return readRecord(rowFromItem(item));
+}
+
+/**
+ * A row as the item stores it, with each attribute's record field and value: a lease or wait
+ * stored as 0 ("none") is absent. Not the listing: no transition reads it back.
+ */
+export function rowFromItem(item: Item): ChangeableRow {
   const s = (name: string) => item[name]?.S;
   const n = (name: string) => (item[name]?.N === undefined ? undefined : Number(item[name]?.N));
   const positive = (name: string) => {
     const value = n(name);
     return value === undefined || value === 0 ? undefined : value;
   };
-  const state = s(W.state) as DeliveryRecord['state'];
   const hash = item[W.contentHash]?.B;
   const policy = item[W.policy]?.M;
-  const maxAttempts = n(W.maxAttempts) ?? 0;
-  const audit = (item[W.audit]?.L ?? []).map((entry) => fromShort<AuditEntry>(AUDIT_MEMBERS, entry));
-  const deadAt = n(W.deadAt);
-  const deliveredAt = n(W.deliveredAt);
-  const createdAt = n(W.createdAt) ?? deadAt ?? 0;
-  const lastReplay = audit.reduce((latest, entry) => (entry.action === 'replay' ? Math.max(latest, entry.at) : latest), createdAt);
-  const record: Record<string, unknown> = {
+  const maxAttempts = n(W.maxAttempts);
+  const row: Record<string, unknown> = {
     eventId: s(W.eventId),
     endpoint: s(W.endpoint),
-    state,
+    state: s(W.state),
     body: s(W.body),
     contentHash: hash === undefined ? undefined : Buffer.from(hash).toString('hex'),
     eventType: s(W.eventType),
     attempts: n(W.attempts) ?? 0,
-    maxAttempts,
+    maxAttempts: maxAttempts ?? 0,
     policy: {
       version: policy?.v?.S ?? '',
-      maxAttempts,
+      maxAttempts: maxAttempts ?? 0,
       waitsSeconds: (policy?.w?.L ?? []).map((wait) => Number(wait.N)),
     },
     history: (item[W.history]?.L ?? []).map((entry) => historyEntry(entry.S ?? '')),
@@ -157,16 +159,50 @@ export function recordFromItem(item: Item): DeliveryRecord {
     leaseOwner: s(W.leaseOwner),
     leaseExpiresAt: positive(W.leaseExpiresAt),
     claimToken: s(W.claimToken),
-    replays: n(W.replays) ?? 0,
-    audit,
+    replays: n(W.replays),
+    audit: item[W.audit]?.L?.map((entry) => fromShort<AuditEntry>(AUDIT_MEMBERS, entry)),
     deadReason: s(W.deadReason),
     deadDetail: s(W.deadDetail),
-    createdAt,
-    deliveredAt,
-    deadAt,
-    stateSince: state === 'delivered' ? deliveredAt : state === 'dead' ? deadAt : lastReplay,
+    createdAt: n(W.createdAt),
+    deliveredAt: n(W.deliveredAt),
+    deadAt: n(W.deadAt),
     expiresAt: n(W.expiresAt) ?? 0,
+    retentionSeconds: n(W.retentionSeconds),
   };
-  for (const name of Object.keys(record)) if (record[name] === undefined) delete record[name];
-  return record as unknown as DeliveryRecord;
+  for (const name of Object.keys(row)) if (row[name] === undefined) delete row[name];
+  return row as ChangeableRow;
+}
+
+/** How each field's value is stored, where not as it is (`toAttribute`). */
+const STORED_AS: Partial<Record<Field, (value: never) => unknown>> = {
+  contentHash: hashValue,
+  policy: policyValue,
+  lastOutcome: outcomeValue,
+  history: (entries: readonly AttemptEntry[]) => entries.map(historyValue),
+  audit: (entries: readonly AuditEntry[]) => entries.map(auditValue),
+};
+
+/** A field's value as the item stores it. */
+export function storedValue(field: Field, value: unknown): unknown {
+  const encode = STORED_AS[field] as ((value: unknown) => unknown) | undefined;
+  return encode === undefined ? value : encode(value);
+}
+
+/** One entry of a stored list as the item stores it. */
+export function storedEntry(field: 'history' | 'audit', entry: unknown): unknown {
+  return (storedValue(field, [entry]) as unknown[])[0];
+}
+
+/** The item of a whole row, as a put writes it: each field under its stored name, and its listing. */
+export function itemOf(row: ChangeableRow, key: DeliveryKey): Item {
+  const item: Item = keyItem(key);
+  for (const [field, value] of Object.entries(row)) {
+    const name = (W as Record<string, string>)[field];
+    if (name !== undefined && value !== undefined && !(name in item)) item[name] = toAttribute(storedValue(field as Field, value));
+  }
+  if (row.listing !== undefined) {
+    item[W.listingKey] = { S: listingKey(row.listing.state, key) };
+    item[W.listingSort] = { S: row.listing.sort };
+  }
+  return item;
 }

@@ -1,8 +1,9 @@
 /**
- * The ledger on DynamoDB: one item per (eventId, endpoint), every transition a single conditional
- * write (`dynamodb-expressions.ts`), items in the compact shape of `dynamodb-item.ts`. A refused
- * condition becomes a domain error carrying the row as it stands; any other store failure becomes
- * `LedgerUnavailableError`. Nothing above this file sees an SDK error type.
+ * The ledger on DynamoDB: one item per (eventId, endpoint), every transition (`transitions.ts`) a
+ * single conditional write (`dynamodb-expressions.ts`), items in the compact shape of
+ * `dynamodb-item.ts`. A refused condition becomes a domain error carrying the row as it stands;
+ * any other store failure becomes `LedgerUnavailableError`. Nothing above this file sees an SDK
+ * error type.
  *
  * Reads on the happy path: none. `claim` and `recordAttempt` are one UpdateItem each. The claim
  * asks for the row as it was (ALL_OLD): nothing for a new event, whose row the adapter knows, and
@@ -20,8 +21,8 @@ import {
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { auditValue, keyItem, policyValue, recordFromItem, toAttribute, type Item } from './dynamodb-item';
-import { claimSpec, compile, markExhaustedSpec, recordSpec, replaySpec, type UpdateSpec } from './dynamodb-expressions';
+import { itemOf, keyItem, recordFromItem, rowFromItem, toAttribute, type Item } from './dynamodb-item';
+import { claimSpec, compile, markExhaustedSpec, recordSpec, replaySpec, type ListLengths, type UpdateSpec } from './dynamodb-expressions';
 import { countShard, queryShard, readRows, rowId } from './dynamodb-listing';
 import { LEDGER_SCHEMA, WIRE_NAMES } from './dynamodb-schema';
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
@@ -39,8 +40,9 @@ import {
   type RecordAttemptInput,
   type ReplayInput,
 } from './ledger';
-import { checkListedState, comesAfter, type ListedState, decodeCursor, encodeCursor, listingKey, listingSort, shardKey } from './listing';
-import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, holdsNoEvent, invalidRow, isExpired, missingRow, newRow, newToken, recordOf } from './rows';
+import { checkListedState, comesAfter, type ListedState, decodeCursor, encodeCursor, shardKey } from './listing';
+import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, isExpired, missingRow, newToken, readRecord } from './rows';
+import { admitInvalidChanges, applyChanges, claimChanges, type ChangeableRow } from './transitions';
 import type { RetryPolicy } from '../policy';
 
 export interface DynamoDbLedgerOptions {
@@ -76,12 +78,10 @@ export class DynamoDbLedger implements Ledger {
   async claim(input: ClaimInput): Promise<ClaimedRecord> {
     const key = { eventId: input.event.event.id, endpoint: input.endpoint };
     const claimToken = newToken();
-    // The row a new event gets: the claim writes exactly its fields where nothing was.
-    const row = newRow(input, claimToken);
-    const spec = claimSpec(input, row);
+    const spec = claimSpec(input, claimToken);
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
       const result = await this.#update(key, spec);
-      if (result.written) return afterClaim(result.item, recordOf(row));
+      if (result.written) return afterClaim(result.item, key, input, claimToken);
       // The SDK retried this very claim after its answer was lost (a timeout, a reset, a 500), and
       // the lease its first write took refused it: that write stands, with the attempt counted.
       if (result.current !== undefined && isThisClaim(result.current, claimToken)) return result.current;
@@ -94,9 +94,9 @@ export class DynamoDbLedger implements Ledger {
   async recordAttempt(input: RecordAttemptInput): Promise<void> {
     // The first write does not know the history's length and appends only while there is room.
     // If it was full, the second write knows the length and pushes while dropping the oldest.
-    let historyLength: number | undefined;
+    let lengths: ListLengths = {};
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
-      const result = await this.#update(input, recordSpec(input, historyLength));
+      const result = await this.#update(input, recordSpec(input, lengths));
       if (result.written) return;
       const current = result.current;
       if (current === undefined) throw missingRow(input.eventId, result.cause);
@@ -106,7 +106,7 @@ export class DynamoDbLedger implements Ledger {
       if (!mayRecord(current, { claimToken: input.claimToken, delivered: input.next.state === 'delivered' })) {
         throw new LeaseLostError(current, { cause: result.cause });
       }
-      historyLength = current.history.length;
+      lengths = { history: current.history.length };
     }
     throw contention(input.eventId);
   }
@@ -119,25 +119,9 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async admitInvalid(key: DeliveryKey, detail: string, policy: RetryPolicy, nowMs: number, retentionSeconds: number): Promise<boolean> {
-    const row = invalidRow(key, detail, policy, nowMs, retentionSeconds);
-    // No `createdAt`: it reads as `deadAt`, and the claim of the valid event that takes the row
-    // over sets it. Listed as dead from the start.
-    const item: Item = {
-      ...keyItem(key),
-      [W.state]: { S: row.state },
-      [W.attempts]: toAttribute(row.attempts),
-      [W.maxAttempts]: toAttribute(row.maxAttempts),
-      [W.policy]: policyValue(row.policy).attribute,
-      [W.history]: { L: [] },
-      [W.audit]: { L: row.audit.map((entry) => toAttribute(auditValue(entry))) },
-      [W.deadReason]: { S: 'invalid' },
-      [W.deadDetail]: { S: detail },
-      [W.deadAt]: toAttribute(nowMs),
-      [W.expiresAt]: toAttribute(row.expiresAt),
-      [W.retentionSeconds]: toAttribute(retentionSeconds),
-      [W.listingKey]: { S: listingKey('dead', key) },
-      [W.listingSort]: { S: listingSort(nowMs, key) },
-    };
+    const row: ChangeableRow = { ...key };
+    applyChanges(row, key, admitInvalidChanges(detail, policy, nowMs, retentionSeconds));
+    const item = itemOf(row, key);
     try {
       await this.#guard(key.eventId, () =>
         this.#client.send(
@@ -161,9 +145,9 @@ export class DynamoDbLedger implements Ledger {
     const { eventId } = input;
     const entry = auditEntry(input, newToken());
     // As the history in `recordAttempt`: the audit's length is learnt only if it was full.
-    let auditLength: number | undefined;
+    let lengths: ListLengths = {};
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
-      const result = await this.#update(input, replaySpec(input, entry, auditLength));
+      const result = await this.#update(input, replaySpec(input, entry, lengths));
       if (result.written) return recordFromItem(result.item);
       const current = result.current;
       if (current === undefined) throw new ReplayRefusedError('not-found', eventId, undefined, { cause: result.cause });
@@ -174,7 +158,7 @@ export class DynamoDbLedger implements Ledger {
       if (refusal !== undefined) throw new ReplayRefusedError(refusal, eventId, current, { cause: result.cause });
       // Dead with an event: refused only because the audit was full, or another writer moved the
       // row meanwhile. Again, knowing the audit's length.
-      auditLength = current.audit.length;
+      lengths = { audit: current.audit.length };
     }
     throw contention(eventId);
   }
@@ -277,17 +261,14 @@ type UpdateResult =
   | { readonly written: false; readonly current: DeliveryRecord | undefined; readonly cause: ConditionalCheckFailedException };
 
 /**
- * The row after a claim, from the row before it (ALL_OLD). For a new event there was none, so the
- * claim nearly every event makes answers with no item and the row is the one the claim created; a
- * taken-over invalid row is that too, with the invalid message's audit. An existing row is the
- * same row with the attempt counted, the lease taken and the expiry moved.
+ * The row after a claim: its changes applied to the row before it (ALL_OLD), as the store applied
+ * them. For a new event there was none, so the claim nearly every event makes answers with no item
+ * and reads nothing.
  */
-function afterClaim(before: Item, created: ClaimedRecord): ClaimedRecord {
-  if (before[W.eventId] === undefined) return created;
-  const row = recordFromItem(before);
-  if (holdsNoEvent(row)) return { ...created, audit: row.audit };
-  const { leaseOwner, leaseExpiresAt, claimToken, expiresAt } = created;
-  return { ...row, attempts: row.attempts + 1, leaseOwner, leaseExpiresAt, claimToken, expiresAt };
+function afterClaim(before: Item, key: DeliveryKey, input: ClaimInput, claimToken: string): ClaimedRecord {
+  const row = before[W.eventId] === undefined ? { ...key } : rowFromItem(before);
+  applyChanges(row, key, claimChanges(input, claimToken));
+  return readRecord(row) as ClaimedRecord;
 }
 
 function contention(eventId: string): LedgerUnavailableError {

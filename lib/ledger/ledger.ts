@@ -2,8 +2,8 @@
  * The ledger: one durable row per delivery, deciding what work is allowed to do (docs/contract.md
  * §1, §5). This file is the port; `memory-ledger.ts` and `dynamodb-ledger.ts` implement it with the
  * same semantics, which `test/helpers/ledger-contract.ts` holds both to. Defined once for both:
- * when each write may happen (`guards.ts`), the rows they write (`rows.ts`) and which rows are
- * listed (`listing.ts`).
+ * when each write may happen (`guards.ts`), what each changes (`transitions.ts`), what a stored row
+ * reads as (`rows.ts`) and which rows are listed (`listing.ts`).
  *
  * Business states and their transitions, all of them:
  *

@@ -1,13 +1,11 @@
 /**
- * The rows the ledger writes and the rules it reads them by, defined once for both adapters: the
- * row a new event gets, the row of an invalid message, expiry and page limits (the listing's own
- * rules are in `listing.ts`).
- * `DynamoDbLedger` writes these rows with conditional expressions and `MemoryLedger` with plain
- * assignments; what a row holds is decided here, so the two cannot drift apart.
+ * The rows the ledger stores and the rules it reads them by, defined once for both adapters: what
+ * a stored row reads as, expiry and page limits (the writes are in `transitions.ts`, the listing's
+ * own rules in `listing.ts`).
  */
 import { randomBytes } from 'node:crypto';
 import { LedgerUnavailableError } from './errors';
-import type { AuditEntry, ClaimedRecord, ClaimInput, DeliveryKey, DeliveryRecord, ReplayInput } from './ledger';
+import type { AuditEntry, DeliveryRecord, ReplayInput } from './ledger';
 import type { RetryPolicy } from '../policy';
 
 /** Page size of `listByState` when none is given. */
@@ -30,32 +28,6 @@ export function newToken(): string {
   return randomBytes(12).toString('base64url');
 }
 
-/** The row a claim creates for a new event: admitted, pending, its first attempt counted and leased. */
-export function newRow(input: ClaimInput, claimToken: string): StoredRow & ClaimedRecord {
-  const { event, nowMs } = input;
-  return {
-    eventId: event.event.id,
-    endpoint: input.endpoint,
-    state: 'pending',
-    body: event.body,
-    contentHash: event.contentHash,
-    eventType: event.type,
-    attempts: 1,
-    maxAttempts: input.policy.maxAttempts,
-    policy: policyCopy(input.policy),
-    history: [],
-    replays: 0,
-    audit: [],
-    leaseOwner: input.owner,
-    leaseExpiresAt: nowMs + input.leaseMs,
-    claimToken,
-    createdAt: nowMs,
-    stateSince: nowMs,
-    expiresAt: expiresAtSeconds(nowMs, input.retentionSeconds),
-    retentionSeconds: input.retentionSeconds,
-  };
-}
-
 /** Who the audit names for an invalid message: the consumer that received it, not an operator. */
 export const INVALID_MESSAGE_ACTOR = 'consumer';
 
@@ -71,34 +43,6 @@ export function holdsNoEvent(row: Pick<DeliveryRecord, 'contentHash'>): boolean 
 export function auditEntry(input: ReplayInput, id: string): AuditEntry {
   const { nowMs: at, operator, reason, caller } = input;
   return caller === undefined ? { at, action: 'replay', operator, reason, id } : { at, action: 'replay', operator, reason, caller, id };
-}
-
-/** The row of an invalid message whose ID could be read: dead on arrival, with no event to send. */
-export function invalidRow(
-  key: DeliveryKey,
-  detail: string,
-  policy: RetryPolicy,
-  nowMs: number,
-  retentionSeconds: number,
-): StoredRow {
-  return {
-    eventId: key.eventId,
-    endpoint: key.endpoint,
-    state: 'dead',
-    attempts: 0,
-    maxAttempts: policy.maxAttempts,
-    policy: policyCopy(policy),
-    history: [],
-    replays: 0,
-    audit: [{ at: nowMs, action: 'invalid-message', operator: INVALID_MESSAGE_ACTOR, reason: detail }],
-    deadReason: 'invalid',
-    deadDetail: detail,
-    createdAt: nowMs,
-    deadAt: nowMs,
-    stateSince: nowMs,
-    expiresAt: expiresAtSeconds(nowMs, retentionSeconds),
-    retentionSeconds,
-  };
 }
 
 /** Copies by policy object: a container claims every event under one (policies are read-only). */
@@ -119,10 +63,19 @@ export function policyCopy(policy: RetryPolicy): RetryPolicy {
   return copy;
 }
 
-/** The record a stored row reads as: everything but the retention. */
-export function recordOf<R extends StoredRow>(row: R): Omit<R, 'retentionSeconds'> {
-  const { retentionSeconds: _retentionSeconds, ...record } = row;
-  return record;
+/**
+ * The record a stored row reads as, in either ledger. Rows omit what their state does not need,
+ * and it is restored here: `replays` and `audit` until a first replay or invalid message (0 and
+ * []), `createdAt` of an invalid message's row (its `deadAt`: the valid event that takes the row
+ * over sets its own), and `stateSince`, the time of the state's own event.
+ */
+export function readRecord(row: Readonly<Partial<StoredRow>> & { readonly listing?: unknown }): DeliveryRecord {
+  const { retentionSeconds: _retentionSeconds, listing: _listing, stateSince: _stateSince, ...stored } = row;
+  const audit = row.audit ?? [];
+  const createdAt = row.createdAt ?? row.deadAt ?? 0;
+  const lastReplay = audit.reduce((latest, entry) => (entry.action === 'replay' ? Math.max(latest, entry.at) : latest), createdAt);
+  const stateSince = row.state === 'delivered' ? row.deliveredAt : row.state === 'dead' ? row.deadAt : lastReplay;
+  return { ...stored, replays: row.replays ?? 0, audit, createdAt, stateSince: stateSince ?? createdAt } as DeliveryRecord;
 }
 
 export function expiresAtSeconds(nowMs: number, retentionSeconds: number): number {

@@ -1,0 +1,230 @@
+/**
+ * What each write changes on a row, defined once. A transition is a list of changes over record
+ * fields; `guards.ts` says when it may happen. The in-memory ledger applies the changes to its row
+ * object (`applyChanges`); the DynamoDB adapter compiles the same list into one UpdateExpression
+ * (`dynamodb-expressions.ts`), with the stored names and encodings of `dynamodb-item.ts`. A new row
+ * attribute is written here and named in the codec; neither adapter spells it.
+ *
+ * "No lease" and "due now" (`none`): absent from the record. DynamoDB stores them as 0 on a row that
+ * can still be claimed, so the claim's clauses compare numbers that are there and rely on nothing
+ * about how a comparison with a missing attribute evaluates. Settled rows drop both (`remove`).
+ *
+ * The listing (`listing.ts`) is written only by the transitions that make a row need it (a failed
+ * attempt, death, a replay) and dropped by delivery: the claim never touches it, so an event
+ * delivered at its first attempt writes no index entry at all.
+ */
+import {
+  appendBounded,
+  MAX_AUDIT,
+  MAX_HISTORY,
+  type AuditEntry,
+  type ClaimInput,
+  type DeliveryKey,
+  type RecordAttemptInput,
+  type ReplayInput,
+} from './ledger';
+import { listingSort, type Listing, type ListedState } from './listing';
+import { EXHAUSTED_WITHOUT_OUTCOME_DETAIL, expiresAtSeconds, INVALID_MESSAGE_ACTOR, policyCopy, type StoredRow } from './rows';
+import type { RetryPolicy } from '../policy';
+
+/** A stored row's fields: the record's and its retention. */
+export type Field = keyof StoredRow;
+
+export type Change =
+  /** `field` becomes `value`. */
+  | { readonly op: 'set'; readonly field: Field; readonly value: unknown }
+  /** `field` becomes `value` only where the row has none: what a claim writes on a new row alone. */
+  | { readonly op: 'init'; readonly field: Field; readonly value: unknown }
+  /** A counter moves by `by` (from 0 where the row has none). */
+  | { readonly op: 'add'; readonly field: 'attempts' | 'replays'; readonly by: number }
+  /** `entry` appended to a list kept to its newest `max`. */
+  | { readonly op: 'append'; readonly field: 'history' | 'audit'; readonly entry: unknown; readonly max: number }
+  | { readonly op: 'remove'; readonly fields: readonly Field[] }
+  /** No lease, or due now (see above); `ifAbsent`: only where the row has no value. */
+  | { readonly op: 'none'; readonly field: 'leaseExpiresAt' | 'nextAttemptAt'; readonly ifAbsent?: true }
+  /** Expiry counts from this write, by the latest claim's retention (`retentionSeconds`). */
+  | { readonly op: 'moveExpiry'; readonly nowMs: number }
+  /** Listed in `state` since `sinceMs`, or since it was first listed if `keepSort`. */
+  | { readonly op: 'list'; readonly state: ListedState; readonly sinceMs: number; readonly keepSort?: true }
+  | { readonly op: 'unlist' };
+
+const DEAD_FIELDS: Field[] = ['deadReason', 'deadDetail', 'deadAt'];
+
+/** The claim of a row (the one a new event gets, where there was none) under `claimToken`. */
+export function claimChanges(input: ClaimInput, claimToken: string): Change[] {
+  const { event, nowMs } = input;
+  return [
+    // A new row's fields. An existing row keeps its own: its content, and above all the policy it
+    // was created with, which a replay must follow too. `createdAt` is absent on an invalid
+    // message's row, so the event that takes it over sets it.
+    { op: 'init', field: 'body', value: event.body },
+    { op: 'init', field: 'contentHash', value: event.contentHash },
+    { op: 'init', field: 'eventType', value: event.type },
+    { op: 'init', field: 'policy', value: policyCopy(input.policy) },
+    { op: 'init', field: 'maxAttempts', value: input.policy.maxAttempts },
+    { op: 'init', field: 'history', value: [] },
+    { op: 'init', field: 'createdAt', value: nowMs },
+    // Pending: a claimable row already is; a taken-over invalid row becomes so, and sheds its dead
+    // fields (no other claimable row has them).
+    { op: 'set', field: 'state', value: 'pending' },
+    { op: 'remove', fields: DEAD_FIELDS },
+    // Retention counts from the latest write to a pending row, by the latest claim's setting.
+    { op: 'set', field: 'retentionSeconds', value: input.retentionSeconds },
+    { op: 'set', field: 'expiresAt', value: expiresAtSeconds(nowMs, input.retentionSeconds) },
+    // Counted before anything is sent: a worker that dies mid-send has still spent it.
+    { op: 'add', field: 'attempts', by: 1 },
+    { op: 'set', field: 'leaseOwner', value: input.owner },
+    { op: 'set', field: 'leaseExpiresAt', value: nowMs + input.leaseMs },
+    // This claim's own identity: its outcome is recorded against it, and a retry of this very
+    // request (same token) is told from every other claim by it.
+    { op: 'set', field: 'claimToken', value: claimToken },
+    { op: 'none', field: 'nextAttemptAt', ifAbsent: true },
+  ];
+}
+
+/** The write of one attempt's outcome and what follows it. */
+export function recordChanges(input: RecordAttemptInput): Change[] {
+  const { next, nowMs } = input;
+  const common: Change[] = [
+    { op: 'append', field: 'history', entry: input.attempt, max: MAX_HISTORY },
+    { op: 'set', field: 'lastOutcome', value: input.outcome },
+    // Settled or not, this claim ends with its outcome.
+    { op: 'remove', fields: ['leaseOwner', 'claimToken'] },
+    { op: 'moveExpiry', nowMs },
+  ];
+  switch (next.state) {
+    case 'delivered':
+      return [
+        ...common,
+        { op: 'set', field: 'state', value: 'delivered' },
+        { op: 'set', field: 'deliveredAt', value: nowMs },
+        { op: 'remove', fields: ['leaseExpiresAt', 'nextAttemptAt', ...DEAD_FIELDS] },
+        // Delivered rows are never listed: the index entry, if any, goes.
+        { op: 'unlist' },
+      ];
+    case 'pending':
+      return [
+        ...common,
+        // No lease, and due at the next attempt time.
+        { op: 'none', field: 'leaseExpiresAt' },
+        { op: 'set', field: 'nextAttemptAt', value: next.nextAttemptAt },
+        // Listed as pending from its first failure on. Rewriting the same key costs no index write;
+        // the sort position keeps the first failure's time (a later one would move the entry: a
+        // delete and a put in the index on every retry).
+        { op: 'list', state: 'pending', sinceMs: nowMs, keepSort: true },
+      ];
+    case 'dead':
+      return [
+        ...common,
+        ...died(nowMs),
+        { op: 'set', field: 'deadReason', value: next.reason },
+        { op: 'set', field: 'deadDetail', value: next.detail },
+      ];
+  }
+}
+
+/**
+ * The row of an invalid message whose ID could be read, where there was none: dead on arrival,
+ * with no event to send, listed as dead from the start. No `createdAt`: it reads as `deadAt`, and
+ * the claim of the valid event that takes the row over sets it.
+ */
+export function admitInvalidChanges(detail: string, policy: RetryPolicy, nowMs: number, retentionSeconds: number): Change[] {
+  return [
+    { op: 'set', field: 'state', value: 'dead' },
+    { op: 'set', field: 'attempts', value: 0 },
+    { op: 'set', field: 'maxAttempts', value: policy.maxAttempts },
+    { op: 'set', field: 'policy', value: policyCopy(policy) },
+    { op: 'set', field: 'history', value: [] },
+    // The invalid message stays in the audit when the valid event takes the row over.
+    { op: 'set', field: 'audit', value: [{ at: nowMs, action: 'invalid-message', operator: INVALID_MESSAGE_ACTOR, reason: detail }] },
+    { op: 'set', field: 'deadReason', value: 'invalid' },
+    { op: 'set', field: 'deadDetail', value: detail },
+    { op: 'set', field: 'deadAt', value: nowMs },
+    { op: 'set', field: 'retentionSeconds', value: retentionSeconds },
+    { op: 'set', field: 'expiresAt', value: expiresAtSeconds(nowMs, retentionSeconds) },
+    { op: 'list', state: 'dead', sinceMs: nowMs },
+  ];
+}
+
+/** A pending row whose budget is spent and whose last claim's lease lapsed, marked dead. */
+export function markExhaustedChanges(nowMs: number): Change[] {
+  return [
+    ...died(nowMs),
+    { op: 'moveExpiry', nowMs },
+    { op: 'set', field: 'deadReason', value: 'exhausted' },
+    // Written without reading the row: fixed words (`attempts` and `lastOutcome` stay on it).
+    { op: 'set', field: 'deadDetail', value: EXHAUSTED_WITHOUT_OUTCOME_DETAIL },
+    { op: 'remove', fields: ['leaseOwner', 'claimToken'] },
+  ];
+}
+
+/** A dead row back to pending: a fresh budget, one more replay, its audit entry, due at once. */
+export function replayChanges(input: ReplayInput, entry: AuditEntry): Change[] {
+  const { nowMs } = input;
+  return [
+    { op: 'set', field: 'state', value: 'pending' },
+    // A fresh budget under the row's own policy; the body and event ID are kept as they are.
+    { op: 'set', field: 'attempts', value: 0 },
+    // The total, which the bounded audit no longer shows.
+    { op: 'add', field: 'replays', by: 1 },
+    { op: 'append', field: 'audit', entry, max: MAX_AUDIT },
+    { op: 'moveExpiry', nowMs },
+    // No lease, and due at once: "due now", not the operator's clock, which may run ahead of the workers'.
+    { op: 'none', field: 'leaseExpiresAt' },
+    { op: 'none', field: 'nextAttemptAt' },
+    { op: 'remove', fields: [...DEAD_FIELDS, 'leaseOwner', 'claimToken'] },
+    // Listed as pending from now: if its message is lost, the recovery sweep finds it.
+    { op: 'list', state: 'pending', sinceMs: nowMs },
+  ];
+}
+
+/** Dead from now, listed as dead from now, with no lease and no wait. */
+function died(nowMs: number): Change[] {
+  return [
+    { op: 'set', field: 'state', value: 'dead' },
+    { op: 'set', field: 'deadAt', value: nowMs },
+    { op: 'remove', fields: ['leaseExpiresAt', 'nextAttemptAt'] },
+    { op: 'list', state: 'dead', sinceMs: nowMs },
+  ];
+}
+
+/** A row held as a plain object: the in-memory ledger's, or a record a claim's answer is built from. */
+export type ChangeableRow = { -readonly [K in Field]?: StoredRow[K] } & { listing?: Listing };
+
+/** Applies `changes` to `row` in place, as DynamoDB applies their compiled expression to an item. */
+export function applyChanges(row: ChangeableRow, key: DeliveryKey, changes: readonly Change[]): void {
+  const fields = row as Record<string, unknown>;
+  for (const change of changes) {
+    switch (change.op) {
+      case 'set':
+        fields[change.field] = structuredClone(change.value);
+        break;
+      case 'init':
+        fields[change.field] ??= structuredClone(change.value);
+        break;
+      case 'add':
+        fields[change.field] = ((fields[change.field] as number | undefined) ?? 0) + change.by;
+        break;
+      case 'append':
+        fields[change.field] = appendBounded((fields[change.field] as unknown[] | undefined) ?? [], structuredClone(change.entry), change.max);
+        break;
+      case 'remove':
+        for (const field of change.fields) delete fields[field];
+        break;
+      case 'none':
+        if (change.ifAbsent !== true) delete fields[change.field];
+        break;
+      case 'moveExpiry':
+        row.expiresAt = expiresAtSeconds(change.nowMs, row.retentionSeconds ?? 0);
+        break;
+      case 'list': {
+        const sort = change.keepSort === true ? row.listing?.sort : undefined;
+        row.listing = { state: change.state, sort: sort ?? listingSort(change.sinceMs, key) };
+        break;
+      }
+      case 'unlist':
+        delete row.listing;
+        break;
+    }
+  }
+}
