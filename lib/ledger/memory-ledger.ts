@@ -54,12 +54,13 @@ export class MemoryLedger implements Ledger {
     const key = { eventId: event.event.id, endpoint: input.endpoint };
     // A new event; or the first valid one with the ID of an invalid message, whose row holds no
     // event and is taken over (the invalid message stays in its audit); or a claim of a pending row.
-    const row = this.#rows.get(rowKey(key)) ?? { ...key };
+    const stored = this.#rows.get(rowKey(key));
     // A Map has no lost answers to retry, so no claim here meets its own token (`isThisClaim`).
-    if (row.state !== undefined && !holdsNoEvent(row)) {
-      const record = toRecord(row);
+    if (stored !== undefined && !holdsNoEvent(stored)) {
+      const record = toRecord(stored);
       if (claimRefusal(record, { contentHash: event.contentHash, nowMs }) !== undefined) throw new ClaimRefusedError(record);
     }
+    const row = stored ?? { ...key };
     applyChanges(row, key, claimChanges(input, newToken()));
     this.#rows.set(rowKey(key), row);
     return toRecord(row) as ClaimedRecord;

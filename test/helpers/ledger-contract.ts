@@ -725,6 +725,16 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(await ledger.get(key('evt_poisoned'))).toStrictEqual(expected);
       });
 
+      it('keeps the policy the row was admitted with when the valid event takes it over, and returns the row as stored', async () => {
+        await ledger.admitInvalid(key('evt_poisoned_policy'), 'not JSON', POLICY, T0, RETENTION_SECONDS);
+
+        const claimed = await claim(shipmentEvent('evt_poisoned_policy'), { nowMs: T0 + 100, policy: OTHER_POLICY });
+
+        expect(claimed.policy).toStrictEqual(POLICY);
+        expect(claimed.maxAttempts).toBe(POLICY.maxAttempts);
+        expect(await ledger.get(key('evt_poisoned_policy'))).toStrictEqual(claimed);
+      });
+
       it('lets one of two copies of the valid event take over the row, and refuses the other', async () => {
         await ledger.admitInvalid(key('evt_poisoned_twice'), 'not JSON', POLICY, T0, RETENTION_SECONDS);
         const first = await claim(shipmentEvent('evt_poisoned_twice'), { nowMs: T0 + 100 });
