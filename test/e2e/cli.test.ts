@@ -351,7 +351,7 @@ describe('handoff dead', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     const run = await handoff(['dead', '--cursor', 'not-a-cursor']);
 
     expect(run.code).toBe(2);
-    expect(run.stderr).toBe('handoff: --cursor: cursor is not one this ledger issued for dead rows; start again without --cursor\n');
+    expect(run.stderr).toBe('handoff: --cursor: cursor is not one this ledger issued for dead rows in this order; start again without --cursor\n');
   });
 });
 

