@@ -17,9 +17,9 @@ const MAX_ATTEMPT_TIMEOUT_MS = 880_000;
  * The largest payload limit. A ledger row holds the event's body and everything else about its
  * delivery in one DynamoDB item, which may not pass 400 KB (409,600 bytes). 256 KiB for the body
  * leaves 144 KiB for the rest: the attempt history, the kept response start, the dead detail and
- * the schedule are bounded, and so is each replay's audit entry (the audit trail grows by one per
- * replay). test/integration/payload-limit.test.ts fills each to its largest, with ten replays,
- * against dynalite, which enforces the item limit.
+ * the schedule are bounded, and so are the audit entries (each one's texts, and how many a row keeps).
+ * test/integration/payload-limit.test.ts fills each to its largest against dynalite, which enforces
+ * the item limit.
  */
 export const MAX_PAYLOAD_LIMIT_BYTES = 256 * 1024;
 const MIN_PAYLOAD_LIMIT_BYTES = 256;

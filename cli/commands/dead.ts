@@ -1,6 +1,6 @@
 /**
  * `handoff dead`: dead records, one page at a time, oldest death first, read from the ledger's
- * by-state index (a query, never a table scan). `--cursor` continues where the last page ended.
+ * sparse listing index, which holds only rows that need listing (queries, never a table scan). `--cursor` continues where the last page ended.
  */
 import type { Page } from '../../lib/ledger/ledger';
 import type { CommandContext } from '../context';

@@ -15,7 +15,7 @@ import { canonicalJson } from '../../lib/event';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import { itemSizeBytes } from '../../lib/ledger/item-size';
-import { DEFAULT_ENDPOINT, MAX_HISTORY } from '../../lib/ledger/ledger';
+import { DEFAULT_ENDPOINT, MAX_AUDIT, MAX_HISTORY } from '../../lib/ledger/ledger';
 import { MAX_WAIT_SECONDS, retryPolicy } from '../../lib/policy';
 import { CALLER_MAX_CHARS, OPERATOR_MAX_CHARS, REASON_MAX_CHARS } from '../../lib/replay';
 import { EndpointGuard, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
@@ -26,8 +26,8 @@ import { listenOnLoopback, type Listening } from '../helpers/loopback';
 
 /** DynamoDB's item limit: 400 KB. */
 const ITEM_LIMIT_BYTES = 400 * 1024;
-/** Replays of one event this test makes; each adds an audit entry of the longest texts. */
-const REPLAYS = 10;
+/** Replays of one event this test makes: more than the audit keeps, each entry of the longest texts. */
+const REPLAYS = MAX_AUDIT + 2;
 /** The largest attempt count and schedule configuration allows: both stored on the row. */
 const POLICY = retryPolicy(100, Array.from({ length: 100 }, () => MAX_WAIT_SECONDS));
 /** Four UTF-8 bytes per character: the longest texts in bytes for their length in characters. */
@@ -134,7 +134,7 @@ describe('Limit: the largest payload in the largest ledger row', () => {
     const record = await ledger.get({ eventId: 'e'.repeat(128), endpoint: DEFAULT_ENDPOINT });
     expect(record).toMatchObject({ state: 'dead', deadReason: 'rejected', replays: REPLAYS, body });
     expect(record?.history).toHaveLength(MAX_HISTORY);
-    expect(record?.audit).toHaveLength(REPLAYS);
+    expect(record?.audit).toHaveLength(MAX_AUDIT);
     expect(record?.lastOutcome).toMatchObject({ kind: 'rejected', status: 422 });
     const { Item } = await client.send(
       new GetItemCommand({
