@@ -4,6 +4,7 @@
  */
 import type { BatchConcurrencyResult } from './batch-concurrency';
 import { median, type BundleResult } from './bundle';
+import { CLI_STARTUP_GOAL_MS, type CliStartupResult } from './cli-startup';
 import { summarize } from './counting';
 import type { ConsumerName, ConsumerRun } from './workload';
 
@@ -74,6 +75,8 @@ export interface BenchResult {
   /** The batch of 10 at 200 ms, per consumer; the target is handoff's. */
   readonly batches: Record<ConsumerName, BatchConcurrencyResult>;
   readonly bundles: readonly BundleResult[];
+  /** `handoff --help` as installed (compiled), from the sources through tsx, and `node -e 0`. */
+  readonly cliStartup: CliStartupResult;
   readonly targets: readonly Target[];
   readonly durationSeconds: number;
 }
@@ -181,6 +184,7 @@ export function targets(
   consumers: Record<ConsumerName, ConsumerFigures>,
   batch: BatchConcurrencyResult,
   bundles: readonly BundleResult[],
+  cliStartup: CliStartupResult,
 ): Target[] {
   const { handoff, powertools } = consumers;
   const bundle = (name: BundleResult['name']) => bundles.find((b) => b.name === name);
@@ -208,6 +212,7 @@ export function targets(
       atMost('(context) Module init, consumer / empty handler + SDK clients', consumer.initMedianMs / withClients.initMedianMs, 1.5, times),
     );
   }
+  out.push(atMost('handoff --help start-up, installed command', cliStartup.medianMs.compiled, CLI_STARTUP_GOAL_MS, ms));
   return out;
 }
 
@@ -321,6 +326,15 @@ export function markdown(result: BenchResult): string {
     powertools: 'Powertools',
   };
   for (const b of bundles) lines.push(row([bundleNames[b.name], kb(b.bytes), ms(b.initMedianMs)]));
+  const startup = result.cliStartup;
+  lines.push(
+    '',
+    row(['`handoff --help`', `start-up, median of ${startup.runs}`]),
+    row(['---', '--:']),
+    row(['installed (dist/cli.js)', ms(startup.medianMs.compiled)]),
+    row(['from the sources (tsx)', ms(startup.medianMs.sources)]),
+    row(['`node -e 0`', ms(startup.medianMs.node)]),
+  );
   lines.push('', row(['target', 'goal', 'measured', 'result']), row(['---', '---', '--:', '---']));
   for (const t of result.targets) lines.push(row([t.name, t.target, t.measured, t.verdict]));
   return `${lines.join('\n')}\n`;

@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runBatchConcurrency, type BatchConcurrencyResult } from '../bench/batch-concurrency';
 import { measureBundles } from '../bench/bundle';
+import { measureCliStartup } from '../bench/cli-startup';
 import { startCountingEmulators } from '../bench/counting';
 import { startBenchReceiver } from '../bench/receiver';
 import { combine, figures, markdown, ratios, targets, type BenchResult, type ConsumerFigures } from '../bench/report';
@@ -120,6 +121,8 @@ async function main(): Promise<void> {
   const bundles = await measureBundles(['handoff', 'empty', 'sdk-clients', 'naive', 'powertools'], opts.initRounds, (line) =>
     display.status(line),
   );
+  display.status('handoff --help start-up, 15 runs of each command');
+  const cliStartup = await measureCliStartup(15);
   display.close();
 
   const consumers = { handoff: combine(rounds.handoff), naive: combine(rounds.naive), powertools: combine(rounds.powertools) };
@@ -151,7 +154,8 @@ async function main(): Promise<void> {
     },
     batches,
     bundles,
-    targets: targets(consumers, batches.handoff, bundles),
+    cliStartup,
+    targets: targets(consumers, batches.handoff, bundles, cliStartup),
     durationSeconds: Math.round((performance.now() - startedAt) / 1000),
   };
 
