@@ -5,7 +5,6 @@
  * Environment: the `HANDOFF_*` settings and the resources in RESOURCE_ENV (lib/config.ts). A bad
  * or missing setting fails the cold start with a message naming the variable.
  */
-import { randomUUID } from 'node:crypto';
 import { unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -54,7 +53,12 @@ const queue = new SqsDeliveryQueue({
   deadLetterQueueUrl: required(env[RESOURCE_ENV.deadLetterQueueUrl], RESOURCE_ENV.deadLetterQueueUrl),
 });
 const checkpoint = crashHook(env[CRASH_AT_ENV]);
-const worker = `${env.AWS_LAMBDA_LOG_STREAM_NAME || hostname()}:${process.pid}`;
+/**
+ * Who claims, shown on a leased row: the container (the log stream's ID in Lambda, where its logs
+ * are; the host elsewhere) and the process. Short, since it is written on every claim; each claim's
+ * identity is the token the ledger draws, not this.
+ */
+const worker = `${env.AWS_LAMBDA_LOG_STREAM_NAME?.split(']').at(-1) || hostname()}:${process.pid}`;
 
 let sender: Promise<WebhookSender> | undefined;
 
@@ -100,8 +104,7 @@ async function consume(event: SQSEvent, context: Context): Promise<SQSBatchRespo
     ledger,
     sender: await getSender(),
     now: Date.now,
-    // Unique per invocation: a claim held by an earlier, timed-out invocation is someone else's.
-    owner: `${worker}:${randomUUID()}`,
+    owner: worker,
     policy: settings.retryPolicy,
     payloadLimitBytes: settings.payloadLimitBytes,
     leaseMs: timings.leaseMs,

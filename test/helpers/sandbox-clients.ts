@@ -140,9 +140,9 @@ export class SandboxClients {
   }
 }
 
-/** The worker process named in a lease owner (`<host>:<pid>:<invocation uuid>`, functions/consumer.ts). */
+/** The worker process named in a lease owner (`<container>:<pid>`, functions/consumer.ts). */
 export function ownerPid(owner: string | undefined): number | undefined {
-  const match = /:(\d+):[0-9a-f-]{36}$/.exec(owner ?? '');
+  const match = /:(\d+)$/.exec(owner ?? '');
   return match ? Number(match[1]) : undefined;
 }
 

@@ -37,7 +37,7 @@ import {
   type DeliveryRecord,
 } from '../../lib/ledger/ledger';
 import type { AttemptOutcome } from '../../lib/outcome';
-import { retryPolicy } from '../../lib/policy';
+import { DEFAULT_RETRY_POLICY, retryPolicy } from '../../lib/policy';
 import { CALLER_MAX_CHARS, OPERATOR_MAX_CHARS, REASON_MAX_CHARS } from '../../lib/replay';
 import {
   countCommands,
@@ -454,19 +454,21 @@ describe('DynamoDbLedger on dynalite', () => {
       });
     }
 
-    it('keeps the row of a 500-byte event within one write unit (1 KB) through claim, three failures and delivery', async () => {
-      // Prepare: the longest lease owner the consumer writes (host:pid:uuid).
+    it('keeps the row of a 500-byte event within one write unit (1 KB) through the default policy: five failures, then delivery', async () => {
+      // Prepare: a lease owner as the consumer writes it in Lambda (the log stream's ID, the pid).
       const event = eventOfSize('evt_01JEXAMPLE0000000000000000', 500);
-      const owner = `ip-10-0-12-34.ec2.internal:12345:${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`;
+      const owner = `${'0123456789abcdef'.repeat(2)}:1234567`;
       const sizes: number[] = [];
 
       // Act
-      for (let n = 1; n <= 4; n++) {
+      const attempts = DEFAULT_RETRY_POLICY.maxAttempts;
+      for (let n = 1; n <= attempts; n++) {
         const atMs = T0 + n * 60_000;
-        const claimed = await ledger.claim({ ...claimInput(event.event.id, { owner, nowMs: atMs, policy: retryPolicy(6, [30]) }), event });
+        const claimed = await ledger.claim({ ...claimInput(event.event.id, { owner, nowMs: atMs, policy: DEFAULT_RETRY_POLICY }), event });
         sizes.push(itemSizeBytes(await storedItem(event.event.id)));
-        const outcome: AttemptOutcome = n < 4 ? { kind: 'temporary', status: 503 } : { kind: 'accepted', status: 200 };
-        await record(claimed, outcome, n < 4 ? { state: 'pending', nextAttemptAt: atMs + 30_000 } : { state: 'delivered' }, atMs + 200);
+        const last = n === attempts;
+        const outcome: AttemptOutcome = last ? { kind: 'accepted', status: 200 } : { kind: 'temporary', status: 503 };
+        await record(claimed, outcome, last ? { state: 'delivered' } : { state: 'pending', nextAttemptAt: atMs + 30_000 }, atMs + 200);
         sizes.push(itemSizeBytes(await storedItem(event.event.id)));
       }
 
