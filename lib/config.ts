@@ -6,12 +6,16 @@
  */
 import { DEFAULT_PAYLOAD_LIMIT_BYTES } from './event';
 import { DEFAULT_RETRY_POLICY, MAX_WAIT_SECONDS, retryPolicy, type RetryPolicy } from './policy';
+import { ReceiverRetentionError } from './receiver/errors';
+import { checkReceiverRetention } from './receiver/retention';
 import { EndpointGuard, EndpointRefusedError, parseCidr } from './webhook/endpoint-guard';
 import { redactUrl } from './webhook/redact-url';
 import { createSigner, SECRET_PREFIX, SigningSecretError } from './webhook/signing-secret';
 
 /** Lambda runs at most 900 s and an invocation needs 20 s beyond its attempt (derivedTimings). */
 const MAX_ATTEMPT_TIMEOUT_MS = 880_000;
+/** A receiver's retention, at most a year (the kit's DynamoDB store keeps records by TTL). */
+const MAX_RECEIVER_RETENTION_SECONDS = 366 * 24 * 60 * 60;
 
 /**
  * The largest payload limit. A ledger row holds the event's body and everything else about its
@@ -55,6 +59,12 @@ export interface Settings {
    */
   readonly retentionDays: number;
   /**
+   * How long the receiver keeps its idempotency records (the receiver kit's `retentionSeconds`), when
+   * known. Given, it must exceed the retry policy's window: a retry after the receiver forgot the
+   * webhook ID would apply the event twice. Unset: not checked.
+   */
+  readonly receiverRetentionSeconds: number | undefined;
+  /**
    * Private ranges (CIDR) the endpoint may resolve to. Empty by default: private, loopback,
    * link-local and metadata addresses are refused. The sandbox allows loopback.
    */
@@ -72,6 +82,7 @@ export const DEFAULT_SETTINGS: Settings = {
   batchSize: 10,
   maxConcurrency: 5,
   retentionDays: 30,
+  receiverRetentionSeconds: undefined,
   allowPrivateCidrs: [],
   allowHttp: false,
 };
@@ -101,6 +112,7 @@ export const PROPERTY_NAMES: SettingNames = {
   batchSize: 'batchSize',
   maxConcurrency: 'maxConcurrency',
   retentionDays: 'retentionDays',
+  receiverRetentionSeconds: 'receiverRetentionSeconds',
   allowPrivateCidrs: 'allowPrivateCidrs',
   allowHttp: 'allowHttp',
 };
@@ -118,6 +130,7 @@ export const SETTING_VARIABLES = {
   batchSize: 'HANDOFF_BATCH_SIZE',
   maxConcurrency: 'HANDOFF_MAX_CONCURRENCY',
   retentionDays: 'HANDOFF_RETENTION_DAYS',
+  receiverRetentionSeconds: 'HANDOFF_RECEIVER_RETENTION_SECONDS',
   allowPrivateCidrs: 'HANDOFF_ALLOW_PRIVATE_CIDRS',
   allowHttp: 'HANDOFF_ALLOW_HTTP',
 } as const;
@@ -153,6 +166,7 @@ export function readSettings(env: Env = process.env): Settings {
       batchSize: optional(env, V.batchSize, int(1, 100)) ?? d.batchSize,
       maxConcurrency: optional(env, V.maxConcurrency, int(2, 1000)) ?? d.maxConcurrency,
       retentionDays: optional(env, V.retentionDays, int(1, 3650)) ?? d.retentionDays,
+      receiverRetentionSeconds: optional(env, V.receiverRetentionSeconds, int(1, MAX_RECEIVER_RETENTION_SECONDS)),
       allowPrivateCidrs: optional(env, V.allowPrivateCidrs, parseCidrList) ?? d.allowPrivateCidrs,
       allowHttp: optional(env, V.allowHttp, parseBoolean) ?? d.allowHttp,
     },
@@ -175,12 +189,16 @@ export function validateSettings(settings: Settings, names: SettingNames = PROPE
     ['retentionDays', 1, 3650],
   ];
   for (const [name, min, max] of ranges) int(min, max)(String(settings[name]), names[name]);
+  if (settings.receiverRetentionSeconds !== undefined) {
+    int(1, MAX_RECEIVER_RETENTION_SECONDS)(String(settings.receiverRetentionSeconds), names.receiverRetentionSeconds);
+  }
   const { maxAttempts, waitsSeconds } = settings.retryPolicy;
   if (maxAttempts > MAX_ATTEMPTS || waitsSeconds.length > MAX_ATTEMPTS) {
     throw new ConfigError(names.retryPolicy, `allows at most ${MAX_ATTEMPTS} attempts and ${MAX_ATTEMPTS} waits`);
   }
   parseCidrList(settings.allowPrivateCidrs.join(','), names.allowPrivateCidrs);
   checkLifetimes(settings, names);
+  checkReceiverRetentionSetting(settings, names);
   return settings;
 }
 
@@ -232,6 +250,21 @@ export function checkLifetimes(settings: Settings, names: SettingNames = PROPERT
   }
 }
 
+/** The receiver's retention against the retry window (lib/receiver/retention.ts), as a setting's error. */
+function checkReceiverRetentionSetting(settings: Settings, names: SettingNames): void {
+  if (settings.receiverRetentionSeconds === undefined) return;
+  try {
+    checkReceiverRetention(settings.retryPolicy, settings.receiverRetentionSeconds);
+  } catch (error) {
+    if (!(error instanceof ReceiverRetentionError)) throw error;
+    throw new ConfigError(
+      names.receiverRetentionSeconds,
+      `must exceed the retry window of ${names.retryPolicy} (${error.retryWindowSeconds} s), got ${error.receiverRetentionSeconds}: ` +
+        'a retry after the receiver forgot the webhook ID would apply the event again',
+    );
+  }
+}
+
 /** Seconds a message may wait on the schedule: one wait after each failed attempt but the last. */
 function totalWaitSeconds(policy: RetryPolicy): number {
   let total = 0;
@@ -277,6 +310,7 @@ export function settingsToEnvironment(settings: Settings): Record<string, string
     [V.maxConcurrency]: String(settings.maxConcurrency),
     [V.retentionDays]: String(settings.retentionDays),
   };
+  if (settings.receiverRetentionSeconds !== undefined) env[V.receiverRetentionSeconds] = String(settings.receiverRetentionSeconds);
   if (settings.webhookUrl !== undefined) env[V.webhookUrl] = settings.webhookUrl;
   if (settings.allowPrivateCidrs.length > 0) env[V.allowPrivateCidrs] = settings.allowPrivateCidrs.join(',');
   if (settings.allowHttp) env[V.allowHttp] = 'true';

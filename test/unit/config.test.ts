@@ -189,6 +189,34 @@ describe('Rule: the ledger retention outlives the longest delivery', () => {
   });
 });
 
+describe("Rule: the receiver's idempotency retention outlasts the retry window", () => {
+  it('refuses a receiver retention within the default window (9,750 s of waits), naming both settings and figures', () => {
+    const read = () => readSettings({ HANDOFF_RECEIVER_RETENTION_SECONDS: '3600' });
+
+    expect(read).toThrow(ConfigError);
+    expect(read).toThrow(
+      /^HANDOFF_RECEIVER_RETENTION_SECONDS must exceed the retry window of HANDOFF_RETRY_SCHEDULE\/HANDOFF_MAX_ATTEMPTS \(9750 s\), got 3600: /,
+    );
+  });
+
+  it('refuses it in construct properties by their names', () => {
+    const validate = () => validateSettings({ ...DEFAULT_SETTINGS, receiverRetentionSeconds: 9_750 });
+
+    expect(validate).toThrow(/^receiverRetentionSeconds must exceed the retry window of retryPolicy \(9750 s\), got 9750/);
+  });
+
+  it('accepts a retention past the window, and checks nothing when it is not given', () => {
+    expect(readSettings({ HANDOFF_RECEIVER_RETENTION_SECONDS: '604800' }).receiverRetentionSeconds).toBe(604_800);
+    expect(readSettings({}).receiverRetentionSeconds).toBeUndefined();
+  });
+
+  it('is passed to the consumer with the other settings', () => {
+    const env = settingsToEnvironment(readSettings({ HANDOFF_RECEIVER_RETENTION_SECONDS: '604800' }));
+
+    expect(env.HANDOFF_RECEIVER_RETENTION_SECONDS).toBe('604800');
+  });
+});
+
 describe('Rule: the payload limit leaves room for the rest of a ledger row', () => {
   it('accepts the maximum, 256 KiB', () => {
     expect(MAX_PAYLOAD_LIMIT_BYTES).toBe(262_144);
