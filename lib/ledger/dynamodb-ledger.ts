@@ -22,7 +22,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { itemOf, keyItem, recordFromItem, rowFromItem, toAttribute, type Item } from './dynamodb-item';
-import { claimSpec, compile, markExhaustedSpec, recordSpec, replaySpec, type ListLengths, type UpdateSpec } from './dynamodb-expressions';
+import { claimSpec, markExhaustedSpec, recordSpec, replaySpec, type ListLengths, type UpdateSpec } from './dynamodb-expressions';
 import { countShard, queryShard, readRows, rowId } from './dynamodb-listing';
 import { LEDGER_SCHEMA, WIRE_NAMES } from './dynamodb-schema';
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
@@ -217,7 +217,7 @@ export class DynamoDbLedger implements Ledger {
   }
 
   #updateInput(key: DeliveryKey, spec: UpdateSpec): UpdateItemCommandInput {
-    const compiled = compile(spec);
+    const { compiled } = spec;
     const values: Item = {};
     for (const [placeholder, value] of Object.entries(spec.values)) values[compiled.values[placeholder] ?? placeholder] = toAttribute(value);
     return {

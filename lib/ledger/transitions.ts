@@ -197,16 +197,16 @@ export function applyChanges(row: ChangeableRow, key: DeliveryKey, changes: read
   for (const change of changes) {
     switch (change.op) {
       case 'set':
-        fields[change.field] = structuredClone(change.value);
+        fields[change.field] = copyOf(change.value);
         break;
       case 'init':
-        fields[change.field] ??= structuredClone(change.value);
+        fields[change.field] ??= copyOf(change.value);
         break;
       case 'add':
         fields[change.field] = ((fields[change.field] as number | undefined) ?? 0) + change.by;
         break;
       case 'append':
-        fields[change.field] = appendBounded((fields[change.field] as unknown[] | undefined) ?? [], structuredClone(change.entry), change.max);
+        fields[change.field] = appendBounded((fields[change.field] as unknown[] | undefined) ?? [], copyOf(change.entry), change.max);
         break;
       case 'remove':
         for (const field of change.fields) delete fields[field];
@@ -227,4 +227,9 @@ export function applyChanges(row: ChangeableRow, key: DeliveryKey, changes: read
         break;
     }
   }
+}
+
+/** A value the row may keep: objects copied (the caller's stay its own), primitives as they are. */
+function copyOf<T>(value: T): T {
+  return typeof value === 'object' && value !== null ? structuredClone(value) : value;
 }
