@@ -42,7 +42,7 @@ import {
 } from './ledger';
 import { checkListedState, comesAfter, type ListedState, decodeCursor, encodeCursor, shardKey } from './listing';
 import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, isExpired, missingRow, newToken, readRecord } from './rows';
-import { admitInvalidChanges, applyChanges, claimChanges, type ChangeableRow } from './transitions';
+import { admitInvalidChanges, applyChanges, claimChanges, newRow, type ChangeableRow } from './transitions';
 import type { RetryPolicy } from '../policy';
 
 export interface DynamoDbLedgerOptions {
@@ -119,7 +119,7 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async admitInvalid(key: DeliveryKey, detail: string, policy: RetryPolicy, nowMs: number, retentionSeconds: number): Promise<boolean> {
-    const row: ChangeableRow = { ...key };
+    const row: ChangeableRow = newRow(key);
     applyChanges(row, key, admitInvalidChanges(detail, policy, nowMs, retentionSeconds));
     const item = itemOf(row, key);
     try {
@@ -266,7 +266,7 @@ type UpdateResult =
  * and reads nothing.
  */
 function afterClaim(before: Item, key: DeliveryKey, input: ClaimInput, claimToken: string): ClaimedRecord {
-  const row = before[W.eventId] === undefined ? { ...key } : rowFromItem(before);
+  const row = before[W.eventId] === undefined ? newRow(key) : rowFromItem(before);
   applyChanges(row, key, claimChanges(input, claimToken));
   return readRecord(row) as ClaimedRecord;
 }

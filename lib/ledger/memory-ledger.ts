@@ -27,6 +27,7 @@ import {
   applyChanges,
   claimChanges,
   markExhaustedChanges,
+  newRow,
   recordChanges,
   replayChanges,
   type ChangeableRow,
@@ -60,7 +61,7 @@ export class MemoryLedger implements Ledger {
       const record = toRecord(stored);
       if (claimRefusal(record, { contentHash: event.contentHash, nowMs }) !== undefined) throw new ClaimRefusedError(record);
     }
-    const row = stored ?? { ...key };
+    const row = stored ?? newRow(key);
     applyChanges(row, key, claimChanges(input, newToken()));
     this.#rows.set(rowKey(key), row);
     return toRecord(row) as ClaimedRecord;
@@ -94,7 +95,7 @@ export class MemoryLedger implements Ledger {
     retentionSeconds: number,
   ): Promise<boolean> {
     if (this.#rows.has(rowKey(key))) return false;
-    const row: Row = { ...key };
+    const row: Row = newRow(key);
     applyChanges(row, key, admitInvalidChanges(detail, policy, nowMs, retentionSeconds));
     this.#rows.set(rowKey(key), row);
     return true;

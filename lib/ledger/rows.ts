@@ -84,13 +84,22 @@ export function policyCopy(policy: RetryPolicy): RetryPolicy {
  * over sets its own), and `stateSince`, the time of the state's own event.
  */
 export function readRecord(row: Readonly<Partial<StoredRow>> & { readonly listing?: unknown }): DeliveryRecord {
-  const { retentionSeconds: _retentionSeconds, listing: _listing, stateSince: _stateSince, ...stored } = row;
+  // Copied field by field into a literal: V8 adds fields to a rest or spread copy on its slow path.
+  const record: Record<string, unknown> = {};
+  for (const name of Object.keys(row)) if (!NOT_IN_RECORD.has(name)) record[name] = row[name as keyof typeof row];
   const audit = row.audit ?? [];
   const createdAt = row.createdAt ?? row.deadAt ?? 0;
   const lastReplay = audit.reduce((latest, entry) => (entry.action === 'replay' ? Math.max(latest, entry.at) : latest), createdAt);
   const stateSince = row.state === 'delivered' ? row.deliveredAt : row.state === 'dead' ? row.deadAt : lastReplay;
-  return { ...stored, replays: row.replays ?? 0, audit, createdAt, stateSince: stateSince ?? createdAt } as DeliveryRecord;
+  record.replays = row.replays ?? 0;
+  record.audit = audit;
+  record.createdAt = createdAt;
+  record.stateSince = stateSince ?? createdAt;
+  return record as unknown as DeliveryRecord;
 }
+
+/** What a row holds for its writes (its retention, its listing), and what the record derives. */
+const NOT_IN_RECORD: ReadonlySet<string> = new Set(['retentionSeconds', 'listing', 'stateSince']);
 
 export function expiresAtSeconds(nowMs: number, retentionSeconds: number): number {
   return Math.floor(nowMs / 1000) + retentionSeconds;

@@ -191,6 +191,14 @@ function died(nowMs: number): Change[] {
 /** A row held as a plain object: the in-memory ledger's, or a record a claim's answer is built from. */
 export type ChangeableRow = { -readonly [K in Field]?: StoredRow[K] } & { listing?: Listing };
 
+/**
+ * A row holding only its key, for changes to fill in. Written as a literal: V8 adds each further
+ * field to a spread copy (`{ ...key }`) on its slow path, and a claim adds over a dozen.
+ */
+export function newRow(key: DeliveryKey): ChangeableRow {
+  return { eventId: key.eventId, endpoint: key.endpoint };
+}
+
 /** Applies `changes` to `row` in place, as DynamoDB applies their compiled expression to an item. */
 export function applyChanges(row: ChangeableRow, key: DeliveryKey, changes: readonly Change[]): void {
   const fields = row as Record<string, unknown>;
@@ -229,7 +237,10 @@ export function applyChanges(row: ChangeableRow, key: DeliveryKey, changes: read
   }
 }
 
-/** A value the row may keep: objects copied (the caller's stay its own), primitives as they are. */
+/**
+ * A value the row may keep: objects copied, so the caller's stay its own; primitives, and the
+ * deeply frozen copies the ledger shares between rows (`policyCopy`), as they are.
+ */
 function copyOf<T>(value: T): T {
-  return typeof value === 'object' && value !== null ? structuredClone(value) : value;
+  return typeof value === 'object' && value !== null && !Object.isFrozen(value) ? structuredClone(value) : value;
 }
