@@ -296,6 +296,10 @@ export const RESOURCE_ENV = {
   deadLetterQueueUrl: 'HANDOFF_DEAD_LETTER_QUEUE_URL',
   /** In AWS the signing secret stays in Secrets Manager; the consumer reads it at cold start. */
   webhookSecretArn: 'HANDOFF_WEBHOOK_SECRET_ARN',
+  /** The endpoint registry's table (lib/endpoints/registry.ts). Unset: the single-URL settings are the one endpoint. */
+  endpointsTable: 'HANDOFF_ENDPOINTS_TABLE',
+  /** How long the consumer keeps its copy of the registry, in ms (default ENDPOINTS_CACHE_MS); the sandbox shortens it. */
+  endpointsCacheMs: 'HANDOFF_ENDPOINTS_CACHE_MS',
 } as const;
 
 /** The environment a consumer process (Lambda or sandbox) reads its settings from. */

@@ -10,4 +10,8 @@ export const STACK_OUTPUTS = {
   consumerFunctionName: 'ConsumerFunctionName',
   /** The largest message body the consumer accepts, in bytes (a decimal string, as outputs are). */
   payloadLimitBytes: 'PayloadLimitBytes',
+  /** The endpoint registry's table (lib/endpoints/registry.ts). */
+  endpointsTableName: 'EndpointsTableName',
+  /** The settings an endpoint's defaults and limits come from, as JSON (lib/endpoints/endpoint.ts `deploymentToJson`). */
+  endpointDefaults: 'EndpointDefaults',
 } as const;

@@ -1,0 +1,83 @@
+/**
+ * The endpoint registry (docs/contract.md §11): where endpoints live, written by `handoff endpoint`
+ * and read by the consumer. This file is the port; `dynamodb-registry.ts` implements it on a table
+ * of the stack's (the sandbox runs the same adapter on its emulator), so the command works alike on
+ * both. A secret given as a `whsec_…` value is stored in the table, encrypted at rest with a key the
+ * stack owns; the registry's reads return it only to the consumer (`list`), never to a listing the
+ * command prints (`EndpointRecord` as the command shows it drops `secret`).
+ */
+import type { EndpointFields, EndpointRecord, StateChange } from './endpoint';
+
+export interface EndpointRegistry {
+  /** Every endpoint, secrets included: the consumer's read (cached, `cachedEndpoints`). */
+  list(): Promise<EndpointRecord[]>;
+  get(name: string): Promise<EndpointRecord | undefined>;
+  /** Adds an endpoint, enabled. @throws EndpointConflictError when the name is taken */
+  add(fields: EndpointFields, nowMs: number): Promise<EndpointRecord>;
+  /**
+   * Replaces an endpoint's fields (its state is kept); the caller merges the changes into the
+   * current fields and passes the `updatedAt` it read, so a concurrent change is refused, not lost.
+   * @throws EndpointNotFoundError, EndpointConflictError
+   */
+  update(fields: EndpointFields, expectedUpdatedAt: number, nowMs: number): Promise<EndpointRecord>;
+  /** Enables or disables, recording who, why and when. @throws EndpointNotFoundError */
+  setState(name: string, state: EndpointRecord['state'], change: StateChange): Promise<EndpointRecord>;
+  /** @throws EndpointNotFoundError */
+  remove(name: string): Promise<void>;
+}
+
+export class EndpointNotFoundError extends Error {
+  override readonly name = 'EndpointNotFoundError';
+  readonly code = 'endpoint-not-found';
+  constructor(readonly endpoint: string) {
+    super(`no endpoint named ${JSON.stringify(endpoint)}`);
+  }
+}
+
+export class EndpointConflictError extends Error {
+  override readonly name = 'EndpointConflictError';
+  readonly code = 'endpoint-conflict';
+  constructor(
+    readonly endpoint: string,
+    problem: string,
+  ) {
+    super(`endpoint ${JSON.stringify(endpoint)} ${problem}`);
+  }
+}
+
+/** How long the consumer trusts its copy of the registry: changes reach new deliveries within this. */
+export const ENDPOINTS_CACHE_MS = 15_000;
+
+/**
+ * The registry as the consumer reads it: one `list` per `ttlMs`, shared by the concurrent callers of
+ * a container. A failed read is retried on the next call; while a copy exists, a failed refresh
+ * keeps using it (an outage of the registry's table must not stop delivery to known endpoints).
+ */
+export function cachedEndpoints(
+  registry: Pick<EndpointRegistry, 'list'>,
+  options: { ttlMs?: number; now?: () => number } = {},
+): () => Promise<EndpointRecord[]> {
+  const ttlMs = options.ttlMs ?? ENDPOINTS_CACHE_MS;
+  const now = options.now ?? Date.now;
+  let copy: { records: EndpointRecord[]; at: number } | undefined;
+  let loading: Promise<EndpointRecord[]> | undefined;
+  return () => {
+    if (copy !== undefined && now() - copy.at < ttlMs) return Promise.resolve(copy.records);
+    loading ??= registry
+      .list()
+      .then(
+        (records) => {
+          copy = { records, at: now() };
+          return records;
+        },
+        (error: unknown) => {
+          if (copy !== undefined) return copy.records;
+          throw error;
+        },
+      )
+      .finally(() => {
+        loading = undefined;
+      });
+    return loading;
+  };
+}
