@@ -16,6 +16,7 @@ import {
   ConditionalCheckFailedException,
   GetItemCommand,
   PutItemCommand,
+  QueryCommand,
   UpdateItemCommand,
   type DynamoDBClient,
   type UpdateItemCommandInput,
@@ -166,6 +167,34 @@ export class DynamoDbLedger implements Ledger {
   async get(key: DeliveryKey): Promise<DeliveryRecord | undefined> {
     const record = await this.#read(key);
     return record === undefined || isExpired(record, this.#now()) ? undefined : record;
+  }
+
+  /**
+   * One strongly consistent Query on the partition key (the event ID), page by page: the table's
+   * sort key is the endpoint, so the rows come in endpoint order. An event has one row per endpoint
+   * it was routed to, so this reads a handful of rows, never a scan.
+   */
+  async deliveriesOf(eventId: string): Promise<DeliveryRecord[]> {
+    const records: DeliveryRecord[] = [];
+    let startKey: Item | undefined;
+    do {
+      const output = await this.#guard(eventId, () =>
+        this.#client.send(
+          new QueryCommand({
+            TableName: this.#tableName,
+            KeyConditionExpression: '#id = :id',
+            ExpressionAttributeNames: { '#id': W.eventId },
+            ExpressionAttributeValues: { ':id': { S: eventId } },
+            ConsistentRead: true,
+            ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
+          }),
+        ),
+      );
+      for (const item of output.Items ?? []) records.push(recordFromItem(item));
+      startKey = output.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    const nowMs = this.#now();
+    return records.filter((record) => !isExpired(record, nowMs));
   }
 
   /**

@@ -221,6 +221,14 @@ export interface Ledger {
   get(key: DeliveryKey): Promise<DeliveryRecord | undefined>;
 
   /**
+   * Every delivery of one event (one row per endpoint it was routed to), ordered by endpoint name,
+   * read consistently; rows past their expiry are left out as `get` leaves them out. Empty when
+   * the event has no row. For routing a message received again to the endpoints it already has rows
+   * for, and for the operator commands that work per event (`status`, `replay`).
+   */
+  deliveriesOf(eventId: string): Promise<DeliveryRecord[]>;
+
+  /**
    * Rows that need attention, from the sparse listing index (`listing.ts` says which): dead rows,
    * or pending rows that failed an attempt or were replayed; oldest entry into the listing first
    * unless `newestFirst`. Delivered rows are never listed. A page has a cursor exactly when more

@@ -118,6 +118,15 @@ export class MemoryLedger implements Ledger {
     return record === undefined || isExpired(record, this.#now()) ? undefined : record;
   }
 
+  async deliveriesOf(eventId: string): Promise<DeliveryRecord[]> {
+    const nowMs = this.#now();
+    return [...this.#rows.values()]
+      .filter((row) => row.eventId === eventId)
+      .map(toRecord)
+      .filter((record) => !isExpired(record, nowMs))
+      .sort((a, b) => (a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0));
+  }
+
   async countByState(state: ListedState): Promise<number> {
     const listed = checkListedState(state);
     return [...this.#rows.values()].filter((row) => row.listing?.state === listed).length;

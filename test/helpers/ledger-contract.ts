@@ -968,6 +968,86 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       });
     });
 
+    describe('Method: deliveriesOf', () => {
+      it("returns every delivery of one event, one per endpoint, in endpoint order, as get reads them; no other event's", async () => {
+        // Prepare: one event routed to three endpoints, each row in its own state, and a neighbour event.
+        const event = shipmentEvent('evt_fan');
+        await claim(event, { endpoint: 'warehouse' });
+        const billing = await claim(event, { endpoint: 'billing' });
+        await record(billing, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 100);
+        const crm = await claim(event, { endpoint: 'crm' });
+        await record(crm, ACCEPTED, { state: 'delivered' }, T0 + 100);
+        await claim(shipmentEvent('evt_fan_other'), { endpoint: 'billing' });
+        await claim(shipmentEvent('evt_fa'), { endpoint: 'billing' });
+
+        // Act
+        const deliveries = await ledger.deliveriesOf('evt_fan');
+
+        // Assess
+        expect(deliveries.map((d) => [d.endpoint, d.state])).toStrictEqual([
+          ['billing', 'dead'],
+          ['crm', 'delivered'],
+          ['warehouse', 'pending'],
+        ]);
+        expect(deliveries).toStrictEqual([
+          await ledger.get(key('evt_fan', 'billing')),
+          await ledger.get(key('evt_fan', 'crm')),
+          await ledger.get(key('evt_fan', 'warehouse')),
+        ]);
+      });
+
+      it('returns no deliveries for an event without rows', async () => {
+        await claim(shipmentEvent('evt_known'));
+
+        expect(await ledger.deliveriesOf('evt_unknown')).toStrictEqual([]);
+      });
+
+      it("includes an invalid message's row, which holds no event", async () => {
+        await ledger.admitInvalid(key('evt_fan_invalid'), 'not JSON', POLICY, T0, RETENTION_SECONDS);
+
+        const deliveries = await ledger.deliveriesOf('evt_fan_invalid');
+
+        expect(deliveries.map((d) => [d.endpoint, d.state, d.deadReason, d.body])).toStrictEqual([
+          [DEFAULT_ENDPOINT, 'dead', 'invalid', undefined],
+        ]);
+      });
+
+      it('leaves out a delivery past its expiry, as get does', async () => {
+        const event = shipmentEvent('evt_fan_expiry');
+        await claim(event, { endpoint: 'short', retentionSeconds: 60 });
+        await claim(event, { endpoint: 'long' });
+
+        clockMs = T0 + 59_999;
+        const before = await ledger.deliveriesOf('evt_fan_expiry');
+        clockMs = T0 + 60_000;
+        const after = await ledger.deliveriesOf('evt_fan_expiry');
+
+        expect(before.map((d) => d.endpoint)).toStrictEqual(['long', 'short']);
+        expect(after.map((d) => d.endpoint)).toStrictEqual(['long']);
+      });
+
+      it('reads its own writes at once: a replay just written shows', async () => {
+        const event = shipmentEvent('evt_fan_fresh');
+        const dying = await claim(event, { endpoint: 'a' });
+        await record(dying, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 100);
+
+        await ledger.replay({ ...key('evt_fan_fresh', 'a'), operator: 'ops', reason: 'fixed', nowMs: T0 + 200 });
+        const deliveries = await ledger.deliveriesOf('evt_fan_fresh');
+
+        expect(deliveries.map((d) => [d.endpoint, d.state, d.replays])).toStrictEqual([['a', 'pending', 1]]);
+      });
+
+      it('returns copies: changing one does not change the row', async () => {
+        await claim(shipmentEvent('evt_fan_copy'), { endpoint: 'a' });
+        const [copy] = (await ledger.deliveriesOf('evt_fan_copy')) as unknown as { attempts: number }[];
+        if (copy === undefined) throw new Error('no delivery');
+
+        copy.attempts = 99;
+
+        expect((await ledger.deliveriesOf('evt_fan_copy'))[0]?.attempts).toBe(1);
+      });
+    });
+
     describe('Method: listByState', () => {
       /** Rows whose first attempt failed, failures newest first by key, so listing order differs from key order. */
       async function failedRows(count: number): Promise<string[]> {
@@ -1149,7 +1229,7 @@ export async function deliverCopiesInOneBatch(ledger: Ledger, copies: number): P
       return { outcome: { kind: 'accepted', status: 200 }, durationMs: 20 };
     },
   };
-  const queue: DeliveryQueue = { retryAfter: async () => {}, deadLetter: async () => {}, enqueue: async () => {} };
+  const queue: DeliveryQueue = { retryAfter: async () => {}, deadLetter: async () => {}, enqueue: async () => {}, fanOut: async () => {} };
   const write = () => {};
   const response = await processBatch(
     Array.from({ length: copies }, () => sqsRecord(body)),

@@ -331,6 +331,68 @@ describe('DynamoDbLedger on dynalite', () => {
     });
   });
 
+  describe('Method: deliveriesOf on the store', () => {
+    /** The input of every Query the ledger's client sent during the test. */
+    let queries: Record<string, unknown>[];
+
+    beforeEach(() => {
+      queries = [];
+      client.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (context.commandName === 'QueryCommand') queries.push({ ...(args.input as Record<string, unknown>) });
+          return next(args);
+        },
+        { step: 'initialize', name: 'captureQueries' },
+      );
+    });
+
+    afterEach(() => {
+      client.middlewareStack.remove('captureQueries');
+    });
+
+    it("reads an event's deliveries with one strongly consistent Query on the partition key, no scan and no index", async () => {
+      const event = shipmentEvent('evt_fan_query');
+      for (const endpoint of ['b', 'a', 'c']) await ledger.claim({ ...claimInput('evt_fan_query', { endpoint }), event });
+      counter.reset();
+
+      const deliveries = await ledger.deliveriesOf('evt_fan_query');
+
+      expect(deliveries.map((d) => d.endpoint)).toStrictEqual(['a', 'b', 'c']);
+      expect(counter.counts()).toStrictEqual({ Query: 1 });
+      expect(queries).toHaveLength(1);
+      expect(queries[0]).toMatchObject({ TableName: tableName, ConsistentRead: true, KeyConditionExpression: '#id = :id' });
+      expect(queries[0]?.IndexName).toBeUndefined();
+    });
+
+    it('follows the Query past its 1 MB page: five deliveries of the largest event', async () => {
+      // Prepare: five rows of 256 KB bodies, more than one Query page holds.
+      const base = shipmentEvent('evt_fan_big', { data: { note: '' } }).body.length;
+      const fields = { data: { note: 'x'.repeat(MAX_PAYLOAD_LIMIT_BYTES - base) } };
+      const parsed = parseEvent(JSON.stringify({ ...JSON.parse(shipmentEvent('evt_fan_big').body), ...fields }), MAX_PAYLOAD_LIMIT_BYTES);
+      if (!parsed.ok) throw parsed.error;
+      const endpoints = ['e1', 'e2', 'e3', 'e4', 'e5'];
+      for (const endpoint of endpoints) await ledger.claim({ ...claimInput('evt_fan_big', { endpoint }), event: parsed.value });
+      counter.reset();
+
+      // Act
+      const deliveries = await ledger.deliveriesOf('evt_fan_big');
+
+      // Assess
+      expect(deliveries.map((d) => d.endpoint)).toStrictEqual(endpoints);
+      expect(deliveries.every((d) => d.body === parsed.value.body)).toBe(true);
+      expect(counter.counts().Query).toBeGreaterThan(1);
+    });
+
+    it('fails as unavailable, naming the event, when the table cannot be read', async () => {
+      const missing = new DynamoDbLedger({ client: documents, tableName: 'no-such-ledger', now: () => T0 });
+
+      const error = await rejectionOf(missing.deliveriesOf('evt_fan_gone'), LedgerUnavailableError);
+
+      expect(error.message).toContain('evt_fan_gone');
+      expect(error.cause).toBeInstanceOf(ResourceNotFoundException);
+    });
+  });
+
   describe('Errors', () => {
     it('surfaces refused conditions as domain errors, never as SDK errors', async () => {
       const claimed = await ledger.claim(claimInput('evt_domain'));
