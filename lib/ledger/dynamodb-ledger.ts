@@ -41,7 +41,7 @@ import {
   type RecordAttemptInput,
   type ReplayInput,
 } from './ledger';
-import { checkListedState, comesAfter, type ListedState, decodeCursor, encodeCursor, shardKey } from './listing';
+import { checkListedState, comesAfter, type ListedState, decodeCursor, encodeCursor, shardKey, windowRange } from './listing';
 import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, isExpired, missingRow, newToken, readRecord } from './rows';
 import { admitInvalidChanges, applyChanges, claimChanges, newRow, type ChangeableRow } from './transitions';
 import type { RetryPolicy } from '../policy';
@@ -199,7 +199,8 @@ export class DynamoDbLedger implements Ledger {
 
   /**
    * A page of one listing: each shard's next `limit + 1` index entries after the cursor (keys
-   * only), merged in order, the first `limit` read whole from the table. One more than a page per
+   * only; within the window and of the endpoint when asked), merged in order, the first `limit`
+   * read whole from the table. One more than a page per
    * shard tells exactly whether anything follows. Rows gone, expired or no longer in the listed
    * state (the index is eventually consistent) are left out, so a page may hold fewer.
    */
@@ -208,9 +209,13 @@ export class DynamoDbLedger implements Ledger {
     const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
     const newestFirst = options.newestFirst === true;
     const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, listed, newestFirst);
+    const window = windowRange(options.sinceMs, options.untilMs);
+    const { endpoint } = options;
     const shards = Array.from({ length: INDEX.shards }, (_, shard) => shardKey(listed, shard));
     const query = (shard: string) =>
-      this.#guard(`${listed} rows`, () => queryShard(this.#client, this.#tableName, { shard, after, newestFirst, limit: limit + 1 }));
+      this.#guard(`${listed} rows`, () =>
+        queryShard(this.#client, this.#tableName, { shard, after, window, endpoint, newestFirst, limit: limit + 1 }),
+      );
     const entries = (await Promise.all(shards.map(query))).flat();
     entries.sort((a, b) => (comesAfter(a.sort, b.sort, newestFirst) ? 1 : -1));
     const page = entries.slice(0, limit);

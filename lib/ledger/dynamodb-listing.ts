@@ -7,6 +7,7 @@ import { BatchGetItemCommand, QueryCommand, type BatchGetItemCommandOutput, type
 import { keyItem, recordFromItem, type Item } from './dynamodb-item';
 import { LEDGER_SCHEMA, WIRE_NAMES } from './dynamodb-schema';
 import type { DeliveryKey, DeliveryRecord } from './ledger';
+import { rangeAfter, type SortRange } from './listing';
 
 const INDEX = LEDGER_SCHEMA.listingIndex;
 /** BatchGetItem's limit. */
@@ -21,27 +22,75 @@ export interface ShardQuery {
   readonly shard: string;
   /** The sort position to start after (exclusive), in the listing's order. */
   readonly after: string | undefined;
+  /** The listing times asked for (`windowRange`); the whole listing when empty. */
+  readonly window?: SortRange;
+  /** Only entries of this endpoint's rows (the index holds each row's key). */
+  readonly endpoint?: string;
   readonly newestFirst: boolean;
   readonly limit: number;
 }
 
+/** Entries examined per request at most when a filter may leave most of them out. */
+const MAX_EXAMINED_PER_REQUEST = 1000;
+
+/**
+ * A shard's next `limit` entries in the listing's order, past `after`, within the window and of
+ * the endpoint. The window and the position are the key condition (one range of the sort key:
+ * inclusive, so the entry at `after` itself is dropped here); the endpoint is a filter on the
+ * entries' table key, applied by the store after it reads them, so a request may return fewer than
+ * it examined: then the next one examines more, up to MAX_EXAMINED_PER_REQUEST.
+ */
 export async function queryShard(client: DynamoDBClient, tableName: string, query: ShardQuery): Promise<ShardEntry[]> {
-  const { shard, after, newestFirst, limit } = query;
-  const output = await client.send(
-    new QueryCommand({
-      TableName: tableName,
-      IndexName: INDEX.name,
-      KeyConditionExpression: after === undefined ? '#k = :k' : `#k = :k AND #s ${newestFirst ? '<' : '>'} :after`,
-      ExpressionAttributeNames: { '#k': INDEX.partitionKey, ...(after === undefined ? {} : { '#s': INDEX.sortKey }) },
-      ExpressionAttributeValues: { ':k': { S: shard }, ...(after === undefined ? {} : { ':after': { S: after } }) },
-      ScanIndexForward: !newestFirst,
-      Limit: limit,
-    }),
-  );
-  return (output.Items ?? []).map((item) => ({
-    sort: item[INDEX.sortKey]?.S ?? '',
-    key: { eventId: item[WIRE_NAMES.eventId]?.S ?? '', endpoint: item[WIRE_NAMES.endpoint]?.S ?? '' },
-  }));
+  const { shard, after, newestFirst, limit, endpoint } = query;
+  const range = rangeAfter(query.window ?? {}, after, newestFirst);
+  const names: Record<string, string> = { '#k': INDEX.partitionKey };
+  const values: Item = { ':k': { S: shard } };
+  let condition = '#k = :k';
+  if (range.from !== undefined || range.to !== undefined) names['#s'] = INDEX.sortKey;
+  if (range.from !== undefined && range.to !== undefined) {
+    // An empty range (a cursor past the window's end) reads nothing.
+    if (range.from > range.to) return [];
+    condition += ' AND #s BETWEEN :from AND :to';
+    values[':from'] = { S: range.from };
+    values[':to'] = { S: range.to };
+  } else if (range.from !== undefined) {
+    condition += ' AND #s >= :from';
+    values[':from'] = { S: range.from };
+  } else if (range.to !== undefined) {
+    condition += ' AND #s <= :to';
+    values[':to'] = { S: range.to };
+  }
+  if (endpoint !== undefined) {
+    names['#e'] = WIRE_NAMES.endpoint;
+    values[':e'] = { S: endpoint };
+  }
+
+  const entries: ShardEntry[] = [];
+  let startKey: Item | undefined;
+  let examine = limit + 1;
+  do {
+    const output = await client.send(
+      new QueryCommand({
+        TableName: tableName,
+        IndexName: INDEX.name,
+        KeyConditionExpression: condition,
+        ...(endpoint === undefined ? {} : { FilterExpression: '#e = :e' }),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ScanIndexForward: !newestFirst,
+        Limit: examine,
+        ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
+      }),
+    );
+    for (const item of output.Items ?? []) {
+      const sort = item[INDEX.sortKey]?.S ?? '';
+      if (sort === after) continue;
+      entries.push({ sort, key: { eventId: item[WIRE_NAMES.eventId]?.S ?? '', endpoint: item[WIRE_NAMES.endpoint]?.S ?? '' } });
+    }
+    startKey = output.LastEvaluatedKey;
+    examine = Math.min(examine * 4, MAX_EXAMINED_PER_REQUEST);
+  } while (startKey !== undefined && entries.length < limit);
+  return entries.slice(0, limit);
 }
 
 /** One shard's entries, counted by the store (`Select: COUNT`), page by page. */

@@ -165,6 +165,15 @@ export interface ListOptions {
   /** From the page before; it must come from a listing in the same state and order. */
   readonly cursor?: string;
   readonly newestFirst?: boolean;
+  /**
+   * Only the rows of this endpoint. Chosen from the index entries, which hold the row's key, so
+   * rows of other endpoints are never read; pages and cursors work as without it.
+   */
+  readonly endpoint?: string;
+  /** Only rows that entered the listing at or after this epoch ms (dead rows: died then or later). */
+  readonly sinceMs?: number;
+  /** Only rows that entered the listing before this epoch ms. */
+  readonly untilMs?: number;
 }
 
 export interface Ledger {
@@ -231,9 +240,11 @@ export interface Ledger {
   /**
    * Rows that need attention, from the sparse listing index (`listing.ts` says which): dead rows,
    * or pending rows that failed an attempt or were replayed; oldest entry into the listing first
-   * unless `newestFirst`. Delivered rows are never listed. A page has a cursor exactly when more
-   * rows follow it.
-   * @throws RangeError for a cursor this ledger did not issue for the same listing and order.
+   * unless `newestFirst`; of one endpoint and within a window of listing times when asked (the
+   * window is a range of the index's sort key, read as such). Delivered rows are never listed. A
+   * page has a cursor exactly when more rows follow it.
+   * @throws RangeError for a cursor this ledger did not issue for the same listing and order, or
+   * an empty or malformed window.
    */
   listByState(state: ListedState, options?: ListOptions): Promise<Page>;
 

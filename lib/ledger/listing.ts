@@ -76,6 +76,53 @@ export function decodeCursor(cursor: string, state: ListedState, newestFirst: bo
   return p.after;
 }
 
+/**
+ * A listing's range of sort positions, both ends inclusive: rows that entered the listing in
+ * [sinceMs, untilMs) (for dead rows, the time they died). A position is 13 digits of epoch ms, a
+ * space and the key, whose characters all sort above the space and below `~`: so every position
+ * of a millisecond lies between its digits and its digits followed by `~`.
+ */
+export interface SortRange {
+  readonly from?: string;
+  readonly to?: string;
+}
+
+/** @throws RangeError for a bound that is not a whole epoch ms, or an empty window. */
+export function windowRange(sinceMs: number | undefined, untilMs: number | undefined): SortRange {
+  for (const [name, value] of [
+    ['sinceMs', sinceMs],
+    ['untilMs', untilMs],
+  ] as const) {
+    if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0 && value < 1e13)) {
+      throw new RangeError(`${name} must be a whole epoch ms from 0 to 13 digits, not ${value}`);
+    }
+  }
+  if (sinceMs !== undefined && untilMs !== undefined && untilMs <= sinceMs) {
+    throw new RangeError(`untilMs (${untilMs}) must come after sinceMs (${sinceMs})`);
+  }
+  return {
+    ...(sinceMs === undefined ? {} : { from: String(sinceMs).padStart(13, '0') }),
+    ...(untilMs === undefined ? {} : { to: `${String(untilMs - 1).padStart(13, '0')}~` }),
+  };
+}
+
+/**
+ * The range left to read: the window, narrowed by the cursor's position. The position itself is
+ * included (ranges are inclusive), so the reader drops the one entry at it (`isPast`).
+ */
+export function rangeAfter(window: SortRange, after: string | undefined, newestFirst: boolean): SortRange {
+  if (after === undefined) return window;
+  if (newestFirst) return { ...window, to: window.to === undefined || after < window.to ? after : window.to };
+  return { ...window, from: window.from === undefined || after > window.from ? after : window.from };
+}
+
+/** Whether a sort position lies in the range and past the cursor's position (if any). */
+export function inRange(sort: string, range: SortRange, after: string | undefined, newestFirst: boolean): boolean {
+  if (range.from !== undefined && sort < range.from) return false;
+  if (range.to !== undefined && sort > range.to) return false;
+  return after === undefined || comesAfter(sort, after, newestFirst);
+}
+
 /** Whether sort position `a` comes after `b` in the listing's order. */
 export function comesAfter(a: string, b: string, newestFirst: boolean): boolean {
   return newestFirst ? a < b : a > b;

@@ -20,7 +20,7 @@ import type {
   RecordAttemptInput,
   ReplayInput,
 } from './ledger';
-import { checkListedState, comesAfter, decodeCursor, encodeCursor, type ListedState } from './listing';
+import { checkListedState, comesAfter, decodeCursor, encodeCursor, inRange, windowRange, type ListedState } from './listing';
 import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, holdsNoEvent, isExpired, missingRow, newToken, readRecord } from './rows';
 import {
   admitInvalidChanges,
@@ -137,8 +137,15 @@ export class MemoryLedger implements Ledger {
     const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
     const newestFirst = options.newestFirst === true;
     const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, listed, newestFirst);
+    const range = windowRange(options.sinceMs, options.untilMs);
+    const { endpoint } = options;
     const entries = [...this.#rows.values()]
-      .filter((row) => row.listing?.state === listed && (after === undefined || comesAfter(row.listing.sort, after, newestFirst)))
+      .filter(
+        (row) =>
+          row.listing?.state === listed &&
+          (endpoint === undefined || row.endpoint === endpoint) &&
+          inRange(row.listing.sort, range, after, newestFirst),
+      )
       .sort((a, b) => (comesAfter(a.listing?.sort ?? '', b.listing?.sort ?? '', newestFirst) ? 1 : -1));
     const page = entries.slice(0, limit);
     // Like the DynamoDB listing: rows no longer in the listed state or expired are left out.

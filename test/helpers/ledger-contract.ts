@@ -22,6 +22,7 @@ import {
   type ClaimInput,
   type DeliveryRecord,
   type Ledger,
+  type ListOptions,
 } from '../../lib/ledger/ledger';
 import { processBatch } from '../../lib/batch';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
@@ -1192,6 +1193,76 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(await ledger.countByState('pending')).toBe(3);
         expect(await ledger.countByState('dead')).toBe(2);
         await rejectionOf(ledger.countByState('delivered' as 'dead'), RangeError);
+      });
+
+      /** A dead row of `endpoint`, died at `atMs`. */
+      async function deadAt(id: string, endpoint: string, atMs: number): Promise<void> {
+        const claimed = await claim(shipmentEvent(id), { endpoint, nowMs: atMs - 100 });
+        await record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, atMs);
+      }
+
+      /** Every page of a listing, with the options given, each page's records' keys. */
+      async function allPages(state: 'pending' | 'dead', options: Omit<ListOptions, 'cursor'>): Promise<string[][]> {
+        const pages: string[][] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await ledger.listByState(state, { ...options, cursor });
+          pages.push(page.records.map((r) => `${r.eventId}@${r.endpoint}`));
+          cursor = page.cursor;
+        } while (cursor !== undefined);
+        return pages;
+      }
+
+      it("lists one endpoint's rows only when asked, page by page, none lost or repeated, in order", async () => {
+        // Prepare: dead rows of two endpoints, interleaved in time; an event dead at both.
+        for (let i = 0; i < 7; i++) await deadAt(`evt_ep_${i}`, i % 3 === 0 ? 'billing' : 'warehouse', T0 + 1000 * i);
+        await deadAt('evt_ep_both', 'billing', T0 + 10_000);
+        await deadAt('evt_ep_both', 'warehouse', T0 + 10_000);
+
+        // Act
+        const billing = await allPages('dead', { endpoint: 'billing', limit: 2 });
+        const warehouse = await allPages('dead', { endpoint: 'warehouse', limit: 3 });
+        const nobody = await ledger.listByState('dead', { endpoint: 'nobody' });
+        const newest = await ledger.listByState('dead', { endpoint: 'billing', limit: 2, newestFirst: true });
+
+        // Assess
+        expect(billing).toStrictEqual([['evt_ep_0@billing', 'evt_ep_3@billing'], ['evt_ep_6@billing', 'evt_ep_both@billing']]);
+        expect(warehouse).toStrictEqual([
+          ['evt_ep_1@warehouse', 'evt_ep_2@warehouse', 'evt_ep_4@warehouse'],
+          ['evt_ep_5@warehouse', 'evt_ep_both@warehouse'],
+        ]);
+        expect(nobody).toStrictEqual({ records: [] });
+        expect(newest.records.map((r) => r.eventId)).toStrictEqual(['evt_ep_both', 'evt_ep_6']);
+        expect(newest.cursor).toEqual(expect.any(String));
+      });
+
+      it('lists the rows that entered the listing within a window: since inclusive, until exclusive, page by page', async () => {
+        // Prepare: dead rows dying a second apart, two of them in the same millisecond.
+        for (let i = 0; i < 6; i++) await deadAt(`evt_win_${i}`, 'billing', T0 + 1000 * i);
+        await deadAt('evt_win_2b', 'billing', T0 + 2000);
+        await deadAt('evt_win_other', 'warehouse', T0 + 3000);
+
+        // Act
+        const window = await allPages('dead', { sinceMs: T0 + 2000, untilMs: T0 + 5000, limit: 2 });
+        const since = await allPages('dead', { endpoint: 'billing', sinceMs: T0 + 4000, limit: 1 });
+        const until = await allPages('dead', { endpoint: 'billing', untilMs: T0 + 1000 });
+        const newest = await allPages('dead', { endpoint: 'billing', sinceMs: T0 + 1000, untilMs: T0 + 3000, limit: 2, newestFirst: true });
+
+        // Assess
+        expect(window).toStrictEqual([
+          ['evt_win_2@billing', 'evt_win_2b@billing'],
+          ['evt_win_3@billing', 'evt_win_other@warehouse'],
+          ['evt_win_4@billing'],
+        ]);
+        expect(since).toStrictEqual([['evt_win_4@billing'], ['evt_win_5@billing']]);
+        expect(until).toStrictEqual([['evt_win_0@billing']]);
+        expect(newest).toStrictEqual([['evt_win_2b@billing', 'evt_win_2@billing'], ['evt_win_1@billing']]);
+      });
+
+      it('refuses an empty or malformed window', async () => {
+        await rejectionOf(ledger.listByState('dead', { sinceMs: T0, untilMs: T0 }), RangeError);
+        await rejectionOf(ledger.listByState('dead', { sinceMs: -1 }), RangeError);
+        await rejectionOf(ledger.listByState('dead', { untilMs: 1.5 }), RangeError);
       });
 
       it('refuses a cursor it did not issue for the same listing and order, and refuses to list delivered rows', async () => {

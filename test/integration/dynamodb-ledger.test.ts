@@ -393,6 +393,40 @@ describe('DynamoDbLedger on dynalite', () => {
     });
   });
 
+  describe('Method: listByState of one endpoint on the store', () => {
+    it("finds a rare endpoint's rows among many, reading more index entries per request as it goes, and only those rows", async () => {
+      // Prepare: 80 dead rows of a busy endpoint and 3 of a rare one, written as the consumer writes them.
+      const dieAt = async (eventId: string, endpoint: string, atMs: number) => {
+        const claimed = await ledger.claim(claimInput(eventId, { endpoint, nowMs: atMs - 10 }));
+        await ledger.recordAttempt({
+          eventId,
+          endpoint,
+          claimToken: claimed.claimToken,
+          attempt: { attempt: 1, at: atMs - 10, outcome: 'rejected', status: 400, durationMs: 5 },
+          outcome: { kind: 'rejected', status: 400 },
+          next: { state: 'dead', reason: 'rejected', detail: 'rejected (400)' },
+          nowMs: atMs,
+        });
+      };
+      for (let i = 0; i < 80; i++) await dieAt(`evt_busy_${String(i).padStart(2, '0')}`, 'busy', T0 + i);
+      for (const [i, id] of ['evt_rare_a', 'evt_rare_b', 'evt_rare_c'].entries()) await dieAt(id, 'rare', T0 + 20 * i + 5);
+      counter.reset();
+
+      // Act
+      const first = await ledger.listByState('dead', { endpoint: 'rare', limit: 2 });
+      const firstCounts = counter.counts();
+      const second = await ledger.listByState('dead', { endpoint: 'rare', limit: 2, cursor: first.cursor });
+
+      // Assess
+      expect(first.records.map((r) => r.eventId)).toStrictEqual(['evt_rare_a', 'evt_rare_b']);
+      expect(second.records.map((r) => r.eventId)).toStrictEqual(['evt_rare_c']);
+      expect(second.cursor).toBeUndefined();
+      // Each of the 16 shards holds about five busy entries: some needed a second, larger request.
+      expect(firstCounts.Query).toBeGreaterThan(16);
+      expect(firstCounts.BatchGetItem).toBe(1);
+    });
+  });
+
   describe('Errors', () => {
     it('surfaces refused conditions as domain errors, never as SDK errors', async () => {
       const claimed = await ledger.claim(claimInput('evt_domain'));
