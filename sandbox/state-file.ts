@@ -11,6 +11,7 @@ import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, ren
 import { isIPv4 } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { basename, dirname, isAbsolute, join } from 'node:path';
+import { deploymentFromJson, type DeploymentSettingsJson } from '../lib/endpoints/endpoint';
 
 /**
  * The region and credentials of every client aimed at the sandbox (its own, the consumer's, the
@@ -30,6 +31,13 @@ export interface SandboxState {
   readonly receiverUrl: string;
   /** The largest message body the sandbox's consumer accepts (`HANDOFF_PAYLOAD_LIMIT_BYTES`). */
   readonly payloadLimitBytes: number;
+  /**
+   * The endpoint registry's table (docs/contract.md §11). Absent in the state file of a sandbox
+   * started before the registry: the endpoint commands then say the target names no registry.
+   */
+  readonly endpointsTable?: string;
+  /** The settings an endpoint's defaults and limits come from (`deploymentToJson`); absent as above. */
+  readonly deployment?: DeploymentSettingsJson;
 }
 
 /** The fields whose URLs the CLI connects to, or that name where its messages go: loopback only. */
@@ -184,6 +192,19 @@ export function parseSandboxState(path: string, text: string): SandboxState {
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit <= 0) {
     throw new SandboxStateError('sandbox-state-invalid', path, 'has no payloadLimitBytes (a whole number of bytes)');
   }
+  const endpointsTable = fields.endpointsTable;
+  if (endpointsTable !== undefined && (typeof endpointsTable !== 'string' || endpointsTable === '')) {
+    throw new SandboxStateError('sandbox-state-invalid', path, 'has an endpointsTable that is not a table name');
+  }
+  const deployment = fields.deployment;
+  if (deployment !== undefined) {
+    try {
+      deploymentFromJson(deployment, 'its deployment');
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      throw new SandboxStateError('sandbox-state-invalid', path, `has a deployment that ${error.message.replace(/^its deployment /, '')}`, { cause: error });
+    }
+  }
   const state: SandboxState = {
     sqsEndpoint: fields.sqsEndpoint as string,
     dynamodbEndpoint: fields.dynamodbEndpoint as string,
@@ -192,6 +213,8 @@ export function parseSandboxState(path: string, text: string): SandboxState {
     ledgerTable: fields.ledgerTable as string,
     receiverUrl: fields.receiverUrl as string,
     payloadLimitBytes: limit,
+    ...(endpointsTable !== undefined ? { endpointsTable } : {}),
+    ...(deployment !== undefined ? { deployment: deployment as DeploymentSettingsJson } : {}),
   };
   return state;
 }

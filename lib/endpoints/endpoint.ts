@@ -8,6 +8,7 @@
 import { SHIPMENT_STATUSES, type ShipmentEvent } from '../event';
 import { checkEndpoint, ConfigError, validateSettings, type SettingNames, type Settings } from '../config';
 import { MAX_WAIT_SECONDS, retryPolicy, type RetryPolicy } from '../policy';
+import { createSigner, SigningSecretError } from '../webhook/signing-secret';
 
 /** The endpoint of the single-URL settings (`HANDOFF_WEBHOOK_URL`, the construct's `webhookUrl`). */
 export const DEFAULT_ENDPOINT_NAME = 'default';
@@ -24,6 +25,8 @@ const MATCH_KEY = /^(shipmentId|status|data(\.[A-Za-z0-9_-]{1,64}){1,8})$/;
 const MAX_MATCH_KEYS = 16;
 const MAX_MATCH_VALUES = 64;
 const MAX_ENDPOINT_RETENTION_SECONDS = 366 * 24 * 60 * 60;
+/** A Secrets Manager secret's ARN, in any partition (aws, aws-cn, aws-us-gov). */
+const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}$/;
 
 export type Recovery = (typeof RECOVERIES)[number];
 export type Ordering = (typeof ORDERINGS)[number];
@@ -154,7 +157,7 @@ export function parseEndpointFields(input: unknown): EndpointFields {
     throw new EndpointError(name, field, problem);
   };
   for (const key of Object.keys(raw)) {
-    if (!(FIELD_NAMES as readonly string[]).includes(key)) fail(key, `is not an endpoint field (fields: ${FIELD_NAMES.join(', ')})`);
+    if (!(FIELD_NAMES as readonly string[]).includes(key)) fail(key.slice(0, 64), `is not an endpoint field (fields: ${FIELD_NAMES.join(', ')})`);
   }
   if (typeof raw.url !== 'string' || raw.url.length === 0) fail('url', 'must be an absolute https URL');
   const eventTypes = raw.eventTypes;
@@ -167,8 +170,18 @@ export function parseEndpointFields(input: unknown): EndpointFields {
   const fields: Record<string, unknown> = { name, url: raw.url, eventTypes: [...new Set(eventTypes as string[])] };
   if (raw.match !== undefined) fields.match = parseMatch(raw.match, fail);
   if (raw.secret !== undefined) {
-    if (typeof raw.secret !== 'string' || !(raw.secret.startsWith('whsec_') || raw.secret.startsWith('arn:'))) {
+    if (typeof raw.secret !== 'string' || !(raw.secret.startsWith('whsec_') || SECRET_ARN.test(raw.secret))) {
       fail('secret', 'must be a whsec_… signing secret or the ARN of a Secrets Manager secret holding one (the value is not shown)');
+    }
+    // A value that cannot sign would fail every attempt: refused here, by the signer itself.
+    const secret = raw.secret as string;
+    if (secret.startsWith('whsec_')) {
+      try {
+        createSigner(secret);
+      } catch (error) {
+        if (error instanceof SigningSecretError) fail('secret', `${error.message} (the value is not shown)`);
+        throw error;
+      }
     }
     fields.secret = raw.secret;
   }
@@ -243,8 +256,10 @@ export function resolveEndpoint(
       : deployment.retryPolicy;
   if (policy !== deployment.retryPolicy || f.receiverRetentionSeconds !== undefined) {
     // The deployment's own rules (lib/config.ts), applied to this endpoint's policy, naming its fields.
+    // With the deployment's attempt timeout: the queue's visibility timeout, which bounds how long a
+    // message can stay in flight, is built on it, whatever shorter timeout this endpoint's requests use.
     try {
-      validateSettings(settingsShape({ ...deployment, retryPolicy: policy, attemptTimeoutMs, receiverRetentionSeconds: f.receiverRetentionSeconds }), FIELD_NAMES_AS_SETTINGS);
+      validateSettings(settingsShape({ ...deployment, retryPolicy: policy, receiverRetentionSeconds: f.receiverRetentionSeconds }), FIELD_NAMES_AS_SETTINGS);
     } catch (error) {
       if (error instanceof ConfigError) fail(error.variable, error.message.slice(error.variable.length + 1));
       throw error;

@@ -29,8 +29,11 @@ export interface EndpointRegistry {
 export class EndpointNotFoundError extends Error {
   override readonly name = 'EndpointNotFoundError';
   readonly code = 'endpoint-not-found';
-  constructor(readonly endpoint: string) {
-    super(`no endpoint named ${JSON.stringify(endpoint)}`);
+  constructor(
+    readonly endpoint: string,
+    options?: ErrorOptions,
+  ) {
+    super(`no endpoint named ${JSON.stringify(endpoint)}`, options);
   }
 }
 
@@ -40,8 +43,25 @@ export class EndpointConflictError extends Error {
   constructor(
     readonly endpoint: string,
     problem: string,
+    options?: ErrorOptions,
   ) {
-    super(`endpoint ${JSON.stringify(endpoint)} ${problem}`);
+    super(`endpoint ${JSON.stringify(endpoint)} ${problem}`, options);
+  }
+}
+
+/**
+ * The registry's table could not be used: unreachable, throttled, missing, or holding an item this
+ * code cannot read (`registry-item-invalid`: written by hand, or by a newer version). The message
+ * names the table, the operation and the endpoint, never a secret.
+ */
+export class EndpointRegistryError extends Error {
+  override readonly name = 'EndpointRegistryError';
+  constructor(
+    readonly code: 'registry-unavailable' | 'registry-item-invalid',
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
   }
 }
 

@@ -1,0 +1,246 @@
+/**
+ * The endpoint registry on DynamoDB (docs/contract.md §11): one item per endpoint in a table keyed
+ * by `name` (registry-schema.ts), every change one conditional write, so two operators never lose
+ * each other's changes: `add` only where no endpoint has the name, `update` only while the item is
+ * the one its caller read (`updatedAt`), `setState` and `remove` only where it exists.
+ *
+ * Fields are stored as given (after `parseEndpointFields`), the secret too: a `whsec_…` value or the
+ * ARN of a Secrets Manager secret. Reads are consistent and check every item the same way, so the
+ * consumer and the command never act on an item they cannot read. A refused condition becomes
+ * `EndpointNotFoundError` or `EndpointConflictError`; any other store failure
+ * `EndpointRegistryError`. Nothing above this file sees an SDK error type.
+ */
+import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  ScanCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { ENDPOINT_STATES, EndpointError, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
+import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError, type EndpointRegistry } from './registry';
+import { REGISTRY_SCHEMA } from './registry-schema';
+
+export interface DynamoDbEndpointRegistryOptions {
+  /** A DynamoDB client; a plain one is wrapped in a document client. */
+  readonly client: DynamoDBDocumentClient | DynamoDBClient;
+  readonly tableName: string;
+}
+
+const A = REGISTRY_SCHEMA.attributes;
+const KEY = REGISTRY_SCHEMA.partitionKey;
+/** Expression names, the same in every write. */
+const NAMES = {
+  '#name': KEY,
+  '#fields': A.fields,
+  '#state': A.state,
+  '#stateChange': A.stateChange,
+  '#updatedAt': A.updatedAt,
+} as const;
+
+type Item = Record<string, unknown>;
+
+export class DynamoDbEndpointRegistry implements EndpointRegistry {
+  readonly #client: DynamoDBDocumentClient;
+  readonly #tableName: string;
+
+  constructor(options: DynamoDbEndpointRegistryOptions) {
+    this.#client =
+      options.client instanceof DynamoDBDocumentClient
+        ? options.client
+        : DynamoDBDocumentClient.from(options.client, { marshallOptions: { removeUndefinedValues: true } });
+    this.#tableName = options.tableName;
+  }
+
+  async list(): Promise<EndpointRecord[]> {
+    const records: EndpointRecord[] = [];
+    let startKey: Item | undefined;
+    do {
+      const page = await this.#guard('list endpoints', () =>
+        this.#client.send(new ScanCommand({ TableName: this.#tableName, ConsistentRead: true, ExclusiveStartKey: startKey })),
+      );
+      for (const item of page.Items ?? []) records.push(this.#recordFrom(item));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return records.sort((a, b) => (a.fields.name < b.fields.name ? -1 : a.fields.name > b.fields.name ? 1 : 0));
+  }
+
+  async get(name: string): Promise<EndpointRecord | undefined> {
+    const { Item } = await this.#guard(`read endpoint ${JSON.stringify(name)}`, () =>
+      this.#client.send(new GetCommand({ TableName: this.#tableName, Key: { [KEY]: name }, ConsistentRead: true })),
+    );
+    return Item === undefined ? undefined : this.#recordFrom(Item);
+  }
+
+  async add(fields: EndpointFields, nowMs: number): Promise<EndpointRecord> {
+    const checked = parseEndpointFields(fields);
+    const record: EndpointRecord = { fields: checked, state: 'enabled', createdAt: nowMs, updatedAt: nowMs };
+    try {
+      await this.#guard(`add endpoint ${JSON.stringify(checked.name)}`, () =>
+        this.#client.send(
+          new PutCommand({
+            TableName: this.#tableName,
+            Item: itemOf(record),
+            ConditionExpression: 'attribute_not_exists(#name)',
+            ExpressionAttributeNames: { '#name': NAMES['#name'] },
+          }),
+        ),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        throw new EndpointConflictError(checked.name, 'already exists: change it with endpoint update, or remove it first', { cause: error });
+      }
+      throw error;
+    }
+    return record;
+  }
+
+  async update(fields: EndpointFields, expectedUpdatedAt: number, nowMs: number): Promise<EndpointRecord> {
+    const checked = parseEndpointFields(fields);
+    // Strictly later than the version read, so two updates within one millisecond still differ.
+    const updatedAt = Math.max(nowMs, expectedUpdatedAt + 1);
+    const subject = `update endpoint ${JSON.stringify(checked.name)}`;
+    try {
+      const { Attributes } = await this.#guard(subject, () =>
+        this.#client.send(
+          new UpdateCommand({
+            TableName: this.#tableName,
+            Key: { [KEY]: checked.name },
+            UpdateExpression: 'SET #fields = :fields, #updatedAt = :updatedAt',
+            ConditionExpression: 'attribute_exists(#name) AND #updatedAt = :expected',
+            ExpressionAttributeNames: { '#name': NAMES['#name'], '#fields': NAMES['#fields'], '#updatedAt': NAMES['#updatedAt'] },
+            ExpressionAttributeValues: { ':fields': checked, ':updatedAt': updatedAt, ':expected': expectedUpdatedAt },
+            ReturnValues: 'ALL_NEW',
+          }),
+        ),
+      );
+      return this.#recordFrom(Attributes ?? {});
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const current = await this.get(checked.name);
+      if (current === undefined) throw new EndpointNotFoundError(checked.name, { cause: error });
+      throw new EndpointConflictError(
+        checked.name,
+        `changed since it was read (updated at ${new Date(current.updatedAt).toISOString()}): read it again and retry`,
+        { cause: error },
+      );
+    }
+  }
+
+  async setState(name: string, state: EndpointRecord['state'], change: StateChange): Promise<EndpointRecord> {
+    if (!(ENDPOINT_STATES as readonly string[]).includes(state)) throw new RangeError(`state must be one of ${ENDPOINT_STATES.join(', ')}`);
+    const stateChange: StateChange = { by: change.by, reason: change.reason, at: change.at };
+    try {
+      const { Attributes } = await this.#guard(`set the state of endpoint ${JSON.stringify(name)}`, () =>
+        this.#client.send(
+          new UpdateCommand({
+            TableName: this.#tableName,
+            Key: { [KEY]: name },
+            UpdateExpression: 'SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt',
+            ConditionExpression: 'attribute_exists(#name)',
+            ExpressionAttributeNames: {
+              '#name': NAMES['#name'],
+              '#state': NAMES['#state'],
+              '#stateChange': NAMES['#stateChange'],
+              '#updatedAt': NAMES['#updatedAt'],
+            },
+            ExpressionAttributeValues: { ':state': state, ':stateChange': stateChange, ':updatedAt': change.at },
+            ReturnValues: 'ALL_NEW',
+          }),
+        ),
+      );
+      return this.#recordFrom(Attributes ?? {});
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw new EndpointNotFoundError(name, { cause: error });
+      throw error;
+    }
+  }
+
+  async remove(name: string): Promise<void> {
+    try {
+      await this.#guard(`remove endpoint ${JSON.stringify(name)}`, () =>
+        this.#client.send(
+          new DeleteCommand({
+            TableName: this.#tableName,
+            Key: { [KEY]: name },
+            ConditionExpression: 'attribute_exists(#name)',
+            ExpressionAttributeNames: { '#name': NAMES['#name'] },
+          }),
+        ),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw new EndpointNotFoundError(name, { cause: error });
+      throw error;
+    }
+  }
+
+  /** An item as a record, checked as the fields of a new endpoint are. @throws EndpointRegistryError */
+  #recordFrom(item: Item): EndpointRecord {
+    const key = typeof item[KEY] === 'string' ? (item[KEY] as string) : '?';
+    const invalid = (problem: string, cause?: unknown): never => {
+      throw new EndpointRegistryError(
+        'registry-item-invalid',
+        `endpoint registry ${this.#tableName}: the item of endpoint ${JSON.stringify(key.slice(0, 64))} cannot be used: ${problem}`,
+        { cause },
+      );
+    };
+    let fields: EndpointFields;
+    try {
+      fields = parseEndpointFields(item[A.fields]);
+    } catch (error) {
+      if (error instanceof EndpointError) return invalid(`${A.fields}: ${error.message}`, error);
+      throw error;
+    }
+    if (fields.name !== key) invalid(`${A.fields}.name is ${JSON.stringify(fields.name)}, not its key`);
+    const state = item[A.state];
+    if (typeof state !== 'string' || !(ENDPOINT_STATES as readonly string[]).includes(state)) {
+      invalid(`${A.state} must be one of ${ENDPOINT_STATES.join(', ')}`);
+    }
+    const createdAt = item[A.createdAt];
+    const updatedAt = item[A.updatedAt];
+    if (!isEpochMs(createdAt)) invalid(`${A.createdAt} must be epoch milliseconds`);
+    if (!isEpochMs(updatedAt)) invalid(`${A.updatedAt} must be epoch milliseconds`);
+    const change = item[A.stateChange] as Partial<StateChange> | undefined;
+    if (change !== undefined && (typeof change !== 'object' || change === null || typeof change.by !== 'string' || typeof change.reason !== 'string' || !isEpochMs(change.at))) {
+      invalid(`${A.stateChange} must hold by, reason and at`);
+    }
+    return {
+      fields,
+      state: state as EndpointRecord['state'],
+      ...(change !== undefined ? { stateChange: { by: change.by!, reason: change.reason!, at: change.at! } } : {}),
+      createdAt: createdAt as number,
+      updatedAt: updatedAt as number,
+    };
+  }
+
+  /**
+   * Runs one store call. A refused condition passes through for the caller to turn into a domain
+   * answer; every other failure is the registry being unavailable.
+   */
+  async #guard<T>(subject: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw error;
+      const what = error instanceof Error ? error.name : 'error';
+      throw new EndpointRegistryError('registry-unavailable', `endpoint registry ${this.#tableName} failed to ${subject}: ${what}`, { cause: error });
+    }
+  }
+}
+
+function itemOf(record: EndpointRecord): Item {
+  return {
+    [KEY]: record.fields.name,
+    [A.fields]: record.fields,
+    [A.state]: record.state,
+    ...(record.stateChange !== undefined ? { [A.stateChange]: record.stateChange } : {}),
+    [A.createdAt]: record.createdAt,
+    [A.updatedAt]: record.updatedAt,
+  };
+}
+
+function isEpochMs(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}

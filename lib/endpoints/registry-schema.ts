@@ -1,0 +1,26 @@
+/**
+ * The endpoint registry's table (lib/endpoints/registry.ts): one item per endpoint, keyed by its
+ * name. The one definition the DynamoDB adapter, the CDK construct and the sandbox build from.
+ *
+ * An item holds the endpoint's fields as given (`fields`, a map; its secret too, a `whsec_…` value
+ * or an ARN: the table is encrypted at rest with a key the stack owns), its `state`, the last
+ * `stateChange` and the epoch-ms `createdAt`/`updatedAt`. `updatedAt` is the version an update is
+ * conditioned on, so a concurrent change is refused, not lost.
+ */
+export const REGISTRY_SCHEMA = {
+  partitionKey: 'name',
+  attributes: {
+    fields: 'fields',
+    state: 'state',
+    stateChange: 'stateChange',
+    createdAt: 'createdAt',
+    updatedAt: 'updatedAt',
+  },
+} as const;
+
+/** The table as CreateTable (sandbox) and CloudFormation (the construct) both describe it. */
+export const REGISTRY_TABLE_DEFINITION = {
+  AttributeDefinitions: [{ AttributeName: REGISTRY_SCHEMA.partitionKey, AttributeType: 'S' }],
+  KeySchema: [{ AttributeName: REGISTRY_SCHEMA.partitionKey, KeyType: 'HASH' }],
+} as const;
+
