@@ -7,6 +7,8 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
+import type { EndpointRegistry } from '../lib/endpoints/registry';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import type { Ledger } from '../lib/ledger/ledger';
 import { CloudWatchMetricsReader } from '../lib/metrics/cloudwatch-reader';
@@ -26,6 +28,7 @@ export class CommandContext {
   #sqs: SQSClient | undefined;
   #dynamodb: DynamoDBClient | undefined;
   #ledger: Ledger | undefined;
+  #registry: EndpointRegistry | undefined;
   #cloudWatch: CloudWatchClient | undefined;
 
   constructor(
@@ -48,13 +51,23 @@ export class CommandContext {
   ledger(): Ledger {
     if (!this.#ledger) {
       const tableName = requireName(this.#target, 'ledgerTable');
-      this.#dynamodb ??= dynamoDbClient(this.#target);
-      const client = DynamoDBDocumentClient.from(this.#dynamodb, {
-        marshallOptions: { removeUndefinedValues: true },
-      });
-      this.#ledger = new DynamoDbLedger({ client, tableName });
+      this.#ledger = new DynamoDbLedger({ client: this.#documentClient(), tableName });
     }
     return this.#ledger;
+  }
+
+  /** The endpoint registry (`endpointsTable`). @throws UsageError when the target names none */
+  registry(): EndpointRegistry {
+    if (!this.#registry) {
+      const tableName = requireName(this.#target, 'endpointsTable');
+      this.#registry = new DynamoDbEndpointRegistry({ client: this.#documentClient(), tableName });
+    }
+    return this.#registry;
+  }
+
+  #documentClient(): DynamoDBDocumentClient {
+    this.#dynamodb ??= dynamoDbClient(this.#target);
+    return DynamoDBDocumentClient.from(this.#dynamodb, { marshallOptions: { removeUndefinedValues: true } });
   }
 
   /** The consumer's metrics: the sandbox's metric sink, or CloudWatch in the standard AWS environment. */

@@ -1,8 +1,8 @@
 /**
  * Which handoff the command talks to, decided in this order:
  *
- * 1. explicit names: `--queue-url`, `--dlq-url`, `--table`, with the standard AWS environment
- *    (region, profile, `AWS_ENDPOINT_URL*`), which the SDK clients read on their own;
+ * 1. explicit names: `--queue-url`, `--dlq-url`, `--table`, `--endpoints-table`, with the standard
+ *    AWS environment (region, profile, `AWS_ENDPOINT_URL*`), which the SDK clients read on their own;
  * 2. `--stack NAME`: the deployed stack's CloudFormation outputs (explicit names still win);
  * 3. the running sandbox: the state file `npm start` writes while it runs.
  *
@@ -10,9 +10,9 @@
  * explicit endpoints, us-east-1 and dummy keys, whatever the shell's AWS settings say. The state
  * file is trusted only when the user's own and naming loopback endpoints (sandbox/state-file.ts).
  *
- * The target also says what it accepts (its payload limit) and who the caller is (in AWS, the STS
- * identity of the credentials; the sandbox has none), so commands check and record against the
- * deployment, not the operator's own environment.
+ * The target also says what it accepts (its payload limit, the settings an endpoint's defaults and
+ * limits come from) and who the caller is (in AWS, the STS identity of the credentials; the sandbox
+ * has none), so commands check and record against the deployment, not the operator's own environment.
  */
 import {
   CloudFormationClient,
@@ -22,6 +22,7 @@ import {
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
+import { deploymentFromJson, type DeploymentSettings } from '../lib/endpoints/endpoint';
 import { STACK_OUTPUTS } from '../lib/stack-outputs';
 import { redactUrl } from '../lib/webhook/redact-url';
 import {
@@ -37,6 +38,7 @@ export interface TargetOptions {
   readonly queueUrl?: string;
   readonly dlqUrl?: string;
   readonly table?: string;
+  readonly endpointsTable?: string;
   readonly stack?: string;
 }
 
@@ -44,6 +46,16 @@ export interface ResourceNames {
   readonly queueUrl?: string;
   readonly deadLetterQueueUrl?: string;
   readonly ledgerTable?: string;
+  /** The endpoint registry's table (lib/endpoints/registry.ts). */
+  readonly endpointsTable?: string;
+}
+
+/** What a deployment says of itself beyond its resource names (sandbox state, stack outputs). */
+export interface DeploymentFacts {
+  /** The largest message body the deployment accepts, when it says. */
+  readonly payloadLimitBytes?: number;
+  /** The settings an endpoint's defaults and limits come from, when it says. */
+  readonly deployment?: DeploymentSettings;
 }
 
 /** Where the SDK clients connect: the sandbox's endpoints, or the standard AWS environment. */
@@ -51,23 +63,22 @@ export type Connection =
   | { readonly kind: 'aws' }
   | { readonly kind: 'sandbox'; readonly sqsEndpoint: string; readonly dynamodbEndpoint: string; readonly stateFile: string };
 
-export interface Target extends ResourceNames {
+export interface Target extends ResourceNames, DeploymentFacts {
   /** For messages: "the sandbox (…)", "stack NAME", "the names given". */
   readonly description: string;
   readonly connection: Connection;
-  /** The largest message body the deployment accepts, when it says (sandbox state, stack output). */
-  readonly payloadLimitBytes?: number;
 }
 
 export const NO_TARGET_MESSAGE =
   'no handoff to talk to: start the sandbox (npm start), or pass --stack NAME, ' +
-  'or --queue-url/--dlq-url/--table with AWS_REGION and credentials set';
+  'or --queue-url/--dlq-url/--table/--endpoints-table with AWS_REGION and credentials set';
 
 export async function resolveTarget(options: TargetOptions, env: NodeJS.ProcessEnv = process.env): Promise<Target> {
   const explicit: ResourceNames = {
     queueUrl: nonEmpty(options.queueUrl),
     deadLetterQueueUrl: nonEmpty(options.dlqUrl),
     ledgerTable: nonEmpty(options.table),
+    endpointsTable: nonEmpty(options.endpointsTable),
   };
   if (options.stack !== undefined) {
     const stack = nonEmpty(options.stack);
@@ -80,7 +91,7 @@ export async function resolveTarget(options: TargetOptions, env: NodeJS.ProcessE
       connection: { kind: 'aws' },
     };
   }
-  if (explicit.queueUrl || explicit.deadLetterQueueUrl || explicit.ledgerTable) {
+  if (explicit.queueUrl || explicit.deadLetterQueueUrl || explicit.ledgerTable || explicit.endpointsTable) {
     return { ...explicit, description: 'the names given', connection: { kind: 'aws' } };
   }
   const sandbox = sandboxTarget(sandboxStateFile(env));
@@ -92,7 +103,7 @@ export async function resolveTarget(options: TargetOptions, env: NodeJS.ProcessE
 export function requireName(target: Target, name: keyof ResourceNames): string {
   const value = target[name];
   if (value) return value;
-  const flag = { queueUrl: '--queue-url', deadLetterQueueUrl: '--dlq-url', ledgerTable: '--table' }[name];
+  const flag = { queueUrl: '--queue-url', deadLetterQueueUrl: '--dlq-url', ledgerTable: '--table', endpointsTable: '--endpoints-table' }[name];
   throw new UsageError(`${target.description} names no ${describeName(name)}: pass ${flag}`);
 }
 
@@ -165,7 +176,7 @@ export function unreachableHint(target: Target | undefined, error: unknown): str
   return `cannot reach ${target.description} (${networkCode}${detail}): check AWS_REGION and AWS_ENDPOINT_URL*`;
 }
 
-async function readStackOutputs(stackName: string): Promise<ResourceNames & { readonly payloadLimitBytes?: number }> {
+async function readStackOutputs(stackName: string): Promise<ResourceNames & DeploymentFacts> {
   const client = new CloudFormationClient({});
   let outputs: { OutputKey?: string; OutputValue?: string }[];
   try {
@@ -184,11 +195,15 @@ async function readStackOutputs(stackName: string): Promise<ResourceNames & { re
   return namesFromOutputs(stackName, new Map(outputs.map((o) => [o.OutputKey, o.OutputValue])));
 }
 
-/** The resource names and payload limit a stack's outputs give. @throws CommandFailedError */
+/**
+ * The resource names, payload limit and endpoint defaults a stack's outputs give. A stack deployed
+ * before it published one of the last three simply has no such output.
+ * @throws CommandFailedError
+ */
 export function namesFromOutputs(
   stackName: string,
   byKey: ReadonlyMap<string | undefined, string | undefined>,
-): ResourceNames & { readonly payloadLimitBytes?: number } {
+): ResourceNames & DeploymentFacts {
   const names: ResourceNames = {
     queueUrl: byKey.get(STACK_OUTPUTS.queueUrl),
     deadLetterQueueUrl: byKey.get(STACK_OUTPUTS.deadLetterQueueUrl),
@@ -198,16 +213,28 @@ export function namesFromOutputs(
     const keys = [STACK_OUTPUTS.queueUrl, STACK_OUTPUTS.deadLetterQueueUrl, STACK_OUTPUTS.ledgerTableName];
     throw new CommandFailedError(`stack ${stackName} has none of the outputs ${keys.join(', ')}: is it a handoff stack?`, 'stack-outputs-missing');
   }
+  const invalid = (key: string, value: string, problem: string) =>
+    new CommandFailedError(`stack ${stackName}'s output ${key} is ${JSON.stringify(value.slice(0, 80))}, ${problem}`, 'stack-outputs-invalid');
+  const endpointsTable = byKey.get(STACK_OUTPUTS.endpointsTableName);
   const limit = byKey.get(STACK_OUTPUTS.payloadLimitBytes);
-  // A stack deployed before it published its limit has no such output: the command says so.
-  if (limit === undefined) return names;
-  if (!/^[1-9]\d{0,9}$/.test(limit)) {
-    throw new CommandFailedError(
-      `stack ${stackName}'s output ${STACK_OUTPUTS.payloadLimitBytes} is ${JSON.stringify(limit)}, not a whole number of bytes`,
-      'stack-outputs-invalid',
-    );
+  if (limit !== undefined && !/^[1-9]\d{0,9}$/.test(limit)) {
+    throw invalid(STACK_OUTPUTS.payloadLimitBytes, limit, 'not a whole number of bytes');
   }
-  return { ...names, payloadLimitBytes: Number(limit) };
+  const defaults = byKey.get(STACK_OUTPUTS.endpointDefaults);
+  let deployment: DeploymentSettings | undefined;
+  if (defaults !== undefined) {
+    try {
+      deployment = deploymentFromJson(JSON.parse(defaults), STACK_OUTPUTS.endpointDefaults);
+    } catch {
+      throw invalid(STACK_OUTPUTS.endpointDefaults, defaults, "not the deployment's endpoint defaults as JSON");
+    }
+  }
+  return {
+    ...names,
+    ...(endpointsTable ? { endpointsTable } : {}),
+    ...(limit !== undefined ? { payloadLimitBytes: Number(limit) } : {}),
+    ...(deployment !== undefined ? { deployment } : {}),
+  };
 }
 
 /** The sandbox's READY object as a target, or undefined when no sandbox is running (no state file). */
@@ -228,6 +255,9 @@ export function sandboxTarget(path: string): Target | undefined {
     queueUrl: state.queueUrl,
     deadLetterQueueUrl: state.deadLetterQueueUrl,
     ledgerTable: state.ledgerTable,
+    // Absent from the state file of a sandbox started before the registry.
+    ...(state.endpointsTable !== undefined ? { endpointsTable: state.endpointsTable } : {}),
+    ...(state.deployment !== undefined ? { deployment: deploymentFromJson(state.deployment, `the sandbox state file ${path}`) } : {}),
     description: 'the sandbox',
     payloadLimitBytes: state.payloadLimitBytes,
     connection: {
@@ -240,7 +270,12 @@ export function sandboxTarget(path: string): Target | undefined {
 }
 
 function describeName(name: keyof ResourceNames): string {
-  return { queueUrl: 'delivery queue', deadLetterQueueUrl: 'dead-letter queue', ledgerTable: 'ledger table' }[name];
+  return {
+    queueUrl: 'delivery queue',
+    deadLetterQueueUrl: 'dead-letter queue',
+    ledgerTable: 'ledger table',
+    endpointsTable: 'endpoint registry table',
+  }[name];
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
