@@ -3,7 +3,9 @@
  * settings, clients and adapters once per container, then hands each batch to `processBatch`.
  *
  * Environment: the `HANDOFF_*` settings and the resources in RESOURCE_ENV (lib/config.ts). A bad
- * or missing setting fails the cold start with a message naming the variable.
+ * or missing setting fails the cold start with a message naming the variable. With an endpoint
+ * registry (`HANDOFF_ENDPOINTS_TABLE`) the endpoints are the registry's; without one, the single-URL
+ * settings are the one endpoint `default`.
  */
 import { unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -12,15 +14,17 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { processBatch } from '../lib/batch';
+import { processBatch, type BatchDeps } from '../lib/batch';
 import { checkEndpoint, ConfigError, derivedTimings, readSettings, RESOURCE_ENV } from '../lib/config';
-import { CRASH_POINTS, type CrashPoint, type DeliverDeps } from '../lib/deliver';
+import { CRASH_POINTS, type CrashPoint } from '../lib/deliver';
+import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
+import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../lib/endpoints/registry';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { createLogger, MetricsRecorder, SERVICE_NAME } from '../lib/observability';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
+import { registryRouting, singleEndpoint, staticRouting, type Routing, type SenderFactory } from '../lib/routing';
 import { EndpointGuard } from '../lib/webhook/endpoint-guard';
 import { HttpWebhookSender } from '../lib/webhook/http-sender';
-import type { WebhookSender } from '../lib/webhook/sender';
 import { createSigner, SigningSecretError } from '../lib/webhook/signing-secret';
 
 /**
@@ -34,15 +38,17 @@ export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
 const env = process.env;
 const settings = readSettings(env);
 const timings = derivedTimings(settings);
-const webhookUrl = required(settings.webhookUrl, 'HANDOFF_WEBHOOK_URL');
+const endpointsTable = env[RESOURCE_ENV.endpointsTable] || undefined;
+const webhookUrl = endpointsTable === undefined ? required(settings.webhookUrl, 'HANDOFF_WEBHOOK_URL') : undefined;
 const secretArn = env[RESOURCE_ENV.webhookSecretArn] || undefined;
-checkEndpoint(webhookUrl, settings, 'HANDOFF_WEBHOOK_URL');
+if (webhookUrl !== undefined) checkEndpoint(webhookUrl, settings, 'HANDOFF_WEBHOOK_URL');
 const guard = new EndpointGuard({ allowPrivateCidrs: settings.allowPrivateCidrs, allowHttp: settings.allowHttp });
 
 const logger = createLogger({ service: SERVICE_NAME });
 const metrics = new MetricsRecorder({ service: SERVICE_NAME });
+const dynamodb = DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } });
 const ledger = new DynamoDbLedger({
-  client: DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } }),
+  client: dynamodb,
   tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable),
 });
 const queue = new SqsDeliveryQueue({
@@ -60,49 +66,73 @@ const checkpoint = crashHook(env[CRASH_AT_ENV]);
  */
 const worker = `${env.AWS_LAMBDA_LOG_STREAM_NAME?.split(']').at(-1) || hostname()}:${process.pid}`;
 
-let sender: Promise<WebhookSender> | undefined;
+const createSender: SenderFactory = (endpoint) =>
+  new HttpWebhookSender({ url: endpoint.url, secret: endpoint.secret, timeoutMs: endpoint.attemptTimeoutMs, guard });
 
-/** The sender, built once the signing secret is known. A failed fetch is retried next time. */
-function getSender(): Promise<WebhookSender> {
-  if (sender === undefined) {
-    sender = resolveSecret().then(
-      (secret) => new HttpWebhookSender({ url: webhookUrl, secret, timeoutMs: settings.attemptTimeoutMs, guard }),
-    );
-    sender.catch(() => {
-      sender = undefined;
+let routing: Promise<Routing> | undefined;
+
+/** Where messages go, built once the single endpoint's secret is known. A failed fetch is retried next time. */
+function getRouting(): Promise<Routing> {
+  if (routing === undefined) {
+    routing =
+      endpointsTable !== undefined
+        ? Promise.resolve(
+            registryRouting({
+              records: cachedEndpoints(new DynamoDbEndpointRegistry({ client: dynamodb, tableName: endpointsTable }), {
+                ttlMs: cacheMs(env[RESOURCE_ENV.endpointsCacheMs]),
+              }),
+              deployment: settings,
+              readSecret,
+              createSender,
+              logger,
+            }),
+          )
+        : resolveSecret().then((secret) =>
+            staticRouting(
+              [singleEndpoint({ url: webhookUrl!, secret, policy: settings.retryPolicy, attemptTimeoutMs: settings.attemptTimeoutMs })],
+              createSender,
+            ),
+          );
+    routing.catch(() => {
+      routing = undefined;
     });
   }
-  return sender;
+  return routing;
 }
 
 /**
  * In AWS the secret stays in Secrets Manager and is read once per container; locally, the env
- * (checked by readSettings at cold start). A stored value that cannot sign fails the batch with
- * an error naming the secret's ARN, never its value; the messages return to the queue.
+ * (checked by readSettings at cold start).
  */
 async function resolveSecret(): Promise<string | undefined> {
-  if (secretArn === undefined) return settings.webhookSecret;
+  return secretArn === undefined ? settings.webhookSecret : readSecret(secretArn);
+}
+
+/**
+ * Reads a signing secret from Secrets Manager. A stored value that cannot sign fails the batch with
+ * an error naming the secret's ARN, never its value; the messages return to the queue.
+ */
+async function readSecret(arn: string): Promise<string> {
   // Loaded only when used, so containers without a secret ARN never pay for the client.
   const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
-  const { SecretString } = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: secretArn }));
+  const { SecretString } = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: arn }));
   const secret = SecretString?.trim();
-  if (!secret) throw new ConfigError(RESOURCE_ENV.webhookSecretArn, `names a secret with no string value (${secretArn})`);
+  if (!secret) throw new ConfigError(RESOURCE_ENV.webhookSecretArn, `names a secret with no string value (${arn})`);
   try {
     createSigner(secret);
   } catch (error) {
     if (!(error instanceof SigningSecretError)) throw error;
     throw new ConfigError(
       RESOURCE_ENV.webhookSecretArn,
-      `names a secret (${secretArn}) that cannot sign: its key ${error.message} (the value must be whsec_<base64> or bare base64)`,
+      `names a secret (${arn}) that cannot sign: its key ${error.message} (the value must be whsec_<base64> or bare base64)`,
     );
   }
   return secret;
 }
 
 async function consume(event: SQSEvent, context: Context): Promise<SQSBatchResponse> {
-  const delivery: DeliverDeps = {
+  const delivery: BatchDeps['delivery'] = {
     ledger,
-    sender: await getSender(),
     now: Date.now,
     owner: worker,
     policy: settings.retryPolicy,
@@ -113,6 +143,7 @@ async function consume(event: SQSEvent, context: Context): Promise<SQSBatchRespo
   };
   return processBatch(event.Records, {
     delivery,
+    routing: await getRouting(),
     queue,
     logger: logger.child({ requestId: context.awsRequestId }),
     metrics,
@@ -126,6 +157,14 @@ export const handler = middy<SQSEvent, SQSBatchResponse>(consume).use({
   after: () => metrics.flush(),
   onError: () => metrics.flush(),
 });
+
+function cacheMs(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return ENDPOINTS_CACHE_MS;
+  if (!/^\d+$/.test(raw) || Number(raw) > 300_000) {
+    throw new ConfigError(RESOURCE_ENV.endpointsCacheMs, `must be whole milliseconds up to 300000, got "${raw}"`);
+  }
+  return Number(raw);
+}
 
 function required(value: string | undefined, variable: string): string {
   if (!value) throw new ConfigError(variable, 'must be set');

@@ -1,6 +1,19 @@
 /**
- * The batch use case: deliver each record of an SQS batch and answer Lambda's partial batch
- * response (docs/contract.md §4: one bad message never fails or delays the others).
+ * The batch use case: route each record of an SQS batch, deliver it, and answer Lambda's partial
+ * batch response (docs/contract.md §4: one bad message never fails or delays the others; §11:
+ * routing).
+ *
+ * Routing, per record:
+ * - a message for one endpoint (its `endpoint` attribute names it) is that endpoint's delivery;
+ * - a producer's message is routed to the enabled endpoints that subscribe to its event. None:
+ *   acknowledged, counted `Unrouted`. One: delivered on this very message, as a deployment with one
+ *   receiver always did. Two or more: one message per endpoint is put on the queue (batched across
+ *   the batch), then this one is acknowledged; each endpoint's delivery then retries and dies on its
+ *   own message. A crash in between returns this message, which is routed again: the second copy of
+ *   an endpoint's message is harmless, since the ledger's claim decides.
+ * - a producer's message received before (a retry of its one delivery, or after a crash) is routed
+ *   to its current endpoints and to those it already has ledger rows for, so a registry change never
+ *   strands a delivery in progress.
  *
  * What reaches Lambda, per record:
  * - ack:          not reported, so Lambda deletes it. The ledger already holds the outcome.
@@ -9,19 +22,34 @@
  *                 returns after the queue's default visibility: later, never lost.
  * - dead-letter:  the original body goes to the dead-letter queue, then it is not reported
  *                 (deleted). If that send fails it is reported: the ledger says dead, so the
- *                 next receive dead-letters it again.
+ *                 next receive dead-letters it again. An endpoint whose recovery is `drop` keeps
+ *                 the dead row and gets no dead-letter message.
  * - a throw:      reported alone. The batch itself never throws, since a thrown error would
  *                 return every message of the batch.
  */
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import pLimit from 'p-limit';
-import { deliver as deliverOne, type DeliverDeps, type DeliveryResult, type QueueMessage } from './deliver';
+import {
+  deadLetterInvalid,
+  deliver as deliverOne,
+  type DeliverDeps,
+  type DeliveryResult,
+  type QueueMessage,
+} from './deliver';
+import { route, type Endpoint } from './endpoints/endpoint';
+import { parseEvent, type ParsedEvent } from './event';
 import { errorFields, type Logger, type MetricsRecorder } from './observability';
 import { describeOutcome } from './outcome';
-import type { DeliveryQueue } from './queue/queue';
+import { ENDPOINT_ATTRIBUTE, type DeliveryQueue, type EndpointMessage } from './queue/queue';
+import type { Routing } from './routing';
+
+/** What every delivery shares; the endpoint's name, policy and sender are added per delivery. */
+export type DeliveryBase = Omit<DeliverDeps, 'sender' | 'endpoint' | 'policy'> & Pick<DeliverDeps, 'policy'>;
 
 export interface BatchDeps {
-  readonly delivery: DeliverDeps;
+  /** Its `policy` is the one an invalid message's row records; each delivery follows its endpoint's. */
+  readonly delivery: DeliveryBase;
+  readonly routing: Routing;
   readonly queue: DeliveryQueue;
   readonly logger: Logger;
   readonly metrics: MetricsRecorder;
@@ -31,29 +59,132 @@ export interface BatchDeps {
   readonly deliver?: (message: QueueMessage, deps: DeliverDeps) => Promise<DeliveryResult>;
 }
 
+/** What routing made of a record. */
+type Plan =
+  | { readonly kind: 'deliver'; readonly endpoint: Endpoint; readonly parsed?: ParsedEvent }
+  | { readonly kind: 'invalid'; readonly parsed: Extract<ReturnType<typeof parseEvent>, { ok: false }> }
+  | { readonly kind: 'fan-out'; readonly eventId: string; readonly endpoints: readonly Endpoint[] }
+  | { readonly kind: 'unrouted'; readonly eventId?: string; readonly why: 'unrouted' | 'endpoint-removed' };
+
 export async function processBatch(records: readonly SQSRecord[], deps: BatchDeps): Promise<SQSBatchResponse> {
   const limit = pLimit(Math.max(1, deps.concurrency));
-  const reported = await Promise.all(records.map((record) => limit(() => processRecord(record, deps))));
-  const failed = records.filter((_, i) => reported[i]);
+  let reported: boolean[];
+  try {
+    const endpoints = await deps.routing.endpoints();
+    const plans = await Promise.all(records.map((record) => limit(() => planOf(record, endpoints, deps).catch((error: unknown) => error))));
+    const fannedOut = fanOut(records, plans, deps);
+    reported = await Promise.all(
+      records.map((record, i) => {
+        const plan = plans[i]!;
+        if (plan instanceof Error || !('kind' in (plan as object))) return failed(record, plan, deps);
+        if ((plan as Plan).kind === 'fan-out') return fannedOut.then((sent) => afterFanOut(record, plan as Plan & { kind: 'fan-out' }, sent, deps));
+        return limit(() => processRecord(record, plan as Plan, deps));
+      }),
+    );
+  } catch (error) {
+    // The registry could not be read and no copy of it is at hand: every message returns, untouched.
+    deps.logger.error('routing failed', { action: 'error', ...errorFields(error) });
+    reported = records.map(() => true);
+  }
+  const failedRecords = records.filter((_, i) => reported[i]);
   // An empty item identifier fails the whole batch in Lambda anyway; say so plainly instead.
   // Lambda always sets one, so this guards against a broken event, not a normal path.
-  if (failed.some((record) => !record.messageId)) {
+  if (failedRecords.some((record) => !record.messageId)) {
     throw new Error('a record to report as failed has no messageId: returning the whole batch');
   }
-  return { batchItemFailures: failed.map((record) => ({ itemIdentifier: record.messageId })) };
+  return { batchItemFailures: failedRecords.map((record) => ({ itemIdentifier: record.messageId })) };
+}
+
+/** Where a record goes. Reads the ledger only for a producer's message received before. */
+async function planOf(record: SQSRecord, endpoints: ReadonlyMap<string, Endpoint>, deps: BatchDeps): Promise<Plan> {
+  const target = record.messageAttributes?.[ENDPOINT_ATTRIBUTE]?.stringValue;
+  if (target !== undefined) {
+    const endpoint = endpoints.get(target);
+    // Its endpoint was removed after routing: nothing can be delivered, and nothing waits for it.
+    return endpoint === undefined ? { kind: 'unrouted', why: 'endpoint-removed' } : { kind: 'deliver', endpoint };
+  }
+  const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes);
+  if (!parsed.ok) return { kind: 'invalid', parsed };
+  const event = parsed.value.event;
+  // Disabled endpoints are not routed to (their deliveries are not parked in this release).
+  const routed = route([...endpoints.values()].filter((endpoint) => endpoint.state === 'enabled'), event);
+  if (Number(record.attributes?.ApproximateReceiveCount) > 1) {
+    for (const row of await deps.delivery.ledger.deliveriesOf(event.id)) {
+      const endpoint = endpoints.get(row.endpoint);
+      if (endpoint !== undefined && !routed.includes(endpoint)) routed.push(endpoint);
+    }
+  }
+  if (routed.length === 0) return { kind: 'unrouted', eventId: event.id, why: 'unrouted' };
+  if (routed.length === 1) return { kind: 'deliver', endpoint: routed[0]!, parsed: parsed.value };
+  return { kind: 'fan-out', eventId: event.id, endpoints: routed };
+}
+
+/** Sends every endpoint message of the batch's fanned-out records at once. Resolves to whether all were sent. */
+async function fanOut(records: readonly SQSRecord[], plans: readonly (Plan | unknown)[], deps: BatchDeps): Promise<boolean> {
+  const messages: EndpointMessage[] = [];
+  plans.forEach((plan, i) => {
+    if ((plan as Plan).kind !== 'fan-out') return;
+    for (const endpoint of (plan as Plan & { kind: 'fan-out' }).endpoints) messages.push({ body: records[i]!.body, endpoint: endpoint.name });
+  });
+  if (messages.length === 0) return true;
+  try {
+    await deps.queue.fanOut(messages);
+  } catch (error) {
+    deps.logger.warn('fan-out failed', { action: 'error', messages: messages.length, ...errorFields(error) });
+    return false;
+  }
+  deps.metrics.add('FannedOut', messages.length);
+  deps.delivery.checkpoint?.('after-fan-out');
+  return true;
+}
+
+function afterFanOut(record: SQSRecord, plan: Plan & { kind: 'fan-out' }, sent: boolean, deps: BatchDeps): boolean {
+  const fields = {
+    messageId: record.messageId,
+    eventId: plan.eventId,
+    action: sent ? 'ack' : 'retry',
+    why: sent ? 'fanned-out' : 'fan-out-failed',
+    endpoints: plan.endpoints.map((endpoint) => endpoint.name),
+  };
+  if (sent) deps.logger.info('delivery', fields);
+  else deps.logger.warn('delivery', fields);
+  return !sent;
+}
+
+function failed(record: SQSRecord, error: unknown, deps: BatchDeps): boolean {
+  deps.logger.error('delivery failed', { messageId: record.messageId, action: 'error', ...errorFields(error) });
+  return true;
 }
 
 /** Handles one record. Returns true when Lambda must keep the message (a batch item failure). */
-async function processRecord(record: SQSRecord, deps: BatchDeps): Promise<boolean> {
+async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Promise<boolean> {
   const { delivery, queue, metrics } = deps;
   const startedAt = delivery.now();
-  const logger = deps.logger.child({ messageId: record.messageId });
+  const endpoint = plan.kind === 'deliver' ? plan.endpoint : undefined;
+  const logger = deps.logger.child({ messageId: record.messageId, ...(endpoint ? { endpoint: endpoint.name } : {}) });
   const sentAtMs = Number(record.attributes?.SentTimestamp);
-  if (Number.isFinite(sentAtMs) && sentAtMs > 0) metrics.add('PendingAge', Math.max(0, (startedAt - sentAtMs) / 1000));
+  if (Number.isFinite(sentAtMs) && sentAtMs > 0) metrics.add('PendingAge', Math.max(0, (startedAt - sentAtMs) / 1000), endpoint?.name);
+  if (plan.kind === 'unrouted') {
+    metrics.add('Unrouted', 1);
+    logger.info('delivery', { ...(plan.eventId ? { eventId: plan.eventId } : {}), action: 'ack', why: plan.why });
+    return false;
+  }
+  if (plan.kind === 'fan-out') throw new Error('unreachable: fan-out is answered by afterFanOut');
 
   let result: DeliveryResult;
   try {
-    result = await (deps.deliver ?? deliverOne)({ body: record.body }, delivery);
+    if (plan.kind === 'invalid') {
+      result = { decision: await deadLetterInvalid(plan.parsed.error, delivery) };
+    } else {
+      const deliverDeps: DeliverDeps = {
+        ...delivery,
+        endpoint: plan.endpoint.name,
+        policy: plan.endpoint.policy,
+        sender: await deps.routing.sender(plan.endpoint),
+      };
+      const message: QueueMessage = plan.parsed ? { body: record.body, parsed: plan.parsed } : { body: record.body };
+      result = await (deps.deliver ?? deliverOne)(message, deliverDeps);
+    }
   } catch (error) {
     // The ledger could not be reached (or something unforeseen): leave the message untouched.
     logger.error('delivery failed', { action: 'error', durationMs: delivery.now() - startedAt, ...errorFields(error) });
@@ -66,8 +197,9 @@ async function processRecord(record: SQSRecord, deps: BatchDeps): Promise<boolea
     action: decision.action,
     ...(attempt ? { attempt: attempt.number, outcome: describeOutcome(attempt.outcome), attemptMs: attempt.durationMs } : {}),
   };
-  if (attempt !== undefined) metrics.attempted(attempt.number);
-  if (attempt?.outcome.kind === 'accepted') metrics.add('DeliveryLatency', attempt.sinceStartMs);
+  const name = endpoint?.name;
+  if (attempt !== undefined) metrics.attempted(attempt.number, name);
+  if (attempt?.outcome.kind === 'accepted') metrics.add('DeliveryLatency', attempt.sinceStartMs, name);
   const done = (report: boolean, extra: Record<string, unknown>) => {
     const line = { ...fields, ...extra, durationMs: delivery.now() - startedAt };
     if (report && extra.queueError) logger.warn('delivery', line);
@@ -77,12 +209,12 @@ async function processRecord(record: SQSRecord, deps: BatchDeps): Promise<boolea
 
   switch (decision.action) {
     case 'ack':
-      if (decision.why === 'delivered') metrics.add('Delivered', 1);
+      if (decision.why === 'delivered') metrics.add('Delivered', 1, name);
       return done(false, { why: decision.why });
     case 'retry':
       // Retries counts failed attempts that will be tried again, not re-receives of work that
       // is in flight elsewhere or not yet due.
-      if (attempt) metrics.add('Retries', 1);
+      if (attempt) metrics.add('Retries', 1, name);
       try {
         await queue.retryAfter(record.receiptHandle, decision.afterSeconds);
         return done(true, { why: decision.why, afterSeconds: decision.afterSeconds });
@@ -92,12 +224,17 @@ async function processRecord(record: SQSRecord, deps: BatchDeps): Promise<boolea
     case 'dead-letter':
       // The detail is not logged: a validation message or a receiver's response can echo
       // payload contents. It is on the ledger row for operators.
+      if (endpoint?.recovery === 'drop' && decision.reason !== 'invalid') {
+        metrics.add('Dropped', 1, name);
+        return done(false, { reason: decision.reason, why: 'dropped' });
+      }
       try {
         await queue.deadLetter(record.body, {
           reason: decision.reason,
           ...(decision.eventId !== undefined ? { eventId: decision.eventId } : {}),
+          ...(endpoint ? { endpoint: endpoint.name } : {}),
         });
-        metrics.add('DeadLetters', 1);
+        metrics.add('DeadLetters', 1, name);
         return done(false, { reason: decision.reason });
       } catch (error) {
         return done(true, { reason: decision.reason, queueError: true, ...errorFields(error) });

@@ -74,12 +74,17 @@ export interface DeliverDeps {
   readonly checkpoint?: (point: CrashPoint) => void;
 }
 
-/** The boundaries between durable steps, in order. */
-export const CRASH_POINTS = ['before-send', 'after-send', 'after-record'] as const;
+/**
+ * The boundaries between durable steps, in order; `after-fan-out` is routing's (lib/batch.ts): an
+ * event's endpoint messages are sent and its producer message is not yet acknowledged.
+ */
+export const CRASH_POINTS = ['before-send', 'after-send', 'after-record', 'after-fan-out'] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
 export interface QueueMessage {
   readonly body: string;
+  /** The body already parsed (routing did), so it is not parsed twice. */
+  readonly parsed?: ParsedEvent;
 }
 
 /**
@@ -96,9 +101,12 @@ export interface QueueMessage {
  *    message, so a crash anywhere before this returns the message and the ledger decides again.
  */
 export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise<DeliveryResult> {
-  const parsed = parseEvent(message.body, deps.payloadLimitBytes);
-  if (!parsed.ok) return { decision: await deadLetterInvalid(parsed.error, deps) };
-  const event = parsed.value;
+  let event = message.parsed;
+  if (event === undefined) {
+    const parsed = parseEvent(message.body, deps.payloadLimitBytes);
+    if (!parsed.ok) return { decision: await deadLetterInvalid(parsed.error, deps) };
+    event = parsed.value;
+  }
   const key: DeliveryKey = { eventId: event.event.id, endpoint: deps.endpoint ?? DEFAULT_ENDPOINT };
 
   let claimed: ClaimedRecord;
@@ -235,7 +243,15 @@ async function decideWithoutSending(
   }
 }
 
-async function deadLetterInvalid(error: InvalidEventError, deps: DeliverDeps): Promise<QueueDecision> {
+/**
+ * An invalid message: dead-lettered with its reason, and a dead row written for its ID where one
+ * could be read and no row exists (at the `default` endpoint's key: an invalid message is never
+ * routed, and the valid event with this ID takes the row over if it goes there).
+ */
+export async function deadLetterInvalid(
+  error: InvalidEventError,
+  deps: Pick<DeliverDeps, 'ledger' | 'endpoint' | 'policy' | 'now' | 'retentionSeconds'>,
+): Promise<QueueDecision> {
   if (error.eventId !== undefined) {
     // A row only if none exists: an invalid message never overwrites an admitted event.
     await deps.ledger.admitInvalid(

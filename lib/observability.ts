@@ -96,16 +96,24 @@ export const METRICS = {
   Attempts: 'Count',
   /** Attempts that were not their delivery's first (attempt number 2 or later). */
   RetriedAttempts: 'Count',
+  /** Valid events that no endpoint subscribes to: acknowledged, not stored (and messages for a removed endpoint). */
+  Unrouted: 'Count',
+  /** Endpoint deliveries put on the queue as messages of their own by routing (an event to 2 or more endpoints). */
+  FannedOut: 'Count',
+  /** Deliveries that died at an endpoint whose recovery is `drop`: kept dead in the ledger, not dead-lettered. */
+  Dropped: 'Count',
 } as const;
 export type MetricName = keyof typeof METRICS;
 
 export const METRICS_NAMESPACE = 'Handoff';
 /**
- * The `Service` dimension's value: every metric is published under this one dimension, which a
- * per-endpoint split can later extend (`[['Service'], ['Service', 'Endpoint']]`).
+ * The `Service` dimension's value. Every metric is published under it; a delivery's metrics are
+ * also published per endpoint, under `Service` and `Endpoint` (one EMF document per endpoint, with
+ * both dimension sets, so the service's totals add up every endpoint's).
  */
 export const SERVICE_NAME = 'handoff';
 export const METRIC_DIMENSIONS = { Service: SERVICE_NAME } as const;
+export const ENDPOINT_DIMENSION = 'Endpoint';
 /** EMF allows at most 100 values per metric in one document. */
 const MAX_VALUES_PER_DOCUMENT = 100;
 
@@ -118,7 +126,8 @@ export class MetricsRecorder {
   readonly #service: string;
   readonly #write: Write;
   readonly #now: () => number;
-  #values = new Map<MetricName, number[]>();
+  /** By endpoint ('' for metrics of no endpoint: unrouted or invalid messages). */
+  #values = new Map<string, Map<MetricName, number[]>>();
 
   constructor(options: { service: string; write?: Write; now?: () => number }) {
     this.#service = options.service;
@@ -127,28 +136,44 @@ export class MetricsRecorder {
   }
 
   /** One attempt made: counts it, and as a retried attempt when it was not its delivery's first. */
-  attempted(attemptNumber: number): void {
-    this.add('Attempts', 1);
-    if (attemptNumber > 1) this.add('RetriedAttempts', 1);
+  attempted(attemptNumber: number, endpoint?: string): void {
+    this.add('Attempts', 1, endpoint);
+    if (attemptNumber > 1) this.add('RetriedAttempts', 1, endpoint);
   }
 
-  add(name: MetricName, value: number): void {
+  add(name: MetricName, value: number, endpoint = ''): void {
     if (!Number.isFinite(value)) return;
-    const values = this.#values.get(name) ?? [];
-    values.push(value);
-    this.#values.set(name, values);
+    let metrics = this.#values.get(endpoint);
+    if (metrics === undefined) this.#values.set(endpoint, (metrics = new Map()));
+    const values = metrics.get(name);
+    if (values === undefined) metrics.set(name, [value]);
+    else values.push(value);
   }
 
+  /**
+   * Writes the documents: first the service's own (metrics of no endpoint), always, with every count
+   * even when zero, so an alarm on the service's counts sees 0 rather than missing data; then one per
+   * endpoint seen since the last flush, with what it recorded.
+   */
   flush(): void {
+    const byEndpoint = this.#values;
+    this.#values = new Map();
+    this.#writeDocuments('', byEndpoint.get('') ?? new Map());
+    for (const [endpoint, metrics] of byEndpoint) if (endpoint !== '') this.#writeDocuments(endpoint, metrics);
+  }
+
+  #writeDocuments(endpoint: string, metrics: Map<MetricName, number[]>): void {
     const pending = new Map<MetricName, number[]>();
     for (const name of Object.keys(METRICS) as MetricName[]) {
-      const values = this.#values.get(name) ?? [];
-      if (METRICS[name] === 'Count') pending.set(name, [values.reduce((sum, v) => sum + v, 0)]);
-      else if (values.length > 0) pending.set(name, [...values]);
+      const values = metrics.get(name);
+      if (METRICS[name] === 'Count') {
+        if (values !== undefined || endpoint === '') pending.set(name, [(values ?? []).reduce((sum, v) => sum + v, 0)]);
+      } else if (values !== undefined) pending.set(name, [...values]);
     }
-    this.#values = new Map();
+    const dimensions = endpoint === '' ? [['Service']] : [['Service'], ['Service', ENDPOINT_DIMENSION]];
     while (pending.size > 0) {
       const document: Record<string, unknown> = { Service: this.#service };
+      if (endpoint !== '') document[ENDPOINT_DIMENSION] = endpoint;
       const definitions: { Name: string; Unit: string }[] = [];
       for (const [name, values] of pending) {
         const chunk = values.splice(0, MAX_VALUES_PER_DOCUMENT);
@@ -160,7 +185,7 @@ export class MetricsRecorder {
         JSON.stringify({
           _aws: {
             Timestamp: this.#now(),
-            CloudWatchMetrics: [{ Namespace: METRICS_NAMESPACE, Dimensions: [['Service']], Metrics: definitions }],
+            CloudWatchMetrics: [{ Namespace: METRICS_NAMESPACE, Dimensions: dimensions, Metrics: definitions }],
           },
           ...document,
         }),
@@ -173,6 +198,8 @@ export class MetricsRecorder {
 export interface MetricDocument {
   /** Epoch ms the document was written at. */
   readonly timestampMs: number;
+  /** The endpoint the document's metrics are about; absent for the service's own (no endpoint). */
+  readonly endpoint?: string;
   readonly values: Partial<Record<MetricName, readonly number[]>>;
 }
 
@@ -200,5 +227,6 @@ export function readMetricDocument(line: string, service: string = SERVICE_NAME)
     const list = (Array.isArray(raw) ? raw : [raw]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
     values[Name as MetricName] = list;
   }
-  return { timestampMs: aws.Timestamp, values };
+  const endpoint = document[ENDPOINT_DIMENSION];
+  return { timestampMs: aws.Timestamp, ...(typeof endpoint === 'string' ? { endpoint } : {}), values };
 }

@@ -12,6 +12,17 @@ export interface DeadLetterInfo {
   readonly reason: DeadLetterReason;
   /** The event ID, when one could be read from the body. */
   readonly eventId?: string;
+  /** The endpoint whose delivery died (absent for a message that was never routed: invalid, say). */
+  readonly endpoint?: string;
+}
+
+/** The message attribute that makes a message one endpoint's delivery (absent: a producer's message, to route). */
+export const ENDPOINT_ATTRIBUTE = 'endpoint';
+
+/** One endpoint's delivery of an event, as a message of its own. */
+export interface EndpointMessage {
+  readonly body: string;
+  readonly endpoint: string;
 }
 
 export interface DeliveryQueue {
@@ -24,8 +35,18 @@ export interface DeliveryQueue {
   /** Sends the original body, unchanged, to the dead-letter queue with the reason attached. */
   deadLetter(body: string, info: DeadLetterInfo): Promise<void>;
 
-  /** Sends a body to the delivery queue (replay). */
-  enqueue(body: string): Promise<void>;
+  /**
+   * Sends a body to the delivery queue (replay): for one endpoint's delivery when `endpoint` is
+   * given, as a producer's message to route otherwise.
+   */
+  enqueue(body: string, options?: { readonly endpoint?: string }): Promise<void>;
+
+  /**
+   * Puts one message per endpoint delivery on the delivery queue, batched (SQS takes ten per
+   * request). Resolves only once every one is sent. @throws QueueUnavailableError otherwise
+   * (some may have been sent: a second copy of one is harmless, the ledger's claim decides).
+   */
+  fanOut(messages: readonly EndpointMessage[]): Promise<void>;
 }
 
 /** The queue could not carry out a call. `cause` keeps the underlying error. */
@@ -33,7 +54,7 @@ export class QueueUnavailableError extends Error {
   override readonly name = 'QueueUnavailableError';
   readonly code = 'queue-unavailable';
   constructor(
-    readonly operation: 'retry-after' | 'dead-letter' | 'enqueue',
+    readonly operation: 'retry-after' | 'dead-letter' | 'enqueue' | 'fan-out',
     options?: ErrorOptions,
   ) {
     super(`queue ${operation} failed`, options);

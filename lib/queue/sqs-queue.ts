@@ -1,11 +1,22 @@
 /** The delivery queue on Amazon SQS (or an SQS-compatible emulator). */
 import {
   ChangeMessageVisibilityCommand,
+  SendMessageBatchCommand,
   SendMessageCommand,
   type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { clampVisibilitySeconds, QueueUnavailableError, type DeadLetterInfo, type DeliveryQueue } from './queue';
+import {
+  clampVisibilitySeconds,
+  ENDPOINT_ATTRIBUTE,
+  QueueUnavailableError,
+  type DeadLetterInfo,
+  type DeliveryQueue,
+  type EndpointMessage,
+} from './queue';
+
+/** SQS's most messages per SendMessageBatch. */
+const SEND_BATCH_SIZE = 10;
 
 export interface SqsDeliveryQueueOptions {
   /**
@@ -48,6 +59,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
     };
     // An empty String attribute is refused by SQS: leave it out when no ID could be read.
     if (info.eventId) attributes.eventId = { DataType: 'String', StringValue: info.eventId };
+    if (info.endpoint) attributes[ENDPOINT_ATTRIBUTE] = { DataType: 'String', StringValue: info.endpoint };
     await this.#call('dead-letter', () =>
       this.#client.send(
         new SendMessageCommand({
@@ -59,9 +71,40 @@ export class SqsDeliveryQueue implements DeliveryQueue {
     );
   }
 
-  async enqueue(body: string): Promise<void> {
+  async enqueue(body: string, options: { readonly endpoint?: string } = {}): Promise<void> {
     await this.#call('enqueue', () =>
-      this.#client.send(new SendMessageCommand({ QueueUrl: this.#queueUrl, MessageBody: body })),
+      this.#client.send(
+        new SendMessageCommand({
+          QueueUrl: this.#queueUrl,
+          MessageBody: body,
+          ...(options.endpoint !== undefined ? { MessageAttributes: endpointAttribute(options.endpoint) } : {}),
+        }),
+      ),
+    );
+  }
+
+  async fanOut(messages: readonly EndpointMessage[]): Promise<void> {
+    // SQS bills a batch as one request per 64 KiB of it: batching saves requests for small events only.
+    const batches: EndpointMessage[][] = [];
+    for (let i = 0; i < messages.length; i += SEND_BATCH_SIZE) batches.push(messages.slice(i, i + SEND_BATCH_SIZE));
+    await Promise.all(
+      batches.map((batch) =>
+        this.#call('fan-out', async () => {
+          const { Failed } = await this.#client.send(
+            new SendMessageBatchCommand({
+              QueueUrl: this.#queueUrl,
+              Entries: batch.map((message, i) => ({
+                Id: String(i),
+                MessageBody: message.body,
+                MessageAttributes: endpointAttribute(message.endpoint),
+              })),
+            }),
+          );
+          if (Failed !== undefined && Failed.length > 0) {
+            throw new Error(`${Failed.length} of ${batch.length} messages not sent (${Failed[0]!.Code ?? 'unknown'})`);
+          }
+        }),
+      ),
     );
   }
 
@@ -72,4 +115,8 @@ export class SqsDeliveryQueue implements DeliveryQueue {
       throw new QueueUnavailableError(operation, { cause: error });
     }
   }
+}
+
+function endpointAttribute(endpoint: string): Record<string, MessageAttributeValue> {
+  return { [ENDPOINT_ATTRIBUTE]: { DataType: 'String', StringValue: endpoint } };
 }

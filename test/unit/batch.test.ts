@@ -1,9 +1,19 @@
 import { describe, expect, it } from 'vitest';
+import type { SQSRecord } from 'aws-lambda';
 import { processBatch, type BatchDeps } from '../../lib/batch';
 import type { DeliverDeps, DeliveryResult, QueueDecision, QueueMessage } from '../../lib/deliver';
+import type { Endpoint } from '../../lib/endpoints/endpoint';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
-import { clampVisibilitySeconds, QueueUnavailableError, type DeadLetterInfo, type DeliveryQueue } from '../../lib/queue/queue';
+import {
+  clampVisibilitySeconds,
+  QueueUnavailableError,
+  type DeadLetterInfo,
+  type DeliveryQueue,
+  type EndpointMessage,
+} from '../../lib/queue/queue';
 import { MemoryLedger } from '../../lib/ledger/memory-ledger';
+import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
+import { singleEndpoint, staticRouting } from '../../lib/routing';
 import { deliverCopiesInOneBatch, T0 } from '../helpers/ledger-contract';
 import { sqsRecord } from '../helpers/sqs-records';
 
@@ -13,8 +23,10 @@ const NOW_MS = Date.parse('2026-12-02T10:00:00Z');
 class RecordingQueue implements DeliveryQueue {
   readonly visibility: [string, number][] = [];
   readonly deadLettered: [string, DeadLetterInfo][] = [];
+  readonly fannedOut: EndpointMessage[][] = [];
   failRetryAfter = false;
   failDeadLetter = false;
+  failFanOut = false;
   async retryAfter(receiptHandle: string, seconds: number) {
     if (this.failRetryAfter) throw new QueueUnavailableError('retry-after');
     this.visibility.push([receiptHandle, seconds]);
@@ -24,7 +36,20 @@ class RecordingQueue implements DeliveryQueue {
     this.deadLettered.push([body, info]);
   }
   async enqueue() {}
+  async fanOut(messages: readonly EndpointMessage[]) {
+    if (this.failFanOut) throw new QueueUnavailableError('fan-out');
+    this.fannedOut.push([...messages]);
+  }
 }
+
+const endpoint = (name: string, fields: Partial<Endpoint> = {}): Endpoint => ({
+  ...singleEndpoint({ name, url: `https://${name}.example/hooks`, policy: DEFAULT_RETRY_POLICY, attemptTimeoutMs: 10_000 }),
+  ...fields,
+});
+
+/** A message for one endpoint (the scripted tests' records: they are not routed, so their bodies need not be events). */
+const forEndpoint = (body: string, name = 'default', overrides: Partial<SQSRecord> = {}): SQSRecord =>
+  sqsRecord(body, { ...overrides, messageAttributes: { endpoint: { dataType: 'String', stringValue: name, stringListValues: [], binaryListValues: [] } } });
 
 /** Scripts `deliver`: each body names the result it gets. */
 function scripted(results: Record<string, DeliveryResult | Error>) {
@@ -36,13 +61,14 @@ function scripted(results: Record<string, DeliveryResult | Error>) {
   };
 }
 
-function setup(results: Record<string, DeliveryResult | Error>, concurrency = 10) {
+function setup(results: Record<string, DeliveryResult | Error>, concurrency = 10, endpoints = [endpoint('default')]) {
   const lines: Record<string, unknown>[] = [];
   const write = (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>);
   const queue = new RecordingQueue();
   const metrics = new MetricsRecorder({ service: 'handoff', write, now: () => NOW_MS });
   const deps: BatchDeps = {
-    delivery: { now: () => NOW_MS } as DeliverDeps,
+    delivery: { now: () => NOW_MS, payloadLimitBytes: 65_536 } as BatchDeps['delivery'],
+    routing: staticRouting(endpoints, () => ({ send: () => Promise.reject(new Error('scripted: no sends')) })),
     queue,
     logger: createLogger({ service: 'handoff', write }),
     metrics,
@@ -68,7 +94,7 @@ describe('Function: processBatch', () => {
   it('reports only the records to retry, after setting their visibility', async () => {
     // Prepare
     const { deps, queue } = setup({ a: ack('evt_a'), b: retry('evt_b', 120), c: deadLetter('evt_c', 'rejected') });
-    const records = [sqsRecord('a'), sqsRecord('b'), sqsRecord('c')];
+    const records = [forEndpoint('a'), forEndpoint('b'), forEndpoint('c')];
 
     // Act
     const response = await processBatch(records, deps);
@@ -76,7 +102,7 @@ describe('Function: processBatch', () => {
     // Assess
     expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: records[1]!.messageId }] });
     expect(queue.visibility).toEqual([[records[1]!.receiptHandle, 120]]);
-    expect(queue.deadLettered).toEqual([['c', { reason: 'rejected', eventId: 'evt_c' }]]);
+    expect(queue.deadLettered).toEqual([['c', { reason: 'rejected', eventId: 'evt_c', endpoint: 'default' }]]);
   });
 
   it('dead-letters without an eventId attribute when no ID could be read', async () => {
@@ -91,7 +117,7 @@ describe('Function: processBatch', () => {
   it('still reports a retry when its visibility cannot be changed', async () => {
     const { deps, queue } = setup({ b: retry('evt_b', 30) });
     queue.failRetryAfter = true;
-    const record = sqsRecord('b');
+    const record = forEndpoint('b');
 
     const response = await processBatch([record], deps);
 
@@ -101,7 +127,7 @@ describe('Function: processBatch', () => {
   it('reports a dead-letter whose send failed, so the next receive sends it again', async () => {
     const { deps, queue } = setup({ a: ack('evt_a'), c: deadLetter('evt_c', 'rejected') });
     queue.failDeadLetter = true;
-    const records = [sqsRecord('a'), sqsRecord('c')];
+    const records = [forEndpoint('a'), forEndpoint('c')];
 
     const response = await processBatch(records, deps);
 
@@ -110,7 +136,7 @@ describe('Function: processBatch', () => {
 
   it('reports only the record whose delivery threw', async () => {
     const { deps } = setup({ a: ack('evt_a'), boom: new Error('ledger unreachable'), z: ack('evt_z') });
-    const records = [sqsRecord('a'), sqsRecord('boom'), sqsRecord('z')];
+    const records = [forEndpoint('a'), forEndpoint('boom'), forEndpoint('z')];
 
     const response = await processBatch(records, deps);
 
@@ -120,7 +146,7 @@ describe('Function: processBatch', () => {
   it('throws rather than report a failure with an empty item identifier', async () => {
     const { deps } = setup({ b: retry('evt_b', 30) });
 
-    await expect(processBatch([sqsRecord('b', { messageId: '' })], deps)).rejects.toThrow(/no messageId/);
+    await expect(processBatch([forEndpoint('b', 'default', { messageId: '' })], deps)).rejects.toThrow(/no messageId/);
   });
 
   it('never has more deliveries in flight than its concurrency', async () => {
@@ -142,7 +168,7 @@ describe('Function: processBatch', () => {
 
     // Act
     let settled = false;
-    const done = processBatch(['1', '2', '3', '4', '5'].map((b) => sqsRecord(b)), deps2).finally(() => {
+    const done = processBatch(['1', '2', '3', '4', '5'].map((b) => forEndpoint(b)), deps2).finally(() => {
       settled = true;
     });
     while (!settled) {
@@ -158,7 +184,7 @@ describe('Function: processBatch', () => {
   it('logs one line per record with the event ID and never the body or the detail', async () => {
     const { deps, lines } = setup({ '{"secret":"payload"}': deadLetter('evt_c', 'invalid') });
 
-    await processBatch([sqsRecord('{"secret":"payload"}')], deps);
+    await processBatch([forEndpoint('{"secret":"payload"}')], deps);
 
     const logs = lines.filter((l) => l.message === 'delivery');
     expect(logs).toHaveLength(1);
@@ -166,51 +192,186 @@ describe('Function: processBatch', () => {
     expect(JSON.stringify(lines)).not.toMatch(/payload|secret-ish/);
   });
 
-  it('publishes counts, attempts, delivery latency and pending age as one EMF document', async () => {
+  it("publishes the service's counts, and the endpoint's counts, attempts, latency and pending age under both dimension sets", async () => {
     // Prepare
     const { deps, lines, metrics } = setup({ a: ack('evt_a'), b: retry('evt_b', 30), c: deadLetter('evt_c', 'rejected') });
     const sent = String(NOW_MS - 4_000);
     const records = ['a', 'b', 'c'].map((body) =>
-      sqsRecord(body, { attributes: { ...sqsRecord('').attributes, SentTimestamp: sent } }),
+      forEndpoint(body, 'default', { attributes: { ...sqsRecord('').attributes, SentTimestamp: sent } }),
     );
 
     // Act
     await processBatch(records, deps);
     metrics.flush();
 
-    // Assess
+    // Assess: the service's document counts nothing of its own; the endpoint's carries both dimension sets.
     const documents = lines.filter((l) => '_aws' in l);
-    expect(documents).toEqual([
-      {
-        _aws: {
-          Timestamp: NOW_MS,
-          CloudWatchMetrics: [
-            {
-              Namespace: 'Handoff',
-              Dimensions: [['Service']],
-              Metrics: [
-                { Name: 'Delivered', Unit: 'Count' },
-                { Name: 'Retries', Unit: 'Count' },
-                { Name: 'DeadLetters', Unit: 'Count' },
-                { Name: 'DeliveryLatency', Unit: 'Milliseconds' },
-                { Name: 'PendingAge', Unit: 'Seconds' },
-                { Name: 'Attempts', Unit: 'Count' },
-                { Name: 'RetriedAttempts', Unit: 'Count' },
-              ],
-            },
-          ],
-        },
-        Service: 'handoff',
-        Delivered: 1,
-        Retries: 1,
-        DeadLetters: 1,
-        DeliveryLatency: 250,
-        PendingAge: [4, 4, 4],
-        // One attempt by the delivered record (its first) and one by the retried one (its second).
-        Attempts: 2,
-        RetriedAttempts: 1,
+    expect(documents).toHaveLength(2);
+    expect(documents[0]).toMatchObject({ Service: 'handoff', Delivered: 0, Unrouted: 0, FannedOut: 0 });
+    expect(documents[0]).not.toHaveProperty('Endpoint');
+    expect(documents[1]).toEqual({
+      _aws: {
+        Timestamp: NOW_MS,
+        CloudWatchMetrics: [
+          {
+            Namespace: 'Handoff',
+            Dimensions: [['Service'], ['Service', 'Endpoint']],
+            Metrics: [
+              { Name: 'Delivered', Unit: 'Count' },
+              { Name: 'Retries', Unit: 'Count' },
+              { Name: 'DeadLetters', Unit: 'Count' },
+              { Name: 'DeliveryLatency', Unit: 'Milliseconds' },
+              { Name: 'PendingAge', Unit: 'Seconds' },
+              { Name: 'Attempts', Unit: 'Count' },
+              { Name: 'RetriedAttempts', Unit: 'Count' },
+            ],
+          },
+        ],
       },
+      Service: 'handoff',
+      Endpoint: 'default',
+      Delivered: 1,
+      Retries: 1,
+      DeadLetters: 1,
+      DeliveryLatency: 250,
+      PendingAge: [4, 4, 4],
+      // One attempt by the delivered record (its first) and one by the retried one (its second).
+      Attempts: 2,
+      RetriedAttempts: 1,
+    });
+  });
+});
+
+/** A producer's message: a valid event of this status (and carrier), no endpoint attribute. */
+function eventRecord(id: string, status: string, carrier?: string, overrides: Partial<SQSRecord> = {}): SQSRecord {
+  const body = JSON.stringify({
+    id,
+    shipmentId: 'shp_1',
+    status,
+    occurredAt: '2026-12-02T10:00:00Z',
+    ...(carrier ? { data: { carrier } } : {}),
+  });
+  return sqsRecord(body, overrides);
+}
+
+describe('Function: processBatch routing', () => {
+  const acme = endpoint('carrier-acme', { eventTypes: ['shipment.delivered', 'shipment.in_transit'], match: { 'data.carrier': ['acme'] } });
+  const notify = endpoint('notifications', { eventTypes: ['shipment.delivered'] });
+  const all = endpoint('warehouse', { eventTypes: ['*'] });
+  /** Scripted deliver that acks, recording which endpoint each delivery was for. */
+  function routed(endpoints: Endpoint[]) {
+    const delivered: [string, string][] = [];
+    const { deps, queue, lines, metrics } = setup({}, 10, endpoints);
+    const deps2: BatchDeps = {
+      ...deps,
+      deliver: async (message: QueueMessage, d: DeliverDeps) => {
+        const id = (JSON.parse(message.body) as { id: string }).id;
+        delivered.push([id, d.endpoint!]);
+        return ack(id);
+      },
+    };
+    return { deps: deps2, queue, lines, metrics, delivered };
+  }
+
+  it('delivers an event that one endpoint subscribes to on its own message, with that endpoint', async () => {
+    const { deps, queue, delivered } = routed([acme, notify]);
+
+    const response = await processBatch([eventRecord('evt_1', 'in_transit', 'acme')], deps);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(delivered).toEqual([['evt_1', 'carrier-acme']]);
+    expect(queue.fannedOut).toEqual([]);
+  });
+
+  it("fans an event out to every subscribed endpoint in one batched send for the batch's records, and acknowledges them", async () => {
+    const { deps, queue, delivered, metrics, lines } = routed([acme, notify, all]);
+    const records = [eventRecord('evt_1', 'delivered', 'acme'), eventRecord('evt_2', 'delivered', 'zephyr')];
+
+    const response = await processBatch(records, deps);
+    metrics.flush();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(delivered).toEqual([]);
+    expect(queue.fannedOut).toHaveLength(1);
+    expect(queue.fannedOut[0]!.map((m) => [JSON.parse(m.body).id, m.endpoint])).toEqual([
+      ['evt_1', 'carrier-acme'],
+      ['evt_1', 'notifications'],
+      ['evt_1', 'warehouse'],
+      ['evt_2', 'notifications'],
+      ['evt_2', 'warehouse'],
     ]);
+    // The body travels unchanged.
+    expect(queue.fannedOut[0]![0]!.body).toBe(records[0]!.body);
+    expect(lines.find((l) => '_aws' in l)).toMatchObject({ FannedOut: 5 });
+    expect(lines.filter((l) => l.why === 'fanned-out').map((l) => l.endpoints)).toEqual([
+      ['carrier-acme', 'notifications', 'warehouse'],
+      ['notifications', 'warehouse'],
+    ]);
+  });
+
+  it('returns the fanned-out messages when the send fails, and delivers the others of the batch', async () => {
+    const { deps, queue, delivered } = routed([acme, notify]);
+    queue.failFanOut = true;
+    const records = [eventRecord('evt_1', 'delivered', 'acme'), eventRecord('evt_2', 'in_transit', 'acme')];
+
+    const response = await processBatch(records, deps);
+
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[0]!.messageId }]);
+    expect(delivered).toEqual([['evt_2', 'carrier-acme']]);
+  });
+
+  it('acknowledges and counts an event no endpoint subscribes to, and a message for a removed endpoint', async () => {
+    const { deps, delivered, metrics, lines } = routed([acme]);
+    const records = [eventRecord('evt_1', 'packed'), forEndpoint('{}', 'gone')];
+
+    const response = await processBatch(records, deps);
+    metrics.flush();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(delivered).toEqual([]);
+    expect(lines.find((l) => '_aws' in l)).toMatchObject({ Unrouted: 2 });
+    expect(lines.filter((l) => l.message === 'delivery').map((l) => l.why)).toEqual(['unrouted', 'endpoint-removed']);
+  });
+
+  it('does not route to a disabled endpoint', async () => {
+    const { deps, delivered, queue } = routed([acme, { ...notify, state: 'disabled' }]);
+
+    await processBatch([eventRecord('evt_1', 'delivered', 'acme')], deps);
+
+    expect(delivered).toEqual([['evt_1', 'carrier-acme']]);
+    expect(queue.fannedOut).toEqual([]);
+  });
+
+  it("routes a message received before to the endpoints it has rows for too, so a registry change strands nothing", async () => {
+    // Prepare: evt_1 has a row for notifications, which no longer subscribes to in_transit.
+    const ledger = new MemoryLedger({ now: () => NOW_MS });
+    await ledger.admitInvalid({ eventId: 'evt_1', endpoint: 'notifications' }, 'a row', DEFAULT_RETRY_POLICY, NOW_MS, 86_400);
+    const { deps, queue } = routed([acme, notify]);
+    const withLedger: BatchDeps = { ...deps, delivery: { ...deps.delivery, ledger } };
+    const again = eventRecord('evt_1', 'in_transit', 'acme', { attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: '2' } });
+
+    await processBatch([again], withLedger);
+
+    expect(queue.fannedOut[0]!.map((m) => m.endpoint)).toEqual(['carrier-acme', 'notifications']);
+  });
+
+  it("keeps a dead delivery's row but sends no dead-letter message for an endpoint whose recovery is drop", async () => {
+    const { deps, queue, lines, metrics } = setup({ c: deadLetter('evt_c', 'rejected') }, 10, [endpoint('low-value', { recovery: 'drop' })]);
+
+    const response = await processBatch([forEndpoint('c', 'low-value')], deps);
+    metrics.flush();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(queue.deadLettered).toEqual([]);
+    expect(lines.find((l) => l.Endpoint === 'low-value')).toMatchObject({ Dropped: 1 });
+  });
+
+  it('dead-letters with the endpoint attribute', async () => {
+    const { deps, queue } = setup({ c: deadLetter('evt_c', 'rejected') }, 10, [endpoint('carrier-acme')]);
+
+    await processBatch([forEndpoint('c', 'carrier-acme')], deps);
+
+    expect(queue.deadLettered).toEqual([['c', { reason: 'rejected', eventId: 'evt_c', endpoint: 'carrier-acme' }]]);
   });
 });
 
