@@ -4,12 +4,17 @@
  * 10% of them and random SIGKILLs of consumer workers, shows a progress bar on stderr, then
  * prints the invariants on stdout. Exit status: 0 when they all hold, 1 otherwise, 2 for usage.
  *
- *   npm run soak                           # 2,000 events, seed 1
+ * `--endpoints 3` routes the events to three endpoints (an endpoints file: overlapping event types
+ * and a data.carrier match, so an event goes to 0 to 3 of them), each its own receiver, secret and
+ * faults, and checks the invariants per (event, endpoint).
+ *
+ *   npm run soak                           # 2,000 events, seed 1, one endpoint
  *   npm run soak -- --events 20000 --seed 7
+ *   npm run soak -- --endpoints 3 --events 20000
  */
 import { Presets, SingleBar } from 'cli-progress';
 import { Command, InvalidArgumentError } from 'commander';
-import { defaultKills, defaultTimeoutMs, formatReport, runSoak } from '../test/helpers/soak/run';
+import { defaultKills, defaultTimeoutMs, ENDPOINT_MODES, formatReport, runSoak, type EndpointMode } from '../test/helpers/soak/run';
 
 const MAX_EVENTS = 20_000;
 
@@ -25,19 +30,29 @@ function whole(min: number, max: number) {
 const program = new Command('soak')
   .description('chaos soak of handoff through the local sandbox; prints the invariants')
   .option('--events <n>', `events to send (up to ${MAX_EVENTS})`, whole(1, MAX_EVENTS), 2_000)
+  .option(
+    '--endpoints <n>',
+    `${ENDPOINT_MODES.join(' or ')}: the single-URL settings, or three endpoints with overlapping subscriptions`,
+    (raw: string): EndpointMode => {
+      const mode = ENDPOINT_MODES.find((m) => String(m) === raw);
+      if (mode === undefined) throw new InvalidArgumentError(`${ENDPOINT_MODES.join(' or ')}`);
+      return mode;
+    },
+    1 as EndpointMode,
+  )
   .option('--seed <n>', 'seed of the fault plan (same seed, same plan)', whole(0, 2 ** 31 - 1), 1)
   .option('--kills <n>', 'worker SIGKILLs during the run (default: events / 100, at least 3)', whole(0, 100_000))
   .option('--timeout-seconds <n>', 'give up after this long and list what is not final', whole(10, 86_400))
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
   .parse();
 
-const options = program.opts<{ events: number; seed: number; kills?: number; timeoutSeconds?: number }>();
+const options = program.opts<{ events: number; endpoints: EndpointMode; seed: number; kills?: number; timeoutSeconds?: number }>();
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 const bar = new SingleBar(
   {
     stream: process.stderr,
-    format: 'soak |{bar}| {value}/{total} final | sent {sent}/{messages} | kills {kills} | {duration_formatted}',
+    format: 'soak |{bar}| {value}/{total} deliveries final | sent {sent}/{messages} | kills {kills} | {duration_formatted}',
     hideCursor: true,
   },
   Presets.shades_classic,
@@ -46,10 +61,14 @@ bar.start(options.events, 0, { sent: 0, messages: 0, kills: 0 });
 
 const report = await runSoak({
   events: options.events,
+  endpoints: options.endpoints,
   seed: options.seed,
   kills: options.kills ?? defaultKills(options.events),
   timeoutMs: (options.timeoutSeconds ?? defaultTimeoutMs(options.events) / 1000) * 1000,
-  onProgress: (p) => bar.update(p.final, { sent: p.sent, messages: p.messages, kills: p.kills }),
+  onProgress: (p) => {
+    if (bar.getTotal() !== p.deliveries) bar.setTotal(p.deliveries);
+    bar.update(p.final, { sent: p.sent, messages: p.messages, kills: p.kills });
+  },
 }).finally(() => bar.stop());
 
 process.stdout.write(`${formatReport(report)}\n`);

@@ -1,18 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
-import type { DeadLetter } from '../helpers/sandbox-clients';
+import type { EndpointDeadLetter } from '../helpers/soak/dead-letters';
+import { routeOf, THREE_ENDPOINTS } from '../helpers/soak/endpoints';
 import { checkInvariants, EXPECTED_END, type Observed } from '../helpers/soak/invariants';
-import { answerFor, planSoak, type SoakPlan } from '../helpers/soak/plan';
+import { answerFor, deliveriesOf, planSoak, summarize, type Fate, type PlannedDelivery, type SoakPlan } from '../helpers/soak/plan';
 import type { ReceiverCounts } from '../helpers/soak/receiver';
 
 const plan: SoakPlan = planSoak({ events: 400, seed: 7 });
+const threePlan: SoakPlan = planSoak({ events: 600, seed: 7, endpoints: THREE_ENDPOINTS });
 const MAX_ATTEMPTS = 6;
 
-function row(eventId: string, fields: Partial<DeliveryRecord>): DeliveryRecord {
+function row(eventId: string, fields: Partial<DeliveryRecord>, endpoint = 'default'): DeliveryRecord {
   return {
     eventId,
-    endpoint: 'default',
+    endpoint,
     state: 'delivered',
     attempts: 1,
     maxAttempts: MAX_ATTEMPTS,
@@ -27,47 +29,60 @@ function row(eventId: string, fields: Partial<DeliveryRecord>): DeliveryRecord {
   };
 }
 
-/** The end state of a run that went exactly to plan. */
-function cleanEnd(): Observed {
-  const rows: DeliveryRecord[] = [];
-  const deadLetters: DeadLetter[] = [];
-  const effects = new Map<string, number>();
-  for (const event of plan.events) {
-    const end = EXPECTED_END[event.fate];
-    if (end.state === 'delivered') {
-      rows.push(row(event.id, {}));
-      effects.set(event.id, 1);
-    } else {
-      rows.push(row(event.id, { state: 'dead', deadReason: end.reason! }));
-      deadLetters.push({ body: event.body, reason: end.reason, eventId: event.id });
-    }
-  }
-  const receiver: ReceiverCounts = {
-    requests: rows.length,
+function receiverCounts(endpoint: string, effects: Map<string, number>): ReceiverCounts {
+  return {
+    endpoint,
+    requests: effects.size,
     answers: { ok: 0, slow: 0, 'late-commit': 0, 'commit-then-hang': 0, 'server-error': 0, throttle: 0, reset: 0, reject: 0 },
     effects,
     absorbed: 0,
     keyMismatches: 0,
     changedBodies: 0,
     unplanned: 0,
+    unsubscribed: 0,
+    badSignatures: 0,
   };
-  return { rows, deadLetters, receiver, queueDepth: 0, maxAttempts: MAX_ATTEMPTS };
 }
 
-function broken(observed: Observed): Record<string, number> {
+/** The end state of a run that went exactly to plan. */
+function cleanEnd(of: SoakPlan = plan): Observed {
+  const rows: DeliveryRecord[] = [];
+  const deadLetters: EndpointDeadLetter[] = [];
+  const effects = new Map<string, Map<string, number>>((of.endpoints ?? [{ name: 'default' }]).map((e) => [e.name, new Map()]));
+  for (const d of deliveriesOf(of)) {
+    const end = EXPECTED_END[d.fate];
+    if (end.state === 'delivered') {
+      rows.push(row(d.eventId, {}, d.endpoint));
+      effects.get(d.endpoint)!.set(d.eventId, 1);
+    } else {
+      rows.push(row(d.eventId, { state: 'dead', deadReason: end.reason! }, d.endpoint));
+      deadLetters.push({ body: d.body, reason: end.reason, eventId: d.eventId, endpoint: d.endpoint });
+    }
+  }
+  const receivers = [...effects].map(([endpoint, applied]) => receiverCounts(endpoint, applied));
+  return { rows, deadLetters, receivers, queueDepth: 0, maxAttempts: MAX_ATTEMPTS };
+}
+
+function broken(observed: Observed, of: SoakPlan = plan): Record<string, number> {
   return Object.fromEntries(
-    checkInvariants(plan, observed)
+    checkInvariants(of, observed)
       .filter((invariant) => invariant.violations > 0)
       .map((invariant) => [invariant.name, invariant.violations]),
   );
 }
 
-const firstOf = (fate: 'deliver' | 'reject' | 'exhaust') => plan.events.find((event) => event.fate === fate)!;
+const firstOf = (fate: Fate, of: SoakPlan = plan): PlannedDelivery => deliveriesOf(of).find((d) => d.fate === fate)!;
+
+/** The same receiver with some counts changed. */
+function withReceiver(observed: Observed, endpoint: string, change: (counts: ReceiverCounts) => ReceiverCounts): Observed {
+  return { ...observed, receivers: observed.receivers.map((r) => (r.endpoint === endpoint ? change(r) : r)) };
+}
 
 describe('Function: planSoak', () => {
   it('gives the same plan for the same seed and another for another seed', () => {
     expect(planSoak({ events: 400, seed: 7 })).toEqual(plan);
     expect(planSoak({ events: 400, seed: 8 }).events.map((e) => e.fate)).not.toEqual(plan.events.map((e) => e.fate));
+    expect(planSoak({ events: 600, seed: 7, endpoints: THREE_ENDPOINTS })).toEqual(threePlan);
   });
 
   it('sends every event once, and each duplicate after its original', () => {
@@ -85,6 +100,43 @@ describe('Function: planSoak', () => {
       Array(3).fill({ kind: 'server-error', status: 503 }),
     );
   });
+
+  it('with one endpoint, plans one delivery per event to default, from the event\'s own answers', () => {
+    const deliveries = deliveriesOf(plan);
+
+    expect(deliveries.map((d) => [d.eventId, d.endpoint, d.fate])).toEqual(plan.events.map((e) => [e.id, 'default', e.fate]));
+    expect(plan.endpoints).toBeUndefined();
+  });
+
+  it('with three endpoints, routes each event by its type and carrier to 0, 1, 2 or 3 of them', () => {
+    const byEvent = new Map<string, string[]>();
+    for (const d of deliveriesOf(threePlan)) byEvent.set(d.eventId, [...(byEvent.get(d.eventId) ?? []), d.endpoint]);
+
+    for (const event of threePlan.events) {
+      const { status, data } = JSON.parse(event.body) as { status: string; data: { carrier: string } };
+      const expected = routeOf(THREE_ENDPOINTS, { status, carrier: data.carrier }).map((e) => e.name);
+      expect([event.id, byEvent.get(event.id) ?? []]).toEqual([event.id, expected]);
+    }
+    const { fanOut, endpoints } = summarize(threePlan);
+    expect(fanOut.every((n) => n > 0)).toBe(true);
+    expect(fanOut.reduce((a, b) => a + b, 0)).toBe(threePlan.events.length);
+    expect(endpoints.map((e) => e.name)).toEqual(['warehouse', 'tracking', 'acme-ops']);
+    for (const e of endpoints) expect([e.name, e.deliver > 0 && e.reject > 0 && e.exhaust > 0]).toEqual([e.name, true]);
+  });
+
+  it('gives an event routed to several endpoints its own fate at each (a reject at one, a delivery at another)', () => {
+    const fates = new Map<string, Set<Fate>>();
+    for (const d of deliveriesOf(threePlan)) fates.set(d.eventId, (fates.get(d.eventId) ?? new Set()).add(d.fate));
+
+    expect([...fates.values()].some((set) => set.has('deliver') && set.size > 1)).toBe(true);
+  });
+
+  it('routes by its own table: only a matching carrier reaches acme-ops, and a delivered event of another carrier goes nowhere', () => {
+    expect(routeOf(THREE_ENDPOINTS, { status: 'in_transit', carrier: 'acme' }).map((e) => e.name)).toEqual(['warehouse', 'tracking', 'acme-ops']);
+    expect(routeOf(THREE_ENDPOINTS, { status: 'in_transit', carrier: 'globex' }).map((e) => e.name)).toEqual(['warehouse', 'tracking']);
+    expect(routeOf(THREE_ENDPOINTS, { status: 'delivered', carrier: 'acme' }).map((e) => e.name)).toEqual(['acme-ops']);
+    expect(routeOf(THREE_ENDPOINTS, { status: 'delivered', carrier: 'initech' })).toEqual([]);
+  });
 });
 
 describe('Function: checkInvariants', () => {
@@ -95,42 +147,49 @@ describe('Function: checkInvariants', () => {
     expect(broken({ ...observed, deadLetters: [...observed.deadLetters, dead] })).toEqual({});
   });
 
+  it('reads a dead letter without an endpoint attribute as default\'s with one endpoint (the single-URL consumer)', () => {
+    const observed = cleanEnd();
+    const deadLetters = observed.deadLetters.map(({ endpoint: _, ...letter }) => letter);
+
+    expect(broken({ ...observed, deadLetters })).toEqual({});
+  });
+
   it('counts an event with no row, or still pending, as lost', () => {
     const observed = cleanEnd();
     const [missing, pending] = observed.rows;
     const rows = observed.rows.filter((r) => r !== missing).map((r) => (r === pending ? { ...r, state: 'pending' as const } : r));
 
-    expect(broken({ ...observed, rows })).toMatchObject({ 'lost: events without a final state': 2 });
+    expect(broken({ ...observed, rows })).toMatchObject({ 'lost: deliveries without a final state': 2 });
   });
 
   it('counts an event applied twice at the receiver as a double effect', () => {
     const observed = cleanEnd();
-    const effects = new Map(observed.receiver.effects).set(firstOf('deliver').id, 2);
+    const changed = withReceiver(observed, 'default', (r) => ({ ...r, effects: new Map(r.effects).set(firstOf('deliver').eventId, 2) }));
 
-    expect(broken({ ...observed, receiver: { ...observed.receiver, effects } })).toEqual({ 'double effects at the receiver': 1 });
+    expect(broken(changed)).toEqual({ 'double effects at a receiver': 1 });
   });
 
   it('counts a delivered row the receiver never applied', () => {
     const observed = cleanEnd();
-    const effects = new Map(observed.receiver.effects);
-    effects.delete(firstOf('deliver').id);
-
-    expect(broken({ ...observed, receiver: { ...observed.receiver, effects } })).toEqual({
-      'delivered, yet never applied at the receiver': 1,
+    const changed = withReceiver(observed, 'default', (r) => {
+      const effects = new Map(r.effects);
+      effects.delete(firstOf('deliver').eventId);
+      return { ...r, effects };
     });
+
+    expect(broken(changed)).toEqual({ 'delivered, yet never applied at the receiver': 1 });
   });
 
   it('flags a planned delivery that ended dead, and a planned rejection that ended exhausted', () => {
     const observed = cleanEnd();
+    const [deliver, reject] = [firstOf('deliver'), firstOf('reject')];
     const rows = observed.rows.map((r) =>
-      r.eventId === firstOf('deliver').id || r.eventId === firstOf('reject').id
-        ? { ...r, state: 'dead' as const, deadReason: 'exhausted' as const }
-        : r,
+      r.eventId === deliver.eventId || r.eventId === reject.eventId ? { ...r, state: 'dead' as const, deadReason: 'exhausted' as const } : r,
     );
     const deadLetters = [
-      ...observed.deadLetters.filter((d) => d.eventId !== firstOf('reject').id),
-      { body: firstOf('deliver').body, reason: 'exhausted', eventId: firstOf('deliver').id },
-      { body: firstOf('reject').body, reason: 'exhausted', eventId: firstOf('reject').id },
+      ...observed.deadLetters.filter((d) => d.eventId !== reject.eventId),
+      { body: deliver.body, reason: 'exhausted', eventId: deliver.eventId, endpoint: 'default' },
+      { body: reject.body, reason: 'exhausted', eventId: reject.eventId, endpoint: 'default' },
     ];
 
     expect(broken({ ...observed, rows, deadLetters })).toMatchObject({ 'dead set differs from the expected one': 2 });
@@ -148,23 +207,105 @@ describe('Function: checkInvariants', () => {
     const [, second, ...rest] = observed.deadLetters;
     const deadLetters = [{ ...second!, reason: 'invalid' }, ...rest];
 
-    expect(broken({ ...observed, deadLetters })).toMatchObject({ 'dead events missing from the dead-letter queue': 2 });
+    expect(broken({ ...observed, deadLetters })).toMatchObject({ 'dead deliveries missing from the dead-letter queue': 2 });
   });
 
   it('flags a dead letter for an event the ledger says was delivered', () => {
     const observed = cleanEnd();
     const delivered = firstOf('deliver');
-    const deadLetters = [...observed.deadLetters, { body: delivered.body, reason: 'exhausted', eventId: delivered.id }];
+    const deadLetters = [...observed.deadLetters, { body: delivered.body, reason: 'exhausted', eventId: delivered.eventId }];
 
-    expect(broken({ ...observed, deadLetters })).toEqual({ 'dead letters for events that are not dead': 1 });
+    expect(broken({ ...observed, deadLetters })).toEqual({ 'dead letters for deliveries that are not dead': 1 });
   });
 
-  it('flags requests under a wrong key and messages left on the queue', () => {
+  it('flags requests under a wrong key or with a bad signature, and messages left on the queue', () => {
     const observed = cleanEnd();
+    const changed = withReceiver(observed, 'default', (r) => ({ ...r, keyMismatches: 1, badSignatures: 2 }));
 
-    expect(broken({ ...observed, queueDepth: 2, receiver: { ...observed.receiver, keyMismatches: 1 } })).toEqual({
-      'requests with a wrong key, a changed body, or no event': 1,
+    expect(broken({ ...changed, queueDepth: 2 })).toEqual({
+      'requests with a wrong key, a changed body, a bad signature or no event': 3,
       'messages left on the delivery queue': 2,
     });
+  });
+});
+
+describe('Function: checkInvariants, three endpoints', () => {
+  const routedTo = (n: number) => {
+    const counts = new Map<string, PlannedDelivery[]>();
+    for (const d of deliveriesOf(threePlan)) counts.set(d.eventId, [...(counts.get(d.eventId) ?? []), d]);
+    return [...counts.values()].find((list) => list.length === n)!;
+  };
+  const unrouted = () => {
+    const routed = new Set(deliveriesOf(threePlan).map((d) => d.eventId));
+    return threePlan.events.find((e) => !routed.has(e.id))!;
+  };
+
+  it('holds for an end state that went to plan: each delivery its own row, effect and dead letter', () => {
+    expect(broken(cleanEnd(threePlan), threePlan)).toEqual({});
+  });
+
+  it('counts one delivery of an event routed to three as lost while its other two ended', () => {
+    const observed = cleanEnd(threePlan);
+    const [, second] = routedTo(3);
+    const rows = observed.rows.filter((r) => !(r.eventId === second!.eventId && r.endpoint === second!.endpoint));
+
+    expect(broken({ ...observed, rows }, threePlan)).toMatchObject({ 'lost: deliveries without a final state': 1 });
+  });
+
+  it('allows an event applied once at each of its endpoints, and flags it applied twice at one', () => {
+    const observed = cleanEnd(threePlan);
+    const delivered = deliveriesOf(threePlan).find((d) => d.fate === 'deliver' && d.endpoint === 'tracking')!;
+    const changed = withReceiver(observed, 'tracking', (r) => ({ ...r, effects: new Map(r.effects).set(delivered.eventId, 2) }));
+
+    expect(broken(changed, threePlan)).toEqual({ 'double effects at a receiver': 1 });
+  });
+
+  it('flags a row for an endpoint the event is not routed to, and a row for an event routed nowhere', () => {
+    const observed = cleanEnd(threePlan);
+    const [only] = routedTo(1);
+    const elsewhere = ['warehouse', 'tracking', 'acme-ops'].find((name) => name !== only!.endpoint)!;
+    const nowhere = unrouted();
+    const rows = [...observed.rows, row(only!.eventId, {}, elsewhere), row(nowhere.id, {}, 'warehouse')];
+
+    expect(broken({ ...observed, rows }, threePlan)).toMatchObject({ 'rows or requests at an endpoint the event is not routed to': 2 });
+  });
+
+  it('flags requests an endpoint received for events it does not subscribe to', () => {
+    const observed = cleanEnd(threePlan);
+    const changed = withReceiver(observed, 'acme-ops', (r) => ({ ...r, unsubscribed: 3 }));
+
+    expect(broken(changed, threePlan)).toEqual({ 'rows or requests at an endpoint the event is not routed to': 3 });
+  });
+
+  it('matches dead letters on their endpoint: a letter without one, or naming another endpoint, is not the dead delivery\'s', () => {
+    const observed = cleanEnd(threePlan);
+    const [first, second, ...rest] = observed.deadLetters;
+    const other = ['warehouse', 'tracking', 'acme-ops'].find((name) => name !== second!.endpoint)!;
+    const deadLetters = [{ ...first!, endpoint: undefined }, { ...second!, endpoint: other }, ...rest];
+
+    expect(broken({ ...observed, deadLetters }, threePlan)).toEqual({
+      'dead deliveries missing from the dead-letter queue': 2,
+      'dead letters for deliveries that are not dead': 2,
+    });
+  });
+
+  it('judges each delivery of one event on its own: a reject at one endpoint does not excuse a death at another', () => {
+    const observed = cleanEnd(threePlan);
+    const [a] = routedTo(2);
+    const rows = observed.rows.map((r) =>
+      r.eventId === a!.eventId && r.endpoint === a!.endpoint
+        ? { ...r, state: 'dead' as const, deadReason: a!.fate === 'reject' ? ('exhausted' as const) : ('rejected' as const) }
+        : r,
+    );
+    const letters = observed.deadLetters.filter((l) => !(l.eventId === a!.eventId && l.endpoint === a!.endpoint));
+    const moved = rows.find((r) => r.eventId === a!.eventId && r.endpoint === a!.endpoint)!;
+    const deadLetters = [...letters, { body: a!.body, eventId: a!.eventId, reason: moved.deadReason, endpoint: a!.endpoint }];
+    const changed = withReceiver({ ...observed, rows, deadLetters }, a!.endpoint, (r) => {
+      const effects = new Map(r.effects);
+      effects.delete(a!.eventId);
+      return { ...r, effects };
+    });
+
+    expect(broken(changed, threePlan)).toEqual({ 'dead set differs from the expected one': 1 });
   });
 });

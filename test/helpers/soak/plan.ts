@@ -1,8 +1,14 @@
 /**
- * The soak's plan, fixed by a seed before anything runs: which events exist, how the receiver
- * answers each of them, which are sent twice, and so which must end dead and why. Pure: the
- * same seed gives the same plan, so the expected dead set is known in advance.
+ * The soak's plan, fixed by a seed before anything runs: which events exist, which endpoints each
+ * is routed to, how each endpoint's receiver answers it, which are sent twice, and so which
+ * deliveries must end dead and why. Pure: the same seed gives the same plan, so the expected
+ * deliveries and dead set are known in advance.
+ *
+ * One endpoint (`default`, every event: the single-URL settings) or three with overlapping event
+ * types and a `data.carrier` match (./endpoints.ts), so an event goes to 0, 1, 2 or 3 of them and
+ * each of its deliveries has its own fate.
  */
+import { DEFAULT_SOAK_ENDPOINT, routeOf, type SoakEndpoint } from './endpoints';
 
 /** How the receiver answers one request. */
 export type Answer =
@@ -33,15 +39,30 @@ export type AnswerKind = Answer['kind'];
  */
 export type Fate = 'deliver' | 'reject' | 'exhaust';
 
-export interface PlannedEvent {
-  readonly id: string;
-  /** The message body, as the producer sends it. */
-  readonly body: string;
+/** How one endpoint's receiver answers one event. */
+export interface AnswerPlan {
   readonly fate: Fate;
   /** Answers for the first requests, in order. */
   readonly faults: readonly Answer[];
   /** The answer to every request after `faults`. */
   readonly final: Answer;
+}
+
+/**
+ * An event. A one-endpoint plan carries its answers here (its delivery to `default`); a plan with
+ * `deliveries` keeps them there, one per routed endpoint.
+ */
+export interface PlannedEvent extends Partial<AnswerPlan> {
+  readonly id: string;
+  /** The message body, as the producer sends it. */
+  readonly body: string;
+}
+
+/** One delivery: an event to one endpoint, with its own answers and fate. */
+export interface PlannedDelivery extends AnswerPlan {
+  readonly eventId: string;
+  readonly endpoint: string;
+  readonly body: string;
 }
 
 export interface SoakPlan {
@@ -50,6 +71,10 @@ export interface SoakPlan {
   /** Every message body in send order: each event once, and 10% of them a second time, later. */
   readonly sendOrder: readonly string[];
   readonly duplicates: number;
+  /** The endpoints (absent: `default` alone, subscribed to every event). */
+  readonly endpoints?: readonly SoakEndpoint[];
+  /** Every (event, endpoint) delivery (absent: one per event to `default`, from the event's answers). */
+  readonly deliveries?: readonly PlannedDelivery[];
 }
 
 export interface PlanOptions {
@@ -57,6 +82,8 @@ export interface PlanOptions {
   readonly seed: number;
   /** Share of events sent twice (default 0.1). */
   readonly duplicateShare?: number;
+  /** The endpoints events are routed to (default: `default` alone, every event). */
+  readonly endpoints?: readonly SoakEndpoint[];
 }
 
 /** Shares of the fates and faults; what is left of 1 is delivered on the first request. */
@@ -70,6 +97,10 @@ export const MIX = {
   /** Share of delivered events whose success is a slow answer. */
   slowSuccess: 0.1,
 } as const;
+
+/** The shipment statuses and carriers events are drawn from (in this order: the seed's plans depend on it). */
+export const STATUSES = ['label_created', 'packed', 'in_transit', 'out_for_delivery', 'delivered'] as const;
+export const CARRIERS = ['acme', 'globex', 'initech'] as const;
 
 const TRANSIENT_FAULTS = ['commit-then-hang', 'late-commit', 'server-error', 'throttle', 'reset'] as const;
 
@@ -89,7 +120,7 @@ export function planSoak(options: PlanOptions): SoakPlan {
   const next = random(options.seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
   const width = String(options.events - 1).length;
-  const statuses = ['label_created', 'packed', 'in_transit', 'out_for_delivery', 'delivered'] as const;
+  const statuses = STATUSES;
 
   const transient = (kind: (typeof TRANSIENT_FAULTS)[number]): Answer => {
     switch (kind) {
@@ -106,28 +137,40 @@ export function planSoak(options: PlanOptions): SoakPlan {
     }
   };
 
+  /** One delivery's fate and answers; with one endpoint, the same draws as every earlier version of the soak. */
+  const answers = (): AnswerPlan => {
+    const roll = next();
+    if (roll < MIX.reject) {
+      return { fate: 'reject', faults: [], final: { kind: 'reject', status: pick([400, 410, 422] as const) } };
+    }
+    if (roll < MIX.reject + MIX.exhaust) {
+      return { fate: 'exhaust', faults: [], final: { kind: 'server-error', status: 503 } };
+    }
+    const faultCount = roll < MIX.reject + MIX.exhaust + MIX.faulty ? (next() < MIX.twoFaults ? 2 : 1) : 0;
+    const faults = Array.from({ length: faultCount }, () => transient(pick(TRANSIENT_FAULTS)));
+    const final: Answer = next() < MIX.slowSuccess ? { kind: 'slow', delayMs: 100 + Math.floor(next() * 300) } : { kind: 'ok' };
+    return { fate: 'deliver', faults, final };
+  };
+
+  const endpoints = options.endpoints ?? [DEFAULT_SOAK_ENDPOINT];
+  const single = options.endpoints === undefined;
   const events: PlannedEvent[] = [];
+  const deliveries: PlannedDelivery[] = [];
   for (let i = 0; i < options.events; i += 1) {
     const id = `evt_soak_${options.seed}_${String(i).padStart(width, '0')}`;
+    const status = pick(statuses);
+    const carrier = pick(CARRIERS);
     const body = JSON.stringify({
       id,
       shipmentId: `shp_${String(i).padStart(width, '0')}`,
-      status: pick(statuses),
+      status,
       occurredAt: new Date(Date.UTC(2026, 11, 2, 10, 0, 0) + i * 1000).toISOString(),
-      data: { carrier: pick(['acme', 'globex', 'initech']), sequence: i },
+      data: { carrier, sequence: i },
     });
-    const roll = next();
-    if (roll < MIX.reject) {
-      const answer: Answer = { kind: 'reject', status: pick([400, 410, 422] as const) };
-      events.push({ id, body, fate: 'reject', faults: [], final: answer });
-    } else if (roll < MIX.reject + MIX.exhaust) {
-      events.push({ id, body, fate: 'exhaust', faults: [], final: { kind: 'server-error', status: 503 } });
-    } else {
-      const faultCount = roll < MIX.reject + MIX.exhaust + MIX.faulty ? (next() < MIX.twoFaults ? 2 : 1) : 0;
-      const faults = Array.from({ length: faultCount }, () => transient(pick(TRANSIENT_FAULTS)));
-      const final: Answer = next() < MIX.slowSuccess ? { kind: 'slow', delayMs: 100 + Math.floor(next() * 300) } : { kind: 'ok' };
-      events.push({ id, body, fate: 'deliver', faults, final });
-    }
+    const routed = routeOf(endpoints, { status, carrier });
+    const planned = routed.map((endpoint) => ({ eventId: id, endpoint: endpoint.name, body, ...answers() }));
+    deliveries.push(...planned);
+    events.push(single ? { id, body, fate: planned[0]!.fate, faults: planned[0]!.faults, final: planned[0]!.final } : { id, body });
   }
 
   // Duplicates go a little later in the stream, as a producer's retry would.
@@ -139,24 +182,65 @@ export function planSoak(options: PlanOptions): SoakPlan {
     slots[later]!.push(event.body);
     duplicates += 1;
   });
-  return { seed: options.seed, events, sendOrder: slots.flat(), duplicates };
+  return {
+    seed: options.seed,
+    events,
+    sendOrder: slots.flat(),
+    duplicates,
+    ...(single ? {} : { endpoints, deliveries }),
+  };
 }
 
-/** The answer to the `n`th request (0-based) for an event. */
-export function answerFor(event: PlannedEvent, n: number): Answer {
-  return event.faults[n] ?? event.final;
+/** The plan's endpoints: `default` alone unless it names others. */
+export function endpointsOf(plan: SoakPlan): readonly SoakEndpoint[] {
+  return plan.endpoints ?? [DEFAULT_SOAK_ENDPOINT];
 }
 
-/** The plan in numbers, for the report. */
+/** Every (event, endpoint) delivery of the plan. @throws when a one-endpoint plan's event has no answers */
+export function deliveriesOf(plan: SoakPlan): readonly PlannedDelivery[] {
+  if (plan.deliveries !== undefined) return plan.deliveries;
+  return plan.events.map((event) => {
+    if (event.fate === undefined || event.faults === undefined || event.final === undefined) {
+      throw new Error(`planned event ${event.id} has neither answers nor deliveries`);
+    }
+    return { eventId: event.id, endpoint: DEFAULT_SOAK_ENDPOINT.name, body: event.body, fate: event.fate, faults: event.faults, final: event.final };
+  });
+}
+
+/** The key of one delivery in maps and messages: `<eventId> → <endpoint>`. */
+export function deliveryKey(eventId: string, endpoint: string): string {
+  return `${eventId} → ${endpoint}`;
+}
+
+/** The answer to the `n`th request (0-based) for an event at one endpoint. */
+export function answerFor(delivery: Pick<AnswerPlan, 'faults' | 'final'>, n: number): Answer {
+  return delivery.faults[n] ?? delivery.final;
+}
+
+/** The plan in numbers, for the report: in all, and per endpoint; events by how many endpoints they go to. */
 export function summarize(plan: SoakPlan) {
-  const count = (fate: Fate) => plan.events.filter((event) => event.fate === fate).length;
+  const deliveries = deliveriesOf(plan);
+  const count = (list: readonly PlannedDelivery[]) => ({
+    deliveries: list.length,
+    deliver: list.filter((d) => d.fate === 'deliver').length,
+    withFaults: list.filter((d) => d.faults.length > 0).length,
+    reject: list.filter((d) => d.fate === 'reject').length,
+    exhaust: list.filter((d) => d.fate === 'exhaust').length,
+  });
+  const routes = new Map<string, number>();
+  for (const d of deliveries) routes.set(d.eventId, (routes.get(d.eventId) ?? 0) + 1);
+  const fanOut: number[] = Array<number>(endpointsOf(plan).length + 1).fill(0);
+  for (const event of plan.events) fanOut[routes.get(event.id) ?? 0]! += 1;
   return {
     events: plan.events.length,
     messages: plan.sendOrder.length,
     duplicates: plan.duplicates,
-    deliver: count('deliver'),
-    withFaults: plan.events.filter((event) => event.faults.length > 0).length,
-    reject: count('reject'),
-    exhaust: count('exhaust'),
+    ...count(deliveries),
+    /** Events by the number of endpoints they are routed to (index 0: to none). */
+    fanOut,
+    endpoints: endpointsOf(plan).map((endpoint) => ({
+      name: endpoint.name,
+      ...count(deliveries.filter((d) => d.endpoint === endpoint.name)),
+    })),
   };
 }

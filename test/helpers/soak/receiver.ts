@@ -1,22 +1,27 @@
 /**
- * The soak's receiver, on 127.0.0.1: answers each request as the plan says for its event and
- * the request's position, and keeps only counts (a 20,000-event soak must not hold every
- * request).
+ * One endpoint's soak receiver, on 127.0.0.1 (a port of its own): answers each request as the plan
+ * says for its event at this endpoint and the request's position, and keeps only counts (a
+ * 20,000-event soak must not hold every request). A request for an event the plan does not route
+ * to this endpoint is counted and answered 404.
  *
  * It is built on the receiver kit, as a user's receiver would be: the application's answers
  * (success, slow success, commit then no answer, refusal) go through `createReceiver` with one
  * in-memory store, so an effect is applied at most once per `webhook-id` by the kit's store; the
  * infrastructure's (5xx, 429, a reset connection) come from in front of the application. Effects
  * are counted by the event ID inside the body, so a sender that changed the key between attempts
- * would show up as a double effect, which idempotency could not have caught.
+ * would show up as a double effect, which idempotency could not have caught. With a secret, the kit
+ * verifies each request's signature against this endpoint's secret alone, so a request signed with
+ * another endpoint's secret is answered 401 and counted.
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { MemoryIdempotencyStore } from '../../../lib/receiver/memory-store';
 import { createReceiver, REPLAYED_HEADER, type ActionResult, type WebhookResponse } from '../../../lib/receiver/receiver';
 import { listenOnLoopback } from '../loopback';
-import { answerFor, type AnswerKind, type PlannedEvent, type SoakPlan } from './plan';
+import { DEFAULT_SOAK_ENDPOINT } from './endpoints';
+import { answerFor, deliveriesOf, type AnswerKind, type PlannedDelivery, type SoakPlan } from './plan';
 
 export interface ReceiverCounts {
+  readonly endpoint: string;
   readonly requests: number;
   /** Requests answered, by the kind of answer. */
   readonly answers: Readonly<Record<AnswerKind, number>>;
@@ -30,6 +35,17 @@ export interface ReceiverCounts {
   readonly changedBodies: number;
   /** Requests for no planned event. */
   readonly unplanned: number;
+  /** Requests for a planned event that is not routed to this endpoint. */
+  readonly unsubscribed: number;
+  /** Requests the kit refused as unsigned or signed with another secret (401). */
+  readonly badSignatures: number;
+}
+
+export interface SoakReceiverOptions {
+  /** The endpoint this receiver is (default `default`): it answers that endpoint's deliveries. */
+  readonly endpoint?: string;
+  /** Its signing secret: requests must be signed with it. Absent: unsigned (the single-URL soak). */
+  readonly secret?: string;
 }
 
 export interface SoakReceiver {
@@ -38,8 +54,14 @@ export interface SoakReceiver {
   close(): Promise<void>;
 }
 
-export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
-  const planned = new Map<string, PlannedEvent>(plan.events.map((event) => [event.id, event]));
+export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOptions = {}): Promise<SoakReceiver> {
+  const endpoint = options.endpoint ?? DEFAULT_SOAK_ENDPOINT.name;
+  const events = new Set(plan.events.map((event) => event.id));
+  const planned = new Map<string, PlannedDelivery>(
+    deliveriesOf(plan)
+      .filter((delivery) => delivery.endpoint === endpoint)
+      .map((delivery) => [delivery.eventId, delivery]),
+  );
   const seen = new Map<string, number>();
   const firstBody = new Map<string, string>();
   const effects = new Map<string, number>();
@@ -51,6 +73,8 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
   let keyMismatches = 0;
   let changedBodies = 0;
   let unplanned = 0;
+  let unsubscribed = 0;
+  let badSignatures = 0;
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -66,7 +90,7 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
   /** The application: the kit around this request's planned business action. */
   const application = (action: (bodyEventId: string | undefined) => Promise<ActionResult>) =>
     createReceiver({
-      unsigned: true,
+      ...(options.secret !== undefined ? { secrets: [options.secret] } : { unsigned: true }),
       store,
       action: ({ payload }) => action((payload as { id?: string } | null)?.id),
     });
@@ -98,7 +122,8 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
 
       const event = planned.get(key);
       if (event === undefined) {
-        unplanned += 1;
+        if (events.has(key)) unsubscribed += 1;
+        else unplanned += 1;
         res.writeHead(404).end();
         return;
       }
@@ -112,6 +137,7 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
       /** Through the kit; a planned commit that the store answered instead was absorbed. */
       const apply = (action: (bodyEventId: string | undefined) => Promise<ActionResult>, commits: boolean) =>
         application(action)({ method: req.method ?? 'POST', headers: req.headers, body }).then((response) => {
+          if (response.status === 401) badSignatures += 1;
           if (commits && (response.headers[REPLAYED_HEADER] === 'true' || response.status === 425)) absorbed += 1;
           return response;
         });
@@ -143,6 +169,7 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
   return {
     url: listening.url,
     counts: () => ({
+      endpoint,
       requests,
       answers: { ...answers },
       effects: new Map(effects),
@@ -150,6 +177,8 @@ export async function startSoakReceiver(plan: SoakPlan): Promise<SoakReceiver> {
       keyMismatches,
       changedBodies,
       unplanned,
+      unsubscribed,
+      badSignatures,
     }),
     async close() {
       for (const timer of timers) clearTimeout(timer);

@@ -1,16 +1,24 @@
 /**
- * One soak run: a sandbox (the real consumer in worker processes), the planned receiver, the
- * planned messages sent with plain SQS calls, and random SIGKILLs of worker processes while it
- * runs. It waits until every event's row is final and the queue is empty (or the time is up),
- * then judges the end state (./invariants.ts). Shared by `npm run soak` and the short soak test.
+ * One soak run: a sandbox (the real consumer in worker processes), the planned receivers (one for
+ * the single-URL settings, or three endpoints from an endpoints file, each with its own URL and
+ * signing secret), the planned messages sent with plain SQS calls, and random SIGKILLs of worker
+ * processes while it runs. It waits until every planned delivery's row is final and the queue is
+ * empty (or the time is up), then judges the end state (./invariants.ts). Shared by `npm run soak`
+ * and the short soak test.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeliveryRecord } from '../../../lib/ledger/ledger';
 import { ownerPid, SandboxClients } from '../sandbox-clients';
 import { startSandboxProcess, type SandboxProcess } from '../sandbox';
+import { readEndpointDeadLetters } from './dead-letters';
+import { endpointFields, soakSecret, THREE_ENDPOINTS, writeEndpointsFile } from './endpoints';
 import { checkInvariants, type Invariant } from './invariants';
-import { planSoak, random, summarize, type AnswerKind } from './plan';
-import { startSoakReceiver, type ReceiverCounts } from './receiver';
+import { deliveriesOf, deliveryKey, planSoak, random, summarize, type AnswerKind } from './plan';
+import { startSoakReceiver, type ReceiverCounts, type SoakReceiver } from './receiver';
+
+/** `1`: the single-URL settings (`default`, every event). `3`: three endpoints (./endpoints.ts). */
+export type EndpointMode = 1 | 3;
+export const ENDPOINT_MODES: readonly EndpointMode[] = [1, 3];
 
 /**
  * Shortened for a run that ends: waits of 1, 1, 2 s, six attempts (room for two planned faults
@@ -29,6 +37,8 @@ export const SOAK_SETTINGS = {
 export interface SoakOptions {
   readonly events: number;
   readonly seed: number;
+  /** Default 1. */
+  readonly endpoints?: EndpointMode;
   /** Workers to kill, at random moments. Default: one per 100 events, at least 3. */
   readonly kills?: number;
   /** Pause before each kill, drawn uniformly from this range (ms). */
@@ -40,9 +50,11 @@ export interface SoakOptions {
 
 export interface SoakProgress {
   readonly events: number;
+  /** Planned (event, endpoint) deliveries. */
+  readonly deliveries: number;
   readonly messages: number;
   readonly sent: number;
-  /** Events whose row is delivered or dead. */
+  /** Planned deliveries whose row is delivered or dead. */
   readonly final: number;
   readonly kills: number;
 }
@@ -58,12 +70,24 @@ export interface SoakFigures {
   readonly attempts: { readonly total: number; readonly max: number; readonly withoutOutcome: number };
   readonly outcomes: Readonly<Record<string, number>>;
   readonly receiver: { readonly requests: number; readonly absorbed: number; readonly answers: Readonly<Record<AnswerKind, number>> };
+  /** Per endpoint: rows delivered and dead, requests and effects at its receiver. */
+  readonly endpoints: readonly EndpointFigures[];
   readonly deadLetters: number;
   readonly timedOut: boolean;
 }
 
+export interface EndpointFigures {
+  readonly name: string;
+  readonly delivered: number;
+  readonly dead: number;
+  readonly requests: number;
+  readonly effects: number;
+  readonly absorbed: number;
+}
+
 export interface SoakReport {
   readonly seed: number;
+  readonly endpointMode: EndpointMode;
   readonly plan: ReturnType<typeof summarize>;
   readonly maxAttempts: number;
   readonly figures: SoakFigures;
@@ -81,18 +105,44 @@ export function defaultTimeoutMs(events: number): number {
 }
 
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
-  const plan = planSoak({ events: options.events, seed: options.seed });
+  const endpointMode = options.endpoints ?? 1;
+  const plan = planSoak({ events: options.events, seed: options.seed, ...(endpointMode === 3 ? { endpoints: THREE_ENDPOINTS } : {}) });
+  const planned = deliveriesOf(plan);
+  const plannedKeys = new Set(planned.map((d) => deliveryKey(d.eventId, d.endpoint)));
   const maxAttempts = Number(SOAK_SETTINGS.HANDOFF_MAX_ATTEMPTS);
-  const receiver = await startSoakReceiver(plan);
+  const receivers: SoakReceiver[] = [];
+  let endpointsFile: { path: string; remove(): void } | undefined;
   let sandbox: SandboxProcess | undefined;
   let clients: SandboxClients | undefined;
   const stopKilling = new AbortController();
   try {
-    sandbox = await startSandboxProcess({ env: { ...SOAK_SETTINGS, HANDOFF_WEBHOOK_URL: receiver.url } });
+    let endpointEnv: Record<string, string>;
+    if (plan.endpoints === undefined) {
+      receivers.push(await startSoakReceiver(plan));
+      endpointEnv = { HANDOFF_WEBHOOK_URL: receivers[0]!.url };
+    } else {
+      const fields = [];
+      for (const endpoint of plan.endpoints) {
+        const secret = soakSecret();
+        const receiver = await startSoakReceiver(plan, { endpoint: endpoint.name, secret });
+        receivers.push(receiver);
+        fields.push(endpointFields(endpoint, receiver.url, secret));
+      }
+      endpointsFile = writeEndpointsFile(fields);
+      endpointEnv = { HANDOFF_ENDPOINTS_FILE: endpointsFile.path };
+    }
+    sandbox = await startSandboxProcess({ env: { ...SOAK_SETTINGS, ...endpointEnv } });
     clients = new SandboxClients(sandbox.ready);
     const startedAt = Date.now();
     const deadline = startedAt + (options.timeoutMs ?? defaultTimeoutMs(options.events));
-    const progress = { events: plan.events.length, messages: plan.sendOrder.length, sent: 0, final: 0, kills: 0 };
+    const progress = {
+      events: plan.events.length,
+      deliveries: planned.length,
+      messages: plan.sendOrder.length,
+      sent: 0,
+      final: 0,
+      kills: 0,
+    };
     const report = () => options.onProgress?.({ ...progress });
 
     const sending = (async () => {
@@ -114,19 +164,24 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     });
 
     let timedOut = false;
-    const pollMs = options.events > 5_000 ? 3_000 : 1_000;
+    const minPollMs = options.events > 5_000 ? 3_000 : 1_000;
     for (;;) {
-      // Settled rows, counted from a scan: the metric sink's total can miss a killed worker's flush.
-      progress.final = (await clients.scanLedger()).filter((row) => row.state !== 'pending').length;
+      // Settled planned deliveries, counted from a scan: the metric sink's total can miss a killed
+      // worker's flush. A scan of a large ledger takes the emulator a while: poll no more than a
+      // third of the time.
+      const scanStartedAt = Date.now();
+      const rows = await clients.scanLedger();
+      const scanMs = Date.now() - scanStartedAt;
+      progress.final = rows.filter((row) => row.state !== 'pending' && plannedKeys.has(deliveryKey(row.eventId, row.endpoint))).length;
       report();
-      if (progress.sent === plan.sendOrder.length && progress.final >= plan.events.length) {
+      if (progress.sent === plan.sendOrder.length && progress.final >= planned.length) {
         if ((await clients.queueDepth()) === 0) break;
       }
       if (Date.now() > deadline) {
         timedOut = true;
         break;
       }
-      await sleep(pollMs);
+      await sleep(Math.max(minPollMs, 2 * scanMs));
     }
     stopKilling.abort();
     await Promise.all([sending, killing]);
@@ -134,13 +189,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
 
     const [rows, deadLetters, queueDepth] = await Promise.all([
       clients.scanLedger(),
-      clients.readDeadLetters(),
+      readEndpointDeadLetters(clients.sqs, sandbox.ready.deadLetterQueueUrl),
       clients.queueDepth(),
     ]);
-    const counts = receiver.counts();
-    const invariants = checkInvariants(plan, { rows, deadLetters, receiver: counts, queueDepth, maxAttempts });
+    const counts = receivers.map((receiver) => receiver.counts());
+    const invariants = checkInvariants(plan, { rows, deadLetters, receivers: counts, queueDepth, maxAttempts });
     return {
       seed: options.seed,
+      endpointMode,
       plan: summarize(plan),
       maxAttempts,
       figures: figures({ rows, counts, sandbox, durationMs, progress, deadLetters: deadLetters.length, timedOut }),
@@ -151,7 +207,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     stopKilling.abort();
     clients?.close();
     await sandbox?.stop('SIGKILL');
-    await receiver.close();
+    for (const receiver of receivers) await receiver.close();
+    endpointsFile?.remove();
   }
 }
 
@@ -196,7 +253,7 @@ async function killWorkers(
 
 function figures(input: {
   rows: readonly DeliveryRecord[];
-  counts: ReceiverCounts;
+  counts: readonly ReceiverCounts[];
   sandbox: SandboxProcess;
   durationMs: number;
   progress: { sent: number; kills: number };
@@ -224,10 +281,30 @@ function figures(input: {
       withoutOutcome: rows.reduce((sum, row) => sum + Math.max(0, row.attempts - row.history.length), 0),
     },
     outcomes,
-    receiver: { requests: counts.requests, absorbed: counts.absorbed, answers: counts.answers },
+    receiver: {
+      requests: counts.reduce((sum, c) => sum + c.requests, 0),
+      absorbed: counts.reduce((sum, c) => sum + c.absorbed, 0),
+      answers: sumAnswers(counts),
+    },
+    endpoints: counts.map((c) => ({
+      name: c.endpoint,
+      delivered: rows.filter((row) => row.endpoint === c.endpoint && row.state === 'delivered').length,
+      dead: rows.filter((row) => row.endpoint === c.endpoint && row.state === 'dead').length,
+      requests: c.requests,
+      effects: c.effects.size,
+      absorbed: c.absorbed,
+    })),
     deadLetters: input.deadLetters,
     timedOut: input.timedOut,
   };
+}
+
+function sumAnswers(counts: readonly ReceiverCounts[]): Record<AnswerKind, number> {
+  const total = {} as Record<AnswerKind, number>;
+  for (const c of counts) {
+    for (const [kind, n] of Object.entries(c.answers) as [AnswerKind, number][]) total[kind] = (total[kind] ?? 0) + n;
+  }
+  return total;
 }
 
 /** The report as a terminal table: the figures, then one line per invariant. */
@@ -240,21 +317,37 @@ export function formatReport(report: SoakReport): string {
   const outcomes = Object.entries(f.outcomes)
     .map(([kind, n]) => `${kind} ${n}`)
     .join(', ');
+  const three = report.endpointMode === 3;
   const lines = [
-    `handoff soak: ${plan.events} events, seed ${report.seed}`,
+    `handoff soak: ${plan.events} events, ${three ? `${plan.endpoints.length} endpoints` : 'one endpoint (default)'}, seed ${report.seed}`,
     '',
+    ...(three
+      ? [
+          `  routing      ${plan.deliveries} deliveries; events to 0/1/2/3 endpoints: ${plan.fanOut.join(' / ')}`,
+        ]
+      : []),
     `  plan         ${plan.deliver} to deliver (${plan.withFaults} after faults), ${plan.reject} to reject, ${plan.exhaust} to exhaust`,
     `  sent         ${f.messagesSent} messages (${plan.duplicates} duplicate SendMessage)`,
-    `  duration     ${seconds.toFixed(1)} s (${(plan.events / seconds).toFixed(1)} events/s)${f.timedOut ? '  TIMED OUT' : ''}`,
+    `  duration     ${seconds.toFixed(1)} s (${(plan.events / seconds).toFixed(1)} events/s, ${(plan.deliveries / seconds).toFixed(1)} deliveries/s)${f.timedOut ? '  TIMED OUT' : ''}`,
     `  kills        ${f.killsIssued} SIGKILLs; ${f.workersKilled} workers died by SIGKILL; ${f.messagesReturnedByKills} messages came back with their batch`,
-    `  attempts     ${f.attempts.total} in all (budget ${report.maxAttempts} per event, max used ${f.attempts.max}); ${f.attempts.withoutOutcome} ended by a crash`,
+    `  attempts     ${f.attempts.total} in all (budget ${report.maxAttempts} per delivery, max used ${f.attempts.max}); ${f.attempts.withoutOutcome} ended by a crash`,
     `  outcomes     ${outcomes}`,
     `  receiver     ${f.receiver.requests} requests; ${f.receiver.absorbed} repeat commits absorbed by the idempotency key`,
     `  answers      ${answers}`,
     `  dead letters ${f.deadLetters}`,
-    '',
-    '  invariant                                                  found  ',
   ];
+  if (three) {
+    lines.push('', '  endpoint     planned (deliver/reject/exhaust)   delivered   dead   requests   applied   absorbed');
+    for (const e of f.endpoints) {
+      const p = plan.endpoints.find((pe) => pe.name === e.name);
+      const planned = p ? `${p.deliveries} (${p.deliver}/${p.reject}/${p.exhaust})` : '-';
+      lines.push(
+        `  ${e.name.padEnd(12)} ${planned.padEnd(34)} ${String(e.delivered).padStart(9)} ${String(e.dead).padStart(6)} ` +
+          `${String(e.requests).padStart(10)} ${String(e.effects).padStart(9)} ${String(e.absorbed).padStart(10)}`,
+      );
+    }
+  }
+  lines.push('', '  invariant                                                  found  ');
   for (const invariant of report.invariants) {
     const mark = invariant.violations === 0 ? 'ok  ' : 'FAIL';
     lines.push(`  ${mark} ${invariant.name.padEnd(55)} ${String(invariant.violations).padStart(5)}   ${invariant.detail}`);
