@@ -27,6 +27,8 @@ export interface DynamoDbEndpointRegistryOptions {
   /** A DynamoDB client; a plain one is wrapped in a document client. */
   readonly client: DynamoDBDocumentClient | DynamoDBClient;
   readonly tableName: string;
+  /** Items per Scan request (default: as many as fit DynamoDB's 1 MB page). */
+  readonly scanPageSize?: number;
 }
 
 const A = REGISTRY_SCHEMA.attributes;
@@ -45,6 +47,7 @@ type Item = Record<string, unknown>;
 export class DynamoDbEndpointRegistry implements EndpointRegistry {
   readonly #client: DynamoDBDocumentClient;
   readonly #tableName: string;
+  readonly #scanPageSize: number | undefined;
 
   constructor(options: DynamoDbEndpointRegistryOptions) {
     this.#client =
@@ -52,6 +55,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry {
         ? options.client
         : DynamoDBDocumentClient.from(options.client, { marshallOptions: { removeUndefinedValues: true } });
     this.#tableName = options.tableName;
+    this.#scanPageSize = options.scanPageSize;
   }
 
   async list(): Promise<EndpointRecord[]> {
@@ -59,7 +63,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry {
     let startKey: Item | undefined;
     do {
       const page = await this.#guard('list endpoints', () =>
-        this.#client.send(new ScanCommand({ TableName: this.#tableName, ConsistentRead: true, ExclusiveStartKey: startKey })),
+        this.#client.send(new ScanCommand({ TableName: this.#tableName, ConsistentRead: true, ExclusiveStartKey: startKey, Limit: this.#scanPageSize })),
       );
       for (const item of page.Items ?? []) records.push(this.#recordFrom(item));
       startKey = page.LastEvaluatedKey;

@@ -16,6 +16,7 @@ import {
   route,
   subscribes,
   type DeploymentSettings,
+  type Endpoint,
   type EndpointFields,
   type EndpointRecord,
 } from '../../lib/endpoints/endpoint';
@@ -326,7 +327,7 @@ describe('Function: subscribes', () => {
 });
 
 describe('Function: route', () => {
-  const endpoints = [
+  const endpoints: Pick<Endpoint, 'name' | 'eventTypes' | 'match'>[] = [
     { name: 'zephyr', eventTypes: ['*'], match: { 'data.carrier': ['zephyr'] } },
     { name: 'all', eventTypes: ['*'], match: {} },
     { name: 'delivered-only', eventTypes: ['shipment.delivered'], match: {} },

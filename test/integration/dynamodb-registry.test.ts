@@ -1,0 +1,261 @@
+/**
+ * DynamoDbEndpointRegistry with the real AWS SDK against dynalite on loopback: every change a
+ * conditional write (a taken name, a stale update, a missing endpoint refused), items read back
+ * as written, one request per change, store failures named, and the sandbox's table and seeding.
+ */
+import { DeleteTableCommand, DescribeTableCommand, PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { defaultEndpointFields, type EndpointFields } from '../../lib/endpoints/endpoint';
+import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError } from '../../lib/endpoints/registry';
+import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
+import { generateSecret } from '../../lib/endpoints/secret';
+import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
+import { countCommands, emulatorDynamoDbClient, readsAndWrites, startDynalite, type CommandCounter, type Dynalite } from '../helpers/dynalite';
+
+const T0 = Date.parse('2026-12-03T04:00:00Z');
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff/acme-AbCdEf';
+
+let dynalite: Dynalite;
+let client: DynamoDBClient;
+let counter: CommandCounter;
+let tableName: string;
+let registry: DynamoDbEndpointRegistry;
+let tables = 0;
+
+const acme: EndpointFields = {
+  name: 'acme',
+  url: 'https://hooks.acme.example/handoff?token=t0k3n',
+  eventTypes: ['shipment.delivered', 'shipment.exception'],
+  match: { 'data.carrier': ['acme', 'zephyr'], 'data.express': [true], 'data.pieces': [1, 2] },
+  secret: SECRET,
+  retrySchedule: [10, 60],
+  maxAttempts: 4,
+  recovery: 'drop',
+  autoDisable: false,
+};
+const zephyr: EndpointFields = { name: 'zephyr', url: 'https://zephyr.example/hook', eventTypes: ['*'], secret: SECRET_ARN };
+
+beforeAll(async () => {
+  dynalite = await startDynalite();
+  client = emulatorDynamoDbClient(dynalite.endpoint);
+  counter = countCommands(client);
+});
+
+afterAll(async () => {
+  client.destroy();
+  await dynalite.close();
+});
+
+beforeEach(async () => {
+  tableName = `endpoints-${++tables}`;
+  await createEndpointsTable(client, tableName);
+  registry = new DynamoDbEndpointRegistry({ client, tableName });
+  counter.reset();
+});
+
+describe('Class: DynamoDbEndpointRegistry', () => {
+  it('adds an endpoint, enabled, and reads back its fields exactly as given, secret included', async () => {
+    const added = await registry.add(acme, T0);
+
+    const read = await registry.get('acme');
+
+    expect(added).toEqual({ fields: acme, state: 'enabled', createdAt: T0, updatedAt: T0 });
+    expect(read).toEqual(added);
+    expect(await registry.get('nobody')).toBeUndefined();
+  });
+
+  it('lists every endpoint in name order, across scan pages', async () => {
+    const names = Array.from({ length: 30 }, (_, i) => `ep-${String(29 - i).padStart(2, '0')}`);
+    for (const name of names) await registry.add({ name, url: `https://${name}.example/hook`, eventTypes: ['*'] }, T0);
+    await registry.add(zephyr, T0);
+    const paged = new DynamoDbEndpointRegistry({ client, tableName, scanPageSize: 7 });
+    counter.reset();
+
+    const listed = await paged.list();
+
+    expect(counter.counts().Scan).toBeGreaterThanOrEqual(5);
+    expect(listed.map((r) => r.fields.name)).toEqual([...names].sort().concat('zephyr'));
+    expect(await registry.list()).toEqual(listed);
+    expect(listed.at(-1)?.fields.secret).toBe(SECRET_ARN);
+  });
+
+  it('lists nothing from an empty table', async () => {
+    expect(await registry.list()).toEqual([]);
+  });
+
+  it('refuses a name that is taken, keeping the endpoint there', async () => {
+    await registry.add(acme, T0);
+
+    const second = registry.add({ ...zephyr, name: 'acme' }, T0 + 1);
+
+    await expect(second).rejects.toBeInstanceOf(EndpointConflictError);
+    await expect(second).rejects.toThrow('endpoint "acme" already exists');
+    expect((await registry.get('acme'))?.fields).toEqual(acme);
+  });
+
+  it('lets one of two concurrent adds of a name win, the other refused', async () => {
+    const results = await Promise.allSettled([registry.add(acme, T0), registry.add({ ...acme, url: 'https://other.example/x' }, T0)]);
+
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const refused = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+    expect(refused.reason).toBeInstanceOf(EndpointConflictError);
+  });
+
+  it('updates the fields it was given the version of, keeping state and creation time, in one write', async () => {
+    const added = await registry.add(acme, T0);
+    await registry.setState('acme', 'disabled', { by: 'alice', reason: 'maintenance', at: T0 + 5 });
+    const read = (await registry.get('acme'))!;
+    counter.reset();
+
+    const { match: _match, ...withoutMatch } = acme;
+    const updated = await registry.update({ ...withoutMatch, eventTypes: ['*'] }, read.updatedAt, T0 + 10);
+
+    expect(readsAndWrites(counter.counts())).toEqual({ reads: 0, writes: 1 });
+    expect(updated).toEqual({
+      fields: { ...withoutMatch, eventTypes: ['*'] },
+      state: 'disabled',
+      stateChange: { by: 'alice', reason: 'maintenance', at: T0 + 5 },
+      createdAt: added.createdAt,
+      updatedAt: T0 + 10,
+    });
+    expect(await registry.get('acme')).toEqual(updated);
+  });
+
+  it('refuses an update made on a version that has changed since, keeping the newer fields', async () => {
+    const read = await registry.add(acme, T0);
+    await registry.update({ ...acme, maxAttempts: 5 }, read.updatedAt, T0 + 1);
+
+    const stale = registry.update({ ...acme, maxAttempts: 9 }, read.updatedAt, T0 + 2);
+
+    await expect(stale).rejects.toBeInstanceOf(EndpointConflictError);
+    await expect(stale).rejects.toThrow(/endpoint "acme" changed since it was read \(updated at 2026-12-03T04:00:00.001Z\): read it again and retry/);
+    expect((await registry.get('acme'))?.fields.maxAttempts).toBe(5);
+  });
+
+  it('lets only one of two updates on the same version win, even within one millisecond', async () => {
+    const read = await registry.add(acme, T0);
+    const first = await registry.update({ ...acme, maxAttempts: 5 }, read.updatedAt, T0);
+
+    const second = registry.update({ ...acme, maxAttempts: 9 }, read.updatedAt, T0);
+
+    expect(first.updatedAt).toBeGreaterThan(read.updatedAt);
+    await expect(second).rejects.toBeInstanceOf(EndpointConflictError);
+    expect((await registry.get('acme'))?.fields.maxAttempts).toBe(5);
+  });
+
+  it('refuses to update an endpoint that does not exist', async () => {
+    const update = registry.update(acme, T0, T0 + 1);
+
+    await expect(update).rejects.toBeInstanceOf(EndpointNotFoundError);
+    await expect(update).rejects.toThrow('no endpoint named "acme"');
+    expect(await registry.get('acme')).toBeUndefined();
+  });
+
+  it('disables and enables, recording who, why and when, in one write each', async () => {
+    await registry.add(acme, T0);
+    counter.reset();
+
+    const disabled = await registry.setState('acme', 'disabled', { by: 'alice', reason: 'receiver down (INC-7)', at: T0 + 100 });
+    const enabled = await registry.setState('acme', 'enabled', { by: 'bob', reason: 'fixed', at: T0 + 200 });
+
+    expect(readsAndWrites(counter.counts())).toEqual({ reads: 0, writes: 2 });
+    expect(disabled).toMatchObject({ state: 'disabled', stateChange: { by: 'alice', reason: 'receiver down (INC-7)', at: T0 + 100 }, fields: acme });
+    expect(enabled).toMatchObject({ state: 'enabled', stateChange: { by: 'bob', reason: 'fixed', at: T0 + 200 }, updatedAt: T0 + 200 });
+    expect(await registry.get('acme')).toEqual(enabled);
+  });
+
+  it('refuses to set the state of an endpoint that does not exist, creating nothing', async () => {
+    await expect(registry.setState('ghost', 'disabled', { by: 'alice', reason: 'x', at: T0 })).rejects.toBeInstanceOf(EndpointNotFoundError);
+    expect(await registry.list()).toEqual([]);
+  });
+
+  it('removes an endpoint, and refuses to remove one that does not exist', async () => {
+    await registry.add(acme, T0);
+    await registry.add(zephyr, T0);
+
+    await registry.remove('acme');
+
+    expect((await registry.list()).map((r) => r.fields.name)).toEqual(['zephyr']);
+    await expect(registry.remove('acme')).rejects.toBeInstanceOf(EndpointNotFoundError);
+  });
+
+  it('refuses to store fields that do not pass their checks', async () => {
+    const bad = { ...acme, secret: 'plain-text' } as EndpointFields;
+
+    await expect(registry.add(bad, T0)).rejects.toThrow('endpoint "acme": secret must be a whsec_');
+    expect(await registry.get('acme')).toBeUndefined();
+  });
+
+  it('names an item it cannot use (written by hand), without showing its secret', async () => {
+    const secret = generateSecret();
+    await client.send(
+      new PutItemCommand({
+        TableName: tableName,
+        Item: {
+          [REGISTRY_SCHEMA.partitionKey]: { S: 'handmade' },
+          fields: { M: { name: { S: 'handmade' }, url: { S: 'https://x.example' }, eventTypes: { L: [{ S: 'shipment.lost' }] }, secret: { S: secret } } },
+          state: { S: 'enabled' },
+          createdAt: { N: String(T0) },
+          updatedAt: { N: String(T0) },
+        },
+      }),
+    );
+
+    const error = await registry.list().catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(EndpointRegistryError);
+    expect((error as EndpointRegistryError).code).toBe('registry-item-invalid');
+    expect((error as Error).message).toContain(`endpoint registry ${tableName}: the item of endpoint "handmade" cannot be used: fields: endpoint "handmade": eventTypes holds "shipment.lost"`);
+    expect((error as Error).message).not.toContain(secret);
+  });
+
+  it('reports a missing table as the registry being unavailable, naming the table and the operation', async () => {
+    const missing = new DynamoDbEndpointRegistry({ client, tableName: 'no-such-table' });
+
+    const error = await missing.get('acme').catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(EndpointRegistryError);
+    expect((error as EndpointRegistryError).code).toBe('registry-unavailable');
+    expect((error as Error).message).toBe('endpoint registry no-such-table failed to read endpoint "acme": ResourceNotFoundException');
+  });
+});
+
+describe('Function: createEndpointsTable', () => {
+  it('creates the table keyed by name, and keeps an existing one with its items', async () => {
+    await registry.add(acme, T0);
+
+    await createEndpointsTable(client, tableName);
+
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    expect(Table?.KeySchema).toEqual([{ AttributeName: 'name', KeyType: 'HASH' }]);
+    expect(Table?.AttributeDefinitions).toEqual([{ AttributeName: 'name', AttributeType: 'S' }]);
+    expect(await registry.get('acme')).toBeDefined();
+    await client.send(new DeleteTableCommand({ TableName: tableName }));
+  });
+});
+
+describe('Function: seedEndpoints', () => {
+  it('puts each endpoint, enabled, and returns them as stored', async () => {
+    const fallback = defaultEndpointFields('https://hooks.example.com/x', SECRET);
+
+    const seeded = await seedEndpoints(registry, [fallback, zephyr], T0);
+
+    expect(seeded.map((r) => [r.fields.name, r.state])).toEqual([
+      ['default', 'enabled'],
+      ['zephyr', 'enabled'],
+    ]);
+    expect(await registry.list()).toEqual([...seeded].sort((a, b) => a.fields.name.localeCompare(b.fields.name)));
+  });
+
+  it('gives an endpoint already there the fields given, keeping its state', async () => {
+    await registry.add(acme, T0);
+    await registry.setState('acme', 'disabled', { by: 'alice', reason: 'x', at: T0 + 1 });
+
+    const [seeded] = await seedEndpoints(registry, [{ ...acme, maxAttempts: 6 }], T0 + 2);
+
+    expect(seeded).toMatchObject({ state: 'disabled', fields: { maxAttempts: 6 } });
+    expect(await registry.get('acme')).toEqual(seeded);
+  });
+});
