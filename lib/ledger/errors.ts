@@ -3,7 +3,7 @@
  * `ConditionalCheckFailedException`, say) into these; nothing above the adapter knows the store.
  * Each refusal carries the row as it stands, so the caller decides without another lookup.
  */
-import type { DeliveryRecord } from './ledger';
+import { DEFAULT_ENDPOINT, type DeliveryRecord } from './ledger';
 
 export abstract class LedgerError extends Error {
   abstract readonly code: string;
@@ -48,14 +48,16 @@ export class ReplayRefusedError extends LedgerError {
   }
 }
 
+/** The delivery named in a refusal: the event, and its endpoint unless it is the only one there was before fan-out. */
 function replayMessage(refusal: ReplayRefusal, eventId: string, record?: DeliveryRecord): string {
+  const at = record !== undefined && record.endpoint !== DEFAULT_ENDPOINT ? ` at endpoint ${record.endpoint}` : '';
   switch (refusal) {
     case 'not-found':
       return `no delivery record for event ${eventId}`;
     case 'not-dead':
-      return `event ${eventId} is ${record?.state}, not dead: only dead records can be replayed`;
+      return `event ${eventId}${at} is ${record?.state}, not dead: only dead records can be replayed`;
     case 'no-event':
-      return `event ${eventId} died as an invalid message: there is no valid event to replay`;
+      return `event ${eventId}${at} died as an invalid message: there is no valid event to replay`;
   }
 }
 

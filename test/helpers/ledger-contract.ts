@@ -29,6 +29,7 @@ import { createLogger, MetricsRecorder } from '../../lib/observability';
 import type { AttemptOutcome } from '../../lib/outcome';
 import { retryPolicy } from '../../lib/policy';
 import type { DeliveryQueue } from '../../lib/queue/queue';
+import { singleEndpoint, staticRouting } from '../../lib/routing';
 import type { WebhookSender } from '../../lib/webhook/sender';
 import { sqsRecord } from './sqs-records';
 
@@ -1307,7 +1308,6 @@ export async function deliverCopiesInOneBatch(ledger: Ledger, copies: number): P
     {
       delivery: {
         ledger,
-        sender,
         now: () => T0,
         owner: 'host:1:one-invocation',
         policy: POLICY,
@@ -1315,6 +1315,8 @@ export async function deliverCopiesInOneBatch(ledger: Ledger, copies: number): P
         leaseMs: LEASE_MS,
         retentionSeconds: RETENTION_SECONDS,
       },
+      // The one endpoint `default`, as the single-URL settings define it: each copy is delivered on its own message.
+      routing: staticRouting([singleEndpoint({ url: 'https://receiver.example/hooks', policy: POLICY, attemptTimeoutMs: 10_000 })], () => sender),
       queue,
       logger: createLogger({ service: 'handoff', write }),
       metrics: new MetricsRecorder({ service: 'handoff', write, now: () => T0 }),

@@ -403,7 +403,7 @@ describe('DynamoDbLedger on dynalite', () => {
           endpoint,
           claimToken: claimed.claimToken,
           attempt: { attempt: 1, at: atMs - 10, outcome: 'rejected', status: 400, durationMs: 5 },
-          outcome: { kind: 'rejected', status: 400 },
+          outcome: { kind: 'rejected', status: 400, responseStart: 'no' },
           next: { state: 'dead', reason: 'rejected', detail: 'rejected (400)' },
           nowMs: atMs,
         });
