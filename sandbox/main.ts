@@ -12,6 +12,7 @@ import { rmSync } from 'node:fs';
 import { ConfigError, readSettings } from '../lib/config';
 import { CRASH_POINTS } from '../lib/deliver';
 import { Display } from './counters';
+import { ENDPOINTS_FILE_ENV } from './endpoints-file';
 import { CRASH_AT_ENV, startSandbox, type Sandbox } from './sandbox';
 import { sandboxStateFile, writeSandboxState } from './state-file';
 
@@ -23,6 +24,8 @@ export const SANDBOX_ENV = {
   visibilityTimeout: 'HANDOFF_VISIBILITY_TIMEOUT_SECONDS',
   /** `1`: show the consumer's own log lines, not just its decisions. */
   verbose: 'HANDOFF_SANDBOX_VERBOSE',
+  /** The endpoints, as a JSON file (sandbox/endpoints-file.ts), in place of the single-URL settings. */
+  endpointsFile: ENDPOINTS_FILE_ENV,
 } as const;
 
 const DEFAULT_PORTS = { sqs: 9324, dynamodb: 8000 };
@@ -60,6 +63,7 @@ async function main(): Promise<void> {
   let ports;
   let visibilityTimeoutSeconds;
   let crashPoint;
+  const endpointsFile = process.env[SANDBOX_ENV.endpointsFile] || undefined;
   try {
     settings = readSettings(process.env);
     ports = {
@@ -78,6 +82,7 @@ async function main(): Promise<void> {
   try {
     sandbox = await startSandbox({
       settings,
+      ...(endpointsFile !== undefined ? { endpointsFile } : {}),
       sqsPort: ports.sqs,
       dynamodbPort: ports.dynamodb,
       ...(visibilityTimeoutSeconds !== undefined ? { visibilityTimeoutSeconds } : {}),
@@ -86,7 +91,8 @@ async function main(): Promise<void> {
       display,
     });
   } catch (error) {
-    // The endpoint the consumer would refuse (startSandbox checks it before starting anything).
+    // An endpoint the consumer would refuse, or an endpoints file that cannot be used (startSandbox
+    // checks them before starting anything).
     if (error instanceof ConfigError) fail(error.message, 2);
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') {
@@ -131,7 +137,8 @@ async function main(): Promise<void> {
   // The terminal closed: stop the same way rather than leave a stale state file behind.
   process.on('SIGHUP', stop);
 
-  display.log(`sandbox up: queue ${sandbox.state.queueUrl}, receiver ${sandbox.state.receiverUrl}; state in ${stateFile}`);
+  const endpoints = Object.keys(sandbox.state.receivers);
+  display.log(`sandbox up: queue ${sandbox.state.queueUrl}, endpoint${endpoints.length === 1 ? '' : 's'} ${endpoints.join(', ')}; state in ${stateFile}`);
   process.stdout.write(`READY ${json}\n`);
 }
 

@@ -1,15 +1,41 @@
 /**
  * The whole system on one machine (docs/contract.md §8): SQS and DynamoDB emulators on 127.0.0.1, the
- * delivery queue, dead-letter queue and ledger created with the stack's settings, the real
- * consumer handler in worker processes driven by a poller that keeps Lambda's SQS contract,
- * and a demo receiver when no endpoint is configured.
+ * delivery queue, dead-letter queue, ledger and endpoint registry created with the stack's settings,
+ * the real consumer handler in worker processes driven by a poller that keeps Lambda's SQS contract.
+ *
+ * The endpoints (docs/contract.md §11), seeded into the registry at start, come from one of:
+ * - the endpoints file `HANDOFF_ENDPOINTS_FILE` (sandbox/endpoints-file.ts);
+ * - the single-URL settings `HANDOFF_WEBHOOK_URL` (+ `HANDOFF_WEBHOOK_SECRET`): the endpoint `default`, type `*`;
+ * - neither: the demo, two demo receivers on loopback with overlapping subscriptions
+ *   (DEMO_ENDPOINTS), so a newcomer sees one event fan out with no setup.
  *
  * The emulators live in this process, so their state survives a worker that crashes.
  */
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { checkEndpoint, derivedTimings, QUEUE_RETENTION_SECONDS, RESOURCE_ENV, settingsToEnvironment, type Settings } from '../lib/config';
+import {
+  checkEndpoint,
+  derivedTimings,
+  QUEUE_RETENTION_SECONDS,
+  RESOURCE_ENV,
+  settingsToEnvironment,
+  VARIABLE_NAMES,
+  type Settings,
+} from '../lib/config';
+import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
+import {
+  defaultEndpointFields,
+  deploymentToJson,
+  resolveEndpoint,
+  type DeploymentSettings,
+  type DeploymentSettingsJson,
+  type EndpointFields,
+} from '../lib/endpoints/endpoint';
+import { SECRET_PREFIX } from '../lib/webhook/signing-secret';
+import { readEndpointsFile, refuseSingleUrlSettings } from './endpoints-file';
+import { createEndpointsTable, seedEndpoints } from './endpoints-table';
 import { createLedgerTable } from './ledger-table';
 import { SANDBOX_GUARD_OPTIONS } from '../lib/webhook/endpoint-guard';
 import { redactUrl } from '../lib/webhook/redact-url';
@@ -25,7 +51,29 @@ export const SANDBOX_NAMES = {
   queue: 'handoff-deliveries',
   deadLetterQueue: 'handoff-dead-letters',
   ledgerTable: 'handoff-ledger',
+  endpointsTable: 'handoff-endpoints',
 } as const;
+
+/**
+ * How long the sandbox's workers keep their copy of the registry: an `endpoint` command's change
+ * reaches the next deliveries within a second (AWS: ENDPOINTS_CACHE_MS).
+ */
+export const SANDBOX_ENDPOINTS_CACHE_MS = 1000;
+
+/**
+ * The demo's endpoints, each on a demo receiver of its own: a carrier's system that wants its own
+ * shipments on the move, and a notification service that wants every delivery and exception. One
+ * `shipment.delivered` event of carrier `acme` goes to both; an `in_transit` one of `acme` to the
+ * first only; a `packed` one to neither (acknowledged, counted as unrouted).
+ */
+export const DEMO_ENDPOINTS: readonly Omit<EndpointFields, 'url' | 'secret'>[] = [
+  {
+    name: 'carrier-acme',
+    eventTypes: ['shipment.in_transit', 'shipment.out_for_delivery', 'shipment.delivered'],
+    match: { 'data.carrier': ['acme'] },
+  },
+  { name: 'notifications', eventTypes: ['shipment.delivered', 'shipment.exception'] },
+];
 
 /**
  * The consumer's fault-injection variable (functions/consumer.ts CRASH_AT_ENV), spelled out here
@@ -35,6 +83,8 @@ export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
 
 export interface SandboxOptions {
   readonly settings: Settings;
+  /** `HANDOFF_ENDPOINTS_FILE`: the endpoints, in place of the single-URL settings (sandbox/endpoints-file.ts). */
+  readonly endpointsFile?: string;
   /** 0 = any free port. */
   readonly sqsPort: number;
   readonly dynamodbPort: number;
@@ -52,19 +102,45 @@ export interface SandboxOptions {
   readonly verbose?: boolean;
 }
 
+/** The READY object: the state file's fields, and what the sandbox's endpoints are. */
+export interface SandboxReady extends SandboxState {
+  /** The endpoint registry's table (`handoff endpoint` reads and writes it). */
+  readonly endpointsTable: string;
+  /** The settings an endpoint's defaults and limits come from, for `handoff endpoint add`. */
+  readonly deployment: DeploymentSettingsJson;
+  /** Each endpoint's URL by name: a demo receiver's exactly, a configured one redacted. */
+  readonly receivers: Readonly<Record<string, string>>;
+}
+
 export interface Sandbox {
-  readonly state: SandboxState;
+  readonly state: SandboxReady;
   /** Stops polling, lets batches in flight finish (bounded), then closes everything. */
   stop(): Promise<void>;
+}
+
+/**
+ * The deployment's settings as the sandbox runs them: its receivers are local, so the consumer may
+ * reach loopback over plain http. Every endpoint is checked against these, here and by `handoff endpoint`.
+ */
+export function sandboxDeployment(settings: Settings): DeploymentSettings & Pick<Settings, 'allowPrivateCidrs' | 'allowHttp'> {
+  return {
+    retryPolicy: settings.retryPolicy,
+    attemptTimeoutMs: settings.attemptTimeoutMs,
+    retentionDays: settings.retentionDays,
+    allowPrivateCidrs: [...new Set([...settings.allowPrivateCidrs, ...(SANDBOX_GUARD_OPTIONS.allowPrivateCidrs ?? [])])],
+    allowHttp: true,
+  };
 }
 
 export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const { settings, display } = options;
   const timings = derivedTimings(settings);
-  // The sandbox's receivers are local: the consumer may reach loopback over plain http.
-  const allowPrivateCidrs = [...new Set([...settings.allowPrivateCidrs, ...(SANDBOX_GUARD_OPTIONS.allowPrivateCidrs ?? [])])];
+  const deployment = sandboxDeployment(settings);
+  const { allowPrivateCidrs } = deployment;
   // Refused now rather than reporting READY while every worker fails its cold start.
-  if (settings.webhookUrl !== undefined) checkEndpoint(settings.webhookUrl, { allowPrivateCidrs, allowHttp: true }, 'HANDOFF_WEBHOOK_URL');
+  if (options.endpointsFile !== undefined) refuseSingleUrlSettings(settings);
+  const fileEndpoints = options.endpointsFile !== undefined ? readEndpointsFile(options.endpointsFile, deployment) : undefined;
+  if (settings.webhookUrl !== undefined) checkEndpoint(settings.webhookUrl, deployment, VARIABLE_NAMES.webhookUrl);
   const closers: (() => Promise<unknown>)[] = [];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close().catch(() => {});
@@ -94,20 +170,46 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     });
     const deliveryQueueArn = await queueArn(sqs, queueUrl);
     await createLedgerTable(dynamodb, SANDBOX_NAMES.ledgerTable);
+    await createEndpointsTable(dynamodb, SANDBOX_NAMES.endpointsTable);
 
-    let receiver: DemoReceiver | undefined;
-    if (settings.webhookUrl === undefined) {
-      receiver = await startDemoReceiver({
-        ...(settings.webhookSecret !== undefined ? { secret: settings.webhookSecret } : {}),
-        log: (line) => display.log(`receiver: ${line}`),
-      });
-      closers.push(() => receiver!.close());
+    // The endpoints, and what READY shows of each URL: a demo receiver's is the sandbox's own and
+    // holds no secret, shown exactly so it can be reached; a configured URL may carry a token,
+    // shown redacted here, in READY, the state file and the log (the registry and the workers have it exact).
+    let endpoints: EndpointFields[];
+    const receivers: Record<string, string> = {};
+    if (fileEndpoints !== undefined) {
+      endpoints = fileEndpoints.map(({ fields }) => fields);
+      for (const { name, url } of endpoints) receivers[name] = redactUrl(url);
+    } else if (settings.webhookUrl !== undefined) {
+      endpoints = [defaultEndpointFields(settings.webhookUrl, settings.webhookSecret)];
+      receivers[endpoints[0]!.name] = redactUrl(settings.webhookUrl);
+    } else {
+      endpoints = [];
+      for (const demo of DEMO_ENDPOINTS) {
+        // Each its own secret, as every endpoint has (HANDOFF_WEBHOOK_SECRET, when set, for all):
+        // the demo receivers verify every request. Never shown.
+        const secret = settings.webhookSecret ?? `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`;
+        const receiver: DemoReceiver = await startDemoReceiver({ secret, log: (line) => display.log(`receiver ${demo.name}: ${line}`) });
+        closers.push(() => receiver.close());
+        endpoints.push({ ...demo, url: receiver.url, secret });
+        receivers[demo.name] = receiver.url;
+      }
     }
-    const receiverUrl = settings.webhookUrl ?? receiver!.url;
+    // The file's endpoints are resolved already; the others are the sandbox's own and pass too,
+    // checked all the same: READY must not name an endpoint every attempt would fail.
+    for (const fields of endpoints) resolveEndpoint({ fields, state: 'enabled', createdAt: 0, updatedAt: 0 }, deployment);
+    const registry = new DynamoDbEndpointRegistry({ client: dynamodb, tableName: SANDBOX_NAMES.endpointsTable });
+    await seedEndpoints(registry, endpoints, Date.now());
+    for (const { name, eventTypes, match } of endpoints) {
+      const filter = Object.entries(match ?? {}).map(([path, values]) => `; ${path} ${values.join(' | ')}`).join('');
+      display.log(`endpoint ${name}: ${receivers[name]} (${eventTypes.join(', ')}${filter})`);
+    }
 
+    // The single-URL settings stay in the workers' environment where they were given (the consumer
+    // reads its endpoints from the registry; `default` is seeded there from them).
     const consumerSettings: Settings = {
       ...settings,
-      webhookUrl: receiverUrl,
+      webhookUrl: fileEndpoints === undefined ? settings.webhookUrl : undefined,
       allowPrivateCidrs,
       allowHttp: true,
     };
@@ -127,8 +229,12 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
         AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
         ...settingsToEnvironment(consumerSettings),
-        ...(settings.webhookSecret !== undefined ? { HANDOFF_WEBHOOK_SECRET: settings.webhookSecret } : {}),
+        ...(settings.webhookUrl !== undefined && settings.webhookSecret !== undefined
+          ? { [VARIABLE_NAMES.webhookSecret]: settings.webhookSecret }
+          : {}),
         [RESOURCE_ENV.ledgerTable]: SANDBOX_NAMES.ledgerTable,
+        [RESOURCE_ENV.endpointsTable]: SANDBOX_NAMES.endpointsTable,
+        [RESOURCE_ENV.endpointsCacheMs]: String(SANDBOX_ENDPOINTS_CACHE_MS),
         [RESOURCE_ENV.deadLetterQueueUrl]: deadLetterQueueUrl,
         [RESOURCE_ENV.queueUrl]: queueUrl,
         ...(options.crashAt ? { [CRASH_AT_ENV]: options.crashAt } : {}),
@@ -172,11 +278,12 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         queueUrl,
         deadLetterQueueUrl,
         ledgerTable: SANDBOX_NAMES.ledgerTable,
-        // The demo receiver's URL is the sandbox's own and holds no secret: exact, to reach it.
-        // A configured URL may carry a token or credentials: shown redacted, here and so in
-        // READY, the state file and the log line; only the workers' environment has it exact.
-        receiverUrl: receiver !== undefined ? receiverUrl : redactUrl(receiverUrl),
+        // The first demo receiver's, `default`'s, or the file's first endpoint's (as `receivers` shows it).
+        receiverUrl: receivers[endpoints[0]!.name]!,
         payloadLimitBytes: settings.payloadLimitBytes,
+        endpointsTable: SANDBOX_NAMES.endpointsTable,
+        deployment: deploymentToJson(deployment),
+        receivers,
       },
       stop: closeAll,
     };
@@ -210,8 +317,10 @@ function inheritedEnvironment(): NodeJS.ProcessEnv {
 }
 
 /**
- * One consumer output line as the sandbox shows it: delivery decisions compactly, warnings and
- * errors always, metric documents never. Consumer lines carry event IDs and codes, no payloads.
+ * One consumer output line as the sandbox shows it: delivery decisions compactly, by event ID and
+ * endpoint (`evt_42 → carrier-acme delivered`, `evt_42 → billing retry in 1 s (temporary (503))`),
+ * warnings and errors always, metric documents never. Consumer lines carry event IDs and codes, no
+ * payloads.
  */
 export function describeWorkerLine(line: string, verbose: boolean): string | undefined {
   let entry: Record<string, unknown>;
@@ -222,12 +331,24 @@ export function describeWorkerLine(line: string, verbose: boolean): string | und
   }
   if (typeof entry !== 'object' || entry === null) return line;
   if ('_aws' in entry) return undefined;
-  if (entry.message === 'delivery') {
-    const detail = [entry.why ?? entry.reason, entry.outcome ? `after ${String(entry.outcome)}` : undefined]
-      .filter(Boolean)
-      .join(', ');
-    return `${String(entry.eventId ?? '(no id)')} ${String(entry.action)} (${detail})`;
-  }
+  if (entry.message === 'delivery') return describeDecision(entry);
   if (verbose || entry.level === 'warn' || entry.level === 'error') return line;
   return undefined;
+}
+
+function describeDecision(entry: Record<string, unknown>): string {
+  const endpoints =
+    typeof entry.endpoint === 'string'
+      ? [entry.endpoint]
+      : Array.isArray(entry.endpoints)
+        ? entry.endpoints.filter((name): name is string => typeof name === 'string')
+        : [];
+  const subject = `${String(entry.eventId ?? '(no id)')}${endpoints.length > 0 ? ` → ${endpoints.join(', ')}` : ''}`;
+  const why = entry.why ?? entry.reason;
+  if (entry.action === 'ack' && why === 'delivered') return `${subject} delivered`;
+  const wait = entry.action === 'retry' && typeof entry.afterSeconds === 'number' ? ` in ${entry.afterSeconds} s` : '';
+  const detail = [why, entry.outcome ? `after ${String(entry.outcome)}` : undefined, entry.queueError ? 'the queue call failed' : undefined]
+    .filter(Boolean)
+    .join(', ');
+  return `${subject} ${String(entry.action)}${wait}${detail ? ` (${detail})` : ''}`;
 }

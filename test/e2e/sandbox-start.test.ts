@@ -1,6 +1,7 @@
 /**
- * `npm start` as a newcomer runs it: no endpoint configured, so the demo receiver takes the
- * events; READY on stdout, a clean stop on SIGTERM.
+ * `npm start` as a newcomer runs it: no endpoint configured, so the demo's two receivers take the
+ * events, each the ones it subscribes to (one event fans out to both); READY on stdout, a clean
+ * stop on SIGTERM. And the start-up refusals: an invalid setting or endpoints file exits 2.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -8,7 +9,6 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
-import { DEFAULT_ENDPOINT } from '../../lib/ledger/ledger';
 import { runSandboxToExit, startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually } from '../helpers/sandbox-clients';
 
@@ -25,34 +25,75 @@ afterAll(async () => {
 
 describe('npm start (tsx sandbox/main.ts)', () => {
   it('prints READY with every endpoint and writes the same object to the state file', () => {
-    expect(Object.keys(sandbox.ready).sort()).toEqual(
-      ['deadLetterQueueUrl', 'dynamodbEndpoint', 'ledgerTable', 'payloadLimitBytes', 'queueUrl', 'receiverUrl', 'sqsEndpoint'],
-    );
+    expect(Object.keys(sandbox.ready).sort()).toEqual([
+      'deadLetterQueueUrl',
+      'deployment',
+      'dynamodbEndpoint',
+      'endpointsTable',
+      'ledgerTable',
+      'payloadLimitBytes',
+      'queueUrl',
+      'receiverUrl',
+      'receivers',
+      'sqsEndpoint',
+    ]);
     expect(sandbox.ready.sqsEndpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(sandbox.ready.receiverUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
+    expect(sandbox.ready.endpointsTable).toBe('handoff-endpoints');
+    expect(sandbox.ready.deployment).toMatchObject({ allowHttp: true, maxAttempts: 6, allowPrivateCidrs: expect.arrayContaining(['127.0.0.0/8']) });
+    // The demo: two receivers of its own on loopback; receiverUrl is the first one's.
+    expect(Object.keys(sandbox.ready.receivers)).toEqual(['carrier-acme', 'notifications']);
+    for (const url of Object.values(sandbox.ready.receivers)) expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/webhook$/);
+    expect(sandbox.ready.receiverUrl).toBe(sandbox.ready.receivers['carrier-acme']);
     expect(JSON.parse(readFileSync(sandbox.stateFile, 'utf8'))).toEqual(sandbox.ready);
   });
 
-  it('delivers an event to the demo receiver, which logs it by ID', async () => {
+  it('shows each demo endpoint and what it subscribes to', () => {
+    expect(sandbox.stderr()).toEqual(
+      expect.arrayContaining([
+        `endpoint carrier-acme: ${sandbox.ready.receivers['carrier-acme']} (shipment.in_transit, shipment.out_for_delivery, shipment.delivered; data.carrier acme)`,
+        `endpoint notifications: ${sandbox.ready.receivers.notifications} (shipment.delivered, shipment.exception)`,
+      ]),
+    );
+  });
+
+  it('fans a delivered event of carrier acme out to both demo receivers, and an in-transit one to the carrier only, each logged by ID', async () => {
     // Prepare
     const sqs = new SQSClient({ region: 'us-east-1', endpoint: sandbox.ready.sqsEndpoint, credentials });
     const dynamodb = new DynamoDBClient({ region: 'us-east-1', endpoint: sandbox.ready.dynamodbEndpoint, credentials });
     const ledger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(dynamodb), tableName: sandbox.ready.ledgerTable });
-    const event = { id: 'evt_demo_1', shipmentId: 'shp_1', status: 'packed', occurredAt: '2026-12-02T10:15:00Z' };
+    const event = (id: string, status: string) => ({ id, shipmentId: 'shp_1', status, occurredAt: '2026-12-02T10:15:00Z', data: { carrier: 'acme' } });
+    const deliveredTo = (eventId: string, endpoint: string) =>
+      eventually(
+        `${eventId} to be delivered to ${endpoint}`,
+        async () => ((await ledger.get({ eventId, endpoint }))?.state === 'delivered' ? 'delivered' : undefined),
+        { timeoutMs: 30_000, describe: async () => String((await ledger.get({ eventId, endpoint }))?.state ?? 'no row') },
+      );
 
     // Act
-    await sqs.send(new SendMessageCommand({ QueueUrl: sandbox.ready.queueUrl, MessageBody: JSON.stringify(event) }));
-    await sandbox.waitForLog(/^receiver: received evt_demo_1 \(first time\)$/);
-    const rowState = async () => (await ledger.get({ eventId: 'evt_demo_1', endpoint: DEFAULT_ENDPOINT }))?.state;
-    const state = await eventually(
-      'evt_demo_1 to be delivered',
-      async () => ((await rowState()) === 'delivered' ? 'delivered' : undefined),
-      { timeoutMs: 20_000, describe: async () => String((await rowState()) ?? 'no row') },
-    );
+    for (const body of [event('evt_demo_1', 'delivered'), event('evt_demo_2', 'in_transit')]) {
+      await sqs.send(new SendMessageCommand({ QueueUrl: sandbox.ready.queueUrl, MessageBody: JSON.stringify(body) }));
+    }
+    const states = [
+      await deliveredTo('evt_demo_1', 'carrier-acme'),
+      await deliveredTo('evt_demo_1', 'notifications'),
+      await deliveredTo('evt_demo_2', 'carrier-acme'),
+    ];
+    await sandbox.waitForLog(/^receiver carrier-acme: received evt_demo_2 \(first time\)$/);
 
     // Assess
-    expect(state).toBe('delivered');
-    expect(sandbox.stderr().join('\n')).not.toContain('shp_1');
+    expect(states).toEqual(['delivered', 'delivered', 'delivered']);
+    const log = sandbox.stderr();
+    for (const line of [
+      'receiver carrier-acme: received evt_demo_1 (first time)',
+      'receiver notifications: received evt_demo_1 (first time)',
+      'receiver carrier-acme: received evt_demo_2 (first time)',
+    ]) {
+      expect(log).toContain(line);
+    }
+    expect(log.some((line) => /^worker \d+: evt_demo_1 → notifications delivered$/.test(line))).toBe(true);
+    expect(log.filter((line) => line.startsWith('receiver notifications: ') && line.includes('evt_demo_2'))).toEqual([]);
+    expect(await ledger.get({ eventId: 'evt_demo_2', endpoint: 'notifications' })).toBeUndefined();
+    expect(log.join('\n')).not.toContain('shp_1');
     sqs.destroy();
     dynamodb.destroy();
   });
@@ -62,6 +103,34 @@ describe('npm start (tsx sandbox/main.ts)', () => {
 
     expect(ended).toEqual({ code: 0, signal: null });
     expect(existsSync(sandbox.stateFile)).toBe(false);
+  });
+});
+
+describe('npm start with an endpoints file that cannot be used', () => {
+  const endpoint = { name: 'billing', url: 'http://127.0.0.1:9/webhook', eventTypes: ['*'], secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' };
+
+  it('exits 2 when HANDOFF_WEBHOOK_URL is set too, naming both variables', async () => {
+    const { code, stdout, stderr } = await runSandboxToExit({ endpoints: [endpoint], env: { HANDOFF_WEBHOOK_URL: 'http://127.0.0.1:9/hook' } });
+
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(/^handoff sandbox: HANDOFF_ENDPOINTS_FILE replaces HANDOFF_WEBHOOK_URL: /);
+  });
+
+  it.each([
+    { problem: 'a field', endpoints: [endpoint, { ...endpoint, name: 'ops', eventTypes: ['shipment.lost'] }], expected: 'endpoints[1]: endpoint "ops": eventTypes holds "shipment.lost"' },
+    { problem: 'a name twice', endpoints: [endpoint, endpoint], expected: 'endpoints[1]: endpoint "billing": name is already used by endpoints[0]' },
+    { problem: 'an address the guard refuses', endpoints: [{ ...endpoint, url: 'http://10.1.2.3/hook' }], expected: 'endpoints[0]: endpoint "billing": url is refused' },
+  ])('exits 2 on $problem, naming the file, the endpoint and the field, without showing a secret', async ({ endpoints, expected }) => {
+    const { code, stdout, stderr } = await runSandboxToExit({ endpoints });
+
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(/^handoff sandbox: HANDOFF_ENDPOINTS_FILE \/\S+\/endpoints\.json /);
+    expect(stderr).toContain(expected);
+    expect(stderr).not.toContain('MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
   });
 });
 

@@ -13,7 +13,8 @@
  *   cannot know. The case idempotency exists for.
  *
  * A per-event script (`respondTo`) wins over the shared one (`respond`), which is consumed in
- * arrival order; with neither, the answer is 200. Every request draws one answer, even one the
+ * arrival order; with neither, the default answer: 200, or what `answerByDefault` set (a receiver
+ * that rejects everything until it is fixed). Every request draws one answer, even one the
  * kit answers from its store. Records within a batch are delivered concurrently, so scripts for
  * mixed batches should be per event.
  */
@@ -53,6 +54,8 @@ export interface TestReceiver {
   respond(...responses: ScriptedResponse[]): void;
   /** Answers for the next calls carrying this event ID. */
   respondTo(eventId: string, ...responses: ScriptedResponse[]): void;
+  /** The answer when no script is left (initially 200). */
+  answerByDefault(response: ScriptedResponse): void;
   /** Resolves once at least `count` requests have arrived (no polling, no sleeping). */
   waitForRequests(count: number): Promise<void>;
   /** Whether a request carries a valid Standard Webhooks signature for `secret`. */
@@ -67,6 +70,7 @@ export async function startTestReceiver(): Promise<TestReceiver> {
   const shared: ScriptedResponse[] = [];
   const perEvent = new Map<string, ScriptedResponse[]>();
   const waiters: { count: number; resolve: () => void }[] = [];
+  let fallback: ScriptedResponse = 200;
   // One store for the receiver's life; the action is this request's scripted answer.
   const store = new MemoryIdempotencyStore();
   const receiveAs = (answer: ActionResult & { status: number }) =>
@@ -80,7 +84,7 @@ export async function startTestReceiver(): Promise<TestReceiver> {
     });
 
   const nextAnswer = (eventId: string | undefined): ScriptedResponse =>
-    (eventId !== undefined ? perEvent.get(eventId)?.shift() : undefined) ?? shared.shift() ?? 200;
+    (eventId !== undefined ? perEvent.get(eventId)?.shift() : undefined) ?? shared.shift() ?? fallback;
 
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -116,6 +120,9 @@ export async function startTestReceiver(): Promise<TestReceiver> {
     requestsFor: (eventId) => requests.filter((r) => r.eventId === eventId),
     respond: (...responses) => void shared.push(...responses),
     respondTo: (eventId, ...responses) => void perEvent.set(eventId, [...(perEvent.get(eventId) ?? []), ...responses]),
+    answerByDefault: (response) => {
+      fallback = response;
+    },
     waitForRequests: (count) =>
       requests.length >= count ? Promise.resolve() : new Promise((resolve) => waiters.push({ count, resolve })),
     verify(request, secret) {

@@ -1,21 +1,23 @@
 /**
  * Runs the sandbox (`npm start`'s entry) as a child process for end-to-end tests: waits for its
  * `READY <json>` line, tracks its worker processes from its log, and stops it with a signal.
- * Each run gets a private temp directory for its state file, removed once the sandbox has exited.
+ * Each run gets a private temp directory for its state file (and its endpoints file, when the test
+ * gives endpoints), removed once the sandbox has exited.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { SandboxState } from '../../sandbox/state-file';
+import type { EndpointFields } from '../../lib/endpoints/endpoint';
+import type { SandboxReady } from '../../sandbox/sandbox';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 /** Start-up includes two emulators and a tsx compile on a busy machine. */
 const READY_TIMEOUT_MS = 60_000;
 
 export interface SandboxProcess {
-  readonly ready: SandboxState;
+  readonly ready: SandboxReady;
   /** The state file this sandbox was told to write (a fresh temp path). */
   readonly stateFile: string;
   readonly child: ChildProcess;
@@ -39,6 +41,11 @@ export interface StartOptions {
    * npm's own start-up.)
    */
   readonly via?: 'tsx' | 'node';
+  /**
+   * The endpoints (sandbox/endpoints-file.ts): written, 0600, to `endpoints.json` beside the state
+   * file, and named by `HANDOFF_ENDPOINTS_FILE`. A string is written as it is (a file to refuse).
+   */
+  readonly endpoints?: readonly EndpointFields[] | string;
 }
 
 /** The environment a sandbox test starts from: any free ports, a private state file. */
@@ -60,9 +67,18 @@ function stateDirectory(): string {
   return mkdtempSync(join(tmpdir(), 'handoff-sandbox-'));
 }
 
+/** Writes the test's endpoints file into the sandbox's private directory; its variable, or none. */
+function endpointsFileEnvironment(options: StartOptions, directory: string): Record<string, string> {
+  if (options.endpoints === undefined) return {};
+  const path = join(directory, 'endpoints.json');
+  const text = typeof options.endpoints === 'string' ? options.endpoints : JSON.stringify({ endpoints: options.endpoints }, null, 2);
+  writeFileSync(path, text, { mode: 0o600 });
+  return { HANDOFF_ENDPOINTS_FILE: path };
+}
+
 /** Spawns the sandbox; nothing is awaited. For start-up failures, see `runSandboxToExit`. */
-function spawnSandbox(options: StartOptions, stateFile: string): ChildProcess {
-  const env = { ...baseEnvironment(stateFile), ...options.env };
+function spawnSandbox(options: StartOptions, stateFile: string, directory: string): ChildProcess {
+  const env = { ...baseEnvironment(stateFile), ...endpointsFileEnvironment(options, directory), ...options.env };
   // Its own process group, so a forced stop can take the whole tree (tsx, sandbox, workers).
   const spawnOptions: SpawnOptions = { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true };
   return options.via === 'tsx'
@@ -73,7 +89,7 @@ function spawnSandbox(options: StartOptions, stateFile: string): ChildProcess {
 export async function startSandboxProcess(options: StartOptions = {}): Promise<SandboxProcess> {
   const directory = stateDirectory();
   const stateFile = join(directory, 'sandbox.json');
-  const child = spawnSandbox(options, stateFile);
+  const child = spawnSandbox(options, stateFile, directory);
   const stderrLines: string[] = [];
   const live = new Set<number>();
   const watchers: { pattern: RegExp; resolve: (line: string) => void }[] = [];
@@ -97,7 +113,7 @@ export async function startSandboxProcess(options: StartOptions = {}): Promise<S
     }
   });
 
-  const ready = await new Promise<SandboxState>((resolve, reject) => {
+  const ready = await new Promise<SandboxReady>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`no READY line within ${READY_TIMEOUT_MS} ms; stderr:\n${stderrLines.join('\n')}`));
@@ -105,7 +121,7 @@ export async function startSandboxProcess(options: StartOptions = {}): Promise<S
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (!line.startsWith('READY ')) return;
       clearTimeout(timer);
-      resolve(JSON.parse(line.slice('READY '.length)) as SandboxState);
+      resolve(JSON.parse(line.slice('READY '.length)) as SandboxReady);
     });
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
@@ -136,7 +152,7 @@ export async function startSandboxProcess(options: StartOptions = {}): Promise<S
 /** Runs the sandbox until it exits by itself (a start-up failure); returns its status and output. */
 export async function runSandboxToExit(options: StartOptions = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const directory = stateDirectory();
-  const child = spawnSandbox(options, join(directory, 'sandbox.json'));
+  const child = spawnSandbox(options, join(directory, 'sandbox.json'), directory);
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
