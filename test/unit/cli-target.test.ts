@@ -6,7 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import { payloadLimitFor } from '../../cli/commands/send';
 import { CommandFailedError, describeFailure } from '../../cli/errors';
-import { callerIdentity, namesFromOutputs, type Target } from '../../cli/target';
+import { callerIdentity, namesFromOutputs, requireName, resolveTarget, type Target } from '../../cli/target';
+import { deploymentFromJson, deploymentToJson } from '../../lib/endpoints/endpoint';
+import { retryPolicy } from '../../lib/policy';
 import { ConfigError } from '../../lib/config';
 import { STACK_OUTPUTS } from '../../lib/stack-outputs';
 
@@ -82,6 +84,58 @@ describe('Function: namesFromOutputs', () => {
     expect(() => namesFromOutputs('Handoff', outputs({ PayloadLimitBytes: '64k' }))).toThrow(
       `stack Handoff's output PayloadLimitBytes is "64k", not a whole number of bytes`,
     );
+  });
+});
+
+describe('Function: namesFromOutputs, the endpoint registry', () => {
+  const base = new Map<string, string>([[STACK_OUTPUTS.queueUrl, 'https://sqs.eu-west-1.amazonaws.com/1/q']]);
+  const defaults = deploymentToJson({
+    retryPolicy: retryPolicy(4, [10, 60]),
+    attemptTimeoutMs: 5000,
+    retentionDays: 30,
+    allowPrivateCidrs: [],
+    allowHttp: false,
+  });
+
+  it("reads the registry's table and the deployment's endpoint defaults", () => {
+    const names = namesFromOutputs(
+      'Handoff',
+      new Map([...base, [STACK_OUTPUTS.endpointsTableName, 'handoff-endpoints'], [STACK_OUTPUTS.endpointDefaults, JSON.stringify(defaults)]]),
+    );
+
+    expect(names.endpointsTable).toBe('handoff-endpoints');
+    expect(names.deployment).toEqual(deploymentFromJson(defaults, 'test'));
+  });
+
+  it('reads neither from a stack deployed before the registry', () => {
+    const names = namesFromOutputs('Handoff', base);
+
+    expect(names).not.toHaveProperty('endpointsTable');
+    expect(names).not.toHaveProperty('deployment');
+  });
+
+  it('refuses endpoint defaults that are not the JSON a stack publishes, naming the output', () => {
+    for (const value of ['{', JSON.stringify({ ...defaults, maxAttempts: 'six' })]) {
+      const act = () => namesFromOutputs('Handoff', new Map([...base, [STACK_OUTPUTS.endpointDefaults, value]]));
+
+      expect(act).toThrow(CommandFailedError);
+      expect(act).toThrow(/^stack Handoff's output EndpointDefaults is .*, not the deployment's endpoint defaults as JSON$/);
+    }
+  });
+});
+
+describe('Function: resolveTarget, --endpoints-table', () => {
+  it('makes the names given the target, with only the registry named', async () => {
+    const target = await resolveTarget({ endpointsTable: ' handoff-endpoints ' }, {});
+
+    expect(target).toMatchObject({ description: 'the names given', connection: { kind: 'aws' }, endpointsTable: 'handoff-endpoints' });
+    expect(requireName(target, 'endpointsTable')).toBe('handoff-endpoints');
+  });
+
+  it('says which option names the registry when a target has none', async () => {
+    const target = await resolveTarget({ table: 'ledger' }, {});
+
+    expect(() => requireName(target, 'endpointsTable')).toThrow('the names given names no endpoint registry table: pass --endpoints-table');
   });
 });
 

@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CommandFailedError, describeFailure } from '../../cli/errors';
 import { sandboxTarget } from '../../cli/target';
+import { deploymentFromJson, deploymentToJson } from '../../lib/endpoints/endpoint';
+import { retryPolicy } from '../../lib/policy';
 import {
   isLoopbackUrl,
   parseSandboxState,
@@ -33,6 +35,16 @@ const STATE: SandboxState = {
   receiverUrl: 'http://127.0.0.1:4000/hooks',
   payloadLimitBytes: 4096,
 };
+
+/** What a sandbox with the endpoint registry adds to its state. */
+const DEPLOYMENT = deploymentToJson({
+  retryPolicy: retryPolicy(3, [1, 2]),
+  attemptTimeoutMs: 2000,
+  retentionDays: 30,
+  allowPrivateCidrs: ['127.0.0.0/8'],
+  allowHttp: true,
+});
+const STATE_WITH_ENDPOINTS: SandboxState = { ...STATE, endpointsTable: 'handoff-endpoints', deployment: DEPLOYMENT };
 
 function stat(kind: 'file' | 'directory', uid: number, mode: number): Ownership {
   return { uid, mode, isFile: () => kind === 'file', isDirectory: () => kind === 'directory' };
@@ -118,6 +130,34 @@ describe('Function: parseSandboxState', () => {
   it('refuses text that is not JSON', () => {
     expect(() => parseSandboxState('/s.json', '{')).toThrow('the sandbox state file /s.json is not JSON');
   });
+
+  it("reads the endpoint registry's table and the deployment's settings", () => {
+    const state = parseSandboxState('/s.json', JSON.stringify(STATE_WITH_ENDPOINTS));
+
+    expect(state).toEqual(STATE_WITH_ENDPOINTS);
+  });
+
+  it('reads the state of a sandbox started before the registry, without them', () => {
+    const state = parseSandboxState('/s.json', JSON.stringify(STATE));
+
+    expect(state).not.toHaveProperty('endpointsTable');
+    expect(state).not.toHaveProperty('deployment');
+  });
+
+  it('refuses an endpointsTable that is no table name', () => {
+    for (const endpointsTable of ['', 7]) {
+      expect(() => parseSandboxState('/s.json', JSON.stringify({ ...STATE, endpointsTable }))).toThrow(
+        'the sandbox state file /s.json has an endpointsTable that is not a table name',
+      );
+    }
+  });
+
+  it('refuses a deployment that is not the settings the sandbox writes', () => {
+    const act = () => parseSandboxState('/s.json', JSON.stringify({ ...STATE, deployment: { ...DEPLOYMENT, retentionDays: 'thirty' } }));
+
+    expect(act).toThrow(SandboxStateError);
+    expect(act).toThrow("the sandbox state file /s.json has a deployment that does not hold the deployment's endpoint defaults");
+  });
 });
 
 describe('Function: sandboxStateFile', () => {
@@ -148,6 +188,21 @@ describe('Real files', () => {
     expect(statSync(join(root, 'handoff')).mode & 0o777).toBe(0o700);
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(readSandboxState(path)).toEqual(STATE);
+  });
+
+  it("gives the CLI's target the registry's table and the deployment's settings, or neither for an older sandbox", () => {
+    const path = join(root, 'sandbox.json');
+    const older = join(root, 'older.json');
+    writeSandboxState(path, STATE_WITH_ENDPOINTS);
+    writeSandboxState(older, STATE);
+
+    const target = sandboxTarget(path);
+    const olderTarget = sandboxTarget(older);
+
+    expect(target).toMatchObject({ endpointsTable: 'handoff-endpoints', ledgerTable: 'handoff-ledger' });
+    expect(target?.deployment).toEqual(deploymentFromJson(DEPLOYMENT, 'test'));
+    expect(olderTarget).not.toHaveProperty('endpointsTable');
+    expect(olderTarget).not.toHaveProperty('deployment');
   });
 
   it('reads no sandbox when there is no file', () => {
