@@ -13,13 +13,17 @@
  * run: 1 s attempts (so a lease of 21 s, the function timeout), waits of 1 s, and a 3 s
  * visibility timeout, so the message returns while the lease still holds and is deferred to its
  * expiry: the ledger, not the queue, decides when the next attempt may go.
+ *
+ * With two endpoints (an endpoints file, docs/contract.md §11) there is one more boundary:
+ * `after-fan-out`, the per-endpoint messages sent and the producer's message not yet acknowledged.
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, it, type TestContext } from 'vitest';
 import type { CrashPoint } from '../../lib/deliver';
-import type { DeliveryRecord } from '../../lib/ledger/ledger';
+import type { EndpointFields } from '../../lib/endpoints/endpoint';
+import { DEFAULT_ENDPOINT, type DeliveryRecord } from '../../lib/ledger/ledger';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { eventually, ownerPid, SandboxClients, type DeadLetter } from '../helpers/sandbox-clients';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
@@ -57,19 +61,21 @@ interface Rig {
 
 /**
  * A sandbox of its own for one case, stopped when the case ends. `crash`: where workers die;
- * `once` arms one crash per `arm()`, otherwise every attempt dies there.
+ * `once` arms one crash per `arm()`, otherwise every attempt dies there. `endpoints`: an endpoints
+ * file in place of the shared receiver as the one endpoint `default`.
  */
 async function startRig(
   context: TestContext,
-  options: { crash?: { at: CrashPoint; once: boolean }; env?: Record<string, string> } = {},
+  options: { crash?: { at: CrashPoint; once: boolean }; env?: Record<string, string>; endpoints?: readonly EndpointFields[] } = {},
 ): Promise<Rig> {
   const dir = mkdtempSync(join(tmpdir(), 'handoff-crash-'));
   const marker = join(dir, 'armed');
   const crashAt = options.crash && (options.crash.once ? `${options.crash.at}@${marker}` : options.crash.at);
   const sandbox = await startSandboxProcess({
+    ...(options.endpoints !== undefined ? { endpoints: options.endpoints } : {}),
     env: {
       ...SHORT_TIMINGS,
-      HANDOFF_WEBHOOK_URL: receiver.url,
+      ...(options.endpoints === undefined ? { HANDOFF_WEBHOOK_URL: receiver.url } : {}),
       ...(crashAt ? { HANDOFF_CRASH_AT: crashAt } : {}),
       ...options.env,
     },
@@ -107,14 +113,15 @@ function claimed(rig: Rig, eventId: string): Promise<DeliveryRecord> {
   }, { timeoutMs: WAIT_MS });
 }
 
-function settled(rig: Rig, eventId: string): Promise<DeliveryRecord> {
+function settled(rig: Rig, eventId: string, endpoint = DEFAULT_ENDPOINT): Promise<DeliveryRecord> {
+  const row = () => rig.clients.ledger.get({ eventId, endpoint });
   return eventually(
-    `${eventId} to be delivered or dead`,
+    `${eventId} → ${endpoint} to be delivered or dead`,
     async () => {
-      const row = await rig.clients.row(eventId);
-      return row !== undefined && row.state !== 'pending' ? row : undefined;
+      const record = await row();
+      return record !== undefined && record.state !== 'pending' ? record : undefined;
     },
-    { timeoutMs: WAIT_MS, describe: async () => JSON.stringify(await rig.clients.row(eventId)) },
+    { timeoutMs: WAIT_MS, describe: async () => JSON.stringify(await row()) },
   );
 }
 
@@ -131,9 +138,9 @@ async function endState(rig: Rig): Promise<{ deadLetters: DeadLetter[] }> {
   return { deadLetters: await rig.clients.readDeadLetters() };
 }
 
-/** Decision lines the sandbox showed for one event, as `<pid>: <decision>`. */
-function decisions(rig: Rig, eventId: string): string[] {
-  const pattern = new RegExp(`^worker (\\d+): ${eventId} (.+)$`);
+/** Decision lines the sandbox showed for one event and endpoint, as `<pid>: <decision>`. */
+function decisions(rig: Rig, eventId: string, endpoint = DEFAULT_ENDPOINT): string[] {
+  const pattern = new RegExp(`^worker (\\d+): ${eventId} → ${endpoint} (.+)$`);
   return rig.sandbox
     .stderr()
     .map((line) => pattern.exec(line))
@@ -230,7 +237,7 @@ describe('Crash points: a worker killed at each boundary', () => {
       // Act
       await rig.clients.send(shipment(id));
       const killedPid = pidOf(await rig.sandbox.waitForLog(/^worker \d+ exited \(SIGKILL\)$/));
-      const acknowledgedBy = pidOf(await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} ack \\(duplicate\\)$`)));
+      const acknowledgedBy = pidOf(await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} → default ack \\(duplicate\\)$`)));
       const record = await rig.clients.row(id);
       const { deadLetters } = await endState(rig);
 
@@ -266,7 +273,7 @@ describe('Crash points: a worker killed at each boundary', () => {
       await rig.clients.send(shipment(id));
       await rig.sandbox.waitForLog(/^worker \d+ exited \(SIGKILL\)$/);
       const record = await settled(rig, id);
-      await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} dead-letter \\(rejected\\)$`));
+      await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} → default dead-letter \\(rejected\\)$`));
       const { deadLetters } = await endState(rig);
 
       // Assess
@@ -365,6 +372,55 @@ describe('Crash points: a worker killed at each boundary', () => {
       expect(rig.sandbox.stderr().filter((line) => /^worker \d+ exited \(SIGKILL\)$/.test(line))).toHaveLength(3);
       expect(deadLetters).toEqual([{ body: shipment(id), reason: 'exhausted', eventId: id }]);
       expect(keysSeen(id)).toEqual([]);
+    },
+    CASE_TIMEOUT_MS,
+  );
+  it.concurrent(
+    'after-fan-out: the worker dies with the per-endpoint messages sent and the producer message unacknowledged; it is routed again and each endpoint receives the event once',
+    async (context) => {
+      const { expect } = context;
+      // Prepare: two endpoints on receivers of their own, both subscribed to the event.
+      const id = 'evt_cp_after_fan_out';
+      const secrets = { first: 'whsec_T7ojJeNsUogA3D9W+2rOXCHVIoj2XRbaCCjTarhNdhk=', second: 'whsec_/uCW0n0KPpd7EnSxkS82xgxojTF+Q5yIYx5I0pyVR/s=' };
+      const receivers = { first: await startTestReceiver(), second: await startTestReceiver() };
+      context.onTestFinished(async () => {
+        for (const r of Object.values(receivers)) await r.close();
+      });
+      const rig = await startRig(context, {
+        crash: { at: 'after-fan-out', once: true },
+        endpoints: [
+          { name: 'first', url: receivers.first.url, eventTypes: ['shipment.out_for_delivery'], secret: secrets.first },
+          { name: 'second', url: receivers.second.url, eventTypes: ['*'], secret: secrets.second },
+        ],
+      });
+      rig.arm();
+
+      // Act
+      await rig.clients.send(shipment(id));
+      const killedPid = pidOf(await rig.sandbox.waitForLog(/^worker \d+ exited \(SIGKILL\)$/));
+      const reroutedBy = pidOf(await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} → first, second ack \\(fanned-out\\)$`)));
+      const records = [await settled(rig, id, 'first'), await settled(rig, id, 'second')];
+      const { deadLetters } = await endState(rig);
+
+      // Assess: the crash happened after the fan-out, the returning producer message was routed
+      // again by a fresh worker, and the ledger kept each endpoint's delivery to one request
+      // whatever number of per-endpoint messages it got.
+      expect(rig.armed()).toBe(false);
+      expect(reroutedBy).not.toBe(killedPid);
+      for (const endpoint of ['first', 'second']) {
+        expect(decisions(rig, id, endpoint).filter((d) => d.endsWith(': delivered')), endpoint).toHaveLength(1);
+      }
+      for (const record of records) {
+        expect(record).toMatchObject({ state: 'delivered', attempts: 1 });
+        expect(record.history.map((h) => [h.attempt, h.outcome])).toEqual([[1, 'accepted']]);
+      }
+      for (const [name, r] of Object.entries(receivers)) {
+        expect(r.requestsFor(id).map((request) => request.eventId), name).toEqual([id]);
+        expect(r.applied, name).toEqual([id]);
+        expect(r.verify(r.requestsFor(id)[0]!, secrets[name as keyof typeof secrets]), name).toBe(true);
+      }
+      expect(await rig.clients.ledger.deliveriesOf(id)).toHaveLength(2);
+      expect(deadLetters).toEqual([]);
     },
     CASE_TIMEOUT_MS,
   );
