@@ -1,0 +1,661 @@
+/**
+ * `handoff endpoint …` (docs/contract.md §11): the endpoints of a deployment, in its registry.
+ *
+ * list, show, add, update, disable, enable, remove, rotate-secret, against AWS and the sandbox
+ * alike (the registry's table is on the target). Every endpoint written is first checked as the
+ * consumer will use it: `parseEndpointFields` for each field's shape, then `resolveEndpoint` with
+ * the deployment's settings (its defaults, its attempt timeout, its retention), so a refusal names
+ * the field here rather than failing deliveries later.
+ *
+ * A signing secret is printed once: by `add` when it generated one, by `rotate-secret`. Nothing
+ * else prints it (`secret: set`), in either form. URLs are shown redacted (docs/contract.md §3).
+ */
+import { readFile } from 'node:fs/promises';
+import { userInfo } from 'node:os';
+import { Command, Option } from 'commander';
+import { readSettings, SETTING_VARIABLES, type Settings } from '../../lib/config';
+import {
+  ALL_EVENT_TYPES,
+  EndpointError,
+  EVENT_TYPES,
+  ON_DEAD,
+  ORDERINGS,
+  parseEndpointFields,
+  RECOVERIES,
+  resolveEndpoint,
+  type DeploymentSettings,
+  type Endpoint,
+  type EndpointFields,
+  type EndpointRecord,
+} from '../../lib/endpoints/endpoint';
+import { EndpointConflictError, EndpointNotFoundError } from '../../lib/endpoints/registry';
+import { generateSecret } from '../../lib/endpoints/secret';
+import { auditTextProblem } from '../../lib/replay';
+import { redactUrl } from '../../lib/webhook/redact-url';
+import type { CommandContext } from '../context';
+import { CommandFailedError, UsageError } from '../errors';
+import { formatInstant, keyValues, table } from '../format';
+import { callerIdentity, type Target, type TargetOptions } from '../target';
+import type { CommandResult } from './result';
+
+export interface EndpointCommonOptions extends TargetOptions {
+  readonly json?: boolean;
+}
+
+/** cli/main.ts's runner: resolves the target, runs the work, prints its result. */
+export type EndpointRunner = (
+  options: EndpointCommonOptions,
+  work: (ctx: CommandContext) => Promise<CommandResult>,
+) => Promise<void>;
+
+/** Options of `add` and `update`, as commander parses them. */
+export interface EndpointFieldOptions {
+  readonly name?: string;
+  readonly url?: string;
+  readonly eventTypes?: string;
+  readonly match?: readonly string[];
+  readonly secret?: string;
+  readonly unsigned?: boolean;
+  readonly retrySchedule?: string;
+  readonly maxAttempts?: string;
+  readonly attemptTimeoutMs?: string;
+  readonly recovery?: string;
+  readonly ordering?: string;
+  readonly onDead?: string;
+  readonly autoDisable?: boolean;
+  readonly disableAfterSeconds?: string;
+  readonly disableAfterFailures?: string;
+  readonly rateLimitPerSecond?: string;
+  readonly receiverRetentionSeconds?: string;
+  readonly fromFile?: string;
+  readonly clear?: readonly string[];
+}
+
+export interface StateOptions {
+  readonly reason?: string;
+  readonly operator?: string;
+}
+
+/** Numeric fields given as options: whole numbers become numbers, anything else is left for the field's check to name. */
+const WHOLE_NUMBER_OPTIONS = [
+  'maxAttempts',
+  'attemptTimeoutMs',
+  'disableAfterSeconds',
+  'disableAfterFailures',
+  'rateLimitPerSecond',
+  'receiverRetentionSeconds',
+] as const;
+/** Optional fields `update --clear` may unset (the deployment's default applies again). */
+const CLEARABLE: readonly (keyof EndpointFields)[] = [
+  'match',
+  'retrySchedule',
+  'maxAttempts',
+  'attemptTimeoutMs',
+  'recovery',
+  'ordering',
+  'onDead',
+  'autoDisable',
+  'disableAfterSeconds',
+  'disableAfterFailures',
+  'rateLimitPerSecond',
+  'receiverRetentionSeconds',
+];
+const ENABLE_REASON = 'enabled by an operator';
+const PARKED_NOTE = 'parked: deliveries waiting for a disabled endpoint; always 0 until parking lands (docs/contract.md §12)';
+
+/**
+ * Registers `endpoint` and its subcommands on the program. `withTarget` adds the target options
+ * every command has (cli/main.ts); `--endpoints-table` is added here when it does not.
+ */
+export function addEndpointCommands(program: Command, run: EndpointRunner, withTarget: (command: Command) => Command): Command {
+  const group = program
+    .command('endpoint')
+    .description('the endpoints events are delivered to: list, show, add, update, disable, enable, remove, rotate-secret')
+    .addHelpText(
+      'after',
+      `
+Each endpoint is checked as the consumer will use it, against the deployment's settings.
+A signing secret is printed once (add, rotate-secret) and never again.`,
+    );
+  const target = (command: Command) => withEndpointsTable(withTarget(command));
+
+  target(group.command('list').description('every endpoint: name, state, URL (redacted), event types'))
+    .addHelpText('after', `\n${PARKED_NOTE}.\n\nExamples:\n  handoff endpoint list\n  handoff endpoint list --json`)
+    .action(async (options: EndpointCommonOptions) => {
+      await run(options, (ctx) => endpointListCommand(ctx));
+    });
+
+  target(group.command('show').description("one endpoint: its fields, its state and who set it, the settings in effect").argument('<name>', 'the endpoint'))
+    .addHelpText('after', '\nThe secret is never shown: only whether one is set.\n\nExample:\n  handoff endpoint show acme')
+    .action(async (name: string, options: EndpointCommonOptions) => {
+      await run(options, (ctx) => endpointShowCommand(ctx, name));
+    });
+
+  fieldOptions(target(group.command('add').description('add an endpoint, enabled')), 'add')
+    .addHelpText(
+      'after',
+      `
+Without --secret (or a secret in --from-file), a signing secret is generated and printed once:
+store it with the receiver now; no command shows it again. --unsigned adds one without a secret.
+
+Examples:
+  handoff endpoint add --name acme --url https://hooks.acme.example/handoff --event-types shipment.delivered,shipment.exception
+  handoff endpoint add --name zephyr-ops --url https://ops.example/hook --event-types '*' --match 'data.carrier=acme,zephyr'
+  handoff endpoint add --from-file endpoint.json`,
+    )
+    .action(async (options: EndpointCommonOptions & EndpointFieldOptions) => {
+      await run(options, (ctx) => endpointAddCommand(ctx, options));
+    });
+
+  fieldOptions(target(group.command('update').description("change an endpoint's fields; those not given are kept").argument('<name>', 'the endpoint')), 'update')
+    .option('--clear <field>', `unset an optional field, so the deployment's default applies (repeatable): ${CLEARABLE.join(', ')}`, collect, [])
+    .addHelpText(
+      'after',
+      `
+--match replaces the whole filter; --from-file merges the file's fields over the current ones.
+The state is kept (endpoint disable/enable change it); the secret too (endpoint rotate-secret).
+
+Examples:
+  handoff endpoint update acme --event-types '*'
+  handoff endpoint update acme --max-attempts 8 --retry-schedule 60,300,1800
+  handoff endpoint update acme --clear match`,
+    )
+    .action(async (name: string, options: EndpointCommonOptions & EndpointFieldOptions) => {
+      await run(options, (ctx) => endpointUpdateCommand(ctx, name, options));
+    });
+
+  target(group.command('disable').description('stop delivering to an endpoint, recording who, why and when').argument('<name>', 'the endpoint'))
+    .requiredOption('--reason <text>', 'why (kept with the endpoint)')
+    .option('--operator <name>', 'who is disabling it (default: your user name)')
+    .addHelpText(
+      'after',
+      `
+Until parking lands (docs/contract.md §12), events for a disabled endpoint are not delivered to it.
+
+Example:
+  handoff endpoint disable acme --reason "receiver down for maintenance (INC-77)" --operator alice`,
+    )
+    .action(async (name: string, options: EndpointCommonOptions & StateOptions) => {
+      await run(options, (ctx) => endpointSetStateCommand(ctx, name, 'disabled', options));
+    });
+
+  target(group.command('enable').description('deliver to a disabled endpoint again').argument('<name>', 'the endpoint'))
+    .option('--reason <text>', 'why (kept with the endpoint)', ENABLE_REASON)
+    .option('--operator <name>', 'who is enabling it (default: your user name)')
+    .addHelpText('after', '\nExample:\n  handoff endpoint enable acme --operator alice')
+    .action(async (name: string, options: EndpointCommonOptions & StateOptions) => {
+      await run(options, (ctx) => endpointSetStateCommand(ctx, name, 'enabled', options));
+    });
+
+  target(group.command('remove').description('remove an endpoint from the registry').argument('<name>', 'the endpoint'))
+    .addHelpText(
+      'after',
+      `
+New events are no longer routed to it; a delivery to it still on the queue is acknowledged
+without a request (logged endpoint-removed). Its ledger rows are kept until they expire.
+
+Example:
+  handoff endpoint remove acme`,
+    )
+    .action(async (name: string, options: EndpointCommonOptions) => {
+      await run(options, (ctx) => endpointRemoveCommand(ctx, name));
+    });
+
+  target(group.command('rotate-secret').description("replace an endpoint's signing secret and print the new one once").argument('<name>', 'the endpoint'))
+    .option('--secret <whsec>', 'the new secret (default: a generated one)')
+    .addHelpText(
+      'after',
+      `
+The old secret stops signing at once: the receiver must switch at the same moment. An overlap in
+which both secrets sign comes in a later release. An endpoint whose secret is a Secrets Manager ARN
+is rotated in Secrets Manager, not here.
+
+Example:
+  handoff endpoint rotate-secret acme`,
+    )
+    .action(async (name: string, options: EndpointCommonOptions & { secret?: string }) => {
+      await run(options, (ctx) => endpointRotateSecretCommand(ctx, name, options));
+    });
+
+  return group;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The commands, callable without commander.
+
+export async function endpointListCommand(ctx: CommandContext): Promise<CommandResult> {
+  const records = await registryCall(ctx, (registry) => registry.list());
+  const rows = records.map((r) => [
+    r.fields.name,
+    r.state,
+    redactUrl(r.fields.url),
+    r.fields.eventTypes.join(','),
+    Object.keys(r.fields.match ?? {}).length === 0 ? '' : matchText(r.fields.match ?? {}),
+    '0',
+  ]);
+  const human =
+    rows.length === 0
+      ? `no endpoints in ${ctx.target.description}`
+      : table(
+          [{ header: 'name' }, { header: 'state' }, { header: 'url' }, { header: 'event types' }, { header: 'match' }, { header: 'parked', align: 'right' }],
+          rows,
+        );
+  return { json: records.map(endpointJson), human };
+}
+
+export async function endpointShowCommand(ctx: CommandContext, name: string): Promise<CommandResult> {
+  const record = await requireEndpoint(ctx, checkName(name));
+  const { settings, source } = deploymentFor(ctx.target);
+  let effective: Endpoint | undefined;
+  let problem: string | undefined;
+  try {
+    effective = resolveEndpoint(record, settings, undefined);
+  } catch (error) {
+    if (!(error instanceof EndpointError)) throw error;
+    problem = error.message;
+  }
+  const json = {
+    ...endpointJson(record),
+    effective: effective === undefined ? null : effectiveJson(effective),
+    ...(problem !== undefined ? { problem } : {}),
+    settingsFrom: source,
+  };
+  return { json, human: showText(record, effective, problem, source, ctx.now()) };
+}
+
+export async function endpointAddCommand(ctx: CommandContext, options: EndpointFieldOptions): Promise<CommandResult> {
+  if (options.secret !== undefined && options.unsigned) throw new UsageError('--secret and --unsigned cannot be used together');
+  const fromFile = options.fromFile === undefined ? {} : await readFieldsFile(options.fromFile);
+  const raw: Record<string, unknown> = { ...fromFile, ...fieldsFromOptions(options) };
+  if (raw.name === undefined) throw new UsageError('endpoint add needs a name: --name NAME (or "name" in --from-file)');
+  if (raw.url === undefined) throw new UsageError('endpoint add needs a URL: --url URL (or "url" in --from-file)');
+  if (raw.eventTypes === undefined) {
+    throw new UsageError(`endpoint add needs its event types: --event-types a,b or '${ALL_EVENT_TYPES}' (or "eventTypes" in --from-file)`);
+  }
+  if (options.unsigned) delete raw.secret;
+  const generated = raw.secret === undefined && !options.unsigned ? generateSecret() : undefined;
+  if (generated !== undefined) raw.secret = generated;
+  const nowMs = ctx.now();
+  const { fields, source } = checkFields(raw, ctx.target, nowMs);
+  const record = await registryCall(ctx, (registry) => registry.add(fields, nowMs));
+  const lines = [`added endpoint ${record.fields.name}, enabled (checked against ${source})`, '', showFields(record)];
+  if (generated !== undefined) {
+    lines.push('', `signing secret: ${generated}`, 'shown once: give it to the receiver now; no command shows it again (rotate-secret makes a new one)');
+  }
+  return {
+    json: { ...endpointJson(record), ...(generated !== undefined ? { generatedSecret: generated } : {}) },
+    human: lines.join('\n'),
+  };
+}
+
+export async function endpointUpdateCommand(ctx: CommandContext, name: string, options: EndpointFieldOptions): Promise<CommandResult> {
+  checkName(name);
+  if (options.unsigned) throw new UsageError('--unsigned is for endpoint add; an existing secret changes with endpoint rotate-secret');
+  if (options.name !== undefined && options.name !== name) {
+    throw new UsageError(`--name ${JSON.stringify(options.name)} differs from the endpoint updated (${name}): an endpoint cannot be renamed; add one and remove the other`);
+  }
+  const clear = options.clear ?? [];
+  for (const field of clear) {
+    if (!(CLEARABLE as readonly string[]).includes(field)) throw new UsageError(`--clear ${JSON.stringify(field)}: not an optional field (${CLEARABLE.join(', ')})`);
+  }
+  const fromFile = options.fromFile === undefined ? {} : await readFieldsFile(options.fromFile);
+  if (fromFile.name !== undefined && fromFile.name !== name) {
+    throw new UsageError(`--from-file names endpoint ${JSON.stringify(fromFile.name)}, not ${name}: an endpoint cannot be renamed`);
+  }
+  const changes: Record<string, unknown> = { ...fromFile, ...fieldsFromOptions(options) };
+  delete changes.name;
+  if (Object.keys(changes).length === 0 && clear.length === 0) throw new UsageError('nothing to change: give the fields to change, or --clear FIELD');
+  const current = await requireEndpoint(ctx, name);
+  const merged: Record<string, unknown> = { ...current.fields, ...changes };
+  for (const field of clear) delete merged[field];
+  const nowMs = ctx.now();
+  const { fields, source } = checkFields(merged, ctx.target, nowMs, current);
+  const changed = changedFields(current.fields, fields);
+  if (changed.length === 0) {
+    return { json: { ...endpointJson(current), changed: [] }, human: `endpoint ${name} unchanged: the fields given are what it has` };
+  }
+  const record = await registryCall(ctx, (registry) => registry.update(fields, current.updatedAt, nowMs));
+  return {
+    json: { ...endpointJson(record), changed },
+    human: [`updated endpoint ${name}: ${changed.join(', ')} (checked against ${source})`, '', showFields(record)].join('\n'),
+  };
+}
+
+export async function endpointSetStateCommand(
+  ctx: CommandContext,
+  name: string,
+  state: EndpointRecord['state'],
+  options: StateOptions,
+): Promise<CommandResult> {
+  checkName(name);
+  const reason = (options.reason ?? (state === 'enabled' ? ENABLE_REASON : '')).trim();
+  const operator = (options.operator ?? localUser()).trim();
+  if (!reason) throw new UsageError(`endpoint ${state === 'enabled' ? 'enable' : 'disable'} needs a reason: --reason "why"`);
+  for (const [flag, field, value] of [
+    ['--operator', 'operator', operator],
+    ['--reason', 'reason', reason],
+  ] as const) {
+    const problem = auditTextProblem(field, value);
+    if (problem) throw new UsageError(`${flag} ${problem}`);
+  }
+  const caller = await callerIdentity(ctx.target);
+  const by = caller === undefined ? operator : `${operator} (${caller})`;
+  const record = await registryCall(ctx, (registry) => registry.setState(name, state, { by, reason, at: ctx.now() }));
+  return {
+    json: endpointJson(record),
+    human: `endpoint ${name} ${state} by ${by}: ${reason}`,
+  };
+}
+
+export async function endpointRemoveCommand(ctx: CommandContext, name: string): Promise<CommandResult> {
+  await registryCall(ctx, (registry) => registry.remove(checkName(name)));
+  return { json: { name, removed: true }, human: `removed endpoint ${name}` };
+}
+
+export async function endpointRotateSecretCommand(ctx: CommandContext, name: string, options: { secret?: string }): Promise<CommandResult> {
+  checkName(name);
+  const current = await requireEndpoint(ctx, name);
+  if (current.fields.secret !== undefined && !current.fields.secret.startsWith('whsec_')) {
+    throw new CommandFailedError(
+      `endpoint ${name}'s secret is kept in Secrets Manager (its ARN is in the registry): rotate it there`,
+      'secret-in-secrets-manager',
+    );
+  }
+  const secret = options.secret ?? generateSecret();
+  const nowMs = ctx.now();
+  const { fields } = checkFields({ ...current.fields, secret }, ctx.target, nowMs, current);
+  const record = await registryCall(ctx, (registry) => registry.update(fields, current.updatedAt, nowMs));
+  const shown = options.secret === undefined ? secret : undefined;
+  return {
+    json: { ...endpointJson(record), rotated: true, ...(shown !== undefined ? { generatedSecret: shown } : {}) },
+    human: [
+      `rotated the signing secret of endpoint ${name}: the old one no longer signs`,
+      ...(shown !== undefined ? ['', `signing secret: ${shown}`, 'shown once: give it to the receiver now; no command shows it again'] : []),
+    ].join('\n'),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation and views.
+
+/**
+ * The deployment's settings an endpoint is checked against: the target's (sandbox state, stack
+ * output `EndpointDefaults`); for a target that does not say (explicit names, an older stack),
+ * the `HANDOFF_*` variables of those settings, else the defaults. Says which.
+ * @throws ConfigError naming the variable
+ */
+export function deploymentFor(target: Pick<Target, 'deployment' | 'description'>, env: NodeJS.ProcessEnv = process.env): { settings: DeploymentSettings; source: string } {
+  if (target.deployment !== undefined) return { settings: target.deployment, source: `the settings of ${target.description}` };
+  const V = SETTING_VARIABLES;
+  const names = [V.retrySchedule, V.maxAttempts, V.attemptTimeoutMs, V.retentionDays, V.allowPrivateCidrs, V.allowHttp];
+  const given = Object.fromEntries(names.filter((n) => env[n] !== undefined && env[n] !== '').map((n) => [n, env[n]]));
+  const settings: Settings = readSettings(given);
+  const source = Object.keys(given).length > 0 ? `${Object.keys(given).join(', ')} and the defaults` : 'the default settings';
+  return { settings, source: `${source} (${target.description} does not say its own)` };
+}
+
+/** Parses and resolves, as the consumer will. @throws UsageError naming the endpoint and the field */
+function checkFields(raw: Record<string, unknown>, target: Target, nowMs: number, current?: EndpointRecord): { fields: EndpointFields; source: string } {
+  const { settings, source } = deploymentFor(target);
+  try {
+    const fields = parseEndpointFields(raw);
+    resolveEndpoint({ fields, state: current?.state ?? 'enabled', createdAt: current?.createdAt ?? nowMs, updatedAt: nowMs }, settings);
+    return { fields, source };
+  } catch (error) {
+    if (error instanceof EndpointError) throw new UsageError(`${error.message} (checked against ${source})`);
+    throw error;
+  }
+}
+
+/** The fields the options give; numbers that are not whole are left as text for the field's check to name. */
+export function fieldsFromOptions(options: EndpointFieldOptions): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  if (options.name !== undefined) fields.name = options.name;
+  if (options.url !== undefined) fields.url = options.url;
+  if (options.eventTypes !== undefined) fields.eventTypes = list(options.eventTypes);
+  if (options.match !== undefined && options.match.length > 0) fields.match = matchFromOptions(options.match);
+  if (options.secret !== undefined) fields.secret = options.secret;
+  if (options.retrySchedule !== undefined) fields.retrySchedule = list(options.retrySchedule).map(wholeOrText);
+  for (const key of WHOLE_NUMBER_OPTIONS) {
+    const value = options[key];
+    if (value !== undefined) fields[key] = wholeOrText(value);
+  }
+  if (options.recovery !== undefined) fields.recovery = options.recovery;
+  if (options.ordering !== undefined) fields.ordering = options.ordering;
+  if (options.onDead !== undefined) fields.onDead = options.onDead;
+  if (options.autoDisable !== undefined) fields.autoDisable = options.autoDisable;
+  return fields;
+}
+
+/** `--match 'data.carrier=acme,zephyr'` (repeatable): each a field and its accepted values, as text. */
+export function matchFromOptions(given: readonly string[]): Record<string, string[]> {
+  const match: Record<string, string[]> = {};
+  for (const item of given) {
+    const equals = item.indexOf('=');
+    if (equals <= 0) throw new UsageError(`--match ${JSON.stringify(item)}: write FIELD=VALUE[,VALUE…], e.g. data.carrier=acme,zephyr`);
+    const key = item.slice(0, equals).trim();
+    const values = list(item.slice(equals + 1));
+    if (values.length === 0) throw new UsageError(`--match ${JSON.stringify(item)}: give at least one value after =`);
+    if (Object.hasOwn(match, key)) throw new UsageError(`--match names ${key} twice: give its values once, comma-separated`);
+    match[key] = values;
+  }
+  return match;
+}
+
+async function readFieldsFile(path: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new CommandFailedError(`cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new UsageError(`--from-file ${path} is not JSON`);
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    throw new UsageError(`--from-file ${path} must hold one endpoint as a JSON object of its fields`);
+  }
+  return json as Record<string, unknown>;
+}
+
+/** Runs a registry call; its refusals become one line naming the target, exit 1. */
+async function registryCall<T>(ctx: CommandContext, call: (registry: ReturnType<CommandContext['registry']>) => Promise<T>): Promise<T> {
+  const registry = ctx.registry();
+  try {
+    return await call(registry);
+  } catch (error) {
+    if (error instanceof EndpointNotFoundError) {
+      throw new CommandFailedError(`${error.message} in ${ctx.target.description}`, error.code, { cause: error });
+    }
+    // Anything else (EndpointRegistryError: the table unreachable, missing) goes to cli/errors.ts,
+    // which names an unreachable target plainly.
+    if (error instanceof EndpointConflictError) {
+      throw new CommandFailedError(error.message, error.code, { cause: error });
+    }
+    throw error;
+  }
+}
+
+async function requireEndpoint(ctx: CommandContext, name: string): Promise<EndpointRecord> {
+  const record = await registryCall(ctx, (registry) => registry.get(name));
+  if (record === undefined) throw new CommandFailedError(`no endpoint named ${JSON.stringify(name)} in ${ctx.target.description}`, 'endpoint-not-found');
+  return record;
+}
+
+function checkName(name: string): string {
+  if (!/^[a-z0-9-]{1,64}$/.test(name)) throw new UsageError(`${JSON.stringify(name.slice(0, 80))} is not an endpoint name (1–64 characters of a-z 0-9 -)`);
+  return name;
+}
+
+/** An endpoint as the commands print it: never its secret, its URL redacted. */
+export function endpointJson(record: EndpointRecord) {
+  const { secret, url, ...rest } = record.fields;
+  return {
+    name: record.fields.name,
+    url: redactUrl(url),
+    state: record.state,
+    eventTypes: record.fields.eventTypes,
+    match: record.fields.match ?? {},
+    secret: secret === undefined ? 'unset' : 'set',
+    // Parking (docs/contract.md §12) is not yet in this release: nothing is ever parked.
+    parked: 0,
+    stateChange: record.stateChange === undefined ? null : { ...record.stateChange, at: new Date(record.stateChange.at).toISOString() },
+    fields: rest,
+    createdAt: new Date(record.createdAt).toISOString(),
+    updatedAt: new Date(record.updatedAt).toISOString(),
+  };
+}
+
+function effectiveJson(e: Endpoint) {
+  return {
+    retrySchedule: e.policy.waitsSeconds,
+    maxAttempts: e.policy.maxAttempts,
+    attemptTimeoutMs: e.attemptTimeoutMs,
+    recovery: e.recovery,
+    ordering: e.ordering,
+    onDead: e.onDead,
+    autoDisable: e.autoDisable,
+    disableAfterSeconds: e.disableAfterSeconds,
+    disableAfterFailures: e.disableAfterFailures,
+    rateLimitPerSecond: e.rateLimitPerSecond ?? null,
+    receiverRetentionSeconds: e.receiverRetentionSeconds ?? null,
+  };
+}
+
+function showText(record: EndpointRecord, effective: Endpoint | undefined, problem: string | undefined, source: string, nowMs: number): string {
+  const f = record.fields;
+  const pairs: [string, string][] = [
+    ['name', f.name],
+    ['state', stateText(record, nowMs)],
+    ['url', redactUrl(f.url)],
+    ['event types', f.eventTypes.join(', ')],
+    ['match', Object.keys(f.match ?? {}).length === 0 ? '(none)' : matchText(f.match ?? {})],
+    ['secret', secretText(f.secret)],
+    ['parked', '0 (parking is not in this release)'],
+    ['created', formatInstant(record.createdAt, nowMs)],
+    ['updated', formatInstant(record.updatedAt, nowMs)],
+  ];
+  if (effective !== undefined) {
+    const own = (field: keyof EndpointFields) => (f[field] === undefined ? ' (default)' : '');
+    pairs.push(
+      ['retry schedule', `${effective.policy.waitsSeconds.join(', ')} s${f.retrySchedule === undefined ? ' (default)' : ''}`],
+      ['max attempts', `${effective.policy.maxAttempts}${own('maxAttempts')}`],
+      ['attempt timeout', `${effective.attemptTimeoutMs} ms${own('attemptTimeoutMs')}`],
+      ['recovery', `${effective.recovery}${own('recovery')}`],
+      ['ordering', `${effective.ordering}${own('ordering')}`],
+      ['on dead', `${effective.onDead}${own('onDead')}`],
+      [
+        'auto-disable',
+        effective.autoDisable
+          ? `after ${effective.disableAfterSeconds} s without an accepted request and ${effective.disableAfterFailures} failed attempts`
+          : 'off',
+      ],
+      ['rate limit', effective.rateLimitPerSecond === undefined ? '(none)' : `${effective.rateLimitPerSecond}/s`],
+      ['receiver retention', effective.receiverRetentionSeconds === undefined ? '(not given)' : `${effective.receiverRetentionSeconds} s`],
+    );
+  }
+  const text = keyValues(pairs);
+  const note = problem === undefined ? `defaults from ${source}` : `cannot be used with ${source}: ${problem}`;
+  return `${text}\n\n${note}`;
+}
+
+/** The fields as given, after add or update. */
+function showFields(record: EndpointRecord): string {
+  const f = record.fields;
+  const { name: _n, url: _u, eventTypes: _e, match: _m, secret: _s, ...rest } = f;
+  const pairs: [string, string][] = [
+    ['name', f.name],
+    ['state', record.state],
+    ['url', redactUrl(f.url)],
+    ['event types', f.eventTypes.join(', ')],
+    ['match', Object.keys(f.match ?? {}).length === 0 ? '(none)' : matchText(f.match ?? {})],
+    ['secret', secretText(f.secret)],
+    ...Object.entries(rest).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v)] as [string, string]),
+  ];
+  return keyValues(pairs);
+}
+
+function stateText(record: EndpointRecord, nowMs: number): string {
+  const c = record.stateChange;
+  return c === undefined ? record.state : `${record.state} by ${c.by} at ${formatInstant(c.at, nowMs)}: ${c.reason}`;
+}
+
+function secretText(secret: string | undefined): string {
+  if (secret === undefined) return 'unset (requests are not signed)';
+  return secret.startsWith('whsec_') ? 'set' : 'set (in Secrets Manager)';
+}
+
+function matchText(match: Readonly<Record<string, readonly unknown[]>>): string {
+  return Object.entries(match)
+    .map(([key, values]) => `${key}=${values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(',')}`)
+    .join(' ');
+}
+
+function changedFields(before: EndpointFields, after: EndpointFields): string[] {
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  const a = before as unknown as Record<string, unknown>;
+  const b = after as unknown as Record<string, unknown>;
+  return [...keys].filter((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k])).sort();
+}
+
+function list(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+function wholeOrText(text: string): number | string {
+  return /^\d{1,15}$/.test(text.trim()) ? Number(text.trim()) : text;
+}
+
+function localUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function collect(value: string, previous: readonly string[]): string[] {
+  return [...previous, value];
+}
+
+/** The options of add and update: each field of docs/contract.md §11. */
+function fieldOptions(command: Command, mode: 'add' | 'update'): Command {
+  const choice = (flags: string, description: string, choices: readonly string[]) => new Option(flags, description).choices(choices);
+  if (mode === 'add') command.option('--name <name>', 'unique; 1–64 of a-z 0-9 -');
+  else command.addOption(new Option('--name <name>', 'the endpoint (an endpoint cannot be renamed)').hideHelp());
+  return command
+    .option('--url <url>', 'where requests go: https (http only where the deployment allows it)')
+    .option('--event-types <types>', `comma-separated: ${EVENT_TYPES.join(', ')}; or '${ALL_EVENT_TYPES}' for all`)
+    .option(
+      '--match <field=values>',
+      "only events whose field holds one of the values, e.g. 'data.carrier=acme,zephyr' (repeatable; every field must match; values are text: numbers and booleans via --from-file)",
+      collect,
+      [],
+    )
+    .option('--secret <whsec>', 'its signing secret (whsec_…) or the ARN of a Secrets Manager secret; add generates one when not given')
+    .option('--unsigned', 'add it without a signing secret (requests are not signed)')
+    .option('--retry-schedule <seconds>', "comma-separated waits after each failed attempt (default: the deployment's)")
+    .option('--max-attempts <n>', "attempts in all (default: the deployment's)")
+    .option('--attempt-timeout-ms <ms>', "per request, at most the deployment's (default: the deployment's)")
+    .addOption(choice('--recovery <mode>', 'review: a dead delivery is dead-lettered; drop: row kept, no dead letter', RECOVERIES))
+    .addOption(choice('--ordering <mode>', 'none, or per-shipment (docs/contract.md §13)', ORDERINGS))
+    .addOption(choice('--on-dead <mode>', 'continue, or hold later events of the shipment', ON_DEAD))
+    .option('--auto-disable', 'disable it after a long run of failures (docs/contract.md §12; the default)')
+    .option('--no-auto-disable', 'never disable it automatically')
+    .option('--disable-after-seconds <s>', 'auto-disable after this long without an accepted request')
+    .option('--disable-after-failures <n>', 'and this many failed attempts')
+    .option('--rate-limit-per-second <n>', 'at most this many requests per second to it, over all consumers')
+    .option('--receiver-retention-seconds <s>', 'how long the receiver remembers event IDs; a longer retry window is refused')
+    .option('--from-file <path>', 'the fields as a JSON object (options given override them)');
+}
+
+function withEndpointsTable(command: Command): Command {
+  if (command.options.some((option) => option.long === '--endpoints-table')) return command;
+  return command.option('--endpoints-table <name>', 'the endpoint registry table name');
+}

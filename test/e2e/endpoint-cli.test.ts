@@ -1,0 +1,458 @@
+/**
+ * `handoff endpoint …` end to end (docs/contract.md §11): each subcommand's output, exit status and
+ * `--json`, against a real registry table on dynalite named explicitly (`--endpoints-table`, with
+ * the standard AWS environment pointing at the emulator), as an operator targets a deployment by
+ * its names. The secret is printed by `add` (when generated) and `rotate-secret` only: every other
+ * output is checked not to hold it.
+ *
+ * The commands run in this process through cli/main.ts's `main` once main.ts registers them;
+ * until then through `addEndpointCommands` on a program built here the way main.ts builds its own
+ * (same runner, same printing, same failure lines and exit statuses).
+ *
+ * Who disables or enables an endpoint is recorded as the name typed and, in AWS, the STS identity
+ * of the credentials (as replay's audit does): a loopback stand-in answers GetCallerIdentity.
+ *
+ * The tests share one table and run in order: later ones use endpoints earlier ones added.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Command, CommanderError } from 'commander';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addEndpointCommands, type EndpointCommonOptions } from '../../cli/commands/endpoint';
+import type { CommandResult } from '../../cli/commands/result';
+import { CommandContext } from '../../cli/context';
+import { describeFailure, EXIT } from '../../cli/errors';
+import { jsonText, safe } from '../../cli/format';
+import { buildProgram, main, type Io } from '../../cli/main';
+import { resolveTarget, unreachableHint, type Target } from '../../cli/target';
+import { ConfigError } from '../../lib/config';
+import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { createSigner } from '../../lib/webhook/signing-secret';
+import { createEndpointsTable } from '../../sandbox/endpoints-table';
+import { emulatorDynamoDbClient, startDynalite, type Dynalite } from '../helpers/dynalite';
+
+const TABLE = 'handoff-endpoints-cli';
+const CALLER_ARN = 'arn:aws:iam::123456789012:user/ops';
+
+/** STS's GetCallerIdentity on loopback, answering for CALLER_ARN (the query protocol's XML). */
+async function startCallerIdentity(): Promise<{ endpoint: string; server: Server }> {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      response.writeHead(200, { 'content-type': 'text/xml' });
+      response.end(
+        '<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult>' +
+          `<Arn>${CALLER_ARN}</Arn><UserId>AIDAEXAMPLE</UserId><Account>123456789012</Account>` +
+          '</GetCallerIdentityResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></GetCallerIdentityResponse>',
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+interface CliRun {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+let dynalite: Dynalite;
+let sts: Server;
+let registry: DynamoDbEndpointRegistry;
+let client: ReturnType<typeof emulatorDynamoDbClient>;
+const savedEnv = { ...process.env };
+/** Every secret printed so far, and every output printed since: no output but its own may hold one. */
+const secrets: string[] = [];
+const outputs: { args: readonly string[]; text: string }[] = [];
+
+function collector() {
+  let text = '';
+  const stream = { write: (chunk: string) => ((text += chunk), true) } as unknown as NodeJS.WriteStream;
+  return { stream, text: () => text };
+}
+
+/** Whether cli/main.ts registers the endpoint commands itself. */
+function mainHasEndpointCommands(): boolean {
+  const out = collector();
+  const io = { stdin: process.stdin, stdout: out.stream, stderr: out.stream } as Io;
+  return buildProgram(io, async () => {}).commands.some((c) => c.name() === 'endpoint');
+}
+
+/** main.ts's target options, as its `withTarget` adds them. */
+function withTarget(command: Command): Command {
+  return command
+    .option('--json', 'print JSON for machines')
+    .option('--stack <name>', 'a deployed stack: read its CloudFormation outputs')
+    .option('--queue-url <url>', 'the delivery queue URL')
+    .option('--dlq-url <url>', 'the dead-letter queue URL')
+    .option('--table <name>', 'the ledger table name');
+}
+
+/** What main.ts does for one command line, with the endpoint commands registered here. */
+async function runHere(argv: readonly string[], io: Io): Promise<number> {
+  let target: Target | undefined;
+  let json = false;
+  let exitCode: number = EXIT.ok;
+  const program = new Command('handoff')
+    .exitOverride()
+    .configureOutput({ writeOut: (t) => io.stdout.write(safe(t, { keepNewlines: true })), writeErr: (t) => io.stderr.write(safe(t, { keepNewlines: true })) });
+  addEndpointCommands(
+    program,
+    async (options: EndpointCommonOptions, work: (ctx: CommandContext) => Promise<CommandResult>) => {
+      json = options.json === true;
+      target = await resolveTarget(options);
+      const ctx = new CommandContext(target, { stdout: io.stdout, stderr: io.stderr });
+      let result: CommandResult;
+      try {
+        result = await work(ctx);
+      } finally {
+        ctx.close();
+      }
+      io.stdout.write(json ? `${jsonText(result.json)}\n` : `${safe(result.human, { keepNewlines: true })}\n`);
+      if (result.failure) {
+        io.stderr.write(`handoff: ${safe(result.failure)}\n`);
+        exitCode = EXIT.failed;
+      }
+    },
+    withTarget,
+  );
+  try {
+    await program.parseAsync(argv);
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    const failure =
+      error instanceof ConfigError
+        ? { exitCode: EXIT.usage, code: error.code, message: safe(error.message) }
+        : describeFailure(error, (e) => unreachableHint(target, e));
+    io.stderr.write(`handoff: ${failure.message}\n`);
+    if (json) io.stdout.write(`${jsonText({ error: { code: failure.code, message: failure.message } })}\n`);
+    return failure.exitCode;
+  }
+}
+
+let viaMain = false;
+
+/** `handoff endpoint <args> --endpoints-table TABLE`, in this process. */
+async function handoff(args: readonly string[], options: { target?: readonly string[] } = {}): Promise<CliRun> {
+  const stdout = collector();
+  const stderr = collector();
+  const io = { stdin: process.stdin, stdout: stdout.stream, stderr: stderr.stream } as Io;
+  const argv = ['node', 'handoff', 'endpoint', ...args, ...(options.target ?? ['--endpoints-table', TABLE])];
+  const code = viaMain ? await main(argv, io) : await runHere(argv, io);
+  const run = { code, stdout: stdout.text(), stderr: stderr.text() };
+  outputs.push({ args, text: run.stdout + run.stderr });
+  return run;
+}
+
+function json<T = Record<string, unknown>>(run: CliRun): T {
+  return JSON.parse(run.stdout) as T;
+}
+
+/** The one secret line an output holds. */
+function printedSecret(run: CliRun): string {
+  const match = /signing secret: (whsec_\S+)/.exec(run.stdout);
+  if (!match?.[1]) throw new Error(`no secret in: ${run.stdout}`);
+  return match[1];
+}
+
+beforeAll(async () => {
+  dynalite = await startDynalite();
+  const callerIdentity = await startCallerIdentity();
+  sts = callerIdentity.server;
+  // The standard AWS environment, pointed at the emulator: how an operator names a deployment.
+  Object.assign(process.env, {
+    AWS_ENDPOINT_URL_DYNAMODB: dynalite.endpoint,
+    AWS_ENDPOINT_URL_STS: callerIdentity.endpoint,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  });
+  for (const name of Object.keys(process.env)) if (name.startsWith('HANDOFF_') || name === 'AWS_PROFILE') delete process.env[name];
+  client = emulatorDynamoDbClient(dynalite.endpoint);
+  await createEndpointsTable(client, TABLE);
+  registry = new DynamoDbEndpointRegistry({ client, tableName: TABLE });
+  viaMain = mainHasEndpointCommands();
+});
+
+afterAll(async () => {
+  process.env = savedEnv;
+  client?.destroy();
+  await dynalite?.close();
+  await new Promise((resolve) => sts?.close(resolve));
+});
+
+describe('handoff endpoint (against a registry named with --endpoints-table)', () => {
+  let acmeSecret: string;
+
+  it('lists no endpoints in an empty registry', async () => {
+    const human = await handoff(['list']);
+    const machine = await handoff(['list', '--json']);
+
+    expect(human).toEqual({ code: 0, stdout: 'no endpoints in the names given\n', stderr: '' });
+    expect(json(machine)).toEqual([]);
+  });
+
+  it('adds an endpoint with a generated secret, printed once, and stores it', async () => {
+    const run = await handoff([
+      'add',
+      '--name',
+      'acme',
+      '--url',
+      'https://hooks.acme.example/handoff?token=t0k3n',
+      '--event-types',
+      'shipment.delivered,shipment.exception',
+      '--match',
+      'data.carrier=acme,zephyr',
+      '--match',
+      'data.region=eu',
+    ]);
+
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe('');
+    acmeSecret = printedSecret(run);
+    secrets.push(acmeSecret);
+    expect(run.stdout.split(acmeSecret)).toHaveLength(2);
+    expect(run.stdout).toContain('shown once');
+    expect(run.stdout).toContain('url          https://hooks.acme.example/handoff?token=***');
+    expect(run.stdout).not.toContain('t0k3n');
+    expect(() => createSigner(acmeSecret)).not.toThrow();
+    const stored = await registry.get('acme');
+    expect(stored?.fields).toEqual({
+      name: 'acme',
+      url: 'https://hooks.acme.example/handoff?token=t0k3n',
+      eventTypes: ['shipment.delivered', 'shipment.exception'],
+      match: { 'data.carrier': ['acme', 'zephyr'], 'data.region': ['eu'] },
+      secret: acmeSecret,
+    });
+    expect(stored?.state).toBe('enabled');
+  });
+
+  it('adds one with --json: the generated secret once, as generatedSecret', async () => {
+    const run = await handoff(['add', '--name', 'zephyr', '--url', 'https://zephyr.example/hook', '--event-types', '*', '--recovery', 'drop', '--json']);
+
+    expect(run.code).toBe(0);
+    const body = json(run);
+    expect(body).toMatchObject({ name: 'zephyr', url: 'https://zephyr.example/hook', state: 'enabled', eventTypes: ['*'], secret: 'set', parked: 0 });
+    expect(body.generatedSecret).toMatch(/^whsec_/);
+    secrets.push(body.generatedSecret as string);
+    expect((await registry.get('zephyr'))?.fields.secret).toBe(body.generatedSecret);
+  });
+
+  it('adds from a file, with options over its fields, and keeps a secret given without printing it', async () => {
+    const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const directory = mkdtempSync(join(tmpdir(), 'handoff-endpoint-cli-'));
+    const file = join(directory, 'endpoint.json');
+    const given = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+    secrets.push(given);
+    writeFileSync(
+      file,
+      JSON.stringify({ name: 'warehouse', url: 'https://wh.example/in', eventTypes: ['shipment.packed'], match: { 'data.pieces': [1, 2] }, secret: given, maxAttempts: 3 }),
+    );
+    try {
+      const run = await handoff(['add', '--from-file', file, '--max-attempts', '4', '--retry-schedule', '5,50']);
+
+      expect(run.code).toBe(0);
+      expect(run.stdout).not.toContain('signing secret:');
+      expect((await registry.get('warehouse'))?.fields).toEqual({
+        name: 'warehouse',
+        url: 'https://wh.example/in',
+        eventTypes: ['shipment.packed'],
+        match: { 'data.pieces': [1, 2] },
+        secret: given,
+        maxAttempts: 4,
+        retrySchedule: [5, 50],
+      });
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('lists every endpoint with name, redacted url, state, event types and parked, never a secret', async () => {
+    const human = await handoff(['list']);
+    const machine = await handoff(['list', '--json']);
+
+    expect(human.code).toBe(0);
+    expect(human.stdout.split('\n')[0]).toMatch(/^name\s+state\s+url\s+event types\s+match\s+parked$/);
+    expect(human.stdout).toMatch(/acme\s+enabled\s+https:\/\/hooks\.acme\.example\/handoff\?token=\*\*\*\s+shipment\.delivered,shipment\.exception\s+data\.carrier=acme,zephyr data\.region=eu\s+0/);
+    const list = json<Record<string, unknown>[]>(machine);
+    expect(list.map((e) => e.name)).toEqual(['acme', 'warehouse', 'zephyr']);
+    expect(list[0]).toMatchObject({
+      name: 'acme',
+      url: 'https://hooks.acme.example/handoff?token=***',
+      state: 'enabled',
+      eventTypes: ['shipment.delivered', 'shipment.exception'],
+      parked: 0,
+      secret: 'set',
+    });
+  });
+
+  it('shows one endpoint, its settings in effect and where their defaults come from, never its secret', async () => {
+    const human = await handoff(['show', 'warehouse']);
+    const machine = await handoff(['show', 'acme', '--json']);
+
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^secret\s+set$/m);
+    expect(human.stdout).toMatch(/^retry schedule\s+5, 50 s$/m);
+    expect(human.stdout).toMatch(/^max attempts\s+4$/m);
+    expect(human.stdout).toMatch(/^attempt timeout\s+10000 ms \(default\)$/m);
+    expect(human.stdout).toContain('defaults from the default settings (the names given does not say its own)');
+    expect(json(machine)).toMatchObject({
+      name: 'acme',
+      secret: 'set',
+      effective: { retrySchedule: [30, 120, 600, 1800, 7200], maxAttempts: 6, attemptTimeoutMs: 10_000, recovery: 'review' },
+    });
+  });
+
+  it('refuses fields that do not pass their checks with exit 2, naming the field, and adds nothing', async () => {
+    const type = await handoff(['add', '--name', 'bad', '--url', 'https://x.example', '--event-types', 'shipment.lost']);
+    const timeout = await handoff(['add', '--name', 'bad', '--url', 'https://x.example', '--event-types', '*', '--attempt-timeout-ms', '20000', '--json']);
+    const http = await handoff(['add', '--name', 'bad', '--url', 'http://x.example', '--event-types', '*']);
+    const number = await handoff(['add', '--name', 'bad', '--url', 'https://x.example', '--event-types', '*', '--max-attempts', 'many']);
+
+    expect(type.code).toBe(2);
+    expect(type.stderr).toMatch(/^handoff: endpoint "bad": eventTypes holds "shipment.lost": each must be one of /);
+    expect(timeout.code).toBe(2);
+    expect(json(timeout)).toEqual({
+      error: {
+        code: 'usage',
+        message:
+          "endpoint \"bad\": attemptTimeoutMs must be at most the deployment's attemptTimeoutMs (10000), which the consumer's timeout is built on; got 20000 (checked against the default settings (the names given does not say its own))",
+      },
+    });
+    expect(http.code).toBe(2);
+    expect(http.stderr).toContain('endpoint "bad": url is refused');
+    expect(number.stderr).toContain('endpoint "bad": maxAttempts must be a whole number from 1 to 100, got "many"');
+    expect(await registry.get('bad')).toBeUndefined();
+  });
+
+  it('refuses a name that is taken with exit 1', async () => {
+    const run = await handoff(['add', '--name', 'acme', '--url', 'https://x.example', '--event-types', '*', '--json']);
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe('handoff: endpoint "acme" already exists: change it with endpoint update, or remove it first\n');
+    expect(json(run)).toMatchObject({ error: { code: 'endpoint-conflict' } });
+  });
+
+  it('refuses an add without its required fields with exit 2', async () => {
+    const run = await handoff(['add', '--name', 'half', '--url', 'https://x.example']);
+
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("endpoint add needs its event types: --event-types a,b or '*'");
+  });
+
+  it('updates only the fields given, keeps the secret, and says what changed', async () => {
+    const run = await handoff(['update', 'acme', '--event-types', '*', '--max-attempts', '3', '--json']);
+
+    expect(run.code).toBe(0);
+    expect(json(run)).toMatchObject({ name: 'acme', eventTypes: ['*'], changed: ['eventTypes', 'maxAttempts'] });
+    const stored = await registry.get('acme');
+    expect(stored?.fields).toMatchObject({ eventTypes: ['*'], maxAttempts: 3, secret: acmeSecret, match: { 'data.carrier': ['acme', 'zephyr'] } });
+  });
+
+  it('clears an optional field with --clear, so the default applies again', async () => {
+    const run = await handoff(['update', 'acme', '--clear', 'match', '--clear', 'maxAttempts']);
+
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^updated endpoint acme: match, maxAttempts/);
+    const stored = await registry.get('acme');
+    expect(stored?.fields).not.toHaveProperty('match');
+    expect(stored?.fields).not.toHaveProperty('maxAttempts');
+  });
+
+  it('refuses an update of a missing endpoint (exit 1), one with nothing to change or a rename (exit 2)', async () => {
+    const missing = await handoff(['update', 'ghost', '--event-types', '*']);
+    const nothing = await handoff(['update', 'acme']);
+    const rename = await handoff(['update', 'acme', '--name', 'acme-2']);
+
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe('handoff: no endpoint named "ghost" in the names given\n');
+    expect(nothing.code).toBe(2);
+    expect(nothing.stderr).toContain('nothing to change');
+    expect(rename.code).toBe(2);
+    expect(rename.stderr).toContain('an endpoint cannot be renamed');
+  });
+
+  it('disables with a reason and an operator (and the caller AWS says), shown by list and show; enables again', async () => {
+    const disabled = await handoff(['disable', 'zephyr', '--reason', 'receiver down (INC-77)', '--operator', 'alice', '--json']);
+    const listed = json<Record<string, unknown>[]>(await handoff(['list', '--json']));
+    const shown = await handoff(['show', 'zephyr']);
+    const enabled = await handoff(['enable', 'zephyr', '--operator', 'bob']);
+
+    expect(disabled.code).toBe(0);
+    expect(json(disabled)).toMatchObject({
+      name: 'zephyr',
+      state: 'disabled',
+      stateChange: { by: `alice (${CALLER_ARN})`, reason: 'receiver down (INC-77)' },
+    });
+    expect(listed.find((e) => e.name === 'zephyr')).toMatchObject({ state: 'disabled' });
+    expect(shown.stdout).toMatch(/^state\s+disabled by alice \(arn:aws:iam::123456789012:user\/ops\) at \S+Z \(.*\): receiver down \(INC-77\)$/m);
+    expect(enabled).toMatchObject({ code: 0, stdout: `endpoint zephyr enabled by bob (${CALLER_ARN}): enabled by an operator\n` });
+    expect((await registry.get('zephyr'))?.state).toBe('enabled');
+  });
+
+  it('refuses a disable without a reason (exit 2), and one of a missing endpoint (exit 1)', async () => {
+    const noReason = await handoff(['disable', 'zephyr']);
+    const missing = await handoff(['disable', 'ghost', '--reason', 'x']);
+
+    expect(noReason.code).toBe(2);
+    expect(noReason.stderr).toContain("required option '--reason <text>' not specified");
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe('handoff: no endpoint named "ghost" in the names given\n');
+  });
+
+  it('rotates the secret: a new one, printed once, stored in place of the old', async () => {
+    const run = await handoff(['rotate-secret', 'acme']);
+
+    expect(run.code).toBe(0);
+    const fresh = printedSecret(run);
+    secrets.push(fresh);
+    expect(fresh).not.toBe(acmeSecret);
+    expect(run.stdout).not.toContain(acmeSecret);
+    expect((await registry.get('acme'))?.fields.secret).toBe(fresh);
+  });
+
+  it("says in rotate-secret's help that the overlap of both secrets comes later, and in list's that parked is 0 for now", async () => {
+    const rotate = await handoff(['rotate-secret', '--help']);
+    const list = await handoff(['list', '--help']);
+
+    expect(rotate.code).toBe(0);
+    expect(rotate.stdout).toContain('An overlap in\nwhich both secrets sign comes in a later release');
+    expect(list.stdout).toContain('always 0 until parking lands');
+  });
+
+  it('removes an endpoint; a second remove and a show of it fail with exit 1', async () => {
+    const removed = await handoff(['remove', 'warehouse', '--json']);
+    const again = await handoff(['remove', 'warehouse']);
+    const shown = await handoff(['show', 'warehouse']);
+
+    expect(removed.code).toBe(0);
+    expect(json(removed)).toEqual({ name: 'warehouse', removed: true });
+    expect(again.code).toBe(1);
+    expect(shown.code).toBe(1);
+    expect(shown.stderr).toBe('handoff: no endpoint named "warehouse" in the names given\n');
+    expect(await registry.get('warehouse')).toBeUndefined();
+  });
+
+  it('says which option names the registry when the target has none (exit 2)', async () => {
+    const run = await handoff(['list'], { target: ['--table', 'ledger'] });
+
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe('handoff: the names given names no endpoint registry table: pass --endpoints-table\n');
+  });
+
+  it('printed each secret only where it was made', () => {
+    const leaks = outputs.flatMap(({ args, text }) =>
+      secrets.filter((secret) => text.includes(secret) && !(args[0] === 'add' || args[0] === 'rotate-secret')).map(() => args.join(' ')),
+    );
+
+    expect(secrets.length).toBeGreaterThanOrEqual(4);
+    expect(leaks).toEqual([]);
+    // And each secret that was printed, in exactly one output.
+    for (const secret of secrets.slice(0, 2)) expect(outputs.filter(({ text }) => text.includes(secret))).toHaveLength(1);
+  });
+});
