@@ -148,7 +148,7 @@ Examples:
     });
 
   fieldOptions(target(group.command('update').description("change an endpoint's fields; those not given are kept").argument('<name>', 'the endpoint')), 'update')
-    .option('--clear <field>', `unset an optional field, so the deployment's default applies (repeatable): ${CLEARABLE.join(', ')}`, collect, [])
+    .option('--clear <field>', `unset an optional field, so the deployment's default applies (repeatable): ${CLEARABLE.join(', ')}`, collect)
     .addHelpText(
       'after',
       `
@@ -391,7 +391,7 @@ export function deploymentFor(target: Pick<Target, 'deployment' | 'description'>
   const given = Object.fromEntries(names.filter((n) => env[n] !== undefined && env[n] !== '').map((n) => [n, env[n]]));
   const settings: Settings = readSettings(given);
   const source = Object.keys(given).length > 0 ? `${Object.keys(given).join(', ')} and the defaults` : 'the default settings';
-  return { settings, source: `${source} (${target.description} does not say its own)` };
+  return { settings, source: `${source} (no deployment settings from ${target.description})` };
 }
 
 /** Parses and resolves, as the consumer will. @throws UsageError naming the endpoint and the field */
@@ -492,7 +492,7 @@ function checkName(name: string): string {
 
 /** An endpoint as the commands print it: never its secret, its URL redacted. */
 export function endpointJson(record: EndpointRecord) {
-  const { secret, url, ...rest } = record.fields;
+  const { secret, url, name: _name, eventTypes: _types, match: _match, ...settings } = record.fields;
   return {
     name: record.fields.name,
     url: redactUrl(url),
@@ -503,7 +503,8 @@ export function endpointJson(record: EndpointRecord) {
     // Parking (docs/contract.md §12) is not yet in this release: nothing is ever parked.
     parked: 0,
     stateChange: record.stateChange === undefined ? null : { ...record.stateChange, at: new Date(record.stateChange.at).toISOString() },
-    fields: rest,
+    /** The endpoint's own settings (unset: the deployment's default). */
+    settings,
     createdAt: new Date(record.createdAt).toISOString(),
     updatedAt: new Date(record.updatedAt).toISOString(),
   };
@@ -620,8 +621,8 @@ function localUser(): string {
   }
 }
 
-function collect(value: string, previous: readonly string[]): string[] {
-  return [...previous, value];
+function collect(value: string, previous: readonly string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }
 
 /** The options of add and update: each field of docs/contract.md §11. */
@@ -636,7 +637,6 @@ function fieldOptions(command: Command, mode: 'add' | 'update'): Command {
       '--match <field=values>',
       "only events whose field holds one of the values, e.g. 'data.carrier=acme,zephyr' (repeatable; every field must match; values are text: numbers and booleans via --from-file)",
       collect,
-      [],
     )
     .option('--secret <whsec>', 'its signing secret (whsec_…) or the ARN of a Secrets Manager secret; add generates one when not given')
     .option('--unsigned', 'add it without a signing secret (requests are not signed)')

@@ -288,7 +288,10 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
       eventTypes: ['shipment.delivered', 'shipment.exception'],
       parked: 0,
       secret: 'set',
+      settings: {},
     });
+    expect(list[1]).toMatchObject({ name: 'warehouse', settings: { maxAttempts: 4, retrySchedule: [5, 50] } });
+    expect(machine.stdout).not.toContain('t0k3n');
   });
 
   it('shows one endpoint, its settings in effect and where their defaults come from, never its secret', async () => {
@@ -300,7 +303,7 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(human.stdout).toMatch(/^retry schedule\s+5, 50 s$/m);
     expect(human.stdout).toMatch(/^max attempts\s+4$/m);
     expect(human.stdout).toMatch(/^attempt timeout\s+10000 ms \(default\)$/m);
-    expect(human.stdout).toContain('defaults from the default settings (the names given does not say its own)');
+    expect(human.stdout).toContain('defaults from the default settings (no deployment settings from the names given)');
     expect(json(machine)).toMatchObject({
       name: 'acme',
       secret: 'set',
@@ -321,7 +324,7 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
       error: {
         code: 'usage',
         message:
-          "endpoint \"bad\": attemptTimeoutMs must be at most the deployment's attemptTimeoutMs (10000), which the consumer's timeout is built on; got 20000 (checked against the default settings (the names given does not say its own))",
+          "endpoint \"bad\": attemptTimeoutMs must be at most the deployment's attemptTimeoutMs (10000), which the consumer's timeout is built on; got 20000 (checked against the default settings (no deployment settings from the names given))",
       },
     });
     expect(http.code).toBe(2);
