@@ -25,6 +25,7 @@ const MATCH_KEY = /^(shipmentId|status|data(\.[A-Za-z0-9_-]{1,64}){1,8})$/;
 const MAX_MATCH_KEYS = 16;
 const MAX_MATCH_VALUES = 64;
 const MAX_ENDPOINT_RETENTION_SECONDS = 366 * 24 * 60 * 60;
+const MAX_URL_LENGTH = 2048;
 /** A Secrets Manager secret's ARN, in any partition (aws, aws-cn, aws-us-gov). */
 const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}$/;
 
@@ -160,6 +161,8 @@ export function parseEndpointFields(input: unknown): EndpointFields {
     if (!(FIELD_NAMES as readonly string[]).includes(key)) fail(key.slice(0, 64), `is not an endpoint field (fields: ${FIELD_NAMES.join(', ')})`);
   }
   if (typeof raw.url !== 'string' || raw.url.length === 0) fail('url', 'must be an absolute https URL');
+  // Not shown: a URL may carry a credential (docs/contract.md §3).
+  if ((raw.url as string).length > MAX_URL_LENGTH) fail('url', `must be at most ${MAX_URL_LENGTH} characters, got ${(raw.url as string).length}`);
   const eventTypes = raw.eventTypes;
   if (!Array.isArray(eventTypes) || eventTypes.length === 0) fail('eventTypes', `must be a non-empty list of event types or ["${ALL_EVENT_TYPES}"]`);
   for (const type of eventTypes as unknown[]) {

@@ -100,6 +100,7 @@ describe('Function: parseEndpointFields', () => {
     ['name', '65 characters', 'a'.repeat(65), 'must be 1–64 characters'],
     ['url', 'missing', undefined, 'must be an absolute https URL'],
     ['url', 'empty', '', 'must be an absolute https URL'],
+    ['url', 'too long', `https://x.example/${'a'.repeat(2031)}`, 'must be at most 2048 characters, got 2049'],
     ['eventTypes', 'empty', [], 'must be a non-empty list'],
     ['eventTypes', 'an unknown type', ['shipment.lost'], 'holds "shipment.lost"'],
     ['eventTypes', 'not a list', 'shipment.delivered', 'must be a non-empty list'],
