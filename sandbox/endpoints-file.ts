@@ -9,7 +9,7 @@
  * then the secret by building its signer. Errors name the variable, the file, the entry and the
  * field, and never show a secret.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { ConfigError, VARIABLE_NAMES, type Settings } from '../lib/config';
 import {
   EndpointError,
@@ -110,6 +110,24 @@ export function parseEndpointsFile(source: string, text: string, deployment: Dep
       throw error;
     }
   });
+}
+
+/**
+ * A warning when the file holds a signing secret and others than its owner may read it (the
+ * sandbox starts all the same: it is the user's own machine), or undefined.
+ */
+export function exposedSecretsWarning(path: string, endpoints: readonly FileEndpoint[]): string | undefined {
+  if (!endpoints.some(({ fields }) => fields.secret !== undefined)) return undefined;
+  let mode: number;
+  try {
+    mode = statSync(path).mode;
+  } catch {
+    return undefined;
+  }
+  const readers = [mode & 0o040 ? 'group' : '', mode & 0o004 ? 'others' : ''].filter(Boolean);
+  if (readers.length === 0) return undefined;
+  const octal = (mode & 0o777).toString(8).padStart(3, '0');
+  return `${ENDPOINTS_FILE_ENV} ${path} holds signing secrets and is readable by ${readers.join(' and ')} (mode ${octal}): chmod 600 it`;
 }
 
 /** Userinfo would travel in a header no log redacts (the single-URL settings refuse it too). */

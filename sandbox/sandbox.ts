@@ -34,7 +34,7 @@ import {
   type EndpointFields,
 } from '../lib/endpoints/endpoint';
 import { SECRET_PREFIX } from '../lib/webhook/signing-secret';
-import { readEndpointsFile, refuseSingleUrlSettings } from './endpoints-file';
+import { exposedSecretsWarning, readEndpointsFile, refuseSingleUrlSettings } from './endpoints-file';
 import { createEndpointsTable, seedEndpoints } from './endpoints-table';
 import { createLedgerTable } from './ledger-table';
 import { SANDBOX_GUARD_OPTIONS } from '../lib/webhook/endpoint-guard';
@@ -178,6 +178,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     let endpoints: EndpointFields[];
     const receivers: Record<string, string> = {};
     if (fileEndpoints !== undefined) {
+      const warning = exposedSecretsWarning(options.endpointsFile!, fileEndpoints);
+      if (warning !== undefined) display.log(`warning: ${warning}`);
       endpoints = fileEndpoints.map(({ fields }) => fields);
       for (const { name, url } of endpoints) receivers[name] = redactUrl(url);
     } else if (settings.webhookUrl !== undefined) {

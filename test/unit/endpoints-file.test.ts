@@ -1,11 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../lib/config';
 import type { DeploymentSettings } from '../../lib/endpoints/endpoint';
 import { DEFAULT_RETRY_POLICY, retryPolicy } from '../../lib/policy';
-import { ENDPOINTS_FILE_ENV, parseEndpointsFile, readEndpointsFile, refuseSingleUrlSettings } from '../../sandbox/endpoints-file';
+import { ENDPOINTS_FILE_ENV, exposedSecretsWarning, parseEndpointsFile, readEndpointsFile, refuseSingleUrlSettings } from '../../sandbox/endpoints-file';
 
 const FILE = '/home/dev/endpoints.json';
 const SECRET_A = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -162,3 +162,31 @@ describe('Endpoints file beside the single-URL settings', () => {
   });
 });
 
+
+describe('Endpoints file readable by others', () => {
+  it.each([
+    [0o600, true, undefined],
+    [0o640, true, 'readable by group (mode 640)'],
+    [0o644, true, 'readable by group and others (mode 644)'],
+    [0o604, true, 'readable by others (mode 604)'],
+    [0o644, false, undefined],
+  ])('mode %s, secrets %s: warns %s', (mode, withSecret, expected) => {
+    // Prepare
+    const directory = mkdtempSync(join(tmpdir(), 'handoff-endpoints-file-'));
+    const path = join(directory, 'endpoints.json');
+    const { secret: _secret, ...unsigned } = acme;
+    writeFileSync(path, JSON.stringify({ endpoints: [withSecret ? acme : unsigned] }));
+    chmodSync(path, mode);
+
+    try {
+      // Act
+      const warning = exposedSecretsWarning(path, readEndpointsFile(path, DEPLOYMENT));
+
+      // Assess
+      if (expected === undefined) expect(warning).toBeUndefined();
+      else expect(warning).toBe(`${ENDPOINTS_FILE_ENV} ${path} holds signing secrets and is ${expected}: chmod 600 it`);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+});
