@@ -6,8 +6,9 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError } from '../lib/config';
+import { ENDPOINT_NAME } from '../lib/endpoints/endpoint';
 import { deadCommand } from './commands/dead';
-import { replayCommand } from './commands/replay';
+import { DEFAULT_REPLAY_RATE, isoTime, replayCommand, type ReplayOptions } from './commands/replay';
 import type { CommandResult } from './commands/result';
 import { payloadLimitFor, readInput, sendCommand } from './commands/send';
 import { DEFAULT_STATS_SINCE_MS, sinceOption, statsCommand } from './commands/stats';
@@ -118,35 +119,63 @@ Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
   withTarget(
     program
       .command('status')
-      .description("show one event's delivery record: state, attempts with their outcomes, replays")
+      .description("show an event's deliveries, one per endpoint: state, attempts with their outcomes, replays")
       .argument('<eventId>', 'the event ID'),
   )
+    .option('--endpoint <name>', 'only the delivery to this endpoint', endpointName)
     .option('--body', 'print only the event as stored (canonical JSON), e.g. to pipe into handoff send')
-    .addOption(endpointOption())
-    .addHelpText('after', '\nExamples:\n  handoff status evt_42\n  handoff status evt_42 --json\n  handoff status evt_42 --body | handoff send')
-    .action(async (eventId: string, options: CommonOptions & { endpoint: string; body?: boolean }) => {
+    .addHelpText(
+      'after',
+      '\nWith --json: {"eventId", "deliveries": [ … ]}, or with --endpoint that one delivery\'s object.\n\n' +
+        'Examples:\n  handoff status evt_42\n  handoff status evt_42 --endpoint billing --json\n  handoff status evt_42 --body | handoff send',
+    )
+    .action(async (eventId: string, options: CommonOptions & { endpoint?: string; body?: boolean }) => {
       await run(options, (ctx) => statusCommand(ctx, eventId, options));
     });
 
-  withTarget(program.command('dead').description('list dead records, a page at a time, oldest first'))
+  withTarget(program.command('dead').description('list dead deliveries, a page at a time, oldest death first'))
+    .option('--endpoint <name>', "only this endpoint's dead deliveries", endpointName)
     .option('--limit <n>', `records per page (1–${DEAD_PAGE_MAX})`, wholeNumber(1, DEAD_PAGE_MAX), DEAD_PAGE_DEFAULT)
     .option('--cursor <cursor>', 'continue from where the previous page ended')
-    .addHelpText('after', '\nExamples:\n  handoff dead\n  handoff dead --limit 50 --cursor <cursor from the previous page>')
-    .action(async (options: CommonOptions & { limit: number; cursor?: string }) => {
+    .addHelpText(
+      'after',
+      '\nExamples:\n  handoff dead\n  handoff dead --endpoint billing\n  handoff dead --limit 50 --cursor <cursor from the previous page>',
+    )
+    .action(async (options: CommonOptions & { limit: number; cursor?: string; endpoint?: string }) => {
       await run(options, (ctx) => deadCommand(ctx, options));
     });
 
   withTarget(
     program
       .command('replay')
-      .description('return a dead record to pending and enqueue its event again')
-      .argument('<eventId>', 'the event ID of a dead record'),
+      .description("return dead deliveries to pending and enqueue their event again, each for its own endpoint")
+      .argument('[eventId]', 'the event whose dead deliveries to replay (omit for a bulk replay)'),
   )
     .requiredOption('--reason <text>', 'why it is safe to deliver again (kept in the audit trail)')
     .requiredOption('--operator <name>', 'who is replaying (kept in the audit trail)')
-    .addOption(endpointOption())
-    .addHelpText('after', '\nExample:\n  handoff replay evt_42 --operator alice --reason "receiver fixed its schema (INC-123)"')
-    .action(async (eventId: string, options: CommonOptions & { reason: string; operator: string; endpoint: string }) => {
+    .option('--endpoint <name>', 'only the delivery to this endpoint (with --dead-since: the endpoint to replay)', endpointName)
+    .option('--dead-since <time>', "bulk: replay the endpoint's deliveries that died at or after this ISO 8601 time", isoTimeOption)
+    .option('--until <time>', 'bulk: … and before this ISO 8601 time (default: now)', isoTimeOption)
+    .addOption(
+      new Option('--dead-reason <reason>', 'bulk: only the deliveries that died for this reason').choices(['exhausted', 'rejected']),
+    )
+    .option('--dry-run', 'bulk: count the deliveries it would replay; write nothing')
+    .option('--rate <n>', `bulk: replays per second at most (1–1000; default ${DEFAULT_REPLAY_RATE})`, wholeNumber(1, 1000))
+    .addHelpText(
+      'after',
+      `
+Without --endpoint, every dead delivery of the event is replayed, each with its own audit entry.
+A bulk replay takes the endpoint's dead deliveries that died in the window, oldest first, at a
+bounded rate; interrupted, the same command run again replays only what is still dead.
+--dead-reason filters on how a delivery died; --reason is the audit text every replay needs.
+
+Examples:
+  handoff replay evt_42 --operator alice --reason "receiver fixed its schema (INC-123)"
+  handoff replay evt_42 --endpoint billing --operator alice --reason "INC-123"
+  handoff replay --endpoint billing --dead-since 2026-12-01T00:00:00Z --dead-reason exhausted \\
+    --operator alice --reason "billing was down (INC-124)" --dry-run`,
+    )
+    .action(async (eventId: string | undefined, options: CommonOptions & ReplayOptions) => {
       await run(options, (ctx) => replayCommand(ctx, eventId, options));
     });
 
@@ -155,6 +184,7 @@ Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
       .command('stats')
       .description('pending count and oldest age, retry rate, dead count, delivery latency, queue depths'),
   )
+    .option('--endpoint <name>', "this endpoint's figures (the queues' depths stay the whole queues')", endpointName)
     .option(
       '--max-rows <n>',
       'read at most this many ledger rows per state',
@@ -162,9 +192,11 @@ Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
       STATS_MAX_ROWS_DEFAULT,
     )
     .option('--since <duration>', 'the metrics window: the last 30m, 24h, 7d … (at most 15d)', sinceOption, DEFAULT_STATS_SINCE_MS)
-    .addHelpText('after', '\nExample:\n  handoff stats --since 7d --json')
-    .action(async (options: CommonOptions & { maxRows: number; since: number }) => {
-      await run(options, (ctx) => statsCommand(ctx, { maxRowsPerState: options.maxRows, sinceMs: options.since }));
+    .addHelpText('after', '\nExamples:\n  handoff stats --since 7d --json\n  handoff stats --endpoint billing')
+    .action(async (options: CommonOptions & { maxRows: number; since: number; endpoint?: string }) => {
+      await run(options, (ctx) =>
+        statsCommand(ctx, { maxRowsPerState: options.maxRows, sinceMs: options.since, ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }) }),
+      );
     });
 
   return program;
@@ -179,8 +211,18 @@ function withTarget(command: Command): Command {
     .option('--table <name>', 'the ledger table name');
 }
 
-function endpointOption(): Option {
-  return new Option('--endpoint <name>', 'the delivery endpoint of the record').default('default').hideHelp();
+/** An endpoint's name as the registry spells it (docs/contract.md §11), for commander. */
+function endpointName(raw: string): string {
+  if (!ENDPOINT_NAME.test(raw)) throw new InvalidArgumentError('must be an endpoint name: 1–64 of a-z 0-9 -.');
+  return raw;
+}
+
+function isoTimeOption(raw: string): number {
+  try {
+    return isoTime(raw);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }
 
 function wholeNumber(min: number, max: number) {

@@ -49,6 +49,27 @@ export function backlogStats(input: BacklogInput): BacklogStats {
   };
 }
 
+export interface EndpointBacklog {
+  readonly pendingCount: number;
+  readonly deadCount: number;
+}
+
+/** The backlog's counts split by the rows' endpoints, by name; endpoints with neither are absent. */
+export function backlogByEndpoint(input: {
+  readonly pending: readonly Pick<DeliveryRecord, 'endpoint'>[];
+  readonly dead: readonly Pick<DeliveryRecord, 'endpoint'>[];
+}): Record<string, EndpointBacklog> {
+  const counts = new Map<string, { pendingCount: number; deadCount: number }>();
+  const entry = (endpoint: string) => {
+    let found = counts.get(endpoint);
+    if (found === undefined) counts.set(endpoint, (found = { pendingCount: 0, deadCount: 0 }));
+    return found;
+  };
+  for (const row of input.pending) entry(row.endpoint).pendingCount += 1;
+  for (const row of input.dead) entry(row.endpoint).deadCount += 1;
+  return Object.fromEntries([...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
 /** The share of attempts that were retries; null when there were no attempts. */
 export function retryRate(retriedAttempts: number, attempts: number): number | null {
   return attempts === 0 ? null : retriedAttempts / attempts;

@@ -3,22 +3,31 @@
  * EMF documents on stdout (lib/observability.ts) in the sandbox's workers as in Lambda; the
  * sandbox hands each worker line to `MetricSink.accept`, which adds the documents to time
  * buckets (lib/metrics/metric-buckets.ts) and keeps them in a file next to the state file for
- * `handoff stats` (`SandboxMetricsReader`). Bounded at any traffic: a bucket per minute for the
- * last hour, per hour before, 24 hours kept. The file is rewritten whole (written, then renamed:
+ * `handoff stats` (`SandboxMetricsReader`): the totals of every document, and each endpoint's own
+ * from the documents that carry its `Endpoint` (a delivery's metrics), as CloudWatch keeps the
+ * `Service` and `Service, Endpoint` dimension sets. Bounded at any traffic: a bucket per minute for
+ * the last hour, per hour before, 24 hours kept, for the totals and for each endpoint seen then. The file is rewritten whole (written, then renamed:
  * a reader never sees half a file), at most twice a second, mode 0600, and removed when the
  * sandbox stops, as the state file is.
  */
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { readMetricDocument } from '../lib/observability';
-import { MetricsUnavailableError, type DeliveryMetrics, type MetricsReader, type MetricsWindow } from '../lib/metrics/metrics-reader';
+import {
+  MetricsUnavailableError,
+  type DeliveryMetrics,
+  type MetricsReader,
+  type MetricsReadOptions,
+  type MetricsWindow,
+} from '../lib/metrics/metrics-reader';
 import { MetricBuckets, parseBucket, summarizeBuckets, type MetricBucket } from '../lib/metrics/metric-buckets';
 
 /** How long the sink keeps a minute's figures: `handoff stats --since` reaches this far back at most. */
 export const SANDBOX_METRICS_RETENTION_MS = 24 * 60 * 60 * 1000;
 /** A burst of documents is written once, this long after the first of them. */
 const WRITE_DELAY_MS = 500;
-const FILE_VERSION = 1;
+/** 2: with `endpoints`. A version 1 file (totals only) is still read. */
+const FILE_VERSION = 2;
 
 /** The metrics file of the sandbox whose state file is `stateFile`: beside it, named after it. */
 export function metricsFileFor(stateFile: string): string {
@@ -28,7 +37,10 @@ export function metricsFileFor(stateFile: string): string {
 interface MetricsFile {
   readonly version: number;
   readonly retentionMs: number;
+  /** Every document's figures: the totals. */
   readonly buckets: readonly MetricBucket[];
+  /** Each endpoint's figures, from the documents carrying its name. */
+  readonly endpoints: Readonly<Record<string, readonly MetricBucket[]>>;
 }
 
 /** Counts since the sandbox started (not bounded by the retention): the live counters' figures. */
@@ -39,6 +51,7 @@ export interface SinkTotals {
 export class MetricSink {
   readonly path: string;
   readonly #buckets = new MetricBuckets(SANDBOX_METRICS_RETENTION_MS);
+  readonly #byEndpoint = new Map<string, MetricBuckets>();
   readonly #now: () => number;
   #delivered = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -60,6 +73,11 @@ export class MetricSink {
     const document = readMetricDocument(line);
     if (document === undefined || this.#closed) return document !== undefined;
     this.#buckets.add(document);
+    if (document.endpoint !== undefined) {
+      let buckets = this.#byEndpoint.get(document.endpoint);
+      if (buckets === undefined) this.#byEndpoint.set(document.endpoint, (buckets = new MetricBuckets(SANDBOX_METRICS_RETENTION_MS)));
+      buckets.add(document);
+    }
     for (const value of document.values.Delivered ?? []) this.#delivered += value;
     this.#timer ??= setTimeout(() => {
       this.#timer = undefined;
@@ -87,8 +105,17 @@ export class MetricSink {
   }
 
   #write(): void {
-    this.#buckets.roll(this.#now());
-    const file: MetricsFile = { version: FILE_VERSION, retentionMs: SANDBOX_METRICS_RETENTION_MS, buckets: this.#buckets.list() };
+    const nowMs = this.#now();
+    this.#buckets.roll(nowMs);
+    const endpoints: Record<string, MetricBucket[]> = {};
+    for (const [endpoint, buckets] of this.#byEndpoint) {
+      buckets.roll(nowMs);
+      const list = buckets.list();
+      // An endpoint with nothing in the last 24 h (removed, say) is forgotten.
+      if (list.length === 0) this.#byEndpoint.delete(endpoint);
+      else endpoints[endpoint] = list;
+    }
+    const file: MetricsFile = { version: FILE_VERSION, retentionMs: SANDBOX_METRICS_RETENTION_MS, buckets: this.#buckets.list(), endpoints };
     const temporary = join(dirname(this.path), `.${basename(this.path)}.${process.pid}.tmp`);
     writeFileSync(temporary, JSON.stringify(file), { mode: 0o600 });
     renameSync(temporary, this.path);
@@ -107,7 +134,8 @@ export class SandboxMetricsReader implements MetricsReader {
     this.source = `the sandbox's metric sink (${options.path}, keeps ${SANDBOX_METRICS_RETENTION_MS / 3_600_000} h)`;
   }
 
-  async read(window: MetricsWindow): Promise<DeliveryMetrics> {
+  /** The totals over the window, or one endpoint's (zero for an endpoint with no figures in it). */
+  async read(window: MetricsWindow, options: MetricsReadOptions = {}): Promise<DeliveryMetrics> {
     let text: string;
     try {
       text = readFileSync(this.#path, 'utf8');
@@ -123,8 +151,19 @@ export class SandboxMetricsReader implements MetricsReader {
     let buckets: MetricBucket[];
     try {
       const file = JSON.parse(text) as Partial<MetricsFile>;
-      if (file.version !== FILE_VERSION || !Array.isArray(file.buckets)) throw new TypeError(`expected version ${FILE_VERSION} with buckets`);
-      buckets = file.buckets.map(parseBucket);
+      if ((file.version !== 1 && file.version !== FILE_VERSION) || !Array.isArray(file.buckets)) {
+        throw new TypeError(`expected version ${FILE_VERSION} with buckets`);
+      }
+      if (options.endpoint === undefined) {
+        buckets = file.buckets.map(parseBucket);
+      } else {
+        if (file.version === 1) throw new TypeError('version 1 keeps no figures per endpoint: restart the sandbox');
+        const endpoints = file.endpoints;
+        if (typeof endpoints !== 'object' || endpoints === null) throw new TypeError('expected endpoints');
+        const list: unknown = Object.hasOwn(endpoints, options.endpoint) ? endpoints[options.endpoint] : [];
+        if (!Array.isArray(list)) throw new TypeError(`endpoint ${options.endpoint}: expected a list of buckets`);
+        buckets = list.map(parseBucket);
+      }
     } catch (error) {
       throw new MetricsUnavailableError(`the sandbox metrics file ${this.#path} is malformed (${(error as Error).message})`, { cause: error });
     }

@@ -7,12 +7,18 @@
  *   index, so the ledger is never asked to list or count them;
  * - the two queues' approximate depths, now.
  * When the metrics cannot be read, the other figures are still printed and the command fails.
+ *
+ * `--endpoint NAME`: that endpoint's figures: its rows of the listing (the ledger picks them from
+ * the index entries) and its metrics (CloudWatch's `Service, Endpoint` dimensions; the sandbox's
+ * sink keeps each endpoint's too). The queues are shared by every endpoint: their depths are the
+ * whole queue's, and the output says so. Without it, the totals, and the backlog split by endpoint
+ * from the rows read anyway.
  */
 import { GetQueueAttributesCommand, type QueueAttributeName } from '@aws-sdk/client-sqs';
 import { InvalidArgumentError } from 'commander';
 import type { DeliveryRecord, DeliveryState, Ledger } from '../../lib/ledger/ledger';
 import { MetricsUnavailableError, type MetricsWindow } from '../../lib/metrics/metrics-reader';
-import { backlogStats, deliveryStats, type DeliveryStats } from '../../lib/stats';
+import { backlogByEndpoint, backlogStats, deliveryStats, type DeliveryStats } from '../../lib/stats';
 import type { CommandContext } from '../context';
 import { formatDuration, formatPercent, keyValues } from '../format';
 import type { CommandResult } from './result';
@@ -28,6 +34,8 @@ export interface StatsOptions {
   readonly maxRowsPerState: number;
   /** The metrics window: the last this many ms. */
   readonly sinceMs?: number;
+  /** One endpoint's figures rather than the totals. */
+  readonly endpoint?: string;
 }
 
 export interface QueueDepth {
@@ -76,10 +84,11 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
   // A window longer than the source keeps would claim figures it does not hold: shorten it, say so.
   const sinceMs = Math.min(askedMs, metrics.maxWindowMs);
   const window: MetricsWindow = { startMs: nowMs - sinceMs, endMs: nowMs };
+  const { endpoint } = options;
   const [pending, dead, delivery, queue, deadLetterQueue] = await Promise.all([
-    readState(ledger, 'pending', options.maxRowsPerState),
-    readState(ledger, 'dead', options.maxRowsPerState),
-    metrics.read(window).then(
+    readState(ledger, 'pending', options.maxRowsPerState, endpoint),
+    readState(ledger, 'dead', options.maxRowsPerState, endpoint),
+    metrics.read(window, endpoint === undefined ? {} : { endpoint }).then(
       (read): DeliveryStats | MetricsUnavailableError => deliveryStats(read),
       (error: unknown) => {
         if (error instanceof MetricsUnavailableError) return error;
@@ -103,25 +112,37 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
     if (d.retryRate === null) return 'n/a (no attempts)';
     return `${formatPercent(d.retryRate)} (${d.retriedAttempts} of ${d.attempts} attempts were retries)`;
   };
-  const lines: [string, string][] = [
+  const byEndpoint = endpoint === undefined ? backlogByEndpoint({ pending: pending.records, dead: dead.records }) : undefined;
+  const lines: [string, string][] = [];
+  if (endpoint !== undefined) lines.push(['endpoint', endpoint]);
+  lines.push(
     [
       'pending',
       `${count(backlog.pendingCount, capped.pending)}` +
         (backlog.oldestPendingAgeMs === null ? '' : ` (oldest waiting ${formatDuration(backlog.oldestPendingAgeMs)})`),
     ],
     ['dead', count(backlog.deadCount, capped.dead)],
+  );
+  // Several endpoints in the backlog: each one's share, from the rows already read.
+  if (byEndpoint !== undefined && Object.keys(byEndpoint).length > 1) {
+    for (const [name, b] of Object.entries(byEndpoint)) lines.push([`  ${name}`, `${b.pendingCount} pending, ${b.deadCount} dead`]);
+  }
+  lines.push(
     ['delivered', delivered === undefined ? 'n/a' : String(delivered.deliveredCount)],
     ['retry rate', retryRate(delivered)],
     ['latency p50', ms(delivered?.latencyMs.p50)],
     ['latency p99', ms(delivered?.latencyMs.p99)],
     ['queue', depth(queue)],
     ['dead-letter queue', depth(deadLetterQueue)],
-  ];
+  );
+  const metricsSource = endpoint === undefined ? metrics.source : `${metrics.source}, endpoint ${endpoint} only`;
+  const backlogSource = endpoint === undefined ? "the ledger's pending and dead rows" : `the ledger's pending and dead rows of endpoint ${endpoint}`;
+  const queuesSource = endpoint === undefined ? "SQS's approximate counts" : "SQS's approximate counts of the whole queues, which every endpoint shares";
   const sources = [
-    `pending, dead: the ledger's pending and dead rows, now`,
-    `delivered, retry rate, latency: ${metrics.source}, the last ${since}` +
+    `pending, dead: ${backlogSource}, now`,
+    `delivered, retry rate, latency: ${metricsSource}, the last ${since}` +
       (delivered === undefined ? '' : `; percentiles over ${delivered.latencySamples} deliveries, ${metrics.percentileMethod}`),
-    `queues: SQS's approximate counts, now`,
+    `queues: ${queuesSource}, now`,
   ];
   const notes: string[] = [];
   if (sinceMs < askedMs) {
@@ -133,7 +154,9 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
 
   return {
     json: {
+      endpoint: endpoint ?? null,
       ...backlog,
+      ...(byEndpoint === undefined ? {} : { byEndpoint }),
       capped,
       maxRowsPerState: options.maxRowsPerState,
       deliveredCount: delivered?.deliveredCount ?? null,
@@ -146,10 +169,10 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
       queue,
       deadLetterQueue,
       sources: {
-        backlog: "the ledger's pending and dead rows",
-        metrics: metrics.source,
+        backlog: backlogSource,
+        metrics: metricsSource,
         percentiles: metrics.percentileMethod,
-        queues: "SQS's approximate counts",
+        queues: queuesSource,
       },
       window: { since: since.replace(' ', ''), startMs: window.startMs, endMs: window.endMs },
       ...(delivery instanceof MetricsUnavailableError ? { metricsError: delivery.message } : {}),
@@ -159,12 +182,12 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
   };
 }
 
-async function readState(ledger: Ledger, state: 'pending' | 'dead', maxRows: number): Promise<StateRows> {
+async function readState(ledger: Ledger, state: 'pending' | 'dead', maxRows: number, endpoint: string | undefined): Promise<StateRows> {
   const records: DeliveryRecord[] = [];
   let cursor: string | undefined;
   do {
     const limit = Math.min(PAGE_SIZE, maxRows - records.length);
-    const page = await ledger.listByState(state satisfies DeliveryState, { limit, cursor });
+    const page = await ledger.listByState(state satisfies DeliveryState, { limit, cursor, ...(endpoint === undefined ? {} : { endpoint }) });
     records.push(...page.records);
     cursor = page.cursor;
   } while (cursor !== undefined && records.length < maxRows);

@@ -1,7 +1,8 @@
 /**
  * `MetricsReader` over CloudWatch: one `GetMetricData` call (paged) for the window, reading the
- * consumer's EMF metrics by the names, namespace and dimension lib/observability.ts writes them
- * with. The window is one period, so each statistic is one value over the whole window and the
+ * consumer's EMF metrics by the names, namespace and dimensions lib/observability.ts writes them
+ * with: `Service` for the totals, `Service` and `Endpoint` for one endpoint's figures (each
+ * delivery's document carries both dimension sets). The window is one period, so each statistic is one value over the whole window and the
  * percentiles are CloudWatch's own over every latency value published in it.
  */
 import {
@@ -11,8 +12,14 @@ import {
   type MetricDataQuery,
   type MetricDataResult,
 } from '@aws-sdk/client-cloudwatch';
-import { METRIC_DIMENSIONS, METRICS_NAMESPACE, type MetricName } from '../observability';
-import { MetricsUnavailableError, type DeliveryMetrics, type MetricsReader, type MetricsWindow } from './metrics-reader';
+import { ENDPOINT_DIMENSION, METRIC_DIMENSIONS, METRICS_NAMESPACE, type MetricName } from '../observability';
+import {
+  MetricsUnavailableError,
+  type DeliveryMetrics,
+  type MetricsReader,
+  type MetricsReadOptions,
+  type MetricsWindow,
+} from './metrics-reader';
 
 const MINUTE_MS = 60_000;
 
@@ -33,10 +40,11 @@ type QueryId = keyof typeof QUERIES;
  * anyway) and one period covering the whole window, a whole number of minutes as CloudWatch
  * requires, so every statistic comes back as one value.
  */
-export function metricDataRequest(window: MetricsWindow): GetMetricDataCommandInput {
+export function metricDataRequest(window: MetricsWindow, options: MetricsReadOptions = {}): GetMetricDataCommandInput {
   const startMs = Math.floor(window.startMs / MINUTE_MS) * MINUTE_MS;
   const periodSeconds = Math.max(1, Math.ceil((window.endMs - startMs) / MINUTE_MS)) * 60;
-  const dimensions = Object.entries(METRIC_DIMENSIONS).map(([Name, Value]) => ({ Name, Value }));
+  const dimensions: { Name: string; Value: string }[] = Object.entries(METRIC_DIMENSIONS).map(([Name, Value]) => ({ Name, Value }));
+  if (options.endpoint !== undefined) dimensions.push({ Name: ENDPOINT_DIMENSION, Value: options.endpoint });
   const queries: MetricDataQuery[] = (Object.keys(QUERIES) as QueryId[]).map((id) => ({
     Id: id,
     MetricStat: {
@@ -102,8 +110,8 @@ export class CloudWatchMetricsReader implements MetricsReader {
     this.#client = options.client;
   }
 
-  async read(window: MetricsWindow): Promise<DeliveryMetrics> {
-    const request = metricDataRequest(window);
+  async read(window: MetricsWindow, options: MetricsReadOptions = {}): Promise<DeliveryMetrics> {
+    const request = metricDataRequest(window, options);
     const results: MetricDataResult[] = [];
     let nextToken: string | undefined;
     try {

@@ -25,6 +25,14 @@ export interface DeliveryMetrics {
   readonly latency: { readonly samples: number; readonly p50Ms: number | null; readonly p99Ms: number | null };
 }
 
+export interface MetricsReadOptions {
+  /**
+   * One endpoint's figures (a delivery's metrics carry its endpoint, docs/contract.md §11); the
+   * totals of every endpoint when absent.
+   */
+  readonly endpoint?: string;
+}
+
 export interface MetricsReader {
   /** Where the figures come from, for the operator: "CloudWatch (namespace Handoff, Service=handoff)". */
   readonly source: string;
@@ -32,7 +40,7 @@ export interface MetricsReader {
   readonly percentileMethod: string;
   /** The longest window it can answer for: how long its source keeps the figures it reads. */
   readonly maxWindowMs: number;
-  read(window: MetricsWindow): Promise<DeliveryMetrics>;
+  read(window: MetricsWindow, options?: MetricsReadOptions): Promise<DeliveryMetrics>;
 }
 
 /** The metrics could not be read: no permission, no such file, a malformed answer. */

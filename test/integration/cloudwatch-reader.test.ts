@@ -59,6 +59,18 @@ describe('Class: CloudWatchMetricsReader (SDK on loopback)', () => {
     });
   });
 
+  it("sends one endpoint's request with the Endpoint dimension beside Service", async () => {
+    stub = await startCloudWatchStub({ 'Delivered/Sum': [7] });
+
+    const metrics = await new CloudWatchMetricsReader({ client: clientFor(stub.url) }).read({ startMs: END_MS - DAY_MS, endMs: END_MS }, { endpoint: 'billing' });
+
+    expect(metrics.delivered).toBe(7);
+    expect(stub.requests[0]!.MetricDataQueries[0]!.MetricStat.Metric.Dimensions).toEqual([
+      { Name: 'Service', Value: 'handoff' },
+      { Name: 'Endpoint', Value: 'billing' },
+    ]);
+  });
+
   it('reports a refused call as MetricsUnavailableError naming AWS’s error', async () => {
     stub = await startCloudWatchStub({}, { status: 403, error: 'AccessDenied' });
 

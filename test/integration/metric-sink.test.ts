@@ -2,7 +2,7 @@
  * The sandbox's metric sink and its reader on a real file: what the workers' EMF lines become,
  * what `handoff stats` reads back, and how the file is kept (0600, bounded, removed on close).
  */
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -25,15 +25,15 @@ afterEach(() => {
 });
 
 /** The lines a consumer invocation writes for these deliveries (attempt number, latency when accepted). */
-function invocationLines(attempts: readonly { number: number; latencyMs?: number }[]): string[] {
+function invocationLines(attempts: readonly { number: number; latencyMs?: number; endpoint?: string }[], nowMs = NOW_MS): string[] {
   const lines: string[] = [];
-  const metrics = new MetricsRecorder({ service: 'handoff', write: (line) => void lines.push(line), now: () => NOW_MS });
+  const metrics = new MetricsRecorder({ service: 'handoff', write: (line) => void lines.push(line), now: () => nowMs });
   for (const attempt of attempts) {
-    metrics.attempted(attempt.number);
+    metrics.attempted(attempt.number, attempt.endpoint);
     if (attempt.latencyMs !== undefined) {
-      metrics.add('Delivered', 1);
-      metrics.add('DeliveryLatency', attempt.latencyMs);
-    } else metrics.add('Retries', 1);
+      metrics.add('Delivered', 1, attempt.endpoint);
+      metrics.add('DeliveryLatency', attempt.latencyMs, attempt.endpoint);
+    } else metrics.add('Retries', 1, attempt.endpoint);
   }
   metrics.flush();
   return lines;
@@ -72,6 +72,48 @@ describe('Class: MetricSink', () => {
       latency: { samples: 3, p50Ms: 40, p99Ms: 2_000 },
     });
     expect(sink.totals()).toEqual({ delivered: 3 });
+  });
+
+  it("keeps each endpoint's figures beside the totals, as CloudWatch keeps the Service and Service, Endpoint dimensions", async () => {
+    // Prepare: one invocation delivering to two endpoints, and the service's own unrouted count.
+    const path = join(directory, 'sandbox.metrics.json');
+    const sink = new MetricSink({ path, now: () => NOW_MS });
+    const lines = invocationLines([
+      { number: 1, latencyMs: 40, endpoint: 'billing' },
+      { number: 2, latencyMs: 900, endpoint: 'billing' },
+      { number: 1, endpoint: 'crm' },
+      { number: 1, latencyMs: 70, endpoint: 'crm' },
+    ]);
+
+    // Act
+    for (const line of lines) sink.accept(line);
+    sink.flush();
+    const reader = new SandboxMetricsReader({ path });
+    const [totals, billing, crm, nobody] = await Promise.all([
+      reader.read(LAST_DAY),
+      reader.read(LAST_DAY, { endpoint: 'billing' }),
+      reader.read(LAST_DAY, { endpoint: 'crm' }),
+      reader.read(LAST_DAY, { endpoint: 'nobody' }),
+    ]);
+
+    // Assess
+    expect(totals).toEqual({ delivered: 3, attempts: 4, retriedAttempts: 1, deadLettered: 0, latency: { samples: 3, p50Ms: 70, p99Ms: 900 } });
+    expect(billing).toEqual({ delivered: 2, attempts: 2, retriedAttempts: 1, deadLettered: 0, latency: { samples: 2, p50Ms: 40, p99Ms: 900 } });
+    expect(crm).toEqual({ delivered: 1, attempts: 2, retriedAttempts: 0, deadLettered: 0, latency: { samples: 1, p50Ms: 70, p99Ms: 70 } });
+    expect(nobody).toEqual({ delivered: 0, attempts: 0, retriedAttempts: 0, deadLettered: 0, latency: { samples: 0, p50Ms: null, p99Ms: null } });
+  });
+
+  it('forgets an endpoint with nothing in the last 24 h', async () => {
+    let nowMs = NOW_MS;
+    const path = join(directory, 'sandbox.metrics.json');
+    const sink = new MetricSink({ path, now: () => nowMs });
+    for (const line of invocationLines([{ number: 1, latencyMs: 40, endpoint: 'gone' }])) sink.accept(line);
+    sink.flush();
+
+    nowMs += DAY_MS + 2 * 3_600_000;
+    sink.flush();
+
+    expect((JSON.parse(readFileSync(path, 'utf8')) as { endpoints: Record<string, unknown> }).endpoints).toEqual({});
   });
 
   it('writes the file 0600 in a 0700 directory it creates', () => {
@@ -114,6 +156,17 @@ describe('Class: SandboxMetricsReader', () => {
 
     await expect(new SandboxMetricsReader({ path }).read(LAST_DAY)).rejects.toThrow(
       new MetricsUnavailableError(`no sandbox metrics file ${path}: the sandbox writes it while it runs`),
+    );
+  });
+
+  it("reads a version 1 file's totals, and says it keeps no figures per endpoint", async () => {
+    const path = join(directory, 'sandbox.metrics.json');
+    writeFileSync(path, '{"version":1,"retentionMs":86400000,"buckets":[]}');
+    const reader = new SandboxMetricsReader({ path });
+
+    expect((await reader.read(LAST_DAY)).delivered).toBe(0);
+    await expect(reader.read(LAST_DAY, { endpoint: 'billing' })).rejects.toThrow(
+      new MetricsUnavailableError(`the sandbox metrics file ${path} is malformed (version 1 keeps no figures per endpoint: restart the sandbox)`),
     );
   });
 

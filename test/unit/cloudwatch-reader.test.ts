@@ -40,6 +40,19 @@ describe('Function: metricDataRequest', () => {
     ]);
   });
 
+  it("asks for one endpoint's figures under the Service and Endpoint dimensions, as each delivery's document publishes them", () => {
+    const totals = metricDataRequest({ startMs: END_MS - DAY_MS, endMs: END_MS });
+    const billing = metricDataRequest({ startMs: END_MS - DAY_MS, endMs: END_MS }, { endpoint: 'billing' });
+
+    const dimensionsOf = (request: typeof totals) => (request.MetricDataQueries ?? []).map((q) => q.MetricStat?.Metric?.Dimensions);
+    expect(new Set(dimensionsOf(billing).map((d) => JSON.stringify(d)))).toEqual(
+      new Set([JSON.stringify([{ Name: 'Service', Value: 'handoff' }, { Name: 'Endpoint', Value: 'billing' }])]),
+    );
+    expect(billing.MetricDataQueries?.map((q) => [q.Id, q.MetricStat?.Metric?.MetricName, q.MetricStat?.Stat])).toEqual(
+      totals.MetricDataQueries?.map((q) => [q.Id, q.MetricStat?.Metric?.MetricName, q.MetricStat?.Stat]),
+    );
+  });
+
   it('uses a whole number of minutes as the period, as CloudWatch requires', () => {
     const request = metricDataRequest({ startMs: END_MS - 90_000, endMs: END_MS });
 

@@ -44,9 +44,38 @@ describe('Function: readMetricDocument', () => {
         DeliveryLatency: Array.from({ length: 100 }, (_, i) => i),
         Attempts: [2],
         RetriedAttempts: [1],
+        Unrouted: [0],
+        FannedOut: [0],
+        Dropped: [0],
       },
     });
     expect(documents[1]).toEqual({ timestampMs: NOW_MS, values: { DeliveryLatency: Array.from({ length: 50 }, (_, i) => i + 100) } });
+  });
+
+  it("reads back each endpoint's document with its endpoint, the service's own without one", () => {
+    // Prepare
+    const { metrics, lines } = recorder();
+    metrics.add('Unrouted', 1);
+    metrics.attempted(1, 'billing');
+    metrics.add('Delivered', 1, 'billing');
+    metrics.add('DeliveryLatency', 40, 'crm');
+
+    // Act
+    metrics.flush();
+    const documents = lines.map((line) => readMetricDocument(line));
+
+    // Assess
+    expect(documents.map((d) => [d?.endpoint, d?.values.Delivered, d?.values.Unrouted, d?.values.DeliveryLatency])).toEqual([
+      // The service's own document has every count, zero or not; an endpoint's, what it recorded.
+      [undefined, [0], [1], undefined],
+      ['billing', [1], undefined, undefined],
+      ['crm', undefined, undefined, [40]],
+    ]);
+    expect(lines.map((line) => (JSON.parse(line) as { _aws: { CloudWatchMetrics: { Dimensions: string[][] }[] } })._aws.CloudWatchMetrics[0]?.Dimensions)).toEqual([
+      [['Service']],
+      [['Service'], ['Service', 'Endpoint']],
+      [['Service'], ['Service', 'Endpoint']],
+    ]);
   });
 
   it('ignores log lines, other services’ and other namespaces’ documents, and lines that are not JSON', () => {

@@ -4,13 +4,17 @@ import { ReplayRefusedError } from '../../lib/ledger/errors';
 import { DEFAULT_ENDPOINT } from '../../lib/ledger/ledger';
 import { MemoryLedger } from '../../lib/ledger/memory-ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
+import { LedgerUnavailableError } from '../../lib/ledger/errors';
 import {
   CALLER_MAX_CHARS,
   OPERATOR_MAX_CHARS,
+  pacer,
   REASON_MAX_CHARS,
+  replayDeadDeliveries,
   replayDelivery,
   ReplayEnqueueError,
   ReplayInputError,
+  type BulkReplayTally,
 } from '../../lib/replay';
 import type { Ledger, ReplayInput } from '../../lib/ledger/ledger';
 
@@ -55,10 +59,10 @@ describe('Function: replayDelivery', () => {
   it('returns the row to pending first, then enqueues the original body', async () => {
     // Prepare
     const ledger = await ledgerWith('dead');
-    const enqueued: { body: string; stateThen: string | undefined }[] = [];
+    const enqueued: { body: string; endpoint: string | undefined; stateThen: string | undefined }[] = [];
     const queue = {
-      enqueue: async (body: string) => {
-        enqueued.push({ body, stateThen: (await ledger.get(key))?.state });
+      enqueue: async (body: string, options?: { endpoint?: string }) => {
+        enqueued.push({ body, endpoint: options?.endpoint, stateThen: (await ledger.get(key))?.state });
       },
     };
 
@@ -67,7 +71,8 @@ describe('Function: replayDelivery', () => {
 
     // Assess
     expect(record).toMatchObject({ state: 'pending', replays: 1, attempts: 0 });
-    expect(enqueued).toEqual([{ body: parsed().body, stateThen: 'pending' }]);
+    // A message for that delivery's endpoint alone: the event's other endpoints are not sent it again.
+    expect(enqueued).toEqual([{ body: parsed().body, endpoint: DEFAULT_ENDPOINT, stateThen: 'pending' }]);
   });
 
   it('refuses a pending record and enqueues nothing', async () => {
@@ -150,5 +155,103 @@ describe('Function: replayDelivery, the audit texts', () => {
 
     // Assess
     expect(asked).toEqual([{ ...input, operator, reason, caller }]);
+  });
+});
+
+describe('Function: pacer', () => {
+  it('lets the first call go at once and spaces the next ones 1000 / rate ms apart, on the clock it is given', async () => {
+    // Prepare: a clock that moves only when slept on, or when the "work" between calls takes time.
+    let clockMs = 0;
+    const slept: number[] = [];
+    const sleep = async (ms: number) => {
+      slept.push(ms);
+      clockMs += ms;
+    };
+    const pace = pacer(4, () => clockMs, sleep);
+
+    // Act: three calls back to back, then one after work slower than the interval.
+    await pace();
+    await pace();
+    await pace();
+    clockMs += 1000;
+    await pace();
+    await pace();
+
+    // Assess
+    expect(slept).toEqual([250, 250, 250]);
+  });
+});
+
+describe('Function: replayDeadDeliveries', () => {
+  const selection = { endpoint: DEFAULT_ENDPOINT, sinceMs: NOW_MS - 60_000, untilMs: NOW_MS + 60_000 };
+  const actor = { operator: 'alice', reason: 'fixed' };
+  const noSleep = async () => {};
+
+  it('counts a delivery the listing still shows as dead but the ledger finds replayed meanwhile as no longer dead, and goes on', async () => {
+    // Prepare: a listing read before another run replayed the row (an eventually consistent index).
+    const ledger = await ledgerWith('dead');
+    const stale = await ledger.listByState('dead');
+    await ledger.replay({ ...key, operator: 'bob', reason: 'first', nowMs: NOW_MS + 500 });
+    const enqueued: string[] = [];
+    const staleLedger = { replay: ledger.replay.bind(ledger), listByState: async () => stale };
+
+    // Act
+    const tally = await replayDeadDeliveries(
+      selection,
+      actor,
+      { ledger: staleLedger, queue: { enqueue: async (body) => void enqueued.push(body) } },
+      { ratePerSecond: 100, sleep: noSleep },
+    );
+
+    // Assess
+    expect(tally).toEqual({ matched: 1, replayed: 0, enqueueFailed: [], noLongerDead: 1, withoutEvent: 0 });
+    expect(enqueued).toEqual([]);
+    expect((await ledger.get(key))?.replays).toBe(1);
+  });
+
+  it('leaves out invalid messages, which hold no event, counting them', async () => {
+    const ledger = new MemoryLedger({ now: () => NOW_MS });
+    await ledger.admitInvalid(key, 'status is missing', DEFAULT_RETRY_POLICY, NOW_MS, 86_400);
+
+    const tally = await replayDeadDeliveries(selection, actor, { ledger, queue: { enqueue: async () => {} } }, { ratePerSecond: 100, sleep: noSleep });
+
+    expect(tally).toMatchObject({ matched: 0, replayed: 0, withoutEvent: 1 });
+  });
+
+  it('reports its progress after each delivery, and stops on a store failure with what it did reported', async () => {
+    // Prepare: a ledger whose replay fails as an unreachable store does.
+    const ledger = await ledgerWith('dead');
+    const failing = {
+      listByState: ledger.listByState.bind(ledger),
+      replay: async () => Promise.reject(new LedgerUnavailableError('ledger down')),
+    };
+    const progress: BulkReplayTally[] = [];
+
+    // Act
+    const run = replayDeadDeliveries(selection, actor, { ledger: failing, queue: { enqueue: async () => {} } }, {
+      ratePerSecond: 100,
+      sleep: noSleep,
+      onProgress: (tally) => progress.push(tally),
+    });
+
+    // Assess
+    await expect(run).rejects.toBeInstanceOf(LedgerUnavailableError);
+    expect(progress).toEqual([]);
+    const fine = await ledgerWith('dead');
+    await replayDeadDeliveries(selection, actor, { ledger: fine, queue: { enqueue: async () => {} } }, {
+      ratePerSecond: 100,
+      sleep: noSleep,
+      onProgress: (tally) => progress.push(tally),
+    });
+    expect(progress).toEqual([{ matched: 1, replayed: 1, enqueueFailed: [], noLongerDead: 0, withoutEvent: 0 }]);
+  });
+
+  it('refuses a rate that is not above 0 and audit texts it cannot keep, before reading anything', async () => {
+    const ledger = await ledgerWith('dead');
+    const deps = { ledger, queue: { enqueue: async () => {} } };
+
+    await expect(replayDeadDeliveries(selection, actor, deps, { ratePerSecond: 0 })).rejects.toBeInstanceOf(RangeError);
+    await expect(replayDeadDeliveries(selection, { ...actor, operator: ' ' }, deps, { ratePerSecond: 1 })).rejects.toBeInstanceOf(ReplayInputError);
+    expect((await ledger.get(key))?.state).toBe('dead');
   });
 });

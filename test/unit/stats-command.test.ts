@@ -2,8 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from 'commander';
 import { describeSince, parseSince, sinceOption, statsCommand } from '../../cli/commands/stats';
 import type { CommandContext } from '../../cli/context';
-import type { DeliveryRecord, DeliveryState, Page } from '../../lib/ledger/ledger';
-import { MetricsUnavailableError, type DeliveryMetrics, type MetricsReader, type MetricsWindow } from '../../lib/metrics/metrics-reader';
+import type { DeliveryRecord, DeliveryState, ListOptions, Page } from '../../lib/ledger/ledger';
+import {
+  MetricsUnavailableError,
+  type DeliveryMetrics,
+  type MetricsReader,
+  type MetricsReadOptions,
+  type MetricsWindow,
+} from '../../lib/metrics/metrics-reader';
 
 describe('Function: parseSince', () => {
   it('reads minutes, hours and days', () => {
@@ -40,26 +46,33 @@ describe('Function: statsCommand', () => {
   /** A context over a ledger listing and a metrics reader; no queue URLs, so no SQS call. */
   function context(reader: Partial<MetricsReader> & Pick<MetricsReader, 'read'>) {
     const windows: MetricsWindow[] = [];
+    const reads: MetricsReadOptions[] = [];
     const listed: DeliveryState[] = [];
+    const listOptions: ListOptions[] = [];
     const rows: Partial<Record<DeliveryState, Partial<DeliveryRecord>[]>> = {
-      pending: [{ stateSince: NOW_MS - 5_000 }],
-      dead: [{}, {}],
+      pending: [{ stateSince: NOW_MS - 5_000, endpoint: 'billing' }],
+      dead: [{ endpoint: 'billing' }, { endpoint: 'crm' }],
     };
     const ctx = {
       now: () => NOW_MS,
       target: { description: 'a test', connection: { kind: 'aws' } },
       ledger: () => ({
-        listByState: async (state: DeliveryState): Promise<Page> => (listed.push(state), { records: (rows[state] ?? []) as DeliveryRecord[] }),
+        listByState: async (state: DeliveryState, options: ListOptions = {}): Promise<Page> => {
+          listed.push(state);
+          listOptions.push(options);
+          const records = (rows[state] ?? []).filter((r) => options.endpoint === undefined || r.endpoint === options.endpoint);
+          return { records: records as DeliveryRecord[] };
+        },
       }),
       metrics: (): MetricsReader => ({
         source: 'the test reader',
         percentileMethod: 'exact',
         maxWindowMs: 24 * HOUR_MS,
         ...reader,
-        read: (window) => (windows.push(window), reader.read(window)),
+        read: (window, options = {}) => (windows.push(window), reads.push(options), reader.read(window)),
       }),
     } as unknown as CommandContext;
-    return { ctx, windows, listed };
+    return { ctx, windows, listed, listOptions, reads };
   }
 
   const metrics: DeliveryMetrics = { delivered: 8, attempts: 10, retriedAttempts: 2, deadLettered: 1, latency: { samples: 8, p50Ms: 50, p99Ms: 900 } };
@@ -83,6 +96,44 @@ describe('Function: statsCommand', () => {
       window: { since: '6h' },
     });
     expect(result.human).toContain('delivered, retry rate, latency: the test reader, the last 6 h; percentiles over 8 deliveries, exact');
+  });
+
+  it("with an endpoint, reads that endpoint's rows and metrics only, and says the queues' depths are the whole queues'", async () => {
+    const { ctx, listOptions, reads } = context({ read: async () => metrics });
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 100, endpoint: 'billing' });
+
+    expect(listOptions.map((o) => o.endpoint)).toEqual(['billing', 'billing']);
+    expect(reads).toEqual([{ endpoint: 'billing' }]);
+    expect(result.json).toMatchObject({
+      endpoint: 'billing',
+      pendingCount: 1,
+      deadCount: 1,
+      deliveredCount: 8,
+      sources: {
+        backlog: "the ledger's pending and dead rows of endpoint billing",
+        metrics: 'the test reader, endpoint billing only',
+        queues: "SQS's approximate counts of the whole queues, which every endpoint shares",
+      },
+    });
+    expect(result.json).not.toHaveProperty('byEndpoint');
+    expect(result.human.split('\n')[0]).toMatch(/^endpoint +billing$/);
+  });
+
+  it('without an endpoint, gives the totals and splits the backlog by endpoint from the rows it read', async () => {
+    const { ctx, listOptions, reads } = context({ read: async () => metrics });
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 100 });
+
+    expect(listOptions.map((o) => o.endpoint)).toEqual([undefined, undefined]);
+    expect(reads).toEqual([{}]);
+    expect(result.json).toMatchObject({
+      endpoint: null,
+      pendingCount: 1,
+      deadCount: 2,
+      byEndpoint: { billing: { pendingCount: 1, deadCount: 1 }, crm: { pendingCount: 0, deadCount: 1 } },
+    });
+    expect(result.human.split('\n')).toEqual(expect.arrayContaining([expect.stringMatching(/^ {2}billing +1 pending, 1 dead$/), expect.stringMatching(/^ {2}crm +0 pending, 1 dead$/)]));
   });
 
   it('shortens a window longer than the source keeps, and says so', async () => {

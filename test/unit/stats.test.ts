@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DeliveryMetrics } from '../../lib/metrics/metrics-reader';
-import { backlogStats, deliveryStartedAt, deliveryStats, retryRate } from '../../lib/stats';
+import { backlogByEndpoint, backlogStats, deliveryStartedAt, deliveryStats, retryRate } from '../../lib/stats';
 
 const NOW_MS = 1_800_000_000_000;
 
@@ -39,6 +39,22 @@ describe('Function: backlogStats', () => {
     const stats = backlogStats({ nowMs: NOW_MS, pending: [{ stateSince: NOW_MS + 2_000 }], dead: [] });
 
     expect(stats.oldestPendingAgeMs).toBe(0);
+  });
+});
+
+describe('Function: backlogByEndpoint', () => {
+  it('counts pending and dead rows per endpoint, by name, leaving out endpoints with neither', () => {
+    const split = backlogByEndpoint({
+      pending: [{ endpoint: 'warehouse' }, { endpoint: 'billing' }, { endpoint: 'warehouse' }],
+      dead: [{ endpoint: 'crm' }, { endpoint: 'billing' }],
+    });
+
+    expect(Object.entries(split)).toEqual([
+      ['billing', { pendingCount: 1, deadCount: 1 }],
+      ['crm', { pendingCount: 0, deadCount: 1 }],
+      ['warehouse', { pendingCount: 2, deadCount: 0 }],
+    ]);
+    expect(backlogByEndpoint({ pending: [], dead: [] })).toEqual({});
   });
 });
 
