@@ -1,9 +1,16 @@
 /**
- * `handoff endpoint …` end to end (docs/contract.md §11): each subcommand's output, exit status and
- * `--json`, against a real registry table on dynalite named explicitly (`--endpoints-table`, with
- * the standard AWS environment pointing at the emulator), as an operator targets a deployment by
- * its names. The secret is printed by `add` (when generated) and `rotate-secret` only: every other
- * output is checked not to hold it.
+ * `handoff endpoint …` end to end (docs/contract.md §11), in two settings:
+ *
+ * - against the running sandbox, found through its state file as an operator's shell finds it: the
+ *   endpoints it seeded listed, and each change the command makes reaching deliveries: an endpoint
+ *   added gets its events signed with the secret `add` printed, a disabled one gets none, a rotated
+ *   secret signs the next, a removed endpoint gets nothing more;
+ * - against a registry table on dynalite named explicitly (`--endpoints-table`, with the standard
+ *   AWS environment pointing at the emulator), as an operator targets a deployment by its names:
+ *   each subcommand's output, exit status, `--json` and refusals.
+ *
+ * The secret is printed by `add` (when generated) and `rotate-secret` only: every other output is
+ * checked not to hold it.
  *
  * The commands run in this process through cli/main.ts's `main` once main.ts registers them;
  * until then through `addEndpointCommands` on a program built here the way main.ts builds its own
@@ -12,7 +19,8 @@
  * Who disables or enables an endpoint is recorded as the name typed and, in AWS, the STS identity
  * of the credentials (as replay's audit does): a loopback stand-in answers GetCallerIdentity.
  *
- * The tests share one table and run in order: later ones use endpoints earlier ones added.
+ * Within each block the tests share one registry and run in order: later ones use endpoints
+ * earlier ones added. Run the file, not a single test.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -29,7 +37,11 @@ import { ConfigError } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { createSigner } from '../../lib/webhook/signing-secret';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
+import { SANDBOX_ENDPOINTS_CACHE_MS } from '../../sandbox/sandbox';
 import { emulatorDynamoDbClient, startDynalite, type Dynalite } from '../helpers/dynalite';
+import { startTestReceiver, type ReceivedRequest, type TestReceiver } from '../helpers/receiver';
+import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 
 const TABLE = 'handoff-endpoints-cli';
 const CALLER_ARN = 'arn:aws:iam::123456789012:user/ops';
@@ -62,8 +74,10 @@ let sts: Server;
 let registry: DynamoDbEndpointRegistry;
 let client: ReturnType<typeof emulatorDynamoDbClient>;
 const savedEnv = { ...process.env };
-/** Every secret printed so far, and every output printed since: no output but its own may hold one. */
+/** Every secret known, and every output printed: no output but its own add or rotate-secret may hold one. */
 const secrets: string[] = [];
+/** The secrets the command generated: each printed in exactly one output. */
+const generated: string[] = [];
 const outputs: { args: readonly string[]; text: string }[] = [];
 
 function collector() {
@@ -134,12 +148,15 @@ async function runHere(argv: readonly string[], io: Io): Promise<number> {
 
 let viaMain = false;
 
-/** `handoff endpoint <args> --endpoints-table TABLE`, in this process. */
+/** The target options every `handoff` call of the block running adds (none: the sandbox's state file). */
+let targetArgs: readonly string[] = [];
+
+/** `handoff endpoint <args>` with the block's target, in this process. */
 async function handoff(args: readonly string[], options: { target?: readonly string[] } = {}): Promise<CliRun> {
   const stdout = collector();
   const stderr = collector();
   const io = { stdin: process.stdin, stdout: stdout.stream, stderr: stderr.stream } as Io;
-  const argv = ['node', 'handoff', 'endpoint', ...args, ...(options.target ?? ['--endpoints-table', TABLE])];
+  const argv = ['node', 'handoff', 'endpoint', ...args, ...(options.target ?? targetArgs)];
   const code = viaMain ? await main(argv, io) : await runHere(argv, io);
   const run = { code, stdout: stdout.text(), stderr: stderr.text() };
   outputs.push({ args, text: run.stdout + run.stderr });
@@ -157,35 +174,44 @@ function printedSecret(run: CliRun): string {
   return match[1];
 }
 
-beforeAll(async () => {
-  dynalite = await startDynalite();
-  const callerIdentity = await startCallerIdentity();
-  sts = callerIdentity.server;
-  // The standard AWS environment, pointed at the emulator: how an operator names a deployment.
-  Object.assign(process.env, {
-    AWS_ENDPOINT_URL_DYNAMODB: dynalite.endpoint,
-    AWS_ENDPOINT_URL_STS: callerIdentity.endpoint,
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'test',
-    AWS_SECRET_ACCESS_KEY: 'test',
-    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-  });
-  for (const name of Object.keys(process.env)) if (name.startsWith('HANDOFF_') || name === 'AWS_PROFILE') delete process.env[name];
-  client = emulatorDynamoDbClient(dynalite.endpoint);
-  await createEndpointsTable(client, TABLE);
-  registry = new DynamoDbEndpointRegistry({ client, tableName: TABLE });
+beforeAll(() => {
   viaMain = mainHasEndpointCommands();
+  for (const name of Object.keys(process.env)) if (name.startsWith('HANDOFF_') || name.startsWith('AWS_')) delete process.env[name];
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 });
 
-afterAll(async () => {
+afterAll(() => {
   process.env = savedEnv;
-  client?.destroy();
-  await dynalite?.close();
-  await new Promise((resolve) => sts?.close(resolve));
 });
 
 describe('handoff endpoint (against a registry named with --endpoints-table)', () => {
   let acmeSecret: string;
+
+  beforeAll(async () => {
+    dynalite = await startDynalite();
+    const callerIdentity = await startCallerIdentity();
+    sts = callerIdentity.server;
+    // The standard AWS environment, pointed at the emulator: how an operator names a deployment.
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL_DYNAMODB: dynalite.endpoint,
+      AWS_ENDPOINT_URL_STS: callerIdentity.endpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+    });
+    targetArgs = ['--endpoints-table', TABLE];
+    client = emulatorDynamoDbClient(dynalite.endpoint);
+    await createEndpointsTable(client, TABLE);
+    registry = new DynamoDbEndpointRegistry({ client, tableName: TABLE });
+  });
+
+  afterAll(async () => {
+    for (const name of ['AWS_ENDPOINT_URL_DYNAMODB', 'AWS_ENDPOINT_URL_STS', 'AWS_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']) delete process.env[name];
+    targetArgs = [];
+    client?.destroy();
+    await dynalite?.close();
+    await new Promise((resolve) => sts?.close(resolve));
+  });
 
   it('lists no endpoints in an empty registry', async () => {
     const human = await handoff(['list']);
@@ -214,6 +240,7 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(run.stderr).toBe('');
     acmeSecret = printedSecret(run);
     secrets.push(acmeSecret);
+    generated.push(acmeSecret);
     expect(run.stdout.split(acmeSecret)).toHaveLength(2);
     expect(run.stdout).toContain('shown once');
     expect(run.stdout).toContain('url          https://hooks.acme.example/handoff?token=***');
@@ -238,6 +265,7 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(body).toMatchObject({ name: 'zephyr', url: 'https://zephyr.example/hook', state: 'enabled', eventTypes: ['*'], secret: 'set', parked: 0 });
     expect(body.generatedSecret).toMatch(/^whsec_/);
     secrets.push(body.generatedSecret as string);
+    generated.push(body.generatedSecret as string);
     expect((await registry.get('zephyr'))?.fields.secret).toBe(body.generatedSecret);
   });
 
@@ -414,6 +442,7 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(run.code).toBe(0);
     const fresh = printedSecret(run);
     secrets.push(fresh);
+    generated.push(fresh);
     expect(fresh).not.toBe(acmeSecret);
     expect(run.stdout).not.toContain(acmeSecret);
     expect((await registry.get('acme'))?.fields.secret).toBe(fresh);
@@ -447,15 +476,173 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(run.code).toBe(2);
     expect(run.stderr).toBe('handoff: the names given names no endpoint registry table: pass --endpoints-table\n');
   });
+});
 
+/** Seeded from the sandbox's endpoints file: takes delivered events, whatever the carrier. */
+const OPS_SECRET = 'whsec_T7ojJeNsUogA3D9W+2rOXCHVIoj2XRbaCCjTarhNdhk=';
+/** How long the consumer may take to deliver or settle; below the test's own timeout. */
+const SETTLE_MS = 60_000;
+
+describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 }, () => {
+  let sandbox: SandboxProcess;
+  let clients: SandboxClients;
+  let ops: TestReceiver;
+  let acme: TestReceiver;
+  let acmeSecret: string;
+
+  beforeAll(async () => {
+    ops = await startTestReceiver();
+    acme = await startTestReceiver();
+    sandbox = await startSandboxProcess({
+      endpoints: [{ name: 'ops', url: ops.url, eventTypes: ['shipment.delivered'], secret: OPS_SECRET }],
+      env: { HANDOFF_RETRY_SCHEDULE: '1', HANDOFF_MAX_ATTEMPTS: '3', HANDOFF_ATTEMPT_TIMEOUT_MS: '2000', HANDOFF_MAX_CONCURRENCY: '2' },
+    });
+    clients = new SandboxClients(sandbox.ready);
+    secrets.push(OPS_SECRET);
+    // No target options: the command finds the sandbox through its state file.
+    targetArgs = [];
+    process.env.HANDOFF_SANDBOX_FILE = sandbox.stateFile;
+  }, 120_000);
+
+  afterAll(async () => {
+    delete process.env.HANDOFF_SANDBOX_FILE;
+    clients?.close();
+    await sandbox?.stop('SIGKILL');
+    await ops?.close();
+    await acme?.close();
+  });
+
+  function shipment(id: string, status: string, carrier: string): string {
+    return JSON.stringify({ id, shipmentId: `shp_${id}`, status, occurredAt: '2026-12-03T04:00:00Z', data: { carrier } });
+  }
+
+  /** Until every worker's copy of the registry is newer than the change just made. */
+  async function changeReachesWorkers(): Promise<void> {
+    // A copy is used for at most SANDBOX_ENDPOINTS_CACHE_MS after its read answered; a read under
+    // way while the change was written may still answer without it. Three times covers both.
+    await new Promise((resolve) => setTimeout(resolve, 3 * SANDBOX_ENDPOINTS_CACHE_MS));
+  }
+
+  /** The one request a receiver got for an event, once it has come. */
+  function requestFor(receiver: TestReceiver, eventId: string): Promise<ReceivedRequest> {
+    return eventually(`a request for ${eventId}`, async () => receiver.requestsFor(eventId)[0], {
+      timeoutMs: SETTLE_MS,
+      describe: () => `requests so far: ${receiver.requests.map((r) => r.eventId).join(', ') || 'none'}`,
+    });
+  }
+
+  async function queueDrains(): Promise<void> {
+    await eventually('the delivery queue to drain', async () => (await clients.queueDepth()) === 0, {
+      timeoutMs: SETTLE_MS,
+      describe: async () => `${await clients.queueDepth()} message(s)`,
+    });
+  }
+
+  it('lists the endpoints the sandbox seeded, and shows one with the sandbox\'s settings', async () => {
+    const listed = await handoff(['list', '--json']);
+    const shown = await handoff(['show', 'ops', '--json']);
+
+    expect(listed.code).toBe(0);
+    expect(json<unknown[]>(listed)).toEqual([
+      expect.objectContaining({ name: 'ops', url: ops.url, state: 'enabled', eventTypes: ['shipment.delivered'], parked: 0, secret: 'set' }),
+    ]);
+    expect(json(shown)).toMatchObject({
+      name: 'ops',
+      effective: { retrySchedule: [1], maxAttempts: 3, attemptTimeoutMs: 2000 },
+      settingsFrom: 'the settings of the sandbox',
+    });
+  });
+
+  it("checks an endpoint against the sandbox's settings: an attempt timeout above its own is refused", async () => {
+    const run = await handoff(['add', '--name', 'slow', '--url', acme.url, '--event-types', '*', '--attempt-timeout-ms', '5000']);
+
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("attemptTimeoutMs must be at most the deployment's attemptTimeoutMs (2000)");
+    expect(run.stderr).toContain('(checked against the settings of the sandbox)');
+  });
+
+  it('adds an endpoint whose events then arrive signed with the secret add printed, and only its events', async () => {
+    const added = await handoff(['add', '--name', 'acme', '--url', acme.url, '--event-types', '*', '--match', 'data.carrier=acme']);
+    expect(added.code).toBe(0);
+    acmeSecret = printedSecret(added);
+    secrets.push(acmeSecret);
+    generated.push(acmeSecret);
+    await changeReachesWorkers();
+
+    await clients.sendAll([shipment('evt_cli_ep_zephyr', 'in_transit', 'zephyr'), shipment('evt_cli_ep_acme', 'in_transit', 'acme')]);
+    const request = await requestFor(acme, 'evt_cli_ep_acme');
+    await queueDrains();
+
+    expect(acme.verify(request, acmeSecret)).toBe(true);
+    expect(acme.requests.map((r) => r.eventId)).toEqual(['evt_cli_ep_acme']);
+    expect(ops.requests).toEqual([]);
+  });
+
+  it('disables it: the next event for it goes to the other endpoint only, with no row for it', async () => {
+    const disabled = await handoff(['disable', 'acme', '--reason', 'receiver migration', '--operator', 'alice']);
+    expect(disabled).toMatchObject({ code: 0, stdout: 'endpoint acme disabled by alice: receiver migration\n' });
+    await changeReachesWorkers();
+
+    await clients.send(shipment('evt_cli_ep_disabled', 'delivered', 'acme'));
+    await requestFor(ops, 'evt_cli_ep_disabled');
+    await queueDrains();
+
+    expect(acme.requestsFor('evt_cli_ep_disabled')).toEqual([]);
+    expect(await clients.ledger.get({ eventId: 'evt_cli_ep_disabled', endpoint: 'acme' })).toBeUndefined();
+    expect(json<Record<string, unknown>[]>(await handoff(['list', '--json'])).find((e) => e.name === 'acme')).toMatchObject({
+      state: 'disabled',
+      stateChange: { by: 'alice', reason: 'receiver migration' },
+    });
+  });
+
+  it('enables it again: the next event reaches it', async () => {
+    expect((await handoff(['enable', 'acme', '--operator', 'alice'])).code).toBe(0);
+    await changeReachesWorkers();
+
+    await clients.send(shipment('evt_cli_ep_enabled', 'delivered', 'acme'));
+
+    expect(acme.verify(await requestFor(acme, 'evt_cli_ep_enabled'), acmeSecret)).toBe(true);
+    await requestFor(ops, 'evt_cli_ep_enabled');
+  });
+
+  it('rotates its secret: the next event is signed with the new one, not the old', async () => {
+    const rotated = await handoff(['rotate-secret', 'acme']);
+    expect(rotated.code).toBe(0);
+    const fresh = printedSecret(rotated);
+    secrets.push(fresh);
+    generated.push(fresh);
+    await changeReachesWorkers();
+
+    await clients.send(shipment('evt_cli_ep_rotated', 'in_transit', 'acme'));
+    const request = await requestFor(acme, 'evt_cli_ep_rotated');
+
+    expect(acme.verify(request, fresh)).toBe(true);
+    expect(acme.verify(request, acmeSecret)).toBe(false);
+  });
+
+  it('removes it: the next event for it reaches nobody, and the list no longer has it', async () => {
+    const removed = await handoff(['remove', 'acme']);
+    expect(removed).toMatchObject({ code: 0, stdout: 'removed endpoint acme\n' });
+    await changeReachesWorkers();
+    const before = acme.requests.length;
+
+    await clients.send(shipment('evt_cli_ep_removed', 'delivered', 'acme'));
+    await requestFor(ops, 'evt_cli_ep_removed');
+    await queueDrains();
+
+    expect(acme.requests).toHaveLength(before);
+    expect(json<Record<string, unknown>[]>(await handoff(['list', '--json'])).map((e) => e.name)).toEqual(['ops']);
+  });
+});
+
+describe('secrets in the output', () => {
   it('printed each secret only where it was made', () => {
     const leaks = outputs.flatMap(({ args, text }) =>
       secrets.filter((secret) => text.includes(secret) && !(args[0] === 'add' || args[0] === 'rotate-secret')).map(() => args.join(' ')),
     );
 
-    expect(secrets.length).toBeGreaterThanOrEqual(4);
+    expect(generated.length).toBeGreaterThanOrEqual(5);
     expect(leaks).toEqual([]);
-    // And each secret that was printed, in exactly one output.
-    for (const secret of secrets.slice(0, 2)) expect(outputs.filter(({ text }) => text.includes(secret))).toHaveLength(1);
+    for (const secret of generated) expect(outputs.filter(({ text }) => text.includes(secret))).toHaveLength(1);
   });
 });
