@@ -320,7 +320,8 @@ function inheritedEnvironment(): NodeJS.ProcessEnv {
 
 /**
  * One consumer output line as the sandbox shows it: delivery decisions compactly, by event ID and
- * endpoint (`evt_42 → carrier-acme delivered`, `evt_42 → billing retry in 1 s (temporary (503))`),
+ * endpoint (`evt_42 → carrier-acme, notifications fanned out`, `evt_42 → carrier-acme delivered`,
+ * `evt_42 → billing retry in 1 s (temporary, after temporary (503))`, `evt_43 unrouted (…)`),
  * warnings and errors always, metric documents never. Consumer lines carry event IDs and codes, no
  * payloads.
  */
@@ -348,6 +349,9 @@ function describeDecision(entry: Record<string, unknown>): string {
   const subject = `${String(entry.eventId ?? '(no id)')}${endpoints.length > 0 ? ` → ${endpoints.join(', ')}` : ''}`;
   const why = entry.why ?? entry.reason;
   if (entry.action === 'ack' && why === 'delivered') return `${subject} delivered`;
+  // A producer's message: handed on as one message per endpoint, or wanted by no endpoint.
+  if (entry.action === 'ack' && why === 'fanned-out') return `${subject} fanned out`;
+  if (entry.action === 'ack' && why === 'unrouted') return `${subject} unrouted (no endpoint subscribes)`;
   const wait = entry.action === 'retry' && typeof entry.afterSeconds === 'number' ? ` in ${entry.afterSeconds} s` : '';
   const detail = [why, entry.outcome ? `after ${String(entry.outcome)}` : undefined, entry.queueError ? 'the queue call failed' : undefined]
     .filter(Boolean)

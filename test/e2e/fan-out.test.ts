@@ -252,6 +252,8 @@ describe('Fan-out: one event, each endpoint its own delivery', { timeout: TEST_T
   it('shows each decision on standard error by event ID and endpoint, never a payload', () => {
     const log = sandbox.stderr();
     const decided = (pattern: RegExp) => log.some((line) => pattern.test(line));
+    expect(decided(/^worker \d+: evt_fan_all → billing, carrier-acme, notifications fanned out$/)).toBe(true);
+    expect(decided(/^worker \d+: evt_fan_none unrouted \(no endpoint subscribes\)$/)).toBe(true);
     expect(decided(/^worker \d+: evt_fan_all → carrier-acme delivered$/)).toBe(true);
     expect(decided(/^worker \d+: evt_fan_all → notifications retry in \d+ s \(temporary, after temporary \(503\)\)$/)).toBe(true);
     expect(decided(/^worker \d+: evt_fan_all → notifications delivered$/)).toBe(true);
