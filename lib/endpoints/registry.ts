@@ -70,8 +70,10 @@ export const ENDPOINTS_CACHE_MS = 15_000;
 
 /**
  * The registry as the consumer reads it: one `list` per `ttlMs`, shared by the concurrent callers of
- * a container. A failed read is retried on the next call; while a copy exists, a failed refresh
- * keeps using it (an outage of the registry's table must not stop delivery to known endpoints).
+ * a container. A failed first read fails its callers and is retried on the next call. While a copy
+ * exists, a failed refresh keeps using it for another `ttlMs` before reading again: an outage of
+ * the registry's table must not stop delivery to known endpoints, nor make every batch wait for
+ * another failing read (the SDK's retries, a connection that hangs until its timeout).
  */
 export function cachedEndpoints(
   registry: Pick<EndpointRegistry, 'list'>,
@@ -91,8 +93,9 @@ export function cachedEndpoints(
           return records;
         },
         (error: unknown) => {
-          if (copy !== undefined) return copy.records;
-          throw error;
+          if (copy === undefined) throw error;
+          copy = { records: copy.records, at: now() };
+          return copy.records;
         },
       )
       .finally(() => {

@@ -1,6 +1,7 @@
 /**
  * The consumer's copy of the registry (`cachedEndpoints`): one read per ttl, shared by concurrent
- * callers; a failed first read is retried on the next call; a failed refresh keeps the last copy.
+ * callers; a failed first read is retried on the next call; a failed refresh keeps the last copy
+ * for another ttl.
  * A fake clock and a registry whose reads the test answers.
  */
 import { describe, expect, it } from 'vitest';
@@ -106,7 +107,7 @@ describe('Function: cachedEndpoints', () => {
     expect(scripted.reads).toBe(2);
   });
 
-  it('keeps its last copy when a refresh fails, and tries again on the next call', async () => {
+  it('keeps its last copy when a refresh fails, for another ttl before reading again', async () => {
     let nowMs = 0;
     const scripted = scriptedRegistry();
     const endpoints = cachedEndpoints(scripted.registry, { ttlMs: 1000, now: () => nowMs });
@@ -118,10 +119,16 @@ describe('Function: cachedEndpoints', () => {
     const during = endpoints();
     scripted.fail(new Error('throttled'));
     const kept = await during;
+    nowMs = 5999;
+    const stillKept = await endpoints();
+    const readsWhileKept = scripted.reads;
+    nowMs = 6000;
     const next = endpoints();
     scripted.answer([endpoint('zephyr')]);
 
     expect(kept).toBe(copy);
+    expect(stillKept).toBe(copy);
+    expect(readsWhileKept).toBe(2);
     expect((await next).map((e) => e.fields.name)).toEqual(['zephyr']);
     expect(scripted.reads).toBe(3);
   });
