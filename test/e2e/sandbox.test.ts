@@ -335,6 +335,13 @@ describe('Sandbox: what the receiver saw', () => {
     expect([...receiver.applied].sort()).toEqual([...delivered].sort());
   });
 
+  it('showed each decision by event ID and its endpoint, the single-URL settings\' default', () => {
+    const log = sandbox.stderr();
+    expect(log.some((line) => /^worker \d+: evt_503 → default retry in \d+ s \(temporary, after temporary \(503\)\)$/.test(line))).toBe(true);
+    expect(log.some((line) => /^worker \d+: evt_503 → default delivered$/.test(line))).toBe(true);
+    expect(log.some((line) => /^worker \d+: evt_400 → default dead-letter \(rejected, after rejected \(400\)\)$/.test(line))).toBe(true);
+  });
+
   it('never logged a payload', () => {
     const log = sandbox.stderr().join('\n');
     expect(log).not.toContain('shp_evt_');
