@@ -2,16 +2,21 @@
  * The handoff CDK app: one stack (default name `Handoff`, context `stackName` overrides) around
  * the WebhookDelivery construct, checked by cdk-nag's AwsSolutions rules at synth.
  *
- * Context beyond the settings: `stackName`, `alarmTopicArn` (an SNS topic for alarms), and
+ * Context beyond the settings: `stackName`, `alarmTopicArn` (an SNS topic for alarms),
  * `signingSecret` (the complete ARN of an existing secret, or `none` for unsigned webhooks; unset,
- * the stack generates one).
+ * the stack generates one), and `endpointsFile`: a JSON file `{"endpoints": [ … ]}` of endpoints
+ * the stack seeds into its registry (docs/contract.md §11), each signing secret the complete ARN of
+ * a Secrets Manager secret (a value would land in the template). With it, `webhookUrl` is optional:
+ * given, it adds the endpoint `default`; absent, no `WebhookUrl` parameter is asked for.
  *
  * Settings come from CDK context and pass through lib/config.ts's `readSettings`, the same parser
  * the local sandbox applies to its `HANDOFF_*` variables:
  *
  *   npx cdk deploy -c webhookUrl=https://receiver.example.com/hooks -c retrySchedule=30,120,600
  *   npx cdk deploy --parameters WebhookUrl=https://receiver.example.com/hooks
+ *   npx cdk deploy -c endpointsFile=endpoints.json
  */
+import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { App, CfnOutput, CfnParameter, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -19,8 +24,9 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import { ConfigError, readSettings, SETTING_VARIABLES, type Settings } from '../lib/config';
+import { deploymentToJson, EndpointError, parseEndpointFields, type EndpointFields } from '../lib/endpoints/endpoint';
 import { STACK_OUTPUTS } from '../lib/stack-outputs';
-import { WebhookDelivery, type WebhookDeliveryProps } from './webhook-delivery';
+import { WebhookDelivery, type EndpointDeclaration, type WebhookDeliveryProps } from './webhook-delivery';
 
 /** CDK context key → the `HANDOFF_*` variable lib/config.ts reads for the same setting. */
 export const SETTINGS_CONTEXT = SETTING_VARIABLES;
@@ -59,6 +65,34 @@ export function webhookUrlPattern(allowHttp: boolean): string {
   return `^${allowHttp ? 'https?' : 'https'}://[^\\s/?#@]+([/?#]\\S*)?$`;
 }
 
+/**
+ * Reads the endpoints file the `endpointsFile` context names: `{"endpoints": [ … ]}`, each checked
+ * for its shape (the deployment's rules are checked by the construct), each secret an ARN.
+ * @throws ConfigError naming the context key and the file, EndpointError naming the endpoint and field
+ */
+export function endpointsFromFile(path: string): EndpointFields[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    const problem = error instanceof SyntaxError ? 'is not valid JSON' : 'cannot be read';
+    throw new ConfigError('endpointsFile', `(CDK context) ${path} ${problem}`);
+  }
+  const list = (json as { endpoints?: unknown } | null)?.endpoints;
+  if (!Array.isArray(list)) throw new ConfigError('endpointsFile', `(CDK context) ${path} must hold {"endpoints": [ … ]}`);
+  return list.map((raw: unknown) => {
+    const fields = parseEndpointFields(raw);
+    if (fields.secret !== undefined && !fields.secret.startsWith('arn:')) {
+      throw new EndpointError(
+        fields.name,
+        'secret',
+        `must be the complete ARN of a Secrets Manager secret in ${path}: a value would land in the template (the value is not shown)`,
+      );
+    }
+    return fields;
+  });
+}
+
 /** Context from the command line is a string; from cdk.json it may be a number, boolean or list. */
 function contextString(value: unknown): string | undefined {
   if (value === undefined || value === null) return undefined;
@@ -72,6 +106,8 @@ export interface HandoffStackProps extends StackProps {
   readonly alarmTopicArn?: string;
   /** An existing secret (complete ARN) holding the signing key; `'none'` sends unsigned; unset generates one. */
   readonly signingSecret?: string | 'none';
+  /** Endpoints to seed, as `endpointsFromFile` reads them: each secret the complete ARN of a secret. */
+  readonly endpoints?: readonly EndpointFields[];
 }
 
 export class HandoffStack extends Stack {
@@ -81,21 +117,27 @@ export class HandoffStack extends Stack {
     super(scope, id, props);
     const signing = props.signingSecret;
     const settings = props.delivery.settings;
+    const endpoints: EndpointDeclaration[] = (props.endpoints ?? []).map(({ secret, ...fields }) => ({
+      ...fields,
+      ...(secret !== undefined ? { secret: Secret.fromSecretCompleteArn(this, `EndpointSecret-${fields.name}`, secret) } : {}),
+    }));
     // Given at synth (`-c webhookUrl=…`) it is validated there; otherwise it is a parameter of
-    // the deployment, so `cdk synth` works with no settings at all.
+    // the deployment, so `cdk synth` works with no settings at all; with declared endpoints and no
+    // webhook URL there is no endpoint `default` and nothing to ask for.
     const webhookUrl =
       settings.webhookUrl ??
-      new CfnParameter(this, 'WebhookUrl', {
+      (endpoints.length > 0 ? undefined : new CfnParameter(this, 'WebhookUrl', {
         type: 'String',
         description: "The receiver's endpoint (https://…); or set it at synth with -c webhookUrl=…",
         // A receiver's URL may carry a token in its query: CloudFormation never shows the value.
         noEcho: true,
         allowedPattern: webhookUrlPattern(settings.allowHttp ?? false),
         constraintDescription: `must be an ${settings.allowHttp ? 'http(s)' : 'https'} URL without user:password@`,
-      }).valueAsString;
+      }).valueAsString);
     this.delivery = new WebhookDelivery(this, 'Delivery', {
       ...props.delivery,
       settings: { ...settings, webhookUrl },
+      ...(endpoints.length > 0 ? { endpoints: [...(props.delivery.endpoints ?? []), ...endpoints] } : {}),
       signingSecret:
         signing === undefined ? 'generate'
         : signing === 'none' ? 'none'
@@ -109,7 +151,10 @@ export class HandoffStack extends Stack {
     new CfnOutput(this, STACK_OUTPUTS.ledgerTableName, { value: d.ledgerTable.tableName });
     new CfnOutput(this, STACK_OUTPUTS.consumerFunctionName, { value: d.consumer.functionName });
     // `handoff send --stack` checks events against this, not the operator's own setting.
-    new CfnOutput(this, STACK_OUTPUTS.payloadLimitBytes, { value: String(settings.payloadLimitBytes) });
+    new CfnOutput(this, STACK_OUTPUTS.payloadLimitBytes, { value: String(d.settings.payloadLimitBytes) });
+    // `handoff endpoint …` writes the registry and checks an endpoint against these defaults and limits.
+    new CfnOutput(this, STACK_OUTPUTS.endpointsTableName, { value: d.endpointRegistry.table.tableName });
+    new CfnOutput(this, STACK_OUTPUTS.endpointDefaults, { value: JSON.stringify(deploymentToJson(d.settings)) });
     if (d.signingSecret) new CfnOutput(this, 'SigningSecretArn', { value: d.signingSecret.secretArn });
   }
 }
@@ -120,6 +165,7 @@ export function buildApp(app = new App()): App {
   const stackName = contextString(context('stackName')) ?? 'Handoff';
   const alarmTopicArn = contextString(context('alarmTopicArn'));
   const signingSecret = contextString(context('signingSecret'));
+  const endpointsFile = contextString(context('endpointsFile'));
 
   new HandoffStack(app, stackName, {
     stackName,
@@ -127,6 +173,7 @@ export function buildApp(app = new App()): App {
     delivery: { settings: settingsFromContext(context) },
     ...(alarmTopicArn ? { alarmTopicArn } : {}),
     ...(signingSecret ? { signingSecret } : {}),
+    ...(endpointsFile ? { endpoints: endpointsFromFile(endpointsFile) } : {}),
   });
 
   // With an unacknowledged finding, synth fails and lists it in validation-report.json.
@@ -139,7 +186,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   try {
     buildApp().synth();
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
+    if (!(error instanceof ConfigError || error instanceof EndpointError)) throw error;
     console.error(`handoff: ${error.message}`);
     process.exit(1);
   }

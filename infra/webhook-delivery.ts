@@ -6,6 +6,12 @@
  * message. The queue decides *when* work runs (visibility timeout = the retry wait), the ledger
  * decides *what* work may do. Settings come from lib/config.ts, the same definition the local
  * sandbox reads, so the numbers here (timeouts, redrive count) are derived, never repeated.
+ *
+ * Endpoints (docs/contract.md §11) live in the endpoint registry (infra/endpoint-registry.ts), which
+ * the consumer reads and `handoff endpoint …` writes. The single-URL settings (`webhookUrl`, the
+ * stack's signing secret) are the endpoint `default`, subscribed to every event type, and the
+ * construct's `endpoints` are seeded beside it at deploy; the consumer is deployed after the seeds,
+ * so it never reads a registry that lacks them.
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -33,8 +39,12 @@ import {
   validateSettings,
   type Settings,
 } from '../lib/config';
+import { ALL_EVENT_TYPES, DEFAULT_ENDPOINT_NAME } from '../lib/endpoints/endpoint';
 import { LEDGER_SCHEMA } from '../lib/ledger/dynamodb-schema';
-import { METRIC_DIMENSIONS, METRICS_NAMESPACE, type MetricName } from '../lib/observability';
+import { ENDPOINT_DIMENSION, METRIC_DIMENSIONS, METRICS_NAMESPACE, type MetricName } from '../lib/observability';
+import { EndpointRegistry, type EndpointDeclaration } from './endpoint-registry';
+
+export { DECLARED_ATTRIBUTE, EndpointRegistry, type EndpointDeclaration } from './endpoint-registry';
 
 /** The consumer function's memory, MB, unless `memorySizeMb` says otherwise (the cost model prices it). */
 export const CONSUMER_MEMORY_MB = 256;
@@ -58,11 +68,20 @@ export const METRICS = {
     deliveryLatency: 'DeliveryLatency',
     /** Seconds: how long a pending event had waited when an attempt started. */
     pendingAge: 'PendingAge',
+    /** Count: valid events no endpoint subscribes to (acknowledged, not stored). */
+    unrouted: 'Unrouted',
+    /** Count: endpoint deliveries routing put on the queue as messages of their own. */
+    fannedOut: 'FannedOut',
+    /** Count: deliveries that died at an endpoint whose recovery is `drop` (no dead-letter message). */
+    dropped: 'Dropped',
   },
+  /** The per-endpoint dimension: a delivery's metrics are also published under `Service` and this. */
+  endpointDimension: ENDPOINT_DIMENSION,
 } as const satisfies {
   namespace: string;
   dimensions: Record<string, string>;
   names: Record<string, MetricName>;
+  endpointDimension: string;
 };
 
 /** The Lambda entry this construct deploys unless told otherwise. */
@@ -79,10 +98,18 @@ const MAX_RETENTION = Duration.seconds(QUEUE_RETENTION_SECONDS);
 
 export interface WebhookDeliveryProps {
   /**
-   * Settings over DEFAULT_SETTINGS (lib/config.ts). `webhookUrl` is required in AWS.
+   * Settings over DEFAULT_SETTINGS (lib/config.ts). `webhookUrl` is the endpoint `default` (every
+   * event type, signed with `signingSecret`); required in AWS unless `endpoints` declares some.
    * `webhookSecret` is for the local sandbox only: in AWS use `signingSecret`.
    */
   readonly settings: Partial<Settings>;
+  /**
+   * Endpoints seeded into the registry at deploy, beside `default` (docs/contract.md §11): the
+   * fields of an endpoint, with its secret as a Secrets Manager secret. Checked at synth (errors
+   * name the endpoint and the field). A deploy applies a declaration when it changed and never
+   * resets an endpoint's state; operators manage endpoints with `handoff endpoint …`.
+   */
+  readonly endpoints?: readonly EndpointDeclaration[];
   /**
    * The Standard Webhooks signing secret, kept in Secrets Manager:
    * - `'generate'` (default): a new secret, 64 random letters and digits, i.e. a bare base64 key
@@ -114,6 +141,8 @@ export class WebhookDelivery extends Construct {
   readonly queue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
   readonly ledgerTable: dynamodb.Table;
+  /** The endpoint registry: its table, its key, the seeds of the declared endpoints. */
+  readonly endpointRegistry: EndpointRegistry;
   readonly consumer: lambda.Function;
   /** Undefined when webhooks are sent unsigned. */
   readonly signingSecret: secretsmanager.ISecret | undefined;
@@ -126,7 +155,7 @@ export class WebhookDelivery extends Construct {
 
   constructor(scope: Construct, id: string, props: WebhookDeliveryProps) {
     super(scope, id);
-    this.settings = resolveSettings(props.settings);
+    this.settings = resolveSettings(props.settings, { endpointsDeclared: (props.endpoints ?? []).length > 0 });
     const settings = this.settings;
     const timings = derivedTimings(settings);
 
@@ -173,7 +202,21 @@ export class WebhookDelivery extends Construct {
     });
 
     // --- Signing secret -----------------------------------------------------------------------
-    this.signingSecret = this.createSigningSecret(props.signingSecret ?? 'generate');
+    // It signs for `default`: without a webhook URL there is nothing for a generated one to sign.
+    const signing = props.signingSecret ?? (settings.webhookUrl === undefined ? 'none' : 'generate');
+    this.signingSecret = this.createSigningSecret(signing);
+
+    // --- Endpoint registry --------------------------------------------------------------------
+    this.endpointRegistry = new EndpointRegistry(this, 'Endpoints', { deployment: settings, logRetention: props.logRetention });
+    if (settings.webhookUrl !== undefined) {
+      this.endpointRegistry.seed({
+        name: DEFAULT_ENDPOINT_NAME,
+        url: settings.webhookUrl,
+        eventTypes: [ALL_EVENT_TYPES],
+        ...(this.signingSecret ? { secret: this.signingSecret } : {}),
+      });
+    }
+    for (const endpoint of props.endpoints ?? []) this.endpointRegistry.seed(endpoint);
 
     // --- Consumer -----------------------------------------------------------------------------
     const logGroup = new logs.LogGroup(this, 'ConsumerLogs', {
@@ -192,6 +235,7 @@ export class WebhookDelivery extends Construct {
       [RESOURCE_ENV.ledgerTable]: this.ledgerTable.tableName,
       [RESOURCE_ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
       [RESOURCE_ENV.queueUrl]: this.queue.queueUrl,
+      [RESOURCE_ENV.endpointsTable]: this.endpointRegistry.table.tableName,
       // esbuild's source map is only read when Node is told to.
       NODE_OPTIONS: '--enable-source-maps',
     };
@@ -248,6 +292,9 @@ export class WebhookDelivery extends Construct {
       }),
     );
     this.grantConsumerAccess(role);
+    // On an update from the single-URL consumer, the new one (which routes by the registry) starts
+    // only once `default` is in it: an event routed against an empty registry would be dropped.
+    for (const seed of this.endpointRegistry.seedResources) this.consumer.node.addDependency(seed);
 
     // --- Alarms and dashboard -----------------------------------------------------------------
     this.alarms = this.createAlarms(props, settings);
@@ -324,6 +371,19 @@ export class WebhookDelivery extends Construct {
       );
       this.signingSecret.encryptionKey?.grantDecrypt(role);
     }
+    // The registry: read only (operators write it), and the secrets of the declared endpoints.
+    this.endpointRegistry.grantRead(role);
+    this.endpointRegistry.seededSecrets.forEach((secret, i) => {
+      if (secret === this.signingSecret) return;
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: `EndpointSecretRead${i}`,
+          actions: ['secretsmanager:GetSecretValue'],
+          resources: [secret.secretFullArn ?? `${secret.secretArn}-??????`],
+        }),
+      );
+      secret.encryptionKey?.grantDecrypt(role);
+    });
   }
 
   private createAlarms(props: WebhookDeliveryProps, settings: Settings) {
@@ -412,23 +472,57 @@ export class WebhookDelivery extends Construct {
         width: 12,
       }),
     );
+    // Routing (docs/contract.md §11): events no endpoint wanted, fanned-out deliveries, dropped deaths.
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Routing',
+        left: [
+          metric(METRICS.names.unrouted, cloudwatch.Stats.SUM, 'Unrouted'),
+          metric(METRICS.names.fannedOut, cloudwatch.Stats.SUM, 'Fanned out'),
+          metric(METRICS.names.dropped, cloudwatch.Stats.SUM, 'Dropped'),
+        ],
+        width: 12,
+      }),
+    );
+    // Per endpoint: every endpoint the consumer has published metrics for, found by SEARCH over the
+    // Endpoint dimension, so an endpoint added with `handoff endpoint add` appears with no deploy.
+    const perEndpoint = (title: string, name: MetricName, statistic: string) =>
+      new cloudwatch.GraphWidget({
+        title: `${title} by endpoint`,
+        left: [endpointSearch(name, statistic)],
+        width: 12,
+      });
+    dashboard.addWidgets(
+      perEndpoint('Delivered', METRICS.names.delivered, cloudwatch.Stats.SUM),
+      perEndpoint('Retries', METRICS.names.retries, cloudwatch.Stats.SUM),
+      perEndpoint('Dead letters', METRICS.names.deadLetters, cloudwatch.Stats.SUM),
+      perEndpoint('Dropped', METRICS.names.dropped, cloudwatch.Stats.SUM),
+      perEndpoint('Delivery latency p99 (ms)', METRICS.names.deliveryLatency, cloudwatch.Stats.p(99)),
+      perEndpoint('Pending age at attempt, max (s)', METRICS.names.pendingAge, cloudwatch.Stats.MAXIMUM),
+    );
     return dashboard;
   }
 }
 
-/** Props over the defaults, validated, plus what only the deployed stack requires. @throws ConfigError */
-export function resolveSettings(overrides: Partial<Settings>): Settings {
+/**
+ * Props over the defaults, validated, plus what only the deployed stack requires: a webhook URL,
+ * unless endpoints are declared. @throws ConfigError
+ */
+export function resolveSettings(overrides: Partial<Settings>, options: { endpointsDeclared?: boolean } = {}): Settings {
   const url = overrides.webhookUrl;
   if (url !== undefined && Token.isUnresolved(url)) {
     // Known only at deploy time (a CloudFormation parameter): its pattern checks it then, and the
     // consumer's endpoint guard refuses a bad one at cold start.
-    return { ...resolveSettings({ ...overrides, webhookUrl: 'https://deploy-time.invalid/' }), webhookUrl: url };
+    return { ...resolveSettings({ ...overrides, webhookUrl: 'https://deploy-time.invalid/' }, options), webhookUrl: url };
   }
   const settings = validateSettings({ ...DEFAULT_SETTINGS, ...overrides });
   if (settings.webhookUrl === undefined) {
-    throw new ConfigError('webhookUrl', 'is required: the stack has no demo receiver to fall back to');
+    if (!options.endpointsDeclared) {
+      throw new ConfigError('webhookUrl', 'is required unless `endpoints` declares some: the stack has no demo receiver to fall back to');
+    }
+  } else {
+    checkEndpoint(settings.webhookUrl, settings, 'webhookUrl');
   }
-  checkEndpoint(settings.webhookUrl, settings, 'webhookUrl');
   if (settings.webhookSecret !== undefined) {
     throw new ConfigError(
       'webhookSecret',
@@ -439,6 +533,22 @@ export function resolveSettings(overrides: Partial<Settings>): Settings {
   // delivery, were checked by validateSettings (lib/config.ts checkLifetimes), as the sandbox and
   // the handler check them: a bad pair fails the synth.
   return settings;
+}
+
+/**
+ * One series per endpoint: a CloudWatch SEARCH over the metrics published with the `Service` and
+ * `Endpoint` dimensions (lib/observability.ts), labelled by the endpoint's name.
+ */
+export function endpointSearch(metricName: MetricName, statistic: string, period = Duration.minutes(5)): cloudwatch.MathExpression {
+  const schema = `{${METRICS.namespace},${Object.keys(METRICS.dimensions).join(',')},${METRICS.endpointDimension}}`;
+  const service = Object.entries(METRICS.dimensions).map(([key, value]) => `${key}="${value}"`).join(' ');
+  return new cloudwatch.MathExpression({
+    expression: `SEARCH('${schema} MetricName="${metricName}" ${service}', '${statistic}', ${period.toSeconds()})`,
+    usingMetrics: {},
+    // A dynamic label: each series is named by its endpoint.
+    label: `\${PROP('Dim.${METRICS.endpointDimension}')}`,
+    period,
+  });
 }
 
 /**

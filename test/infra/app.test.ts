@@ -3,17 +3,26 @@
  * operator CLI reads by exact key.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_SETTINGS } from '../../lib/config';
+import { deploymentFromJson, deploymentToJson, EndpointError } from '../../lib/endpoints/endpoint';
 import { retryPolicy } from '../../lib/policy';
-import { HandoffStack, settingsFromContext, STACK_OUTPUTS, webhookUrlPattern, type HandoffStackProps } from '../../infra/app';
+import {
+  buildApp,
+  endpointsFromFile,
+  HandoffStack,
+  settingsFromContext,
+  STACK_OUTPUTS,
+  webhookUrlPattern,
+  type HandoffStackProps,
+} from '../../infra/app';
 
 const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
 const WEBHOOK_URL = 'https://receiver.example.com/hooks';
@@ -86,7 +95,7 @@ describe('Function: settingsFromContext', () => {
 });
 
 describe('HandoffStack', () => {
-  it('outputs the queue URL and ARN, the dead-letter queue URL, the ledger table and the consumer by exact key', () => {
+  it('outputs the queue URL and ARN, the dead-letter queue URL, the ledger and registry tables, the consumer and the endpoint defaults by exact key', () => {
     const { template } = stack();
 
     expect(Object.keys(template.toJSON().Outputs).sort()).toEqual(
@@ -99,7 +108,45 @@ describe('HandoffStack', () => {
       ledgerTableName: 'LedgerTableName',
       consumerFunctionName: 'ConsumerFunctionName',
       payloadLimitBytes: 'PayloadLimitBytes',
+      endpointsTableName: 'EndpointsTableName',
+      endpointDefaults: 'EndpointDefaults',
     });
+  });
+
+  it('outputs the endpoint registry table by reference to the table', () => {
+    const { template, handoff } = stack();
+    const table = handoff.getLogicalId(handoff.delivery.endpointRegistry.table.node.defaultChild as never);
+
+    template.hasOutput(STACK_OUTPUTS.endpointsTableName, { Value: { Ref: table } });
+  });
+
+  it("outputs the deployment's endpoint defaults as the JSON the command reads back", () => {
+    const settings = { webhookUrl: WEBHOOK_URL, retryPolicy: retryPolicy(4, [5, 60, 300]), attemptTimeoutMs: 5_000, allowPrivateCidrs: ['10.0.0.0/8'] };
+    const { template, handoff } = stack({ delivery: { settings, entry: STAND_IN_ENTRY } });
+    const value = (template.toJSON().Outputs as Record<string, { Value: string }>)[STACK_OUTPUTS.endpointDefaults]!.Value;
+
+    expect(JSON.parse(value)).toEqual(deploymentToJson(handoff.delivery.settings));
+    expect(deploymentFromJson(JSON.parse(value), STACK_OUTPUTS.endpointDefaults)).toEqual({
+      retryPolicy: retryPolicy(4, [5, 60, 300]),
+      attemptTimeoutMs: 5_000,
+      retentionDays: DEFAULT_SETTINGS.retentionDays,
+      allowPrivateCidrs: ['10.0.0.0/8'],
+      allowHttp: false,
+    });
+  });
+
+  it('outputs the endpoint defaults when the webhook URL is a deployment parameter', () => {
+    const { template } = stack({ delivery: { settings: {}, entry: STAND_IN_ENTRY } });
+    const value = (template.toJSON().Outputs as Record<string, { Value: unknown }>)[STACK_OUTPUTS.endpointDefaults]!.Value;
+
+    expect(JSON.parse(value as string)).toEqual(deploymentToJson(DEFAULT_SETTINGS));
+  });
+
+  it('seeds the endpoint default from the WebhookUrl parameter, by reference', () => {
+    const { template } = stack({ delivery: { settings: {}, entry: STAND_IN_ENTRY } });
+    const seed = Object.values(template.findResources('Custom::HandoffEndpoint'))[0];
+
+    expect(JSON.stringify(seed?.Properties.Create)).toContain('\\"url\\":{\\"S\\":\\"",{"Ref":"WebhookUrl"},"\\"}');
   });
 
   it('outputs the ledger table by reference to the table', () => {
@@ -168,6 +215,76 @@ describe('HandoffStack', () => {
     const { handoff } = stack();
 
     expect(new AwsSolutionsChecks().validateScope(handoff).violations).toEqual([]);
+  });
+});
+
+describe('Context: endpointsFile', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'handoff-endpoints-'));
+  const file = (name: string, contents: unknown) => {
+    const path = join(dir, name);
+    writeFileSync(path, typeof contents === 'string' ? contents : JSON.stringify(contents));
+    return path;
+  };
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const ACME = {
+    name: 'carrier-acme',
+    url: 'https://acme.example.com/hooks',
+    eventTypes: ['shipment.delivered'],
+    secret: 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:handoff-acme-AbCdEf',
+  };
+
+  function appWith(context: Record<string, unknown>) {
+    const app = buildApp(new App({ context: { 'aws:cdk:bundling-stacks': [], ...context } }));
+    return Template.fromStack(app.node.findChild('Handoff') as HandoffStack);
+  }
+
+  it('reads the endpoints, each secret an ARN', () => {
+    expect(endpointsFromFile(file('ok.json', { endpoints: [ACME] }))).toEqual([ACME]);
+  });
+
+  it('seeds them beside default, and lets the consumer read their secrets', () => {
+    const template = appWith({ webhookUrl: WEBHOOK_URL, endpointsFile: file('app.json', { endpoints: [ACME] }) });
+    const seeds = Object.values(template.findResources('Custom::HandoffEndpoint')).map((r) => JSON.stringify(r.Properties.Create));
+
+    expect(seeds).toHaveLength(2);
+    expect(seeds.some((text) => text.includes('\\"name\\":{\\"S\\":\\"carrier-acme\\"}'))).toBe(true);
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: 'secretsmanager:GetSecretValue', Resource: ACME.secret })]) },
+    });
+  });
+
+  it('asks for no WebhookUrl parameter when it declares endpoints and the context has no webhook URL', () => {
+    const template = appWith({ endpointsFile: file('only.json', { endpoints: [ACME] }) });
+
+    expect(template.toJSON().Parameters ?? {}).not.toHaveProperty('WebhookUrl');
+    expect(Object.keys(template.findResources('Custom::HandoffEndpoint'))).toHaveLength(1);
+  });
+
+  it('refuses a secret value, naming the endpoint and the field, without showing it', () => {
+    const path = file('value.json', { endpoints: [{ ...ACME, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }] });
+
+    expect(() => endpointsFromFile(path)).toThrow(EndpointError);
+    expect(() => endpointsFromFile(path)).toThrow(/^endpoint "carrier-acme": secret must be the complete ARN of a Secrets Manager secret/);
+    expect(() => endpointsFromFile(path)).not.toThrow(/MfKQ9r8/);
+  });
+
+  it('refuses a field the endpoint cannot have, naming it', () => {
+    const path = file('field.json', { endpoints: [{ ...ACME, eventTypes: ['shipment.lost'] }] });
+
+    expect(() => endpointsFromFile(path)).toThrow(/^endpoint "carrier-acme": eventTypes holds "shipment.lost"/);
+  });
+
+  it("refuses an endpoint the deployment's rules refuse, at synth", () => {
+    const path = file('rules.json', { endpoints: [{ ...ACME, attemptTimeoutMs: 60_000 }] });
+
+    expect(() => appWith({ endpointsFile: path })).toThrow(/^endpoint "carrier-acme": attemptTimeoutMs must be at most the deployment's attemptTimeoutMs/);
+  });
+
+  it('names the context key and the file when it is not an endpoints file', () => {
+    expect(() => endpointsFromFile(file('bad.json', '{"endpoints": ['))).toThrow(ConfigError);
+    expect(() => endpointsFromFile(file('bad.json', '{"endpoints": ['))).toThrow(/^endpointsFile \(CDK context\) .*bad\.json is not valid JSON$/);
+    expect(() => endpointsFromFile(file('list.json', [ACME]))).toThrow(/^endpointsFile \(CDK context\) .*list\.json must hold \{"endpoints": \[ … \]\}$/);
+    expect(() => endpointsFromFile(join(dir, 'missing.json'))).toThrow(/^endpointsFile \(CDK context\) .*missing\.json cannot be read$/);
   });
 });
 

@@ -17,7 +17,10 @@ function ledgerTable(): Record<string, unknown> {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
   const stack = new Stack(app, 'TestStack');
   new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: { webhookUrl: 'https://receiver.example.com/hooks' } });
-  const tables = Object.values(Template.fromStack(stack).findResources('AWS::DynamoDB::Table'));
+  // The stack's other table is the endpoint registry (test/infra/endpoint-registry.test.ts).
+  const tables = Object.values(Template.fromStack(stack).findResources('AWS::DynamoDB::Table', {
+    Properties: { KeySchema: Match.arrayWith([{ AttributeName: LEDGER_SCHEMA.partitionKey, KeyType: 'HASH' }]) },
+  }));
   expect(tables).toHaveLength(1);
   return (tables[0] as { Properties: Record<string, unknown> }).Properties;
 }

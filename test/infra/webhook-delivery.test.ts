@@ -49,15 +49,24 @@ function build(props: Partial<WebhookDeliveryProps> = {}, options: { bundle?: bo
 /** The settings a default build runs with. */
 const defaults: Settings = { ...DEFAULT_SETTINGS, webhookUrl: WEBHOOK_URL };
 
-/** All statements of the stack's identity policies (the consumer's role is the only role). */
-function policyStatements(template: Template): { Action: string | string[]; Resource: unknown; Effect: string }[] {
+type Statement = { Action: string | string[]; Resource: unknown; Effect: string };
+
+/** All statements of the stack's identity policies: the consumer's and the endpoint seed's roles. */
+function policyStatements(template: Template): Statement[] {
   return Object.values(template.findResources('AWS::IAM::Policy')).flatMap(
     (policy) => policy.Properties.PolicyDocument.Statement,
   );
 }
 
+/** The statements of the consumer role's policies. */
+function consumerStatements(template: Template): Statement[] {
+  return Object.values(template.findResources('AWS::IAM::Policy'))
+    .filter((policy) => (policy.Properties.Roles as { Ref: string }[]).some((role) => /ConsumerRole/.test(role.Ref)))
+    .flatMap((policy) => policy.Properties.PolicyDocument.Statement);
+}
+
 function actionsOf(template: Template): string[] {
-  return policyStatements(template)
+  return consumerStatements(template)
     .flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]))
     .sort();
 }
@@ -391,8 +400,12 @@ describe('WebhookDelivery', () => {
 
       expect(actionsOf(template)).toEqual([
         'dynamodb:GetItem',
+        'dynamodb:GetItem',
         'dynamodb:PutItem',
+        'dynamodb:Query',
+        'dynamodb:Scan',
         'dynamodb:UpdateItem',
+        'kms:Decrypt',
         'logs:CreateLogStream',
         'logs:PutLogEvents',
         'secretsmanager:GetSecretValue',
@@ -431,7 +444,7 @@ describe('WebhookDelivery', () => {
 
     it('lets the consumer send to the dead-letter queue and nowhere else', () => {
       const { template, stack, delivery } = build();
-      const sends = policyStatements(template).filter((s) => [s.Action].flat().includes('sqs:SendMessage'));
+      const sends = consumerStatements(template).filter((s) => [s.Action].flat().includes('sqs:SendMessage'));
 
       expect(sends).toEqual([
         {
@@ -528,6 +541,45 @@ describe('WebhookDelivery', () => {
       expect(body).toContain('ApproximateNumberOfMessagesVisible');
       expect(body).toContain('\\"stat\\":\\"p50\\"');
       expect(body).toContain('\\"stat\\":\\"p99\\"');
+    });
+
+    it('shows unrouted, fanned-out and dropped deliveries for the service', () => {
+      const { template } = build();
+      const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]?.Properties.DashboardBody);
+
+      for (const name of ['Unrouted', 'FannedOut', 'Dropped']) {
+        expect(body).toContain(`[\\"${METRICS.namespace}\\",\\"${name}\\",\\"Service\\",\\"handoff\\"`);
+      }
+    });
+
+    it('shows each endpoint by a SEARCH over the Endpoint dimension, labelled by its name', () => {
+      const { template } = build();
+      // The body is a Fn::Join of its text around the region and queue names: those become `x`.
+      const [, parts] = Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]?.Properties.DashboardBody['Fn::Join'] as [string, unknown[]];
+      const body = JSON.parse(parts.map((part) => (typeof part === 'string' ? part : 'x')).join('')) as { widgets: { properties: { title: string; metrics: { expression?: string; label?: string }[][] } }[] };
+      const searches = body.widgets
+        .filter((w) => w.properties.title.endsWith('by endpoint'))
+        .map((w) => ({ title: w.properties.title, ...w.properties.metrics[0]![0]! }));
+
+      expect(searches.map((s) => s.title)).toEqual([
+        'Delivered by endpoint',
+        'Retries by endpoint',
+        'Dead letters by endpoint',
+        'Dropped by endpoint',
+        'Delivery latency p99 (ms) by endpoint',
+        'Pending age at attempt, max (s) by endpoint',
+      ]);
+      expect(searches[0]).toMatchObject({
+        expression: `SEARCH('{Handoff,Service,${METRICS.endpointDimension}} MetricName="Delivered" Service="handoff"', 'Sum', 300)`,
+        label: "${PROP('Dim.Endpoint')}",
+      });
+      expect(searches[4]?.expression).toBe(`SEARCH('{Handoff,Service,Endpoint} MetricName="DeliveryLatency" Service="handoff"', 'p99', 300)`);
+    });
+
+    it('keeps its three alarms', () => {
+      const { template } = build();
+
+      template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
     });
   });
 

@@ -1,0 +1,287 @@
+/**
+ * The endpoint registry as the WebhookDelivery construct deploys it (docs/contract.md §11): a
+ * DynamoDB table with one item per endpoint (lib/endpoints/registry-schema.ts), encrypted with a
+ * KMS key the stack owns, since an item may hold a `whsec_…` signing secret that `handoff endpoint
+ * add` wrote. The consumer reads it; operators write it with `handoff endpoint …`; the construct
+ * seeds the endpoints it declares (the single-URL settings' `default` among them) at deploy.
+ *
+ * **Seeding.** One `AwsCustomResource` per declared endpoint runs DynamoDB UpdateItem on its item:
+ * - the declared fields are written, and a digest of them kept beside them as `declared`; the write
+ *   is conditioned on the item lacking `declared` or holding a different one, so a deploy applies a declaration
+ *   only when it changed (or the item is new, or was removed with `handoff endpoint remove`), and
+ *   an operator's `endpoint update` of a declared endpoint lasts until its declaration changes;
+ * - `state` and `createdAt` are set only when absent (`if_not_exists`): a deploy never re-enables
+ *   an endpoint an operator or §12's health check disabled;
+ * - the time stamps are the synth's (DynamoDB cannot stamp a write with its own time), so the
+ *   resource's properties change at every synth and the seed runs at every deploy: a deploy whose
+ *   declarations did not change meets the condition and leaves the item alone
+ *   (ConditionalCheckFailedException is the expected answer and is not an error).
+ * A secret is declared as a Secrets Manager secret and seeded as its ARN, never its value, so the
+ * template holds no secret. Removing a declaration leaves its endpoint in the registry (remove it
+ * with `handoff endpoint remove`): a delete call there could race a renamed resource's create.
+ *
+ * **Operators** need, on the table's ARN, `dynamodb:GetItem`, `PutItem`, `UpdateItem`,
+ * `DeleteItem`, `Scan` (and `Query`), and on the key's ARN `kms:Encrypt`, `kms:Decrypt`,
+ * `kms:GenerateDataKey`: `grantEndpointAdmin(grantee)` adds exactly these.
+ */
+import { createHash } from 'node:crypto';
+import { RemovalPolicy, Token } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import { AwsCustomResource, AwsCustomResourcePolicy, Logging, PhysicalResourceId } from 'aws-cdk-lib/custom-resources';
+import { Construct } from 'constructs';
+import {
+  EndpointError,
+  parseEndpointFields,
+  resolveEndpoint,
+  type DeploymentSettings,
+  type EndpointFields,
+} from '../lib/endpoints/endpoint';
+import { REGISTRY_SCHEMA } from '../lib/endpoints/registry-schema';
+
+/**
+ * An endpoint the construct declares: the fields of lib/endpoints/endpoint.ts, except that its
+ * signing secret is a Secrets Manager secret (holding `whsec_<base64>` or a bare base64 key), never
+ * a value. Unset: requests to it go unsigned.
+ */
+export interface EndpointDeclaration extends Omit<EndpointFields, 'secret'> {
+  readonly secret?: secretsmanager.ISecret;
+}
+
+/**
+ * The attribute a seeded item keeps its declaration's digest in (beside the fields the registry
+ * uses): SHA-256 of the fields as declared, then each value known only at deploy time (the
+ * `WebhookUrl` parameter, a generated secret's ARN) as CloudFormation resolves it.
+ */
+export const DECLARED_ATTRIBUTE = 'declared';
+
+/** DynamoDB's answer when a declaration is already applied: the seed's expected outcome, not a failure. */
+const UNCHANGED = 'ConditionalCheckFailedException';
+
+/** Stand-ins for values known only at deploy time, so synth can still check what it can. */
+const DEPLOY_TIME_URL = 'https://deploy-time.invalid/';
+const DEPLOY_TIME_SECRET_ARN = 'arn:aws:secretsmanager:deploy-time:000000000000:secret:deploy-time';
+
+export interface EndpointRegistryProps {
+  /** The deployment's settings: an endpoint's defaults and the limits its own settings must keep. */
+  readonly deployment: DeploymentSettings;
+  /** Default RETAIN, like the ledger's: endpoints and their secrets outlive the stack. The key follows. */
+  readonly removalPolicy?: RemovalPolicy;
+  /** The seed function's log retention. Default one month. */
+  readonly logRetention?: logs.RetentionDays;
+  /** The seed's time stamp, epoch ms. Default: now, at synth. */
+  readonly seededAt?: number;
+}
+
+/** A seeded endpoint: its item's custom resource and the secret it is signed with, if any. */
+interface Seed {
+  readonly name: string;
+  readonly resource: AwsCustomResource;
+  readonly secret: secretsmanager.ISecret | undefined;
+}
+
+export class EndpointRegistry extends Construct {
+  readonly table: dynamodb.Table;
+  /** Encrypts the table: customer-managed, rotated yearly, owned by the stack. */
+  readonly encryptionKey: kms.Key;
+  readonly #deployment: DeploymentSettings;
+  readonly #seededAt: number;
+  readonly #seeds: Seed[] = [];
+  #seedRole: iam.Role | undefined;
+  #seedLogs: logs.LogGroup | undefined;
+  readonly #logRetention: logs.RetentionDays;
+
+  constructor(scope: Construct, id: string, props: EndpointRegistryProps) {
+    super(scope, id);
+    this.#deployment = props.deployment;
+    this.#seededAt = props.seededAt ?? Date.now();
+    this.#logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    this.encryptionKey = new kms.Key(this, 'Key', {
+      description: 'handoff: encrypts the endpoint registry (endpoints and their signing secrets)',
+      enableKeyRotation: true,
+      // A retained table is unreadable without its key: the key goes only with the table.
+      removalPolicy,
+    });
+    this.table = new dynamodb.Table(this, 'Table', {
+      partitionKey: { name: REGISTRY_SCHEMA.partitionKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED,
+      encryptionKey: this.encryptionKey,
+      removalPolicy,
+    });
+  }
+
+  /** The seeds' custom resources, in declaration order (the consumer is deployed after them). */
+  get seedResources(): readonly AwsCustomResource[] {
+    return this.#seeds.map((seed) => seed.resource);
+  }
+
+  /** The secrets the seeded endpoints sign with: the consumer must read each. */
+  get seededSecrets(): readonly secretsmanager.ISecret[] {
+    return this.#seeds.flatMap((seed) => (seed.secret ? [seed.secret] : []));
+  }
+
+  /**
+   * Checks a declared endpoint as the registry and the consumer will (the field's shape, then the
+   * deployment's defaults and rules) and seeds it at deploy. `url` may be a deploy-time token (the
+   * `WebhookUrl` parameter); it is then checked when the consumer uses it.
+   * @throws EndpointError naming the endpoint and the field
+   */
+  seed(declaration: EndpointDeclaration): void {
+    const { secret, ...rest } = declaration;
+    if (secret !== undefined && (typeof secret !== 'object' || secret === null || typeof secret.secretArn !== 'string')) {
+      // From JavaScript, or through a cast: a value here would land in the template.
+      throw new EndpointError(
+        typeof rest.name === 'string' ? rest.name : '?',
+        'secret',
+        'must be a Secrets Manager secret (ISecret, e.g. Secret.fromSecretCompleteArn), never a value: a value would land in the template (the value is not shown)',
+      );
+    }
+    const secretArn = secret ? (secret.secretFullArn ?? secret.secretArn) : undefined;
+    const fields = this.check({ ...rest, ...(secretArn !== undefined ? { secret: secretArn } : {}) });
+    if (this.#seeds.some((seed) => seed.name === fields.name)) {
+      throw new EndpointError(fields.name, 'name', 'is declared twice (the single-URL settings declare "default")');
+    }
+    const resource = this.seedResource(fields);
+    this.#seeds.push({ name: fields.name, resource, secret });
+  }
+
+  /** The consumer's read: Scan, GetItem and Query on the table, Decrypt with its key. Nothing else. */
+  grantRead(grantee: iam.IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'EndpointRegistryRead',
+        actions: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan'],
+        resources: [this.table.tableArn],
+      }),
+    );
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'EndpointRegistryDecrypt', actions: ['kms:Decrypt'], resources: [this.encryptionKey.keyArn] }),
+    );
+  }
+
+  /** What `handoff endpoint …` needs: read and write every item, encrypt and decrypt with the key. */
+  grantEndpointAdmin(grantee: iam.IGrantable): iam.Grant {
+    const table = iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:Scan', 'dynamodb:UpdateItem'],
+      resourceArns: [this.table.tableArn],
+    });
+    const key = iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
+      resourceArns: [this.encryptionKey.keyArn],
+    });
+    return table.combine(key);
+  }
+
+  /** parseEndpointFields, then resolveEndpoint, with stand-ins for deploy-time values. */
+  private check(fields: EndpointFields): EndpointFields {
+    const deployTime = (value: string | undefined, standIn: string) =>
+      value !== undefined && Token.isUnresolved(value) ? standIn : value;
+    const url = deployTime(fields.url, DEPLOY_TIME_URL);
+    const secret = deployTime(fields.secret, DEPLOY_TIME_SECRET_ARN);
+    const checked = parseEndpointFields({ ...fields, url, ...(secret !== undefined ? { secret } : {}) });
+    // A deploy-time URL passes the stand-in's check here; the WebhookUrl parameter's pattern and the
+    // consumer's guard check the real one.
+    resolveEndpoint({ fields: checked, state: 'enabled', createdAt: 0, updatedAt: 0 }, this.#deployment);
+    // The fields as checked (parsing normalizes: event types deduplicated), with the real values back.
+    return { ...checked, url: fields.url, ...(fields.secret !== undefined ? { secret: fields.secret } : {}) };
+  }
+
+  private seedResource(fields: EndpointFields): AwsCustomResource {
+    const a = REGISTRY_SCHEMA.attributes;
+    const item = toAttributeValue(fields);
+    const call = {
+      service: 'DynamoDB',
+      action: 'UpdateItem',
+      parameters: {
+        TableName: this.table.tableName,
+        Key: { [REGISTRY_SCHEMA.partitionKey]: { S: fields.name } },
+        UpdateExpression:
+          'SET #fields = :fields, #declared = :declared, #updatedAt = :now, ' +
+          '#state = if_not_exists(#state, :enabled), #createdAt = if_not_exists(#createdAt, :now)',
+        ConditionExpression: 'attribute_not_exists(#declared) OR #declared <> :declared',
+        ExpressionAttributeNames: {
+          '#fields': a.fields,
+          '#declared': DECLARED_ATTRIBUTE,
+          '#state': a.state,
+          '#createdAt': a.createdAt,
+          '#updatedAt': a.updatedAt,
+        },
+        ExpressionAttributeValues: {
+          ':fields': item,
+          ':declared': { S: declarationDigest(fields) },
+          ':enabled': { S: 'enabled' },
+          ':now': { N: String(this.#seededAt) },
+        },
+      },
+      physicalResourceId: PhysicalResourceId.of(`endpoint:${fields.name}`),
+      ignoreErrorCodesMatching: UNCHANGED,
+      // The URL may carry a token in its query (the WebhookUrl parameter is NoEcho): not logged.
+      logging: Logging.withDataHidden(),
+    };
+    return new AwsCustomResource(this, `Seed-${fields.name}`, {
+      resourceType: 'Custom::HandoffEndpoint',
+      onCreate: call,
+      onUpdate: call,
+      // No onDelete: removing a declaration leaves the endpoint (see the module's comment).
+      role: this.seedRole(),
+      logGroup: this.#seedLogs,
+      policy: AwsCustomResourcePolicy.fromStatements([
+        new iam.PolicyStatement({ actions: ['dynamodb:UpdateItem'], resources: [this.table.tableArn] }),
+        new iam.PolicyStatement({
+          actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
+          resources: [this.encryptionKey.keyArn],
+        }),
+      ]),
+      installLatestAwsSdk: false,
+    });
+  }
+
+  /**
+   * The seed function's role, made here rather than by AwsCustomResource, whose default role
+   * attaches the AWSLambdaBasicExecutionRole managed policy (logs on `*`): this one writes to its
+   * own log group and, through the seeds' policies, updates the registry's items and nothing else.
+   */
+  private seedRole(): iam.Role {
+    if (this.#seedRole) return this.#seedRole;
+    const role = new iam.Role(this, 'SeedRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'handoff: seeds the endpoints the stack declares into the endpoint registry',
+    });
+    const logGroup = new logs.LogGroup(this, 'SeedLogs', { retention: this.#logRetention });
+    logGroup.grantWrite(role);
+    this.#seedRole = role;
+    this.#seedLogs = logGroup;
+    return role;
+  }
+}
+
+/** What DECLARED_ATTRIBUTE holds for `fields`: the same text for the same declaration at every synth. */
+export function declarationDigest(fields: EndpointFields): string {
+  const deployTime: string[] = [];
+  const text = JSON.stringify(fields, (_key, value: unknown) => {
+    if (typeof value !== 'string' || !Token.isUnresolved(value)) return value;
+    deployTime.push(value);
+    return '<deploy-time>';
+  });
+  return [createHash('sha256').update(text).digest('base64url'), ...deployTime].join(' ');
+}
+
+/** A value in DynamoDB's AttributeValue form (lists as L, objects as M). Strings may be tokens. */
+export function toAttributeValue(value: unknown): Record<string, unknown> {
+  if (typeof value === 'string') return { S: value };
+  if (typeof value === 'number') return { N: String(value) };
+  if (typeof value === 'boolean') return { BOOL: value };
+  if (Array.isArray(value)) return { L: value.map(toAttributeValue) };
+  if (value !== null && typeof value === 'object') {
+    return { M: Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, toAttributeValue(v)])) };
+  }
+  throw new TypeError(`cannot store ${String(value)} in the endpoint registry`);
+}

@@ -1,0 +1,492 @@
+/**
+ * The endpoint registry as the WebhookDelivery construct deploys it (docs/contract.md §11): its
+ * table and key, who may read and write it, the endpoints it seeds (the single-URL settings'
+ * `default` and the declared ones) and the synth-time checks of a declaration. Asserted on the
+ * synthesized template with `Match`, never by logical ID; the seed's own DynamoDB call is then run,
+ * as synthesized, against dynalite and read back through the registry's adapter.
+ */
+import { fileURLToPath } from 'node:url';
+import { App, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { ConditionalCheckFailedException, UpdateItemCommand, type DynamoDBClient, type UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_SETTINGS, RESOURCE_ENV } from '../../lib/config';
+import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { EndpointError } from '../../lib/endpoints/endpoint';
+import { REGISTRY_SCHEMA, REGISTRY_TABLE_DEFINITION } from '../../lib/endpoints/registry-schema';
+import { createEndpointsTable } from '../../sandbox/endpoints-table';
+import { emulatorDynamoDbClient, startDynalite, type Dynalite } from '../helpers/dynalite';
+import {
+  DECLARED_ATTRIBUTE,
+  EndpointRegistry,
+  WebhookDelivery,
+  type EndpointDeclaration,
+  type WebhookDeliveryProps,
+} from '../../infra/webhook-delivery';
+
+const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
+const WEBHOOK_URL = 'https://receiver.example.com/hooks';
+const ACME_SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:handoff-acme-AbCdEf';
+
+type Resource = { Type: string; Properties: Record<string, any>; DependsOn?: string[] };
+type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Sid?: string };
+
+interface BuildOptions extends Partial<WebhookDeliveryProps> {
+  readonly declare?: (stack: Stack) => EndpointDeclaration[];
+  /** Runs before the template is synthesized. */
+  readonly then?: (stack: Stack, delivery: WebhookDelivery) => void;
+}
+
+function build(props: BuildOptions = {}) {
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const stack = new Stack(app, 'TestStack');
+  const { declare, then, ...rest } = props;
+  const delivery = new WebhookDelivery(stack, 'Delivery', {
+    entry: STAND_IN_ENTRY,
+    ...rest,
+    ...(declare ? { endpoints: declare(stack) } : {}),
+    settings: { webhookUrl: WEBHOOK_URL, ...rest.settings },
+  });
+  then?.(stack, delivery);
+  const template = Template.fromStack(stack);
+  const ref = (construct: { node: { defaultChild?: unknown } }) => stack.getLogicalId(construct.node.defaultChild as never);
+  return { app, stack, delivery, template, ref };
+}
+
+let secrets = 0;
+
+function acme(stack: Stack, overrides: Partial<EndpointDeclaration> = {}): EndpointDeclaration {
+  return {
+    name: 'carrier-acme',
+    url: 'https://acme.example.com/hooks',
+    eventTypes: ['shipment.delivered', 'shipment.exception'],
+    match: { 'data.carrier': ['acme', 'zephyr'], 'data.priority': [1, true] },
+    retrySchedule: [10, 60],
+    maxAttempts: 3,
+    recovery: 'drop',
+    ...overrides,
+    ...('secret' in overrides ? {} : { secret: Secret.fromSecretCompleteArn(stack, `AcmeSecret${++secrets}`, ACME_SECRET_ARN) }),
+  };
+}
+
+function resources(template: Template, type: string): [string, Resource][] {
+  return Object.entries(template.findResources(type)) as [string, Resource][];
+}
+
+/** The statements of the policies attached to the role whose logical ID matches `role`. */
+function statementsOf(template: Template, role: RegExp): Statement[] {
+  return resources(template, 'AWS::IAM::Policy')
+    .filter(([, policy]) => (policy.Properties.Roles as { Ref: string }[]).some((r) => role.test(r.Ref)))
+    .flatMap(([, policy]) => policy.Properties.PolicyDocument.Statement as Statement[]);
+}
+
+function actionsOn(statements: Statement[], resource: unknown): string[] {
+  return statements
+    .filter((s) => JSON.stringify(s.Resource) === JSON.stringify(resource))
+    .flatMap((s) => [s.Action].flat())
+    .sort();
+}
+
+/** The seed resources' UpdateItem calls, by endpoint name (the call as a JSON text with intrinsics). */
+function seeds(template: Template): Map<string, { id: string; resource: Resource; call: unknown }> {
+  const found = new Map<string, { id: string; resource: Resource; call: unknown }>();
+  for (const [id, resource] of resources(template, 'Custom::HandoffEndpoint')) {
+    const text = JSON.stringify(resource.Properties.Create);
+    const name = /\\"Key\\":\{\\"name\\":\{\\"S\\":\\"([a-z0-9-]+)\\"/.exec(text)?.[1];
+    expect(name, text).toBeDefined();
+    found.set(name!, { id, resource, call: resource.Properties.Create });
+  }
+  return found;
+}
+
+/** A property built with Fn::Join and Ref, with each Ref replaced by `refs` (what CloudFormation does). */
+function resolveIntrinsics(value: unknown, refs: Record<string, string>): string {
+  if (typeof value === 'string') return value;
+  const v = value as Record<string, unknown>;
+  if ('Ref' in v) {
+    const resolved = refs[v.Ref as string];
+    if (resolved === undefined) throw new Error(`no value for Ref ${String(v.Ref)}`);
+    return resolved;
+  }
+  if ('Fn::Join' in v) {
+    const [separator, parts] = v['Fn::Join'] as [string, unknown[]];
+    return parts.map((part) => resolveIntrinsics(part, refs)).join(separator);
+  }
+  throw new Error(`unexpected intrinsic ${JSON.stringify(value)}`);
+}
+
+describe('Construct: WebhookDelivery endpoint registry', () => {
+  describe('table and key', () => {
+    it('is keyed by endpoint name as the one registry definition says (the sandbox builds from it too)', () => {
+      const { template, delivery, ref } = build();
+      const table = template.toJSON().Resources[ref(delivery.endpointRegistry.table)] as Resource;
+
+      expect(table.Properties.KeySchema).toStrictEqual(REGISTRY_TABLE_DEFINITION.KeySchema);
+      expect(table.Properties.AttributeDefinitions).toStrictEqual(REGISTRY_TABLE_DEFINITION.AttributeDefinitions);
+      expect(table.Properties.GlobalSecondaryIndexes).toBeUndefined();
+    });
+
+    it('bills on demand, keeps point-in-time recovery and is encrypted with the stack-owned key', () => {
+      const { template, delivery, ref } = build();
+
+      template.hasResourceProperties('AWS::DynamoDB::Table', {
+        KeySchema: [{ AttributeName: REGISTRY_SCHEMA.partitionKey, KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        SSESpecification: {
+          SSEEnabled: true,
+          SSEType: 'KMS',
+          KMSMasterKeyId: { 'Fn::GetAtt': [ref(delivery.endpointRegistry.encryptionKey), 'Arn'] },
+        },
+      });
+    });
+
+    it('owns a customer-managed key with yearly rotation', () => {
+      const { template } = build();
+
+      template.resourceCountIs('AWS::KMS::Key', 1);
+      template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
+    });
+
+    it('is retained with its key, like the ledger, when the stack is deleted or the table replaced', () => {
+      const { template, delivery, ref } = build();
+      const all = template.toJSON().Resources as Record<string, { DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
+
+      for (const id of [ref(delivery.endpointRegistry.table), ref(delivery.endpointRegistry.encryptionKey)]) {
+        expect(all[id]).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+      }
+    });
+
+    it('names the table to the consumer', () => {
+      const { template, delivery, ref } = build();
+
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: { Variables: Match.objectLike({ [RESOURCE_ENV.endpointsTable]: { Ref: ref(delivery.endpointRegistry.table) } }) },
+      });
+    });
+  });
+
+  describe('permissions', () => {
+    it('lets the consumer read the registry (Scan, GetItem, Query) and decrypt with its key, and nothing more', () => {
+      const { template, delivery, ref } = build();
+      const consumer = statementsOf(template, /ConsumerRole/);
+      const tableArn = { 'Fn::GetAtt': [ref(delivery.endpointRegistry.table), 'Arn'] };
+      const keyArn = { 'Fn::GetAtt': [ref(delivery.endpointRegistry.encryptionKey), 'Arn'] };
+
+      expect(actionsOn(consumer, tableArn)).toEqual(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan']);
+      expect(actionsOn(consumer, keyArn)).toEqual(['kms:Decrypt']);
+    });
+
+    it('gives the consumer no way to write the registry or encrypt with its key', () => {
+      const { template, delivery, ref } = build({ declare: (stack) => [acme(stack)] });
+      const consumer = statementsOf(template, /ConsumerRole/);
+      const registry = [ref(delivery.endpointRegistry.table), ref(delivery.endpointRegistry.encryptionKey)];
+      const onRegistry = consumer.filter((s) => registry.some((id) => JSON.stringify(s.Resource).includes(id)));
+      const writes = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'kms:Encrypt', 'kms:GenerateDataKey'];
+
+      expect(onRegistry.length).toBeGreaterThan(0);
+      for (const statement of onRegistry) {
+        expect([statement.Action].flat().filter((action) => writes.includes(action) || action.includes('*'))).toEqual([]);
+      }
+    });
+
+    it('lets the seed write only UpdateItem on the table and use only the registry key', () => {
+      const { template, delivery, ref } = build({ declare: (stack) => [acme(stack)] });
+      const seed = statementsOf(template, /SeedRole/);
+      const tableArn = { 'Fn::GetAtt': [ref(delivery.endpointRegistry.table), 'Arn'] };
+      const keyArn = { 'Fn::GetAtt': [ref(delivery.endpointRegistry.encryptionKey), 'Arn'] };
+      const logs = seed.filter((s) => [s.Action].flat().every((action) => action.startsWith('logs:')));
+
+      expect(actionsOn(seed, tableArn)).toEqual(['dynamodb:UpdateItem', 'dynamodb:UpdateItem']);
+      expect(actionsOn(seed, keyArn)).toEqual(['kms:Decrypt', 'kms:Decrypt', 'kms:Encrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:GenerateDataKey']);
+      expect(seed.length - logs.length).toBe(4);
+      expect(logs.map((s) => s.Resource)).toEqual([{ 'Fn::GetAtt': [expect.stringMatching(/SeedLogs/), 'Arn'] }]);
+    });
+
+    it('attaches no managed policy to the seed function role', () => {
+      const { template } = build();
+      const roles = resources(template, 'AWS::IAM::Role');
+
+      expect(roles).toHaveLength(2);
+      for (const [, role] of roles) expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    });
+
+    it('grants an operator role exactly what `handoff endpoint` needs', () => {
+      const { template, delivery, ref } = build({
+        then: (stack, d) => d.endpointRegistry.grantEndpointAdmin(new iam.Role(stack, 'Operator', { assumedBy: new iam.AccountRootPrincipal() })),
+      });
+      const statements = statementsOf(template, /Operator/);
+
+      expect(actionsOn(statements, { 'Fn::GetAtt': [ref(delivery.endpointRegistry.table), 'Arn'] })).toEqual([
+        'dynamodb:DeleteItem',
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:Query',
+        'dynamodb:Scan',
+        'dynamodb:UpdateItem',
+      ]);
+      expect(actionsOn(statements, { 'Fn::GetAtt': [ref(delivery.endpointRegistry.encryptionKey), 'Arn'] })).toEqual([
+        'kms:Decrypt',
+        'kms:Encrypt',
+        'kms:GenerateDataKey',
+      ]);
+    });
+
+    it("lets the consumer read each declared endpoint's secret, by its ARN", () => {
+      const { template } = build({ declare: (stack) => [acme(stack)] });
+
+      expect(statementsOf(template, /ConsumerRole/)).toEqual(
+        expect.arrayContaining([expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: ACME_SECRET_ARN })]),
+      );
+    });
+
+    it('passes the AwsSolutions rules with declared endpoints, and acknowledges nothing new', () => {
+      const { stack } = build({ declare: (s) => [acme(s), { name: 'unsigned', url: 'https://u.example.com/', eventTypes: ['*'] }] });
+      const acknowledged = stack.node
+        .findAll()
+        .flatMap((c) => c.node.metadata)
+        .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
+        .flatMap((m) => Object.keys(m.data as Record<string, string>));
+
+      expect(new AwsSolutionsChecks().validateScope(stack).violations).toEqual([]);
+      expect(acknowledged).toEqual(['Annotation::AwsSolutions-SMG4']);
+    });
+  });
+
+  describe('seeding', () => {
+    it('seeds the single-URL settings as the endpoint default, subscribed to every type, signed with the stack secret by ARN', () => {
+      const { template, delivery, ref } = build();
+      const seed = seeds(template).get('default');
+      const call = JSON.stringify(seed?.call);
+
+      expect([...seeds(template).keys()]).toEqual(['default']);
+      expect(call).toContain(
+        `\\":fields\\":{\\"M\\":{\\"name\\":{\\"S\\":\\"default\\"},\\"url\\":{\\"S\\":\\"${WEBHOOK_URL}\\"},\\"eventTypes\\":{\\"L\\":[{\\"S\\":\\"*\\"}]},\\"secret\\":{\\"S\\":\\"",{"Ref":"${ref(delivery.signingSecret as Secret)}"},"\\"}}}`,
+      );
+    });
+
+    it('seeds a declared endpoint with every field it declares, its secret by ARN', () => {
+      const { template, delivery, ref } = build({ declare: (stack) => [acme(stack)] });
+      const refs = { [ref(delivery.endpointRegistry.table)]: 'handoff-endpoints' };
+      const call = JSON.parse(resolveIntrinsics(seeds(template).get('carrier-acme')?.call, refs)) as { parameters: UpdateItemCommandInput };
+
+      expect(call.parameters.ExpressionAttributeValues?.[':fields']).toEqual({
+        M: {
+          name: { S: 'carrier-acme' },
+          url: { S: 'https://acme.example.com/hooks' },
+          eventTypes: { L: [{ S: 'shipment.delivered' }, { S: 'shipment.exception' }] },
+          match: { M: { 'data.carrier': { L: [{ S: 'acme' }, { S: 'zephyr' }] }, 'data.priority': { L: [{ N: '1' }, { BOOL: true }] } } },
+          secret: { S: ACME_SECRET_ARN },
+          retrySchedule: { L: [{ N: '10' }, { N: '60' }] },
+          maxAttempts: { N: '3' },
+          recovery: { S: 'drop' },
+        },
+      });
+    });
+
+    it('never resets state or creation time, and applies fields only where the declaration changed', () => {
+      const { template, delivery, ref } = build();
+      const refs = { [ref(delivery.endpointRegistry.table)]: 'handoff-endpoints', ...secretRefs(template) };
+      const call = JSON.parse(resolveIntrinsics(seeds(template).get('default')?.call, refs)) as {
+        parameters: UpdateItemCommandInput;
+        ignoreErrorCodesMatching: string;
+      };
+
+      expect(call.parameters.UpdateExpression).toContain('#state = if_not_exists(#state, :enabled)');
+      expect(call.parameters.UpdateExpression).toContain('#createdAt = if_not_exists(#createdAt, :now)');
+      expect(call.parameters.ConditionExpression).toBe('attribute_not_exists(#declared) OR #declared <> :declared');
+      expect(call.parameters.ExpressionAttributeNames).toMatchObject({ '#state': 'state', '#declared': DECLARED_ATTRIBUTE });
+      expect(call.ignoreErrorCodesMatching).toBe(ConditionalCheckFailedException.name);
+    });
+
+    it('does not delete an endpoint when its declaration goes (no delete call)', () => {
+      const { template } = build({ declare: (stack) => [acme(stack)] });
+
+      for (const [, { resource }] of seeds(template)) expect(resource.Properties.Delete).toBeUndefined();
+    });
+
+    it('deploys the consumer only after every seed, so it never routes against a registry without them', () => {
+      const { template } = build({ declare: (stack) => [acme(stack)] });
+      const [[, consumer]] = resources(template, 'AWS::Lambda::Function').filter(([id]) => id.includes('Consumer')) as [[string, Resource]];
+
+      expect(consumer.DependsOn).toEqual(expect.arrayContaining([...seeds(template).values()].map((seed) => seed.id)));
+    });
+
+    it('seeds the declared endpoints alone when there is no webhook URL, with no secret generated', () => {
+      const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+      const stack = new Stack(app, 'TestStack');
+      new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: {}, endpoints: [acme(stack)] });
+      const template = Template.fromStack(stack);
+      const fn = resources(template, 'AWS::Lambda::Function').find(([id]) => id.includes('Consumer'))?.[1];
+
+      expect([...seeds(template).keys()]).toEqual(['carrier-acme']);
+      template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+      expect(fn?.Properties.Environment.Variables).not.toHaveProperty('HANDOFF_WEBHOOK_URL');
+    });
+  });
+
+  describe('no secret in the template', () => {
+    it('holds no whsec_ value and no secret value, with a generated secret, an imported one and declared endpoints', () => {
+      const { app } = build({
+        declare: (stack) => [acme(stack), { name: 'named', url: 'https://n.example.com/', eventTypes: ['*'], secret: Secret.fromSecretNameV2(stack, 'Named', 'handoff-named') }],
+      });
+      const text = JSON.stringify(app.synth().getStackByName('TestStack').template);
+
+      // `whsec_` itself appears in the generated secret's description; never followed by a key.
+      expect(text).not.toMatch(/whsec_[A-Za-z0-9+/=]{8,}/);
+      expect(text).toContain(ACME_SECRET_ARN);
+      // No secret is created with a value (only generated), and no secret is granted to all.
+      expect(text).not.toContain('"SecretString":');
+      expect(text).not.toContain('"Action":"secretsmanager:GetSecretValue","Effect":"Allow","Resource":"*"');
+    });
+
+    it('refuses a signing secret given as a value, naming the endpoint and the field and not showing it', () => {
+      const value = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+      const act = () => build({ declare: (stack) => [acme(stack, { secret: value as unknown as ISecret })] });
+
+      expect(act).toThrow(EndpointError);
+      expect(act).toThrow(/^endpoint "carrier-acme": secret must be a Secrets Manager secret/);
+      expect(act).not.toThrow(/MfKQ9r8/);
+    });
+  });
+
+  describe('synth-time checks', () => {
+    it.each<[string, Partial<EndpointDeclaration>, RegExp]>([
+      ['an unknown event type', { eventTypes: ['shipment.lost'] }, /^endpoint "carrier-acme": eventTypes holds "shipment.lost"/],
+      ['a plain-http URL', { url: 'http://acme.example.com/hooks' }, /^endpoint "carrier-acme": url is refused/],
+      ['a private address', { url: 'https://10.0.0.8/hooks' }, /^endpoint "carrier-acme": url is refused/],
+      ['an attempt timeout past the deployment\'s', { attemptTimeoutMs: 60_000 }, /^endpoint "carrier-acme": attemptTimeoutMs must be at most the deployment's attemptTimeoutMs \(10000\)/],
+      ['a bad match key', { match: { carrier: ['acme'] } }, /^endpoint "carrier-acme": match.carrier is not a field to match/],
+      ['an unknown recovery', { recovery: 'retry' as never }, /^endpoint "carrier-acme": recovery must be one of review, drop/],
+      ['a schedule past the queue retention', { retrySchedule: [43_200], maxAttempts: 40 }, /^endpoint "carrier-acme": retrySchedule\/maxAttempts waits add up to/],
+      ['a receiver retention within the retry window', { receiverRetentionSeconds: 60 }, /^endpoint "carrier-acme": receiverRetentionSeconds must exceed the retry window/],
+      ['a bad name', { name: 'Carrier_Acme' }, /^endpoint "Carrier_Acme": name must be 1–64 characters of a-z 0-9 -/],
+    ])('refuses %s, naming the endpoint and the field', (_case, overrides, message) => {
+      const act = () => build({ declare: (stack) => [acme(stack, overrides)] });
+
+      expect(act).toThrow(EndpointError);
+      expect(act).toThrow(message);
+    });
+
+    it('checks a declared endpoint against the deployment it is in (allowHttp)', () => {
+      const { template } = build({
+        settings: { allowHttp: true },
+        declare: (stack) => [acme(stack, { url: 'http://acme.example.com/hooks' })],
+      });
+
+      expect(seeds(template).has('carrier-acme')).toBe(true);
+    });
+
+    it('refuses two endpoints of one name, and a declared default beside the webhook URL', () => {
+      expect(() => build({ declare: (stack) => [acme(stack), acme(stack, { secret: undefined })] })).toThrow(
+        /^endpoint "carrier-acme": name is declared twice/,
+      );
+      expect(() => build({ declare: () => [{ name: 'default', url: 'https://d.example.com/', eventTypes: ['*'] }] })).toThrow(
+        /^endpoint "default": name is declared twice \(the single-URL settings declare "default"\)/,
+      );
+    });
+
+    it('still requires a webhook URL when no endpoint is declared', () => {
+      const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+
+      expect(() => new WebhookDelivery(new Stack(app, 'S'), 'D', { entry: STAND_IN_ENTRY, settings: {}, endpoints: [] })).toThrow(
+        /^webhookUrl is required unless `endpoints` declares some/,
+      );
+    });
+  });
+
+  describe('the seed call, run against DynamoDB (dynalite)', () => {
+    let dynalite: Dynalite;
+    let client: DynamoDBClient;
+    const TABLE = 'handoff-endpoints-seed-test';
+
+    beforeAll(async () => {
+      dynalite = await startDynalite();
+      client = emulatorDynamoDbClient(dynalite.endpoint);
+      await createEndpointsTable(client, TABLE);
+    });
+
+    afterAll(async () => {
+      client.destroy();
+      await dynalite.close();
+    });
+
+    /** The UpdateItem a deploy makes for `declaration` at `seededAt`, as synthesized, with CloudFormation's Refs filled in. */
+    function seedCall(declaration: EndpointDeclaration, seededAt: number): UpdateItemCommandInput {
+      const app = new App();
+      const stack = new Stack(app, 'SeedStack');
+      const registry = new EndpointRegistry(stack, 'Endpoints', { deployment: DEFAULT_SETTINGS, seededAt });
+      registry.seed(declaration);
+      const template = Template.fromStack(stack);
+      const [seed] = [...seeds(template).values()];
+      const refs = { [stack.getLogicalId(registry.table.node.defaultChild as never)]: TABLE };
+      return (JSON.parse(resolveIntrinsics(seed?.call, refs)) as { parameters: UpdateItemCommandInput }).parameters;
+    }
+
+    async function deploy(call: UpdateItemCommandInput): Promise<'applied' | 'unchanged'> {
+      try {
+        await client.send(new UpdateItemCommand(call));
+        return 'applied';
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) return 'unchanged';
+        throw error;
+      }
+    }
+
+    const registry = () => new DynamoDbEndpointRegistry({ client, tableName: TABLE });
+    const declared = (name: string, url: string): EndpointDeclaration => ({ name, url, eventTypes: ['shipment.delivered'], maxAttempts: 4 });
+
+    it('creates the endpoint enabled, readable by the registry as the consumer reads it', async () => {
+      expect(await deploy(seedCall(declared('created', 'https://partner.example.com/v1'), 1_000))).toBe('applied');
+
+      expect(await registry().get('created')).toEqual({
+        fields: { name: 'created', url: 'https://partner.example.com/v1', eventTypes: ['shipment.delivered'], maxAttempts: 4 },
+        state: 'enabled',
+        createdAt: 1_000,
+        updatedAt: 1_000,
+      });
+    });
+
+    it("keeps an operator's disable and field changes through a deploy that does not change the declaration", async () => {
+      await deploy(seedCall(declared('kept', 'https://partner.example.com/v1'), 1_000));
+      const current = (await registry().get('kept'))!;
+      await registry().setState('kept', 'disabled', { by: 'ops', reason: 'receiver down', at: 2_000 });
+      await registry().update({ ...current.fields, maxAttempts: 5 }, 2_000, 2_500);
+
+      expect(await deploy(seedCall(declared('kept', 'https://partner.example.com/v1'), 3_000))).toBe('unchanged');
+
+      const record = await registry().get('kept');
+      expect(record).toMatchObject({ state: 'disabled', stateChange: { by: 'ops', reason: 'receiver down', at: 2_000 }, createdAt: 1_000, updatedAt: 2_500 });
+      expect(record?.fields.maxAttempts).toBe(5);
+    });
+
+    it('applies a changed declaration and still keeps the state and creation time', async () => {
+      await deploy(seedCall(declared('changed', 'https://partner.example.com/v1'), 1_000));
+      await registry().setState('changed', 'disabled', { by: 'auto', reason: 'no accepted request in 259200 s', at: 2_000 });
+
+      expect(await deploy(seedCall(declared('changed', 'https://partner.example.com/v2'), 4_000))).toBe('applied');
+
+      const record = await registry().get('changed');
+      expect(record).toMatchObject({ state: 'disabled', createdAt: 1_000, updatedAt: 4_000 });
+      expect(record?.fields).toEqual({ name: 'changed', url: 'https://partner.example.com/v2', eventTypes: ['shipment.delivered'], maxAttempts: 4 });
+    });
+
+    it('puts back a declared endpoint an operator removed, enabled', async () => {
+      await deploy(seedCall(declared('removed', 'https://partner.example.com/v1'), 1_000));
+      await registry().remove('removed');
+
+      expect(await deploy(seedCall(declared('removed', 'https://partner.example.com/v1'), 5_000))).toBe('applied');
+      expect(await registry().get('removed')).toMatchObject({ state: 'enabled', createdAt: 5_000, updatedAt: 5_000 });
+    });
+  });
+});
+
+/** Refs to the stack's secrets, as CloudFormation resolves them (a secret's Ref is its ARN). */
+function secretRefs(template: Template): Record<string, string> {
+  return Object.fromEntries(
+    Object.keys(template.findResources('AWS::SecretsManager::Secret')).map((id) => [id, `arn:aws:secretsmanager:eu-west-1:111122223333:secret:${id}-AbCdEf`]),
+  );
+}
