@@ -64,7 +64,7 @@ type Plan =
   | { readonly kind: 'deliver'; readonly endpoint: Endpoint; readonly parsed?: ParsedEvent }
   | { readonly kind: 'invalid'; readonly parsed: Extract<ReturnType<typeof parseEvent>, { ok: false }> }
   | { readonly kind: 'fan-out'; readonly eventId: string; readonly endpoints: readonly Endpoint[] }
-  | { readonly kind: 'unrouted'; readonly eventId?: string; readonly why: 'unrouted' | 'endpoint-removed' };
+  | { readonly kind: 'unrouted'; readonly eventId?: string; readonly endpoint?: string; readonly why: 'unrouted' | 'endpoint-removed' };
 
 export async function processBatch(records: readonly SQSRecord[], deps: BatchDeps): Promise<SQSBatchResponse> {
   const limit = pLimit(Math.max(1, deps.concurrency));
@@ -100,8 +100,10 @@ async function planOf(record: SQSRecord, endpoints: ReadonlyMap<string, Endpoint
   const target = record.messageAttributes?.[ENDPOINT_ATTRIBUTE]?.stringValue;
   if (target !== undefined) {
     const endpoint = endpoints.get(target);
+    if (endpoint !== undefined) return { kind: 'deliver', endpoint };
     // Its endpoint was removed after routing: nothing can be delivered, and nothing waits for it.
-    return endpoint === undefined ? { kind: 'unrouted', why: 'endpoint-removed' } : { kind: 'deliver', endpoint };
+    const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes);
+    return { kind: 'unrouted', endpoint: target, why: 'endpoint-removed', ...(parsed.ok ? { eventId: parsed.value.event.id } : {}) };
   }
   const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes);
   if (!parsed.ok) return { kind: 'invalid', parsed };
@@ -166,7 +168,12 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
   if (Number.isFinite(sentAtMs) && sentAtMs > 0) metrics.add('PendingAge', Math.max(0, (startedAt - sentAtMs) / 1000), endpoint?.name);
   if (plan.kind === 'unrouted') {
     metrics.add('Unrouted', 1);
-    logger.info('delivery', { ...(plan.eventId ? { eventId: plan.eventId } : {}), action: 'ack', why: plan.why });
+    logger.info('delivery', {
+      ...(plan.eventId ? { eventId: plan.eventId } : {}),
+      ...(plan.endpoint ? { endpoint: plan.endpoint } : {}),
+      action: 'ack',
+      why: plan.why,
+    });
     return false;
   }
   if (plan.kind === 'fan-out') throw new Error('unreachable: fan-out is answered by afterFanOut');

@@ -322,7 +322,7 @@ describe('Function: processBatch routing', () => {
 
   it('acknowledges and counts an event no endpoint subscribes to, and a message for a removed endpoint', async () => {
     const { deps, delivered, metrics, lines } = routed([acme]);
-    const records = [eventRecord('evt_1', 'packed'), forEndpoint('{}', 'gone')];
+    const records = [eventRecord('evt_1', 'packed'), forEndpoint(eventRecord('evt_2', 'delivered').body, 'gone')];
 
     const response = await processBatch(records, deps);
     metrics.flush();
@@ -330,7 +330,10 @@ describe('Function: processBatch routing', () => {
     expect(response.batchItemFailures).toEqual([]);
     expect(delivered).toEqual([]);
     expect(lines.find((l) => '_aws' in l)).toMatchObject({ Unrouted: 2 });
-    expect(lines.filter((l) => l.message === 'delivery').map((l) => l.why)).toEqual(['unrouted', 'endpoint-removed']);
+    expect(lines.filter((l) => l.message === 'delivery').map((l) => [l.eventId, l.endpoint, l.why])).toEqual([
+      ['evt_1', undefined, 'unrouted'],
+      ['evt_2', 'gone', 'endpoint-removed'],
+    ]);
   });
 
   it('does not route to a disabled endpoint', async () => {
