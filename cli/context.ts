@@ -8,7 +8,6 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
-import type { EndpointRegistry } from '../lib/endpoints/registry';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import type { Ledger } from '../lib/ledger/ledger';
 import { CloudWatchMetricsReader } from '../lib/metrics/cloudwatch-reader';
@@ -28,7 +27,7 @@ export class CommandContext {
   #sqs: SQSClient | undefined;
   #dynamodb: DynamoDBClient | undefined;
   #ledger: Ledger | undefined;
-  #registry: EndpointRegistry | undefined;
+  #registry: DynamoDbEndpointRegistry | undefined;
   #cloudWatch: CloudWatchClient | undefined;
 
   constructor(
@@ -57,7 +56,7 @@ export class CommandContext {
   }
 
   /** The endpoint registry (`endpointsTable`). @throws UsageError when the target names none */
-  registry(): EndpointRegistry {
+  registry(): DynamoDbEndpointRegistry {
     if (!this.#registry) {
       const tableName = requireName(this.#target, 'endpointsTable');
       this.#registry = new DynamoDbEndpointRegistry({ client: this.#documentClient(), tableName });

@@ -224,7 +224,8 @@ Example:
 // The commands, callable without commander.
 
 export async function endpointListCommand(ctx: CommandContext): Promise<CommandResult> {
-  const records = await registryCall(ctx, (registry) => registry.list());
+  // Items it cannot use are named after the list (exit 1), not allowed to hide the others.
+  const { records, unreadable } = await registryCall(ctx, (registry) => registry.scan());
   const rows = records.map((r) => [
     r.fields.name,
     r.state,
@@ -240,7 +241,11 @@ export async function endpointListCommand(ctx: CommandContext): Promise<CommandR
           [{ header: 'name' }, { header: 'state' }, { header: 'url' }, { header: 'event types' }, { header: 'match' }, { header: 'parked', align: 'right' }],
           rows,
         );
-  return { json: records.map(endpointJson), human };
+  const failure =
+    unreadable.length === 0
+      ? undefined
+      : `the registry holds ${unreadable.length} item(s) that cannot be used (endpoint remove NAME, then add it again): ${unreadable.map((e) => e.message).join('; ')}`;
+  return { json: records.map(endpointJson), human, ...(failure !== undefined ? { failure } : {}) };
 }
 
 export async function endpointShowCommand(ctx: CommandContext, name: string): Promise<CommandResult> {

@@ -29,6 +29,18 @@ export interface DynamoDbEndpointRegistryOptions {
   readonly tableName: string;
   /** Items per Scan request (default: as many as fit DynamoDB's 1 MB page). */
   readonly scanPageSize?: number;
+  /**
+   * Told of each item `list` cannot use (written by hand, or by a newer version), which `list` then
+   * leaves out, so one bad item does not stop delivery to every other endpoint. Unset: `list`
+   * fails on such an item.
+   */
+  readonly onUnreadable?: (error: EndpointRegistryError) => void;
+}
+
+/** Every item of the table: those it can use, and why each other one cannot be. */
+export interface RegistryScan {
+  readonly records: EndpointRecord[];
+  readonly unreadable: EndpointRegistryError[];
 }
 
 const A = REGISTRY_SCHEMA.attributes;
@@ -48,6 +60,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry {
   readonly #client: DynamoDBDocumentClient;
   readonly #tableName: string;
   readonly #scanPageSize: number | undefined;
+  readonly #onUnreadable: ((error: EndpointRegistryError) => void) | undefined;
 
   constructor(options: DynamoDbEndpointRegistryOptions) {
     this.#client =
@@ -56,19 +69,38 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry {
         : DynamoDBDocumentClient.from(options.client, { marshallOptions: { removeUndefinedValues: true } });
     this.#tableName = options.tableName;
     this.#scanPageSize = options.scanPageSize;
+    this.#onUnreadable = options.onUnreadable;
   }
 
+  /** @throws EndpointRegistryError for an item it cannot use, unless `onUnreadable` is given */
   async list(): Promise<EndpointRecord[]> {
+    const { records, unreadable } = await this.scan();
+    if (unreadable.length > 0 && this.#onUnreadable === undefined) throw unreadable[0];
+    for (const error of unreadable) this.#onUnreadable?.(error);
+    return records;
+  }
+
+  /** Every item, in name order, with the ones it cannot use set apart (the command lists both). */
+  async scan(): Promise<RegistryScan> {
     const records: EndpointRecord[] = [];
+    const unreadable: EndpointRegistryError[] = [];
     let startKey: Item | undefined;
     do {
       const page = await this.#guard('list endpoints', () =>
         this.#client.send(new ScanCommand({ TableName: this.#tableName, ConsistentRead: true, ExclusiveStartKey: startKey, Limit: this.#scanPageSize })),
       );
-      for (const item of page.Items ?? []) records.push(this.#recordFrom(item));
+      for (const item of page.Items ?? []) {
+        try {
+          records.push(this.#recordFrom(item));
+        } catch (error) {
+          if (!(error instanceof EndpointRegistryError)) throw error;
+          unreadable.push(error);
+        }
+      }
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
-    return records.sort((a, b) => (a.fields.name < b.fields.name ? -1 : a.fields.name > b.fields.name ? 1 : 0));
+    records.sort((a, b) => (a.fields.name < b.fields.name ? -1 : a.fields.name > b.fields.name ? 1 : 0));
+    return { records, unreadable };
   }
 
   async get(name: string): Promise<EndpointRecord | undefined> {

@@ -470,6 +470,34 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(await registry.get('warehouse')).toBeUndefined();
   });
 
+  it('lists the endpoints it can use and names an item it cannot (exit 1), which remove takes away', async () => {
+    const { PutItemCommand } = await import('@aws-sdk/client-dynamodb');
+    const handmadeSecret = 'whsec_/uCW0n0KPpd7EnSxkS82xgxojTF+Q5yIYx5I0pyVR/s=';
+    secrets.push(handmadeSecret);
+    await client.send(
+      new PutItemCommand({
+        TableName: TABLE,
+        Item: {
+          name: { S: 'handmade' },
+          fields: { M: { name: { S: 'handmade' }, url: { S: 'https://x.example' }, eventTypes: { L: [{ S: 'shipment.lost' }] }, secret: { S: handmadeSecret } } },
+          state: { S: 'enabled' },
+          createdAt: { N: '1' },
+          updatedAt: { N: '1' },
+        },
+      }),
+    );
+
+    const listed = await handoff(['list', '--json']);
+    const removed = await handoff(['remove', 'handmade']);
+    const after = await handoff(['list']);
+
+    expect(listed.code).toBe(1);
+    expect(json<Record<string, unknown>[]>(listed).map((e) => e.name)).toEqual(['acme', 'zephyr']);
+    expect(listed.stderr).toMatch(/^handoff: the registry holds 1 item\(s\) that cannot be used \(endpoint remove NAME, then add it again\): .*the item of endpoint "handmade" cannot be used: .*eventTypes holds "shipment\.lost"/);
+    expect(removed.code).toBe(0);
+    expect(after.code).toBe(0);
+  });
+
   it('says which option names the registry when the target has none (exit 2)', async () => {
     const run = await handoff(['list'], { target: ['--table', 'ledger'] });
 

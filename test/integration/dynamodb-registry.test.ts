@@ -188,8 +188,8 @@ describe('Class: DynamoDbEndpointRegistry', () => {
     expect(await registry.get('acme')).toBeUndefined();
   });
 
-  it('names an item it cannot use (written by hand), without showing its secret', async () => {
-    const secret = generateSecret();
+  /** An item written by hand, with an event type no version has: one the registry cannot use. */
+  async function putHandmadeItem(secret: string): Promise<void> {
     await client.send(
       new PutItemCommand({
         TableName: tableName,
@@ -202,6 +202,11 @@ describe('Class: DynamoDbEndpointRegistry', () => {
         },
       }),
     );
+  }
+
+  it('names an item it cannot use (written by hand), without showing its secret', async () => {
+    const secret = generateSecret();
+    await putHandmadeItem(secret);
 
     const error = await registry.list().catch((e: unknown) => e);
 
@@ -209,6 +214,29 @@ describe('Class: DynamoDbEndpointRegistry', () => {
     expect((error as EndpointRegistryError).code).toBe('registry-item-invalid');
     expect((error as Error).message).toContain(`endpoint registry ${tableName}: the item of endpoint "handmade" cannot be used: fields: endpoint "handmade": eventTypes holds "shipment.lost"`);
     expect((error as Error).message).not.toContain(secret);
+  });
+
+  it('leaves out an item it cannot use when told whom to tell, and lists the others', async () => {
+    await registry.add(acme, T0);
+    await putHandmadeItem(generateSecret());
+    const told: EndpointRegistryError[] = [];
+    const tolerant = new DynamoDbEndpointRegistry({ client, tableName, onUnreadable: (error) => told.push(error) });
+
+    const listed = await tolerant.list();
+    const scanned = await registry.scan();
+
+    expect(listed.map((r) => r.fields.name)).toEqual(['acme']);
+    expect(told.map((e) => e.code)).toEqual(['registry-item-invalid']);
+    expect(scanned.records).toEqual(listed);
+    expect(scanned.unreadable.map((e) => e.message)).toEqual([told[0]?.message]);
+  });
+
+  it('removes an item it cannot use', async () => {
+    await putHandmadeItem(generateSecret());
+
+    await registry.remove('handmade');
+
+    expect(await registry.scan()).toEqual({ records: [], unreadable: [] });
   });
 
   it('reports a missing table as the registry being unavailable, naming the table and the operation', async () => {
