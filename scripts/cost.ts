@@ -11,16 +11,21 @@
  *
  * Prints: the schema priced; billed units per handoff scenario; per consumer and event size, units
  * per delivered event and dollars per million at the published prices; the busiest partition key
- * value over runs of 1,000 and 10,000 deliveries; and the targets, MET or MISSED.
+ * value over runs of 1,000 and 10,000 deliveries; fan-out through the endpoint registry to 1, 3 and
+ * 10 endpoints beside the single-URL consumer, per (event, endpoint) delivered (scripts/cost/fan-out.ts);
+ * and the targets, MET or MISSED.
  *
  * Exits 1 when the happy path takes more than 2 write requests or any read on AWS (a regression).
  * Missed billed-unit targets are printed, not failed.
  */
 import { performance } from 'node:perf_hooks';
 import type { DeliveryResult } from '../lib/deliver';
+import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
+import { ENDPOINTS_CACHE_MS } from '../lib/endpoints/registry';
+import { createEndpointsTable, seedEndpoints } from '../sandbox/endpoints-table';
 import { createLedgerTable } from '../sandbox/ledger-table';
 import { emulatorDynamoDbClient, startDynalite } from '../test/helpers/dynalite';
-import { startTestReceiver } from '../test/helpers/receiver';
+import { startTestReceiver, type TestReceiver } from '../test/helpers/receiver';
 import { writeUnits } from './cost/billing';
 import {
   benchConsumer,
@@ -31,6 +36,16 @@ import {
   type ConsumerName,
   type Invoke,
 } from './cost/consumers';
+import {
+  FAN_OUT_ENDPOINTS,
+  FAN_OUT_EVENT_BYTES,
+  meterFanOut,
+  perDelivery,
+  timeFanOuts,
+  type FanOutMetered,
+  type FanOutPerDelivery,
+  type FanOutRun,
+} from './cost/fan-out';
 import { consumerMemorySize } from './cost/lambda-memory';
 import { startMeteringProxy, type DynamoDbUsage } from './cost/metering-proxy';
 import { costPerMillionEvents, lambdaGbSeconds, PRICES, type CostPerMillion, type UsagePerEvent } from './cost/prices';
@@ -59,13 +74,29 @@ const WORKLOAD_BATCHES = 20;
 const QUICK = process.argv.includes('--quick');
 const MIX_SIZES = QUICK ? [200, 1_000] : [1_000, 10_000];
 const CONSUMERS: readonly ConsumerName[] = ['handoff', 'powertools', 'naive'];
+/** Producer batches per fan-out run (10 endpoints: ten times the deliveries). */
+const FAN_OUT_ROUNDS = QUICK ? 10 : 20;
+/** Routing may add at most this many SQS requests per delivery to the single-URL consumer's. */
+const ROUTING_MAX_ADDED_SQS = 0.3;
+/** Lambda's figure is wall time on a shared machine: a few percent apart between runs of the same code. */
+const LAMBDA_NOISE = 1.1;
 
 const TABLES = {
   scenarios: 'handoff-ledger-cost-scenarios',
   workload: 'handoff-ledger-cost-workload',
   mix: (deliveries: number) => `handoff-ledger-cost-mix-${deliveries}`,
   powertools: 'powertools-idempotency-cost',
+  fanOut: 'handoff-ledger-cost-fan-out',
+  registry: (endpoints: number) => `handoff-endpoints-cost-${endpoints}`,
 };
+
+interface PricedFanOut {
+  readonly metered: FanOutMetered;
+  readonly per: FanOutPerDelivery;
+  readonly cost: CostPerMillion;
+  /** One read of its registry (a consistent Scan of its endpoints), when it has one. */
+  readonly registryReadUnits: number | undefined;
+}
 
 interface PricedWorkload {
   readonly consumer: ConsumerName;
@@ -88,6 +119,7 @@ async function main(): Promise<number> {
   const meters: Meters = { dynamodb: proxy, sqs, receiver };
   const memory = consumerMemorySize();
   const closers: (() => void)[] = [];
+  const receivers: TestReceiver[] = [];
 
   try {
     for (const table of [TABLES.scenarios, TABLES.workload, ...MIX_SIZES.map(TABLES.mix)]) await createLedgerTable(direct, table);
@@ -187,12 +219,84 @@ async function main(): Promise<number> {
     }
     printMixes(mixes);
 
-    const unmetered = [...scenarios.map((s) => s.dynamodb), ...priced.map((p) => p.run.dynamodb), ...mixes.map((m) => m.dynamodb)]
-      .flatMap((usage) => Object.keys(usage.unmetered));
-    if (unmetered.length > 0) throw new Error(`requests the cost model does not price were made: ${[...new Set(unmetered)].join(', ')}`);
-    printCapacityCheck([...scenarios.map((s) => s.dynamodb), ...priced.map((p) => p.run.dynamodb), ...mixes.map((m) => m.dynamodb)]);
+    // --- fan-out through the registry -------------------------------------------------------------
+    await createLedgerTable(direct, TABLES.fanOut);
+    const fanOutOptions = { rounds: FAN_OUT_ROUNDS, batchSize: SETTINGS.batchSize, eventBytes: FAN_OUT_EVENT_BYTES };
+    const newReceiver = async () => {
+      const started = await startTestReceiver();
+      receivers.push(started);
+      return started;
+    };
+    const singleReceiver = await newReceiver();
+    const single = handoffConsumer({
+      dynamodbEndpoint: proxy.endpoint,
+      direct,
+      tableName: TABLES.fanOut,
+      sqs: sqs.client,
+      webhookUrl: singleReceiver.url,
+      clock: { nowMs: Date.now },
+    });
+    closers.push(() => single.close());
+    const runs: FanOutRun[] = [
+      { label: 'single-URL (no registry)', endpoints: 1, registry: false, invoke: single.invoke, prefix: 'evt_fan_single', receivers: [singleReceiver] },
+    ];
+    const registryReads = new Map<FanOutRun, number>();
+    const registryReader = emulatorDynamoDbClient(proxy.endpoint);
+    closers.push(() => registryReader.destroy());
+    for (const endpoints of FAN_OUT_ENDPOINTS) {
+      const table = TABLES.registry(endpoints);
+      await createEndpointsTable(direct, table);
+      const endpointReceivers: TestReceiver[] = [];
+      for (let i = 0; i < endpoints; i++) endpointReceivers.push(await newReceiver());
+      await seedEndpoints(
+        new DynamoDbEndpointRegistry({ client: direct, tableName: table }),
+        endpointReceivers.map((r, i) => ({ name: `endpoint-${i + 1}`, url: r.url, eventTypes: ['*'] })),
+        Date.now(),
+      );
+      const consumer = handoffConsumer({
+        dynamodbEndpoint: proxy.endpoint,
+        direct,
+        tableName: TABLES.fanOut,
+        registryTable: table,
+        sqs: sqs.client,
+        webhookUrl: singleReceiver.url,
+        clock: { nowMs: Date.now },
+      });
+      closers.push(() => consumer.close());
+      const run: FanOutRun = {
+        label: `${endpoints} endpoint${endpoints === 1 ? '' : 's'} (registry)`,
+        endpoints,
+        registry: true,
+        invoke: consumer.invoke,
+        prefix: `evt_fan_${endpoints}`,
+        receivers: endpointReceivers,
+      };
+      runs.push(run);
+      // What one read of the registry costs (the consumer's, every ENDPOINTS_CACHE_MS per container).
+      const read = proxy.start();
+      await new DynamoDbEndpointRegistry({ client: registryReader, tableName: table }).list();
+      registryReads.set(run, read.readUnits);
+    }
+    const fanOutMetered: FanOutMetered[] = [];
+    for (const run of runs) fanOutMetered.push(await meterFanOut(run, fanOutOptions, meters));
+    const fanOutTimes = await timeFanOuts(runs, fanOutOptions, meters);
+    const fanOuts: PricedFanOut[] = fanOutMetered.map((metered) => {
+      const per = perDelivery(metered, fanOutTimes.get(metered.run) ?? [], memory.memoryMb);
+      return { metered, per, cost: costPerMillionEvents(per.usage), registryReadUnits: registryReads.get(metered.run) };
+    });
+    printFanOuts(fanOuts, memory.memoryMb);
 
-    const targets = assessTargets(scenarios, priced, mixes);
+    const usages = [
+      ...scenarios.map((s) => s.dynamodb),
+      ...priced.map((p) => p.run.dynamodb),
+      ...mixes.map((m) => m.dynamodb),
+      ...fanOutMetered.map((f) => f.dynamodb),
+    ];
+    const unmetered = usages.flatMap((usage) => Object.keys(usage.unmetered));
+    if (unmetered.length > 0) throw new Error(`requests the cost model does not price were made: ${[...new Set(unmetered)].join(', ')}`);
+    printCapacityCheck(usages);
+
+    const targets = [...assessTargets(scenarios, priced, mixes), ...assessFanOutTargets(fanOuts)];
     console.log(`\nTargets (one run, ${((performance.now() - startedAt) / 1000).toFixed(0)} s in all)\n`);
     console.log(formatTargets(targets));
     if (targets.some((t) => !t.met && t.failsRun)) {
@@ -207,6 +311,7 @@ async function main(): Promise<number> {
     direct.destroy();
     sqs.client.destroy();
     await receiver.close();
+    for (const started of receivers) await started.close();
     await proxy.close();
     await dynalite.close();
   }
@@ -441,6 +546,128 @@ function assessTargets(scenarios: readonly ScenarioResult[], priced: readonly Pr
       small.run.dynamodb.readRequests <= HAPPY_PATH_MAX_READS,
     failsRun: true,
   });
+  return targets;
+}
+
+function printFanOuts(fanOuts: readonly PricedFanOut[], memoryMb: number): void {
+  const base = fanOuts.find((f) => !f.metered.run.registry);
+  const first = fanOuts[0];
+  console.log(
+    `Fan-out: per (event, endpoint) delivered, ${FAN_OUT_EVENT_BYTES}-byte events, ${first?.metered.events ?? 0} events per run ` +
+      `(${FAN_OUT_ROUNDS} batches of ${SETTINGS.batchSize}), every endpoint subscribed to every event, all accepted\n`,
+  );
+  const operations = ['SendMessageBatch', 'ReceiveMessage*', 'DeleteMessageBatch*', 'ChangeMessageVisibility'];
+  const rows = fanOuts.map((f) => {
+    const { metered, per, cost } = f;
+    const d = metered.dynamodb;
+    return [
+      metered.run.label,
+      String(metered.deliveries),
+      `${fixed(per.usage.writeUnits)} (${fixed(d.tableWriteUnits / metered.deliveries)} + ${fixed(d.indexUnits / metered.deliveries)})`,
+      fixed(per.usage.readUnits, 3),
+      `${fixed(per.usage.sqsRequests, 3)} (${operations.map((op) => fixed(per.sqsByOperation[op] ?? 0, 3)).join(' / ')})`,
+      fixed(per.usage.lambdaInvocations, 3),
+      `${per.producerMedianMs.toFixed(1)}${metered.endpointInvocations > 0 ? ` / ${per.endpointMedianMs.toFixed(1)}` : ''}`,
+      (per.usage.lambdaGbSeconds * 1e6).toFixed(0),
+      dollars(cost.dynamodb),
+      dollars(cost.sqs),
+      dollars(cost.lambda),
+      dollars(cost.total),
+      base === undefined ? '-' : `${(cost.total / base.cost.total).toFixed(2)}x`,
+    ];
+  });
+  console.log(
+    formatTable(
+      [
+        'run',
+        'deliveries',
+        'WU (table + index)',
+        'RU',
+        'SQS req (send batch / receive* / delete* / visibility)',
+        'invocations',
+        'batch ms (producer / per-endpoint)',
+        `µGB-s @${memoryMb} MB`,
+        'DynamoDB $/M',
+        'SQS $/M',
+        'Lambda $/M',
+        'total $/M',
+        'vs single-URL',
+      ],
+      rows,
+    ),
+  );
+  const reads = fanOuts
+    .filter((f) => f.registryReadUnits !== undefined)
+    .map((f) => `${f.metered.run.endpoints}: ${fixed(f.registryReadUnits!, 2)} RU`)
+    .join(', ');
+  console.log(
+    [
+      '',
+      `Every figure per (event, endpoint) delivered; $/M: dollars per million deliveries. * Lambda's event source. With 2 or more`,
+      "endpoints a producer's batch is routed (one SendMessageBatch per 10 endpoint messages), then each endpoint message is",
+      'received, delivered and deleted on its own; with 1 the message is delivered as it is. Lambda: each invocation billed at',
+      'its kind\'s median batch time (producer batches and per-endpoint batches), from a pass with the runs taking turns.',
+      `The registry is read once per container per ${ENDPOINTS_CACHE_MS / 1000} s (a consistent Scan; by endpoints: ${reads}), not per`,
+      "delivery: any read inside the metered rounds is in RU. The meter answers SQS at once: on AWS a routing invocation also",
+      `waits for its SendMessageBatch calls (sent at once), ${dollars(perTenMsOfRouting(3, memoryMb))}/M deliveries per 10 ms they add to a batch routed to 3`,
+      "endpoints. Left out, as above: the producer's SendMessage, the event source's idle polls.",
+      '',
+    ].join('\n'),
+  );
+}
+
+/** Lambda dollars per million deliveries for each 10 ms a producer batch routed to `endpoints` takes. */
+function perTenMsOfRouting(endpoints: number, memoryMb: number): number {
+  return costPerMillionEvents({
+    writeUnits: 0,
+    readUnits: 0,
+    sqsRequests: 0,
+    lambdaGbSeconds: lambdaGbSeconds([10], memoryMb) / (SETTINGS.batchSize * endpoints),
+    lambdaInvocations: 0,
+  }).lambda;
+}
+
+function assessFanOutTargets(fanOuts: readonly PricedFanOut[]): Target[] {
+  const base = fanOuts.find((f) => !f.metered.run.registry);
+  if (base === undefined) throw new Error('no single-URL fan-out run');
+  const targets: Target[] = [];
+  const routed = fanOuts.filter((f) => f.metered.run.registry);
+  for (const f of routed) {
+    const d = f.metered.dynamodb;
+    targets.push({
+      name: `Billed write units per (event, endpoint) delivered, ${f.metered.run.endpoints} endpoint(s), 300-byte event`,
+      goal: '≤ 2.00',
+      measured: `${fixed(f.per.usage.writeUnits)} (table ${fixed(d.tableWriteUnits / f.metered.deliveries)} + index ${fixed(d.indexUnits / f.metered.deliveries)})`,
+      met: f.per.usage.writeUnits <= 2,
+    });
+  }
+  for (const f of routed) {
+    const added = f.per.usage.sqsRequests - base.per.usage.sqsRequests;
+    targets.push({
+      name: `SQS requests routing adds per delivery, ${f.metered.run.endpoints} endpoint(s)`,
+      goal: `≤ ${ROUTING_MAX_ADDED_SQS} (batched sends)`,
+      measured: `${fixed(added, 3)} (${fixed(f.per.usage.sqsRequests, 3)} against ${fixed(base.per.usage.sqsRequests, 3)} single-URL)`,
+      met: added <= ROUTING_MAX_ADDED_SQS,
+    });
+  }
+  const one = routed.find((f) => f.metered.run.endpoints === 1);
+  if (one !== undefined) {
+    // Billed units are exact; Lambda is wall time on a shared machine, within a few percent run to run.
+    // The registry's read is per container and time, not per delivery (printed with the table).
+    const units = (f: PricedFanOut) => {
+      const u = f.per.usage;
+      return [u.writeUnits, u.sqsRequests, u.lambdaInvocations];
+    };
+    const fewerUnits = units(one).every((value, i) => value <= units(base)[i]! + 1e-9);
+    const lambdaRatio = one.cost.lambda / base.cost.lambda;
+    const parts = (f: PricedFanOut) => `${dollars(f.cost.total)} (DynamoDB ${dollars(f.cost.dynamodb)}, SQS ${dollars(f.cost.sqs)}, Lambda ${dollars(f.cost.lambda)})`;
+    targets.push({
+      name: 'One endpoint through the registry against the single-URL consumer, per delivery',
+      goal: `no more WU, SQS requests, invocations; Lambda ≤ ${LAMBDA_NOISE}x (timing noise); registry read apart`,
+      measured: `${parts(one)} against ${parts(base)}; units ${fewerUnits ? 'the same or fewer' : 'MORE'}, Lambda ${lambdaRatio.toFixed(2)}x`,
+      met: fewerUnits && lambdaRatio <= LAMBDA_NOISE,
+    });
+  }
   return targets;
 }
 

@@ -2,8 +2,10 @@
  * The three consumers `npm run cost` prices, each as Lambda invokes it (a batch of SQS records in,
  * a partial batch response out), on the metering proxy's DynamoDB:
  *
- * - handoff: the real batch use case (`processBatch` over `deliver`) with the real DynamoDB ledger,
- *   HTTP sender and SQS queue adapter, wired as functions/consumer.ts wires them;
+ * - handoff: the real batch use case (`processBatch`: routing, then `deliver`) with the real
+ *   DynamoDB ledger, HTTP senders and SQS queue adapter, wired as functions/consumer.ts wires them:
+ *   with the single-URL settings (the one endpoint `default`, no registry), or with an endpoint
+ *   registry table read through the meter (`registryTable`), as a stack with endpoints runs;
  * - Powertools: bench/consumers/powertools.ts (`BatchProcessor` + `makeIdempotent` on its DynamoDB
  *   persistence layer), imported with its environment set, so it builds its own client;
  * - naive: bench/consumers/naive.ts (POST, no ledger).
@@ -13,12 +15,16 @@ import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamod
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { processBatch } from '../../lib/batch';
+import { processBatch, type BatchDeps } from '../../lib/batch';
 import { DEFAULT_SETTINGS, derivedTimings } from '../../lib/config';
 import { deliver, type DeliverDeps, type DeliveryResult, type QueueMessage } from '../../lib/deliver';
+import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import type { DeploymentSettings } from '../../lib/endpoints/endpoint';
+import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../../lib/endpoints/registry';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
+import { registryRouting, singleEndpoint, staticRouting, type Routing, type SenderFactory } from '../../lib/routing';
 import { EndpointGuard, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
 import { HttpWebhookSender } from '../../lib/webhook/http-sender';
 import { emulatorDynamoDbClient, returnOldItemOnConditionFailure } from '../../test/helpers/dynalite';
@@ -44,7 +50,13 @@ export interface HandoffOptions {
   readonly direct: DynamoDBClient;
   readonly tableName: string;
   readonly sqs: SQSClient;
+  /** The single-URL settings' receiver; unused with `registryTable`. */
   readonly webhookUrl: string;
+  /**
+   * An endpoint registry table (created and seeded): the consumer routes every message against it,
+   * read through the meter and cached as in AWS (ENDPOINTS_CACHE_MS). Absent: the single-URL settings.
+   */
+  readonly registryTable?: string;
   readonly clock: Clock;
   /** Sees every delivery's result (the scenarios check their decisions). */
   readonly onResult?: (result: DeliveryResult) => void;
@@ -53,6 +65,19 @@ export interface HandoffOptions {
 /** The stack's settings: batches of 10, every record of a batch at once. */
 export const SETTINGS = DEFAULT_SETTINGS;
 const TIMINGS = derivedTimings(SETTINGS);
+/** The queue URLs the adapter names (the SQS meter answers every call; nothing is sent). */
+export const QUEUE_URLS = {
+  queue: 'https://sqs.us-east-1.amazonaws.com/000000000000/handoff-deliveries',
+  deadLetterQueue: 'https://sqs.us-east-1.amazonaws.com/000000000000/handoff-dead-letters',
+} as const;
+/** The deployment endpoints are checked against: the stack's, with the loopback receivers allowed. */
+export const COST_DEPLOYMENT: DeploymentSettings = {
+  retryPolicy: SETTINGS.retryPolicy,
+  attemptTimeoutMs: SETTINGS.attemptTimeoutMs,
+  retentionDays: SETTINGS.retentionDays,
+  allowPrivateCidrs: SANDBOX_GUARD_OPTIONS.allowPrivateCidrs ?? [],
+  allowHttp: true,
+};
 
 export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; close(): void } {
   const client = emulatorDynamoDbClient(options.dynamodbEndpoint);
@@ -64,19 +89,35 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
     tableName: options.tableName,
     now: () => options.clock.nowMs(),
   });
-  const sender = new HttpWebhookSender({
-    url: options.webhookUrl,
-    timeoutMs: SETTINGS.attemptTimeoutMs,
-    guard: new EndpointGuard(SANDBOX_GUARD_OPTIONS),
-  });
+  const guard = new EndpointGuard(SANDBOX_GUARD_OPTIONS);
+  const senders: HttpWebhookSender[] = [];
+  const createSender: SenderFactory = (endpoint) => {
+    const sender = new HttpWebhookSender({ url: endpoint.url, secret: endpoint.secret, timeoutMs: endpoint.attemptTimeoutMs, guard });
+    senders.push(sender);
+    return sender;
+  };
   const queue = new SqsDeliveryQueue({
     client: options.sqs,
-    queueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/handoff-deliveries',
-    deadLetterQueueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/handoff-dead-letters',
+    queueUrl: QUEUE_URLS.queue,
+    deadLetterQueueUrl: QUEUE_URLS.deadLetterQueue,
   });
   const silent = () => {};
   const logger = createLogger({ service: 'handoff', write: silent });
   const metrics = new MetricsRecorder({ service: 'handoff', write: silent });
+  // As functions/consumer.ts builds it, once per container.
+  const routing: Routing =
+    options.registryTable !== undefined
+      ? registryRouting({
+          records: cachedEndpoints(new DynamoDbEndpointRegistry({ client, tableName: options.registryTable }), { ttlMs: ENDPOINTS_CACHE_MS }),
+          deployment: COST_DEPLOYMENT,
+          readSecret: (arn) => Promise.reject(new Error(`the cost run's endpoints hold no secret ARN (${arn})`)),
+          createSender,
+          logger,
+        })
+      : staticRouting(
+          [singleEndpoint({ url: options.webhookUrl, policy: SETTINGS.retryPolicy, attemptTimeoutMs: SETTINGS.attemptTimeoutMs })],
+          createSender,
+        );
   const onResult = options.onResult;
   const observed = onResult
     ? async (message: QueueMessage, deps: DeliverDeps) => {
@@ -87,9 +128,8 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
     : undefined;
   return {
     async invoke(records) {
-      const delivery: DeliverDeps = {
+      const delivery: BatchDeps['delivery'] = {
         ledger,
-        sender,
         now: () => options.clock.nowMs(),
         owner: `cost:${randomUUID()}`,
         policy: SETTINGS.retryPolicy,
@@ -100,6 +140,7 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
       try {
         return await processBatch(records, {
           delivery,
+          routing,
           queue,
           logger,
           metrics,
@@ -111,7 +152,7 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
       }
     },
     close() {
-      sender.close();
+      for (const sender of senders) sender.close();
       client.destroy();
     },
   };

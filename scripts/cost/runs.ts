@@ -12,7 +12,7 @@
 import { performance } from 'node:perf_hooks';
 import type { SQSRecord } from 'aws-lambda';
 import pLimit from 'p-limit';
-import type { DeliveryResult, QueueDecision } from '../../lib/deliver';
+import type { DeadLetterReason, DeliveryResult, QueueDecision } from '../../lib/deliver';
 import { sqsRecord } from '../../test/helpers/sqs-records';
 import type { ScriptedResponse, TestReceiver } from '../../test/helpers/receiver';
 import type { Invoke } from './consumers';
@@ -57,7 +57,7 @@ function filler(seedText: string, length: number): string {
 }
 
 /** Invokes with one batch and tells the event-source meter what Lambda's poller did for it. */
-async function invokeBatch(invoke: Invoke, records: readonly SQSRecord[], meters: Meters) {
+export async function invokeBatch(invoke: Invoke, records: readonly SQSRecord[], meters: Pick<Meters, 'sqs'>) {
   const startedAt = performance.now();
   const response = await invoke(records);
   const durationMs = performance.now() - startedAt;
@@ -156,10 +156,21 @@ export async function runScenario(
   if (scenario.answers.length > 0) meters.receiver.respondTo(eventId, ...scenario.answers);
   const send: Send = async (body) => {
     handoff.results.length = 0;
+    meters.sqs.takeSent();
     await invokeBatch(handoff.invoke, [sqsRecord(body)], meters);
     const result = handoff.results[0];
-    if (result === undefined) throw new Error(`${scenario.name}: the delivery threw (see the ledger and the receiver)`);
-    return result.decision;
+    if (result !== undefined) return result.decision;
+    // An invalid message is dead-lettered by routing, never reaching the delivery: its dead letter says so.
+    const letter = meters.sqs.takeSent().find((message) => message.attributes.reason?.StringValue !== undefined);
+    if (letter !== undefined) {
+      return {
+        action: 'dead-letter',
+        reason: letter.attributes.reason!.StringValue as DeadLetterReason,
+        eventId: letter.attributes.eventId?.StringValue,
+        detail: '',
+      };
+    }
+    throw new Error(`${scenario.name}: the delivery threw (see the ledger and the receiver)`);
   };
   const decisions: string[] = [];
   const recording: Send = async (body) => {

@@ -7,6 +7,9 @@
  * answers. Lambda's event source polls the queue for the function and is billed to the same
  * account: one ReceiveMessage per batch (its payload the batch's messages) and one
  * DeleteMessageBatch for the records it removes; `eventSource` records those.
+ *
+ * Messages the consumer puts on a queue (routing's per-endpoint messages, dead letters) are kept,
+ * so a run can hand them to the consumer as Lambda's event source would (`takeSent`).
  */
 import { SQSClient, type MessageAttributeValue } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
@@ -25,17 +28,27 @@ export class SqsUsage {
   }
 }
 
+/** A message the consumer sent, as the queue would hold it. */
+export interface SentMessage {
+  readonly queueUrl: string;
+  readonly body: string;
+  readonly attributes: Readonly<Record<string, MessageAttributeValue>>;
+}
+
 export interface SqsMeter {
   /** A client for the consumer's queue adapter: its requests are recorded, never sent. */
   readonly client: SQSClient;
   /** Starts a fresh count; returns it. */
   start(): SqsUsage;
+  /** The messages sent (SendMessage, SendMessageBatch) since the last call, in order; forgets them. */
+  takeSent(): SentMessage[];
   /** What Lambda's event source requests for one batch: a receive, and a delete unless all failed. */
   eventSource(records: readonly SQSRecord[], failed: number): void;
 }
 
 export function startSqsMeter(): SqsMeter {
   let usage = new SqsUsage();
+  let sent: SentMessage[] = [];
   const client = new SQSClient({
     region: 'us-east-1',
     // Never contacted: the middleware below answers every request.
@@ -45,8 +58,14 @@ export function startSqsMeter(): SqsMeter {
   client.middlewareStack.add(
     (_next, context) => async (args) => {
       const operation = String(context.commandName).replace(/Command$/, '');
-      usage.add(operation, payloadBytes(args.input as SqsInput));
-      return { output: { $metadata: {} }, response: undefined };
+      const input = args.input as SqsInput;
+      const messages = input.Entries ?? (input.MessageBody !== undefined ? [input] : []);
+      usage.add(operation, messages.length > 0 ? messages.reduce((sum, m) => sum + payloadBytes(m), 0) : payloadBytes(input));
+      if (operation === 'SendMessage' || operation === 'SendMessageBatch') {
+        for (const m of messages) sent.push({ queueUrl: input.QueueUrl ?? '', body: m.MessageBody ?? '', attributes: m.MessageAttributes ?? {} });
+      }
+      // SendMessageBatch: every entry sent (no Failed list), as the adapter expects of a success.
+      return { output: { $metadata: {}, Successful: [], Failed: [] }, response: undefined };
     },
     { step: 'initialize', name: 'meterSqsRequests' },
   );
@@ -56,6 +75,11 @@ export function startSqsMeter(): SqsMeter {
       usage = new SqsUsage();
       return usage;
     },
+    takeSent() {
+      const taken = sent;
+      sent = [];
+      return taken;
+    },
     eventSource(records, failed) {
       usage.add('ReceiveMessage (event source)', records.reduce((sum, record) => sum + messageBytes(record), 0));
       if (failed < records.length) usage.add('DeleteMessageBatch (event source)', 0);
@@ -63,13 +87,19 @@ export function startSqsMeter(): SqsMeter {
   };
 }
 
-interface SqsInput {
+interface SqsMessageInput {
   MessageBody?: string;
   MessageAttributes?: Record<string, MessageAttributeValue>;
 }
 
+interface SqsInput extends SqsMessageInput {
+  QueueUrl?: string;
+  /** SendMessageBatch's messages: billed together, each 64 KB of the whole one request. */
+  Entries?: SqsMessageInput[];
+}
+
 /** A message's size as SQS counts it: the body, and each attribute's name, type and value. */
-function payloadBytes(input: SqsInput): number {
+function payloadBytes(input: SqsMessageInput): number {
   let bytes = input.MessageBody === undefined ? 0 : utf8Bytes(input.MessageBody);
   for (const [name, value] of Object.entries(input.MessageAttributes ?? {})) {
     bytes += utf8Bytes(name) + utf8Bytes(value.DataType ?? '') + utf8Bytes(value.StringValue ?? '') + (value.BinaryValue?.byteLength ?? 0);
