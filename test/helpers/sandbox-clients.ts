@@ -29,6 +29,8 @@ export interface DeadLetter {
   readonly body: string;
   readonly reason: string | undefined;
   readonly eventId: string | undefined;
+  /** The endpoint whose delivery died (docs/contract.md §11); absent for a message never routed. */
+  readonly endpoint: string | undefined;
 }
 
 export class SandboxClients {
@@ -63,9 +65,9 @@ export class SandboxClients {
     }
   }
 
-  /** The event's row for the single endpoint of this version. */
-  row(eventId: string): Promise<DeliveryRecord | undefined> {
-    return this.ledger.get({ eventId, endpoint: DEFAULT_ENDPOINT });
+  /** The event's delivery row for one endpoint (`default`: the single-URL settings' endpoint). */
+  row(eventId: string, endpoint: string = DEFAULT_ENDPOINT): Promise<DeliveryRecord | undefined> {
+    return this.ledger.get({ eventId, endpoint });
   }
 
   /** Every row of the ledger, decoded (a full scan: for tests and the soak, never for production reads). */
@@ -129,6 +131,7 @@ export class SandboxClients {
           body: message.Body ?? '',
           reason: message.MessageAttributes?.reason?.StringValue,
           eventId: message.MessageAttributes?.eventId?.StringValue,
+          endpoint: message.MessageAttributes?.endpoint?.StringValue,
         });
       }
     }
