@@ -140,6 +140,7 @@ export class NothingToReplayError extends Error {
  * not), each with its own audit entry and its own per-endpoint message; the rest are left alone.
  * A failed enqueue does not stop the others: it is in the results.
  * @throws NothingToReplayError when the event has no such delivery (or no row at all).
+ * @throws ReplayRefusedError when the event has one delivery only, and the ledger refuses it.
  * @throws ReplayInputError before anything is written.
  */
 export async function replayEvent(
@@ -150,6 +151,10 @@ export async function replayEvent(
 ): Promise<ReplayResult[]> {
   checkReplayInput(actor);
   const deliveries = await deps.ledger.deliveriesOf(eventId);
+  const [only] = deliveries;
+  // One delivery (an event before fan-out, or routed to one endpoint): the ledger's own refusal
+  // says why it cannot be replayed, as it always has.
+  if (deliveries.length === 1 && only !== undefined) return [await replayOne({ eventId, endpoint: only.endpoint, ...actor, nowMs }, deps)];
   const dead = deliveries.filter((d) => d.state === 'dead' && d.body !== undefined);
   if (dead.length === 0) throw new NothingToReplayError(eventId, deliveries);
   const results: ReplayResult[] = [];

@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEvent } from '../../lib/event';
@@ -118,6 +118,46 @@ async function seedRejected(eventId: string, detail: string, responseStart: stri
     attempt: { attempt: 1, at: nowMs, outcome: 'rejected', status: 400, durationMs: 1 },
     outcome: { kind: 'rejected', status: 400, responseStart },
     next: { state: 'dead', reason: 'rejected', detail },
+  });
+}
+
+/**
+ * One delivery of an event to an endpoint, written as the consumer writes it: refused (dead,
+ * rejected), its last attempt failed (dead, exhausted) or accepted (delivered). The sandbox's
+ * consumer does not fan out to these endpoints; the rows stand for an event routed to several.
+ */
+async function seedDelivery(eventId: string, endpoint: string, outcome: 'rejected' | 'exhausted' | 'delivered'): Promise<void> {
+  const parsed = parseEvent(JSON.stringify(event(eventId)));
+  if (!parsed.ok) throw parsed.error;
+  const nowMs = Date.now();
+  const { claimToken } = await ledger.claim({
+    event: parsed.value,
+    endpoint,
+    owner: 'cli-test',
+    nowMs,
+    leaseMs: 30_000,
+    policy: outcome === 'exhausted' ? { ...DEFAULT_RETRY_POLICY, maxAttempts: 1 } : DEFAULT_RETRY_POLICY,
+    retentionSeconds: 86_400,
+  });
+  const attempt = { attempt: 1, at: nowMs, durationMs: 1 };
+  await ledger.recordAttempt({
+    eventId,
+    endpoint,
+    claimToken,
+    nowMs: nowMs + 1,
+    ...(outcome === 'delivered'
+      ? { attempt: { ...attempt, outcome: 'accepted', status: 200 }, outcome: { kind: 'accepted', status: 200 }, next: { state: 'delivered' } }
+      : outcome === 'rejected'
+        ? {
+            attempt: { ...attempt, outcome: 'rejected', status: 400 },
+            outcome: { kind: 'rejected', status: 400, responseStart: 'no such shipment' },
+            next: { state: 'dead', reason: 'rejected', detail: 'HTTP 400: no such shipment' },
+          }
+        : {
+            attempt: { ...attempt, outcome: 'temporary', status: 503 },
+            outcome: { kind: 'temporary', status: 503 },
+            next: { state: 'dead', reason: 'exhausted', detail: 'attempts spent; last: HTTP 503' },
+          }),
   });
 }
 
@@ -246,11 +286,17 @@ describe('handoff status', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
 
     // Act
     const run = await handoff(['status', 'evt_cli_one', '--json']);
+    const one = await handoff(['status', 'evt_cli_one', '--endpoint', 'default', '--json']);
 
-    // Assess
+    // Assess: the event's deliveries (one, to the endpoint default), and that delivery's object alone.
     expect(run.code).toBe(0);
-    const status = JSON.parse(run.stdout) as Record<string, unknown>;
+    const output = JSON.parse(run.stdout) as { eventId: string; deliveries: Record<string, unknown>[] };
+    expect(output.eventId).toBe('evt_cli_one');
+    expect(output.deliveries).toHaveLength(1);
+    const status = output.deliveries[0]!;
+    expect(JSON.parse(one.stdout)).toStrictEqual(status);
     expect(status).toMatchObject({
+      endpoint: 'default',
       eventId: 'evt_cli_one',
       state: 'delivered',
       attempts: 1,
@@ -285,7 +331,7 @@ describe('handoff status', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
 
     // Assess
     expect(json.code).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({
+    expect((JSON.parse(json.stdout) as { deliveries: unknown[] }).deliveries[0]).toMatchObject({
       eventId: 'evt_cli_text_dead',
       state: 'dead',
       deadReason: 'rejected',
@@ -343,7 +389,7 @@ describe('handoff dead', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
 
     expect(run.code).toBe(0);
     const lines = run.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^event\s+reason\s+died\s+attempts\s+replays\s+why$/);
+    expect(lines[0]).toMatch(/^event\s+endpoint\s+reason\s+died\s+attempts\s+replays\s+why$/);
     expect(lines.at(-1)).toMatch(/^more: handoff dead --limit 1 --cursor \S+$/);
   });
 
@@ -369,15 +415,11 @@ describe('handoff replay', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({
       eventId: 'evt_cli_replay',
-      endpoint: 'default',
-      state: 'pending',
-      attempts: 0,
-      replays: 1,
       operator: 'alice',
       // The sandbox has no caller identity to record: said, not invented.
       caller: null,
       reason: 'receiver fixed (INC-7)',
-      enqueued: true,
+      deliveries: [{ endpoint: 'default', state: 'pending', attempts: 0, replays: 1, enqueued: true }],
     });
     const delivered = await waitForState('evt_cli_replay', 'delivered');
     expect(delivered.replays).toBe(1);
@@ -469,9 +511,198 @@ describe('handoff replay', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     const run = await handoff(['replay', '--help']);
 
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain('Usage: handoff replay [options] <eventId>');
+    expect(run.stdout).toContain('Usage: handoff replay [options] [eventId]');
     expect(run.stdout).toContain('--reason <text>');
     expect(run.stdout).toContain('--operator <name>');
+    expect(run.stdout).toContain('--dead-since <time>');
+    expect(run.stdout).toContain('--dead-reason <reason>  bulk: only the deliveries that died for this reason');
+  });
+});
+
+/**
+ * STS's GetCallerIdentity on loopback, in its query protocol (XML): the identity an audit entry
+ * records against AWS, where the sandbox has none.
+ */
+async function startCallerIdentity(arn: string): Promise<{ url: string; server: Server }> {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      response.setHeader('content-type', 'text/xml');
+      response.end(
+        '<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult>' +
+          `<Arn>${arn}</Arn><UserId>AIDAEXAMPLE</UserId><Account>000000000000</Account>` +
+          '</GetCallerIdentityResult><ResponseMetadata><RequestId>r3</RequestId></ResponseMetadata></GetCallerIdentityResponse>',
+      );
+    });
+  });
+  await new Promise<void>((resolvePromise) => server.listen(0, '127.0.0.1', resolvePromise));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+describe('per delivery: an event routed to several endpoints', { timeout: 4 * CLI_TEST_TIMEOUT_MS }, () => {
+  const CALLER = 'arn:aws:iam::000000000000:user/alice';
+  let probe: string;
+  let sts: { url: string; server: Server };
+  /** The sandbox's table and a queue nobody consumes, named explicitly, so every enqueued message can be read back. */
+  let explicit: Record<string, string>;
+
+  beforeAll(async () => {
+    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: 'cli-replay-probe' }));
+    probe = QueueUrl!;
+    sts = await startCallerIdentity(CALLER);
+    explicit = {
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      AWS_ENDPOINT_URL_SQS: sandbox.ready.sqsEndpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: sandbox.ready.dynamodbEndpoint,
+      AWS_ENDPOINT_URL_STS: sts.url,
+    };
+  });
+
+  afterAll(async () => {
+    await new Promise((resolvePromise) => sts?.server.close(resolvePromise));
+  });
+
+  const onProbe = () => ['--queue-url', probe, '--table', sandbox.ready.ledgerTable];
+
+  /** Every message on the probe queue now: its event ID and its `endpoint` attribute. */
+  async function drainProbe(): Promise<{ id: string; endpoint: string | undefined }[]> {
+    const messages: { id: string; endpoint: string | undefined }[] = [];
+    for (;;) {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: probe, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], VisibilityTimeout: 600 }),
+      );
+      if (Messages.length === 0) return messages.sort((a, b) => (`${a.id} ${a.endpoint}` < `${b.id} ${b.endpoint}` ? -1 : 1));
+      for (const m of Messages) messages.push({ id: (JSON.parse(m.Body ?? '{}') as { id: string }).id, endpoint: m.MessageAttributes?.endpoint?.StringValue });
+    }
+  }
+
+  it('status lists every delivery of the event, one object per endpoint; --endpoint shows one; --body the event', async () => {
+    // Prepare
+    await seedDelivery('evt_cli_fan', 'billing', 'rejected');
+    await seedDelivery('evt_cli_fan', 'crm', 'exhausted');
+    await seedDelivery('evt_cli_fan', 'warehouse', 'delivered');
+
+    // Act
+    const json = await handoff(['status', 'evt_cli_fan', '--json']);
+    const text = await handoff(['status', 'evt_cli_fan']);
+    const one = await handoff(['status', 'evt_cli_fan', '--endpoint', 'crm', '--json']);
+    const missing = await handoff(['status', 'evt_cli_fan', '--endpoint', 'nowhere']);
+    const badName = await handoff(['status', 'evt_cli_fan', '--endpoint', 'Not A Name']);
+    const body = await handoff(['status', 'evt_cli_fan', '--body']);
+
+    // Assess
+    expect(json.code).toBe(0);
+    const output = JSON.parse(json.stdout) as { eventId: string; deliveries: Record<string, unknown>[] };
+    expect(output.eventId).toBe('evt_cli_fan');
+    expect(output.deliveries.map((d) => [d.endpoint, d.state, d.deadReason ?? null, d.attempts, d.replays])).toEqual([
+      ['billing', 'dead', 'rejected', 1, 0],
+      ['crm', 'dead', 'exhausted', 1, 0],
+      ['warehouse', 'delivered', null, 1, 0],
+    ]);
+    expect(output.deliveries[0]).toMatchObject({ lastOutcome: { kind: 'rejected', status: 400 }, deadDetail: 'HTTP 400: no such shipment' });
+    expect(text.code).toBe(0);
+    const lines = text.stdout.split('\n');
+    expect(lines[0]).toBe('event evt_cli_fan: 3 deliveries');
+    expect(lines).toContainEqual(expect.stringMatching(/^crm +dead \(exhausted\) +1 of 1 +0 +temporary \(503\)$/));
+    expect(JSON.parse(one.stdout)).toEqual(output.deliveries[1]);
+    expect(missing).toMatchObject({ code: 1, stdout: '', stderr: 'handoff: event evt_cli_fan has no delivery to endpoint nowhere (its deliveries: billing, crm, warehouse)\n' });
+    expect(badName.code).toBe(2);
+    expect(badName.stderr).toBe("error: option '--endpoint <name>' argument 'Not A Name' is invalid. must be an endpoint name: 1–64 of a-z 0-9 -.\n");
+    expect(body.stdout).toBe('{"id":"evt_cli_fan","occurredAt":"2026-12-02T10:15:00Z","shipmentId":"shp_cli","status":"in_transit"}\n');
+  });
+
+  it("dead shows each delivery's endpoint and, with --endpoint, lists that endpoint's only", async () => {
+    const all = await handoff(['dead', '--limit', '100']);
+    const billing = await handoff(['dead', '--endpoint', 'billing', '--limit', '100', '--json']);
+
+    expect(all.code).toBe(0);
+    expect(all.stdout.split('\n')).toContainEqual(expect.stringMatching(/^evt_cli_fan +crm +exhausted /));
+    const records = (JSON.parse(billing.stdout) as { records: { eventId: string; endpoint: string }[] }).records;
+    expect(records.map((r) => `${r.eventId}@${r.endpoint}`)).toEqual(['evt_cli_fan@billing']);
+  });
+
+  it('replay <eventId> replays every dead delivery, each with its own audit entry and its own per-endpoint message', async () => {
+    // Act
+    const run = await handoff(['replay', 'evt_cli_fan', '--operator', 'alice', '--reason', 'both receivers fixed', '--json', ...onProbe()], { env: explicit });
+
+    // Assess
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(run.stdout)).toEqual({
+      eventId: 'evt_cli_fan',
+      operator: 'alice',
+      caller: CALLER,
+      reason: 'both receivers fixed',
+      deliveries: [
+        { endpoint: 'billing', state: 'pending', attempts: 0, replays: 1, enqueued: true },
+        { endpoint: 'crm', state: 'pending', attempts: 0, replays: 1, enqueued: true },
+      ],
+    });
+    expect(await drainProbe()).toEqual([
+      { id: 'evt_cli_fan', endpoint: 'billing' },
+      { id: 'evt_cli_fan', endpoint: 'crm' },
+    ]);
+    const rows = await ledger.deliveriesOf('evt_cli_fan');
+    expect(rows.map((r) => [r.endpoint, r.state, r.audit.map((a) => [a.operator, a.caller, a.reason])])).toEqual([
+      ['billing', 'pending', [['alice', CALLER, 'both receivers fixed']]],
+      ['crm', 'pending', [['alice', CALLER, 'both receivers fixed']]],
+      ['warehouse', 'delivered', []],
+    ]);
+  });
+
+  it('replay <eventId> is refused with one line when none of its deliveries is dead', async () => {
+    const run = await handoff(['replay', 'evt_cli_fan', '--operator', 'alice', '--reason', 'again', ...onProbe()], { env: explicit });
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      'handoff: event evt_cli_fan has no dead delivery with an event to replay (billing: pending, crm: pending, warehouse: delivered)\n',
+    );
+    expect(await drainProbe()).toEqual([]);
+  });
+
+  it("bulk replay counts with --dry-run, replays an endpoint's deaths in the window once each, and replays nothing twice when run again", async () => {
+    // Prepare: three deaths at one endpoint (one of them exhausted), one at another.
+    const since = new Date(Date.now() - 1_000).toISOString();
+    await seedDelivery('evt_cli_bulk_1', 'bulk-ep', 'rejected');
+    await seedDelivery('evt_cli_bulk_2', 'bulk-ep', 'exhausted');
+    await seedDelivery('evt_cli_bulk_3', 'bulk-ep', 'rejected');
+    await seedDelivery('evt_cli_bulk_1', 'other-ep', 'rejected');
+    const bulk = ['replay', '--endpoint', 'bulk-ep', '--dead-since', since, '--operator', 'alice', '--reason', 'bulk-ep is back', '--json', ...onProbe()];
+
+    // Act
+    const dryRun = await handoff([...bulk, '--dry-run'], { env: explicit });
+    const exhausted = await handoff([...bulk, '--dead-reason', 'exhausted', '--dry-run'], { env: explicit });
+    const run = await handoff([...bulk, '--rate', '20'], { env: explicit });
+    const again = await handoff([...bulk, '--rate', '20'], { env: explicit });
+
+    // Assess
+    expect(JSON.parse(dryRun.stdout)).toMatchObject({ endpoint: 'bulk-ep', deadSince: since, dryRun: true, matched: 3, replayed: 0 });
+    expect(JSON.parse(exhausted.stdout)).toMatchObject({ deadReason: 'exhausted', matched: 1 });
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(run.stdout)).toMatchObject({ matched: 3, replayed: 3, noLongerDead: 0, enqueueFailed: [], caller: CALLER, ratePerSecond: 20 });
+    expect(JSON.parse(again.stdout)).toMatchObject({ matched: 0, replayed: 0 });
+    expect(await drainProbe()).toEqual([
+      { id: 'evt_cli_bulk_1', endpoint: 'bulk-ep' },
+      { id: 'evt_cli_bulk_2', endpoint: 'bulk-ep' },
+      { id: 'evt_cli_bulk_3', endpoint: 'bulk-ep' },
+    ]);
+    expect((await ledger.get({ eventId: 'evt_cli_bulk_1', endpoint: 'other-ep' }))?.state).toBe('dead');
+    for (const id of ['evt_cli_bulk_1', 'evt_cli_bulk_2', 'evt_cli_bulk_3']) {
+      expect(await ledger.get({ eventId: id, endpoint: 'bulk-ep' })).toMatchObject({ state: 'pending', replays: 1 });
+    }
+  });
+
+  it('bulk replay refuses a time without its zone, and an event ID beside --dead-since, as usage errors', async () => {
+    const local = await handoff(['replay', '--endpoint', 'bulk-ep', '--dead-since', '2026-12-01T10:00:00', '--operator', 'a', '--reason', 'r']);
+    const mixed = await handoff(['replay', 'evt_cli_fan', '--dead-since', '2026-12-01', '--operator', 'a', '--reason', 'r']);
+
+    expect(local.code).toBe(2);
+    expect(local.stderr).toBe(
+      "error: option '--dead-since <time>' argument '2026-12-01T10:00:00' is invalid. must be an ISO 8601 time with its zone, like 2026-12-01T10:00:00Z, or a date like 2026-12-01 (UTC).\n",
+    );
+    expect(mixed.code).toBe(2);
+    expect(mixed.stderr).toBe('handoff: --dead-since is for a bulk replay, which takes no event ID: handoff replay --endpoint NAME --dead-since TIME …\n');
   });
 });
 
@@ -566,7 +797,7 @@ describe('finding a target', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toBe(
       'handoff: no handoff to talk to: start the sandbox (npm start), or pass --stack NAME, ' +
-        'or --queue-url/--dlq-url/--table with AWS_REGION and credentials set\n',
+        'or --queue-url/--dlq-url/--table/--endpoints-table with AWS_REGION and credentials set\n',
     );
   });
 
@@ -669,11 +900,11 @@ describe('hostile content on its way to the terminal', { timeout: 4 * CLI_TEST_T
     expect(runs.replay.code).toBe(0);
     expect(runs.statusDetail.stdout.split('\n')).toContainEqual(expect.stringMatching(/^why +status \?\]0;pwned\?\?\[2J\?31m\?live\?\?$/));
     // JSON escapes rather than replaces: a machine reads back exactly what the row holds.
-    expect(JSON.parse(runs.statusDetailJson.stdout)).toMatchObject({ deadDetail: `status ${HOSTILE}` });
+    expect(JSON.parse(runs.statusDetailJson.stdout).deliveries[0]).toMatchObject({ deadDetail: `status ${HOSTILE}` });
     expect(JSON.parse(runs.deadJson.stdout).records).toContainEqual(
       expect.objectContaining({ eventId: 'evt_cli_hostile_detail', deadDetail: `status ${HOSTILE}` }),
     );
-    expect(JSON.parse(runs.statusDetailJson.stdout)).toMatchObject({ lastOutcome: { responseStart: HOSTILE } });
+    expect(JSON.parse(runs.statusDetailJson.stdout).deliveries[0]).toMatchObject({ lastOutcome: { responseStart: HOSTILE } });
     for (const name of ['status', 'statusJson', 'statusDetail', 'dead', 'stats', 'statsJson']) expect(runs[name]?.code).toBe(0);
   });
 });

@@ -138,6 +138,25 @@ describe('handoff stats in the sandbox', { timeout: TEST_TIMEOUT_MS }, () => {
     expect(last).toBe('delivered 10 · retrying 0 · dead 1 · dead-letter queue 1');
   });
 
+  it("gives one endpoint's figures with --endpoint: the sink keeps each delivery's endpoint, the ledger lists its rows", async () => {
+    // The single-URL settings deliver to the one endpoint `default`: its figures are the totals.
+    const own = await handoff(['stats', '--endpoint', 'default', '--json']);
+    const none = await handoff(['stats', '--endpoint', 'nobody', '--json']);
+
+    expect(own.code).toBe(0);
+    expect(JSON.parse(own.stdout)).toMatchObject({
+      endpoint: 'default',
+      deadCount: 1,
+      deliveredCount: 10,
+      attempts: 16,
+      retriedAttempts: 5,
+      latencySamples: 10,
+      sources: { backlog: "the ledger's pending and dead rows of endpoint default" },
+    });
+    expect(none.code).toBe(0);
+    expect(JSON.parse(none.stdout)).toMatchObject({ endpoint: 'nobody', pendingCount: 0, deadCount: 0, deliveredCount: 0, attempts: 0, latencySamples: 0 });
+  });
+
   it('says in the text output where each figure comes from and over what window', async () => {
     const run = await handoff(['stats']);
 

@@ -277,6 +277,18 @@ describe('Command: replay of one event', () => {
     expect(enqueued).toStrictEqual([]);
   });
 
+  it("is refused as the ledger refuses its one delivery when the event has only one", async () => {
+    const { ledger, ctx } = setup();
+    await delivery(ledger, 'evt_one', 'default', 'pending');
+    await ledger.admitInvalid({ eventId: 'evt_bad', endpoint: 'default' }, 'status is missing', DEFAULT_RETRY_POLICY, T0, 86_400);
+
+    const pending = await rejectionOf(replayCommand(ctx, 'evt_one', ACTOR), ReplayRefusedError);
+    const invalid = await rejectionOf(replayCommand(ctx, 'evt_bad', ACTOR), ReplayRefusedError);
+
+    expect(pending.message).toBe('event evt_one is pending, not dead: only dead records can be replayed');
+    expect(invalid.message).toBe('event evt_bad died as an invalid message: there is no valid event to replay');
+  });
+
   it('is refused for an unknown event, and for an endpoint the event has no delivery to, naming those it has', async () => {
     const { ledger, ctx } = setup();
     await delivery(ledger, 'evt_fan', 'billing', 'rejected');
