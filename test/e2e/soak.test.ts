@@ -1,13 +1,15 @@
 /**
- * The short chaos soak (the long one is `npm run soak`): a few hundred events through the
+ * The short chaos soaks (the long one is `npm run soak`): a few hundred events through the
  * sandbox with the receiver fault mix, duplicate sends and random SIGKILLs of busy workers, then
- * every invariant of test/helpers/soak/invariants.ts must hold.
+ * every invariant of test/helpers/soak/invariants.ts must hold: once with the single-URL settings,
+ * once routed to three endpoints (test/helpers/soak/endpoints.ts), judged per (event, endpoint).
  */
 import { describe, expect, it } from 'vitest';
 import { formatReport, runSoak, type SoakReport } from '../helpers/soak/run';
 
 const EVENTS = 250;
 const SEED = 20_261_202;
+const THREE_ENDPOINT_EVENTS = 200;
 
 describe('Chaos soak: the short run', () => {
   let report: SoakReport;
@@ -35,6 +37,39 @@ describe('Chaos soak: the short run', () => {
     expect(plan.reject).toBeGreaterThan(0);
     expect(plan.exhaust).toBeGreaterThan(0);
     for (const [kind, count] of Object.entries(figures.receiver.answers)) expect([kind, count > 0]).toEqual([kind, true]);
+    expect(figures.receiver.absorbed).toBeGreaterThan(0);
+  });
+});
+
+describe('Chaos soak: the short run, three endpoints', () => {
+  let report: SoakReport;
+
+  it(
+    'ends with every (event, endpoint) delivery final once, each endpoint given exactly its events, dead letters naming their endpoint',
+    async () => {
+      // Act
+      report = await runSoak({ events: THREE_ENDPOINT_EVENTS, endpoints: 3, seed: SEED, kills: 3, killIntervalMs: [500, 2_000] });
+
+      // Assess: a failure prints the whole report, stragglers and offenders included.
+      const broken = report.invariants.filter((invariant) => invariant.violations > 0);
+      expect(broken, formatReport(report)).toEqual([]);
+      expect(report.ok).toBe(true);
+    },
+    300_000,
+  );
+
+  it('really routed and exercised the chaos: events to none, one, two and three endpoints, kills that hit work, both dead reasons', () => {
+    expect(report, 'the soak run of the test above did not finish').toBeDefined();
+    const { figures, plan } = report;
+    expect(plan.fanOut.map((events) => events > 0)).toEqual([true, true, true, true]);
+    expect(figures.killsIssued).toBe(3);
+    expect(figures.messagesReturnedByKills).toBeGreaterThan(0);
+    expect(plan.duplicates).toBeGreaterThan(0);
+    expect(plan.reject).toBeGreaterThan(0);
+    expect(plan.exhaust).toBeGreaterThan(0);
+    for (const endpoint of figures.endpoints) {
+      expect([endpoint.name, endpoint.delivered > 0 && endpoint.requests > endpoint.delivered]).toEqual([endpoint.name, true]);
+    }
     expect(figures.receiver.absorbed).toBeGreaterThan(0);
   });
 });
