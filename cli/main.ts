@@ -8,6 +8,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { ConfigError } from '../lib/config';
 import { ENDPOINT_NAME } from '../lib/endpoints/endpoint';
 import { deadCommand } from './commands/dead';
+import { addEndpointCommands } from './commands/endpoint';
 import { DEFAULT_REPLAY_RATE, isoTime, replayCommand, type ReplayOptions } from './commands/replay';
 import type { CommandResult } from './commands/result';
 import { payloadLimitFor, readInput, sendCommand } from './commands/send';
@@ -79,13 +80,14 @@ type Runner = (options: CommonOptions, work: (ctx: CommandContext) => Promise<Co
 
 export function buildProgram(io: Io, run: Runner): Command {
   const program = new Command('handoff')
-    .description('Operate handoff: send events, inspect deliveries, replay dead ones, see how it is doing.')
+    .description('Operate handoff: send events, inspect deliveries, replay dead ones, see how it is doing, manage endpoints.')
     .version(packageVersion(), '-V, --version')
     .addHelpText(
       'after',
       `
 Target (first that applies):
-  --queue-url/--dlq-url/--table   explicit names, with the standard AWS environment
+  --queue-url/--dlq-url/--table   explicit names (--endpoints-table for the endpoint
+                                  commands), with the standard AWS environment
                                   (AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL, ...)
   --stack NAME                    a deployed stack's CloudFormation outputs
   (nothing)                       the sandbox started by npm start on this machine
@@ -198,6 +200,9 @@ Examples:
         statsCommand(ctx, { maxRowsPerState: options.maxRows, sinceMs: options.since, ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }) }),
       );
     });
+
+  // `handoff endpoint …` (docs/contract.md §11): the registry's commands, with the same target options.
+  addEndpointCommands(program, run, withTarget);
 
   return program;
 }
