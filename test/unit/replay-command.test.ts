@@ -11,7 +11,7 @@ import { statusCommand } from '../../cli/commands/status';
 import type { CommandContext } from '../../cli/context';
 import { CommandFailedError, UsageError } from '../../cli/errors';
 import { parseEvent } from '../../lib/event';
-import { ReplayRefusedError } from '../../lib/ledger/errors';
+import { LedgerUnavailableError, ReplayRefusedError } from '../../lib/ledger/errors';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { MemoryLedger } from '../../lib/ledger/memory-ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
@@ -386,6 +386,39 @@ describe('Command: bulk replay', () => {
 
     expect(again.json).toMatchObject({ matched: 0, replayed: 0 });
     expect(enqueued.map((e) => (JSON.parse(e.body) as { id: string }).id)).toStrictEqual(['evt_b1', 'evt_b3']);
+  });
+
+  it('reports its progress on stderr during a long run, against the clock it is given', async () => {
+    // Prepare: a clock that moves two seconds at every reading, so the run looks long.
+    const s = await seeded();
+    let reads = 0;
+    const clocked = { ...s.ctx, now: () => T0 + 30 * MINUTE_MS + 2_000 * reads++ } as unknown as CommandContext;
+
+    // Act
+    const result = await replayCommand(clocked, undefined, { ...ACTOR, ...window, rate: 1000 });
+
+    // Assess
+    expect(result.json).toMatchObject({ replayed: 4 });
+    expect(s.stderr.length).toBeGreaterThan(0);
+    for (const line of s.stderr) expect(line).toMatch(/^handoff: replaying: \d of about 4 done \(\d replayed\), .+ so far\n$/);
+  });
+
+  it('says how far it got, and that running it again continues, when the store fails midway', async () => {
+    const s = await seeded();
+    let replays = 0;
+    const failing = Object.assign(Object.create(s.ledger) as MemoryLedger, {
+      replay: (input: Parameters<MemoryLedger['replay']>[0]) =>
+        ++replays > 2 ? Promise.reject(new LedgerUnavailableError('ledger down')) : s.ledger.replay(input),
+      listByState: s.ledger.listByState.bind(s.ledger),
+    });
+    const ctx = { ...s.ctx, ledger: () => failing } as unknown as CommandContext;
+
+    await rejectionOf(replayCommand(ctx, undefined, { ...ACTOR, ...window, rate: 1000 }), LedgerUnavailableError);
+
+    expect(s.stderr.at(-1)).toBe('handoff: stopped after 2 replayed; the same command run again replays only what is still dead\n');
+    const again = await replayCommand(s.ctx, undefined, { ...ACTOR, ...window, rate: 1000 });
+    expect(again.json).toMatchObject({ matched: 2, replayed: 2 });
+    expect(s.enqueued.map((e) => (JSON.parse(e.body) as { id: string }).id)).toStrictEqual(['evt_b1', 'evt_b2', 'evt_b3', 'evt_b4']);
   });
 
   it('refuses the mixes of forms and missing parts as usage errors', async () => {
