@@ -6,19 +6,25 @@
  * seeds the endpoints it declares (the single-URL settings' `default` among them) at deploy.
  *
  * **Seeding.** One `AwsCustomResource` per declared endpoint runs DynamoDB UpdateItem on its item:
- * - the declared fields are written, and a digest of them kept beside them as `declared`; the write
- *   is conditioned on the item lacking `declared` or holding a different one, so a deploy applies a declaration
- *   only when it changed (or the item is new, or was removed with `handoff endpoint remove`), and
- *   an operator's `endpoint update` of a declared endpoint lasts until its declaration changes;
+ * - the declared fields are written, and a digest of them kept beside them as `declared`; the
+ *   write is conditioned on the item lacking `declared` or holding a different one, so a deploy
+ *   applies a declaration only when it changed (or the item is new, or was removed with `handoff
+ *   endpoint remove`), and an operator's `endpoint update` of a declared endpoint lasts until its
+ *   declaration changes;
  * - `state` and `createdAt` are set only when absent (`if_not_exists`): a deploy never re-enables
  *   an endpoint an operator or §12's health check disabled;
- * - the time stamps are the synth's (DynamoDB cannot stamp a write with its own time), so the
- *   resource's properties change at every synth and the seed runs at every deploy: a deploy whose
- *   declarations did not change meets the condition and leaves the item alone
- *   (ConditionalCheckFailedException is the expected answer and is not an error).
+ * - the time stamps are the synth's (DynamoDB cannot stamp a write with its own time; `seededAt`
+ *   fixes them), so the resource's properties change at every synth and the seed runs at every
+ *   deploy: a deploy whose declarations did not change fails the condition and leaves the item
+ *   alone (ConditionalCheckFailedException is the expected answer, not an error).
  * A secret is declared as a Secrets Manager secret and seeded as its ARN, never its value, so the
  * template holds no secret. Removing a declaration leaves its endpoint in the registry (remove it
  * with `handoff endpoint remove`): a delete call there could race a renamed resource's create.
+ *
+ * The seeds run on aws-cdk-lib's AwsCustomResource function, one per stack, with the role made
+ * here: a stack whose own AwsCustomResource created that function first (with another role) must
+ * create this construct first instead. The function logs each request (the endpoint's URL among
+ * it, never a secret value) to its log group here.
  *
  * **Operators** need, on the table's ARN, `dynamodb:GetItem`, `PutItem`, `UpdateItem`,
  * `DeleteItem`, `Scan` (and `Query`), and on the key's ARN `kms:Encrypt`, `kms:Decrypt`,

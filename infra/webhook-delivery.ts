@@ -111,6 +111,13 @@ export interface WebhookDeliveryProps {
    */
   readonly endpoints?: readonly EndpointDeclaration[];
   /**
+   * The time stamp (epoch ms) the seeds write as an endpoint's `updatedAt` (and `createdAt` when
+   * new). Default: the synth's time, so the seeds run at every deploy (and do nothing unless a
+   * declaration changed). Fixed, the template is the same at every synth and the seeds run only when
+   * a declaration changes, stamped with this time.
+   */
+  readonly endpointsSeededAt?: number;
+  /**
    * The Standard Webhooks signing secret, kept in Secrets Manager:
    * - `'generate'` (default): a new secret, 64 random letters and digits, i.e. a bare base64 key
    *   (Secrets Manager cannot generate the `whsec_` prefix; the consumer accepts either form);
@@ -207,7 +214,11 @@ export class WebhookDelivery extends Construct {
     this.signingSecret = this.createSigningSecret(signing);
 
     // --- Endpoint registry --------------------------------------------------------------------
-    this.endpointRegistry = new EndpointRegistry(this, 'Endpoints', { deployment: settings, logRetention: props.logRetention });
+    this.endpointRegistry = new EndpointRegistry(this, 'Endpoints', {
+      deployment: settings,
+      ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
+      ...(props.endpointsSeededAt !== undefined ? { seededAt: props.endpointsSeededAt } : {}),
+    });
     if (settings.webhookUrl !== undefined) {
       this.endpointRegistry.seed({
         name: DEFAULT_ENDPOINT_NAME,

@@ -302,6 +302,19 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
       expect(call.ignoreErrorCodesMatching).toBe(ConditionalCheckFailedException.name);
     });
 
+    it('stamps the seeds with the synth time, or with the time given, then synthesizes the same template each time', () => {
+      const before = Date.now();
+      const stamped = (template: Template) => Number(/\\":now\\":\{\\"N\\":\\"(\d+)\\"/.exec(JSON.stringify(seeds(template).get('default')?.call))?.[1]);
+
+      const synthTime = stamped(build().template);
+      const fixed = [build({ endpointsSeededAt: 1_700_000_000_000 }), build({ endpointsSeededAt: 1_700_000_000_000 })];
+
+      expect(synthTime).toBeGreaterThanOrEqual(before);
+      expect(synthTime).toBeLessThanOrEqual(Date.now());
+      expect(fixed.map(({ template }) => stamped(template))).toEqual([1_700_000_000_000, 1_700_000_000_000]);
+      expect(fixed[0]!.template.toJSON()).toEqual(fixed[1]!.template.toJSON());
+    });
+
     it('does not delete an endpoint when its declaration goes (no delete call)', () => {
       const { template } = build({ declare: (stack) => [acme(stack)] });
 
