@@ -643,7 +643,10 @@ function fieldOptions(command: Command, mode: 'add' | 'update'): Command {
       "only events whose field holds one of the values, e.g. 'data.carrier=acme,zephyr' (repeatable; every field must match; values are text: numbers and booleans via --from-file)",
       collect,
     )
-    .option('--secret <whsec>', 'its signing secret (whsec_…) or the ARN of a Secrets Manager secret; add generates one when not given')
+    .option(
+      '--secret <whsec>',
+      'its signing secret (whsec_…) or the ARN of a Secrets Manager secret; add generates one when not given (a value typed here stays in your shell history: prefer --from-file)',
+    )
     .option('--unsigned', 'add it without a signing secret (requests are not signed)')
     .option('--retry-schedule <seconds>', "comma-separated waits after each failed attempt (default: the deployment's)")
     .option('--max-attempts <n>', "attempts in all (default: the deployment's)")
