@@ -36,9 +36,11 @@ const MAX_EXAMINED_PER_REQUEST = 1000;
 /**
  * A shard's next `limit` entries in the listing's order, past `after`, within the window and of
  * the endpoint. The window and the position are the key condition (one range of the sort key:
- * inclusive, so the entry at `after` itself is dropped here); the endpoint is a filter on the
- * entries' table key, applied by the store after it reads them, so a request may return fewer than
- * it examined: then the next one examines more, up to MAX_EXAMINED_PER_REQUEST.
+ * inclusive, so the entry at `after` itself is dropped here). The endpoint is chosen here from the
+ * entries' table key (every entry carries it: KEYS_ONLY projects the table's keys), so a request
+ * may yield fewer than it read: then the next one reads more, up to MAX_EXAMINED_PER_REQUEST. (A
+ * FilterExpression would cost the same reads; choosing here keeps the query to what every
+ * DynamoDB implementation answers alike.)
  */
 export async function queryShard(client: DynamoDBClient, tableName: string, query: ShardQuery): Promise<ShardEntry[]> {
   const { shard, after, newestFirst, limit, endpoint } = query;
@@ -60,10 +62,6 @@ export async function queryShard(client: DynamoDBClient, tableName: string, quer
     condition += ' AND #s <= :to';
     values[':to'] = { S: range.to };
   }
-  if (endpoint !== undefined) {
-    names['#e'] = WIRE_NAMES.endpoint;
-    values[':e'] = { S: endpoint };
-  }
 
   const entries: ShardEntry[] = [];
   let startKey: Item | undefined;
@@ -74,7 +72,6 @@ export async function queryShard(client: DynamoDBClient, tableName: string, quer
         TableName: tableName,
         IndexName: INDEX.name,
         KeyConditionExpression: condition,
-        ...(endpoint === undefined ? {} : { FilterExpression: '#e = :e' }),
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
         ScanIndexForward: !newestFirst,
@@ -84,8 +81,9 @@ export async function queryShard(client: DynamoDBClient, tableName: string, quer
     );
     for (const item of output.Items ?? []) {
       const sort = item[INDEX.sortKey]?.S ?? '';
-      if (sort === after) continue;
-      entries.push({ sort, key: { eventId: item[WIRE_NAMES.eventId]?.S ?? '', endpoint: item[WIRE_NAMES.endpoint]?.S ?? '' } });
+      const key = { eventId: item[WIRE_NAMES.eventId]?.S ?? '', endpoint: item[WIRE_NAMES.endpoint]?.S ?? '' };
+      if (sort === after || (endpoint !== undefined && key.endpoint !== endpoint)) continue;
+      entries.push({ sort, key });
     }
     startKey = output.LastEvaluatedKey;
     examine = Math.min(examine * 4, MAX_EXAMINED_PER_REQUEST);
