@@ -53,9 +53,19 @@ export interface ReplayOptions {
 }
 
 export async function replayCommand(ctx: CommandContext, eventId: string | undefined, options: ReplayOptions): Promise<CommandResult> {
-  const bulk = options.deadSince !== undefined || options.until !== undefined || options.deadReason !== undefined || options.dryRun === true || options.rate !== undefined;
+  // The options only a bulk replay takes, by flag: given with an event ID, they are a usage error.
+  const bulkFlags = (
+    [
+      ['--dead-since', options.deadSince],
+      ['--until', options.until],
+      ['--dead-reason', options.deadReason],
+      ['--dry-run', options.dryRun || undefined],
+      ['--rate', options.rate],
+    ] as const
+  ).filter(([, value]) => value !== undefined);
+  const bulk = bulkFlags.length > 0;
   if (eventId !== undefined && bulk) {
-    const flag = options.deadSince !== undefined ? '--dead-since' : options.until !== undefined ? '--until' : options.deadReason !== undefined ? '--dead-reason' : options.dryRun ? '--dry-run' : '--rate';
+    const [flag] = bulkFlags[0]!;
     throw new UsageError(`${flag} is for a bulk replay, which takes no event ID: handoff replay --endpoint NAME --dead-since TIME …`);
   }
   if (eventId === undefined && !bulk) {
@@ -68,7 +78,7 @@ export async function replayCommand(ctx: CommandContext, eventId: string | undef
 
   if (eventId === undefined) return bulkReplay(ctx, actor, options);
   const caller = await callerIdentity(ctx.target);
-  const who = caller === undefined ? `by ${actor.operator}; no caller identity against ${ctx.target.description}` : `by ${actor.operator} as ${caller}`;
+  const who = describeWho(ctx, actor.operator, caller);
   return options.endpoint === undefined
     ? eventReplay(ctx, eventId, { ...actor, caller }, who)
     : oneReplay(ctx, { eventId, endpoint: options.endpoint }, { ...actor, caller }, who);
@@ -224,20 +234,29 @@ async function bulkReplay(ctx: CommandContext, actor: { operator: string; reason
     const nowMs = ctx.now();
     if (nowMs - lastReportMs < PROGRESS_EVERY_MS) return;
     lastReportMs = nowMs;
-    stderr.write(`handoff: replaying: ${tally.matched} of about ${count.matched} done (${describeTally(tally)}), ${formatDuration(nowMs - startMs)} so far\n`);
+    const done = `${tally.matched} of about ${count.matched} done (${describeTally(tally)})`;
+    stderr.write(`handoff: replaying: ${done}, ${formatDuration(nowMs - startMs)} so far\n`);
   };
   let tally: BulkReplayTally;
   try {
-    tally = await replayDeadDeliveries(selection, { ...actor, caller }, { ledger, queue: ctx.queue() }, { ratePerSecond, onProgress, now: ctx.now });
+    tally = await replayDeadDeliveries(
+      selection,
+      { ...actor, caller },
+      { ledger, queue: ctx.queue() },
+      { ratePerSecond, onProgress, now: ctx.now },
+    );
   } catch (error) {
     // What was done stays done: a replayed delivery is pending, no longer dead, so the same
     // command run again continues with the rest.
     stderr.write(`handoff: stopped after ${describeTally(latest)}; the same command run again replays only what is still dead\n`);
     throw error;
   }
-  const who = caller === undefined ? `by ${actor.operator}; no caller identity against ${ctx.target.description}` : `by ${actor.operator} as ${caller}`;
+  const who = describeWho(ctx, actor.operator, caller);
   const lines = [`replayed ${plural(tally.replayed, 'delivery', 'deliveries')} (${who}): ${what}${skippedNote}`];
-  if (tally.noLongerDead > 0) lines.push(`${plural(tally.noLongerDead, 'delivery', 'deliveries')} no longer dead when reached (replayed or delivered meanwhile): left as they were`);
+  if (tally.noLongerDead > 0) {
+    const n = plural(tally.noLongerDead, 'delivery', 'deliveries');
+    lines.push(`${n} no longer dead when reached (replayed or delivered meanwhile): left as they were`);
+  }
   if (tally.enqueueFailed.length > 0) lines.push(`pending again but not enqueued: ${tally.enqueueFailed.join(', ')}`);
   return {
     json: { ...summary(tally), ratePerSecond, operator: actor.operator, caller: caller ?? null, reason: actor.reason },
@@ -250,6 +269,10 @@ async function bulkReplay(ctx: CommandContext, actor: { operator: string; reason
             `put each on the queue with: handoff status EVENT_ID --body | handoff send`,
         }),
   };
+}
+
+function describeWho(ctx: CommandContext, operator: string, caller: string | undefined): string {
+  return caller === undefined ? `by ${operator}; no caller identity against ${ctx.target.description}` : `by ${operator} as ${caller}`;
 }
 
 function describeTally(tally: BulkReplayTally): string {
