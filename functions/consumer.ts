@@ -20,7 +20,7 @@ import { CRASH_POINTS, type CrashPoint } from '../lib/deliver';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
 import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../lib/endpoints/registry';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
-import { createLogger, MetricsRecorder, SERVICE_NAME } from '../lib/observability';
+import { createLogger, errorFields, MetricsRecorder, SERVICE_NAME } from '../lib/observability';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { registryRouting, singleEndpoint, staticRouting, type Routing, type SenderFactory } from '../lib/routing';
 import { EndpointGuard } from '../lib/webhook/endpoint-guard';
@@ -78,9 +78,17 @@ function getRouting(): Promise<Routing> {
       endpointsTable !== undefined
         ? Promise.resolve(
             registryRouting({
-              records: cachedEndpoints(new DynamoDbEndpointRegistry({ client: dynamodb, tableName: endpointsTable }), {
-                ttlMs: cacheMs(env[RESOURCE_ENV.endpointsCacheMs]),
-              }),
+              records: cachedEndpoints(
+                new DynamoDbEndpointRegistry({
+                  client: dynamodb,
+                  tableName: endpointsTable,
+                  // An item it cannot read is left out, as an endpoint that no longer resolves is, not every endpoint with it.
+                  onUnreadable: (error) => logger.error('endpoint left out', errorFields(error)),
+                }),
+                {
+                  ttlMs: cacheMs(env[RESOURCE_ENV.endpointsCacheMs]),
+                },
+              ),
               deployment: settings,
               readSecret,
               createSender,
