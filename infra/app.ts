@@ -80,18 +80,26 @@ export function endpointsFromFile(path: string): EndpointFields[] {
   }
   const list = (json as { endpoints?: unknown } | null)?.endpoints;
   if (!Array.isArray(list)) throw new ConfigError('endpointsFile', `(CDK context) ${path} must hold {"endpoints": [ … ]}`);
+  const names = new Set<string>();
   return list.map((raw: unknown) => {
     const fields = parseEndpointFields(raw);
-    if (fields.secret !== undefined && !fields.secret.startsWith('arn:')) {
+    if (names.has(fields.name)) throw new EndpointError(fields.name, 'name', `is declared twice in ${path}`);
+    names.add(fields.name);
+    if (fields.secret !== undefined && !COMPLETE_SECRET_ARN.test(fields.secret)) {
       throw new EndpointError(
         fields.name,
         'secret',
-        `must be the complete ARN of a Secrets Manager secret in ${path}: a value would land in the template (the value is not shown)`,
+        fields.secret.startsWith('arn:')
+          ? `must be the complete ARN of a Secrets Manager secret in ${path}, with the six characters Secrets Manager adds to its name (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)`
+          : `must be the complete ARN of a Secrets Manager secret in ${path}: a value would land in the template (the value is not shown)`,
       );
     }
     return fields;
   });
 }
+
+/** A secret's complete ARN: its name ends with the hyphen and six characters Secrets Manager adds. */
+const COMPLETE_SECRET_ARN = /^arn:[a-z-]+:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
 
 /** Context from the command line is a string; from cdk.json it may be a number, boolean or list. */
 function contextString(value: unknown): string | undefined {
@@ -117,10 +125,13 @@ export class HandoffStack extends Stack {
     super(scope, id, props);
     const signing = props.signingSecret;
     const settings = props.delivery.settings;
-    const endpoints: EndpointDeclaration[] = (props.endpoints ?? []).map(({ secret, ...fields }) => ({
-      ...fields,
-      ...(secret !== undefined ? { secret: Secret.fromSecretCompleteArn(this, `EndpointSecret-${fields.name}`, secret) } : {}),
-    }));
+    const endpoints: EndpointDeclaration[] = [
+      ...(props.delivery.endpoints ?? []),
+      ...(props.endpoints ?? []).map(({ secret, ...fields }) => ({
+        ...fields,
+        ...(secret !== undefined ? { secret: Secret.fromSecretCompleteArn(this, `EndpointSecret-${fields.name}`, secret) } : {}),
+      })),
+    ];
     // Given at synth (`-c webhookUrl=…`) it is validated there; otherwise it is a parameter of
     // the deployment, so `cdk synth` works with no settings at all; with declared endpoints and no
     // webhook URL there is no endpoint `default` and nothing to ask for.
@@ -137,7 +148,7 @@ export class HandoffStack extends Stack {
     this.delivery = new WebhookDelivery(this, 'Delivery', {
       ...props.delivery,
       settings: { ...settings, webhookUrl },
-      ...(endpoints.length > 0 ? { endpoints: [...(props.delivery.endpoints ?? []), ...endpoints] } : {}),
+      ...(endpoints.length > 0 ? { endpoints } : {}),
       signingSecret:
         signing === undefined ? 'generate'
         : signing === 'none' ? 'none'

@@ -142,6 +142,15 @@ describe('HandoffStack', () => {
     expect(JSON.parse(value as string)).toEqual(deploymentToJson(DEFAULT_SETTINGS));
   });
 
+  it('asks for no WebhookUrl parameter when the construct props declare endpoints', () => {
+    const { template } = stack({
+      delivery: { settings: {}, entry: STAND_IN_ENTRY, endpoints: [{ name: 'ops', url: 'https://ops.example.com/', eventTypes: ['*'] }] },
+    });
+
+    expect(template.toJSON().Parameters ?? {}).not.toHaveProperty('WebhookUrl');
+    template.resourceCountIs('Custom::HandoffEndpoint', 1);
+  });
+
   it('seeds the endpoint default from the WebhookUrl parameter, by reference', () => {
     const { template } = stack({ delivery: { settings: {}, entry: STAND_IN_ENTRY } });
     const seed = Object.values(template.findResources('Custom::HandoffEndpoint'))[0];
@@ -266,6 +275,18 @@ describe('Context: endpointsFile', () => {
     expect(() => endpointsFromFile(path)).toThrow(EndpointError);
     expect(() => endpointsFromFile(path)).toThrow(/^endpoint "carrier-acme": secret must be the complete ARN of a Secrets Manager secret/);
     expect(() => endpointsFromFile(path)).not.toThrow(/MfKQ9r8/);
+  });
+
+  it('refuses a partial secret ARN (the consumer could not be granted it), naming the endpoint and the field', () => {
+    const path = file('partial.json', { endpoints: [{ ...ACME, secret: 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:handoff-acme' }] });
+
+    expect(() => endpointsFromFile(path)).toThrow(/^endpoint "carrier-acme": secret must be the complete ARN .* \(arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf\)$/);
+  });
+
+  it('refuses two endpoints of one name, naming it', () => {
+    const path = file('twice.json', { endpoints: [ACME, { ...ACME, url: 'https://other.example.com/' }] });
+
+    expect(() => endpointsFromFile(path)).toThrow(/^endpoint "carrier-acme": name is declared twice in .*twice\.json$/);
   });
 
   it('refuses a field the endpoint cannot have, naming it', () => {
