@@ -40,6 +40,7 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { AwsCustomResource, AwsCustomResourcePolicy, Logging, PhysicalResourceId } from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import {
+  DEFAULT_ENDPOINT_NAME,
   EndpointError,
   parseEndpointFields,
   resolveEndpoint,
@@ -151,7 +152,8 @@ export class EndpointRegistry extends Construct {
     const secretArn = secret ? (secret.secretFullArn ?? secret.secretArn) : undefined;
     const fields = this.check({ ...rest, ...(secretArn !== undefined ? { secret: secretArn } : {}) });
     if (this.#seeds.some((seed) => seed.name === fields.name)) {
-      throw new EndpointError(fields.name, 'name', 'is declared twice (the single-URL settings declare "default")');
+      const why = fields.name === DEFAULT_ENDPOINT_NAME ? ' (the single-URL settings, webhookUrl, declare "default")' : '';
+      throw new EndpointError(fields.name, 'name', `is declared twice${why}`);
     }
     const resource = this.seedResource(fields);
     this.#seeds.push({ name: fields.name, resource, secret });

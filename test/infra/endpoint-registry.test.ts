@@ -395,10 +395,10 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
 
     it('refuses two endpoints of one name, and a declared default beside the webhook URL', () => {
       expect(() => build({ declare: (stack) => [acme(stack), acme(stack, { secret: undefined })] })).toThrow(
-        /^endpoint "carrier-acme": name is declared twice/,
+        /^endpoint "carrier-acme": name is declared twice$/,
       );
       expect(() => build({ declare: () => [{ name: 'default', url: 'https://d.example.com/', eventTypes: ['*'] }] })).toThrow(
-        /^endpoint "default": name is declared twice \(the single-URL settings declare "default"\)/,
+        /^endpoint "default": name is declared twice \(the single-URL settings, webhookUrl, declare "default"\)$/,
       );
     });
 
