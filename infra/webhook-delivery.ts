@@ -237,7 +237,7 @@ export class WebhookDelivery extends Construct {
     // managed policy (logs on `*`); this one may write to its own log group and nothing else.
     const role = new iam.Role(this, 'ConsumerRole', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'handoff consumer: the ledger, its queues, its signing secret and its log group',
+      description: 'handoff consumer: the ledger, its queues, the endpoint registry (read), the signing secrets and its log group',
     });
     logGroup.grantWrite(role);
 
