@@ -3,7 +3,7 @@
  * repository installs the tarball with `aws-cdk-lib` and `constructs` at the versions pinned here
  * (from the npm cache where it can), writes `new WebhookDelivery(stack, 'Delivery', { ... })`,
  * type-checks it against the installed declarations and synthesizes offline with no credentials.
- * The construct has a single endpoint (`settings.webhookUrl`): that is what exists today.
+ * The app declares two endpoints, one signed with a Secrets Manager secret, beside no single URL.
  *
  * Slow by nature (a pack, an install, a tsc run and a synth): about a minute on a quiet machine.
  */
@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import { emulatorDynamoDbClient, startDynalite } from '../helpers/dynalite';
 
@@ -33,13 +34,24 @@ function offlineEnv(): NodeJS.ProcessEnv {
 
 const APP_TS = `
 import { App, Stack } from 'aws-cdk-lib';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { retryPolicy, WebhookDelivery, type WebhookDeliveryProps } from 'handoff/cdk';
 import { checkReceiverRetention, createReceiver, MemoryIdempotencyStore } from 'handoff/receiver';
 
 const app = new App({ outdir: 'cdk.out' });
 const stack = new Stack(app, 'PackedApp');
 const props: WebhookDeliveryProps = {
-  settings: { webhookUrl: 'https://receiver.example.com/hooks', retryPolicy: retryPolicy(4, [60, 300, 900]) },
+  settings: { retryPolicy: retryPolicy(4, [60, 300, 900]) },
+  endpoints: [
+    {
+      name: 'carrier-acme',
+      url: 'https://acme.example.com/hooks',
+      eventTypes: ['shipment.in_transit', 'shipment.delivered'],
+      match: { 'data.carrier': ['acme'] },
+      secret: Secret.fromSecretCompleteArn(stack, 'AcmeSecret', 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme-signing-AbCdEf'),
+    },
+    { name: 'notifications', url: 'https://notify.example.com/webhooks', eventTypes: ['shipment.delivered', 'shipment.exception'], recovery: 'drop' },
+  ],
 };
 const delivery = new WebhookDelivery(stack, 'Delivery', props);
 
@@ -144,20 +156,32 @@ describe('Package: the packed tarball in a fresh CDK app', () => {
       Environment: { Variables: Match.objectLike({ HANDOFF_RETRY_SCHEDULE: '60,300,900', HANDOFF_MAX_ATTEMPTS: '4' }) },
     });
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { FunctionResponseTypes: ['ReportBatchItemFailures'] });
-    // its grants: the ledger, the dead-letter queue, the signing secret
+    // the endpoint registry, encrypted with the stack's key, and the two endpoints seeded into it,
+    // the secret by its ARN only
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [{ AttributeName: REGISTRY_SCHEMA.partitionKey, KeyType: 'HASH' }],
+      SSESpecification: Match.objectLike({ SSEEnabled: true, SSEType: 'KMS' }),
+    });
+    const seeds = JSON.stringify(template.findResources('Custom::HandoffEndpoint'));
+    expect(seeds).toContain('carrier-acme');
+    expect(seeds).toContain('notifications');
+    expect(seeds).toContain('acme-signing-AbCdEf');
+    expect(JSON.stringify(template.toJSON())).not.toMatch(/whsec_[A-Za-z0-9+/]/);
+    // its grants: the ledger, the dead-letter queue, the registry, the endpoint's signing secret
     const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap(
       (policy) => policy.Properties.PolicyDocument.Statement as { Sid?: string; Action: string | string[] }[],
     );
     const actions = statements.flatMap((statement) => [statement.Action].flat()).sort();
     expect(actions).toEqual(
-      expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'sqs:SendMessage', 'secretsmanager:GetSecretValue']),
+      expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Scan', 'dynamodb:UpdateItem', 'kms:Decrypt', 'sqs:SendMessage', 'secretsmanager:GetSecretValue']),
     );
     expect(actions.filter((action) => action.includes('*'))).toEqual([]);
   }, SLOW_MS);
 
   it('deploys the consumer bundled from the installed package, with no sources of this repository', () => {
     const out = join(app, 'cdk.out');
-    const assets = readdirSync(out).filter((name) => name.startsWith('asset.'));
+    // The consumer's asset; aws-cdk-lib adds its own custom-resource handler's beside it.
+    const assets = readdirSync(out).filter((name) => name.startsWith('asset.') && existsSync(join(out, name, 'index.mjs')));
     const bundled = readFileSync(join(installed, 'dist/consumer/index.mjs'), 'utf8');
 
     expect(existsSync(join(installed, 'functions'))).toBe(false);
