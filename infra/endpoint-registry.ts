@@ -63,7 +63,7 @@ export interface EndpointDeclaration extends Omit<EndpointFields, 'secret'> {
  * uses): SHA-256 of the fields as declared, then each value known only at deploy time (the
  * `WebhookUrl` parameter, a generated secret's ARN) as CloudFormation resolves it.
  */
-export const DECLARED_ATTRIBUTE = 'declared';
+export const DECLARED_ATTRIBUTE = REGISTRY_SCHEMA.attributes.declared;
 
 /** DynamoDB's answer when a declaration is already applied: the seed's expected outcome, not a failure. */
 const UNCHANGED = 'ConditionalCheckFailedException';

@@ -15,6 +15,11 @@ export const REGISTRY_SCHEMA = {
     stateChange: 'stateChange',
     createdAt: 'createdAt',
     updatedAt: 'updatedAt',
+    /**
+     * Only on endpoints the construct declares: a digest of the declaration, so a deploy applies it
+     * only when it changed (infra/endpoint-registry.ts). Writes keep it: they update, never replace, an item.
+     */
+    declared: 'declared',
   },
 } as const;
 
