@@ -360,15 +360,17 @@ export class WebhookDelivery extends Construct {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'LedgerReadWrite',
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        // Query on the table's key only (an event's deliveries, when its message is received again); not on the index.
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
         resources: [this.ledgerTable.tableArn],
       }),
     );
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        sid: 'DeadLetterSend',
+        sid: 'QueueSend',
+        // The delivery queue: routing's one message per endpoint; the dead-letter queue: dead letters.
         actions: ['sqs:SendMessage'],
-        resources: [this.deadLetterQueue.queueArn],
+        resources: [this.queue.queueArn, this.deadLetterQueue.queueArn],
       }),
     );
     if (this.signingSecret) {

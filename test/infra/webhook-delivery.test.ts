@@ -403,6 +403,7 @@ describe('WebhookDelivery', () => {
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',
+        'dynamodb:Query',
         'dynamodb:Scan',
         'dynamodb:UpdateItem',
         'kms:Decrypt',
@@ -429,20 +430,25 @@ describe('WebhookDelivery', () => {
       }
     });
 
-    it('lets the consumer write the ledger table but not query its index', () => {
+    it("lets the consumer write the ledger table and query the table's key, but not its index", () => {
       const { template, stack, delivery } = build();
       const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(delivery.ledgerTable.node.defaultChild as never), 'Arn'] };
 
       template.hasResourceProperties('AWS::IAM::Policy', {
         PolicyDocument: {
           Statement: Match.arrayWith([
-            { Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], Effect: 'Allow', Resource: tableArn, Sid: 'LedgerReadWrite' },
+            {
+              Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+              Effect: 'Allow',
+              Resource: tableArn,
+              Sid: 'LedgerReadWrite',
+            },
           ]),
         },
       });
     });
 
-    it('lets the consumer send to the dead-letter queue and nowhere else', () => {
+    it('lets the consumer send to the delivery queue (routing) and the dead-letter queue, and nowhere else', () => {
       const { template, stack, delivery } = build();
       const sends = consumerStatements(template).filter((s) => [s.Action].flat().includes('sqs:SendMessage'));
 
@@ -450,8 +456,11 @@ describe('WebhookDelivery', () => {
         {
           Action: 'sqs:SendMessage',
           Effect: 'Allow',
-          Resource: { 'Fn::GetAtt': [stack.getLogicalId(delivery.deadLetterQueue.node.defaultChild as never), 'Arn'] },
-          Sid: 'DeadLetterSend',
+          Resource: [
+            { 'Fn::GetAtt': [stack.getLogicalId(delivery.queue.node.defaultChild as never), 'Arn'] },
+            { 'Fn::GetAtt': [stack.getLogicalId(delivery.deadLetterQueue.node.defaultChild as never), 'Arn'] },
+          ],
+          Sid: 'QueueSend',
         },
       ]);
     });
