@@ -54,6 +54,9 @@ const bar = new SingleBar(
     stream: process.stderr,
     format: 'soak |{bar}| {value}/{total} deliveries final | sent {sent}/{messages} | kills {kills} | {duration_formatted}',
     hideCursor: true,
+    // Without a terminal (a log file), a line every 30 s.
+    noTTYOutput: true,
+    notTTYSchedule: 30_000,
   },
   Presets.shades_classic,
 );

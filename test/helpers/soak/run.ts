@@ -145,13 +145,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     };
     const report = () => options.onProgress?.({ ...progress });
 
+    // A failed send ends the run (below), not the process: the sandbox is stopped on the way out.
+    let sendError: unknown;
     const sending = (async () => {
       for (let start = 0; start < plan.sendOrder.length; start += 10) {
         const chunk = plan.sendOrder.slice(start, start + 10);
         await clients!.sendAll(chunk);
         progress.sent += chunk.length;
       }
-    })();
+    })().catch((error: unknown) => {
+      sendError = error;
+    });
     const killing = killWorkers(sandbox, clients, {
       kills: options.kills ?? defaultKills(options.events),
       intervalMs: options.killIntervalMs ?? [1_000, 4_000],
@@ -174,6 +178,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       const scanMs = Date.now() - scanStartedAt;
       progress.final = rows.filter((row) => row.state !== 'pending' && plannedKeys.has(deliveryKey(row.eventId, row.endpoint))).length;
       report();
+      if (sendError !== undefined) {
+        throw new Error(`sending the planned messages failed after ${progress.sent} of ${plan.sendOrder.length}`, { cause: sendError });
+      }
       if (progress.sent === plan.sendOrder.length && progress.final >= planned.length) {
         if ((await clients.queueDepth()) === 0) break;
       }
