@@ -1,0 +1,67 @@
+/**
+ * The recovery Lambda (docs/contract.md §12 "Stuck work"): run on a schedule (EventBridge, every 5
+ * minutes by default), it enqueues again the pending deliveries no queue message will bring back
+ * (lib/recovery.ts says which, and why that is safe). Thin by design, like functions/consumer.ts:
+ * clients once per container, then one bounded run per invocation.
+ *
+ * The cursor where a run stopped is kept in the container for the next run; a new container starts
+ * at the oldest listed row (lib/recovery.ts).
+ *
+ * Environment: RESOURCE_ENV's ledger table and queue URLs (lib/config.ts), RECOVERY_ENV's grace
+ * (required) and limit (lib/recovery.ts). A bad or missing one fails the cold start naming it.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ConfigError, RESOURCE_ENV } from '../lib/config';
+import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
+import { createLogger, SERVICE_NAME } from '../lib/observability';
+import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
+import { RECOVERY_ENV, RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, type RecoveryRun } from '../lib/recovery';
+
+const env = process.env;
+const graceMs = wholeNumber(env[RECOVERY_ENV.graceMs], RECOVERY_ENV.graceMs);
+if (graceMs === undefined) throw new ConfigError(RECOVERY_ENV.graceMs, 'must be set');
+const limit = wholeNumber(env[RECOVERY_ENV.limit], RECOVERY_ENV.limit) ?? RECOVERY_LIMIT;
+if (limit < 1) throw new ConfigError(RECOVERY_ENV.limit, 'must be 1 or more');
+
+const logger = createLogger({ service: SERVICE_NAME, fields: { function: 'recovery' } });
+const dynamodb = DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } });
+const ledger = new DynamoDbLedger({ client: dynamodb, tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable) });
+const queue = new SqsDeliveryQueue({
+  // As the consumer: calls go to the configured endpoint, not to the host in the queue URL.
+  client: new SQSClient({ useQueueUrlAsEndpoint: false }),
+  queueUrl: required(env[RESOURCE_ENV.queueUrl], RESOURCE_ENV.queueUrl),
+  // Never sent to by this function; the adapter takes it.
+  deadLetterQueueUrl: env[RESOURCE_ENV.deadLetterQueueUrl] ?? '',
+});
+
+/** Where the last run of this container stopped. */
+let cursor: string | undefined;
+
+export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complete: boolean }> {
+  let run: RecoveryRun;
+  try {
+    run = await recoverStuck({ ledger, queue, now: Date.now, graceMs: graceMs!, limit, logger, ...(cursor !== undefined ? { cursor } : {}) });
+  } catch (error) {
+    // The next run starts over at the oldest row, whatever failed here (the ledger, a stale cursor).
+    cursor = undefined;
+    throw error;
+  }
+  cursor = run.cursor;
+  process.stdout.write(`${recoveredMetricDocument(run.recovered, Date.now())}\n`);
+  const summary = { examined: run.examined, recovered: run.recovered, queueFailed: run.queueFailed, complete: run.cursor === undefined };
+  logger.info('recovery run', summary);
+  return summary;
+}
+
+function wholeNumber(raw: string | undefined, variable: string): number | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new ConfigError(variable, `must be a whole number, got "${raw}"`);
+  return Number(raw);
+}
+
+function required(value: string | undefined, variable: string): string {
+  if (!value) throw new ConfigError(variable, 'must be set');
+  return value;
+}

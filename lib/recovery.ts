@@ -1,0 +1,173 @@
+/**
+ * Stuck-work recovery (docs/contract.md §12 "Stuck work"): finds pending deliveries that no queue
+ * message will bring back and puts one on the queue again. Run by a scheduled function in AWS
+ * (functions/recovery.ts) and by a timer in the sandbox (sandbox/recovery-timer.ts), the same code.
+ *
+ * How a pending delivery loses its message:
+ * - SQS's own redrive: the consumer kept failing on the message (before it could settle it)
+ *   `maxReceiveCount` times, and SQS moved it to the dead-letter queue, with no reason attribute;
+ * - a replay whose enqueue failed (lib/replay.ts `ReplayEnqueueError`): the row is pending again,
+ *   and no message was sent.
+ *
+ * What it reads: only the `pending` listing (docs/contract.md §5), never the table: rows pending
+ * after a failed attempt or a replay, which is exactly where both cases leave a row. One case is not
+ * there: a row still in its first attempt (claimed, never settled, so never listed) whose message
+ * was redriven. That message is on the dead-letter queue, without a `reason` attribute (SQS's
+ * redrive adds none); an operator moves it back (SQS's redrive from the dead-letter queue), and the
+ * claim decides as for any message.
+ *
+ * Which rows it enqueues ("stranded"): pending, holding an event, no live lease, and quiet for longer
+ * than the grace. A row's message, if it has one, is back on the queue by the latest of:
+ * - its due time (`nextAttemptAt`: the consumer set the message's visibility to that wait);
+ * - its last attempt's start plus the visibility timeout (the consumer's ChangeMessageVisibility
+ *   failed, or the worker died: the message returns one visibility timeout after its receive, and
+ *   the receive came before the attempt);
+ * - its last claim's lease expiry plus the visibility timeout (a claim that never settled: the
+ *   lease expiry is after the claim, which is after the receive);
+ * - the time it entered the state (`stateSince`: a replay enqueues right after writing the row).
+ * So with a grace of at least the queue's visibility timeout (`recoveryGraceMs` adds a margin for
+ * the receive itself), a row quiet for longer has no message in flight that will return: none was
+ * sent, or SQS moved it away. Its message, if it still sits on the queue behind a backlog, is
+ * merely doubled, which is harmless: the claim (docs/contract.md §5) lets one claim send at a time,
+ * and the other copy is answered "leased" or "not due" and waits, then is acknowledged once the row
+ * is final. For the same reason two runs at once are safe: each may enqueue the row; one claim sends.
+ *
+ * Bounded per run: it reads at most `limit` rows, oldest entry into the listing first, and returns
+ * the cursor where it stopped; the caller passes it to the next run (the function keeps it for as
+ * long as its container lives, the sandbox's timer for as long as the sandbox runs). A run without
+ * a cursor starts at the oldest; a run that reaches the end returns none, so the next one starts
+ * over. Rows that entered the listing less than `graceMs` ago cannot be stranded yet and are not
+ * read (the listing's window, of the index's sort key). A stranded row is thus enqueued within its quiet time, plus the grace,
+ * plus one interval per `limit` rows listed before it.
+ *
+ * Parking (docs/contract.md §12) is not built yet: when it is, a parked row is left alone here.
+ */
+import type { ListOptions, DeliveryRecord, Ledger } from './ledger/ledger';
+import { leaseIsLive } from './ledger/ledger';
+import { METRICS_NAMESPACE, SERVICE_NAME, errorFields, type Logger } from './observability';
+import type { DeliveryQueue, EndpointMessage } from './queue/queue';
+
+/** The scheduled function's settings (functions/recovery.ts), set by the construct. */
+export const RECOVERY_ENV = {
+  /** Whole ms a pending row must be quiet before it is enqueued again (`recoveryGraceMs`). */
+  graceMs: 'HANDOFF_RECOVERY_GRACE_MS',
+  /** Rows read per run at most (default RECOVERY_LIMIT). */
+  limit: 'HANDOFF_RECOVERY_LIMIT',
+} as const;
+
+/** Rows read per run by default: about 5,000 reads (eventually consistent) and 10 s of one function. */
+export const RECOVERY_LIMIT = 5000;
+
+/**
+ * The margin over the visibility timeout in AWS: a message that became visible is received and
+ * claimed in seconds, unless the queue has a backlog; 5 minutes covers a moderate one (a longer one
+ * costs a duplicate message, nothing more).
+ */
+export const RECOVERY_MARGIN_MS = 5 * 60_000;
+
+/** Rows per listing page: a BatchGetItem takes 100 keys. */
+const PAGE_SIZE = 100;
+
+/** The grace: the queue's visibility timeout (the longest a message in flight stays away) plus a margin. */
+export function recoveryGraceMs(visibilityTimeoutSeconds: number, marginMs: number = RECOVERY_MARGIN_MS): number {
+  return visibilityTimeoutSeconds * 1000 + marginMs;
+}
+
+export interface RecoveryDeps {
+  readonly ledger: Pick<Ledger, 'listByState'>;
+  /** Sends one message per stranded delivery, with its endpoint attribute (SendMessageBatch, ten per request). */
+  readonly queue: Pick<DeliveryQueue, 'fanOut'>;
+  readonly now: () => number;
+  /** At least the queue's visibility timeout (`recoveryGraceMs`). */
+  readonly graceMs: number;
+  /** Rows read in this run at most. */
+  readonly limit: number;
+  /** Where the previous run stopped; absent: from the oldest. */
+  readonly cursor?: string;
+  readonly logger: Logger;
+}
+
+export interface RecoveryRun {
+  /** Rows read. */
+  readonly examined: number;
+  /** Rows enqueued again. */
+  readonly recovered: number;
+  /** Where the next run starts; absent when this one reached the end of the listing (or read nothing). */
+  readonly cursor?: string;
+  /** True when the queue refused a page's messages: the run stopped, and the cursor points before that page. */
+  readonly queueFailed: boolean;
+}
+
+/**
+ * Whether a row is stranded at `nowMs` (see the file's comment): pending, holding an event, no live
+ * lease, and nothing on it for longer than `graceMs`.
+ */
+export function isStranded(record: DeliveryRecord, nowMs: number, graceMs: number): boolean {
+  if (record.state !== 'pending' || record.body === undefined) return false;
+  if (leaseIsLive(record, nowMs)) return false;
+  return nowMs >= quietSince(record) + graceMs;
+}
+
+/** The latest time a message in flight for this row may still have been received (see above). */
+export function quietSince(record: DeliveryRecord): number {
+  return Math.max(record.stateSince, record.nextAttemptAt ?? 0, record.history.at(-1)?.at ?? 0, record.leaseExpiresAt ?? 0);
+}
+
+/** One run: pages the pending listing from `cursor`, enqueuing each stranded row. @throws what the ledger throws. */
+export async function recoverStuck(deps: RecoveryDeps): Promise<RecoveryRun> {
+  const { ledger, queue, graceMs, logger } = deps;
+  if (!(Number.isSafeInteger(graceMs) && graceMs >= 0)) throw new RangeError(`graceMs must be whole ms, 0 or more, not ${graceMs}`);
+  if (!(Number.isSafeInteger(deps.limit) && deps.limit >= 1)) throw new RangeError(`limit must be a whole number of rows, 1 or more, not ${deps.limit}`);
+  const startMs = deps.now();
+  // Rows listed after then are too recent to be stranded (a row enters the listing when it fails or
+  // is replayed, no later than it falls quiet, give or take the attempt's own duration); the window
+  // ends before `untilMs`, so the millisecond itself is in. A window before the epoch reads nothing.
+  const untilMs = startMs - graceMs + 1;
+  let cursor = deps.cursor;
+  let examined = 0;
+  let recovered = 0;
+  while (examined < deps.limit && untilMs > 0) {
+    const options: ListOptions = { limit: Math.min(PAGE_SIZE, deps.limit - examined), untilMs, ...(cursor !== undefined ? { cursor } : {}) };
+    const page = await ledger.listByState('pending', options);
+    examined += page.records.length;
+    const nowMs = deps.now();
+    const stranded = page.records.filter((record) => isStranded(record, nowMs, graceMs));
+    if (stranded.length > 0) {
+      const messages: EndpointMessage[] = stranded.map((record) => ({ body: record.body!, endpoint: record.endpoint }));
+      try {
+        await queue.fanOut(messages);
+      } catch (error) {
+        // Some may have been sent: harmless, the claim decides. The next run reads this page again.
+        logger.error('recovery enqueue failed', { ...errorFields(error), deliveries: stranded.length });
+        return { examined, recovered, ...(cursor !== undefined ? { cursor } : {}), queueFailed: true };
+      }
+      recovered += stranded.length;
+      for (const record of stranded) {
+        logger.info('recovered', {
+          eventId: record.eventId,
+          endpoint: record.endpoint,
+          attempts: record.attempts,
+          quietForMs: nowMs - quietSince(record),
+        });
+      }
+    }
+    cursor = page.cursor;
+    if (cursor === undefined) break;
+  }
+  return { examined, recovered, ...(cursor !== undefined ? { cursor } : {}), queueFailed: false };
+}
+
+/**
+ * The run's `Recovered` count as one EMF document (namespace `Handoff`, dimension `Service`), the
+ * format lib/observability.ts writes the consumer's metrics in, for CloudWatch and the sandbox's sink.
+ */
+export function recoveredMetricDocument(recovered: number, timestampMs: number): string {
+  return JSON.stringify({
+    _aws: {
+      Timestamp: timestampMs,
+      CloudWatchMetrics: [{ Namespace: METRICS_NAMESPACE, Dimensions: [['Service']], Metrics: [{ Name: 'Recovered', Unit: 'Count' }] }],
+    },
+    Service: SERVICE_NAME,
+    Recovered: recovered,
+  });
+}

@@ -1,0 +1,126 @@
+/**
+ * The sandbox's stuck-work recovery (docs/contract.md §12 "Stuck work"): the code the scheduled
+ * function runs in AWS (lib/recovery.ts), on a timer in the sandbox's own process, against its
+ * emulators. Every `HANDOFF_RECOVERY_INTERVAL_MS` (default 5 s) it enqueues again the pending
+ * deliveries that have had no message for longer than the grace: the queue's visibility timeout
+ * (the sandbox's, `HANDOFF_VISIBILITY_TIMEOUT_SECONDS` when set) plus a second, since the sandbox's
+ * poller receives a visible message at once. The cursor where a run stopped is kept for the next.
+ *
+ * Runs never overlap (the next is timed from the end of the last); `stop` waits for the one in
+ * progress. What it enqueued is shown as a line per delivery, its `Recovered` count goes to the
+ * metric sink like the workers' metrics.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ConfigError } from '../lib/config';
+import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
+import type { Fields, Logger } from '../lib/observability';
+import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
+import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs } from '../lib/recovery';
+
+/** The sandbox's setting: ms between two runs of the recovery timer. */
+export const RECOVERY_INTERVAL_ENV = 'HANDOFF_RECOVERY_INTERVAL_MS';
+export const SANDBOX_RECOVERY_INTERVAL_MS = 5000;
+/** Over the visibility timeout: the sandbox's poller receives a message as soon as it is visible. */
+export const SANDBOX_RECOVERY_MARGIN_MS = 1000;
+
+export interface RecoveryTimerOptions {
+  /** The emulators' clients (the sandbox's own). */
+  readonly dynamodb: DynamoDBClient;
+  readonly sqs: SQSClient;
+  readonly ledgerTable: string;
+  readonly queueUrl: string;
+  readonly deadLetterQueueUrl: string;
+  /** The delivery queue's visibility timeout: the grace is this plus SANDBOX_RECOVERY_MARGIN_MS. */
+  readonly visibilityTimeoutSeconds: number;
+  /** Default: `HANDOFF_RECOVERY_INTERVAL_MS` from `env`, else 5000. */
+  readonly intervalMs?: number;
+  readonly env?: NodeJS.ProcessEnv;
+  /** A line for the sandbox's display (one per delivery enqueued again, and failures). */
+  readonly log: (line: string) => void;
+  /** The run's EMF document (`Recovered`), for the metric sink. */
+  readonly metrics?: (line: string) => void;
+  readonly now?: () => number;
+}
+
+export interface RecoveryTimer {
+  /** Stops the timer and waits for a run in progress. */
+  stop(): Promise<void>;
+}
+
+/** @throws ConfigError naming HANDOFF_RECOVERY_INTERVAL_MS when it is not whole ms from 100 to 3600000. */
+export function recoveryIntervalMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env[RECOVERY_INTERVAL_ENV];
+  if (raw === undefined || raw === '') return SANDBOX_RECOVERY_INTERVAL_MS;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < 100 || Number(raw) > 3_600_000) {
+    throw new ConfigError(RECOVERY_INTERVAL_ENV, `must be whole milliseconds from 100 to 3600000, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer {
+  const intervalMs = options.intervalMs ?? recoveryIntervalMs(options.env);
+  const graceMs = recoveryGraceMs(options.visibilityTimeoutSeconds, SANDBOX_RECOVERY_MARGIN_MS);
+  const now = options.now ?? Date.now;
+  const ledger = new DynamoDbLedger({
+    client: DynamoDBDocumentClient.from(options.dynamodb, { marshallOptions: { removeUndefinedValues: true } }),
+    tableName: options.ledgerTable,
+  });
+  const queue = new SqsDeliveryQueue({ client: options.sqs, queueUrl: options.queueUrl, deadLetterQueueUrl: options.deadLetterQueueUrl });
+  const logger = displayLogger(options.log);
+  let cursor: string | undefined;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+
+  const run = async () => {
+    try {
+      const result = await recoverStuck({ ledger, queue, now, graceMs, limit: RECOVERY_LIMIT, logger, ...(cursor !== undefined ? { cursor } : {}) });
+      cursor = result.cursor;
+      options.metrics?.(recoveredMetricDocument(result.recovered, now()));
+    } catch (error) {
+      // The emulators stopping under a run, or a cursor gone stale: start over next time.
+      cursor = undefined;
+      if (!stopped) options.log(`recovery run failed: ${(error as Error).message}`);
+    }
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = run().finally(() => {
+        running = undefined;
+        schedule();
+      });
+    }, intervalMs);
+  };
+  schedule();
+
+  return {
+    async stop() {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+/** lib/recovery.ts's log lines as the sandbox shows them: by event ID and endpoint, never a body. */
+function displayLogger(log: (line: string) => void): Logger {
+  const logger: Logger = {
+    info(message: string, fields?: Fields) {
+      if (message === 'recovered' && fields !== undefined) {
+        const quiet = typeof fields.quietForMs === 'number' ? `, no message for ${Math.round(fields.quietForMs / 1000)} s` : '';
+        log(`${String(fields.eventId)} → ${String(fields.endpoint)} enqueued again (pending${quiet})`);
+      }
+    },
+    warn(message: string, fields?: Fields) {
+      log(`${message}${fields?.errorMessage ? `: ${String(fields.errorMessage)}` : ''}`);
+    },
+    error(message: string, fields?: Fields) {
+      log(`${message}${fields?.errorMessage ? `: ${String(fields.errorMessage)}` : ''}`);
+    },
+    child: () => logger,
+  };
+  return logger;
+}
