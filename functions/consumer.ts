@@ -6,6 +6,12 @@
  * or missing setting fails the cold start with a message naming the variable. With an endpoint
  * registry (`HANDOFF_ENDPOINTS_TABLE`) the endpoints are the registry's; without one, the single-URL
  * settings are the one endpoint `default`.
+ *
+ * With a registry, endpoint health (docs/contract.md §12) is kept on it: an endpoint this consumer
+ * disables is told to operators by an error log line `endpoint disabled` and, where set, an event
+ * on the EventBridge bus `HANDOFF_EVENT_BUS` (source `handoff`, detail-type
+ * `handoff.endpoint.disabled`) and a message to the SNS topic `HANDOFF_ALARM_TOPIC_ARN`. Neither is
+ * set in the sandbox, whose stderr shows the line.
  */
 import { unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -18,6 +24,7 @@ import { processBatch, type BatchDeps } from '../lib/batch';
 import { checkEndpoint, ConfigError, derivedTimings, readSettings, RESOURCE_ENV } from '../lib/config';
 import { CRASH_POINTS, type CrashPoint } from '../lib/deliver';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
+import { HealthTracker, type DisabledNotice } from '../lib/endpoints/health';
 import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../lib/endpoints/registry';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { createLogger, errorFields, MetricsRecorder, SERVICE_NAME } from '../lib/observability';
@@ -34,6 +41,11 @@ import { createSigner, SigningSecretError } from '../lib/webhook/signing-secret'
  * replacement would die at the same point on every attempt).
  */
 export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
+/** The EventBridge bus an endpoint's disabling is published on (the construct: `default`). Unset: none. */
+export const EVENT_BUS_ENV = 'HANDOFF_EVENT_BUS';
+/** The SNS topic operators' alarms go to; an endpoint's disabling is published there too. Unset: none. */
+export const ALARM_TOPIC_ENV = 'HANDOFF_ALARM_TOPIC_ARN';
+export const DISABLED_EVENT = { source: 'handoff', detailType: 'handoff.endpoint.disabled' } as const;
 
 const env = process.env;
 const settings = readSettings(env);
@@ -69,32 +81,19 @@ const worker = `${env.AWS_LAMBDA_LOG_STREAM_NAME?.split(']').at(-1) || hostname(
 const createSender: SenderFactory = (endpoint) =>
   new HttpWebhookSender({ url: endpoint.url, secret: endpoint.secret, timeoutMs: endpoint.attemptTimeoutMs, guard });
 
+const eventBus = env[EVENT_BUS_ENV] || undefined;
+const alarmTopicArn = env[ALARM_TOPIC_ENV] || undefined;
+
 let routing: Promise<Routing> | undefined;
+/** Endpoint health, with a registry only. */
+let health: HealthTracker | undefined;
 
 /** Where messages go, built once the single endpoint's secret is known. A failed fetch is retried next time. */
 function getRouting(): Promise<Routing> {
   if (routing === undefined) {
     routing =
       endpointsTable !== undefined
-        ? Promise.resolve(
-            registryRouting({
-              records: cachedEndpoints(
-                new DynamoDbEndpointRegistry({
-                  client: dynamodb,
-                  tableName: endpointsTable,
-                  // An item it cannot read is left out, as an endpoint that no longer resolves is, not every endpoint with it.
-                  onUnreadable: (error) => logger.error('endpoint left out', errorFields(error)),
-                }),
-                {
-                  ttlMs: cacheMs(env[RESOURCE_ENV.endpointsCacheMs]),
-                },
-              ),
-              deployment: settings,
-              readSecret,
-              createSender,
-              logger,
-            }),
-          )
+        ? Promise.resolve(registryMode(endpointsTable))
         : resolveSecret().then((secret) =>
             staticRouting(
               [singleEndpoint({ url: webhookUrl!, secret, policy: settings.retryPolicy, attemptTimeoutMs: settings.attemptTimeoutMs })],
@@ -106,6 +105,68 @@ function getRouting(): Promise<Routing> {
     });
   }
   return routing;
+}
+
+/** Routing and health on the registry: one cached read of it serves both. */
+function registryMode(tableName: string): Routing {
+  const registry = new DynamoDbEndpointRegistry({
+    client: dynamodb,
+    tableName,
+    // An item it cannot read is left out, as an endpoint that no longer resolves is, not every endpoint with it.
+    onUnreadable: (error) => logger.error('endpoint left out', errorFields(error)),
+  });
+  let records: ReturnType<typeof cachedEndpoints> | undefined;
+  const tracker = new HealthTracker({
+    store: registry,
+    records: () => records!(),
+    ...(eventBus !== undefined || alarmTopicArn !== undefined ? { notify: notifyDisabled } : {}),
+  });
+  records = cachedEndpoints(tracker.listing(registry), { ttlMs: cacheMs(env[RESOURCE_ENV.endpointsCacheMs]) });
+  health = tracker;
+  return registryRouting({ records, deployment: settings, readSecret, createSender, logger });
+}
+
+/**
+ * Tells operators of an endpoint the consumer disabled (the log line is written already): an event
+ * on the bus and a message to the alarm topic, where set. The clients are loaded only when used.
+ */
+async function notifyDisabled(notice: DisabledNotice): Promise<void> {
+  const sends: Promise<unknown>[] = [];
+  if (eventBus !== undefined) {
+    sends.push(
+      import('@aws-sdk/client-eventbridge').then(async ({ EventBridgeClient, PutEventsCommand }) => {
+        const { FailedEntryCount, Entries } = await new EventBridgeClient({}).send(
+          new PutEventsCommand({
+            Entries: [
+              {
+                EventBusName: eventBus,
+                Source: DISABLED_EVENT.source,
+                DetailType: DISABLED_EVENT.detailType,
+                Detail: JSON.stringify({ endpoint: notice.endpoint, reason: notice.reason, failures: notice.failures, since: notice.since, at: notice.at }),
+              },
+            ],
+          }),
+        );
+        if (FailedEntryCount) throw new Error(`EventBridge refused the event: ${Entries?.[0]?.ErrorCode ?? 'unknown error'}`);
+      }),
+    );
+  }
+  if (alarmTopicArn !== undefined) {
+    sends.push(
+      import('@aws-sdk/client-sns').then(({ SNSClient, PublishCommand }) =>
+        new SNSClient({}).send(
+          new PublishCommand({
+            TopicArn: alarmTopicArn,
+            Subject: `handoff: endpoint ${notice.endpoint} disabled`.slice(0, 100),
+            Message: JSON.stringify({ event: DISABLED_EVENT.detailType, ...notice }),
+          }),
+        ),
+      ),
+    );
+  }
+  const results = await Promise.allSettled(sends);
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure !== undefined) throw failure.reason;
 }
 
 /**
@@ -152,6 +213,7 @@ async function consume(event: SQSEvent, context: Context): Promise<SQSBatchRespo
   return processBatch(event.Records, {
     delivery,
     routing: await getRouting(),
+    ...(health !== undefined ? { health } : {}),
     queue,
     logger: logger.child({ requestId: context.awsRequestId }),
     metrics,

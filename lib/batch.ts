@@ -26,6 +26,16 @@
  *                 the dead row and gets no dead-letter message.
  * - a throw:      reported alone. The batch itself never throws, since a thrown error would
  *                 return every message of the batch.
+ *
+ * Endpoint health (docs/contract.md §12, lib/endpoints/health.ts), when `health` is given:
+ * - a delivery to a paused endpoint (its own message or a producer's delivered inline) is held
+ *   without a claim, a request or any DynamoDB call: reported as a failure with its visibility set
+ *   to what is left of the pause; logged why `paused`, counted `Paused`. Its copy of the registry
+ *   decides.
+ * - after an attempt, its outcome is recorded against the endpoint: a failure counted (a 429, or a
+ *   503 with Retry-After, also pauses it; enough failures over long enough disable it), a 410
+ *   disables it, the first success after failures clears them. A healthy endpoint's successes write
+ *   nothing.
  */
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import pLimit from 'p-limit';
@@ -37,6 +47,7 @@ import {
   type QueueMessage,
 } from './deliver';
 import { route, type Endpoint } from './endpoints/endpoint';
+import type { HealthTracker } from './endpoints/health';
 import { parseEvent, type ParsedEvent } from './event';
 import { errorFields, type Logger, type MetricsRecorder } from './observability';
 import { describeOutcome } from './outcome';
@@ -55,6 +66,8 @@ export interface BatchDeps {
   readonly metrics: MetricsRecorder;
   /** Records delivered at once. At least the batch size, so a batch takes one attempt's time. */
   readonly concurrency: number;
+  /** Endpoint health (lib/endpoints/health.ts). Unset: no pauses, nothing recorded (single-URL mode). */
+  readonly health?: Pick<HealthTracker, 'refresh' | 'pausedFor' | 'afterAttempt'>;
   /** The use case; replaceable so tests can script decisions. */
   readonly deliver?: (message: QueueMessage, deps: DeliverDeps) => Promise<DeliveryResult>;
 }
@@ -70,7 +83,7 @@ export async function processBatch(records: readonly SQSRecord[], deps: BatchDep
   const limit = pLimit(Math.max(1, deps.concurrency));
   let reported: boolean[];
   try {
-    const endpoints = await deps.routing.endpoints();
+    const [endpoints] = await Promise.all([deps.routing.endpoints(), deps.health?.refresh()]);
     const plans = await Promise.all(records.map((record) => limit(() => planOf(record, endpoints, deps).catch((error: unknown) => error))));
     const fannedOut = fanOut(records, plans, deps);
     reported = await Promise.all(
@@ -100,9 +113,10 @@ async function planOf(record: SQSRecord, endpoints: ReadonlyMap<string, Endpoint
   const target = record.messageAttributes?.[ENDPOINT_ATTRIBUTE]?.stringValue;
   if (target !== undefined) {
     const endpoint = endpoints.get(target);
-    if (endpoint !== undefined) return { kind: 'deliver', endpoint };
-    // Its endpoint was removed after routing: nothing can be delivered, and nothing waits for it.
     const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes);
+    // Parsed here once (deliver takes it): a held delivery's log line names its event.
+    if (endpoint !== undefined) return { kind: 'deliver', endpoint, ...(parsed.ok ? { parsed: parsed.value } : {}) };
+    // Its endpoint was removed after routing: nothing can be delivered, and nothing waits for it.
     return { kind: 'unrouted', endpoint: target, why: 'endpoint-removed', ...(parsed.ok ? { eventId: parsed.value.event.id } : {}) };
   }
   const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes);
@@ -177,6 +191,10 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
     return false;
   }
   if (plan.kind === 'fan-out') throw new Error('unreachable: fan-out is answered by afterFanOut');
+  if (plan.kind === 'deliver' && deps.health !== undefined) {
+    const heldFor = deps.health.pausedFor(plan.endpoint.name);
+    if (heldFor > 0) return hold(record, plan, heldFor, logger, deps);
+  }
 
   let result: DeliveryResult;
   try {
@@ -205,6 +223,9 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
     ...(attempt ? { attempt: attempt.number, outcome: describeOutcome(attempt.outcome), attemptMs: attempt.durationMs } : {}),
   };
   const name = endpoint?.name;
+  if (attempt !== undefined && endpoint !== undefined && deps.health !== undefined) {
+    await deps.health.afterAttempt(endpoint, attempt.outcome, logger);
+  }
   if (attempt !== undefined) metrics.attempted(attempt.number, name);
   if (attempt?.outcome.kind === 'accepted') metrics.add('DeliveryLatency', attempt.sinceStartMs, name);
   const done = (report: boolean, extra: Record<string, unknown>) => {
@@ -247,4 +268,20 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
         return done(true, { reason: decision.reason, queueError: true, ...errorFields(error) });
       }
   }
+}
+
+/**
+ * A delivery to a paused endpoint: back on the queue when the pause ends, with no claim and no
+ * attempt spent. If its visibility cannot be set it returns sooner and is held again.
+ */
+async function hold(record: SQSRecord, plan: Plan & { kind: 'deliver' }, seconds: number, logger: Logger, deps: BatchDeps): Promise<boolean> {
+  deps.metrics.add('Paused', 1, plan.endpoint.name);
+  const fields = { ...(plan.parsed ? { eventId: plan.parsed.event.id } : {}), action: 'retry', why: 'paused', afterSeconds: seconds };
+  try {
+    await deps.queue.retryAfter(record.receiptHandle, seconds);
+    logger.info('delivery', fields);
+  } catch (error) {
+    logger.warn('delivery', { ...fields, queueError: true, ...errorFields(error) });
+  }
+  return true;
 }

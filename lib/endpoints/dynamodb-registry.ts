@@ -9,6 +9,12 @@
  * consumer and the command never act on an item they cannot read. A refused condition becomes
  * `EndpointNotFoundError` or `EndpointConflictError`; any other store failure
  * `EndpointRegistryError`. Nothing above this file sees an SDK error type.
+ *
+ * Health (lib/endpoints/health.ts) is written by consumers with UpdateItem on attributes of its own
+ * beside `fields` (HEALTH_ATTRIBUTES), never touching `fields` or `updatedAt`, so an operator's
+ * update is never refused because a consumer counted a failure. They are top-level attributes, not
+ * one map: DynamoDB cannot SET a path inside a map that does not exist yet, so a map would cost a
+ * second conditional write on every endpoint's first failure.
  */
 import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
@@ -20,6 +26,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { ENDPOINT_STATES, EndpointError, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
+import type { EndpointHealth, HealthRecord, HealthStore } from './health';
 import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError, type EndpointRegistry } from './registry';
 import { REGISTRY_SCHEMA } from './registry-schema';
 
@@ -39,11 +46,19 @@ export interface DynamoDbEndpointRegistryOptions {
 
 /** Every item of the table: those it can use, and why each other one cannot be. */
 export interface RegistryScan {
-  readonly records: EndpointRecord[];
+  readonly records: HealthRecord[];
   readonly unreadable: EndpointRegistryError[];
 }
 
 const A = REGISTRY_SCHEMA.attributes;
+/** The health's attributes on an endpoint's item (epoch ms, and a count). */
+export const HEALTH_ATTRIBUTES = {
+  pausedUntil: 'pausedUntil',
+  failures: 'failures',
+  failingSince: 'failingSince',
+  lastAcceptedAt: 'lastAcceptedAt',
+} as const;
+const H = HEALTH_ATTRIBUTES;
 const KEY = REGISTRY_SCHEMA.partitionKey;
 /** Expression names, the same in every write. */
 const NAMES = {
@@ -56,7 +71,7 @@ const NAMES = {
 
 type Item = Record<string, unknown>;
 
-export class DynamoDbEndpointRegistry implements EndpointRegistry {
+export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore {
   readonly #client: DynamoDBDocumentClient;
   readonly #tableName: string;
   readonly #scanPageSize: number | undefined;
@@ -73,7 +88,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry {
   }
 
   /** @throws EndpointRegistryError for an item it cannot use, unless `onUnreadable` is given */
-  async list(): Promise<EndpointRecord[]> {
+  async list(): Promise<HealthRecord[]> {
     const { records, unreadable } = await this.scan();
     if (unreadable.length > 0 && this.#onUnreadable === undefined) throw unreadable[0];
     for (const error of unreadable) this.#onUnreadable?.(error);
@@ -82,7 +97,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry {
 
   /** Every item, in name order, with the ones it cannot use set apart (the command lists both). */
   async scan(): Promise<RegistryScan> {
-    const records: EndpointRecord[] = [];
+    const records: HealthRecord[] = [];
     const unreadable: EndpointRegistryError[] = [];
     let startKey: Item | undefined;
     do {
@@ -103,7 +118,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry {
     return { records, unreadable };
   }
 
-  async get(name: string): Promise<EndpointRecord | undefined> {
+  async get(name: string): Promise<HealthRecord | undefined> {
     const { Item } = await this.#guard(`read endpoint ${JSON.stringify(name)}`, () =>
       this.#client.send(new GetCommand({ TableName: this.#tableName, Key: { [KEY]: name }, ConsistentRead: true })),
     );
@@ -194,6 +209,109 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry {
     }
   }
 
+  /** A failed attempt: failures + 1, and failingSince set when unset. @throws EndpointNotFoundError */
+  async recordFailure(name: string, nowMs: number): Promise<EndpointHealth> {
+    return this.#writeHealth(name, 'record a failure of', {
+      UpdateExpression: 'SET #failures = if_not_exists(#failures, :zero) + :one, #failingSince = if_not_exists(#failingSince, :now)',
+      ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince },
+      ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': nowMs },
+    });
+  }
+
+  /** The first accepted attempt after failures: failures 0, failingSince removed, lastAcceptedAt. @throws EndpointNotFoundError */
+  async recordRecovery(name: string, nowMs: number): Promise<EndpointHealth> {
+    return this.#writeHealth(name, 'record the recovery of', {
+      UpdateExpression: 'SET #failures = :zero, #lastAcceptedAt = :now REMOVE #failingSince',
+      ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince, '#lastAcceptedAt': H.lastAcceptedAt },
+      ExpressionAttributeValues: { ':zero': 0, ':now': nowMs },
+    });
+  }
+
+  /**
+   * Pauses until `untilMs`, unless a later pause is set already. Resolves to the pause in force.
+   * @throws EndpointNotFoundError
+   */
+  async pause(name: string, untilMs: number): Promise<number> {
+    try {
+      const health = await this.#writeHealth(
+        name,
+        'pause',
+        {
+          UpdateExpression: 'SET #pausedUntil = :until',
+          ExpressionAttributeNames: { '#pausedUntil': H.pausedUntil },
+          ExpressionAttributeValues: { ':until': untilMs },
+        },
+        'attribute_not_exists(#pausedUntil) OR #pausedUntil < :until',
+      );
+      return health.pausedUntil ?? untilMs;
+    } catch (error) {
+      if (!(error instanceof EndpointNotFoundError)) throw error;
+      // Refused: the endpoint is gone, or a later pause is set (read it: not every DynamoDB returns the item).
+      const current = await this.get(name);
+      if (current === undefined) throw error;
+      return current.health?.pausedUntil ?? untilMs;
+    }
+  }
+
+  /**
+   * Disables the endpoint with who, why and when, only while it is enabled: of consumers that decide
+   * to disable it at once, one does (and tells operators). False when it was not enabled or is gone.
+   */
+  async disableIfEnabled(name: string, change: StateChange): Promise<boolean> {
+    const stateChange: StateChange = { by: change.by, reason: change.reason, at: change.at };
+    try {
+      await this.#guard(`disable endpoint ${JSON.stringify(name)}`, () =>
+        this.#client.send(
+          new UpdateCommand({
+            TableName: this.#tableName,
+            Key: { [KEY]: name },
+            UpdateExpression: 'SET #state = :disabled, #stateChange = :stateChange, #updatedAt = :updatedAt',
+            ConditionExpression: 'attribute_exists(#name) AND #state = :enabled',
+            ExpressionAttributeNames: {
+              '#name': NAMES['#name'],
+              '#state': NAMES['#state'],
+              '#stateChange': NAMES['#stateChange'],
+              '#updatedAt': NAMES['#updatedAt'],
+            },
+            ExpressionAttributeValues: { ':disabled': 'disabled', ':enabled': 'enabled', ':stateChange': stateChange, ':updatedAt': change.at },
+          }),
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  /** One health write: an UpdateItem on an existing item that touches only health attributes. */
+  async #writeHealth(
+    name: string,
+    what: string,
+    update: { UpdateExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues: Record<string, unknown> },
+    condition?: string,
+  ): Promise<EndpointHealth> {
+    try {
+      const { Attributes } = await this.#guard(`${what} endpoint ${JSON.stringify(name)}`, () =>
+        this.#client.send(
+          new UpdateCommand({
+            TableName: this.#tableName,
+            Key: { [KEY]: name },
+            UpdateExpression: update.UpdateExpression,
+            ConditionExpression: `attribute_exists(#name)${condition ? ` AND (${condition})` : ''}`,
+            ExpressionAttributeNames: { '#name': NAMES['#name'], ...update.ExpressionAttributeNames },
+            ExpressionAttributeValues: update.ExpressionAttributeValues,
+            ReturnValues: 'ALL_NEW',
+          }),
+        ),
+      );
+      return healthFrom(Attributes ?? {}) ?? { failures: 0 };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw new EndpointNotFoundError(name, { cause: error });
+      throw error;
+    }
+  }
+
   async remove(name: string): Promise<void> {
     try {
       await this.#guard(`remove endpoint ${JSON.stringify(name)}`, () =>
@@ -213,7 +331,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry {
   }
 
   /** An item as a record, checked as the fields of a new endpoint are. @throws EndpointRegistryError */
-  #recordFrom(item: Item): EndpointRecord {
+  #recordFrom(item: Item): HealthRecord {
     const key = typeof item[KEY] === 'string' ? (item[KEY] as string) : '?';
     const invalid = (problem: string, cause?: unknown): never => {
       throw new EndpointRegistryError(
@@ -242,12 +360,14 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry {
     if (change !== undefined && (typeof change !== 'object' || change === null || typeof change.by !== 'string' || typeof change.reason !== 'string' || !isEpochMs(change.at))) {
       invalid(`${A.stateChange} must hold by, reason and at`);
     }
+    const health = healthFrom(item);
     return {
       fields,
       state: state as EndpointRecord['state'],
       ...(change !== undefined ? { stateChange: { by: change.by!, reason: change.reason!, at: change.at! } } : {}),
       createdAt: createdAt as number,
       updatedAt: updatedAt as number,
+      ...(health !== undefined ? { health } : {}),
     };
   }
 
@@ -274,6 +394,24 @@ function itemOf(record: EndpointRecord): Item {
     ...(record.stateChange !== undefined ? { [A.stateChange]: record.stateChange } : {}),
     [A.createdAt]: record.createdAt,
     [A.updatedAt]: record.updatedAt,
+  };
+}
+
+/**
+ * The health an item holds, if any. Consumers write it, so a value they could not have written is
+ * left out rather than making the endpoint unusable: health only ever holds deliveries back.
+ */
+function healthFrom(item: Item): EndpointHealth | undefined {
+  const pausedUntil = item[H.pausedUntil];
+  const failures = item[H.failures];
+  const failingSince = item[H.failingSince];
+  const lastAcceptedAt = item[H.lastAcceptedAt];
+  if (pausedUntil === undefined && failures === undefined && failingSince === undefined && lastAcceptedAt === undefined) return undefined;
+  return {
+    failures: isEpochMs(failures) ? failures : 0,
+    ...(isEpochMs(pausedUntil) ? { pausedUntil } : {}),
+    ...(isEpochMs(failingSince) ? { failingSince } : {}),
+    ...(isEpochMs(lastAcceptedAt) ? { lastAcceptedAt } : {}),
   };
 }
 

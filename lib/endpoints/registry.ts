@@ -7,11 +7,12 @@
  * command prints (`EndpointRecord` as the command shows it drops `secret`).
  */
 import type { EndpointFields, EndpointRecord, StateChange } from './endpoint';
+import type { HealthRecord } from './health';
 
 export interface EndpointRegistry {
-  /** Every endpoint, secrets included: the consumer's read (cached, `cachedEndpoints`). */
-  list(): Promise<EndpointRecord[]>;
-  get(name: string): Promise<EndpointRecord | undefined>;
+  /** Every endpoint, secrets included, with its health (lib/endpoints/health.ts): the consumer's read (cached, `cachedEndpoints`). */
+  list(): Promise<HealthRecord[]>;
+  get(name: string): Promise<HealthRecord | undefined>;
   /** Adds an endpoint, enabled. @throws EndpointConflictError when the name is taken */
   add(fields: EndpointFields, nowMs: number): Promise<EndpointRecord>;
   /**
@@ -75,14 +76,14 @@ export const ENDPOINTS_CACHE_MS = 15_000;
  * the registry's table must not stop delivery to known endpoints, nor make every batch wait for
  * another failing read (the SDK's retries, a connection that hangs until its timeout).
  */
-export function cachedEndpoints(
-  registry: Pick<EndpointRegistry, 'list'>,
+export function cachedEndpoints<R extends EndpointRecord = HealthRecord>(
+  registry: { list(): Promise<R[]> },
   options: { ttlMs?: number; now?: () => number } = {},
-): () => Promise<EndpointRecord[]> {
+): () => Promise<R[]> {
   const ttlMs = options.ttlMs ?? ENDPOINTS_CACHE_MS;
   const now = options.now ?? Date.now;
-  let copy: { records: EndpointRecord[]; at: number } | undefined;
-  let loading: Promise<EndpointRecord[]> | undefined;
+  let copy: { records: R[]; at: number } | undefined;
+  let loading: Promise<R[]> | undefined;
   return () => {
     if (copy !== undefined && now() - copy.at < ttlMs) return Promise.resolve(copy.records);
     loading ??= registry

@@ -1,0 +1,305 @@
+/**
+ * Endpoint health (docs/contract.md §12): back-pressure, a 410's disabling and automatic disabling.
+ *
+ * An endpoint's health lives on its registry item beside its fields (`EndpointHealth`), written by
+ * consumers only on a failed attempt, on a pause and on the first accepted attempt after failures:
+ * a healthy endpoint's deliveries write nothing. Consumers read it with the registry's cached list;
+ * a consumer notes what it writes in its own copy at once (`HealthTracker`), so the pause it wrote
+ * holds its next deliveries without waiting for the next read.
+ *
+ * The rules are pure functions; `HealthTracker` applies them for the consumer (lib/batch.ts).
+ */
+import { errorFields, type Logger } from '../observability';
+import type { AttemptOutcome } from '../outcome';
+import { MAX_WAIT_SECONDS } from '../policy';
+import type { Endpoint, EndpointRecord, StateChange } from './endpoint';
+
+/** An endpoint's health as its registry item holds it. Times are epoch ms. */
+export interface EndpointHealth {
+  /** No delivery to it starts before this (a 429, or a 503 with `Retry-After`). */
+  readonly pausedUntil?: number;
+  /** Failed attempts since the last accepted one. */
+  readonly failures: number;
+  /** When the first of those failures was recorded. */
+  readonly failingSince?: number;
+  /** The accepted attempt that ended the last run of failures (successes after it write nothing). */
+  readonly lastAcceptedAt?: number;
+}
+
+export const HEALTHY: EndpointHealth = { failures: 0 };
+
+/** A registry item as the consumer reads it: the endpoint and its health. */
+export type HealthRecord = EndpointRecord & { readonly health?: EndpointHealth };
+
+/** A pause lasts at most as long as a wait may (SQS's visibility limit). */
+export const MAX_PAUSE_SECONDS = MAX_WAIT_SECONDS;
+/** Who disables an endpoint when the consumer does (a 410, or §12's automatic disabling). */
+export const HANDOFF_ACTOR = 'handoff';
+export const GONE_REASON = 'HTTP 410 Gone from the endpoint';
+
+/** The registry's health writes (DynamoDbEndpointRegistry): each one conditional write on an existing item. */
+export interface HealthStore {
+  /** failures + 1; failingSince set if unset. Resolves to the health after the write. */
+  recordFailure(name: string, nowMs: number): Promise<EndpointHealth>;
+  /** failures 0, failingSince removed, lastAcceptedAt = nowMs. */
+  recordRecovery(name: string, nowMs: number): Promise<EndpointHealth>;
+  /** Pauses until `untilMs` unless a later pause is set; resolves to the pause in force. */
+  pause(name: string, untilMs: number): Promise<number>;
+  /** Disables an enabled endpoint with who, why and when; false when it was not enabled (or is gone). */
+  disableIfEnabled(name: string, change: StateChange): Promise<boolean>;
+}
+
+/**
+ * When the endpoint is to be paused until, after this outcome: a 429 (for its `Retry-After`, or the
+ * endpoint's first retry wait when it gives none) or a 503 carrying `Retry-After`; at most 12 h.
+ * Undefined: no pause.
+ */
+export function pauseAfter(outcome: AttemptOutcome, nowMs: number, firstWaitSeconds: number): number | undefined {
+  if (outcome.kind !== 'temporary') return undefined;
+  let seconds: number | undefined;
+  if (outcome.status === 429) seconds = outcome.retryAfterSeconds ?? firstWaitSeconds;
+  else if (outcome.status === 503) seconds = outcome.retryAfterSeconds;
+  if (seconds === undefined || !(seconds > 0)) return undefined;
+  return nowMs + Math.min(seconds, MAX_PAUSE_SECONDS) * 1000;
+}
+
+/** Whole seconds left of the pause (at least 1 while it lasts); 0 when not paused. */
+export function pauseSecondsLeft(health: Pick<EndpointHealth, 'pausedUntil'>, nowMs: number): number {
+  const until = health.pausedUntil;
+  if (until === undefined || until <= nowMs) return 0;
+  return Math.max(1, Math.ceil((until - nowMs) / 1000));
+}
+
+/** Whether an accepted attempt must write the recovery (it ends a run of failures). */
+export function endsFailures(health: EndpointHealth): boolean {
+  return health.failures > 0 || health.failingSince !== undefined;
+}
+
+/**
+ * Since when the endpoint has accepted no request, as far as its health tells: the start of its
+ * current run of failures (every accepted attempt before it was recorded or was followed by
+ * nothing but successes). `lastAcceptedAt` counts when later (a recovery recorded while a failure
+ * of the run was still being written).
+ */
+export function noAcceptedSince(health: EndpointHealth): number | undefined {
+  if (health.failingSince === undefined) return undefined;
+  return Math.max(health.failingSince, health.lastAcceptedAt ?? 0);
+}
+
+/**
+ * Why the endpoint is to be disabled automatically after a failed attempt (docs/contract.md §12),
+ * or undefined: only when `autoDisable` is on, it is enabled, it has at least
+ * `disableAfterFailures` failed attempts and has accepted no request for `disableAfterSeconds`.
+ */
+export function autoDisableReason(
+  endpoint: Pick<Endpoint, 'autoDisable' | 'state' | 'disableAfterSeconds' | 'disableAfterFailures'>,
+  health: EndpointHealth,
+  nowMs: number,
+): string | undefined {
+  if (!endpoint.autoDisable || endpoint.state !== 'enabled') return undefined;
+  if (health.failures < endpoint.disableAfterFailures) return undefined;
+  const since = noAcceptedSince(health);
+  if (since === undefined || nowMs - since < endpoint.disableAfterSeconds * 1000) return undefined;
+  return (
+    `no accepted request for ${describeDuration(nowMs - since)} and ${health.failures} failed attempts ` +
+    `(autoDisable: ${endpoint.disableAfterSeconds} s and ${endpoint.disableAfterFailures} attempts)`
+  );
+}
+
+/** One line for operators (`endpoint show`): the pause, the failures, the last recovery. */
+export function describeHealth(health: EndpointHealth | undefined, nowMs: number): string {
+  const h = health ?? HEALTHY;
+  const parts: string[] = [];
+  const left = pauseSecondsLeft(h, nowMs);
+  if (left > 0) parts.push(`paused until ${new Date(h.pausedUntil!).toISOString()} (${describeDuration(left * 1000)} left)`);
+  if (h.failures > 0) {
+    parts.push(`${h.failures} failed attempt${h.failures === 1 ? '' : 's'}${h.failingSince !== undefined ? ` since ${new Date(h.failingSince).toISOString()}` : ''}`);
+  }
+  if (parts.length === 0) parts.push('healthy');
+  if (h.lastAcceptedAt !== undefined) parts.push(`last recovered ${new Date(h.lastAcceptedAt).toISOString()}`);
+  return parts.join('; ');
+}
+
+/** Health as `--json` prints it: ISO times, null where unset. */
+export function healthJson(health: EndpointHealth | undefined, nowMs: number) {
+  const h = health ?? HEALTHY;
+  const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+  return {
+    paused: pauseSecondsLeft(h, nowMs) > 0,
+    pausedUntil: iso(h.pausedUntil),
+    failures: h.failures,
+    failingSince: iso(h.failingSince),
+    lastAcceptedAt: iso(h.lastAcceptedAt),
+  };
+}
+
+export function describeDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  if (s < 172_800) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86_400)} d`;
+}
+
+/** What operators are told when the consumer disables an endpoint. */
+export interface DisabledNotice {
+  readonly endpoint: string;
+  readonly reason: string;
+  /** Failed attempts recorded (for a 410: those before it). */
+  readonly failures: number;
+  /** ISO time since which it accepted no request, when known. */
+  readonly since: string | null;
+  /** ISO time of the disabling. */
+  readonly at: string;
+}
+
+export interface HealthTrackerOptions {
+  readonly store: HealthStore;
+  /** The registry's list as the consumer caches it (`cachedEndpoints`), read by `refresh`. */
+  readonly records?: () => Promise<readonly HealthRecord[]>;
+  /** Tells operators beyond the log line (AWS: EventBridge and the alarm topic). Failures are logged, not thrown. */
+  readonly notify?: (notice: DisabledNotice) => Promise<void>;
+  readonly now?: () => number;
+}
+
+/**
+ * The consumer's view of its endpoints' health: the registry's cached copy (`observe`), with what
+ * this consumer wrote since laid over it, and the writes that follow an attempt (`afterAttempt`).
+ */
+export class HealthTracker {
+  readonly #store: HealthStore;
+  readonly #records: (() => Promise<readonly HealthRecord[]>) | undefined;
+  readonly #notify: ((notice: DisabledNotice) => Promise<void>) | undefined;
+  readonly #now: () => number;
+  /** The registry's copy as last observed, and when the read that made it started. */
+  #copy: { records: readonly HealthRecord[]; byName: Map<string, EndpointHealth>; readAt: number } | undefined;
+  /** When each list the registry returned was asked for (lists made through `listing`). */
+  readonly #readAt = new WeakMap<object, number>();
+  /** This consumer's own writes, kept until a read started after them. */
+  readonly #written = new Map<string, { health: EndpointHealth; at: number }>();
+  /** Pauses this consumer knows of (noted before their write lands), until they end. */
+  readonly #pauses = new Map<string, number>();
+  /** Endpoints this consumer disabled, so it neither writes nor tells it twice before the next read. */
+  readonly #disabled = new Set<string>();
+
+  constructor(options: HealthTrackerOptions) {
+    this.#store = options.store;
+    this.#records = options.records;
+    this.#notify = options.notify;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The registry as the cache should read it: each read's start is noted, to know which of this consumer's writes it holds. */
+  listing<R extends HealthRecord>(registry: { list(): Promise<R[]> }): { list(): Promise<R[]> } {
+    return {
+      list: async () => {
+        const at = this.#now();
+        const records = await registry.list();
+        this.#readAt.set(records, at);
+        return records;
+      },
+    };
+  }
+
+  /** Takes the cached list again (a request only when the cache reads the registry). A failed read keeps the copy held. */
+  async refresh(): Promise<void> {
+    if (this.#records === undefined) return;
+    try {
+      this.observe(await this.#records());
+    } catch {
+      // Routing reads the same cache and answers for the batch; health keeps what it has.
+    }
+  }
+
+  /** Takes the registry's (cached) list: called with every batch; costs nothing when it is the copy already held. */
+  observe(records: readonly HealthRecord[]): void {
+    if (this.#copy?.records === records) return;
+    const readAt = this.#readAt.get(records) ?? this.#now();
+    const byName = new Map<string, EndpointHealth>();
+    for (const record of records) if (record.health !== undefined) byName.set(record.fields.name, record.health);
+    this.#copy = { records, byName, readAt };
+    for (const [name, note] of this.#written) if (note.at < readAt) this.#written.delete(name);
+    for (const record of records) if (record.state === 'enabled') this.#disabled.delete(record.fields.name);
+  }
+
+  /** The endpoint's health as this consumer knows it now. */
+  current(name: string): EndpointHealth {
+    const base = this.#written.get(name)?.health ?? this.#copy?.byName.get(name) ?? HEALTHY;
+    const local = this.#pauses.get(name);
+    if (local === undefined || (base.pausedUntil !== undefined && base.pausedUntil >= local)) return base;
+    return { ...base, pausedUntil: local };
+  }
+
+  /** Seconds its deliveries are held back for (0: not paused). No request: this consumer's copy decides. */
+  pausedFor(name: string): number {
+    const nowMs = this.#now();
+    const local = this.#pauses.get(name);
+    if (local !== undefined && local <= nowMs) this.#pauses.delete(name);
+    return pauseSecondsLeft(this.current(name), nowMs);
+  }
+
+  /**
+   * Records what an attempt to `endpoint` says of its health: an accepted one ends a run of failures
+   * (one write, only then); a failed one is counted (one write) and may pause it (a 429, a 503 with
+   * `Retry-After`: one more) or disable it (a 410, or the automatic rule). Never throws: a write that
+   * fails is logged, and the delivery's own outcome stands.
+   */
+  async afterAttempt(endpoint: Endpoint, outcome: AttemptOutcome, logger: Logger): Promise<void> {
+    const name = endpoint.name;
+    const nowMs = this.#now();
+    try {
+      if (outcome.kind === 'accepted') {
+        if (!endsFailures(this.current(name))) return;
+        const health = await this.#store.recordRecovery(name, nowMs);
+        this.#note(name, health);
+        return;
+      }
+      if (outcome.kind === 'rejected' && outcome.status === 410) {
+        await this.#disable(endpoint, GONE_REASON, this.current(name), logger);
+        return;
+      }
+      const pausedUntil = pauseAfter(outcome, nowMs, endpoint.policy.waitsSeconds[0] ?? 0);
+      let pausing: Promise<unknown> | undefined;
+      if (pausedUntil !== undefined) {
+        // Held at once by this consumer; the others see it on their next read of the registry.
+        if ((this.#pauses.get(name) ?? 0) < pausedUntil) this.#pauses.set(name, pausedUntil);
+        logger.warn('endpoint paused', { endpoint: name, pausedUntil: new Date(pausedUntil).toISOString(), status: 'status' in outcome ? outcome.status : undefined });
+        pausing = this.#store.pause(name, pausedUntil).catch((error: unknown) => {
+          logger.warn('endpoint health write failed', { endpoint: name, write: 'pause', ...errorFields(error) });
+        });
+      }
+      const health = await this.#store.recordFailure(name, nowMs);
+      this.#note(name, health);
+      await pausing;
+      const reason = autoDisableReason(endpoint, health, this.#now());
+      if (reason !== undefined) await this.#disable(endpoint, reason, health, logger);
+    } catch (error) {
+      logger.warn('endpoint health write failed', { endpoint: name, ...errorFields(error) });
+    }
+  }
+
+  #note(name: string, health: EndpointHealth): void {
+    this.#written.set(name, { health, at: this.#now() });
+  }
+
+  async #disable(endpoint: Endpoint, reason: string, health: EndpointHealth, logger: Logger): Promise<void> {
+    const name = endpoint.name;
+    if (endpoint.state !== 'enabled' || this.#disabled.has(name)) return;
+    const at = this.#now();
+    // Only the consumer whose write disabled it tells operators: the write is conditioned on `enabled`.
+    if (!(await this.#store.disableIfEnabled(name, { by: HANDOFF_ACTOR, reason, at }))) return;
+    this.#disabled.add(name);
+    const since = noAcceptedSince(health);
+    const notice: DisabledNotice = {
+      endpoint: name,
+      reason,
+      failures: health.failures,
+      since: since === undefined ? null : new Date(since).toISOString(),
+      at: new Date(at).toISOString(),
+    };
+    logger.error('endpoint disabled', { ...notice });
+    if (this.#notify !== undefined) {
+      await this.#notify(notice).catch((error: unknown) => logger.error('endpoint disabled: notification failed', { endpoint: name, ...errorFields(error) }));
+    }
+  }
+}
