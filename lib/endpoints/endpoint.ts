@@ -26,6 +26,8 @@ const MAX_MATCH_KEYS = 16;
 const MAX_MATCH_VALUES = 64;
 const MAX_ENDPOINT_RETENTION_SECONDS = 366 * 24 * 60 * 60;
 const MAX_URL_LENGTH = 2048;
+/** The latest time a JavaScript Date holds, in epoch ms. */
+const MAX_EPOCH_MS = 8_640_000_000_000_000;
 /** A Secrets Manager secret's ARN, in any partition (aws, aws-cn, aws-us-gov). */
 const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}$/;
 
@@ -50,6 +52,14 @@ export interface EndpointFields {
    * Unset: requests go unsigned.
    */
   readonly secret?: string;
+  /**
+   * A rotation's old secret (docs/contract.md §12), in either form `secret` takes: until
+   * `previousSecretUntil` every request also carries a signature under it. Set by
+   * `endpoint rotate-secret`, never shown; both or neither, and only beside a `secret`.
+   */
+  readonly previousSecret?: string;
+  /** Epoch ms: when `previousSecret` stops signing. */
+  readonly previousSecretUntil?: number;
   readonly retrySchedule?: readonly number[];
   readonly maxAttempts?: number;
   readonly attemptTimeoutMs?: number;
@@ -87,6 +97,12 @@ export interface Endpoint {
   readonly eventTypes: readonly string[];
   readonly match: Readonly<Record<string, readonly MatchValue[]>>;
   readonly secret: string | undefined;
+  /**
+   * A rotation's old secret while its overlap lasted when resolved, with its end (epoch ms): the
+   * sender decides per request, since a resolved endpoint may be used past the end. Else both unset.
+   */
+  readonly previousSecret: string | undefined;
+  readonly previousSecretUntil: number | undefined;
   readonly policy: RetryPolicy;
   readonly attemptTimeoutMs: number;
   readonly recovery: Recovery;
@@ -126,6 +142,8 @@ const FIELD_NAMES: readonly (keyof EndpointFields)[] = [
   'eventTypes',
   'match',
   'secret',
+  'previousSecret',
+  'previousSecretUntil',
   'retrySchedule',
   'maxAttempts',
   'attemptTimeoutMs',
@@ -172,21 +190,19 @@ export function parseEndpointFields(input: unknown): EndpointFields {
   }
   const fields: Record<string, unknown> = { name, url: raw.url, eventTypes: [...new Set(eventTypes as string[])] };
   if (raw.match !== undefined) fields.match = parseMatch(raw.match, fail);
-  if (raw.secret !== undefined) {
-    if (typeof raw.secret !== 'string' || !(raw.secret.startsWith('whsec_') || SECRET_ARN.test(raw.secret))) {
-      fail('secret', 'must be a whsec_… signing secret or the ARN of a Secrets Manager secret holding one (the value is not shown)');
-    }
-    // A value that cannot sign would fail every attempt: refused here, by the signer itself.
-    const secret = raw.secret as string;
-    if (secret.startsWith('whsec_')) {
-      try {
-        createSigner(secret);
-      } catch (error) {
-        if (error instanceof SigningSecretError) fail('secret', `${error.message} (the value is not shown)`);
-        throw error;
-      }
-    }
-    fields.secret = raw.secret;
+  for (const field of ['secret', 'previousSecret'] as const) {
+    if (raw[field] !== undefined) fields[field] = parseSecret(raw[field], field, fail);
+  }
+  if (raw.previousSecretUntil !== undefined) {
+    if (!isWhole(raw.previousSecretUntil, 0, MAX_EPOCH_MS)) fail('previousSecretUntil', `must be a time in epoch milliseconds, got ${JSON.stringify(raw.previousSecretUntil)}`);
+    fields.previousSecretUntil = raw.previousSecretUntil;
+  }
+  if ((fields.previousSecret === undefined) !== (fields.previousSecretUntil === undefined)) {
+    fail(fields.previousSecret === undefined ? 'previousSecretUntil' : 'previousSecret', 'needs previousSecret and previousSecretUntil together: the old secret and when it stops signing');
+  }
+  if (fields.previousSecret !== undefined) {
+    if (fields.secret === undefined) fail('previousSecret', 'needs a secret: during a rotation the new secret signs first');
+    if (fields.previousSecret === fields.secret) fail('previousSecret', 'is the same as secret (the value is not shown)');
   }
   if (raw.retrySchedule !== undefined) {
     const waits = raw.retrySchedule;
@@ -231,18 +247,27 @@ export function parseEndpointFields(input: unknown): EndpointFields {
  * An endpoint ready to use: defaults from the deployment, and the rules between settings: the URL
  * passes the endpoint guard, the attempt timeout fits the consumer's (its function timeout is the
  * deployment's), the schedule fits the ledger's retention and the queue's, and a receiver's retention
- * outlasts the schedule. A secret given as an ARN must be resolved by the caller first (`secret`).
+ * outlasts the schedule. A secret given as an ARN must be resolved by the caller first (`secret`,
+ * `previous.secret`). A rotation's previous secret is kept while `previous.nowMs` is before its end.
  * @throws EndpointError naming the field
  */
 export function resolveEndpoint(
   record: EndpointRecord,
   deployment: DeploymentSettings,
-  secret: string | undefined = record.fields.secret?.startsWith('whsec_') ? record.fields.secret : undefined,
+  secret: string | undefined = whsecValue(record.fields.secret),
+  previous: { readonly secret?: string | undefined; readonly nowMs?: number } = {},
 ): Endpoint {
   const f = record.fields;
   const fail = (field: string, problem: string): never => {
     throw new EndpointError(f.name, field, problem);
   };
+  // As for HANDOFF_WEBHOOK_URL (lib/config.ts): userinfo would travel in a header no log redacts.
+  if (hasCredentials(f.url)) {
+    fail('url', 'must not carry credentials (user:password@): a receiver takes a token in the query or checks the signature (the URL is not shown)');
+  }
+  // Only beside a secret: the old one never signs alone.
+  const overlapping = secret !== undefined && f.previousSecretUntil !== undefined && (previous.nowMs ?? Date.now()) < f.previousSecretUntil;
+  const previousSecret = overlapping ? ('secret' in previous ? previous.secret : whsecValue(f.previousSecret)) : undefined;
   try {
     checkEndpoint(f.url, deployment, 'url');
   } catch (error) {
@@ -274,6 +299,8 @@ export function resolveEndpoint(
     eventTypes: f.eventTypes,
     match: f.match ?? {},
     secret,
+    previousSecret,
+    previousSecretUntil: previousSecret === undefined ? undefined : f.previousSecretUntil,
     policy,
     attemptTimeoutMs,
     recovery: f.recovery ?? 'review',
@@ -287,6 +314,19 @@ export function resolveEndpoint(
     state: record.state,
     stateChange: record.stateChange,
   };
+}
+
+function whsecValue(secret: string | undefined): string | undefined {
+  return secret?.startsWith('whsec_') ? secret : undefined;
+}
+
+function hasCredentials(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return parsed.username !== '' || parsed.password !== '';
+  } catch {
+    return false; // not a URL: the endpoint guard names that
+  }
 }
 
 /** Whether `endpoint` subscribes to `event`: its type is among `eventTypes`, and every `match` key holds one of its values. */
@@ -339,6 +379,24 @@ function parseMatch(raw: unknown, fail: (field: string, problem: string) => neve
     match[key] = [...(values as MatchValue[])];
   }
   return match;
+}
+
+/** A signing secret field: a whsec value the signer accepts, or a Secrets Manager ARN. Never echoed. */
+function parseSecret(raw: unknown, field: string, fail: (field: string, problem: string) => never): string {
+  if (typeof raw !== 'string' || !(raw.startsWith('whsec_') || SECRET_ARN.test(raw))) {
+    fail(field, 'must be a whsec_… signing secret or the ARN of a Secrets Manager secret holding one (the value is not shown)');
+  }
+  // A value that cannot sign would fail every attempt: refused here, by the signer itself.
+  const secret = raw as string;
+  if (secret.startsWith('whsec_')) {
+    try {
+      createSigner(secret);
+    } catch (error) {
+      if (error instanceof SigningSecretError) fail(field, `${error.message} (the value is not shown)`);
+      throw error;
+    }
+  }
+  return secret;
 }
 
 function isWhole(value: unknown, min: number, max: number): value is number {

@@ -12,13 +12,12 @@ import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import { urlToHttpOptions } from 'node:url';
-import type { Webhook } from 'standardwebhooks';
 // A named import lets bundlers keep only this one field of package.json.
 import { version } from '../../package.json';
 import { classifyResponse, type AttemptOutcome, type NotSentCause } from '../outcome';
 import { EndpointGuard, EndpointRefusedError } from './endpoint-guard';
 import type { AttemptResult, WebhookRequest, WebhookSender } from './sender';
-import { createSigner } from './signing-secret';
+import { RequestSigner } from './signing-secret';
 
 export const DEFAULT_USER_AGENT = `handoff/${version}`;
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024;
@@ -34,6 +33,13 @@ export interface HttpWebhookSenderOptions {
   readonly url: string;
   /** Standard Webhooks secret (`whsec_…`). Unset: requests are not signed. */
   readonly secret?: string;
+  /**
+   * A rotation's old secret (docs/contract.md §12): requests made before `previousSecretUntil`
+   * also carry a signature under it, after the new one's. Needs `secret` and `previousSecretUntil`.
+   */
+  readonly previousSecret?: string;
+  /** Epoch ms: the first attempt time at which `previousSecret` no longer signs. */
+  readonly previousSecretUntil?: number;
   /** One attempt's budget: connect, write, response headers and the bounded body read. */
   readonly timeoutMs: number;
   readonly userAgent?: string;
@@ -58,7 +64,7 @@ export class HttpWebhookSender implements WebhookSender {
   private readonly target: http.RequestOptions;
   private readonly transport: typeof http | typeof https;
   private readonly agent: http.Agent;
-  private readonly signer: Webhook | undefined;
+  private readonly signer: RequestSigner | undefined;
   private readonly guard: EndpointGuard;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
@@ -67,7 +73,10 @@ export class HttpWebhookSender implements WebhookSender {
   /** Clock time (`now`) the last exchange ended: every free socket has been idle since then. */
   private lastExchangeEndMs = 0;
 
-  /** @throws EndpointRefusedError when the guard refuses the URL; SigningSecretError for a secret that cannot sign. */
+  /**
+   * @throws EndpointRefusedError when the guard refuses the URL; SigningSecretError for a secret that
+   * cannot sign; RangeError for a previous secret without a secret or an end.
+   */
   constructor(options: HttpWebhookSenderOptions) {
     this.guard = options.guard ?? new EndpointGuard();
     this.guard.checkUrl(options.url);
@@ -75,7 +84,7 @@ export class HttpWebhookSender implements WebhookSender {
     this.target = urlToHttpOptions(this.url);
     this.transport = this.url.protocol === 'https:' ? https : http;
     this.agent = new this.transport.Agent({ keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS });
-    this.signer = options.secret === undefined ? undefined : createSigner(options.secret);
+    this.signer = signerFor(options);
     if (!(options.timeoutMs > 0)) throw new RangeError(`timeoutMs must be positive, got ${options.timeoutMs}`);
     this.timeoutMs = options.timeoutMs;
     this.userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
@@ -145,7 +154,7 @@ export class HttpWebhookSender implements WebhookSender {
       'webhook-timestamp': String(Math.floor(attemptMs / 1000)),
       'user-agent': this.userAgent,
     };
-    if (this.signer) headers['webhook-signature'] = this.signer.sign(eventId, new Date(attemptMs), body);
+    if (this.signer) headers['webhook-signature'] = this.signer.sign(eventId, attemptMs, body);
     return headers;
   }
 
@@ -254,6 +263,14 @@ export class HttpWebhookSender implements WebhookSender {
       req.end(body);
     });
   }
+}
+
+function signerFor(options: HttpWebhookSenderOptions): RequestSigner | undefined {
+  const { secret, previousSecret, previousSecretUntil } = options;
+  if (previousSecret === undefined) return secret === undefined ? undefined : new RequestSigner(secret);
+  if (secret === undefined) throw new RangeError('previousSecret needs secret: a rotation signs with the new secret first');
+  if (previousSecretUntil === undefined) throw new RangeError('previousSecret needs previousSecretUntil: when the old secret stops signing');
+  return new RequestSigner(secret, { secret: previousSecret, untilMs: previousSecretUntil });
 }
 
 const DNS_ERROR_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME', 'ENODATA']);

@@ -44,3 +44,42 @@ export function createSigner(secret: string): Webhook {
   }
   return signer;
 }
+
+/** A rotation's old secret, still signing until `untilMs` (epoch ms, exclusive). */
+export interface PreviousSecret {
+  readonly secret: string;
+  readonly untilMs: number;
+}
+
+/**
+ * What a request's `webhook-signature` carries: `v1,<base64>` under the endpoint's secret and,
+ * while a rotation's overlap lasts (the attempt's time before `previous.untilMs`), a second entry
+ * under the previous secret: space-separated, the new first (docs/contract.md §12). Each entry is
+ * a complete Standard Webhooks signature, so a receiver holding either secret verifies the request.
+ * The overlap's end is decided per request, by the attempt's own time.
+ */
+export class RequestSigner {
+  readonly #current: Webhook;
+  readonly #previous: { readonly signer: Webhook; readonly untilMs: number } | undefined;
+
+  /** @throws SigningSecretError for a secret that cannot sign; RangeError for an overlap end that is not a time */
+  constructor(secret: string, previous?: PreviousSecret) {
+    this.#current = createSigner(secret);
+    if (previous !== undefined) {
+      if (!Number.isSafeInteger(previous.untilMs)) throw new RangeError(`the previous secret's end must be epoch milliseconds, got ${previous.untilMs}`);
+      this.#previous = { signer: createSigner(previous.secret), untilMs: previous.untilMs };
+    }
+  }
+
+  /** The secrets in use at `atMs`: 2 during the overlap, else 1. */
+  secretsAt(atMs: number): 1 | 2 {
+    return this.#previous !== undefined && atMs < this.#previous.untilMs ? 2 : 1;
+  }
+
+  /** The `webhook-signature` header for one attempt made at `atMs` (its `webhook-timestamp`, in ms). */
+  sign(webhookId: string, atMs: number, body: string): string {
+    const at = new Date(atMs);
+    const current = this.#current.sign(webhookId, at, body);
+    return this.secretsAt(atMs) === 2 ? `${current} ${this.#previous!.signer.sign(webhookId, at, body)}` : current;
+  }
+}

@@ -146,6 +146,35 @@ describe('HttpWebhookSender: the request (docs/contract.md §3)', () => {
     expect(() => verifier.verify(`${BODY} `, headers)).toThrow(WebhookVerificationError);
   });
 
+  it("signs under both secrets during a rotation's overlap, new first, each verified by the reference implementation; after it, under the new only", async () => {
+    const server = await startServer(answer(200));
+    const oldSecret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+    const verifies = (secret: string, received: Received | undefined) => {
+      try {
+        new Webhook(secret).verify(received?.body ?? '', {
+          'webhook-id': String(received?.headers['webhook-id']),
+          'webhook-timestamp': String(received?.headers['webhook-timestamp']),
+          'webhook-signature': String(received?.headers['webhook-signature']),
+        });
+        return true;
+      } catch (error) {
+        if (error instanceof WebhookVerificationError) return false;
+        throw error;
+      }
+    };
+
+    await sender({ url: server.url, secret: SECRET, previousSecret: oldSecret, previousSecretUntil: ATTEMPT_MS + 1 }).send(request);
+    await sender({ url: server.url, secret: SECRET, previousSecret: oldSecret, previousSecretUntil: ATTEMPT_MS }).send(request);
+
+    const [during, after] = server.received;
+    expect(String(during?.headers['webhook-signature'])).toMatch(/^v1,[A-Za-z0-9+/]+={0,2} v1,[A-Za-z0-9+/]+={0,2}$/);
+    expect(verifies(SECRET, during)).toBe(true);
+    expect(verifies(oldSecret, during)).toBe(true);
+    expect(String(after?.headers['webhook-signature'])).toMatch(/^v1,[A-Za-z0-9+/]+={0,2}$/);
+    expect(verifies(SECRET, after)).toBe(true);
+    expect(verifies(oldSecret, after)).toBe(false);
+  });
+
   it('sends no webhook-signature when no secret is configured', async () => {
     const server = await startServer(answer(200));
 

@@ -27,6 +27,10 @@ import { createSigner } from '../../lib/webhook/signing-secret';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff/acme-AbCdEf';
+/** A rotation's old secret, and the end of its overlap. */
+const OLD_SECRET = 'whsec_T7ojJeNsUogA3D9W+2rOXCHVIoj2XRbaCCjTarhNdhk=';
+const OLD_SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff/acme-old-GhIjKl';
+const OVERLAP_END = Date.parse('2026-12-04T04:30:00Z');
 
 const deployment: DeploymentSettings = {
   retryPolicy: DEFAULT_SETTINGS.retryPolicy,
@@ -84,6 +88,32 @@ describe('Function: parseEndpointFields', () => {
 
   it('accepts a Secrets Manager ARN as the secret', () => {
     expect(parseEndpointFields({ ...minimal, secret: SECRET_ARN }).secret).toBe(SECRET_ARN);
+  });
+
+  it("keeps a rotation's previous secret, in either form, with the end of its overlap", () => {
+    const overlap = { previousSecret: OLD_SECRET, previousSecretUntil: OVERLAP_END };
+
+    expect(parseEndpointFields({ ...minimal, secret: SECRET, ...overlap })).toEqual({ ...minimal, secret: SECRET, ...overlap });
+    expect(parseEndpointFields({ ...minimal, secret: SECRET_ARN, previousSecret: OLD_SECRET_ARN, previousSecretUntil: OVERLAP_END })).toMatchObject({
+      previousSecret: OLD_SECRET_ARN,
+    });
+  });
+
+  it.each([
+    ['without its end', { secret: SECRET, previousSecret: OLD_SECRET }, 'previousSecret', 'needs previousSecret and previousSecretUntil together'],
+    ['an end without the secret', { secret: SECRET, previousSecretUntil: OVERLAP_END }, 'previousSecretUntil', 'needs previousSecret and previousSecretUntil together'],
+    ['without a secret', { previousSecret: OLD_SECRET, previousSecretUntil: OVERLAP_END }, 'previousSecret', 'needs a secret'],
+    ['the same as the secret', { secret: SECRET, previousSecret: SECRET, previousSecretUntil: OVERLAP_END }, 'previousSecret', 'is the same as secret'],
+    ['that cannot sign', { secret: SECRET, previousSecret: 'whsec_c2hvcnQ=', previousSecretUntil: OVERLAP_END }, 'previousSecret', 'decodes to a 5-byte key'],
+    ['that is plain text', { secret: SECRET, previousSecret: 'hunter2-hunter2-hunter2', previousSecretUntil: OVERLAP_END }, 'previousSecret', 'must be a whsec_'],
+    ['with an end that is no time', { secret: SECRET, previousSecret: OLD_SECRET, previousSecretUntil: '2026-12-04' }, 'previousSecretUntil', 'must be a time in epoch milliseconds, got "2026-12-04"'],
+    ['with a fractional end', { secret: SECRET, previousSecret: OLD_SECRET, previousSecretUntil: 1.5 }, 'previousSecretUntil', 'must be a time in epoch milliseconds'],
+  ])('refuses a previous secret %s, naming the field and never showing a secret', (_case, fields, field, problem) => {
+    const error = refusal(() => parseEndpointFields({ ...minimal, ...fields }));
+
+    expect(error.field).toBe(field);
+    expect(error.message).toContain(`: ${field} ${problem}`);
+    for (const secret of [SECRET.slice(6, 14), OLD_SECRET.slice(6, 14), 'hunter2', 'c2hvcnQ']) expect(error.message).not.toContain(secret);
   });
 
   it('refuses what is not an object, naming the endpoint as unknown', () => {
@@ -171,6 +201,8 @@ describe('Function: resolveEndpoint', () => {
       eventTypes: ['shipment.delivered'],
       match: {},
       secret: SECRET,
+      previousSecret: undefined,
+      previousSecretUntil: undefined,
       policy: deployment.retryPolicy,
       attemptTimeoutMs: 10_000,
       recovery: 'review',
@@ -265,6 +297,52 @@ describe('Function: resolveEndpoint', () => {
     expect(http.message).not.toContain('s3cr3t');
     expect(loopback.field).toBe('url');
     expect(() => resolveEndpoint(record({ url: 'http://127.0.0.1:9/x' }), { ...deployment, allowHttp: true, allowPrivateCidrs: ['127.0.0.0/8'] })).not.toThrow();
+  });
+
+  it('refuses a URL carrying user:password@, naming url and not showing the URL', () => {
+    const error = refusal(() => resolveEndpoint(record({ url: 'https://ops:hunter2@hooks.acme.example/x?token=s3cr3t' }), deployment));
+    const userOnly = refusal(() => resolveEndpoint(record({ url: 'https://ops@hooks.acme.example/x' }), deployment));
+
+    expect(error.field).toBe('url');
+    expect(error.message).toContain('url must not carry credentials (user:password@)');
+    for (const part of ['hunter2', 's3cr3t', 'ops', 'hooks.acme.example']) expect(error.message).not.toContain(part);
+    expect(userOnly.field).toBe('url');
+  });
+
+  describe("a rotation's previous secret", () => {
+    const rotated = record({ secret: SECRET, previousSecret: OLD_SECRET, previousSecretUntil: OVERLAP_END });
+
+    it('signs beside the secret until the overlap ends, carrying that end', () => {
+      const endpoint = resolveEndpoint(rotated, deployment, undefined, { nowMs: OVERLAP_END - 1 });
+
+      expect(endpoint.secret).toBe(SECRET);
+      expect(endpoint).toMatchObject({ secret: SECRET, previousSecret: OLD_SECRET, previousSecretUntil: OVERLAP_END });
+    });
+
+    it('is left out from the end of the overlap', () => {
+      for (const nowMs of [OVERLAP_END, OVERLAP_END + 86_400_000]) {
+        const endpoint = resolveEndpoint(rotated, deployment, SECRET, { nowMs });
+
+        expect(endpoint).toMatchObject({ secret: SECRET, previousSecret: undefined, previousSecretUntil: undefined });
+      }
+    });
+
+    it('is the value the caller read when given as an ARN, and left out when it was not read', () => {
+      const arns = record({ secret: SECRET_ARN, previousSecret: OLD_SECRET_ARN, previousSecretUntil: OVERLAP_END });
+      const nowMs = OVERLAP_END - 60_000;
+
+      expect(resolveEndpoint(arns, deployment, SECRET, { secret: OLD_SECRET, nowMs }).previousSecret).toBe(OLD_SECRET);
+      expect(resolveEndpoint(arns, deployment, SECRET, { nowMs }).previousSecret).toBeUndefined();
+    });
+
+    it('never signs alone: without the secret (an ARN not read) it is left out', () => {
+      const unread = record({ secret: SECRET_ARN, previousSecret: OLD_SECRET, previousSecretUntil: OVERLAP_END });
+
+      const endpoint = resolveEndpoint(unread, deployment, undefined, { nowMs: OVERLAP_END - 1 });
+
+      expect(endpoint.secret).toBeUndefined();
+      expect(endpoint.previousSecret).toBeUndefined();
+    });
   });
 
   it('carries the state and who set it', () => {

@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { ReceiverConfigError, WebhookVerificationError } from '../../lib/receiver/errors';
 import { createVerifier } from '../../lib/receiver/verify';
+import { RequestSigner } from '../../lib/webhook/signing-secret';
 
 const OLD_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const NEW_SECRET = 'whsec_dGhpcyBpcyB0aGUgbmV3IHNlY3JldCBrZXkh';
@@ -54,6 +55,21 @@ describe('Function: createVerifier', () => {
     const headers = (name: string) => (name === 'webhook-signature' ? both : headersFor(NEW_SECRET)(name));
 
     expect(verify(headers, BODY, NOW_MS).webhookId).toBe('evt_42');
+  });
+
+  it("verifies the sender's header during a rotation's overlap with either secret alone, and after it with the new one only", () => {
+    const signer = new RequestSigner(NEW_SECRET, { secret: OLD_SECRET, untilMs: NOW_MS + 1 });
+    const headers = (signature: string) => (name: string) => (name === 'webhook-signature' ? signature : headersFor(NEW_SECRET)(name));
+    const during = headers(signer.sign('evt_42', NOW_MS, BODY));
+    const after = headers(new RequestSigner(NEW_SECRET, { secret: OLD_SECRET, untilMs: NOW_MS }).sign('evt_42', NOW_MS, BODY));
+
+    expect(during('webhook-signature')?.split(' ')).toHaveLength(2);
+    expect(createVerifier({ secrets: [OLD_SECRET] })(during, BODY, NOW_MS).webhookId).toBe('evt_42');
+    expect(createVerifier({ secrets: [NEW_SECRET] })(during, BODY, NOW_MS).webhookId).toBe('evt_42');
+    expect(createVerifier({ secrets: [NEW_SECRET, OLD_SECRET] })(during, BODY, NOW_MS).webhookId).toBe('evt_42');
+    expect(problemOf(() => createVerifier({ secrets: [OLD_SECRET] })(during, `${BODY} `, NOW_MS))).toBe('bad-signature');
+    expect(createVerifier({ secrets: [NEW_SECRET] })(after, BODY, NOW_MS).webhookId).toBe('evt_42');
+    expect(problemOf(() => createVerifier({ secrets: [OLD_SECRET] })(after, BODY, NOW_MS))).toBe('bad-signature');
   });
 
   it('refuses a body changed after signing', () => {
