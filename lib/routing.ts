@@ -19,11 +19,15 @@ import type { WebhookSender } from './webhook/sender';
 export interface Routing {
   /** Every endpoint by name (enabled and disabled), as of the last read of the registry. */
   endpoints(): Promise<ReadonlyMap<string, Endpoint>>;
-  /** The sender for an endpoint's requests: its URL, secret and attempt timeout. */
+  /** The sender for an endpoint's requests: its URL, secrets and attempt timeout. */
   sender(endpoint: Endpoint): Promise<WebhookSender>;
 }
 
-/** Builds a sender for an endpoint; called once per endpoint version (URL, secret, timeout). */
+/**
+ * Builds a sender for an endpoint; called once per endpoint version (URL, secret, a rotation's
+ * previous secret and its end, timeout). The sender signs with `previousSecret` too while its
+ * requests are made before `previousSecretUntil` (lib/webhook/http-sender.ts).
+ */
 export type SenderFactory = (endpoint: Endpoint) => WebhookSender;
 
 /** A fixed set of endpoints. */
@@ -44,6 +48,8 @@ export interface RegistryRoutingOptions {
   readonly readSecret: (arn: string) => Promise<string>;
   readonly createSender: SenderFactory;
   readonly logger: Logger;
+  /** Epoch ms; default Date.now. Whether a rotation's overlap lasts, as of each read. */
+  readonly now?: () => number;
 }
 
 /**
@@ -54,10 +60,10 @@ export interface RegistryRoutingOptions {
 export function registryRouting(options: RegistryRoutingOptions): Routing {
   const senders = new SenderCache(options.createSender);
   const secrets = new Map<string, Promise<string>>();
+  const now = options.now ?? Date.now;
   let resolved: { records: readonly EndpointRecord[]; endpoints: Promise<ReadonlyMap<string, Endpoint>> } | undefined;
 
-  const secretOf = (record: EndpointRecord): Promise<string | undefined> => {
-    const secret = record.fields.secret;
+  const secretOf = (secret: string | undefined): Promise<string | undefined> => {
     if (secret === undefined || !secret.startsWith('arn:')) return Promise.resolve(secret);
     let value = secrets.get(secret);
     if (value === undefined) {
@@ -74,7 +80,12 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
     await Promise.all(
       records.map(async (record) => {
         try {
-          endpoints.set(record.fields.name, resolveEndpoint(record, options.deployment, await secretOf(record)));
+          const { secret, previousSecret, previousSecretUntil } = record.fields;
+          const nowMs = now();
+          // A rotation's old secret is read only while it still signs.
+          const overlapping = previousSecretUntil !== undefined && nowMs < previousSecretUntil;
+          const [value, previousValue] = await Promise.all([secretOf(secret), overlapping ? secretOf(previousSecret) : undefined]);
+          endpoints.set(record.fields.name, resolveEndpoint(record, options.deployment, value, { secret: previousValue, nowMs }));
         } catch (error) {
           options.logger.error('endpoint left out', { endpoint: record.fields.name, ...errorFields(error) });
         }
@@ -100,13 +111,13 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
   };
 }
 
-/** One sender per endpoint version: a changed URL, secret or timeout gets a new one. */
+/** One sender per endpoint version: a changed URL, secret, previous secret or timeout gets a new one. */
 class SenderCache {
   readonly #senders = new Map<string, { key: string; sender: WebhookSender }>();
   constructor(private readonly create: SenderFactory) {}
 
   get(endpoint: Endpoint): WebhookSender {
-    const key = `${endpoint.url}\n${endpoint.secret ?? ''}\n${endpoint.attemptTimeoutMs}`;
+    const key = [endpoint.url, endpoint.secret ?? '', endpoint.previousSecret ?? '', endpoint.previousSecretUntil ?? '', endpoint.attemptTimeoutMs].join('\n');
     const cached = this.#senders.get(endpoint.name);
     if (cached?.key === key) return cached.sender;
     const sender = this.create(endpoint);
@@ -132,6 +143,8 @@ export function singleEndpoint(options: {
     eventTypes: [ALL_EVENT_TYPES],
     match: {},
     secret: options.secret,
+    previousSecret: undefined,
+    previousSecretUntil: undefined,
     policy: options.policy,
     attemptTimeoutMs: options.attemptTimeoutMs,
     recovery: 'review',
