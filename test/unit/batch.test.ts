@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { SQSRecord } from 'aws-lambda';
 import { processBatch, type BatchDeps } from '../../lib/batch';
 import type { DeliverDeps, DeliveryResult, QueueDecision, QueueMessage } from '../../lib/deliver';
-import type { Endpoint } from '../../lib/endpoints/endpoint';
+import type { Endpoint, StateChange } from '../../lib/endpoints/endpoint';
+import { GONE_REASON, HealthTracker, type EndpointHealth, type HealthStore } from '../../lib/endpoints/health';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
 import {
   clampVisibilitySeconds,
@@ -435,5 +436,145 @@ describe('Function: processBatch with the real deliver', () => {
     expect(result.requests).toBe(1);
     expect(result.record?.state).toBe('delivered');
     expect(result.record?.attempts).toBe(1);
+  });
+});
+
+/** The registry's health writes in memory, each one listed. */
+class CountingHealthStore implements HealthStore {
+  readonly writes: string[] = [];
+  readonly health = new Map<string, EndpointHealth>();
+  readonly disabled = new Map<string, StateChange>();
+  async recordFailure(name: string, nowMs: number) {
+    this.writes.push(`failure ${name}`);
+    const h = this.health.get(name) ?? { failures: 0 };
+    const next = { ...h, failures: h.failures + 1, failingSince: h.failingSince ?? nowMs };
+    this.health.set(name, next);
+    return next;
+  }
+  async recordRecovery(name: string, nowMs: number) {
+    this.writes.push(`recovery ${name}`);
+    const next = { failures: 0, lastAcceptedAt: nowMs };
+    this.health.set(name, next);
+    return next;
+  }
+  async pause(name: string, untilMs: number) {
+    this.writes.push(`pause ${name}`);
+    this.health.set(name, { ...(this.health.get(name) ?? { failures: 0 }), pausedUntil: untilMs });
+    return untilMs;
+  }
+  async disableIfEnabled(name: string, change: StateChange) {
+    this.writes.push(`disable ${name}`);
+    if (this.disabled.has(name)) return false;
+    this.disabled.set(name, change);
+    return true;
+  }
+}
+
+describe('Function: processBatch endpoint health', () => {
+  const attempt = (outcome: NonNullable<DeliveryResult['attempt']>['outcome']) => ({ number: 1, outcome, durationMs: 5, sinceStartMs: 5 });
+  /** Scripted deliver by event ID (the records are producer-free endpoint messages holding an event). */
+  function withHealth(script: Record<string, DeliveryResult>, endpoints: Endpoint[], concurrency = 1) {
+    const store = new CountingHealthStore();
+    const health = new HealthTracker({ store, now: () => NOW_MS });
+    const delivered: string[] = [];
+    const { deps, queue, lines, metrics } = setup({}, concurrency, endpoints);
+    const deps2: BatchDeps = {
+      ...deps,
+      health,
+      deliver: async (message: QueueMessage, d: DeliverDeps) => {
+        const id = (JSON.parse(message.body) as { id: string }).id;
+        delivered.push(`${id} ${d.endpoint}`);
+        const result = script[id];
+        if (result === undefined) throw new Error(`no script for ${id}`);
+        return result;
+      },
+    };
+    return { deps: deps2, store, queue, lines, metrics, delivered };
+  }
+  const to = (id: string, name: string) => forEndpoint(eventRecord(id, 'delivered').body, name);
+  const acme = endpoint('acme');
+  const zephyr = endpoint('zephyr');
+
+  it("holds an endpoint's other deliveries after its 429, without a delivery, and delivers another endpoint's", async () => {
+    const { deps, store, queue, lines, metrics, delivered } = withHealth(
+      {
+        evt_1: { decision: { action: 'retry', eventId: 'evt_1', afterSeconds: 30, why: 'temporary' }, attempt: attempt({ kind: 'temporary', status: 429, retryAfterSeconds: 3 }) },
+        evt_3: ack('evt_3'),
+      },
+      [acme, zephyr],
+    );
+    const records = [to('evt_1', 'acme'), to('evt_2', 'acme'), to('evt_3', 'zephyr')];
+
+    const response = await processBatch(records, deps);
+    const again = await processBatch([to('evt_4', 'acme')], deps);
+    metrics.flush();
+
+    expect(delivered).toEqual(['evt_1 acme', 'evt_3 zephyr']);
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[0]!.messageId }, { itemIdentifier: records[1]!.messageId }]);
+    expect(again.batchItemFailures).toHaveLength(1);
+    // The 429's own delivery follows its schedule; the held ones come back when the pause ends.
+    expect(queue.visibility.map(([, seconds]) => seconds)).toEqual([30, 3, 3]);
+    expect(store.writes).toEqual(['pause acme', 'failure acme']);
+    expect(lines.filter((l) => l.why === 'paused').map((l) => [l.eventId, l.endpoint, l.action, l.afterSeconds])).toEqual([
+      ['evt_2', 'acme', 'retry', 3],
+      ['evt_4', 'acme', 'retry', 3],
+    ]);
+    expect(lines.find((l) => l.Endpoint === 'acme' && '_aws' in l)).toMatchObject({ Paused: 2, Attempts: 1 });
+  });
+
+  it('holds a producer message delivered inline to a paused endpoint', async () => {
+    const { deps, delivered, lines } = withHealth({}, [acme]);
+    await deps.health!.afterAttempt(acme, { kind: 'temporary', status: 503, retryAfterSeconds: 60 }, createLogger({ service: 'handoff', write: () => {} }));
+
+    const response = await processBatch([eventRecord('evt_9', 'delivered')], deps);
+
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(delivered).toEqual([]);
+    expect(lines.find((l) => l.why === 'paused')).toMatchObject({ eventId: 'evt_9', endpoint: 'acme', afterSeconds: 60 });
+  });
+
+  it('disables an endpoint that answers 410 and dead-letters the delivery as rejected', async () => {
+    const { deps, store, queue } = withHealth(
+      {
+        evt_1: {
+          decision: { action: 'dead-letter', eventId: 'evt_1', reason: 'rejected', detail: 'HTTP 410' },
+          attempt: attempt({ kind: 'rejected', status: 410, responseStart: '' }),
+        },
+      },
+      [acme],
+    );
+
+    await processBatch([to('evt_1', 'acme')], deps);
+
+    expect(store.disabled.get('acme')).toEqual({ by: 'handoff', reason: GONE_REASON, at: NOW_MS });
+    expect(queue.deadLettered.map(([, info]) => info)).toEqual([{ reason: 'rejected', eventId: 'evt_1', endpoint: 'acme' }]);
+  });
+
+  it('disables an endpoint at its threshold of failures and time, with an error line naming it and why', async () => {
+    const strict = endpoint('acme', { disableAfterFailures: 3, disableAfterSeconds: 60 });
+    const failed = (id: string): DeliveryResult => ({
+      decision: { action: 'retry', eventId: id, afterSeconds: 30, why: 'temporary' },
+      attempt: attempt({ kind: 'temporary', status: 503 }),
+    });
+    const { deps, store, lines } = withHealth({ evt_1: failed('evt_1'), evt_2: failed('evt_2'), evt_3: failed('evt_3') }, [strict]);
+    store.health.set('acme', { failures: 0, failingSince: NOW_MS - 60_000 });
+
+    await processBatch([to('evt_1', 'acme'), to('evt_2', 'acme')], deps);
+    expect(store.disabled.size).toBe(0);
+    await processBatch([to('evt_3', 'acme')], deps);
+
+    expect(store.disabled.get('acme')?.reason).toBe('no accepted request for 60 s and 3 failed attempts (autoDisable: 60 s and 3 attempts)');
+    expect(lines.filter((l) => l.message === 'endpoint disabled')).toEqual([
+      expect.objectContaining({ level: 'error', endpoint: 'acme', failures: 3, reason: expect.stringMatching(/^no accepted request/) }),
+    ]);
+  });
+
+  it("writes nothing to the registry for a healthy endpoint's deliveries", async () => {
+    const { deps, store } = withHealth({ evt_1: ack('evt_1'), evt_2: ack('evt_2') }, [acme], 10);
+
+    const response = await processBatch([to('evt_1', 'acme'), to('evt_2', 'acme')], deps);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(store.writes).toEqual([]);
   });
 });
