@@ -1,0 +1,197 @@
+/**
+ * Stuck-work recovery (lib/recovery.ts) against dynalite and fauxqs, with the real consumer handler
+ * (functions/consumer.ts) making the rows and delivering what recovery enqueues: a pending row whose
+ * message is gone is enqueued again and delivered once; two runs at once enqueue it twice and the
+ * claim lets one send; a row not yet due or leased is left alone.
+ *
+ * The recovery runs are told a clock ahead of the real one by more than the grace, so a row that
+ * failed a moment ago is "quiet long enough" without the test sleeping; the consumer keeps the real
+ * clock (its claims are due: the retry schedule's first wait is 0).
+ */
+import { DeleteMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSRecord } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { parseEvent } from '../../lib/event';
+import { createLogger, SERVICE_NAME } from '../../lib/observability';
+import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
+import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
+import { recoverStuck } from '../../lib/recovery';
+import { captureStdout, startConsumerHarness, type ConsumerHarness, type Handler, type Queues } from '../helpers/consumer-harness';
+import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const QUEUE_VISIBILITY_SECONDS = 30;
+const GRACE_MS = 2_000;
+/** How far ahead of the real clock the recovery runs are told it is: past the grace. */
+const AHEAD_MS = GRACE_MS + 1_000;
+
+let harness: ConsumerHarness;
+let sqs: SQSClient;
+
+beforeAll(async () => {
+  harness = await startConsumerHarness('recovery-test');
+  ({ sqs } = harness);
+});
+
+afterAll(async () => {
+  await harness?.close();
+});
+
+beforeEach(() => {
+  captureStdout();
+});
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
+});
+
+function eventBody(id: string): string {
+  return JSON.stringify({ id, shipmentId: 'shp_1001', status: 'delivered', occurredAt: '2026-12-02T10:15:00Z' });
+}
+
+function context(): Context {
+  return {
+    awsRequestId: 'req-1',
+    functionName: 'handoff-consumer',
+    functionVersion: '$LATEST',
+    invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:handoff-consumer',
+    memoryLimitInMB: '256',
+    logGroupName: '/aws/lambda/handoff-consumer',
+    logStreamName: 'test',
+    callbackWaitsForEmptyEventLoop: false,
+    getRemainingTimeInMillis: () => 60_000,
+    done: () => {},
+    fail: () => {},
+    succeed: () => {},
+  };
+}
+
+/** The consumer, on `queues`, with the first retry wait given (seconds). */
+function coldStart(queues: Queues, firstWaitSeconds: number): Promise<Handler> {
+  return harness.coldStart({
+    HANDOFF_WEBHOOK_SECRET: SECRET,
+    HANDOFF_RETRY_SCHEDULE: `${firstWaitSeconds},30`,
+    HANDOFF_ATTEMPT_TIMEOUT_MS: '3000',
+    HANDOFF_QUEUE_URL: queues.queueUrl,
+    HANDOFF_DEAD_LETTER_QUEUE_URL: queues.deadLetterQueueUrl,
+  });
+}
+
+/** One invocation as the event source mapping makes it: the handler, then deletes what succeeded. */
+async function invoke(handler: Handler, queueUrl: string, messages: Message[]) {
+  const records: SQSRecord[] = messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl)));
+  const response = await handler(sqsEvent(records), context());
+  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+  for (const record of records.filter((r) => !failed.has(r.messageId))) {
+    await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
+  }
+  return response;
+}
+
+/**
+ * A delivery stranded as SQS's redrive leaves one: its first attempt answered 503, the consumer
+ * scheduled the retry on the message, and the message is then deleted (as a redrive removes it).
+ */
+async function strand(handler: Handler, queues: Queues, eventId: string, due: 'now' | 'later' = 'now'): Promise<void> {
+  harness.receiver.respondTo(eventId, 503);
+  await sqs.send(new SendMessageCommand({ QueueUrl: queues.queueUrl, MessageBody: eventBody(eventId) }));
+  const [message] = await harness.receive(queues.queueUrl, 1);
+  const response = await invoke(handler, queues.queueUrl, [message!]);
+  expect(response.batchItemFailures).toHaveLength(1);
+  expect(await harness.ledger.get({ eventId, endpoint: 'default' })).toMatchObject({ state: 'pending', attempts: 1 });
+  if (due === 'now') {
+    // Visible again at once (a wait of 0): received, and deleted under its new receipt handle.
+    await harness.receive(queues.queueUrl, 1, { delete: true });
+  } else {
+    // Invisible until due: deleted under the receipt handle it still holds.
+    await sqs.send(new DeleteMessageCommand({ QueueUrl: queues.queueUrl, ReceiptHandle: message!.ReceiptHandle }));
+  }
+}
+
+function recovery(queues: Queues, lines: string[] = []) {
+  return recoverStuck({
+    ledger: harness.ledger,
+    queue: new SqsDeliveryQueue({ client: sqs, queueUrl: queues.queueUrl, deadLetterQueueUrl: queues.deadLetterQueueUrl }),
+    now: () => Date.now() + AHEAD_MS,
+    graceMs: GRACE_MS,
+    limit: 1000,
+    logger: createLogger({ service: SERVICE_NAME, write: (line) => lines.push(line) }),
+  });
+}
+
+/** Recovered rows of earlier tests share the ledger: each test counts only its own event's messages. */
+function ofEvent(messages: readonly Message[], eventId: string): Message[] {
+  return messages.filter((m) => (JSON.parse(m.Body!) as { id: string }).id === eventId);
+}
+
+describe('Function: recoverStuck, on the emulators with the real consumer', () => {
+  it('enqueues a stranded pending row once, for its endpoint, and the consumer delivers it', async () => {
+    // Prepare
+    const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
+    const handler = await coldStart(queues, 0);
+    await strand(handler, queues, 'evt_stranded');
+
+    // Act
+    const lines: string[] = [];
+    const run = await recovery(queues, lines);
+    const messages = ofEvent(await harness.receive(queues.queueUrl, run.recovered), 'evt_stranded');
+    const response = await invoke(handler, queues.queueUrl, messages);
+
+    // Assess
+    expect(messages).toHaveLength(1);
+    expect(messages[0]!.MessageAttributes?.endpoint?.StringValue).toBe('default');
+    expect(response.batchItemFailures).toEqual([]);
+    expect(harness.receiver.requestsFor('evt_stranded').map((r) => r.answer)).toEqual([503, 200]);
+    expect(await harness.ledger.get({ eventId: 'evt_stranded', endpoint: 'default' })).toMatchObject({ state: 'delivered', attempts: 2 });
+    expect(lines.map((line) => JSON.parse(line))).toContainEqual(expect.objectContaining({ message: 'recovered', eventId: 'evt_stranded' }));
+  });
+
+  it('run twice at once, enqueues the row at most twice, and the consumer sends it once', async () => {
+    // Prepare
+    const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
+    const handler = await coldStart(queues, 0);
+    await strand(handler, queues, 'evt_twice');
+
+    // Act: two runs at once, then both messages in one batch (claimed concurrently).
+    const runs = await Promise.all([recovery(queues), recovery(queues)]);
+    const received = await harness.receive(queues.queueUrl, runs[0].recovered + runs[1].recovered);
+    const messages = ofEvent(received, 'evt_twice');
+    await invoke(handler, queues.queueUrl, messages);
+
+    // Assess: one 503 before, then exactly one request from the recovered messages.
+    // Neither run knows of the other: each enqueued it.
+    expect(messages).toHaveLength(2);
+    expect(harness.receiver.requestsFor('evt_twice').map((r) => r.answer)).toEqual([503, 200]);
+    expect(await harness.ledger.get({ eventId: 'evt_twice', endpoint: 'default' })).toMatchObject({ state: 'delivered', attempts: 2 });
+  });
+
+  it('leaves alone a row that is not yet due, and a row a claim holds', async () => {
+    // Prepare: one row due in 300 s; another stranded, then claimed (a worker is on it).
+    const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
+    await strand(await coldStart(queues, 300), queues, 'evt_later', 'later');
+    await strand(await coldStart(queues, 0), queues, 'evt_leased');
+    const parsed = parseEvent(eventBody('evt_leased'));
+    if (!parsed.ok) throw parsed.error;
+    await harness.ledger.claim({
+      event: parsed.value,
+      endpoint: 'default',
+      owner: 'other-worker',
+      nowMs: Date.now(),
+      leaseMs: 10 * 60_000,
+      policy: DEFAULT_RETRY_POLICY,
+      retentionSeconds: 30 * 86_400,
+    });
+
+    // Act
+    const lines: string[] = [];
+    await recovery(queues, lines);
+
+    // Assess: neither was enqueued (other tests' rows may have been).
+    const recoveredIds = lines.map((line) => JSON.parse(line) as { message: string; eventId?: string }).filter((l) => l.message === 'recovered').map((l) => l.eventId);
+    expect(recoveredIds).not.toContain('evt_later');
+    expect(recoveredIds).not.toContain('evt_leased');
+    expect(harness.receiver.requestsFor('evt_later')).toHaveLength(1);
+    expect(harness.receiver.requestsFor('evt_leased')).toHaveLength(1);
+  });
+});
