@@ -3,7 +3,7 @@
  * conditional write (a taken name, a stale update, a missing endpoint refused), items read back
  * as written, one request per change, store failures named, and the sandbox's table and seeding.
  */
-import { DeleteTableCommand, DescribeTableCommand, PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand, DescribeTableCommand, PutItemCommand, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { defaultEndpointFields, type EndpointFields } from '../../lib/endpoints/endpoint';
@@ -247,6 +247,80 @@ describe('Class: DynamoDbEndpointRegistry', () => {
     expect(error).toBeInstanceOf(EndpointRegistryError);
     expect((error as EndpointRegistryError).code).toBe('registry-unavailable');
     expect((error as Error).message).toBe('endpoint registry no-such-table failed to read endpoint "acme": ResourceNotFoundException');
+  });
+});
+
+describe('Class: DynamoDbEndpointRegistry health writes', () => {
+  it('counts failures from the first one, in one write each, leaving fields and updatedAt as they were', async () => {
+    const added = await registry.add(acme, T0);
+    counter.reset();
+
+    const first = await registry.recordFailure('acme', T0 + 1_000);
+    const second = await registry.recordFailure('acme', T0 + 2_000);
+
+    expect(first).toEqual({ failures: 1, failingSince: T0 + 1_000 });
+    expect(second).toEqual({ failures: 2, failingSince: T0 + 1_000 });
+    expect(readsAndWrites(counter.counts())).toEqual({ reads: 0, writes: 2 });
+    const read = await registry.get('acme');
+    expect(read).toEqual({ ...added, health: { failures: 2, failingSince: T0 + 1_000 } });
+    // An operator's update on the version read before the failures still goes through.
+    await expect(registry.update({ ...acme, maxAttempts: 5 }, added.updatedAt, T0 + 3_000)).resolves.toMatchObject({ updatedAt: T0 + 3_000 });
+    expect((await registry.get('acme'))?.health).toEqual({ failures: 2, failingSince: T0 + 1_000 });
+  });
+
+  it('records the recovery: failures cleared, failingSince removed, lastAcceptedAt set', async () => {
+    await registry.add(acme, T0);
+    await registry.recordFailure('acme', T0 + 1_000);
+
+    const recovered = await registry.recordRecovery('acme', T0 + 5_000);
+
+    expect(recovered).toEqual({ failures: 0, lastAcceptedAt: T0 + 5_000 });
+    expect((await registry.list())[0]?.health).toEqual({ failures: 0, lastAcceptedAt: T0 + 5_000 });
+  });
+
+  it('pauses until the later of two pauses, whichever comes first, in one write', async () => {
+    await registry.add(acme, T0);
+    counter.reset();
+
+    expect(await registry.pause('acme', T0 + 60_000)).toBe(T0 + 60_000);
+    expect(readsAndWrites(counter.counts())).toEqual({ reads: 0, writes: 1 });
+    expect(await registry.pause('acme', T0 + 3_000)).toBe(T0 + 60_000);
+    expect(await registry.pause('acme', T0 + 90_000)).toBe(T0 + 90_000);
+
+    expect((await registry.get('acme'))?.health).toEqual({ failures: 0, pausedUntil: T0 + 90_000 });
+  });
+
+  it('disables an enabled endpoint once, with who, why and when: a second consumer is told it was not enabled', async () => {
+    await registry.add(acme, T0);
+    const change = { by: 'handoff', reason: 'HTTP 410 Gone from the endpoint', at: T0 + 7_000 };
+
+    const results = await Promise.all([registry.disableIfEnabled('acme', change), registry.disableIfEnabled('acme', change)]);
+
+    expect(results.sort()).toEqual([false, true]);
+    expect(await registry.get('acme')).toMatchObject({ state: 'disabled', stateChange: change, updatedAt: T0 + 7_000 });
+    expect(await registry.disableIfEnabled('nobody', change)).toBe(false);
+  });
+
+  it('creates no item for an endpoint that does not exist', async () => {
+    await expect(registry.recordFailure('nobody', T0)).rejects.toBeInstanceOf(EndpointNotFoundError);
+    await expect(registry.recordRecovery('nobody', T0)).rejects.toBeInstanceOf(EndpointNotFoundError);
+    await expect(registry.pause('nobody', T0 + 1_000)).rejects.toBeInstanceOf(EndpointNotFoundError);
+
+    expect(await registry.list()).toEqual([]);
+  });
+
+  it('reads health an item holds that it could not have written as none, keeping the endpoint usable', async () => {
+    await registry.add(zephyr, T0);
+    await client.send(
+      new UpdateItemCommand({
+        TableName: tableName,
+        Key: { name: { S: 'zephyr' } },
+        UpdateExpression: 'SET failures = :f, pausedUntil = :p',
+        ExpressionAttributeValues: { ':f': { S: 'many' }, ':p': { N: '-1' } },
+      }),
+    );
+
+    expect((await registry.get('zephyr'))?.health).toEqual({ failures: 0 });
   });
 });
 
