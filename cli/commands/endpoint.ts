@@ -8,7 +8,8 @@
  * the field here rather than failing deliveries later.
  *
  * A signing secret is printed once: by `add` when it generated one, by `rotate-secret`. Nothing
- * else prints it (`secret: set`), in either form. URLs are shown redacted (docs/contract.md §3).
+ * else prints it (`secret: set`), in either form, nor a rotation's previous secret (only until when
+ * it still signs). URLs are shown redacted (docs/contract.md §3).
  */
 import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
@@ -34,7 +35,7 @@ import { auditTextProblem } from '../../lib/replay';
 import { redactUrl } from '../../lib/webhook/redact-url';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';
-import { formatInstant, keyValues, table } from '../format';
+import { formatDuration, formatInstant, keyValues, table } from '../format';
 import { callerIdentity, type Target, type TargetOptions } from '../target';
 import type { CommandResult } from './result';
 
@@ -71,6 +72,12 @@ export interface EndpointFieldOptions {
   readonly clear?: readonly string[];
 }
 
+export interface RotateOptions {
+  readonly secret?: string;
+  /** How long the old secret keeps signing (`--overlap`): `0`, or a number and s, m, h or d. Default 24h. */
+  readonly overlap?: string;
+}
+
 export interface StateOptions {
   readonly reason?: string;
   readonly operator?: string;
@@ -85,9 +92,13 @@ const WHOLE_NUMBER_OPTIONS = [
   'rateLimitPerSecond',
   'receiverRetentionSeconds',
 ] as const;
-/** Optional fields `update --clear` may unset (the deployment's default applies again). */
+/**
+ * Optional fields `update --clear` may unset (the deployment's default applies again).
+ * `previousSecret` ends a rotation's overlap at once (its end goes with it).
+ */
 const CLEARABLE: readonly (keyof EndpointFields)[] = [
   'match',
+  'previousSecret',
   'retrySchedule',
   'maxAttempts',
   'attemptTimeoutMs',
@@ -101,6 +112,10 @@ const CLEARABLE: readonly (keyof EndpointFields)[] = [
   'receiverRetentionSeconds',
 ];
 const ENABLE_REASON = 'enabled by an operator';
+/** How long both secrets sign after `rotate-secret` unless `--overlap` says otherwise, and the longest allowed. */
+export const DEFAULT_OVERLAP = '24h';
+export const MAX_OVERLAP_MS = 7 * 24 * 60 * 60 * 1000;
+const OVERLAP_UNITS_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 const PARKED_NOTE = 'parked: deliveries waiting for a disabled endpoint; always 0 until parking lands (docs/contract.md §12)';
 
 /**
@@ -203,17 +218,23 @@ Example:
 
   target(group.command('rotate-secret').description("replace an endpoint's signing secret and print the new one once").argument('<name>', 'the endpoint'))
     .option('--secret <whsec>', 'the new secret (default: a generated one)')
+    .option('--overlap <duration>', 'how long the old secret keeps signing beside the new one: a number and s, m, h or d, at most 7d; 0 switches at once', DEFAULT_OVERLAP)
     .addHelpText(
       'after',
       `
-The old secret stops signing at once: the receiver must switch at the same moment. An overlap in
-which both secrets sign comes in a later release. An endpoint whose secret is a Secrets Manager ARN
-is rotated in Secrets Manager, not here.
+During the overlap every request carries two signatures in webhook-signature, space-separated,
+the new secret's first: a receiver verifies with either secret, so it can switch to the new one
+at any time within the overlap. Afterwards only the new secret signs. To end an overlap early:
+  handoff endpoint update NAME --clear previousSecret
+Rotating again during an overlap keeps only the secret being replaced as the previous one.
+An endpoint whose secret is a Secrets Manager ARN is rotated in Secrets Manager, not here.
 
-Example:
-  handoff endpoint rotate-secret acme`,
+Examples:
+  handoff endpoint rotate-secret acme
+  handoff endpoint rotate-secret acme --overlap 2h
+  handoff endpoint rotate-secret acme --overlap 0`,
     )
-    .action(async (name: string, options: EndpointCommonOptions & { secret?: string }) => {
+    .action(async (name: string, options: EndpointCommonOptions & RotateOptions) => {
       await run(options, (ctx) => endpointRotateSecretCommand(ctx, name, options));
     });
 
@@ -226,6 +247,7 @@ Example:
 export async function endpointListCommand(ctx: CommandContext): Promise<CommandResult> {
   // Items it cannot use are named after the list (exit 1), not allowed to hide the others.
   const { records, unreadable } = await registryCall(ctx, (registry) => registry.scan());
+  const nowMs = ctx.now();
   const rows = records.map((r) => [
     r.fields.name,
     r.state,
@@ -234,18 +256,22 @@ export async function endpointListCommand(ctx: CommandContext): Promise<CommandR
     Object.keys(r.fields.match ?? {}).length === 0 ? '' : matchText(r.fields.match ?? {}),
     '0',
   ]);
+  // A rotation's overlap is worth a line of its own: until it ends the receiver may still use either secret.
+  const overlaps = records
+    .filter((r) => overlapEnd(r.fields, nowMs) !== undefined)
+    .map((r) => `${r.fields.name}: secret ${secretText(r.fields, nowMs)}`);
   const human =
     rows.length === 0
       ? `no endpoints in ${ctx.target.description}`
       : table(
           [{ header: 'name' }, { header: 'state' }, { header: 'url' }, { header: 'event types' }, { header: 'match' }, { header: 'parked', align: 'right' }],
           rows,
-        );
+        ) + (overlaps.length > 0 ? `\n\n${overlaps.join('\n')}` : '');
   const failure =
     unreadable.length === 0
       ? undefined
       : `the registry holds ${unreadable.length} item(s) that cannot be used (endpoint remove NAME, then add it again): ${unreadable.map((e) => e.message).join('; ')}`;
-  return { json: records.map(endpointJson), human, ...(failure !== undefined ? { failure } : {}) };
+  return { json: records.map((r) => endpointJson(r, nowMs)), human, ...(failure !== undefined ? { failure } : {}) };
 }
 
 export async function endpointShowCommand(ctx: CommandContext, name: string): Promise<CommandResult> {
@@ -260,7 +286,7 @@ export async function endpointShowCommand(ctx: CommandContext, name: string): Pr
     problem = error.message;
   }
   const json = {
-    ...endpointJson(record),
+    ...endpointJson(record, ctx.now()),
     effective: effective === undefined ? null : effectiveJson(effective),
     ...(problem !== undefined ? { problem } : {}),
     settingsFrom: source,
@@ -283,12 +309,12 @@ export async function endpointAddCommand(ctx: CommandContext, options: EndpointF
   const nowMs = ctx.now();
   const { fields, source } = checkFields(raw, ctx.target, nowMs);
   const record = await registryCall(ctx, (registry) => registry.add(fields, nowMs));
-  const lines = [`added endpoint ${record.fields.name}, enabled (checked against ${source})`, '', showFields(record)];
+  const lines = [`added endpoint ${record.fields.name}, enabled (checked against ${source})`, '', showFields(record, nowMs)];
   if (generated !== undefined) {
     lines.push('', `signing secret: ${generated}`, 'shown once: give it to the receiver now; no command shows it again (rotate-secret makes a new one)');
   }
   return {
-    json: { ...endpointJson(record), ...(generated !== undefined ? { generatedSecret: generated } : {}) },
+    json: { ...endpointJson(record, nowMs), ...(generated !== undefined ? { generatedSecret: generated } : {}) },
     human: lines.join('\n'),
   };
 }
@@ -314,15 +340,23 @@ export async function endpointUpdateCommand(ctx: CommandContext, name: string, o
   const merged: Record<string, unknown> = { ...current.fields, ...changes };
   for (const field of clear) delete merged[field];
   const nowMs = ctx.now();
+  // A rotation's old secret goes with an overlap cleared, with a secret replaced here (at once, as
+  // the option says; rotate-secret is the way with an overlap) and once its overlap is over.
+  const secretReplaced = changes.secret !== undefined && changes.secret !== current.fields.secret && changes.previousSecret === undefined;
+  const overlapOver = typeof merged.previousSecretUntil === 'number' && merged.previousSecretUntil <= nowMs;
+  if (clear.includes('previousSecret') || secretReplaced || overlapOver) {
+    delete merged.previousSecret;
+    delete merged.previousSecretUntil;
+  }
   const { fields, source } = checkFields(merged, ctx.target, nowMs, current);
   const changed = changedFields(current.fields, fields);
   if (changed.length === 0) {
-    return { json: { ...endpointJson(current), changed: [] }, human: `endpoint ${name} unchanged: the fields given are what it has` };
+    return { json: { ...endpointJson(current, nowMs), changed: [] }, human: `endpoint ${name} unchanged: the fields given are what it has` };
   }
   const record = await registryCall(ctx, (registry) => registry.update(fields, current.updatedAt, nowMs));
   return {
-    json: { ...endpointJson(record), changed },
-    human: [`updated endpoint ${name}: ${changed.join(', ')} (checked against ${source})`, '', showFields(record)].join('\n'),
+    json: { ...endpointJson(record, nowMs), changed },
+    human: [`updated endpoint ${name}: ${changed.join(', ')} (checked against ${source})`, '', showFields(record, nowMs)].join('\n'),
   };
 }
 
@@ -345,9 +379,10 @@ export async function endpointSetStateCommand(
   }
   const caller = await callerIdentity(ctx.target);
   const by = caller === undefined ? operator : `${operator} (${caller})`;
-  const record = await registryCall(ctx, (registry) => registry.setState(name, state, { by, reason, at: ctx.now() }));
+  const nowMs = ctx.now();
+  const record = await registryCall(ctx, (registry) => registry.setState(name, state, { by, reason, at: nowMs }));
   return {
-    json: endpointJson(record),
+    json: endpointJson(record, nowMs),
     human: `endpoint ${name} ${state} by ${by}: ${reason}`,
   };
 }
@@ -357,27 +392,66 @@ export async function endpointRemoveCommand(ctx: CommandContext, name: string): 
   return { json: { name, removed: true }, human: `removed endpoint ${name}` };
 }
 
-export async function endpointRotateSecretCommand(ctx: CommandContext, name: string, options: { secret?: string }): Promise<CommandResult> {
+/**
+ * A new secret, printed once when generated; the old one keeps signing beside it for the overlap
+ * (`--overlap`, default 24h; `0`: it stops at once). One conditional update of the fields, so a
+ * concurrent change is refused, not lost.
+ */
+export async function endpointRotateSecretCommand(ctx: CommandContext, name: string, options: RotateOptions): Promise<CommandResult> {
   checkName(name);
+  const overlapMs = parseOverlap(options.overlap ?? DEFAULT_OVERLAP);
   const current = await requireEndpoint(ctx, name);
-  if (current.fields.secret !== undefined && !current.fields.secret.startsWith('whsec_')) {
+  const old = current.fields.secret;
+  if (old !== undefined && !old.startsWith('whsec_')) {
     throw new CommandFailedError(
       `endpoint ${name}'s secret is kept in Secrets Manager (its ARN is in the registry): rotate it there`,
       'secret-in-secrets-manager',
     );
   }
+  if (options.secret !== undefined && options.secret === old) throw new UsageError('--secret is the secret the endpoint has now: give a new one, or none to generate one');
   const secret = options.secret ?? generateSecret();
   const nowMs = ctx.now();
-  const { fields } = checkFields({ ...current.fields, secret }, ctx.target, nowMs, current);
+  const { previousSecret: _previous, previousSecretUntil: _until, ...rest } = current.fields;
+  const overlapUntil = old !== undefined && overlapMs > 0 ? nowMs + overlapMs : undefined;
+  const raw: Record<string, unknown> = { ...rest, secret, ...(overlapUntil !== undefined ? { previousSecret: old, previousSecretUntil: overlapUntil } : {}) };
+  const { fields } = checkFields(raw, ctx.target, nowMs, current);
   const record = await registryCall(ctx, (registry) => registry.update(fields, current.updatedAt, nowMs));
   const shown = options.secret === undefined ? secret : undefined;
+  // A rotation during an overlap: the secret before the one replaced stops signing now.
+  const dropped = overlapEnd(current.fields, nowMs) !== undefined;
+  const what =
+    old === undefined
+      ? `set a signing secret for endpoint ${name}: its requests were unsigned until now`
+      : overlapUntil === undefined
+        ? `rotated the signing secret of endpoint ${name}: the old one no longer signs`
+        : `rotated the signing secret of endpoint ${name}: until ${formatInstant(overlapUntil, nowMs)} each request is signed with both the new and the old secret, then with the new one only`;
   return {
-    json: { ...endpointJson(record), rotated: true, ...(shown !== undefined ? { generatedSecret: shown } : {}) },
+    json: {
+      ...endpointJson(record, nowMs),
+      rotated: true,
+      ...(shown !== undefined ? { generatedSecret: shown } : {}),
+    },
     human: [
-      `rotated the signing secret of endpoint ${name}: the old one no longer signs`,
+      what,
+      ...(dropped ? ['the secret before the old one, still in its own overlap, no longer signs'] : []),
       ...(shown !== undefined ? ['', `signing secret: ${shown}`, 'shown once: give it to the receiver now; no command shows it again'] : []),
     ].join('\n'),
   };
+}
+
+/**
+ * `--overlap`: `0`, or a whole number and a unit, s m h or d, up to 7d. @throws UsageError saying how to write it
+ */
+export function parseOverlap(text: string): number {
+  const match = /^(\d{1,9})([smhd])?$/.exec(text.trim());
+  const problem = (why: string) => new UsageError(`--overlap ${JSON.stringify(text.slice(0, 40))}: ${why}`);
+  if (match === null) throw problem('write a whole number and a unit, s, m, h or d (e.g. 24h, 90m), or 0 to switch at once');
+  const amount = Number(match[1]);
+  const unit = match[2] as keyof typeof OVERLAP_UNITS_MS | undefined;
+  if (unit === undefined && amount !== 0) throw problem('give a unit, s, m, h or d (e.g. 24h), or 0 to switch at once');
+  const ms = amount * (unit === undefined ? 0 : OVERLAP_UNITS_MS[unit]);
+  if (ms > MAX_OVERLAP_MS) throw problem(`at most 7d, got ${formatDuration(ms)}`);
+  return ms;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -495,9 +569,13 @@ function checkName(name: string): string {
   return name;
 }
 
-/** An endpoint as the commands print it: never its secret, its URL redacted. */
-export function endpointJson(record: EndpointRecord) {
-  const { secret, url, name: _name, eventTypes: _types, match: _match, ...settings } = record.fields;
+/**
+ * An endpoint as the commands print it: never its secret nor a rotation's previous one, its URL
+ * redacted; while an overlap lasts at `nowMs`, when the previous secret stops signing.
+ */
+export function endpointJson(record: EndpointRecord, nowMs: number = Date.now()) {
+  const { secret, previousSecret: _previous, previousSecretUntil: _until, url, name: _name, eventTypes: _types, match: _match, ...settings } = record.fields;
+  const overlapUntil = overlapEnd(record.fields, nowMs);
   return {
     name: record.fields.name,
     url: redactUrl(url),
@@ -505,6 +583,8 @@ export function endpointJson(record: EndpointRecord) {
     eventTypes: record.fields.eventTypes,
     match: record.fields.match ?? {},
     secret: secret === undefined ? 'unset' : 'set',
+    /** While a rotation's overlap lasts: when the previous secret stops signing (ISO). */
+    previousSecretUntil: overlapUntil === undefined ? null : new Date(overlapUntil).toISOString(),
     // Parking (docs/contract.md §12) is not yet in this release: nothing is ever parked.
     parked: 0,
     stateChange: record.stateChange === undefined ? null : { ...record.stateChange, at: new Date(record.stateChange.at).toISOString() },
@@ -539,7 +619,7 @@ function showText(record: EndpointRecord, effective: Endpoint | undefined, probl
     ['url', redactUrl(f.url)],
     ['event types', f.eventTypes.join(', ')],
     ['match', Object.keys(f.match ?? {}).length === 0 ? '(none)' : matchText(f.match ?? {})],
-    ['secret', secretText(f.secret)],
+    ['secret', secretText(f, nowMs)],
     ['parked', '0 (parking is not in this release)'],
     ['created', formatInstant(record.createdAt, nowMs)],
     ['updated', formatInstant(record.updatedAt, nowMs)],
@@ -569,16 +649,16 @@ function showText(record: EndpointRecord, effective: Endpoint | undefined, probl
 }
 
 /** The fields as given, after add or update. */
-function showFields(record: EndpointRecord): string {
+function showFields(record: EndpointRecord, nowMs: number): string {
   const f = record.fields;
-  const { name: _n, url: _u, eventTypes: _e, match: _m, secret: _s, ...rest } = f;
+  const { name: _n, url: _u, eventTypes: _e, match: _m, secret: _s, previousSecret: _p, previousSecretUntil: _pu, ...rest } = f;
   const pairs: [string, string][] = [
     ['name', f.name],
     ['state', record.state],
     ['url', redactUrl(f.url)],
     ['event types', f.eventTypes.join(', ')],
     ['match', Object.keys(f.match ?? {}).length === 0 ? '(none)' : matchText(f.match ?? {})],
-    ['secret', secretText(f.secret)],
+    ['secret', secretText(f, nowMs)],
     ...Object.entries(rest).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v)] as [string, string]),
   ];
   return keyValues(pairs);
@@ -589,9 +669,22 @@ function stateText(record: EndpointRecord, nowMs: number): string {
   return c === undefined ? record.state : `${record.state} by ${c.by} at ${formatInstant(c.at, nowMs)}: ${c.reason}`;
 }
 
-function secretText(secret: string | undefined): string {
+/** Whether a secret is set, and until when a rotation's previous secret still signs; never a secret. */
+function secretText(fields: Pick<EndpointFields, 'secret' | 'previousSecret' | 'previousSecretUntil'>, nowMs: number): string {
+  const { secret } = fields;
   if (secret === undefined) return 'unset (requests are not signed)';
-  return secret.startsWith('whsec_') ? 'set' : 'set (in Secrets Manager)';
+  const until = overlapEnd(fields, nowMs);
+  const notes = [
+    ...(secret.startsWith('whsec_') ? [] : ['in Secrets Manager']),
+    ...(until === undefined ? [] : [`previous secret accepted until ${formatInstant(until, nowMs)}`]),
+  ];
+  return notes.length === 0 ? 'set' : `set (${notes.join('; ')})`;
+}
+
+/** When a rotation's previous secret stops signing, while it still does at `nowMs`. */
+function overlapEnd(fields: Pick<EndpointFields, 'secret' | 'previousSecret' | 'previousSecretUntil'>, nowMs: number): number | undefined {
+  const until = fields.previousSecretUntil;
+  return fields.secret !== undefined && fields.previousSecret !== undefined && until !== undefined && nowMs < until ? until : undefined;
 }
 
 function matchText(match: Readonly<Record<string, readonly unknown[]>>): string {

@@ -1,13 +1,27 @@
 /**
  * The pure parts of `handoff endpoint`: options into fields (numbers that are not whole left for
  * the field's check to name), `--match` items, the deployment settings an endpoint is checked
- * against and where they come from, and the view every output is made from (never the secret).
+ * against and where they come from, and the view every output is made from (never the secret);
+ * `--overlap`, and secret rotation's commands over an in-memory registry on a fixed clock: what
+ * they write (one conditional update), print and never print.
  */
 import { describe, expect, it } from 'vitest';
-import { deploymentFor, endpointJson, fieldsFromOptions, matchFromOptions } from '../../cli/commands/endpoint';
-import { UsageError } from '../../cli/errors';
+import {
+  deploymentFor,
+  endpointJson,
+  endpointListCommand,
+  endpointRotateSecretCommand,
+  endpointShowCommand,
+  endpointUpdateCommand,
+  fieldsFromOptions,
+  matchFromOptions,
+  parseOverlap,
+} from '../../cli/commands/endpoint';
+import type { CommandContext } from '../../cli/context';
+import { CommandFailedError, UsageError } from '../../cli/errors';
 import { ConfigError, DEFAULT_SETTINGS } from '../../lib/config';
-import { deploymentFromJson, deploymentToJson, type EndpointRecord } from '../../lib/endpoints/endpoint';
+import { deploymentFromJson, deploymentToJson, type EndpointFields, type EndpointRecord } from '../../lib/endpoints/endpoint';
+import { EndpointConflictError } from '../../lib/endpoints/registry';
 import { retryPolicy } from '../../lib/policy';
 
 describe('Function: fieldsFromOptions', () => {
@@ -117,6 +131,7 @@ describe('Function: endpointJson', () => {
       eventTypes: ['*'],
       match: {},
       secret: 'set',
+      previousSecretUntil: null,
       parked: 0,
       stateChange: { by: 'alice', reason: 'down', at: '2026-12-03T04:00:00.000Z' },
       settings: { maxAttempts: 3 },
@@ -125,5 +140,195 @@ describe('Function: endpointJson', () => {
     });
     expect(JSON.stringify(view)).not.toContain('MfKQ9r8');
     expect(endpointJson({ ...record, fields: { ...record.fields, secret: undefined } }).secret).toBe('unset');
+  });
+});
+
+const OLD_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const OLDER_SECRET = 'whsec_T7ojJeNsUogA3D9W+2rOXCHVIoj2XRbaCCjTarhNdhk=';
+const NOW_MS = Date.parse('2026-12-03T04:30:00Z');
+const HOUR_MS = 3_600_000;
+
+describe('Function: parseOverlap', () => {
+  it.each([
+    ['24h', 24 * HOUR_MS],
+    ['90m', 90 * 60_000],
+    ['45s', 45_000],
+    ['7d', 7 * 24 * HOUR_MS],
+    ['168h', 168 * HOUR_MS],
+    ['0', 0],
+    ['0h', 0],
+  ])('reads %s', (text, ms) => {
+    expect(parseOverlap(text)).toBe(ms);
+  });
+
+  it.each([
+    ['8d', 'at most 7d'],
+    ['169h', 'at most 7d'],
+    ['12', 'give a unit'],
+    ['1.5h', 'write a whole number and a unit'],
+    ['-1h', 'write a whole number and a unit'],
+    ['1w', 'write a whole number and a unit'],
+    ['', 'write a whole number and a unit'],
+  ])('refuses %j as usage, saying how to write it', (text, problem) => {
+    expect(() => parseOverlap(text)).toThrow(UsageError);
+    expect(() => parseOverlap(text)).toThrow(problem);
+  });
+});
+
+/** A registry in memory with the real one's conditional update, and a context on a fixed clock. */
+function registryContext(fields: EndpointFields, nowMs = NOW_MS) {
+  const stored = new Map<string, EndpointRecord>([[fields.name, { fields, state: 'enabled', createdAt: NOW_MS - HOUR_MS, updatedAt: NOW_MS - HOUR_MS }]]);
+  const updates: EndpointFields[] = [];
+  let clock = nowMs;
+  const registry = {
+    get: (name: string) => Promise.resolve(stored.get(name)),
+    scan: () => Promise.resolve({ records: [...stored.values()], unreadable: [] }),
+    update: (next: EndpointFields, expectedUpdatedAt: number, at: number) => {
+      const current = stored.get(next.name)!;
+      if (current.updatedAt !== expectedUpdatedAt) return Promise.reject(new EndpointConflictError(next.name, 'changed meanwhile'));
+      const record = { ...current, fields: next, updatedAt: at };
+      stored.set(next.name, record);
+      updates.push(next);
+      return Promise.resolve(record);
+    },
+  };
+  const settings = deploymentFromJson(deploymentToJson({ ...DEFAULT_SETTINGS, allowPrivateCidrs: [], allowHttp: false }), 'test');
+  const ctx = {
+    target: { description: 'the test registry', deployment: settings },
+    now: () => clock,
+    registry: () => registry,
+  } as unknown as CommandContext;
+  return { ctx, updates, stored: () => stored.get(fields.name)!.fields, at: (ms: number) => (clock = ms) };
+}
+
+const acme = { name: 'acme', url: 'https://hooks.acme.example/in', eventTypes: ['*'], secret: OLD_SECRET, maxAttempts: 3 };
+
+/** Every text a command result can print. */
+function printed(result: { json: unknown; human: string }): string {
+  return `${JSON.stringify(result.json)}\n${result.human}`;
+}
+
+describe('Function: endpointRotateSecretCommand', () => {
+  it('keeps the old secret signing for 24 h by default, in one update, and prints the new one once', async () => {
+    const { ctx, updates, stored } = registryContext(acme);
+
+    const result = await endpointRotateSecretCommand(ctx, 'acme', {});
+
+    const fresh = (result.json as { generatedSecret: string }).generatedSecret;
+    expect(fresh).toMatch(/^whsec_/);
+    expect(updates).toHaveLength(1);
+    expect(stored()).toEqual({ ...acme, secret: fresh, previousSecret: OLD_SECRET, previousSecretUntil: NOW_MS + 24 * HOUR_MS });
+    expect(result.json).toMatchObject({ rotated: true, secret: 'set', previousSecretUntil: '2026-12-04T04:30:00.000Z', settings: { maxAttempts: 3 } });
+    expect(result.human).toBe(
+      [
+        'rotated the signing secret of endpoint acme: until 2026-12-04T04:30:00Z (in 1 d) each request is signed with both the new and the old secret, then with the new one only',
+        '',
+        `signing secret: ${fresh}`,
+        'shown once: give it to the receiver now; no command shows it again',
+      ].join('\n'),
+    );
+    expect(printed(result).split(fresh)).toHaveLength(3); // once in the JSON, once in the text
+    expect(printed(result)).not.toContain(OLD_SECRET);
+  });
+
+  it('switches at once with --overlap 0, keeping no previous secret', async () => {
+    const { ctx, stored } = registryContext({ ...acme, previousSecret: OLDER_SECRET, previousSecretUntil: NOW_MS + HOUR_MS });
+
+    const result = await endpointRotateSecretCommand(ctx, 'acme', { overlap: '0' });
+
+    expect(stored()).not.toHaveProperty('previousSecret');
+    expect(stored()).not.toHaveProperty('previousSecretUntil');
+    expect(result.json).toMatchObject({ previousSecretUntil: null });
+    expect(result.human).toMatch(/^rotated the signing secret of endpoint acme: the old one no longer signs\nthe secret before the old one, still in its own overlap, no longer signs\n/);
+  });
+
+  it('during an overlap keeps only the secret it replaces as the previous one, and says so', async () => {
+    const { ctx, stored } = registryContext({ ...acme, previousSecret: OLDER_SECRET, previousSecretUntil: NOW_MS + HOUR_MS });
+
+    const result = await endpointRotateSecretCommand(ctx, 'acme', { overlap: '2h', secret: 'whsec_/uCW0n0KPpd7EnSxkS82xgxojTF+Q5yIYx5I0pyVR/s=' });
+
+    expect(stored()).toMatchObject({ previousSecret: OLD_SECRET, previousSecretUntil: NOW_MS + 2 * HOUR_MS });
+    expect(result.human).toContain('the secret before the old one, still in its own overlap, no longer signs');
+    // A secret the operator gave is not printed back.
+    expect(result.human).not.toContain('signing secret:');
+    expect(printed(result)).not.toContain('/uCW0n0KPpd7');
+  });
+
+  it('gives an unsigned endpoint its first secret, with nothing to overlap', async () => {
+    const { secret: _none, ...unsigned } = acme;
+    const { ctx, stored } = registryContext(unsigned);
+
+    const result = await endpointRotateSecretCommand(ctx, 'acme', { overlap: '1h' });
+
+    expect(stored()).not.toHaveProperty('previousSecret');
+    expect(result.human).toMatch(/^set a signing secret for endpoint acme: its requests were unsigned until now\n/);
+  });
+
+  it('refuses a bad --overlap and the current secret as usage, and a Secrets Manager secret, writing nothing', async () => {
+    const { ctx, updates } = registryContext(acme);
+    const arn = registryContext({ ...acme, secret: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff/acme-AbCdEf' });
+
+    await expect(endpointRotateSecretCommand(ctx, 'acme', { overlap: '30d' })).rejects.toThrow(UsageError);
+    await expect(endpointRotateSecretCommand(ctx, 'acme', { secret: OLD_SECRET })).rejects.toThrow('--secret is the secret the endpoint has now');
+    await expect(endpointRotateSecretCommand(arn.ctx, 'acme', {})).rejects.toThrow(CommandFailedError);
+    expect(updates).toEqual([]);
+    expect(arn.updates).toEqual([]);
+  });
+});
+
+describe('show, list and update during an overlap', () => {
+  const rotatedAcme = { ...acme, previousSecret: OLDER_SECRET, previousSecretUntil: NOW_MS + 2 * HOUR_MS };
+
+  it('show and list say until when the previous secret is accepted, never a secret; after the end, only set', async () => {
+    const { ctx, at } = registryContext(rotatedAcme);
+
+    const shown = await endpointShowCommand(ctx, 'acme');
+    const listed = await endpointListCommand(ctx);
+    at(NOW_MS + 2 * HOUR_MS);
+    const shownAfter = await endpointShowCommand(ctx, 'acme');
+    const listedAfter = await endpointListCommand(ctx);
+
+    expect(shown.human).toMatch(/^secret\s+set \(previous secret accepted until 2026-12-03T06:30:00Z \(in 2 h\)\)$/m);
+    expect(shown.json).toMatchObject({ secret: 'set', previousSecretUntil: '2026-12-03T06:30:00.000Z', settings: { maxAttempts: 3 } });
+    expect(listed.human).toContain('\n\nacme: secret set (previous secret accepted until 2026-12-03T06:30:00Z (in 2 h))');
+    expect(listed.json).toEqual([expect.objectContaining({ name: 'acme', previousSecretUntil: '2026-12-03T06:30:00.000Z' })]);
+    expect(shownAfter.human).toMatch(/^secret\s+set$/m);
+    expect(shownAfter.json).toMatchObject({ previousSecretUntil: null });
+    expect(listedAfter.human).not.toContain('previous secret');
+    for (const result of [shown, listed, shownAfter, listedAfter]) {
+      expect(printed(result)).not.toContain(OLD_SECRET.slice(6, 20));
+      expect(printed(result)).not.toContain(OLDER_SECRET.slice(6, 20));
+    }
+  });
+
+  it('update --clear previousSecret ends the overlap at once', async () => {
+    const { ctx, stored } = registryContext(rotatedAcme);
+
+    const result = await endpointUpdateCommand(ctx, 'acme', { clear: ['previousSecret'] });
+
+    expect(stored()).toEqual(acme);
+    expect(result.json).toMatchObject({ changed: ['previousSecret', 'previousSecretUntil'] });
+    expect(printed(result)).not.toContain(OLDER_SECRET.slice(6, 20));
+  });
+
+  it('update --secret replaces the secret at once, the previous one with it; other updates keep the overlap', async () => {
+    const replaced = registryContext(rotatedAcme);
+    const other = registryContext(rotatedAcme);
+    const given = 'whsec_/uCW0n0KPpd7EnSxkS82xgxojTF+Q5yIYx5I0pyVR/s=';
+
+    await endpointUpdateCommand(replaced.ctx, 'acme', { secret: given });
+    await endpointUpdateCommand(other.ctx, 'acme', { maxAttempts: '4' });
+
+    expect(replaced.stored()).toEqual({ ...acme, secret: given });
+    expect(other.stored()).toEqual({ ...rotatedAcme, maxAttempts: 4 });
+  });
+
+  it('drops a previous secret whose overlap is over when it writes the endpoint', async () => {
+    const { ctx, stored, at } = registryContext(rotatedAcme);
+    at(NOW_MS + 3 * HOUR_MS);
+
+    await endpointUpdateCommand(ctx, 'acme', { maxAttempts: '4' });
+
+    expect(stored()).toEqual({ ...acme, maxAttempts: 4 });
   });
 });
