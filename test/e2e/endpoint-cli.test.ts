@@ -3,8 +3,10 @@
  *
  * - against the running sandbox, found through its state file as an operator's shell finds it: the
  *   endpoints it seeded listed, and each change the command makes reaching deliveries: an endpoint
- *   added gets its events signed with the secret `add` printed, a disabled one gets none, a rotated
- *   secret signs the next, a removed endpoint gets nothing more;
+ *   added gets its events signed with the secret `add` printed, a disabled one gets none, a secret
+ *   rotated with an overlap signs the next beside the old one (each verified on its own by the
+ *   `standardwebhooks` library), one rotated with `--overlap 0` alone, a removed endpoint gets
+ *   nothing more;
  * - against a registry table on dynalite named explicitly (`--endpoints-table`, with the standard
  *   AWS environment pointing at the emulator), as an operator targets a deployment by its names:
  *   each subcommand's output, exit status, `--json` and refusals.
@@ -436,7 +438,8 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(missing.stderr).toBe('handoff: no endpoint named "ghost" in the names given\n');
   });
 
-  it('rotates the secret: a new one, printed once, stored in place of the old', async () => {
+  it('rotates the secret: a new one, printed once, in place of the old, which keeps signing for 24 h by default', async () => {
+    const before = Date.now();
     const run = await handoff(['rotate-secret', 'acme']);
 
     expect(run.code).toBe(0);
@@ -445,15 +448,46 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     generated.push(fresh);
     expect(fresh).not.toBe(acmeSecret);
     expect(run.stdout).not.toContain(acmeSecret);
-    expect((await registry.get('acme'))?.fields.secret).toBe(fresh);
+    expect(run.stdout).toMatch(/^rotated the signing secret of endpoint acme: until \S+Z \(in 1 d\) each request is signed with both the new and the old secret, then with the new one only$/m);
+    const stored = await registry.get('acme');
+    expect(stored?.fields).toMatchObject({ secret: fresh, previousSecret: acmeSecret });
+    expect(stored?.fields.previousSecretUntil).toBeGreaterThanOrEqual(before + 24 * 3_600_000);
+    expect(stored?.fields.previousSecretUntil).toBeLessThanOrEqual(Date.now() + 24 * 3_600_000);
+    acmeSecret = fresh;
   });
 
-  it("says in rotate-secret's help that the overlap of both secrets comes later, and in list's that parked is 0 for now", async () => {
+  it('shows until when the previous secret is accepted, never a secret; ends the overlap with update --clear previousSecret', async () => {
+    const shown = await handoff(['show', 'acme']);
+    const listed = await handoff(['list', '--json']);
+    const cleared = await handoff(['update', 'acme', '--clear', 'previousSecret', '--json']);
+    const after = await handoff(['show', 'acme', '--json']);
+
+    expect(shown.stdout).toMatch(/^secret\s+set \(previous secret accepted until \S+Z \(in [^)]+\)\)$/m);
+    expect(json<Record<string, unknown>[]>(listed).find((e) => e.name === 'acme')?.previousSecretUntil).toMatch(/^\d{4}-\d\d-\d\dT.*Z$/);
+    expect(json(cleared)).toMatchObject({ changed: ['previousSecret', 'previousSecretUntil'], previousSecretUntil: null });
+    expect(json(after)).toMatchObject({ secret: 'set', previousSecretUntil: null });
+    expect((await registry.get('acme'))?.fields).not.toHaveProperty('previousSecret');
+  });
+
+  it('refuses an overlap over 7d or without a unit with exit 2, changing nothing', async () => {
+    const before = await registry.get('acme');
+    const long = await handoff(['rotate-secret', 'acme', '--overlap', '8d']);
+    const bare = await handoff(['rotate-secret', 'acme', '--overlap', '12']);
+
+    expect(long.code).toBe(2);
+    expect(long.stderr).toBe('handoff: --overlap "8d": at most 7d, got 8 d\n');
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain('give a unit, s, m, h or d');
+    expect(await registry.get('acme')).toEqual(before);
+  });
+
+  it("says in rotate-secret's help how the overlap works, and in list's that parked is 0 for now", async () => {
     const rotate = await handoff(['rotate-secret', '--help']);
     const list = await handoff(['list', '--help']);
 
     expect(rotate.code).toBe(0);
-    expect(rotate.stdout).toContain('An overlap in\nwhich both secrets sign comes in a later release');
+    expect(rotate.stdout).toContain('--overlap <duration>');
+    expect(rotate.stdout).toContain('During the overlap every request carries two signatures in webhook-signature');
     expect(list.stdout).toContain('always 0 until parking lands');
   });
 
@@ -517,6 +551,8 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
   let ops: TestReceiver;
   let acme: TestReceiver;
   let acmeSecret: string;
+  /** Secrets acme had before the current one. */
+  const oldSecrets: string[] = [];
 
   beforeAll(async () => {
     ops = await startTestReceiver();
@@ -633,19 +669,40 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     await requestFor(ops, 'evt_cli_ep_enabled');
   });
 
-  it('rotates its secret: the next event is signed with the new one, not the old', async () => {
-    const rotated = await handoff(['rotate-secret', 'acme']);
+  it('rotates its secret with --overlap 1h: the next event is signed with both, each verifying on its own', async () => {
+    const rotated = await handoff(['rotate-secret', 'acme', '--overlap', '1h']);
     expect(rotated.code).toBe(0);
     const fresh = printedSecret(rotated);
     secrets.push(fresh);
     generated.push(fresh);
     await changeReachesWorkers();
 
+    await clients.send(shipment('evt_cli_ep_overlap', 'in_transit', 'acme'));
+    const request = await requestFor(acme, 'evt_cli_ep_overlap');
+
+    expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    expect(acme.verify(request, fresh)).toBe(true);
+    expect(acme.verify(request, acmeSecret)).toBe(true);
+    oldSecrets.push(acmeSecret);
+    acmeSecret = fresh;
+  });
+
+  it('rotates again with --overlap 0: the next event is signed with the newest secret only', async () => {
+    const rotated = await handoff(['rotate-secret', 'acme', '--overlap', '0']);
+    expect(rotated.code).toBe(0);
+    expect(rotated.stdout).toMatch(/^rotated the signing secret of endpoint acme: the old one no longer signs$/m);
+    const newest = printedSecret(rotated);
+    secrets.push(newest);
+    generated.push(newest);
+    await changeReachesWorkers();
+
     await clients.send(shipment('evt_cli_ep_rotated', 'in_transit', 'acme'));
     const request = await requestFor(acme, 'evt_cli_ep_rotated');
 
-    expect(acme.verify(request, fresh)).toBe(true);
+    expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(1);
+    expect(acme.verify(request, newest)).toBe(true);
     expect(acme.verify(request, acmeSecret)).toBe(false);
+    for (const old of oldSecrets) expect(acme.verify(request, old)).toBe(false);
   });
 
   it('removes it: the next event for it reaches nobody, and the list no longer has it', async () => {
@@ -669,7 +726,7 @@ describe('secrets in the output', () => {
       secrets.filter((secret) => text.includes(secret) && !(args[0] === 'add' || args[0] === 'rotate-secret')).map(() => args.join(' ')),
     );
 
-    expect(generated.length).toBeGreaterThanOrEqual(5);
+    expect(generated.length).toBeGreaterThanOrEqual(6);
     expect(leaks).toEqual([]);
     for (const secret of generated) expect(outputs.filter(({ text }) => text.includes(secret))).toHaveLength(1);
   });
