@@ -282,7 +282,7 @@ describe('Crash points: a worker killed at each boundary', () => {
       // At least one dead letter, each the original body with its reason: a second one, from a
       // message received again while a fresh worker started, is harmless (the ledger is the authority).
       expect(deadLetters.length).toBeGreaterThanOrEqual(1);
-      for (const letter of deadLetters) expect(letter).toEqual({ body: shipment(id), reason: 'rejected', eventId: id });
+      for (const letter of deadLetters) expect(letter).toEqual({ body: shipment(id), reason: 'rejected', eventId: id, endpoint: 'default' });
       expect(keysSeen(id)).toEqual([id]);
       expect(timesApplied(id)).toBe(0);
     },
@@ -370,7 +370,7 @@ describe('Crash points: a worker killed at each boundary', () => {
       // Assess
       expect(record).toMatchObject({ state: 'dead', deadReason: 'exhausted', attempts: 3, maxAttempts: 3, history: [] });
       expect(rig.sandbox.stderr().filter((line) => /^worker \d+ exited \(SIGKILL\)$/.test(line))).toHaveLength(3);
-      expect(deadLetters).toEqual([{ body: shipment(id), reason: 'exhausted', eventId: id }]);
+      expect(deadLetters).toEqual([{ body: shipment(id), reason: 'exhausted', eventId: id, endpoint: 'default' }]);
       expect(keysSeen(id)).toEqual([]);
     },
     CASE_TIMEOUT_MS,
