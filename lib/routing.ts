@@ -82,9 +82,16 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
         try {
           const { secret, previousSecret, previousSecretUntil } = record.fields;
           const nowMs = now();
-          // A rotation's old secret is read only while it still signs.
+          // A rotation's old secret is read only while it still signs. One that cannot be read costs
+          // its signature, not the endpoint: the new secret still signs every request.
           const overlapping = previousSecretUntil !== undefined && nowMs < previousSecretUntil;
-          const [value, previousValue] = await Promise.all([secretOf(secret), overlapping ? secretOf(previousSecret) : undefined]);
+          const previousRead = overlapping
+            ? secretOf(previousSecret).catch((error: unknown) => {
+                options.logger.error('previous secret unreadable: signing with the new one only', { endpoint: record.fields.name, ...errorFields(error) });
+                return undefined;
+              })
+            : undefined;
+          const [value, previousValue] = await Promise.all([secretOf(secret), previousRead]);
           endpoints.set(record.fields.name, resolveEndpoint(record, options.deployment, value, { secret: previousValue, nowMs }));
         } catch (error) {
           options.logger.error('endpoint left out', { endpoint: record.fields.name, ...errorFields(error) });

@@ -25,15 +25,18 @@ const deployment: DeploymentSettings = {
   allowHttp: false,
 };
 
-/** Throws what routing would log as an endpoint left out, so the test shows why. */
-const logger: Logger = {
-  info: () => {},
-  warn: () => {},
-  error: (message, fields) => {
-    throw new Error(`${message}: ${JSON.stringify(fields)}`);
-  },
-  child: () => logger,
-};
+/** A logger keeping its error lines. */
+function recordingLogger(lines: string[]): Logger {
+  const logger: Logger = {
+    info: () => {},
+    warn: () => {},
+    error: (message, fields) => {
+      lines.push(`${message} ${JSON.stringify(fields)}`);
+    },
+    child: () => logger,
+  };
+  return logger;
+}
 
 function rotated(previousSecret: string): EndpointRecord {
   return {
@@ -45,33 +48,35 @@ function rotated(previousSecret: string): EndpointRecord {
 }
 
 /** Routing over a registry whose reads the test hands out, on a clock the test sets. */
-function harness(previousSecret: string) {
+function harness(previousSecret: string, options: { unreadable?: boolean } = {}) {
   let records: readonly EndpointRecord[] = [rotated(previousSecret)];
   let nowMs = T0;
   const built: Endpoint[] = [];
   const reads: string[] = [];
+  const logged: string[] = [];
   const routing = registryRouting({
     records: () => Promise.resolve(records),
     deployment,
     readSecret: (arn) => {
       reads.push(arn);
-      return Promise.resolve(OLD_SECRET);
+      return options.unreadable ? Promise.reject(new Error('AccessDeniedException')) : Promise.resolve(OLD_SECRET);
     },
     createSender: (endpoint) => {
       built.push(endpoint);
       return { send: () => Promise.reject(new Error('not sent in this test')) } as WebhookSender;
     },
-    logger,
+    logger: recordingLogger(logged),
     now: () => nowMs,
   });
   const senderNow = async () => {
     const endpoint = (await routing.endpoints()).get('acme');
-    if (endpoint === undefined) throw new Error('acme not routed');
+    if (endpoint === undefined) throw new Error(`acme not routed: ${logged.join('; ')}`);
     return routing.sender(endpoint);
   };
   return {
     built,
     reads,
+    logged,
     senderNow,
     at: (ms: number) => (nowMs = ms),
     /** The next registry read: the same items, a new copy. */
@@ -100,6 +105,7 @@ describe("Function: registryRouting (a rotation's senders)", () => {
     await h.senderNow();
 
     expect(h.reads).toEqual([OLD_ARN]);
+    expect(h.logged).toEqual([]);
     expect(h.built[0]).toMatchObject({ previousSecret: OLD_SECRET, previousSecretUntil: OVERLAP_END });
     expect(h.built.at(-1)).toMatchObject({ secret: NEW_SECRET, previousSecret: undefined, previousSecretUntil: undefined });
   });
@@ -119,5 +125,15 @@ describe("Function: registryRouting (a rotation's senders)", () => {
     expect(beforeNextRead).toBe(first);
     expect(afterNextRead).not.toBe(first);
     expect(h.built.map((e) => e.previousSecret)).toEqual([OLD_SECRET, undefined]);
+  });
+
+  it('routes the endpoint, signing with the new secret only, when the previous one cannot be read, and says so', async () => {
+    const h = harness(OLD_ARN, { unreadable: true });
+
+    await h.senderNow();
+
+    expect(h.built).toHaveLength(1);
+    expect(h.built[0]).toMatchObject({ secret: NEW_SECRET, previousSecret: undefined, previousSecretUntil: undefined });
+    expect(h.logged).toEqual([expect.stringMatching(/^previous secret unreadable: signing with the new one only \{"endpoint":"acme",.*AccessDeniedException/)]);
   });
 });
