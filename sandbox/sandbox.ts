@@ -17,6 +17,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import {
   checkEndpoint,
+  ConfigError,
   derivedTimings,
   QUEUE_RETENTION_SECONDS,
   RESOURCE_ENV,
@@ -61,6 +62,22 @@ export const SANDBOX_NAMES = {
 export const SANDBOX_ENDPOINTS_CACHE_MS = 1000;
 
 /**
+ * How long the workers keep their copy of the registry: `endpointsCacheMs`, else the sandbox's own
+ * `HANDOFF_ENDPOINTS_CACHE_MS` (0: every batch reads it, so a pause or a disabling one worker
+ * writes holds every other worker's next batch; tests of endpoint health use it), else
+ * SANDBOX_ENDPOINTS_CACHE_MS. @throws ConfigError naming the variable
+ */
+export function sandboxEndpointsCacheMs(options: Pick<SandboxOptions, 'endpointsCacheMs'>, env: NodeJS.ProcessEnv = process.env): number {
+  if (options.endpointsCacheMs !== undefined) return options.endpointsCacheMs;
+  const raw = env[RESOURCE_ENV.endpointsCacheMs];
+  if (raw === undefined || raw === '') return SANDBOX_ENDPOINTS_CACHE_MS;
+  if (!/^\d{1,6}$/.test(raw) || Number(raw) > 300_000) {
+    throw new ConfigError(RESOURCE_ENV.endpointsCacheMs, `must be whole milliseconds up to 300000, got "${raw.slice(0, 40)}"`);
+  }
+  return Number(raw);
+}
+
+/**
  * The demo's endpoints, each on a demo receiver of its own: a carrier's system that wants its own
  * shipments on the move, and a notification service that wants every delivery and exception. One
  * `shipment.delivered` event of carrier `acme` goes to both; an `in_transit` one of `acme` to the
@@ -95,6 +112,8 @@ export interface SandboxOptions {
   readonly visibilityTimeoutSeconds?: number;
   /** Passed through to the consumer (fault injection). */
   readonly crashAt?: string;
+  /** How long the workers keep their copy of the registry (sandboxEndpointsCacheMs). */
+  readonly endpointsCacheMs?: number;
   /** The handler module; defaults to functions/consumer.ts. */
   readonly handlerPath?: string;
   readonly display: Display;
@@ -137,6 +156,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const timings = derivedTimings(settings);
   const deployment = sandboxDeployment(settings);
   const { allowPrivateCidrs } = deployment;
+  const endpointsCacheMs = sandboxEndpointsCacheMs(options);
   // Refused now rather than reporting READY while every worker fails its cold start.
   if (options.endpointsFile !== undefined) refuseSingleUrlSettings(settings);
   const fileEndpoints = options.endpointsFile !== undefined ? readEndpointsFile(options.endpointsFile, deployment) : undefined;
@@ -236,7 +256,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
           : {}),
         [RESOURCE_ENV.ledgerTable]: SANDBOX_NAMES.ledgerTable,
         [RESOURCE_ENV.endpointsTable]: SANDBOX_NAMES.endpointsTable,
-        [RESOURCE_ENV.endpointsCacheMs]: String(SANDBOX_ENDPOINTS_CACHE_MS),
+        [RESOURCE_ENV.endpointsCacheMs]: String(endpointsCacheMs),
         [RESOURCE_ENV.deadLetterQueueUrl]: deadLetterQueueUrl,
         [RESOURCE_ENV.queueUrl]: queueUrl,
         ...(options.crashAt ? { [CRASH_AT_ENV]: options.crashAt } : {}),

@@ -46,6 +46,12 @@ export interface StartOptions {
    * file, and named by `HANDOFF_ENDPOINTS_FILE`. A string is written as it is (a file to refuse).
    */
   readonly endpoints?: readonly EndpointFields[] | string;
+  /**
+   * How long its workers keep their copy of the registry (`HANDOFF_ENDPOINTS_CACHE_MS` for the
+   * sandbox; default 1000). 0: each batch reads it, so what one worker writes (a pause) holds the
+   * others' next batch.
+   */
+  readonly endpointsCacheMs?: number;
 }
 
 /** The environment a sandbox test starts from: any free ports, a private state file. */
@@ -78,7 +84,12 @@ function endpointsFileEnvironment(options: StartOptions, directory: string): Rec
 
 /** Spawns the sandbox; nothing is awaited. For start-up failures, see `runSandboxToExit`. */
 function spawnSandbox(options: StartOptions, stateFile: string, directory: string): ChildProcess {
-  const env = { ...baseEnvironment(stateFile), ...endpointsFileEnvironment(options, directory), ...options.env };
+  const env = {
+    ...baseEnvironment(stateFile),
+    ...endpointsFileEnvironment(options, directory),
+    ...(options.endpointsCacheMs !== undefined ? { HANDOFF_ENDPOINTS_CACHE_MS: String(options.endpointsCacheMs) } : {}),
+    ...options.env,
+  };
   // Its own process group, so a forced stop can take the whole tree (tsx, sandbox, workers).
   const spawnOptions: SpawnOptions = { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true };
   return options.via === 'tsx'

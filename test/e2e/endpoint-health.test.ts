@@ -1,0 +1,183 @@
+/**
+ * Endpoint health end to end (docs/contract.md §12), in the sandbox: an endpoints file of three
+ * endpoints, each on a loopback receiver of its own that notes when each request arrives, each
+ * subscribed to one event type so every event goes to one of them:
+ *
+ * | endpoint | type      | receiver                                              |
+ * |----------|-----------|-------------------------------------------------------|
+ * | `slow`   | in_transit| 429 with `Retry-After: 3` to its first request, then 200 |
+ * | `gone`   | returned  | 410 to everything                                     |
+ * | `down`   | exception | 503 to everything; auto-disabled after 3 failures and 60 s |
+ *
+ * - a 429 with `Retry-After: 3` pauses `slow`: the other deliveries to it start no earlier than 3 s
+ *   after the 429, and spend no attempt while held;
+ * - a 410 disables `gone` (by handoff, with the reason) and its delivery dies as `rejected`;
+ * - `down` is disabled automatically, with the `endpoint disabled` line on the sandbox's stderr.
+ *   Its 60 s without an accepted request (the least `disableAfterSeconds` allows) are not waited
+ *   for: the test records one failure 61 s in the past through the registry's own health write, as
+ *   if it had been failing that long, and the consumer's own failures then cross the threshold.
+ *
+ * The workers read the registry on every batch (`endpointsCacheMs: 0`), so a pause one worker
+ * writes holds every other worker's next batch. Run the file, not a single test.
+ */
+import { createServer } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import type { EndpointFields } from '../../lib/endpoints/endpoint';
+import { GONE_REASON } from '../../lib/endpoints/health';
+import type { DeliveryRecord } from '../../lib/ledger/ledger';
+import { listenOnLoopback, type Listening } from '../helpers/loopback';
+import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+import { eventually, SandboxClients } from '../helpers/sandbox-clients';
+
+const SETTLE_MS = 45_000;
+const TEST_TIMEOUT_MS = 90_000;
+
+interface Arrival {
+  readonly eventId: string;
+  /** Epoch ms the request arrived. */
+  readonly at: number;
+  readonly status: number;
+}
+
+/** A receiver that answers by a script of (arrival number, event ID) and notes every arrival. */
+interface TimedReceiver {
+  readonly url: string;
+  readonly arrivals: Arrival[];
+  close(): Promise<void>;
+}
+
+async function startTimedReceiver(answer: (n: number, eventId: string) => { status: number; headers?: Record<string, string> }): Promise<TimedReceiver> {
+  const arrivals: Arrival[] = [];
+  const server = createServer((request, response) => {
+    const at = Date.now();
+    request.resume();
+    request.on('end', () => {
+      const eventId = String(request.headers['idempotency-key'] ?? '');
+      const { status, headers } = answer(arrivals.length, eventId);
+      arrivals.push({ eventId, at, status });
+      response.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(status === 200 ? 'ok' : 'no');
+    });
+  });
+  const listening: Listening = await listenOnLoopback(server);
+  return { url: listening.url, arrivals, close: () => listening.close() };
+}
+
+let slow: TimedReceiver;
+let gone: TimedReceiver;
+let down: TimedReceiver;
+let sandbox: SandboxProcess;
+let clients: SandboxClients;
+let registry: DynamoDbEndpointRegistry;
+
+function shipment(id: string, status: string): string {
+  return JSON.stringify({ id, shipmentId: `shp_${id}`, status, occurredAt: '2026-12-03T05:00:00Z' });
+}
+
+beforeAll(async () => {
+  slow = await startTimedReceiver((n) => (n === 0 ? { status: 429, headers: { 'retry-after': '3' } } : { status: 200 }));
+  gone = await startTimedReceiver(() => ({ status: 410 }));
+  down = await startTimedReceiver(() => ({ status: 503 }));
+  const endpoints: EndpointFields[] = [
+    { name: 'slow', url: slow.url, eventTypes: ['shipment.in_transit'] },
+    { name: 'gone', url: gone.url, eventTypes: ['shipment.returned'] },
+    { name: 'down', url: down.url, eventTypes: ['shipment.exception'], disableAfterFailures: 3, disableAfterSeconds: 60 },
+  ];
+  sandbox = await startSandboxProcess({
+    endpoints,
+    endpointsCacheMs: 0,
+    env: { HANDOFF_RETRY_SCHEDULE: '1,1,1', HANDOFF_MAX_ATTEMPTS: '4', HANDOFF_ATTEMPT_TIMEOUT_MS: '1000', HANDOFF_MAX_CONCURRENCY: '2' },
+  });
+  clients = new SandboxClients(sandbox.ready);
+  registry = new DynamoDbEndpointRegistry({ client: clients.dynamodb, tableName: sandbox.ready.endpointsTable });
+}, 90_000);
+
+afterAll(async () => {
+  clients?.close();
+  await sandbox?.stop('SIGKILL');
+  for (const receiver of [slow, gone, down]) await receiver?.close();
+});
+
+function settled(eventId: string, endpoint: string): Promise<DeliveryRecord> {
+  return eventually(
+    `${eventId} → ${endpoint} to be delivered or dead`,
+    async () => {
+      const record = await clients.ledger.get({ eventId, endpoint });
+      return record !== undefined && record.state !== 'pending' ? record : undefined;
+    },
+    { timeoutMs: SETTLE_MS },
+  );
+}
+
+describe('Endpoint health in the sandbox', () => {
+  it(
+    "pauses an endpoint that answers 429 with Retry-After: 3: its other deliveries start no earlier than 3 s after it, spending no attempt while held",
+    async () => {
+      // Act: the first delivery draws the 429; the others are sent once the pause is in the registry.
+      await clients.send(shipment('evt_pause_0', 'in_transit'));
+      const pausedUntil = await eventually('slow to be paused', async () => (await registry.get('slow'))?.health?.pausedUntil, { timeoutMs: SETTLE_MS, intervalMs: 50 });
+      const others = ['evt_pause_1', 'evt_pause_2', 'evt_pause_3', 'evt_pause_4'];
+      await clients.sendAll(others.map((id) => shipment(id, 'in_transit')));
+      const rows = await Promise.all(others.map((id) => settled(id, 'slow')));
+      const first = await settled('evt_pause_0', 'slow');
+
+      // Assess
+      const the429 = slow.arrivals[0]!;
+      expect(the429).toMatchObject({ eventId: 'evt_pause_0', status: 429 });
+      expect(pausedUntil).toBeGreaterThanOrEqual(the429.at + 3_000);
+      for (const arrival of slow.arrivals.slice(1)) expect(arrival.at - the429.at).toBeGreaterThanOrEqual(3_000);
+      expect(rows.map((row) => [row.eventId, row.state, row.attempts])).toEqual(others.map((id) => [id, 'delivered', 1]));
+      // The 429's own delivery waited as its Retry-After asked, and was delivered on its second attempt.
+      expect([first.state, first.attempts]).toEqual(['delivered', 2]);
+      expect(slow.arrivals.map((a) => a.eventId).sort()).toEqual(['evt_pause_0', 'evt_pause_0', ...others].sort());
+      expect(sandbox.stderr().some((line) => /evt_pause_\d → slow retry in \d+ s \(paused\)/.test(line))).toBe(true);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'disables an endpoint that answers 410, by handoff with the reason, its delivery dead as rejected; later events are not routed to it',
+    async () => {
+      await clients.send(shipment('evt_gone_1', 'returned'));
+
+      const row = await settled('evt_gone_1', 'gone');
+      const record = await eventually('gone to be disabled', async () => {
+        const current = await registry.get('gone');
+        return current?.state === 'disabled' ? current : undefined;
+      }, { timeoutMs: SETTLE_MS });
+      await clients.send(shipment('evt_gone_2', 'returned'));
+      await sandbox.waitForLog(/evt_gone_2 unrouted/);
+
+      expect([row.state, row.deadReason]).toEqual(['dead', 'rejected']);
+      expect(record.stateChange).toMatchObject({ by: 'handoff', reason: GONE_REASON });
+      expect(gone.arrivals.map((a) => a.eventId)).toEqual(['evt_gone_1']);
+      expect((await clients.readDeadLetters()).filter((d) => d.eventId === 'evt_gone_1').map((d) => [d.reason, d.endpoint])).toEqual([
+        ['rejected', 'gone'],
+      ]);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'disables an endpoint automatically once it has failed often enough for long enough, with the endpoint disabled line on stderr',
+    async () => {
+      // Prepare: one failure recorded 61 s ago, as if it had been failing since.
+      await registry.recordFailure('down', Date.now() - 61_000);
+
+      // Act: its two events fail (503) until the third failure crosses the threshold.
+      await clients.sendAll([shipment('evt_down_1', 'exception'), shipment('evt_down_2', 'exception')]);
+      const line = await sandbox.waitForLog(/"message":"endpoint disabled".*"endpoint":"down"/);
+
+      // Assess
+      const notice = JSON.parse(line.slice(line.indexOf('{'))) as Record<string, unknown>;
+      expect(notice).toMatchObject({ level: 'error', endpoint: 'down', failures: 3 });
+      expect(notice.reason).toMatch(/^no accepted request for 6\d s and 3 failed attempts \(autoDisable: 60 s and 3 attempts\)$/);
+      const record = await registry.get('down');
+      expect(record).toMatchObject({ state: 'disabled', stateChange: { by: 'handoff', reason: notice.reason } });
+      expect(sandbox.stderr().filter((l) => l.includes('"message":"endpoint disabled"') && l.includes('"endpoint":"down"'))).toHaveLength(1);
+      // Deliveries routed before it was disabled go on as before (parking is not in this release).
+      expect((await Promise.all(['evt_down_1', 'evt_down_2'].map((id) => settled(id, 'down')))).map((r) => r.state)).toEqual(['dead', 'dead']);
+    },
+    TEST_TIMEOUT_MS,
+  );
+});
