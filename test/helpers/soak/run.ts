@@ -354,10 +354,11 @@ export function formatReport(report: SoakReport): string {
       );
     }
   }
-  lines.push('', '  invariant                                                  found  ');
+  const width = Math.max(...report.invariants.map((invariant) => invariant.name.length));
+  lines.push('', `       ${'invariant'.padEnd(width)} found`);
   for (const invariant of report.invariants) {
     const mark = invariant.violations === 0 ? 'ok  ' : 'FAIL';
-    lines.push(`  ${mark} ${invariant.name.padEnd(55)} ${String(invariant.violations).padStart(5)}   ${invariant.detail}`);
+    lines.push(`  ${mark} ${invariant.name.padEnd(width)} ${String(invariant.violations).padStart(5)}   ${invariant.detail}`);
     for (const example of invariant.examples) lines.push(`         ${example}`);
   }
   lines.push('', report.ok ? 'all invariants hold' : 'INVARIANTS BROKEN');
