@@ -173,6 +173,23 @@ export class EndpointRegistry extends Construct {
     );
   }
 
+  /**
+   * The consumer's health writes (docs/contract.md §12): UpdateItem on an endpoint's item (its
+   * `health`, and `state` when it disables one), and the key's encryption for what it writes.
+   */
+  grantHealthWrite(grantee: iam.IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'EndpointRegistryHealthWrite', actions: ['dynamodb:UpdateItem'], resources: [this.table.tableArn] }),
+    );
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'EndpointRegistryEncrypt',
+        actions: ['kms:Encrypt', 'kms:GenerateDataKey'],
+        resources: [this.encryptionKey.keyArn],
+      }),
+    );
+  }
+
   /** What `handoff endpoint …` needs: read and write every item, encrypt and decrypt with the key. */
   grantEndpointAdmin(grantee: iam.IGrantable): iam.Grant {
     const table = iam.Grant.addToPrincipal({

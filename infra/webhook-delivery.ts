@@ -12,6 +12,11 @@
  * stack's signing secret) are the endpoint `default`, subscribed to every event type, and the
  * construct's `endpoints` are seeded beside it at deploy; the consumer is deployed after the seeds,
  * so it never reads a registry that lacks them.
+ *
+ * Endpoint health (docs/contract.md §12): the consumer writes an endpoint's health on its registry
+ * item, and tells operators of one it disables with an event on the default EventBridge bus and a
+ * message to the alarm topic (when given). Stuck work: a scheduled function (functions/recovery.ts,
+ * every `recoveryInterval`) enqueues again the pending deliveries left without a queue message.
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +24,8 @@ import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib'
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -42,6 +49,7 @@ import {
 import { ALL_EVENT_TYPES, DEFAULT_ENDPOINT_NAME } from '../lib/endpoints/endpoint';
 import { LEDGER_SCHEMA } from '../lib/ledger/dynamodb-schema';
 import { ENDPOINT_DIMENSION, METRIC_DIMENSIONS, METRICS_NAMESPACE, type MetricName } from '../lib/observability';
+import { RECOVERY_ENV, RECOVERY_LIMIT, recoveryGraceMs } from '../lib/recovery';
 import { EndpointRegistry, type EndpointDeclaration } from './endpoint-registry';
 
 export { DECLARED_ATTRIBUTE, EndpointRegistry, type EndpointDeclaration } from './endpoint-registry';
@@ -86,12 +94,28 @@ export const METRICS = {
 
 /** The Lambda entry this construct deploys unless told otherwise. */
 export const CONSUMER_ENTRY = fileURLToPath(new URL('../functions/consumer.ts', import.meta.url));
+/** The stuck-work recovery function's entry (docs/contract.md §12). */
+export const RECOVERY_ENTRY = fileURLToPath(new URL('../functions/recovery.ts', import.meta.url));
 
 /**
- * The consumer pre-bundled by the package build (scripts/build.ts, with the bundling settings
- * below), beside this module once it is compiled into dist/. Absent in a clone.
+ * The functions pre-bundled by the package build (scripts/build.ts, with the bundling settings
+ * below), beside this module once it is compiled into dist/: `index.mjs` the consumer,
+ * `recovery.mjs` the recovery function, one asset for both. Absent in a clone.
  */
 const PREBUILT_CONSUMER_DIR = fileURLToPath(new URL('./consumer', import.meta.url));
+const PREBUILT_RECOVERY_FILE = 'recovery.mjs';
+
+/**
+ * The consumer's variables for endpoint health, spelled here because importing
+ * functions/consumer.ts runs its cold start (there: EVENT_BUS_ENV, ALARM_TOPIC_ENV).
+ */
+export const HEALTH_ENV = { eventBus: 'HANDOFF_EVENT_BUS', alarmTopicArn: 'HANDOFF_ALARM_TOPIC_ARN' } as const;
+
+/** How often the recovery function runs unless `recoveryInterval` says otherwise. */
+export const DEFAULT_RECOVERY_INTERVAL = Duration.minutes(5);
+
+/** The recovery function's own metric (lib/recovery.ts): deliveries it enqueued again. */
+export const RECOVERED_METRIC = 'Recovered';
 
 /** SQS's longest message retention; the delivery queue and the DLQ both keep messages this long. */
 const MAX_RETENTION = Duration.seconds(QUEUE_RETENTION_SECONDS);
@@ -140,6 +164,12 @@ export interface WebhookDeliveryProps {
   readonly logRetention?: logs.RetentionDays;
   /** The Lambda entry file. Default `functions/consumer.ts`; tests point it at a stand-in. */
   readonly entry?: string;
+  /**
+   * How often the stuck-work recovery runs (docs/contract.md §12): whole minutes, 1 to 60. Default 5.
+   * A delivery left pending without a queue message is enqueued again within about its quiet time
+   * plus the grace (the queue's visibility timeout plus 5 minutes) plus this.
+   */
+  readonly recoveryInterval?: Duration;
 }
 
 export class WebhookDelivery extends Construct {
@@ -151,6 +181,9 @@ export class WebhookDelivery extends Construct {
   /** The endpoint registry: its table, its key, the seeds of the declared endpoints. */
   readonly endpointRegistry: EndpointRegistry;
   readonly consumer: lambda.Function;
+  /** The stuck-work recovery function (functions/recovery.ts) and the schedule that runs it. */
+  readonly recovery: lambda.Function;
+  readonly recoverySchedule: events.Rule;
   /** Undefined when webhooks are sent unsigned. */
   readonly signingSecret: secretsmanager.ISecret | undefined;
   readonly alarms: {
@@ -252,6 +285,9 @@ export class WebhookDelivery extends Construct {
     };
     // The secret's ARN, never its value: the consumer reads the value at cold start.
     if (this.signingSecret) environment[RESOURCE_ENV.webhookSecretArn] = this.signingSecret.secretArn;
+    // An endpoint the consumer disables is announced on the default bus, and to the alarm topic.
+    environment[HEALTH_ENV.eventBus] = 'default';
+    if (props.alarmTopic) environment[HEALTH_ENV.alarmTopicArn] = props.alarmTopic.topicArn;
 
     const consumerProps = {
       runtime: lambda.Runtime.NODEJS_24_X,
@@ -302,10 +338,15 @@ export class WebhookDelivery extends Construct {
         maxConcurrency: settings.maxConcurrency,
       }),
     );
-    this.grantConsumerAccess(role);
+    this.grantConsumerAccess(role, props.alarmTopic);
     // On an update from the single-URL consumer, the new one (which routes by the registry) starts
     // only once `default` is in it: an event routed against an empty registry would be dropped.
     for (const seed of this.endpointRegistry.seedResources) this.consumer.node.addDependency(seed);
+
+    // --- Stuck-work recovery --------------------------------------------------------------------
+    const recovery = this.createRecovery(props, timings.visibilityTimeoutSeconds);
+    this.recovery = recovery.function;
+    this.recoverySchedule = recovery.schedule;
 
     // --- Alarms and dashboard -----------------------------------------------------------------
     this.alarms = this.createAlarms(props, settings);
@@ -356,7 +397,7 @@ export class WebhookDelivery extends Construct {
    * retry) on the queue's ARN. `table.grant*()` is avoided: it adds an
    * `index/*` resource the consumer does not need.
    */
-  private grantConsumerAccess(role: iam.IRole) {
+  private grantConsumerAccess(role: iam.IRole, alarmTopic: ITopic | undefined) {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'LedgerReadWrite',
@@ -384,8 +425,23 @@ export class WebhookDelivery extends Construct {
       );
       this.signingSecret.encryptionKey?.grantDecrypt(role);
     }
-    // The registry: read only (operators write it), and the secrets of the declared endpoints.
+    // The registry: read, and the endpoints' health written (operators write the rest), and the
+    // secrets of the declared endpoints.
     this.endpointRegistry.grantRead(role);
+    this.endpointRegistry.grantHealthWrite(role);
+    // An endpoint it disables, announced on the default bus and to the alarm topic.
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'EndpointDisabledEvent',
+        actions: ['events:PutEvents'],
+        resources: [Stack.of(this).formatArn({ service: 'events', resource: 'event-bus', resourceName: 'default' })],
+      }),
+    );
+    if (alarmTopic) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({ sid: 'EndpointDisabledAlarm', actions: ['sns:Publish'], resources: [alarmTopic.topicArn] }),
+      );
+    }
     this.endpointRegistry.seededSecrets.forEach((secret, i) => {
       if (secret === this.signingSecret) return;
       role.addToPrincipalPolicy(
@@ -397,6 +453,82 @@ export class WebhookDelivery extends Construct {
       );
       secret.encryptionKey?.grantDecrypt(role);
     });
+  }
+
+  /**
+   * The recovery function (functions/recovery.ts) on an EventBridge schedule: reads the ledger's
+   * pending listing (Query on the index, BatchGetItem of the rows it lists) and sends to the delivery
+   * queue; nothing else. A failed run is not retried: the next one comes within the interval.
+   */
+  private createRecovery(props: WebhookDeliveryProps, visibilityTimeoutSeconds: number) {
+    const interval = props.recoveryInterval ?? DEFAULT_RECOVERY_INTERVAL;
+    const minutes = interval.toMinutes({ integral: false });
+    if (!Number.isInteger(minutes) || minutes < 1 || minutes > 60) {
+      throw new ConfigError('recoveryInterval', `must be whole minutes from 1 to 60, got ${interval.toHumanString()}`);
+    }
+    const logGroup = new logs.LogGroup(this, 'RecoveryLogs', { retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH });
+    const role = new iam.Role(this, 'RecoveryRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'handoff recovery: reads the ledger listing of pending deliveries, enqueues again the stranded ones, writes its log group',
+    });
+    logGroup.grantWrite(role);
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'LedgerListingQuery',
+        actions: ['dynamodb:Query'],
+        resources: [`${this.ledgerTable.tableArn}/index/${LEDGER_SCHEMA.listingIndex.name}`],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'LedgerRowsRead', actions: ['dynamodb:BatchGetItem'], resources: [this.ledgerTable.tableArn] }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'DeliveryQueueSend', actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }),
+    );
+    const functionProps = {
+      runtime: lambda.Runtime.NODEJS_24_X,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: 256,
+      // A run reads RECOVERY_LIMIT rows at most: about 10 s.
+      timeout: Duration.minutes(2),
+      role,
+      logGroup,
+      environment: {
+        [RESOURCE_ENV.ledgerTable]: this.ledgerTable.tableName,
+        [RESOURCE_ENV.queueUrl]: this.queue.queueUrl,
+        [RECOVERY_ENV.graceMs]: String(recoveryGraceMs(visibilityTimeoutSeconds)),
+        [RECOVERY_ENV.limit]: String(RECOVERY_LIMIT),
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+      description: 'handoff: enqueues again the pending deliveries left without a queue message (stuck-work recovery)',
+      retryAttempts: 0,
+    };
+    const fn =
+      existsSync(`${PREBUILT_CONSUMER_DIR}/${PREBUILT_RECOVERY_FILE}`)
+        ? new lambda.Function(this, 'Recovery', {
+            ...functionProps,
+            code: lambda.Code.fromAsset(PREBUILT_CONSUMER_DIR),
+            handler: 'recovery.handler',
+          })
+        : new NodejsFunction(this, 'Recovery', {
+            ...functionProps,
+            entry: RECOVERY_ENTRY,
+            handler: 'handler',
+            bundling: {
+              format: OutputFormat.ESM,
+              minify: true,
+              sourceMap: true,
+              externalModules: ['@aws-sdk/*'],
+              mainFields: ['module', 'main'],
+              banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+            },
+          });
+    const schedule = new events.Rule(this, 'RecoverySchedule', {
+      description: 'handoff: runs the stuck-work recovery',
+      schedule: events.Schedule.rate(interval),
+      targets: [new targets.LambdaFunction(fn, { retryAttempts: 0 })],
+    });
+    return { function: fn, schedule };
   }
 
   private createAlarms(props: WebhookDeliveryProps, settings: Settings) {
@@ -493,6 +625,23 @@ export class WebhookDelivery extends Construct {
           metric(METRICS.names.unrouted, cloudwatch.Stats.SUM, 'Unrouted'),
           metric(METRICS.names.fannedOut, cloudwatch.Stats.SUM, 'Fanned out'),
           metric(METRICS.names.dropped, cloudwatch.Stats.SUM, 'Dropped'),
+        ],
+        width: 12,
+      }),
+    );
+    // Stuck-work recovery (docs/contract.md §12): deliveries the recovery function enqueued again.
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Stuck work recovered',
+        left: [
+          new cloudwatch.Metric({
+            namespace: METRICS.namespace,
+            metricName: RECOVERED_METRIC,
+            dimensionsMap: { ...METRICS.dimensions },
+            period: Duration.minutes(5),
+            statistic: cloudwatch.Stats.SUM,
+            label: 'Enqueued again',
+          }),
         ],
         width: 12,
       }),

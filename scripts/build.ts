@@ -12,8 +12,9 @@
  *   cdk.js          handoff/cdk: the WebhookDelivery construct (aws-cdk-lib, constructs: peers)
  *   receiver.js     handoff/receiver: the receiver kit
  *   cli.js          the handoff command's program with its dependencies, run by bin/handoff.js
- *   consumer/       the consumer Lambda, bundled as the construct bundles it at synth, so an
- *                   installed construct deploys it with Code.fromAsset (no esbuild in the user's app)
+ *   consumer/       the Lambda functions, bundled as the construct bundles them at synth, so an
+ *                   installed construct deploys them with Code.fromAsset (no esbuild in the user's
+ *                   app): index.mjs the consumer, recovery.mjs the stuck-work recovery; one asset
  *   types/          declarations
  */
 import { execFileSync } from 'node:child_process';
@@ -107,6 +108,7 @@ export async function buildPackage(): Promise<void> {
     ),
     build({ ...COMMAND, entryPoints: [join(ROOT, 'cli/main.ts')], outfile: join(DIST, 'cli.js') }),
     build({ ...CONSUMER, entryPoints: [join(ROOT, 'functions/consumer.ts')], outfile: join(DIST, 'consumer/index.mjs') }),
+    build({ ...CONSUMER, entryPoints: [join(ROOT, 'functions/recovery.ts')], outfile: join(DIST, 'consumer/recovery.mjs') }),
   ]);
   execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], {
     cwd: ROOT,

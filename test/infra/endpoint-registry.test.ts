@@ -170,22 +170,22 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
   });
 
   describe('permissions', () => {
-    it('lets the consumer read the registry (Scan, GetItem, Query) and decrypt with its key, and nothing more', () => {
+    it('lets the consumer read the registry (Scan, GetItem, Query), update items (health) and use its key, and nothing more', () => {
       const { template, delivery, ref } = build();
       const consumer = statementsOf(template, /ConsumerRole/);
       const tableArn = { 'Fn::GetAtt': [ref(delivery.endpointRegistry.table), 'Arn'] };
       const keyArn = { 'Fn::GetAtt': [ref(delivery.endpointRegistry.encryptionKey), 'Arn'] };
 
-      expect(actionsOn(consumer, tableArn)).toEqual(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan']);
-      expect(actionsOn(consumer, keyArn)).toEqual(['kms:Decrypt']);
+      expect(actionsOn(consumer, tableArn)).toEqual(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan', 'dynamodb:UpdateItem']);
+      expect(actionsOn(consumer, keyArn)).toEqual(['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey']);
     });
 
-    it('gives the consumer no way to write the registry or encrypt with its key', () => {
+    it('gives the consumer no way to create, replace or delete a registry item: its one write is UpdateItem (health)', () => {
       const { template, delivery, ref } = build({ declare: (stack) => [acme(stack)] });
       const consumer = statementsOf(template, /ConsumerRole/);
       const registry = [ref(delivery.endpointRegistry.table), ref(delivery.endpointRegistry.encryptionKey)];
       const onRegistry = consumer.filter((s) => registry.some((id) => JSON.stringify(s.Resource).includes(id)));
-      const writes = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'kms:Encrypt', 'kms:GenerateDataKey'];
+      const writes = ['dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'];
 
       expect(onRegistry.length).toBeGreaterThan(0);
       for (const statement of onRegistry) {
@@ -206,11 +206,11 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
       expect(logs.map((s) => s.Resource)).toEqual([{ 'Fn::GetAtt': [expect.stringMatching(/SeedLogs/), 'Arn'] }]);
     });
 
-    it('attaches no managed policy to the seed function role', () => {
+    it('attaches no managed policy to the seed function role (nor to the consumer and recovery roles)', () => {
       const { template } = build();
       const roles = resources(template, 'AWS::IAM::Role');
 
-      expect(roles).toHaveLength(2);
+      expect(roles).toHaveLength(3);
       for (const [, role] of roles) expect(role.Properties.ManagedPolicyArns).toBeUndefined();
     });
 

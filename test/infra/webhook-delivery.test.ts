@@ -23,7 +23,16 @@ import {
 } from '../../lib/config';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import { retryPolicy } from '../../lib/policy';
-import { CONSUMER_ENTRY, METRICS, WebhookDelivery, type WebhookDeliveryProps } from '../../infra/webhook-delivery';
+import {
+  CONSUMER_ENTRY,
+  HEALTH_ENV,
+  METRICS,
+  RECOVERED_METRIC,
+  RECOVERY_ENTRY,
+  WebhookDelivery,
+  type WebhookDeliveryProps,
+} from '../../infra/webhook-delivery';
+import { RECOVERY_ENV, RECOVERY_LIMIT } from '../../lib/recovery';
 
 const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
 const WEBHOOK_URL = 'https://receiver.example.com/hooks';
@@ -63,6 +72,19 @@ function consumerStatements(template: Template): Statement[] {
   return Object.values(template.findResources('AWS::IAM::Policy'))
     .filter((policy) => (policy.Properties.Roles as { Ref: string }[]).some((role) => /ConsumerRole/.test(role.Ref)))
     .flatMap((policy) => policy.Properties.PolicyDocument.Statement);
+}
+
+/** The statements of the recovery function's role. */
+function recoveryStatements(template: Template): Statement[] {
+  return Object.values(template.findResources('AWS::IAM::Policy'))
+    .filter((policy) => (policy.Properties.Roles as { Ref: string }[]).some((role) => /RecoveryRole/.test(role.Ref)))
+    .flatMap((policy) => policy.Properties.PolicyDocument.Statement);
+}
+
+/** The recovery function's resource in the template. */
+function recoveryFunction(built: Built): { Properties: Record<string, unknown> } {
+  const id = built.stack.getLogicalId(built.delivery.recovery.node.defaultChild as never);
+  return built.template.toJSON().Resources[id];
 }
 
 function actionsOf(template: Template): string[] {
@@ -406,7 +428,11 @@ describe('WebhookDelivery', () => {
         'dynamodb:Query',
         'dynamodb:Scan',
         'dynamodb:UpdateItem',
+        'dynamodb:UpdateItem',
+        'events:PutEvents',
         'kms:Decrypt',
+        'kms:Encrypt',
+        'kms:GenerateDataKey',
         'logs:CreateLogStream',
         'logs:PutLogEvents',
         'secretsmanager:GetSecretValue',
@@ -469,6 +495,149 @@ describe('WebhookDelivery', () => {
       const { template } = build();
 
       template.hasResourceProperties('AWS::IAM::Role', { ManagedPolicyArns: Match.absent() });
+    });
+  });
+
+  describe('endpoint health', () => {
+    it("lets the consumer update the registry's items and encrypt with its key", () => {
+      const { template, stack, delivery } = build();
+      const registry = delivery.endpointRegistry;
+      const statements = consumerStatements(template);
+
+      expect(statements).toContainEqual({
+        Action: 'dynamodb:UpdateItem',
+        Effect: 'Allow',
+        Resource: { 'Fn::GetAtt': [stack.getLogicalId(registry.table.node.defaultChild as never), 'Arn'] },
+        Sid: 'EndpointRegistryHealthWrite',
+      });
+      expect(statements).toContainEqual({
+        Action: ['kms:Encrypt', 'kms:GenerateDataKey'],
+        Effect: 'Allow',
+        Resource: { 'Fn::GetAtt': [stack.getLogicalId(registry.encryptionKey.node.defaultChild as never), 'Arn'] },
+        Sid: 'EndpointRegistryEncrypt',
+      });
+    });
+
+    it('lets the consumer put events on the default bus, and names it in its environment', () => {
+      const { template } = build();
+      const puts = consumerStatements(template).filter((s) => [s.Action].flat().includes('events:PutEvents'));
+
+      expect(puts).toHaveLength(1);
+      expect(JSON.stringify(puts[0]!.Resource)).toContain(':event-bus/default');
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: { Variables: Match.objectLike({ [HEALTH_ENV.eventBus]: 'default' }) },
+      });
+    });
+
+    it('gives the consumer the alarm topic (variable and publish) only when there is one', () => {
+      const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+      const stack = new Stack(app, 'TestStack');
+      const topic = new Topic(stack, 'Alarms');
+      new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: { webhookUrl: WEBHOOK_URL }, alarmTopic: topic });
+      const withTopic = Template.fromStack(stack);
+      const topicRef = { Ref: stack.getLogicalId(topic.node.defaultChild as never) };
+      const without = build().template;
+
+      expect(consumerStatements(withTopic)).toContainEqual({ Action: 'sns:Publish', Effect: 'Allow', Resource: topicRef, Sid: 'EndpointDisabledAlarm' });
+      withTopic.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: { Variables: Match.objectLike({ [HEALTH_ENV.alarmTopicArn]: topicRef }) },
+      });
+      expect(actionsOf(without)).not.toContain('sns:Publish');
+      expect(JSON.stringify(without.toJSON())).not.toContain(HEALTH_ENV.alarmTopicArn);
+    });
+  });
+
+  describe('stuck-work recovery', () => {
+    it('deploys functions/recovery.ts on arm64 with the newest Node.js runtime', () => {
+      const built = build();
+
+      expect(path.relative(process.cwd(), RECOVERY_ENTRY)).toBe(path.join('functions', 'recovery.ts'));
+      expect(recoveryFunction(built).Properties).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'] });
+    });
+
+    it('runs every 5 minutes by default, on an EventBridge schedule targeting the function', () => {
+      const built = build();
+      const fnArn = { 'Fn::GetAtt': [built.stack.getLogicalId(built.delivery.recovery.node.defaultChild as never), 'Arn'] };
+
+      built.template.hasResourceProperties('AWS::Events::Rule', {
+        ScheduleExpression: 'rate(5 minutes)',
+        State: 'ENABLED',
+        Targets: [Match.objectLike({ Arn: fnArn, RetryPolicy: { MaximumRetryAttempts: 0 } })],
+      });
+      built.template.hasResourceProperties('AWS::Lambda::Permission', {
+        Action: 'lambda:InvokeFunction',
+        Principal: 'events.amazonaws.com',
+        FunctionName: fnArn,
+      });
+    });
+
+    it('runs at the interval it is given, in whole minutes from 1 to 60, and refuses others naming the prop', () => {
+      const { template } = build({ recoveryInterval: Duration.minutes(1) });
+
+      template.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(1 minute)' });
+      expect(() => build({ recoveryInterval: Duration.seconds(30) })).toThrow(/^recoveryInterval must be whole minutes from 1 to 60/);
+      expect(() => build({ recoveryInterval: Duration.minutes(90) })).toThrow(/^recoveryInterval must be whole minutes from 1 to 60/);
+    });
+
+    it('is told the ledger table, the delivery queue, a grace of the visibility timeout plus 5 minutes and its limit', () => {
+      const built = build();
+      const { visibilityTimeoutSeconds } = derivedTimings(defaults);
+
+      expect(recoveryFunction(built).Properties).toMatchObject({
+        Environment: {
+          Variables: {
+            [RESOURCE_ENV.ledgerTable]: { Ref: built.stack.getLogicalId(built.delivery.ledgerTable.node.defaultChild as never) },
+            [RESOURCE_ENV.queueUrl]: { Ref: built.stack.getLogicalId(built.delivery.queue.node.defaultChild as never) },
+            [RECOVERY_ENV.graceMs]: String(visibilityTimeoutSeconds * 1000 + 5 * 60_000),
+            [RECOVERY_ENV.limit]: String(RECOVERY_LIMIT),
+            NODE_OPTIONS: '--enable-source-maps',
+          },
+        },
+      });
+    });
+
+    it("may query the ledger's listing index, read the rows it lists and send to the delivery queue, nothing more", () => {
+      const { template, stack, delivery } = build();
+      const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(delivery.ledgerTable.node.defaultChild as never), 'Arn'] };
+      const statements = recoveryStatements(template);
+
+      expect(statements.filter((s) => !String([s.Action].flat()[0]).startsWith('logs:'))).toEqual([
+        {
+          Action: 'dynamodb:Query',
+          Effect: 'Allow',
+          Resource: { 'Fn::Join': ['', [tableArn, `/index/${LEDGER_SCHEMA.listingIndex.name}`]] },
+          Sid: 'LedgerListingQuery',
+        },
+        { Action: 'dynamodb:BatchGetItem', Effect: 'Allow', Resource: tableArn, Sid: 'LedgerRowsRead' },
+        {
+          Action: 'sqs:SendMessage',
+          Effect: 'Allow',
+          Resource: { 'Fn::GetAtt': [stack.getLogicalId(delivery.queue.node.defaultChild as never), 'Arn'] },
+          Sid: 'DeliveryQueueSend',
+        },
+      ]);
+      expect(statements.flatMap((s) => [s.Action].flat()).sort()).toEqual([
+        'dynamodb:BatchGetItem',
+        'dynamodb:Query',
+        'logs:CreateLogStream',
+        'logs:PutLogEvents',
+        'sqs:SendMessage',
+      ]);
+    });
+
+    it('logs to its own log group with a retention', () => {
+      const built = build();
+      const logGroup = (recoveryFunction(built).Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup;
+
+      built.template.hasResource('AWS::Logs::LogGroup', { Properties: { RetentionInDays: 30 } });
+      expect(built.template.toJSON().Resources[logGroup.Ref]).toMatchObject({ Type: 'AWS::Logs::LogGroup', Properties: { RetentionInDays: 30 } });
+    });
+
+    it('shows the deliveries it enqueued again on the dashboard', () => {
+      const { template } = build();
+      const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]?.Properties.DashboardBody);
+
+      expect(body).toContain(`[\\"${METRICS.namespace}\\",\\"${RECOVERED_METRIC}\\",\\"Service\\",\\"handoff\\"`);
     });
   });
 
