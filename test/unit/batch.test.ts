@@ -533,6 +533,19 @@ describe('Function: processBatch endpoint health', () => {
     expect(lines.find((l) => l.why === 'paused')).toMatchObject({ eventId: 'evt_9', endpoint: 'acme', afterSeconds: 60 });
   });
 
+  it("holds a producer message received again for its paused endpoint without reading the ledger", async () => {
+    const { deps, delivered, lines } = withHealth({}, [acme]);
+    await deps.health!.afterAttempt(acme, { kind: 'temporary', status: 429, retryAfterSeconds: 60 }, createLogger({ service: 'handoff', write: () => {} }));
+    const ledger = { deliveriesOf: () => Promise.reject(new Error('the ledger was read')) } as unknown as BatchDeps['delivery']['ledger'];
+    const again = eventRecord('evt_9', 'delivered', undefined, { attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: '3' } });
+
+    const response = await processBatch([again], { ...deps, delivery: { ...deps.delivery, ledger } });
+
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: again.messageId }]);
+    expect(delivered).toEqual([]);
+    expect(lines.filter((l) => l.message === 'delivery' || l.message === 'delivery failed').map((l) => [l.eventId, l.why])).toEqual([['evt_9', 'paused']]);
+  });
+
   it('disables an endpoint that answers 410 and dead-letters the delivery as rejected', async () => {
     const { deps, store, queue } = withHealth(
       {
