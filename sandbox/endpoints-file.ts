@@ -141,18 +141,21 @@ function checkUrl(fields: EndpointFields): void {
   if (url.username || url.password) throw new EndpointError(fields.name, 'url', `must not carry credentials (user:password@), got ${redactUrl(fields.url)}`);
 }
 
-/** The sandbox has no Secrets Manager: a secret is a `whsec_…` value that can sign. */
+/** The sandbox has no Secrets Manager: a secret (and a previous one, in a rotation's overlap) is a `whsec_…` value that can sign. */
 function checkSecret(fields: EndpointFields): void {
-  if (fields.secret === undefined) return;
-  if (!fields.secret.startsWith(SECRET_PREFIX)) {
-    throw new EndpointError(fields.name, 'secret', `must be a ${SECRET_PREFIX}… value in the sandbox, which has no Secrets Manager to hold an ARN's`);
-  }
-  try {
-    createSigner(fields.secret);
-  } catch (error) {
-    if (error instanceof SigningSecretError) {
-      throw new EndpointError(fields.name, 'secret', `must be a Standard Webhooks secret (${SECRET_PREFIX}<base64>): ${error.message} (the value is not shown)`);
+  for (const field of ['secret', 'previousSecret'] as const) {
+    const secret = fields[field];
+    if (secret === undefined) continue;
+    if (!secret.startsWith(SECRET_PREFIX)) {
+      throw new EndpointError(fields.name, field, `must be a ${SECRET_PREFIX}… value in the sandbox, which has no Secrets Manager to hold an ARN's`);
     }
-    throw error;
+    try {
+      createSigner(secret);
+    } catch (error) {
+      if (error instanceof SigningSecretError) {
+        throw new EndpointError(fields.name, field, `must be a Standard Webhooks secret (${SECRET_PREFIX}<base64>): ${error.message} (the value is not shown)`);
+      }
+      throw error;
+    }
   }
 }

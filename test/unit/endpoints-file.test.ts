@@ -143,6 +143,13 @@ describe('Endpoints file: one endpoint that cannot be used', () => {
     expect(error.message).toContain(`endpoints[0]: endpoint "carrier-acme": ${expected}`);
     expect(error.message).not.toContain(secret.replace(/^whsec_/, ''));
   });
+
+  it("refuses a rotation's previous secret given as a Secrets Manager ARN, naming that field", () => {
+    const previousSecret = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:acme-old-AbCdEf';
+    const error = refusal(() => parse({ endpoints: [{ ...acme, previousSecret, previousSecretUntil: Date.now() + 3_600_000 }] }));
+
+    expect(error.message).toContain('endpoints[0]: endpoint "carrier-acme": previousSecret must be a whsec_… value in the sandbox');
+  });
 });
 
 describe('Endpoints file beside the single-URL settings', () => {
