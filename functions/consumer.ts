@@ -24,7 +24,7 @@ import { processBatch, type BatchDeps } from '../lib/batch';
 import { checkEndpoint, ConfigError, derivedTimings, readSettings, RESOURCE_ENV } from '../lib/config';
 import { CRASH_POINTS, type CrashPoint } from '../lib/deliver';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
-import { HealthTracker, type DisabledNotice } from '../lib/endpoints/health';
+import { disabledNotifier, HealthTracker } from '../lib/endpoints/health';
 import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../lib/endpoints/registry';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { createLogger, errorFields, MetricsRecorder, SERVICE_NAME } from '../lib/observability';
@@ -45,7 +45,6 @@ export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
 export const EVENT_BUS_ENV = 'HANDOFF_EVENT_BUS';
 /** The SNS topic operators' alarms go to; an endpoint's disabling is published there too. Unset: none. */
 export const ALARM_TOPIC_ENV = 'HANDOFF_ALARM_TOPIC_ARN';
-export const DISABLED_EVENT = { source: 'handoff', detailType: 'handoff.endpoint.disabled' } as const;
 
 const env = process.env;
 const settings = readSettings(env);
@@ -119,54 +118,11 @@ function registryMode(tableName: string): Routing {
   const tracker = new HealthTracker({
     store: registry,
     records: () => records!(),
-    ...(eventBus !== undefined || alarmTopicArn !== undefined ? { notify: notifyDisabled } : {}),
+    notify: disabledNotifier({ eventBus, alarmTopicArn }),
   });
   records = cachedEndpoints(tracker.listing(registry), { ttlMs: cacheMs(env[RESOURCE_ENV.endpointsCacheMs]) });
   health = tracker;
   return registryRouting({ records, deployment: settings, readSecret, createSender, logger });
-}
-
-/**
- * Tells operators of an endpoint the consumer disabled (the log line is written already): an event
- * on the bus and a message to the alarm topic, where set. The clients are loaded only when used.
- */
-async function notifyDisabled(notice: DisabledNotice): Promise<void> {
-  const sends: Promise<unknown>[] = [];
-  if (eventBus !== undefined) {
-    sends.push(
-      import('@aws-sdk/client-eventbridge').then(async ({ EventBridgeClient, PutEventsCommand }) => {
-        const { FailedEntryCount, Entries } = await new EventBridgeClient({}).send(
-          new PutEventsCommand({
-            Entries: [
-              {
-                EventBusName: eventBus,
-                Source: DISABLED_EVENT.source,
-                DetailType: DISABLED_EVENT.detailType,
-                Detail: JSON.stringify({ endpoint: notice.endpoint, reason: notice.reason, failures: notice.failures, since: notice.since, at: notice.at }),
-              },
-            ],
-          }),
-        );
-        if (FailedEntryCount) throw new Error(`EventBridge refused the event: ${Entries?.[0]?.ErrorCode ?? 'unknown error'}`);
-      }),
-    );
-  }
-  if (alarmTopicArn !== undefined) {
-    sends.push(
-      import('@aws-sdk/client-sns').then(({ SNSClient, PublishCommand }) =>
-        new SNSClient({}).send(
-          new PublishCommand({
-            TopicArn: alarmTopicArn,
-            Subject: `handoff: endpoint ${notice.endpoint} disabled`.slice(0, 100),
-            Message: JSON.stringify({ event: DISABLED_EVENT.detailType, ...notice }),
-          }),
-        ),
-      ),
-    );
-  }
-  const results = await Promise.allSettled(sends);
-  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failure !== undefined) throw failure.reason;
 }
 
 /**

@@ -4,10 +4,13 @@
  * pause held at once, writes only on failures and the first success after them, one disabling and
  * one notice however many consumers decide it.
  */
+import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import type { StateChange } from '../../lib/endpoints/endpoint';
 import {
   autoDisableReason,
+  DISABLED_EVENT,
+  disabledNotifier,
   describeHealth,
   GONE_REASON,
   healthJson,
@@ -24,6 +27,7 @@ import {
 import { createLogger } from '../../lib/observability';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { singleEndpoint } from '../../lib/routing';
+import { listenOnLoopback } from '../helpers/loopback';
 
 const T0 = Date.parse('2026-12-03T04:00:00Z');
 
@@ -294,5 +298,68 @@ describe('Class: HealthTracker', () => {
     expect(lines.filter((l) => l.message === 'endpoint health write failed').map((l) => l.level)).toEqual(['warn', 'warn']);
     // The pause still holds this consumer's deliveries.
     expect(health.pausedFor('acme')).toBe(5);
+  });
+});
+
+describe('Function: disabledNotifier', () => {
+  const notice: DisabledNotice = { endpoint: 'acme', reason: GONE_REASON, failures: 2, since: null, at: '2026-12-03T04:00:00.000Z' };
+
+  /** EventBridge (JSON) and SNS (query) on one loopback stub, keeping what each was sent. */
+  async function stub(options: { refuseEvent?: boolean } = {}) {
+    const requests: { target: string; body: string }[] = [];
+    const server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      request.on('end', () => {
+        const target = String(request.headers['x-amz-target'] ?? new URLSearchParams(body).get('Action'));
+        requests.push({ target, body });
+        if (target === 'AWSEvents.PutEvents') {
+          const answer = options.refuseEvent ? { FailedEntryCount: 1, Entries: [{ ErrorCode: 'AccessDenied' }] } : { FailedEntryCount: 0, Entries: [{ EventId: 'e-1' }] };
+          response.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify(answer));
+        } else {
+          response
+            .writeHead(200, { 'content-type': 'text/xml' })
+            .end('<PublishResponse><PublishResult><MessageId>m-1</MessageId></PublishResult><ResponseMetadata><RequestId>r-1</RequestId></ResponseMetadata></PublishResponse>');
+        }
+      });
+    });
+    const listening = await listenOnLoopback(server);
+    const clientConfig = { region: 'eu-west-1', endpoint: new URL(listening.url).origin, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } };
+    return { requests, clientConfig, close: () => listening.close() };
+  }
+
+  it('is none when neither a bus nor a topic is set (the sandbox: the log line only)', () => {
+    expect(disabledNotifier({})).toBeUndefined();
+  });
+
+  it('puts handoff.endpoint.disabled on the bus and publishes to the alarm topic', async () => {
+    const aws = await stub();
+    try {
+      const notify = disabledNotifier({ eventBus: 'default', alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms', clientConfig: aws.clientConfig })!;
+
+      await notify(notice);
+
+      const put = aws.requests.find((r) => r.target === 'AWSEvents.PutEvents')!;
+      const entry = (JSON.parse(put.body) as { Entries: Record<string, string>[] }).Entries[0]!;
+      expect(entry).toEqual({ EventBusName: 'default', Source: DISABLED_EVENT.source, DetailType: 'handoff.endpoint.disabled', Detail: JSON.stringify(notice) });
+      const publish = new URLSearchParams(aws.requests.find((r) => r.target === 'Publish')!.body);
+      expect(publish.get('TopicArn')).toBe('arn:aws:sns:eu-west-1:123456789012:alarms');
+      expect(publish.get('Subject')).toBe('handoff: endpoint acme disabled');
+      expect(JSON.parse(publish.get('Message')!)).toEqual({ event: 'handoff.endpoint.disabled', ...notice });
+    } finally {
+      await aws.close();
+    }
+  });
+
+  it('rejects, naming the error, when EventBridge refuses the event, after publishing to the topic', async () => {
+    const aws = await stub({ refuseEvent: true });
+    try {
+      const notify = disabledNotifier({ eventBus: 'default', alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:alarms', clientConfig: aws.clientConfig })!;
+
+      await expect(notify(notice)).rejects.toThrow('EventBridge refused the event: AccessDenied');
+      expect(aws.requests.map((r) => r.target).sort()).toEqual(['AWSEvents.PutEvents', 'Publish']);
+    } finally {
+      await aws.close();
+    }
   });
 });
