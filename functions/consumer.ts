@@ -41,10 +41,6 @@ import { createSigner, SigningSecretError } from '../lib/webhook/signing-secret'
  * replacement would die at the same point on every attempt).
  */
 export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
-/** The EventBridge bus an endpoint's disabling is published on (the construct: `default`). Unset: none. */
-export const EVENT_BUS_ENV = 'HANDOFF_EVENT_BUS';
-/** The SNS topic operators' alarms go to; an endpoint's disabling is published there too. Unset: none. */
-export const ALARM_TOPIC_ENV = 'HANDOFF_ALARM_TOPIC_ARN';
 
 const env = process.env;
 const settings = readSettings(env);
@@ -78,10 +74,18 @@ const checkpoint = crashHook(env[CRASH_AT_ENV]);
 const worker = `${env.AWS_LAMBDA_LOG_STREAM_NAME?.split(']').at(-1) || hostname()}:${process.pid}`;
 
 const createSender: SenderFactory = (endpoint) =>
-  new HttpWebhookSender({ url: endpoint.url, secret: endpoint.secret, timeoutMs: endpoint.attemptTimeoutMs, guard });
+  new HttpWebhookSender({
+    url: endpoint.url,
+    secret: endpoint.secret,
+    // During a rotation's overlap each request is signed with both secrets.
+    previousSecret: endpoint.previousSecret,
+    previousSecretUntil: endpoint.previousSecretUntil,
+    timeoutMs: endpoint.attemptTimeoutMs,
+    guard,
+  });
 
-const eventBus = env[EVENT_BUS_ENV] || undefined;
-const alarmTopicArn = env[ALARM_TOPIC_ENV] || undefined;
+const eventBus = env[RESOURCE_ENV.eventBus] || undefined;
+const alarmTopicArn = env[RESOURCE_ENV.alarmTopicArn] || undefined;
 
 let routing: Promise<Routing> | undefined;
 /** Endpoint health, with a registry only. */

@@ -300,6 +300,10 @@ export const RESOURCE_ENV = {
   endpointsTable: 'HANDOFF_ENDPOINTS_TABLE',
   /** How long the consumer keeps its copy of the registry, in ms (default ENDPOINTS_CACHE_MS); the sandbox shortens it. */
   endpointsCacheMs: 'HANDOFF_ENDPOINTS_CACHE_MS',
+  /** The EventBridge bus an endpoint's disabling is published on (the construct: `default`). Unset: none. */
+  eventBus: 'HANDOFF_EVENT_BUS',
+  /** The SNS topic operators' alarms go to; an endpoint's disabling is published there too. Unset: none. */
+  alarmTopicArn: 'HANDOFF_ALARM_TOPIC_ARN',
 } as const;
 
 /** The environment a consumer process (Lambda or sandbox) reads its settings from. */

@@ -47,6 +47,7 @@ describe('Function: readMetricDocument', () => {
         Unrouted: [0],
         FannedOut: [0],
         Dropped: [0],
+        Paused: [0],
       },
     });
     expect(documents[1]).toEqual({ timestampMs: NOW_MS, values: { DeliveryLatency: Array.from({ length: 50 }, (_, i) => i + 100) } });
