@@ -10,6 +10,7 @@ import { createLogger, SERVICE_NAME } from '../../lib/observability';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { QueueUnavailableError, type EndpointMessage } from '../../lib/queue/queue';
 import { isStranded, recoveredMetricDocument, recoverStuck, recoveryGraceMs, type RecoveryDeps } from '../../lib/recovery';
+import { recoveryIntervalMs } from '../../sandbox/recovery-timer';
 
 const T0 = 1_800_000_000_000;
 const LEASE_MS = 30_000;
@@ -296,5 +297,19 @@ describe('Function: recoveredMetricDocument', () => {
       Service: 'handoff',
       Recovered: 3,
     });
+  });
+});
+
+describe('Function: recoveryIntervalMs (the sandbox timer)', () => {
+  it('is 5000 ms unless HANDOFF_RECOVERY_INTERVAL_MS says otherwise', () => {
+    expect(recoveryIntervalMs({})).toBe(5000);
+    expect(recoveryIntervalMs({ HANDOFF_RECOVERY_INTERVAL_MS: '' })).toBe(5000);
+    expect(recoveryIntervalMs({ HANDOFF_RECOVERY_INTERVAL_MS: '500' })).toBe(500);
+  });
+
+  it.each(['0', '99', '3600001', '1.5', 'soon'])('refuses %j, naming the variable', (raw) => {
+    expect(() => recoveryIntervalMs({ HANDOFF_RECOVERY_INTERVAL_MS: raw })).toThrow(
+      expect.objectContaining({ name: 'ConfigError', variable: 'HANDOFF_RECOVERY_INTERVAL_MS' }),
+    );
   });
 });
