@@ -12,11 +12,12 @@ import { DeleteMessageCommand, SendMessageCommand, type Message, type SQSClient 
 import type { Context, SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseEvent } from '../../lib/event';
+import { RESOURCE_ENV } from '../../lib/config';
 import { createLogger, SERVICE_NAME } from '../../lib/observability';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
-import { recoverStuck } from '../../lib/recovery';
-import { captureStdout, startConsumerHarness, type ConsumerHarness, type Handler, type Queues } from '../helpers/consumer-harness';
+import { RECOVERY_ENV, recoverStuck } from '../../lib/recovery';
+import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler, type Queues } from '../helpers/consumer-harness';
 import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -37,8 +38,9 @@ afterAll(async () => {
   await harness?.close();
 });
 
+let stdout: string[] = [];
 beforeEach(() => {
-  captureStdout();
+  stdout = captureStdout();
 });
 
 afterEach(() => {
@@ -193,5 +195,48 @@ describe('Function: recoverStuck, on the emulators with the real consumer', () =
     expect(recoveredIds).not.toContain('evt_leased');
     expect(harness.receiver.requestsFor('evt_later')).toHaveLength(1);
     expect(harness.receiver.requestsFor('evt_leased')).toHaveLength(1);
+  });
+});
+
+describe('Handler: functions/recovery.ts (the scheduled function)', () => {
+  /** A cold start of the function with the emulators, the harness's ledger table and `env` on top. */
+  async function coldStartRecovery(queues: Queues, env: Record<string, string>): Promise<() => Promise<unknown>> {
+    const variables: Record<string, string> = {
+      AWS_REGION: REGION,
+      AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
+      AWS_ENDPOINT_URL_SQS: harness.emulators.sqsEndpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: harness.emulators.dynamodbEndpoint,
+      [RESOURCE_ENV.ledgerTable]: 'handoff-ledger-recovery-test',
+      [RESOURCE_ENV.queueUrl]: queues.queueUrl,
+      ...env,
+    };
+    for (const [name, value] of Object.entries(variables)) vi.stubEnv(name, value);
+    vi.resetModules();
+    return ((await import('../../functions/recovery')) as { handler: () => Promise<unknown> }).handler;
+  }
+
+  it('enqueues a stranded row, logs the run and writes its Recovered count as a metric document', async () => {
+    // Prepare: a grace of 0, so a row due now is stranded now.
+    const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
+    await strand(await coldStart(queues, 0), queues, 'evt_scheduled');
+    const handler = await coldStartRecovery(queues, { [RECOVERY_ENV.graceMs]: '0' });
+
+    // Act
+    const result = (await handler()) as { recovered: number; examined: number; complete: boolean };
+    const messages = ofEvent(await harness.receive(queues.queueUrl, result.recovered), 'evt_scheduled');
+
+    // Assess
+    expect(messages).toHaveLength(1);
+    expect(result).toMatchObject({ queueFailed: false, complete: true });
+    const lines = stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toContainEqual(expect.objectContaining({ message: 'recovery run', recovered: result.recovered, function: 'recovery' }));
+    expect(lines).toContainEqual(expect.objectContaining({ Service: 'handoff', Recovered: result.recovered }));
+  });
+
+  it('fails its cold start naming the grace when it is missing', async () => {
+    const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
+
+    await expect(coldStartRecovery(queues, { [RECOVERY_ENV.graceMs]: '' })).rejects.toThrow(/^HANDOFF_RECOVERY_GRACE_MS must be set/);
   });
 });
