@@ -11,6 +11,7 @@
  * else prints it (`secret: set`), in either form, nor a rotation's previous secret (only until when
  * it still signs). URLs are shown redacted (docs/contract.md §3).
  */
+import { describeHealth, healthJson, type HealthRecord } from '../../lib/endpoints/health';
 import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { Command, Option } from 'commander';
@@ -587,6 +588,8 @@ export function endpointJson(record: EndpointRecord, nowMs: number = Date.now())
     previousSecretUntil: overlapUntil === undefined ? null : new Date(overlapUntil).toISOString(),
     // Parking (docs/contract.md §12) is not yet in this release: nothing is ever parked.
     parked: 0,
+    /** Back-pressure and failures as the consumers last wrote them (docs/contract.md §12). */
+    health: healthJson((record as HealthRecord).health, nowMs),
     stateChange: record.stateChange === undefined ? null : { ...record.stateChange, at: new Date(record.stateChange.at).toISOString() },
     /** The endpoint's own settings (unset: the deployment's default). */
     settings,
@@ -616,6 +619,7 @@ function showText(record: EndpointRecord, effective: Endpoint | undefined, probl
   const pairs: [string, string][] = [
     ['name', f.name],
     ['state', stateText(record, nowMs)],
+    ['health', describeHealth((record as HealthRecord).health, nowMs)],
     ['url', redactUrl(f.url)],
     ['event types', f.eventTypes.join(', ')],
     ['match', Object.keys(f.match ?? {}).length === 0 ? '(none)' : matchText(f.match ?? {})],

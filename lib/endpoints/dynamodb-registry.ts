@@ -53,10 +53,10 @@ export interface RegistryScan {
 const A = REGISTRY_SCHEMA.attributes;
 /** The health's attributes on an endpoint's item (epoch ms, and a count). */
 export const HEALTH_ATTRIBUTES = {
-  pausedUntil: 'pausedUntil',
-  failures: 'failures',
-  failingSince: 'failingSince',
-  lastAcceptedAt: 'lastAcceptedAt',
+  pausedUntil: A.pausedUntil,
+  failures: A.failures,
+  failingSince: A.failingSince,
+  lastAcceptedAt: A.lastAcceptedAt,
 } as const;
 const H = HEALTH_ATTRIBUTES;
 const KEY = REGISTRY_SCHEMA.partitionKey;

@@ -20,6 +20,15 @@ export const REGISTRY_SCHEMA = {
      * only when it changed (infra/endpoint-registry.ts). Writes keep it: they update, never replace, an item.
      */
     declared: 'declared',
+    /**
+     * The endpoint's health, written by consumers (lib/endpoints/health.ts) beside the fields, never
+     * touching `fields` or `updatedAt`: epoch ms until which it is paused, failed attempts since the
+     * last accepted one, when the first of them was, when a request was last accepted after failures.
+     */
+    pausedUntil: 'pausedUntil',
+    failures: 'failures',
+    failingSince: 'failingSince',
+    lastAcceptedAt: 'lastAcceptedAt',
   },
 } as const;
 

@@ -121,6 +121,19 @@ describe('Function: endpointJson', () => {
     updatedAt: Date.parse('2026-12-03T04:00:00Z'),
   };
 
+  it("shows a paused endpoint's health as the consumers wrote it", () => {
+    const nowMs = Date.parse('2026-12-03T05:00:00Z');
+    const paused = { ...record, health: { pausedUntil: nowMs + 30_000, failures: 2, failingSince: nowMs - 60_000 } };
+
+    expect(endpointJson(paused, nowMs).health).toEqual({
+      paused: true,
+      pausedUntil: '2026-12-03T05:00:30.000Z',
+      failures: 2,
+      failingSince: '2026-12-03T04:59:00.000Z',
+      lastAcceptedAt: null,
+    });
+  });
+
   it('shows whether a secret is set, never the secret, and the URL redacted', () => {
     const view = endpointJson(record);
 
@@ -133,6 +146,7 @@ describe('Function: endpointJson', () => {
       secret: 'set',
       previousSecretUntil: null,
       parked: 0,
+      health: { paused: false, pausedUntil: null, failures: 0, failingSince: null, lastAcceptedAt: null },
       stateChange: { by: 'alice', reason: 'down', at: '2026-12-03T04:00:00.000Z' },
       settings: { maxAttempts: 3 },
       createdAt: '2026-12-03T03:00:00.000Z',
