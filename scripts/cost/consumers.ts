@@ -20,6 +20,7 @@ import { DEFAULT_SETTINGS, derivedTimings } from '../../lib/config';
 import { deliver, type DeliverDeps, type DeliveryResult, type QueueMessage } from '../../lib/deliver';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { DeploymentSettings } from '../../lib/endpoints/endpoint';
+import { HealthTracker, type HealthRecord } from '../../lib/endpoints/health';
 import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../../lib/endpoints/registry';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
@@ -104,20 +105,28 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
   const silent = () => {};
   const logger = createLogger({ service: 'handoff', write: silent });
   const metrics = new MetricsRecorder({ service: 'handoff', write: silent });
-  // As functions/consumer.ts builds it, once per container.
-  const routing: Routing =
-    options.registryTable !== undefined
-      ? registryRouting({
-          records: cachedEndpoints(new DynamoDbEndpointRegistry({ client, tableName: options.registryTable }), { ttlMs: ENDPOINTS_CACHE_MS }),
-          deployment: COST_DEPLOYMENT,
-          readSecret: (arn) => Promise.reject(new Error(`the cost run's endpoints hold no secret ARN (${arn})`)),
-          createSender,
-          logger,
-        })
-      : staticRouting(
-          [singleEndpoint({ url: options.webhookUrl, policy: SETTINGS.retryPolicy, attemptTimeoutMs: SETTINGS.attemptTimeoutMs })],
-          createSender,
-        );
+  // As functions/consumer.ts builds it, once per container: with a registry, routing and endpoint
+  // health share one cached read of it (health writes only on failures, pauses and recoveries).
+  let routing: Routing;
+  let health: HealthTracker | undefined;
+  if (options.registryTable !== undefined) {
+    const registry = new DynamoDbEndpointRegistry({ client, tableName: options.registryTable });
+    let records: (() => Promise<readonly HealthRecord[]>) | undefined;
+    health = new HealthTracker({ store: registry, records: () => records!() });
+    records = cachedEndpoints(health.listing(registry), { ttlMs: ENDPOINTS_CACHE_MS });
+    routing = registryRouting({
+      records,
+      deployment: COST_DEPLOYMENT,
+      readSecret: (arn) => Promise.reject(new Error(`the cost run's endpoints hold no secret ARN (${arn})`)),
+      createSender,
+      logger,
+    });
+  } else {
+    routing = staticRouting(
+      [singleEndpoint({ url: options.webhookUrl, policy: SETTINGS.retryPolicy, attemptTimeoutMs: SETTINGS.attemptTimeoutMs })],
+      createSender,
+    );
+  }
   const onResult = options.onResult;
   const observed = onResult
     ? async (message: QueueMessage, deps: DeliverDeps) => {
@@ -141,6 +150,7 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
         return await processBatch(records, {
           delivery,
           routing,
+          ...(health !== undefined ? { health } : {}),
           queue,
           logger,
           metrics,

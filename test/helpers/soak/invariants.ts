@@ -130,7 +130,18 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
     .filter((row) => !lettered.has(letterKey(row.eventId, row.endpoint, row.deadReason, bodies.get(row.eventId))))
     .map((row) => `${deliveryKey(row.eventId, row.endpoint)}: dead (${row.deadReason}), no such dead letter`);
 
+  // SQS's redrive (maxReceiveCount, the backstop) moves the message itself, with none of handoff's
+  // attributes: its delivery was left without a message (docs/contract.md §12, stuck work).
+  const redriven = observed.deadLetters
+    .filter((letter) => letter.reason === undefined)
+    .map((letter) => {
+      const eventId = eventIdOf(letter.body);
+      const routed = planned.filter((d) => d.eventId === eventId).map((d) => `${d.endpoint} ${ended(rowOf(d))}`);
+      return `${eventId ?? '(unreadable body)'}: moved by the queue's redrive; its deliveries: ${routed.join(', ') || 'none'}`;
+    });
+
   const letteredNotDead = observed.deadLetters
+    .filter((letter) => letter.reason !== undefined)
     .filter((letter) => {
       const endpoint = letterEndpoint(letter);
       return letter.eventId === undefined || endpoint === undefined || rows.get(deliveryKey(letter.eventId, endpoint))?.state !== 'dead';
@@ -179,6 +190,11 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
       `${observed.deadLetters.length} dead letters (duplicates allowed), matched on event, endpoint, reason and body`,
     ),
     invariant('dead letters for deliveries that are not dead', letteredNotDead, 'the ledger is the authority'),
+    invariant(
+      "messages the queue's redrive moved to the dead-letter queue",
+      redriven,
+      'the backstop (maxReceiveCount) must not fire: each receive of a message is an attempt, a hold or a crash',
+    ),
     {
       name: 'messages left on the delivery queue',
       violations: observed.queueDepth,
@@ -186,6 +202,15 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
       examples: [],
     },
   ];
+}
+
+function eventIdOf(body: string): string | undefined {
+  try {
+    const id = (JSON.parse(body) as { id?: unknown }).id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function invariant(name: string, offenders: readonly string[], detail: string): Invariant {

@@ -26,8 +26,11 @@ export type Answer =
   | { readonly kind: 'throttle'; readonly retryAfterSeconds: number }
   /** The request is read, then the connection is reset: not applied, unknown. */
   | { readonly kind: 'reset' }
-  /** A 4xx that is not retryable: not applied, rejected. */
-  | { readonly kind: 'reject'; readonly status: 400 | 410 | 422 };
+  /**
+   * A 4xx that is not retryable: not applied, rejected. Never 410, which also disables the whole
+   * endpoint (docs/contract.md §12): a soak's planned deliveries would stop being routed.
+   */
+  | { readonly kind: 'reject'; readonly status: 400 | 403 | 422 };
 
 export type AnswerKind = Answer['kind'];
 
@@ -141,7 +144,7 @@ export function planSoak(options: PlanOptions): SoakPlan {
   const answers = (): AnswerPlan => {
     const roll = next();
     if (roll < MIX.reject) {
-      return { fate: 'reject', faults: [], final: { kind: 'reject', status: pick([400, 410, 422] as const) } };
+      return { fate: 'reject', faults: [], final: { kind: 'reject', status: pick([400, 403, 422] as const) } };
     }
     if (roll < MIX.reject + MIX.exhaust) {
       return { fate: 'exhaust', faults: [], final: { kind: 'server-error', status: 503 } };
