@@ -179,6 +179,7 @@ async function consume(event: SQSEvent, context: Context): Promise<SQSBatchRespo
     metrics,
     // One attempt's time per batch: every record of a batch is in flight at once.
     concurrency: settings.batchSize,
+    receiveLimit: timings.maxReceiveCount,
   });
 }
 

@@ -68,9 +68,14 @@ export interface BatchDeps {
   readonly concurrency: number;
   /** Endpoint health (lib/endpoints/health.ts). Unset: no pauses, nothing recorded (single-URL mode). */
   readonly health?: Pick<HealthTracker, 'refresh' | 'pausedFor' | 'afterAttempt'>;
+  /** The delivery queue's `maxReceiveCount` (its redrive): a held message near it is put back fresh. */
+  readonly receiveLimit?: number;
   /** The use case; replaceable so tests can script decisions. */
   readonly deliver?: (message: QueueMessage, deps: DeliverDeps) => Promise<DeliveryResult>;
 }
+
+/** Receives a held message keeps in hand before its redrive: it is put back fresh at this many short of the limit. */
+const RECEIVES_KEPT = 3;
 
 /** What routing made of a record. */
 type Plan =
@@ -278,10 +283,24 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
 /**
  * A delivery to a paused endpoint: back on the queue when the pause ends, with no claim and no
  * attempt spent. If its visibility cannot be set it returns sooner and is held again.
+ *
+ * Every hold is a receive, and SQS moves a message received `maxReceiveCount` times to the
+ * dead-letter queue by itself, with no reason and perhaps no row yet. So a message near that count
+ * is put back as a fresh message for its endpoint (delayed by the pause, up to SQS's 15 min) and
+ * this one acknowledged: long or repeated pauses never redrive a delivery.
  */
 async function hold(record: SQSRecord, plan: Plan & { kind: 'deliver' }, seconds: number, logger: Logger, deps: BatchDeps): Promise<boolean> {
   deps.metrics.add('Paused', 1, plan.endpoint.name);
   const fields = { ...(plan.parsed ? { eventId: plan.parsed.event.id } : {}), action: 'retry', why: 'paused', afterSeconds: seconds };
+  if (deps.receiveLimit !== undefined && Number(record.attributes?.ApproximateReceiveCount) >= deps.receiveLimit - RECEIVES_KEPT) {
+    try {
+      await deps.queue.enqueue(record.body, { endpoint: plan.endpoint.name, delaySeconds: seconds });
+      logger.info('delivery', { ...fields, action: 'ack', why: 'paused-requeued' });
+      return false;
+    } catch (error) {
+      logger.warn('delivery', { ...fields, queueError: true, ...errorFields(error) });
+    }
+  }
   try {
     await deps.queue.retryAfter(record.receiptHandle, seconds);
     logger.info('delivery', fields);

@@ -37,9 +37,10 @@ export interface DeliveryQueue {
 
   /**
    * Sends a body to the delivery queue (replay): for one endpoint's delivery when `endpoint` is
-   * given, as a producer's message to route otherwise.
+   * given, as a producer's message to route otherwise; received no sooner than `delaySeconds`
+   * (0–900, SQS's limit; clamped).
    */
-  enqueue(body: string, options?: { readonly endpoint?: string }): Promise<void>;
+  enqueue(body: string, options?: { readonly endpoint?: string; readonly delaySeconds?: number }): Promise<void>;
 
   /**
    * Puts one message per endpoint delivery on the delivery queue, batched (SQS takes ten per

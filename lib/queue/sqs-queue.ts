@@ -15,6 +15,8 @@ import {
   type EndpointMessage,
 } from './queue';
 
+/** SQS's longest delay of a message sent. */
+const MAX_DELAY_SECONDS = 900;
 /** SQS's most messages per SendMessageBatch. */
 const SEND_BATCH_SIZE = 10;
 
@@ -71,13 +73,14 @@ export class SqsDeliveryQueue implements DeliveryQueue {
     );
   }
 
-  async enqueue(body: string, options: { readonly endpoint?: string } = {}): Promise<void> {
+  async enqueue(body: string, options: { readonly endpoint?: string; readonly delaySeconds?: number } = {}): Promise<void> {
     await this.#call('enqueue', () =>
       this.#client.send(
         new SendMessageCommand({
           QueueUrl: this.#queueUrl,
           MessageBody: body,
           ...(options.endpoint !== undefined ? { MessageAttributes: endpointAttribute(options.endpoint) } : {}),
+          ...(options.delaySeconds ? { DelaySeconds: Math.min(Math.max(Math.ceil(options.delaySeconds), 0), MAX_DELAY_SECONDS) } : {}),
         }),
       ),
     );

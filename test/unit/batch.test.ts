@@ -36,7 +36,10 @@ class RecordingQueue implements DeliveryQueue {
     if (this.failDeadLetter) throw new QueueUnavailableError('dead-letter');
     this.deadLettered.push([body, info]);
   }
-  async enqueue() {}
+  readonly enqueued: [string, { endpoint?: string; delaySeconds?: number } | undefined][] = [];
+  async enqueue(body: string, options?: { endpoint?: string; delaySeconds?: number }) {
+    this.enqueued.push([body, options]);
+  }
   async fanOut(messages: readonly EndpointMessage[]) {
     if (this.failFanOut) throw new QueueUnavailableError('fan-out');
     this.fannedOut.push([...messages]);
@@ -544,6 +547,22 @@ describe('Function: processBatch endpoint health', () => {
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: again.messageId }]);
     expect(delivered).toEqual([]);
     expect(lines.filter((l) => l.message === 'delivery' || l.message === 'delivery failed').map((l) => [l.eventId, l.why])).toEqual([['evt_9', 'paused']]);
+  });
+
+  it('puts a held message near its redrive back as a fresh message for its endpoint, delayed by the pause, and acknowledges it', async () => {
+    const { deps, queue, lines } = withHealth({}, [acme]);
+    await deps.health!.afterAttempt(acme, { kind: 'temporary', status: 429, retryAfterSeconds: 120 }, createLogger({ service: 'handoff', write: () => {} }));
+    const near = forEndpoint(eventRecord('evt_5', 'delivered').body, 'acme', { attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: '14' } });
+    const far = forEndpoint(eventRecord('evt_6', 'delivered').body, 'acme', { attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: '13' } });
+
+    const response = await processBatch([near, far], { ...deps, receiveLimit: 17 });
+
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: far.messageId }]);
+    expect(queue.enqueued).toEqual([[near.body, { endpoint: 'acme', delaySeconds: 120 }]]);
+    expect(lines.filter((l) => l.message === 'delivery').map((l) => [l.eventId, l.why])).toEqual([
+      ['evt_5', 'paused-requeued'],
+      ['evt_6', 'paused'],
+    ]);
   });
 
   it('disables an endpoint that answers 410 and dead-letters the delivery as rejected', async () => {
