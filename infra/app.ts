@@ -85,14 +85,17 @@ export function endpointsFromFile(path: string): EndpointFields[] {
     const fields = parseEndpointFields(raw);
     if (names.has(fields.name)) throw new EndpointError(fields.name, 'name', `is declared twice in ${path}`);
     names.add(fields.name);
-    if (fields.secret !== undefined && !COMPLETE_SECRET_ARN.test(fields.secret)) {
-      throw new EndpointError(
-        fields.name,
-        'secret',
-        fields.secret.startsWith('arn:')
-          ? `must be the complete ARN of a Secrets Manager secret in ${path}, with the six characters Secrets Manager adds to its name (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)`
-          : `must be the complete ARN of a Secrets Manager secret in ${path}: a value would land in the template (the value is not shown)`,
-      );
+    for (const field of ['secret', 'previousSecret'] as const) {
+      const value = fields[field];
+      if (value !== undefined && !COMPLETE_SECRET_ARN.test(value)) {
+        throw new EndpointError(
+          fields.name,
+          field,
+          value.startsWith('arn:')
+            ? `must be the complete ARN of a Secrets Manager secret in ${path}, with the six characters Secrets Manager adds to its name (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)`
+            : `must be the complete ARN of a Secrets Manager secret in ${path}: a value would land in the template (the value is not shown)`,
+        );
+      }
     }
     return fields;
   });
@@ -127,9 +130,12 @@ export class HandoffStack extends Stack {
     const settings = props.delivery.settings;
     const endpoints: EndpointDeclaration[] = [
       ...(props.delivery.endpoints ?? []),
-      ...(props.endpoints ?? []).map(({ secret, ...fields }) => ({
+      ...(props.endpoints ?? []).map(({ secret, previousSecret, ...fields }) => ({
         ...fields,
         ...(secret !== undefined ? { secret: Secret.fromSecretCompleteArn(this, `EndpointSecret-${fields.name}`, secret) } : {}),
+        ...(previousSecret !== undefined
+          ? { previousSecret: Secret.fromSecretCompleteArn(this, `EndpointPreviousSecret-${fields.name}`, previousSecret) }
+          : {}),
       })),
     ];
     // Given at synth (`-c webhookUrl=…`) it is validated there; otherwise it is a parameter of

@@ -52,10 +52,12 @@ import { REGISTRY_SCHEMA } from '../lib/endpoints/registry-schema';
 /**
  * An endpoint the construct declares: the fields of lib/endpoints/endpoint.ts, except that its
  * signing secret is a Secrets Manager secret (holding `whsec_<base64>` or a bare base64 key), never
- * a value. Unset: requests to it go unsigned.
+ * a value. Unset: requests to it go unsigned. A rotation's `previousSecret` likewise (with
+ * `previousSecretUntil`): the consumer may read both.
  */
-export interface EndpointDeclaration extends Omit<EndpointFields, 'secret'> {
+export interface EndpointDeclaration extends Omit<EndpointFields, 'secret' | 'previousSecret'> {
   readonly secret?: secretsmanager.ISecret;
+  readonly previousSecret?: secretsmanager.ISecret;
 }
 
 /**
@@ -88,6 +90,7 @@ interface Seed {
   readonly name: string;
   readonly resource: AwsCustomResource;
   readonly secret: secretsmanager.ISecret | undefined;
+  readonly previousSecret: secretsmanager.ISecret | undefined;
 }
 
 export class EndpointRegistry extends Construct {
@@ -130,7 +133,7 @@ export class EndpointRegistry extends Construct {
 
   /** The secrets the seeded endpoints sign with: the consumer must read each. */
   get seededSecrets(): readonly secretsmanager.ISecret[] {
-    return this.#seeds.flatMap((seed) => (seed.secret ? [seed.secret] : []));
+    return this.#seeds.flatMap((seed) => [seed.secret, seed.previousSecret].filter((secret) => secret !== undefined));
   }
 
   /**
@@ -140,23 +143,34 @@ export class EndpointRegistry extends Construct {
    * @throws EndpointError naming the endpoint and the field
    */
   seed(declaration: EndpointDeclaration): void {
-    const { secret, ...rest } = declaration;
-    if (secret !== undefined && (typeof secret !== 'object' || secret === null || typeof secret.secretArn !== 'string')) {
-      // From JavaScript, or through a cast: a value here would land in the template.
-      throw new EndpointError(
-        typeof rest.name === 'string' ? rest.name : '?',
-        'secret',
-        'must be a Secrets Manager secret (ISecret, e.g. Secret.fromSecretCompleteArn), never a value: a value would land in the template (the value is not shown)',
-      );
+    const { secret, previousSecret, ...rest } = declaration;
+    for (const [field, value] of [
+      ['secret', secret],
+      ['previousSecret', previousSecret],
+    ] as const) {
+      if (value !== undefined && (typeof value !== 'object' || value === null || typeof value.secretArn !== 'string')) {
+        // From JavaScript, or through a cast: a value here would land in the template.
+        throw new EndpointError(
+          typeof rest.name === 'string' ? rest.name : '?',
+          field,
+          'must be a Secrets Manager secret (ISecret, e.g. Secret.fromSecretCompleteArn), never a value: a value would land in the template (the value is not shown)',
+        );
+      }
     }
-    const secretArn = secret ? (secret.secretFullArn ?? secret.secretArn) : undefined;
-    const fields = this.check({ ...rest, ...(secretArn !== undefined ? { secret: secretArn } : {}) });
+    const arnOf = (value: secretsmanager.ISecret | undefined) => (value ? (value.secretFullArn ?? value.secretArn) : undefined);
+    const secretArn = arnOf(secret);
+    const previousSecretArn = arnOf(previousSecret);
+    const fields = this.check({
+      ...rest,
+      ...(secretArn !== undefined ? { secret: secretArn } : {}),
+      ...(previousSecretArn !== undefined ? { previousSecret: previousSecretArn } : {}),
+    });
     if (this.#seeds.some((seed) => seed.name === fields.name)) {
       const why = fields.name === DEFAULT_ENDPOINT_NAME ? ' (the single-URL settings, webhookUrl, declare "default")' : '';
       throw new EndpointError(fields.name, 'name', `is declared twice${why}`);
     }
     const resource = this.seedResource(fields);
-    this.#seeds.push({ name: fields.name, resource, secret });
+    this.#seeds.push({ name: fields.name, resource, secret, previousSecret });
   }
 
   /** The consumer's read: Scan, GetItem and Query on the table, Decrypt with its key. Nothing else. */

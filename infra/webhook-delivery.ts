@@ -82,6 +82,8 @@ export const METRICS = {
     fannedOut: 'FannedOut',
     /** Count: deliveries that died at an endpoint whose recovery is `drop` (no dead-letter message). */
     dropped: 'Dropped',
+    /** Count: deliveries held back, no attempt spent, while their endpoint was paused (a 429, or a 503 with Retry-After). */
+    paused: 'Paused',
   },
   /** The per-endpoint dimension: a delivery's metrics are also published under `Service` and this. */
   endpointDimension: ENDPOINT_DIMENSION,
@@ -104,12 +106,6 @@ export const RECOVERY_ENTRY = fileURLToPath(new URL('../functions/recovery.ts', 
  */
 const PREBUILT_CONSUMER_DIR = fileURLToPath(new URL('./consumer', import.meta.url));
 const PREBUILT_RECOVERY_FILE = 'recovery.mjs';
-
-/**
- * The consumer's variables for endpoint health, spelled here because importing
- * functions/consumer.ts runs its cold start (there: EVENT_BUS_ENV, ALARM_TOPIC_ENV).
- */
-export const HEALTH_ENV = { eventBus: 'HANDOFF_EVENT_BUS', alarmTopicArn: 'HANDOFF_ALARM_TOPIC_ARN' } as const;
 
 /** How often the recovery function runs unless `recoveryInterval` says otherwise. */
 export const DEFAULT_RECOVERY_INTERVAL = Duration.minutes(5);
@@ -286,8 +282,8 @@ export class WebhookDelivery extends Construct {
     // The secret's ARN, never its value: the consumer reads the value at cold start.
     if (this.signingSecret) environment[RESOURCE_ENV.webhookSecretArn] = this.signingSecret.secretArn;
     // An endpoint the consumer disables is announced on the default bus, and to the alarm topic.
-    environment[HEALTH_ENV.eventBus] = 'default';
-    if (props.alarmTopic) environment[HEALTH_ENV.alarmTopicArn] = props.alarmTopic.topicArn;
+    environment[RESOURCE_ENV.eventBus] = 'default';
+    if (props.alarmTopic) environment[RESOURCE_ENV.alarmTopicArn] = props.alarmTopic.topicArn;
 
     const consumerProps = {
       runtime: lambda.Runtime.NODEJS_24_X,
@@ -628,6 +624,12 @@ export class WebhookDelivery extends Construct {
         ],
         width: 12,
       }),
+      // Endpoint health (docs/contract.md §12): deliveries held while their endpoint was paused.
+      new cloudwatch.GraphWidget({
+        title: 'Held by a paused endpoint',
+        left: [metric(METRICS.names.paused, cloudwatch.Stats.SUM, 'Paused')],
+        width: 12,
+      }),
     );
     // Stuck-work recovery (docs/contract.md §12): deliveries the recovery function enqueued again.
     dashboard.addWidgets(
@@ -659,6 +661,7 @@ export class WebhookDelivery extends Construct {
       perEndpoint('Retries', METRICS.names.retries, cloudwatch.Stats.SUM),
       perEndpoint('Dead letters', METRICS.names.deadLetters, cloudwatch.Stats.SUM),
       perEndpoint('Dropped', METRICS.names.dropped, cloudwatch.Stats.SUM),
+      perEndpoint('Paused', METRICS.names.paused, cloudwatch.Stats.SUM),
       perEndpoint('Delivery latency p99 (ms)', METRICS.names.deliveryLatency, cloudwatch.Stats.p(99)),
       perEndpoint('Pending age at attempt, max (s)', METRICS.names.pendingAge, cloudwatch.Stats.MAXIMUM),
     );

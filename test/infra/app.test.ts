@@ -277,6 +277,24 @@ describe('Context: endpointsFile', () => {
     expect(() => endpointsFromFile(path)).not.toThrow(/MfKQ9r8/);
   });
 
+  it("refuses a rotation's previous secret as a value, naming the field, without showing it", () => {
+    const path = file('previous.json', {
+      endpoints: [{ ...ACME, previousSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', previousSecretUntil: 1_900_000_000_000 }],
+    });
+
+    expect(() => endpointsFromFile(path)).toThrow(/^endpoint "carrier-acme": previousSecret must be the complete ARN of a Secrets Manager secret/);
+    expect(() => endpointsFromFile(path)).not.toThrow(/MfKQ9r8/);
+  });
+
+  it("seeds a rotation's previous secret by its complete ARN", () => {
+    const previous = 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:handoff-acme-old-GhIjKl';
+    const template = appWith({
+      endpointsFile: file('rotating.json', { endpoints: [{ ...ACME, previousSecret: previous, previousSecretUntil: 1_900_000_000_000 }] }),
+    });
+
+    expect(JSON.stringify(template.findResources('Custom::HandoffEndpoint'))).toContain(previous);
+  });
+
   it('refuses a partial secret ARN (the consumer could not be granted it), naming the endpoint and the field', () => {
     const path = file('partial.json', { endpoints: [{ ...ACME, secret: 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:handoff-acme' }] });
 

@@ -243,6 +243,32 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
       );
     });
 
+    it("lets the consumer read a declared rotation's previous secret too, by its ARN, and seeds it as the ARN", () => {
+      const previousArn = 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:handoff-acme-old-GhIjKl';
+      const { template } = build({
+        declare: (stack) => [
+          acme(stack, {
+            previousSecret: Secret.fromSecretCompleteArn(stack, 'AcmeOldSecret', previousArn),
+            previousSecretUntil: 1_900_000_000_000,
+          }),
+        ],
+      });
+
+      expect(statementsOf(template, /ConsumerRole/)).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: ACME_SECRET_ARN }),
+          expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: previousArn }),
+        ]),
+      );
+      expect(JSON.stringify(seeds(template).get('carrier-acme')?.call)).toContain(previousArn);
+    });
+
+    it('refuses a declared previous secret that is not a Secrets Manager secret, naming the field', () => {
+      const declare = (stack: Stack) => [acme(stack, { previousSecret: 'whsec_AAAA' as never, previousSecretUntil: 1_900_000_000_000 })];
+
+      expect(() => build({ declare })).toThrow(/previousSecret must be a Secrets Manager secret/);
+    });
+
     it('passes the AwsSolutions rules with declared endpoints, and acknowledges nothing new', () => {
       const { stack } = build({ declare: (s) => [acme(s), { name: 'unsigned', url: 'https://u.example.com/', eventTypes: ['*'] }] });
       const acknowledged = stack.node

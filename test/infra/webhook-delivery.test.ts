@@ -25,7 +25,6 @@ import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import { retryPolicy } from '../../lib/policy';
 import {
   CONSUMER_ENTRY,
-  HEALTH_ENV,
   METRICS,
   RECOVERED_METRIC,
   RECOVERY_ENTRY,
@@ -525,7 +524,7 @@ describe('WebhookDelivery', () => {
       expect(puts).toHaveLength(1);
       expect(JSON.stringify(puts[0]!.Resource)).toContain(':event-bus/default');
       template.hasResourceProperties('AWS::Lambda::Function', {
-        Environment: { Variables: Match.objectLike({ [HEALTH_ENV.eventBus]: 'default' }) },
+        Environment: { Variables: Match.objectLike({ [RESOURCE_ENV.eventBus]: 'default' }) },
       });
     });
 
@@ -540,10 +539,10 @@ describe('WebhookDelivery', () => {
 
       expect(consumerStatements(withTopic)).toContainEqual({ Action: 'sns:Publish', Effect: 'Allow', Resource: topicRef, Sid: 'EndpointDisabledAlarm' });
       withTopic.hasResourceProperties('AWS::Lambda::Function', {
-        Environment: { Variables: Match.objectLike({ [HEALTH_ENV.alarmTopicArn]: topicRef }) },
+        Environment: { Variables: Match.objectLike({ [RESOURCE_ENV.alarmTopicArn]: topicRef }) },
       });
       expect(actionsOf(without)).not.toContain('sns:Publish');
-      expect(JSON.stringify(without.toJSON())).not.toContain(HEALTH_ENV.alarmTopicArn);
+      expect(JSON.stringify(without.toJSON())).not.toContain(RESOURCE_ENV.alarmTopicArn);
     });
   });
 
@@ -721,11 +720,11 @@ describe('WebhookDelivery', () => {
       expect(body).toContain('\\"stat\\":\\"p99\\"');
     });
 
-    it('shows unrouted, fanned-out and dropped deliveries for the service', () => {
+    it('shows unrouted, fanned-out, dropped and paused deliveries for the service', () => {
       const { template } = build();
       const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]?.Properties.DashboardBody);
 
-      for (const name of ['Unrouted', 'FannedOut', 'Dropped']) {
+      for (const name of ['Unrouted', 'FannedOut', 'Dropped', 'Paused']) {
         expect(body).toContain(`[\\"${METRICS.namespace}\\",\\"${name}\\",\\"Service\\",\\"handoff\\"`);
       }
     });
@@ -744,6 +743,7 @@ describe('WebhookDelivery', () => {
         'Retries by endpoint',
         'Dead letters by endpoint',
         'Dropped by endpoint',
+        'Paused by endpoint',
         'Delivery latency p99 (ms) by endpoint',
         'Pending age at attempt, max (s) by endpoint',
       ]);
@@ -751,7 +751,8 @@ describe('WebhookDelivery', () => {
         expression: `SEARCH('{Handoff,Service,${METRICS.endpointDimension}} MetricName="Delivered" Service="handoff"', 'Sum', 300)`,
         label: "${PROP('Dim.Endpoint')}",
       });
-      expect(searches[4]?.expression).toBe(`SEARCH('{Handoff,Service,Endpoint} MetricName="DeliveryLatency" Service="handoff"', 'p99', 300)`);
+      expect(searches[4]?.expression).toBe(`SEARCH('{Handoff,Service,Endpoint} MetricName="Paused" Service="handoff"', 'Sum', 300)`);
+      expect(searches[5]?.expression).toBe(`SEARCH('{Handoff,Service,Endpoint} MetricName="DeliveryLatency" Service="handoff"', 'p99', 300)`);
     });
 
     it('keeps its three alarms', () => {
