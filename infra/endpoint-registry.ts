@@ -188,6 +188,19 @@ export class EndpointRegistry extends Construct {
   }
 
   /**
+   * The recovery function's read (lib/recovery.ts `registryEndpointNames`): Scan on the table (it
+   * projects the key alone), Decrypt with its key, as DynamoDB requires for any read of it.
+   */
+  grantNamesRead(grantee: iam.IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'EndpointNamesRead', actions: ['dynamodb:Scan'], resources: [this.table.tableArn] }),
+    );
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'EndpointNamesDecrypt', actions: ['kms:Decrypt'], resources: [this.encryptionKey.keyArn] }),
+    );
+  }
+
+  /**
    * The consumer's health writes (docs/contract.md §12): UpdateItem on an endpoint's item (its
    * `health`, and `state` when it disables one), and the key's encryption for what it writes.
    */

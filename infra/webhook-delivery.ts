@@ -453,8 +453,8 @@ export class WebhookDelivery extends Construct {
 
   /**
    * The recovery function (functions/recovery.ts) on an EventBridge schedule: reads the ledger's
-   * pending listing (Query on the index, BatchGetItem of the rows it lists) and sends to the delivery
-   * queue; nothing else. A failed run is not retried: the next one comes within the interval.
+   * pending listing (Query on the index, BatchGetItem of the rows it lists) and the registry's
+   * endpoint names (Scan, with the key's Decrypt), and sends to the delivery queue; nothing else. A failed run is not retried: the next one comes within the interval.
    */
   private createRecovery(props: WebhookDeliveryProps, visibilityTimeoutSeconds: number) {
     const interval = props.recoveryInterval ?? DEFAULT_RECOVERY_INTERVAL;
@@ -465,7 +465,7 @@ export class WebhookDelivery extends Construct {
     const logGroup = new logs.LogGroup(this, 'RecoveryLogs', { retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH });
     const role = new iam.Role(this, 'RecoveryRole', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'handoff recovery: reads the ledger listing of pending deliveries, enqueues again the stranded ones, writes its log group',
+      description: 'handoff recovery: reads the ledger listing of pending deliveries and the endpoint names, enqueues again the stranded ones, writes its log group',
     });
     logGroup.grantWrite(role);
     role.addToPrincipalPolicy(
@@ -481,6 +481,8 @@ export class WebhookDelivery extends Construct {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({ sid: 'DeliveryQueueSend', actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }),
     );
+    // The registry's names (a Scan projecting the key alone), so rows of removed endpoints are left alone.
+    this.endpointRegistry.grantNamesRead(role);
     const functionProps = {
       runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
@@ -492,6 +494,7 @@ export class WebhookDelivery extends Construct {
       environment: {
         [RESOURCE_ENV.ledgerTable]: this.ledgerTable.tableName,
         [RESOURCE_ENV.queueUrl]: this.queue.queueUrl,
+        [RESOURCE_ENV.endpointsTable]: this.endpointRegistry.table.tableName,
         [RECOVERY_ENV.graceMs]: String(recoveryGraceMs(visibilityTimeoutSeconds)),
         [RECOVERY_ENV.limit]: String(RECOVERY_LIMIT),
         NODE_OPTIONS: '--enable-source-maps',

@@ -40,8 +40,17 @@
  * read (the listing's window, of the index's sort key). A stranded row is thus enqueued within its quiet time, plus the grace,
  * plus one interval per `limit` rows listed before it.
  *
+ * A row of an endpoint no longer in the registry is left alone (`endpointNames`): the consumer
+ * acknowledges a message for a removed endpoint without touching its row, so enqueuing it would
+ * repeat at every run until the row expires. Such rows are counted (`orphaned`) and logged.
+ *
+ * A row whose budget is spent (its last claim's worker died) is enqueued like any other: the
+ * consumer then marks it dead (`exhausted`) and dead-letters it with that reason.
+ *
  * Parking (docs/contract.md §12) is not built yet: when it is, a parked row is left alone here.
  */
+import { ScanCommand, type DynamoDBDocumentClient, type ScanCommandOutput } from '@aws-sdk/lib-dynamodb';
+import { REGISTRY_SCHEMA } from './endpoints/registry-schema';
 import type { ListOptions, DeliveryRecord, Ledger } from './ledger/ledger';
 import { leaseIsLive } from './ledger/ledger';
 import { METRICS_NAMESPACE, SERVICE_NAME, errorFields, type Logger } from './observability';
@@ -85,6 +94,11 @@ export interface RecoveryDeps {
   /** Where the previous run stopped; absent: from the oldest. */
   readonly cursor?: string;
   readonly logger: Logger;
+  /**
+   * The endpoints in the registry now, read once per run when a stranded row is found. Absent:
+   * every endpoint counts as present (the single-URL consumer, with no registry).
+   */
+  readonly endpointNames?: () => Promise<ReadonlySet<string>>;
 }
 
 export interface RecoveryRun {
@@ -92,6 +106,8 @@ export interface RecoveryRun {
   readonly examined: number;
   /** Rows enqueued again. */
   readonly recovered: number;
+  /** Stranded rows left alone because their endpoint is no longer in the registry. */
+  readonly orphaned: number;
   /** Where the next run starts; absent when this one reached the end of the listing (or read nothing). */
   readonly cursor?: string;
   /** True when the queue refused a page's messages: the run stopped, and the cursor points before that page. */
@@ -126,12 +142,23 @@ export async function recoverStuck(deps: RecoveryDeps): Promise<RecoveryRun> {
   let cursor = deps.cursor;
   let examined = 0;
   let recovered = 0;
+  let orphaned = 0;
+  let names: ReadonlySet<string> | undefined;
   while (examined < deps.limit && untilMs > 0) {
     const options: ListOptions = { limit: Math.min(PAGE_SIZE, deps.limit - examined), untilMs, ...(cursor !== undefined ? { cursor } : {}) };
     const page = await ledger.listByState('pending', options);
     examined += page.records.length;
     const nowMs = deps.now();
-    const stranded = page.records.filter((record) => isStranded(record, nowMs, graceMs));
+    let stranded = page.records.filter((record) => isStranded(record, nowMs, graceMs));
+    if (stranded.length > 0 && deps.endpointNames !== undefined) {
+      names ??= await deps.endpointNames();
+      const present = stranded.filter((record) => names!.has(record.endpoint));
+      for (const record of stranded) {
+        if (!names.has(record.endpoint)) logger.warn('not recovered: endpoint removed', { eventId: record.eventId, endpoint: record.endpoint });
+      }
+      orphaned += stranded.length - present.length;
+      stranded = present;
+    }
     if (stranded.length > 0) {
       const messages: EndpointMessage[] = stranded.map((record) => ({ body: record.body!, endpoint: record.endpoint }));
       try {
@@ -139,7 +166,7 @@ export async function recoverStuck(deps: RecoveryDeps): Promise<RecoveryRun> {
       } catch (error) {
         // Some may have been sent: harmless, the claim decides. The next run reads this page again.
         logger.error('recovery enqueue failed', { ...errorFields(error), deliveries: stranded.length });
-        return { examined, recovered, ...(cursor !== undefined ? { cursor } : {}), queueFailed: true };
+        return { examined, recovered, orphaned, ...(cursor !== undefined ? { cursor } : {}), queueFailed: true };
       }
       recovered += stranded.length;
       for (const record of stranded) {
@@ -154,7 +181,35 @@ export async function recoverStuck(deps: RecoveryDeps): Promise<RecoveryRun> {
     cursor = page.cursor;
     if (cursor === undefined) break;
   }
-  return { examined, recovered, ...(cursor !== undefined ? { cursor } : {}), queueFailed: false };
+  return { examined, recovered, orphaned, ...(cursor !== undefined ? { cursor } : {}), queueFailed: false };
+}
+
+/**
+ * The names of the endpoints in the registry table, reading the key alone (ProjectionExpression):
+ * never an endpoint's fields, so never its secret.
+ */
+export function registryEndpointNames(client: DynamoDBDocumentClient, tableName: string): () => Promise<ReadonlySet<string>> {
+  return async () => {
+    const names = new Set<string>();
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page: ScanCommandOutput = await client.send(
+        new ScanCommand({
+          TableName: tableName,
+          ProjectionExpression: '#name',
+          ExpressionAttributeNames: { '#name': REGISTRY_SCHEMA.partitionKey },
+          ConsistentRead: true,
+          ...(startKey !== undefined ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const name = item[REGISTRY_SCHEMA.partitionKey];
+        if (typeof name === 'string') names.add(name);
+      }
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return names;
+  };
 }
 
 /**

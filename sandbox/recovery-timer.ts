@@ -17,7 +17,7 @@ import { ConfigError } from '../lib/config';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import type { Fields, Logger } from '../lib/observability';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
-import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs } from '../lib/recovery';
+import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs, registryEndpointNames } from '../lib/recovery';
 
 /** The sandbox's setting: ms between two runs of the recovery timer. */
 export const RECOVERY_INTERVAL_ENV = 'HANDOFF_RECOVERY_INTERVAL_MS';
@@ -30,6 +30,8 @@ export interface RecoveryTimerOptions {
   readonly dynamodb: DynamoDBClient;
   readonly sqs: SQSClient;
   readonly ledgerTable: string;
+  /** The endpoint registry: rows of endpoints no longer in it are left alone. */
+  readonly endpointsTable?: string;
   readonly queueUrl: string;
   readonly deadLetterQueueUrl: string;
   /** The delivery queue's visibility timeout: the grace is this plus SANDBOX_RECOVERY_MARGIN_MS. */
@@ -63,10 +65,9 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
   const intervalMs = options.intervalMs ?? recoveryIntervalMs(options.env);
   const graceMs = recoveryGraceMs(options.visibilityTimeoutSeconds, SANDBOX_RECOVERY_MARGIN_MS);
   const now = options.now ?? Date.now;
-  const ledger = new DynamoDbLedger({
-    client: DynamoDBDocumentClient.from(options.dynamodb, { marshallOptions: { removeUndefinedValues: true } }),
-    tableName: options.ledgerTable,
-  });
+  const documents = DynamoDBDocumentClient.from(options.dynamodb, { marshallOptions: { removeUndefinedValues: true } });
+  const ledger = new DynamoDbLedger({ client: documents, tableName: options.ledgerTable });
+  const endpointNames = options.endpointsTable !== undefined ? registryEndpointNames(documents, options.endpointsTable) : undefined;
   const queue = new SqsDeliveryQueue({ client: options.sqs, queueUrl: options.queueUrl, deadLetterQueueUrl: options.deadLetterQueueUrl });
   const logger = displayLogger(options.log);
   let cursor: string | undefined;
@@ -76,7 +77,16 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
 
   const run = async () => {
     try {
-      const result = await recoverStuck({ ledger, queue, now, graceMs, limit: RECOVERY_LIMIT, logger, ...(cursor !== undefined ? { cursor } : {}) });
+      const result = await recoverStuck({
+        ledger,
+        queue,
+        now,
+        graceMs,
+        limit: RECOVERY_LIMIT,
+        logger,
+        ...(cursor !== undefined ? { cursor } : {}),
+        ...(endpointNames !== undefined ? { endpointNames } : {}),
+      });
       cursor = result.cursor;
       options.metrics?.(recoveredMetricDocument(result.recovered, now()));
     } catch (error) {
@@ -115,7 +125,8 @@ function displayLogger(log: (line: string) => void): Logger {
       }
     },
     warn(message: string, fields?: Fields) {
-      log(`${message}${fields?.errorMessage ? `: ${String(fields.errorMessage)}` : ''}`);
+      const subject = fields?.eventId !== undefined ? `${String(fields.eventId)} → ${String(fields.endpoint)} ` : '';
+      log(`${subject}${message}${fields?.errorMessage ? `: ${String(fields.errorMessage)}` : ''}`);
     },
     error(message: string, fields?: Fields) {
       log(`${message}${fields?.errorMessage ? `: ${String(fields.errorMessage)}` : ''}`);

@@ -578,7 +578,7 @@ describe('WebhookDelivery', () => {
       expect(() => build({ recoveryInterval: Duration.minutes(90) })).toThrow(/^recoveryInterval must be whole minutes from 1 to 60/);
     });
 
-    it('is told the ledger table, the delivery queue, a grace of the visibility timeout plus 5 minutes and its limit', () => {
+    it('is told the ledger table, the delivery queue, the registry, a grace of the visibility timeout plus 5 minutes and its limit', () => {
       const built = build();
       const { visibilityTimeoutSeconds } = derivedTimings(defaults);
 
@@ -587,6 +587,7 @@ describe('WebhookDelivery', () => {
           Variables: {
             [RESOURCE_ENV.ledgerTable]: { Ref: built.stack.getLogicalId(built.delivery.ledgerTable.node.defaultChild as never) },
             [RESOURCE_ENV.queueUrl]: { Ref: built.stack.getLogicalId(built.delivery.queue.node.defaultChild as never) },
+            [RESOURCE_ENV.endpointsTable]: { Ref: built.stack.getLogicalId(built.delivery.endpointRegistry.table.node.defaultChild as never) },
             [RECOVERY_ENV.graceMs]: String(visibilityTimeoutSeconds * 1000 + 5 * 60_000),
             [RECOVERY_ENV.limit]: String(RECOVERY_LIMIT),
             NODE_OPTIONS: '--enable-source-maps',
@@ -595,9 +596,10 @@ describe('WebhookDelivery', () => {
       });
     });
 
-    it("may query the ledger's listing index, read the rows it lists and send to the delivery queue, nothing more", () => {
+    it("may query the ledger's listing index, read the rows it lists, scan the registry's names and send to the delivery queue, nothing more", () => {
       const { template, stack, delivery } = build();
       const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(delivery.ledgerTable.node.defaultChild as never), 'Arn'] };
+      const registry = delivery.endpointRegistry;
       const statements = recoveryStatements(template);
 
       expect(statements.filter((s) => !String([s.Action].flat()[0]).startsWith('logs:'))).toEqual([
@@ -614,10 +616,24 @@ describe('WebhookDelivery', () => {
           Resource: { 'Fn::GetAtt': [stack.getLogicalId(delivery.queue.node.defaultChild as never), 'Arn'] },
           Sid: 'DeliveryQueueSend',
         },
+        {
+          Action: 'dynamodb:Scan',
+          Effect: 'Allow',
+          Resource: { 'Fn::GetAtt': [stack.getLogicalId(registry.table.node.defaultChild as never), 'Arn'] },
+          Sid: 'EndpointNamesRead',
+        },
+        {
+          Action: 'kms:Decrypt',
+          Effect: 'Allow',
+          Resource: { 'Fn::GetAtt': [stack.getLogicalId(registry.encryptionKey.node.defaultChild as never), 'Arn'] },
+          Sid: 'EndpointNamesDecrypt',
+        },
       ]);
       expect(statements.flatMap((s) => [s.Action].flat()).sort()).toEqual([
         'dynamodb:BatchGetItem',
         'dynamodb:Query',
+        'dynamodb:Scan',
+        'kms:Decrypt',
         'logs:CreateLogStream',
         'logs:PutLogEvents',
         'sqs:SendMessage',

@@ -8,7 +8,9 @@
  * failed a moment ago is "quiet long enough" without the test sleeping; the consumer keeps the real
  * clock (its claims are due: the retry schedule's first wait is 0).
  */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseEvent } from '../../lib/event';
@@ -16,7 +18,8 @@ import { RESOURCE_ENV } from '../../lib/config';
 import { createLogger, SERVICE_NAME } from '../../lib/observability';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
-import { RECOVERY_ENV, recoverStuck } from '../../lib/recovery';
+import { RECOVERY_ENV, recoverStuck, registryEndpointNames } from '../../lib/recovery';
+import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler, type Queues } from '../helpers/consumer-harness';
 import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
 
@@ -195,6 +198,61 @@ describe('Function: recoverStuck, on the emulators with the real consumer', () =
     expect(recoveredIds).not.toContain('evt_leased');
     expect(harness.receiver.requestsFor('evt_later')).toHaveLength(1);
     expect(harness.receiver.requestsFor('evt_leased')).toHaveLength(1);
+  });
+});
+
+describe('Function: registryEndpointNames', () => {
+  it("reads the registry's endpoint names, and recovery leaves alone the stranded rows of any other endpoint", async () => {
+    // Prepare: a registry holding `default` only; stranded rows for `default` and for `removed`.
+    const dynamodb = new DynamoDBClient({ region: REGION, endpoint: harness.emulators.dynamodbEndpoint, credentials: CREDENTIALS });
+    const documents = DynamoDBDocumentClient.from(dynamodb);
+    await createEndpointsTable(dynamodb, 'handoff-endpoints-recovery-test');
+    await documents.send(new PutCommand({ TableName: 'handoff-endpoints-recovery-test', Item: { name: 'default', fields: { name: 'default', secret: 'whsec_x' } } }));
+    const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
+    await strand(await coldStart(queues, 0), queues, 'evt_present');
+    const parsed = parseEvent(eventBody('evt_gone_endpoint'));
+    if (!parsed.ok) throw parsed.error;
+    const { claimToken } = await harness.ledger.claim({
+      event: parsed.value,
+      endpoint: 'removed',
+      owner: 'w',
+      nowMs: Date.now(),
+      leaseMs: 1000,
+      policy: DEFAULT_RETRY_POLICY,
+      retentionSeconds: 30 * 86_400,
+    });
+    const nowMs = Date.now();
+    await harness.ledger.recordAttempt({
+      eventId: 'evt_gone_endpoint',
+      endpoint: 'removed',
+      claimToken,
+      nowMs,
+      attempt: { attempt: 1, at: nowMs, outcome: 'temporary', status: 503, durationMs: 1 },
+      outcome: { kind: 'temporary', status: 503 },
+      next: { state: 'pending', nextAttemptAt: nowMs },
+    });
+    const endpointNames = registryEndpointNames(documents, 'handoff-endpoints-recovery-test');
+
+    // Act
+    const names = await endpointNames();
+    const lines: string[] = [];
+    const run = await recoverStuck({
+      ledger: harness.ledger,
+      queue: new SqsDeliveryQueue({ client: sqs, queueUrl: queues.queueUrl, deadLetterQueueUrl: queues.deadLetterQueueUrl }),
+      now: () => Date.now() + AHEAD_MS,
+      graceMs: GRACE_MS,
+      limit: 1000,
+      logger: createLogger({ service: SERVICE_NAME, write: (line) => lines.push(line) }),
+      endpointNames,
+    });
+    dynamodb.destroy();
+
+    // Assess
+    expect([...names]).toEqual(['default']);
+    const entries = lines.map((line) => JSON.parse(line) as { message: string; eventId?: string; endpoint?: string });
+    expect(entries).toContainEqual(expect.objectContaining({ message: 'recovered', eventId: 'evt_present', endpoint: 'default' }));
+    expect(entries).toContainEqual(expect.objectContaining({ message: 'not recovered: endpoint removed', eventId: 'evt_gone_endpoint', endpoint: 'removed' }));
+    expect(run.orphaned).toBe(1);
   });
 });
 

@@ -84,7 +84,7 @@ describe('Function: recoverStuck', () => {
 
     // Assess
     expect(queue.sent).toEqual([{ body: event('evt_1').body, endpoint: 'billing' }]);
-    expect(run).toEqual({ examined: 1, recovered: 1, queueFailed: false });
+    expect(run).toEqual({ examined: 1, recovered: 1, orphaned: 0, queueFailed: false });
   });
 
   it('leaves a row alone until its due time plus the grace has passed', async () => {
@@ -171,7 +171,7 @@ describe('Function: recoverStuck', () => {
     const run = await recoverStuck(deps(ledger, queue, T0 + 100 * GRACE_MS));
 
     // Assess
-    expect(run).toEqual({ examined: 0, recovered: 0, queueFailed: false });
+    expect(run).toEqual({ examined: 0, recovered: 0, orphaned: 0, queueFailed: false });
     expect(queue.sent).toEqual([]);
   });
 
@@ -229,6 +229,43 @@ describe('Function: recoverStuck', () => {
     expect(refused).toMatchObject({ recovered: 0, queueFailed: true, cursor: first.cursor });
     expect(again).toMatchObject({ recovered: 1, queueFailed: false });
     expect(queue.sent.map((m) => JSON.parse(m.body).id)).toEqual(['evt_0', 'evt_1']);
+  });
+
+  it('leaves alone a stranded row whose endpoint left the registry, counting and logging it', async () => {
+    // Prepare: two stranded rows, one of an endpoint since removed.
+    const lines: string[] = [];
+    const ledger = new MemoryLedger({ now: () => STRANDED_AT });
+    const queue = new FakeQueue();
+    await failedOnce(ledger, 'evt_kept', T0, 'billing');
+    await failedOnce(ledger, 'evt_orphan', T0, 'removed');
+    let reads = 0;
+    const endpointNames = async () => {
+      reads += 1;
+      return new Set(['billing', 'default']);
+    };
+
+    // Act
+    const run = await recoverStuck(
+      deps(ledger, queue, STRANDED_AT, { endpointNames, logger: createLogger({ service: SERVICE_NAME, write: (line) => lines.push(line) }) }),
+    );
+
+    // Assess: the registry read once for the run.
+    expect(queue.sent.map((m) => m.endpoint)).toEqual(['billing']);
+    expect(run).toMatchObject({ recovered: 1, orphaned: 1 });
+    expect(reads).toBe(1);
+    expect(lines.map((line) => JSON.parse(line))).toContainEqual(
+      expect.objectContaining({ level: 'warn', message: 'not recovered: endpoint removed', eventId: 'evt_orphan', endpoint: 'removed' }),
+    );
+  });
+
+  it('does not read the registry when nothing is stranded', async () => {
+    const ledger = new MemoryLedger({ now: () => STRANDED_AT });
+    await failedOnce(ledger, 'evt_1', T0);
+    let reads = 0;
+
+    await recoverStuck(deps(ledger, new FakeQueue(), STRANDED_AT - 1, { endpointNames: async () => (reads++, new Set<string>()) }));
+
+    expect(reads).toBe(0);
   });
 
   it('is safe to run twice at once: each run may enqueue a row, no more', async () => {
