@@ -1,0 +1,89 @@
+/**
+ * Stuck-work recovery end to end (docs/contract.md §12 "Stuck work"), in the sandbox: a delivery's
+ * first attempt draws a 503, the consumer schedules the retry on its message, and the test then
+ * deletes that message (PurgeQueue removes it in flight too), as SQS's redrive would: the row is
+ * pending with no message. The sandbox's recovery timer finds it and enqueues it again, and it is
+ * delivered, once.
+ *
+ * Timings shortened for the test: the retry waits 4 s (time enough to delete the message first),
+ * the queue's visibility timeout is 2 s (the grace is that plus 1 s) and the timer runs every 500 ms.
+ */
+import { createServer } from 'node:http';
+import { PurgeQueueCommand } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listenOnLoopback, type Listening } from '../helpers/loopback';
+import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+import { eventually, SandboxClients } from '../helpers/sandbox-clients';
+
+const SETTLE_MS = 45_000;
+
+let receiver: Listening;
+/** Every request's event ID and the status it was answered with, in arrival order. */
+const arrivals: { eventId: string; status: number }[] = [];
+let sandbox: SandboxProcess;
+let clients: SandboxClients;
+
+beforeAll(async () => {
+  // 503 to an event's first request, 200 afterwards.
+  receiver = await listenOnLoopback(
+    createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        const eventId = String(request.headers['idempotency-key'] ?? '');
+        const status = arrivals.some((a) => a.eventId === eventId) ? 200 : 503;
+        arrivals.push({ eventId, status });
+        response.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'no');
+      });
+    }),
+  );
+  sandbox = await startSandboxProcess({
+    endpoints: [{ name: 'billing', url: receiver.url, eventTypes: ['*'] }],
+    env: {
+      HANDOFF_RETRY_SCHEDULE: '4',
+      HANDOFF_MAX_ATTEMPTS: '3',
+      HANDOFF_ATTEMPT_TIMEOUT_MS: '1000',
+      HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '2',
+      HANDOFF_RECOVERY_INTERVAL_MS: '500',
+    },
+  });
+  clients = new SandboxClients(sandbox.ready);
+}, 90_000);
+
+afterAll(async () => {
+  clients?.close();
+  await sandbox?.stop('SIGKILL');
+  await receiver?.close();
+});
+
+describe('Stuck-work recovery in the sandbox', () => {
+  it(
+    'delivers a pending delivery whose message was deleted after a 503, through the recovery timer, once',
+    async () => {
+      // Prepare: the first attempt fails, then its message is deleted.
+      const key = { eventId: 'evt_stranded', endpoint: 'billing' };
+      await clients.send(JSON.stringify({ id: key.eventId, shipmentId: 'shp_1', status: 'delivered', occurredAt: '2026-12-03T05:00:00Z' }));
+      await eventually('the first attempt to fail', async () => {
+        const record = await clients.ledger.get(key);
+        return record?.state === 'pending' && record.attempts === 1 && record.nextAttemptAt !== undefined ? record : undefined;
+      }, { timeoutMs: SETTLE_MS, intervalMs: 50 });
+      await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: sandbox.ready.queueUrl }));
+
+      // Act: the timer's doing.
+      const line = await sandbox.waitForLog(/evt_stranded → billing enqueued again/);
+      const delivered = await eventually('the delivery to be delivered', async () => {
+        const record = await clients.ledger.get(key);
+        return record?.state === 'delivered' ? record : undefined;
+      }, { timeoutMs: SETTLE_MS });
+
+      // Assess: one failed request, then one accepted, from the recovered message.
+      expect(line).toMatch(/^.*recovery: evt_stranded → billing enqueued again/);
+      expect(delivered.attempts).toBe(2);
+      expect(arrivals.filter((a) => a.eventId === key.eventId)).toEqual([
+        { eventId: key.eventId, status: 503 },
+        { eventId: key.eventId, status: 200 },
+      ]);
+      expect(await clients.readDeadLetters()).toEqual([]);
+    },
+    90_000,
+  );
+});
