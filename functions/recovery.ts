@@ -8,7 +8,7 @@
  * at the oldest listed row (lib/recovery.ts).
  *
  * Environment: RESOURCE_ENV's ledger table and queue URL (lib/config.ts), and its endpoint registry
- * table when there is one (rows of endpoints no longer in it are left alone); RECOVERY_ENV's grace
+ * table when there is one (rows of endpoints no longer in it, or paused, are left alone); RECOVERY_ENV's grace
  * (required) and limit (lib/recovery.ts). A bad or missing one fails the cold start naming it.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -18,7 +18,7 @@ import { ConfigError, RESOURCE_ENV } from '../lib/config';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { createLogger, SERVICE_NAME } from '../lib/observability';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
-import { RECOVERY_ENV, RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, registryEndpointNames, type RecoveryRun } from '../lib/recovery';
+import { RECOVERY_ENV, RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, registryEndpoints, type RecoveryRun } from '../lib/recovery';
 
 const env = process.env;
 const graceMs = wholeNumber(env[RECOVERY_ENV.graceMs], RECOVERY_ENV.graceMs);
@@ -38,7 +38,7 @@ const queue = new SqsDeliveryQueue({
 });
 
 const endpointsTable = env[RESOURCE_ENV.endpointsTable] || undefined;
-const endpointNames = endpointsTable !== undefined ? registryEndpointNames(dynamodb, endpointsTable) : undefined;
+const endpoints = endpointsTable !== undefined ? registryEndpoints(dynamodb, endpointsTable) : undefined;
 
 /** Where the last run of this container stopped. */
 let cursor: string | undefined;
@@ -54,7 +54,7 @@ export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complet
       limit,
       logger,
       ...(cursor !== undefined ? { cursor } : {}),
-      ...(endpointNames !== undefined ? { endpointNames } : {}),
+      ...(endpoints !== undefined ? { endpoints } : {}),
     });
   } catch (error) {
     // The next run starts over at the oldest row, whatever failed here (the ledger, a stale cursor).
@@ -63,7 +63,7 @@ export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complet
   }
   cursor = run.cursor;
   process.stdout.write(`${recoveredMetricDocument(run.recovered, Date.now())}\n`);
-  const summary = { examined: run.examined, recovered: run.recovered, orphaned: run.orphaned, queueFailed: run.queueFailed, complete: run.cursor === undefined };
+  const summary = { examined: run.examined, recovered: run.recovered, orphaned: run.orphaned, held: run.held, queueFailed: run.queueFailed, complete: run.cursor === undefined };
   logger.info('recovery run', summary);
   return summary;
 }

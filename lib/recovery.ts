@@ -40,9 +40,13 @@
  * read (the listing's window, of the index's sort key). A stranded row is thus enqueued within its quiet time, plus the grace,
  * plus one interval per `limit` rows listed before it.
  *
- * A row of an endpoint no longer in the registry is left alone (`endpointNames`): the consumer
- * acknowledges a message for a removed endpoint without touching its row, so enqueuing it would
- * repeat at every run until the row expires. Such rows are counted (`orphaned`) and logged.
+ * The registry is read once per run that finds a stranded row (`endpoints`: names and pauses only):
+ * - a row of an endpoint no longer in the registry is left alone: the consumer acknowledges a
+ *   message for a removed endpoint without touching its row, so enqueuing it would repeat at every
+ *   run until the row expires. Such rows are counted (`orphaned`) and logged;
+ * - a row of a paused endpoint (docs/contract.md §12 back-pressure) is left alone until the pause
+ *   ends plus the grace: the consumer holds its message until then without writing the row, so the
+ *   row looks quiet although its message is merely held (`held`).
  *
  * A row whose budget is spent (its last claim's worker died) is enqueued like any other: the
  * consumer then marks it dead (`exhausted`) and dead-letters it with that reason.
@@ -95,10 +99,16 @@ export interface RecoveryDeps {
   readonly cursor?: string;
   readonly logger: Logger;
   /**
-   * The endpoints in the registry now, read once per run when a stranded row is found. Absent:
-   * every endpoint counts as present (the single-URL consumer, with no registry).
+   * The endpoints in the registry now, by name, with the end of a pause (epoch ms) where one was
+   * written; read once per run when a stranded row is found. Absent: every endpoint counts as
+   * present and unpaused (the single-URL consumer, with no registry).
    */
-  readonly endpointNames?: () => Promise<ReadonlySet<string>>;
+  readonly endpoints?: () => Promise<ReadonlyMap<string, EndpointView>>;
+}
+
+/** What recovery needs of a registry entry. */
+export interface EndpointView {
+  readonly pausedUntil?: number;
 }
 
 export interface RecoveryRun {
@@ -108,6 +118,8 @@ export interface RecoveryRun {
   readonly recovered: number;
   /** Stranded rows left alone because their endpoint is no longer in the registry. */
   readonly orphaned: number;
+  /** Rows left alone because their endpoint is paused (their messages are held until then). */
+  readonly held: number;
   /** Where the next run starts; absent when this one reached the end of the listing (or read nothing). */
   readonly cursor?: string;
   /** True when the queue refused a page's messages: the run stopped, and the cursor points before that page. */
@@ -143,21 +155,29 @@ export async function recoverStuck(deps: RecoveryDeps): Promise<RecoveryRun> {
   let examined = 0;
   let recovered = 0;
   let orphaned = 0;
-  let names: ReadonlySet<string> | undefined;
+  let held = 0;
+  let registry: ReadonlyMap<string, EndpointView> | undefined;
   while (examined < deps.limit && untilMs > 0) {
     const options: ListOptions = { limit: Math.min(PAGE_SIZE, deps.limit - examined), untilMs, ...(cursor !== undefined ? { cursor } : {}) };
     const page = await ledger.listByState('pending', options);
     examined += page.records.length;
     const nowMs = deps.now();
     let stranded = page.records.filter((record) => isStranded(record, nowMs, graceMs));
-    if (stranded.length > 0 && deps.endpointNames !== undefined) {
-      names ??= await deps.endpointNames();
-      const present = stranded.filter((record) => names!.has(record.endpoint));
-      for (const record of stranded) {
-        if (!names.has(record.endpoint)) logger.warn('not recovered: endpoint removed', { eventId: record.eventId, endpoint: record.endpoint });
-      }
-      orphaned += stranded.length - present.length;
-      stranded = present;
+    if (stranded.length > 0 && deps.endpoints !== undefined) {
+      const endpoints = (registry ??= await deps.endpoints());
+      stranded = stranded.filter((record) => {
+        const endpoint = endpoints.get(record.endpoint);
+        if (endpoint === undefined) {
+          logger.warn('not recovered: endpoint removed', { eventId: record.eventId, endpoint: record.endpoint });
+          orphaned += 1;
+          return false;
+        }
+        if (endpoint.pausedUntil !== undefined && nowMs < endpoint.pausedUntil + graceMs) {
+          held += 1;
+          return false;
+        }
+        return true;
+      });
     }
     if (stranded.length > 0) {
       const messages: EndpointMessage[] = stranded.map((record) => ({ body: record.body!, endpoint: record.endpoint }));
@@ -166,7 +186,7 @@ export async function recoverStuck(deps: RecoveryDeps): Promise<RecoveryRun> {
       } catch (error) {
         // Some may have been sent: harmless, the claim decides. The next run reads this page again.
         logger.error('recovery enqueue failed', { ...errorFields(error), deliveries: stranded.length });
-        return { examined, recovered, orphaned, ...(cursor !== undefined ? { cursor } : {}), queueFailed: true };
+        return { examined, recovered, orphaned, held, ...(cursor !== undefined ? { cursor } : {}), queueFailed: true };
       }
       recovered += stranded.length;
       for (const record of stranded) {
@@ -181,34 +201,36 @@ export async function recoverStuck(deps: RecoveryDeps): Promise<RecoveryRun> {
     cursor = page.cursor;
     if (cursor === undefined) break;
   }
-  return { examined, recovered, orphaned, ...(cursor !== undefined ? { cursor } : {}), queueFailed: false };
+  return { examined, recovered, orphaned, held, ...(cursor !== undefined ? { cursor } : {}), queueFailed: false };
 }
 
 /**
- * The names of the endpoints in the registry table, reading the key alone (ProjectionExpression):
- * never an endpoint's fields, so never its secret.
+ * The endpoints in the registry table and their pauses, reading two attributes of each item
+ * (ProjectionExpression: the name and `pausedUntil`): never an endpoint's fields, so never its secret.
  */
-export function registryEndpointNames(client: DynamoDBDocumentClient, tableName: string): () => Promise<ReadonlySet<string>> {
+export function registryEndpoints(client: DynamoDBDocumentClient, tableName: string): () => Promise<ReadonlyMap<string, EndpointView>> {
+  const { partitionKey, attributes } = REGISTRY_SCHEMA;
   return async () => {
-    const names = new Set<string>();
+    const endpoints = new Map<string, EndpointView>();
     let startKey: Record<string, unknown> | undefined;
     do {
       const page: ScanCommandOutput = await client.send(
         new ScanCommand({
           TableName: tableName,
-          ProjectionExpression: '#name',
-          ExpressionAttributeNames: { '#name': REGISTRY_SCHEMA.partitionKey },
+          ProjectionExpression: '#name, #paused',
+          ExpressionAttributeNames: { '#name': partitionKey, '#paused': attributes.pausedUntil },
           ConsistentRead: true,
           ...(startKey !== undefined ? { ExclusiveStartKey: startKey } : {}),
         }),
       );
       for (const item of page.Items ?? []) {
-        const name = item[REGISTRY_SCHEMA.partitionKey];
-        if (typeof name === 'string') names.add(name);
+        const name = item[partitionKey];
+        const pausedUntil = item[attributes.pausedUntil];
+        if (typeof name === 'string') endpoints.set(name, typeof pausedUntil === 'number' ? { pausedUntil } : {});
       }
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
-    return names;
+    return endpoints;
   };
 }
 

@@ -17,7 +17,7 @@ import { ConfigError } from '../lib/config';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import type { Fields, Logger } from '../lib/observability';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
-import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs, registryEndpointNames } from '../lib/recovery';
+import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs, registryEndpoints } from '../lib/recovery';
 
 /** The sandbox's setting: ms between two runs of the recovery timer. */
 export const RECOVERY_INTERVAL_ENV = 'HANDOFF_RECOVERY_INTERVAL_MS';
@@ -30,7 +30,7 @@ export interface RecoveryTimerOptions {
   readonly dynamodb: DynamoDBClient;
   readonly sqs: SQSClient;
   readonly ledgerTable: string;
-  /** The endpoint registry: rows of endpoints no longer in it are left alone. */
+  /** The endpoint registry: rows of endpoints no longer in it, or paused, are left alone. */
   readonly endpointsTable?: string;
   readonly queueUrl: string;
   readonly deadLetterQueueUrl: string;
@@ -67,7 +67,7 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
   const now = options.now ?? Date.now;
   const documents = DynamoDBDocumentClient.from(options.dynamodb, { marshallOptions: { removeUndefinedValues: true } });
   const ledger = new DynamoDbLedger({ client: documents, tableName: options.ledgerTable });
-  const endpointNames = options.endpointsTable !== undefined ? registryEndpointNames(documents, options.endpointsTable) : undefined;
+  const endpoints = options.endpointsTable !== undefined ? registryEndpoints(documents, options.endpointsTable) : undefined;
   const queue = new SqsDeliveryQueue({ client: options.sqs, queueUrl: options.queueUrl, deadLetterQueueUrl: options.deadLetterQueueUrl });
   const logger = displayLogger(options.log);
   let cursor: string | undefined;
@@ -85,7 +85,7 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
         limit: RECOVERY_LIMIT,
         logger,
         ...(cursor !== undefined ? { cursor } : {}),
-        ...(endpointNames !== undefined ? { endpointNames } : {}),
+        ...(endpoints !== undefined ? { endpoints } : {}),
       });
       cursor = result.cursor;
       options.metrics?.(recoveredMetricDocument(result.recovered, now()));

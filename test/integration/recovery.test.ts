@@ -18,7 +18,7 @@ import { RESOURCE_ENV } from '../../lib/config';
 import { createLogger, SERVICE_NAME } from '../../lib/observability';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
-import { RECOVERY_ENV, recoverStuck, registryEndpointNames } from '../../lib/recovery';
+import { RECOVERY_ENV, recoverStuck, registryEndpoints } from '../../lib/recovery';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler, type Queues } from '../helpers/consumer-harness';
 import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
@@ -201,13 +201,14 @@ describe('Function: recoverStuck, on the emulators with the real consumer', () =
   });
 });
 
-describe('Function: registryEndpointNames', () => {
-  it("reads the registry's endpoint names, and recovery leaves alone the stranded rows of any other endpoint", async () => {
-    // Prepare: a registry holding `default` only; stranded rows for `default` and for `removed`.
+describe('Function: registryEndpoints', () => {
+  it("reads the registry's endpoint names and pauses, and recovery leaves alone the stranded rows of any other endpoint", async () => {
+    // Prepare: a registry holding `default` and a paused `slow`; stranded rows for `default` and for `removed`.
     const dynamodb = new DynamoDBClient({ region: REGION, endpoint: harness.emulators.dynamodbEndpoint, credentials: CREDENTIALS });
     const documents = DynamoDBDocumentClient.from(dynamodb);
     await createEndpointsTable(dynamodb, 'handoff-endpoints-recovery-test');
     await documents.send(new PutCommand({ TableName: 'handoff-endpoints-recovery-test', Item: { name: 'default', fields: { name: 'default', secret: 'whsec_x' } } }));
+    await documents.send(new PutCommand({ TableName: 'handoff-endpoints-recovery-test', Item: { name: 'slow', fields: { name: 'slow' }, pausedUntil: 1_900_000_000_000 } }));
     const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
     await strand(await coldStart(queues, 0), queues, 'evt_present');
     const parsed = parseEvent(eventBody('evt_gone_endpoint'));
@@ -231,10 +232,10 @@ describe('Function: registryEndpointNames', () => {
       outcome: { kind: 'temporary', status: 503 },
       next: { state: 'pending', nextAttemptAt: nowMs },
     });
-    const endpointNames = registryEndpointNames(documents, 'handoff-endpoints-recovery-test');
+    const endpoints = registryEndpoints(documents, 'handoff-endpoints-recovery-test');
 
     // Act
-    const names = await endpointNames();
+    const read = await endpoints();
     const lines: string[] = [];
     const run = await recoverStuck({
       ledger: harness.ledger,
@@ -243,12 +244,13 @@ describe('Function: registryEndpointNames', () => {
       graceMs: GRACE_MS,
       limit: 1000,
       logger: createLogger({ service: SERVICE_NAME, write: (line) => lines.push(line) }),
-      endpointNames,
+      endpoints,
     });
     dynamodb.destroy();
 
     // Assess
-    expect([...names]).toEqual(['default']);
+    // Names and pauses only: no field, so no secret, is read.
+    expect(new Map(read)).toEqual(new Map([['default', {}], ['slow', { pausedUntil: 1_900_000_000_000 }]]));
     const entries = lines.map((line) => JSON.parse(line) as { message: string; eventId?: string; endpoint?: string });
     expect(entries).toContainEqual(expect.objectContaining({ message: 'recovered', eventId: 'evt_present', endpoint: 'default' }));
     expect(entries).toContainEqual(expect.objectContaining({ message: 'not recovered: endpoint removed', eventId: 'evt_gone_endpoint', endpoint: 'removed' }));

@@ -84,7 +84,7 @@ describe('Function: recoverStuck', () => {
 
     // Assess
     expect(queue.sent).toEqual([{ body: event('evt_1').body, endpoint: 'billing' }]);
-    expect(run).toEqual({ examined: 1, recovered: 1, orphaned: 0, queueFailed: false });
+    expect(run).toEqual({ examined: 1, recovered: 1, orphaned: 0, held: 0, queueFailed: false });
   });
 
   it('leaves a row alone until its due time plus the grace has passed', async () => {
@@ -171,7 +171,7 @@ describe('Function: recoverStuck', () => {
     const run = await recoverStuck(deps(ledger, queue, T0 + 100 * GRACE_MS));
 
     // Assess
-    expect(run).toEqual({ examined: 0, recovered: 0, orphaned: 0, queueFailed: false });
+    expect(run).toEqual({ examined: 0, recovered: 0, orphaned: 0, held: 0, queueFailed: false });
     expect(queue.sent).toEqual([]);
   });
 
@@ -239,14 +239,17 @@ describe('Function: recoverStuck', () => {
     await failedOnce(ledger, 'evt_kept', T0, 'billing');
     await failedOnce(ledger, 'evt_orphan', T0, 'removed');
     let reads = 0;
-    const endpointNames = async () => {
+    const endpoints = async () => {
       reads += 1;
-      return new Set(['billing', 'default']);
+      return new Map([
+        ['billing', {}],
+        ['default', {}],
+      ]);
     };
 
     // Act
     const run = await recoverStuck(
-      deps(ledger, queue, STRANDED_AT, { endpointNames, logger: createLogger({ service: SERVICE_NAME, write: (line) => lines.push(line) }) }),
+      deps(ledger, queue, STRANDED_AT, { endpoints, logger: createLogger({ service: SERVICE_NAME, write: (line) => lines.push(line) }) }),
     );
 
     // Assess: the registry read once for the run.
@@ -263,9 +266,28 @@ describe('Function: recoverStuck', () => {
     await failedOnce(ledger, 'evt_1', T0);
     let reads = 0;
 
-    await recoverStuck(deps(ledger, new FakeQueue(), STRANDED_AT - 1, { endpointNames: async () => (reads++, new Set<string>()) }));
+    await recoverStuck(deps(ledger, new FakeQueue(), STRANDED_AT - 1, { endpoints: async () => (reads++, new Map()) }));
 
     expect(reads).toBe(0);
+  });
+
+  it("leaves a paused endpoint's rows alone until the pause ends plus the grace (the consumer holds their messages until then)", async () => {
+    // Prepare: stranded by its own times, but its endpoint paused (a 429) until well after.
+    const ledger = new MemoryLedger({ now: () => STRANDED_AT });
+    const queue = new FakeQueue();
+    await failedOnce(ledger, 'evt_held', T0, 'slow');
+    const pausedUntil = STRANDED_AT + 3_600_000;
+    const endpoints = async () => new Map([['slow', { pausedUntil }]]);
+
+    // Act
+    const during = await recoverStuck(deps(ledger, queue, pausedUntil + GRACE_MS - 1, { endpoints }));
+    const sentDuring = queue.sent.length;
+    const after = await recoverStuck(deps(ledger, queue, pausedUntil + GRACE_MS, { endpoints }));
+
+    // Assess
+    expect(during).toMatchObject({ recovered: 0, held: 1 });
+    expect(sentDuring).toBe(0);
+    expect(after).toMatchObject({ recovered: 1, held: 0 });
   });
 
   it('is safe to run twice at once: each run may enqueue a row, no more', async () => {
