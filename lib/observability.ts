@@ -102,6 +102,8 @@ export const METRICS = {
   FannedOut: 'Count',
   /** Deliveries that died at an endpoint whose recovery is `drop`: kept dead in the ledger, not dead-lettered. */
   Dropped: 'Count',
+  /** Deliveries the stuck-work recovery enqueued again (lib/recovery.ts); published by the recovery function and the sandbox's timer. */
+  Recovered: 'Count',
   /** Deliveries held back, with no attempt spent, because their endpoint was paused (a 429, or a 503 with Retry-After). */
   Paused: 'Count',
 } as const;

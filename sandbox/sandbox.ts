@@ -45,6 +45,7 @@ import { startDemoReceiver, type DemoReceiver } from './demo-receiver';
 import { startEmulators, type Emulators } from './emulators';
 import { startPoller, type Poller } from './poller';
 import { metricsFileFor, MetricSink } from './metric-sink';
+import { startRecoveryTimer } from './recovery-timer';
 import { SANDBOX_CREDENTIALS, SANDBOX_REGION, sandboxStateFile, type SandboxState } from './state-file';
 import { WorkerPool } from './worker-pool';
 
@@ -283,6 +284,19 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     // Shutdown waits at most one function timeout for batches in flight, then kills the workers:
     // whatever they held returns to the queue, which is what a crash would do anyway.
     closers.push(() => poller.stop(timings.functionTimeoutSeconds * 1000));
+    // Stuck-work recovery (docs/contract.md §12): the scheduled function's code, on a timer here (HANDOFF_RECOVERY_INTERVAL_MS).
+    const recovery = startRecoveryTimer({
+      dynamodb,
+      sqs,
+      ledgerTable: SANDBOX_NAMES.ledgerTable,
+      endpointsTable: SANDBOX_NAMES.endpointsTable,
+      queueUrl,
+      deadLetterQueueUrl,
+      visibilityTimeoutSeconds,
+      log: (line) => display.log(`recovery: ${line}`),
+      metrics: (line) => metricSink.accept(line),
+    });
+    closers.push(() => recovery.stop());
 
     const stopCounts = watchCounts(
       { dynamodb, ledgerTable: SANDBOX_NAMES.ledgerTable, sqs, deadLetterQueueUrl, delivered: () => metricSink.totals().delivered },

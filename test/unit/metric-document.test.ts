@@ -47,6 +47,7 @@ describe('Function: readMetricDocument', () => {
         Unrouted: [0],
         FannedOut: [0],
         Dropped: [0],
+        Recovered: [0],
         Paused: [0],
       },
     });
