@@ -77,6 +77,11 @@ export interface BatchDeps {
 /** Receives a held message keeps in hand before its redrive: it is put back fresh at this many short of the limit. */
 const RECEIVES_KEPT = 3;
 
+/** Whether a message has so few receives left before SQS's own redrive that it must be put back fresh. */
+function nearRedrive(record: SQSRecord, deps: BatchDeps): boolean {
+  return deps.receiveLimit !== undefined && Number(record.attributes?.ApproximateReceiveCount) >= deps.receiveLimit - RECEIVES_KEPT;
+}
+
 /** What routing made of a record. */
 type Plan =
   | { readonly kind: 'deliver'; readonly endpoint: Endpoint; readonly parsed?: ParsedEvent }
@@ -253,6 +258,15 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
       // Retries counts failed attempts that will be tried again, not re-receives of work that
       // is in flight elsewhere or not yet due.
       if (attempt) metrics.add('Retries', 1, name);
+      // Near the queue's redrive (kills, re-receives and pauses all spend receives), put it back fresh instead.
+      if (endpoint !== undefined && nearRedrive(record, deps)) {
+        try {
+          await queue.enqueue(record.body, { endpoint: endpoint.name, delaySeconds: decision.afterSeconds });
+          return done(false, { why: decision.why, afterSeconds: decision.afterSeconds, requeued: true });
+        } catch (error) {
+          logger.warn('requeue failed', { eventId: decision.eventId, ...errorFields(error) });
+        }
+      }
       try {
         await queue.retryAfter(record.receiptHandle, decision.afterSeconds);
         return done(true, { why: decision.why, afterSeconds: decision.afterSeconds });
@@ -284,15 +298,15 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
  * A delivery to a paused endpoint: back on the queue when the pause ends, with no claim and no
  * attempt spent. If its visibility cannot be set it returns sooner and is held again.
  *
- * Every hold is a receive, and SQS moves a message received `maxReceiveCount` times to the
- * dead-letter queue by itself, with no reason and perhaps no row yet. So a message near that count
- * is put back as a fresh message for its endpoint (delayed by the pause, up to SQS's 15 min) and
- * this one acknowledged: long or repeated pauses never redrive a delivery.
+ * Every hold, retry and re-receive is a receive, and SQS moves a message received `maxReceiveCount`
+ * times to the dead-letter queue by itself, with no reason and perhaps no row yet. So a message near
+ * that count (`nearRedrive`), held here or retried, is put back as a fresh message for its endpoint
+ * (delayed by the wait, up to SQS's 15 min) and this one acknowledged: a delivery is never redriven.
  */
 async function hold(record: SQSRecord, plan: Plan & { kind: 'deliver' }, seconds: number, logger: Logger, deps: BatchDeps): Promise<boolean> {
   deps.metrics.add('Paused', 1, plan.endpoint.name);
   const fields = { ...(plan.parsed ? { eventId: plan.parsed.event.id } : {}), action: 'retry', why: 'paused', afterSeconds: seconds };
-  if (deps.receiveLimit !== undefined && Number(record.attributes?.ApproximateReceiveCount) >= deps.receiveLimit - RECEIVES_KEPT) {
+  if (nearRedrive(record, deps)) {
     try {
       await deps.queue.enqueue(record.body, { endpoint: plan.endpoint.name, delaySeconds: seconds });
       logger.info('delivery', { ...fields, action: 'ack', why: 'paused-requeued' });

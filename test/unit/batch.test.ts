@@ -373,6 +373,17 @@ describe('Function: processBatch routing', () => {
     expect(lines.find((l) => l.Endpoint === 'low-value')).toMatchObject({ Dropped: 1 });
   });
 
+  it("puts a retry near the queue's redrive back as a fresh message for its endpoint, delayed by the wait, and acknowledges it", async () => {
+    const { deps, queue } = setup({ b: retry('evt_b', 120) }, 10, [endpoint('carrier-acme')]);
+    const near = forEndpoint('b', 'carrier-acme', { attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: '14' } });
+
+    const response = await processBatch([near], { ...deps, receiveLimit: 17 });
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(queue.enqueued).toEqual([['b', { endpoint: 'carrier-acme', delaySeconds: 120 }]]);
+    expect(queue.visibility).toEqual([]);
+  });
+
   it('dead-letters with the endpoint attribute', async () => {
     const { deps, queue } = setup({ c: deadLetter('evt_c', 'rejected') }, 10, [endpoint('carrier-acme')]);
 
