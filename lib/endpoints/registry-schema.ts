@@ -29,6 +29,17 @@ export const REGISTRY_SCHEMA = {
     failures: 'failures',
     failingSince: 'failingSince',
     lastAcceptedAt: 'lastAcceptedAt',
+    /**
+     * Releasing parked deliveries after `endpoint enable` (lib/resume.ts): epoch ms the release
+     * began (the ramp counts from it) and the most per second it ramps up to. Removed once none is left.
+     */
+    resumeSince: 'resumeSince',
+    resumeRate: 'resumeRate',
+    /**
+     * The rate limit's schedule (lib/endpoints/rate-limit.ts): epoch ms of the endpoint's next free
+     * request slot, advanced by every consumer's reservation with a conditional write.
+     */
+    rateNext: 'rateNext',
   },
 } as const;
 
