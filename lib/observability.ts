@@ -106,6 +106,10 @@ export const METRICS = {
   Recovered: 'Count',
   /** Deliveries held back, with no attempt spent, because their endpoint was paused (a 429, or a 503 with Retry-After). */
   Paused: 'Count',
+  /** Deliveries parked, with no attempt spent, because their endpoint was disabled (docs/contract.md §12). */
+  Parked: 'Count',
+  /** Parked deliveries released after their endpoint was enabled, each with a message of its own (lib/resume.ts). */
+  Resumed: 'Count',
 } as const;
 export type MetricName = keyof typeof METRICS;
 
