@@ -5,7 +5,7 @@
  *
  * Routing, per record:
  * - a message for one endpoint (its `endpoint` attribute names it) is that endpoint's delivery;
- * - a producer's message is routed to the enabled endpoints that subscribe to its event. None:
+ * - a producer's message is routed to the endpoints that subscribe to its event. None:
  *   acknowledged, counted `Unrouted`. One: delivered on this very message, as a deployment with one
  *   receiver always did. Two or more: one message per endpoint is put on the queue (batched across
  *   the batch), then this one is acknowledged; each endpoint's delivery then retries and dies on its
@@ -27,6 +27,10 @@
  * - a throw:      reported alone. The batch itself never throws, since a thrown error would
  *                 return every message of the batch.
  *
+ * A delivery to a disabled endpoint is parked (docs/contract.md §12, `park` in lib/deliver.ts): the
+ * ledger keeps it pending with a parked marker, no attempt is spent, and its message is acknowledged;
+ * `endpoint enable` releases it (lib/resume.ts). Counted `Parked`.
+ *
  * Endpoint health (docs/contract.md §12, lib/endpoints/health.ts), when `health` is given:
  * - a delivery to a paused endpoint (its own message or a producer's delivered inline) is held
  *   without a claim, a request or any DynamoDB call: reported as a failure with its visibility set
@@ -42,6 +46,7 @@ import pLimit from 'p-limit';
 import {
   deadLetterInvalid,
   deliver as deliverOne,
+  park,
   type DeliverDeps,
   type DeliveryResult,
   type QueueMessage,
@@ -132,8 +137,8 @@ async function planOf(record: SQSRecord, endpoints: ReadonlyMap<string, Endpoint
   const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes);
   if (!parsed.ok) return { kind: 'invalid', parsed };
   const event = parsed.value.event;
-  // Disabled endpoints are not routed to (their deliveries are not parked in this release).
-  const routed = route([...endpoints.values()].filter((endpoint) => endpoint.state === 'enabled'), event);
+  // Disabled endpoints are routed to as well: their deliveries are parked, not dropped.
+  const routed = route([...endpoints.values()], event);
   // A message held by its one endpoint's pause comes back when the pause ends: looking up its rows
   // now would cost a query on every return while paused, for a route that is only held, not lost.
   if (routed.length === 1 && (deps.health?.pausedFor(routed[0]!.name) ?? 0) > 0) {
@@ -206,7 +211,8 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
     return false;
   }
   if (plan.kind === 'fan-out') throw new Error('unreachable: fan-out is answered by afterFanOut');
-  if (plan.kind === 'deliver' && deps.health !== undefined) {
+  const parking = plan.kind === 'deliver' && plan.endpoint.state === 'disabled';
+  if (plan.kind === 'deliver' && !parking && deps.health !== undefined) {
     const heldFor = deps.health.pausedFor(plan.endpoint.name);
     if (heldFor > 0) return hold(record, plan, heldFor, logger, deps);
   }
@@ -216,14 +222,11 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
     if (plan.kind === 'invalid') {
       result = { decision: await deadLetterInvalid(plan.parsed.error, delivery) };
     } else {
-      const deliverDeps: DeliverDeps = {
-        ...delivery,
-        endpoint: plan.endpoint.name,
-        policy: plan.endpoint.policy,
-        sender: await deps.routing.sender(plan.endpoint),
-      };
       const message: QueueMessage = plan.parsed ? { body: record.body, parsed: plan.parsed } : { body: record.body };
-      result = await (deps.deliver ?? deliverOne)(message, deliverDeps);
+      const endpointDeps = { ...delivery, endpoint: plan.endpoint.name, policy: plan.endpoint.policy };
+      result = parking
+        ? await park(message, endpointDeps)
+        : await (deps.deliver ?? deliverOne)(message, { ...endpointDeps, sender: await deps.routing.sender(plan.endpoint) });
     }
   } catch (error) {
     // The ledger could not be reached (or something unforeseen): leave the message untouched.
@@ -253,6 +256,7 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
   switch (decision.action) {
     case 'ack':
       if (decision.why === 'delivered') metrics.add('Delivered', 1, name);
+      if (decision.why === 'parked') metrics.add('Parked', 1, name);
       return done(false, { why: decision.why });
     case 'retry':
       // Retries counts failed attempts that will be tried again, not re-receives of work that

@@ -23,8 +23,11 @@ export type DeadLetterReason = 'rejected' | 'exhausted' | 'invalid' | 'identity-
 
 /** What the queue must do with the message. */
 export type QueueDecision =
-  /** Delete it: the outcome is durable (delivered, or a duplicate of settled work). */
-  | { readonly action: 'ack'; readonly eventId: string; readonly why: 'delivered' | 'duplicate' }
+  /**
+   * Delete it: the outcome is durable (delivered, or a duplicate of settled work), or the delivery
+   * is parked for its disabled endpoint, to be released when it is enabled (docs/contract.md §12).
+   */
+  | { readonly action: 'ack'; readonly eventId: string; readonly why: 'delivered' | 'duplicate' | 'parked' }
   /** Leave it in flight for `afterSeconds` (its new visibility), then try again. */
   | {
       readonly action: 'retry';
@@ -166,6 +169,35 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
   return { decision, attempt };
 }
 
+/**
+ * Parks one queue message for its disabled endpoint (docs/contract.md §12): the ledger keeps the
+ * delivery pending with a parked marker, spending no attempt and sending nothing, and the message
+ * is acknowledged; `endpoint enable` releases it. Where it may not be parked, the row decides as for
+ * a refused claim: a duplicate of settled work, a conflict, or work another worker is sending now.
+ * Throws only when the ledger is unavailable.
+ */
+export async function park(message: QueueMessage, deps: Omit<DeliverDeps, 'sender'>): Promise<DeliveryResult> {
+  let event = message.parsed;
+  if (event === undefined) {
+    const parsed = parseEvent(message.body, deps.payloadLimitBytes);
+    if (!parsed.ok) return { decision: await deadLetterInvalid(parsed.error, deps) };
+    event = parsed.value;
+  }
+  try {
+    const row = await deps.ledger.park({
+      event,
+      endpoint: deps.endpoint ?? DEFAULT_ENDPOINT,
+      nowMs: deps.now(),
+      policy: deps.policy,
+      retentionSeconds: deps.retentionSeconds,
+    });
+    return { decision: { action: 'ack', eventId: row.eventId, why: 'parked' } };
+  } catch (error) {
+    if (error instanceof ClaimRefusedError) return { decision: await decideWithoutSending(error.record, event, deps) };
+    throw error;
+  }
+}
+
 /** From an attempt's outcome to the row's next state and the queue's action. Pure. */
 export function whatFollows(
   outcome: AttemptOutcome,
@@ -209,7 +241,7 @@ export function whatFollows(
 async function decideWithoutSending(
   record: DeliveryRecord,
   event: ParsedEvent,
-  deps: DeliverDeps,
+  deps: Pick<DeliverDeps, 'ledger' | 'now'>,
 ): Promise<QueueDecision> {
   const eventId = record.eventId;
   const nowMs = deps.now();
@@ -223,6 +255,9 @@ async function decideWithoutSending(
       // Dead-lettering again is harmless (the ledger is the authority) and covers a worker that
       // died between marking the row dead and sending to the dead-letter queue.
       return { action: 'dead-letter', eventId, reason: record.deadReason ?? 'rejected', detail: record.deadDetail ?? 'dead' };
+    case 'parked':
+      // Parked for its disabled endpoint: released, with a message of its own, when it is enabled.
+      return { action: 'ack', eventId, why: 'parked' };
     case 'leased':
       return { action: 'retry', eventId, afterSeconds: secondsUntil(record.leaseExpiresAt, nowMs), why: 'in-flight' };
     case 'spent':
