@@ -4,12 +4,12 @@
  * (`#attempts = if_not_exists(#attempts, :zero) + :attempts`, each `#name` a record field) and sent
  * with the short attribute names of `WIRE_NAMES` behind short placeholders, compiled once per shape.
  */
-import type { ClaimInput, DeliveryKey, RecordAttemptInput, ReplayInput, AuditEntry } from './ledger';
+import type { ClaimInput, DeliveryKey, ParkInput, RecordAttemptInput, ReplayInput, AuditEntry } from './ledger';
 import { hashValue, storedEntry, storedValue } from './dynamodb-item';
 import { WIRE_NAMES } from './dynamodb-schema';
 import { listingKey, listingSort } from './listing';
-import { CLAIM_CONDITION, MAY_MARK_EXHAUSTED, MAY_RECORD, REPLAY_CONDITION } from './guards';
-import { claimChanges, markExhaustedChanges, recordChanges, replayChanges, type Change } from './transitions';
+import { CLAIM_CONDITION, MAY_MARK_EXHAUSTED, MAY_RECORD, MAY_UNPARK, PARK_EXISTING_CONDITION, PARK_NEW_CONDITION, REPLAY_CONDITION } from './guards';
+import { claimChanges, markExhaustedChanges, parkChanges, recordChanges, replayChanges, unparkChanges, type Change } from './transitions';
 
 export interface UpdateSpec {
   /** The update and condition as sent, compiled once per shape of write. */
@@ -51,6 +51,35 @@ export function markExhaustedSpec(key: DeliveryKey, nowMs: number): UpdateSpec {
 export function replaySpec(input: ReplayInput, entry: AuditEntry, lengths: ListLengths = {}): UpdateSpec {
   const shape = `replay ${lengths.audit ?? ''}`;
   return updateSpec(shape, input, replayChanges(input, entry), REPLAY_CONDITION, { ':dead': 'dead' }, 'ALL_NEW', lengths);
+}
+
+/**
+ * Parking's first write: the row created (or an invalid message's taken over) parked, listed at
+ * now. Answers with the row before it (ALL_OLD): nothing for a new event, whose row the adapter knows.
+ */
+export function parkNewSpec(input: ParkInput): UpdateSpec {
+  const key = { eventId: input.event.event.id, endpoint: input.endpoint };
+  return updateSpec('park new', key, parkChanges(input, undefined), PARK_NEW_CONDITION, {}, 'ALL_OLD');
+}
+
+/**
+ * Parking's second write, on the existing row read from the first's refusal: listed at that row's
+ * `createdAt`, under every park clause and the condition that the row is still the one read.
+ */
+export function parkExistingSpec(input: ParkInput, createdAt: number): UpdateSpec {
+  const key = { eventId: input.event.event.id, endpoint: input.endpoint };
+  const condition = {
+    ':contentHash': hashValue(input.event.contentHash),
+    ':pending': 'pending',
+    ':now': input.nowMs,
+    ':admittedAt': createdAt,
+  };
+  return updateSpec('park existing', key, parkChanges(input, { createdAt }), PARK_EXISTING_CONDITION, condition, 'ALL_NEW');
+}
+
+/** A parked row released, listed as pending since `listedSinceMs`. */
+export function unparkSpec(key: DeliveryKey, nowMs: number, listedSinceMs: number): UpdateSpec {
+  return updateSpec('unpark', key, unparkChanges(nowMs, listedSinceMs), MAY_UNPARK.expression, { ':pending': 'pending' }, 'ALL_NEW');
 }
 
 /**

@@ -168,6 +168,7 @@ export function rowFromItem(item: Item): ChangeableRow {
     deadAt: n(W.deadAt),
     expiresAt: n(W.expiresAt) ?? 0,
     retentionSeconds: n(W.retentionSeconds),
+    parkedAt: n(W.parkedAt),
   };
   for (const name of Object.keys(row)) if (row[name] === undefined) delete row[name];
   return row as ChangeableRow;

@@ -23,11 +23,21 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { itemOf, keyItem, recordFromItem, rowFromItem, toAttribute, type Item } from './dynamodb-item';
-import { claimSpec, markExhaustedSpec, recordSpec, replaySpec, type ListLengths, type UpdateSpec } from './dynamodb-expressions';
+import {
+  claimSpec,
+  markExhaustedSpec,
+  parkExistingSpec,
+  parkNewSpec,
+  recordSpec,
+  replaySpec,
+  unparkSpec,
+  type ListLengths,
+  type UpdateSpec,
+} from './dynamodb-expressions';
 import { countShard, queryShard, readRows, rowId } from './dynamodb-listing';
 import { LEDGER_SCHEMA, WIRE_NAMES } from './dynamodb-schema';
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
-import { mayRecord, replayRefusal } from './guards';
+import { mayRecord, parkRefusal, replayRefusal } from './guards';
 import {
   isThisClaim,
   isThisReplay,
@@ -38,12 +48,22 @@ import {
   type Ledger,
   type ListOptions,
   type Page,
+  type ParkInput,
   type RecordAttemptInput,
   type ReplayInput,
 } from './ledger';
-import { checkListedState, comesAfter, type ListedState, decodeCursor, encodeCursor, shardKey, windowRange } from './listing';
-import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, isExpired, missingRow, newToken, readRecord } from './rows';
-import { admitInvalidChanges, applyChanges, claimChanges, newRow, type ChangeableRow } from './transitions';
+import {
+  belongsIn,
+  checkListedState,
+  comesAfter,
+  decodeCursor,
+  encodeCursor,
+  listingShards,
+  windowRange,
+  type ListedState,
+} from './listing';
+import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, holdsNoEvent, isExpired, missingRow, newToken, readRecord } from './rows';
+import { admitInvalidChanges, applyChanges, claimChanges, newRow, parkChanges, type ChangeableRow } from './transitions';
 import type { RetryPolicy } from '../policy';
 
 export interface DynamoDbLedgerOptions {
@@ -164,6 +184,48 @@ export class DynamoDbLedger implements Ledger {
     throw contention(eventId);
   }
 
+  /**
+   * First the write that creates the row parked (no row, or an invalid message's): one UpdateItem
+   * for a new event, answering with nothing. Refused, it answers with the row (ALL_OLD), which
+   * says whether it may be parked; if so, the second write parks it at the `createdAt` it read,
+   * under the condition that the row is still that one (`PARK_EXISTING_CONDITION`).
+   */
+  async park(input: ParkInput): Promise<DeliveryRecord> {
+    const key = { eventId: input.event.event.id, endpoint: input.endpoint };
+    const context = { contentHash: input.event.contentHash, nowMs: input.nowMs };
+    let current: DeliveryRecord | undefined;
+    for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
+      if (current === undefined || holdsNoEvent(current)) {
+        const result = await this.#update(key, parkNewSpec(input));
+        if (result.written) return afterPark(result.item, key, input);
+        current = result.current;
+        // The row went away (TTL) between the write and the read: the first write may succeed now.
+        if (current === undefined || holdsNoEvent(current)) continue;
+      }
+      // Parked already (by another copy of the message, or this very write whose answer was lost
+      // and which the SDK sent again): nothing to write.
+      const refusal = parkRefusal(current, context);
+      if (refusal === 'parked') return current;
+      if (refusal !== undefined) throw new ClaimRefusedError(current);
+      const result = await this.#update(key, parkExistingSpec(input, current.createdAt));
+      if (result.written) return recordFromItem(result.item);
+      // Changed since it was read (claimed, settled, parked by another): decide again on the row now.
+      current = result.current;
+    }
+    throw contention(key.eventId);
+  }
+
+  /**
+   * One conditional UpdateItem, answering with the row as released. A refusal is the answer
+   * `undefined`: not parked (another release came first, a late 2xx settled it) or no row at all.
+   * (A store client's retry of a release whose answer was lost is refused too: its row is then
+   * listed as pending all the same, and the recovery sweep sends it if nothing else does.)
+   */
+  async unpark(key: DeliveryKey, nowMs: number, listedSinceMs: number): Promise<DeliveryRecord | undefined> {
+    const result = await this.#update(key, unparkSpec(key, nowMs, listedSinceMs));
+    return result.written ? recordFromItem(result.item) : undefined;
+  }
+
   async get(key: DeliveryKey): Promise<DeliveryRecord | undefined> {
     const record = await this.#read(key);
     return record === undefined || isExpired(record, this.#now()) ? undefined : record;
@@ -205,13 +267,14 @@ export class DynamoDbLedger implements Ledger {
    * state (the index is eventually consistent) are left out, so a page may hold fewer.
    */
   async listByState(state: ListedState, options: ListOptions = {}): Promise<Page> {
-    const listed = checkListedState(state);
+    const listed = checkListedState(state, options.endpoint);
     const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
     const newestFirst = options.newestFirst === true;
     const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, listed, newestFirst);
     const window = windowRange(options.sinceMs, options.untilMs);
-    const { endpoint } = options;
-    const shards = Array.from({ length: INDEX.shards }, (_, shard) => shardKey(listed, shard));
+    const shards = listingShards(listed, options.endpoint);
+    // A parked shard holds its endpoint's entries alone; the others are chosen from by endpoint.
+    const endpoint = listed === 'parked' ? undefined : options.endpoint;
     const query = (shard: string) =>
       this.#guard(`${listed} rows`, () =>
         queryShard(this.#client, this.#tableName, { shard, after, window, endpoint, newestFirst, limit: limit + 1 }),
@@ -223,17 +286,18 @@ export class DynamoDbLedger implements Ledger {
     const nowMs = this.#now();
     const records = page
       .map((entry) => rows.get(rowId(entry.key)))
-      .filter((record): record is DeliveryRecord => record !== undefined && record.state === listed && !isExpired(record, nowMs));
+      .filter((record): record is DeliveryRecord => record !== undefined && belongsIn(record, listed) && !isExpired(record, nowMs));
     const last = page.at(-1);
     return entries.length > limit && last !== undefined ? { records, cursor: encodeCursor(listed, newestFirst, last.sort) } : { records };
   }
 
   /** Each shard's index entries counted by the store (`Select: COUNT`): keys read, no rows. */
-  async countByState(state: ListedState): Promise<number> {
-    const listed = checkListedState(state);
-    const shards = Array.from({ length: INDEX.shards }, (_, shard) => shardKey(listed, shard));
+  async countByState(state: ListedState, options: Pick<ListOptions, 'endpoint'> = {}): Promise<number> {
+    const listed = checkListedState(state, options.endpoint);
+    const shards = listingShards(listed, options.endpoint);
+    const endpoint = listed === 'parked' ? undefined : options.endpoint;
     const counts = await Promise.all(
-      shards.map((shard) => this.#guard(`${listed} rows`, () => countShard(this.#client, this.#tableName, shard))),
+      shards.map((shard) => this.#guard(`${listed} rows`, () => countShard(this.#client, this.#tableName, shard, endpoint))),
     );
     return counts.reduce((sum, count) => sum + count, 0);
   }
@@ -303,6 +367,13 @@ function afterClaim(before: Item, key: DeliveryKey, input: ClaimInput, claimToke
   const row = before[W.eventId] === undefined ? newRow(key) : rowFromItem(before);
   applyChanges(row, key, claimChanges(input, claimToken));
   return readRecord(row) as ClaimedRecord;
+}
+
+/** The row after parking's first write: created (or an invalid message's taken over) parked. */
+function afterPark(before: Item, key: DeliveryKey, input: ParkInput): DeliveryRecord {
+  const row = before[W.eventId] === undefined ? newRow(key) : rowFromItem(before);
+  applyChanges(row, key, parkChanges(input, undefined));
+  return readRecord(row);
 }
 
 function contention(eventId: string): LedgerUnavailableError {

@@ -91,8 +91,12 @@ export async function queryShard(client: DynamoDBClient, tableName: string, quer
   return entries.slice(0, limit);
 }
 
-/** One shard's entries, counted by the store (`Select: COUNT`), page by page. */
-export async function countShard(client: DynamoDBClient, tableName: string, shard: string): Promise<number> {
+/**
+ * One shard's entries, counted by the store (`Select: COUNT`), page by page; only those of
+ * `endpoint` when given, chosen from the entries' table keys as `queryShard` chooses them (the
+ * same reads: a count is billed by the entries it examines).
+ */
+export async function countShard(client: DynamoDBClient, tableName: string, shard: string, endpoint?: string): Promise<number> {
   let count = 0;
   let startKey: Item | undefined;
   do {
@@ -103,11 +107,11 @@ export async function countShard(client: DynamoDBClient, tableName: string, shar
         KeyConditionExpression: '#k = :k',
         ExpressionAttributeNames: { '#k': INDEX.partitionKey },
         ExpressionAttributeValues: { ':k': { S: shard } },
-        Select: 'COUNT',
+        ...(endpoint === undefined ? { Select: 'COUNT' } : {}),
         ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
       }),
     );
-    count += output.Count ?? 0;
+    count += endpoint === undefined ? (output.Count ?? 0) : (output.Items ?? []).filter((item) => item[WIRE_NAMES.endpoint]?.S === endpoint).length;
     startKey = output.LastEvaluatedKey;
   } while (startKey !== undefined);
   return count;

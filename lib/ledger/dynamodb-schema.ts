@@ -4,21 +4,23 @@
  * names the record's fields have on the wire.
  *
  * The listing index is sparse: a row has its key attributes (`listingKey`, `listingSort`) only
- * while it needs listing: dead, or pending after a failed attempt or a replay. A row delivered at
- * its first attempt never has them, so it costs nothing in the index; a settled row drops them.
- * Its partition key is the state's letter and a shard of the row's key (`d07`, `p12`): the writes
- * to any one key value are a fixed 1/LISTING_SHARDS of the listed rows', however large the
- * traffic. It projects keys only; a listing reads the page's rows from the table.
+ * while it needs listing: dead, pending after a failed attempt or a replay, or parked. A row
+ * delivered at its first attempt never has them, so it costs nothing in the index; a settled row
+ * drops them. Its partition key is the state's letter and a shard of the row's key (`d07`, `p12`),
+ * and for parked rows the endpoint's name too (`k07:carrier-acme`: one endpoint's parked rows are
+ * read without the others'): the writes to any one key value are a fixed 1/LISTING_SHARDS of the
+ * listed rows', however large the traffic. It projects keys only; a listing reads the page's rows
+ * from the table.
  */
 export const LISTING_SHARDS = 16;
 
 export const LEDGER_SCHEMA = {
   partitionKey: 'eventId',
   sortKey: 'endpoint',
-  /** Dead rows and pending rows that need attention, by shard, oldest first. */
+  /** Dead rows, pending rows that need attention, and each endpoint's parked rows, by shard, oldest first. */
   listingIndex: {
     name: 'listing',
-    /** String: the state's letter and a two-digit shard (`d07`). */
+    /** String: the state's letter and a two-digit shard (`d07`), then `:` and the endpoint for parked rows (`k07:carrier-acme`). */
     partitionKey: 'lk',
     /** String: the epoch ms the row entered this listing, 13 digits, then its key (unique, ordered). */
     sortKey: 'ls',
@@ -57,6 +59,8 @@ export const WIRE_NAMES = {
   deliveredAt: 'da',
   deadAt: 'xa',
   expiresAt: LEDGER_SCHEMA.ttlAttribute,
+  /** Only on a parked row: a row never parked has no such attribute, so it costs nothing. */
+  parkedAt: 'pa',
   /** Not a record field: the retention of the latest claim, which later writes extend the expiry by. */
   retentionSeconds: 'rs',
   listingKey: LEDGER_SCHEMA.listingIndex.partitionKey,

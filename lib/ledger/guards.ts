@@ -38,6 +38,9 @@ export const CLAIM_CLAUSES = {
   },
   // Only pending work is sent; delivered and dead rows are settled.
   settled: { expression: '#state = :pending', holds: (row) => row.state === 'pending' },
+  // Not parked: a parked row waits for its endpoint to be enabled (`unpark`). Only a parked row has
+  // the attribute, so a row never parked pays nothing for this clause.
+  parked: { expression: 'attribute_not_exists(#parkedAt)', holds: (row) => row.parkedAt === undefined },
   // No live lease: nobody else is sending now. This clause makes the claim a compare-and-set.
   // Stored as 0 when released ("no lease"), so the condition compares a number that is there.
   leased: { expression: '#leaseExpiresAt <= :now', holds: (row, { nowMs }) => !leaseIsLive(row, nowMs) },
@@ -58,13 +61,15 @@ export function claimRefusal(row: DeliveryRecord, context: ClaimContext): ClaimR
   return undefined;
 }
 
+/** Where a claim or a park creates the row: none there, or one that holds only an invalid message. */
+const NEW_ROW = ['attribute_not_exists(#eventId)', 'attribute_not_exists(#contentHash)'] as const;
+
 /**
  * The claim's whole condition. No parentheses: AND binds before OR, so this reads
- * `new OR invalid-only OR (same AND pending AND … AND due)`.
+ * `new OR invalid-only OR (same AND pending AND not parked AND … AND due)`.
  */
 export const CLAIM_CONDITION = [
-  'attribute_not_exists(#eventId)',
-  'attribute_not_exists(#contentHash)',
+  ...NEW_ROW,
   Object.values(CLAIM_CLAUSES)
     .map((clause) => clause.expression)
     .join(' AND '),
@@ -119,3 +124,59 @@ export function replayRefusal(row: DeliveryRecord): ReplayClauseRefusal | undefi
   }
   return undefined;
 }
+
+export interface ParkContext extends ClaimContext {
+  /** The admission time of the row as read: the second write's listing sort is computed from it. */
+  readonly createdAt: number;
+}
+
+/*
+ * Parking (docs/contract.md §12), in at most two conditional writes, since an update cannot compute
+ * the listing's sort from the row's stored `createdAt`:
+ *
+ *   1. PARK_NEW_CONDITION: no row, or one holding only an invalid message. The row is created
+ *      (taken over) parked, listed at now, its admission. Refused: the store answers with the row.
+ *   2. PARK_EXISTING_CONDITION, with that row's `createdAt`: every clause of PARK_CLAUSES, and the
+ *      row is still the one read (same admission time), so its listing sort is right.
+ *
+ * Between them, `parkRefusal` says why the row may not be parked; `parked` is no refusal: the row
+ * already is, and is returned unchanged with no write.
+ */
+export const PARK_NEW_CONDITION = NEW_ROW.join(' OR ');
+
+/** An existing row may be parked when each holds; the first that does not is why it is not. */
+export const PARK_CLAUSES = {
+  // Same content: another body under this ID is an identity conflict, refused as a claim is.
+  'identity-conflict': CLAIM_CLAUSES['identity-conflict'],
+  // Only pending work waits for its endpoint; delivered and dead rows are settled.
+  settled: CLAIM_CLAUSES.settled,
+  // Not parked yet (a parked row is answered as it is, without a write).
+  parked: CLAIM_CLAUSES.parked,
+  // No live lease: a row being sent now is left to its attempt.
+  leased: CLAIM_CLAUSES.leased,
+} as const satisfies Record<string, Clause<ClaimContext>>;
+
+export type ParkRefusal = keyof typeof PARK_CLAUSES;
+
+/** Why `row` may not be parked (or, `parked`, need not be); undefined when it may. */
+export function parkRefusal(row: DeliveryRecord, context: ClaimContext): ParkRefusal | undefined {
+  for (const [refusal, clause] of Object.entries(PARK_CLAUSES) as [ParkRefusal, Clause<ClaimContext>][]) {
+    if (!clause.holds(row, context)) return refusal;
+  }
+  return undefined;
+}
+
+/** The row is still the one read: the same admission time, which the listing's sort was computed from. */
+export const SAME_ADMISSION: Clause<ParkContext> = {
+  expression: '#createdAt = :admittedAt',
+  holds: (row, { createdAt }) => row.createdAt === createdAt,
+};
+
+/** The second write's condition: every park clause, on the row as read. */
+export const PARK_EXISTING_CONDITION = [...Object.values(PARK_CLAUSES), SAME_ADMISSION].map((clause) => clause.expression).join(' AND ');
+
+/** Only a parked row is released: pending, with its marker. Refused where there is no row. */
+export const MAY_UNPARK: Clause<undefined> = {
+  expression: '#state = :pending AND attribute_exists(#parkedAt)',
+  holds: (row) => row.state === 'pending' && row.parkedAt !== undefined,
+};

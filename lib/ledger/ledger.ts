@@ -16,7 +16,16 @@
  *   dead     ── recordAttempt: accepted ───────▶ delivered (a late 2xx still means delivered)
  *   dead     ── replay (operator, reason) ─────▶ pending   (budget reset, replays + 1, due at once)
  *
- * A row is listed (`listByState`) while dead, or pending after a failed attempt or a replay.
+ * Parking (docs/contract.md §12) is a marker on a pending row, not a state: `park` admits an event
+ * for a disabled endpoint, or marks an unleased pending row, without claiming it (no attempt is
+ * counted); a parked row refuses claims until `unpark` releases it.
+ *
+ *   (no row) ── park ──────────────────────────▶ pending, parked
+ *   pending  ── park (no live lease) ──────────▶ pending, parked
+ *   pending, parked ── unpark ─────────────────▶ pending (listed as pending: its message is on its way)
+ *
+ * A row is listed (`listByState`) while dead, or pending after a failed attempt or a replay, or
+ * parked (per endpoint, in admission order: its `createdAt`).
  * An attempt's outcome is a diagnostic on the row, never a state. Rows are keyed by
  * (eventId, endpoint) so one event can later go to several endpoints without a migration.
  */
@@ -111,6 +120,11 @@ export interface DeliveryRecord extends DeliveryKey {
   readonly stateSince: number;
   /** Epoch seconds after which the row may be deleted (DynamoDB TTL). Readers ignore expired rows. */
   readonly expiresAt: number;
+  /**
+   * Epoch ms it was parked: present while its endpoint is disabled and until `unpark` releases it.
+   * A parked row is pending, unleased and refuses claims (`parked`).
+   */
+  readonly parkedAt?: number;
 }
 
 export interface ClaimInput {
@@ -119,6 +133,16 @@ export interface ClaimInput {
   readonly owner: string;
   readonly nowMs: number;
   readonly leaseMs: number;
+  /** Used only when the row is created; an existing row keeps its own. */
+  readonly policy: RetryPolicy;
+  readonly retentionSeconds: number;
+}
+
+/** A delivery to a disabled endpoint, parked instead of claimed. */
+export interface ParkInput {
+  readonly event: ParsedEvent;
+  readonly endpoint: string;
+  readonly nowMs: number;
   /** Used only when the row is created; an existing row keeps its own. */
   readonly policy: RetryPolicy;
   readonly retentionSeconds: number;
@@ -227,6 +251,26 @@ export interface Ledger {
    */
   replay(input: ReplayInput): Promise<DeliveryRecord>;
 
+  /**
+   * Parks a delivery whose endpoint is disabled (docs/contract.md §12), in one conditional write
+   * where the row is new (or holds only an invalid message with this ID), else at most two: admits
+   * the event as a pending row without claiming it (no attempt counted, no lease, nothing sent), or
+   * marks an existing pending row with no live lease parked, whatever its budget or due time. Either
+   * way the row is listed among its endpoint's parked rows at its admission time (`createdAt`), and
+   * leaves the pending listing if it was there. Parking a parked row writes nothing and returns it.
+   * @throws ClaimRefusedError carrying the current row when it may not be parked: other content
+   * under this ID, settled (delivered or dead), or leased (being sent now).
+   */
+  park(input: ParkInput): Promise<DeliveryRecord>;
+
+  /**
+   * Releases a parked row: the marker goes and the row is listed as pending since `listedSinceMs`
+   * (when its message, sent next, becomes visible), so the recovery sweep finds it should that
+   * message never come. Returns the row as released, or undefined (writing nothing) when it was not
+   * parked: another release took it first, or a late 2xx settled it.
+   */
+  unpark(key: DeliveryKey, nowMs: number, listedSinceMs: number): Promise<DeliveryRecord | undefined>;
+
   get(key: DeliveryKey): Promise<DeliveryRecord | undefined>;
 
   /**
@@ -239,7 +283,8 @@ export interface Ledger {
 
   /**
    * Rows that need attention, from the sparse listing index (`listing.ts` says which): dead rows,
-   * or pending rows that failed an attempt or were replayed; oldest entry into the listing first
+   * pending rows that failed an attempt or were replayed, or one endpoint's parked rows (`parked`
+   * requires `endpoint`, and reads only that endpoint's entries); oldest entry into the listing first
    * unless `newestFirst`; of one endpoint and within a window of listing times when asked (the
    * window is a range of the index's sort key, read as such). Delivered rows are never listed. A
    * page has a cursor exactly when more rows follow it.
@@ -249,11 +294,11 @@ export interface Ledger {
   listByState(state: ListedState, options?: ListOptions): Promise<Page>;
 
   /**
-   * How many rows the listing of `state` holds, reading only its index entries (keys, never the
-   * rows): for counters and `stats`. Like SQS's approximate counts, it may include a row that has
+   * How many rows the listing of `state` holds (one endpoint's, for `parked`, which requires it),
+   * reading only its index entries (keys, never the rows): for counters and `stats`. Like SQS's approximate counts, it may include a row that has
    * just left the state or passed its expiry and not yet been deleted.
    */
-  countByState(state: ListedState): Promise<number>;
+  countByState(state: ListedState, options?: Pick<ListOptions, 'endpoint'>): Promise<number>;
 }
 
 /** Whether a row's lease is held by anyone at `nowMs`. */

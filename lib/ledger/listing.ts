@@ -4,15 +4,17 @@
  *
  *   dead                                         listed as dead, since it died
  *   pending after a failed attempt or a replay   listed as pending, since its first failure (or the replay)
+ *   pending and parked                           listed as parked, per endpoint, since its admission (`createdAt`)
  *   pending in its first attempt, delivered      not listed: nothing to look at, nothing to pay for
  *
+ * A parked row leaves the pending listing (its entry moves), and `unpark` moves it back.
  * The order is the time the row entered its listing, then its key: `listingSort` spells that as one
  * string, so that a page can end anywhere, ties included, and the next start exactly after it.
  */
 import { LISTING_SHARDS } from './dynamodb-schema';
-import type { DeliveryKey } from './ledger';
+import type { DeliveryKey, DeliveryRecord } from './ledger';
 
-export const LISTED_STATES = ['pending', 'dead'] as const;
+export const LISTED_STATES = ['pending', 'dead', 'parked'] as const;
 export type ListedState = (typeof LISTED_STATES)[number];
 
 /** Where a row stands in a listing. */
@@ -28,14 +30,29 @@ export function listingSort(sinceMs: number, key: DeliveryKey): string {
 
 /**
  * The index partition a row is listed under: the state's letter and the row's shard, a hash of its
- * key modulo LISTING_SHARDS (FNV-1a: cheap, and spreads similar IDs).
+ * key modulo LISTING_SHARDS (FNV-1a: cheap, and spreads similar IDs); for a parked row, then `:`
+ * and its endpoint (`k07:carrier-acme`), so one endpoint's parked rows are read without any other's.
  */
 export function listingKey(state: ListedState, key: DeliveryKey, shards = LISTING_SHARDS): string {
-  return shardKey(state, shardOf(key, shards));
+  return shardKey(state, shardOf(key, shards), key.endpoint);
 }
 
-export function shardKey(state: ListedState, shard: number): string {
-  return `${state === 'dead' ? 'd' : 'p'}${String(shard).padStart(2, '0')}`;
+/** One shard's partition (`d07`, `p12`, `k07:carrier-acme`); `endpoint` is used for parked rows only. */
+export function shardKey(state: ListedState, shard: number, endpoint?: string): string {
+  const nn = String(shard).padStart(2, '0');
+  switch (state) {
+    case 'dead':
+      return `d${nn}`;
+    case 'pending':
+      return `p${nn}`;
+    case 'parked':
+      return `k${nn}:${endpoint ?? ''}`;
+  }
+}
+
+/** Every partition a listing reads: the state's LISTING_SHARDS shards, of the endpoint for `parked`. */
+export function listingShards(state: ListedState, endpoint: string | undefined, shards = LISTING_SHARDS): string[] {
+  return Array.from({ length: shards }, (_, shard) => shardKey(state, shard, endpoint));
 }
 
 export function shardOf(key: DeliveryKey, shards = LISTING_SHARDS): number {
@@ -48,10 +65,31 @@ export function shardOf(key: DeliveryKey, shards = LISTING_SHARDS): number {
   return (hash >>> 0) % shards;
 }
 
-/** Whether `state` can be listed; `delivered` rows never are. */
-export function checkListedState(state: string): ListedState {
+/**
+ * Whether a row read back from a listing of `state` still belongs in it (an index entry may lag
+ * its row): dead; pending and not parked; pending and parked.
+ */
+export function belongsIn(record: Pick<DeliveryRecord, 'state' | 'parkedAt'>, state: ListedState): boolean {
+  switch (state) {
+    case 'dead':
+      return record.state === 'dead';
+    case 'pending':
+      return record.state === 'pending' && record.parkedAt === undefined;
+    case 'parked':
+      return record.state === 'pending' && record.parkedAt !== undefined;
+  }
+}
+
+/**
+ * Whether `state` can be listed (`delivered` rows never are), and read as asked: parked rows are
+ * listed per endpoint only, so `parked` needs `endpoint`.
+ */
+export function checkListedState(state: string, endpoint?: string): ListedState {
   if (!(LISTED_STATES as readonly string[]).includes(state)) {
-    throw new RangeError(`only ${LISTED_STATES.join(' and ')} rows are listed, not ${state}`);
+    throw new RangeError(`only ${LISTED_STATES.join(', ')} rows are listed, not ${state}`);
+  }
+  if (state === 'parked' && (endpoint === undefined || endpoint === '')) {
+    throw new RangeError('endpoint is required for parked rows: they are listed and counted per endpoint');
   }
   return state as ListedState;
 }
@@ -78,7 +116,7 @@ export function decodeCursor(cursor: string, state: ListedState, newestFirst: bo
 
 /**
  * A listing's range of sort positions, both ends inclusive: rows that entered the listing in
- * [sinceMs, untilMs) (for dead rows, the time they died). A position is 13 digits of epoch ms, a
+ * [sinceMs, untilMs) (for dead rows, the time they died; for parked rows, their admission). A position is 13 digits of epoch ms, a
  * space and the key, whose characters all sort above the space and below `~`: so every position
  * of a millisecond lies between its digits and its digits followed by `~`.
  */

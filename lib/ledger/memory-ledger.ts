@@ -8,7 +8,7 @@
  * passed or got back (as with a real store).
  */
 import { ClaimRefusedError, LeaseLostError, ReplayRefusedError } from './errors';
-import { claimRefusal, MAY_MARK_EXHAUSTED, mayRecord, replayRefusal } from './guards';
+import { claimRefusal, MAY_MARK_EXHAUSTED, MAY_UNPARK, mayRecord, parkRefusal, replayRefusal } from './guards';
 import type {
   ClaimedRecord,
   ClaimInput,
@@ -17,10 +17,20 @@ import type {
   Ledger,
   ListOptions,
   Page,
+  ParkInput,
   RecordAttemptInput,
   ReplayInput,
 } from './ledger';
-import { checkListedState, comesAfter, decodeCursor, encodeCursor, inRange, windowRange, type ListedState } from './listing';
+import {
+  belongsIn,
+  checkListedState,
+  comesAfter,
+  decodeCursor,
+  encodeCursor,
+  inRange,
+  windowRange,
+  type ListedState,
+} from './listing';
 import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, holdsNoEvent, isExpired, missingRow, newToken, readRecord } from './rows';
 import {
   admitInvalidChanges,
@@ -28,8 +38,10 @@ import {
   claimChanges,
   markExhaustedChanges,
   newRow,
+  parkChanges,
   recordChanges,
   replayChanges,
+  unparkChanges,
   type ChangeableRow,
 } from './transitions';
 import type { RetryPolicy } from '../policy';
@@ -112,6 +124,30 @@ export class MemoryLedger implements Ledger {
     return toRecord(row);
   }
 
+  async park(input: ParkInput): Promise<DeliveryRecord> {
+    const { event, nowMs } = input;
+    const key = { eventId: event.event.id, endpoint: input.endpoint };
+    const stored = this.#rows.get(rowKey(key));
+    // A new event, or an invalid message's row taken over: created parked. Else the row as it is.
+    const existing = stored === undefined || holdsNoEvent(stored) ? undefined : toRecord(stored);
+    if (existing !== undefined) {
+      const refusal = parkRefusal(existing, { contentHash: event.contentHash, nowMs });
+      if (refusal === 'parked') return existing;
+      if (refusal !== undefined) throw new ClaimRefusedError(existing);
+    }
+    const row = stored ?? newRow(key);
+    applyChanges(row, key, parkChanges(input, existing));
+    this.#rows.set(rowKey(key), row);
+    return toRecord(row);
+  }
+
+  async unpark(key: DeliveryKey, nowMs: number, listedSinceMs: number): Promise<DeliveryRecord | undefined> {
+    const row = this.#rows.get(rowKey(key));
+    if (row === undefined || !MAY_UNPARK.holds(toRecord(row), undefined)) return undefined;
+    applyChanges(row, key, unparkChanges(nowMs, listedSinceMs));
+    return toRecord(row);
+  }
+
   async get(key: DeliveryKey): Promise<DeliveryRecord | undefined> {
     const row = this.#rows.get(rowKey(key));
     const record = row === undefined ? undefined : toRecord(row);
@@ -127,13 +163,14 @@ export class MemoryLedger implements Ledger {
       .sort((a, b) => (a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0));
   }
 
-  async countByState(state: ListedState): Promise<number> {
-    const listed = checkListedState(state);
-    return [...this.#rows.values()].filter((row) => row.listing?.state === listed).length;
+  async countByState(state: ListedState, options: Pick<ListOptions, 'endpoint'> = {}): Promise<number> {
+    const { endpoint } = options;
+    const listed = checkListedState(state, endpoint);
+    return [...this.#rows.values()].filter((row) => row.listing?.state === listed && (endpoint === undefined || row.endpoint === endpoint)).length;
   }
 
   async listByState(state: ListedState, options: ListOptions = {}): Promise<Page> {
-    const listed = checkListedState(state);
+    const listed = checkListedState(state, options.endpoint);
     const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
     const newestFirst = options.newestFirst === true;
     const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, listed, newestFirst);
@@ -150,7 +187,7 @@ export class MemoryLedger implements Ledger {
     const page = entries.slice(0, limit);
     // Like the DynamoDB listing: rows no longer in the listed state or expired are left out.
     const nowMs = this.#now();
-    const records = page.map(toRecord).filter((record) => record.state === listed && !isExpired(record, nowMs));
+    const records = page.map(toRecord).filter((record) => belongsIn(record, listed) && !isExpired(record, nowMs));
     const last = page.at(-1)?.listing;
     return entries.length > limit && last !== undefined ? { records, cursor: encodeCursor(listed, newestFirst, last.sort) } : { records };
   }

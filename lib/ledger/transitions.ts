@@ -10,8 +10,8 @@
  * about how a comparison with a missing attribute evaluates. Settled rows drop both (`remove`).
  *
  * The listing (`listing.ts`) is written only by the transitions that make a row need it (a failed
- * attempt, death, a replay) and dropped by delivery: the claim never touches it, so an event
- * delivered at its first attempt writes no index entry at all.
+ * attempt, death, a replay, parking and its release) and dropped by delivery: the claim never
+ * touches it, so an event delivered at its first attempt writes no index entry at all.
  */
 import {
   appendBounded,
@@ -20,6 +20,7 @@ import {
   type AuditEntry,
   type ClaimInput,
   type DeliveryKey,
+  type ParkInput,
   type RecordAttemptInput,
   type ReplayInput,
 } from './ledger';
@@ -49,6 +50,8 @@ export type Change =
   | { readonly op: 'unlist' };
 
 const DEAD_FIELDS: Field[] = ['deadReason', 'deadDetail', 'deadAt'];
+/** What a settled row no longer has: its lease or wait, and its parked marker (a late 2xx on a parked row). */
+const SETTLED_DROPS: Field[] = ['leaseExpiresAt', 'nextAttemptAt', 'parkedAt'];
 
 /** The claim of a row (the one a new event gets, where there was none) under `claimToken`. */
 export function claimChanges(input: ClaimInput, claimToken: string): Change[] {
@@ -98,7 +101,7 @@ export function recordChanges(input: RecordAttemptInput): Change[] {
         ...common,
         { op: 'set', field: 'state', value: 'delivered' },
         { op: 'set', field: 'deliveredAt', value: nowMs },
-        { op: 'remove', fields: ['leaseExpiresAt', 'nextAttemptAt', ...DEAD_FIELDS] },
+        { op: 'remove', fields: [...SETTLED_DROPS, ...DEAD_FIELDS] },
         // Delivered rows are never listed: the index entry, if any, goes.
         { op: 'unlist' },
       ];
@@ -178,12 +181,61 @@ export function replayChanges(input: ReplayInput, entry: AuditEntry): Change[] {
   ];
 }
 
+/**
+ * A delivery parked for its disabled endpoint (docs/contract.md §12). On a new row (or one holding
+ * only an invalid message: `existing` undefined) the claim's new-row fields, with no attempt
+ * counted, listed at now, its admission. On an existing pending row, the marker alone, listed at
+ * the row's `createdAt` as read (DynamoDB cannot compute the sort from the stored value, so the
+ * write's condition checks it: `SAME_ADMISSION`). Either way pending with no lease (a lapsed one's
+ * claim ends here: its failure can no longer be recorded, a 2xx still can), the row's own due time
+ * kept, and the listing moved to the endpoint's parked rows.
+ */
+export function parkChanges(input: ParkInput, existing: { readonly createdAt: number } | undefined): Change[] {
+  const { event, nowMs } = input;
+  const marker: Change[] = [
+    { op: 'set', field: 'state', value: 'pending' },
+    { op: 'remove', fields: [...DEAD_FIELDS, 'leaseOwner', 'claimToken'] },
+    // Retention counts from the latest write to a pending row, as a claim's does.
+    { op: 'set', field: 'retentionSeconds', value: input.retentionSeconds },
+    { op: 'set', field: 'expiresAt', value: expiresAtSeconds(nowMs, input.retentionSeconds) },
+    { op: 'none', field: 'leaseExpiresAt' },
+    { op: 'none', field: 'nextAttemptAt', ifAbsent: true },
+    { op: 'set', field: 'parkedAt', value: nowMs },
+    { op: 'list', state: 'parked', sinceMs: existing?.createdAt ?? nowMs },
+  ];
+  if (existing !== undefined) return marker;
+  return [
+    // As the claim's (`claimChanges`), but nothing is claimed: no attempt counted.
+    { op: 'init', field: 'body', value: event.body },
+    { op: 'init', field: 'contentHash', value: event.contentHash },
+    { op: 'init', field: 'eventType', value: event.type },
+    { op: 'init', field: 'policy', value: policyCopy(input.policy) },
+    { op: 'init', field: 'maxAttempts', value: input.policy.maxAttempts },
+    { op: 'init', field: 'history', value: [] },
+    { op: 'init', field: 'createdAt', value: nowMs },
+    { op: 'init', field: 'attempts', value: 0 },
+    ...marker,
+  ];
+}
+
+/**
+ * A parked row released: the marker goes, and it is listed as pending since `listedSinceMs` (when
+ * its message, sent next, becomes visible), so the recovery sweep finds it if that message is lost.
+ */
+export function unparkChanges(nowMs: number, listedSinceMs: number): Change[] {
+  return [
+    { op: 'remove', fields: ['parkedAt'] },
+    { op: 'moveExpiry', nowMs },
+    { op: 'list', state: 'pending', sinceMs: listedSinceMs },
+  ];
+}
+
 /** Dead from now, listed as dead from now, with no lease and no wait. */
 function died(nowMs: number): Change[] {
   return [
     { op: 'set', field: 'state', value: 'dead' },
     { op: 'set', field: 'deadAt', value: nowMs },
-    { op: 'remove', fields: ['leaseExpiresAt', 'nextAttemptAt'] },
+    { op: 'remove', fields: SETTLED_DROPS },
     { op: 'list', state: 'dead', sinceMs: nowMs },
   ];
 }
