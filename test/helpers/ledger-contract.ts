@@ -23,7 +23,9 @@ import {
   type DeliveryRecord,
   type Ledger,
   type ListOptions,
+  type ParkInput,
 } from '../../lib/ledger/ledger';
+import { claimRefusal } from '../../lib/ledger/guards';
 import { processBatch } from '../../lib/batch';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
 import type { AttemptOutcome } from '../../lib/outcome';
@@ -1274,6 +1276,291 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         await rejectionOf(ledger.listByState('pending', { cursor: page.cursor, newestFirst: true }), RangeError);
         await rejectionOf(ledger.listByState('pending', { cursor: 'not-a-cursor' }), RangeError);
         await rejectionOf(ledger.listByState('delivered' as 'dead'), RangeError);
+      });
+    });
+
+    describe('Parking (docs/contract.md §12)', () => {
+      const ACME = 'carrier-acme';
+      const OTHER = 'carrier-other';
+
+      function park(event: ParsedEvent, overrides: Partial<ParkInput> = {}): Promise<DeliveryRecord> {
+        return ledger.park({ event, endpoint: ACME, nowMs: T0, policy: POLICY, retentionSeconds: RETENTION_SECONDS, ...overrides });
+      }
+
+      async function stored(eventId: string, endpoint = ACME): Promise<DeliveryRecord> {
+        const row = await ledger.get(key(eventId, endpoint));
+        if (row === undefined) throw new Error(`no row for ${eventId}@${endpoint}`);
+        return row;
+      }
+
+      /** Every page of one listing, each page's event IDs. */
+      async function pagesOf(state: 'pending' | 'dead' | 'parked', options: Omit<ListOptions, 'cursor'>): Promise<string[][]> {
+        const pages: string[][] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await ledger.listByState(state, { ...options, cursor });
+          pages.push(page.records.map((r) => r.eventId));
+          cursor = page.cursor;
+        } while (cursor !== undefined);
+        return pages;
+      }
+
+      const parkedIds = async (endpoint = ACME) => (await pagesOf('parked', { endpoint, limit: 100 })).flat();
+      const pendingIds = async () => (await pagesOf('pending', { limit: 100 })).flat();
+
+      describe('Method: park', () => {
+        it('admits a new event as pending and parked without claiming it: no attempt, no lease, listed parked, claims refused', async () => {
+          // Prepare
+          const event = shipmentEvent('evt_park_new');
+
+          // Act
+          const parked = await park(event);
+
+          // Assess
+          const expected: DeliveryRecord = {
+            eventId: 'evt_park_new',
+            endpoint: ACME,
+            state: 'pending',
+            body: event.body,
+            contentHash: event.contentHash,
+            eventType: 'shipment.in_transit',
+            attempts: 0,
+            maxAttempts: 3,
+            policy: POLICY,
+            history: [],
+            replays: 0,
+            audit: [],
+            createdAt: T0,
+            stateSince: T0,
+            expiresAt: expiresAt(T0),
+            parkedAt: T0,
+          };
+          expect(parked).toStrictEqual(expected);
+          expect(await stored('evt_park_new')).toStrictEqual(expected);
+          expect(await parkedIds()).toStrictEqual(['evt_park_new']);
+          expect(await pendingIds()).toStrictEqual([]);
+          expect(claimRefusal(parked, { contentHash: event.contentHash, nowMs: T0 + 1000 })).toBe('parked');
+          const refused = await rejectionOf(claim(event, { endpoint: ACME, nowMs: T0 + 1000 }), ClaimRefusedError);
+          expect(refused.record).toStrictEqual(expected);
+          expect(await stored('evt_park_new')).toStrictEqual(expected);
+        });
+
+        it('parks an unleased pending row after a failed attempt: it leaves the pending listing, keeps its attempts and due time, sorted at its admission', async () => {
+          // Prepare: a row admitted at T0 that failed, due again at T0 + 60 s; then a new event parked at T0 + 200.
+          const claimed = await claim(shipmentEvent('evt_park_failed'), { endpoint: ACME });
+          const failed = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 60_000 }, T0 + 100);
+          await park(shipmentEvent('evt_park_later'), { nowMs: T0 + 200 });
+          expect(await pendingIds()).toStrictEqual(['evt_park_failed']);
+
+          // Act: parked before it is due, after the other was.
+          const parked = await park(shipmentEvent('evt_park_failed'), { nowMs: T0 + 500, policy: OTHER_POLICY, retentionSeconds: 60 });
+
+          // Assess
+          const { leaseExpiresAt: _lease, ...unleased } = failed;
+          expect(parked).toStrictEqual({ ...unleased, parkedAt: T0 + 500, expiresAt: expiresAt(T0 + 500, 60) });
+          expect(parked.attempts).toBe(1);
+          expect(parked.nextAttemptAt).toBe(T0 + 60_000);
+          expect(parked.policy).toStrictEqual(POLICY);
+          expect(await stored('evt_park_failed')).toStrictEqual(parked);
+          expect(await pendingIds()).toStrictEqual([]);
+          expect(await parkedIds()).toStrictEqual(['evt_park_failed', 'evt_park_later']);
+        });
+
+        it("parks a pending row whose lease lapsed, whatever its budget: the lapsed claim's failure can no longer be recorded", async () => {
+          // Prepare: a worker claimed the last attempt and vanished.
+          const claimed = await claim(shipmentEvent('evt_park_lapsed'), { endpoint: ACME, policy: retryPolicy(1, [30]) });
+
+          // Act
+          const parked = await park(shipmentEvent('evt_park_lapsed'), { nowMs: T0 + LEASE_MS });
+
+          // Assess
+          expect(parked.attempts).toBe(1);
+          expect(parked.parkedAt).toBe(T0 + LEASE_MS);
+          expect([parked.leaseOwner, parked.leaseExpiresAt, parked.claimToken]).toStrictEqual([undefined, undefined, undefined]);
+          const lost = await rejectionOf(record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 90_000 }, T0 + LEASE_MS + 1), LeaseLostError);
+          expect(lost.record).toStrictEqual(parked);
+          expect(await parkedIds()).toStrictEqual(['evt_park_lapsed']);
+        });
+
+        it('answers a parked row as it is, writing nothing', async () => {
+          const first = await park(shipmentEvent('evt_park_twice'));
+
+          const again = await park(shipmentEvent('evt_park_twice'), { nowMs: T0 + 5000, retentionSeconds: 60 });
+
+          expect(again).toStrictEqual(first);
+          expect(await stored('evt_park_twice')).toStrictEqual(first);
+        });
+
+        it('takes over the row of an invalid message with this ID, parked, keeping the invalid message in the audit', async () => {
+          await ledger.admitInvalid(key('evt_park_invalid', ACME), 'not JSON', POLICY, T0, RETENTION_SECONDS);
+
+          const parked = await park(shipmentEvent('evt_park_invalid'), { nowMs: T0 + 1000 });
+
+          expect(parked).toMatchObject({ state: 'pending', attempts: 0, parkedAt: T0 + 1000, createdAt: T0 + 1000 });
+          expect([parked.deadReason, parked.deadDetail, parked.deadAt]).toStrictEqual([undefined, undefined, undefined]);
+          expect(parked.audit.map((a) => a.action)).toStrictEqual(['invalid-message']);
+          expect(await parkedIds()).toStrictEqual(['evt_park_invalid']);
+          expect((await ledger.listByState('dead')).records).toStrictEqual([]);
+        });
+
+        it('refuses a delivered, dead or leased row, or other content under the ID, carrying the row and leaving it as it was', async () => {
+          // Prepare
+          const delivered = await record(await claim(shipmentEvent('evt_park_done'), { endpoint: ACME }), ACCEPTED, { state: 'delivered' }, T0 + 100);
+          const dead = await record(
+            await claim(shipmentEvent('evt_park_dead'), { endpoint: ACME }),
+            REJECTED,
+            { state: 'dead', reason: 'rejected', detail: 'rejected (400)' },
+            T0 + 100,
+          );
+          const leased = await claim(shipmentEvent('evt_park_leased'), { endpoint: ACME });
+          const failed = await record(await claim(shipmentEvent('evt_park_other'), { endpoint: ACME }), TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+
+          // Act
+          const refusals = [
+            await rejectionOf(park(shipmentEvent('evt_park_done'), { nowMs: T0 + 200 }), ClaimRefusedError),
+            await rejectionOf(park(shipmentEvent('evt_park_dead'), { nowMs: T0 + 200 }), ClaimRefusedError),
+            await rejectionOf(park(shipmentEvent('evt_park_leased'), { nowMs: T0 + LEASE_MS - 1 }), ClaimRefusedError),
+            await rejectionOf(park(shipmentEvent('evt_park_other', { status: 'delivered' }), { nowMs: T0 + 200 }), ClaimRefusedError),
+          ];
+
+          // Assess
+          const rows = [delivered, dead, leased, failed];
+          expect(refusals.map((error) => error.record)).toStrictEqual(rows);
+          for (const row of rows) expect(await stored(row.eventId)).toStrictEqual(row);
+          expect(await ledger.countByState('parked', { endpoint: ACME })).toBe(0);
+        });
+      });
+
+      describe('Method: unpark', () => {
+        it('releases a parked row: listed as pending since the time given, out of the parked listing, and claimable', async () => {
+          // Prepare
+          const parked = await park(shipmentEvent('evt_unpark'));
+
+          // Act
+          const released = await ledger.unpark(key('evt_unpark', ACME), T0 + 10_000, T0 + 12_000);
+
+          // Assess
+          const { parkedAt: _parkedAt, ...unparked } = parked;
+          expect(released).toStrictEqual({ ...unparked, expiresAt: expiresAt(T0 + 10_000) });
+          expect(await stored('evt_unpark')).toStrictEqual(released);
+          expect(await parkedIds()).toStrictEqual([]);
+          expect((await pagesOf('pending', { sinceMs: T0 + 12_000, untilMs: T0 + 12_001 })).flat()).toStrictEqual(['evt_unpark']);
+          const claimed = await claim(shipmentEvent('evt_unpark'), { endpoint: ACME, nowMs: T0 + 12_000 });
+          expect(claimed.attempts).toBe(1);
+        });
+
+        it('returns undefined and writes nothing for a row that is not parked, or no row', async () => {
+          const claimed = await claim(shipmentEvent('evt_unpark_not'), { endpoint: ACME });
+          const failed = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+
+          expect(await ledger.unpark(key('evt_unpark_not', ACME), T0 + 200, T0 + 200)).toBeUndefined();
+          expect(await ledger.unpark(key('evt_unpark_none', ACME), T0 + 200, T0 + 200)).toBeUndefined();
+          expect(await stored('evt_unpark_not')).toStrictEqual(failed);
+          expect((await ledger.listByState('pending', { sinceMs: T0 + 200 })).records).toStrictEqual([]);
+        });
+
+        it('lets exactly one of two concurrent releases have the row', async () => {
+          await park(shipmentEvent('evt_unpark_race'));
+
+          const results = await Promise.all([
+            ledger.unpark(key('evt_unpark_race', ACME), T0 + 100, T0 + 100),
+            ledger.unpark(key('evt_unpark_race', ACME), T0 + 100, T0 + 100),
+          ]);
+
+          expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+          expect(results.filter((r) => r === undefined)).toHaveLength(1);
+          expect((await stored('evt_unpark_race')).parkedAt).toBeUndefined();
+        });
+      });
+
+      describe('Settling a parked row', () => {
+        it('records a late 2xx on a parked row as delivered, and drops it from the parked listing', async () => {
+          // Prepare: a claim whose lease lapsed, then parked; its worker's 2xx comes after.
+          const claimed = await claim(shipmentEvent('evt_park_late'), { endpoint: ACME });
+          await park(shipmentEvent('evt_park_late'), { nowMs: T0 + LEASE_MS });
+
+          // Act
+          const delivered = await record(claimed, ACCEPTED, { state: 'delivered' }, T0 + LEASE_MS + 500);
+
+          // Assess
+          expect(delivered.state).toBe('delivered');
+          expect(delivered.parkedAt).toBeUndefined();
+          expect(await parkedIds()).toStrictEqual([]);
+          expect(await ledger.countByState('parked', { endpoint: ACME })).toBe(0);
+          expect(await ledger.unpark(key('evt_park_late', ACME), T0 + LEASE_MS + 600, T0 + LEASE_MS + 600)).toBeUndefined();
+        });
+
+        it('marks a parked row spent by a dead worker dead, no longer parked', async () => {
+          await claim(shipmentEvent('evt_park_spent'), { endpoint: ACME, policy: retryPolicy(1, [30]) });
+          await park(shipmentEvent('evt_park_spent'), { nowMs: T0 + LEASE_MS });
+
+          const dead = await ledger.markExhausted(key('evt_park_spent', ACME), T0 + LEASE_MS + 1);
+
+          expect(dead.state).toBe('dead');
+          expect(dead.parkedAt).toBeUndefined();
+          expect(await parkedIds()).toStrictEqual([]);
+          expect((await ledger.listByState('dead')).records.map((r) => r.eventId)).toStrictEqual(['evt_park_spent']);
+        });
+      });
+
+      describe('Method: listByState and countByState of parked rows', () => {
+        it("lists one endpoint's parked rows in admission order, page by page across shards, none of another endpoint's", async () => {
+          // Prepare: nine events parked in an order other than their admission and key order; one
+          // of another endpoint among them; two admitted in the same millisecond.
+          const admitted = [5, 1, 8, 3, 0, 7, 2, 6, 4];
+          for (const i of admitted) await park(shipmentEvent(`evt_parked_${9 - i}`), { nowMs: T0 + 1000 * i });
+          await park(shipmentEvent('evt_parked_tie'), { nowMs: T0 + 4000 });
+          await park(shipmentEvent('evt_parked_x'), { endpoint: OTHER, nowMs: T0 + 2500 });
+          const inOrder = ['evt_parked_9', 'evt_parked_8', 'evt_parked_7', 'evt_parked_6', 'evt_parked_5', 'evt_parked_tie', 'evt_parked_4', 'evt_parked_3', 'evt_parked_2', 'evt_parked_1'];
+
+          // Act
+          const pages = await pagesOf('parked', { endpoint: ACME, limit: 3 });
+          const newest = await pagesOf('parked', { endpoint: ACME, limit: 4, newestFirst: true });
+          const window = await pagesOf('parked', { endpoint: ACME, sinceMs: T0 + 2000, untilMs: T0 + 5000 });
+
+          // Assess
+          expect(pages).toStrictEqual([inOrder.slice(0, 3), inOrder.slice(3, 6), inOrder.slice(6, 9), inOrder.slice(9)]);
+          expect(newest.flat()).toStrictEqual([...inOrder].reverse());
+          expect(window.flat()).toStrictEqual(inOrder.slice(2, 6));
+          expect(await parkedIds(OTHER)).toStrictEqual(['evt_parked_x']);
+          expect(await parkedIds('carrier-none')).toStrictEqual([]);
+        });
+
+        it("counts one endpoint's parked rows; pending and dead are counted whole, or of one endpoint when asked", async () => {
+          for (let i = 0; i < 3; i++) await park(shipmentEvent(`evt_count_p${i}`), { nowMs: T0 + i });
+          await park(shipmentEvent('evt_count_px'), { endpoint: OTHER });
+          const failed = await claim(shipmentEvent('evt_count_retry'), { endpoint: OTHER });
+          await record(failed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+          const acme = await claim(shipmentEvent('evt_count_retry2'), { endpoint: ACME });
+          await record(acme, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+
+          expect(await ledger.countByState('parked', { endpoint: ACME })).toBe(3);
+          expect(await ledger.countByState('parked', { endpoint: OTHER })).toBe(1);
+          expect(await ledger.countByState('parked', { endpoint: 'carrier-none' })).toBe(0);
+          expect(await ledger.countByState('pending')).toBe(2);
+          expect(await ledger.countByState('pending', { endpoint: ACME })).toBe(1);
+          expect(await ledger.countByState('dead', { endpoint: ACME })).toBe(0);
+        });
+
+        it('refuses to list or count parked rows without an endpoint, naming it', async () => {
+          await park(shipmentEvent('evt_parked_any'));
+
+          const errors = [
+            await rejectionOf(ledger.listByState('parked'), RangeError),
+            await rejectionOf(ledger.countByState('parked'), RangeError),
+            await rejectionOf(ledger.listByState('parked', { endpoint: '' }), RangeError),
+          ];
+
+          for (const error of errors) expect(error.message).toContain('endpoint');
+        });
+
+        it("refuses a parked listing's cursor for another listing", async () => {
+          for (let i = 0; i < 3; i++) await park(shipmentEvent(`evt_parked_c${i}`), { nowMs: T0 + i });
+          const page = await ledger.listByState('parked', { endpoint: ACME, limit: 1 });
+
+          await rejectionOf(ledger.listByState('pending', { cursor: page.cursor }), RangeError);
+          await rejectionOf(ledger.listByState('parked', { endpoint: ACME, cursor: page.cursor, newestFirst: true }), RangeError);
+        });
       });
     });
   });
