@@ -1,15 +1,17 @@
 /**
- * The recovery Lambda (docs/contract.md §12 "Stuck work"): run on a schedule (EventBridge, every 5
- * minutes by default), it enqueues again the pending deliveries no queue message will bring back
- * (lib/recovery.ts says which, and why that is safe). Thin by design, like functions/consumer.ts:
+ * The recovery Lambda (docs/contract.md §12 "Stuck work", "Parking"): run on a schedule
+ * (EventBridge, every 5 minutes by default), it enqueues again the pending deliveries no queue
+ * message will bring back (lib/recovery.ts says which, and why that is safe), and releases the
+ * parked deliveries of endpoints enabled again, up to its next run (lib/resume.ts). Thin by design, like functions/consumer.ts:
  * clients once per container, then one bounded run per invocation.
  *
  * The cursor where a run stopped is kept in the container for the next run; a new container starts
  * at the oldest listed row (lib/recovery.ts).
  *
  * Environment: RESOURCE_ENV's ledger table and queue URL (lib/config.ts), and its endpoint registry
- * table when there is one (rows of endpoints no longer in it, or paused, are left alone); RECOVERY_ENV's grace
- * (required) and limit (lib/recovery.ts). A bad or missing one fails the cold start naming it.
+ * table when there is one (rows of endpoints no longer in it, or paused, are left alone; releases
+ * run only with one); RECOVERY_ENV's grace (required), limit and interval (lib/recovery.ts). A bad
+ * or missing one fails the cold start naming it.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -18,7 +20,12 @@ import { ConfigError, RESOURCE_ENV } from '../lib/config';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { createLogger, SERVICE_NAME } from '../lib/observability';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
+import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
 import { RECOVERY_ENV, RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, registryEndpoints, type RecoveryRun } from '../lib/recovery';
+import { releaseResuming } from '../lib/resume';
+
+/** The schedule's default (infra/webhook-delivery.ts sets the variable from `recoveryInterval`). */
+const DEFAULT_INTERVAL_MS = 5 * 60_000;
 
 const env = process.env;
 const graceMs = wholeNumber(env[RECOVERY_ENV.graceMs], RECOVERY_ENV.graceMs);
@@ -39,11 +46,13 @@ const queue = new SqsDeliveryQueue({
 
 const endpointsTable = env[RESOURCE_ENV.endpointsTable] || undefined;
 const endpoints = endpointsTable !== undefined ? registryEndpoints(dynamodb, endpointsTable) : undefined;
+const registry = endpointsTable !== undefined ? new DynamoDbEndpointRegistry({ client: dynamodb, tableName: endpointsTable }) : undefined;
+const intervalMs = wholeNumber(env[RECOVERY_ENV.intervalMs], RECOVERY_ENV.intervalMs) ?? DEFAULT_INTERVAL_MS;
 
 /** Where the last run of this container stopped. */
 let cursor: string | undefined;
 
-export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complete: boolean }> {
+export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complete: boolean; resumed: number }> {
   let run: RecoveryRun;
   try {
     run = await recoverStuck({
@@ -62,8 +71,22 @@ export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complet
     throw error;
   }
   cursor = run.cursor;
-  process.stdout.write(`${recoveredMetricDocument(run.recovered, Date.now())}\n`);
-  const summary = { examined: run.examined, recovered: run.recovered, orphaned: run.orphaned, held: run.held, queueFailed: run.queueFailed, complete: run.cursor === undefined };
+  // Parked deliveries of endpoints enabled again, released up to the next run (lib/resume.ts).
+  const releases =
+    endpoints !== undefined && registry !== undefined
+      ? await releaseResuming(await endpoints(), { ledger, queue, store: registry, now: Date.now, horizonMs: intervalMs, logger })
+      : [];
+  const resumed = releases.reduce((sum, release) => sum + release.released, 0);
+  process.stdout.write(`${recoveredMetricDocument(run.recovered, Date.now(), resumed)}\n`);
+  const summary = {
+    examined: run.examined,
+    recovered: run.recovered,
+    orphaned: run.orphaned,
+    held: run.held,
+    queueFailed: run.queueFailed,
+    complete: run.cursor === undefined,
+    resumed,
+  };
   logger.info('recovery run', summary);
   return summary;
 }

@@ -202,7 +202,8 @@ export class EndpointRegistry extends Construct {
 
   /**
    * The consumer's health writes (docs/contract.md §12): UpdateItem on an endpoint's item (its
-   * `health`, and `state` when it disables one), and the key's encryption for what it writes.
+   * `health`, and `state` when it disables one; the recovery function's release window), and the
+   * key's encryption for what it writes.
    */
   grantHealthWrite(grantee: iam.IGrantable): void {
     grantee.grantPrincipal.addToPrincipalPolicy(

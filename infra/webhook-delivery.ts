@@ -453,8 +453,10 @@ export class WebhookDelivery extends Construct {
 
   /**
    * The recovery function (functions/recovery.ts) on an EventBridge schedule: reads the ledger's
-   * pending listing (Query on the index, BatchGetItem of the rows it lists) and the registry's
-   * endpoint names (Scan, with the key's Decrypt), and sends to the delivery queue; nothing else. A failed run is not retried: the next one comes within the interval.
+   * pending and parked listings (Query on the index, BatchGetItem of the rows it lists) and the
+   * registry's endpoint names, pauses and releases (Scan, with the key's Decrypt), releases parked
+   * rows (UpdateItem on the ledger, and on the registry for the release's window), and sends to the
+   * delivery queue; nothing else. A failed run is not retried: the next one comes within the interval.
    */
   private createRecovery(props: WebhookDeliveryProps, visibilityTimeoutSeconds: number) {
     const interval = props.recoveryInterval ?? DEFAULT_RECOVERY_INTERVAL;
@@ -465,7 +467,7 @@ export class WebhookDelivery extends Construct {
     const logGroup = new logs.LogGroup(this, 'RecoveryLogs', { retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH });
     const role = new iam.Role(this, 'RecoveryRole', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'handoff recovery: reads the ledger listing of pending deliveries and the endpoint names, enqueues again the stranded ones, writes its log group',
+      description: 'handoff recovery: reads the ledger listings and the endpoint names, enqueues again the stranded deliveries, releases parked ones, writes its log group',
     });
     logGroup.grantWrite(role);
     role.addToPrincipalPolicy(
@@ -478,11 +480,17 @@ export class WebhookDelivery extends Construct {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({ sid: 'LedgerRowsRead', actions: ['dynamodb:BatchGetItem'], resources: [this.ledgerTable.tableArn] }),
     );
+    // Releasing parked deliveries (lib/resume.ts): unpark is one conditional UpdateItem per row.
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'LedgerRowsRelease', actions: ['dynamodb:UpdateItem'], resources: [this.ledgerTable.tableArn] }),
+    );
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({ sid: 'DeliveryQueueSend', actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }),
     );
-    // The registry's names (a Scan projecting the key alone), so rows of removed endpoints are left alone.
+    // The registry's names, pauses and releases (a Scan projecting those attributes), so rows of
+    // removed endpoints are left alone; and the releases' own writes (their window, their end).
     this.endpointRegistry.grantNamesRead(role);
+    this.endpointRegistry.grantHealthWrite(role);
     const functionProps = {
       runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
@@ -497,6 +505,7 @@ export class WebhookDelivery extends Construct {
         [RESOURCE_ENV.endpointsTable]: this.endpointRegistry.table.tableName,
         [RECOVERY_ENV.graceMs]: String(recoveryGraceMs(visibilityTimeoutSeconds)),
         [RECOVERY_ENV.limit]: String(RECOVERY_LIMIT),
+        [RECOVERY_ENV.intervalMs]: String(minutes * 60_000),
         NODE_OPTIONS: '--enable-source-maps',
       },
       description: 'handoff: enqueues again the pending deliveries left without a queue message (stuck-work recovery)',

@@ -51,7 +51,8 @@
  * A row whose budget is spent (its last claim's worker died) is enqueued like any other: the
  * consumer then marks it dead (`exhausted`) and dead-letters it with that reason.
  *
- * Parking (docs/contract.md §12) is not built yet: when it is, a parked row is left alone here.
+ * A parked row (docs/contract.md §12) is never read here: it is in its endpoint's parked listing,
+ * not the pending one, until its release lists it as pending again (lib/resume.ts, run beside this).
  */
 import { ScanCommand, type DynamoDBDocumentClient, type ScanCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { REGISTRY_SCHEMA } from './endpoints/registry-schema';
@@ -59,6 +60,7 @@ import type { ListOptions, DeliveryRecord, Ledger } from './ledger/ledger';
 import { leaseIsLive } from './ledger/ledger';
 import { METRICS_NAMESPACE, SERVICE_NAME, errorFields, type Logger } from './observability';
 import type { DeliveryQueue, EndpointMessage } from './queue/queue';
+import type { Resume } from './resume';
 
 /** The scheduled function's settings (functions/recovery.ts), set by the construct. */
 export const RECOVERY_ENV = {
@@ -66,6 +68,8 @@ export const RECOVERY_ENV = {
   graceMs: 'HANDOFF_RECOVERY_GRACE_MS',
   /** Rows read per run at most (default RECOVERY_LIMIT). */
   limit: 'HANDOFF_RECOVERY_LIMIT',
+  /** Whole ms between two runs (the schedule's): how far ahead a run releases parked deliveries (lib/resume.ts). */
+  intervalMs: 'HANDOFF_RECOVERY_INTERVAL_MS',
 } as const;
 
 /** Rows read per run by default: about 5,000 reads (eventually consistent) and 10 s of one function. */
@@ -106,9 +110,11 @@ export interface RecoveryDeps {
   readonly endpoints?: () => Promise<ReadonlyMap<string, EndpointView>>;
 }
 
-/** What recovery needs of a registry entry. */
+/** What recovery needs of a registry entry: its pause, and the release of its parked deliveries in progress. */
 export interface EndpointView {
   readonly pausedUntil?: number;
+  readonly state?: string;
+  readonly resume?: Resume;
 }
 
 export interface RecoveryRun {
@@ -205,8 +211,8 @@ export async function recoverStuck(deps: RecoveryDeps): Promise<RecoveryRun> {
 }
 
 /**
- * The endpoints in the registry table and their pauses, reading two attributes of each item
- * (ProjectionExpression: the name and `pausedUntil`): never an endpoint's fields, so never its secret.
+ * The endpoints in the registry table, their pauses and releases, reading only those attributes of
+ * each item (ProjectionExpression): never an endpoint's fields, so never its secret.
  */
 export function registryEndpoints(client: DynamoDBDocumentClient, tableName: string): () => Promise<ReadonlyMap<string, EndpointView>> {
   const { partitionKey, attributes } = REGISTRY_SCHEMA;
@@ -217,16 +223,36 @@ export function registryEndpoints(client: DynamoDBDocumentClient, tableName: str
       const page: ScanCommandOutput = await client.send(
         new ScanCommand({
           TableName: tableName,
-          ProjectionExpression: '#name, #paused',
-          ExpressionAttributeNames: { '#name': partitionKey, '#paused': attributes.pausedUntil },
+          ProjectionExpression: '#name, #paused, #state, #since, #rate, #until',
+          ExpressionAttributeNames: {
+            '#name': partitionKey,
+            '#paused': attributes.pausedUntil,
+            '#state': attributes.state,
+            '#since': attributes.resumeSince,
+            '#rate': attributes.resumeRate,
+            '#until': attributes.resumeUntil,
+          },
           ConsistentRead: true,
           ...(startKey !== undefined ? { ExclusiveStartKey: startKey } : {}),
         }),
       );
       for (const item of page.Items ?? []) {
         const name = item[partitionKey];
-        const pausedUntil = item[attributes.pausedUntil];
-        if (typeof name === 'string') endpoints.set(name, typeof pausedUntil === 'number' ? { pausedUntil } : {});
+        if (typeof name !== 'string') continue;
+        const [pausedUntil, state, since, rate, until] = [
+          item[attributes.pausedUntil],
+          item[attributes.state],
+          item[attributes.resumeSince],
+          item[attributes.resumeRate],
+          item[attributes.resumeUntil],
+        ];
+        endpoints.set(name, {
+          ...(typeof pausedUntil === 'number' ? { pausedUntil } : {}),
+          ...(typeof state === 'string' ? { state } : {}),
+          ...(typeof since === 'number' && typeof rate === 'number'
+            ? { resume: { since, rate, ...(typeof until === 'number' ? { until } : {}) } }
+            : {}),
+        });
       }
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
@@ -235,16 +261,27 @@ export function registryEndpoints(client: DynamoDBDocumentClient, tableName: str
 }
 
 /**
- * The run's `Recovered` count as one EMF document (namespace `Handoff`, dimension `Service`), the
- * format lib/observability.ts writes the consumer's metrics in, for CloudWatch and the sandbox's sink.
+ * The run's counts as one EMF document (namespace `Handoff`, dimension `Service`), the format
+ * lib/observability.ts writes the consumer's metrics in, for CloudWatch and the sandbox's sink:
+ * `Recovered`, and `Resumed` (parked deliveries released, lib/resume.ts).
  */
-export function recoveredMetricDocument(recovered: number, timestampMs: number): string {
+export function recoveredMetricDocument(recovered: number, timestampMs: number, resumed = 0): string {
   return JSON.stringify({
     _aws: {
       Timestamp: timestampMs,
-      CloudWatchMetrics: [{ Namespace: METRICS_NAMESPACE, Dimensions: [['Service']], Metrics: [{ Name: 'Recovered', Unit: 'Count' }] }],
+      CloudWatchMetrics: [
+        {
+          Namespace: METRICS_NAMESPACE,
+          Dimensions: [['Service']],
+          Metrics: [
+            { Name: 'Recovered', Unit: 'Count' },
+            { Name: 'Resumed', Unit: 'Count' },
+          ],
+        },
+      ],
     },
     Service: SERVICE_NAME,
     Recovered: recovered,
+    Resumed: resumed,
   });
 }

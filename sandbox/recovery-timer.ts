@@ -1,14 +1,16 @@
 /**
- * The sandbox's stuck-work recovery (docs/contract.md §12 "Stuck work"): the code the scheduled
- * function runs in AWS (lib/recovery.ts), on a timer in the sandbox's own process, against its
- * emulators. Every `HANDOFF_RECOVERY_INTERVAL_MS` (default 5 s) it enqueues again the pending
- * deliveries that have had no message for longer than the grace: the queue's visibility timeout
- * (the sandbox's, `HANDOFF_VISIBILITY_TIMEOUT_SECONDS` when set) plus a second, since the sandbox's
- * poller receives a visible message at once. The cursor where a run stopped is kept for the next.
+ * The sandbox's stuck-work recovery (docs/contract.md §12 "Stuck work", "Parking"): the code the
+ * scheduled function runs in AWS (lib/recovery.ts, lib/resume.ts), on a timer in the sandbox's own
+ * process, against its emulators. Every `HANDOFF_RECOVERY_INTERVAL_MS` (default 5 s) it enqueues
+ * again the pending deliveries that have had no message for longer than the grace, and releases the
+ * parked deliveries of endpoints enabled again, each run scheduling up to the next. The grace is the
+ * queue's visibility timeout (the sandbox's, `HANDOFF_VISIBILITY_TIMEOUT_SECONDS` when set) plus a
+ * second, since the sandbox's poller receives a visible message at once. The cursor where a run
+ * stopped is kept for the next.
  *
  * Runs never overlap (the next is timed from the end of the last); `stop` waits for the one in
- * progress. What it enqueued is shown as a line per delivery, its `Recovered` count goes to the
- * metric sink like the workers' metrics.
+ * progress. What it enqueued or released is shown as a line per delivery; its `Recovered` and
+ * `Resumed` counts go to the metric sink like the workers' metrics.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -17,7 +19,9 @@ import { ConfigError } from '../lib/config';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import type { Fields, Logger } from '../lib/observability';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
+import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
 import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs, registryEndpoints } from '../lib/recovery';
+import { releaseResuming } from '../lib/resume';
 
 /** The sandbox's setting: ms between two runs of the recovery timer. */
 export const RECOVERY_INTERVAL_ENV = 'HANDOFF_RECOVERY_INTERVAL_MS';
@@ -69,6 +73,11 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
   const ledger = new DynamoDbLedger({ client: documents, tableName: options.ledgerTable });
   const endpoints = options.endpointsTable !== undefined ? registryEndpoints(documents, options.endpointsTable) : undefined;
   const queue = new SqsDeliveryQueue({ client: options.sqs, queueUrl: options.queueUrl, deadLetterQueueUrl: options.deadLetterQueueUrl });
+  // Releases of parked deliveries after `endpoint enable` (lib/resume.ts), each run scheduling up to the next.
+  const release =
+    endpoints !== undefined && options.endpointsTable !== undefined
+      ? { endpoints, deps: { ledger, queue, store: new DynamoDbEndpointRegistry({ client: documents, tableName: options.endpointsTable }) } }
+      : undefined;
   const logger = displayLogger(options.log);
   let cursor: string | undefined;
   let stopped = false;
@@ -88,7 +97,8 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
         ...(endpoints !== undefined ? { endpoints } : {}),
       });
       cursor = result.cursor;
-      options.metrics?.(recoveredMetricDocument(result.recovered, now()));
+      const releases = release === undefined ? [] : await releaseResuming(await release.endpoints(), { ...release.deps, now, horizonMs: intervalMs, logger });
+      options.metrics?.(recoveredMetricDocument(result.recovered, now(), releases.reduce((sum, run) => sum + run.released, 0)));
     } catch (error) {
       // The emulators stopping under a run, or a cursor gone stale: start over next time.
       cursor = undefined;
@@ -119,6 +129,8 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
 function displayLogger(log: (line: string) => void): Logger {
   const logger: Logger = {
     info(message: string, fields?: Fields) {
+      if (message === 'released' && fields !== undefined) log(`${String(fields.eventId)} → ${String(fields.endpoint)} released (was parked)`);
+      if (message === 'release finished' && fields !== undefined) log(`${String(fields.endpoint)}: no parked deliveries left`);
       if (message === 'recovered' && fields !== undefined) {
         const quiet = typeof fields.quietForMs === 'number' ? `, no message for ${Math.round(fields.quietForMs / 1000)} s` : '';
         log(`${String(fields.eventId)} → ${String(fields.endpoint)} enqueued again (pending${quiet})`);

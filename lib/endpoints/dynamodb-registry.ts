@@ -29,6 +29,7 @@ import { ENDPOINT_STATES, EndpointError, parseEndpointFields, type EndpointField
 import type { EndpointHealth, HealthRecord, HealthStore } from './health';
 import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError, type EndpointRegistry } from './registry';
 import { REGISTRY_SCHEMA } from './registry-schema';
+import { DEFAULT_RESUME_RATE, type ResumeStore } from '../resume';
 
 export interface DynamoDbEndpointRegistryOptions {
   /** A DynamoDB client; a plain one is wrapped in a document client. */
@@ -69,9 +70,13 @@ const NAMES = {
   '#updatedAt': A.updatedAt,
 } as const;
 
+/** A release of parked deliveries (lib/resume.ts): its attributes, and the clause that ends one. */
+const RESUME_NAMES = { '#resumeSince': A.resumeSince, '#resumeRate': A.resumeRate, '#resumeUntil': A.resumeUntil } as const;
+const END_RESUME = 'REMOVE #resumeSince, #resumeRate, #resumeUntil';
+
 type Item = Record<string, unknown>;
 
-export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore {
+export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, ResumeStore {
   readonly #client: DynamoDBDocumentClient;
   readonly #tableName: string;
   readonly #scanPageSize: number | undefined;
@@ -180,24 +185,29 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore {
     }
   }
 
-  async setState(name: string, state: EndpointRecord['state'], change: StateChange): Promise<EndpointRecord> {
+  async setState(name: string, state: EndpointRecord['state'], change: StateChange, resumeRate = DEFAULT_RESUME_RATE): Promise<EndpointRecord> {
     if (!(ENDPOINT_STATES as readonly string[]).includes(state)) throw new RangeError(`state must be one of ${ENDPOINT_STATES.join(', ')}`);
     const stateChange: StateChange = { by: change.by, reason: change.reason, at: change.at };
+    // Enabling begins the release of its parked deliveries (lib/resume.ts); disabling ends one.
+    const enabling = state === 'enabled';
     try {
       const { Attributes } = await this.#guard(`set the state of endpoint ${JSON.stringify(name)}`, () =>
         this.#client.send(
           new UpdateCommand({
             TableName: this.#tableName,
             Key: { [KEY]: name },
-            UpdateExpression: 'SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt',
+            UpdateExpression: enabling
+              ? 'SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt, #resumeSince = :updatedAt, #resumeRate = :rate REMOVE #resumeUntil'
+              : `SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt ${END_RESUME}`,
             ConditionExpression: 'attribute_exists(#name)',
             ExpressionAttributeNames: {
               '#name': NAMES['#name'],
               '#state': NAMES['#state'],
               '#stateChange': NAMES['#stateChange'],
               '#updatedAt': NAMES['#updatedAt'],
+              ...RESUME_NAMES,
             },
-            ExpressionAttributeValues: { ':state': state, ':stateChange': stateChange, ':updatedAt': change.at },
+            ExpressionAttributeValues: { ':state': state, ':stateChange': stateChange, ':updatedAt': change.at, ...(enabling ? { ':rate': resumeRate } : {}) },
             ReturnValues: 'ALL_NEW',
           }),
         ),
@@ -265,17 +275,56 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore {
           new UpdateCommand({
             TableName: this.#tableName,
             Key: { [KEY]: name },
-            UpdateExpression: 'SET #state = :disabled, #stateChange = :stateChange, #updatedAt = :updatedAt',
+            UpdateExpression: `SET #state = :disabled, #stateChange = :stateChange, #updatedAt = :updatedAt ${END_RESUME}`,
             ConditionExpression: 'attribute_exists(#name) AND #state = :enabled',
             ExpressionAttributeNames: {
               '#name': NAMES['#name'],
               '#state': NAMES['#state'],
               '#stateChange': NAMES['#stateChange'],
               '#updatedAt': NAMES['#updatedAt'],
+              ...RESUME_NAMES,
             },
             ExpressionAttributeValues: { ':disabled': 'disabled', ':enabled': 'enabled', ':stateChange': stateChange, ':updatedAt': change.at },
           }),
         ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * The releases' writes (lib/resume.ts `ResumeStore`): each conditional on the release begun at
+   * `since` still being the endpoint's, so a newer `enable`, or a `disable`, is never undone.
+   */
+  async takeWindow(name: string, since: number, from: number | undefined, to: number): Promise<boolean> {
+    return this.#writeResume(name, `take a release window of`, {
+      UpdateExpression: 'SET #resumeUntil = :to',
+      ConditionExpression: `#resumeSince = :since AND ${from === undefined ? 'attribute_not_exists(#resumeUntil)' : '#resumeUntil = :from'}`,
+      ExpressionAttributeValues: { ':since': since, ':to': to, ...(from === undefined ? {} : { ':from': from }) },
+    });
+  }
+
+  async finishResume(name: string, since: number): Promise<boolean> {
+    return this.#writeResume(name, 'end the release of', {
+      UpdateExpression: END_RESUME,
+      ConditionExpression: '#resumeSince = :since',
+      ExpressionAttributeValues: { ':since': since },
+    });
+  }
+
+  /** A conditional write of the release's attributes alone. False when its condition is refused. */
+  async #writeResume(
+    name: string,
+    what: string,
+    update: { UpdateExpression: string; ConditionExpression: string; ExpressionAttributeValues: Record<string, unknown> },
+  ): Promise<boolean> {
+    const names = Object.fromEntries(Object.entries(RESUME_NAMES).filter(([placeholder]) => `${update.UpdateExpression} ${update.ConditionExpression}`.includes(placeholder)));
+    try {
+      await this.#guard(`${what} endpoint ${JSON.stringify(name)}`, () =>
+        this.#client.send(new UpdateCommand({ TableName: this.#tableName, Key: { [KEY]: name }, ...update, ExpressionAttributeNames: names })),
       );
       return true;
     } catch (error) {

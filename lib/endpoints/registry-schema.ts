@@ -31,10 +31,12 @@ export const REGISTRY_SCHEMA = {
     lastAcceptedAt: 'lastAcceptedAt',
     /**
      * Releasing parked deliveries after `endpoint enable` (lib/resume.ts): epoch ms the release
-     * began (the ramp counts from it) and the most per second it ramps up to. Removed once none is left.
+     * began (the ramp counts from it), the most per second it ramps up to, and epoch ms up to which
+     * releases are scheduled. Set by enabling, removed by disabling and once none is left.
      */
     resumeSince: 'resumeSince',
     resumeRate: 'resumeRate',
+    resumeUntil: 'resumeUntil',
     /**
      * The rate limit's schedule (lib/endpoints/rate-limit.ts): epoch ms of the endpoint's next free
      * request slot, advanced by every consumer's reservation with a conditional write.

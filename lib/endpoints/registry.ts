@@ -21,8 +21,12 @@ export interface EndpointRegistry {
    * @throws EndpointNotFoundError, EndpointConflictError
    */
   update(fields: EndpointFields, expectedUpdatedAt: number, nowMs: number): Promise<EndpointRecord>;
-  /** Enables or disables, recording who, why and when. @throws EndpointNotFoundError */
-  setState(name: string, state: EndpointRecord['state'], change: StateChange): Promise<EndpointRecord>;
+  /**
+   * Enables or disables, recording who, why and when. Enabling begins the release of its parked
+   * deliveries at up to `resumeRate` per second (lib/resume.ts); disabling ends one in progress.
+   * @throws EndpointNotFoundError
+   */
+  setState(name: string, state: EndpointRecord['state'], change: StateChange, resumeRate?: number): Promise<EndpointRecord>;
   /** @throws EndpointNotFoundError */
   remove(name: string): Promise<void>;
 }

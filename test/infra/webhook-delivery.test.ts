@@ -590,13 +590,14 @@ describe('WebhookDelivery', () => {
             [RESOURCE_ENV.endpointsTable]: { Ref: built.stack.getLogicalId(built.delivery.endpointRegistry.table.node.defaultChild as never) },
             [RECOVERY_ENV.graceMs]: String(visibilityTimeoutSeconds * 1000 + 5 * 60_000),
             [RECOVERY_ENV.limit]: String(RECOVERY_LIMIT),
+            [RECOVERY_ENV.intervalMs]: String(5 * 60_000),
             NODE_OPTIONS: '--enable-source-maps',
           },
         },
       });
     });
 
-    it("may query the ledger's listing index, read the rows it lists, scan the registry's names and send to the delivery queue, nothing more", () => {
+    it("may query the ledger's listing index, read and release the rows it lists, scan the registry's names, write its releases and send to the delivery queue, nothing more", () => {
       const { template, stack, delivery } = build();
       const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(delivery.ledgerTable.node.defaultChild as never), 'Arn'] };
       const registry = delivery.endpointRegistry;
@@ -610,6 +611,7 @@ describe('WebhookDelivery', () => {
           Sid: 'LedgerListingQuery',
         },
         { Action: 'dynamodb:BatchGetItem', Effect: 'Allow', Resource: tableArn, Sid: 'LedgerRowsRead' },
+        { Action: 'dynamodb:UpdateItem', Effect: 'Allow', Resource: tableArn, Sid: 'LedgerRowsRelease' },
         {
           Action: 'sqs:SendMessage',
           Effect: 'Allow',
@@ -628,12 +630,28 @@ describe('WebhookDelivery', () => {
           Resource: { 'Fn::GetAtt': [stack.getLogicalId(registry.encryptionKey.node.defaultChild as never), 'Arn'] },
           Sid: 'EndpointNamesDecrypt',
         },
+        {
+          Action: 'dynamodb:UpdateItem',
+          Effect: 'Allow',
+          Resource: { 'Fn::GetAtt': [stack.getLogicalId(registry.table.node.defaultChild as never), 'Arn'] },
+          Sid: 'EndpointRegistryHealthWrite',
+        },
+        {
+          Action: ['kms:Encrypt', 'kms:GenerateDataKey'],
+          Effect: 'Allow',
+          Resource: { 'Fn::GetAtt': [stack.getLogicalId(registry.encryptionKey.node.defaultChild as never), 'Arn'] },
+          Sid: 'EndpointRegistryEncrypt',
+        },
       ]);
       expect(statements.flatMap((s) => [s.Action].flat()).sort()).toEqual([
         'dynamodb:BatchGetItem',
         'dynamodb:Query',
         'dynamodb:Scan',
+        'dynamodb:UpdateItem',
+        'dynamodb:UpdateItem',
         'kms:Decrypt',
+        'kms:Encrypt',
+        'kms:GenerateDataKey',
         'logs:CreateLogStream',
         'logs:PutLogEvents',
         'sqs:SendMessage',

@@ -345,16 +345,26 @@ describe('Function: isStranded', () => {
 });
 
 describe('Function: recoveredMetricDocument', () => {
-  it('is an EMF document of the Recovered count in the Handoff namespace under the Service dimension', () => {
-    const document = JSON.parse(recoveredMetricDocument(3, T0));
+  it('is an EMF document of the Recovered and Resumed counts in the Handoff namespace under the Service dimension', () => {
+    const document = JSON.parse(recoveredMetricDocument(3, T0, 7));
 
     expect(document).toEqual({
       _aws: {
         Timestamp: T0,
-        CloudWatchMetrics: [{ Namespace: 'Handoff', Dimensions: [['Service']], Metrics: [{ Name: 'Recovered', Unit: 'Count' }] }],
+        CloudWatchMetrics: [
+          {
+            Namespace: 'Handoff',
+            Dimensions: [['Service']],
+            Metrics: [
+              { Name: 'Recovered', Unit: 'Count' },
+              { Name: 'Resumed', Unit: 'Count' },
+            ],
+          },
+        ],
       },
       Service: 'handoff',
       Recovered: 3,
+      Resumed: 7,
     });
   });
 });

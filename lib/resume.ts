@@ -1,0 +1,169 @@
+/**
+ * Releasing parked deliveries (docs/contract.md §12 "Parking"): after `handoff endpoint enable`,
+ * an endpoint's parked deliveries are sent again oldest admission first, at a bounded ramp, by the
+ * same runs that recover stuck work (the scheduled function in AWS, the sandbox's timer), and by the
+ * `enable` command itself for the first stretch. No process is held for the hours a large backlog
+ * takes: each run releases a bounded window's worth and the next run goes on from the registry.
+ *
+ * The state of a release is on the endpoint's registry item (lib/endpoints/registry-schema.ts):
+ * `resumeSince` (when `enable` began it: the ramp counts from it), `resumeRate` (the most per second
+ * it ramps up to) and `resumeUntil` (epoch ms up to which messages are already scheduled). A run:
+ *
+ * 1. takes the window from `resumeUntil` (or now) to now + its horizon with one conditional write
+ *    on `resumeUntil`, so two runs at once never release the same stretch twice (the loser skips);
+ * 2. lays the window's slots out at the ramp's rate: an eighth of `resumeRate` (at least 1 per
+ *    second) at first, doubling every minute up to `resumeRate`;
+ * 3. reads that many parked rows oldest first (the parked listing, this endpoint's entries only:
+ *    never a scan), releases each (`unpark`: conditional, so a row two runs both read is released
+ *    once) and puts a message for it on the queue, delayed until its slot;
+ * 4. ends the release (removes the attributes) when none is left, once consumers have all seen the
+ *    endpoint enabled: one with a stale copy of the registry may still park a delivery meanwhile.
+ *
+ * A release interrupted anywhere leaves nothing behind: a released row is listed as pending from
+ * its slot on, so if its message is never sent the stuck-work recovery sends one (lib/recovery.ts);
+ * an unreleased row is still parked, for the next run. Slots are spread by delaying each message
+ * (SQS's DelaySeconds, up to 15 minutes): a horizon is at most that long.
+ */
+import pLimit from 'p-limit';
+import { ENDPOINTS_CACHE_MS } from './endpoints/registry';
+import type { DeliveryRecord, Ledger } from './ledger/ledger';
+import { errorFields, type Logger } from './observability';
+import type { DeliveryQueue } from './queue/queue';
+
+/** Per second at most, unless `endpoint enable --rate` says otherwise. */
+export const DEFAULT_RESUME_RATE = 20;
+/** The ramp starts at this share of the rate and doubles every RAMP_STEP_MS. */
+const RAMP_START_SHARE = 1 / 8;
+const RAMP_STEP_MS = 60_000;
+/** SQS's longest message delay: no slot is scheduled further ahead. */
+export const MAX_HORIZON_MS = 900_000;
+/** How long after `enable` a consumer may still hold a copy of the registry with the endpoint disabled. */
+const SETTLE_MS = 2 * ENDPOINTS_CACHE_MS;
+/** Releases written at once. */
+const CONCURRENCY = 10;
+/** Rows read per listing page. */
+const PAGE_SIZE = 100;
+
+/** A release in progress, as the registry holds it. */
+export interface Resume {
+  readonly since: number;
+  readonly rate: number;
+  readonly until?: number;
+}
+
+/** What a release needs of the registry: its three attributes, each write conditional on `since`. */
+export interface ResumeStore {
+  /** Moves `resumeUntil` from `from` (absent: unset) to `to`, if the release is still the one begun at `since`. False when refused. */
+  takeWindow(endpoint: string, since: number, from: number | undefined, to: number): Promise<boolean>;
+  /** Ends the release begun at `since` (a newer `enable` is left alone). False when refused. */
+  finishResume(endpoint: string, since: number): Promise<boolean>;
+}
+
+/** The ramp's rate (per second) at `nowMs`: an eighth of `rate` (at least 1), doubling every minute, up to `rate`. */
+export function rampRate(resume: Pick<Resume, 'since' | 'rate'>, nowMs: number): number {
+  const steps = Math.max(0, Math.floor((nowMs - resume.since) / RAMP_STEP_MS));
+  const start = Math.max(1, resume.rate * RAMP_START_SHARE);
+  return Math.min(resume.rate, start * 2 ** Math.min(steps, 30));
+}
+
+/** The slots (epoch ms) in [fromMs, toMs), each 1/rampRate after the one before. */
+export function slotsIn(resume: Pick<Resume, 'since' | 'rate'>, fromMs: number, toMs: number): number[] {
+  const slots: number[] = [];
+  for (let t = fromMs; t < toMs; t += 1000 / rampRate(resume, t)) slots.push(Math.floor(t));
+  return slots;
+}
+
+export interface ReleaseDeps {
+  readonly ledger: Pick<Ledger, 'listByState' | 'unpark'>;
+  readonly queue: Pick<DeliveryQueue, 'enqueue'>;
+  readonly store: ResumeStore;
+  readonly now: () => number;
+  /** How far ahead this run schedules: until the next run, at most MAX_HORIZON_MS. */
+  readonly horizonMs: number;
+  readonly logger: Logger;
+}
+
+export interface ReleaseRun {
+  readonly endpoint: string;
+  /** Deliveries released (unparked, their messages sent). */
+  readonly released: number;
+  /** True when the release ended: nothing was left parked. */
+  readonly finished: boolean;
+  /** True when another run held the window: this one released nothing. */
+  readonly skipped: boolean;
+}
+
+/**
+ * One run of one endpoint's release. @throws what the ledger or the registry throws; a failed send
+ * is logged and ends the run (the rows it released are pending and listed: recovery sends them).
+ */
+export async function releaseParked(endpoint: string, resume: Resume, deps: ReleaseDeps): Promise<ReleaseRun> {
+  const { ledger, queue, store, logger } = deps;
+  const nowMs = deps.now();
+  const from = Math.max(nowMs, resume.until ?? 0);
+  const to = nowMs + Math.min(deps.horizonMs, MAX_HORIZON_MS);
+  const slots = from < to ? slotsIn(resume, from, to) : [];
+  if (slots.length === 0) return { endpoint, released: 0, finished: false, skipped: false };
+  if (!(await store.takeWindow(endpoint, resume.since, resume.until, to))) return { endpoint, released: 0, finished: false, skipped: true };
+
+  let released = 0;
+  let cursor: string | undefined;
+  let exhausted = false;
+  const limit = pLimit(CONCURRENCY);
+  while (released < slots.length) {
+    const page = await ledger.listByState('parked', { endpoint, limit: Math.min(PAGE_SIZE, slots.length - released), ...(cursor !== undefined ? { cursor } : {}) });
+    // Each row is listed as pending from the slot it would take; the slots then go, in admission
+    // order, to the rows this run released (a row another run released first gives its slot up).
+    const first = released;
+    const unparked = await Promise.all(
+      page.records.map((record, i) => limit(() => ledger.unpark(record, deps.now(), slots[first + i]!))),
+    );
+    const rows = unparked.filter((row): row is DeliveryRecord & { body: string } => row?.body !== undefined);
+    try {
+      await Promise.all(
+        rows.map((row, j) =>
+          limit(() => queue.enqueue(row.body, { endpoint, delaySeconds: Math.max(0, Math.ceil((slots[first + j]! - deps.now()) / 1000)) })),
+        ),
+      );
+    } catch (error) {
+      logger.error('release failed: the released rows are pending, recovery sends them', { endpoint, ...errorFields(error) });
+      return { endpoint, released: released + rows.length, finished: false, skipped: false };
+    }
+    for (const row of rows) logger.info('released', { eventId: row.eventId, endpoint });
+    released += rows.length;
+    cursor = page.cursor;
+    if (cursor === undefined) {
+      exhausted = true;
+      break;
+    }
+  }
+  if (exhausted && nowMs >= resume.since + SETTLE_MS) {
+    await store.finishResume(endpoint, resume.since);
+    logger.info('release finished', { endpoint, released });
+    return { endpoint, released, finished: true, skipped: false };
+  }
+  return { endpoint, released, finished: false, skipped: false };
+}
+
+/** What a run needs of the registry's entries (lib/recovery.ts `registryEndpoints` reads them). */
+export interface ResumeView {
+  readonly state?: string;
+  readonly resume?: Resume;
+}
+
+/**
+ * One run of every release in progress: the enabled endpoints with a `resume`, one after another.
+ * A failure of one endpoint's run is logged and the others go on.
+ */
+export async function releaseResuming(endpoints: ReadonlyMap<string, ResumeView>, deps: ReleaseDeps): Promise<ReleaseRun[]> {
+  const runs: ReleaseRun[] = [];
+  for (const [name, view] of endpoints) {
+    if (view.state !== 'enabled' || view.resume === undefined) continue;
+    try {
+      runs.push(await releaseParked(name, view.resume, deps));
+    } catch (error) {
+      deps.logger.error('release failed', { endpoint: name, ...errorFields(error) });
+    }
+  }
+  return runs;
+}
