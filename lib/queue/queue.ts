@@ -19,10 +19,35 @@ export interface DeadLetterInfo {
 /** The message attribute that makes a message one endpoint's delivery (absent: a producer's message, to route). */
 export const ENDPOINT_ATTRIBUTE = 'endpoint';
 
+/**
+ * The message attribute (a Number, epoch ms) saying the delivery's request slot is reserved already
+ * (lib/endpoints/rate-limit.ts): it may be sent at that time, not before, without reserving again.
+ * Honoured on the message's first receive only: a message received again (held, retried, its
+ * consumer gone) has had its slot, used or not.
+ */
+export const RESERVED_SLOT_ATTRIBUTE = 'notBefore';
+
+/** SQS's longest delay of a message sent. */
+export const MAX_DELAY_SECONDS = 900;
+
 /** One endpoint's delivery of an event, as a message of its own. */
 export interface EndpointMessage {
   readonly body: string;
   readonly endpoint: string;
+  /** Received no sooner than this (0–900, SQS's limit; clamped). */
+  readonly delaySeconds?: number;
+  /** Its reserved request slot, epoch ms (RESERVED_SLOT_ATTRIBUTE). */
+  readonly notBefore?: number;
+}
+
+/** What `enqueue` may add to a body. */
+export interface EnqueueOptions {
+  /** One endpoint's delivery (absent: a producer's message, to route). */
+  readonly endpoint?: string;
+  /** Received no sooner than this (0–900, SQS's limit; clamped). */
+  readonly delaySeconds?: number;
+  /** Its reserved request slot, epoch ms (RESERVED_SLOT_ATTRIBUTE); only with `endpoint`. */
+  readonly notBefore?: number;
 }
 
 export interface DeliveryQueue {
@@ -38,13 +63,14 @@ export interface DeliveryQueue {
   /**
    * Sends a body to the delivery queue (replay): for one endpoint's delivery when `endpoint` is
    * given, as a producer's message to route otherwise; received no sooner than `delaySeconds`
-   * (0–900, SQS's limit; clamped).
+   * (0–900, SQS's limit; clamped); carrying its reserved slot when `notBefore` is given.
    */
-  enqueue(body: string, options?: { readonly endpoint?: string; readonly delaySeconds?: number }): Promise<void>;
+  enqueue(body: string, options?: EnqueueOptions): Promise<void>;
 
   /**
    * Puts one message per endpoint delivery on the delivery queue, batched (SQS takes ten per
-   * request). Resolves only once every one is sent. @throws QueueUnavailableError otherwise
+   * request), each with its own delay and reserved slot where given (a delivery put back by the
+   * rate limit). Resolves only once every one is sent. @throws QueueUnavailableError otherwise
    * (some may have been sent: a second copy of one is harmless, the ledger's claim decides).
    */
   fanOut(messages: readonly EndpointMessage[]): Promise<void>;
@@ -68,6 +94,28 @@ export class QueueUnavailableError extends Error {
  * early; the ledger then answers "not due" with the rest of the wait.
  */
 export const MAX_VISIBILITY_SECONDS = MAX_WAIT_SECONDS - 15 * 60;
+
+/** Whole seconds a message may be delayed by when sent (0–900). */
+export function clampDelaySeconds(seconds: number): number {
+  if (!Number.isFinite(seconds)) return seconds > 0 ? MAX_DELAY_SECONDS : 0;
+  return Math.min(Math.max(Math.ceil(seconds), 0), MAX_DELAY_SECONDS);
+}
+
+/**
+ * A record's reserved slot (RESERVED_SLOT_ATTRIBUTE), when it carries one and this is its first
+ * receive; undefined otherwise.
+ */
+export function reservedSlotOf(record: {
+  readonly messageAttributes?: Readonly<Record<string, { readonly stringValue?: string | undefined } | undefined>>;
+  readonly attributes?: { readonly ApproximateReceiveCount?: string };
+}): number | undefined {
+  const raw = record.messageAttributes?.[RESERVED_SLOT_ATTRIBUTE]?.stringValue;
+  if (raw === undefined) return undefined;
+  const slot = Number(raw);
+  if (!Number.isFinite(slot) || slot <= 0) return undefined;
+  const receives = Number(record.attributes?.ApproximateReceiveCount ?? '1');
+  return receives > 1 ? undefined : slot;
+}
 
 /** Whole seconds within what a received message's visibility timeout can still be set to. */
 export function clampVisibilitySeconds(seconds: number): number {

@@ -7,16 +7,16 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import {
+  clampDelaySeconds,
   clampVisibilitySeconds,
   ENDPOINT_ATTRIBUTE,
   QueueUnavailableError,
+  RESERVED_SLOT_ATTRIBUTE,
   type DeadLetterInfo,
   type DeliveryQueue,
   type EndpointMessage,
+  type EnqueueOptions,
 } from './queue';
-
-/** SQS's longest delay of a message sent. */
-const MAX_DELAY_SECONDS = 900;
 /** SQS's most messages per SendMessageBatch. */
 const SEND_BATCH_SIZE = 10;
 
@@ -73,14 +73,14 @@ export class SqsDeliveryQueue implements DeliveryQueue {
     );
   }
 
-  async enqueue(body: string, options: { readonly endpoint?: string; readonly delaySeconds?: number } = {}): Promise<void> {
+  async enqueue(body: string, options: EnqueueOptions = {}): Promise<void> {
     await this.#call('enqueue', () =>
       this.#client.send(
         new SendMessageCommand({
           QueueUrl: this.#queueUrl,
           MessageBody: body,
-          ...(options.endpoint !== undefined ? { MessageAttributes: endpointAttribute(options.endpoint) } : {}),
-          ...(options.delaySeconds ? { DelaySeconds: Math.min(Math.max(Math.ceil(options.delaySeconds), 0), MAX_DELAY_SECONDS) } : {}),
+          ...(options.endpoint !== undefined ? { MessageAttributes: endpointAttributes(options.endpoint, options.notBefore) } : {}),
+          ...(options.delaySeconds ? { DelaySeconds: clampDelaySeconds(options.delaySeconds) } : {}),
         }),
       ),
     );
@@ -99,7 +99,8 @@ export class SqsDeliveryQueue implements DeliveryQueue {
               Entries: batch.map((message, i) => ({
                 Id: String(i),
                 MessageBody: message.body,
-                MessageAttributes: endpointAttribute(message.endpoint),
+                MessageAttributes: endpointAttributes(message.endpoint, message.notBefore),
+                ...(message.delaySeconds ? { DelaySeconds: clampDelaySeconds(message.delaySeconds) } : {}),
               })),
             }),
           );
@@ -120,6 +121,9 @@ export class SqsDeliveryQueue implements DeliveryQueue {
   }
 }
 
-function endpointAttribute(endpoint: string): Record<string, MessageAttributeValue> {
-  return { [ENDPOINT_ATTRIBUTE]: { DataType: 'String', StringValue: endpoint } };
+/** The endpoint's name, and the reserved slot (whole epoch ms, rounded up: never earlier than reserved) where given. */
+function endpointAttributes(endpoint: string, notBefore?: number): Record<string, MessageAttributeValue> {
+  const attributes: Record<string, MessageAttributeValue> = { [ENDPOINT_ATTRIBUTE]: { DataType: 'String', StringValue: endpoint } };
+  if (notBefore !== undefined) attributes[RESERVED_SLOT_ATTRIBUTE] = { DataType: 'Number', StringValue: String(Math.ceil(notBefore)) };
+  return attributes;
 }

@@ -1,0 +1,217 @@
+/**
+ * The rate limit's schedule (rate-limit.ts) on the endpoint registry's table: the attribute
+ * `rateNext` (REGISTRY_SCHEMA.attributes.rateNext, epoch ms to the microsecond) on the endpoint's
+ * own item, written by consumers with UpdateItem beside the fields, never touching `fields` or
+ * `updatedAt`, so an operator's update is never refused because a consumer reserved slots. Every
+ * write is conditional on the item existing: a removed endpoint's item is never recreated.
+ *
+ * No reads on AWS, and no compare-and-swap on a value read: two kinds of conditional write, each
+ * one request.
+ * - **Idle** (the schedule is free now): `SET rateNext = now + k·1000/rate` if `rateNext` is absent
+ *   or not after now. Its slots start now.
+ * - **Busy** (the schedule is booked ahead): `SET rateNext = rateNext + k·1000/rate` if `rateNext`
+ *   is after now and no later than where the k-th slot still lies within the horizon, returning the
+ *   new value; its slots are the k before it. The increment is applied by DynamoDB to whatever the
+ *   value is when the write lands, so consumers reserving at once all succeed, one after the other,
+ *   with no retry: contention costs nothing while the endpoint is busy.
+ * A write whose condition is refused learns the value from the refusal
+ * (`ReturnValuesOnConditionCheckFailure: ALL_OLD`, free on AWS; a store that does not return it is
+ * read with one consistent GetItem instead) and tries the other kind, with as many slots as fit
+ * within the horizon: at most `maxRounds` writes. The schedule only ever moves forward, so a value
+ * seen is a lower bound of the value now: a consumer that saw the schedule booked beyond the horizon
+ * answers "wait" without a request until then.
+ *
+ * The SDK retries a write whose answer was lost; an increment applied twice reserves slots nobody
+ * uses: fewer requests than the limit, never more.
+ */
+import {
+  ConditionalCheckFailedException,
+  GetItemCommand,
+  UpdateItemCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+  type UpdateItemCommandInput,
+} from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  RATE_HORIZON_MS,
+  RateLimitError,
+  slotIntervalMs,
+  slotsFrom,
+  slotsWithin,
+  spanMs,
+  toScheduleMs,
+  waitForHorizon,
+  type RateLimiter,
+  type Reservation,
+} from './rate-limit';
+import { REGISTRY_SCHEMA } from './registry-schema';
+
+export interface DynamoDbRateLimiterOptions {
+  /** The registry table's client; a document client's underlying client is used as it is. */
+  readonly client: DynamoDBClient | DynamoDBDocumentClient;
+  /** The endpoint registry's table (RESOURCE_ENV.endpointsTable). */
+  readonly tableName: string;
+  /** How far ahead slots are reserved (RATE_HORIZON_MS). */
+  readonly horizonMs?: number;
+  /** Conditional writes one reservation may make before giving up with `rate-limit-contention`. */
+  readonly maxRounds?: number;
+}
+
+/**
+ * Writes per reservation: an idle/busy guess that was wrong costs one, a batch that only partly
+ * fits before the horizon another; more means the schedule flips between idle and busy under it.
+ */
+const MAX_ROUNDS = 4;
+
+const KEY = REGISTRY_SCHEMA.partitionKey;
+const NEXT = REGISTRY_SCHEMA.attributes.rateNext;
+const NAMES = { '#name': KEY, '#next': NEXT } as const;
+
+type Write = { readonly written: true; readonly next: number } | { readonly written: false; readonly current: number | undefined };
+
+export class DynamoDbRateLimiter implements RateLimiter {
+  readonly #client: DynamoDBClient;
+  readonly #tableName: string;
+  readonly #horizonMs: number;
+  readonly #maxRounds: number;
+  /** Per endpoint, the latest value of its schedule this process saw: a lower bound of the value now. */
+  readonly #seen = new Map<string, number>();
+
+  constructor(options: DynamoDbRateLimiterOptions) {
+    // Attribute values are built here: the low-level client is all that is used.
+    this.#client = options.client as DynamoDBClient;
+    this.#tableName = options.tableName;
+    this.#horizonMs = options.horizonMs ?? RATE_HORIZON_MS;
+    this.#maxRounds = options.maxRounds ?? MAX_ROUNDS;
+  }
+
+  async reserve(endpoint: string, count: number, perSecond: number, nowMs: number): Promise<Reservation> {
+    if (!Number.isInteger(count) || count < 1) throw new RangeError(`count must be a whole number from 1, got ${count}`);
+    const interval = slotIntervalMs(perSecond);
+    let known = this.#seen.get(endpoint);
+    for (let round = 1; round <= this.#maxRounds; round++) {
+      const idle = known === undefined || known <= nowMs;
+      const base = idle ? nowMs : known!;
+      const reserved = slotsWithin(base, count, perSecond, nowMs, this.#horizonMs);
+      // Booked beyond the horizon already (the value only grows): nothing to ask the table.
+      if (reserved === 0) return { slots: [], waitMs: waitForHorizon(base, nowMs, this.#horizonMs) };
+      const span = spanMs(reserved, perSecond);
+      const result = idle
+        ? await this.#write(endpoint, {
+            UpdateExpression: 'SET #next = :next',
+            ConditionExpression: 'attribute_exists(#name) AND (attribute_not_exists(#next) OR #next <= :now)',
+            ExpressionAttributeValues: { ':next': number(toScheduleMs(nowMs + span)), ':now': number(nowMs) },
+          })
+        : await this.#write(endpoint, {
+            UpdateExpression: 'SET #next = #next + :span',
+            ConditionExpression: 'attribute_exists(#name) AND #next > :now AND #next <= :latest',
+            ExpressionAttributeValues: {
+              ':span': number(span),
+              ':now': number(nowMs),
+              ':latest': number(toScheduleMs(nowMs + this.#horizonMs - (reserved - 1) * interval)),
+            },
+          });
+      if (result.written) {
+        this.#note(endpoint, result.next);
+        const slots = slotsFrom(toScheduleMs(result.next - span), reserved, perSecond);
+        return reserved === count ? { slots } : { slots, waitMs: waitForHorizon(result.next, nowMs, this.#horizonMs) };
+      }
+      known = result.current;
+      if (known !== undefined) this.#note(endpoint, known);
+    }
+    throw new RateLimitError(
+      'rate-limit-contention',
+      endpoint,
+      `rate limit of endpoint ${JSON.stringify(endpoint)}: its schedule changed under each of ${this.#maxRounds} writes`,
+    );
+  }
+
+  #note(endpoint: string, next: number): void {
+    if (next > (this.#seen.get(endpoint) ?? -Infinity)) this.#seen.set(endpoint, next);
+  }
+
+  /** One conditional UpdateItem on the endpoint's item; a refusal answers with the value it met. */
+  async #write(
+    endpoint: string,
+    update: Pick<UpdateItemCommandInput, 'UpdateExpression' | 'ConditionExpression' | 'ExpressionAttributeValues'>,
+  ): Promise<Write> {
+    try {
+      const { Attributes } = await this.#guard(endpoint, 'reserve slots', () =>
+        this.#client.send(
+          new UpdateItemCommand({
+            TableName: this.#tableName,
+            Key: { [KEY]: { S: endpoint } },
+            ...update,
+            ExpressionAttributeNames: NAMES,
+            ReturnValues: 'UPDATED_NEW',
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        ),
+      );
+      const next = valueOf(Attributes);
+      if (next === undefined) throw this.#unreadable(endpoint);
+      return { written: true, next };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // AWS returns the item with the refusal; where a store does not (dynalite), or no item is
+      // there (the endpoint was removed), one consistent read tells which.
+      const item = error.Item ?? (await this.#read(endpoint));
+      if (item === undefined) {
+        throw new RateLimitError('endpoint-not-found', endpoint, `rate limit: no endpoint named ${JSON.stringify(endpoint)} in ${this.#tableName}`, { cause: error });
+      }
+      return { written: false, current: valueOf(item) };
+    }
+  }
+
+  async #read(endpoint: string): Promise<Record<string, AttributeValue> | undefined> {
+    const { Item } = await this.#guard(endpoint, 'read the schedule of', () =>
+      this.#client.send(
+        new GetItemCommand({
+          TableName: this.#tableName,
+          Key: { [KEY]: { S: endpoint } },
+          ConsistentRead: true,
+          ProjectionExpression: '#name, #next',
+          ExpressionAttributeNames: NAMES,
+        }),
+      ),
+    );
+    return Item;
+  }
+
+  #unreadable(endpoint: string): RateLimitError {
+    return new RateLimitError(
+      'rate-limit-unavailable',
+      endpoint,
+      `rate limit: the table ${this.#tableName} returned no number ${NEXT} for endpoint ${JSON.stringify(endpoint)}`,
+    );
+  }
+
+  /** A refused condition passes through; any other failure is the schedule's store being unavailable. */
+  async #guard<T>(endpoint: string, what: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw error;
+      const name = error instanceof Error ? error.name : 'error';
+      throw new RateLimitError(
+        'rate-limit-unavailable',
+        endpoint,
+        `rate limit: endpoint registry ${this.#tableName} failed to ${what} endpoint ${JSON.stringify(endpoint)}: ${name}`,
+        { cause: error },
+      );
+    }
+  }
+}
+
+function number(value: number): AttributeValue {
+  return { N: String(value) };
+}
+
+/** The schedule's value in an item (or an update's returned attributes); undefined when absent or not a number. */
+function valueOf(item: Record<string, AttributeValue> | undefined): number | undefined {
+  const raw = item?.[NEXT]?.N;
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  return Number.isFinite(value) ? value : undefined;
+}
