@@ -194,11 +194,12 @@ export class DynamoDbLedger implements Ledger {
     const key = { eventId: input.event.event.id, endpoint: input.endpoint };
     const context = { contentHash: input.event.contentHash, nowMs: input.nowMs };
     let current: DeliveryRecord | undefined;
+    let cause: ConditionalCheckFailedException | undefined;
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
       if (current === undefined || holdsNoEvent(current)) {
         const result = await this.#update(key, parkNewSpec(input));
         if (result.written) return afterPark(result.item, key, input);
-        current = result.current;
+        ({ current, cause } = result);
         // The row went away (TTL) between the write and the read: the first write may succeed now.
         if (current === undefined || holdsNoEvent(current)) continue;
       }
@@ -206,11 +207,11 @@ export class DynamoDbLedger implements Ledger {
       // and which the SDK sent again): nothing to write.
       const refusal = parkRefusal(current, context);
       if (refusal === 'parked') return current;
-      if (refusal !== undefined) throw new ClaimRefusedError(current);
+      if (refusal !== undefined) throw new ClaimRefusedError(current, { cause });
       const result = await this.#update(key, parkExistingSpec(input, current.createdAt));
       if (result.written) return recordFromItem(result.item);
       // Changed since it was read (claimed, settled, parked by another): decide again on the row now.
-      current = result.current;
+      ({ current, cause } = result);
     }
     throw contention(key.eventId);
   }
@@ -222,7 +223,7 @@ export class DynamoDbLedger implements Ledger {
    * listed as pending all the same, and the recovery sweep sends it if nothing else does.)
    */
   async unpark(key: DeliveryKey, nowMs: number, listedSinceMs: number): Promise<DeliveryRecord | undefined> {
-    const result = await this.#update(key, unparkSpec(key, nowMs, listedSinceMs));
+    const result = await this.#update(key, unparkSpec(key, nowMs, listedSinceMs), false);
     return result.written ? recordFromItem(result.item) : undefined;
   }
 
@@ -302,14 +303,17 @@ export class DynamoDbLedger implements Ledger {
     return counts.reduce((sum, count) => sum + count, 0);
   }
 
-  /** One conditional UpdateItem. A write answers with the item it asked for; a refusal with the row as it stands. */
-  async #update(key: DeliveryKey, spec: UpdateSpec): Promise<UpdateResult> {
+  /**
+   * One conditional UpdateItem. A write answers with the item it asked for; a refusal with the row
+   * as it stands (read, where the store did not return it, unless `readRefused` is false).
+   */
+  async #update(key: DeliveryKey, spec: UpdateSpec, readRefused = true): Promise<UpdateResult> {
     try {
       const output = await this.#guard(key.eventId, () => this.#client.send(new UpdateItemCommand(this.#updateInput(key, spec))));
       return { written: true, item: output.Attributes ?? {} };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current = error.Item === undefined ? await this.#read(key) : recordFromItem(error.Item);
+      const current = error.Item !== undefined ? recordFromItem(error.Item) : readRefused ? await this.#read(key) : undefined;
       return { written: false, current, cause: error };
     }
   }

@@ -19,7 +19,7 @@ import { MAX_PAYLOAD_LIMIT_BYTES } from '../../lib/config';
 import { parseEvent } from '../../lib/event';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createLedgerTable } from '../../sandbox/ledger-table';
-import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
+import { LEDGER_SCHEMA, WIRE_NAMES } from '../../lib/ledger/dynamodb-schema';
 import {
   ClaimRefusedError,
   LeaseLostError,
@@ -35,6 +35,7 @@ import {
   type ClaimedRecord,
   type ClaimInput,
   type DeliveryRecord,
+  type ParkInput,
 } from '../../lib/ledger/ledger';
 import type { AttemptOutcome } from '../../lib/outcome';
 import { DEFAULT_RETRY_POLICY, retryPolicy } from '../../lib/policy';
@@ -390,6 +391,230 @@ describe('DynamoDbLedger on dynalite', () => {
 
       expect(error.message).toContain('evt_fan_gone');
       expect(error.cause).toBeInstanceOf(ResourceNotFoundException);
+    });
+  });
+
+  describe('Parking on the store', () => {
+    const ACME = 'carrier-acme';
+
+    function parkInput(eventId: string, overrides: Partial<ParkInput> = {}): ParkInput {
+      return { event: shipmentEvent(eventId), endpoint: ACME, nowMs: T0, policy: POLICY, retentionSeconds: RETENTION_SECONDS, ...overrides };
+    }
+
+    async function storedItem(eventId: string, endpoint = ACME): Promise<Record<string, AttributeValue>> {
+      const { Item } = await client.send(new GetItemCommand({ TableName: tableName, Key: { eventId: { S: eventId }, endpoint: { S: endpoint } }, ConsistentRead: true }));
+      if (Item === undefined) throw new Error(`no row for ${eventId}`);
+      return Item;
+    }
+
+    /** A ledger whose refused writes carry the row, as on AWS; its own request counter. */
+    function awsLikeLedger(): { ledger: DynamoDbLedger; counter: CommandCounter; close(): void } {
+      const awsLike = emulatorDynamoDbClient(dynalite.endpoint);
+      const awsLikeCounter = countCommands(awsLike);
+      returnOldItemOnConditionFailure(awsLike, client);
+      return {
+        ledger: new DynamoDbLedger({ client: DynamoDBDocumentClient.from(awsLike), tableName, now: () => T0 }),
+        counter: awsLikeCounter,
+        close: () => awsLike.destroy(),
+      };
+    }
+
+    it('stores the marker as `pa` and lists the row under its endpoint and shard at its admission; unpark moves it to pending', async () => {
+      // Act
+      await ledger.park(parkInput('evt_shape', { nowMs: T0 + 7 }));
+      const parked = await storedItem('evt_shape');
+      await ledger.unpark({ eventId: 'evt_shape', endpoint: ACME }, T0 + 100, T0 + 900);
+      const released = await storedItem('evt_shape');
+
+      // Assess
+      expect(WIRE_NAMES.parkedAt).toBe('pa');
+      expect(parked.pa).toStrictEqual({ N: String(T0 + 7) });
+      expect(parked.lk?.S).toMatch(/^k\d\d:carrier-acme$/);
+      expect(parked.ls).toStrictEqual({ S: `${T0 + 7} carrier-acme evt_shape` });
+      // No claim: no attempt counted, "no lease" and "due now" stored as 0, no owner or token.
+      expect([parked.n, parked.le, parked.na]).toStrictEqual([{ N: '0' }, { N: '0' }, { N: '0' }]);
+      expect([parked.lo, parked.ct]).toStrictEqual([undefined, undefined]);
+      expect(released.pa).toBeUndefined();
+      expect(released.lk?.S).toMatch(/^p\d\d$/);
+      expect(released.lk?.S?.slice(1)).toBe(parked.lk?.S?.slice(1, 3));
+      expect(released.ls).toStrictEqual({ S: `${T0 + 900} carrier-acme evt_shape` });
+    });
+
+    it('adds nothing to a row never parked: a delivery claimed and recorded has the attributes it had before parking existed', async () => {
+      const claimed = await ledger.claim(claimInput('evt_never_parked', { endpoint: ACME }));
+      const whileClaimed = Object.keys(await storedItem('evt_never_parked')).sort();
+      await ledger.recordAttempt({
+        eventId: 'evt_never_parked',
+        endpoint: ACME,
+        claimToken: claimed.claimToken,
+        attempt: { attempt: 1, at: T0, outcome: 'accepted', status: 200, durationMs: 40 },
+        outcome: { kind: 'accepted', status: 200 },
+        next: { state: 'delivered' },
+        nowMs: T0 + 40,
+      });
+      const delivered = Object.keys(await storedItem('evt_never_parked')).sort();
+
+      expect(whileClaimed).toStrictEqual(['b', 'c', 'ct', 'endpoint', 'eventId', 'h', 'hi', 'le', 'lo', 'm', 'n', 'na', 'p', 'rs', 's', 't', 'x']);
+      expect(delivered).toStrictEqual(['b', 'c', 'da', 'endpoint', 'eventId', 'h', 'hi', 'm', 'n', 'o', 'p', 'rs', 's', 't', 'x']);
+    });
+
+    it('keeps a parked 300-byte event within one write unit, and its index entry to keys alone', async () => {
+      const base = shipmentEvent('evt_01JEXAMPLE0000000000000000', { data: { note: '' } }).body.length;
+      const event = shipmentEvent('evt_01JEXAMPLE0000000000000000', { data: { note: 'x'.repeat(300 - base) } });
+      expect(event.body).toHaveLength(300);
+
+      await ledger.park({ ...parkInput(event.event.id), event, policy: DEFAULT_RETRY_POLICY });
+      const item = await storedItem(event.event.id);
+
+      expect(itemSizeBytes(item)).toBeLessThanOrEqual(1024);
+      const entry = { eventId: item.eventId, endpoint: item.endpoint, lk: item.lk, ls: item.ls } as Record<string, AttributeValue>;
+      expect(itemSizeBytes(entry)).toBeLessThanOrEqual(1024);
+    });
+
+    it('parks a new event in one write and no read', async () => {
+      await ledger.park(parkInput('evt_park_cost'));
+
+      expect(counter.counts()).toStrictEqual({ UpdateItem: 1 });
+    });
+
+    it('parks an existing row in two writes and no read where the store returns the row with the refusal, as AWS does; answers a parked one with one refused write', async () => {
+      // Prepare: a pending row after a failed attempt.
+      const claimed = await ledger.claim(claimInput('evt_park_existing', { endpoint: ACME }));
+      await ledger.recordAttempt({
+        eventId: 'evt_park_existing',
+        endpoint: ACME,
+        claimToken: claimed.claimToken,
+        attempt: { attempt: 1, at: T0, outcome: 'temporary', status: 503, durationMs: 40 },
+        outcome: { kind: 'temporary', status: 503 },
+        next: { state: 'pending', nextAttemptAt: T0 + 30_000 },
+        nowMs: T0 + 40,
+      });
+      const aws = awsLikeLedger();
+
+      // Act
+      const parked = await aws.ledger.park(parkInput('evt_park_existing', { nowMs: T0 + 100 }));
+      const parkCounts = aws.counter.counts();
+      aws.counter.reset();
+      const again = await aws.ledger.park(parkInput('evt_park_existing', { nowMs: T0 + 200 }));
+      const againCounts = aws.counter.counts();
+      aws.close();
+
+      // Assess
+      expect(parkCounts).toStrictEqual({ UpdateItem: 2 });
+      expect(againCounts).toStrictEqual({ UpdateItem: 1 });
+      expect(again).toStrictEqual(parked);
+      expect((await storedItem('evt_park_existing')).ls).toStrictEqual({ S: `${T0} carrier-acme evt_park_existing` });
+    });
+
+    it('unparks in one write, and refuses one that is not parked in one write', async () => {
+      await ledger.park(parkInput('evt_unpark_cost'));
+      counter.reset();
+
+      await ledger.unpark({ eventId: 'evt_unpark_cost', endpoint: ACME }, T0 + 10, T0 + 10);
+      const first = counter.counts();
+      counter.reset();
+      await ledger.unpark({ eventId: 'evt_unpark_cost', endpoint: ACME }, T0 + 20, T0 + 20);
+
+      expect(first).toStrictEqual({ UpdateItem: 1 });
+      expect(counter.counts()).toStrictEqual({ UpdateItem: 1 });
+    });
+
+    it('lets exactly one of 10 concurrent releases have the row', async () => {
+      await ledger.park(parkInput('evt_unpark_10'));
+
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => ledger.unpark({ eventId: 'evt_unpark_10', endpoint: ACME }, T0 + 100 + i, T0 + 100 + i)),
+      );
+
+      const winner = results.findIndex((r) => r !== undefined);
+      expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+      const item = await storedItem('evt_unpark_10');
+      expect(item.pa).toBeUndefined();
+      expect(item.ls).toStrictEqual({ S: `${T0 + 100 + winner} carrier-acme evt_unpark_10` });
+    });
+
+    it('lets either 10 concurrent parks or one of 10 concurrent claims of a new event win, never both', async () => {
+      const results = await Promise.allSettled([
+        ...Array.from({ length: 10 }, () => ledger.park(parkInput('evt_park_race'))),
+        ...Array.from({ length: 10 }, (_, i) => ledger.claim(claimInput('evt_park_race', { endpoint: ACME, owner: `worker-${i}` }))),
+      ]);
+
+      const parks = results.slice(0, 10);
+      const claims = results.slice(10);
+      const parked = parks.filter((r) => r.status === 'fulfilled').length;
+      const claimed = claims.filter((r) => r.status === 'fulfilled').length;
+      // Parked first: every park answers with the parked row, every claim is refused. Claimed first:
+      // the one claim holds the lease, so every park and every other claim is refused.
+      expect([
+        [10, 0],
+        [0, 1],
+      ]).toContainEqual([parked, claimed]);
+      for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(ClaimRefusedError);
+      const row = await ledger.get({ eventId: 'evt_park_race', endpoint: ACME });
+      expect(row?.attempts).toBe(claimed);
+      expect(row?.parkedAt).toBe(parked === 10 ? T0 : undefined);
+    });
+
+    it('returns the parked row when the SDK retries a park whose write was applied', async () => {
+      const lossy = emulatorDynamoDbClient(dynalite.endpoint);
+      const updates = loseFirstAnswer(lossy, 'UpdateItemCommand');
+      const lossyLedger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(lossy), tableName, now: () => T0 });
+
+      const parked = await lossyLedger.park(parkInput('evt_lost_park'));
+      lossy.destroy();
+
+      expect(updates.sent()).toBe(2);
+      expect(parked.parkedAt).toBe(T0);
+      expect(parked.attempts).toBe(0);
+      expect(await ledger.get({ eventId: 'evt_lost_park', endpoint: ACME })).toStrictEqual(parked);
+    });
+
+    it('surfaces a refused park as a domain error, and store failures as LedgerUnavailableError', async () => {
+      await ledger.claim(claimInput('evt_park_leased', { endpoint: ACME }));
+      const missing = new DynamoDbLedger({ client: documents, tableName: 'no-such-table' });
+      const key = { eventId: 'evt_nowhere', endpoint: ACME };
+
+      const refused = await rejectionOf(ledger.park(parkInput('evt_park_leased')), ClaimRefusedError);
+      const unavailable = [
+        await rejectionOf(missing.park(parkInput('evt_nowhere')), LedgerUnavailableError),
+        await rejectionOf(missing.unpark(key, T0, T0), LedgerUnavailableError),
+        await rejectionOf(missing.listByState('parked', { endpoint: ACME }), LedgerUnavailableError),
+        await rejectionOf(missing.countByState('parked', { endpoint: ACME }), LedgerUnavailableError),
+      ];
+
+      expect(refused.cause).toBeInstanceOf(ConditionalCheckFailedException);
+      expect(refused.record.leaseOwner).toBe('worker-a');
+      for (const error of unavailable) expect(error.cause).toBeInstanceOf(ResourceNotFoundException);
+    });
+
+    it("reads only the endpoint's 16 parked shards to list and count its rows", async () => {
+      /** The partition of every Query sent. */
+      const partitions: string[] = [];
+      client.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (context.commandName === 'QueryCommand') {
+            const input = args.input as { ExpressionAttributeValues?: Record<string, { S?: string }> };
+            partitions.push(input.ExpressionAttributeValues?.[':k']?.S ?? '');
+          }
+          return next(args);
+        },
+        { step: 'initialize', name: 'captureParkedShards' },
+      );
+      try {
+        for (let i = 0; i < 5; i++) await ledger.park(parkInput(`evt_shards_${i}`, { nowMs: T0 + i }));
+        await ledger.park(parkInput('evt_shards_other', { endpoint: 'carrier-other' }));
+
+        const page = await ledger.listByState('parked', { endpoint: ACME });
+        const count = await ledger.countByState('parked', { endpoint: ACME });
+
+        expect(page.records.map((r) => r.eventId)).toStrictEqual(['evt_shards_0', 'evt_shards_1', 'evt_shards_2', 'evt_shards_3', 'evt_shards_4']);
+        expect(count).toBe(5);
+        const expected = Array.from({ length: 16 }, (_, shard) => `k${String(shard).padStart(2, '0')}:carrier-acme`);
+        expect([...new Set(partitions)].sort()).toStrictEqual(expected);
+        expect(partitions).toHaveLength(32);
+      } finally {
+        client.middlewareStack.remove('captureParkedShards');
+      }
     });
   });
 
