@@ -15,7 +15,9 @@ export function recordJson(record: DeliveryRecord): Omit<DeliveryRecord, 'body'>
 }
 
 export function describeState(record: DeliveryRecord): string {
-  return record.state === 'dead' && record.deadReason ? `dead (${record.deadReason})` : record.state;
+  if (record.state === 'dead' && record.deadReason) return `dead (${record.deadReason})`;
+  // Parked is a marker on a pending row (docs/contract.md §12): its endpoint is disabled.
+  return record.state === 'pending' && record.parkedAt !== undefined ? 'pending (parked)' : record.state;
 }
 
 /** The full view of one row: fields, attempt history, audit trail. */
@@ -33,7 +35,8 @@ export function recordDetails(record: DeliveryRecord, nowMs: number): string {
   pairs.push(['created', formatInstant(record.createdAt, nowMs)]);
   if (record.deliveredAt !== undefined) pairs.push(['delivered', formatInstant(record.deliveredAt, nowMs)]);
   if (record.deadAt !== undefined) pairs.push(['died', formatInstant(record.deadAt, nowMs)]);
-  if (record.state === 'pending' && record.nextAttemptAt !== undefined) {
+  if (record.parkedAt !== undefined) pairs.push(['parked', `${formatInstant(record.parkedAt, nowMs)}, until its endpoint is enabled`]);
+  if (record.state === 'pending' && record.parkedAt === undefined && record.nextAttemptAt !== undefined) {
     pairs.push(['next attempt', formatInstant(record.nextAttemptAt, nowMs)]);
   }
   if (record.leaseOwner && record.leaseExpiresAt !== undefined && record.leaseExpiresAt > nowMs) {
