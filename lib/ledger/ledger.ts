@@ -20,9 +20,14 @@
  * for a disabled endpoint, or marks an unleased pending row, without claiming it (no attempt is
  * counted); a parked row refuses claims until `unpark` releases it.
  *
- *   (no row) ── park ──────────────────────────▶ pending, parked
- *   pending  ── park (no live lease) ──────────▶ pending, parked
+ *   (no row) ── park ──────────────────────────▶ pending, parked   (attempts 0, no lease)
+ *   dead, no event ── park (valid event) ──────▶ pending, parked   (the invalid message stays in `audit`)
+ *   pending  ── park (no live lease) ──────────▶ pending, parked   (attempts and due time kept)
  *   pending, parked ── unpark ─────────────────▶ pending (listed as pending: its message is on its way)
+ *   pending, parked ── recordAttempt: accepted ▶ delivered (a late 2xx of a lapsed claim; marker dropped)
+ *
+ * A parked row keeps its `state` (pending); `parkedAt` is stored only while it is parked, so a row
+ * never parked carries not one byte more. Settling (delivered, dead) drops the marker.
  *
  * A row is listed (`listByState`) while dead, or pending after a failed attempt or a replay, or
  * parked (per endpoint, in admission order: its `createdAt`).
@@ -191,7 +196,8 @@ export interface ListOptions {
   readonly newestFirst?: boolean;
   /**
    * Only the rows of this endpoint. Chosen from the index entries, which hold the row's key, so
-   * rows of other endpoints are never read; pages and cursors work as without it.
+   * rows of other endpoints are never read; pages and cursors work as without it. Required for
+   * `parked`, whose entries are partitioned by endpoint: only that endpoint's are read at all.
    */
   readonly endpoint?: string;
   /** Only rows that entered the listing at or after this epoch ms (dead rows: died then or later). */
@@ -267,7 +273,9 @@ export interface Ledger {
    * Releases a parked row: the marker goes and the row is listed as pending since `listedSinceMs`
    * (when its message, sent next, becomes visible), so the recovery sweep finds it should that
    * message never come. Returns the row as released, or undefined (writing nothing) when it was not
-   * parked: another release took it first, or a late 2xx settled it.
+   * parked: another release took it first, or a late 2xx settled it. (Undefined too, on DynamoDB,
+   * for a release whose answer was lost and which the store client sent again: its row is released
+   * and listed as pending all the same, so the recovery sweep sends it if its caller does not.)
    */
   unpark(key: DeliveryKey, nowMs: number, listedSinceMs: number): Promise<DeliveryRecord | undefined>;
 
@@ -288,15 +296,17 @@ export interface Ledger {
    * unless `newestFirst`; of one endpoint and within a window of listing times when asked (the
    * window is a range of the index's sort key, read as such). Delivered rows are never listed. A
    * page has a cursor exactly when more rows follow it.
-   * @throws RangeError for a cursor this ledger did not issue for the same listing and order, or
-   * an empty or malformed window.
+   * @throws RangeError for a cursor this ledger did not issue for the same listing and order, an
+   * empty or malformed window, or `parked` without an endpoint.
    */
   listByState(state: ListedState, options?: ListOptions): Promise<Page>;
 
   /**
-   * How many rows the listing of `state` holds (one endpoint's, for `parked`, which requires it),
-   * reading only its index entries (keys, never the rows): for counters and `stats`. Like SQS's approximate counts, it may include a row that has
-   * just left the state or passed its expiry and not yet been deleted.
+   * How many rows the listing of `state` holds, or those of one endpoint when asked (`parked`
+   * requires it), reading only its index entries (keys, never the rows): for counters and `stats`.
+   * Like SQS's approximate counts, it may include a row that has just left the state or passed its
+   * expiry and not yet been deleted.
+   * @throws RangeError for `delivered`, or `parked` without an endpoint.
    */
   countByState(state: ListedState, options?: Pick<ListOptions, 'endpoint'>): Promise<number>;
 }
