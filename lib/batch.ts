@@ -40,6 +40,21 @@
  *   503 with Retry-After, also pauses it; enough failures over long enough disable it), a 410
  *   disables it, the first success after failures clears them. A healthy endpoint's successes write
  *   nothing.
+ *
+ * The rate limit (docs/contract.md §11 `rateLimitPerSecond`, lib/endpoints/rate-limit.ts), when
+ * `rateLimiter` is given: per endpoint with a limit, ONE reservation per batch for its deliveries
+ * that will be attempted (not parked, not held by a pause, not carrying a reservation already), then
+ * per delivery, before any claim, request or ledger write:
+ * - its slot is at most IN_PROCESS_WAIT_MS away: it waits here, then is delivered;
+ * - further (within the horizon): it is put back as a fresh message for its endpoint, delayed to
+ *   just before its slot and carrying it (RESERVED_SLOT_ATTRIBUTE), all of the batch's in one send;
+ *   then this one is acknowledged. That message, on its first receive, waits for its slot here and is
+ *   delivered without reserving again;
+ * - beyond the horizon (no slot reserved): held, as a pause holds, until its turn would come within it;
+ * - the schedule cannot be reached: held for RATE_LIMIT_UNAVAILABLE_SECONDS (fails closed: a
+ *   request without a slot could exceed the limit).
+ * None of these spends an attempt. Put back or held: logged why `rate-limited` (or
+ * `rate-limit-unavailable`) and counted `RateLimited`.
  */
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import pLimit from 'p-limit';
@@ -53,10 +68,11 @@ import {
 } from './deliver';
 import { route, type Endpoint } from './endpoints/endpoint';
 import type { HealthTracker } from './endpoints/health';
+import { slotIntervalMs, type RateLimiter } from './endpoints/rate-limit';
 import { parseEvent, type ParsedEvent } from './event';
 import { errorFields, type Logger, type MetricsRecorder } from './observability';
 import { describeOutcome } from './outcome';
-import { ENDPOINT_ATTRIBUTE, type DeliveryQueue, type EndpointMessage } from './queue/queue';
+import { ENDPOINT_ATTRIBUTE, reservedSlotOf, type DeliveryQueue, type EndpointMessage } from './queue/queue';
 import type { Routing } from './routing';
 
 /** What every delivery shares; the endpoint's name, policy and sender are added per delivery. */
@@ -77,7 +93,18 @@ export interface BatchDeps {
   readonly receiveLimit?: number;
   /** The use case; replaceable so tests can script decisions. */
   readonly deliver?: (message: QueueMessage, deps: DeliverDeps) => Promise<DeliveryResult>;
+  /** The per-endpoint rate limit's schedule (lib/endpoints/rate-limit.ts). Unset: no limit is applied. */
+  readonly rateLimiter?: RateLimiter;
+  /** Waits for a request slot; replaceable so tests need not wait. */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
+
+/** A request slot at most this far away is waited for in the invocation; a later one's delivery is put back. */
+export const IN_PROCESS_WAIT_MS = 1000;
+/** How long deliveries are held when their endpoint's schedule cannot be reached. */
+export const RATE_LIMIT_UNAVAILABLE_SECONDS = 5;
+
+const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Receives a held message keeps in hand before its redrive: it is put back fresh at this many short of the limit. */
 const RECEIVES_KEPT = 3;
@@ -94,6 +121,13 @@ type Plan =
   | { readonly kind: 'fan-out'; readonly eventId: string; readonly endpoints: readonly Endpoint[] }
   | { readonly kind: 'unrouted'; readonly eventId?: string; readonly endpoint?: string; readonly why: 'unrouted' | 'endpoint-removed' };
 
+/** What the rate limit made of a delivery (docs above). Times are epoch ms. */
+type Pace =
+  | { readonly kind: 'at'; readonly slot: number }
+  | { readonly kind: 'put-back'; readonly slot: number; readonly delaySeconds: number; readonly sent: boolean }
+  | { readonly kind: 'beyond-horizon'; readonly seconds: number }
+  | { readonly kind: 'unavailable' };
+
 export async function processBatch(records: readonly SQSRecord[], deps: BatchDeps): Promise<SQSBatchResponse> {
   const limit = pLimit(Math.max(1, deps.concurrency));
   let reported: boolean[];
@@ -101,12 +135,13 @@ export async function processBatch(records: readonly SQSRecord[], deps: BatchDep
     const [endpoints] = await Promise.all([deps.routing.endpoints(), deps.health?.refresh()]);
     const plans = await Promise.all(records.map((record) => limit(() => planOf(record, endpoints, deps).catch((error: unknown) => error))));
     const fannedOut = fanOut(records, plans, deps);
+    const paces = await pace(records, plans, deps);
     reported = await Promise.all(
       records.map((record, i) => {
         const plan = plans[i]!;
         if (plan instanceof Error || !('kind' in (plan as object))) return failed(record, plan, deps);
         if ((plan as Plan).kind === 'fan-out') return fannedOut.then((sent) => afterFanOut(record, plan as Plan & { kind: 'fan-out' }, sent, deps));
-        return limit(() => processRecord(record, plan as Plan, deps));
+        return limit(() => processRecord(record, plan as Plan, deps, paces.get(i)));
       }),
     );
   } catch (error) {
@@ -174,6 +209,76 @@ async function fanOut(records: readonly SQSRecord[], plans: readonly (Plan | unk
   return true;
 }
 
+/**
+ * The rate limit's decision for each delivery to an endpoint with a limit, by record index: one
+ * reservation per endpoint for those to attempt now (in batch order), then every put-back in one
+ * send. Deliveries carrying a reservation are paced by it. Never throws.
+ */
+async function pace(records: readonly SQSRecord[], plans: readonly (Plan | unknown)[], deps: BatchDeps): Promise<Map<number, Pace>> {
+  const paces = new Map<number, Pace>();
+  const limiter = deps.rateLimiter;
+  if (limiter === undefined) return paces;
+  const now = deps.delivery.now;
+  const wanting = new Map<string, { endpoint: Endpoint; indexes: number[] }>();
+  const putBacks: { index: number; message: EndpointMessage; slot: number }[] = [];
+  const putBack = (index: number, endpoint: Endpoint, slot: number) => {
+    const delaySeconds = Math.max(0, Math.floor((slot - now()) / 1000));
+    putBacks.push({ index, slot, message: { body: records[index]!.body, endpoint: endpoint.name, delaySeconds, notBefore: slot } });
+  };
+  plans.forEach((plan, i) => {
+    if ((plan as Plan | undefined)?.kind !== 'deliver') return;
+    const { endpoint } = plan as Plan & { kind: 'deliver' };
+    if (endpoint.state === 'disabled') return;
+    const reserved = reservedSlotOf(records[i]!);
+    if (reserved !== undefined) {
+      // Its slot was reserved when it was put back: not reserved again. Early by more than the wait
+      // allowed here (clocks apart, say): put back again, still carrying it.
+      if (reserved - now() <= IN_PROCESS_WAIT_MS) paces.set(i, { kind: 'at', slot: reserved });
+      else putBack(i, endpoint, reserved);
+      return;
+    }
+    if (endpoint.rateLimitPerSecond === undefined) return;
+    if ((deps.health?.pausedFor(endpoint.name) ?? 0) > 0) return;
+    const wanted = wanting.get(endpoint.name);
+    if (wanted === undefined) wanting.set(endpoint.name, { endpoint, indexes: [i] });
+    else wanted.indexes.push(i);
+  });
+  await Promise.all(
+    [...wanting.values()].map(async ({ endpoint, indexes }) => {
+      const perSecond = endpoint.rateLimitPerSecond!;
+      let reservation;
+      try {
+        reservation = await limiter.reserve(endpoint.name, indexes.length, perSecond, now());
+      } catch (error) {
+        deps.logger.warn('rate limit unavailable', { endpoint: endpoint.name, deliveries: indexes.length, ...errorFields(error) });
+        for (const i of indexes) paces.set(i, { kind: 'unavailable' });
+        return;
+      }
+      const { slots, waitMs = 0 } = reservation;
+      const at = now();
+      indexes.forEach((i, j) => {
+        const slot = slots[j];
+        if (slot === undefined) {
+          // Beyond the horizon: held until its turn, one slot after another, would come within it.
+          const untilMs = waitMs + (j - slots.length) * slotIntervalMs(perSecond);
+          paces.set(i, { kind: 'beyond-horizon', seconds: Math.max(1, Math.ceil(untilMs / 1000)) });
+        } else if (slot - at <= IN_PROCESS_WAIT_MS) paces.set(i, { kind: 'at', slot });
+        else putBack(i, endpoint, slot);
+      });
+    }),
+  );
+  if (putBacks.length === 0) return paces;
+  let sent = true;
+  try {
+    await deps.queue.fanOut(putBacks.map(({ message }) => message));
+  } catch (error) {
+    sent = false;
+    deps.logger.warn('rate limit put-back failed', { action: 'error', messages: putBacks.length, ...errorFields(error) });
+  }
+  for (const { index, slot, message } of putBacks) paces.set(index, { kind: 'put-back', slot, delaySeconds: message.delaySeconds ?? 0, sent });
+  return paces;
+}
+
 function afterFanOut(record: SQSRecord, plan: Plan & { kind: 'fan-out' }, sent: boolean, deps: BatchDeps): boolean {
   const fields = {
     messageId: record.messageId,
@@ -193,7 +298,7 @@ function failed(record: SQSRecord, error: unknown, deps: BatchDeps): boolean {
 }
 
 /** Handles one record. Returns true when Lambda must keep the message (a batch item failure). */
-async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Promise<boolean> {
+async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, paced?: Pace): Promise<boolean> {
   const { delivery, queue, metrics } = deps;
   const startedAt = delivery.now();
   const endpoint = plan.kind === 'deliver' ? plan.endpoint : undefined;
@@ -212,6 +317,12 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
   }
   if (plan.kind === 'fan-out') throw new Error('unreachable: fan-out is answered by afterFanOut');
   const parking = plan.kind === 'deliver' && plan.endpoint.state === 'disabled';
+  let rateWaitMs: number | undefined;
+  if (plan.kind === 'deliver' && paced !== undefined) {
+    if (paced.kind !== 'at') return rateLimited(record, plan, paced, logger, deps);
+    rateWaitMs = Math.max(0, Math.ceil(paced.slot - delivery.now()));
+    if (rateWaitMs > 0) await (deps.sleep ?? sleepFor)(rateWaitMs);
+  }
   if (plan.kind === 'deliver' && !parking && deps.health !== undefined) {
     const heldFor = deps.health.pausedFor(plan.endpoint.name);
     if (heldFor > 0) return hold(record, plan, heldFor, logger, deps);
@@ -239,6 +350,7 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
     eventId: decision.eventId,
     action: decision.action,
     ...(attempt ? { attempt: attempt.number, outcome: describeOutcome(attempt.outcome), attemptMs: attempt.durationMs } : {}),
+    ...(rateWaitMs ? { rateWaitMs } : {}),
   };
   const name = endpoint?.name;
   if (attempt !== undefined && endpoint !== undefined && deps.health !== undefined) {
@@ -307,13 +419,20 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps): Pr
  * that count (`nearRedrive`), held here or retried, is put back as a fresh message for its endpoint
  * (delayed by the wait, up to SQS's 15 min) and this one acknowledged: a delivery is never redriven.
  */
-async function hold(record: SQSRecord, plan: Plan & { kind: 'deliver' }, seconds: number, logger: Logger, deps: BatchDeps): Promise<boolean> {
-  deps.metrics.add('Paused', 1, plan.endpoint.name);
-  const fields = { ...(plan.parsed ? { eventId: plan.parsed.event.id } : {}), action: 'retry', why: 'paused', afterSeconds: seconds };
+async function hold(
+  record: SQSRecord,
+  plan: Plan & { kind: 'deliver' },
+  seconds: number,
+  logger: Logger,
+  deps: BatchDeps,
+  why: 'paused' | 'rate-limited' | 'rate-limit-unavailable' = 'paused',
+): Promise<boolean> {
+  deps.metrics.add(why === 'paused' ? 'Paused' : 'RateLimited', 1, plan.endpoint.name);
+  const fields = { ...(plan.parsed ? { eventId: plan.parsed.event.id } : {}), action: 'retry', why, afterSeconds: seconds };
   if (nearRedrive(record, deps)) {
     try {
       await deps.queue.enqueue(record.body, { endpoint: plan.endpoint.name, delaySeconds: seconds });
-      logger.info('delivery', { ...fields, action: 'ack', why: 'paused-requeued' });
+      logger.info('delivery', { ...fields, action: 'ack', why: `${why}-requeued` });
       return false;
     } catch (error) {
       logger.warn('delivery', { ...fields, queueError: true, ...errorFields(error) });
@@ -326,4 +445,27 @@ async function hold(record: SQSRecord, plan: Plan & { kind: 'deliver' }, seconds
     logger.warn('delivery', { ...fields, queueError: true, ...errorFields(error) });
   }
   return true;
+}
+
+/**
+ * A delivery the rate limit keeps from being sent in this invocation, with no attempt spent: put
+ * back carrying its slot (acknowledged), or held (beyond the horizon, or the schedule unreachable).
+ */
+async function rateLimited(record: SQSRecord, plan: Plan & { kind: 'deliver' }, paced: Exclude<Pace, { kind: 'at' }>, logger: Logger, deps: BatchDeps): Promise<boolean> {
+  switch (paced.kind) {
+    case 'beyond-horizon':
+      return hold(record, plan, paced.seconds, logger, deps, 'rate-limited');
+    case 'unavailable':
+      return hold(record, plan, RATE_LIMIT_UNAVAILABLE_SECONDS, logger, deps, 'rate-limit-unavailable');
+    case 'put-back':
+      break;
+  }
+  const fields = { ...(plan.parsed ? { eventId: plan.parsed.event.id } : {}), why: 'rate-limited', notBefore: Math.ceil(paced.slot) };
+  if (paced.sent) {
+    deps.metrics.add('RateLimited', 1, plan.endpoint.name);
+    logger.info('delivery', { ...fields, action: 'ack', afterSeconds: paced.delaySeconds, requeued: true });
+    return false;
+  }
+  // Not put back: its slot is lost; held until then, it reserves again when it returns.
+  return hold(record, plan, Math.max(1, Math.ceil((paced.slot - deps.delivery.now()) / 1000)), logger, deps, 'rate-limited');
 }

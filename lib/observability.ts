@@ -110,6 +110,12 @@ export const METRICS = {
   Parked: 'Count',
   /** Parked deliveries released after their endpoint was enabled, each with a message of its own (lib/resume.ts). */
   Resumed: 'Count',
+  /**
+   * Deliveries the endpoint's rate limit (`rateLimitPerSecond`) kept from being sent when received, with
+   * no attempt spent: put back for their reserved slot more than a second away, or held (slots beyond
+   * the horizon, or the schedule unreachable). Waits of up to a second in the invocation are not counted.
+   */
+  RateLimited: 'Count',
 } as const;
 export type MetricName = keyof typeof METRICS;
 

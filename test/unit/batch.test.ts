@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { SQSRecord } from 'aws-lambda';
-import { processBatch, type BatchDeps } from '../../lib/batch';
+import { processBatch, RATE_LIMIT_UNAVAILABLE_SECONDS, type BatchDeps } from '../../lib/batch';
 import type { DeliverDeps, DeliveryResult, QueueDecision, QueueMessage } from '../../lib/deliver';
 import type { Endpoint, StateChange } from '../../lib/endpoints/endpoint';
 import { GONE_REASON, HealthTracker, type EndpointHealth, type HealthStore } from '../../lib/endpoints/health';
+import { MemoryRateLimiter, RateLimitError, type RateLimiter } from '../../lib/endpoints/rate-limit';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
 import {
   clampVisibilitySeconds,
@@ -619,5 +620,172 @@ describe('Function: processBatch endpoint health', () => {
 
     expect(response.batchItemFailures).toEqual([]);
     expect(store.writes).toEqual([]);
+  });
+});
+
+describe('Function: processBatch rate limit', () => {
+  /** A limiter on the in-memory schedule that records each reservation asked of it. */
+  class RecordingLimiter implements RateLimiter {
+    readonly calls: [string, number, number][] = [];
+    readonly schedule: MemoryRateLimiter;
+    failWith?: Error;
+    constructor(horizonMs?: number) {
+      this.schedule = new MemoryRateLimiter(horizonMs === undefined ? {} : { horizonMs });
+    }
+    async reserve(endpoint: string, count: number, perSecond: number, nowMs: number) {
+      this.calls.push([endpoint, count, perSecond]);
+      if (this.failWith) throw this.failWith;
+      return this.schedule.reserve(endpoint, count, perSecond, nowMs);
+    }
+  }
+
+  function withLimit(endpoints: Endpoint[], options: { horizonMs?: number; results?: Record<string, DeliveryResult> } = {}) {
+    const limiter = new RecordingLimiter(options.horizonMs);
+    const sleeps: number[] = [];
+    const delivered: string[] = [];
+    const { deps, queue, lines, metrics } = setup({}, 10, endpoints);
+    const deps2: BatchDeps = {
+      ...deps,
+      rateLimiter: limiter,
+      sleep: async (ms) => void sleeps.push(ms),
+      deliver: async (message: QueueMessage, d: DeliverDeps) => {
+        const id = (JSON.parse(message.body) as { id: string }).id;
+        delivered.push(`${id} ${d.endpoint}`);
+        return options.results?.[id] ?? ack(id);
+      },
+    };
+    return { deps: deps2, limiter, queue, lines, metrics, sleeps, delivered };
+  }
+  const to = (id: string, name: string, overrides: Partial<SQSRecord> = {}) => {
+    const record = forEndpoint(eventRecord(id, 'delivered').body, name, overrides);
+    return { ...record, messageAttributes: { ...record.messageAttributes, ...overrides.messageAttributes } };
+  };
+  const carrying = (slot: number, receives = '1'): Partial<SQSRecord> => ({
+    attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: receives },
+    messageAttributes: { notBefore: { dataType: 'Number', stringValue: String(slot), stringListValues: [], binaryListValues: [] } },
+  });
+  const acme = endpoint('acme', { rateLimitPerSecond: 5 });
+  const zephyr = endpoint('zephyr');
+  const ids = (n: number) => Array.from({ length: n }, (_, i) => `evt_${i + 1}`);
+  const rateLines = (lines: Record<string, unknown>[]) =>
+    lines.filter((l) => l.message === 'delivery' && String(l.why).startsWith('rate-limit')).map((l) => [l.eventId, l.action, l.why]);
+
+  it('reserves once per batch for an endpoint, waits here for slots within a second, and puts the rest back carrying theirs', async () => {
+    // Prepare: 10 deliveries at 5 per second: slots at +0, +0.2 s … +1.8 s.
+    const { deps, limiter, queue, lines, metrics, sleeps, delivered } = withLimit([acme]);
+    const records = ids(10).map((id) => to(id, 'acme'));
+
+    // Act
+    const response = await processBatch(records, deps);
+    metrics.flush();
+
+    // Assess: one reservation; six sent (five after waiting), four put back with one send, none reported.
+    expect(limiter.calls).toEqual([['acme', 10, 5]]);
+    expect(response.batchItemFailures).toEqual([]);
+    expect(delivered).toEqual(ids(6).map((id) => `${id} acme`));
+    expect(sleeps.sort((a, b) => a - b)).toEqual([200, 400, 600, 800, 1000]);
+    expect(queue.fannedOut).toEqual([
+      [1200, 1400, 1600, 1800].map((offset, i) => ({
+        body: records[6 + i]!.body,
+        endpoint: 'acme',
+        delaySeconds: 1,
+        notBefore: NOW_MS + offset,
+      })),
+    ]);
+    expect(rateLines(lines)).toEqual(['evt_7', 'evt_8', 'evt_9', 'evt_10'].map((id) => [id, 'ack', 'rate-limited']));
+    expect(lines.find((l) => l.Endpoint === 'acme' && '_aws' in l)).toMatchObject({ RateLimited: 4, Delivered: 6 });
+    expect(JSON.stringify(lines)).not.toContain('shp_1');
+  });
+
+  it('delivers a message carrying its reserved slot after waiting for it, without reserving again', async () => {
+    const { deps, limiter, sleeps, delivered } = withLimit([acme]);
+
+    const response = await processBatch([to('evt_1', 'acme', carrying(NOW_MS + 300))], deps);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(limiter.calls).toEqual([]);
+    expect(sleeps).toEqual([300]);
+    expect(delivered).toEqual(['evt_1 acme']);
+  });
+
+  it('reserves again for a message received a second time: its slot was had', async () => {
+    const { deps, limiter, delivered } = withLimit([acme]);
+
+    await processBatch([to('evt_1', 'acme', carrying(NOW_MS - 60_000, '2'))], deps);
+
+    expect(limiter.calls).toEqual([['acme', 1, 5]]);
+    expect(delivered).toEqual(['evt_1 acme']);
+  });
+
+  it('holds the deliveries beyond the horizon without reserving them, each until its turn would come within it', async () => {
+    // 1 per second, 2 s horizon: slots +0 and +1 s are waited for, +2 s is put back, the last two held.
+    const slow = endpoint('acme', { rateLimitPerSecond: 1 });
+    const { deps, queue, lines, metrics, delivered } = withLimit([slow], { horizonMs: 2_000 });
+    const records = ids(5).map((id) => to(id, 'acme'));
+
+    const response = await processBatch(records, deps);
+    metrics.flush();
+
+    expect(delivered).toEqual(['evt_1 acme', 'evt_2 acme']);
+    expect(queue.fannedOut).toEqual([[{ body: records[2]!.body, endpoint: 'acme', delaySeconds: 2, notBefore: NOW_MS + 2_000 }]]);
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[3]!.messageId }, { itemIdentifier: records[4]!.messageId }]);
+    expect(queue.visibility).toEqual([
+      [records[3]!.receiptHandle, 1],
+      [records[4]!.receiptHandle, 2],
+    ]);
+    expect(rateLines(lines)).toEqual([
+      ['evt_3', 'ack', 'rate-limited'],
+      ['evt_4', 'retry', 'rate-limited'],
+      ['evt_5', 'retry', 'rate-limited'],
+    ]);
+    expect(lines.find((l) => l.Endpoint === 'acme' && '_aws' in l)).toMatchObject({ RateLimited: 3, Delivered: 2 });
+  });
+
+  it("fails closed: holds the endpoint's deliveries when its schedule cannot be reached, and delivers another endpoint's", async () => {
+    const { deps, limiter, queue, lines, delivered } = withLimit([acme, zephyr]);
+    limiter.failWith = new RateLimitError('rate-limit-unavailable', 'acme', 'rate limit: endpoint registry t failed to reserve slots endpoint "acme": TimeoutError');
+    const records = [to('evt_1', 'acme'), to('evt_2', 'zephyr')];
+
+    const response = await processBatch(records, deps);
+
+    expect(delivered).toEqual(['evt_2 zephyr']);
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[0]!.messageId }]);
+    expect(queue.visibility).toEqual([[records[0]!.receiptHandle, RATE_LIMIT_UNAVAILABLE_SECONDS]]);
+    expect(lines.find((l) => l.message === 'rate limit unavailable')).toMatchObject({ level: 'warn', endpoint: 'acme', errorCode: 'rate-limit-unavailable' });
+    expect(rateLines(lines)).toEqual([['evt_1', 'retry', 'rate-limit-unavailable']]);
+  });
+
+  it('reserves nothing for a paused endpoint: its deliveries are held by the pause', async () => {
+    const { deps, limiter, delivered, lines } = withLimit([acme]);
+    const health = new HealthTracker({ store: new CountingHealthStore(), now: () => NOW_MS });
+    await health.afterAttempt(acme, { kind: 'temporary', status: 429, retryAfterSeconds: 30 }, createLogger({ service: 'handoff', write: () => {} }));
+
+    const response = await processBatch([to('evt_1', 'acme')], { ...deps, health });
+
+    expect(limiter.calls).toEqual([]);
+    expect(delivered).toEqual([]);
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(lines.find((l) => l.message === 'delivery')).toMatchObject({ eventId: 'evt_1', why: 'paused' });
+  });
+
+  it('holds a delivery whose put-back could not be sent until its slot, when it reserves again', async () => {
+    const { deps, queue } = withLimit([acme]);
+    queue.failFanOut = true;
+    const records = ids(7).map((id) => to(id, 'acme'));
+
+    const response = await processBatch(records, deps);
+
+    // The 7th slot is 1.2 s away: not waited for here, and its put-back failed.
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[6]!.messageId }]);
+    expect(queue.visibility).toEqual([[records[6]!.receiptHandle, 2]]);
+  });
+
+  it('puts a producer message delivered inline back as its endpoint\'s own message', async () => {
+    const { deps, queue } = withLimit([acme]);
+    const records = ids(7).map((id) => eventRecord(id, 'delivered'));
+
+    await processBatch(records, deps);
+
+    expect(queue.fannedOut).toEqual([[{ body: records[6]!.body, endpoint: 'acme', delaySeconds: 1, notBefore: NOW_MS + 1200 }]]);
   });
 });
