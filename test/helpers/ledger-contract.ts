@@ -1345,7 +1345,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           expect(await stored('evt_park_new')).toStrictEqual(expected);
         });
 
-        it('parks an unleased pending row after a failed attempt: it leaves the pending listing, keeps its attempts and due time, sorted at its admission', async () => {
+        it('parks an unleased pending row after a failed attempt: out of the pending listing, attempts and due time kept, sorted at its admission', async () => {
           // Prepare: a row admitted at T0 that failed, due again at T0 + 60 s; then a new event parked at T0 + 200.
           const claimed = await claim(shipmentEvent('evt_park_failed'), { endpoint: ACME });
           const failed = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 60_000 }, T0 + 100);
@@ -1377,7 +1377,8 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           expect(parked.attempts).toBe(1);
           expect(parked.parkedAt).toBe(T0 + LEASE_MS);
           expect([parked.leaseOwner, parked.leaseExpiresAt, parked.claimToken]).toStrictEqual([undefined, undefined, undefined]);
-          const lost = await rejectionOf(record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 90_000 }, T0 + LEASE_MS + 1), LeaseLostError);
+          const late = record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 90_000 }, T0 + LEASE_MS + 1);
+          const lost = await rejectionOf(late, LeaseLostError);
           expect(lost.record).toStrictEqual(parked);
           expect(await parkedIds()).toStrictEqual(['evt_park_lapsed']);
         });
@@ -1413,7 +1414,8 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
             T0 + 100,
           );
           const leased = await claim(shipmentEvent('evt_park_leased'), { endpoint: ACME });
-          const failed = await record(await claim(shipmentEvent('evt_park_other'), { endpoint: ACME }), TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+          const other = await claim(shipmentEvent('evt_park_other'), { endpoint: ACME });
+          const failed = await record(other, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
 
           // Act
           const refusals = [
@@ -1511,7 +1513,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           for (const i of admitted) await park(shipmentEvent(`evt_parked_${9 - i}`), { nowMs: T0 + 1000 * i });
           await park(shipmentEvent('evt_parked_tie'), { nowMs: T0 + 4000 });
           await park(shipmentEvent('evt_parked_x'), { endpoint: OTHER, nowMs: T0 + 2500 });
-          const inOrder = ['evt_parked_9', 'evt_parked_8', 'evt_parked_7', 'evt_parked_6', 'evt_parked_5', 'evt_parked_tie', 'evt_parked_4', 'evt_parked_3', 'evt_parked_2', 'evt_parked_1'];
+          const inOrder = ['9', '8', '7', '6', '5', 'tie', '4', '3', '2', '1'].map((n) => `evt_parked_${n}`);
 
           // Act
           const pages = await pagesOf('parked', { endpoint: ACME, limit: 3 });

@@ -402,7 +402,8 @@ describe('DynamoDbLedger on dynalite', () => {
     }
 
     async function storedItem(eventId: string, endpoint = ACME): Promise<Record<string, AttributeValue>> {
-      const { Item } = await client.send(new GetItemCommand({ TableName: tableName, Key: { eventId: { S: eventId }, endpoint: { S: endpoint } }, ConsistentRead: true }));
+      const key = { eventId: { S: eventId }, endpoint: { S: endpoint } };
+      const { Item } = await client.send(new GetItemCommand({ TableName: tableName, Key: key, ConsistentRead: true }));
       if (Item === undefined) throw new Error(`no row for ${eventId}`);
       return Item;
     }
@@ -477,7 +478,7 @@ describe('DynamoDbLedger on dynalite', () => {
       expect(counter.counts()).toStrictEqual({ UpdateItem: 1 });
     });
 
-    it('parks an existing row in two writes and no read where the store returns the row with the refusal, as AWS does; answers a parked one with one refused write', async () => {
+    it('parks an existing row in two writes and no read where refusals carry the row (AWS); a parked one in one refused write', async () => {
       // Prepare: a pending row after a failed attempt.
       const claimed = await ledger.claim(claimInput('evt_park_existing', { endpoint: ACME }));
       await ledger.recordAttempt({
