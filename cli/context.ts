@@ -6,14 +6,17 @@
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
+import { EndpointRegistryError } from '../lib/endpoints/registry';
+import { REGISTRY_SCHEMA } from '../lib/endpoints/registry-schema';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import type { Ledger } from '../lib/ledger/ledger';
 import { CloudWatchMetricsReader } from '../lib/metrics/cloudwatch-reader';
 import type { MetricsReader } from '../lib/metrics/metrics-reader';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import type { DeliveryQueue } from '../lib/queue/queue';
+import type { Resume } from '../lib/resume';
 import { metricsFileFor, SandboxMetricsReader } from '../sandbox/metric-sink';
 import { dynamoDbClient, requireName, sqsClient, type Target } from './target';
 
@@ -62,6 +65,36 @@ export class CommandContext {
       this.#registry = new DynamoDbEndpointRegistry({ client: this.#documentClient(), tableName });
     }
     return this.#registry;
+  }
+
+  /**
+   * The release of an endpoint's parked deliveries in progress (lib/resume.ts), as its registry item
+   * holds it: undefined when none is (or no such endpoint). One consistent GetItem of the three
+   * attributes alone. @throws UsageError when the target names no registry; EndpointRegistryError
+   */
+  async endpointRelease(name: string): Promise<Resume | undefined> {
+    const tableName = requireName(this.#target, 'endpointsTable');
+    const { partitionKey, attributes } = REGISTRY_SCHEMA;
+    let item: Record<string, unknown> | undefined;
+    try {
+      ({ Item: item } = await this.#documentClient().send(
+        new GetCommand({
+          TableName: tableName,
+          Key: { [partitionKey]: name },
+          ProjectionExpression: '#since, #rate, #until',
+          ExpressionAttributeNames: { '#since': attributes.resumeSince, '#rate': attributes.resumeRate, '#until': attributes.resumeUntil },
+          ConsistentRead: true,
+        }),
+      ));
+    } catch (error) {
+      const what = error instanceof Error ? error.name : 'error';
+      throw new EndpointRegistryError('registry-unavailable', `endpoint registry ${tableName} failed to read the release of endpoint ${JSON.stringify(name)}: ${what}`, {
+        cause: error,
+      });
+    }
+    const [since, rate, until] = [item?.[attributes.resumeSince], item?.[attributes.resumeRate], item?.[attributes.resumeUntil]];
+    if (typeof since !== 'number' || typeof rate !== 'number') return undefined;
+    return { since, rate, ...(typeof until === 'number' ? { until } : {}) };
   }
 
   #documentClient(): DynamoDBDocumentClient {

@@ -10,6 +10,10 @@
  * A signing secret is printed once: by `add` when it generated one, by `rotate-secret`. Nothing
  * else prints it (`secret: set`), in either form, nor a rotation's previous secret (only until when
  * it still signs). URLs are shown redacted (docs/contract.md §3).
+ *
+ * Parking (docs/contract.md §12): every endpoint's output counts its parked deliveries (the
+ * ledger's parked listing of that endpoint, its index entries alone); `show` and `enable` give the
+ * release in progress, which `enable --rate` begins and the recovery runs carry out (lib/resume.ts).
  */
 import { describeHealth, healthJson, type HealthRecord } from '../../lib/endpoints/health';
 import { readFile } from 'node:fs/promises';
@@ -33,6 +37,7 @@ import {
 import { EndpointConflictError, EndpointNotFoundError } from '../../lib/endpoints/registry';
 import { generateSecret } from '../../lib/endpoints/secret';
 import { auditTextProblem } from '../../lib/replay';
+import { DEFAULT_RESUME_RATE, rampRate, type Resume } from '../../lib/resume';
 import { redactUrl } from '../../lib/webhook/redact-url';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';
@@ -82,6 +87,8 @@ export interface RotateOptions {
 export interface StateOptions {
   readonly reason?: string;
   readonly operator?: string;
+  /** `enable --rate`: the most parked deliveries released per second, as given (checked by `parseResumeRate`). */
+  readonly rate?: string;
 }
 
 /** Numeric fields given as options: whole numbers become numbers, anything else is left for the field's check to name. */
@@ -117,7 +124,16 @@ const ENABLE_REASON = 'enabled by an operator';
 export const DEFAULT_OVERLAP = '24h';
 export const MAX_OVERLAP_MS = 7 * 24 * 60 * 60 * 1000;
 const OVERLAP_UNITS_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-const PARKED_NOTE = 'parked: deliveries waiting for a disabled endpoint; always 0 until parking lands (docs/contract.md §12)';
+/** The most `enable --rate` allows: releases per second. */
+export const MAX_RESUME_RATE = 1000;
+const PARKED_NOTE = `parked: deliveries held for a disabled endpoint (docs/contract.md §12): neither attempted nor dead;
+endpoint enable NAME releases them, oldest first`;
+/** The JSON every endpoint command prints for an endpoint, as the help texts give it. */
+const ENDPOINT_JSON_HELP = `an endpoint as JSON: {name, url (redacted), state, eventTypes, match, secret ("set"|"unset"),
+previousSecretUntil, parked (a count; null when the target names no ledger table), health,
+stateChange, settings, createdAt, updatedAt}`;
+const RELEASE_JSON_HELP = `release: null, or the release of parked deliveries in progress {since, rate (most per second),
+rateNow (the ramp's rate now), scheduledUntil}`;
 
 /**
  * Registers `endpoint` and its subcommands on the program. `withTarget` adds the target options
@@ -136,13 +152,23 @@ A signing secret is printed once (add, rotate-secret) and never again.`,
   const target = (command: Command) => withEndpointsTable(withTarget(command));
 
   target(group.command('list').description('every endpoint: name, state, URL (redacted), event types'))
-    .addHelpText('after', `\n${PARKED_NOTE}.\n\nExamples:\n  handoff endpoint list\n  handoff endpoint list --json`)
+    .addHelpText('after', `\n${PARKED_NOTE}.\n--json: an array, each ${ENDPOINT_JSON_HELP}.\n\nExamples:\n  handoff endpoint list\n  handoff endpoint list --json`)
     .action(async (options: EndpointCommonOptions) => {
       await run(options, (ctx) => endpointListCommand(ctx));
     });
 
   target(group.command('show').description("one endpoint: its fields, its state and who set it, the settings in effect").argument('<name>', 'the endpoint'))
-    .addHelpText('after', '\nThe secret is never shown: only whether one is set.\n\nExample:\n  handoff endpoint show acme')
+    .addHelpText(
+      'after',
+      `
+The secret is never shown: only whether one is set. The parked count and a release in progress
+(after endpoint enable: since when, the ramp's rate now and its most) show how a release is going.
+--json: ${ENDPOINT_JSON_HELP}, and effective, settingsFrom and
+${RELEASE_JSON_HELP}.
+
+Example:
+  handoff endpoint show acme`,
+    )
     .action(async (name: string, options: EndpointCommonOptions) => {
       await run(options, (ctx) => endpointShowCommand(ctx, name));
     });
@@ -186,7 +212,10 @@ Examples:
     .addHelpText(
       'after',
       `
-Until parking lands (docs/contract.md §12), events for a disabled endpoint are not delivered to it.
+Its deliveries are parked from then on (docs/contract.md §12): kept pending, neither attempted
+nor dead, never lost, until endpoint enable releases them; a release in progress stops. Consumers
+see the change within their copy of the registry's age (15 s in AWS).
+--json: ${ENDPOINT_JSON_HELP}.
 
 Example:
   handoff endpoint disable acme --reason "receiver down for maintenance (INC-77)" --operator alice`,
@@ -195,10 +224,23 @@ Example:
       await run(options, (ctx) => endpointSetStateCommand(ctx, name, 'disabled', options));
     });
 
-  target(group.command('enable').description('deliver to a disabled endpoint again').argument('<name>', 'the endpoint'))
+  target(group.command('enable').description('deliver to a disabled endpoint again, releasing its parked deliveries').argument('<name>', 'the endpoint'))
     .option('--reason <text>', 'why (kept with the endpoint)', ENABLE_REASON)
     .option('--operator <name>', 'who is enabling it (default: your user name)')
-    .addHelpText('after', '\nExample:\n  handoff endpoint enable acme --operator alice')
+    .option('--rate <n>', `release its parked deliveries at most this many per second, a whole number from 1 to ${MAX_RESUME_RATE}`, String(DEFAULT_RESUME_RATE))
+    .addHelpText(
+      'after',
+      `
+Its parked deliveries are released oldest admission first by the recovery runs (the sandbox's
+timer; in AWS the scheduled recovery function): at an eighth of --rate at first, doubling every
+minute up to it. Follow it with endpoint show NAME (parked, release).
+--json: ${ENDPOINT_JSON_HELP}, and
+${RELEASE_JSON_HELP}.
+
+Examples:
+  handoff endpoint enable acme --operator alice
+  handoff endpoint enable acme --rate 5`,
+    )
     .action(async (name: string, options: EndpointCommonOptions & StateOptions) => {
       await run(options, (ctx) => endpointSetStateCommand(ctx, name, 'enabled', options));
     });
@@ -249,13 +291,14 @@ export async function endpointListCommand(ctx: CommandContext): Promise<CommandR
   // Items it cannot use are named after the list (exit 1), not allowed to hide the others.
   const { records, unreadable } = await registryCall(ctx, (registry) => registry.scan());
   const nowMs = ctx.now();
-  const rows = records.map((r) => [
+  const parked = await Promise.all(records.map((r) => parkedCount(ctx, r.fields.name)));
+  const rows = records.map((r, i) => [
     r.fields.name,
     r.state,
     redactUrl(r.fields.url),
     r.fields.eventTypes.join(','),
     Object.keys(r.fields.match ?? {}).length === 0 ? '' : matchText(r.fields.match ?? {}),
-    '0',
+    parked[i] === null ? 'n/a' : String(parked[i]),
   ]);
   // A rotation's overlap is worth a line of its own: until it ends the receiver may still use either secret.
   const overlaps = records
@@ -272,11 +315,17 @@ export async function endpointListCommand(ctx: CommandContext): Promise<CommandR
     unreadable.length === 0
       ? undefined
       : `the registry holds ${unreadable.length} item(s) that cannot be used (endpoint remove NAME, then add it again): ${unreadable.map((e) => e.message).join('; ')}`;
-  return { json: records.map((r) => endpointJson(r, nowMs)), human, ...(failure !== undefined ? { failure } : {}) };
+  const noLedger = parked.some((count) => count === null) ? `\n\nparked: n/a, no ledger table in ${ctx.target.description} (--table NAME)` : '';
+  return {
+    json: records.map((r, i) => endpointJson(r, nowMs, parked[i] ?? null)),
+    human: rows.length === 0 ? human : human + noLedger,
+    ...(failure !== undefined ? { failure } : {}),
+  };
 }
 
 export async function endpointShowCommand(ctx: CommandContext, name: string): Promise<CommandResult> {
   const record = await requireEndpoint(ctx, checkName(name));
+  const [parked, release] = await Promise.all([parkedCount(ctx, name), ctx.endpointRelease(name)]);
   const { settings, source } = deploymentFor(ctx.target);
   let effective: Endpoint | undefined;
   let problem: string | undefined;
@@ -286,13 +335,15 @@ export async function endpointShowCommand(ctx: CommandContext, name: string): Pr
     if (!(error instanceof EndpointError)) throw error;
     problem = error.message;
   }
+  const nowMs = ctx.now();
   const json = {
-    ...endpointJson(record, ctx.now()),
+    ...endpointJson(record, nowMs, parked),
+    release: releaseJson(record.state === 'enabled' ? release : undefined, nowMs),
     effective: effective === undefined ? null : effectiveJson(effective),
     ...(problem !== undefined ? { problem } : {}),
     settingsFrom: source,
   };
-  return { json, human: showText(record, effective, problem, source, ctx.now()) };
+  return { json, human: showText(record, { parked, release: record.state === 'enabled' ? release : undefined }, effective, problem, source, nowMs) };
 }
 
 export async function endpointAddCommand(ctx: CommandContext, options: EndpointFieldOptions): Promise<CommandResult> {
@@ -314,8 +365,9 @@ export async function endpointAddCommand(ctx: CommandContext, options: EndpointF
   if (generated !== undefined) {
     lines.push('', `signing secret: ${generated}`, 'shown once: give it to the receiver now; no command shows it again (rotate-secret makes a new one)');
   }
+  const parked = await parkedAfterWrite(ctx, record.fields.name);
   return {
-    json: { ...endpointJson(record, nowMs), ...(generated !== undefined ? { generatedSecret: generated } : {}) },
+    json: { ...endpointJson(record, nowMs, parked), ...(generated !== undefined ? { generatedSecret: generated } : {}) },
     human: lines.join('\n'),
   };
 }
@@ -352,11 +404,13 @@ export async function endpointUpdateCommand(ctx: CommandContext, name: string, o
   const { fields, source } = checkFields(merged, ctx.target, nowMs, current);
   const changed = changedFields(current.fields, fields);
   if (changed.length === 0) {
-    return { json: { ...endpointJson(current, nowMs), changed: [] }, human: `endpoint ${name} unchanged: the fields given are what it has` };
+    const parked = await parkedAfterWrite(ctx, name);
+    return { json: { ...endpointJson(current, nowMs, parked), changed: [] }, human: `endpoint ${name} unchanged: the fields given are what it has` };
   }
   const record = await registryCall(ctx, (registry) => registry.update(fields, current.updatedAt, nowMs));
+  const parked = await parkedAfterWrite(ctx, name);
   return {
-    json: { ...endpointJson(record, nowMs), changed },
+    json: { ...endpointJson(record, nowMs, parked), changed },
     human: [`updated endpoint ${name}: ${changed.join(', ')} (checked against ${source})`, '', showFields(record, nowMs)].join('\n'),
   };
 }
@@ -368,6 +422,8 @@ export async function endpointSetStateCommand(
   options: StateOptions,
 ): Promise<CommandResult> {
   checkName(name);
+  if (state !== 'enabled' && options.rate !== undefined) throw new UsageError('--rate is for endpoint enable: how fast its parked deliveries are released');
+  const rate = state === 'enabled' ? parseResumeRate(options.rate ?? String(DEFAULT_RESUME_RATE)) : undefined;
   const reason = (options.reason ?? (state === 'enabled' ? ENABLE_REASON : '')).trim();
   const operator = (options.operator ?? localUser()).trim();
   if (!reason) throw new UsageError(`endpoint ${state === 'enabled' ? 'enable' : 'disable'} needs a reason: --reason "why"`);
@@ -381,11 +437,46 @@ export async function endpointSetStateCommand(
   const caller = await callerIdentity(ctx.target);
   const by = caller === undefined ? operator : `${operator} (${caller})`;
   const nowMs = ctx.now();
-  const record = await registryCall(ctx, (registry) => registry.setState(name, state, { by, reason, at: nowMs }));
+  const change = { by, reason, at: nowMs };
+  const record = await registryCall(ctx, (registry) =>
+    rate === undefined ? registry.setState(name, state, change) : registry.setState(name, state, change, rate),
+  );
+  const parked = await parkedAfterWrite(ctx, name);
+  const done = `endpoint ${name} ${state} by ${by}: ${reason}`;
+  const count = parked === null ? 'its parked deliveries (not counted: no ledger table in the target)' : plural(parked, 'parked delivery', 'parked deliveries');
+  if (rate === undefined) {
+    return {
+      json: endpointJson(record, nowMs, parked),
+      human: [
+        done,
+        `its deliveries are parked from now on (once the consumers' copies of the registry have it, 15 s at most in AWS): neither attempted nor dead; endpoint enable ${name} releases them`,
+        ...(parked === null || parked === 0 ? [] : [`${count} already`]),
+      ].join('\n'),
+    };
+  }
+  // The release the registry began with this write (lib/resume.ts): the ramp counts from its time.
+  const release: Resume = { since: nowMs, rate };
+  const how =
+    parked === 0
+      ? `no parked deliveries now; any a consumer still parks before it sees ${name} enabled are released`
+      : `${count}: released oldest admission first, at ${rampRate(release, nowMs)}/s at first, doubling every minute up to ${rate}/s, by the recovery runs (the sandbox: its recovery timer; AWS: the scheduled recovery function)`;
   return {
-    json: endpointJson(record, nowMs),
-    human: `endpoint ${name} ${state} by ${by}: ${reason}`,
+    json: { ...endpointJson(record, nowMs, parked), release: releaseJson(release, nowMs) },
+    human: [done, how, `follow it: handoff endpoint show ${name}`].join('\n'),
   };
+}
+
+/**
+ * `enable --rate`: the most releases per second, a whole number from 1 to MAX_RESUME_RATE.
+ * @throws UsageError naming --rate and what it takes
+ */
+export function parseResumeRate(text: string): number {
+  const trimmed = text.trim();
+  const value = /^\d{1,7}$/.test(trimmed) ? Number(trimmed) : NaN;
+  if (!(value >= 1 && value <= MAX_RESUME_RATE)) {
+    throw new UsageError(`--rate ${JSON.stringify(text.slice(0, 40))}: give the most parked deliveries released per second, a whole number from 1 to ${MAX_RESUME_RATE}`);
+  }
+  return value;
 }
 
 export async function endpointRemoveCommand(ctx: CommandContext, name: string): Promise<CommandResult> {
@@ -426,9 +517,10 @@ export async function endpointRotateSecretCommand(ctx: CommandContext, name: str
       : overlapUntil === undefined
         ? `rotated the signing secret of endpoint ${name}: the old one no longer signs`
         : `rotated the signing secret of endpoint ${name}: until ${formatInstant(overlapUntil, nowMs)} each request is signed with both the new and the old secret, then with the new one only`;
+  const parked = await parkedAfterWrite(ctx, name);
   return {
     json: {
-      ...endpointJson(record, nowMs),
+      ...endpointJson(record, nowMs, parked),
       rotated: true,
       ...(shown !== undefined ? { generatedSecret: shown } : {}),
     },
@@ -571,10 +663,40 @@ function checkName(name: string): string {
 }
 
 /**
- * An endpoint as the commands print it: never its secret nor a rotation's previous one, its URL
- * redacted; while an overlap lasts at `nowMs`, when the previous secret stops signing.
+ * How many deliveries of the endpoint are parked (docs/contract.md §12), from the ledger's parked
+ * listing of that endpoint (its index entries alone); null when the target names no ledger table.
  */
-export function endpointJson(record: EndpointRecord, nowMs: number = Date.now()) {
+export async function parkedCount(ctx: CommandContext, name: string): Promise<number | null> {
+  if (ctx.target.ledgerTable === undefined) return null;
+  return ctx.ledger().countByState('parked', { endpoint: name });
+}
+
+/** `parkedCount` after the registry was written: a failure to count must not hide that the write was made. */
+async function parkedAfterWrite(ctx: CommandContext, name: string): Promise<number | null> {
+  try {
+    return await parkedCount(ctx, name);
+  } catch {
+    return null;
+  }
+}
+
+/** A release in progress as the commands print it: times as ISO, and the ramp's rate at `nowMs`. */
+export function releaseJson(release: Resume | undefined, nowMs: number) {
+  if (release === undefined) return null;
+  return {
+    since: new Date(release.since).toISOString(),
+    rate: release.rate,
+    rateNow: rampRate(release, nowMs),
+    scheduledUntil: release.until === undefined ? null : new Date(release.until).toISOString(),
+  };
+}
+
+/**
+ * An endpoint as the commands print it: never its secret nor a rotation's previous one, its URL
+ * redacted; while an overlap lasts at `nowMs`, when the previous secret stops signing; its parked
+ * deliveries as counted (`parkedCount`; null: not counted).
+ */
+export function endpointJson(record: EndpointRecord, nowMs: number = Date.now(), parked: number | null = null) {
   const { secret, previousSecret: _previous, previousSecretUntil: _until, url, name: _name, eventTypes: _types, match: _match, ...settings } = record.fields;
   const overlapUntil = overlapEnd(record.fields, nowMs);
   return {
@@ -586,8 +708,8 @@ export function endpointJson(record: EndpointRecord, nowMs: number = Date.now())
     secret: secret === undefined ? 'unset' : 'set',
     /** While a rotation's overlap lasts: when the previous secret stops signing (ISO). */
     previousSecretUntil: overlapUntil === undefined ? null : new Date(overlapUntil).toISOString(),
-    // Parking (docs/contract.md §12) is not yet in this release: nothing is ever parked.
-    parked: 0,
+    /** Deliveries parked for it (docs/contract.md §12); null when not counted. */
+    parked,
     /** Back-pressure and failures as the consumers last wrote them (docs/contract.md §12). */
     health: healthJson((record as HealthRecord).health, nowMs),
     stateChange: record.stateChange === undefined ? null : { ...record.stateChange, at: new Date(record.stateChange.at).toISOString() },
@@ -614,7 +736,14 @@ function effectiveJson(e: Endpoint) {
   };
 }
 
-function showText(record: EndpointRecord, effective: Endpoint | undefined, problem: string | undefined, source: string, nowMs: number): string {
+function showText(
+  record: EndpointRecord,
+  parking: { parked: number | null; release: Resume | undefined },
+  effective: Endpoint | undefined,
+  problem: string | undefined,
+  source: string,
+  nowMs: number,
+): string {
   const f = record.fields;
   const pairs: [string, string][] = [
     ['name', f.name],
@@ -624,7 +753,8 @@ function showText(record: EndpointRecord, effective: Endpoint | undefined, probl
     ['event types', f.eventTypes.join(', ')],
     ['match', Object.keys(f.match ?? {}).length === 0 ? '(none)' : matchText(f.match ?? {})],
     ['secret', secretText(f, nowMs)],
-    ['parked', '0 (parking is not in this release)'],
+    ['parked', parkedText(record, parking.parked)],
+    ['release', releaseText(parking.release, nowMs)],
     ['created', formatInstant(record.createdAt, nowMs)],
     ['updated', formatInstant(record.updatedAt, nowMs)],
   ];
@@ -666,6 +796,22 @@ function showFields(record: EndpointRecord, nowMs: number): string {
     ...Object.entries(rest).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v)] as [string, string]),
   ];
   return keyValues(pairs);
+}
+
+function parkedText(record: EndpointRecord, parked: number | null): string {
+  if (parked === null) return 'n/a (no ledger table in the target: --table NAME)';
+  if (parked === 0) return '0';
+  return record.state === 'disabled' ? `${parked} (held until endpoint enable ${record.fields.name} releases them)` : String(parked);
+}
+
+function releaseText(release: Resume | undefined, nowMs: number): string {
+  if (release === undefined) return '(none)';
+  const scheduled = release.until === undefined ? 'no run yet' : `scheduled until ${formatInstant(release.until, nowMs)}`;
+  return `since ${formatInstant(release.since, nowMs)}, oldest first at ${rampRate(release, nowMs)}/s now, up to ${release.rate}/s (${scheduled})`;
+}
+
+function plural(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
 }
 
 function stateText(record: EndpointRecord, nowMs: number): string {

@@ -5,20 +5,23 @@
  * - the consumer's metrics over the window (delivered count, retry rate, latency percentiles):
  *   CloudWatch for a deployed stack, the sandbox's metric sink locally. A delivered row is in no
  *   index, so the ledger is never asked to list or count them;
- * - the two queues' approximate depths, now.
+ * - the two queues' approximate depths, now;
+ * - the parked deliveries of each endpoint in the registry (docs/contract.md §12): the ledger's
+ *   parked listing of that endpoint, counted from its index entries (never the rows), now. Parked
+ *   rows are pending but not in the pending listing, so `pending` does not include them.
  * When the metrics cannot be read, the other figures are still printed and the command fails.
  *
  * `--endpoint NAME`: that endpoint's figures: its rows of the listing (the ledger picks them from
  * the index entries) and its metrics (CloudWatch's `Service, Endpoint` dimensions; the sandbox's
  * sink keeps each endpoint's too). The queues are shared by every endpoint: their depths are the
  * whole queue's, and the output says so. Without it, the totals, and the backlog split by endpoint
- * from the rows read anyway.
+ * from the rows read anyway, with each endpoint's parked count.
  */
 import { GetQueueAttributesCommand, type QueueAttributeName } from '@aws-sdk/client-sqs';
 import { InvalidArgumentError } from 'commander';
 import type { DeliveryRecord, DeliveryState, Ledger } from '../../lib/ledger/ledger';
 import { MetricsUnavailableError, type MetricsWindow } from '../../lib/metrics/metrics-reader';
-import { backlogByEndpoint, backlogStats, deliveryStats, type DeliveryStats } from '../../lib/stats';
+import { backlogByEndpoint, backlogStats, deliveryStats, type DeliveryStats, type EndpointBacklog } from '../../lib/stats';
 import type { CommandContext } from '../context';
 import { formatDuration, formatPercent, keyValues } from '../format';
 import type { CommandResult } from './result';
@@ -85,7 +88,7 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
   const sinceMs = Math.min(askedMs, metrics.maxWindowMs);
   const window: MetricsWindow = { startMs: nowMs - sinceMs, endMs: nowMs };
   const { endpoint } = options;
-  const [pending, dead, delivery, queue, deadLetterQueue] = await Promise.all([
+  const [pending, dead, delivery, queue, deadLetterQueue, parked] = await Promise.all([
     readState(ledger, 'pending', options.maxRowsPerState, endpoint),
     readState(ledger, 'dead', options.maxRowsPerState, endpoint),
     metrics.read(window, endpoint === undefined ? {} : { endpoint }).then(
@@ -97,6 +100,7 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
     ),
     queueDepth(ctx, ctx.target.queueUrl),
     queueDepth(ctx, ctx.target.deadLetterQueueUrl),
+    parkedCounts(ctx, ledger, endpoint),
   ]);
   const backlog = backlogStats({ nowMs, pending: pending.records, dead: dead.records });
   const capped = { pending: pending.capped, dead: dead.capped };
@@ -112,7 +116,8 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
     if (d.retryRate === null) return 'n/a (no attempts)';
     return `${formatPercent(d.retryRate)} (${d.retriedAttempts} of ${d.attempts} attempts were retries)`;
   };
-  const byEndpoint = endpoint === undefined ? backlogByEndpoint({ pending: pending.records, dead: dead.records }) : undefined;
+  const byEndpoint = endpoint === undefined ? withParked(backlogByEndpoint({ pending: pending.records, dead: dead.records }), parked) : undefined;
+  const parkedTotal = parked === null ? null : Object.values(parked).reduce((sum, n) => sum + n, 0);
   const lines: [string, string][] = [];
   if (endpoint !== undefined) lines.push(['endpoint', endpoint]);
   lines.push(
@@ -122,10 +127,13 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
         (backlog.oldestPendingAgeMs === null ? '' : ` (oldest waiting ${formatDuration(backlog.oldestPendingAgeMs)})`),
     ],
     ['dead', count(backlog.deadCount, capped.dead)],
+    ['parked', parkedTotal === null ? 'n/a (no endpoint registry in the target)' : String(parkedTotal)],
   );
-  // Several endpoints in the backlog: each one's share, from the rows already read.
-  if (byEndpoint !== undefined && Object.keys(byEndpoint).length > 1) {
-    for (const [name, b] of Object.entries(byEndpoint)) lines.push([`  ${name}`, `${b.pendingCount} pending, ${b.deadCount} dead`]);
+  // Several endpoints in the backlog, or any parked: each one's share (pending and dead from the rows already read).
+  if (byEndpoint !== undefined && (Object.keys(byEndpoint).length > 1 || (parkedTotal ?? 0) > 0)) {
+    for (const [name, b] of Object.entries(byEndpoint)) {
+      lines.push([`  ${name}`, `${b.pendingCount} pending, ${b.deadCount} dead${b.parkedCount === undefined ? '' : `, ${b.parkedCount} parked`}`]);
+    }
   }
   lines.push(
     ['delivered', delivered === undefined ? 'n/a' : String(delivered.deliveredCount)],
@@ -138,8 +146,11 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
   const metricsSource = endpoint === undefined ? metrics.source : `${metrics.source}, endpoint ${endpoint} only`;
   const backlogSource = endpoint === undefined ? "the ledger's pending and dead rows" : `the ledger's pending and dead rows of endpoint ${endpoint}`;
   const queuesSource = endpoint === undefined ? "SQS's approximate counts" : "SQS's approximate counts of the whole queues, which every endpoint shares";
+  const parkedSource =
+    endpoint === undefined ? "the ledger's parked listing of each endpoint in the registry" : `the ledger's parked listing of endpoint ${endpoint}`;
   const sources = [
     `pending, dead: ${backlogSource}, now`,
+    `parked: ${parkedSource}, now`,
     `delivered, retry rate, latency: ${metricsSource}, the last ${since}` +
       (delivered === undefined ? '' : `; percentiles over ${delivered.latencySamples} deliveries, ${metrics.percentileMethod}`),
     `queues: ${queuesSource}, now`,
@@ -156,6 +167,7 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
     json: {
       endpoint: endpoint ?? null,
       ...backlog,
+      parkedCount: parkedTotal,
       ...(byEndpoint === undefined ? {} : { byEndpoint }),
       capped,
       maxRowsPerState: options.maxRowsPerState,
@@ -170,6 +182,7 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
       deadLetterQueue,
       sources: {
         backlog: backlogSource,
+        parked: parkedSource,
         metrics: metricsSource,
         percentiles: metrics.percentileMethod,
         queues: queuesSource,
@@ -192,6 +205,34 @@ async function readState(ledger: Ledger, state: 'pending' | 'dead', maxRows: num
     cursor = page.cursor;
   } while (cursor !== undefined && records.length < maxRows);
   return { records, capped: cursor !== undefined };
+}
+
+/**
+ * Parked deliveries by endpoint (docs/contract.md §12): `endpoint`'s alone when given, else every
+ * endpoint the registry holds (the parked listing is per endpoint). Null when the target names no
+ * registry and no endpoint was given.
+ */
+async function parkedCounts(ctx: CommandContext, ledger: Ledger, endpoint: string | undefined): Promise<Record<string, number> | null> {
+  let names: string[];
+  if (endpoint !== undefined) names = [endpoint];
+  else if (ctx.target.endpointsTable === undefined) return null;
+  else {
+    names = (await ctx.registry().scan()).records.map((r) => r.fields.name);
+  }
+  const counts = await Promise.all(names.map((name) => ledger.countByState('parked', { endpoint: name })));
+  return Object.fromEntries(names.map((name, i) => [name, counts[i]!] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/** The backlog by endpoint with each endpoint's parked count; an endpoint with parked rows only is added. */
+function withParked(
+  byEndpoint: Record<string, EndpointBacklog>,
+  parked: Record<string, number> | null,
+): Record<string, EndpointBacklog & { parkedCount?: number }> {
+  if (parked === null) return byEndpoint;
+  const merged: Record<string, EndpointBacklog & { parkedCount?: number }> = {};
+  const names = [...new Set([...Object.keys(byEndpoint), ...Object.keys(parked).filter((name) => parked[name]! > 0)])].sort();
+  for (const name of names) merged[name] = { ...(byEndpoint[name] ?? { pendingCount: 0, deadCount: 0 }), parkedCount: parked[name] ?? 0 };
+  return merged;
 }
 
 const DEPTH_ATTRIBUTES: QueueAttributeName[] = [

@@ -3,7 +3,8 @@
  * the field's check to name), `--match` items, the deployment settings an endpoint is checked
  * against and where they come from, and the view every output is made from (never the secret);
  * `--overlap`, and secret rotation's commands over an in-memory registry on a fixed clock: what
- * they write (one conditional update), print and never print.
+ * they write (one conditional update), print and never print; the parked counts and a release in
+ * progress as list, show, enable and disable print them, and `enable --rate`.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -11,11 +12,13 @@ import {
   endpointJson,
   endpointListCommand,
   endpointRotateSecretCommand,
+  endpointSetStateCommand,
   endpointShowCommand,
   endpointUpdateCommand,
   fieldsFromOptions,
   matchFromOptions,
   parseOverlap,
+  parseResumeRate,
 } from '../../cli/commands/endpoint';
 import type { CommandContext } from '../../cli/context';
 import { CommandFailedError, UsageError } from '../../cli/errors';
@@ -23,6 +26,7 @@ import { ConfigError, DEFAULT_SETTINGS } from '../../lib/config';
 import { deploymentFromJson, deploymentToJson, type EndpointFields, type EndpointRecord } from '../../lib/endpoints/endpoint';
 import { EndpointConflictError } from '../../lib/endpoints/registry';
 import { retryPolicy } from '../../lib/policy';
+import { DEFAULT_RESUME_RATE, type Resume } from '../../lib/resume';
 
 describe('Function: fieldsFromOptions', () => {
   it('turns lists and whole numbers into their field types, leaving other text for the checks', () => {
@@ -145,7 +149,7 @@ describe('Function: endpointJson', () => {
       match: {},
       secret: 'set',
       previousSecretUntil: null,
-      parked: 0,
+      parked: null,
       health: { paused: false, pausedUntil: null, failures: 0, failingSince: null, lastAcceptedAt: null },
       stateChange: { by: 'alice', reason: 'down', at: '2026-12-03T04:00:00.000Z' },
       settings: { maxAttempts: 3 },
@@ -154,6 +158,10 @@ describe('Function: endpointJson', () => {
     });
     expect(JSON.stringify(view)).not.toContain('MfKQ9r8');
     expect(endpointJson({ ...record, fields: { ...record.fields, secret: undefined } }).secret).toBe('unset');
+  });
+
+  it('carries the parked count it is given', () => {
+    expect(endpointJson(record, Date.now(), 17).parked).toBe(17);
   });
 });
 
@@ -189,12 +197,28 @@ describe('Function: parseOverlap', () => {
   });
 });
 
-/** A registry in memory with the real one's conditional update, and a context on a fixed clock. */
-function registryContext(fields: EndpointFields, nowMs = NOW_MS) {
-  const stored = new Map<string, EndpointRecord>([[fields.name, { fields, state: 'enabled', createdAt: NOW_MS - HOUR_MS, updatedAt: NOW_MS - HOUR_MS }]]);
+/**
+ * A registry in memory with the real one's conditional update, and a context on a fixed clock. Its
+ * target names a ledger table: each endpoint's parked count is `parking.parked` (the ledger's
+ * countByState), and the release in progress what setState began or `parking.release` says.
+ */
+function registryContext(fields: EndpointFields, nowMs = NOW_MS, parking: { parked?: number; release?: Resume; state?: EndpointRecord['state'] } = {}) {
+  const stored = new Map<string, EndpointRecord>([
+    [fields.name, { fields, state: parking.state ?? 'enabled', createdAt: NOW_MS - HOUR_MS, updatedAt: NOW_MS - HOUR_MS }],
+  ]);
   const updates: EndpointFields[] = [];
+  const stateWrites: { name: string; state: string; change: unknown; rate: number | undefined }[] = [];
+  const counted: { state: string; endpoint: string | undefined }[] = [];
+  let release = parking.release;
   let clock = nowMs;
   const registry = {
+    setState: (name: string, state: EndpointRecord['state'], change: { by: string; reason: string; at: number }, rate?: number) => {
+      const record = { ...stored.get(name)!, state, stateChange: change, updatedAt: change.at };
+      stored.set(name, record);
+      stateWrites.push({ name, state, change, rate });
+      release = state === 'enabled' ? { since: change.at, rate: rate ?? DEFAULT_RESUME_RATE } : undefined;
+      return Promise.resolve(record);
+    },
     get: (name: string) => Promise.resolve(stored.get(name)),
     scan: () => Promise.resolve({ records: [...stored.values()], unreadable: [] }),
     update: (next: EndpointFields, expectedUpdatedAt: number, at: number) => {
@@ -208,11 +232,18 @@ function registryContext(fields: EndpointFields, nowMs = NOW_MS) {
   };
   const settings = deploymentFromJson(deploymentToJson({ ...DEFAULT_SETTINGS, allowPrivateCidrs: [], allowHttp: false }), 'test');
   const ctx = {
-    target: { description: 'the test registry', deployment: settings },
+    target: { description: 'the test registry', deployment: settings, ledgerTable: 'handoff-ledger', connection: { kind: 'sandbox' } },
     now: () => clock,
     registry: () => registry,
+    ledger: () => ({
+      countByState: (state: string, options: { endpoint?: string } = {}) => {
+        counted.push({ state, endpoint: options.endpoint });
+        return Promise.resolve(parking.parked ?? 0);
+      },
+    }),
+    endpointRelease: () => Promise.resolve(release),
   } as unknown as CommandContext;
-  return { ctx, updates, stored: () => stored.get(fields.name)!.fields, at: (ms: number) => (clock = ms) };
+  return { ctx, updates, stateWrites, counted, stored: () => stored.get(fields.name)!.fields, at: (ms: number) => (clock = ms) };
 }
 
 const acme = { name: 'acme', url: 'https://hooks.acme.example/in', eventTypes: ['*'], secret: OLD_SECRET, maxAttempts: 3 };
@@ -344,5 +375,112 @@ describe('show, list and update during an overlap', () => {
     await endpointUpdateCommand(ctx, 'acme', { maxAttempts: '4' });
 
     expect(stored()).toEqual({ ...acme, maxAttempts: 4 });
+  });
+});
+
+describe('Function: parseResumeRate', () => {
+  it.each([
+    ['1', 1],
+    ['20', 20],
+    [' 1000 ', 1000],
+  ])('reads %j', (text, rate) => {
+    expect(parseResumeRate(text)).toBe(rate);
+  });
+
+  it.each(['0', '1001', '2.5', '-3', 'fast', '', '1e3'])('refuses %j as usage, naming --rate and what it takes', (text) => {
+    expect(() => parseResumeRate(text)).toThrow(UsageError);
+    expect(() => parseResumeRate(text)).toThrow(/^--rate .*: give the most parked deliveries released per second, a whole number from 1 to 1000$/);
+  });
+});
+
+describe('parking: list, show, enable and disable', () => {
+  const MINUTE_MS = 60_000;
+
+  it("list and show count the endpoint's parked deliveries from the ledger's parked listing, in text and JSON", async () => {
+    const { ctx, counted } = registryContext(acme, NOW_MS, { parked: 12, state: 'disabled' });
+
+    const listed = await endpointListCommand(ctx);
+    const shown = await endpointShowCommand(ctx, 'acme');
+
+    expect(counted).toEqual([
+      { state: 'parked', endpoint: 'acme' },
+      { state: 'parked', endpoint: 'acme' },
+    ]);
+    expect(listed.json).toEqual([expect.objectContaining({ name: 'acme', state: 'disabled', parked: 12 })]);
+    expect(listed.human.split('\n')[0]).toMatch(/^name\s+state\s+url\s+event types\s+match\s+parked$/);
+    expect(listed.human.split('\n')[1]).toMatch(/^acme\s+disabled\s.*\s12$/);
+    expect(shown.json).toMatchObject({ parked: 12, release: null });
+    expect(shown.human).toMatch(/^parked\s+12 \(held until endpoint enable acme releases them\)$/m);
+    expect(shown.human).toMatch(/^release\s+\(none\)$/m);
+    for (const result of [listed, shown]) expect(printed(result)).not.toContain('not in this release');
+  });
+
+  it('show gives a release in progress: since when, the ramp now and its most, how far it is scheduled', async () => {
+    const release: Resume = { since: NOW_MS - 2 * MINUTE_MS, rate: 40, until: NOW_MS + 5_000 };
+    const { ctx } = registryContext(acme, NOW_MS, { parked: 300, release });
+
+    const shown = await endpointShowCommand(ctx, 'acme');
+
+    expect(shown.json).toMatchObject({
+      parked: 300,
+      release: { since: '2026-12-03T04:28:00.000Z', rate: 40, rateNow: 20, scheduledUntil: '2026-12-03T04:30:05.000Z' },
+    });
+    expect(shown.human).toMatch(/^parked\s+300$/m);
+    expect(shown.human).toMatch(/^release\s+since 2026-12-03T04:28:00Z .*, oldest first at 20\/s now, up to 40\/s \(scheduled until 2026-12-03T04:30:05Z .*\)$/m);
+  });
+
+  it('enable --rate passes the rate to setState and says how many are released, how, and how to follow it', async () => {
+    const { ctx, stateWrites } = registryContext(acme, NOW_MS, { parked: 12, state: 'disabled' });
+
+    const result = await endpointSetStateCommand(ctx, 'acme', 'enabled', { operator: 'alice', rate: '8' });
+
+    expect(stateWrites).toEqual([{ name: 'acme', state: 'enabled', change: { by: 'alice', reason: 'enabled by an operator', at: NOW_MS }, rate: 8 }]);
+    expect(result.json).toMatchObject({
+      state: 'enabled',
+      parked: 12,
+      release: { since: '2026-12-03T04:30:00.000Z', rate: 8, rateNow: 1, scheduledUntil: null },
+    });
+    expect(result.human).toBe(
+      [
+        'endpoint acme enabled by alice: enabled by an operator',
+        '12 parked deliveries: released oldest admission first, at 1/s at first, doubling every minute up to 8/s, by the recovery runs (the sandbox: its recovery timer; AWS: the scheduled recovery function)',
+        'follow it: handoff endpoint show acme',
+      ].join('\n'),
+    );
+  });
+
+  it('enable without --rate releases at most DEFAULT_RESUME_RATE per second; with none parked it says so', async () => {
+    const { ctx, stateWrites } = registryContext(acme, NOW_MS, { parked: 0, state: 'disabled' });
+
+    const result = await endpointSetStateCommand(ctx, 'acme', 'enabled', { operator: 'alice' });
+
+    expect(stateWrites[0]?.rate).toBe(DEFAULT_RESUME_RATE);
+    expect(result.human.split('\n')[1]).toBe("no parked deliveries now; any a consumer still parks before it sees acme enabled are released");
+  });
+
+  it('refuses a bad --rate, and --rate on disable, as usage naming --rate, writing nothing', async () => {
+    const { ctx, stateWrites } = registryContext(acme, NOW_MS, { state: 'disabled' });
+
+    await expect(endpointSetStateCommand(ctx, 'acme', 'enabled', { operator: 'alice', rate: '0' })).rejects.toThrow(/^--rate "0"/);
+    await expect(endpointSetStateCommand(ctx, 'acme', 'enabled', { operator: 'alice', rate: '5000' })).rejects.toThrow(UsageError);
+    await expect(endpointSetStateCommand(ctx, 'acme', 'disabled', { operator: 'alice', reason: 'down', rate: '5' })).rejects.toThrow(/^--rate is for endpoint enable/);
+    expect(stateWrites).toEqual([]);
+  });
+
+  it('disable says its deliveries are parked from now on, with the count already parked', async () => {
+    const { ctx, stateWrites } = registryContext(acme, NOW_MS, { parked: 3 });
+
+    const result = await endpointSetStateCommand(ctx, 'acme', 'disabled', { operator: 'alice', reason: 'receiver down' });
+
+    expect(stateWrites).toEqual([{ name: 'acme', state: 'disabled', change: { by: 'alice', reason: 'receiver down', at: NOW_MS }, rate: undefined }]);
+    expect(result.json).toMatchObject({ state: 'disabled', parked: 3 });
+    expect(result.json).not.toHaveProperty('release');
+    expect(result.human).toBe(
+      [
+        'endpoint acme disabled by alice: receiver down',
+        "its deliveries are parked from now on (once the consumers' copies of the registry have it, 15 s at most in AWS): neither attempted nor dead; endpoint enable acme releases them",
+        '3 parked deliveries already',
+      ].join('\n'),
+    );
   });
 });

@@ -43,25 +43,37 @@ describe('Function: statsCommand', () => {
   const NOW_MS = Date.UTC(2026, 11, 2, 12, 0, 0);
   const HOUR_MS = 3_600_000;
 
-  /** A context over a ledger listing and a metrics reader; no queue URLs, so no SQS call. */
-  function context(reader: Partial<MetricsReader> & Pick<MetricsReader, 'read'>) {
+  /**
+   * A context over a ledger listing and a metrics reader; no queue URLs, so no SQS call. With
+   * `registry`, the target names an endpoint registry holding those endpoints, and `parked` is each
+   * endpoint's parked count as the ledger's countByState gives it.
+   */
+  function context(reader: Partial<MetricsReader> & Pick<MetricsReader, 'read'>, parking: { registry?: string[]; parked?: Record<string, number> } = {}) {
     const windows: MetricsWindow[] = [];
     const reads: MetricsReadOptions[] = [];
     const listed: DeliveryState[] = [];
     const listOptions: ListOptions[] = [];
+    const counted: { state: string; endpoint: string | undefined }[] = [];
     const rows: Partial<Record<DeliveryState, Partial<DeliveryRecord>[]>> = {
       pending: [{ stateSince: NOW_MS - 5_000, endpoint: 'billing' }],
       dead: [{ endpoint: 'billing' }, { endpoint: 'crm' }],
     };
     const ctx = {
       now: () => NOW_MS,
-      target: { description: 'a test', connection: { kind: 'aws' } },
+      target: { description: 'a test', connection: { kind: 'aws' }, ...(parking.registry !== undefined ? { endpointsTable: 'handoff-endpoints' } : {}) },
+      registry: () => ({
+        scan: async () => ({ records: (parking.registry ?? []).map((name) => ({ fields: { name } })), unreadable: [] }),
+      }),
       ledger: () => ({
         listByState: async (state: DeliveryState, options: ListOptions = {}): Promise<Page> => {
           listed.push(state);
           listOptions.push(options);
           const records = (rows[state] ?? []).filter((r) => options.endpoint === undefined || r.endpoint === options.endpoint);
           return { records: records as DeliveryRecord[] };
+        },
+        countByState: async (state: string, options: { endpoint?: string } = {}): Promise<number> => {
+          counted.push({ state, endpoint: options.endpoint });
+          return state === 'parked' && options.endpoint !== undefined ? (parking.parked?.[options.endpoint] ?? 0) : 0;
         },
       }),
       metrics: (): MetricsReader => ({
@@ -72,7 +84,7 @@ describe('Function: statsCommand', () => {
         read: (window, options = {}) => (windows.push(window), reads.push(options), reader.read(window)),
       }),
     } as unknown as CommandContext;
-    return { ctx, windows, listed, listOptions, reads };
+    return { ctx, windows, listed, listOptions, reads, counted };
   }
 
   const metrics: DeliveryMetrics = { delivered: 8, attempts: 10, retriedAttempts: 2, deadLettered: 1, latency: { samples: 8, p50Ms: 50, p99Ms: 900 } };
@@ -134,6 +146,57 @@ describe('Function: statsCommand', () => {
       byEndpoint: { billing: { pendingCount: 1, deadCount: 1 }, crm: { pendingCount: 0, deadCount: 1 } },
     });
     expect(result.human.split('\n')).toEqual(expect.arrayContaining([expect.stringMatching(/^ {2}billing +1 pending, 1 dead$/), expect.stringMatching(/^ {2}crm +0 pending, 1 dead$/)]));
+  });
+
+  it("counts each registry endpoint's parked deliveries from the parked listing, apart from pending, with an endpoint parked only", async () => {
+    const { ctx, counted } = context({ read: async () => metrics }, { registry: ['billing', 'crm', 'ops'], parked: { billing: 3, ops: 2 } });
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 100 });
+
+    expect(counted).toEqual([
+      { state: 'parked', endpoint: 'billing' },
+      { state: 'parked', endpoint: 'crm' },
+      { state: 'parked', endpoint: 'ops' },
+    ]);
+    expect(result.json).toMatchObject({
+      pendingCount: 1,
+      parkedCount: 5,
+      byEndpoint: {
+        billing: { pendingCount: 1, deadCount: 1, parkedCount: 3 },
+        crm: { pendingCount: 0, deadCount: 1, parkedCount: 0 },
+        ops: { pendingCount: 0, deadCount: 0, parkedCount: 2 },
+      },
+      sources: { parked: "the ledger's parked listing of each endpoint in the registry" },
+    });
+    const lines = result.human.split('\n');
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^parked +5$/),
+        expect.stringMatching(/^ {2}billing +1 pending, 1 dead, 3 parked$/),
+        expect.stringMatching(/^ {2}ops +0 pending, 0 dead, 2 parked$/),
+        "parked: the ledger's parked listing of each endpoint in the registry, now",
+      ]),
+    );
+  });
+
+  it("with an endpoint, counts that endpoint's parked deliveries alone, without reading the registry", async () => {
+    const { ctx, counted } = context({ read: async () => metrics }, { parked: { billing: 4, crm: 9 } });
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 100, endpoint: 'billing' });
+
+    expect(counted).toEqual([{ state: 'parked', endpoint: 'billing' }]);
+    expect(result.json).toMatchObject({ endpoint: 'billing', pendingCount: 1, parkedCount: 4, sources: { parked: "the ledger's parked listing of endpoint billing" } });
+    expect(result.human).toMatch(/^parked +4$/m);
+  });
+
+  it('says parked is n/a (JSON null) when the target names no endpoint registry', async () => {
+    const { ctx, counted } = context({ read: async () => metrics });
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 100 });
+
+    expect(counted).toEqual([]);
+    expect(result.json).toMatchObject({ parkedCount: null, byEndpoint: { billing: { pendingCount: 1, deadCount: 1 } } });
+    expect(result.human).toMatch(/^parked +n\/a \(no endpoint registry in the target\)$/m);
   });
 
   it('shortens a window longer than the source keeps, and says so', async () => {
