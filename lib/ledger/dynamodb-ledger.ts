@@ -11,6 +11,10 @@
  * Only a refused write reads the row, and on AWS not even then:
  * `ReturnValuesOnConditionCheckFailure: ALL_OLD` returns it with the error at no read cost; where a
  * store does not, the adapter falls back to a consistent GetItem.
+ *
+ * Parking: `park` is one UpdateItem for a new event, two for an existing row (the first refused
+ * with the row, whose `createdAt` the second sorts it by), one refused for a row already parked;
+ * `unpark` is one, and reads nothing when refused.
  */
 import {
   ConditionalCheckFailedException,
