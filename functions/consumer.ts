@@ -12,6 +12,10 @@
  * on the EventBridge bus `HANDOFF_EVENT_BUS` (source `handoff`, detail-type
  * `handoff.endpoint.disabled`) and a message to the SNS topic `HANDOFF_ALARM_TOPIC_ARN`. Neither is
  * set in the sandbox, whose stderr shows the line.
+ *
+ * With a registry, an endpoint's `rateLimitPerSecond` (docs/contract.md §11) is kept across every
+ * consumer by a schedule on its registry item (lib/endpoints/dynamodb-rate-limit.ts, the health
+ * writes' UpdateItem grant). Without one there is no limit: the single-URL settings have none.
  */
 import { unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -24,6 +28,7 @@ import { processBatch, type BatchDeps } from '../lib/batch';
 import { checkEndpoint, ConfigError, derivedTimings, readSettings, RESOURCE_ENV } from '../lib/config';
 import { CRASH_POINTS, type CrashPoint } from '../lib/deliver';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
+import { DynamoDbRateLimiter } from '../lib/endpoints/dynamodb-rate-limit';
 import { disabledNotifier, HealthTracker } from '../lib/endpoints/health';
 import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../lib/endpoints/registry';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
@@ -90,6 +95,8 @@ const alarmTopicArn = env[RESOURCE_ENV.alarmTopicArn] || undefined;
 let routing: Promise<Routing> | undefined;
 /** Endpoint health, with a registry only. */
 let health: HealthTracker | undefined;
+/** The rate limit's schedule, on the registry's table (with a registry only). */
+const rateLimiter = endpointsTable !== undefined ? new DynamoDbRateLimiter({ client: dynamodb, tableName: endpointsTable }) : undefined;
 
 /** Where messages go, built once the single endpoint's secret is known. A failed fetch is retried next time. */
 function getRouting(): Promise<Routing> {
@@ -174,6 +181,7 @@ async function consume(event: SQSEvent, context: Context): Promise<SQSBatchRespo
     delivery,
     routing: await getRouting(),
     ...(health !== undefined ? { health } : {}),
+    ...(rateLimiter !== undefined ? { rateLimiter } : {}),
     queue,
     logger: logger.child({ requestId: context.awsRequestId }),
     metrics,

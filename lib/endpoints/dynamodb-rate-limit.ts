@@ -137,7 +137,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
     update: Pick<UpdateItemCommandInput, 'UpdateExpression' | 'ConditionExpression' | 'ExpressionAttributeValues'>,
   ): Promise<Write> {
     try {
-      const { Attributes } = await this.#guard(endpoint, 'reserve slots', () =>
+      const { Attributes } = await this.#guard(endpoint, 'reserve slots for', () =>
         this.#client.send(
           new UpdateItemCommand({
             TableName: this.#tableName,

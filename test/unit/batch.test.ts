@@ -743,7 +743,7 @@ describe('Function: processBatch rate limit', () => {
 
   it("fails closed: holds the endpoint's deliveries when its schedule cannot be reached, and delivers another endpoint's", async () => {
     const { deps, limiter, queue, lines, delivered } = withLimit([acme, zephyr]);
-    limiter.failWith = new RateLimitError('rate-limit-unavailable', 'acme', 'rate limit: endpoint registry t failed to reserve slots endpoint "acme": TimeoutError');
+    limiter.failWith = new RateLimitError('rate-limit-unavailable', 'acme', 'rate limit: endpoint registry t failed to reserve slots for endpoint "acme": TimeoutError');
     const records = [to('evt_1', 'acme'), to('evt_2', 'zephyr')];
 
     const response = await processBatch(records, deps);
