@@ -166,7 +166,7 @@ export function rowFromItem(item: Item): ChangeableRow {
     createdAt: n(W.createdAt),
     deliveredAt: n(W.deliveredAt),
     deadAt: n(W.deadAt),
-    expiresAt: n(W.expiresAt) ?? 0,
+    expiresAt: n(W.expiresAt),
     retentionSeconds: n(W.retentionSeconds),
     parkedAt: n(W.parkedAt),
   };

@@ -123,8 +123,12 @@ export interface DeliveryRecord extends DeliveryKey {
   readonly deadAt?: number;
   /** Epoch ms of the last state change: admission or the last replay, delivery, death. */
   readonly stateSince: number;
-  /** Epoch seconds after which the row may be deleted (DynamoDB TTL). Readers ignore expired rows. */
-  readonly expiresAt: number;
+  /**
+   * Epoch seconds after which the row may be deleted (DynamoDB TTL). Readers ignore expired rows.
+   * Absent while the row is parked: a parked delivery waits for its endpoint however long it is
+   * disabled, and its release sets the expiry again.
+   */
+  readonly expiresAt?: number;
   /**
    * Epoch ms it was parked: present while its endpoint is disabled and until `unpark` releases it.
    * A parked row is pending, unleased and refuses claims (`parked`).

@@ -107,7 +107,7 @@ export function expiresAtSeconds(nowMs: number, retentionSeconds: number): numbe
 
 /** Rows past their TTL count as absent: DynamoDB deletes them only eventually, emulators never. */
 export function isExpired(row: Pick<DeliveryRecord, 'expiresAt'>, nowMs: number): boolean {
-  return row.expiresAt * 1000 <= nowMs;
+  return row.expiresAt !== undefined && row.expiresAt * 1000 <= nowMs;
 }
 
 /** A write that needs an existing row found none (deleted by TTL, or never admitted). */

@@ -195,9 +195,10 @@ export function parkChanges(input: ParkInput, existing: { readonly createdAt: nu
   const marker: Change[] = [
     { op: 'set', field: 'state', value: 'pending' },
     { op: 'remove', fields: [...DEAD_FIELDS, 'leaseOwner', 'claimToken'] },
-    // Retention counts from the latest write to a pending row, as a claim's does.
+    // Never expires while parked: it waits for its endpoint however long that is disabled. The
+    // retention is kept for the release, which counts the expiry from then (`moveExpiry`).
     { op: 'set', field: 'retentionSeconds', value: input.retentionSeconds },
-    { op: 'set', field: 'expiresAt', value: expiresAtSeconds(nowMs, input.retentionSeconds) },
+    { op: 'remove', fields: ['expiresAt'] },
     { op: 'none', field: 'leaseExpiresAt' },
     { op: 'none', field: 'nextAttemptAt', ifAbsent: true },
     { op: 'set', field: 'parkedAt', value: nowMs },

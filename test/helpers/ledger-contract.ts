@@ -379,10 +379,10 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         // Act: claim and record a failure every half hour, for an hour and a half.
         for (const atMs of times) {
           const claimed = await claim(shipmentEvent('evt_long_life'), { nowMs: atMs, policy, retentionSeconds: hour });
-          seen.push(claimed.expiresAt);
+          seen.push(claimed.expiresAt!);
           clockMs = atMs + 100;
           const pending = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: atMs + 1_800_000 }, atMs + 100);
-          seen.push(pending.expiresAt);
+          seen.push(pending.expiresAt!);
         }
 
         // Assess
@@ -1332,7 +1332,6 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
             audit: [],
             createdAt: T0,
             stateSince: T0,
-            expiresAt: expiresAt(T0),
             parkedAt: T0,
           };
           expect(parked).toStrictEqual(expected);
@@ -1356,8 +1355,8 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           const parked = await park(shipmentEvent('evt_park_failed'), { nowMs: T0 + 500, policy: OTHER_POLICY, retentionSeconds: 60 });
 
           // Assess
-          const { leaseExpiresAt: _lease, ...unleased } = failed;
-          expect(parked).toStrictEqual({ ...unleased, parkedAt: T0 + 500, expiresAt: expiresAt(T0 + 500, 60) });
+          const { leaseExpiresAt: _lease, expiresAt: _expiry, ...unleased } = failed;
+          expect(parked).toStrictEqual({ ...unleased, parkedAt: T0 + 500 });
           expect(parked.attempts).toBe(1);
           expect(parked.nextAttemptAt).toBe(T0 + 60_000);
           expect(parked.policy).toStrictEqual(POLICY);
@@ -1449,6 +1448,20 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           expect((await pagesOf('pending', { sinceMs: T0 + 12_000, untilMs: T0 + 12_001 })).flat()).toStrictEqual(['evt_unpark']);
           const claimed = await claim(shipmentEvent('evt_unpark'), { endpoint: ACME, nowMs: T0 + 12_000 });
           expect(claimed.attempts).toBe(1);
+        });
+
+        it('keeps a parked row however long its endpoint stays disabled, and counts its expiry from its release', async () => {
+          // Prepare: parked with a one-minute retention; its event had expired a year later, had it not been parked.
+          await park(shipmentEvent('evt_park_long'), { retentionSeconds: 60 });
+          const yearMs = 365 * 24 * 3600 * 1000;
+          clockMs = T0 + yearMs;
+
+          // Act
+          const released = await ledger.unpark(key('evt_park_long', ACME), T0 + yearMs, T0 + yearMs);
+
+          // Assess
+          expect(released?.expiresAt).toBe(expiresAt(T0 + yearMs, 60));
+          expect((await stored('evt_park_long')).expiresAt).toBe(expiresAt(T0 + yearMs, 60));
         });
 
         it('returns undefined and writes nothing for a row that is not parked, or no row', async () => {
