@@ -39,6 +39,7 @@ import { ConfigError } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { createSigner } from '../../lib/webhook/signing-secret';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
+import { createLedgerTable } from '../../sandbox/ledger-table';
 import { SANDBOX_ENDPOINTS_CACHE_MS } from '../../sandbox/sandbox';
 import { emulatorDynamoDbClient, startDynalite, type Dynalite } from '../helpers/dynalite';
 import { startTestReceiver, type ReceivedRequest, type TestReceiver } from '../helpers/receiver';
@@ -46,6 +47,8 @@ import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 
 const TABLE = 'handoff-endpoints-cli';
+/** The ledger the parked counts are read from. */
+const LEDGER_TABLE = 'handoff-ledger-cli';
 const CALLER_ARN = 'arn:aws:iam::123456789012:user/ops';
 
 /** STS's GetCallerIdentity on loopback, answering for CALLER_ARN (the query protocol's XML). */
@@ -201,9 +204,10 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
       AWS_ACCESS_KEY_ID: 'test',
       AWS_SECRET_ACCESS_KEY: 'test',
     });
-    targetArgs = ['--endpoints-table', TABLE];
+    targetArgs = ['--endpoints-table', TABLE, '--table', LEDGER_TABLE];
     client = emulatorDynamoDbClient(dynalite.endpoint);
     await createEndpointsTable(client, TABLE);
+    await createLedgerTable(client, LEDGER_TABLE);
     registry = new DynamoDbEndpointRegistry({ client, tableName: TABLE });
   });
 
@@ -424,8 +428,46 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     });
     expect(listed.find((e) => e.name === 'zephyr')).toMatchObject({ state: 'disabled' });
     expect(shown.stdout).toMatch(/^state\s+disabled by alice \(arn:aws:iam::123456789012:user\/ops\) at \S+Z \(.*\): receiver down \(INC-77\)$/m);
-    expect(enabled).toMatchObject({ code: 0, stdout: `endpoint zephyr enabled by bob (${CALLER_ARN}): enabled by an operator\n` });
+    expect(json(disabled)).toMatchObject({ parked: 0 });
+    expect(enabled).toMatchObject({
+      code: 0,
+      stdout: [
+        `endpoint zephyr enabled by bob (${CALLER_ARN}): enabled by an operator`,
+        'no parked deliveries now; any a consumer still parks before it sees zephyr enabled are released',
+        'follow it: handoff endpoint show zephyr',
+        '',
+      ].join('\n'),
+    });
     expect((await registry.get('zephyr'))?.state).toBe('enabled');
+  });
+
+  it('enable --rate begins a release at that rate, shown by show; a bad --rate is refused by name (exit 2), writing nothing', async () => {
+    const before = await registry.get('zephyr');
+    const zero = await handoff(['enable', 'zephyr', '--rate', '0']);
+    const fraction = await handoff(['enable', 'zephyr', '--rate', '2.5']);
+    const unchanged = await registry.get('zephyr');
+    const enabled = await handoff(['enable', 'zephyr', '--rate', '5', '--operator', 'bob', '--json']);
+    const shown = await handoff(['show', 'zephyr', '--json']);
+    const shownText = await handoff(['show', 'zephyr']);
+
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toBe('handoff: --rate "0": give the most parked deliveries released per second, a whole number from 1 to 1000\n');
+    expect(fraction.code).toBe(2);
+    expect(fraction.stderr).toContain('--rate "2.5"');
+    expect(unchanged).toEqual(before);
+    expect(enabled.code).toBe(0);
+    expect(json(enabled)).toMatchObject({ state: 'enabled', parked: 0, release: { rate: 5, rateNow: 1, scheduledUntil: null } });
+    expect(json(shown)).toMatchObject({ parked: 0, release: { rate: 5, since: (json(enabled).release as { since: string }).since } });
+    expect(shownText.stdout).toMatch(/^release\s+since \S+Z \(.*\), oldest first at 1\/s now, up to 5\/s \(no run yet\)$/m);
+  });
+
+  it('says parked is n/a (JSON null) when the target names no ledger table', async () => {
+    const human = await handoff(['list'], { target: ['--endpoints-table', TABLE] });
+    const machine = await handoff(['list', '--json'], { target: ['--endpoints-table', TABLE] });
+
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain('parked: n/a, no ledger table in the names given (--table NAME)');
+    expect(json<Record<string, unknown>[]>(machine).every((e) => e.parked === null)).toBe(true);
   });
 
   it('refuses a disable without a reason (exit 2), and one of a missing endpoint (exit 1)', async () => {
@@ -481,14 +523,23 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(await registry.get('acme')).toEqual(before);
   });
 
-  it("says in rotate-secret's help how the overlap works, and in list's that parked is 0 for now", async () => {
+  it("says in rotate-secret's help how the overlap works, in list's what parked counts, in enable's how the release goes", async () => {
     const rotate = await handoff(['rotate-secret', '--help']);
     const list = await handoff(['list', '--help']);
+    const enable = await handoff(['enable', '--help']);
+    const disable = await handoff(['disable', '--help']);
 
     expect(rotate.code).toBe(0);
     expect(rotate.stdout).toContain('--overlap <duration>');
     expect(rotate.stdout).toContain('During the overlap every request carries two signatures in webhook-signature');
-    expect(list.stdout).toContain('always 0 until parking lands');
+    expect(list.stdout).toContain('parked: deliveries held for a disabled endpoint');
+    expect(list.stdout).toContain('parked (a count; null when the target names no ledger table)');
+    expect(enable.stdout).toContain('--rate <n>');
+    expect(enable.stdout).toContain('released oldest admission first by the recovery runs');
+    expect(disable.stdout).toContain('Its deliveries are parked from then on');
+    for (const help of [list, enable, disable]) {
+      expect(help.stdout).not.toMatch(/until parking lands|not in this release|always 0/);
+    }
   });
 
   it('removes an endpoint; a second remove and a show of it fail with exit 1', async () => {
@@ -642,9 +693,10 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     expect(ops.requests).toEqual([]);
   });
 
-  it('disables it: the next event for it goes to the other endpoint only, with no row for it', async () => {
+  it('disables it: the next event goes to the other endpoint, its delivery to it parked and counted', async () => {
     const disabled = await handoff(['disable', 'acme', '--reason', 'receiver migration', '--operator', 'alice']);
-    expect(disabled).toMatchObject({ code: 0, stdout: 'endpoint acme disabled by alice: receiver migration\n' });
+    expect(disabled.code).toBe(0);
+    expect(disabled.stdout).toMatch(/^endpoint acme disabled by alice: receiver migration\nits deliveries are parked from now on/);
     await changeReachesWorkers();
 
     await clients.send(shipment('evt_cli_ep_disabled', 'delivered', 'acme'));
@@ -652,21 +704,31 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     await queueDrains();
 
     expect(acme.requestsFor('evt_cli_ep_disabled')).toEqual([]);
-    expect(await clients.ledger.get({ eventId: 'evt_cli_ep_disabled', endpoint: 'acme' })).toBeUndefined();
+    const parked = await clients.ledger.get({ eventId: 'evt_cli_ep_disabled', endpoint: 'acme' });
+    expect(parked).toMatchObject({ state: 'pending', attempts: 0 });
+    expect(parked?.parkedAt).toEqual(expect.any(Number));
     expect(json<Record<string, unknown>[]>(await handoff(['list', '--json'])).find((e) => e.name === 'acme')).toMatchObject({
       state: 'disabled',
       stateChange: { by: 'alice', reason: 'receiver migration' },
+      parked: 1,
     });
+    expect((await handoff(['show', 'acme'])).stdout).toMatch(/^parked\s+1 \(held until endpoint enable acme releases them\)$/m);
   });
 
-  it('enables it again: the next event reaches it', async () => {
-    expect((await handoff(['enable', 'acme', '--operator', 'alice'])).code).toBe(0);
+  it('enables it again: its parked delivery is released to it once, and the next event reaches it', async () => {
+    const enabled = await handoff(['enable', 'acme', '--operator', 'alice']);
+    expect(enabled.code).toBe(0);
+    expect(enabled.stdout.split('\n')[1]).toMatch(/^1 parked delivery: released oldest admission first, at 2\.5\/s at first, doubling every minute up to 20\/s, by the recovery runs/);
     await changeReachesWorkers();
 
     await clients.send(shipment('evt_cli_ep_enabled', 'delivered', 'acme'));
 
     expect(acme.verify(await requestFor(acme, 'evt_cli_ep_enabled'), acmeSecret)).toBe(true);
     await requestFor(ops, 'evt_cli_ep_enabled');
+    expect(acme.verify(await requestFor(acme, 'evt_cli_ep_disabled'), acmeSecret)).toBe(true);
+    await queueDrains();
+    expect(acme.requestsFor('evt_cli_ep_disabled')).toHaveLength(1);
+    expect(await clients.ledger.get({ eventId: 'evt_cli_ep_disabled', endpoint: 'acme' })).toMatchObject({ state: 'delivered' });
   });
 
   it('rotates its secret with --overlap 1h: the next event is signed with both, each verifying on its own', async () => {
