@@ -8,7 +8,7 @@
  * Attempts: 6 + 3×2 + 3 + 1 = 16, of which 3 + 2 = 5 were retries.
  *
  * The sandbox tests share one sandbox and run in order (the text output reads the figures the
- * first test made): run the file, not a single test.
+ * first test made; the last disables the endpoint to park a delivery): run the file, not a single test.
  */
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
@@ -109,6 +109,7 @@ describe('handoff stats in the sandbox', { timeout: TEST_TIMEOUT_MS }, () => {
       pendingCount: 0,
       oldestPendingAgeMs: null,
       deadCount: 1,
+      parkedCount: 0,
       capped: { pending: false, dead: false },
       deliveredCount: 10,
       attempts: 16,
@@ -120,6 +121,7 @@ describe('handoff stats in the sandbox', { timeout: TEST_TIMEOUT_MS }, () => {
     });
     expect(stats.sources.metrics).toContain("the sandbox's metric sink");
     expect(stats.sources.backlog).toBe("the ledger's pending and dead rows");
+    expect(stats.sources.parked).toBe("the ledger's parked listing of each endpoint in the registry");
     // The event that waited out two 1 s retries took at least 2 s: it is the p99 of 10 values.
     expect(stats.latencyMs.p99).toBeGreaterThanOrEqual(2_000);
     expect(stats.latencyMs.p50).toBeGreaterThanOrEqual(0);
@@ -151,7 +153,8 @@ describe('handoff stats in the sandbox', { timeout: TEST_TIMEOUT_MS }, () => {
       attempts: 16,
       retriedAttempts: 5,
       latencySamples: 10,
-      sources: { backlog: "the ledger's pending and dead rows of endpoint default" },
+      parkedCount: 0,
+      sources: { backlog: "the ledger's pending and dead rows of endpoint default", parked: "the ledger's parked listing of endpoint default" },
     });
     expect(none.code).toBe(0);
     expect(JSON.parse(none.stdout)).toMatchObject({ endpoint: 'nobody', pendingCount: 0, deadCount: 0, deliveredCount: 0, attempts: 0, latencySamples: 0 });
@@ -165,9 +168,33 @@ describe('handoff stats in the sandbox', { timeout: TEST_TIMEOUT_MS }, () => {
     expect(lines.find((line) => line.startsWith('delivered'))).toMatch(/^delivered\s+10$/);
     expect(lines.find((line) => line.startsWith('retry rate'))).toMatch(/^retry rate\s+31\.3% \(5 of 16 attempts were retries\)$/);
     expect(lines).toContain("pending, dead: the ledger's pending and dead rows, now");
+    expect(lines.find((line) => line.startsWith('parked'))).toMatch(/^parked\s+0$/);
+    expect(lines).toContain("parked: the ledger's parked listing of each endpoint in the registry, now");
     expect(lines.find((line) => line.startsWith('delivered, retry rate, latency:'))).toMatch(
       /^delivered, retry rate, latency: the sandbox's metric sink \(.+sandbox\.metrics\.json, keeps 24 h\), the last 24 h; percentiles over 10 deliveries, nearest rank over 2%-wide histogram bins/,
     );
+  });
+});
+
+describe('handoff stats in the sandbox, a disabled endpoint', { timeout: TEST_TIMEOUT_MS }, () => {
+  it("counts the endpoint's parked delivery apart from pending, in the totals, by endpoint and with --endpoint", async () => {
+    // Prepare: the one endpoint disabled; an event for it is parked once the workers' registry copies have it.
+    const disabled = await handoff(['endpoint', 'disable', 'default', '--reason', 'receiver down', '--operator', 'e2e']);
+    expect(disabled.code).toBe(0);
+    await new Promise((resolvePromise) => setTimeout(resolvePromise, 3_000));
+    await clients.send(event('evt_stats_parked'));
+    await eventually('evt_stats_parked to be parked', async () => (await clients.row('evt_stats_parked'))?.parkedAt !== undefined, { timeoutMs: WAIT_MS });
+
+    // Act
+    const all = await handoff(['stats', '--json']);
+    const own = await handoff(['stats', '--endpoint', 'default', '--json']);
+    const text = await handoff(['stats']);
+
+    // Assess
+    expect(JSON.parse(all.stdout)).toMatchObject({ pendingCount: 0, deadCount: 1, parkedCount: 1, byEndpoint: { default: { pendingCount: 0, deadCount: 1, parkedCount: 1 } } });
+    expect(JSON.parse(own.stdout)).toMatchObject({ endpoint: 'default', pendingCount: 0, parkedCount: 1 });
+    expect(text.stdout).toMatch(/^parked\s+1$/m);
+    expect(text.stdout).toMatch(/^ {2}default\s+0 pending, 1 dead, 1 parked$/m);
   });
 });
 
@@ -230,6 +257,8 @@ describe('handoff stats against AWS', { timeout: TEST_TIMEOUT_MS }, () => {
         latencyMs: { p50: 80, p99: 1_900 },
         latencySamples: 400,
         sources: { metrics: 'CloudWatch (namespace Handoff, Service=handoff)' },
+        // No endpoint registry named: the parked listing is per endpoint, so nothing to count.
+        parkedCount: null,
       });
       expect(cloudWatch.requests).toHaveLength(1);
     } finally {
