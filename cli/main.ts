@@ -184,7 +184,7 @@ Examples:
   withTarget(
     program
       .command('stats')
-      .description('pending count and oldest age, retry rate, dead count, delivery latency, queue depths'),
+      .description('pending count and oldest age, retry rate, dead count, parked per endpoint, delivery latency, queue depths'),
   )
     .option('--endpoint <name>', "this endpoint's figures (the queues' depths stay the whole queues')", endpointName)
     .option(
@@ -194,7 +194,17 @@ Examples:
       STATS_MAX_ROWS_DEFAULT,
     )
     .option('--since <duration>', 'the metrics window: the last 30m, 24h, 7d … (at most 15d)', sinceOption, DEFAULT_STATS_SINCE_MS)
-    .addHelpText('after', '\nExamples:\n  handoff stats --since 7d --json\n  handoff stats --endpoint billing')
+    .addHelpText(
+      'after',
+      `
+parked: deliveries held for a disabled endpoint (docs/contract.md §12), counted per endpoint in the
+registry; not part of pending. --json: parkedCount (null: no registry in the target and no --endpoint),
+and byEndpoint.NAME.parkedCount without --endpoint.
+
+Examples:
+  handoff stats --since 7d --json
+  handoff stats --endpoint billing`,
+    )
     .action(async (options: CommonOptions & { maxRows: number; since: number; endpoint?: string }) => {
       await run(options, (ctx) =>
         statsCommand(ctx, { maxRowsPerState: options.maxRows, sinceMs: options.since, ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }) }),
