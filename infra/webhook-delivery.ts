@@ -17,6 +17,15 @@
  * item, and tells operators of one it disables with an event on the default EventBridge bus and a
  * message to the alarm topic (when given). Stuck work: a scheduled function (functions/recovery.ts,
  * every `recoveryInterval`) enqueues again the pending deliveries left without a queue message.
+ *
+ * The ordered intake (docs/contract.md §13): a FIFO queue beside the delivery queue for producers
+ * that need a shipment's events handled in the order they sent them (`MessageGroupId` = the
+ * shipment ID, `MessageDeduplicationId` = the event ID; content-based deduplication off), with a
+ * FIFO dead-letter queue of its own and a second event source on the same consumer. The consumer
+ * routes its messages as it routes the delivery queue's and puts every per-endpoint message on the
+ * delivery queue; its dead letters, whatever queue the message came from, go to the standard
+ * dead-letter queue (lib/queue/sqs-queue.ts `deadLetter` sends there without a group). The FIFO
+ * dead-letter queue receives only what SQS itself redrives after `maxReceiveCount` receives.
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -113,7 +122,10 @@ export const DEFAULT_RECOVERY_INTERVAL = Duration.minutes(5);
 /** The recovery function's own metric (lib/recovery.ts): deliveries it enqueued again. */
 export const RECOVERED_METRIC = 'Recovered';
 
-/** SQS's longest message retention; the delivery queue and the DLQ both keep messages this long. */
+/** The most records a FIFO queue's event source hands over at once (no batching window is allowed there). */
+export const FIFO_MAX_BATCH_SIZE = 10;
+
+/** SQS's longest message retention; every queue of the construct keeps messages this long. */
 const MAX_RETENTION = Duration.seconds(QUEUE_RETENTION_SECONDS);
 
 export interface WebhookDeliveryProps {
@@ -173,6 +185,10 @@ export class WebhookDelivery extends Construct {
   readonly settings: Settings;
   readonly queue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
+  /** The ordered intake (docs/contract.md §13): a FIFO queue, one message group per shipment. */
+  readonly orderedQueue: sqs.Queue;
+  /** The ordered intake's FIFO dead-letter queue: SQS's redrive of a message the consumer kept failing. */
+  readonly orderedDeadLetterQueue: sqs.Queue;
   readonly ledgerTable: dynamodb.Table;
   /** The endpoint registry: its table, its key, the seeds of the declared endpoints. */
   readonly endpointRegistry: EndpointRegistry;
@@ -184,6 +200,8 @@ export class WebhookDelivery extends Construct {
   readonly signingSecret: secretsmanager.ISecret | undefined;
   readonly alarms: {
     readonly deadLetters: cloudwatch.Alarm;
+    /** Any message on the ordered intake's FIFO dead-letter queue. */
+    readonly orderedDeadLetters: cloudwatch.Alarm;
     readonly pendingAge: cloudwatch.Alarm;
     readonly consumerErrors: cloudwatch.Alarm;
   };
@@ -214,6 +232,30 @@ export class WebhookDelivery extends Construct {
       // attempt budget: the ledger dead-letters with a reason; this is only a backstop for a
       // consumer that keeps crashing on one message.
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: timings.maxReceiveCount },
+    });
+    // The ordered intake (docs/contract.md §13): FIFO, so SQS hands out a shipment's messages in the
+    // order sent and none of a group while one of it is in flight. CloudFormation names both queues
+    // with the `.fifo` suffix. A FIFO queue's dead-letter queue must be FIFO too.
+    this.orderedDeadLetterQueue = new sqs.Queue(this, 'OrderedDeadLetterQueue', {
+      fifo: true,
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: MAX_RETENTION,
+    });
+    this.orderedQueue = new sqs.Queue(this, 'OrderedQueue', {
+      fifo: true,
+      // Producers give the event ID as MessageDeduplicationId (`handoff send --ordered` does): two
+      // events with equal bodies are not one event, and one event sent twice is deduplicated by ID.
+      contentBasedDeduplication: false,
+      // High-throughput FIFO: the limit is per shipment rather than per queue, and deduplication is
+      // per shipment, which an event ID (one shipment's) never crosses.
+      deduplicationScope: sqs.DeduplicationScope.MESSAGE_GROUP,
+      fifoThroughputLimit: sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: MAX_RETENTION,
+      visibilityTimeout: Duration.seconds(timings.visibilityTimeoutSeconds),
+      deadLetterQueue: { queue: this.orderedDeadLetterQueue, maxReceiveCount: timings.maxReceiveCount },
     });
 
     // --- Ledger -------------------------------------------------------------------------------
@@ -334,6 +376,18 @@ export class WebhookDelivery extends Construct {
         maxConcurrency: settings.maxConcurrency,
       }),
     );
+    // The ordered intake on the same function (docs/contract.md §13). Lambda hands a FIFO queue's
+    // records over in group order, one batch per group at a time; the handler handles a group's
+    // records in order and reports the rest of a group after its first failure (lib/fifo.ts). FIFO
+    // allows no batching window and at most 10 records a batch. The mapping grants the consumer
+    // receive, delete, change-visibility and attribute reads on this queue, nothing more.
+    this.consumer.addEventSource(
+      new SqsEventSource(this.orderedQueue, {
+        reportBatchItemFailures: true,
+        batchSize: Math.min(settings.batchSize, FIFO_MAX_BATCH_SIZE),
+        maxConcurrency: settings.maxConcurrency,
+      }),
+    );
     this.grantConsumerAccess(role, props.alarmTopic);
     // On an update from the single-URL consumer, the new one (which routes by the registry) starts
     // only once `default` is in it: an event routed against an empty registry would be dropped.
@@ -388,9 +442,11 @@ export class WebhookDelivery extends Construct {
   }
 
   /**
-   * Least privilege on exact ARNs. The event source mapping grants the delivery queue's receive,
-   * delete, attribute and ChangeMessageVisibility actions (the last is how the handler defers a
-   * retry) on the queue's ARN. `table.grant*()` is avoided: it adds an
+   * Least privilege on exact ARNs. The event source mappings grant the delivery queue's and the
+   * ordered intake's receive, delete, attribute and ChangeMessageVisibility actions (the last is how
+   * the handler defers a retry) on each queue's ARN. The consumer sends to neither FIFO queue: its
+   * per-endpoint messages go to the delivery queue and its dead letters to the standard dead-letter
+   * queue, whichever queue the message came from. `table.grant*()` is avoided: it adds an
    * `index/*` resource the consumer does not need.
    */
   private grantConsumerAccess(role: iam.IRole, alarmTopic: ITopic | undefined) {
@@ -552,6 +608,20 @@ export class WebhookDelivery extends Construct {
       evaluationPeriods: 1,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+    // Its sibling for the ordered intake: SQS redrove a message the consumer kept failing to route
+    // (it holds up its shipment's later messages until then). `handoff dead` does not list these.
+    const orderedDeadLetters = new cloudwatch.Alarm(this, 'OrderedDeadLettersAlarm', {
+      alarmDescription:
+        "handoff: messages are on the ordered intake's dead-letter queue: the consumer kept failing them and their shipments' later messages went on without them. Read them from the queue and, once the cause is fixed, send them again (`handoff send --ordered`).",
+      metric: this.orderedDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(1),
+        statistic: cloudwatch.Stats.MAXIMUM,
+      }),
+      threshold: 0,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
 
     const pendingAge = new cloudwatch.Alarm(this, 'PendingAgeAlarm', {
       alarmDescription:
@@ -578,7 +648,7 @@ export class WebhookDelivery extends Construct {
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
 
-    return { deadLetters, pendingAge, consumerErrors };
+    return { deadLetters, orderedDeadLetters, pendingAge, consumerErrors };
   }
 
   /** The four signals of docs/contract.md §10 `stats`: pending age, retries, dead letters, delivery latency. */
@@ -593,6 +663,7 @@ export class WebhookDelivery extends Construct {
         title: 'Pending age (seconds)',
         left: [
           this.queue.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM, label: 'Oldest queued message' }),
+          this.orderedQueue.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM, label: 'Oldest on the ordered intake' }),
           metric(METRICS.names.pendingAge, cloudwatch.Stats.MAXIMUM, 'Pending age at attempt (max)'),
         ],
         width: 12,
@@ -612,6 +683,10 @@ export class WebhookDelivery extends Construct {
           this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
             statistic: cloudwatch.Stats.MAXIMUM,
             label: 'On the dead-letter queue',
+          }),
+          this.orderedDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+            statistic: cloudwatch.Stats.MAXIMUM,
+            label: "On the ordered intake's dead-letter queue",
           }),
         ],
         width: 12,

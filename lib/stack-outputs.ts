@@ -6,6 +6,8 @@ export const STACK_OUTPUTS = {
   queueUrl: 'QueueUrl',
   queueArn: 'QueueArn',
   deadLetterQueueUrl: 'DeadLetterQueueUrl',
+  /** The ordered intake (docs/contract.md §13): the FIFO queue producers who need a shipment's order send to. */
+  orderedQueueUrl: 'OrderedQueueUrl',
   ledgerTableName: 'LedgerTableName',
   consumerFunctionName: 'ConsumerFunctionName',
   /** The largest message body the consumer accepts, in bytes (a decimal string, as outputs are). */

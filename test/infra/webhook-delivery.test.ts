@@ -136,17 +136,17 @@ describe('WebhookDelivery', () => {
       template.hasResourceProperties('AWS::Lambda::Function', { Timeout: functionTimeoutSeconds });
     });
 
-    it('encrypts both queues at rest', () => {
+    it('encrypts every queue at rest: the delivery queue, the ordered intake and their dead-letter queues', () => {
       const { template } = build();
 
-      template.resourceCountIs('AWS::SQS::Queue', 2);
+      template.resourceCountIs('AWS::SQS::Queue', 4);
       template.allResourcesProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true });
     });
 
-    it('refuses requests without TLS on both queues', () => {
+    it('refuses requests without TLS on every queue', () => {
       const { template } = build();
 
-      template.resourceCountIs('AWS::SQS::QueuePolicy', 2);
+      template.resourceCountIs('AWS::SQS::QueuePolicy', 4);
       template.allResourcesProperties('AWS::SQS::QueuePolicy', {
         PolicyDocument: {
           Statement: Match.arrayWith([
@@ -160,7 +160,7 @@ describe('WebhookDelivery', () => {
       });
     });
 
-    it('keeps messages on both queues for 14 days', () => {
+    it('keeps messages on every queue for 14 days', () => {
       const { template } = build();
 
       template.allResourcesProperties('AWS::SQS::Queue', { MessageRetentionPeriod: 14 * 24 * 60 * 60 });
@@ -190,6 +190,141 @@ describe('WebhookDelivery', () => {
       const { template } = build({ maxBatchingWindow: Duration.seconds(5) });
 
       template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { MaximumBatchingWindowInSeconds: 5 });
+    });
+  });
+
+  describe('ordered intake (docs/contract.md §13)', () => {
+    /** A resource's properties, found by its construct. */
+    const propertiesOf = (built: Built, construct: { node: { defaultChild?: unknown } }) =>
+      built.template.toJSON().Resources[built.stack.getLogicalId(construct.node.defaultChild as never)].Properties as Record<string, unknown>;
+    const arnOf = (built: Built, construct: { node: { defaultChild?: unknown } }) => ({
+      'Fn::GetAtt': [built.stack.getLogicalId(construct.node.defaultChild as never), 'Arn'],
+    });
+    const mappings = (built: Built) =>
+      Object.values(built.template.findResources('AWS::Lambda::EventSourceMapping')).map((m) => m.Properties as Record<string, unknown>);
+
+    it('is a FIFO queue with content-based deduplication off, high throughput per shipment, and the delivery queue’s visibility and retention', () => {
+      const built = build();
+      const { visibilityTimeoutSeconds } = derivedTimings(defaults);
+
+      expect(propertiesOf(built, built.delivery.orderedQueue)).toMatchObject({
+        FifoQueue: true,
+        ContentBasedDeduplication: false,
+        DeduplicationScope: 'messageGroup',
+        FifoThroughputLimit: 'perMessageGroupId',
+        VisibilityTimeout: visibilityTimeoutSeconds,
+        MessageRetentionPeriod: 14 * 24 * 60 * 60,
+        SqsManagedSseEnabled: true,
+      });
+      expect(propertiesOf(built, built.delivery.queue).VisibilityTimeout).toBe(visibilityTimeoutSeconds);
+      // No name given: CloudFormation names a FIFO queue with the `.fifo` suffix itself.
+      expect(propertiesOf(built, built.delivery.orderedQueue).QueueName).toBeUndefined();
+      expect(built.delivery.orderedQueue.fifo).toBe(true);
+    });
+
+    it('redrives to a FIFO dead-letter queue of its own after as many receives as the delivery queue', () => {
+      const built = build();
+      const { maxReceiveCount } = derivedTimings(defaults);
+
+      expect(propertiesOf(built, built.delivery.orderedQueue).RedrivePolicy).toEqual({
+        deadLetterTargetArn: arnOf(built, built.delivery.orderedDeadLetterQueue),
+        maxReceiveCount,
+      });
+      expect(propertiesOf(built, built.delivery.queue).RedrivePolicy).toEqual({
+        deadLetterTargetArn: arnOf(built, built.delivery.deadLetterQueue),
+        maxReceiveCount,
+      });
+      expect(propertiesOf(built, built.delivery.orderedDeadLetterQueue)).toMatchObject({
+        FifoQueue: true,
+        MessageRetentionPeriod: 14 * 24 * 60 * 60,
+        SqsManagedSseEnabled: true,
+      });
+      expect(propertiesOf(built, built.delivery.deadLetterQueue).FifoQueue).toBeUndefined();
+    });
+
+    it('feeds the same consumer through a second event source: partial batch failures, no batching window, 10 records at most', () => {
+      const built = build({ settings: { batchSize: 25, maxConcurrency: 7 } });
+      const consumer = { Ref: built.stack.getLogicalId(built.delivery.consumer.node.defaultChild as never) };
+      const all = mappings(built);
+      const ordered = all.find((m) => JSON.stringify(m.EventSourceArn) === JSON.stringify(arnOf(built, built.delivery.orderedQueue)));
+      const standard = all.find((m) => JSON.stringify(m.EventSourceArn) === JSON.stringify(arnOf(built, built.delivery.queue)));
+
+      expect(all).toHaveLength(2);
+      expect(ordered).toEqual({
+        EventSourceArn: arnOf(built, built.delivery.orderedQueue),
+        FunctionName: consumer,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        BatchSize: 10,
+        ScalingConfig: { MaximumConcurrency: 7 },
+      });
+      expect(standard).toMatchObject({ FunctionName: consumer, BatchSize: 25, MaximumBatchingWindowInSeconds: 1 });
+    });
+
+    it('takes a batch size of 10 or less from the settings, and keeps no batching window when one is given for the delivery queue', () => {
+      const built = build({ settings: { batchSize: 4 }, maxBatchingWindow: Duration.seconds(5) });
+      const ordered = mappings(built).find((m) => JSON.stringify(m.EventSourceArn) === JSON.stringify(arnOf(built, built.delivery.orderedQueue)));
+
+      expect(ordered).toMatchObject({ BatchSize: 4 });
+      expect(ordered).not.toHaveProperty('MaximumBatchingWindowInSeconds');
+    });
+
+    it('lets the consumer receive, delete and change the visibility of its messages, and send to neither FIFO queue', () => {
+      const built = build();
+      const ordered = arnOf(built, built.delivery.orderedQueue);
+      const orderedDlq = arnOf(built, built.delivery.orderedDeadLetterQueue);
+      const statements = consumerStatements(built.template);
+      const on = (arn: unknown) => statements.filter((s) => [s.Resource].flat().some((r) => JSON.stringify(r) === JSON.stringify(arn)));
+
+      expect(on(ordered).flatMap((s) => [s.Action].flat()).sort()).toEqual([
+        'sqs:ChangeMessageVisibility',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+        'sqs:ReceiveMessage',
+      ]);
+      // Its dead letters go to the standard dead-letter queue, whatever queue the message came from.
+      expect(on(orderedDlq)).toEqual([]);
+      expect(on(arnOf(built, built.delivery.deadLetterQueue)).flatMap((s) => [s.Action].flat())).toEqual(['sqs:SendMessage']);
+    });
+
+    it('gives the recovery function nothing on either FIFO queue', () => {
+      const built = build();
+      const names = [arnOf(built, built.delivery.orderedQueue), arnOf(built, built.delivery.orderedDeadLetterQueue)].map((a) => JSON.stringify(a));
+
+      const resources = recoveryStatements(built.template).flatMap((s) => [s.Resource].flat()).map((r) => JSON.stringify(r));
+
+      expect(resources.filter((r) => names.includes(r))).toEqual([]);
+    });
+
+    it('alarms when any message is on its dead-letter queue, beside the delivery queue’s alarm', () => {
+      const built = build();
+      const dlqName = { 'Fn::GetAtt': [built.stack.getLogicalId(built.delivery.orderedDeadLetterQueue.node.defaultChild as never), 'QueueName'] };
+
+      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Namespace: 'AWS/SQS',
+        Dimensions: [{ Name: 'QueueName', Value: dlqName }],
+        ComparisonOperator: 'GreaterThanThreshold',
+        Threshold: 0,
+        Period: 60,
+        Statistic: 'Maximum',
+      });
+      expect(built.delivery.alarms.orderedDeadLetters).toBeDefined();
+      expect(built.delivery.alarms.orderedDeadLetters).not.toBe(built.delivery.alarms.deadLetters);
+    });
+
+    it('shows its dead-letter depth and its oldest message on the dashboard', () => {
+      const built = build();
+      const [, parts] = Object.values(built.template.findResources('AWS::CloudWatch::Dashboard'))[0]?.Properties.DashboardBody['Fn::Join'] as [string, unknown[]];
+      const names = (construct: { node: { defaultChild?: unknown } }) =>
+        JSON.stringify({ 'Fn::GetAtt': [built.stack.getLogicalId(construct.node.defaultChild as never), 'QueueName'] });
+      const tokens = parts.filter((part) => typeof part !== 'string').map((part) => JSON.stringify(part));
+      const text = parts.filter((part) => typeof part === 'string').join('');
+
+      expect(tokens).toContain(names(built.delivery.orderedDeadLetterQueue));
+      expect(tokens).toContain(names(built.delivery.orderedQueue));
+      expect(text).toContain("On the ordered intake's dead-letter queue");
+      expect(text).toContain('Oldest on the ordered intake');
     });
   });
 
@@ -435,10 +570,16 @@ describe('WebhookDelivery', () => {
         'logs:CreateLogStream',
         'logs:PutLogEvents',
         'secretsmanager:GetSecretValue',
+        // The delivery queue's and the ordered intake's event sources, one statement each.
+        'sqs:ChangeMessageVisibility',
         'sqs:ChangeMessageVisibility',
         'sqs:DeleteMessage',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
         'sqs:GetQueueAttributes',
         'sqs:GetQueueUrl',
+        'sqs:GetQueueUrl',
+        'sqs:ReceiveMessage',
         'sqs:ReceiveMessage',
         'sqs:SendMessage',
       ]);
@@ -734,7 +875,7 @@ describe('WebhookDelivery', () => {
       const template = Template.fromStack(stack);
       const topicRef = { Ref: stack.getLogicalId(topic.node.defaultChild as never) };
 
-      template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+      template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
       template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] });
     });
   });
@@ -789,10 +930,10 @@ describe('WebhookDelivery', () => {
       expect(searches[5]?.expression).toBe(`SEARCH('{Handoff,Service,Endpoint} MetricName="DeliveryLatency" Service="handoff"', 'p99', 300)`);
     });
 
-    it('keeps its three alarms', () => {
+    it('keeps its four alarms', () => {
       const { template } = build();
 
-      template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+      template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
     });
   });
 
