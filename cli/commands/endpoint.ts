@@ -753,7 +753,7 @@ function showText(
     ['event types', f.eventTypes.join(', ')],
     ['match', Object.keys(f.match ?? {}).length === 0 ? '(none)' : matchText(f.match ?? {})],
     ['secret', secretText(f, nowMs)],
-    ['parked', parkedText(record, parking.parked)],
+    ['parked', parkedText(record, parking.parked, parking.release)],
     ['release', releaseText(parking.release, nowMs)],
     ['created', formatInstant(record.createdAt, nowMs)],
     ['updated', formatInstant(record.updatedAt, nowMs)],
@@ -798,10 +798,12 @@ function showFields(record: EndpointRecord, nowMs: number): string {
   return keyValues(pairs);
 }
 
-function parkedText(record: EndpointRecord, parked: number | null): string {
+function parkedText(record: EndpointRecord, parked: number | null, release: Resume | undefined): string {
   if (parked === null) return 'n/a (no ledger table in the target: --table NAME)';
   if (parked === 0) return '0';
-  return record.state === 'disabled' ? `${parked} (held until endpoint enable ${record.fields.name} releases them)` : String(parked);
+  if (record.state === 'disabled') return `${parked} (held until endpoint enable ${record.fields.name} releases them)`;
+  // Enabled with none being released: parked by a consumer whose copy of the registry was older than the release.
+  return release === undefined ? `${parked} (no release in progress: endpoint enable ${record.fields.name} releases them)` : String(parked);
 }
 
 function releaseText(release: Resume | undefined, nowMs: number): string {

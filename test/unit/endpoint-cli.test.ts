@@ -429,6 +429,15 @@ describe('parking: list, show, enable and disable', () => {
     expect(shown.human).toMatch(/^release\s+since 2026-12-03T04:28:00Z .*, oldest first at 20\/s now, up to 40\/s \(scheduled until 2026-12-03T04:30:05Z .*\)$/m);
   });
 
+  it('show says how to release deliveries parked for an enabled endpoint with no release in progress', async () => {
+    const { ctx } = registryContext(acme, NOW_MS, { parked: 2 });
+
+    const shown = await endpointShowCommand(ctx, 'acme');
+
+    expect(shown.json).toMatchObject({ state: 'enabled', parked: 2, release: null });
+    expect(shown.human).toMatch(/^parked\s+2 \(no release in progress: endpoint enable acme releases them\)$/m);
+  });
+
   it('enable --rate passes the rate to setState and says how many are released, how, and how to follow it', async () => {
     const { ctx, stateWrites } = registryContext(acme, NOW_MS, { parked: 12, state: 'disabled' });
 
