@@ -50,7 +50,8 @@
  *   just before its slot and carrying it (RESERVED_SLOT_ATTRIBUTE), all of the batch's in one send;
  *   then this one is acknowledged. That message, on its first receive, waits for its slot here and is
  *   delivered without reserving again;
- * - beyond the horizon (no slot reserved): held, as a pause holds, until its turn would come within it;
+ * - beyond the horizon (no slot reserved): held, as a pause holds, until its turn would come within
+ *   it, spread by up to a horizon (more for a message held before: `beyondHorizonSeconds`);
  * - the schedule cannot be reached: held for RATE_LIMIT_UNAVAILABLE_SECONDS (fails closed: a
  *   request without a slot could exceed the limit).
  * None of these spends an attempt. Put back or held: logged why `rate-limited` (or
@@ -68,7 +69,7 @@ import {
 } from './deliver';
 import { route, type Endpoint } from './endpoints/endpoint';
 import type { HealthTracker } from './endpoints/health';
-import { slotIntervalMs, type RateLimiter } from './endpoints/rate-limit';
+import { RATE_HORIZON_MS, slotIntervalMs, type RateLimiter } from './endpoints/rate-limit';
 import { parseEvent, type ParsedEvent } from './event';
 import { errorFields, type Logger, type MetricsRecorder } from './observability';
 import { describeOutcome } from './outcome';
@@ -259,9 +260,8 @@ async function pace(records: readonly SQSRecord[], plans: readonly (Plan | unkno
       indexes.forEach((i, j) => {
         const slot = slots[j];
         if (slot === undefined) {
-          // Beyond the horizon: held until its turn, one slot after another, would come within it.
           const untilMs = waitMs + (j - slots.length) * slotIntervalMs(perSecond);
-          paces.set(i, { kind: 'beyond-horizon', seconds: Math.max(1, Math.ceil(untilMs / 1000)) });
+          paces.set(i, { kind: 'beyond-horizon', seconds: beyondHorizonSeconds(untilMs, records[i]!) });
         } else if (slot - at <= IN_PROCESS_WAIT_MS) paces.set(i, { kind: 'at', slot });
         else putBack(i, endpoint, slot);
       });
@@ -277,6 +277,30 @@ async function pace(records: readonly SQSRecord[], plans: readonly (Plan | unkno
   }
   for (const { index, slot, message } of putBacks) paces.set(index, { kind: 'put-back', slot, delaySeconds: message.delaySeconds ?? 0, sent });
   return paces;
+}
+
+/**
+ * How long a delivery with no slot (beyond the horizon) is held: until its turn would come within the
+ * horizon (`untilMs`, one slot after another for a batch's), plus a spread over up to a horizon,
+ * doubling with each receive (at most 16 horizons). Every consumer sees the same schedule, so without
+ * the spread every held delivery would come back at the same moment, one batch's worth would get
+ * slots and the rest be held again: a receive and a visibility change each, over and over. Spread,
+ * they come back about as fast as the horizon moves. The spread is drawn from the message ID, so a
+ * message's hold is the same whoever computes it.
+ */
+export function beyondHorizonSeconds(untilMs: number, record: Pick<SQSRecord, 'messageId' | 'attributes'>, horizonMs = RATE_HORIZON_MS): number {
+  const receives = Math.max(1, Number(record.attributes?.ApproximateReceiveCount) || 1);
+  const spreadMs = horizonMs * Math.min(2 ** (receives - 1), 16) * unitFraction(record.messageId);
+  return Math.max(1, Math.ceil((untilMs + spreadMs) / 1000));
+}
+
+/** A fraction in [0, 1) from a string (FNV-1a, then murmur3's finalizer): the same for the same string, spread evenly over IDs. */
+function unitFraction(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  hash = Math.imul(hash ^ (hash >>> 16), 0x85ebca6b);
+  hash = Math.imul(hash ^ (hash >>> 13), 0xc2b2ae35);
+  return ((hash ^ (hash >>> 16)) >>> 0) / 2 ** 32;
 }
 
 function afterFanOut(record: SQSRecord, plan: Plan & { kind: 'fan-out' }, sent: boolean, deps: BatchDeps): boolean {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SQSRecord } from 'aws-lambda';
-import { processBatch, RATE_LIMIT_UNAVAILABLE_SECONDS, type BatchDeps } from '../../lib/batch';
+import { beyondHorizonSeconds, processBatch, RATE_LIMIT_UNAVAILABLE_SECONDS, type BatchDeps } from '../../lib/batch';
 import type { DeliverDeps, DeliveryResult, QueueDecision, QueueMessage } from '../../lib/deliver';
 import type { Endpoint, StateChange } from '../../lib/endpoints/endpoint';
 import { GONE_REASON, HealthTracker, type EndpointHealth, type HealthStore } from '../../lib/endpoints/health';
@@ -729,9 +729,10 @@ describe('Function: processBatch rate limit', () => {
     expect(delivered).toEqual(['evt_1 acme', 'evt_2 acme']);
     expect(queue.fannedOut).toEqual([[{ body: records[2]!.body, endpoint: 'acme', delaySeconds: 2, notBefore: NOW_MS + 2_000 }]]);
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[3]!.messageId }, { itemIdentifier: records[4]!.messageId }]);
+    // Until their turns (+1 s, +2 s) come within the horizon, spread as beyondHorizonSeconds says.
     expect(queue.visibility).toEqual([
-      [records[3]!.receiptHandle, 1],
-      [records[4]!.receiptHandle, 2],
+      [records[3]!.receiptHandle, beyondHorizonSeconds(1_000, records[3]!)],
+      [records[4]!.receiptHandle, beyondHorizonSeconds(2_000, records[4]!)],
     ]);
     expect(rateLines(lines)).toEqual([
       ['evt_3', 'ack', 'rate-limited'],
@@ -739,6 +740,20 @@ describe('Function: processBatch rate limit', () => {
       ['evt_5', 'retry', 'rate-limited'],
     ]);
     expect(lines.find((l) => l.Endpoint === 'acme' && '_aws' in l)).toMatchObject({ RateLimited: 3, Delivered: 2 });
+  });
+
+  it('spreads the holds beyond the horizon over up to a horizon, wider for a message held before, the same for the same message', () => {
+    const records = Array.from({ length: 200 }, (_, i) => sqsRecord(`m${i}`));
+    const first = records.map((r) => beyondHorizonSeconds(5_000, r, 60_000));
+    const again = records.map((r) => beyondHorizonSeconds(5_000, { ...r, attributes: { ...r.attributes, ApproximateReceiveCount: '3' } }, 60_000));
+
+    expect(Math.min(...first)).toBeGreaterThanOrEqual(5);
+    expect(Math.max(...first)).toBeLessThanOrEqual(65);
+    // Spread, not bunched: the 200 holds take many different values, later ones over four horizons.
+    expect(new Set(first).size).toBeGreaterThan(40);
+    expect(Math.max(...again)).toBeGreaterThan(65);
+    expect(Math.max(...again)).toBeLessThanOrEqual(245);
+    expect(records.map((r) => beyondHorizonSeconds(5_000, r, 60_000))).toEqual(first);
   });
 
   it("fails closed: holds the endpoint's deliveries when its schedule cannot be reached, and delivers another endpoint's", async () => {
