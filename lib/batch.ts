@@ -49,7 +49,8 @@
  * - further (within the horizon): it is put back as a fresh message for its endpoint, delayed to
  *   just before its slot and carrying it (RESERVED_SLOT_ATTRIBUTE), all of the batch's in one send;
  *   then this one is acknowledged. That message, on its first receive, waits for its slot here and is
- *   delivered without reserving again;
+ *   delivered without reserving again (received more than LATE_SLOT_MS after its slot, it reserves
+ *   anew: late ones sent together would exceed the limit);
  * - beyond the horizon (no slot reserved): held, as a pause holds, until its turn would come within
  *   it, spread by up to a horizon (more for a message held before: `beyondHorizonSeconds`);
  * - the schedule cannot be reached: held for RATE_LIMIT_UNAVAILABLE_SECONDS (fails closed: a
@@ -102,6 +103,8 @@ export interface BatchDeps {
 
 /** A request slot at most this far away is waited for in the invocation; a later one's delivery is put back. */
 export const IN_PROCESS_WAIT_MS = 1000;
+/** A reserved slot this far in the past is not used any more: the delivery reserves again. */
+export const LATE_SLOT_MS = 1000;
 /** How long deliveries are held when their endpoint's schedule cannot be reached. */
 export const RATE_LIMIT_UNAVAILABLE_SECONDS = 5;
 
@@ -230,7 +233,10 @@ async function pace(records: readonly SQSRecord[], plans: readonly (Plan | unkno
     if ((plan as Plan | undefined)?.kind !== 'deliver') return;
     const { endpoint } = plan as Plan & { kind: 'deliver' };
     if (endpoint.state === 'disabled') return;
-    const reserved = reservedSlotOf(records[i]!);
+    const carried = reservedSlotOf(records[i]!);
+    // A slot passed more than a second ago is not used: sending late ones together would exceed the
+    // limit in the second they land in (a consumer that stalled, a backlog of them). It reserves anew.
+    const reserved = carried !== undefined && carried >= now() - LATE_SLOT_MS ? carried : undefined;
     if (reserved !== undefined) {
       // Its slot was reserved when it was put back: not reserved again. Early by more than the wait
       // allowed here (clocks apart, say): put back again, still carrying it.

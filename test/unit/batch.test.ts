@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SQSRecord } from 'aws-lambda';
-import { beyondHorizonSeconds, processBatch, RATE_LIMIT_UNAVAILABLE_SECONDS, type BatchDeps } from '../../lib/batch';
+import { beyondHorizonSeconds, LATE_SLOT_MS, processBatch, RATE_LIMIT_UNAVAILABLE_SECONDS, type BatchDeps } from '../../lib/batch';
 import type { DeliverDeps, DeliveryResult, QueueDecision, QueueMessage } from '../../lib/deliver';
 import type { Endpoint, StateChange } from '../../lib/endpoints/endpoint';
 import { GONE_REASON, HealthTracker, type EndpointHealth, type HealthStore } from '../../lib/endpoints/health';
@@ -708,10 +708,19 @@ describe('Function: processBatch rate limit', () => {
     expect(delivered).toEqual(['evt_1 acme']);
   });
 
+  it('reserves again for a message received more than a second after its slot: sent late with others, it would exceed the limit', async () => {
+    const { deps, limiter, delivered } = withLimit([acme]);
+
+    await processBatch([to('evt_1', 'acme', carrying(NOW_MS - LATE_SLOT_MS - 1)), to('evt_2', 'acme', carrying(NOW_MS - LATE_SLOT_MS))], deps);
+
+    expect(limiter.calls).toEqual([['acme', 1, 5]]);
+    expect(delivered.sort()).toEqual(['evt_1 acme', 'evt_2 acme']);
+  });
+
   it('reserves again for a message received a second time: its slot was had', async () => {
     const { deps, limiter, delivered } = withLimit([acme]);
 
-    await processBatch([to('evt_1', 'acme', carrying(NOW_MS - 60_000, '2'))], deps);
+    await processBatch([to('evt_1', 'acme', carrying(NOW_MS + 300, '2'))], deps);
 
     expect(limiter.calls).toEqual([['acme', 1, 5]]);
     expect(delivered).toEqual(['evt_1 acme']);
