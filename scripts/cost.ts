@@ -13,7 +13,8 @@
  * per delivered event and dollars per million at the published prices; the busiest partition key
  * value over runs of 1,000 and 10,000 deliveries; fan-out through the endpoint registry to 1, 3 and
  * 10 endpoints beside the single-URL consumer, per (event, endpoint) delivered (scripts/cost/fan-out.ts);
- * and the targets, MET or MISSED.
+ * endpoint health, per delivery: healthy, a pausing 429, held by a pause, parked, released after
+ * `enable` and delivered (scripts/cost/endpoint-health.ts); and the targets, MET or MISSED.
  *
  * Exits 1 when the happy path takes more than 2 write requests or any read on AWS (a regression).
  * Missed billed-unit targets are printed, not failed.
@@ -46,8 +47,9 @@ import {
   type FanOutPerDelivery,
   type FanOutRun,
 } from './cost/fan-out';
+import { HEALTH_BATCH, HEALTH_EVENT_BYTES, healthFigures, runHealthScenarios, type HealthFigures, type HealthMeasure } from './cost/endpoint-health';
 import { consumerMemorySize } from './cost/lambda-memory';
-import { startMeteringProxy, type DynamoDbUsage } from './cost/metering-proxy';
+import { DynamoDbUsage, startMeteringProxy } from './cost/metering-proxy';
 import { costPerMillionEvents, lambdaGbSeconds, PRICES, type CostPerMillion, type UsagePerEvent } from './cost/prices';
 import { describeIndexWrites, describeShape, dollars, fixed, formatTable, formatTargets, percent, type Target } from './cost/report';
 import {
@@ -73,6 +75,8 @@ const WORKLOAD_BATCHES = 20;
 /** `-- --quick`: a smoke run, with smaller hot-partition runs (its share target does not apply). */
 const QUICK = process.argv.includes('--quick');
 const MIX_SIZES = QUICK ? [200, 1_000] : [1_000, 10_000];
+/** `-- --health`: the endpoint health scenarios alone, and their targets. */
+const HEALTH_ONLY = process.argv.includes('--health');
 const CONSUMERS: readonly ConsumerName[] = ['handoff', 'powertools', 'naive'];
 /** Producer batches per fan-out run (10 endpoints: ten times the deliveries). */
 const FAN_OUT_ROUNDS = QUICK ? 10 : 20;
@@ -135,6 +139,13 @@ async function main(): Promise<number> {
     console.log(`Consumer memory: ${memory.memoryMb} MB (${memory.source}). Batches of ${SETTINGS.batchSize} records.`);
     console.log(`Schema priced (read with DescribeTable): ${describeShape(ledgerShape)}`);
     console.log(`Powertools: ${describeShape(await proxy.shapeOf(TABLES.powertools))}\n`);
+
+    if (HEALTH_ONLY) {
+      const healthMeasures = await runHealthScenarios({ meters, proxy, direct, prefix: 'handoff-cost-health', closers });
+      const health = healthMeasures.map((m) => healthFigures(m));
+      printHealth(health, memory.memoryMb);
+      return finish(assessHealthTargets(health, healthMeasures), healthUsages(healthMeasures), startedAt);
+    }
 
     // --- handoff's scenarios ---------------------------------------------------------------------
     const scenarioClock: ScenarioClock = { ms: Date.now() };
@@ -286,26 +297,20 @@ async function main(): Promise<number> {
     });
     printFanOuts(fanOuts, memory.memoryMb);
 
+    // --- endpoint health ----------------------------------------------------------------------------
+    const healthMeasures = await runHealthScenarios({ meters, proxy, direct, prefix: 'handoff-cost-health', closers });
+    const health = healthMeasures.map((m) => healthFigures(m));
+    printHealth(health, memory.memoryMb);
+
     const usages = [
       ...scenarios.map((s) => s.dynamodb),
       ...priced.map((p) => p.run.dynamodb),
       ...mixes.map((m) => m.dynamodb),
       ...fanOutMetered.map((f) => f.dynamodb),
+      ...healthUsages(healthMeasures),
     ];
-    const unmetered = usages.flatMap((usage) => Object.keys(usage.unmetered));
-    if (unmetered.length > 0) throw new Error(`requests the cost model does not price were made: ${[...new Set(unmetered)].join(', ')}`);
-    printCapacityCheck(usages);
-
-    const targets = [...assessTargets(scenarios, priced, mixes), ...assessFanOutTargets(fanOuts)];
-    console.log(`\nTargets (one run, ${((performance.now() - startedAt) / 1000).toFixed(0)} s in all)\n`);
-    console.log(formatTargets(targets));
-    if (targets.some((t) => !t.met && t.failsRun)) {
-      console.error(
-        `\nFAIL: the happy path must take at most ${HAPPY_PATH_MAX_WRITES} write requests and ${HAPPY_PATH_MAX_READS} reads on AWS`,
-      );
-      return 1;
-    }
-    return 0;
+    const targets = [...assessTargets(scenarios, priced, mixes), ...assessFanOutTargets(fanOuts), ...assessHealthTargets(health, healthMeasures)];
+    return finish(targets, usages, startedAt);
   } finally {
     for (const close of closers) close();
     direct.destroy();
@@ -315,6 +320,27 @@ async function main(): Promise<number> {
     await proxy.close();
     await dynalite.close();
   }
+}
+
+/** Refuses unpriced requests, prints the capacity check and the targets; the exit status. */
+function finish(targets: readonly Target[], usages: readonly DynamoDbUsage[], startedAt: number): number {
+  const unmetered = usages.flatMap((usage) => Object.keys(usage.unmetered));
+  if (unmetered.length > 0) throw new Error(`requests the cost model does not price were made: ${[...new Set(unmetered)].join(', ')}`);
+  printCapacityCheck(usages);
+  console.log(`\nTargets (one run, ${((performance.now() - startedAt) / 1000).toFixed(0)} s in all)\n`);
+  console.log(formatTargets(targets));
+  if (targets.some((t) => !t.met && t.failsRun)) {
+    console.error(
+      `\nFAIL: the happy path must take at most ${HAPPY_PATH_MAX_WRITES} write requests and ${HAPPY_PATH_MAX_READS} reads on AWS`,
+    );
+    return 1;
+  }
+  return 0;
+}
+
+/** The metered usages of the health steps (a combined row repeats its steps' and is left out). */
+function healthUsages(measures: readonly HealthMeasure[]): DynamoDbUsage[] {
+  return measures.flatMap((m) => (m.dynamodb instanceof DynamoDbUsage ? [m.dynamodb] : []));
 }
 
 /**
@@ -669,6 +695,91 @@ function assessFanOutTargets(fanOuts: readonly PricedFanOut[]): Target[] {
     });
   }
   return targets;
+}
+
+function printHealth(rows: readonly HealthFigures[], memoryMb: number): void {
+  console.log(
+    `Endpoint health: per delivery, ${HEALTH_EVENT_BYTES}-byte events, batches of ${HEALTH_BATCH} (one for the 429), one endpoint ` +
+      'in a registry (docs/contract.md §12)\n',
+  );
+  const sqsText = (f: HealthFigures) =>
+    `${fixed(f.sqsRequests, 3)} (${Object.entries(f.sqsByOperation)
+      .map(([operation, n]) => `${operation} ${fixed(n, 3)}`)
+      .join(', ')})`;
+  const ops = (f: HealthFigures) =>
+    (['put', 'delete', 'update'] as const)
+      .filter((kind) => f.indexOps[kind] > 0)
+      .map((kind) => `${fixed(f.indexOps[kind])} ${kind}`)
+      .join(', ') || '-';
+  console.log(
+    formatTable(
+      ['scenario', 'decisions', 'ledger WU (table + index)', 'index entries', 'ledger RU', 'registry WU', 'registry RU', 'SQS requests', 'DynamoDB $/M', 'SQS $/M', 'total $/M'],
+      rows.map((f) => [
+        f.name,
+        f.decisions,
+        `${fixed(f.ledger.writeUnits)} (${fixed(f.ledger.writeUnits - f.ledger.indexUnits)} + ${fixed(f.ledger.indexUnits)})${f.refusedWrites > 0 ? `, ${fixed(f.refusedWrites)} refused` : ''}`,
+        ops(f),
+        fixed(f.ledger.readUnits, 3),
+        fixed(f.registry.writeUnits, 3),
+        fixed(f.registry.readUnits, 3),
+        sqsText(f),
+        dollars(f.cost.dynamodb),
+        dollars(f.cost.sqs),
+        dollars(f.cost.total),
+      ]),
+    ),
+  );
+  const waitCost = costPerMillionEvents({
+    writeUnits: 0,
+    readUnits: 0,
+    sqsRequests: 0,
+    lambdaGbSeconds: lambdaGbSeconds([1000], memoryMb) / HEALTH_BATCH,
+    lambdaInvocations: 0,
+  }).lambda;
+  console.log(
+    [
+      '',
+      `Every figure per delivery; $/M: dollars per million deliveries (${PRICES.region}, prices as of ${PRICES.asOf}),`,
+      "DynamoDB and SQS only: Lambda's time is in the tables above (a held or parked delivery sends no request, so its",
+      `invocation is shorter; a rate-limited batch waits in the invocation for slots up to a second away: ${dollars(waitCost)}/M`,
+      `deliveries per second waited, at ${memoryMb} MB and ${HEALTH_BATCH} per batch). * Lambda's event source.`,
+      `Each consumer reads the registry once per container per ${ENDPOINTS_CACHE_MS / 1000} s, before metering here. A held`,
+      'delivery costs its row at every receive until the pause ends (its visibility is set to what is left of it). The',
+      "release is two runs of the scheduled recovery: each scans the registry's resume attributes and queries the endpoint's",
+      `16 parked shards (a cost per run, not per delivery: spread over ${HEALTH_BATCH} here); the first takes its window (one`,
+      'registry write), unparks each row (listed pending until delivered) and sends its message; the second ends the release',
+      "(one registry write). Rate-limited: one reservation (a registry write) per batch and endpoint; a delivery put back",
+      "carries its slot and is not reserved again. A parked delivery received again (ApproximateReceiveCount > 1) is a",
+      "producer's message: routing reads its rows first (one Query); its first park write is refused, being for a new row.",
+      '',
+    ].join('\n'),
+  );
+}
+
+function assessHealthTargets(health: readonly HealthFigures[], measures: readonly HealthMeasure[]): Target[] {
+  const find = (prefix: string) => {
+    const found = health.find((f) => f.name.startsWith(prefix));
+    if (found === undefined) throw new Error(`no endpoint health scenario "${prefix}"`);
+    return found;
+  };
+  const healthy = find('healthy endpoint');
+  const held = find('paused: held');
+  const heldRequests = measures.find((m) => m.name === held.name);
+  const heldDynamoDb = heldRequests === undefined ? NaN : Object.values(heldRequests.dynamodb.byTable).reduce((sum, t) => sum + t.writeRequests + t.readRequests, 0);
+  return [
+    {
+      name: 'Billed write units per delivered event, healthy endpoint (registry, endpoint health on)',
+      goal: '≤ 2.00, nothing written on the registry',
+      measured: `${fixed(healthy.ledger.writeUnits)} (table ${fixed(healthy.ledger.writeUnits - healthy.ledger.indexUnits)} + index ${fixed(healthy.ledger.indexUnits)}); registry ${fixed(healthy.registry.writeUnits)} WU`,
+      met: healthy.ledger.writeUnits <= 2 && healthy.registry.writeUnits === 0,
+    },
+    {
+      name: 'A delivery held by a pause',
+      goal: 'no DynamoDB request',
+      measured: `${heldDynamoDb} requests for ${held.deliveries} holds`,
+      met: heldDynamoDb === 0,
+    },
+  ];
 }
 
 function medianOf(values: readonly number[]): number {

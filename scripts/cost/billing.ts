@@ -17,7 +17,8 @@
  *   whole item; KEYS_ONLY: nothing more; INCLUDE: the attributes named).
  *
  * Read units: 1 per 4 KB read, rounded up, halved for an eventually consistent read; a read that
- * finds nothing is billed as the smallest read. Time-to-live deletions are free.
+ * finds nothing is billed as the smallest read; BatchGetItem bills each item as its own GetItem.
+ * Time-to-live deletions are free.
  */
 import type { AttributeValue, TableDescription } from '@aws-sdk/client-dynamodb';
 import { itemSizeBytes, type Item } from './item-size';
@@ -83,6 +84,17 @@ export function writeUnits(bytes: number): number {
 export function readUnits(bytes: number, consistent: boolean): number {
   const units = Math.max(1, Math.ceil(bytes / READ_UNIT_BYTES));
   return consistent ? units : units / 2;
+}
+
+/**
+ * Read units for one table's part of a BatchGetItem: each item is read (and billed) as a GetItem
+ * would be, on its own size rounded up to 4 KB; a key that finds nothing is billed as the smallest
+ * read; keys returned unprocessed are not read and cost nothing.
+ */
+export function batchGetReadUnits(foundItemBytes: readonly number[], keysRead: number, consistent: boolean): number {
+  if (keysRead < foundItemBytes.length) throw new RangeError(`${foundItemBytes.length} items found for ${keysRead} keys read`);
+  const found = foundItemBytes.reduce((sum, bytes) => sum + readUnits(bytes, consistent), 0);
+  return found + (keysRead - foundItemBytes.length) * readUnits(0, consistent);
 }
 
 /** The table's units for one write request. `after` is what the item became (undefined: deleted). */

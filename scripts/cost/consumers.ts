@@ -5,7 +5,8 @@
  * - handoff: the real batch use case (`processBatch`: routing, then `deliver`) with the real
  *   DynamoDB ledger, HTTP senders and SQS queue adapter, wired as functions/consumer.ts wires them:
  *   with the single-URL settings (the one endpoint `default`, no registry), or with an endpoint
- *   registry table read through the meter (`registryTable`), as a stack with endpoints runs;
+ *   registry table read through the meter (`registryTable`), as a stack with endpoints runs (endpoint
+ *   health and the rate limit's schedule on that table too);
  * - Powertools: bench/consumers/powertools.ts (`BatchProcessor` + `makeIdempotent` on its DynamoDB
  *   persistence layer), imported with its environment set, so it builds its own client;
  * - naive: bench/consumers/naive.ts (POST, no ledger).
@@ -19,6 +20,7 @@ import { processBatch, type BatchDeps } from '../../lib/batch';
 import { DEFAULT_SETTINGS, derivedTimings } from '../../lib/config';
 import { deliver, type DeliverDeps, type DeliveryResult, type QueueMessage } from '../../lib/deliver';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { DynamoDbRateLimiter } from '../../lib/endpoints/dynamodb-rate-limit';
 import type { DeploymentSettings } from '../../lib/endpoints/endpoint';
 import { HealthTracker, type HealthRecord } from '../../lib/endpoints/health';
 import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../../lib/endpoints/registry';
@@ -61,6 +63,11 @@ export interface HandoffOptions {
   readonly clock: Clock;
   /** Sees every delivery's result (the scenarios check their decisions). */
   readonly onResult?: (result: DeliveryResult) => void;
+  /**
+   * Sees every record's decision as the consumer logs it (`action`, `why` or `reason`): also those
+   * no delivery makes (a pause's hold, a park, a fan-out).
+   */
+  readonly onDecision?: (decision: { readonly action: string; readonly why?: string; readonly eventId?: string }) => void;
 }
 
 /** The stack's settings: batches of 10, every record of a batch at once. */
@@ -103,12 +110,23 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
     deadLetterQueueUrl: QUEUE_URLS.deadLetterQueue,
   });
   const silent = () => {};
-  const logger = createLogger({ service: 'handoff', write: silent });
+  const onDecision = options.onDecision;
+  const logLine = onDecision
+    ? (line: string) => {
+        const entry = JSON.parse(line) as { message?: string; action?: string; why?: string; reason?: string; eventId?: string };
+        if (entry.message !== 'delivery' || entry.action === undefined) return;
+        const why = entry.why ?? entry.reason;
+        onDecision({ action: entry.action, ...(why !== undefined ? { why } : {}), ...(entry.eventId !== undefined ? { eventId: entry.eventId } : {}) });
+      }
+    : silent;
+  const logger = createLogger({ service: 'handoff', write: logLine });
   const metrics = new MetricsRecorder({ service: 'handoff', write: silent });
   // As functions/consumer.ts builds it, once per container: with a registry, routing and endpoint
   // health share one cached read of it (health writes only on failures, pauses and recoveries).
   let routing: Routing;
   let health: HealthTracker | undefined;
+  // The rate limit's schedule on the registry's table (with a registry only), as functions/consumer.ts keeps it.
+  const rateLimiter = options.registryTable !== undefined ? new DynamoDbRateLimiter({ client, tableName: options.registryTable }) : undefined;
   if (options.registryTable !== undefined) {
     const registry = new DynamoDbEndpointRegistry({ client, tableName: options.registryTable });
     let records: (() => Promise<readonly HealthRecord[]>) | undefined;
@@ -151,10 +169,12 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
           delivery,
           routing,
           ...(health !== undefined ? { health } : {}),
+          ...(rateLimiter !== undefined ? { rateLimiter } : {}),
           queue,
           logger,
           metrics,
           concurrency: SETTINGS.batchSize,
+          receiveLimit: TIMINGS.maxReceiveCount,
           ...(observed ? { deliver: observed } : {}),
         });
       } finally {

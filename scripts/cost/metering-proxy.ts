@@ -14,12 +14,14 @@
  * It also asks dynalite for `ConsumedCapacity` on each write and compares it with the table units
  * it computed. dynalite reports the table only: index units are the model's alone.
  *
- * Reads are billed from the items they return. Batch and transaction operations are forwarded
- * but not modelled: they are listed as unmetered, and the script refuses to print costs then.
+ * Reads are billed from the items they return (BatchGetItem item by item). Batch writes and
+ * transactions are forwarded but not modelled: they are listed as unmetered, and the script
+ * refuses to print costs then. Every figure is also kept per table (`byTable`).
  */
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { DescribeTableCommand, GetItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
+  batchGetReadUnits,
   indexWrites,
   keyOf,
   keyText,
@@ -38,7 +40,6 @@ const READS = new Set(['GetItem', 'Query', 'Scan']);
 const UNMODELLED = new Set([
   'BatchWriteItem',
   'TransactWriteItems',
-  'BatchGetItem',
   'TransactGetItems',
   'ExecuteStatement',
   'BatchExecuteStatement',
@@ -49,6 +50,15 @@ const CONTROL = new Set(['CreateTable', 'DescribeTable', 'DeleteTable', 'UpdateT
 
 /** Write units per partition key value, per table or index (`table` or `table/index`). */
 export type PartitionWrites = Map<string, Map<string, number>>;
+
+/** One table's part of a usage: its requests and units (index units included in `writeUnits`). */
+export interface TableUsage {
+  writeRequests: number;
+  readRequests: number;
+  writeUnits: number;
+  indexUnits: number;
+  readUnits: number;
+}
 
 /** What the requests since `DynamoDbMeter.start` used. */
 export class DynamoDbUsage {
@@ -70,6 +80,8 @@ export class DynamoDbUsage {
   firstCapacityDifference: string | undefined;
   readonly unmetered: Record<string, number> = {};
   readonly partitions: PartitionWrites | undefined;
+  /** The same, table by table. */
+  readonly byTable: Record<string, TableUsage> = {};
 
   constructor(options: { partitions?: boolean } = {}) {
     this.partitions = options.partitions ? new Map() : undefined;
@@ -87,7 +99,24 @@ export class DynamoDbUsage {
     this.requests[operation] = (this.requests[operation] ?? 0) + 1;
   }
 
+  /** The table's part (zeros when it was not touched). */
+  table(name: string): TableUsage {
+    return (this.byTable[name] ??= { writeRequests: 0, readRequests: 0, writeUnits: 0, indexUnits: 0, readUnits: 0 });
+  }
+
+  addRead(table: string, units: number): void {
+    this.readRequests += 1;
+    this.readUnits += units;
+    const part = this.table(table);
+    part.readRequests += 1;
+    part.readUnits += units;
+  }
+
   addWrite(write: MeteredWrite): void {
+    const part = this.table(write.table);
+    part.writeRequests += 1;
+    part.writeUnits += write.tableUnits + write.indexWrites.reduce((sum, entry) => sum + entry.units, 0);
+    part.indexUnits += write.indexWrites.reduce((sum, entry) => sum + entry.units, 0);
     this.writeRequests += 1;
     if (write.refused) this.refusedWrites += 1;
     this.tableWriteUnits += write.tableUnits;
@@ -253,14 +282,27 @@ export async function startMeteringProxy(target: string, direct: DynamoDBClient)
   };
 
   const read = async (request: IncomingMessage, body: Buffer): Promise<Forwarded> => {
-    const input = parseJson(body) as { ConsistentRead?: boolean };
+    const input = parseJson(body) as { ConsistentRead?: boolean; TableName?: string };
     const answer = await forward(request, body);
     if (answer.status !== 200) return answer;
     const output = parseJson(answer.body) as { Item?: Item; Items?: Item[] };
     const items = output.Item !== undefined ? [output.Item] : (output.Items ?? []);
     const bytes = items.reduce((sum, item) => sum + itemSizeBytes(fromWire(item)), 0);
-    usage.readRequests += 1;
-    usage.readUnits += readUnits(bytes, input.ConsistentRead === true);
+    usage.addRead(input.TableName ?? '(unnamed)', readUnits(bytes, input.ConsistentRead === true));
+    return answer;
+  };
+
+  /** BatchGetItem: each table's keys read, each item billed as its own GetItem (billing.ts). */
+  const batchGet = async (request: IncomingMessage, body: Buffer): Promise<Forwarded> => {
+    const input = parseJson(body) as { RequestItems?: Record<string, { Keys?: Item[]; ConsistentRead?: boolean }> };
+    const answer = await forward(request, body);
+    if (answer.status !== 200) return answer;
+    const output = parseJson(answer.body) as { Responses?: Record<string, Item[]>; UnprocessedKeys?: Record<string, { Keys?: Item[] }> };
+    for (const [table, asked] of Object.entries(input.RequestItems ?? {})) {
+      const found = (output.Responses?.[table] ?? []).map((item) => itemSizeBytes(fromWire(item)));
+      const keysRead = (asked.Keys ?? []).length - (output.UnprocessedKeys?.[table]?.Keys ?? []).length;
+      usage.addRead(table, batchGetReadUnits(found, keysRead, asked.ConsistentRead === true));
+    }
     return answer;
   };
 
@@ -271,6 +313,7 @@ export async function startMeteringProxy(target: string, direct: DynamoDBClient)
     usage.count(operation);
     if (WRITES.has(operation)) return write(operation, request, parseJson(body) as WriteInput);
     if (READS.has(operation)) return read(request, body);
+    if (operation === 'BatchGetItem') return batchGet(request, body);
     if (UNMODELLED.has(operation)) usage.unmetered[operation] = (usage.unmetered[operation] ?? 0) + 1;
     return forward(request, body);
   };

@@ -33,6 +33,8 @@ export interface SentMessage {
   readonly queueUrl: string;
   readonly body: string;
   readonly attributes: Readonly<Record<string, MessageAttributeValue>>;
+  /** Its DelaySeconds, when it had one. */
+  readonly delaySeconds?: number;
 }
 
 export interface SqsMeter {
@@ -62,7 +64,10 @@ export function startSqsMeter(): SqsMeter {
       const messages = input.Entries ?? (input.MessageBody !== undefined ? [input] : []);
       usage.add(operation, messages.length > 0 ? messages.reduce((sum, m) => sum + payloadBytes(m), 0) : payloadBytes(input));
       if (operation === 'SendMessage' || operation === 'SendMessageBatch') {
-        for (const m of messages) sent.push({ queueUrl: input.QueueUrl ?? '', body: m.MessageBody ?? '', attributes: m.MessageAttributes ?? {} });
+        for (const m of messages) {
+          const delaySeconds = m.DelaySeconds ?? input.DelaySeconds;
+          sent.push({ queueUrl: input.QueueUrl ?? '', body: m.MessageBody ?? '', attributes: m.MessageAttributes ?? {}, ...(delaySeconds !== undefined ? { delaySeconds } : {}) });
+        }
       }
       // SendMessageBatch: every entry sent (no Failed list), as the adapter expects of a success.
       return { output: { $metadata: {}, Successful: [], Failed: [] }, response: undefined };
@@ -89,6 +94,7 @@ export function startSqsMeter(): SqsMeter {
 
 interface SqsMessageInput {
   MessageBody?: string;
+  DelaySeconds?: number;
   MessageAttributes?: Record<string, MessageAttributeValue>;
 }
 

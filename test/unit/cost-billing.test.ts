@@ -8,6 +8,7 @@
 import type { TableDescription } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import {
+  batchGetReadUnits,
   indexWrites,
   readUnits,
   tableShape,
@@ -43,6 +44,22 @@ describe('Function: readUnits', () => {
   it('is one unit per started 4 KB when consistent, half that when not, and at least the smallest read', () => {
     expect([readUnits(0, true), readUnits(4096, true), readUnits(4097, true)]).toEqual([1, 1, 2]);
     expect([readUnits(0, false), readUnits(5000, false)]).toEqual([0.5, 1]);
+  });
+});
+
+describe('Function: batchGetReadUnits', () => {
+  it('bills each item found as its own read, rounded up to 4 KB, halved when eventually consistent', () => {
+    expect(batchGetReadUnits([100, 4096, 4097], 3, true)).toBe(1 + 1 + 2);
+    expect(batchGetReadUnits([100, 4096, 4097], 3, false)).toBe(0.5 + 0.5 + 1);
+  });
+
+  it('bills a key that finds nothing as the smallest read, and nothing for keys not read', () => {
+    expect(batchGetReadUnits([100], 3, false)).toBe(0.5 + 2 * 0.5);
+    expect(batchGetReadUnits([], 0, true)).toBe(0);
+  });
+
+  it('refuses more items than keys read', () => {
+    expect(() => batchGetReadUnits([1, 2], 1, true)).toThrow(RangeError);
   });
 });
 
