@@ -1,7 +1,8 @@
 /**
  * Which handoff the command talks to, decided in this order:
  *
- * 1. explicit names: `--queue-url`, `--dlq-url`, `--table`, `--endpoints-table`, with the standard
+ * 1. explicit names: `--queue-url`, `--dlq-url`, `--table`, `--endpoints-table` (and
+ *    `--ordered-queue-url`, the ordered intake, where a command takes it), with the standard
  *    AWS environment (region, profile, `AWS_ENDPOINT_URL*`), which the SDK clients read on their own;
  * 2. `--stack NAME`: the deployed stack's CloudFormation outputs (explicit names still win);
  * 3. the running sandbox: the state file `npm start` writes while it runs.
@@ -39,6 +40,8 @@ export interface TargetOptions {
   readonly dlqUrl?: string;
   readonly table?: string;
   readonly endpointsTable?: string;
+  /** The ordered intake's FIFO queue (docs/contract.md §13). */
+  readonly orderedQueueUrl?: string;
   readonly stack?: string;
 }
 
@@ -48,6 +51,8 @@ export interface ResourceNames {
   readonly ledgerTable?: string;
   /** The endpoint registry's table (lib/endpoints/registry.ts). */
   readonly endpointsTable?: string;
+  /** The ordered intake's FIFO queue (docs/contract.md §13), where producers who need a shipment's order send. */
+  readonly orderedQueueUrl?: string;
 }
 
 /** What a deployment says of itself beyond its resource names (sandbox state, stack outputs). */
@@ -79,6 +84,7 @@ export async function resolveTarget(options: TargetOptions, env: NodeJS.ProcessE
     deadLetterQueueUrl: nonEmpty(options.dlqUrl),
     ledgerTable: nonEmpty(options.table),
     endpointsTable: nonEmpty(options.endpointsTable),
+    orderedQueueUrl: nonEmpty(options.orderedQueueUrl),
   };
   if (options.stack !== undefined) {
     const stack = nonEmpty(options.stack);
@@ -91,7 +97,7 @@ export async function resolveTarget(options: TargetOptions, env: NodeJS.ProcessE
       connection: { kind: 'aws' },
     };
   }
-  if (explicit.queueUrl || explicit.deadLetterQueueUrl || explicit.ledgerTable || explicit.endpointsTable) {
+  if (explicit.queueUrl || explicit.deadLetterQueueUrl || explicit.ledgerTable || explicit.endpointsTable || explicit.orderedQueueUrl) {
     return { ...explicit, description: 'the names given', connection: { kind: 'aws' } };
   }
   const sandbox = sandboxTarget(sandboxStateFile(env));
@@ -103,8 +109,32 @@ export async function resolveTarget(options: TargetOptions, env: NodeJS.ProcessE
 export function requireName(target: Target, name: keyof ResourceNames): string {
   const value = target[name];
   if (value) return value;
-  const flag = { queueUrl: '--queue-url', deadLetterQueueUrl: '--dlq-url', ledgerTable: '--table', endpointsTable: '--endpoints-table' }[name];
-  throw new UsageError(`${target.description} names no ${describeName(name)}: pass ${flag}`);
+  if (name === 'orderedQueueUrl') return requireOrderedQueue(target);
+  throw new UsageError(`${target.description} names no ${describeName(name)}: pass ${FLAGS[name]}`);
+}
+
+const FLAGS: Record<keyof ResourceNames, string> = {
+  queueUrl: '--queue-url',
+  deadLetterQueueUrl: '--dlq-url',
+  ledgerTable: '--table',
+  endpointsTable: '--endpoints-table',
+  orderedQueueUrl: '--ordered-queue-url',
+};
+
+/**
+ * The ordered intake's queue URL (docs/contract.md §13), or a refusal saying why the target has none:
+ * a sandbox started before the ordered intake, a stack deployed before it (no `OrderedQueueUrl`
+ * output), or names given without it. @throws CommandFailedError
+ */
+export function requireOrderedQueue(target: Target): string {
+  if (target.orderedQueueUrl) return target.orderedQueueUrl;
+  const why =
+    target.connection.kind === 'sandbox'
+      ? `${target.description} has no ordered intake (its state file ${target.connection.stateFile} names no orderedQueueUrl: it was started before the ordered intake): restart it (npm start)`
+      : target.description.startsWith('stack ')
+        ? `${target.description} has no ordered intake (no ${STACK_OUTPUTS.orderedQueueUrl} output: deployed before the ordered intake?): deploy the current version, or pass ${FLAGS.orderedQueueUrl}`
+        : `${target.description} name no ordered intake: pass ${FLAGS.orderedQueueUrl} (the FIFO queue's URL)`;
+  throw new CommandFailedError(why, 'no-ordered-queue');
 }
 
 export function sqsClient(target: Target): SQSClient {
@@ -216,6 +246,8 @@ export function namesFromOutputs(
   const invalid = (key: string, value: string, problem: string) =>
     new CommandFailedError(`stack ${stackName}'s output ${key} is ${JSON.stringify(value.slice(0, 80))}, ${problem}`, 'stack-outputs-invalid');
   const endpointsTable = byKey.get(STACK_OUTPUTS.endpointsTableName);
+  // Absent from a stack deployed before the ordered intake (docs/contract.md §13).
+  const orderedQueueUrl = byKey.get(STACK_OUTPUTS.orderedQueueUrl);
   const limit = byKey.get(STACK_OUTPUTS.payloadLimitBytes);
   if (limit !== undefined && !/^[1-9]\d{0,9}$/.test(limit)) {
     throw invalid(STACK_OUTPUTS.payloadLimitBytes, limit, 'not a whole number of bytes');
@@ -232,6 +264,7 @@ export function namesFromOutputs(
   return {
     ...names,
     ...(endpointsTable ? { endpointsTable } : {}),
+    ...(orderedQueueUrl ? { orderedQueueUrl } : {}),
     ...(limit !== undefined ? { payloadLimitBytes: Number(limit) } : {}),
     ...(deployment !== undefined ? { deployment } : {}),
   };
@@ -257,6 +290,8 @@ export function sandboxTarget(path: string): Target | undefined {
     ledgerTable: state.ledgerTable,
     // Absent from the state file of a sandbox started before the registry.
     ...(state.endpointsTable !== undefined ? { endpointsTable: state.endpointsTable } : {}),
+    // Absent from the state file of a sandbox started before the ordered intake.
+    ...(state.orderedQueueUrl !== undefined ? { orderedQueueUrl: state.orderedQueueUrl } : {}),
     ...(state.deployment !== undefined ? { deployment: deploymentFromJson(state.deployment, `the sandbox state file ${path}`) } : {}),
     description: 'the sandbox',
     payloadLimitBytes: state.payloadLimitBytes,
@@ -275,6 +310,7 @@ function describeName(name: keyof ResourceNames): string {
     deadLetterQueueUrl: 'dead-letter queue',
     ledgerTable: 'ledger table',
     endpointsTable: 'endpoint registry table',
+    orderedQueueUrl: 'ordered intake (FIFO queue)',
   }[name];
 }
 

@@ -138,7 +138,7 @@ async function main(): Promise<void> {
   process.on('SIGHUP', stop);
 
   const endpoints = Object.keys(sandbox.state.receivers);
-  display.log(`sandbox up: queue ${sandbox.state.queueUrl}, endpoint${endpoints.length === 1 ? '' : 's'} ${endpoints.join(', ')}; state in ${stateFile}`);
+  display.log(`sandbox up: queue ${sandbox.state.queueUrl}, ordered intake ${sandbox.state.orderedQueueUrl}, endpoint${endpoints.length === 1 ? '' : 's'} ${endpoints.join(', ')}; state in ${stateFile}`);
   process.stdout.write(`READY ${json}\n`);
 }
 

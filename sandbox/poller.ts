@@ -8,8 +8,19 @@
  * - a malformed answer (an empty, null or unknown `itemIdentifier`), a thrown error, a timeout
  *   or a dead worker fails the whole batch: nothing is deleted, every message comes back after
  *   its visibility timeout, and the queue's redrive policy counts the receive.
+ *
+ * A FIFO queue's (the ordered intake, docs/contract.md §13; its ARN ends in `.fifo`) as Lambda's
+ * FIFO event source: one receive of at most 10 messages per batch, records in the order SQS gives
+ * them (a group's in its order; each record carrying `attributes.MessageGroupId`), and one batch per
+ * message group in flight: SQS hands out none of a group while one of it is in flight, and the
+ * poller holds to it whatever the queue does, putting a message of a group that is still in a
+ * batch straight back (visibility 0) rather than handing it over out of turn. The answer is applied
+ * as above; keeping a group's later records when an earlier one fails is the handler's part
+ * (lib/fifo.ts). fauxqs 1.9.2 hands out one message per group per receive, so there a batch holds
+ * at most one record of a group; SQS may give several, in order.
  */
 import {
+  ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
   ReceiveMessageCommand,
   type Message,
@@ -20,6 +31,28 @@ import type { SQSEvent, SQSMessageAttributes, SQSRecord, SQSRecordAttributes } f
 
 /** SQS returns at most this many messages per receive. */
 const MAX_MESSAGES_PER_RECEIVE = 10;
+/** Lambda's largest batch from a FIFO queue. */
+export const FIFO_MAX_BATCH_SIZE = 10;
+
+/** Whether an event source is a FIFO queue: its name, the ARN's last part, ends in `.fifo`. */
+export function isFifoSource(source: Pick<EventSource, 'queueArn'>): boolean {
+  return source.queueArn.endsWith('.fifo');
+}
+
+/**
+ * Splits a FIFO receive into the messages to hand over and those of groups still in a batch in
+ * flight (`busy`), which go back: all of such a group's, so none is handed over before an earlier
+ * one of its group. A message without a group is handed over.
+ */
+export function admitByGroup(messages: readonly Message[], busy: ReadonlySet<string>): { admitted: Message[]; returned: Message[] } {
+  const admitted: Message[] = [];
+  const returned: Message[] = [];
+  for (const message of messages) {
+    const group = message.Attributes?.MessageGroupId;
+    (group !== undefined && busy.has(group) ? returned : admitted).push(message);
+  }
+  return { admitted, returned };
+}
 
 /** What became of one invocation of the handler. */
 export type Invocation =
@@ -156,6 +189,10 @@ export interface Poller {
 
 export function startPoller(options: PollerOptions): Poller {
   const log = options.log ?? (() => {});
+  const fifo = isFifoSource(options.source);
+  const batchSize = fifo ? Math.min(options.batchSize, FIFO_MAX_BATCH_SIZE) : options.batchSize;
+  /** A FIFO queue's message groups with a batch in flight. */
+  const groupsInFlight = new Set<string>();
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
   let slotFreed: () => void = () => {};
@@ -169,9 +206,9 @@ export function startPoller(options: PollerOptions): Poller {
   async function receiveBatch(): Promise<Message[]> {
     const messages: Message[] = [];
     // Like an event source mapping with a batch size above 10: keep receiving while messages
-    // come, up to the batch size. Only the first receive waits.
-    while (messages.length < options.batchSize) {
-      const wanted = Math.min(options.batchSize - messages.length, MAX_MESSAGES_PER_RECEIVE);
+    // come, up to the batch size. Only the first receive waits. A FIFO queue's batch is one receive.
+    while (messages.length < batchSize) {
+      const wanted = Math.min(batchSize - messages.length, MAX_MESSAGES_PER_RECEIVE);
       const result = await options.sqs.send(
         new ReceiveMessageCommand({
           QueueUrl: options.queueUrl,
@@ -184,9 +221,30 @@ export function startPoller(options: PollerOptions): Poller {
       );
       const received = result.Messages ?? [];
       messages.push(...received);
-      if (received.length < wanted) break;
+      if (fifo || received.length < wanted) break;
     }
     return messages;
+  }
+
+  /** A FIFO receive's messages of groups still in flight, back on the queue at once. */
+  async function admit(messages: Message[]): Promise<Message[]> {
+    if (!fifo) return messages;
+    const { admitted, returned } = admitByGroup(messages, groupsInFlight);
+    if (returned.length > 0) {
+      log(`${returned.length} message(s) of a group still in flight put back (one batch per group)`);
+      try {
+        await options.sqs.send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: options.queueUrl,
+            Entries: returned.map((message, i) => ({ Id: String(i), ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: 0 })),
+          }),
+        );
+      } catch (error) {
+        // Not handed over either way: they return after their visibility timeout instead.
+        log(`could not put back ${returned.length} message(s): ${(error as Error).name}; they return after their visibility timeout`);
+      }
+    }
+    return admitted;
   }
 
   async function handle(messages: Message[]): Promise<void> {
@@ -235,7 +293,7 @@ export function startPoller(options: PollerOptions): Poller {
       }
       let messages: Message[];
       try {
-        messages = await receiveBatch();
+        messages = await admit(await receiveBatch());
         failedReceives = 0;
       } catch (error) {
         if (stopping) break;
@@ -245,9 +303,14 @@ export function startPoller(options: PollerOptions): Poller {
         continue;
       }
       if (messages.length === 0) continue;
+      const groups = fifo ? [...new Set(messages.flatMap((m) => (m.Attributes?.MessageGroupId === undefined ? [] : [m.Attributes.MessageGroupId])))] : [];
+      for (const group of groups) groupsInFlight.add(group);
       const task: Promise<void> = handle(messages)
         .catch((error: unknown) => log(`batch handling failed: ${(error as Error).message}`))
         .finally(() => {
+          // Settled (deleted, or left in flight with the visibility the handler gave it): SQS now
+          // decides when the group's next message comes.
+          for (const group of groups) groupsInFlight.delete(group);
           inFlight.delete(task);
           slotFreed();
         });

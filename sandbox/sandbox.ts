@@ -2,6 +2,8 @@
  * The whole system on one machine (docs/contract.md §8): SQS and DynamoDB emulators on 127.0.0.1, the
  * delivery queue, dead-letter queue, ledger and endpoint registry created with the stack's settings,
  * the real consumer handler in worker processes driven by a poller that keeps Lambda's SQS contract.
+ * The ordered intake (docs/contract.md §13) as the stack has it: a FIFO queue with a FIFO dead-letter
+ * queue, polled as Lambda polls a FIFO queue, into the same workers.
  *
  * The endpoints (docs/contract.md §11), seeded into the registry at start, come from one of:
  * - the endpoints file `HANDOFF_ENDPOINTS_FILE` (sandbox/endpoints-file.ts);
@@ -52,6 +54,8 @@ import { WorkerPool } from './worker-pool';
 export const SANDBOX_NAMES = {
   queue: 'handoff-deliveries',
   deadLetterQueue: 'handoff-dead-letters',
+  orderedQueue: 'handoff-ordered.fifo',
+  orderedDeadLetterQueue: 'handoff-ordered-dead-letters.fifo',
   ledgerTable: 'handoff-ledger',
   endpointsTable: 'handoff-endpoints',
 } as const;
@@ -124,6 +128,8 @@ export interface SandboxOptions {
 
 /** The READY object: the state file's fields, and what the sandbox's endpoints are. */
 export interface SandboxReady extends SandboxState {
+  /** The ordered intake's FIFO queue (docs/contract.md §13): always there in a running sandbox. */
+  readonly orderedQueueUrl: string;
   /** The endpoint registry's table (`handoff endpoint` reads and writes it). */
   readonly endpointsTable: string;
   /** The settings an endpoint's defaults and limits come from, for `handoff endpoint add`. */
@@ -190,6 +196,22 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetterQueueArn, maxReceiveCount: timings.maxReceiveCount }),
     });
     const deliveryQueueArn = await queueArn(sqs, queueUrl);
+    // The ordered intake: FIFO, deduplicated by the producer's MessageDeduplicationId (the event ID),
+    // per shipment as the stack's is (high throughput), with its own FIFO dead-letter queue.
+    const orderedDeadLetterQueueUrl = await createQueue(sqs, SANDBOX_NAMES.orderedDeadLetterQueue, {
+      FifoQueue: 'true',
+      MessageRetentionPeriod: String(QUEUE_RETENTION_SECONDS),
+    });
+    const orderedQueueUrl = await createQueue(sqs, SANDBOX_NAMES.orderedQueue, {
+      ...ORDERED_QUEUE_ATTRIBUTES,
+      VisibilityTimeout: String(visibilityTimeoutSeconds),
+      MessageRetentionPeriod: String(QUEUE_RETENTION_SECONDS),
+      RedrivePolicy: JSON.stringify({
+        deadLetterTargetArn: await queueArn(sqs, orderedDeadLetterQueueUrl),
+        maxReceiveCount: timings.maxReceiveCount,
+      }),
+    });
+    const orderedQueueArn = await queueArn(sqs, orderedQueueUrl);
     await createLedgerTable(dynamodb, SANDBOX_NAMES.ledgerTable);
     await createEndpointsTable(dynamodb, SANDBOX_NAMES.endpointsTable);
 
@@ -284,6 +306,18 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     // Shutdown waits at most one function timeout for batches in flight, then kills the workers:
     // whatever they held returns to the queue, which is what a crash would do anyway.
     closers.push(() => poller.stop(timings.functionTimeoutSeconds * 1000));
+    // The ordered intake's event source, on the same workers: as Lambda polls a FIFO queue (10 a
+    // batch at most, one batch per message group in flight, sandbox/poller.ts).
+    const orderedPoller: Poller = startPoller({
+      sqs,
+      queueUrl: orderedQueueUrl,
+      source: { queueArn: orderedQueueArn, region: SANDBOX_REGION },
+      batchSize: settings.batchSize,
+      maxConcurrency: settings.maxConcurrency,
+      invoke: (event) => pool.invoke(event),
+      log: (line) => display.log(`ordered poller: ${line}`),
+    });
+    closers.push(() => orderedPoller.stop(timings.functionTimeoutSeconds * 1000));
     // Stuck-work recovery (docs/contract.md §12): the scheduled function's code, on a timer here (HANDOFF_RECOVERY_INTERVAL_MS).
     const recovery = startRecoveryTimer({
       dynamodb,
@@ -313,6 +347,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         dynamodbEndpoint: emulators.dynamodbEndpoint,
         queueUrl,
         deadLetterQueueUrl,
+        orderedQueueUrl,
         ledgerTable: SANDBOX_NAMES.ledgerTable,
         // The first demo receiver's, `default`'s, or the file's first endpoint's (as `receivers` shows it).
         receiverUrl: receivers[endpoints[0]!.name]!,
@@ -328,6 +363,18 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     throw error;
   }
 }
+
+/**
+ * The ordered intake's FIFO attributes, as the stack sets them (infra/webhook-delivery.ts): no
+ * content-based deduplication (the event ID is the deduplication ID), deduplication and throughput
+ * per message group.
+ */
+export const ORDERED_QUEUE_ATTRIBUTES = {
+  FifoQueue: 'true',
+  ContentBasedDeduplication: 'false',
+  DeduplicationScope: 'messageGroup',
+  FifoThroughputLimit: 'perMessageGroupId',
+} as const;
 
 async function createQueue(sqs: SQSClient, name: string, attributes: Record<string, string>): Promise<string> {
   const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));

@@ -26,6 +26,11 @@ export interface SandboxState {
   readonly dynamodbEndpoint: string;
   readonly queueUrl: string;
   readonly deadLetterQueueUrl: string;
+  /**
+   * The ordered intake's FIFO queue (docs/contract.md §13; `handoff send --ordered` sends there).
+   * Absent in the state file of a sandbox started before it: that command then says so.
+   */
+  readonly orderedQueueUrl?: string;
   readonly ledgerTable: string;
   /** The demo receiver's URL, or the configured `HANDOFF_WEBHOOK_URL`. */
   readonly receiverUrl: string;
@@ -192,6 +197,19 @@ export function parseSandboxState(path: string, text: string): SandboxState {
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit <= 0) {
     throw new SandboxStateError('sandbox-state-invalid', path, 'has no payloadLimitBytes (a whole number of bytes)');
   }
+  const orderedQueueUrl = fields.orderedQueueUrl;
+  if (orderedQueueUrl !== undefined) {
+    if (typeof orderedQueueUrl !== 'string' || orderedQueueUrl === '') {
+      throw new SandboxStateError('sandbox-state-invalid', path, 'has an orderedQueueUrl that is not a queue URL');
+    }
+    if (!isLoopbackUrl(orderedQueueUrl)) {
+      throw new SandboxStateError(
+        'sandbox-state-untrusted',
+        path,
+        'is refused: its orderedQueueUrl is not on loopback (127.0.0.0/8, ::1, localhost), where the sandbox listens',
+      );
+    }
+  }
   const endpointsTable = fields.endpointsTable;
   if (endpointsTable !== undefined && (typeof endpointsTable !== 'string' || endpointsTable === '')) {
     throw new SandboxStateError('sandbox-state-invalid', path, 'has an endpointsTable that is not a table name');
@@ -210,6 +228,7 @@ export function parseSandboxState(path: string, text: string): SandboxState {
     dynamodbEndpoint: fields.dynamodbEndpoint as string,
     queueUrl: fields.queueUrl as string,
     deadLetterQueueUrl: fields.deadLetterQueueUrl as string,
+    ...(orderedQueueUrl !== undefined ? { orderedQueueUrl } : {}),
     ledgerTable: fields.ledgerTable as string,
     receiverUrl: fields.receiverUrl as string,
     payloadLimitBytes: limit,

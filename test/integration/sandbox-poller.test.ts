@@ -1,6 +1,7 @@
 /**
  * The sandbox poller against a real SQS emulator (fauxqs): Lambda's event shape, partial batch
- * responses, whole-batch failures and redrive by receive count.
+ * responses, whole-batch failures and redrive by receive count; and a FIFO queue (the ordered
+ * intake) polled as Lambda polls one, its handler keeping a group's order as the consumer does.
  */
 import {
   CreateQueueCommand,
@@ -11,8 +12,10 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { batchItemFailures, inGroupOrder } from '../../lib/fifo';
 import { startEmulators, type Emulators } from '../../sandbox/emulators';
 import { startPoller, type BatchReport, type Invocation, type Poller } from '../../sandbox/poller';
+import { ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/sandbox';
 
 let emulators: Emulators;
 let sqs: SQSClient;
@@ -217,6 +220,142 @@ describe('Poller: redrive', () => {
     // Assess
     expect(seen.map((r) => r.attributes.ApproximateReceiveCount)).toEqual(['1', '2']);
     expect(moved.Messages?.map((m) => m.Body)).toEqual(['always-fails']);
+    expect(await messagesOn(queues.queueUrl)).toBe(0);
+  });
+});
+
+describe('Poller: a FIFO queue, as Lambda polls the ordered intake', () => {
+  /** A fresh FIFO queue (1 s visibility), deduplicated by ID, with its own FIFO dead-letter queue. */
+  async function createFifoQueues(maxReceiveCount: number): Promise<Queues> {
+    queueCount += 1;
+    const name = `poller-${queueCount}`;
+    const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq.fifo`, Attributes: { FifoQueue: 'true' } }));
+    const queue = await sqs.send(
+      new CreateQueueCommand({
+        QueueName: `${name}.fifo`,
+        Attributes: {
+          ...ORDERED_QUEUE_ATTRIBUTES,
+          VisibilityTimeout: '1',
+          RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await arnOf(dlq.QueueUrl!), maxReceiveCount }),
+        },
+      }),
+    );
+    return { queueUrl: queue.QueueUrl!, queueArn: await arnOf(queue.QueueUrl!), deadLetterQueueUrl: dlq.QueueUrl! };
+  }
+
+  const sendInGroup = (queueUrl: string, group: string, id: string) =>
+    sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: id, MessageGroupId: group, MessageDeduplicationId: id }));
+
+  /**
+   * Polls with a handler that handles records as the consumer will (lib/fifo.ts) and answers
+   * `fails(record)` for each record it handles; records every handled record, every batch's groups,
+   * and any group found in two batches in flight at once.
+   */
+  function pollFifo(queues: Queues, fails: (record: SQSRecord) => boolean, until: (handled: SQSRecord[]) => boolean, batchSize = 10) {
+    const handled: SQSRecord[] = [];
+    const batches: SQSRecord[][] = [];
+    const busy = new Set<string>();
+    const overlaps: string[] = [];
+    let done: () => void;
+    const settled = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    poller = startPoller({
+      sqs,
+      queueUrl: queues.queueUrl,
+      source: { queueArn: queues.queueArn, region: 'us-east-1' },
+      batchSize,
+      maxConcurrency: 4,
+      waitTimeSeconds: 1,
+      invoke: async (event) => {
+        batches.push(event.Records);
+        const groups = [...new Set(event.Records.map((r) => r.attributes.MessageGroupId!))];
+        for (const group of groups) (busy.has(group) ? overlaps : []).push(group);
+        groups.forEach((group) => busy.add(group));
+        // Let other batches start meanwhile, if the poller would hand any over.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const reported = await inGroupOrder(event.Records, async (record) => {
+          handled.push(record);
+          return fails(record);
+        });
+        groups.forEach((group) => busy.delete(group));
+        return { kind: 'returned', response: { batchItemFailures: batchItemFailures(event.Records, reported) } };
+      },
+      onBatch: () => {
+        if (until(handled)) done();
+      },
+    });
+    return { handled, batches, overlaps, settled };
+  }
+
+  const orderOf = (records: readonly SQSRecord[], group: string) =>
+    records.filter((r) => r.attributes.MessageGroupId === group).map((r) => `${r.body}#${r.attributes.ApproximateReceiveCount}`);
+
+  it("hands over records with the FIFO queue's ARN and their MessageGroupId, at most 10 a batch", async () => {
+    // Prepare: 12 groups, more than a FIFO batch holds.
+    const queues = await createFifoQueues(5);
+    const groups = Array.from({ length: 12 }, (_, i) => `shp_${i}`);
+    for (const group of groups) await sendInGroup(queues.queueUrl, group, `${group}_evt_1`);
+
+    // Act
+    const { handled, batches, settled } = pollFifo(queues, () => false, (h) => h.length >= 12, 25);
+    await settled;
+
+    // Assess
+    expect(handled.map((r) => r.attributes.MessageGroupId).sort()).toEqual([...groups].sort());
+    expect(Math.max(...batches.map((b) => b.length))).toBeLessThanOrEqual(10);
+    for (const record of handled) {
+      expect(record.eventSourceARN).toBe(queues.queueArn);
+      expect(record.eventSourceARN.endsWith('.fifo')).toBe(true);
+      expect(record.attributes).toMatchObject({ MessageDeduplicationId: record.body, ApproximateReceiveCount: '1' });
+      expect(record.attributes.SequenceNumber).toMatch(/^\d+$/);
+    }
+    expect(await messagesOn(queues.queueUrl)).toBe(0);
+  });
+
+  it("keeps each group's order across a failure: the failed record comes back before the group's next, never two batches of a group at once", async () => {
+    // Prepare: two shipments, interleaved; shp_a's second event fails on its first receive.
+    const queues = await createFifoQueues(5);
+    for (const [group, id] of [['shp_a', 'a1'], ['shp_b', 'b1'], ['shp_a', 'a2'], ['shp_a', 'a3'], ['shp_b', 'b2'], ['shp_a', 'a4'], ['shp_b', 'b3']]) {
+      await sendInGroup(queues.queueUrl, group!, id!);
+    }
+
+    // Act
+    const { handled, overlaps, settled } = pollFifo(
+      queues,
+      (record) => record.body === 'a2' && record.attributes.ApproximateReceiveCount === '1',
+      (h) => ['a4', 'b3'].every((id) => h.some((r) => r.body === id)),
+    );
+    await settled;
+
+    // Assess: a2 handled twice, and a3 only after its second, successful, handling.
+    expect(orderOf(handled, 'shp_a')).toEqual(['a1#1', 'a2#1', 'a2#2', 'a3#1', 'a4#1']);
+    expect(orderOf(handled, 'shp_b')).toEqual(['b1#1', 'b2#1', 'b3#1']);
+    expect(overlaps).toEqual([]);
+    expect(await messagesOn(queues.queueUrl)).toBe(0);
+  });
+
+  it('lets the queue move a message its handler keeps failing to the FIFO dead-letter queue, then hands over its group’s next', async () => {
+    // Prepare
+    const queues = await createFifoQueues(2);
+    await sendInGroup(queues.queueUrl, 'shp_dead', 'd1');
+    await sendInGroup(queues.queueUrl, 'shp_dead', 'd2');
+
+    // Act
+    const { handled, settled } = pollFifo(queues, (record) => record.body === 'd1', (h) => h.some((r) => r.body === 'd2'));
+    await settled;
+    const moved = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queues.deadLetterQueueUrl,
+        WaitTimeSeconds: 5,
+        MaxNumberOfMessages: 10,
+        MessageSystemAttributeNames: ['All'],
+      }),
+    );
+
+    // Assess
+    expect(orderOf(handled, 'shp_dead')).toEqual(['d1#1', 'd1#2', 'd2#1']);
+    expect(moved.Messages?.map((m) => [m.Body, m.Attributes?.MessageGroupId])).toEqual([['d1', 'shp_dead']]);
     expect(await messagesOn(queues.queueUrl)).toBe(0);
   });
 });

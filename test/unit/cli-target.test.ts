@@ -3,10 +3,22 @@
  * audit) and what payload limit the deployment enforces. The STS lookup itself is exercised only
  * against AWS; here the wiring runs with an injected lookup.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { payloadLimitFor } from '../../cli/commands/send';
 import { CommandFailedError, describeFailure } from '../../cli/errors';
-import { callerIdentity, namesFromOutputs, requireName, resolveTarget, type Target } from '../../cli/target';
+import {
+  callerIdentity,
+  namesFromOutputs,
+  requireName,
+  requireOrderedQueue,
+  resolveTarget,
+  sandboxTarget,
+  type Target,
+} from '../../cli/target';
+import { writeSandboxState, type SandboxState } from '../../sandbox/state-file';
 import { deploymentFromJson, deploymentToJson } from '../../lib/endpoints/endpoint';
 import { retryPolicy } from '../../lib/policy';
 import { ConfigError } from '../../lib/config';
@@ -160,5 +172,86 @@ describe('Function: payloadLimitFor', () => {
   it('reads only the payload limit from the environment, and refuses a bad one by name', () => {
     expect(payloadLimitFor(aws, { HANDOFF_WEBHOOK_URL: 'not a url' }).bytes).toBe(65_536);
     expect(() => payloadLimitFor(aws, { HANDOFF_PAYLOAD_LIMIT_BYTES: 'lots' })).toThrow(ConfigError);
+  });
+});
+
+describe('The ordered intake (docs/contract.md §13) in a target', () => {
+  const fifoUrl = 'https://sqs.eu-west-1.amazonaws.com/1/Handoff-OrderedQueue-abc.fifo';
+  const base = new Map<string, string>([[STACK_OUTPUTS.queueUrl, 'https://sqs.eu-west-1.amazonaws.com/1/q']]);
+  const state: SandboxState = {
+    sqsEndpoint: 'http://127.0.0.1:9324',
+    dynamodbEndpoint: 'http://127.0.0.1:8000',
+    queueUrl: 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-deliveries',
+    deadLetterQueueUrl: 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-dead-letters',
+    ledgerTable: 'handoff-ledger',
+    receiverUrl: 'http://127.0.0.1:3000/hooks',
+    payloadLimitBytes: 65_536,
+  };
+  /** A state file in a private directory of its own; removed after `use`. */
+  const withStateFile = <T>(fields: object, use: (path: string) => T): T => {
+    const directory = mkdtempSync(join(tmpdir(), 'handoff-target-'));
+    try {
+      const path = join(directory, 'sandbox.json');
+      writeSandboxState(path, fields as unknown as SandboxState);
+      return use(path);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  };
+
+  it("reads the stack's OrderedQueueUrl output, and none from a stack deployed before it", () => {
+    expect(namesFromOutputs('Handoff', new Map([...base, [STACK_OUTPUTS.orderedQueueUrl, fifoUrl]])).orderedQueueUrl).toBe(fifoUrl);
+    expect(namesFromOutputs('Handoff', base)).not.toHaveProperty('orderedQueueUrl');
+  });
+
+  it("reads the sandbox's orderedQueueUrl from its state file", () => {
+    const url = 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-ordered.fifo';
+
+    const target = withStateFile({ ...state, orderedQueueUrl: url }, (path) => sandboxTarget(path));
+
+    expect(target?.orderedQueueUrl).toBe(url);
+    expect(requireOrderedQueue(target!)).toBe(url);
+  });
+
+  it('refuses a state file whose orderedQueueUrl is off loopback, naming the field', () => {
+    const act = () => withStateFile({ ...state, orderedQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/x.fifo' }, (path) => sandboxTarget(path));
+
+    expect(act).toThrow(CommandFailedError);
+    expect(act).toThrow(/its orderedQueueUrl is not on loopback/);
+  });
+
+  it('takes --ordered-queue-url as a name given, alone or beside the others', async () => {
+    const target = await resolveTarget({ orderedQueueUrl: ` ${fifoUrl} ` }, {});
+
+    expect(target).toMatchObject({ description: 'the names given', connection: { kind: 'aws' }, orderedQueueUrl: fifoUrl });
+    expect(requireName(target, 'orderedQueueUrl')).toBe(fifoUrl);
+  });
+
+  it('refuses with one line (exit 1) when the target has no ordered intake, saying what to do for each kind', async () => {
+    const sandboxWithout = withStateFile(state, (path) => ({ target: sandboxTarget(path)!, path }));
+    const stack: Target = { description: 'stack Handoff', connection: { kind: 'aws' }, queueUrl: 'https://sqs.example/q' };
+    const given = await resolveTarget({ queueUrl: 'https://sqs.example/q' }, {});
+    const failureOf = (target: Target) => {
+      try {
+        requireOrderedQueue(target);
+      } catch (error) {
+        return describeFailure(error);
+      }
+      throw new Error('no refusal');
+    };
+
+    expect(failureOf(sandboxWithout.target)).toEqual({
+      exitCode: 1,
+      code: 'no-ordered-queue',
+      message: `the sandbox has no ordered intake (its state file ${sandboxWithout.path} names no orderedQueueUrl: it was started before the ordered intake): restart it (npm start)`,
+    });
+    expect(failureOf(stack)).toEqual({
+      exitCode: 1,
+      code: 'no-ordered-queue',
+      message:
+        'stack Handoff has no ordered intake (no OrderedQueueUrl output: deployed before the ordered intake?): deploy the current version, or pass --ordered-queue-url',
+    });
+    expect(failureOf(given).message).toBe("the names given name no ordered intake: pass --ordered-queue-url (the FIFO queue's URL)");
+    expect(() => requireName(given, 'orderedQueueUrl')).toThrow(CommandFailedError);
   });
 });

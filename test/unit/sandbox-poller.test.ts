@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { settle } from '../../sandbox/poller';
+import { admitByGroup, isFifoSource, settle } from '../../sandbox/poller';
 
 const ids = ['m1', 'm2', 'm3'];
 
@@ -38,5 +38,37 @@ describe('Function: settle (Lambda reading a partial batch response)', () => {
     [{ kind: 'worker-died', detail: 'killed by SIGKILL' }],
   ] as const)('fails the whole batch when the invocation ended as %o', (invocation) => {
     expect(settle(ids, invocation).kind).toBe('batch-failed');
+  });
+});
+
+describe('Function: isFifoSource', () => {
+  it('tells a FIFO queue by the `.fifo` ending of its name', () => {
+    expect(isFifoSource({ queueArn: 'arn:aws:sqs:us-east-1:000000000000:handoff-ordered.fifo' })).toBe(true);
+    expect(isFifoSource({ queueArn: 'arn:aws:sqs:us-east-1:000000000000:handoff-deliveries' })).toBe(false);
+  });
+});
+
+describe('Function: admitByGroup (one batch per message group in flight)', () => {
+  const message = (id: string, group?: string) => ({
+    MessageId: id,
+    ...(group !== undefined ? { Attributes: { MessageGroupId: group } } : {}),
+  });
+
+  it('hands over every message when none of their groups is in a batch in flight', () => {
+    const received = [message('a1', 'A'), message('a2', 'A'), message('b1', 'B')];
+
+    const { admitted, returned } = admitByGroup(received, new Set(['C']));
+
+    expect(admitted.map((m) => m.MessageId)).toEqual(['a1', 'a2', 'b1']);
+    expect(returned).toEqual([]);
+  });
+
+  it("puts back all of a busy group's messages, keeping the others in their order", () => {
+    const received = [message('a1', 'A'), message('b1', 'B'), message('a2', 'A'), message('c1', 'C'), message('x')];
+
+    const { admitted, returned } = admitByGroup(received, new Set(['A']));
+
+    expect(admitted.map((m) => m.MessageId)).toEqual(['b1', 'c1', 'x']);
+    expect(returned.map((m) => m.MessageId)).toEqual(['a1', 'a2']);
   });
 });
