@@ -49,8 +49,9 @@
  * - further (within the horizon): it is put back as a fresh message for its endpoint, delayed to
  *   just before its slot and carrying it (RESERVED_SLOT_ATTRIBUTE), all of the batch's in one send;
  *   then this one is acknowledged. That message, on its first receive, waits for its slot here and is
- *   delivered without reserving again (received more than LATE_SLOT_MS after its slot, it reserves
- *   anew: late ones sent together would exceed the limit);
+ *   delivered without reserving again (received more than LATE_SLOT_MS after its slot, or the limit
+ *   lowered since, it reserves anew: late ones sent together, or slots spaced for the old limit,
+ *   would exceed it);
  * - beyond the horizon (no slot reserved): held, as a pause holds, until its turn would come within
  *   it, spread by up to a horizon (more for a message held before: `beyondHorizonSeconds`);
  * - the schedule cannot be reached: held for RATE_LIMIT_UNAVAILABLE_SECONDS (fails closed: a
@@ -225,23 +226,29 @@ async function pace(records: readonly SQSRecord[], plans: readonly (Plan | unkno
   const now = deps.delivery.now;
   const wanting = new Map<string, { endpoint: Endpoint; indexes: number[] }>();
   const putBacks: { index: number; message: EndpointMessage; slot: number }[] = [];
-  const putBack = (index: number, endpoint: Endpoint, slot: number) => {
+  const putBack = (index: number, endpoint: Endpoint, slot: number, perSecond: number | undefined) => {
     const delaySeconds = Math.max(0, Math.floor((slot - now()) / 1000));
-    putBacks.push({ index, slot, message: { body: records[index]!.body, endpoint: endpoint.name, delaySeconds, notBefore: slot } });
+    const message = { body: records[index]!.body, endpoint: endpoint.name, delaySeconds, notBefore: slot, ...(perSecond !== undefined ? { reservedRate: perSecond } : {}) };
+    putBacks.push({ index, slot, message });
   };
   plans.forEach((plan, i) => {
     if ((plan as Plan | undefined)?.kind !== 'deliver') return;
     const { endpoint } = plan as Plan & { kind: 'deliver' };
     if (endpoint.state === 'disabled') return;
     const carried = reservedSlotOf(records[i]!);
-    // A slot passed more than a second ago is not used: sending late ones together would exceed the
-    // limit in the second they land in (a consumer that stalled, a backlog of them). It reserves anew.
-    const reserved = carried !== undefined && carried >= now() - LATE_SLOT_MS ? carried : undefined;
-    if (reserved !== undefined) {
-      // Its slot was reserved when it was put back: not reserved again. Early by more than the wait
-      // allowed here (clocks apart, say): put back again, still carrying it.
-      if (reserved - now() <= IN_PROCESS_WAIT_MS) paces.set(i, { kind: 'at', slot: reserved });
-      else putBack(i, endpoint, reserved);
+    // Its slot was reserved when it was put back: not reserved again, unless it passed more than a
+    // second ago (sent together, late ones would exceed the limit in the second they land in: a
+    // consumer that stalled, a backlog of them) or the limit was lowered since (its slots were spaced
+    // for the old one). Those reserve anew.
+    const current = endpoint.rateLimitPerSecond;
+    const usable =
+      carried !== undefined &&
+      carried.slot >= now() - LATE_SLOT_MS &&
+      (current === undefined || (carried.perSecond !== undefined && carried.perSecond <= current));
+    if (usable) {
+      // Early by more than the wait allowed here (clocks apart, say): put back again, still carrying it.
+      if (carried.slot - now() <= IN_PROCESS_WAIT_MS) paces.set(i, { kind: 'at', slot: carried.slot });
+      else putBack(i, endpoint, carried.slot, carried.perSecond);
       return;
     }
     if (endpoint.rateLimitPerSecond === undefined) return;
@@ -269,7 +276,7 @@ async function pace(records: readonly SQSRecord[], plans: readonly (Plan | unkno
           const untilMs = waitMs + (j - slots.length) * slotIntervalMs(perSecond);
           paces.set(i, { kind: 'beyond-horizon', seconds: beyondHorizonSeconds(untilMs, records[i]!) });
         } else if (slot - at <= IN_PROCESS_WAIT_MS) paces.set(i, { kind: 'at', slot });
-        else putBack(i, endpoint, slot);
+        else putBack(i, endpoint, slot, perSecond);
       });
     }),
   );

@@ -26,6 +26,8 @@ export const ENDPOINT_ATTRIBUTE = 'endpoint';
  * consumer gone) has had its slot, used or not.
  */
 export const RESERVED_SLOT_ATTRIBUTE = 'notBefore';
+/** Beside it (a Number): the limit, per second, the slot was reserved at; a lower limit since voids the slot. */
+export const RESERVED_RATE_ATTRIBUTE = 'notBeforeRate';
 
 /** SQS's longest delay of a message sent. */
 export const MAX_DELAY_SECONDS = 900;
@@ -38,6 +40,8 @@ export interface EndpointMessage {
   readonly delaySeconds?: number;
   /** Its reserved request slot, epoch ms (RESERVED_SLOT_ATTRIBUTE). */
   readonly notBefore?: number;
+  /** The limit the slot was reserved at, per second (RESERVED_RATE_ATTRIBUTE); only with `notBefore`. */
+  readonly reservedRate?: number;
 }
 
 /** What `enqueue` may add to a body. */
@@ -48,6 +52,8 @@ export interface EnqueueOptions {
   readonly delaySeconds?: number;
   /** Its reserved request slot, epoch ms (RESERVED_SLOT_ATTRIBUTE); only with `endpoint`. */
   readonly notBefore?: number;
+  /** The limit the slot was reserved at, per second (RESERVED_RATE_ATTRIBUTE); only with `notBefore`. */
+  readonly reservedRate?: number;
 }
 
 export interface DeliveryQueue {
@@ -102,19 +108,21 @@ export function clampDelaySeconds(seconds: number): number {
 }
 
 /**
- * A record's reserved slot (RESERVED_SLOT_ATTRIBUTE), when it carries one and this is its first
- * receive; undefined otherwise.
+ * A record's reserved slot (RESERVED_SLOT_ATTRIBUTE) and the limit it was reserved at, when it
+ * carries one and this is its first receive; undefined otherwise.
  */
 export function reservedSlotOf(record: {
   readonly messageAttributes?: Readonly<Record<string, { readonly stringValue?: string | undefined } | undefined>>;
   readonly attributes?: { readonly ApproximateReceiveCount?: string };
-}): number | undefined {
+}): { readonly slot: number; readonly perSecond?: number } | undefined {
   const raw = record.messageAttributes?.[RESERVED_SLOT_ATTRIBUTE]?.stringValue;
   if (raw === undefined) return undefined;
   const slot = Number(raw);
   if (!Number.isFinite(slot) || slot <= 0) return undefined;
   const receives = Number(record.attributes?.ApproximateReceiveCount ?? '1');
-  return receives > 1 ? undefined : slot;
+  if (receives > 1) return undefined;
+  const perSecond = Number(record.messageAttributes?.[RESERVED_RATE_ATTRIBUTE]?.stringValue);
+  return Number.isFinite(perSecond) && perSecond > 0 ? { slot, perSecond } : { slot };
 }
 
 /** Whole seconds within what a received message's visibility timeout can still be set to. */

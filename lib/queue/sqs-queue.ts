@@ -11,6 +11,7 @@ import {
   clampVisibilitySeconds,
   ENDPOINT_ATTRIBUTE,
   QueueUnavailableError,
+  RESERVED_RATE_ATTRIBUTE,
   RESERVED_SLOT_ATTRIBUTE,
   type DeadLetterInfo,
   type DeliveryQueue,
@@ -79,7 +80,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
         new SendMessageCommand({
           QueueUrl: this.#queueUrl,
           MessageBody: body,
-          ...(options.endpoint !== undefined ? { MessageAttributes: endpointAttributes(options.endpoint, options.notBefore) } : {}),
+          ...(options.endpoint !== undefined ? { MessageAttributes: endpointAttributes(options.endpoint, options.notBefore, options.reservedRate) } : {}),
           ...(options.delaySeconds ? { DelaySeconds: clampDelaySeconds(options.delaySeconds) } : {}),
         }),
       ),
@@ -99,7 +100,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
               Entries: batch.map((message, i) => ({
                 Id: String(i),
                 MessageBody: message.body,
-                MessageAttributes: endpointAttributes(message.endpoint, message.notBefore),
+                MessageAttributes: endpointAttributes(message.endpoint, message.notBefore, message.reservedRate),
                 ...(message.delaySeconds ? { DelaySeconds: clampDelaySeconds(message.delaySeconds) } : {}),
               })),
             }),
@@ -121,9 +122,15 @@ export class SqsDeliveryQueue implements DeliveryQueue {
   }
 }
 
-/** The endpoint's name, and the reserved slot (whole epoch ms, rounded up: never earlier than reserved) where given. */
-function endpointAttributes(endpoint: string, notBefore?: number): Record<string, MessageAttributeValue> {
+/**
+ * The endpoint's name, and where given the reserved slot (whole epoch ms, rounded up: never earlier
+ * than reserved) and the limit it was reserved at.
+ */
+function endpointAttributes(endpoint: string, notBefore?: number, reservedRate?: number): Record<string, MessageAttributeValue> {
   const attributes: Record<string, MessageAttributeValue> = { [ENDPOINT_ATTRIBUTE]: { DataType: 'String', StringValue: endpoint } };
-  if (notBefore !== undefined) attributes[RESERVED_SLOT_ATTRIBUTE] = { DataType: 'Number', StringValue: String(Math.ceil(notBefore)) };
+  if (notBefore !== undefined) {
+    attributes[RESERVED_SLOT_ATTRIBUTE] = { DataType: 'Number', StringValue: String(Math.ceil(notBefore)) };
+    if (reservedRate !== undefined) attributes[RESERVED_RATE_ATTRIBUTE] = { DataType: 'Number', StringValue: String(reservedRate) };
+  }
   return attributes;
 }

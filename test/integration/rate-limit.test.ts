@@ -268,7 +268,7 @@ describe('Function: handler (functions/consumer.ts) with a rate limit', () => {
     // No ledger row for a delivery put back: waiting wrote nothing.
     expect(rows.filter((row) => row !== undefined).map((row) => row!.eventId).sort()).toEqual([...sentFirst].sort());
     const slots = putBack.map((m) => Number(m.MessageAttributes?.notBefore?.StringValue)).sort((a, b) => a - b);
-    expect(putBack.every((m) => m.MessageAttributes?.endpoint?.StringValue === 'limited')).toBe(true);
+    expect(putBack.every((m) => m.MessageAttributes?.endpoint?.StringValue === 'limited' && m.MessageAttributes?.notBeforeRate?.StringValue === '2')).toBe(true);
     expect([slots[1]! - slots[0]!, slots[2]! - slots[1]!]).toEqual([500, 500]);
     expect(rateNextAfterFirst).toBe(slots[2]! + 500);
     // On return: delivered, with no reservation (the schedule is as the first batch left it).

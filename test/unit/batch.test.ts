@@ -660,9 +660,12 @@ describe('Function: processBatch rate limit', () => {
     const record = forEndpoint(eventRecord(id, 'delivered').body, name, overrides);
     return { ...record, messageAttributes: { ...record.messageAttributes, ...overrides.messageAttributes } };
   };
-  const carrying = (slot: number, receives = '1'): Partial<SQSRecord> => ({
+  const carrying = (slot: number, receives = '1', perSecond = 5): Partial<SQSRecord> => ({
     attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: receives },
-    messageAttributes: { notBefore: { dataType: 'Number', stringValue: String(slot), stringListValues: [], binaryListValues: [] } },
+    messageAttributes: {
+      notBefore: { dataType: 'Number', stringValue: String(slot), stringListValues: [], binaryListValues: [] },
+      notBeforeRate: { dataType: 'Number', stringValue: String(perSecond), stringListValues: [], binaryListValues: [] },
+    },
   });
   const acme = endpoint('acme', { rateLimitPerSecond: 5 });
   const zephyr = endpoint('zephyr');
@@ -690,6 +693,7 @@ describe('Function: processBatch rate limit', () => {
         endpoint: 'acme',
         delaySeconds: 1,
         notBefore: NOW_MS + offset,
+        reservedRate: 5,
       })),
     ]);
     expect(rateLines(lines)).toEqual(['evt_7', 'evt_8', 'evt_9', 'evt_10'].map((id) => [id, 'ack', 'rate-limited']));
@@ -717,6 +721,16 @@ describe('Function: processBatch rate limit', () => {
     expect(delivered.sort()).toEqual(['evt_1 acme', 'evt_2 acme']);
   });
 
+  it('reserves again for a message whose slot was spaced for a higher limit than the endpoint has now', async () => {
+    const { deps, limiter, sleeps } = withLimit([acme]);
+
+    await processBatch([to('evt_1', 'acme', carrying(NOW_MS + 300, '1', 50)), to('evt_2', 'acme', carrying(NOW_MS + 300, '1', 2))], deps);
+
+    // The one reserved at 50/s reserves anew at 5/s; the one reserved at 2/s keeps its slot.
+    expect(limiter.calls).toEqual([['acme', 1, 5]]);
+    expect(sleeps).toEqual([300]);
+  });
+
   it('reserves again for a message received a second time: its slot was had', async () => {
     const { deps, limiter, delivered } = withLimit([acme]);
 
@@ -736,7 +750,7 @@ describe('Function: processBatch rate limit', () => {
     metrics.flush();
 
     expect(delivered).toEqual(['evt_1 acme', 'evt_2 acme']);
-    expect(queue.fannedOut).toEqual([[{ body: records[2]!.body, endpoint: 'acme', delaySeconds: 2, notBefore: NOW_MS + 2_000 }]]);
+    expect(queue.fannedOut).toEqual([[{ body: records[2]!.body, endpoint: 'acme', delaySeconds: 2, notBefore: NOW_MS + 2_000, reservedRate: 1 }]]);
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[3]!.messageId }, { itemIdentifier: records[4]!.messageId }]);
     // Until their turns (+1 s, +2 s) come within the horizon, spread as beyondHorizonSeconds says.
     expect(queue.visibility).toEqual([
@@ -810,6 +824,6 @@ describe('Function: processBatch rate limit', () => {
 
     await processBatch(records, deps);
 
-    expect(queue.fannedOut).toEqual([[{ body: records[6]!.body, endpoint: 'acme', delaySeconds: 1, notBefore: NOW_MS + 1200 }]]);
+    expect(queue.fannedOut).toEqual([[{ body: records[6]!.body, endpoint: 'acme', delaySeconds: 1, notBefore: NOW_MS + 1200, reservedRate: 5 }]]);
   });
 });
