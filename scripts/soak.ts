@@ -11,6 +11,14 @@
  *   npm run soak                           # 2,000 events, seed 1, one endpoint
  *   npm run soak -- --events 20000 --seed 7
  *   npm run soak -- --endpoints 3 --events 20000
+ *   npm run soak -- --endpoints 3 --outage       # acme-ops goes down, is disabled, parks, is enabled
+ *
+ * `--outage` (with `--endpoints 3`): acme-ops's receiver goes down once a tenth of the deliveries are
+ * final (a 429 pausing it, then 503s), long enough for the consumers to disable it (its endpoints
+ * file entry shortens autoDisable to 60 s and 5 failures); its deliveries park; once it is back the
+ * soak runs `handoff endpoint enable acme-ops` against the sandbox and waits for the releases. Kills
+ * go on throughout. Its invariants: no attempt while paused, disabled or parked, and nothing of it
+ * dead-lettered that was planned to be delivered.
  */
 import { Presets, SingleBar } from 'cli-progress';
 import { Command, InvalidArgumentError } from 'commander';
@@ -40,13 +48,18 @@ const program = new Command('soak')
     },
     1 as EndpointMode,
   )
+  .option('--outage', 'with --endpoints 3: an outage of acme-ops long enough to disable it, then enable it', false)
   .option('--seed <n>', 'seed of the fault plan (same seed, same plan)', whole(0, 2 ** 31 - 1), 1)
-  .option('--kills <n>', 'worker SIGKILLs during the run (default: events / 100, at least 3)', whole(0, 100_000))
+  .option('--kills <n>', 'worker SIGKILLs during the run (default: events / 100, at least 3; with --outage, until the run ends)', whole(0, 100_000))
   .option('--timeout-seconds <n>', 'give up after this long and list what is not final', whole(10, 86_400))
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
   .parse();
 
-const options = program.opts<{ events: number; endpoints: EndpointMode; seed: number; kills?: number; timeoutSeconds?: number }>();
+const options = program.opts<{ events: number; endpoints: EndpointMode; outage: boolean; seed: number; kills?: number; timeoutSeconds?: number }>();
+if (options.outage && options.endpoints !== 3) {
+  process.stderr.write('soak: --outage needs --endpoints 3\n');
+  process.exit(2);
+}
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 const bar = new SingleBar(
@@ -65,9 +78,10 @@ bar.start(options.events, 0, { sent: 0, messages: 0, kills: 0 });
 const report = await runSoak({
   events: options.events,
   endpoints: options.endpoints,
+  outage: options.outage,
   seed: options.seed,
-  kills: options.kills ?? defaultKills(options.events),
-  timeoutMs: (options.timeoutSeconds ?? defaultTimeoutMs(options.events) / 1000) * 1000,
+  ...(options.kills !== undefined || !options.outage ? { kills: options.kills ?? defaultKills(options.events) } : {}),
+  timeoutMs: (options.timeoutSeconds ?? defaultTimeoutMs(options.events, options.outage) / 1000) * 1000,
   onProgress: (p) => {
     if (bar.getTotal() !== p.deliveries) bar.setTotal(p.deliveries);
     bar.update(p.final, { sent: p.sent, messages: p.messages, kills: p.kills });

@@ -3,7 +3,7 @@ import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import type { EndpointDeadLetter } from '../helpers/soak/dead-letters';
 import { routeOf, THREE_ENDPOINTS } from '../helpers/soak/endpoints';
-import { checkInvariants, EXPECTED_END, type Observed } from '../helpers/soak/invariants';
+import { checkInvariants, EXPECTED_END, type Observed, type OutageObserved } from '../helpers/soak/invariants';
 import { answerFor, deliveriesOf, planSoak, summarize, type Fate, type PlannedDelivery, type SoakPlan } from '../helpers/soak/plan';
 import type { ReceiverCounts } from '../helpers/soak/receiver';
 
@@ -41,6 +41,9 @@ function receiverCounts(endpoint: string, effects: Map<string, number>): Receive
     unplanned: 0,
     unsubscribed: 0,
     badSignatures: 0,
+    requestTimes: [],
+    pauses: [],
+    outageAnswers: { pause: 0, unavailable: 0 },
   };
 }
 
@@ -315,5 +318,139 @@ describe('Function: checkInvariants, three endpoints', () => {
     });
 
     expect(broken(changed, threePlan)).toEqual({ 'dead set differs from the expected one': 1 });
+  });
+});
+
+describe('Function: checkInvariants, pauses and the endpoint outage', () => {
+  const GRACE = 2_000;
+  const T = 1_000_000;
+  const OUTAGE_ENDPOINT = 'acme-ops';
+  const acme = (fate: Fate = 'deliver') => deliveriesOf(threePlan).find((d) => d.endpoint === OUTAGE_ENDPOINT && d.fate === fate)!;
+  /** A clean end whose outage went to plan: down [T, T + 100 s], disabled at T + 70 s, enabled at T + 110 s. */
+  const withOutage = (change: Partial<OutageObserved> = {}): Observed => ({
+    ...cleanEnd(threePlan),
+    registryGraceMs: GRACE,
+    outage: {
+      endpoint: OUTAGE_ENDPOINT,
+      startedAt: T,
+      endedAt: T + 100_000,
+      disabled: [{ at: T + 70_000, by: 'handoff', reason: 'no accepted request', until: T + 110_000 }],
+      endAt: T + 300_000,
+      parked: new Map(),
+      ...change,
+    },
+  });
+  /** The observation with `endpoint`'s receiver changed. */
+  const atReceiver = (observed: Observed, endpoint: string, change: Partial<ReceiverCounts>) =>
+    withReceiver(observed, endpoint, (counts) => ({ ...counts, ...change }));
+  /** The delivery's row with one more attempt at `at`. */
+  const attemptAt = (observed: Observed, d: PlannedDelivery, at: number): Observed => ({
+    ...observed,
+    rows: observed.rows.map((r) =>
+      r.eventId === d.eventId && r.endpoint === d.endpoint
+        ? { ...r, attempts: r.attempts + 1, history: [...r.history, { attempt: r.attempts + 1, at, outcome: 'temporary', status: 503, durationMs: 3 }] }
+        : r,
+    ),
+  });
+
+  it('holds for an outage that went to plan: disabled while down, nothing attempted while disabled or parked', () => {
+    const key = `${acme().eventId} → ${OUTAGE_ENDPOINT}`;
+    const observed = withOutage({ parked: new Map([[key, { parkedAt: T + 80_000, lastSeenAt: T + 105_000 }]]) });
+
+    expect(broken(observed, threePlan)).toEqual({});
+    expect(checkInvariants(threePlan, observed).map((i) => i.name)).toEqual(
+      expect.arrayContaining([
+        'attempts while a pause held the endpoint',
+        'outage: the endpoint was never disabled',
+        'outage: disabled while its receiver was up',
+        'outage: attempts while the endpoint was disabled',
+        'outage: attempts while a delivery was parked',
+        'outage: its deliveries dead-lettered though planned to be delivered',
+      ]),
+    );
+  });
+
+  it('flags a request and a ledger attempt while a pause held the endpoint, past the registry grace', () => {
+    const paused = atReceiver(withOutage(), OUTAGE_ENDPOINT, { pauses: [{ at: T, seconds: 20 }], requestTimes: [T + 5_000] });
+
+    expect(broken(paused, threePlan)).toEqual({ 'attempts while a pause held the endpoint': 1 });
+    expect(broken(attemptAt(paused, acme(), T + 10_000), threePlan)).toEqual({ 'attempts while a pause held the endpoint': 2 });
+  });
+
+  it('allows attempts within the grace after a pause, after it ended, and at another endpoint', () => {
+    const observed = atReceiver(withOutage(), OUTAGE_ENDPOINT, { pauses: [{ at: T, seconds: 20 }], requestTimes: [T + GRACE - 1, T + 20_000, T + 21_000] });
+    const other = atReceiver(observed, 'warehouse', { requestTimes: [T + 5_000] });
+
+    expect(broken(other, threePlan)).toEqual({});
+  });
+
+  it('checks nothing in a pause no longer than the grace', () => {
+    const observed = atReceiver(withOutage(), OUTAGE_ENDPOINT, { pauses: [{ at: T, seconds: 2 }], requestTimes: [T + 1_500] });
+
+    expect(broken(observed, threePlan)).toEqual({});
+    expect(checkInvariants(threePlan, observed).find((i) => i.name.startsWith('attempts while a pause'))!.detail).toMatch(/^1 pause\(s\) asked for, 0 longer/);
+  });
+
+  it('flags an outage during which the endpoint was never disabled', () => {
+    expect(broken(withOutage({ disabled: [] }), threePlan)).toEqual({ 'outage: the endpoint was never disabled': 1 });
+  });
+
+  it('flags a disabling while the receiver was up: before the outage, or after it (past the grace)', () => {
+    const again = { at: T + 100_000 + GRACE + 1, by: 'handoff', reason: 'no accepted request', until: T + 120_000 };
+    const before = { at: T - 1, by: 'handoff', reason: 'no accepted request', until: T + 1 };
+    const observed = withOutage({ disabled: [before, ...withOutage().outage!.disabled, again] });
+
+    expect(broken(observed, threePlan)).toEqual({ 'outage: disabled while its receiver was up': 2 });
+  });
+
+  it('flags requests and ledger attempts while the endpoint was disabled, past the grace, until the enable', () => {
+    const disabledAt = T + 70_000;
+    const requests = atReceiver(withOutage(), OUTAGE_ENDPOINT, { requestTimes: [disabledAt + 1_000, disabledAt + 5_000, T + 109_000, T + 111_000] });
+
+    expect(broken(requests, threePlan)).toEqual({ 'outage: attempts while the endpoint was disabled': 2 });
+    expect(broken(attemptAt(withOutage(), acme(), disabledAt + 30_000), threePlan)).toEqual({ 'outage: attempts while the endpoint was disabled': 1 });
+    expect(checkInvariants(threePlan, requests).find((i) => i.name === 'outage: attempts while the endpoint was disabled')!.detail).toMatch(
+      /1 request\(s\) within it$/,
+    );
+  });
+
+  it('counts a stretch never enabled again as disabled until the end of the run', () => {
+    const open = withOutage({ disabled: [{ at: T + 70_000, by: 'handoff', reason: 'no accepted request' }] });
+
+    expect(broken(atReceiver(open, OUTAGE_ENDPOINT, { requestTimes: [T + 250_000] }), threePlan)).toEqual({
+      'outage: attempts while the endpoint was disabled': 1,
+    });
+  });
+
+  it('flags an attempt of a delivery while it was seen parked (its marker unchanged), not before or after', () => {
+    const d = deliveriesOf(threePlan).find((x) => x.endpoint === 'warehouse' && x.fate === 'deliver')!;
+    const parked = withOutage({ parked: new Map([[`${d.eventId} → warehouse`, { parkedAt: T + 80_000, lastSeenAt: T + 90_000 }]]) });
+
+    expect(broken(attemptAt(parked, d, T + 85_000), threePlan)).toEqual({ 'outage: attempts while a delivery was parked': 1 });
+    expect(broken(attemptAt(attemptAt(parked, d, T + 79_000), d, T + 91_000), threePlan)).toEqual({});
+  });
+
+  it("flags a dead letter of the outage endpoint's delivery planned to be delivered, not one planned to exhaust", () => {
+    const observed = withOutage();
+    const d = acme();
+    const exhausting = acme('exhaust');
+    const letters = [
+      ...observed.deadLetters,
+      { body: d.body, reason: 'exhausted', eventId: d.eventId, endpoint: OUTAGE_ENDPOINT },
+      { body: exhausting.body, reason: 'exhausted', eventId: exhausting.eventId, endpoint: OUTAGE_ENDPOINT },
+    ];
+
+    expect(broken({ ...observed, deadLetters: letters }, threePlan)).toMatchObject({
+      'outage: its deliveries dead-lettered though planned to be delivered': 1,
+    });
+  });
+
+  it("judges the attempt budget by each row's own (an endpoint's longer policy)", () => {
+    const observed = withOutage();
+    const d = acme();
+    const rows = observed.rows.map((r) => (r.eventId === d.eventId && r.endpoint === d.endpoint ? { ...r, attempts: 10, maxAttempts: 12 } : r));
+
+    expect(broken({ ...observed, rows }, threePlan)).toEqual({});
+    expect(broken({ ...observed, rows: rows.map((r) => (r.attempts === 10 ? { ...r, attempts: 13 } : r)) }, threePlan)).toEqual({ 'attempts over budget': 1 });
   });
 });

@@ -54,15 +54,22 @@ export function soakSecret(): string {
 
 /**
  * The endpoint's fields as the sandbox's `HANDOFF_ENDPOINTS_FILE` takes them (docs/contract.md §11),
- * with the receiver's URL and signing secret.
+ * with the receiver's URL and signing secret, and any further settings (the outage endpoint's
+ * automatic disabling and policy, ./outage.ts).
  */
-export function endpointFields(endpoint: SoakEndpoint, url: string, secret: string): Record<string, unknown> {
+export function endpointFields(
+  endpoint: SoakEndpoint,
+  url: string,
+  secret: string,
+  settings: Readonly<Record<string, unknown>> = {},
+): Record<string, unknown> {
   return {
     name: endpoint.name,
     url,
     eventTypes: [...endpoint.eventTypes],
     ...(endpoint.carriers !== undefined ? { match: { 'data.carrier': [...endpoint.carriers] } } : {}),
     secret,
+    ...settings,
   };
 }
 

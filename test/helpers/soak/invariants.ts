@@ -5,6 +5,7 @@
  */
 import type { DeliveryRecord } from '../../../lib/ledger/ledger';
 import type { EndpointDeadLetter } from './dead-letters';
+import type { DisabledInterval } from './outage';
 import { DEFAULT_SOAK_ENDPOINT } from './endpoints';
 import { deliveriesOf, deliveryKey, endpointsOf, type Fate, type PlannedDelivery, type SoakPlan } from './plan';
 import type { ReceiverCounts } from './receiver';
@@ -18,8 +19,35 @@ export interface Observed {
   readonly receivers: readonly ReceiverCounts[];
   /** Messages left on the delivery queue (visible, in flight or delayed). */
   readonly queueDepth: number;
-  /** The configured attempt budget. */
+  /** The configured attempt budget (a row's own `maxAttempts` is its budget: an endpoint may set its own). */
   readonly maxAttempts: number;
+  /**
+   * How long after a pause or a disabling an attempt may still start (ms): a consumer learns of
+   * another's write from its copy of the registry within the copy's age (docs/contract.md §11–§12),
+   * and a batch already past its check sends within an attempt's time. Default 0.
+   */
+  readonly registryGraceMs?: number;
+  /** The endpoint outage, when the run had one (./outage.ts). */
+  readonly outage?: OutageObserved;
+}
+
+/** What the soak saw of its endpoint outage. Epoch ms. */
+export interface OutageObserved {
+  readonly endpoint: string;
+  /** The receiver went down and came back (absent: it never did). */
+  readonly startedAt?: number;
+  readonly endedAt?: number;
+  /** Each stretch the registry showed the endpoint disabled, until the enabling that ended it. */
+  readonly disabled: readonly DisabledInterval[];
+  /** When the run ended: a stretch still open ends here. */
+  readonly endAt: number;
+  /** Every delivery seen parked (by delivery key): its `parkedAt` and the last time it was seen parked with it. */
+  readonly parked: ReadonlyMap<string, ParkedSighting>;
+}
+
+export interface ParkedSighting {
+  readonly parkedAt: number;
+  readonly lastSeenAt: number;
 }
 
 export interface Invariant {
@@ -116,7 +144,7 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
   }
 
   const overBudget = observed.rows
-    .filter((row) => row.attempts > observed.maxAttempts)
+    .filter((row) => row.attempts > row.maxAttempts)
     .map((row) => `${deliveryKey(row.eventId, row.endpoint)}: ${row.attempts} attempts`);
 
   const bodies = new Map(plan.events.map((event) => [event.id, event.body]));
@@ -154,6 +182,7 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
     });
 
   const maxSeen = Math.max(0, ...observed.rows.map((row) => row.attempts));
+  const maxBudget = Math.max(observed.maxAttempts, ...observed.rows.map((row) => row.maxAttempts));
   const deadCount = (d: { rejected: number; exhausted: number }) =>
     `${d.rejected + d.exhausted} (rejected ${d.rejected}, exhausted ${d.exhausted})`;
   const appliedEvents = observed.receivers.reduce((total, receiver) => total + receiver.effects.size, 0);
@@ -183,7 +212,11 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
       wrongEnds,
       `dead ${deadCount(actualDead)}${actualDead.other ? ` + ${actualDead.other} other` : ''}; expected ${deadCount(expectedDead)}`,
     ),
-    invariant('attempts over budget', overBudget, `at most ${maxSeen} of ${observed.maxAttempts} attempts`),
+    invariant(
+      'attempts over budget',
+      overBudget,
+      `at most ${maxSeen} attempts; budget ${observed.maxAttempts}${maxBudget > observed.maxAttempts ? ` (an endpoint's own: up to ${maxBudget})` : ''}`,
+    ),
     invariant(
       'dead deliveries missing from the dead-letter queue',
       deadNotLettered,
@@ -201,6 +234,135 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
       detail: `${observed.queueDepth} left`,
       examples: [],
     },
+    pausedAttempts(observed),
+    ...(observed.outage !== undefined ? outageInvariants(plan, observed, observed.outage) : []),
+  ];
+}
+
+/** Attempts at an endpoint (each row's history, each receiver's arrivals) inside a window (exclusive). */
+function attemptsWithin(observed: Observed, endpoint: string, from: number, to: number) {
+  const ledger = observed.rows
+    .filter((row) => row.endpoint === endpoint)
+    .flatMap((row) => row.history.filter((h) => h.at > from && h.at < to).map((h) => ({ row, at: h.at, attempt: h.attempt })));
+  const requests = (observed.receivers.find((r) => r.endpoint === endpoint)?.requestTimes ?? []).filter((t) => t > from && t < to);
+  return { ledger, requests };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * No attempt starts while a pause holds the endpoint (docs/contract.md §12): after each 429 a
+ * receiver wrote (at `at`, `Retry-After` s), neither the ledger nor the receiver shows an attempt
+ * between the registry grace and the pause's end. A pause no longer than the grace checks nothing.
+ */
+function pausedAttempts(observed: Observed): Invariant {
+  const grace = observed.registryGraceMs ?? 0;
+  const offenders: string[] = [];
+  let pauses = 0;
+  let checked = 0;
+  const seen = new Set<string>();
+  for (const receiver of observed.receivers) {
+    for (const pause of receiver.pauses) {
+      pauses += 1;
+      const from = pause.at + grace;
+      const to = pause.at + pause.seconds * 1000;
+      if (from >= to) continue;
+      checked += 1;
+      const { ledger, requests } = attemptsWithin(observed, receiver.endpoint, from, to);
+      for (const a of ledger) {
+        const key = `${deliveryKey(a.row.eventId, a.row.endpoint)}#${a.attempt}@${a.at}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        offenders.push(`${deliveryKey(a.row.eventId, a.row.endpoint)}: attempt ${a.attempt} at ${iso(a.at)}, paused ${iso(pause.at)} for ${pause.seconds} s`);
+      }
+      for (const t of requests) {
+        const key = `${receiver.endpoint}@${t}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        offenders.push(`${receiver.endpoint}: a request at ${iso(t)}, paused ${iso(pause.at)} for ${pause.seconds} s`);
+      }
+    }
+  }
+  return invariant(
+    'attempts while a pause held the endpoint',
+    offenders,
+    `${pauses} pause(s) asked for, ${checked} longer than the ${grace} ms registry grace and checked (ledger attempts and receiver requests)`,
+  );
+}
+
+/**
+ * The outage's invariants (./outage.ts): the endpoint was disabled by the consumers while it was
+ * down, and only then; no attempt while it was disabled (past the registry grace) nor while a
+ * delivery was parked; nothing of it dead-lettered that was planned to be delivered.
+ */
+function outageInvariants(plan: SoakPlan, observed: Observed, outage: OutageObserved): Invariant[] {
+  const grace = observed.registryGraceMs ?? 0;
+  const { endpoint } = outage;
+  const planned = new Map(deliveriesOf(plan).map((d) => [deliveryKey(d.eventId, d.endpoint), d]));
+  const rows = new Map(observed.rows.map((row) => [deliveryKey(row.eventId, row.endpoint), row]));
+
+  const neverDisabled =
+    outage.disabled.length === 0
+      ? [`${endpoint}: down from ${outage.startedAt !== undefined ? iso(outage.startedAt) : '(never)'}, never disabled`]
+      : [];
+
+  // Disabled while its receiver answered: a disabling only the outage explains is one made while it
+  // was down (plus the grace: failures of attempts sent just before it came back).
+  const up = (at: number) =>
+    outage.startedAt === undefined || at < outage.startedAt || (outage.endedAt !== undefined && at > outage.endedAt + grace);
+  const disabledWhileUp = outage.disabled
+    .filter((d) => up(d.at))
+    .map((d) => `${endpoint}: disabled at ${iso(d.at)} by ${d.by} (${d.reason}); its receiver was down ${outage.startedAt !== undefined ? iso(outage.startedAt) : '-'} to ${outage.endedAt !== undefined ? iso(outage.endedAt) : '-'}`);
+
+  const whileDisabled: string[] = [];
+  let inGrace = 0;
+  let ledgerCount = 0;
+  let requestCount = 0;
+  for (const d of outage.disabled) {
+    const until = d.until ?? outage.endAt;
+    inGrace += attemptsWithin(observed, endpoint, d.at - 1, Math.min(until, d.at + grace) + 1).requests.length;
+    const { ledger, requests } = attemptsWithin(observed, endpoint, d.at + grace, until);
+    ledgerCount += ledger.length;
+    requestCount += requests.length;
+    for (const a of ledger) {
+      whileDisabled.push(`${deliveryKey(a.row.eventId, a.row.endpoint)}: attempt ${a.attempt} at ${iso(a.at)}, disabled ${iso(d.at)} to ${iso(until)}`);
+    }
+    for (const t of requests) whileDisabled.push(`${endpoint}: a request at ${iso(t)}, disabled ${iso(d.at)} to ${iso(until)}`);
+  }
+
+  const whileParked: string[] = [];
+  for (const [key, sighting] of outage.parked) {
+    const row = rows.get(key);
+    for (const h of row?.history ?? []) {
+      if (h.at >= sighting.parkedAt && h.at <= sighting.lastSeenAt) {
+        whileParked.push(`${key}: attempt ${h.attempt} at ${iso(h.at)}, parked ${iso(sighting.parkedAt)} and still at ${iso(sighting.lastSeenAt)}`);
+      }
+    }
+  }
+
+  const outageLetters = observed.deadLetters
+    .filter((letter) => letter.endpoint === endpoint && letter.eventId !== undefined)
+    .filter((letter) => planned.get(deliveryKey(letter.eventId!, endpoint))?.fate === 'deliver')
+    .map((letter) => `${deliveryKey(letter.eventId!, endpoint)}: dead letter (${letter.reason}), planned to be delivered`);
+
+  const released = [...outage.parked.keys()].filter((key) => rows.get(key)?.parkedAt === undefined).length;
+  return [
+    invariant('outage: the endpoint was never disabled', neverDisabled, `${outage.disabled.length} disabling(s) seen`),
+    invariant(
+      'outage: disabled while its receiver was up',
+      disabledWhileUp,
+      `${outage.disabled.map((d) => `${iso(d.at)} by ${d.by}`).join(', ') || 'none'}`,
+    ),
+    {
+      ...invariant('outage: attempts while the endpoint was disabled', whileDisabled, ''),
+      detail: `${ledgerCount} ledger attempts, ${requestCount} receiver requests past the ${grace} ms grace; ${inGrace} request(s) within it`,
+    },
+    invariant(
+      'outage: attempts while a delivery was parked',
+      whileParked,
+      `${outage.parked.size} deliveries seen parked, ${released} no longer parked at the end`,
+    ),
+    invariant('outage: its deliveries dead-lettered though planned to be delivered', outageLetters, `${endpoint}'s deliveries park, never exhaust`),
   ];
 }
 

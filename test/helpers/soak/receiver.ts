@@ -39,6 +39,27 @@ export interface ReceiverCounts {
   readonly unsubscribed: number;
   /** Requests the kit refused as unsigned or signed with another secret (401). */
   readonly badSignatures: number;
+  /** When each request arrived (epoch ms, in arrival order): judged against pauses and disabling. */
+  readonly requestTimes: readonly number[];
+  /** Every pause this receiver asked for: a 429 (or the outage's first answer), when answered and its Retry-After. */
+  readonly pauses: readonly ReceiverPause[];
+  /** Requests answered by an outage (./outage.ts) instead of the plan: the pausing 429 and the 503s. */
+  readonly outageAnswers: { readonly pause: number; readonly unavailable: number };
+}
+
+export interface ReceiverPause {
+  /** Epoch ms the 429 was written. */
+  readonly at: number;
+  readonly seconds: number;
+}
+
+/**
+ * An outage of the receiver: every request is answered 503 without `Retry-After` (not applied,
+ * and the plan's answers are not used up), except the first, which is a 429 with `Retry-After:
+ * pauseSeconds` when that is over 0 (the endpoint is paused first).
+ */
+export interface ReceiverOutage {
+  readonly pauseSeconds: number;
 }
 
 export interface SoakReceiverOptions {
@@ -51,6 +72,8 @@ export interface SoakReceiverOptions {
 export interface SoakReceiver {
   readonly url: string;
   counts(): ReceiverCounts;
+  /** Starts an outage (answers below), or ends it (undefined): the plan answers again. */
+  setOutage(outage: ReceiverOutage | undefined): void;
   close(): Promise<void>;
 }
 
@@ -75,6 +98,10 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
   let unplanned = 0;
   let unsubscribed = 0;
   let badSignatures = 0;
+  const requestTimes: number[] = [];
+  const pauses: ReceiverPause[] = [];
+  const outageAnswers = { pause: 0, unavailable: 0 };
+  let outage: { pauseSeconds: number; paused: boolean } | undefined;
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -102,6 +129,7 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
   };
 
   const server: Server = createServer((req, res) => {
+    requestTimes.push(Date.now());
     res.on('error', () => {});
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -120,7 +148,24 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
       if (first === undefined) firstBody.set(key, body);
       else if (first !== body) changedBodies += 1;
 
+      const reply = (status: number, headers: Record<string, string> = {}) => {
+        if (!res.destroyed && !res.headersSent) res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end();
+      };
+      const pause = (seconds: number) => {
+        reply(429, { 'retry-after': String(seconds) });
+        pauses.push({ at: Date.now(), seconds });
+      };
       const event = planned.get(key);
+      if (outage !== undefined && event !== undefined) {
+        // Down: nothing is applied, and the plan's answers wait for the endpoint to come back.
+        if (outage.pauseSeconds > 0 && !outage.paused) {
+          outage.paused = true;
+          outageAnswers.pause += 1;
+          return pause(outage.pauseSeconds);
+        }
+        outageAnswers.unavailable += 1;
+        return reply(503);
+      }
       if (event === undefined) {
         if (events.has(key)) unsubscribed += 1;
         else unplanned += 1;
@@ -131,9 +176,6 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
       seen.set(key, n + 1);
       const answer = answerFor(event, n);
       answers[answer.kind] += 1;
-      const reply = (status: number, headers: Record<string, string> = {}) => {
-        if (!res.destroyed && !res.headersSent) res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end();
-      };
       /** Through the kit; a planned commit that the store answered instead was absorbed. */
       const apply = (action: (bodyEventId: string | undefined) => Promise<ActionResult>, commits: boolean) =>
         application(action)({ method: req.method ?? 'POST', headers: req.headers, body }).then((response) => {
@@ -158,7 +200,7 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
         case 'server-error':
           return reply(answer.status);
         case 'throttle':
-          return reply(429, { 'retry-after': String(answer.retryAfterSeconds) });
+          return pause(answer.retryAfterSeconds);
         case 'reset':
           return void req.socket.resetAndDestroy();
       }
@@ -179,7 +221,13 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
       unplanned,
       unsubscribed,
       badSignatures,
+      requestTimes: [...requestTimes],
+      pauses: [...pauses],
+      outageAnswers: { ...outageAnswers },
     }),
+    setOutage(next) {
+      outage = next === undefined ? undefined : { pauseSeconds: next.pauseSeconds, paused: false };
+    },
     async close() {
       for (const timer of timers) clearTimeout(timer);
       await listening.close();

@@ -5,6 +5,10 @@
  * processes while it runs. It waits until every planned delivery's row is final and the queue is
  * empty (or the time is up), then judges the end state (./invariants.ts). Shared by `npm run soak`
  * and the short soak test.
+ *
+ * With `outage` (three endpoints only), one endpoint goes down long enough to be disabled, its
+ * deliveries park, and it is enabled again once back (./outage.ts); the ledger is watched for
+ * parked rows throughout.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeliveryRecord } from '../../../lib/ledger/ledger';
@@ -12,7 +16,8 @@ import { ownerPid, SandboxClients } from '../sandbox-clients';
 import { startSandboxProcess, type SandboxProcess } from '../sandbox';
 import { readEndpointDeadLetters } from './dead-letters';
 import { endpointFields, soakSecret, THREE_ENDPOINTS, writeEndpointsFile } from './endpoints';
-import { checkInvariants, type Invariant } from './invariants';
+import { checkInvariants, type Invariant, type ParkedSighting } from './invariants';
+import { driveOutage, OUTAGE, type OutageControl } from './outage';
 import { deliveriesOf, deliveryKey, planSoak, random, summarize, type AnswerKind } from './plan';
 import { startSoakReceiver, type ReceiverCounts, type SoakReceiver } from './receiver';
 
@@ -34,12 +39,25 @@ export const SOAK_SETTINGS = {
   HANDOFF_MAX_CONCURRENCY: '5',
 } as const;
 
+/** How long the workers keep their copy of the endpoint registry (the sandbox's default, given explicitly). */
+export const SOAK_ENDPOINTS_CACHE_MS = 1000;
+/**
+ * How long after a pause or a disabling an attempt may still start: a worker's copy of the registry
+ * is at most SOAK_ENDPOINTS_CACHE_MS old, and a batch past its check sends within an attempt's time.
+ */
+export const REGISTRY_GRACE_MS = SOAK_ENDPOINTS_CACHE_MS + Number(SOAK_SETTINGS.HANDOFF_ATTEMPT_TIMEOUT_MS);
+
 export interface SoakOptions {
   readonly events: number;
   readonly seed: number;
   /** Default 1. */
   readonly endpoints?: EndpointMode;
-  /** Workers to kill, at random moments. Default: one per 100 events, at least 3. */
+  /** An endpoint outage (./outage.ts); needs three endpoints. */
+  readonly outage?: boolean;
+  /**
+   * Workers to kill, at random moments. Default: one per 100 events, at least 3; with an outage,
+   * kills go on until the run ends (OUTAGE_KILL_INTERVAL_MS apart), through the outage and the release.
+   */
   readonly kills?: number;
   /** Pause before each kill, drawn uniformly from this range (ms). */
   readonly killIntervalMs?: readonly [number, number];
@@ -74,6 +92,31 @@ export interface SoakFigures {
   readonly endpoints: readonly EndpointFigures[];
   readonly deadLetters: number;
   readonly timedOut: boolean;
+  /** The outage, when there was one. */
+  readonly outage?: OutageFigures;
+}
+
+/** The outage as it went. Times are ms from the run's start. */
+export interface OutageFigures {
+  readonly endpoint: string;
+  readonly downAtMs?: number;
+  readonly upAtMs?: number;
+  /** Each disabling: when, by whom, why, and when the enable ended it. */
+  readonly disabled: readonly { atMs: number; by: string; reason: string; untilMs?: number }[];
+  /** `handoff endpoint enable` runs and the parked count each printed. */
+  readonly enables: readonly { atMs: number; parked: number | null }[];
+  /** The receiver's outage answers: the pausing 429 and the 503s. */
+  readonly answers: { readonly pause: number; readonly unavailable: number };
+  /** Deliveries seen parked in the ledger, and how many the consumers' log shows parked (distinct). */
+  readonly parkedSeen: number;
+  readonly parkedLogged: number;
+  /** Releases the recovery timer logged. */
+  readonly released: number;
+  /** Holds of a paused endpoint's deliveries the consumers logged. */
+  readonly heldByPause: number;
+  /** Its deliveries: delivered and dead at the end. */
+  readonly delivered: number;
+  readonly dead: number;
 }
 
 export interface EndpointFigures {
@@ -88,6 +131,7 @@ export interface EndpointFigures {
 export interface SoakReport {
   readonly seed: number;
   readonly endpointMode: EndpointMode;
+  readonly outage: boolean;
   readonly plan: ReturnType<typeof summarize>;
   readonly maxAttempts: number;
   readonly figures: SoakFigures;
@@ -95,17 +139,25 @@ export interface SoakReport {
   readonly ok: boolean;
 }
 
+/** With an outage, the pause before each kill (ms): kills go on throughout a run of several minutes. */
+export const OUTAGE_KILL_INTERVAL_MS: readonly [number, number] = [2_000, 8_000];
+
 export function defaultKills(events: number): number {
   return Math.max(3, Math.round(events / 100));
 }
 
-/** Generous: the planned faults, 21 s leases after kills, and a machine shared with others. */
-export function defaultTimeoutMs(events: number): number {
-  return 180_000 + events * 150;
+/**
+ * Generous: the planned faults, 21 s leases after kills, and a machine shared with others; with an
+ * outage, also the outage itself (up to its disable deadline and the stretch after), the release's
+ * ramp and the outage endpoint's longer retry policy (its exhausting deliveries take 12 attempts).
+ */
+export function defaultTimeoutMs(events: number, outage = false): number {
+  return 180_000 + events * 150 + (outage ? OUTAGE.disableDeadlineMs + OUTAGE.downAfterDisableMs + 300_000 : 0);
 }
 
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const endpointMode = options.endpoints ?? 1;
+  if (options.outage === true && endpointMode !== 3) throw new RangeError('an endpoint outage needs three endpoints (endpoints: 3)');
   const plan = planSoak({ events: options.events, seed: options.seed, ...(endpointMode === 3 ? { endpoints: THREE_ENDPOINTS } : {}) });
   const planned = deliveriesOf(plan);
   const plannedKeys = new Set(planned.map((d) => deliveryKey(d.eventId, d.endpoint)));
@@ -115,6 +167,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   let sandbox: SandboxProcess | undefined;
   let clients: SandboxClients | undefined;
   const stopKilling = new AbortController();
+  const stopOutage = new AbortController();
   try {
     let endpointEnv: Record<string, string>;
     if (plan.endpoints === undefined) {
@@ -126,15 +179,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         const secret = soakSecret();
         const receiver = await startSoakReceiver(plan, { endpoint: endpoint.name, secret });
         receivers.push(receiver);
-        fields.push(endpointFields(endpoint, receiver.url, secret));
+        const down = options.outage === true && endpoint.name === OUTAGE.endpoint;
+        fields.push(endpointFields(endpoint, receiver.url, secret, down ? OUTAGE.settings : {}));
       }
       endpointsFile = writeEndpointsFile(fields);
       endpointEnv = { HANDOFF_ENDPOINTS_FILE: endpointsFile.path };
     }
-    sandbox = await startSandboxProcess({ env: { ...SOAK_SETTINGS, ...endpointEnv } });
+    sandbox = await startSandboxProcess({ env: { ...SOAK_SETTINGS, ...endpointEnv }, endpointsCacheMs: SOAK_ENDPOINTS_CACHE_MS });
     clients = new SandboxClients(sandbox.ready);
     const startedAt = Date.now();
-    const deadline = startedAt + (options.timeoutMs ?? defaultTimeoutMs(options.events));
+    const deadline = startedAt + (options.timeoutMs ?? defaultTimeoutMs(options.events, options.outage === true));
     const progress = {
       events: plan.events.length,
       deliveries: planned.length,
@@ -157,8 +211,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       sendError = error;
     });
     const killing = killWorkers(sandbox, clients, {
-      kills: options.kills ?? defaultKills(options.events),
-      intervalMs: options.killIntervalMs ?? [1_000, 4_000],
+      kills: options.kills ?? (options.outage === true ? Number.POSITIVE_INFINITY : defaultKills(options.events)),
+      intervalMs: options.killIntervalMs ?? (options.outage === true ? OUTAGE_KILL_INTERVAL_MS : [1_000, 4_000]),
       next: random(options.seed + 1),
       signal: stopKilling.signal,
       onKill: () => {
@@ -166,6 +220,25 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         report();
       },
     });
+
+    let outage: OutageControl | undefined;
+    let outageError: unknown;
+    if (options.outage === true) {
+      const down = receivers[plan.endpoints!.findIndex((e) => e.name === OUTAGE.endpoint)]!;
+      outage = driveOutage({
+        receiver: down,
+        clients,
+        endpointsTable: sandbox.ready.endpointsTable,
+        stateFile: sandbox.stateFile,
+        shouldStart: () => progress.final >= OUTAGE.startAtFinalShare * planned.length,
+        signal: stopOutage.signal,
+      });
+      outage.done.catch((error: unknown) => {
+        outageError = error;
+      });
+    }
+    /** Rows seen parked, with their marker and the last scan that still showed it. */
+    const parked = new Map<string, ParkedSighting>();
 
     let timedOut = false;
     const minPollMs = options.events > 5_000 ? 3_000 : 1_000;
@@ -176,12 +249,21 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       const scanStartedAt = Date.now();
       const rows = await clients.scanLedger();
       const scanMs = Date.now() - scanStartedAt;
+      for (const row of rows) {
+        if (row.parkedAt === undefined) continue;
+        const key = deliveryKey(row.eventId, row.endpoint);
+        const seen = parked.get(key);
+        // Seen parked by a scan that began at scanStartedAt: it was parked then or later.
+        if (seen === undefined || seen.parkedAt !== row.parkedAt) parked.set(key, { parkedAt: row.parkedAt, lastSeenAt: Math.max(row.parkedAt, scanStartedAt) });
+        else parked.set(key, { parkedAt: seen.parkedAt, lastSeenAt: Math.max(seen.lastSeenAt, scanStartedAt) });
+      }
       progress.final = rows.filter((row) => row.state !== 'pending' && plannedKeys.has(deliveryKey(row.eventId, row.endpoint))).length;
       report();
       if (sendError !== undefined) {
         throw new Error(`sending the planned messages failed after ${progress.sent} of ${plan.sendOrder.length}`, { cause: sendError });
       }
-      if (progress.sent === plan.sendOrder.length && progress.final >= planned.length) {
+      if (outageError !== undefined) throw new Error('the endpoint outage failed', { cause: outageError });
+      if (progress.sent === plan.sendOrder.length && progress.final >= planned.length && (outage === undefined || outage.log.settled)) {
         if ((await clients.queueDepth()) === 0) break;
       }
       if (Date.now() > deadline) {
@@ -191,7 +273,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       await sleep(Math.max(minPollMs, 2 * scanMs));
     }
     stopKilling.abort();
-    await Promise.all([sending, killing]);
+    stopOutage.abort();
+    await Promise.all([sending, killing, outage?.done.catch(() => undefined)]);
     const durationMs = Date.now() - startedAt;
 
     const [rows, deadLetters, queueDepth] = await Promise.all([
@@ -200,18 +283,41 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       clients.queueDepth(),
     ]);
     const counts = receivers.map((receiver) => receiver.counts());
-    const invariants = checkInvariants(plan, { rows, deadLetters, receivers: counts, queueDepth, maxAttempts });
+    const endAt = Date.now();
+    const invariants = checkInvariants(plan, {
+      rows,
+      deadLetters,
+      receivers: counts,
+      queueDepth,
+      maxAttempts,
+      registryGraceMs: REGISTRY_GRACE_MS,
+      ...(outage !== undefined
+        ? {
+            outage: {
+              endpoint: outage.log.endpoint,
+              ...(outage.log.startedAt !== undefined ? { startedAt: outage.log.startedAt } : {}),
+              ...(outage.log.endedAt !== undefined ? { endedAt: outage.log.endedAt } : {}),
+              disabled: outage.log.disabled,
+              endAt,
+              parked,
+            },
+          }
+        : {}),
+    });
+    const base = figures({ rows, counts, sandbox, durationMs, progress, deadLetters: deadLetters.length, timedOut });
     return {
       seed: options.seed,
       endpointMode,
+      outage: outage !== undefined,
       plan: summarize(plan),
       maxAttempts,
-      figures: figures({ rows, counts, sandbox, durationMs, progress, deadLetters: deadLetters.length, timedOut }),
+      figures: outage === undefined ? base : { ...base, outage: outageFigures(outage, { rows, counts, sandbox, startedAt, parked }) },
       invariants,
       ok: invariants.every((invariant) => invariant.violations === 0),
     };
   } finally {
     stopKilling.abort();
+    stopOutage.abort();
     clients?.close();
     await sandbox?.stop('SIGKILL');
     for (const receiver of receivers) await receiver.close();
@@ -306,6 +412,46 @@ function figures(input: {
   };
 }
 
+function outageFigures(
+  outage: OutageControl,
+  input: {
+    rows: readonly DeliveryRecord[];
+    counts: readonly ReceiverCounts[];
+    sandbox: SandboxProcess;
+    startedAt: number;
+    parked: ReadonlyMap<string, ParkedSighting>;
+  },
+): OutageFigures {
+  const { log } = outage;
+  const since = (ms: number) => ms - input.startedAt;
+  const lines = input.sandbox.stderr();
+  const endpoint = log.endpoint;
+  const parkedLogged = new Set<string>();
+  let released = 0;
+  let heldByPause = 0;
+  for (const line of lines) {
+    const parkedLine = / → (\S+) ack \(parked\)$/.exec(line);
+    if (parkedLine?.[1] === endpoint) parkedLogged.add(line.slice(0, line.indexOf(' → ')));
+    if (line.endsWith(`→ ${endpoint} released (was parked)`)) released += 1;
+    if (line.includes(`→ ${endpoint} retry in`) && line.endsWith('(paused)')) heldByPause += 1;
+  }
+  const mine = input.rows.filter((row) => row.endpoint === endpoint);
+  return {
+    endpoint,
+    ...(log.startedAt !== undefined ? { downAtMs: since(log.startedAt) } : {}),
+    ...(log.endedAt !== undefined ? { upAtMs: since(log.endedAt) } : {}),
+    disabled: log.disabled.map((d) => ({ atMs: since(d.at), by: d.by, reason: d.reason, ...(d.until !== undefined ? { untilMs: since(d.until) } : {}) })),
+    enables: log.enables.map((e) => ({ atMs: since(e.at), parked: e.parked })),
+    answers: input.counts.find((c) => c.endpoint === endpoint)?.outageAnswers ?? { pause: 0, unavailable: 0 },
+    parkedSeen: input.parked.size,
+    parkedLogged: parkedLogged.size,
+    released,
+    heldByPause,
+    delivered: mine.filter((row) => row.state === 'delivered').length,
+    dead: mine.filter((row) => row.state === 'dead').length,
+  };
+}
+
 function sumAnswers(counts: readonly ReceiverCounts[]): Record<AnswerKind, number> {
   const total = {} as Record<AnswerKind, number>;
   for (const c of counts) {
@@ -326,7 +472,7 @@ export function formatReport(report: SoakReport): string {
     .join(', ');
   const three = report.endpointMode === 3;
   const lines = [
-    `handoff soak: ${plan.events} events, ${three ? `${plan.endpoints.length} endpoints` : 'one endpoint (default)'}, seed ${report.seed}`,
+    `handoff soak: ${plan.events} events, ${three ? `${plan.endpoints.length} endpoints` : 'one endpoint (default)'}${report.outage ? `, an outage of ${f.outage?.endpoint ?? '?'}` : ''}, seed ${report.seed}`,
     '',
     ...(three
       ? [
@@ -353,6 +499,19 @@ export function formatReport(report: SoakReport): string {
           `${String(e.requests).padStart(10)} ${String(e.effects).padStart(9)} ${String(e.absorbed).padStart(10)}`,
       );
     }
+  }
+  if (f.outage !== undefined) {
+    const o = f.outage;
+    const s = (ms: number | undefined) => (ms === undefined ? '-' : `${(ms / 1000).toFixed(1)} s`);
+    lines.push(
+      '',
+      `  outage       ${o.endpoint} down at ${s(o.downAtMs)}, back at ${s(o.upAtMs)}; answered 429 x ${o.answers.pause}, 503 x ${o.answers.unavailable}`,
+      ...o.disabled.map((d, i) => `  disabled #${i + 1}  at ${s(d.atMs)} by ${d.by} (${d.reason}); enabled at ${s(d.untilMs)}`),
+      `  enable       ${o.enables.map((e) => `at ${s(e.atMs)} (parked ${e.parked ?? '?'})`).join(', ') || 'never run'}`,
+      `  parked       ${o.parkedSeen} deliveries seen parked in the ledger; ${o.parkedLogged} parked by the consumers (log); ${o.released} released by the recovery timer`,
+      `  paused       ${o.heldByPause} deliveries held by a pause (log)`,
+      `  ${o.endpoint.padEnd(12)} ${o.delivered} delivered, ${o.dead} dead`,
+    );
   }
   const width = Math.max(...report.invariants.map((invariant) => invariant.name.length));
   lines.push('', `       ${'invariant'.padEnd(width)} found`);
