@@ -19,7 +19,9 @@
  * read with one consistent GetItem instead) and tries the other kind, with as many slots as fit
  * within the horizon: at most `maxRounds` writes. The schedule only ever moves forward, so a value
  * seen is a lower bound of the value now: a consumer that saw the schedule booked beyond the horizon
- * answers "wait" without a request until then.
+ * answers "wait" without a request until then. The one exception: a value more than two horizons
+ * ahead, which no consumer writes (a clock far ahead did, or a hand), is replaced by a free schedule
+ * (conditional on exactly that value), so one bad clock cannot stall an endpoint.
  *
  * The SDK retries a write whose answer was lost; an increment applied twice reserves slots nobody
  * uses: fewer requests than the limit, never more.
@@ -91,13 +93,22 @@ export class DynamoDbRateLimiter implements RateLimiter {
     const interval = slotIntervalMs(perSecond);
     let known = this.#seen.get(endpoint);
     for (let round = 1; round <= this.#maxRounds; round++) {
-      const idle = known === undefined || known <= nowMs;
+      // No consumer reserves beyond its own horizon, so a schedule booked past two horizons from now
+      // was written by a clock far ahead (or by hand): it is taken as free, replacing exactly that value.
+      const implausible = known !== undefined && known > nowMs + 2 * this.#horizonMs;
+      const idle = known === undefined || known <= nowMs || implausible;
       const base = idle ? nowMs : known!;
       const reserved = slotsWithin(base, count, perSecond, nowMs, this.#horizonMs);
       // Booked beyond the horizon already (the value only grows): nothing to ask the table.
       if (reserved === 0) return { slots: [], waitMs: waitForHorizon(base, nowMs, this.#horizonMs) };
       const span = spanMs(reserved, perSecond);
-      const result = idle
+      const result = implausible
+        ? await this.#write(endpoint, {
+            UpdateExpression: 'SET #next = :next',
+            ConditionExpression: 'attribute_exists(#name) AND #next = :seen',
+            ExpressionAttributeValues: { ':next': number(toScheduleMs(nowMs + span)), ':seen': number(known!) },
+          })
+        : idle
         ? await this.#write(endpoint, {
             UpdateExpression: 'SET #next = :next',
             ConditionExpression: 'attribute_exists(#name) AND (attribute_not_exists(#next) OR #next <= :now)',
@@ -128,7 +139,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
   }
 
   #note(endpoint: string, next: number): void {
-    if (next > (this.#seen.get(endpoint) ?? -Infinity)) this.#seen.set(endpoint, next);
+    this.#seen.set(endpoint, next);
   }
 
   /** One conditional UpdateItem on the endpoint's item; a refusal answers with the value it met. */

@@ -180,6 +180,18 @@ describe('Class: DynamoDbRateLimiter', () => {
     await expect(registry.update({ ...before!.fields, rateLimitPerSecond: 20 }, before!.updatedAt, T0 + 2_000)).resolves.toMatchObject({ updatedAt: T0 + 2_000 });
   });
 
+  it('takes a schedule booked further ahead than any consumer reserves (a clock far ahead) as free', async () => {
+    const ahead = new DynamoDbRateLimiter({ client: consumerClient(), tableName });
+    const limiter = new DynamoDbRateLimiter({ client: consumerClient(), tableName });
+    await ahead.reserve('acme', 1, 5, T0 + 3_600_000);
+
+    const reservation = await limiter.reserve('acme', 2, 5, T0);
+    const next = await limiter.reserve('acme', 1, 5, T0);
+
+    expect(reservation).toEqual({ slots: [T0, T0 + 200] });
+    expect(next).toEqual({ slots: [T0 + 400] });
+  });
+
   it('never recreates a removed endpoint: its reservation is refused by name', async () => {
     const limiter = new DynamoDbRateLimiter({ client: consumerClient(), tableName });
     await registry.remove('acme');
