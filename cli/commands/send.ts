@@ -9,6 +9,14 @@
  * Events are checked against the target's payload limit (the sandbox's state file, the stack's
  * output), since that is what its consumer will accept; the operator's own environment is used
  * only when the target does not say, and the command then says which limit it used.
+ *
+ * `--ordered` sends to the ordered intake instead (docs/contract.md §13): the target's FIFO queue,
+ * each event with `MessageGroupId` = its shipment ID (lib/fifo.ts `messageGroupIdFor`) and
+ * `MessageDeduplicationId` = its event ID, so SQS keeps each shipment's events in input order and
+ * drops a second copy of an event sent within its five-minute deduplication window. To keep that
+ * order whatever fails: batches go one at a time in input order, a batch holds at most one event
+ * per shipment, and once an event is not sent, its shipment's later events are not sent either
+ * (listed as failed with code `held-back`), so a second run of the same file sends the rest in order.
  */
 import { readFile } from 'node:fs/promises';
 import { SendMessageBatchCommand, type SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
@@ -16,10 +24,11 @@ import cliProgress from 'cli-progress';
 import pLimit from 'p-limit';
 import { readSettings } from '../../lib/config';
 import { parseEvent, type ParsedEvent } from '../../lib/event';
+import { messageGroupIdFor } from '../../lib/fifo';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';
 import { safe, table } from '../format';
-import { requireName, type Target } from '../target';
+import { requireName, requireOrderedQueue, type Target } from '../target';
 import type { CommandResult } from './result';
 
 /** SQS takes at most 10 entries per batch call. */
@@ -41,7 +50,12 @@ export interface PayloadLimit {
 
 export interface SendOptions {
   readonly payloadLimit: PayloadLimit;
+  /** `--ordered`: to the ordered intake (docs/contract.md §13), in input order per shipment. */
+  readonly ordered?: boolean;
 }
+
+/** The code of an event not sent because an earlier event of its shipment was not. */
+export const HELD_BACK = 'held-back';
 
 /** The target's payload limit, else `HANDOFF_PAYLOAD_LIMIT_BYTES` from `env`, else the default. @throws ConfigError */
 export function payloadLimitFor(target: Pick<Target, 'payloadLimitBytes' | 'description'>, env: NodeJS.ProcessEnv): PayloadLimit {
@@ -131,7 +145,8 @@ export async function sendCommand(ctx: CommandContext, text: string, options: Se
     );
   }
   const events = parseEvents(text, payloadLimit);
-  const queueUrl = requireName(ctx.target, 'queueUrl');
+  const ordered = options.ordered === true;
+  const queueUrl = ordered ? requireOrderedQueue(ctx.target) : requireName(ctx.target, 'queueUrl');
   const sqs = ctx.sqs();
 
   const bar =
@@ -145,16 +160,41 @@ export async function sendCommand(ctx: CommandContext, text: string, options: Se
 
   const sent: (SentEvent & { position: number })[] = [];
   const unsent: (UnsentEvent & { position: number })[] = [];
-  const limit = pLimit(CONCURRENT_BATCHES);
+  // Ordered: one batch at a time, in input order (below).
+  const limit = pLimit(ordered ? 1 : CONCURRENT_BATCHES);
+  /** Ordered: each shipment with an event not sent, by the first such event's ID. */
+  const stopped = new Map<string, string>();
   try {
     await Promise.all(
-      batches(events).map((batch) =>
+      (ordered ? orderedBatches(events) : batches(events)).map((whole) =>
         limit(async () => {
+          // Ordered: a shipment with an earlier event not sent sends no later one (its order would break).
+          const batch = whole.filter((item) => {
+            const earlier = ordered ? stopped.get(item.event.event.shipmentId) : undefined;
+            if (earlier === undefined) return true;
+            unsent.push({
+              eventId: item.event.event.id,
+              code: HELD_BACK,
+              message: `not sent: an earlier event of its shipment (${earlier}) was not sent`,
+              position: item.position,
+            });
+            return false;
+          });
+          const notSent = (item: Positioned) => {
+            if (ordered && !stopped.has(item.event.event.shipmentId)) stopped.set(item.event.event.shipmentId, item.event.event.id);
+          };
+          if (batch.length === 0) {
+            bar?.increment(whole.length);
+            return;
+          }
           // Entry IDs are positions in the batch, not event IDs: a file may hold one event twice
           // (a duplicate the consumer delivers once), and SQS refuses repeated entry IDs.
           const entries: SendMessageBatchRequestEntry[] = batch.map((item, i) => ({
             Id: `e${i}`,
             MessageBody: item.event.body,
+            ...(ordered
+              ? { MessageGroupId: messageGroupIdFor(item.event.event.shipmentId), MessageDeduplicationId: item.event.event.id }
+              : {}),
           }));
           try {
             const response = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
@@ -165,6 +205,7 @@ export async function sendCommand(ctx: CommandContext, text: string, options: Se
             for (const failed of response.Failed ?? []) {
               const item = batch[entryIndex(failed.Id)];
               if (item) {
+                notSent(item);
                 unsent.push({
                   eventId: item.event.event.id,
                   code: failed.Code ?? 'failed',
@@ -176,10 +217,11 @@ export async function sendCommand(ctx: CommandContext, text: string, options: Se
           } catch (error) {
             const e = error instanceof Error ? error : new Error(String(error));
             for (const item of batch) {
+              notSent(item);
               unsent.push({ eventId: item.event.event.id, code: e.name, message: e.message, position: item.position });
             }
           }
-          bar?.increment(batch.length);
+          bar?.increment(whole.length);
         }),
       ),
     );
@@ -194,7 +236,7 @@ export async function sendCommand(ctx: CommandContext, text: string, options: Se
   const unsentEvents = inOrder(unsent);
 
   const human = [
-    `sent ${sentEvents.length} of ${events.length} event${events.length === 1 ? '' : 's'} to the delivery queue`,
+    `sent ${sentEvents.length} of ${events.length} event${events.length === 1 ? '' : 's'} to ${ordered ? 'the ordered intake (in order per shipment)' : 'the delivery queue'}`,
     sentEvents.length > 0 && sentEvents.length <= LIST_UP_TO
       ? table(
           [{ header: 'event' }, { header: 'message' }],
@@ -233,6 +275,32 @@ function batches(events: readonly ParsedEvent[]): Positioned[][] {
       bytes = 0;
     }
     current.push({ event, position });
+    bytes += size;
+  }
+  if (current.length > 0) result.push(current);
+  return result;
+}
+
+/**
+ * The ordered intake's batches: by count and size as `batches`, in input order, and never two events
+ * of one shipment in a batch, so an entry SQS refuses has no later event of its shipment sent beside it.
+ */
+function orderedBatches(events: readonly ParsedEvent[]): Positioned[][] {
+  const result: Positioned[][] = [];
+  let current: Positioned[] = [];
+  let shipments = new Set<string>();
+  let bytes = 0;
+  for (const [position, event] of events.entries()) {
+    const size = Buffer.byteLength(event.body, 'utf8');
+    const shipment = event.event.shipmentId;
+    if (current.length === BATCH_ENTRIES || shipments.has(shipment) || (current.length > 0 && bytes + size > BATCH_BYTES)) {
+      result.push(current);
+      current = [];
+      shipments = new Set();
+      bytes = 0;
+    }
+    current.push({ event, position });
+    shipments.add(shipment);
     bytes += size;
   }
   if (current.length > 0) result.push(current);

@@ -17,15 +17,29 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+  type SendMessageBatchCommand,
+} from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HELD_BACK, payloadLimitFor, sendCommand } from '../../cli/commands/send';
+import { CommandContext } from '../../cli/context';
+import { describeFailure } from '../../cli/errors';
+import { sandboxTarget, type Target } from '../../cli/target';
 import { parseEvent } from '../../lib/event';
+import { messageGroupIdFor } from '../../lib/fifo';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { DEFAULT_ENDPOINT, type DeliveryRecord, type DeliveryState } from '../../lib/ledger/ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { OPERATOR_MAX_CHARS } from '../../lib/replay';
+import { ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/sandbox';
 import { writeSandboxState } from '../../sandbox/state-file';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
@@ -276,6 +290,171 @@ describe("handoff send and the target's payload limit", { timeout: CLI_TEST_TIME
       `handoff: invalid event evt_cli_big: message is ${size} bytes, over the ${SANDBOX_PAYLOAD_LIMIT_BYTES}-byte payload limit of the sandbox; nothing sent\n`,
     );
     expect(await ledger.get({ eventId: 'evt_cli_big', endpoint: DEFAULT_ENDPOINT })).toBeUndefined();
+  });
+});
+
+/**
+ * `handoff send --ordered` (docs/contract.md §13), run in this process through the command itself
+ * (`sendCommand` with `ordered`, against the running sandbox and its emulator): the flag is
+ * registered in cli/main.ts, which this file's child-process runs exercise elsewhere.
+ */
+describe('handoff send --ordered', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
+  const silent = () => new PassThrough() as unknown as NodeJS.WriteStream;
+  /** Runs the send command against `target`, as `handoff send --ordered` does. */
+  async function sendOrdered(target: Target, text: string, ctx = new CommandContext(target, { stdout: silent(), stderr: silent() })) {
+    try {
+      return await sendCommand(ctx, text, { payloadLimit: payloadLimitFor(target, {}), ordered: true });
+    } finally {
+      ctx.close();
+    }
+  }
+  const shipmentEvent = (id: string, shipmentId: string) => ({ ...event(id), shipmentId });
+  const ndjson = (events: readonly object[]) => events.map((e) => JSON.stringify(e)).join('\n');
+
+  /** Receives everything on a queue nobody else consumes, deleting as it goes, until `count` came. */
+  async function drain(queueUrl: string, count: number) {
+    const received: { body: string; group?: string; deduplicationId?: string }[] = [];
+    await eventually(`${count} messages on ${queueUrl}`, async () => {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['All'] }),
+      );
+      for (const message of Messages) {
+        received.push({
+          body: message.Body!,
+          ...(message.Attributes?.MessageGroupId ? { group: message.Attributes.MessageGroupId } : {}),
+          ...(message.Attributes?.MessageDeduplicationId ? { deduplicationId: message.Attributes.MessageDeduplicationId } : {}),
+        });
+        await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }));
+      }
+      return received.length >= count ? received : undefined;
+    }, { timeoutMs: STATE_WAIT_MS, describe: () => `${received.length} received` });
+    return received;
+  }
+
+  it('sends each event with its shipment as MessageGroupId and its ID as MessageDeduplicationId, in input order per shipment, once', async () => {
+    // Prepare: an ordered intake nobody consumes, in the sandbox's emulator, so what arrives can be read.
+    const { QueueUrl } = await sqs.send(
+      new CreateQueueCommand({ QueueName: 'cli-ordered-probe.fifo', Attributes: { ...ORDERED_QUEUE_ATTRIBUTES } }),
+    );
+    const probe = QueueUrl!;
+    const target: Target = { ...sandboxTarget(sandbox.stateFile)!, orderedQueueUrl: probe };
+    // Two shipments, interleaved; the second's ID has a space, which SQS refuses as a group ID.
+    const events = [
+      shipmentEvent('evt_ord_a1', 'shp_ord_a'),
+      shipmentEvent('evt_ord_b1', 'shp ord b'),
+      shipmentEvent('evt_ord_a2', 'shp_ord_a'),
+      shipmentEvent('evt_ord_a3', 'shp_ord_a'),
+      shipmentEvent('evt_ord_b2', 'shp ord b'),
+    ];
+
+    // Act
+    const first = await sendOrdered(target, ndjson(events));
+    const received = await drain(probe, events.length);
+    const again = await sendOrdered(target, ndjson(events));
+
+    // Assess
+    expect(first.failure).toBeUndefined();
+    expect(first.human.split('\n')[0]).toBe('sent 5 of 5 events to the ordered intake (in order per shipment)');
+    expect((first.json as { sent: { eventId: string }[] }).sent.map((s) => s.eventId)).toEqual(events.map((e) => e.id));
+    const idsIn = (group: string) => received.filter((m) => m.group === group).map((m) => (JSON.parse(m.body) as { id: string }).id);
+    expect(idsIn('shp_ord_a')).toEqual(['evt_ord_a1', 'evt_ord_a2', 'evt_ord_a3']);
+    expect(idsIn(messageGroupIdFor('shp ord b'))).toEqual(['evt_ord_b1', 'evt_ord_b2']);
+    expect(messageGroupIdFor('shp ord b')).toMatch(/^sha256:[0-9a-f]{64}$/);
+    for (const message of received) expect(message.deduplicationId).toBe((JSON.parse(message.body) as { id: string }).id);
+    // The same events again, within SQS's deduplication window: acknowledged, and nothing new queued.
+    expect(again.failure).toBeUndefined();
+    expect(await visibleMessages(probe)).toBe(0);
+  });
+
+  it("reaches the sandbox's ordered intake, whose events the sandbox delivers", async () => {
+    // Prepare
+    const target = sandboxTarget(sandbox.stateFile)!;
+    const ids = ['evt_cli_ord_1', 'evt_cli_ord_2', 'evt_cli_ord_3'];
+
+    // Act
+    const result = await sendOrdered(target, ndjson(ids.map((id) => shipmentEvent(id, 'shp_cli_ord'))));
+
+    // Assess
+    expect(target.orderedQueueUrl).toBe(sandbox.ready.orderedQueueUrl);
+    expect(sandbox.ready.orderedQueueUrl).toMatch(/\.fifo$/);
+    expect(result.failure).toBeUndefined();
+    for (const id of ids) expect((await waitForState(id, 'delivered')).attempts).toBe(1);
+  });
+
+  it("holds back a shipment's later events once one of them is not sent, sending one batch at a time, and the other shipments' all", async () => {
+    // Prepare: a queue that refuses evt_hb_a2 and accepts the rest, and counts calls in flight.
+    const calls: string[][] = [];
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const fakeSqs = {
+      async send(command: SendMessageBatchCommand) {
+        inFlight += 1;
+        mostInFlight = Math.max(mostInFlight, inFlight);
+        await new Promise((resolvePromise) => setTimeout(resolvePromise, 10));
+        inFlight -= 1;
+        const entries = command.input.Entries ?? [];
+        calls.push(entries.map((e) => e.MessageDeduplicationId!));
+        return {
+          Successful: entries.filter((e) => e.MessageDeduplicationId !== 'evt_hb_a2').map((e) => ({ Id: e.Id, MessageId: `m-${e.MessageDeduplicationId}` })),
+          Failed: entries
+            .filter((e) => e.MessageDeduplicationId === 'evt_hb_a2')
+            .map((e) => ({ Id: e.Id, Code: 'InternalError', Message: 'try again', SenderFault: false })),
+        };
+      },
+      destroy() {},
+    };
+    const target: Target = { ...sandboxTarget(sandbox.stateFile)!, orderedQueueUrl: 'http://sqs.us-east-1.localhost:1/000000000000/x.fifo' };
+    const ctx = new (class extends CommandContext {
+      override sqs() {
+        return fakeSqs as unknown as SQSClient;
+      }
+    })(target, { stdout: silent(), stderr: silent() });
+    const events = ['a1', 'b1', 'a2', 'b2', 'a3', 'b3', 'a4'].map((n) => shipmentEvent(`evt_hb_${n}`, `shp_hb_${n[0]}`));
+
+    // Act
+    const result = await sendOrdered(target, ndjson(events), ctx);
+
+    // Assess: never two events of a shipment in one call, one call at a time, a3 and a4 never sent.
+    expect(calls).toEqual([
+      ['evt_hb_a1', 'evt_hb_b1'],
+      ['evt_hb_a2', 'evt_hb_b2'],
+      ['evt_hb_b3'],
+    ]);
+    expect(mostInFlight).toBe(1);
+    const json = result.json as { sent: { eventId: string }[]; failed: { eventId: string; code: string; message: string }[] };
+    expect(json.sent.map((s) => s.eventId)).toEqual(['evt_hb_a1', 'evt_hb_b1', 'evt_hb_b2', 'evt_hb_b3']);
+    expect(json.failed).toEqual([
+      { eventId: 'evt_hb_a2', code: 'InternalError', message: 'try again' },
+      { eventId: 'evt_hb_a3', code: HELD_BACK, message: 'not sent: an earlier event of its shipment (evt_hb_a2) was not sent' },
+      { eventId: 'evt_hb_a4', code: HELD_BACK, message: 'not sent: an earlier event of its shipment (evt_hb_a2) was not sent' },
+    ]);
+    expect(result.failure).toBe('3 of 7 events not sent; first: evt_hb_a2: InternalError try again');
+  });
+
+  it('refuses with one line (exit 1), sending nothing, when the sandbox names no ordered intake', async () => {
+    // Prepare: the state file of a sandbox started before the ordered intake.
+    const directory = mkdtempSync(join(tmpdir(), 'handoff-cli-unordered-'));
+    const path = join(directory, 'sandbox.json');
+    const { orderedQueueUrl: _ordered, ...older } = sandbox.ready;
+    writeSandboxState(path, older);
+
+    try {
+      // Act
+      const refusal = await sendOrdered(sandboxTarget(path)!, JSON.stringify(shipmentEvent('evt_cli_ord_none', 'shp_none'))).then(
+        () => undefined,
+        (error: unknown) => describeFailure(error),
+      );
+
+      // Assess
+      expect(refusal).toEqual({
+        exitCode: 1,
+        code: 'no-ordered-queue',
+        message: `the sandbox has no ordered intake (its state file ${path} names no orderedQueueUrl: it was started before the ordered intake): restart it (npm start)`,
+      });
+      expect(await ledger.get({ eventId: 'evt_cli_ord_none', endpoint: DEFAULT_ENDPOINT })).toBeUndefined();
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 });
 
