@@ -27,7 +27,8 @@ export type ListLengths = Partial<Record<'history' | 'audit', number>>;
 export function claimSpec(input: ClaimInput, claimToken: string): UpdateSpec {
   const condition = { ':contentHash': hashValue(input.event.contentHash), ':pending': 'pending', ':now': input.nowMs };
   const key = { eventId: input.event.event.id, endpoint: input.endpoint };
-  return updateSpec('claim', key, claimChanges(input, claimToken), CLAIM_CONDITION, condition, 'ALL_OLD');
+  const shape = input.sequence === undefined ? 'claim' : 'claim sequenced';
+  return updateSpec(shape, key, claimChanges(input, claimToken), CLAIM_CONDITION, condition, 'ALL_OLD');
 }
 
 /** The write of one attempt's outcome; a 2xx needs no lease, any other outcome this claim's. */
@@ -59,7 +60,8 @@ export function replaySpec(input: ReplayInput, entry: AuditEntry, lengths: ListL
  */
 export function parkNewSpec(input: ParkInput): UpdateSpec {
   const key = { eventId: input.event.event.id, endpoint: input.endpoint };
-  return updateSpec('park new', key, parkChanges(input, undefined), PARK_NEW_CONDITION, {}, 'ALL_OLD');
+  const shape = input.sequence === undefined ? 'park new' : 'park new sequenced';
+  return updateSpec(shape, key, parkChanges(input, undefined), PARK_NEW_CONDITION, {}, 'ALL_OLD');
 }
 
 /**

@@ -169,6 +169,7 @@ export function rowFromItem(item: Item): ChangeableRow {
     expiresAt: n(W.expiresAt),
     retentionSeconds: n(W.retentionSeconds),
     parkedAt: n(W.parkedAt),
+    sequence: n(W.sequence),
   };
   for (const name of Object.keys(row)) if (row[name] === undefined) delete row[name];
   return row as ChangeableRow;

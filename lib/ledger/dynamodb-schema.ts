@@ -61,6 +61,8 @@ export const WIRE_NAMES = {
   expiresAt: LEDGER_SCHEMA.ttlAttribute,
   /** Only on a parked row: a row never parked has no such attribute, so it costs nothing. */
   parkedAt: 'pa',
+  /** Only on a row of an ordered endpoint (docs/contract.md §13): any other row has no such attribute. */
+  sequence: 'sq',
   /** Not a record field: the retention of the latest claim, which later writes extend the expiry by. */
   retentionSeconds: 'rs',
   listingKey: LEDGER_SCHEMA.listingIndex.partitionKey,
@@ -68,6 +70,28 @@ export const WIRE_NAMES = {
 } as const;
 
 export type WireField = keyof typeof WIRE_NAMES;
+
+/**
+ * A shipment head's attributes (`shipment-heads.ts`), on its own item of the ledger table: the
+ * partition key is `#` and the shipment ID, the sort key the endpoint's name; no listing attributes
+ * (never in the index), no expiry. Each event's sequence and each waiting event is an attribute of
+ * its own, named by a prefix and the event ID or the sequence (`s:evt_1`, `w:3`), not a member of a
+ * map: an update may set a new top-level attribute on an item that does not exist yet, so the
+ * head's first write is the same single UpdateItem as every other (a map member cannot be set
+ * before its map exists). The fixed names hold no `:`, so they never meet a prefixed one.
+ */
+export const HEAD_WIRE_NAMES = {
+  eventId: LEDGER_SCHEMA.partitionKey,
+  endpoint: LEDGER_SCHEMA.sortKey,
+  /** Number: the last sequence assigned. */
+  assigned: 'ha',
+  /** Number: the lowest unsettled sequence. */
+  next: 'hn',
+  /** `s:<eventId>`, a number: the event's sequence. */
+  seqPrefix: 's:',
+  /** `w:<sequence>`, a string: the event waiting at that sequence. */
+  waitingPrefix: 'w:',
+} as const;
 
 /** The table as CreateTable (sandbox) and CloudFormation (the construct) both describe it. */
 export const LEDGER_TABLE_DEFINITION = {

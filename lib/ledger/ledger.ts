@@ -134,6 +134,14 @@ export interface DeliveryRecord extends DeliveryKey {
    * A parked row is pending, unleased and refuses claims (`parked`).
    */
   readonly parkedAt?: number;
+  /**
+   * Its position among its shipment's events for this endpoint (1, 2, 3, …; docs/contract.md §13),
+   * sent as `webhook-sequence`: only on a row of an endpoint with `ordering: per-shipment`, so a row
+   * of any other endpoint carries not one byte more. Written as the row's other new-row fields are,
+   * where the row has none (by the claim or park that creates it, or the first claim carrying one
+   * of a row created before its endpoint was ordered), and never changed after: replays keep it.
+   */
+  readonly sequence?: number;
 }
 
 export interface ClaimInput {
@@ -145,6 +153,8 @@ export interface ClaimInput {
   /** Used only when the row is created; an existing row keeps its own. */
   readonly policy: RetryPolicy;
   readonly retentionSeconds: number;
+  /** Its shipment sequence (`ShipmentHeads.assign`) for an ordered endpoint: written where the row has none (`DeliveryRecord.sequence`). */
+  readonly sequence?: number;
 }
 
 /** A delivery to a disabled endpoint, parked instead of claimed. */
@@ -155,6 +165,8 @@ export interface ParkInput {
   /** Used only when the row is created; an existing row keeps its own. */
   readonly policy: RetryPolicy;
   readonly retentionSeconds: number;
+  /** Its shipment sequence for an ordered endpoint, as the claim's; used only when the park creates the row. */
+  readonly sequence?: number;
 }
 
 /** What a settled attempt leads to. */

@@ -67,6 +67,7 @@ export function claimChanges(input: ClaimInput, claimToken: string): Change[] {
     { op: 'init', field: 'maxAttempts', value: input.policy.maxAttempts },
     { op: 'init', field: 'history', value: [] },
     { op: 'init', field: 'createdAt', value: nowMs },
+    ...sequenceChanges(input.sequence),
     // Pending: a claimable row already is; a taken-over invalid row becomes so, and sheds its dead
     // fields (no other claimable row has them).
     { op: 'set', field: 'state', value: 'pending' },
@@ -214,6 +215,7 @@ export function parkChanges(input: ParkInput, existing: { readonly createdAt: nu
     { op: 'init', field: 'maxAttempts', value: input.policy.maxAttempts },
     { op: 'init', field: 'history', value: [] },
     { op: 'init', field: 'createdAt', value: nowMs },
+    ...sequenceChanges(input.sequence),
     { op: 'init', field: 'attempts', value: 0 },
     ...marker,
   ];
@@ -229,6 +231,16 @@ export function unparkChanges(nowMs: number, listedSinceMs: number): Change[] {
     { op: 'moveExpiry', nowMs },
     { op: 'list', state: 'pending', sinceMs: listedSinceMs },
   ];
+}
+
+/**
+ * The shipment sequence of a row of an ordered endpoint (docs/contract.md §13), a new-row field like
+ * the body: written where the row has none, never changed after. Nothing at all where there is none,
+ * so a row of any other endpoint is written exactly as before (the DynamoDB shapes of these writes
+ * are told apart by it: `dynamodb-expressions.ts`).
+ */
+function sequenceChanges(sequence: number | undefined): Change[] {
+  return sequence === undefined ? [] : [{ op: 'init', field: 'sequence', value: sequence }];
 }
 
 /** Dead from now, listed as dead from now, with no lease and no wait. */

@@ -1578,6 +1578,70 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         });
       });
     });
+
+    describe('Row attribute: sequence (docs/contract.md §13)', () => {
+      it('keeps the sequence the claim created the row with through a failure, a death and a replay', async () => {
+        const event = shipmentEvent('evt_seq_kept');
+        const claimed = await claim(event, { sequence: 3 });
+        const failed = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 100);
+        const again = await claim(event, { owner: WORKER_B, nowMs: T0 + 30_000, sequence: 3 });
+        const died = await record(again, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 30_100);
+
+        const replayed = await ledger.replay({ ...key('evt_seq_kept'), operator: 'ops', reason: 'fixed', nowMs: T0 + 40_000 });
+
+        expect([claimed, failed, again, died, replayed].map((row) => row.sequence)).toStrictEqual([3, 3, 3, 3, 3]);
+        expect((await ledger.deliveriesOf('evt_seq_kept')).map((row) => row.sequence)).toStrictEqual([3]);
+      });
+
+      it('never changes it: a later claim carrying another number keeps the first', async () => {
+        const event = shipmentEvent('evt_seq_first');
+        const claimed = await claim(event, { sequence: 2 });
+        await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 100);
+
+        const again = await claim(event, { nowMs: T0 + 30_000, sequence: 5 });
+
+        expect(again.sequence).toBe(2);
+        expect((await ledger.get(key('evt_seq_first')))?.sequence).toBe(2);
+      });
+
+      it('stores the sequence a park creates the row with, and keeps it through the release and the claim', async () => {
+        const event = shipmentEvent('evt_seq_parked');
+        const parkInput = { event, endpoint: 'carrier-acme', nowMs: T0, policy: POLICY, retentionSeconds: RETENTION_SECONDS };
+        const parked = await ledger.park({ ...parkInput, sequence: 4 });
+        const released = await ledger.unpark(key('evt_seq_parked', 'carrier-acme'), T0 + 1000, T0 + 1000);
+
+        const claimed = await claim(event, { endpoint: 'carrier-acme', nowMs: T0 + 2000 });
+
+        expect([parked.sequence, released?.sequence, claimed.sequence]).toStrictEqual([4, 4, 4]);
+      });
+
+      it('gives a row created without one no sequence at all: not a field of its record', async () => {
+        const event = shipmentEvent('evt_seq_none');
+        const claimed = await claim(event);
+        const parked = await ledger.park({
+          event: shipmentEvent('evt_seq_none_parked'),
+          endpoint: 'carrier-acme',
+          nowMs: T0,
+          policy: POLICY,
+          retentionSeconds: RETENTION_SECONDS,
+        });
+
+        expect(Object.keys(claimed)).not.toContain('sequence');
+        expect(Object.keys(parked)).not.toContain('sequence');
+        expect(Object.keys((await ledger.get(key('evt_seq_none'))) ?? {})).not.toContain('sequence');
+      });
+
+      it('lets a row that has none take the number a later claim carries (its endpoint turned to ordering meanwhile), then keeps it', async () => {
+        const event = shipmentEvent('evt_seq_late');
+        const claimed = await claim(event);
+        await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 100);
+
+        const numbered = await claim(event, { nowMs: T0 + 30_000, sequence: 6 });
+
+        expect(numbered.sequence).toBe(6);
+        expect((await ledger.get(key('evt_seq_late')))?.sequence).toBe(6);
+      });
+    });
   });
 }
 
