@@ -67,6 +67,7 @@ import {
   type ListedState,
 } from './listing';
 import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, holdsNoEvent, isExpired, missingRow, newToken, readRecord } from './rows';
+import { isHeadPartition } from './shipment-heads';
 import { admitInvalidChanges, applyChanges, claimChanges, newRow, parkChanges, type ChangeableRow } from './transitions';
 import type { RetryPolicy } from '../policy';
 
@@ -232,6 +233,8 @@ export class DynamoDbLedger implements Ledger {
   }
 
   async get(key: DeliveryKey): Promise<DeliveryRecord | undefined> {
+    // A shipment head's partition (`shipment-heads.ts`) holds no delivery: not read as one.
+    if (isHeadPartition(key.eventId)) return undefined;
     const record = await this.#read(key);
     return record === undefined || isExpired(record, this.#now()) ? undefined : record;
   }
@@ -242,6 +245,8 @@ export class DynamoDbLedger implements Ledger {
    * it was routed to, so this reads a handful of rows, never a scan.
    */
   async deliveriesOf(eventId: string): Promise<DeliveryRecord[]> {
+    // No event ID starts with `#`: such a partition holds a shipment's heads (`shipment-heads.ts`), no deliveries.
+    if (isHeadPartition(eventId)) return [];
     const records: DeliveryRecord[] = [];
     let startKey: Item | undefined;
     do {

@@ -1,0 +1,246 @@
+/**
+ * Shipment heads (`shipment-heads.ts`) on the ledger table: one item per (shipment, endpoint),
+ * partition `#<shipmentId>`, sort key the endpoint's name, attributes `HEAD_WIRE_NAMES`. Every
+ * write is one conditional UpdateItem with the condition and update `shipment-heads.ts` defines; a
+ * refused condition becomes the domain answer, any other store failure `LedgerUnavailableError`.
+ *
+ * Requests, on AWS (no reads on any path but `get`):
+ *   assign    one UpdateItem, the head's first included (it creates the item). Answers with the
+ *             updated attributes only. Refused because the event has its number: the head comes
+ *             back with the refusal (`ReturnValuesOnConditionCheckFailure: ALL_OLD`), no read.
+ *   wait      one UpdateItem; refused, nothing more is needed (the answer is false).
+ *   advance   one UpdateItem answering with the head after (ALL_NEW); refused, the head as it is
+ *             comes back with the refusal (ALL_OLD).
+ *   get       one consistent GetItem.
+ * A store that does not return the item with a refusal (dynalite) costs a consistent GetItem
+ * after a refused assign or advance, as `dynamodb-ledger.ts` falls back.
+ *
+ * Size and cost. DynamoDB bills a write by the larger of the item before and after it, 1 WU per KB
+ * (a refused conditional write too), and a consistent read 1 RU per 4 KB. A head's fixed part is
+ * its key (`eventId` and `#` + shipment ID, `endpoint` and the name) and its two counters: 41 bytes
+ * for `shp_1001` at `carrier-acme`. Each event adds its `seq` attribute for good (`s:` + its ID,
+ * and a 2- or 3-byte number: 36 bytes for a 32-character ID, 133 for the longest), and a `waiting`
+ * attribute while it waits (`w:` + the sequence, and the ID: about the same). Measured on the
+ * store (the test beside this adapter), with 32-character IDs, every write to the head of a
+ * shipment of
+ *     5 events costs 1 WU: 221 bytes (361 with the four others waiting: still 1 WU);
+ *    20 events costs 1 WU: 762 bytes (1,438 with the 19 others waiting: 2 WU);
+ *   100 events costs 4 WU: 3,643 bytes (7,200 with the 99 others waiting: 8 WU).
+ * So an ordered delivery costs, besides its row's writes: its `assign` at routing and again when
+ * its message is handled (the second refused: the same WU), its `advance`, and, if it arrives
+ * before its turn, a `wait`; each at the figures above, by the head's size then. What bounds the
+ * size is the events per shipment per endpoint (`seq` keeps every one, `shipment-heads.ts` says
+ * why), capped at MAX_SEQUENCE: about 270 KB with the longest IDs and all but one waiting, within
+ * the 400 KB item limit.
+ */
+import {
+  ConditionalCheckFailedException,
+  GetItemCommand,
+  UpdateItemCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+  type ReturnValue,
+} from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { HEAD_WIRE_NAMES } from './dynamodb-schema';
+import { LedgerUnavailableError } from './errors';
+import {
+  ADVANCE,
+  ASSIGN,
+  checkEventId,
+  checkHeadKey,
+  checkMaxSequence,
+  checkSequence,
+  conditionOf,
+  HEAD_PARTITION_PREFIX,
+  headPartition,
+  refusalOf,
+  SequenceLimitError,
+  WAIT,
+  type Assignment,
+  type HeadWrite,
+  type ShipmentHead,
+  type ShipmentHeads,
+} from './shipment-heads';
+
+type Item = Record<string, AttributeValue>;
+
+export interface DynamoDbShipmentHeadsOptions {
+  /** A DynamoDB client (a document client is one, with the same configuration). */
+  readonly client: DynamoDBDocumentClient | DynamoDBClient;
+  /** The ledger table. */
+  readonly tableName: string;
+  /** Sequences per head at most: MAX_SEQUENCE unless less is given. */
+  readonly maxSequence?: number;
+}
+
+const H = HEAD_WIRE_NAMES;
+
+/** Assignments retried after a refusal the head as read does not explain (never expected: heads only grow). */
+const MAX_WRITE_ROUNDS = 3;
+
+export class DynamoDbShipmentHeads implements ShipmentHeads {
+  readonly #client: DynamoDBClient;
+  readonly #tableName: string;
+  readonly #max: number;
+
+  constructor(options: DynamoDbShipmentHeadsOptions) {
+    this.#client = options.client as DynamoDBClient;
+    this.#tableName = options.tableName;
+    this.#max = checkMaxSequence(options.maxSequence);
+  }
+
+  async assign(shipmentId: string, endpoint: string, eventId: string): Promise<Assignment> {
+    checkHeadKey(shipmentId, endpoint);
+    checkEventId(eventId);
+    const context = { eventId, max: this.#max };
+    const entry = seqName(eventId);
+    const names = { '#assigned': H.assigned, '#next': H.next, '#seqEntry': entry };
+    const values = { ':zero': 0, ':one': 1, ':max': this.#max };
+    for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
+      const result = await this.#write(shipmentId, endpoint, ASSIGN, names, values, 'UPDATED_NEW', true);
+      if (result.written) return { sequence: numberOf(result.item[entry]), next: numberOf(result.item[H.next]) };
+      const head = result.current;
+      const refusal = refusalOf(ASSIGN, head, context);
+      // The event has its number: the answer, with nothing written. This is also what a store
+      // client's retry of an assignment whose answer was lost meets.
+      if (refusal === 'assigned' && head !== undefined) return { sequence: head.seq[eventId] ?? 0, next: head.next };
+      if (refusal === 'full') throw new SequenceLimitError(shipmentId, endpoint, eventId, this.#max, { cause: result.cause });
+    }
+    throw new LedgerUnavailableError(`shipment head for event ${eventId} at endpoint ${endpoint} kept changing during the write`);
+  }
+
+  async wait(shipmentId: string, endpoint: string, sequence: number, eventId: string): Promise<boolean> {
+    checkHeadKey(shipmentId, endpoint);
+    checkSequence(sequence);
+    checkEventId(eventId);
+    const names = { '#next': H.next, '#waitingEntry': waitingName(sequence) };
+    const values = { ':sequence': sequence, ':eventId': eventId };
+    const result = await this.#write(shipmentId, endpoint, WAIT, names, values, 'NONE', false);
+    return result.written;
+  }
+
+  async advance(shipmentId: string, endpoint: string, sequence: number): Promise<ShipmentHead | undefined> {
+    checkHeadKey(shipmentId, endpoint);
+    checkSequence(sequence);
+    const names = { '#next': H.next, '#waitingEntry': waitingName(sequence) };
+    const values = { ':sequence': sequence, ':following': sequence + 1 };
+    const result = await this.#write(shipmentId, endpoint, ADVANCE, names, values, 'ALL_NEW', true);
+    // Refused: already advanced (or no head). The head as it is, so the caller wakes what is next.
+    return result.written ? headFromItem(result.item) : result.current;
+  }
+
+  async get(shipmentId: string, endpoint: string): Promise<ShipmentHead | undefined> {
+    checkHeadKey(shipmentId, endpoint);
+    return this.#read(shipmentId, endpoint);
+  }
+
+  /**
+   * One conditional UpdateItem of `write`, sending only the placeholders its expressions use. A
+   * refusal answers with the head as it stands: from the refusal (ALL_OLD), else, if `readRefused`,
+   * read consistently.
+   */
+  async #write(
+    shipmentId: string,
+    endpoint: string,
+    write: HeadWrite<never>,
+    names: Record<string, string>,
+    values: Record<string, number | string>,
+    returns: ReturnValue,
+    readRefused: boolean,
+  ): Promise<WriteResult> {
+    const condition = conditionOf(write);
+    const text = `${write.update} ${condition}`;
+    const usedNames = Object.fromEntries(Object.entries(names).filter(([placeholder]) => mentions(text, placeholder)));
+    const usedValues: Item = {};
+    for (const [placeholder, value] of Object.entries(values)) {
+      if (mentions(text, placeholder)) usedValues[placeholder] = typeof value === 'number' ? { N: String(value) } : { S: value };
+    }
+    try {
+      const output = await this.#guard(endpoint, () =>
+        this.#client.send(
+          new UpdateItemCommand({
+            TableName: this.#tableName,
+            Key: keyOf(shipmentId, endpoint),
+            UpdateExpression: write.update,
+            ConditionExpression: condition,
+            ExpressionAttributeNames: usedNames,
+            ExpressionAttributeValues: usedValues,
+            ReturnValues: returns,
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        ),
+      );
+      return { written: true, item: output.Attributes ?? {} };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const current =
+        error.Item !== undefined ? headFromItem(error.Item) : readRefused ? await this.#read(shipmentId, endpoint) : undefined;
+      return { written: false, current, cause: error };
+    }
+  }
+
+  async #read(shipmentId: string, endpoint: string): Promise<ShipmentHead | undefined> {
+    const output = await this.#guard(endpoint, () =>
+      this.#client.send(new GetItemCommand({ TableName: this.#tableName, Key: keyOf(shipmentId, endpoint), ConsistentRead: true })),
+    );
+    return output.Item === undefined ? undefined : headFromItem(output.Item);
+  }
+
+  /**
+   * Runs one store call: a refused condition passes through, every other failure is the store being
+   * unavailable. Messages name the endpoint, never the shipment (the producer's data).
+   */
+  async #guard<T>(endpoint: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw error;
+      const what = error instanceof Error ? error.name : 'error';
+      throw new LedgerUnavailableError(`ledger ${this.#tableName} failed for a shipment head of endpoint ${endpoint}: ${what}`, { cause: error });
+    }
+  }
+}
+
+type WriteResult =
+  | { readonly written: true; readonly item: Item }
+  | { readonly written: false; readonly current: ShipmentHead | undefined; readonly cause: ConditionalCheckFailedException };
+
+function keyOf(shipmentId: string, endpoint: string): Item {
+  return { [H.eventId]: { S: headPartition(shipmentId) }, [H.endpoint]: { S: endpoint } };
+}
+
+function seqName(eventId: string): string {
+  return `${H.seqPrefix}${eventId}`;
+}
+
+function waitingName(sequence: number): string {
+  return `${H.waitingPrefix}${sequence}`;
+}
+
+/** Whether an expression uses a placeholder (`#next` does not mention `#n`). */
+function mentions(text: string, placeholder: string): boolean {
+  return new RegExp(`${placeholder}(?!\\w)`).test(text);
+}
+
+function numberOf(value: AttributeValue | undefined): number {
+  return Number(value?.N ?? Number.NaN);
+}
+
+/** A head as its item stores it: the counters, and each prefixed attribute as an entry. */
+export function headFromItem(item: Item): ShipmentHead {
+  const seq: Record<string, number> = {};
+  const waiting: Record<number, string> = {};
+  for (const [name, value] of Object.entries(item)) {
+    if (name.startsWith(H.seqPrefix)) seq[name.slice(H.seqPrefix.length)] = numberOf(value);
+    else if (name.startsWith(H.waitingPrefix)) waiting[Number(name.slice(H.waitingPrefix.length))] = value.S ?? '';
+  }
+  return {
+    shipmentId: (item[H.eventId]?.S ?? '').slice(HEAD_PARTITION_PREFIX.length),
+    endpoint: item[H.endpoint]?.S ?? '',
+    assigned: item[H.assigned] === undefined ? 0 : numberOf(item[H.assigned]),
+    next: item[H.next] === undefined ? 1 : numberOf(item[H.next]),
+    seq,
+    waiting,
+  };
+}

@@ -1,0 +1,344 @@
+/**
+ * DynamoDbShipmentHeads with the real AWS SDK against dynalite on loopback, on the ledger table
+ * beside a DynamoDbLedger: the shared ShipmentHeads contract, plus what only the store shows (the
+ * stored shape, requests per operation, a lost answer, sizes and write units, store failures), and
+ * the delivery row's `sequence` attribute on the wire.
+ */
+import {
+  DeleteTableCommand,
+  GetItemCommand,
+  ResourceNotFoundException,
+  type AttributeValue,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
+import { LedgerUnavailableError } from '../../lib/ledger/errors';
+import { itemSizeBytes } from '../../lib/ledger/item-size';
+import type { ClaimInput } from '../../lib/ledger/ledger';
+import { MAX_SEQUENCE } from '../../lib/ledger/shipment-heads';
+import { retryPolicy } from '../../lib/policy';
+import { createLedgerTable } from '../../sandbox/ledger-table';
+import {
+  countCommands,
+  emulatorDynamoDbClient,
+  returnOldItemOnConditionFailure,
+  startDynalite,
+  type CommandCounter,
+  type Dynalite,
+} from '../helpers/dynalite';
+import { rejectionOf, shipmentEvent, T0 } from '../helpers/ledger-contract';
+import { shipmentHeadsContract } from '../helpers/shipment-heads-contract';
+
+const SHIPMENT = 'shp_1001';
+const ACME = 'carrier-acme';
+const KB = 1024;
+
+let dynalite: Dynalite;
+let client: DynamoDBClient;
+let counter: CommandCounter;
+let tables = 0;
+
+beforeAll(async () => {
+  dynalite = await startDynalite();
+  client = emulatorDynamoDbClient(dynalite.endpoint);
+  counter = countCommands(client);
+});
+
+afterAll(async () => {
+  client.destroy();
+  await dynalite.close();
+});
+
+async function freshTable(): Promise<string> {
+  tables += 1;
+  const tableName = `heads-test-${tables}`;
+  await createLedgerTable(client, tableName);
+  return tableName;
+}
+
+async function dropTable(tableName: string): Promise<void> {
+  await client.send(new DeleteTableCommand({ TableName: tableName }));
+}
+
+shipmentHeadsContract('DynamoDbShipmentHeads on dynalite', async (options = {}) => {
+  const tableName = await freshTable();
+  const documents = DynamoDBDocumentClient.from(client);
+  return {
+    heads: new DynamoDbShipmentHeads({ client: documents, tableName, ...options }),
+    ledger: new DynamoDbLedger({ client: documents, tableName, now: () => T0 }),
+    close: () => dropTable(tableName),
+  };
+});
+
+describe('DynamoDbShipmentHeads on dynalite', () => {
+  let tableName: string;
+  let heads: DynamoDbShipmentHeads;
+
+  beforeEach(async () => {
+    tableName = await freshTable();
+    heads = new DynamoDbShipmentHeads({ client, tableName });
+    counter.reset();
+  });
+
+  afterEach(async () => {
+    await dropTable(tableName);
+  });
+
+  async function storedItem(eventId: string, endpoint: string): Promise<Record<string, AttributeValue>> {
+    const { Item } = await client.send(new GetItemCommand({ TableName: tableName, Key: { eventId: { S: eventId }, endpoint: { S: endpoint } } }));
+    if (Item === undefined) throw new Error(`no item ${eventId} ${endpoint}`);
+    return Item;
+  }
+
+  /** Heads whose refused writes carry the item, as on AWS; their own request counter. */
+  function awsLikeHeads(): { heads: DynamoDbShipmentHeads; counter: CommandCounter; close(): void } {
+    const awsLike = emulatorDynamoDbClient(dynalite.endpoint);
+    const awsLikeCounter = countCommands(awsLike);
+    returnOldItemOnConditionFailure(awsLike, client);
+    return { heads: new DynamoDbShipmentHeads({ client: awsLike, tableName }), counter: awsLikeCounter, close: () => awsLike.destroy() };
+  }
+
+  describe('Stored shape', () => {
+    it('stores a head under `#` + shipment ID and the endpoint: counters, an attribute per event and per waiter, no listing, no expiry', async () => {
+      await heads.assign(SHIPMENT, ACME, 'evt_1');
+      await heads.assign(SHIPMENT, ACME, 'evt.2:b');
+      await heads.wait(SHIPMENT, ACME, 2, 'evt.2:b');
+
+      expect(await storedItem(`#${SHIPMENT}`, ACME)).toStrictEqual({
+        eventId: { S: '#shp_1001' },
+        endpoint: { S: ACME },
+        ha: { N: '2' },
+        hn: { N: '1' },
+        's:evt_1': { N: '1' },
+        's:evt.2:b': { N: '2' },
+        'w:2': { S: 'evt.2:b' },
+      });
+    });
+
+    it('drops a waiter on its advance and keeps every event’s number', async () => {
+      await heads.assign(SHIPMENT, ACME, 'evt_1');
+      await heads.assign(SHIPMENT, ACME, 'evt_2');
+      await heads.wait(SHIPMENT, ACME, 2, 'evt_2');
+      await heads.advance(SHIPMENT, ACME, 1);
+      await heads.advance(SHIPMENT, ACME, 2);
+
+      expect(await storedItem(`#${SHIPMENT}`, ACME)).toStrictEqual({
+        eventId: { S: '#shp_1001' },
+        endpoint: { S: ACME },
+        ha: { N: '2' },
+        hn: { N: '3' },
+        's:evt_1': { N: '1' },
+        's:evt_2': { N: '2' },
+      });
+    });
+  });
+
+  describe('Requests per operation', () => {
+    it('assigns in one UpdateItem, the first of a head included, and reads nothing', async () => {
+      await heads.assign(SHIPMENT, ACME, 'evt_1');
+      const first = counter.counts();
+      counter.reset();
+      await heads.assign(SHIPMENT, ACME, 'evt_2');
+
+      expect(first).toStrictEqual({ UpdateItem: 1 });
+      expect(counter.counts()).toStrictEqual({ UpdateItem: 1 });
+    });
+
+    it('answers an event that has its number from the refusal as AWS returns it (one UpdateItem), or reads it on dynalite', async () => {
+      await heads.assign(SHIPMENT, ACME, 'evt_1');
+      const aws = awsLikeHeads();
+      counter.reset();
+
+      const onAws = await aws.heads.assign(SHIPMENT, ACME, 'evt_1');
+      const awsCounts = aws.counter.counts();
+      // (The AWS-like client's stand-in for ALL_OLD read through this one.)
+      counter.reset();
+      const onDynalite = await heads.assign(SHIPMENT, ACME, 'evt_1');
+      aws.close();
+
+      expect(onAws).toStrictEqual({ sequence: 1, next: 1 });
+      expect(awsCounts).toStrictEqual({ UpdateItem: 1 });
+      expect(onDynalite).toStrictEqual({ sequence: 1, next: 1 });
+      expect(counter.counts()).toStrictEqual({ UpdateItem: 1, GetItem: 1 });
+    });
+
+    it('waits in one UpdateItem, and reads nothing when refused, even on dynalite', async () => {
+      await heads.assign(SHIPMENT, ACME, 'evt_1');
+      await heads.assign(SHIPMENT, ACME, 'evt_2');
+      counter.reset();
+
+      const recorded = await heads.wait(SHIPMENT, ACME, 2, 'evt_2');
+      const recordedCounts = counter.counts();
+      counter.reset();
+      const refused = await heads.wait(SHIPMENT, ACME, 1, 'evt_1');
+
+      expect([recorded, refused]).toStrictEqual([true, false]);
+      expect(recordedCounts).toStrictEqual({ UpdateItem: 1 });
+      expect(counter.counts()).toStrictEqual({ UpdateItem: 1 });
+    });
+
+    it('advances in one UpdateItem; a second advance is one refused UpdateItem on AWS, with the head', async () => {
+      await heads.assign(SHIPMENT, ACME, 'evt_1');
+      await heads.assign(SHIPMENT, ACME, 'evt_2');
+      counter.reset();
+      const aws = awsLikeHeads();
+
+      const after = await heads.advance(SHIPMENT, ACME, 1);
+      const advanceCounts = counter.counts();
+      const again = await aws.heads.advance(SHIPMENT, ACME, 1);
+      const awsCounts = aws.counter.counts();
+      aws.close();
+
+      expect(again).toStrictEqual(after);
+      expect(advanceCounts).toStrictEqual({ UpdateItem: 1 });
+      expect(awsCounts).toStrictEqual({ UpdateItem: 1 });
+    });
+  });
+
+  describe('A lost answer', () => {
+    it("answers the store client's retry of an assignment whose write was applied with the same number, counted once", async () => {
+      // Prepare: a client that loses the answer to its first UpdateItem after the store applied it.
+      const lossy = emulatorDynamoDbClient(dynalite.endpoint);
+      let sent = 0;
+      lossy.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (context.commandName !== 'UpdateItemCommand') return next(args);
+          sent += 1;
+          const output = await next(args);
+          if (sent === 1) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+          return output;
+        },
+        { step: 'finalizeRequest', priority: 'low', name: 'loseFirstAnswer' },
+      );
+      await heads.assign(SHIPMENT, ACME, 'evt_1');
+
+      // Act
+      const assignment = await new DynamoDbShipmentHeads({ client: lossy, tableName }).assign(SHIPMENT, ACME, 'evt_2');
+      lossy.destroy();
+
+      // Assess
+      expect(sent).toBe(2);
+      expect(assignment).toStrictEqual({ sequence: 2, next: 1 });
+      expect(await heads.get(SHIPMENT, ACME)).toMatchObject({ assigned: 2, seq: { evt_1: 1, evt_2: 2 } });
+    });
+  });
+
+  describe('Size and write units', () => {
+    /** A 32-character event ID, the length of `evt_` and a ULID-like suffix. */
+    const eventId = (i: number) => `evt_01JEXAMPLE${String(i).padStart(18, '0')}`;
+
+    /** The head of a shipment of `events` events, in order, and then with all but the first waiting. */
+    async function sizes(events: number): Promise<{ inOrder: number; othersWaiting: number }> {
+      const shipmentId = `shp_${events}`;
+      for (let i = 1; i <= events; i++) await heads.assign(shipmentId, ACME, eventId(i));
+      const inOrder = itemSizeBytes(await storedItem(`#${shipmentId}`, ACME));
+      for (let i = 2; i <= events; i++) await heads.wait(shipmentId, ACME, i, eventId(i));
+      const othersWaiting = itemSizeBytes(await storedItem(`#${shipmentId}`, ACME));
+      return { inOrder, othersWaiting };
+    }
+
+    /** Write units of a write to an item of this size, as DynamoDB bills it (the larger of before and after). */
+    const writeUnits = (bytes: number) => Math.ceil(bytes / KB);
+
+    it('costs 1 WU per write at 5 events, 1 at 20 (2 with the others waiting), 4 at 100 (8 with the others waiting)', async () => {
+      const measured = [await sizes(5), await sizes(20), await sizes(100)];
+
+      expect(measured.map(({ inOrder, othersWaiting }) => [writeUnits(inOrder), writeUnits(othersWaiting)])).toStrictEqual([
+        [1, 1],
+        [1, 2],
+        [4, 8],
+      ]);
+      // The figures the adapter's header gives.
+      expect(measured.map((m) => m.inOrder)).toStrictEqual([221, 762, 3643]);
+    });
+
+    it(`fits a head of ${MAX_SEQUENCE} events with the longest IDs, all but one waiting, in DynamoDB's 400 KB item`, () => {
+      // Built by the adapter's naming rules rather than written: filling it takes dynalite minutes.
+      const longest = (i: number) => `E${String(i).padStart(127, '0')}`;
+      const item: Record<string, AttributeValue> = {
+        eventId: { S: `#${'\u{1F4E6}'.repeat(128)}` },
+        endpoint: { S: 'e'.repeat(64) },
+        ha: { N: String(MAX_SEQUENCE) },
+        hn: { N: '1' },
+      };
+      for (let i = 1; i <= MAX_SEQUENCE; i++) {
+        item[`s:${longest(i)}`] = { N: String(i) };
+        if (i > 1) item[`w:${i}`] = { S: longest(i) };
+      }
+
+      expect(itemSizeBytes(item)).toBeLessThan(400 * KB);
+      expect(itemSizeBytes(item)).toBeGreaterThan(260 * KB);
+    });
+  });
+
+  describe('Errors', () => {
+    it('turns store failures into LedgerUnavailableError naming the endpoint, never the shipment', async () => {
+      const missing = new DynamoDbShipmentHeads({ client, tableName: 'no-such-table' });
+
+      const errors = [
+        await rejectionOf(missing.assign(SHIPMENT, ACME, 'evt_1'), LedgerUnavailableError),
+        await rejectionOf(missing.wait(SHIPMENT, ACME, 2, 'evt_2'), LedgerUnavailableError),
+        await rejectionOf(missing.advance(SHIPMENT, ACME, 1), LedgerUnavailableError),
+        await rejectionOf(missing.get(SHIPMENT, ACME), LedgerUnavailableError),
+      ];
+
+      for (const error of errors) {
+        expect(error.cause).toBeInstanceOf(ResourceNotFoundException);
+        expect(error.message).toBe(`ledger no-such-table failed for a shipment head of endpoint ${ACME}: ResourceNotFoundException`);
+      }
+    });
+  });
+
+  describe('Row attribute: sequence, on the wire', () => {
+    const POLICY = retryPolicy(3, [30, 120]);
+
+    function claimInput(eventId: string, sequence?: number): ClaimInput {
+      return {
+        event: shipmentEvent(eventId),
+        endpoint: ACME,
+        owner: 'worker-a',
+        nowMs: T0,
+        leaseMs: 30_000,
+        policy: POLICY,
+        retentionSeconds: 86_400,
+        ...(sequence === undefined ? {} : { sequence }),
+      };
+    }
+
+    it('writes a row without a sequence with exactly the attributes it had before; with one, `sq` alone more', async () => {
+      const ledger = new DynamoDbLedger({ client, tableName, now: () => T0 });
+      // Alternating, so a write of each shape (compiled once per process) follows one of the other.
+      await ledger.claim(claimInput('evt_with_a', 7));
+      await ledger.claim(claimInput('evt_none_a'));
+      await ledger.claim(claimInput('evt_none_b'));
+      await ledger.claim(claimInput('evt_with_b', 8));
+
+      const without = [await storedItem('evt_none_a', ACME), await storedItem('evt_none_b', ACME)];
+      const withSequence = [await storedItem('evt_with_a', ACME), await storedItem('evt_with_b', ACME)];
+
+      const before = ['b', 'c', 'ct', 'endpoint', 'eventId', 'h', 'hi', 'le', 'lo', 'm', 'n', 'na', 'p', 'rs', 's', 't', 'x'];
+      for (const item of without) expect(Object.keys(item).sort()).toStrictEqual(before);
+      for (const item of withSequence) expect(Object.keys(item).sort()).toStrictEqual([...before, 'sq'].sort());
+      expect(withSequence.map((item) => item.sq)).toStrictEqual([{ N: '7' }, { N: '8' }]);
+      // Same ID lengths and token lengths: the sequence adds its name (2 bytes) and its number (2) alone.
+      expect(itemSizeBytes(withSequence[0] ?? {}) - itemSizeBytes(without[0] ?? {})).toBe(4);
+    });
+
+    it('writes a row parked with a sequence with `sq`, and one parked without with none', async () => {
+      const ledger = new DynamoDbLedger({ client, tableName, now: () => T0 });
+      const park = (eventId: string, sequence?: number) => {
+        const input = { event: shipmentEvent(eventId), endpoint: ACME, nowMs: T0, policy: POLICY, retentionSeconds: 86_400 };
+        return ledger.park(sequence === undefined ? input : { ...input, sequence });
+      };
+
+      await park('evt_park_seq', 3);
+      await park('evt_park_none');
+
+      expect((await storedItem('evt_park_seq', ACME)).sq).toStrictEqual({ N: '3' });
+      expect((await storedItem('evt_park_none', ACME)).sq).toBeUndefined();
+    });
+  });
+});
