@@ -438,10 +438,12 @@ export async function endpointSetStateCommand(
   const by = caller === undefined ? operator : `${operator} (${caller})`;
   const nowMs = ctx.now();
   const change = { by, reason, at: nowMs };
+  // Enabling: counted first, since a recovery run may begin releasing them as soon as the write is made.
+  const parkedBefore = rate === undefined ? undefined : await parkedCount(ctx, name);
   const record = await registryCall(ctx, (registry) =>
     rate === undefined ? registry.setState(name, state, change) : registry.setState(name, state, change, rate),
   );
-  const parked = await parkedAfterWrite(ctx, name);
+  const parked = parkedBefore ?? (await parkedAfterWrite(ctx, name));
   const done = `endpoint ${name} ${state} by ${by}: ${reason}`;
   const count = parked === null ? 'its parked deliveries (not counted: no ledger table in the target)' : plural(parked, 'parked delivery', 'parked deliveries');
   if (rate === undefined) {

@@ -1,17 +1,20 @@
 /**
- * Parking end to end (docs/contract.md §12 "Automatic disabling", "Parking"), in the sandbox: two
- * endpoints on loopback receivers of their own, both subscribed to every event, so each event is
- * one delivery to each:
+ * Parking end to end (docs/contract.md §12 "410", "Automatic disabling", "Parking"), in the
+ * sandbox: three endpoints on loopback receivers of their own. `flaky` and `healthy` subscribe to
+ * `shipment.delivered`, so each such event is one delivery to each; `gone` to `shipment.returned`:
  *
  * | endpoint  | receiver                                   | settings                                |
  * |-----------|--------------------------------------------|-----------------------------------------|
  * | `flaky`   | 503 (no Retry-After) until fixed, then 200 | autoDisable after 3 failures and 60 s   |
  * | `healthy` | 200                                        | the defaults                            |
+ * | `gone`    | 410                                        | the defaults                            |
  *
  * `flaky` is disabled automatically (the `endpoint disabled` line on the sandbox's stderr), its
  * deliveries are parked (none dead, none lost, none dead-lettered), the command counts them, and
  * `handoff endpoint enable flaky` gets every one to the fixed receiver exactly once, in admission
- * order (the rows' `createdAt`), while `healthy` got every event once, at once, throughout.
+ * order (the rows' `createdAt`), while `healthy` got every event once, at once, throughout. A 410
+ * kills its own delivery (`rejected`, dead-lettered) and disables `gone`; its later deliveries are
+ * parked, never sent.
  *
  * Shortened: retries wait 1 s; the recovery timer runs every second; at `--rate 8` the release's
  * ramp starts at 1 per second, so each run releases one delivery, its message undelayed, and the
@@ -25,6 +28,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type Io } from '../../cli/main';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
+import { GONE_REASON } from '../../lib/endpoints/health';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { listenOnLoopback, type Listening } from '../helpers/loopback';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
@@ -67,13 +71,14 @@ async function startTimedReceiver(status: () => number): Promise<TimedReceiver> 
 let fixed = false;
 let flaky: TimedReceiver;
 let healthy: TimedReceiver;
+let gone: TimedReceiver;
 let sandbox: SandboxProcess;
 let clients: SandboxClients;
 let registry: DynamoDbEndpointRegistry;
 const ids = Array.from({ length: EVENTS }, (_, i) => `evt_parking_${String(i).padStart(2, '0')}`);
 
-function shipment(id: string): string {
-  return JSON.stringify({ id, shipmentId: `shp_${id}`, status: 'delivered', occurredAt: '2026-12-03T07:00:00Z' });
+function shipment(id: string, status = 'delivered'): string {
+  return JSON.stringify({ id, shipmentId: `shp_${id}`, status, occurredAt: '2026-12-03T07:00:00Z' });
 }
 
 function collector() {
@@ -98,9 +103,11 @@ function row(eventId: string, endpoint: string): Promise<DeliveryRecord | undefi
 beforeAll(async () => {
   flaky = await startTimedReceiver(() => (fixed ? 200 : 503));
   healthy = await startTimedReceiver(() => 200);
+  gone = await startTimedReceiver(() => 410);
   const endpoints: EndpointFields[] = [
-    { name: 'flaky', url: flaky.url, eventTypes: ['*'], disableAfterFailures: 3, disableAfterSeconds: 60 },
-    { name: 'healthy', url: healthy.url, eventTypes: ['*'] },
+    { name: 'flaky', url: flaky.url, eventTypes: ['shipment.delivered'], disableAfterFailures: 3, disableAfterSeconds: 60 },
+    { name: 'healthy', url: healthy.url, eventTypes: ['shipment.delivered'] },
+    { name: 'gone', url: gone.url, eventTypes: ['shipment.returned'] },
   ];
   sandbox = await startSandboxProcess({
     endpoints,
@@ -123,7 +130,7 @@ afterAll(async () => {
   delete process.env.HANDOFF_SANDBOX_FILE;
   clients?.close();
   await sandbox?.stop('SIGKILL');
-  for (const receiver of [flaky, healthy]) await receiver?.close();
+  for (const receiver of [flaky, healthy, gone]) await receiver?.close();
 });
 
 describe('Parking in the sandbox', () => {
@@ -172,6 +179,7 @@ describe('Parking in the sandbox', () => {
       expect(await clients.ledger.countByState('parked', { endpoint: 'flaky' })).toBe(EVENTS);
       expect(listed).toEqual([
         expect.objectContaining({ name: 'flaky', state: 'disabled', parked: EVENTS }),
+        expect.objectContaining({ name: 'gone', state: 'enabled', parked: 0 }),
         expect.objectContaining({ name: 'healthy', state: 'enabled', parked: 0 }),
       ]);
       expect(stats).toMatchObject({ parkedCount: EVENTS, byEndpoint: { flaky: { parkedCount: EVENTS } } });
@@ -207,6 +215,36 @@ describe('Parking in the sandbox', () => {
       expect((await clients.readDeadLetters()).filter((d) => ids.includes(d.eventId ?? ''))).toEqual([]);
       // Healthy was not touched again: still one request per event.
       expect(healthy.arrivals.map((a) => a.eventId).sort()).toEqual(ids);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'disables an endpoint that answers 410, by handoff with the reason, its delivery dead as rejected and dead-lettered; its later deliveries are parked, never sent',
+    async () => {
+      // Act
+      await clients.send(shipment('evt_gone_1', 'returned'));
+      const dead = await eventually('evt_gone_1 → gone to die', async () => {
+        const r = await row('evt_gone_1', 'gone');
+        return r?.state === 'dead' ? r : undefined;
+      }, { timeoutMs: SETTLE_MS });
+      const disabled = await eventually('gone to be disabled', async () => {
+        const current = await registry.get('gone');
+        return current?.state === 'disabled' ? current : undefined;
+      }, { timeoutMs: SETTLE_MS });
+      await clients.send(shipment('evt_gone_2', 'returned'));
+      const parked = await eventually('evt_gone_2 → gone to be parked', async () => {
+        const r = await row('evt_gone_2', 'gone');
+        return r?.parkedAt !== undefined ? r : undefined;
+      }, { timeoutMs: SETTLE_MS });
+
+      // Assess
+      expect([dead.deadReason, dead.attempts]).toEqual(['rejected', 1]);
+      expect(disabled.stateChange).toMatchObject({ by: 'handoff', reason: GONE_REASON });
+      expect(parked).toMatchObject({ state: 'pending', attempts: 0 });
+      expect(gone.arrivals.map((a) => [a.eventId, a.status])).toEqual([['evt_gone_1', 410]]);
+      expect((await clients.readDeadLetters()).map((d) => [d.eventId, d.reason, d.endpoint])).toEqual([['evt_gone_1', 'rejected', 'gone']]);
+      expect(await handoff<{ parked: number }>(['endpoint', 'show', 'gone'])).toMatchObject({ state: 'disabled', parked: 1 });
     },
     TEST_TIMEOUT_MS,
   );
