@@ -31,7 +31,7 @@
  * Why `seq` keeps its entries after an event settles: a late duplicate of a settled event (a copy of
  * its message, a producer's retry) must get its old number, below `next`, and be answered from its
  * settled row. Without the entry it would take a new number that no row ever settles, and its
- * shipment would stall behind it. `waiting` entries go as their turn comes.
+ * shipment would stall behind it. A `waiting` entry goes when its event settles (its `advance`).
  *
  * What bounds a head: the events of one shipment for one endpoint. Each costs its `seq` entry for
  * good and a `waiting` entry while it waits (`dynamodb-shipment-heads.ts` gives the bytes and what a
