@@ -1,7 +1,8 @@
 /**
  * `npm run test:localstack`: deploys the CDK app into LocalStack with cdklocal and checks the
  * deployed system end to end (docs/contract.md §4, §9): the real Lambda, event source mapping, queues,
- * ledger table and signing secret, against a receiver this script runs on the host.
+ * ledger table and signing secret, against a receiver this script runs on the host; and the ordered
+ * intake (docs/contract.md §13): the FIFO queue and its event source on the same consumer.
  *
  * Needs LocalStack running (`docker compose -f localstack.yml up -d`) and Docker for its Lambda
  * containers. CI has no Docker engine and does not run this; the embedded sandbox is what CI
@@ -34,6 +35,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
+import { messageGroupIdFor } from '../lib/fifo';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { DEFAULT_ENDPOINT, type DeliveryRecord } from '../lib/ledger/ledger';
 
@@ -65,6 +67,8 @@ const TEST_CONTEXT = {
 interface Outputs {
   QueueUrl: string;
   DeadLetterQueueUrl: string;
+  /** The ordered intake's FIFO queue (absent from a stack that does not publish it). */
+  OrderedQueueUrl?: string;
   LedgerTableName: string;
   SigningSecretArn: string;
 }
@@ -210,6 +214,14 @@ async function send(queueUrl: string, body: string): Promise<void> {
   await aws().sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
 }
 
+/** As a producer sends to the ordered intake (`handoff send --ordered`): grouped by shipment, deduplicated by event ID. */
+async function sendOrdered(queueUrl: string, body: string): Promise<void> {
+  const { id, shipmentId } = JSON.parse(body) as { id: string; shipmentId: string };
+  await aws().sqs.send(
+    new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, MessageGroupId: messageGroupIdFor(shipmentId), MessageDeduplicationId: id }),
+  );
+}
+
 async function ledgerRows(table: string, eventId: string): Promise<LedgerRow[]> {
   const ledger = new DynamoDbLedger({ client: aws().ddb, tableName: table });
   const row = await ledger.get({ eventId, endpoint: DEFAULT_ENDPOINT });
@@ -345,6 +357,21 @@ function scenarios(outputs: Outputs, receiver: Receiver, signer: Webhook, runId:
         const message = await dlq.find((m) => attribute(m, 'eventId') === eventId, `${eventId} on the DLQ`);
         expectEqual(attribute(message, 'reason'), 'invalid', 'DLQ reason');
         expectEqual(receiver.for(eventId).length, 0, 'requests');
+      },
+    },
+    {
+      name: "ordered intake: a shipment's events on the FIFO queue each delivered once, a second copy of one dropped",
+      run: async () => {
+        const orderedQueueUrl = outputs.OrderedQueueUrl;
+        if (!orderedQueueUrl) throw new Error('the stack has no OrderedQueueUrl output');
+        if (!orderedQueueUrl.endsWith('.fifo')) throw new Error(`OrderedQueueUrl is not a FIFO queue: ${orderedQueueUrl}`);
+        const ids = [1, 2, 3].map((n) => id(`ordered${n}`));
+        const bodies = ids.map((eventId) => JSON.stringify({ ...JSON.parse(event(eventId)), shipmentId: `shp_ordered-${runId}` }));
+        for (const body of bodies) await sendOrdered(orderedQueueUrl, body);
+        // The same event again, within SQS's five-minute deduplication window.
+        await sendOrdered(orderedQueueUrl, bodies[0]!);
+        for (const eventId of ids) expectEqual((await rowIn(table, eventId, 'delivered')).attempts, 1, `${eventId} attempts`);
+        for (const eventId of ids) expectEqual(receiver.for(eventId).length, 1, `requests for ${eventId}`);
       },
     },
     {
