@@ -19,6 +19,7 @@ import { describeHealth, healthJson, type HealthRecord } from '../../lib/endpoin
 import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { Command, Option } from 'commander';
+import pLimit from 'p-limit';
 import { readSettings, SETTING_VARIABLES, type Settings } from '../../lib/config';
 import {
   ALL_EVENT_TYPES,
@@ -124,6 +125,8 @@ const ENABLE_REASON = 'enabled by an operator';
 export const DEFAULT_OVERLAP = '24h';
 export const MAX_OVERLAP_MS = 7 * 24 * 60 * 60 * 1000;
 const OVERLAP_UNITS_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+/** Endpoints whose parked deliveries `list` counts at once (each count is one query per listing shard). */
+export const PARKED_COUNT_CONCURRENCY = 4;
 /** The most `enable --rate` allows: releases per second. */
 export const MAX_RESUME_RATE = 1000;
 const PARKED_NOTE = `parked: deliveries held for a disabled endpoint (docs/contract.md §12): neither attempted nor dead;
@@ -291,7 +294,9 @@ export async function endpointListCommand(ctx: CommandContext): Promise<CommandR
   // Items it cannot use are named after the list (exit 1), not allowed to hide the others.
   const { records, unreadable } = await registryCall(ctx, (registry) => registry.scan());
   const nowMs = ctx.now();
-  const parked = await Promise.all(records.map((r) => parkedCount(ctx, r.fields.name)));
+  // Each count reads the endpoint's 16 listing shards: a few endpoints at a time.
+  const limit = pLimit(PARKED_COUNT_CONCURRENCY);
+  const parked = await Promise.all(records.map((r) => limit(() => parkedCount(ctx, r.fields.name))));
   const rows = records.map((r, i) => [
     r.fields.name,
     r.state,

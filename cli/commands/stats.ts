@@ -19,11 +19,13 @@
  */
 import { GetQueueAttributesCommand, type QueueAttributeName } from '@aws-sdk/client-sqs';
 import { InvalidArgumentError } from 'commander';
+import pLimit from 'p-limit';
 import type { DeliveryRecord, DeliveryState, Ledger } from '../../lib/ledger/ledger';
 import { MetricsUnavailableError, type MetricsWindow } from '../../lib/metrics/metrics-reader';
 import { backlogByEndpoint, backlogStats, deliveryStats, type DeliveryStats, type EndpointBacklog } from '../../lib/stats';
 import type { CommandContext } from '../context';
 import { formatDuration, formatPercent, keyValues } from '../format';
+import { PARKED_COUNT_CONCURRENCY } from './endpoint';
 import type { CommandResult } from './result';
 
 const PAGE_SIZE = 100;
@@ -219,7 +221,8 @@ async function parkedCounts(ctx: CommandContext, ledger: Ledger, endpoint: strin
   else {
     names = (await ctx.registry().scan()).records.map((r) => r.fields.name);
   }
-  const counts = await Promise.all(names.map((name) => ledger.countByState('parked', { endpoint: name })));
+  const limit = pLimit(PARKED_COUNT_CONCURRENCY);
+  const counts = await Promise.all(names.map((name) => limit(() => ledger.countByState('parked', { endpoint: name }))));
   return Object.fromEntries(names.map((name, i) => [name, counts[i]!] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
