@@ -18,11 +18,16 @@
  * size, and the SQS requests (the consumer's put-backs and holds, the poller's receives and deletes)
  * and RateLimited.
  *
- * Options: --limits 5,50  --seconds 60  --warmup 10  --json (one JSON object on stdout).
+ * First, a control: the same pipeline with no limit for `--control` seconds (default 15; 0 skips it),
+ * which shows what these consumers can deliver on this machine at the time: a limit above that
+ * cannot be reached, whatever the limiter does.
+ *
+ * Options: --limits 5,50  --seconds 60  --warmup 10  --control 15  --json (one JSON object on stdout).
  * Run it on a quiet machine: it measures wall-clock rates.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -50,6 +55,8 @@ const ENDPOINTS_TABLE = 'handoff-endpoints';
 const LEDGER_TABLE = 'handoff-ledger';
 /** This script's own clients mark their requests, so the consumer's are told apart at the emulators. */
 const MARK = 'ratelimit-role/';
+/** The control's backlog: more than these consumers deliver in its window on this machine. */
+const CONTROL_BACKLOG = 6000;
 type Role = 'consumer' | 'poller' | 'producer' | 'setup';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
@@ -75,7 +82,8 @@ function minus(after: Counts, before: Counts): Counts {
 }
 
 interface RunResult {
-  readonly limit: number;
+  /** Undefined: the control run, with no limit. */
+  readonly limit: number | undefined;
   readonly backlog: number;
   readonly windowSeconds: number;
   readonly requests: number;
@@ -103,7 +111,9 @@ interface RunResult {
   readonly rateLimited: number;
 }
 
-async function run(limit: number, windowSeconds: number, warmupSeconds: number, log: (line: string) => void): Promise<RunResult> {
+/** `limit` undefined: the control, the same pipeline with no limit (what these consumers can do on this machine now). */
+async function run(limit: number | undefined, windowSeconds: number, warmupSeconds: number, log: (line: string) => void): Promise<RunResult> {
+  const label = limit === undefined ? 'no limit (control)' : `limit ${limit}/s`;
   const counts = emptyCounts();
   const roleOf = (request: IncomingMessage): Role => {
     const agent = String(request.headers['x-amz-user-agent'] ?? request.headers['user-agent'] ?? '');
@@ -170,15 +180,18 @@ async function run(limit: number, windowSeconds: number, warmupSeconds: number, 
     await createLedgerTable(dynamodb, LEDGER_TABLE);
     await createEndpointsTable(dynamodb, ENDPOINTS_TABLE);
     const registry = new DynamoDbEndpointRegistry({ client: dynamodb, tableName: ENDPOINTS_TABLE });
-    await registry.add({ name: ENDPOINT, url: receiver.url, eventTypes: ['*'], secret: generateSecret(), rateLimitPerSecond: limit }, Date.now());
+    await registry.add(
+      { name: ENDPOINT, url: receiver.url, eventTypes: ['*'], secret: generateSecret(), ...(limit !== undefined ? { rateLimitPerSecond: limit } : {}) },
+      Date.now(),
+    );
 
     // Enough to keep the endpoint saturated past the window, with a quarter to spare.
-    const backlog = Math.ceil(limit * (warmupSeconds + windowSeconds) * 1.25) + 50;
-    log(`limit ${limit}/s: sending a backlog of ${backlog} events`);
+    const backlog = limit === undefined ? CONTROL_BACKLOG : Math.ceil(limit * (warmupSeconds + windowSeconds) * 1.25) + 50;
+    log(`${label}: sending a backlog of ${backlog} events`);
     for (let start = 0; start < backlog; start += 10) {
       const entries = Array.from({ length: Math.min(10, backlog - start) }, (_, i) => {
         const n = start + i;
-        const body = JSON.stringify({ id: `evt_rl_${limit}_${n}`, shipmentId: `shp_${n}`, status: 'in_transit', occurredAt: new Date().toISOString() });
+        const body = JSON.stringify({ id: `evt_rl_${limit ?? 'control'}_${n}`, shipmentId: `shp_${n}`, status: 'in_transit', occurredAt: new Date().toISOString() });
         return { Id: String(i), MessageBody: body };
       });
       await producerSqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
@@ -228,15 +241,17 @@ async function run(limit: number, windowSeconds: number, warmupSeconds: number, 
     const firstAt = arrivals[0]!;
     await sleep(Math.max(0, firstAt + warmupSeconds * 1000 - performance.now()));
     const start = performance.now();
-    log(`limit ${limit}/s: measuring for ${windowSeconds} s`);
+    log(`${label}: measuring for ${windowSeconds} s`);
     await sleep(windowSeconds * 1000);
     const end = start + windowSeconds * 1000;
     const deliveredBeforeEnd = arrivals.filter((t) => t < end).length;
     // The cost is counted over the whole backlog, start to drained: a delivery's reservation and
     // put-back happen long before its request (up to the horizon), so a window's counts would not match its deliveries.
-    log(`limit ${limit}/s: draining the rest of the backlog for the cost`);
-    const drainDeadline = performance.now() + (backlog / limit + 120) * 1000;
-    while (seen.size < backlog && performance.now() < drainDeadline) await sleep(200);
+    if (limit !== undefined) {
+      log(`${label}: draining the rest of the backlog for the cost`);
+      const drainDeadline = performance.now() + (backlog / limit + 120) * 1000;
+      while (seen.size < backlog && performance.now() < drainDeadline) await sleep(200);
+    }
     await sleep(1_500); // the last batches' deletes and metric documents
     const whole = minus(structuredClone(counts), beforeAll);
 
@@ -270,7 +285,7 @@ async function run(limit: number, windowSeconds: number, warmupSeconds: number, 
       windowSeconds,
       requests: n,
       meanRps,
-      errorPercent: ((meanRps - limit) / limit) * 100,
+      errorPercent: limit === undefined ? Number.NaN : ((meanRps - limit) / limit) * 100,
       maxInAnySecond,
       bucketMin: Math.min(...buckets),
       bucketMax: Math.max(...buckets),
@@ -331,6 +346,7 @@ async function main(): Promise<void> {
       seconds: { type: 'string', default: '60' },
       warmup: { type: 'string', default: '10' },
       json: { type: 'boolean', default: false },
+      control: { type: 'string', default: '15' },
     },
   });
   const limits = values.limits.split(',').map((raw) => {
@@ -344,10 +360,21 @@ async function main(): Promise<void> {
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error(`--warmup must be a whole number, got "${values.warmup}"`);
   const log = (line: string) => process.stderr.write(`${line}\n`);
   log(`rate limit: ${CONSUMERS} consumers (batches of ${BATCH_SIZE}), horizon ${RATE_HORIZON_MS / 1000} s, window ${seconds} s after ${warmup} s`);
+  const controlSeconds = Number(values.control);
+  if (!Number.isInteger(controlSeconds) || controlSeconds < 0) throw new Error(`--control must be whole seconds (0: none), got "${values.control}"`);
+  const control = controlSeconds > 0 ? await run(undefined, controlSeconds, 3, log) : undefined;
   const results: RunResult[] = [];
   for (const limit of limits) results.push(await run(limit, seconds, warmup, log));
-  if (values.json) process.stdout.write(`${JSON.stringify({ date: new Date().toISOString(), results }, null, 2)}\n`);
-  else process.stdout.write(`${table(results)}\n`);
+  const load = loadavg().map((x) => x.toFixed(1)).join('/');
+  if (values.json) process.stdout.write(`${JSON.stringify({ date: new Date().toISOString(), loadAverageAtEnd: load, control, results }, null, 2)}\n`);
+  else {
+    if (control) {
+      process.stdout.write(
+        `Control, no limit: ${control.meanRps.toFixed(1)} requests/s over ${control.windowSeconds} s (what these ${CONSUMERS} consumers deliver on this machine now).\n\n`,
+      );
+    }
+    process.stdout.write(`${table(results)}\n\nLoad average at the end: ${load}.\n`);
+  }
 }
 
 main().catch((error: unknown) => {
