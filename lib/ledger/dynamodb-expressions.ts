@@ -9,7 +9,7 @@ import { hashValue, storedEntry, storedValue } from './dynamodb-item';
 import { WIRE_NAMES } from './dynamodb-schema';
 import { listingKey, listingSort } from './listing';
 import { CLAIM_CONDITION, MAY_MARK_EXHAUSTED, MAY_RECORD, MAY_UNPARK, PARK_EXISTING_CONDITION, PARK_NEW_CONDITION, REPLAY_CONDITION } from './guards';
-import { claimChanges, markExhaustedChanges, parkChanges, recordChanges, replayChanges, unparkChanges, type Change } from './transitions';
+import { admitChanges, claimChanges, markExhaustedChanges, parkChanges, recordChanges, replayChanges, unparkChanges, type Change } from './transitions';
 
 export interface UpdateSpec {
   /** The update and condition as sent, compiled once per shape of write. */
@@ -62,6 +62,13 @@ export function parkNewSpec(input: ParkInput): UpdateSpec {
   const key = { eventId: input.event.event.id, endpoint: input.endpoint };
   const shape = input.sequence === undefined ? 'park new' : 'park new sequenced';
   return updateSpec(shape, key, parkChanges(input, undefined), PARK_NEW_CONDITION, {}, 'ALL_OLD');
+}
+
+/** An event admitted without a claim (`Ledger.admit`): only where the row is new or holds no event. */
+export function admitSpec(input: ParkInput): UpdateSpec {
+  const key = { eventId: input.event.event.id, endpoint: input.endpoint };
+  const shape = input.sequence === undefined ? 'admit' : 'admit sequenced';
+  return updateSpec(shape, key, admitChanges(input), PARK_NEW_CONDITION, {}, 'ALL_OLD');
 }
 
 /**

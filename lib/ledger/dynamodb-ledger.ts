@@ -32,6 +32,7 @@ import {
   markExhaustedSpec,
   parkExistingSpec,
   parkNewSpec,
+  admitSpec,
   recordSpec,
   replaySpec,
   unparkSpec,
@@ -68,7 +69,7 @@ import {
 } from './listing';
 import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, holdsNoEvent, isExpired, missingRow, newToken, readRecord } from './rows';
 import { isHeadPartition } from './shipment-heads';
-import { admitInvalidChanges, applyChanges, claimChanges, newRow, parkChanges, type ChangeableRow } from './transitions';
+import { admitChanges, admitInvalidChanges, applyChanges, claimChanges, newRow, parkChanges, type ChangeableRow } from './transitions';
 import type { RetryPolicy } from '../policy';
 
 export interface DynamoDbLedgerOptions {
@@ -217,6 +218,18 @@ export class DynamoDbLedger implements Ledger {
       if (result.written) return recordFromItem(result.item);
       // Changed since it was read (claimed, settled, parked by another): decide again on the row now.
       ({ current, cause } = result);
+    }
+    throw contention(key.eventId);
+  }
+
+  /** One conditional UpdateItem where the row is new; an existing row comes back with the refusal (ALL_OLD). */
+  async admit(input: ParkInput): Promise<DeliveryRecord> {
+    const key = { eventId: input.event.event.id, endpoint: input.endpoint };
+    for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
+      const result = await this.#update(key, admitSpec(input));
+      if (result.written) return afterAdmit(result.item, key, input);
+      // The row went away (TTL) between the write and the read: the write may succeed now.
+      if (result.current !== undefined && !holdsNoEvent(result.current)) return result.current;
     }
     throw contention(key.eventId);
   }
@@ -383,6 +396,12 @@ function afterClaim(before: Item, key: DeliveryKey, input: ClaimInput, claimToke
 }
 
 /** The row after parking's first write: created (or an invalid message's taken over) parked. */
+function afterAdmit(before: Item, key: DeliveryKey, input: ParkInput): DeliveryRecord {
+  const row = before[W.eventId] === undefined ? newRow(key) : rowFromItem(before);
+  applyChanges(row, key, admitChanges(input));
+  return readRecord(row);
+}
+
 function afterPark(before: Item, key: DeliveryKey, input: ParkInput): DeliveryRecord {
   const row = before[W.eventId] === undefined ? newRow(key) : rowFromItem(before);
   applyChanges(row, key, parkChanges(input, undefined));

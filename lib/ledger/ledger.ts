@@ -286,6 +286,15 @@ export interface Ledger {
   park(input: ParkInput): Promise<DeliveryRecord>;
 
   /**
+   * Admits an event without claiming it (docs/contract.md §13: an event of an ordered endpoint
+   * that arrives before its turn waits, its message acknowledged): a pending row holding the event,
+   * no attempt counted, no lease, not listed, expiring as a claimed row does. One conditional write
+   * where the row is new (or holds only an invalid message); an existing row is returned as it
+   * stands, unchanged (its content may differ: the caller's claim decides that later).
+   */
+  admit(input: ParkInput): Promise<DeliveryRecord>;
+
+  /**
    * Releases a parked row: the marker goes and the row is listed as pending since `listedSinceMs`
    * (when its message, sent next, becomes visible), so the recovery sweep finds it should that
    * message never come. Returns the row as released, or undefined (writing nothing) when it was not

@@ -38,6 +38,7 @@ import {
   claimChanges,
   markExhaustedChanges,
   newRow,
+  admitChanges,
   parkChanges,
   recordChanges,
   replayChanges,
@@ -137,6 +138,16 @@ export class MemoryLedger implements Ledger {
     }
     const row = stored ?? newRow(key);
     applyChanges(row, key, parkChanges(input, existing));
+    this.#rows.set(rowKey(key), row);
+    return toRecord(row);
+  }
+
+  async admit(input: ParkInput): Promise<DeliveryRecord> {
+    const key = { eventId: input.event.event.id, endpoint: input.endpoint };
+    const stored = this.#rows.get(rowKey(key));
+    if (stored !== undefined && !holdsNoEvent(stored)) return toRecord(stored);
+    const row = stored ?? newRow(key);
+    applyChanges(row, key, admitChanges(input));
     this.#rows.set(rowKey(key), row);
     return toRecord(row);
   }

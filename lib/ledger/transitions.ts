@@ -183,6 +183,23 @@ export function replayChanges(input: ReplayInput, entry: AuditEntry): Change[] {
 }
 
 /**
+ * An event admitted without a claim (`Ledger.admit`), on a new row or one holding only an invalid
+ * message: the claim's new-row fields with no attempt counted, pending, no lease, due now, expiring
+ * as the claim's row does, and not listed (it waits for its turn, not for attention).
+ */
+export function admitChanges(input: ParkInput): Change[] {
+  return [
+    ...unclaimedRow(input),
+    { op: 'set', field: 'state', value: 'pending' },
+    { op: 'remove', fields: DEAD_FIELDS },
+    { op: 'set', field: 'retentionSeconds', value: input.retentionSeconds },
+    { op: 'set', field: 'expiresAt', value: expiresAtSeconds(input.nowMs, input.retentionSeconds) },
+    { op: 'none', field: 'leaseExpiresAt', ifAbsent: true },
+    { op: 'none', field: 'nextAttemptAt', ifAbsent: true },
+  ];
+}
+
+/**
  * A delivery parked for its disabled endpoint (docs/contract.md §12). On a new row (or one holding
  * only an invalid message: `existing` undefined) the claim's new-row fields, with no attempt
  * counted, listed at now, its admission. On an existing pending row, the marker alone, listed at
@@ -192,7 +209,7 @@ export function replayChanges(input: ReplayInput, entry: AuditEntry): Change[] {
  * kept, and the listing moved to the endpoint's parked rows.
  */
 export function parkChanges(input: ParkInput, existing: { readonly createdAt: number } | undefined): Change[] {
-  const { event, nowMs } = input;
+  const { nowMs } = input;
   const marker: Change[] = [
     { op: 'set', field: 'state', value: 'pending' },
     { op: 'remove', fields: [...DEAD_FIELDS, 'leaseOwner', 'claimToken'] },
@@ -206,8 +223,13 @@ export function parkChanges(input: ParkInput, existing: { readonly createdAt: nu
     { op: 'list', state: 'parked', sinceMs: existing?.createdAt ?? nowMs },
   ];
   if (existing !== undefined) return marker;
+  return [...unclaimedRow(input), ...marker];
+}
+
+/** A new row's fields as the claim's (`claimChanges`), but with nothing claimed: no attempt counted. */
+function unclaimedRow(input: ParkInput): Change[] {
+  const { event, nowMs } = input;
   return [
-    // As the claim's (`claimChanges`), but nothing is claimed: no attempt counted.
     { op: 'init', field: 'body', value: event.body },
     { op: 'init', field: 'contentHash', value: event.contentHash },
     { op: 'init', field: 'eventType', value: event.type },
@@ -217,7 +239,6 @@ export function parkChanges(input: ParkInput, existing: { readonly createdAt: nu
     { op: 'init', field: 'createdAt', value: nowMs },
     ...sequenceChanges(input.sequence),
     { op: 'init', field: 'attempts', value: 0 },
-    ...marker,
   ];
 }
 

@@ -1432,6 +1432,56 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         });
       });
 
+      describe('Method: admit (an ordered endpoint\'s event waiting for its turn, docs/contract.md §13)', () => {
+        it('writes a new event as pending without claiming it: no attempt, no lease, listed nowhere, claimable', async () => {
+          // Prepare
+          const event = shipmentEvent('evt_admit_new');
+
+          // Act
+          const admitted = await ledger.admit({ event, endpoint: ACME, nowMs: T0, policy: POLICY, retentionSeconds: RETENTION_SECONDS, sequence: 3 });
+
+          // Assess
+          const expected: DeliveryRecord = {
+            eventId: 'evt_admit_new',
+            endpoint: ACME,
+            state: 'pending',
+            body: event.body,
+            contentHash: event.contentHash,
+            eventType: 'shipment.in_transit',
+            attempts: 0,
+            maxAttempts: 3,
+            policy: POLICY,
+            history: [],
+            replays: 0,
+            audit: [],
+            createdAt: T0,
+            stateSince: T0,
+            expiresAt: expiresAt(T0),
+            sequence: 3,
+          };
+          expect(admitted).toStrictEqual(expected);
+          expect(await stored('evt_admit_new')).toStrictEqual(expected);
+          expect(await pendingIds()).toStrictEqual([]);
+          expect(await parkedIds()).toStrictEqual([]);
+          const claimed = await claim(event, { endpoint: ACME, nowMs: T0 + 1000 });
+          expect(claimed).toMatchObject({ attempts: 1, sequence: 3, createdAt: T0 });
+        });
+
+        it('returns an existing row as it stands, writing nothing', async () => {
+          // Prepare: a row that failed once.
+          const event = shipmentEvent('evt_admit_old');
+          const claimed = await claim(event, { endpoint: ACME });
+          const failed = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 60_000 }, T0 + 100);
+
+          // Act
+          const admitted = await ledger.admit({ event, endpoint: ACME, nowMs: T0 + 500, policy: OTHER_POLICY, retentionSeconds: 60 });
+
+          // Assess
+          expect(admitted).toStrictEqual(failed);
+          expect(await stored('evt_admit_old')).toStrictEqual(failed);
+        });
+      });
+
       describe('Method: unpark', () => {
         it('releases a parked row: listed as pending since the time given, out of the parked listing, and claimable', async () => {
           // Prepare
