@@ -109,6 +109,18 @@ function settled(eventId: string, endpoint: string): Promise<DeliveryRecord> {
   );
 }
 
+/** The delivery once parked for its disabled endpoint (docs/contract.md §12). */
+function parked(eventId: string, endpoint: string): Promise<DeliveryRecord> {
+  return eventually(
+    `${eventId} → ${endpoint} to be parked`,
+    async () => {
+      const record = await clients.ledger.get({ eventId, endpoint });
+      return record?.state === 'pending' && record.parkedAt !== undefined ? record : undefined;
+    },
+    { timeoutMs: SETTLE_MS },
+  );
+}
+
 describe('Endpoint health in the sandbox', () => {
   it(
     "pauses an endpoint that answers 429 with Retry-After: 3: its other deliveries start no earlier than 3 s after it, spending no attempt while held",
@@ -136,7 +148,7 @@ describe('Endpoint health in the sandbox', () => {
   );
 
   it(
-    'disables an endpoint that answers 410, by handoff with the reason, its delivery dead as rejected; later events are not routed to it',
+    'disables an endpoint that answers 410, by handoff with the reason, its delivery dead as rejected; later deliveries to it are parked',
     async () => {
       await clients.send(shipment('evt_gone_1', 'returned'));
 
@@ -146,10 +158,11 @@ describe('Endpoint health in the sandbox', () => {
         return current?.state === 'disabled' ? current : undefined;
       }, { timeoutMs: SETTLE_MS });
       await clients.send(shipment('evt_gone_2', 'returned'));
-      await sandbox.waitForLog(/evt_gone_2 unrouted/);
+      const later = await parked('evt_gone_2', 'gone');
 
       expect([row.state, row.deadReason]).toEqual(['dead', 'rejected']);
       expect(record.stateChange).toMatchObject({ by: 'handoff', reason: GONE_REASON });
+      expect([later.attempts, later.history]).toEqual([0, []]);
       expect(gone.arrivals.map((a) => a.eventId)).toEqual(['evt_gone_1']);
       expect((await clients.readDeadLetters()).filter((d) => d.eventId === 'evt_gone_1').map((d) => [d.reason, d.endpoint])).toEqual([
         ['rejected', 'gone'],
@@ -175,8 +188,9 @@ describe('Endpoint health in the sandbox', () => {
       const record = await registry.get('down');
       expect(record).toMatchObject({ state: 'disabled', stateChange: { by: 'handoff', reason: notice.reason } });
       expect(sandbox.stderr().filter((l) => l.includes('"message":"endpoint disabled"') && l.includes('"endpoint":"down"'))).toHaveLength(1);
-      // Deliveries routed before it was disabled go on as before (parking is not in this release).
-      expect((await Promise.all(['evt_down_1', 'evt_down_2'].map((id) => settled(id, 'down')))).map((r) => r.state)).toEqual(['dead', 'dead']);
+      // Its deliveries, still retrying when it was disabled, park at their next turn: none dies.
+      const rows = await Promise.all(['evt_down_1', 'evt_down_2'].map((id) => parked(id, 'down')));
+      expect(rows.map((r) => r.state)).toEqual(['pending', 'pending']);
     },
     TEST_TIMEOUT_MS,
   );
