@@ -1,9 +1,9 @@
 /**
  * Releasing parked deliveries (docs/contract.md §12 "Parking"): after `handoff endpoint enable`,
  * an endpoint's parked deliveries are sent again oldest admission first, at a bounded ramp, by the
- * same runs that recover stuck work (the scheduled function in AWS, the sandbox's timer), and by the
- * `enable` command itself for the first stretch. No process is held for the hours a large backlog
- * takes: each run releases a bounded window's worth and the next run goes on from the registry.
+ * same runs that recover stuck work (the scheduled function in AWS, the sandbox's timer). No
+ * process is held for the hours a large backlog takes: each run releases a bounded window's worth
+ * and the next run goes on from the registry.
  *
  * The state of a release is on the endpoint's registry item (lib/endpoints/registry-schema.ts):
  * `resumeSince` (when `enable` began it: the ramp counts from it), `resumeRate` (the most per second
@@ -18,6 +18,8 @@
  *    once) and puts a message for it on the queue, delayed until its slot;
  * 4. ends the release (removes the attributes) when none is left, once consumers have all seen the
  *    endpoint enabled: one with a stale copy of the registry may still park a delivery meanwhile.
+ *    One that parks a delivery even later (a copy kept through a registry outage) is caught by the
+ *    next run, which finds the enabled endpoint's parked row and begins a release for it.
  *
  * A release interrupted anywhere leaves nothing behind: a released row is listed as pending from
  * its slot on, so if its message is never sent the stuck-work recovery sends one (lib/recovery.ts);
@@ -57,6 +59,8 @@ export interface ResumeStore {
   takeWindow(endpoint: string, since: number, from: number | undefined, to: number): Promise<boolean>;
   /** Ends the release begun at `since` (a newer `enable` is left alone). False when refused. */
   finishResume(endpoint: string, since: number): Promise<boolean>;
+  /** Begins a release at `since`, only while the endpoint is enabled with none in progress. False when refused. */
+  beginResume(endpoint: string, since: number, rate: number): Promise<boolean>;
 }
 
 /** The ramp's rate (per second) at `nowMs`: an eighth of `rate` (at least 1), doubling every minute, up to `rate`. */
@@ -66,11 +70,15 @@ export function rampRate(resume: Pick<Resume, 'since' | 'rate'>, nowMs: number):
   return Math.min(resume.rate, start * 2 ** Math.min(steps, 30));
 }
 
-/** The slots (epoch ms) in [fromMs, toMs), each 1/rampRate after the one before. */
-export function slotsIn(resume: Pick<Resume, 'since' | 'rate'>, fromMs: number, toMs: number): number[] {
+/**
+ * The slots (epoch ms) in [fromMs, toMs), each 1/rampRate after the one before, and where the next
+ * would be (`end`): the next window starts there, so windows of any length keep the spacing.
+ */
+export function slotsIn(resume: Pick<Resume, 'since' | 'rate'>, fromMs: number, toMs: number): { slots: number[]; end: number } {
   const slots: number[] = [];
-  for (let t = fromMs; t < toMs; t += 1000 / rampRate(resume, t)) slots.push(Math.floor(t));
-  return slots;
+  let t = fromMs;
+  for (; t < toMs; t += 1000 / rampRate(resume, t)) slots.push(Math.floor(t));
+  return { slots, end: Math.ceil(t) };
 }
 
 export interface ReleaseDeps {
@@ -102,9 +110,9 @@ export async function releaseParked(endpoint: string, resume: Resume, deps: Rele
   const nowMs = deps.now();
   const from = Math.max(nowMs, resume.until ?? 0);
   const to = nowMs + Math.min(deps.horizonMs, MAX_HORIZON_MS);
-  const slots = from < to ? slotsIn(resume, from, to) : [];
+  const { slots, end } = from < to ? slotsIn(resume, from, to) : { slots: [], end: from };
   if (slots.length === 0) return { endpoint, released: 0, finished: false, skipped: false };
-  if (!(await store.takeWindow(endpoint, resume.since, resume.until, to))) return { endpoint, released: 0, finished: false, skipped: true };
+  if (!(await store.takeWindow(endpoint, resume.since, resume.until, end))) return { endpoint, released: 0, finished: false, skipped: true };
 
   let released = 0;
   let cursor: string | undefined;
@@ -153,14 +161,26 @@ export interface ResumeView {
 
 /**
  * One run of every release in progress: the enabled endpoints with a `resume`, one after another.
- * A failure of one endpoint's run is logged and the others go on.
+ * An enabled endpoint with none in progress is checked for parked deliveries (one row of its parked
+ * listing): a consumer whose copy of the registry was older than the settle time may have parked one
+ * after its release ended. If it finds any, it begins a release at the default rate, so no delivery
+ * stays parked for an enabled endpoint for longer than one run. A failure of one endpoint's run is
+ * logged and the others go on.
  */
 export async function releaseResuming(endpoints: ReadonlyMap<string, ResumeView>, deps: ReleaseDeps): Promise<ReleaseRun[]> {
   const runs: ReleaseRun[] = [];
   for (const [name, view] of endpoints) {
-    if (view.state !== 'enabled' || view.resume === undefined) continue;
+    if (view.state !== 'enabled') continue;
     try {
-      runs.push(await releaseParked(name, view.resume, deps));
+      let resume = view.resume;
+      if (resume === undefined) {
+        const stray = await deps.ledger.listByState('parked', { endpoint: name, limit: 1 });
+        if (stray.records.length === 0) continue;
+        resume = { since: deps.now(), rate: DEFAULT_RESUME_RATE };
+        if (!(await deps.store.beginResume(name, resume.since, resume.rate))) continue;
+        deps.logger.warn('release begun: deliveries parked for an enabled endpoint', { endpoint: name });
+      }
+      runs.push(await releaseParked(name, resume, deps));
     } catch (error) {
       deps.logger.error('release failed', { endpoint: name, ...errorFields(error) });
     }

@@ -315,13 +315,22 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     });
   }
 
+  async beginResume(name: string, since: number, rate: number): Promise<boolean> {
+    return this.#writeResume(name, 'begin a release of', {
+      UpdateExpression: 'SET #resumeSince = :since, #resumeRate = :rate',
+      ConditionExpression: '#state = :enabled AND attribute_not_exists(#resumeSince)',
+      ExpressionAttributeValues: { ':since': since, ':rate': rate, ':enabled': 'enabled' },
+    });
+  }
+
   /** A conditional write of the release's attributes alone. False when its condition is refused. */
   async #writeResume(
     name: string,
     what: string,
     update: { UpdateExpression: string; ConditionExpression: string; ExpressionAttributeValues: Record<string, unknown> },
   ): Promise<boolean> {
-    const names = Object.fromEntries(Object.entries(RESUME_NAMES).filter(([placeholder]) => `${update.UpdateExpression} ${update.ConditionExpression}`.includes(placeholder)));
+    const text = `${update.UpdateExpression} ${update.ConditionExpression}`;
+    const names = Object.fromEntries(Object.entries({ ...RESUME_NAMES, '#state': NAMES['#state'] }).filter(([placeholder]) => text.includes(placeholder)));
     try {
       await this.#guard(`${what} endpoint ${JSON.stringify(name)}`, () =>
         this.#client.send(new UpdateCommand({ TableName: this.#tableName, Key: { [KEY]: name }, ...update, ExpressionAttributeNames: names })),

@@ -20,7 +20,7 @@ import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import type { DeliveryQueue, EnqueueOptions } from '../../lib/queue/queue';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { registryEndpoints } from '../../lib/recovery';
-import { releaseParked, releaseResuming, type ReleaseDeps, type Resume } from '../../lib/resume';
+import { DEFAULT_RESUME_RATE, releaseParked, releaseResuming, type ReleaseDeps, type Resume } from '../../lib/resume';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Queues } from '../helpers/consumer-harness';
 
@@ -246,6 +246,46 @@ describe('Function: releaseParked, on the emulators', () => {
     expect(runs).toEqual([]);
     expect(sent).toHaveLength(1);
     expect(await parkedIds(name)).toEqual(['evt_dis_1', 'evt_dis_2']);
+  });
+
+  it("begins a release for an enabled endpoint with parked deliveries and none in progress (a stale consumer's park after its release ended)", async () => {
+    // Prepare: enabled, its release over, and then a delivery parked by a consumer with an old copy.
+    const name = 'release-stray';
+    await disabledEndpoint(name);
+    await enable(name, T0 + 1_000, 8);
+    expect(await registry.finishResume(name, T0 + 1_000)).toBe(true);
+    await park(name, [['evt_stray', T0 + 90_000]]);
+    const { queue, sent } = recordingQueue(await harness.createQueues(30));
+    const clock = { now: T0 + 100_000 };
+    const lines: string[] = [];
+
+    // Act: one run; then another, with nothing left.
+    const runs = await releaseResuming(new Map([[name, await view(name)]]), deps(queue, clock, 1_000, lines));
+    const resumed = await view(name);
+    clock.now += 60_000;
+    const next = await releaseResuming(new Map([[name, resumed]]), deps(queue, clock, 1_000, lines));
+
+    // Assess
+    expect(runs).toEqual([{ endpoint: name, released: 1, finished: false, skipped: false }]);
+    expect(resumed.resume).toMatchObject({ since: T0 + 100_000, rate: DEFAULT_RESUME_RATE });
+    expect(sent.map((s) => [s.eventId, s.endpoint])).toEqual([['evt_stray', name]]);
+    expect(await parkedIds(name)).toEqual([]);
+    expect(lines.some((line) => line.includes('release begun: deliveries parked for an enabled endpoint'))).toBe(true);
+    expect(next).toEqual([{ endpoint: name, released: 0, finished: true, skipped: false }]);
+    expect((await view(name)).resume).toBeUndefined();
+  });
+
+  it('looks for strays only at enabled endpoints, and begins nothing where none is parked', async () => {
+    await disabledEndpoint('release-quiet');
+    await enable('release-quiet', T0, 8);
+    await registry.finishResume('release-quiet', T0);
+    const { queue, sent } = recordingQueue(await harness.createQueues(30));
+
+    const runs = await releaseResuming(new Map([['release-quiet', await view('release-quiet')]]), deps(queue, { now: T0 + 60_000 }, 1_000));
+
+    expect(runs).toEqual([]);
+    expect(sent).toEqual([]);
+    expect((await view('release-quiet')).resume).toBeUndefined();
   });
 
   it('releases 150 rows across listing pages in admission order, each once, and goes on in the next run where a window holds fewer', async () => {

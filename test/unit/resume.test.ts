@@ -49,21 +49,21 @@ describe('Function: slotsIn', () => {
   it('lays slots 1/rate apart from the window start, the start included, the end excluded', () => {
     const resume = { since: SINCE, rate: 16 }; // 2 per second in the first minute
 
-    expect(slotsIn(resume, SINCE, SINCE + 3000)).toEqual([SINCE, SINCE + 500, SINCE + 1000, SINCE + 1500, SINCE + 2000, SINCE + 2500]);
+    expect(slotsIn(resume, SINCE, SINCE + 3000).slots).toEqual([SINCE, SINCE + 500, SINCE + 1000, SINCE + 1500, SINCE + 2000, SINCE + 2500]);
   });
 
   it('holds rampRate × seconds slots in a window within one step', () => {
     const resume = { since: SINCE, rate: 80 }; // 10/s, 20/s, 40/s, 80/s
 
-    expect(slotsIn(resume, SINCE, SINCE + 10_000)).toHaveLength(100);
-    expect(slotsIn(resume, SINCE + MINUTE_MS, SINCE + MINUTE_MS + 10_000)).toHaveLength(200);
-    expect(slotsIn(resume, SINCE + 5 * MINUTE_MS, SINCE + 5 * MINUTE_MS + 10_000)).toHaveLength(800);
+    expect(slotsIn(resume, SINCE, SINCE + 10_000).slots).toHaveLength(100);
+    expect(slotsIn(resume, SINCE + MINUTE_MS, SINCE + MINUTE_MS + 10_000).slots).toHaveLength(200);
+    expect(slotsIn(resume, SINCE + 5 * MINUTE_MS, SINCE + 5 * MINUTE_MS + 10_000).slots).toHaveLength(800);
   });
 
   it('follows the ramp across a step: a minute at each rate, then the rate', () => {
     const resume = { since: SINCE, rate: 80 };
 
-    const slots = slotsIn(resume, SINCE, SINCE + 5 * MINUTE_MS);
+    const { slots } = slotsIn(resume, SINCE, SINCE + 5 * MINUTE_MS);
 
     // 60 s at 10/s, 20/s, 40/s, then 2 minutes at 80/s.
     expect(slots).toHaveLength(600 + 1200 + 2400 + 2 * 4800);
@@ -76,7 +76,7 @@ describe('Function: slotsIn', () => {
     const from = SINCE + 7_777;
     const to = from + 20_000;
 
-    const slots = slotsIn(resume, from, to);
+    const { slots } = slotsIn(resume, from, to);
 
     expect(slots[0]).toBe(from);
     expect(slots.every((t) => Number.isInteger(t) && t >= from && t < to)).toBe(true);
@@ -84,15 +84,30 @@ describe('Function: slotsIn', () => {
     expect(slots).toHaveLength(75); // 20 s × 3.75
   });
 
+  it('ends where the next slot would be, so back-to-back short windows keep the spacing', () => {
+    const resume = { since: SINCE, rate: 8 }; // 1/s in the first minute
+
+    // Twenty windows of 500 ms, each starting where the last ended or now, whichever is later.
+    const taken: number[] = [];
+    let until = SINCE;
+    for (let now = SINCE; now < SINCE + 10_000; now += 500) {
+      const window = slotsIn(resume, Math.max(now, until), now + 500);
+      taken.push(...window.slots);
+      if (window.slots.length > 0) until = window.end;
+    }
+
+    expect(taken).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((s) => SINCE + s * 1000));
+  });
+
   it('is empty for an empty window', () => {
-    expect(slotsIn({ since: SINCE, rate: 20 }, SINCE + 1000, SINCE + 1000)).toEqual([]);
-    expect(slotsIn({ since: SINCE, rate: 20 }, SINCE + 2000, SINCE + 1000)).toEqual([]);
+    expect(slotsIn({ since: SINCE, rate: 20 }, SINCE + 1000, SINCE + 1000).slots).toEqual([]);
+    expect(slotsIn({ since: SINCE, rate: 20 }, SINCE + 2000, SINCE + 1000).slots).toEqual([]);
   });
 
   it("holds at most rate × SQS's longest delay in the longest horizon", () => {
     const resume = { since: SINCE, rate: 20 };
     const from = SINCE + 10 * MINUTE_MS; // past the ramp
 
-    expect(slotsIn(resume, from, from + MAX_HORIZON_MS)).toHaveLength(20 * (MAX_HORIZON_MS / 1000));
+    expect(slotsIn(resume, from, from + MAX_HORIZON_MS).slots).toHaveLength(20 * (MAX_HORIZON_MS / 1000));
   });
 });
