@@ -6,8 +6,6 @@ export const STACK_OUTPUTS = {
   queueUrl: 'QueueUrl',
   queueArn: 'QueueArn',
   deadLetterQueueUrl: 'DeadLetterQueueUrl',
-  /** The ordered intake (docs/contract.md §13): the FIFO queue producers who need a shipment's order send to. */
-  orderedQueueUrl: 'OrderedQueueUrl',
   ledgerTableName: 'LedgerTableName',
   consumerFunctionName: 'ConsumerFunctionName',
   /** The largest message body the consumer accepts, in bytes (a decimal string, as outputs are). */
@@ -17,3 +15,10 @@ export const STACK_OUTPUTS = {
   /** The settings an endpoint's defaults and limits come from, as JSON (lib/endpoints/endpoint.ts `deploymentToJson`). */
   endpointDefaults: 'EndpointDefaults',
 } as const;
+
+/**
+ * The ordered intake's output (docs/contract.md §13): the FIFO queue producers who need a shipment's
+ * order send to; `handoff send --ordered --stack NAME` reads it. Apart from STACK_OUTPUTS, which
+ * lists exactly what infra/app.ts publishes, until the stack publishes it too.
+ */
+export const ORDERED_QUEUE_URL_OUTPUT = 'OrderedQueueUrl';
