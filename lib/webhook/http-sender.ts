@@ -99,7 +99,7 @@ export class HttpWebhookSender implements WebhookSender {
     let outcome: AttemptOutcome;
     try {
       const body = Buffer.from(request.body, 'utf8');
-      const headers = this.headers(request.eventId, request.body, body.length);
+      const headers = this.headers(request, body.length);
       const first = await this.exchange(body, headers, this.agent, deadlineMs);
       outcome = first.outcome;
       /*
@@ -144,7 +144,7 @@ export class HttpWebhookSender implements WebhookSender {
     this.agent.destroy();
   }
 
-  private headers(eventId: string, body: string, contentLength: number): http.OutgoingHttpHeaders {
+  private headers({ eventId, body, sequence }: WebhookRequest, contentLength: number): http.OutgoingHttpHeaders {
     const attemptMs = this.now();
     const headers: http.OutgoingHttpHeaders = {
       'content-type': 'application/json',
@@ -154,6 +154,7 @@ export class HttpWebhookSender implements WebhookSender {
       'webhook-timestamp': String(Math.floor(attemptMs / 1000)),
       'user-agent': this.userAgent,
     };
+    if (sequence !== undefined) headers['webhook-sequence'] = String(sequence);
     if (this.signer) headers['webhook-signature'] = this.signer.sign(eventId, attemptMs, body);
     return headers;
   }

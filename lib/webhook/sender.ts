@@ -6,6 +6,11 @@ export interface WebhookRequest {
   readonly eventId: string;
   /** The exact bytes to POST; the same on every attempt. */
   readonly body: string;
+  /**
+   * For an endpoint ordered per shipment (docs/contract.md §13): the event's position among its
+   * shipment's events for that endpoint, sent as `webhook-sequence`; the same on every attempt.
+   */
+  readonly sequence?: number;
 }
 
 export interface AttemptResult {

@@ -129,6 +129,16 @@ describe('HttpWebhookSender: the request (docs/contract.md §3)', () => {
     expect(headers?.['user-agent']).toBe(`handoff/${pkg.version}`);
   });
 
+  it("sends webhook-sequence with an ordered endpoint's request, and none otherwise", async () => {
+    const server = await startServer(answer(200));
+    const client = sender({ url: server.url });
+
+    await client.send({ ...request, sequence: 3 });
+    await client.send(request);
+
+    expect(server.received.map((r) => r.headers['webhook-sequence'])).toEqual(['3', undefined]);
+  });
+
   it('signs per Standard Webhooks: the reference implementation verifies it', async () => {
     const server = await startServer(answer(200));
 
