@@ -1,0 +1,97 @@
+/**
+ * Per-shipment ordering (docs/contract.md §13), the use case: an endpoint whose `ordering` is
+ * `per-shipment` receives one shipment's events in the order they were admitted, while other
+ * shipments go on. The order is kept by the shipment's head (lib/ledger/shipment-heads.ts), not by
+ * the queue:
+ *
+ * 1. **Admission** (`assign`): the event takes the next number of its (shipment, endpoint), once;
+ *    the same event again gets the same number. Routing does it as it handles the producer's
+ *    message, so admission order is the order producers' messages are handled (exact, per group,
+ *    on the ordered intake, a FIFO queue).
+ * 2. **Its turn** (`takeTurn`): it may be sent when every earlier number is settled (the head's
+ *    `next` has reached it). If not, its row is written without a claim (`Ledger.admit`: it holds
+ *    the body) and it is recorded as waiting on the head; its message is acknowledged. Nothing polls:
+ *    it costs nothing while it waits. The head's conditional write decides the race with the event
+ *    before it settling at that moment: either the wait is refused (its turn came: send now) or the
+ *    settling event's advance sees it waiting.
+ * 3. **Passing the turn** (`passTurn`): once an event is delivered, or dead with `onDead: continue`,
+ *    the head moves to the next number and the event waiting there, if any, gets a message of its
+ *    own (its body from its row). With `onDead: hold` a dead event keeps the turn: its shipment waits
+ *    until an operator replays it (delivered, it passes the turn) or releases it (`handoff release`).
+ *
+ * Crashes: every step is idempotent and re-run by the message's return. An event re-received after
+ * it settled passes the turn again (refused when already passed) and wakes the next if its turn is
+ * still there, which covers a crash between recording the outcome and passing the turn, or a lost
+ * wake-up message. A wake-up message lost after it was sent (SQS's own redrive) is not recovered:
+ * its row is pending and unlisted, as a first attempt's is (lib/recovery.ts).
+ */
+import type { ParsedEvent } from './event';
+import type { DeliveryRecord, Ledger } from './ledger/ledger';
+import type { ShipmentHeads } from './ledger/shipment-heads';
+import type { Logger } from './observability';
+import type { RetryPolicy } from './policy';
+import type { DeliveryQueue } from './queue/queue';
+
+export interface OrderingDeps {
+  readonly heads: ShipmentHeads;
+  readonly ledger: Pick<Ledger, 'admit' | 'get'>;
+  readonly queue: Pick<DeliveryQueue, 'enqueue'>;
+  readonly now: () => number;
+  readonly retentionSeconds: number;
+}
+
+export type Turn =
+  /** Send it now (its turn, or a turn already passed: the claim decides what a settled row gets). */
+  | { readonly kind: 'go'; readonly sequence: number }
+  /** Acknowledge it: it waits on the head for the event before it (`waitingFor`). */
+  | { readonly kind: 'wait'; readonly sequence: number; readonly waitingFor: number };
+
+/** Its number among its shipment's events for `endpoint` (assigned once; the same on every call). */
+export async function admitOrdered(event: ParsedEvent, endpoint: string, deps: Pick<OrderingDeps, 'heads'>): Promise<{ sequence: number; next: number }> {
+  return deps.heads.assign(event.event.shipmentId, endpoint, event.event.id);
+}
+
+/** Whether an event of an ordered endpoint may be sent now; if not, it is recorded as waiting. */
+export async function takeTurn(event: ParsedEvent, endpoint: { readonly name: string; readonly policy: RetryPolicy }, deps: OrderingDeps): Promise<Turn> {
+  const { sequence, next } = await admitOrdered(event, endpoint.name, deps);
+  if (next >= sequence) return { kind: 'go', sequence };
+  await deps.ledger.admit({
+    event,
+    endpoint: endpoint.name,
+    nowMs: deps.now(),
+    policy: endpoint.policy,
+    retentionSeconds: deps.retentionSeconds,
+    sequence,
+  });
+  if (await deps.heads.wait(event.event.shipmentId, endpoint.name, sequence, event.event.id)) {
+    return { kind: 'wait', sequence, waitingFor: sequence - 1 };
+  }
+  return { kind: 'go', sequence };
+}
+
+/**
+ * Passes the turn on from `sequence` (delivered, or dead with `continue`) and wakes the event whose
+ * turn it now is, if it waits. Safe to repeat: a turn already passed is not passed again, and the
+ * wake-up is sent again only while the turn is still the next one's. Returns the event woken, if any.
+ * @throws what the ledger, the head or the queue throw: the caller keeps its message, which returns.
+ */
+export async function passTurn(
+  shipmentId: string,
+  endpoint: string,
+  sequence: number,
+  deps: Pick<OrderingDeps, 'heads' | 'ledger' | 'queue'>,
+  logger?: Logger,
+): Promise<string | undefined> {
+  const head = await deps.heads.advance(shipmentId, endpoint, sequence);
+  if (head === undefined || head.next !== sequence + 1) return undefined;
+  const waiter = head.waiting[head.next];
+  if (waiter === undefined) return undefined;
+  const row: DeliveryRecord | undefined = await deps.ledger.get({ eventId: waiter, endpoint });
+  if (row?.body === undefined) {
+    // Its row is gone (expired): nothing to send, and nothing may hold the shipment on its account.
+    logger?.warn('waiting event has no row', { eventId: waiter, endpoint });
+    return undefined;
+  }
+  await deps.queue.enqueue(row.body, { endpoint });
+  return waiter;
+}

@@ -1,0 +1,110 @@
+/**
+ * Per-shipment ordering's use case (lib/ordering.ts) over the in-memory ledger and heads (the same
+ * semantics as DynamoDB's, held to by the contract suites): turns, waiting without a claim, passing
+ * the turn and the wake-up, and that repeating any step is harmless.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseEvent, type ParsedEvent } from '../../lib/event';
+import { MemoryLedger } from '../../lib/ledger/memory-ledger';
+import { MemoryShipmentHeads } from '../../lib/ledger/memory-shipment-heads';
+import { passTurn, takeTurn, type OrderingDeps } from '../../lib/ordering';
+import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
+
+const T0 = 1_796_200_000_000;
+const ENDPOINT = { name: 'carrier-acme', policy: DEFAULT_RETRY_POLICY };
+
+function shipmentEvent(id: string, shipmentId = 'shp_1'): ParsedEvent {
+  const parsed = parseEvent(JSON.stringify({ id, shipmentId, status: 'in_transit', occurredAt: '2026-12-03T06:00:00Z' }));
+  if (!parsed.ok) throw parsed.error;
+  return parsed.value;
+}
+
+function setup() {
+  const sent: { eventId: string; endpoint: string | undefined }[] = [];
+  const deps: OrderingDeps = {
+    heads: new MemoryShipmentHeads(),
+    ledger: new MemoryLedger({ now: () => T0 }),
+    queue: {
+      async enqueue(body, options) {
+        sent.push({ eventId: (JSON.parse(body) as { id: string }).id, endpoint: options?.endpoint });
+      },
+    },
+    now: () => T0,
+    retentionSeconds: 86_400,
+  };
+  return { deps, sent };
+}
+
+describe('Function: takeTurn', () => {
+  it("lets a shipment's first event go, and makes the next wait, its row written without a claim", async () => {
+    const { deps } = setup();
+
+    const first = await takeTurn(shipmentEvent('evt_1'), ENDPOINT, deps);
+    const second = await takeTurn(shipmentEvent('evt_2'), ENDPOINT, deps);
+
+    expect(first).toEqual({ kind: 'go', sequence: 1 });
+    expect(second).toEqual({ kind: 'wait', sequence: 2, waitingFor: 1 });
+    expect(await deps.ledger.get({ eventId: 'evt_2', endpoint: ENDPOINT.name })).toMatchObject({ state: 'pending', attempts: 0, sequence: 2 });
+    expect(await deps.ledger.get({ eventId: 'evt_1', endpoint: ENDPOINT.name })).toBeUndefined();
+  });
+
+  it('keeps shipments apart: each one’s first event goes', async () => {
+    const { deps } = setup();
+
+    const turns = await Promise.all(['shp_a', 'shp_b', 'shp_c'].map((shipment, i) => takeTurn(shipmentEvent(`evt_${i}`, shipment), ENDPOINT, deps)));
+
+    expect(turns).toEqual([1, 1, 1].map((sequence) => ({ kind: 'go', sequence })));
+  });
+
+  it('gives an event the same number however often it comes, and lets it go once its turn has come', async () => {
+    const { deps } = setup();
+    await takeTurn(shipmentEvent('evt_1'), ENDPOINT, deps);
+    await takeTurn(shipmentEvent('evt_2'), ENDPOINT, deps);
+
+    await passTurn('shp_1', ENDPOINT.name, 1, deps);
+    const again = await takeTurn(shipmentEvent('evt_2'), ENDPOINT, deps);
+
+    expect(again).toEqual({ kind: 'go', sequence: 2 });
+  });
+});
+
+describe('Function: passTurn', () => {
+  it('moves the turn on and sends the waiting event a message of its own; repeated, it sends nothing more', async () => {
+    const { deps, sent } = setup();
+    await takeTurn(shipmentEvent('evt_1'), ENDPOINT, deps);
+    await takeTurn(shipmentEvent('evt_2'), ENDPOINT, deps);
+    await takeTurn(shipmentEvent('evt_3'), ENDPOINT, deps);
+
+    const woken = await passTurn('shp_1', ENDPOINT.name, 1, deps);
+    const repeated = await passTurn('shp_1', ENDPOINT.name, 1, deps);
+
+    expect(woken).toBe('evt_2');
+    expect(repeated).toBe('evt_2');
+    expect(sent).toEqual([
+      { eventId: 'evt_2', endpoint: ENDPOINT.name },
+      { eventId: 'evt_2', endpoint: ENDPOINT.name },
+    ]);
+    expect(await deps.heads.get('shp_1', ENDPOINT.name)).toMatchObject({ next: 2 });
+  });
+
+  it('wakes nobody when the next event has not arrived yet; it then goes at once', async () => {
+    const { deps, sent } = setup();
+    await takeTurn(shipmentEvent('evt_1'), ENDPOINT, deps);
+
+    expect(await passTurn('shp_1', ENDPOINT.name, 1, deps)).toBeUndefined();
+    expect(await takeTurn(shipmentEvent('evt_2'), ENDPOINT, deps)).toEqual({ kind: 'go', sequence: 2 });
+    expect(sent).toEqual([]);
+  });
+
+  it('does not pass a turn twice from an old sequence once later ones have moved it on', async () => {
+    const { deps, sent } = setup();
+    for (const id of ['evt_1', 'evt_2', 'evt_3']) await takeTurn(shipmentEvent(id), ENDPOINT, deps);
+    await passTurn('shp_1', ENDPOINT.name, 1, deps);
+    await passTurn('shp_1', ENDPOINT.name, 2, deps);
+
+    const late = await passTurn('shp_1', ENDPOINT.name, 1, deps);
+
+    expect(late).toBeUndefined();
+    expect(sent.map((s) => s.eventId)).toEqual(['evt_2', 'evt_3']);
+  });
+});
