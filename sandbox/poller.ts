@@ -13,10 +13,10 @@
  * FIFO event source: one receive of at most 10 messages per batch, records in the order SQS gives
  * them (a group's in its order; each record carrying `attributes.MessageGroupId`), and one batch per
  * message group in flight: SQS hands out none of a group while one of it is in flight, and the
- * poller holds to it whatever the queue does, putting a message of a group that is still in a
- * batch straight back (visibility 0) rather than handing it over out of turn. The answer is applied
- * as above; keeping a group's later records when an earlier one fails is the handler's part
- * (lib/fifo.ts). fauxqs 1.9.2 hands out one message per group per receive, so there a batch holds
+ * poller holds to it whatever the queue does, putting a message of a group still in a batch back
+ * (visible a second later; the receive counts) rather than handing it over out of turn. The answer
+ * is applied as above; keeping a group's later records when an earlier one fails is the handler's
+ * part (lib/fifo.ts). fauxqs 1.9.2 hands out one message per group per receive, so there a batch holds
  * at most one record of a group; SQS may give several, in order.
  */
 import {
@@ -31,6 +31,8 @@ import type { SQSEvent, SQSMessageAttributes, SQSRecord, SQSRecordAttributes } f
 
 /** SQS returns at most this many messages per receive. */
 const MAX_MESSAGES_PER_RECEIVE = 10;
+/** How long a FIFO message of a group still in flight stays out of sight when put back. */
+const PUT_BACK_SECONDS = 1;
 /** Lambda's largest batch from a FIFO queue. */
 export const FIFO_MAX_BATCH_SIZE = 10;
 
@@ -236,7 +238,8 @@ export function startPoller(options: PollerOptions): Poller {
         await options.sqs.send(
           new ChangeMessageVisibilityBatchCommand({
             QueueUrl: options.queueUrl,
-            Entries: returned.map((message, i) => ({ Id: String(i), ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: 0 })),
+            // A second, not 0: the next receive would otherwise get them straight back, and spin.
+            Entries: returned.map((message, i) => ({ Id: String(i), ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: PUT_BACK_SECONDS })),
           }),
         );
       } catch (error) {
