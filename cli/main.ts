@@ -107,14 +107,19 @@ Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
   withTarget(
     program
       .command('send')
-      .description('validate events and put them on the delivery queue')
+      .description('validate events and put them on the delivery queue (--ordered: the ordered intake)')
       .argument('[file]', 'a JSON event, or NDJSON (one event per line); "-" or omitted: stdin'),
   )
-    .addHelpText('after', '\nExamples:\n  handoff send event.json\n  handoff send events.ndjson\n  cat events.ndjson | handoff send --json')
-    .action(async (file: string | undefined, options: CommonOptions) => {
+    .option('--ordered', "to the ordered intake (a FIFO queue): each shipment's events in input order, deduplicated by event ID")
+    .option('--ordered-queue-url <url>', "the ordered intake's FIFO queue URL")
+    .addHelpText(
+      'after',
+      '\nExamples:\n  handoff send event.json\n  handoff send events.ndjson\n  cat events.ndjson | handoff send --json\n  handoff send --ordered shipment-events.ndjson',
+    )
+    .action(async (file: string | undefined, options: CommonOptions & { ordered?: boolean }) => {
       await run(options, async (ctx) => {
         const text = await readInput(file, io.stdin);
-        return sendCommand(ctx, text, { payloadLimit: payloadLimitFor(ctx.target, process.env) });
+        return sendCommand(ctx, text, { payloadLimit: payloadLimitFor(ctx.target, process.env), ordered: options.ordered === true });
       });
     });
 

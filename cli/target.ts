@@ -24,7 +24,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { deploymentFromJson, type DeploymentSettings } from '../lib/endpoints/endpoint';
-import { ORDERED_QUEUE_URL_OUTPUT, STACK_OUTPUTS } from '../lib/stack-outputs';
+import { STACK_OUTPUTS } from '../lib/stack-outputs';
 import { redactUrl } from '../lib/webhook/redact-url';
 import {
   readSandboxState,
@@ -132,7 +132,7 @@ export function requireOrderedQueue(target: Target): string {
     target.connection.kind === 'sandbox'
       ? `${target.description} has no ordered intake (its state file ${target.connection.stateFile} names no orderedQueueUrl: it was started before the ordered intake): restart it (npm start)`
       : target.description.startsWith('stack ')
-        ? `${target.description} has no ordered intake (no ${ORDERED_QUEUE_URL_OUTPUT} output: deployed before the ordered intake?): deploy the current version, or pass ${FLAGS.orderedQueueUrl}`
+        ? `${target.description} has no ordered intake (no ${STACK_OUTPUTS.orderedQueueUrl} output: deployed before the ordered intake?): deploy the current version, or pass ${FLAGS.orderedQueueUrl}`
         : `${target.description} name no ordered intake: pass ${FLAGS.orderedQueueUrl} (the FIFO queue's URL)`;
   throw new CommandFailedError(why, 'no-ordered-queue');
 }
@@ -247,7 +247,7 @@ export function namesFromOutputs(
     new CommandFailedError(`stack ${stackName}'s output ${key} is ${JSON.stringify(value.slice(0, 80))}, ${problem}`, 'stack-outputs-invalid');
   const endpointsTable = byKey.get(STACK_OUTPUTS.endpointsTableName);
   // Absent from a stack deployed before the ordered intake (docs/contract.md §13).
-  const orderedQueueUrl = byKey.get(ORDERED_QUEUE_URL_OUTPUT);
+  const orderedQueueUrl = byKey.get(STACK_OUTPUTS.orderedQueueUrl);
   const limit = byKey.get(STACK_OUTPUTS.payloadLimitBytes);
   if (limit !== undefined && !/^[1-9]\d{0,9}$/.test(limit)) {
     throw invalid(STACK_OUTPUTS.payloadLimitBytes, limit, 'not a whole number of bytes');

@@ -171,6 +171,10 @@ export class HandoffStack extends Stack {
     new CfnOutput(this, STACK_OUTPUTS.payloadLimitBytes, { value: String(d.settings.payloadLimitBytes) });
     // `handoff endpoint …` writes the registry and checks an endpoint against these defaults and limits.
     new CfnOutput(this, STACK_OUTPUTS.endpointsTableName, { value: d.endpointRegistry.table.tableName });
+    new CfnOutput(this, STACK_OUTPUTS.orderedQueueUrl, {
+      value: d.orderedQueue.queueUrl,
+      description: "Producers who need a shipment's order SendMessage here (MessageGroupId = shipment, MessageDeduplicationId = event ID)",
+    });
     new CfnOutput(this, STACK_OUTPUTS.endpointDefaults, { value: JSON.stringify(deploymentToJson(d.settings)) });
     if (d.signingSecret) new CfnOutput(this, 'SigningSecretArn', { value: d.signingSecret.secretArn });
   }

@@ -14,11 +14,6 @@ export const STACK_OUTPUTS = {
   endpointsTableName: 'EndpointsTableName',
   /** The settings an endpoint's defaults and limits come from, as JSON (lib/endpoints/endpoint.ts `deploymentToJson`). */
   endpointDefaults: 'EndpointDefaults',
+  /** The ordered intake (docs/contract.md §13): the FIFO queue producers who need a shipment's order send to. */
+  orderedQueueUrl: 'OrderedQueueUrl',
 } as const;
-
-/**
- * The ordered intake's output (docs/contract.md §13): the FIFO queue producers who need a shipment's
- * order send to; `handoff send --ordered --stack NAME` reads it. Apart from STACK_OUTPUTS, which
- * lists exactly what infra/app.ts publishes, until the stack publishes it too.
- */
-export const ORDERED_QUEUE_URL_OUTPUT = 'OrderedQueueUrl';

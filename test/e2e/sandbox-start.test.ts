@@ -31,6 +31,7 @@ describe('npm start (tsx sandbox/main.ts)', () => {
       'dynamodbEndpoint',
       'endpointsTable',
       'ledgerTable',
+      'orderedQueueUrl',
       'payloadLimitBytes',
       'queueUrl',
       'receiverUrl',

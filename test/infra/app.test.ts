@@ -95,7 +95,7 @@ describe('Function: settingsFromContext', () => {
 });
 
 describe('HandoffStack', () => {
-  it('outputs the queue URL and ARN, the dead-letter queue URL, the ledger and registry tables, the consumer and the endpoint defaults by exact key', () => {
+  it('outputs the queue URL and ARN, the dead-letter queue URL, the ledger and registry tables, the consumer, the endpoint defaults and the ordered intake by exact key', () => {
     const { template } = stack();
 
     expect(Object.keys(template.toJSON().Outputs).sort()).toEqual(
@@ -110,7 +110,15 @@ describe('HandoffStack', () => {
       payloadLimitBytes: 'PayloadLimitBytes',
       endpointsTableName: 'EndpointsTableName',
       endpointDefaults: 'EndpointDefaults',
+      orderedQueueUrl: 'OrderedQueueUrl',
     });
+  });
+
+  it("outputs the ordered intake's URL by reference to the FIFO queue", () => {
+    const { template, handoff } = stack();
+    const queue = handoff.getLogicalId(handoff.delivery.orderedQueue.node.defaultChild as never);
+
+    template.hasOutput(STACK_OUTPUTS.orderedQueueUrl, { Value: { Ref: queue } });
   });
 
   it('outputs the endpoint registry table by reference to the table', () => {

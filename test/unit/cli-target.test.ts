@@ -22,7 +22,7 @@ import { writeSandboxState, type SandboxState } from '../../sandbox/state-file';
 import { deploymentFromJson, deploymentToJson } from '../../lib/endpoints/endpoint';
 import { retryPolicy } from '../../lib/policy';
 import { ConfigError } from '../../lib/config';
-import { ORDERED_QUEUE_URL_OUTPUT, STACK_OUTPUTS } from '../../lib/stack-outputs';
+import { STACK_OUTPUTS } from '../../lib/stack-outputs';
 
 const ARN = 'arn:aws:sts::123456789012:assumed-role/ops/alice';
 
@@ -200,7 +200,7 @@ describe('The ordered intake (docs/contract.md §13) in a target', () => {
   };
 
   it("reads the stack's OrderedQueueUrl output, and none from a stack deployed before it", () => {
-    expect(namesFromOutputs('Handoff', new Map([...base, [ORDERED_QUEUE_URL_OUTPUT, fifoUrl]])).orderedQueueUrl).toBe(fifoUrl);
+    expect(namesFromOutputs('Handoff', new Map([...base, [STACK_OUTPUTS.orderedQueueUrl, fifoUrl]])).orderedQueueUrl).toBe(fifoUrl);
     expect(namesFromOutputs('Handoff', base)).not.toHaveProperty('orderedQueueUrl');
   });
 
