@@ -458,6 +458,31 @@ describe('handoff send --ordered', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   });
 });
 
+describe('handoff send --ordered, as an operator runs it', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
+  it("sends to the sandbox's ordered intake, which the sandbox delivers; --ordered-queue-url names another", async () => {
+    // Prepare
+    const { QueueUrl } = await sqs.send(
+      new CreateQueueCommand({ QueueName: 'cli-ordered-flag.fifo', Attributes: { ...ORDERED_QUEUE_ATTRIBUTES } }),
+    );
+    const ids = ['evt_cli_oflag_1', 'evt_cli_oflag_2'];
+    const ndjson = ids.map((id) => JSON.stringify({ ...event(id), shipmentId: 'shp_cli_oflag' })).join('\n');
+
+    // Act
+    const run = await handoff(['send', '--ordered'], { stdin: ndjson });
+    const named = await handoff(['send', '--ordered', '--ordered-queue-url', QueueUrl!], {
+      stdin: JSON.stringify({ ...event('evt_cli_oflag_named'), shipmentId: 'shp_cli_oflag' }),
+      env: { HANDOFF_SANDBOX_FILE: join(tmpdir(), 'handoff-no-such-sandbox.json'), AWS_REGION: 'us-east-1', AWS_ENDPOINT_URL_SQS: sandbox.ready.sqsEndpoint, AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' },
+    });
+
+    // Assess
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout.split('\n')[0]).toBe('sent 2 of 2 events to the ordered intake (in order per shipment)');
+    for (const id of ids) await waitForState(id, 'delivered');
+    expect(named.code).toBe(0);
+    expect(await visibleMessages(QueueUrl!)).toBe(1);
+  });
+});
+
 describe('handoff status', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it('prints the row as JSON with state, attempts, replays and the last outcome', async () => {
     // Prepare
