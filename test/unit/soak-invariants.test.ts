@@ -362,7 +362,8 @@ describe('Function: checkInvariants, pauses and the endpoint outage', () => {
       expect.arrayContaining([
         'attempts while a pause held the endpoint',
         'outage: the endpoint was never disabled',
-        'outage: disabled while its receiver was up',
+        'outage: disabled again by failures from before it was back and enabled',
+        'dead letters whose body is not the original (docs/contract.md §4)',
         'outage: attempts while the endpoint was disabled',
         'outage: attempts while a delivery was parked',
         'outage: its deliveries dead-lettered though planned to be delivered',
@@ -395,12 +396,32 @@ describe('Function: checkInvariants, pauses and the endpoint outage', () => {
     expect(broken(withOutage({ disabled: [] }), threePlan)).toEqual({ 'outage: the endpoint was never disabled': 1 });
   });
 
-  it('flags a disabling while the receiver was up: before the outage, or after it (past the grace)', () => {
-    const again = { at: T + 100_000 + GRACE + 1, by: 'handoff', reason: 'no accepted request', until: T + 120_000 };
-    const before = { at: T - 1, by: 'handoff', reason: 'no accepted request', until: T + 1 };
-    const observed = withOutage({ disabled: [before, ...withOutage().outage!.disabled, again] });
+  it('flags a disabling after the receiver was back whose failures began before it was enabled, and one before the outage', () => {
+    const stale = { at: T + 112_000, by: 'handoff', reason: 'no accepted request', noAcceptedSince: T + 1_000, until: T + 120_000 };
+    const before = { at: T - 1, by: 'handoff', reason: 'no accepted request', noAcceptedSince: T - 70_000, until: T + 1 };
+    const observed = withOutage({ disabled: [before, ...withOutage().outage!.disabled, stale] });
 
-    expect(broken(observed, threePlan)).toEqual({ 'outage: disabled while its receiver was up': 2 });
+    expect(broken(observed, threePlan)).toEqual({ 'outage: disabled again by failures from before it was back and enabled': 2 });
+  });
+
+  it('allows a disabling after the receiver was back by a run of failures begun after the last enabling (the rule)', () => {
+    const byRule = { at: T + 200_000, by: 'handoff', reason: 'no accepted request', noAcceptedSince: T + 140_000, until: T + 210_000 };
+    const observed = withOutage({ disabled: [...withOutage().outage!.disabled, byRule] });
+
+    expect(broken(observed, threePlan)).toEqual({});
+    expect(checkInvariants(threePlan, observed).find((i) => i.name.startsWith('outage: disabled again'))!.detail).toBe(
+      '1 disabling(s) while down; 1 after it by a run of failures begun since (the rule)',
+    );
+  });
+
+  it("flags a dead letter whose body is the canonical form, not the producer's (a message made again from the ledger)", () => {
+    const observed = withOutage();
+    const letter = observed.deadLetters[0]!;
+    const canonical = JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(letter.body) as object).sort(([a], [b]) => a.localeCompare(b))));
+    const changed = { ...observed, deadLetters: [{ ...letter, body: canonical }, ...observed.deadLetters.slice(1)] };
+
+    expect(canonical).not.toBe(letter.body);
+    expect(broken(changed, threePlan)).toEqual({ 'dead letters whose body is not the original (docs/contract.md §4)': 1 });
   });
 
   it('flags requests and ledger attempts while the endpoint was disabled, past the grace, until the enable', () => {
@@ -410,7 +431,7 @@ describe('Function: checkInvariants, pauses and the endpoint outage', () => {
     expect(broken(requests, threePlan)).toEqual({ 'outage: attempts while the endpoint was disabled': 2 });
     expect(broken(attemptAt(withOutage(), acme(), disabledAt + 30_000), threePlan)).toEqual({ 'outage: attempts while the endpoint was disabled': 1 });
     expect(checkInvariants(threePlan, requests).find((i) => i.name === 'outage: attempts while the endpoint was disabled')!.detail).toMatch(
-      /1 request\(s\) within it$/,
+      /; 1 request\(s\) within it, the latest 1000 ms after a disabling$/,
     );
   });
 

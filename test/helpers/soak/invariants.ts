@@ -148,15 +148,17 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
     .map((row) => `${deliveryKey(row.eventId, row.endpoint)}: ${row.attempts} attempts`);
 
   const bodies = new Map(plan.events.map((event) => [event.id, event.body]));
-  const letterKey = (eventId: string, endpoint: string | undefined, reason: string | undefined, body: string | undefined) =>
-    `${eventId}\u0000${endpoint}\u0000${reason}\u0000${body}`;
-  const lettered = new Set(
-    observed.deadLetters.map((letter) => letterKey(letter.eventId ?? '', letterEndpoint(letter), letter.reason, letter.body)),
-  );
+  const letterKey = (eventId: string, endpoint: string | undefined, reason: string | undefined) => `${eventId}\u0000${endpoint}\u0000${reason}`;
+  const lettered = new Set(observed.deadLetters.map((letter) => letterKey(letter.eventId ?? '', letterEndpoint(letter), letter.reason)));
   const deadNotLettered = observed.rows
     .filter((row) => row.state === 'dead')
-    .filter((row) => !lettered.has(letterKey(row.eventId, row.endpoint, row.deadReason, bodies.get(row.eventId))))
+    .filter((row) => !lettered.has(letterKey(row.eventId, row.endpoint, row.deadReason)))
     .map((row) => `${deliveryKey(row.eventId, row.endpoint)}: dead (${row.deadReason}), no such dead letter`);
+  // docs/contract.md §4: a dead letter is the original body, unchanged. A message made again from
+  // the ledger (a release after parking, stuck-work recovery) carries the stored canonical body.
+  const changedLetters = observed.deadLetters
+    .filter((letter) => letter.reason !== undefined && letter.eventId !== undefined && bodies.has(letter.eventId) && bodies.get(letter.eventId) !== letter.body)
+    .map((letter) => `${letter.eventId} → ${letterEndpoint(letter) ?? '(no endpoint attribute)'}: dead letter (${letter.reason}) whose body is not the producer's`);
 
   // SQS's redrive (maxReceiveCount, the backstop) moves the message itself, with none of handoff's
   // attributes: its delivery was left without a message (docs/contract.md §12, stuck work).
@@ -220,8 +222,9 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
     invariant(
       'dead deliveries missing from the dead-letter queue',
       deadNotLettered,
-      `${observed.deadLetters.length} dead letters (duplicates allowed), matched on event, endpoint, reason and body`,
+      `${observed.deadLetters.length} dead letters (duplicates allowed), matched on event, endpoint and reason`,
     ),
+    invariant('dead letters whose body is not the original (docs/contract.md §4)', changedLetters, 'each compared with the body the producer sent'),
     invariant('dead letters for deliveries that are not dead', letteredNotDead, 'the ledger is the authority'),
     invariant(
       "messages the queue's redrive moved to the dead-letter queue",
@@ -260,12 +263,15 @@ function pausedAttempts(observed: Observed): Invariant {
   const offenders: string[] = [];
   let pauses = 0;
   let checked = 0;
+  let latest = 0;
   const seen = new Set<string>();
   for (const receiver of observed.receivers) {
     for (const pause of receiver.pauses) {
       pauses += 1;
       const from = pause.at + grace;
       const to = pause.at + pause.seconds * 1000;
+      const early = (receiver.requestTimes ?? []).filter((t) => t > pause.at && t < Math.min(from, to));
+      latest = Math.max(latest, ...early.map((t) => t - pause.at));
       if (from >= to) continue;
       checked += 1;
       const { ledger, requests } = attemptsWithin(observed, receiver.endpoint, from, to);
@@ -286,7 +292,8 @@ function pausedAttempts(observed: Observed): Invariant {
   return invariant(
     'attempts while a pause held the endpoint',
     offenders,
-    `${pauses} pause(s) asked for, ${checked} longer than the ${grace} ms registry grace and checked (ledger attempts and receiver requests)`,
+    `${pauses} pause(s) asked for, ${checked} longer than the ${grace} ms registry grace and checked (ledger attempts and receiver requests); ` +
+      `within the grace, the latest request ${latest} ms after a pause began`,
   );
 }
 
@@ -306,21 +313,38 @@ function outageInvariants(plan: SoakPlan, observed: Observed, outage: OutageObse
       ? [`${endpoint}: down from ${outage.startedAt !== undefined ? iso(outage.startedAt) : '(never)'}, never disabled`]
       : [];
 
-  // Disabled while its receiver answered: a disabling only the outage explains is one made while it
-  // was down (plus the grace: failures of attempts sent just before it came back).
-  const up = (at: number) =>
-    outage.startedAt === undefined || at < outage.startedAt || (outage.endedAt !== undefined && at > outage.endedAt + grace);
-  const disabledWhileUp = outage.disabled
-    .filter((d) => up(d.at))
-    .map((d) => `${endpoint}: disabled at ${iso(d.at)} by ${d.by} (${d.reason}); its receiver was down ${outage.startedAt !== undefined ? iso(outage.startedAt) : '-'} to ${outage.endedAt !== undefined ? iso(outage.endedAt) : '-'}`);
+  // Disabled while its receiver answered. While it was down (plus the grace: failures of attempts
+  // sent just before it came back), the outage explains it. After it was back, the rule
+  // (docs/contract.md §12) explains it only when its run without an accepted request began after
+  // the receiver came back and after the last enabling before it (its remaining deliveries all
+  // failing: planned to exhaust, say); a run carried over from before is the outage's failures
+  // disabling it again.
+  const down = (at: number) => outage.startedAt !== undefined && at >= outage.startedAt && (outage.endedAt === undefined || at <= outage.endedAt + grace);
+  const lastEnableBefore = (at: number) => Math.max(0, ...outage.disabled.map((d) => d.until ?? 0).filter((until) => until <= at));
+  const justified = (d: DisabledInterval) =>
+    outage.endedAt !== undefined &&
+    d.at > outage.endedAt &&
+    d.noAcceptedSince !== undefined &&
+    d.noAcceptedSince >= Math.max(outage.endedAt, lastEnableBefore(d.at));
+  const afterwards = outage.disabled.filter((d) => !down(d.at));
+  const disabledWhileUp = afterwards
+    .filter((d) => !justified(d))
+    .map(
+      (d) =>
+        `${endpoint}: disabled at ${iso(d.at)} by ${d.by} (${d.reason}); no accepted request since ${d.noAcceptedSince !== undefined ? iso(d.noAcceptedSince) : '(unknown)'}, ` +
+        `last enabled ${lastEnableBefore(d.at) > 0 ? iso(lastEnableBefore(d.at)) : '-'}; its receiver was down ${outage.startedAt !== undefined ? iso(outage.startedAt) : '-'} to ${outage.endedAt !== undefined ? iso(outage.endedAt) : '-'}`,
+    );
 
   const whileDisabled: string[] = [];
   let inGrace = 0;
+  let latest = 0;
   let ledgerCount = 0;
   let requestCount = 0;
   for (const d of outage.disabled) {
     const until = d.until ?? outage.endAt;
-    inGrace += attemptsWithin(observed, endpoint, d.at - 1, Math.min(until, d.at + grace) + 1).requests.length;
+    const within = attemptsWithin(observed, endpoint, d.at - 1, Math.min(until, d.at + grace) + 1).requests;
+    inGrace += within.length;
+    latest = Math.max(latest, ...within.map((t) => t - d.at));
     const { ledger, requests } = attemptsWithin(observed, endpoint, d.at + grace, until);
     ledgerCount += ledger.length;
     requestCount += requests.length;
@@ -349,13 +373,13 @@ function outageInvariants(plan: SoakPlan, observed: Observed, outage: OutageObse
   return [
     invariant('outage: the endpoint was never disabled', neverDisabled, `${outage.disabled.length} disabling(s) seen`),
     invariant(
-      'outage: disabled while its receiver was up',
+      'outage: disabled again by failures from before it was back and enabled',
       disabledWhileUp,
-      `${outage.disabled.map((d) => `${iso(d.at)} by ${d.by}`).join(', ') || 'none'}`,
+      `${outage.disabled.length - afterwards.length} disabling(s) while down; ${afterwards.length - disabledWhileUp.length} after it by a run of failures begun since (the rule)`,
     ),
     {
       ...invariant('outage: attempts while the endpoint was disabled', whileDisabled, ''),
-      detail: `${ledgerCount} ledger attempts, ${requestCount} receiver requests past the ${grace} ms grace; ${inGrace} request(s) within it`,
+      detail: `${ledgerCount} ledger attempts, ${requestCount} receiver requests past the ${grace} ms grace; ${inGrace} request(s) within it, the latest ${latest} ms after a disabling`,
     },
     invariant(
       'outage: attempts while a delivery was parked',

@@ -18,6 +18,7 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DynamoDbEndpointRegistry } from '../../../lib/endpoints/dynamodb-registry';
+import { noAcceptedSince } from '../../../lib/endpoints/health';
 import type { SandboxClients } from '../sandbox-clients';
 import type { SoakReceiver } from './receiver';
 
@@ -37,8 +38,8 @@ export const OUTAGE = {
     /** Room for the outage's failures, two planned faults and a few kills. */
     maxAttempts: 12,
   },
-  /** The outage's first answer: a 429 with this Retry-After (s). */
-  pauseSeconds: 20,
+  /** The outage's first answer: a 429 with this Retry-After (s): longer than the registry grace, so the pause is checked. */
+  pauseSeconds: 40,
   /** The outage begins once this share of the planned deliveries is final. */
   startAtFinalShare: 0.1,
   /** After the consumers disabled it, it stays down this long (ms), so deliveries park. */
@@ -55,6 +56,8 @@ export interface DisabledInterval {
   readonly at: number;
   readonly by: string;
   readonly reason: string;
+  /** Since when it had accepted no request, as its health said when the disabling was seen. */
+  readonly noAcceptedSince?: number;
   /** stateChange.at of the enabling that ended it (absent: still disabled at the end). */
   readonly until?: number;
 }
@@ -112,7 +115,8 @@ export function driveOutage(options: {
       const change = record.stateChange;
       const last = log.disabled.at(-1);
       if (change !== undefined && (last === undefined || last.until !== undefined) && change.at !== last?.at) {
-        log.disabled.push({ at: change.at, by: change.by, reason: change.reason });
+        const since = record.health !== undefined ? noAcceptedSince(record.health) : undefined;
+        log.disabled.push({ at: change.at, by: change.by, reason: change.reason, ...(since !== undefined ? { noAcceptedSince: since } : {}) });
       }
     }
     return record.state;
