@@ -234,7 +234,8 @@ async function pace(records: readonly SQSRecord[], plans: readonly (Plan | unkno
   plans.forEach((plan, i) => {
     if ((plan as Plan | undefined)?.kind !== 'deliver') return;
     const { endpoint } = plan as Plan & { kind: 'deliver' };
-    if (endpoint.state === 'disabled') return;
+    // Parked, or held by a pause (a slot it carries is lost: it reserves again after the pause).
+    if (endpoint.state === 'disabled' || (deps.health?.pausedFor(endpoint.name) ?? 0) > 0) return;
     const carried = reservedSlotOf(records[i]!);
     // Its slot was reserved when it was put back: not reserved again, unless it passed more than a
     // second ago (sent together, late ones would exceed the limit in the second they land in: a
@@ -252,7 +253,6 @@ async function pace(records: readonly SQSRecord[], plans: readonly (Plan | unkno
       return;
     }
     if (endpoint.rateLimitPerSecond === undefined) return;
-    if ((deps.health?.pausedFor(endpoint.name) ?? 0) > 0) return;
     const wanted = wanting.get(endpoint.name);
     if (wanted === undefined) wanting.set(endpoint.name, { endpoint, indexes: [i] });
     else wanted.indexes.push(i);

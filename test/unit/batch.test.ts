@@ -793,17 +793,22 @@ describe('Function: processBatch rate limit', () => {
     expect(rateLines(lines)).toEqual([['evt_1', 'retry', 'rate-limit-unavailable']]);
   });
 
-  it('reserves nothing for a paused endpoint: its deliveries are held by the pause', async () => {
-    const { deps, limiter, delivered, lines } = withLimit([acme]);
+  it('reserves nothing for a paused endpoint, nor waits for a slot carried to it: its deliveries are held by the pause', async () => {
+    const { deps, limiter, delivered, lines, sleeps } = withLimit([acme]);
     const health = new HealthTracker({ store: new CountingHealthStore(), now: () => NOW_MS });
     await health.afterAttempt(acme, { kind: 'temporary', status: 429, retryAfterSeconds: 30 }, createLogger({ service: 'handoff', write: () => {} }));
 
-    const response = await processBatch([to('evt_1', 'acme')], { ...deps, health });
+    const response = await processBatch([to('evt_1', 'acme'), to('evt_2', 'acme', carrying(NOW_MS + 500))], { ...deps, health });
 
+    // Neither reserved nor waited for: a pause holds both, a carried slot is simply lost.
     expect(limiter.calls).toEqual([]);
+    expect(sleeps).toEqual([]);
     expect(delivered).toEqual([]);
-    expect(response.batchItemFailures).toHaveLength(1);
-    expect(lines.find((l) => l.message === 'delivery')).toMatchObject({ eventId: 'evt_1', why: 'paused' });
+    expect(response.batchItemFailures).toHaveLength(2);
+    expect(lines.filter((l) => l.message === 'delivery').map((l) => [l.eventId, l.why])).toEqual([
+      ['evt_1', 'paused'],
+      ['evt_2', 'paused'],
+    ]);
   });
 
   it('holds a delivery whose put-back could not be sent until its slot, when it reserves again', async () => {
