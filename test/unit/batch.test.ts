@@ -341,13 +341,27 @@ describe('Function: processBatch routing', () => {
     ]);
   });
 
-  it('does not route to a disabled endpoint', async () => {
+  it("routes to a disabled endpoint too: its delivery is parked when its own message comes, not sent", async () => {
     const { deps, delivered, queue } = routed([acme, { ...notify, state: 'disabled' }]);
 
     await processBatch([eventRecord('evt_1', 'delivered', 'acme')], deps);
 
-    expect(delivered).toEqual([['evt_1', 'carrier-acme']]);
-    expect(queue.fannedOut).toEqual([]);
+    expect(queue.fannedOut[0]!.map((m) => m.endpoint)).toEqual(['carrier-acme', 'notifications']);
+    expect(delivered).toEqual([]);
+  });
+
+  it('parks a delivery to a disabled endpoint: no attempt, the row pending and parked, the message acknowledged, counted Parked', async () => {
+    const ledger = new MemoryLedger({ now: () => NOW_MS });
+    const { deps, delivered, metrics, lines } = routed([{ ...notify, state: 'disabled' }]);
+    const withLedger: BatchDeps = { ...deps, delivery: { ...deps.delivery, ledger } };
+
+    const response = await processBatch([eventRecord('evt_1', 'delivered', 'acme')], withLedger);
+    metrics.flush();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(delivered).toEqual([]);
+    expect(await ledger.get({ eventId: 'evt_1', endpoint: 'notifications' })).toMatchObject({ state: 'pending', attempts: 0, parkedAt: NOW_MS });
+    expect(lines.find((l) => l.Endpoint === 'notifications')).toMatchObject({ Parked: 1 });
   });
 
   it("routes a message received before to the endpoints it has rows for too, so a registry change strands nothing", async () => {

@@ -49,6 +49,9 @@ describe('Function: readMetricDocument', () => {
         Dropped: [0],
         Recovered: [0],
         Paused: [0],
+        Parked: [0],
+        Resumed: [0],
+        RateLimited: [0],
       },
     });
     expect(documents[1]).toEqual({ timestampMs: NOW_MS, values: { DeliveryLatency: Array.from({ length: 50 }, (_, i) => i + 100) } });
