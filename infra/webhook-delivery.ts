@@ -93,6 +93,12 @@ export const METRICS = {
     dropped: 'Dropped',
     /** Count: deliveries held back, no attempt spent, while their endpoint was paused (a 429, or a 503 with Retry-After). */
     paused: 'Paused',
+    /** Count: deliveries parked, no attempt spent, while their endpoint was disabled. */
+    parked: 'Parked',
+    /** Count: parked deliveries released after their endpoint was enabled (published by the recovery function). */
+    resumed: 'Resumed',
+    /** Count: deliveries the endpoint's rate limit put back or held, no attempt spent. */
+    rateLimited: 'RateLimited',
   },
   /** The per-endpoint dimension: a delivery's metrics are also published under `Service` and this. */
   endpointDimension: ENDPOINT_DIMENSION,
@@ -711,10 +717,15 @@ export class WebhookDelivery extends Construct {
         ],
         width: 12,
       }),
-      // Endpoint health (docs/contract.md §12): deliveries held while their endpoint was paused.
+      // Endpoint health (docs/contract.md §12): deliveries held, parked, released and rate-limited, no attempt spent.
       new cloudwatch.GraphWidget({
-        title: 'Held by a paused endpoint',
-        left: [metric(METRICS.names.paused, cloudwatch.Stats.SUM, 'Paused')],
+        title: 'Held for an endpoint',
+        left: [
+          metric(METRICS.names.paused, cloudwatch.Stats.SUM, 'Paused'),
+          metric(METRICS.names.parked, cloudwatch.Stats.SUM, 'Parked'),
+          metric(METRICS.names.resumed, cloudwatch.Stats.SUM, 'Released'),
+          metric(METRICS.names.rateLimited, cloudwatch.Stats.SUM, 'Rate-limited'),
+        ],
         width: 12,
       }),
     );
@@ -749,6 +760,8 @@ export class WebhookDelivery extends Construct {
       perEndpoint('Dead letters', METRICS.names.deadLetters, cloudwatch.Stats.SUM),
       perEndpoint('Dropped', METRICS.names.dropped, cloudwatch.Stats.SUM),
       perEndpoint('Paused', METRICS.names.paused, cloudwatch.Stats.SUM),
+      perEndpoint('Parked', METRICS.names.parked, cloudwatch.Stats.SUM),
+      perEndpoint('Rate-limited', METRICS.names.rateLimited, cloudwatch.Stats.SUM),
       perEndpoint('Delivery latency p99 (ms)', METRICS.names.deliveryLatency, cloudwatch.Stats.p(99)),
       perEndpoint('Pending age at attempt, max (s)', METRICS.names.pendingAge, cloudwatch.Stats.MAXIMUM),
     );

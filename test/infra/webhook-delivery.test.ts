@@ -895,11 +895,11 @@ describe('WebhookDelivery', () => {
       expect(body).toContain('\\"stat\\":\\"p99\\"');
     });
 
-    it('shows unrouted, fanned-out, dropped and paused deliveries for the service', () => {
+    it('shows unrouted, fanned-out, dropped, paused, parked, released and rate-limited deliveries for the service', () => {
       const { template } = build();
       const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]?.Properties.DashboardBody);
 
-      for (const name of ['Unrouted', 'FannedOut', 'Dropped', 'Paused']) {
+      for (const name of ['Unrouted', 'FannedOut', 'Dropped', 'Paused', 'Parked', 'Resumed', 'RateLimited']) {
         expect(body).toContain(`[\\"${METRICS.namespace}\\",\\"${name}\\",\\"Service\\",\\"handoff\\"`);
       }
     });
@@ -919,6 +919,8 @@ describe('WebhookDelivery', () => {
         'Dead letters by endpoint',
         'Dropped by endpoint',
         'Paused by endpoint',
+        'Parked by endpoint',
+        'Rate-limited by endpoint',
         'Delivery latency p99 (ms) by endpoint',
         'Pending age at attempt, max (s) by endpoint',
       ]);
@@ -927,7 +929,7 @@ describe('WebhookDelivery', () => {
         label: "${PROP('Dim.Endpoint')}",
       });
       expect(searches[4]?.expression).toBe(`SEARCH('{Handoff,Service,Endpoint} MetricName="Paused" Service="handoff"', 'Sum', 300)`);
-      expect(searches[5]?.expression).toBe(`SEARCH('{Handoff,Service,Endpoint} MetricName="DeliveryLatency" Service="handoff"', 'p99', 300)`);
+      expect(searches[7]?.expression).toBe(`SEARCH('{Handoff,Service,Endpoint} MetricName="DeliveryLatency" Service="handoff"', 'p99', 300)`);
     });
 
     it('keeps its four alarms', () => {
