@@ -73,6 +73,7 @@ import { route, type Endpoint } from './endpoints/endpoint';
 import type { HealthTracker } from './endpoints/health';
 import { RATE_HORIZON_MS, slotIntervalMs, type RateLimiter } from './endpoints/rate-limit';
 import { parseEvent, type ParsedEvent } from './event';
+import { batchItemFailures, fromFifoQueue, inGroupOrder } from './fifo';
 import { errorFields, type Logger, type MetricsRecorder } from './observability';
 import { describeOutcome } from './outcome';
 import { ENDPOINT_ATTRIBUTE, reservedSlotOf, type DeliveryQueue, type EndpointMessage } from './queue/queue';
@@ -134,6 +135,17 @@ type Pace =
   | { readonly kind: 'unavailable' };
 
 export async function processBatch(records: readonly SQSRecord[], deps: BatchDeps): Promise<SQSBatchResponse> {
+  if (!records.some(fromFifoQueue)) return processRecords(records, deps);
+  // The ordered intake (docs/contract.md §13, lib/fifo.ts): a shipment's records one at a time, in
+  // order, each routed (and fanned out) before the next; after a failure its later ones come back too.
+  const reported = await inGroupOrder(records, async (record) => (await processRecords([record], deps)).batchItemFailures.length > 0);
+  if (records.some((record, i) => reported[i] && !record.messageId)) {
+    throw new Error('a record to report as failed has no messageId: returning the whole batch');
+  }
+  return { batchItemFailures: batchItemFailures(records, reported) };
+}
+
+async function processRecords(records: readonly SQSRecord[], deps: BatchDeps): Promise<SQSBatchResponse> {
   const limit = pLimit(Math.max(1, deps.concurrency));
   let reported: boolean[];
   try {
@@ -181,7 +193,10 @@ async function planOf(record: SQSRecord, endpoints: ReadonlyMap<string, Endpoint
   const routed = route([...endpoints.values()], event);
   // A message held by its one endpoint's pause comes back when the pause ends: looking up its rows
   // now would cost a query on every return while paused, for a route that is only held, not lost.
-  if (routed.length === 1 && (deps.health?.pausedFor(routed[0]!.name) ?? 0) > 0) {
+  // A FIFO (ordered intake) message is never held or retried itself: that would hold its whole
+  // shipment, and its receipt handle is not the delivery queue's. It is always fanned out, even to one endpoint.
+  const ordered = fromFifoQueue(record);
+  if (!ordered && routed.length === 1 && (deps.health?.pausedFor(routed[0]!.name) ?? 0) > 0) {
     return { kind: 'deliver', endpoint: routed[0]!, parsed: parsed.value };
   }
   if (Number(record.attributes?.ApproximateReceiveCount) > 1) {
@@ -191,7 +206,7 @@ async function planOf(record: SQSRecord, endpoints: ReadonlyMap<string, Endpoint
     }
   }
   if (routed.length === 0) return { kind: 'unrouted', eventId: event.id, why: 'unrouted' };
-  if (routed.length === 1) return { kind: 'deliver', endpoint: routed[0]!, parsed: parsed.value };
+  if (routed.length === 1 && !ordered) return { kind: 'deliver', endpoint: routed[0]!, parsed: parsed.value };
   return { kind: 'fan-out', eventId: event.id, endpoints: routed };
 }
 

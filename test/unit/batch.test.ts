@@ -278,6 +278,45 @@ describe('Function: processBatch routing', () => {
     return { deps: deps2, queue, lines, metrics, delivered };
   }
 
+  describe('the ordered intake (FIFO records)', () => {
+    const FIFO = 'arn:aws:sqs:us-east-1:000000000000:handoff-ordered.fifo';
+    const fifo = (id: string, group: string) => eventRecord(id, 'in_transit', 'acme', { eventSourceARN: FIFO, attributes: { ...sqsRecord('x').attributes, MessageGroupId: group } as SQSRecord['attributes'] });
+
+    it('fans a FIFO record out even to one endpoint, one record at a time in group order, never delivering inline', async () => {
+      const { deps, queue, delivered } = routed([acme, notify]);
+      const records = [fifo('evt_a1', 'A'), fifo('evt_b1', 'B'), fifo('evt_a2', 'A')];
+
+      const response = await processBatch(records, deps);
+
+      expect(response.batchItemFailures).toEqual([]);
+      expect(delivered).toEqual([]);
+      const sends = queue.fannedOut.map((batch) => batch.map((m) => [JSON.parse(m.body).id, m.endpoint]));
+      expect(sends).toHaveLength(3);
+      const ids = sends.map((b) => b[0]![0]);
+      expect(ids.indexOf('evt_a1')).toBeLessThan(ids.indexOf('evt_a2'));
+      expect(sends.flat().every(([, e]) => e === 'carrier-acme')).toBe(true);
+    });
+
+    it("reports a group's later records after its first failure, not touching them; other groups go on", async () => {
+      const { deps } = routed([acme]);
+      let calls = 0;
+      const queue = new (class extends RecordingQueue {
+        override async fanOut(messages: readonly EndpointMessage[]) {
+          calls += 1;
+          if ((JSON.parse(messages[0]!.body) as { id: string }).id === 'evt_a1') throw new QueueUnavailableError('fan-out');
+          return super.fanOut(messages);
+        }
+      })();
+      const records = [fifo('evt_a1', 'A'), fifo('evt_b1', 'B'), fifo('evt_a2', 'A')];
+
+      const response = await processBatch(records, { ...deps, queue });
+
+      expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[0]!.messageId }, { itemIdentifier: records[2]!.messageId }]);
+      expect(queue.fannedOut.map((b) => (JSON.parse(b[0]!.body) as { id: string }).id)).toEqual(['evt_b1']);
+      expect(calls).toBe(2);
+    });
+  });
+
   it('delivers an event that one endpoint subscribes to on its own message, with that endpoint', async () => {
     const { deps, queue, delivered } = routed([acme, notify]);
 
