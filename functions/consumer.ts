@@ -32,6 +32,7 @@ import { DynamoDbRateLimiter } from '../lib/endpoints/dynamodb-rate-limit';
 import { disabledNotifier, HealthTracker } from '../lib/endpoints/health';
 import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../lib/endpoints/registry';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
+import { DynamoDbShipmentHeads } from '../lib/ledger/dynamodb-shipment-heads';
 import { createLogger, errorFields, MetricsRecorder, SERVICE_NAME } from '../lib/observability';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { registryRouting, singleEndpoint, staticRouting, type Routing, type SenderFactory } from '../lib/routing';
@@ -63,6 +64,8 @@ const ledger = new DynamoDbLedger({
   client: dynamodb,
   tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable),
 });
+/** Shipment heads live in the ledger's table (docs/contract.md §13): used for endpoints ordered per shipment only. */
+const heads = new DynamoDbShipmentHeads({ client: dynamodb, tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable) });
 const queue = new SqsDeliveryQueue({
   // Calls go to the configured endpoint (AWS_ENDPOINT_URL_SQS or the region's), not to the host
   // in the queue URL: emulators return queue URLs whose host does not resolve.
@@ -182,6 +185,7 @@ async function consume(event: SQSEvent, context: Context): Promise<SQSBatchRespo
     routing: await getRouting(),
     ...(health !== undefined ? { health } : {}),
     ...(rateLimiter !== undefined ? { rateLimiter } : {}),
+    heads,
     queue,
     logger: logger.child({ requestId: context.awsRequestId }),
     metrics,

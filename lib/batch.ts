@@ -74,6 +74,8 @@ import type { HealthTracker } from './endpoints/health';
 import { RATE_HORIZON_MS, slotIntervalMs, type RateLimiter } from './endpoints/rate-limit';
 import { parseEvent, type ParsedEvent } from './event';
 import { batchItemFailures, fromFifoQueue, inGroupOrder } from './fifo';
+import type { ShipmentHeads } from './ledger/shipment-heads';
+import { admitOrdered, passTurn, takeTurn, type OrderingDeps } from './ordering';
 import { errorFields, type Logger, type MetricsRecorder } from './observability';
 import { describeOutcome } from './outcome';
 import { ENDPOINT_ATTRIBUTE, reservedSlotOf, type DeliveryQueue, type EndpointMessage } from './queue/queue';
@@ -101,6 +103,8 @@ export interface BatchDeps {
   readonly rateLimiter?: RateLimiter;
   /** Waits for a request slot; replaceable so tests need not wait. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** Shipment heads (lib/ledger/shipment-heads.ts), for endpoints ordered per shipment. Unset: no endpoint is ordered. */
+  readonly heads?: ShipmentHeads;
 }
 
 /** A request slot at most this far away is waited for in the invocation; a later one's delivery is put back. */
@@ -207,6 +211,12 @@ async function planOf(record: SQSRecord, endpoints: ReadonlyMap<string, Endpoint
   }
   if (routed.length === 0) return { kind: 'unrouted', eventId: event.id, why: 'unrouted' };
   if (routed.length === 1 && !ordered) return { kind: 'deliver', endpoint: routed[0]!, parsed: parsed.value };
+  // Admission at the endpoints ordered per shipment: each takes its number now, as its producer's
+  // message is handled, so the order is the intake's, whatever order the endpoint messages come in.
+  const heads = deps.heads;
+  if (heads !== undefined) {
+    await Promise.all(routed.filter(isOrdered).map((endpoint) => admitOrdered(parsed.value, endpoint.name, { heads })));
+  }
   return { kind: 'fan-out', eventId: event.id, endpoints: routed };
 }
 
@@ -379,14 +389,25 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
     const heldFor = deps.health.pausedFor(plan.endpoint.name);
     if (heldFor > 0) return hold(record, plan, heldFor, logger, deps);
   }
+  const ordering = plan.kind === 'deliver' ? orderingOf(plan, deps) : undefined;
 
   let result: DeliveryResult;
+  let sequence: number | undefined;
   try {
     if (plan.kind === 'invalid') {
       result = { decision: await deadLetterInvalid(plan.parsed.error, delivery) };
     } else {
       const message: QueueMessage = plan.parsed ? { body: record.body, parsed: plan.parsed } : { body: record.body };
-      const endpointDeps = { ...delivery, endpoint: plan.endpoint.name, policy: plan.endpoint.policy };
+      // At an endpoint ordered per shipment: its number, and (unless parked) whether its turn has come.
+      if (ordering !== undefined) {
+        const turn = parking ? undefined : await takeTurn(ordering.event, plan.endpoint, ordering.deps);
+        if (turn?.kind === 'wait') {
+          logger.info('delivery', { eventId: ordering.event.event.id, action: 'ack', why: 'waiting', sequence: turn.sequence, waitingFor: turn.waitingFor });
+          return false;
+        }
+        sequence = turn?.sequence ?? (await admitOrdered(ordering.event, plan.endpoint.name, ordering.deps)).sequence;
+      }
+      const endpointDeps = { ...delivery, endpoint: plan.endpoint.name, policy: plan.endpoint.policy, ...(sequence !== undefined ? { sequence } : {}) };
       result = parking
         ? await park(message, endpointDeps)
         : await (deps.deliver ?? deliverOne)(message, { ...endpointDeps, sender: await deps.routing.sender(plan.endpoint) });
@@ -417,11 +438,31 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
     return report;
   };
 
+  // The turn passes on once the event is settled: delivered (or a duplicate of a delivered one), or
+  // dead at an endpoint whose onDead is `continue`. Repeated on every return of a settled event's
+  // message (idempotent), so a crash between recording and passing loses no turn. If it fails, the
+  // message is kept and returns.
+  const passes =
+    ordering !== undefined &&
+    sequence !== undefined &&
+    ((decision.action === 'ack' && decision.why !== 'parked') ||
+      (decision.action === 'dead-letter' && (decision.reason === 'rejected' || decision.reason === 'exhausted') && ordering.onDead === 'continue'));
+  let woken: string | undefined;
+  if (passes) {
+    try {
+      woken = await passTurn(ordering.event.event.shipmentId, ordering.endpoint, sequence!, ordering.deps, logger);
+    } catch (error) {
+      logger.error('delivery failed', { eventId: decision.eventId, action: 'error', why: 'turn-not-passed', ...errorFields(error) });
+      return true;
+    }
+  }
+  const orderFields = { ...(sequence !== undefined ? { sequence } : {}), ...(woken !== undefined ? { woke: woken } : {}) };
+
   switch (decision.action) {
     case 'ack':
       if (decision.why === 'delivered') metrics.add('Delivered', 1, name);
       if (decision.why === 'parked') metrics.add('Parked', 1, name);
-      return done(false, { why: decision.why });
+      return done(false, { why: decision.why, ...orderFields });
     case 'retry':
       // Retries counts failed attempts that will be tried again, not re-receives of work that
       // is in flight elsewhere or not yet due.
@@ -453,13 +494,32 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
           reason: decision.reason,
           ...(decision.eventId !== undefined ? { eventId: decision.eventId } : {}),
           ...(endpoint ? { endpoint: endpoint.name } : {}),
+          ...(ordering !== undefined && sequence !== undefined ? { ordering: passes ? 'continued' : 'held' } : {}),
         });
         metrics.add('DeadLetters', 1, name);
-        return done(false, { reason: decision.reason });
+        return done(false, { reason: decision.reason, ...orderFields });
       } catch (error) {
         return done(true, { reason: decision.reason, queueError: true, ...errorFields(error) });
       }
   }
+}
+
+function isOrdered(endpoint: Endpoint): boolean {
+  return endpoint.ordering === 'per-shipment';
+}
+
+/** What ordering needs for a delivery to an endpoint ordered per shipment; undefined for any other. */
+function orderingOf(plan: Plan & { kind: 'deliver' }, deps: BatchDeps) {
+  const { heads } = deps;
+  if (heads === undefined || !isOrdered(plan.endpoint) || plan.parsed === undefined) return undefined;
+  const orderingDeps: OrderingDeps = {
+    heads,
+    ledger: deps.delivery.ledger,
+    queue: deps.queue,
+    now: deps.delivery.now,
+    retentionSeconds: deps.delivery.retentionSeconds,
+  };
+  return { event: plan.parsed, endpoint: plan.endpoint.name, onDead: plan.endpoint.onDead, deps: orderingDeps };
 }
 
 /**

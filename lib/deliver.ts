@@ -66,6 +66,8 @@ export interface DeliverDeps {
   /** Who claims, for operators and crash tests: the ledger draws each claim's own token. */
   readonly owner: string;
   readonly endpoint?: string;
+  /** Its number among its shipment's events, at an endpoint ordered per shipment (docs/contract.md §13). */
+  readonly sequence?: number;
   readonly policy: RetryPolicy;
   readonly payloadLimitBytes: number;
   readonly leaseMs: number;
@@ -122,6 +124,7 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
       leaseMs: deps.leaseMs,
       policy: deps.policy,
       retentionSeconds: deps.retentionSeconds,
+      ...(deps.sequence !== undefined ? { sequence: deps.sequence } : {}),
     });
   } catch (error) {
     if (error instanceof ClaimRefusedError) return { decision: await decideWithoutSending(error.record, event, deps) };
@@ -131,7 +134,12 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
   deps.checkpoint?.('before-send');
   const startedAt = deps.now();
   // The stored body, not this message's: every attempt and replay sends the same bytes.
-  const { outcome, durationMs } = await deps.sender.send({ eventId: key.eventId, body: claimed.body ?? event.body });
+  const sequence = claimed.sequence ?? deps.sequence;
+  const { outcome, durationMs } = await deps.sender.send({
+    eventId: key.eventId,
+    body: claimed.body ?? event.body,
+    ...(sequence !== undefined ? { sequence } : {}),
+  });
   deps.checkpoint?.('after-send');
 
   const endedAt = deps.now();
@@ -190,6 +198,7 @@ export async function park(message: QueueMessage, deps: Omit<DeliverDeps, 'sende
       nowMs: deps.now(),
       policy: deps.policy,
       retentionSeconds: deps.retentionSeconds,
+      ...(deps.sequence !== undefined ? { sequence: deps.sequence } : {}),
     });
     return { decision: { action: 'ack', eventId: row.eventId, why: 'parked' } };
   } catch (error) {

@@ -14,6 +14,11 @@ export interface DeadLetterInfo {
   readonly eventId?: string;
   /** The endpoint whose delivery died (absent for a message that was never routed: invalid, say). */
   readonly endpoint?: string;
+  /**
+   * At an endpoint ordered per shipment (docs/contract.md §13): `continued` when its death passed the
+   * turn to the shipment's next event (`onDead: continue`), `held` when its shipment waits for it.
+   */
+  readonly ordering?: 'continued' | 'held';
 }
 
 /** The message attribute that makes a message one endpoint's delivery (absent: a producer's message, to route). */

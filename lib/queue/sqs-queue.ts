@@ -63,6 +63,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
     // An empty String attribute is refused by SQS: leave it out when no ID could be read.
     if (info.eventId) attributes.eventId = { DataType: 'String', StringValue: info.eventId };
     if (info.endpoint) attributes[ENDPOINT_ATTRIBUTE] = { DataType: 'String', StringValue: info.endpoint };
+    if (info.ordering) attributes.ordering = { DataType: 'String', StringValue: info.ordering };
     await this.#call('dead-letter', () =>
       this.#client.send(
         new SendMessageCommand({
