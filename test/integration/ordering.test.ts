@@ -1,0 +1,408 @@
+/**
+ * Per-shipment ordering with the real consumer handler (functions/consumer.ts) against fauxqs,
+ * dynalite and a loopback receiver (docs/contract.md §13): an endpoint with `ordering:
+ * per-shipment` gets a shipment's events in admission order, each with `webhook-sequence`.
+ *
+ * - An event that arrives before its turn is acknowledged without a request: its row is written
+ *   pending with no attempt and it waits on the shipment's head; the event before it, once
+ *   delivered, wakes it with a message of its own. Handling the same message twice is harmless.
+ * - A dead event with `onDead: continue` passes the turn (its dead letter says `ordering=continued`);
+ *   with `hold` the shipment waits (`ordering=held`) until a replay of it is delivered.
+ *
+ * What a waiting event costs is counted on the wire: every DynamoDB and SQS request the handler
+ * makes goes through a counting proxy in front of the emulators.
+ */
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Context, SQSRecord } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { RESOURCE_ENV } from '../../lib/config';
+import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import type { EndpointFields } from '../../lib/endpoints/endpoint';
+import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
+import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
+import { replayEvent } from '../../lib/replay';
+import { ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/sandbox';
+import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
+import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import type { TestReceiver } from '../helpers/receiver';
+import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
+
+const QUEUE_VISIBILITY_SECONDS = 30;
+const ENDPOINT = 'carrier-acme';
+
+let harness: ConsumerHarness;
+let sqs: SQSClient;
+let ledger: DynamoDbLedger;
+let heads: DynamoDbShipmentHeads;
+let dynamodb: DynamoDBClient;
+let acme: TestReceiver;
+let proxy: CountingProxy;
+let tableCount = 0;
+let stdout: string[] = [];
+
+/** One request the handler made to DynamoDB or SQS. */
+interface WireCall {
+  readonly service: 'dynamodb' | 'sqs';
+  /** The operation (`UpdateItem`, `SendMessage`, …). */
+  readonly operation: string;
+  readonly table?: string;
+  /** The item's partition (`eventId`), for item operations. */
+  readonly partition?: string;
+}
+
+interface CountingProxy {
+  readonly dynamodbUrl: string;
+  readonly sqsUrl: string;
+  readonly calls: WireCall[];
+  close(): Promise<void>;
+}
+
+/** A pass-through HTTP proxy per service that notes each request's operation, table and key. */
+async function startCountingProxy(targets: { dynamodb: string; sqs: string }): Promise<CountingProxy> {
+  const calls: WireCall[] = [];
+  const servers: Server[] = [];
+  const listen = async (service: WireCall['service'], target: string): Promise<string> => {
+    const upstream = new URL(target);
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const operation = String(req.headers['x-amz-target'] ?? '').split('.').at(-1) ?? '';
+        let parsed: { TableName?: string; Key?: { eventId?: { S?: string } } } = {};
+        try {
+          parsed = JSON.parse(body.toString('utf8')) as typeof parsed;
+        } catch {
+          // Not JSON: counted by its operation alone.
+        }
+        calls.push({
+          service,
+          operation,
+          ...(parsed.TableName ? { table: parsed.TableName } : {}),
+          ...(parsed.Key?.eventId?.S ? { partition: parsed.Key.eventId.S } : {}),
+        });
+        const forward = httpRequest(
+          { hostname: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, host: upstream.host } },
+          (answer) => {
+            res.writeHead(answer.statusCode ?? 500, answer.headers);
+            answer.pipe(res);
+          },
+        );
+        forward.on('error', () => res.destroy());
+        forward.end(body);
+      });
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+  const dynamodbUrl = await listen('dynamodb', targets.dynamodb);
+  const sqsUrl = await listen('sqs', targets.sqs);
+  return {
+    dynamodbUrl,
+    sqsUrl,
+    calls,
+    async close() {
+      for (const server of servers) {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    },
+  };
+}
+
+beforeAll(async () => {
+  harness = await startConsumerHarness('ordering-test');
+  ({ sqs, ledger } = harness);
+  acme = harness.receiver;
+  dynamodb = new DynamoDBClient({ region: REGION, endpoint: harness.emulators.dynamodbEndpoint, credentials: CREDENTIALS });
+  heads = new DynamoDbShipmentHeads({ client: DynamoDBDocumentClient.from(dynamodb), tableName: 'handoff-ledger-ordering-test' });
+  proxy = await startCountingProxy({ dynamodb: harness.emulators.dynamodbEndpoint, sqs: harness.emulators.sqsEndpoint });
+});
+
+afterAll(async () => {
+  await proxy?.close();
+  dynamodb?.destroy();
+  await harness?.close();
+});
+
+beforeEach(() => {
+  stdout = captureStdout();
+});
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
+});
+
+interface Started {
+  readonly handler: Handler;
+  readonly queueUrl: string;
+  readonly deadLetterQueueUrl: string;
+  /** The ordered intake: a FIFO queue of its own (its records' ARN ends in `.fifo`). */
+  readonly orderedQueueUrl: string;
+}
+
+/** Fresh queues, a registry holding the one ordered endpoint, and a cold start reading it with no cache. */
+async function start(onDead: 'continue' | 'hold'): Promise<Started> {
+  const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
+  tableCount += 1;
+  const { QueueUrl: orderedQueueUrl } = await sqs.send(
+    new CreateQueueCommand({ QueueName: `ordering-test-intake-${tableCount}.fifo`, Attributes: { ...ORDERED_QUEUE_ATTRIBUTES, VisibilityTimeout: '30' } }),
+  );
+  const tableName = `handoff-endpoints-ordering-${tableCount}`;
+  await createEndpointsTable(dynamodb, tableName);
+  const registry = new DynamoDbEndpointRegistry({ client: dynamodb, tableName });
+  const fields: EndpointFields[] = [{ name: ENDPOINT, url: acme.url, eventTypes: ['*'], ordering: 'per-shipment', onDead }];
+  await seedEndpoints(registry, fields, Date.now());
+  const handler = await harness.coldStart({
+    [RESOURCE_ENV.queueUrl]: queues.queueUrl,
+    [RESOURCE_ENV.deadLetterQueueUrl]: queues.deadLetterQueueUrl,
+    HANDOFF_RETRY_SCHEDULE: '1,1,1',
+    HANDOFF_MAX_ATTEMPTS: '4',
+    HANDOFF_ATTEMPT_TIMEOUT_MS: '3000',
+    [RESOURCE_ENV.endpointsTable]: tableName,
+    [RESOURCE_ENV.endpointsCacheMs]: '0',
+    // Every request the handler makes goes through the counting proxy.
+    AWS_ENDPOINT_URL_DYNAMODB: proxy.dynamodbUrl,
+    AWS_ENDPOINT_URL_SQS: proxy.sqsUrl,
+  });
+  return { handler, ...queues, orderedQueueUrl: orderedQueueUrl! };
+}
+
+function event(id: string, shipmentId: string, status = 'in_transit'): string {
+  return JSON.stringify({ id, shipmentId, status, occurredAt: '2026-12-03T08:15:00Z', data: { carrier: 'acme' } });
+}
+
+async function send(queueUrl: string, body: string): Promise<void> {
+  await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+}
+
+/** A producer's message on the ordered intake: grouped by shipment, deduplicated by event ID. */
+async function sendOrdered(queueUrl: string, id: string, shipmentId: string): Promise<void> {
+  await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: event(id, shipmentId), MessageGroupId: shipmentId, MessageDeduplicationId: id }));
+}
+
+async function receiveNow(queueUrl: string): Promise<Message[]> {
+  const { Messages = [] } = await sqs.send(
+    new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['All'] }),
+  );
+  return Messages;
+}
+
+/** One invocation as the event source mapping makes it: the handler, then deletes what succeeded. */
+async function invoke(handler: Handler, queueUrl: string, messages: Message[]) {
+  const records: SQSRecord[] = messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl)));
+  const response = await handler(sqsEvent(records), { awsRequestId: 'req-1' } as Context);
+  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+  for (const record of records.filter((r) => !failed.has(r.messageId))) {
+    await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
+  }
+  return response;
+}
+
+/**
+ * Routes what the ordered intake holds, as Lambda's FIFO event source hands it over: a group's next
+ * message only once the one before it is done. Answers with the event IDs routed, in order.
+ */
+async function routeOrdered(started: Started): Promise<string[]> {
+  const routed: string[] = [];
+  for (;;) {
+    const messages = await receiveNow(started.orderedQueueUrl);
+    if (messages.length === 0) return routed;
+    const response = await invoke(started.handler, started.orderedQueueUrl, messages);
+    expect(response.batchItemFailures).toEqual([]);
+    routed.push(...idsOf(messages));
+  }
+}
+
+/** The event IDs of the messages, by their body. */
+function idsOf(messages: readonly Message[]): string[] {
+  return messages.map((m) => (JSON.parse(m.Body ?? '{}') as { id: string }).id);
+}
+
+/** The receiver's requests for these events, in arrival order, as `eventId:webhook-sequence`. */
+function requestsOf(ids: readonly string[]): string[] {
+  return acme.requests.filter((r) => ids.includes(String(r.eventId))).map((r) => `${r.eventId}:${String(r.headers['webhook-sequence'])}`);
+}
+
+/** The handler's delivery log lines for one event. */
+function logsFor(eventId: string): Record<string, unknown>[] {
+  return stdout
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((line) => line.eventId === eventId && line.message === 'delivery');
+}
+
+/** The calls made since `from`, to the ledger table or a queue, as `service operation [head|row]`. */
+function callsSince(from: number, ledgerTable = 'handoff-ledger-ordering-test'): string[] {
+  return proxy.calls
+    .slice(from)
+    .filter((call) => call.service === 'sqs' || call.table === ledgerTable)
+    .map((call) =>
+      call.service === 'sqs' ? `sqs ${call.operation}` : `dynamodb ${call.operation} ${call.partition?.startsWith('#') ? 'head' : call.partition ? 'row' : ''}`.trim(),
+    );
+}
+
+describe('Handler: consumer, an endpoint ordered per shipment', () => {
+  it('holds back the later events while the first retries, then sends each in turn with webhook-sequence 1, 2, 3; a repeat is harmless', async () => {
+    // Prepare
+    const started = await start('continue');
+    const shipment = 'shp_ordi_1';
+    const [e1, e2, e3] = ['evt_ordi_1', 'evt_ordi_2', 'evt_ordi_3'];
+    acme.respondTo(e1, 503);
+
+    // Act: e1 first (its turn: sent, 503, back on the queue), then e2 and e3, one invocation each.
+    await send(started.queueUrl, event(e1, shipment));
+    const first = await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+    const beforeWait = proxy.calls.length;
+    await send(started.queueUrl, event(e2, shipment));
+    const waited = await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+    const waitCalls = callsSince(beforeWait);
+    await send(started.queueUrl, event(e3, shipment, 'out_for_delivery'));
+    await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+
+    // Assess: e1 returns for its retry; e2 and e3 acknowledged with no request, rows pending with no
+    // attempt, waiting on the head.
+    expect(first.batchItemFailures).toHaveLength(1);
+    expect(waited.batchItemFailures).toEqual([]);
+    expect(requestsOf([e1, e2, e3])).toEqual([`${e1}:1`]);
+    for (const [id, sequence] of [[e2, 2], [e3, 3]] as const) {
+      const row = await ledger.get({ eventId: id, endpoint: ENDPOINT });
+      expect(row).toMatchObject({ state: 'pending', attempts: 0, history: [], sequence });
+      expect(row).not.toHaveProperty('leaseOwner');
+      expect(logsFor(id)).toEqual([expect.objectContaining({ action: 'ack', why: 'waiting', sequence, waitingFor: sequence - 1 })]);
+    }
+    expect(await heads.get(shipment, ENDPOINT)).toMatchObject({ assigned: 3, next: 1, waiting: { 2: e2, 3: e3 } });
+    // What waiting took (the handler's own requests; the event source's receive and delete aside):
+    // its number (a head write), its row (one write), the wait (a head write). Nothing while it waits.
+    expect(waitCalls).toEqual(['dynamodb UpdateItem head', 'dynamodb UpdateItem row', 'dynamodb UpdateItem head']);
+
+    // Act: e1's retry is delivered; it passes the turn and wakes e2 with a message of its own.
+    const beforeWake = proxy.calls.length;
+    const retried = await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+    const wakeCalls = callsSince(beforeWake);
+    const [wakeE2] = await harness.receive(started.queueUrl, 1);
+
+    // Assess
+    expect(retried.batchItemFailures).toEqual([]);
+    expect(idsOf([wakeE2!])).toEqual([e2]);
+    expect(wakeE2!.MessageAttributes?.endpoint?.StringValue).toBe(ENDPOINT);
+    expect(logsFor(e1).at(-1)).toMatchObject({ action: 'ack', why: 'delivered', sequence: 1, woke: e2 });
+    expect(requestsOf([e1, e2, e3])).toEqual([`${e1}:1`, `${e1}:1`]);
+    // The turn passed: e1's number (refused, the head read back), its claim and record, the head's
+    // advance, the woken row's read (its body) and its message.
+    expect(wakeCalls.filter((call) => call.endsWith('head') || call === 'dynamodb GetItem row' || call === 'sqs SendMessage')).toEqual([
+      'dynamodb UpdateItem head',
+      'dynamodb GetItem head',
+      'dynamodb UpdateItem head',
+      'dynamodb GetItem row',
+      'sqs SendMessage',
+    ]);
+
+    // Act: e2's wake-up handled twice (as after a crash before its deletion): delivered once; the
+    // repeat wakes e3 again, a second copy that the ledger answers as a duplicate.
+    await invoke(started.handler, started.queueUrl, [wakeE2!]);
+    await invoke(started.handler, started.queueUrl, [wakeE2!]);
+    const wakeE3 = await harness.receive(started.queueUrl, 2);
+    for (const copy of wakeE3) await invoke(started.handler, started.queueUrl, [copy]);
+    // A late copy of e1's producer message: the same number, a duplicate, no turn passed again.
+    await send(started.queueUrl, event(e1, shipment));
+    await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+
+    // Assess: each sent once more after its turn came, in order, with its number; each applied once.
+    expect(idsOf(wakeE3)).toEqual([e3, e3]);
+    expect(requestsOf([e1, e2, e3])).toEqual([`${e1}:1`, `${e1}:1`, `${e2}:2`, `${e3}:3`]);
+    expect(acme.applied.filter((id) => [e1, e2, e3].includes(id))).toEqual([e1, e2, e3]);
+    expect(await ledger.get({ eventId: e1, endpoint: ENDPOINT })).toMatchObject({ state: 'delivered', attempts: 2, sequence: 1 });
+    expect(await ledger.get({ eventId: e2, endpoint: ENDPOINT })).toMatchObject({ state: 'delivered', attempts: 1, sequence: 2 });
+    expect(await ledger.get({ eventId: e3, endpoint: ENDPOINT })).toMatchObject({ state: 'delivered', attempts: 1, sequence: 3 });
+    expect(await heads.get(shipment, ENDPOINT)).toMatchObject({ assigned: 3, next: 4, waiting: {} });
+    expect(logsFor(e1).at(-1)).toMatchObject({ why: 'duplicate', sequence: 1 });
+    expect(logsFor(e1).at(-1)).not.toHaveProperty('woke');
+    expect(await receiveNow(started.queueUrl)).toEqual([]);
+    expect(await receiveNow(started.deadLetterQueueUrl)).toEqual([]);
+  });
+
+  it('with onDead continue, a rejected event is dead-lettered as continued and the next goes', async () => {
+    // Prepare: two events of one shipment on the ordered intake, in that order.
+    const started = await start('continue');
+    const shipment = 'shp_ordi_2';
+    const [e1, e2] = ['evt_ordc_1', 'evt_ordc_2'];
+    acme.respondTo(e1, { status: 422, body: 'unknown shipment' });
+    await sendOrdered(started.orderedQueueUrl, e1, shipment);
+    await sendOrdered(started.orderedQueueUrl, e2, shipment);
+
+    // Act: the intake's records routed (each given its number, fanned out), then the endpoint's messages.
+    const routed = await routeOrdered(started);
+    const forEndpoint = await harness.receive(started.queueUrl, 2);
+    await invoke(started.handler, started.queueUrl, forEndpoint);
+    // e2 either went at once (e1 had passed the turn) or waited and was woken: handle what is left.
+    for (const woken of await receiveNow(started.queueUrl)) await invoke(started.handler, started.queueUrl, [woken]);
+
+    // Assess
+    expect(routed).toEqual([e1, e2]);
+    expect(forEndpoint.every((m) => m.MessageAttributes?.endpoint?.StringValue === ENDPOINT)).toBe(true);
+    expect(requestsOf([e1, e2])).toEqual([`${e1}:1`, `${e2}:2`]);
+    expect(await ledger.get({ eventId: e1, endpoint: ENDPOINT })).toMatchObject({ state: 'dead', deadReason: 'rejected', sequence: 1 });
+    expect(await ledger.get({ eventId: e2, endpoint: ENDPOINT })).toMatchObject({ state: 'delivered', attempts: 1, sequence: 2 });
+    const dead = await harness.receive(started.deadLetterQueueUrl, 1);
+    expect(dead[0]!.MessageAttributes).toMatchObject({
+      reason: { StringValue: 'rejected' },
+      eventId: { StringValue: e1 },
+      endpoint: { StringValue: ENDPOINT },
+      ordering: { StringValue: 'continued' },
+    });
+    expect(await heads.get(shipment, ENDPOINT)).toMatchObject({ next: 3, waiting: {} });
+    expect(await receiveNow(started.queueUrl)).toEqual([]);
+  });
+
+  it('with onDead hold, a rejected event holds its shipment (held) until its replay is delivered', async () => {
+    // Prepare
+    const started = await start('hold');
+    const shipment = 'shp_ordi_3';
+    const [e1, e2] = ['evt_ordh_1', 'evt_ordh_2'];
+    acme.respondTo(e1, 400);
+    await sendOrdered(started.orderedQueueUrl, e1, shipment);
+    await sendOrdered(started.orderedQueueUrl, e2, shipment);
+
+    // Act
+    expect(await routeOrdered(started)).toEqual([e1, e2]);
+    await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 2));
+
+    // Assess: e1 dead and dead-lettered as held; e2 acknowledged, unsent, waiting; nothing on the queue.
+    expect(requestsOf([e1, e2])).toEqual([`${e1}:1`]);
+    expect(await ledger.get({ eventId: e1, endpoint: ENDPOINT })).toMatchObject({ state: 'dead', deadReason: 'rejected', sequence: 1 });
+    expect(await ledger.get({ eventId: e2, endpoint: ENDPOINT })).toMatchObject({ state: 'pending', attempts: 0, sequence: 2 });
+    const dead = await harness.receive(started.deadLetterQueueUrl, 1);
+    expect(dead[0]!.MessageAttributes).toMatchObject({ eventId: { StringValue: e1 }, ordering: { StringValue: 'held' } });
+    expect(await heads.get(shipment, ENDPOINT)).toMatchObject({ next: 1, waiting: { 2: e2 } });
+    expect(await receiveNow(started.queueUrl)).toEqual([]);
+
+    // Act: an operator replays e1 (lib/replay.ts, as `handoff replay` does); delivered, it passes the turn.
+    const queue = new SqsDeliveryQueue({ client: sqs, queueUrl: started.queueUrl, deadLetterQueueUrl: started.deadLetterQueueUrl });
+    await replayEvent(e1, { operator: 'ops@example.com', reason: 'receiver fixed' }, Date.now(), { ledger, queue });
+    await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+    await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+
+    // Assess: e1 (same number) then e2, each applied once; the shipment goes on.
+    expect(requestsOf([e1, e2])).toEqual([`${e1}:1`, `${e1}:1`, `${e2}:2`]);
+    expect(acme.applied.filter((id) => [e1, e2].includes(id))).toEqual([e1, e2]);
+    expect(await ledger.get({ eventId: e1, endpoint: ENDPOINT })).toMatchObject({ state: 'delivered', sequence: 1, replays: 1 });
+    expect(await ledger.get({ eventId: e2, endpoint: ENDPOINT })).toMatchObject({ state: 'delivered', attempts: 1, sequence: 2 });
+    expect(await heads.get(shipment, ENDPOINT)).toMatchObject({ next: 3, waiting: {} });
+    expect(await receiveNow(started.queueUrl)).toEqual([]);
+  });
+});
