@@ -744,7 +744,7 @@ function printHealth(rows: readonly HealthFigures[], memoryMb: number): void {
       `invocation is shorter; a rate-limited batch waits in the invocation for slots up to a second away: ${dollars(waitCost)}/M`,
       `deliveries per second waited, at ${memoryMb} MB and ${HEALTH_BATCH} per batch). * Lambda's event source.`,
       `Each consumer reads the registry once per container per ${ENDPOINTS_CACHE_MS / 1000} s, before metering here. A held`,
-      'delivery costs its row at every receive until the pause ends (its visibility is set to what is left of it). The',
+      "delivery costs the 'paused' row's requests at every receive until the pause ends (its visibility is set to what is left). The",
       "release is two runs of the scheduled recovery: each scans the registry's resume attributes and queries the endpoint's",
       `16 parked shards (a cost per run, not per delivery: spread over ${HEALTH_BATCH} here); the first takes its window (one`,
       'registry write), unparks each row (listed pending until delivered) and sends its message; the second ends the release',
