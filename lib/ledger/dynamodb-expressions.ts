@@ -4,12 +4,31 @@
  * (`#attempts = if_not_exists(#attempts, :zero) + :attempts`, each `#name` a record field) and sent
  * with the short attribute names of `WIRE_NAMES` behind short placeholders, compiled once per shape.
  */
-import type { ClaimInput, DeliveryKey, ParkInput, RecordAttemptInput, ReplayInput, AuditEntry } from './ledger';
+import type { ClaimInput, DeliveryKey, ParkInput, RecordAttemptInput, ReleaseInput, ReplayInput, AuditEntry } from './ledger';
 import { hashValue, storedEntry, storedValue } from './dynamodb-item';
 import { WIRE_NAMES } from './dynamodb-schema';
 import { listingKey, listingSort } from './listing';
-import { CLAIM_CONDITION, MAY_MARK_EXHAUSTED, MAY_RECORD, MAY_UNPARK, PARK_EXISTING_CONDITION, PARK_NEW_CONDITION, REPLAY_CONDITION } from './guards';
-import { admitChanges, claimChanges, markExhaustedChanges, parkChanges, recordChanges, replayChanges, unparkChanges, type Change } from './transitions';
+import {
+  CLAIM_CONDITION,
+  MAY_MARK_EXHAUSTED,
+  MAY_RECORD,
+  MAY_UNPARK,
+  PARK_EXISTING_CONDITION,
+  PARK_NEW_CONDITION,
+  RELEASE_CONDITION,
+  REPLAY_CONDITION,
+} from './guards';
+import {
+  admitChanges,
+  claimChanges,
+  markExhaustedChanges,
+  parkChanges,
+  recordChanges,
+  releaseChanges,
+  replayChanges,
+  unparkChanges,
+  type Change,
+} from './transitions';
 
 export interface UpdateSpec {
   /** The update and condition as sent, compiled once per shape of write. */
@@ -52,6 +71,12 @@ export function markExhaustedSpec(key: DeliveryKey, nowMs: number): UpdateSpec {
 export function replaySpec(input: ReplayInput, entry: AuditEntry, lengths: ListLengths = {}): UpdateSpec {
   const shape = `replay ${lengths.audit ?? ''}`;
   return updateSpec(shape, input, replayChanges(input, entry), REPLAY_CONDITION, { ':dead': 'dead' }, 'ALL_NEW', lengths);
+}
+
+/** A dead row's release recorded (docs/contract.md §13): its audit entry, once a row. */
+export function releaseSpec(input: ReleaseInput, entry: AuditEntry, lengths: ListLengths = {}): UpdateSpec {
+  const shape = `release ${lengths.audit ?? ''}`;
+  return updateSpec(shape, input, releaseChanges(input, entry), RELEASE_CONDITION, { ':dead': 'dead' }, 'ALL_NEW', lengths);
 }
 
 /**

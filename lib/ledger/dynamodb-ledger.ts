@@ -34,6 +34,7 @@ import {
   parkNewSpec,
   admitSpec,
   recordSpec,
+  releaseSpec,
   replaySpec,
   unparkSpec,
   type ListLengths,
@@ -41,10 +42,11 @@ import {
 } from './dynamodb-expressions';
 import { countShard, queryShard, readRows, rowId } from './dynamodb-listing';
 import { LEDGER_SCHEMA, WIRE_NAMES } from './dynamodb-schema';
-import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReplayRefusedError } from './errors';
-import { mayRecord, parkRefusal, replayRefusal } from './guards';
+import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReleaseRefusedError, ReplayRefusedError } from './errors';
+import { mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
 import {
   isThisClaim,
+  isThisRelease,
   isThisReplay,
   type ClaimedRecord,
   type ClaimInput,
@@ -55,6 +57,7 @@ import {
   type Page,
   type ParkInput,
   type RecordAttemptInput,
+  type ReleaseInput,
   type ReplayInput,
 } from './ledger';
 import {
@@ -185,6 +188,26 @@ export class DynamoDbLedger implements Ledger {
       if (refusal !== undefined) throw new ReplayRefusedError(refusal, eventId, current, { cause: result.cause });
       // Dead with an event: refused only because the audit was full, or another writer moved the
       // row meanwhile. Again, knowing the audit's length.
+      lengths = { audit: current.audit.length };
+    }
+    throw contention(eventId);
+  }
+
+  /** As `replay`: one UpdateItem (two when the audit was full), the refusal answered with the row. */
+  async release(input: ReleaseInput): Promise<DeliveryRecord> {
+    const { eventId, endpoint } = input;
+    const entry = auditEntry(input, newToken(), 'release');
+    let lengths: ListLengths = {};
+    for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
+      const result = await this.#update(input, releaseSpec(input, entry, lengths));
+      if (result.written) return recordFromItem(result.item);
+      const current = result.current;
+      if (current === undefined) throw new ReleaseRefusedError('not-found', eventId, endpoint, undefined, { cause: result.cause });
+      // The SDK retried this very release after its answer was lost: the first write stands.
+      if (entry.id !== undefined && isThisRelease(current, entry.id)) return current;
+      const refusal = releaseRefusal(current);
+      if (refusal !== undefined) throw new ReleaseRefusedError(refusal, eventId, endpoint, current, { cause: result.cause });
+      // Refused only because the audit was full: again, knowing its length.
       lengths = { audit: current.audit.length };
     }
     throw contention(eventId);

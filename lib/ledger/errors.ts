@@ -61,6 +61,39 @@ function replayMessage(refusal: ReplayRefusal, eventId: string, record?: Deliver
   }
 }
 
+export type ReleaseRefusal = 'not-found' | 'not-dead' | 'no-event' | 'released';
+
+/** A dead delivery's release (docs/contract.md §13) refused by the ledger. Names the event and endpoint, never the content. */
+export class ReleaseRefusedError extends LedgerError {
+  override readonly name = 'ReleaseRefusedError';
+  readonly code = 'release-refused';
+  constructor(
+    readonly refusal: ReleaseRefusal,
+    readonly eventId: string,
+    readonly endpoint: string,
+    readonly record?: DeliveryRecord,
+    options?: ErrorOptions,
+  ) {
+    super(releaseMessage(refusal, eventId, endpoint, record), options);
+  }
+}
+
+function releaseMessage(refusal: ReleaseRefusal, eventId: string, endpoint: string, record?: DeliveryRecord): string {
+  const delivery = `event ${eventId} at endpoint ${endpoint}`;
+  switch (refusal) {
+    case 'not-found':
+      return `no delivery record for ${delivery}`;
+    case 'not-dead':
+      return `${delivery} is ${record?.state}, not dead: only a dead delivery can be released`;
+    case 'no-event':
+      return `${delivery} died as an invalid message: there is no event to release`;
+    case 'released': {
+      const at = record?.releasedAt === undefined ? '' : ` at ${new Date(record.releasedAt).toISOString()}`;
+      return `${delivery} was released already${at}: a delivery is released once`;
+    }
+  }
+}
+
 /** The store could not be reached or answered with an error the ledger does not expect. */
 export class LedgerUnavailableError extends LedgerError {
   override readonly name = 'LedgerUnavailableError';

@@ -125,6 +125,28 @@ export function replayRefusal(row: DeliveryRecord): ReplayClauseRefusal | undefi
   return undefined;
 }
 
+/**
+ * A release (docs/contract.md §13) is recorded on a dead row that holds an event, once: a row
+ * released before keeps `releasedAt`, and its turn, once passed, is never its own again.
+ */
+export const RELEASE_CLAUSES = {
+  ...REPLAY_CLAUSES,
+  released: { expression: 'attribute_not_exists(#releasedAt)', holds: (row) => row.releasedAt === undefined },
+} as const satisfies Record<string, Clause<undefined>>;
+
+export type ReleaseClauseRefusal = keyof typeof RELEASE_CLAUSES;
+
+export const RELEASE_CONDITION = Object.values(RELEASE_CLAUSES)
+  .map((clause) => clause.expression)
+  .join(' AND ');
+
+export function releaseRefusal(row: DeliveryRecord): ReleaseClauseRefusal | undefined {
+  for (const [refusal, clause] of Object.entries(RELEASE_CLAUSES) as [ReleaseClauseRefusal, Clause<undefined>][]) {
+    if (!clause.holds(row, undefined)) return refusal;
+  }
+  return undefined;
+}
+
 export interface ParkContext extends ClaimContext {
   /** The admission time of the row as read: the second write's listing sort is computed from it. */
   readonly createdAt: number;

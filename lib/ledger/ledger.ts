@@ -15,6 +15,7 @@
  *   pending  ── recordAttempt / markExhausted ─▶ dead      (reason `exhausted`)
  *   dead     ── recordAttempt: accepted ───────▶ delivered (a late 2xx still means delivered)
  *   dead     ── replay (operator, reason) ─────▶ pending   (budget reset, replays + 1, due at once)
+ *   dead     ── release (operator, reason) ────▶ dead      (its audit entry and `releasedAt`; once a row)
  *
  * Parking (docs/contract.md §12) is a marker on a pending row, not a state: `park` admits an event
  * for a disabled endpoint, or marks an unleased pending row, without claiming it (no attempt is
@@ -72,15 +73,16 @@ export interface AuditEntry {
   /**
    * `replay`: an operator's replay. `invalid-message`: an invalid message with this ID came first
    * (its row was then taken over by the valid event); the operator is `consumer`, the reason the
-   * validation error.
+   * validation error. `release`: an operator passed the turn of its held shipment on from this dead
+   * delivery (docs/contract.md §13, `handoff release`); the row stays dead.
    */
-  readonly action: 'replay' | 'invalid-message';
+  readonly action: 'replay' | 'invalid-message' | 'release';
   /** The name the operator typed (`consumer` for an invalid message). */
   readonly operator: string;
   readonly reason: string;
   /** The authenticated caller that ran the replay (in AWS, the STS caller ARN); absent locally. */
   readonly caller?: string;
-  /** Drawn by the ledger per replay: tells a store client's retry of it from any other replay. */
+  /** Drawn by the ledger per replay or release: tells a store client's retry of it from any other. */
   readonly id?: string;
 }
 
@@ -142,6 +144,13 @@ export interface DeliveryRecord extends DeliveryKey {
    * of a row created before its endpoint was ordered), and never changed after: replays keep it.
    */
   readonly sequence?: number;
+  /**
+   * Epoch ms an operator released it (`Ledger.release`): dead at an endpoint ordered per shipment,
+   * its turn passed on to the shipment's next event. Only on such a row (a row never released
+   * carries not one byte more), and kept: a row is released once (its turn, once passed, is never
+   * its own again), which makes a second release refused rather than recorded twice.
+   */
+  readonly releasedAt?: number;
 }
 
 export interface ClaimInput {
@@ -192,6 +201,15 @@ export interface RecordAttemptInput extends DeliveryKey {
 }
 
 export interface ReplayInput extends DeliveryKey {
+  readonly operator: string;
+  readonly reason: string;
+  /** The authenticated caller (STS ARN in AWS), recorded in the audit entry beside `operator`. */
+  readonly caller?: string;
+  readonly nowMs: number;
+}
+
+/** Who releases a dead delivery, and why (docs/contract.md §13): kept in its audit entry as a replay's. */
+export interface ReleaseInput extends DeliveryKey {
   readonly operator: string;
   readonly reason: string;
   /** The authenticated caller (STS ARN in AWS), recorded in the audit entry beside `operator`. */
@@ -272,6 +290,16 @@ export interface Ledger {
    * @throws ReplayRefusedError when there is no such row, it is not dead, or it has no event.
    */
   replay(input: ReplayInput): Promise<DeliveryRecord>;
+
+  /**
+   * Records an operator's release of a dead delivery (docs/contract.md §13): an audit entry
+   * (`release`) and `releasedAt` on the row, which stays dead (listed, replayable). The caller then
+   * passes its shipment's turn on. Once a row: a second release is refused (`released`), so the
+   * audit holds one entry per release made. The same release again (a store client's retry after a
+   * lost answer) returns the row its first write left: `isThisRelease`.
+   * @throws ReleaseRefusedError when there is no such row, it is not dead, has no event, or was released.
+   */
+  release(input: ReleaseInput): Promise<DeliveryRecord>;
 
   /**
    * Parks a delivery whose endpoint is disabled (docs/contract.md §12), in one conditional write
@@ -364,4 +392,14 @@ export function isThisClaim(record: DeliveryRecord, claimToken: string): record 
 export function isThisReplay(record: DeliveryRecord, replayId: string): boolean {
   const last = record.audit.at(-1);
   return record.state === 'pending' && last !== undefined && last.action === 'replay' && last.id === replayId;
+}
+
+/**
+ * Whether `record` is the row the release with `releaseId` wrote: dead, released, its last audit
+ * entry that release's. Tells a retried release whose first write succeeded (its answer lost) from
+ * a second release of a row released before.
+ */
+export function isThisRelease(record: DeliveryRecord, releaseId: string): boolean {
+  const last = record.audit.at(-1);
+  return record.state === 'dead' && record.releasedAt !== undefined && last !== undefined && last.action === 'release' && last.id === releaseId;
 }

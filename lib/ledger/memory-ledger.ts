@@ -7,8 +7,8 @@
  * Rows are deep-copied in and out, so a caller can never change a stored row by mutating what it
  * passed or got back (as with a real store).
  */
-import { ClaimRefusedError, LeaseLostError, ReplayRefusedError } from './errors';
-import { claimRefusal, MAY_MARK_EXHAUSTED, MAY_UNPARK, mayRecord, parkRefusal, replayRefusal } from './guards';
+import { ClaimRefusedError, LeaseLostError, ReleaseRefusedError, ReplayRefusedError } from './errors';
+import { claimRefusal, MAY_MARK_EXHAUSTED, MAY_UNPARK, mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
 import type {
   ClaimedRecord,
   ClaimInput,
@@ -19,6 +19,7 @@ import type {
   Page,
   ParkInput,
   RecordAttemptInput,
+  ReleaseInput,
   ReplayInput,
 } from './ledger';
 import {
@@ -41,6 +42,7 @@ import {
   admitChanges,
   parkChanges,
   recordChanges,
+  releaseChanges,
   replayChanges,
   unparkChanges,
   type ChangeableRow,
@@ -122,6 +124,17 @@ export class MemoryLedger implements Ledger {
     const refusal = replayRefusal(toRecord(row));
     if (refusal !== undefined) throw new ReplayRefusedError(refusal, eventId, toRecord(row));
     applyChanges(row, input, replayChanges(input, auditEntry(input, newToken())));
+    return toRecord(row);
+  }
+
+  async release(input: ReleaseInput): Promise<DeliveryRecord> {
+    const { eventId, endpoint } = input;
+    const row = this.#rows.get(rowKey(input));
+    if (row === undefined) throw new ReleaseRefusedError('not-found', eventId, endpoint);
+    // A Map has no lost answers to retry, so no release here meets its own ID (`isThisRelease`).
+    const refusal = releaseRefusal(toRecord(row));
+    if (refusal !== undefined) throw new ReleaseRefusedError(refusal, eventId, endpoint, toRecord(row));
+    applyChanges(row, input, releaseChanges(input, auditEntry(input, newToken(), 'release')));
     return toRecord(row);
   }
 

@@ -5,7 +5,7 @@
  */
 import { randomFillSync } from 'node:crypto';
 import { LedgerUnavailableError } from './errors';
-import type { AuditEntry, DeliveryRecord, ReplayInput } from './ledger';
+import type { AuditEntry, DeliveryRecord, ReleaseInput, ReplayInput } from './ledger';
 import type { RetryPolicy } from '../policy';
 
 /** Page size of `listByState` when none is given. */
@@ -53,10 +53,10 @@ export function holdsNoEvent(row: Pick<DeliveryRecord, 'contentHash'>): boolean 
   return row.contentHash === undefined;
 }
 
-/** A replay's audit entry: who, why, when, and the replay's own ID. */
-export function auditEntry(input: ReplayInput, id: string): AuditEntry {
+/** A replay's (or, `release`, a release's) audit entry: who, why, when, and the write's own ID. */
+export function auditEntry(input: ReplayInput | ReleaseInput, id: string, action: 'replay' | 'release' = 'replay'): AuditEntry {
   const { nowMs: at, operator, reason, caller } = input;
-  return caller === undefined ? { at, action: 'replay', operator, reason, id } : { at, action: 'replay', operator, reason, caller, id };
+  return caller === undefined ? { at, action, operator, reason, id } : { at, action, operator, reason, caller, id };
 }
 
 /** Copies by policy object: a container claims every event under one (policies are read-only). */

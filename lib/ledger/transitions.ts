@@ -22,6 +22,7 @@ import {
   type DeliveryKey,
   type ParkInput,
   type RecordAttemptInput,
+  type ReleaseInput,
   type ReplayInput,
 } from './ledger';
 import { listingSort, type Listing, type ListedState } from './listing';
@@ -179,6 +180,18 @@ export function replayChanges(input: ReplayInput, entry: AuditEntry): Change[] {
     { op: 'remove', fields: [...DEAD_FIELDS, 'leaseOwner', 'claimToken'] },
     // Listed as pending from now: if its message is lost, the recovery sweep finds it.
     { op: 'list', state: 'pending', sinceMs: nowMs },
+  ];
+}
+
+/**
+ * A dead row released by an operator (docs/contract.md §13): its audit entry and the time, nothing
+ * else. It stays dead and listed as dead (still replayable); its expiry counts from this write.
+ */
+export function releaseChanges(input: ReleaseInput, entry: AuditEntry): Change[] {
+  return [
+    { op: 'set', field: 'releasedAt', value: input.nowMs },
+    { op: 'append', field: 'audit', entry, max: MAX_AUDIT },
+    { op: 'moveExpiry', nowMs: input.nowMs },
   ];
 }
 

@@ -10,6 +10,7 @@ import {
   ClaimRefusedError,
   LeaseLostError,
   LedgerUnavailableError,
+  ReleaseRefusedError,
   ReplayRefusedError,
 } from '../../lib/ledger/errors';
 import {
@@ -939,6 +940,124 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(error.refusal).toBe('no-event');
         expect(error.record?.deadReason).toBe('invalid');
         expect((await ledger.get(key('evt_noevent')))?.state).toBe('dead');
+      });
+    });
+
+    describe('Method: release (docs/contract.md §13)', () => {
+      const ORDERED = 'carrier-ordered';
+      const release = (eventId: string, overrides: Record<string, unknown> = {}) =>
+        ledger.release({ ...key(eventId, ORDERED), operator: 'ops@example.com', reason: 'receiver cannot take it (INC-7)', nowMs: T0 + 5000, ...overrides });
+
+      async function deadRow(eventId: string, atMs = T0): Promise<DeliveryRecord> {
+        const claimed = await claim(shipmentEvent(eventId), { endpoint: ORDERED, nowMs: atMs, sequence: 1 });
+        return record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, atMs + 200);
+      }
+
+      it('records an audit entry and the time on a dead row, which stays dead, listed and replayable', async () => {
+        // Prepare
+        const dead = await deadRow('evt_release');
+
+        // Act
+        const released = await release('evt_release');
+
+        // Assess
+        const expected: DeliveryRecord = {
+          ...dead,
+          releasedAt: T0 + 5000,
+          audit: [{ at: T0 + 5000, action: 'release', operator: 'ops@example.com', reason: 'receiver cannot take it (INC-7)', id: ANY_TOKEN }],
+          expiresAt: expiresAt(T0 + 5000),
+        };
+        expect(released).toStrictEqual(expected);
+        expect(await ledger.get(key('evt_release', ORDERED))).toStrictEqual(expected);
+        const listed = await ledger.listByState('dead', { endpoint: ORDERED });
+        expect(listed.records).toStrictEqual([expected]);
+        const replayed = await ledger.replay({ ...key('evt_release', ORDERED), operator: 'ops', reason: 'fixed after all', nowMs: T0 + 9000 });
+        expect(replayed.state).toBe('pending');
+        expect(replayed.releasedAt).toBe(T0 + 5000);
+        expect(replayed.audit.map((entry) => entry.action)).toStrictEqual(['release', 'replay']);
+      });
+
+      it('records the authenticated caller in the audit entry when given', async () => {
+        await deadRow('evt_release_caller');
+
+        const released = await release('evt_release_caller', { caller: 'arn:aws:sts::123456789012:assumed-role/ops/alice' });
+
+        expect(released.audit).toStrictEqual([
+          {
+            at: T0 + 5000,
+            action: 'release',
+            operator: 'ops@example.com',
+            reason: 'receiver cannot take it (INC-7)',
+            caller: 'arn:aws:sts::123456789012:assumed-role/ops/alice',
+            id: ANY_TOKEN,
+          },
+        ]);
+      });
+
+      it('refuses a second release of the row, however given, carrying the row and writing nothing: a row is released once', async () => {
+        await deadRow('evt_release_twice');
+        const released = await release('evt_release_twice');
+
+        const refusals = [
+          await rejectionOf(release('evt_release_twice'), ReleaseRefusedError),
+          await rejectionOf(release('evt_release_twice', { operator: 'bob', nowMs: T0 + 6000 }), ReleaseRefusedError),
+        ];
+
+        expect(refusals.map((error) => error.refusal)).toStrictEqual(['released', 'released']);
+        expect(refusals.map((error) => error.record)).toStrictEqual([released, released]);
+        expect(refusals[0]?.code).toBe('release-refused');
+        expect(refusals[0]?.message).toBe(
+          `event evt_release_twice at endpoint ${ORDERED} was released already at ${new Date(T0 + 5000).toISOString()}: a delivery is released once`,
+        );
+        expect(await ledger.get(key('evt_release_twice', ORDERED))).toStrictEqual(released);
+      });
+
+      it(`keeps the audit to its newest ${MAX_AUDIT} entries when a release finds it full`, async () => {
+        // Prepare: a row replayed as often as the audit keeps, dead again each time.
+        await deadRow('evt_release_full');
+        for (let n = 1; n <= MAX_AUDIT; n++) {
+          const atMs = T0 + n * 1000;
+          await ledger.replay({ ...key('evt_release_full', ORDERED), operator: 'ops', reason: `replay ${n}`, nowMs: atMs });
+          const claimed = await claim(shipmentEvent('evt_release_full'), { endpoint: ORDERED, nowMs: atMs });
+          await record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, atMs + 200);
+        }
+
+        // Act
+        const released = await release('evt_release_full', { nowMs: T0 + 60_000 });
+
+        // Assess
+        expect(released.audit).toHaveLength(MAX_AUDIT);
+        expect(released.audit[0]?.reason).toBe('replay 2');
+        expect(released.audit.at(-1)).toStrictEqual({
+          at: T0 + 60_000,
+          action: 'release',
+          operator: 'ops@example.com',
+          reason: 'receiver cannot take it (INC-7)',
+          id: ANY_TOKEN,
+        });
+        expect(released.replays).toBe(MAX_AUDIT);
+        expect(await ledger.get(key('evt_release_full', ORDERED))).toStrictEqual(released);
+      });
+
+      it('refuses a row that is not dead, an unknown event and an invalid message, each named, changing nothing', async () => {
+        // Prepare
+        const pending = await claim(shipmentEvent('evt_release_pending'), { endpoint: ORDERED, sequence: 2 });
+        await ledger.admitInvalid(key('evt_release_invalid', ORDERED), 'not JSON', POLICY, T0, RETENTION_SECONDS);
+
+        // Act
+        const notDead = await rejectionOf(release('evt_release_pending'), ReleaseRefusedError);
+        const unknown = await rejectionOf(release('evt_release_unknown'), ReleaseRefusedError);
+        const invalid = await rejectionOf(release('evt_release_invalid'), ReleaseRefusedError);
+
+        // Assess
+        expect([notDead.refusal, unknown.refusal, invalid.refusal]).toStrictEqual(['not-dead', 'not-found', 'no-event']);
+        expect(notDead.record).toStrictEqual(pending);
+        expect(notDead.message).toBe(`event evt_release_pending at endpoint ${ORDERED} is pending, not dead: only a dead delivery can be released`);
+        expect(unknown.record).toBeUndefined();
+        expect(unknown.message).toBe(`no delivery record for event evt_release_unknown at endpoint ${ORDERED}`);
+        expect(invalid.message).toBe(`event evt_release_invalid at endpoint ${ORDERED} died as an invalid message: there is no event to release`);
+        expect(await ledger.get(key('evt_release_pending', ORDERED))).toStrictEqual(pending);
+        expect((await ledger.get(key('evt_release_invalid', ORDERED)))?.audit.map((entry) => entry.action)).toStrictEqual(['invalid-message']);
       });
     });
 
