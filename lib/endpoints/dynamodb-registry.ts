@@ -196,8 +196,10 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
           new UpdateCommand({
             TableName: this.#tableName,
             Key: { [KEY]: name },
+            // Enabling also starts its health afresh: failures from before it was back do not count
+            // towards disabling it again (docs/contract.md §12).
             UpdateExpression: enabling
-              ? 'SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt, #resumeSince = :updatedAt, #resumeRate = :rate REMOVE #resumeUntil'
+              ? 'SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt, #resumeSince = :updatedAt, #resumeRate = :rate, #failures = :zero REMOVE #resumeUntil, #failingSince'
               : `SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt ${END_RESUME}`,
             ConditionExpression: 'attribute_exists(#name)',
             ExpressionAttributeNames: {
@@ -206,8 +208,14 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
               '#stateChange': NAMES['#stateChange'],
               '#updatedAt': NAMES['#updatedAt'],
               ...RESUME_NAMES,
+              ...(enabling ? { '#failures': H.failures, '#failingSince': H.failingSince } : {}),
             },
-            ExpressionAttributeValues: { ':state': state, ':stateChange': stateChange, ':updatedAt': change.at, ...(enabling ? { ':rate': resumeRate } : {}) },
+            ExpressionAttributeValues: {
+              ':state': state,
+              ':stateChange': stateChange,
+              ':updatedAt': change.at,
+              ...(enabling ? { ':rate': resumeRate, ':zero': 0 } : {}),
+            },
             ReturnValues: 'ALL_NEW',
           }),
         ),

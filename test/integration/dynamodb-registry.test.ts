@@ -301,6 +301,17 @@ describe('Class: DynamoDbEndpointRegistry health writes', () => {
     expect(await registry.disableIfEnabled('nobody', change)).toBe(false);
   });
 
+  it("starts an enabled endpoint's health afresh: failures from before it was back count for nothing", async () => {
+    await registry.add(acme, T0);
+    for (let i = 1; i <= 3; i++) await registry.recordFailure('acme', T0 + i * 1_000);
+    await registry.disableIfEnabled('acme', { by: 'handoff', reason: 'failing', at: T0 + 4_000 });
+
+    await registry.setState('acme', 'enabled', { by: 'alice', reason: 'receiver back', at: T0 + 10_000 });
+    const next = await registry.recordFailure('acme', T0 + 11_000);
+
+    expect(next).toEqual({ failures: 1, failingSince: T0 + 11_000 });
+  });
+
   it('creates no item for an endpoint that does not exist', async () => {
     await expect(registry.recordFailure('nobody', T0)).rejects.toBeInstanceOf(EndpointNotFoundError);
     await expect(registry.recordRecovery('nobody', T0)).rejects.toBeInstanceOf(EndpointNotFoundError);
