@@ -9,6 +9,7 @@ import { ConfigError } from '../lib/config';
 import { ENDPOINT_NAME } from '../lib/endpoints/endpoint';
 import { deadCommand } from './commands/dead';
 import { addEndpointCommands } from './commands/endpoint';
+import { releaseCommand, type ReleaseOptions } from './commands/release';
 import { DEFAULT_REPLAY_RATE, isoTime, replayCommand, type ReplayOptions } from './commands/replay';
 import type { CommandResult } from './commands/result';
 import { payloadLimitFor, readInput, sendCommand } from './commands/send';
@@ -184,6 +185,32 @@ Examples:
     )
     .action(async (eventId: string | undefined, options: CommonOptions & ReplayOptions) => {
       await run(options, (ctx) => replayCommand(ctx, eventId, options));
+    });
+
+  withTarget(
+    program
+      .command('release')
+      .description("let a shipment held by its dead event go on without it (an endpoint ordered per shipment, onDead hold)")
+      .argument('<eventId>', 'the dead event holding its shipment'),
+  )
+    .requiredOption('--endpoint <name>', 'the endpoint ordered per shipment where it died', endpointName)
+    .requiredOption('--reason <text>', 'why the shipment may go on without it (kept in the audit trail)')
+    .requiredOption('--operator <name>', 'who is releasing (kept in the audit trail)')
+    .addHelpText(
+      'after',
+      `
+The delivery stays dead (and can still be replayed); its row gets an audit entry, and the
+shipment's next event, if it waits, is sent. Refused, writing nothing, unless the delivery is
+dead and its shipment waits on it. Run again after an interruption, it finishes the release.
+
+With --json: {"eventId", "endpoint", "state", "deadReason", "sequence", "next", "woken",
+"releasedAt", "recordedBefore", "operator", "caller", "reason"}.
+
+Example:
+  handoff release evt_42 --endpoint billing --operator alice --reason "billing will never take it (INC-125)"`,
+    )
+    .action(async (eventId: string, options: CommonOptions & ReleaseOptions) => {
+      await run(options, (ctx) => releaseCommand(ctx, eventId, options));
     });
 
   withTarget(
