@@ -65,6 +65,7 @@ import {
   deadLetterInvalid,
   deliver as deliverOne,
   park,
+  type DeadLetterReason,
   type DeliverDeps,
   type DeliveryResult,
   type QueueMessage,
@@ -446,7 +447,7 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
     ordering !== undefined &&
     sequence !== undefined &&
     ((decision.action === 'ack' && decision.why !== 'parked') ||
-      (decision.action === 'dead-letter' && (decision.reason === 'rejected' || decision.reason === 'exhausted') && ordering.onDead === 'continue'));
+      (decision.action === 'dead-letter' && settlesTurn(decision.reason) && ordering.onDead === 'continue'));
   let woken: string | undefined;
   if (passes) {
     try {
@@ -494,7 +495,9 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
           reason: decision.reason,
           ...(decision.eventId !== undefined ? { eventId: decision.eventId } : {}),
           ...(endpoint ? { endpoint: endpoint.name } : {}),
-          ...(ordering !== undefined && sequence !== undefined ? { ordering: passes ? 'continued' : 'held' } : {}),
+          // Only the event's own death says what became of its shipment: an identity conflict (another
+          // content under its ID) leaves the event's row, and the turn, to the event's own delivery.
+          ...(ordering !== undefined && sequence !== undefined && settlesTurn(decision.reason) ? { ordering: passes ? 'continued' : 'held' } : {}),
         });
         metrics.add('DeadLetters', 1, name);
         return done(false, { reason: decision.reason, ...orderFields });
@@ -502,6 +505,11 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
         return done(true, { reason: decision.reason, queueError: true, ...errorFields(error) });
       }
   }
+}
+
+/** Whether a dead-letter reason is the delivery's own death (its row dead), which settles its turn. */
+function settlesTurn(reason: DeadLetterReason): boolean {
+  return reason === 'rejected' || reason === 'exhausted';
 }
 
 function isOrdered(endpoint: Endpoint): boolean {

@@ -73,6 +73,12 @@ export async function takeTurn(event: ParsedEvent, endpoint: { readonly name: st
  * Passes the turn on from `sequence` (delivered, or dead with `continue`) and wakes the event whose
  * turn it now is, if it waits. Safe to repeat: a turn already passed is not passed again, and the
  * wake-up is sent again only while the turn is still the next one's. Returns the event woken, if any.
+ *
+ * A waiting event whose row is gone (its retention ran out while it waited, behind a held shipment
+ * say) can never be sent: its turn is passed on as if it had settled, with a warning naming it, and
+ * the event after it is woken instead, so the shipment is not held on its account for good. A crash
+ * between passing such a turn and the wake-up after it is the one case a repeat does not cover (the
+ * repeat finds the turn moved on by more than one).
  * @throws what the ledger, the head or the queue throw: the caller keeps its message, which returns.
  */
 export async function passTurn(
@@ -82,16 +88,19 @@ export async function passTurn(
   deps: Pick<OrderingDeps, 'heads' | 'ledger' | 'queue'>,
   logger?: Logger,
 ): Promise<string | undefined> {
-  const head = await deps.heads.advance(shipmentId, endpoint, sequence);
-  if (head === undefined || head.next !== sequence + 1) return undefined;
-  const waiter = head.waiting[head.next];
-  if (waiter === undefined) return undefined;
-  const row: DeliveryRecord | undefined = await deps.ledger.get({ eventId: waiter, endpoint });
-  if (row?.body === undefined) {
+  let settled = sequence;
+  for (;;) {
+    const head = await deps.heads.advance(shipmentId, endpoint, settled);
+    if (head === undefined || head.next !== settled + 1) return undefined;
+    const waiter = head.waiting[head.next];
+    if (waiter === undefined) return undefined;
+    const row: DeliveryRecord | undefined = await deps.ledger.get({ eventId: waiter, endpoint });
+    if (row?.body !== undefined) {
+      await deps.queue.enqueue(row.body, { endpoint });
+      return waiter;
+    }
     // Its row is gone (expired): nothing to send, and nothing may hold the shipment on its account.
-    logger?.warn('waiting event has no row', { eventId: waiter, endpoint });
-    return undefined;
+    logger?.warn('waiting event has no row: its turn is passed on', { eventId: waiter, endpoint, sequence: head.next });
+    settled = head.next;
   }
-  await deps.queue.enqueue(row.body, { endpoint });
-  return waiter;
 }

@@ -334,6 +334,16 @@ describe('Handler: consumer, an endpoint ordered per shipment', () => {
     expect(logsFor(e1).at(-1)).not.toHaveProperty('woke');
     expect(await receiveNow(started.queueUrl)).toEqual([]);
     expect(await receiveNow(started.deadLetterQueueUrl)).toEqual([]);
+
+    // Act: other content under e2's ID (a producer's bug): an identity conflict, not e2's death.
+    await send(started.queueUrl, event(e2, shipment, 'exception'));
+    await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+
+    // Assess: dead-lettered without a word on the shipment, which it neither continued nor held.
+    const [conflict] = await harness.receive(started.deadLetterQueueUrl, 1);
+    expect(conflict!.MessageAttributes).toMatchObject({ reason: { StringValue: 'identity-conflict' }, eventId: { StringValue: e2 } });
+    expect(conflict!.MessageAttributes).not.toHaveProperty('ordering');
+    expect(await heads.get(shipment, ENDPOINT)).toMatchObject({ assigned: 3, next: 4 });
   });
 
   it('with onDead continue, a rejected event is dead-lettered as continued and the next goes', async () => {

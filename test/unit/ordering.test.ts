@@ -96,6 +96,27 @@ describe('Function: passTurn', () => {
     expect(sent).toEqual([]);
   });
 
+  it('passes the turn on past a waiting event whose row has expired, waking the one after it', async () => {
+    // Prepare: e2 and e3 wait behind e1; e1 takes longer than the rows' retention (held, say).
+    let clock = T0;
+    const { deps, sent } = setup();
+    const ledger = new MemoryLedger({ now: () => clock });
+    const withLedger: OrderingDeps = { ...deps, ledger, now: () => clock };
+    for (const id of ['evt_1', 'evt_2']) await takeTurn(shipmentEvent(id), ENDPOINT, withLedger);
+    clock = T0 + 60_000;
+    await takeTurn(shipmentEvent('evt_3'), ENDPOINT, withLedger);
+    clock = T0 + 86_400_000 + 30_000;
+
+    // Act
+    const woken = await passTurn('shp_1', ENDPOINT.name, 1, withLedger);
+
+    // Assess: evt_2 (gone) skipped, evt_3 (still kept) woken, the head at its turn.
+    expect(await ledger.get({ eventId: 'evt_2', endpoint: ENDPOINT.name })).toBeUndefined();
+    expect(woken).toBe('evt_3');
+    expect(sent.map((s) => s.eventId)).toEqual(['evt_3']);
+    expect(await deps.heads.get('shp_1', ENDPOINT.name)).toMatchObject({ next: 3, waiting: { 3: 'evt_3' } });
+  });
+
   it('does not pass a turn twice from an old sequence once later ones have moved it on', async () => {
     const { deps, sent } = setup();
     for (const id of ['evt_1', 'evt_2', 'evt_3']) await takeTurn(shipmentEvent(id), ENDPOINT, deps);
