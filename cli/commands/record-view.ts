@@ -35,6 +35,10 @@ export function recordDetails(record: DeliveryRecord, nowMs: number): string {
   pairs.push(['created', formatInstant(record.createdAt, nowMs)]);
   if (record.deliveredAt !== undefined) pairs.push(['delivered', formatInstant(record.deliveredAt, nowMs)]);
   if (record.deadAt !== undefined) pairs.push(['died', formatInstant(record.deadAt, nowMs)]);
+  // At an endpoint ordered per shipment (docs/contract.md §13): its place in its shipment's order, and
+  // whether an operator let the shipment go on without it (`handoff release`).
+  if (record.sequence !== undefined) pairs.push(['sequence', `${record.sequence} in its shipment (webhook-sequence)`]);
+  if (record.releasedAt !== undefined) pairs.push(['released', `${formatInstant(record.releasedAt, nowMs)}: its shipment went on without it`]);
   if (record.parkedAt !== undefined) pairs.push(['parked', `${formatInstant(record.parkedAt, nowMs)}, until its endpoint is enabled`]);
   if (record.state === 'pending' && record.parkedAt === undefined && record.nextAttemptAt !== undefined) {
     pairs.push(['next attempt', formatInstant(record.nextAttemptAt, nowMs)]);

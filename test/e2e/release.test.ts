@@ -217,6 +217,12 @@ describe('handoff release in the sandbox', () => {
       });
       expect(await row(FIRST, 'held')).toEqual(before);
       expect(held.requests).toHaveLength(3);
+      // `status` shows its place in the shipment and the release, beside the audit entry.
+      const status = await handoff(['status', FIRST, '--endpoint', 'held']);
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toMatch(/^sequence +1 in its shipment \(webhook-sequence\)$/m);
+      expect(status.stdout).toMatch(/^released +\S+Z \(.+ ago\): its shipment went on without it$/m);
+      expect(status.stdout).toMatch(/ release +e2e-operator +\(none\) +carrier will never take a packed event \(INC-12\)$/m);
     },
     TEST_TIMEOUT_MS,
   );
