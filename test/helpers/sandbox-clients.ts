@@ -15,6 +15,8 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { recordFromItem } from '../../lib/ledger/dynamodb-item';
 import { DEFAULT_ENDPOINT, type DeliveryRecord } from '../../lib/ledger/ledger';
+import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
+import { isHeadPartition } from '../../lib/ledger/shipment-heads';
 import type { SandboxState } from '../../sandbox/state-file';
 
 const REGION = 'us-east-1';
@@ -31,6 +33,8 @@ export interface DeadLetter {
   readonly eventId: string | undefined;
   /** The endpoint whose delivery died (docs/contract.md §11); absent for a message never routed. */
   readonly endpoint: string | undefined;
+  /** At an endpoint ordered per shipment (docs/contract.md §13): `continued` or `held`. */
+  readonly ordering: string | undefined;
 }
 
 export class SandboxClients {
@@ -70,7 +74,10 @@ export class SandboxClients {
     return this.ledger.get({ eventId, endpoint });
   }
 
-  /** Every row of the ledger, decoded (a full scan: for tests and the soak, never for production reads). */
+  /**
+   * Every row of the ledger, decoded (a full scan: for tests and the soak, never for production reads).
+   * Shipment heads (docs/contract.md §13) share the table under partitions of their own: left out.
+   */
   async scanLedger(): Promise<DeliveryRecord[]> {
     const rows: DeliveryRecord[] = [];
     let startKey: Record<string, AttributeValue> | undefined;
@@ -78,7 +85,8 @@ export class SandboxClients {
       const page = await this.dynamodb.send(
         new ScanCommand({ TableName: this.ready.ledgerTable, ConsistentRead: true, ExclusiveStartKey: startKey }),
       );
-      rows.push(...(page.Items ?? []).map(recordFromItem));
+      const items = (page.Items ?? []).filter((item) => !isHeadPartition(item[LEDGER_SCHEMA.partitionKey]?.S ?? ''));
+      rows.push(...items.map(recordFromItem));
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
     return rows;
@@ -132,6 +140,7 @@ export class SandboxClients {
           reason: message.MessageAttributes?.reason?.StringValue,
           eventId: message.MessageAttributes?.eventId?.StringValue,
           endpoint: message.MessageAttributes?.endpoint?.StringValue,
+          ordering: message.MessageAttributes?.ordering?.StringValue,
         });
       }
     }

@@ -14,7 +14,7 @@
  */
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   CreateQueueCommand,
   DeleteMessageCommand,
@@ -31,6 +31,7 @@ import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry'
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
+import { itemSizeBytes } from '../../lib/ledger/item-size';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { replayEvent } from '../../lib/replay';
 import { ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/sandbox';
@@ -289,6 +290,16 @@ describe('Handler: consumer, an endpoint ordered per shipment', () => {
     // What waiting took (the handler's own requests; the event source's receive and delete aside):
     // its number (a head write), its row (one write), the wait (a head write). Nothing while it waits.
     expect(waitCalls).toEqual(['dynamodb UpdateItem head', 'dynamodb UpdateItem row', 'dynamodb UpdateItem head']);
+    // Each of those writes is 1 WU: the row and the head each under 1 KB (a write is billed by the larger item).
+    const sizeOf = async (partition: string) => {
+      const { Item } = await dynamodb.send(
+        new GetItemCommand({ TableName: 'handoff-ledger-ordering-test', Key: { eventId: { S: partition }, endpoint: { S: ENDPOINT } }, ConsistentRead: true }),
+      );
+      return itemSizeBytes(Item!);
+    };
+    const sizes = { row: await sizeOf(e3), head: await sizeOf(`#${shipment}`) };
+    expect(sizes.row).toBeLessThan(1024);
+    expect(sizes.head).toBeLessThan(1024);
 
     // Act: e1's retry is delivered; it passes the turn and wakes e2 with a message of its own.
     const beforeWake = proxy.calls.length;
