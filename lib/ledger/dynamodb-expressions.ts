@@ -53,7 +53,8 @@ export function claimSpec(input: ClaimInput, claimToken: string): UpdateSpec {
 /** The write of one attempt's outcome; a 2xx needs no lease, any other outcome this claim's. */
 export function recordSpec(input: RecordAttemptInput, lengths: ListLengths = {}): UpdateSpec {
   const changes = recordChanges(input);
-  const shape = `record ${input.next.state} ${lengths.history ?? ''}`;
+  const released = input.next.state === 'dead' && input.next.passesTurn === true ? ' released' : '';
+  const shape = `record ${input.next.state}${released} ${lengths.history ?? ''}`;
   if (input.next.state === 'delivered') {
     return updateSpec(shape, input, changes, MAY_RECORD.delivered.expression, { ':delivered': 'delivered' }, 'NONE', lengths);
   }

@@ -11,7 +11,7 @@
  *   (no row) ── admitInvalid ──────────────────▶ dead      (reason `invalid`; no event)
  *   dead, no event ── claim (valid event) ─────▶ pending   (the invalid message stays in `audit`)
  *   pending  ── recordAttempt: accepted ───────▶ delivered
- *   pending  ── recordAttempt: rejected ───────▶ dead      (reason `rejected`)
+ *   pending  ── recordAttempt: rejected ───────▶ dead      (reason `rejected`; `releasedAt` too if it passes its turn)
  *   pending  ── recordAttempt / markExhausted ─▶ dead      (reason `exhausted`)
  *   dead     ── recordAttempt: accepted ───────▶ delivered (a late 2xx still means delivered)
  *   dead     ── replay (operator, reason) ─────▶ pending   (budget reset, replays + 1, due at once)
@@ -145,10 +145,11 @@ export interface DeliveryRecord extends DeliveryKey {
    */
   readonly sequence?: number;
   /**
-   * Epoch ms an operator released it (`Ledger.release`): dead at an endpoint ordered per shipment,
-   * its turn passed on to the shipment's next event. Only on such a row (a row never released
-   * carries not one byte more), and kept: a row is released once (its turn, once passed, is never
-   * its own again), which makes a second release refused rather than recorded twice.
+   * Epoch ms its shipment went on without it: dead at an endpoint ordered per shipment, its turn
+   * passed on to the shipment's next event, by an operator (`Ledger.release`, with its audit entry)
+   * or by the consumer as it died (`onDead: continue`: `AttemptNext.passesTurn`). Only on such a row
+   * (any other carries not one byte more), and kept: a row is released once (its turn, once passed,
+   * is never its own again), which makes a second release refused rather than recorded twice.
    */
   readonly releasedAt?: number;
 }
@@ -182,7 +183,17 @@ export interface ParkInput {
 export type AttemptNext =
   | { readonly state: 'delivered' }
   | { readonly state: 'pending'; readonly nextAttemptAt: number }
-  | { readonly state: 'dead'; readonly reason: 'rejected' | 'exhausted'; readonly detail: string };
+  | {
+      readonly state: 'dead';
+      readonly reason: 'rejected' | 'exhausted';
+      readonly detail: string;
+      /**
+       * Its shipment goes on without it (an endpoint ordered per shipment with `onDead: continue`,
+       * docs/contract.md §13): `releasedAt` is written in this same write, so the row says so as its
+       * dead letter does (`ordering=continued`), and an operator's release of it is refused.
+       */
+      readonly passesTurn?: true;
+    };
 
 /** The row as a successful claim returns it: leased, with the claim's token. */
 export type ClaimedRecord = DeliveryRecord & {

@@ -124,6 +124,8 @@ export function recordChanges(input: RecordAttemptInput): Change[] {
         ...died(nowMs),
         { op: 'set', field: 'deadReason', value: next.reason },
         { op: 'set', field: 'deadDetail', value: next.detail },
+        // Its shipment goes on without it (onDead continue): said on the row, at no extra write.
+        ...(next.passesTurn === true ? [{ op: 'set', field: 'releasedAt', value: nowMs } as const] : []),
       ];
   }
 }

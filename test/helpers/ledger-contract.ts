@@ -1039,6 +1039,20 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(await ledger.get(key('evt_release_full', ORDERED))).toStrictEqual(released);
       });
 
+      it('says on the row, in the write of its death, that its shipment went on without it (onDead continue); a release is then refused', async () => {
+        // Prepare
+        const claimed = await claim(shipmentEvent('evt_release_continued'), { endpoint: ORDERED, sequence: 4 });
+
+        // Act
+        const dead = await record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)', passesTurn: true }, T0 + 200);
+
+        // Assess
+        expect(dead).toMatchObject({ state: 'dead', deadReason: 'rejected', sequence: 4, releasedAt: T0 + 200, audit: [] });
+        const error = await rejectionOf(release('evt_release_continued'), ReleaseRefusedError);
+        expect(error.refusal).toBe('released');
+        expect(await ledger.get(key('evt_release_continued', ORDERED))).toStrictEqual(dead);
+      });
+
       it('refuses a row that is not dead, an unknown event and an invalid message, each named, changing nothing', async () => {
         // Prepare
         const pending = await claim(shipmentEvent('evt_release_pending'), { endpoint: ORDERED, sequence: 2 });
