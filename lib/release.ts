@@ -53,7 +53,10 @@ export interface Released {
   readonly next: number;
   /** The event that was waiting for that turn and was sent its message, if one was waiting. */
   readonly woken?: string;
-  /** The release was on the row already (an earlier run stopped before passing the turn): no second entry. */
+  /**
+   * The row said released already, but the shipment still waited on it (an earlier run, or the
+   * consumer dying it under `onDead: continue`, stopped before passing the turn): no second entry.
+   */
   readonly recordedBefore: boolean;
 }
 

@@ -70,7 +70,7 @@ export async function releaseCommand(ctx: CommandContext, eventId: string, optio
     woken === undefined
       ? `its shipment goes on at sequence ${next} (no event waits for it yet: the next one is sent when it comes)`
       : `its shipment goes on at sequence ${next}: event ${woken} sent`;
-  const before = released.recordedBefore ? ' (recorded by an earlier run that stopped before the shipment went on)' : '';
+  const before = released.recordedBefore ? ' (its row said so already; the shipment still waited on it)' : '';
   return {
     json: {
       eventId,
