@@ -30,6 +30,7 @@ import { join, resolve } from 'node:path';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
+import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { startTestReceiver, type ReceivedRequest, type ScriptedResponse, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
@@ -306,12 +307,15 @@ describe('Ordering: 50 shipments × 5 events, both intakes, a faulty receiver', 
       if (i < 2) continue;
       expect(rows.get(`${id} held`)).toMatchObject({ state: 'pending', attempts: 0, sequence: i + 1 });
     }
+    const heads = new DynamoDbShipmentHeads({ client: clients.documents, tableName: sandbox.ready.ledgerTable });
+    expect(await heads.get(HELD.id, 'held')).toMatchObject({ assigned: 5, next: 2, waiting: { 3: HELD.sent[2], 4: HELD.sent[3], 5: HELD.sent[4] } });
 
     // Act: the operator replays the dead event at that endpoint.
     const replayed = await handoff(['replay', HELD.sent[1]!, '--endpoint', 'held', '--operator', 'e2e', '--reason', 'receiver fixed']);
     expect(replayed.code, replayed.stderr).toBe(0);
     await settle(HELD.sent.map((id) => [id, 'held', 'delivered'] as const));
     await queuesDrain();
+    expect(await heads.get(HELD.id, 'held')).toMatchObject({ next: 6, waiting: {} });
 
     // Assess: the dead event (same number) and then the rest, in order, each applied once.
     expect(receivers.held.requests.map((r) => `${r.eventId}:${sequenceOf(r)}`)).toEqual([
