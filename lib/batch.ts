@@ -408,7 +408,12 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
         }
         sequence = turn?.sequence ?? (await admitOrdered(ordering.event, plan.endpoint.name, ordering.deps)).sequence;
       }
-      const endpointDeps = { ...delivery, endpoint: plan.endpoint.name, policy: plan.endpoint.policy, ...(sequence !== undefined ? { sequence } : {}) };
+      const endpointDeps = {
+        ...delivery,
+        endpoint: plan.endpoint.name,
+        policy: plan.endpoint.policy,
+        ...(sequence !== undefined ? { sequence, onDead: plan.endpoint.onDead } : {}),
+      };
       result = parking
         ? await park(message, endpointDeps)
         : await (deps.deliver ?? deliverOne)(message, { ...endpointDeps, sender: await deps.routing.sender(plan.endpoint) });

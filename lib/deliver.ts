@@ -2,6 +2,7 @@
  * The use case: take one queue message through admit, claim, send and record, and answer what
  * the queue must do with it (docs/contract.md §1, §4).
  */
+import type { OnDead } from './endpoints/endpoint';
 import { parseEvent, type InvalidEventError, type ParsedEvent } from './event';
 import { ClaimRefusedError, LeaseLostError } from './ledger/errors';
 import { claimRefusal } from './ledger/guards';
@@ -68,6 +69,8 @@ export interface DeliverDeps {
   readonly endpoint?: string;
   /** Its number among its shipment's events, at an endpoint ordered per shipment (docs/contract.md §13). */
   readonly sequence?: number;
+  /** At such an endpoint: whether a death passes its shipment's turn on (`continue`) or holds it. */
+  readonly onDead?: OnDead;
   readonly policy: RetryPolicy;
   readonly payloadLimitBytes: number;
   readonly leaseMs: number;
@@ -143,7 +146,12 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
   deps.checkpoint?.('after-send');
 
   const endedAt = deps.now();
-  const { next, decision } = whatFollows(outcome, claimed, endedAt);
+  const followed = whatFollows(outcome, claimed, endedAt);
+  const { decision } = followed;
+  // At an endpoint ordered per shipment whose onDead is `continue`, a death passes the shipment's
+  // turn on: the same write says so on the row (`releasedAt`), as its dead letter does.
+  const next: AttemptNext =
+    followed.next.state === 'dead' && deps.sequence !== undefined && deps.onDead === 'continue' ? { ...followed.next, passesTurn: true } : followed.next;
   const attempt: AttemptReport = {
     number: claimed.attempts,
     outcome,

@@ -377,7 +377,10 @@ describe('Handler: consumer, an endpoint ordered per shipment', () => {
     expect(routed).toEqual([e1, e2]);
     expect(forEndpoint.every((m) => m.MessageAttributes?.endpoint?.StringValue === ENDPOINT)).toBe(true);
     expect(requestsOf([e1, e2])).toEqual([`${e1}:1`, `${e2}:2`]);
-    expect(await ledger.get({ eventId: e1, endpoint: ENDPOINT })).toMatchObject({ state: 'dead', deadReason: 'rejected', sequence: 1 });
+    // The row says its shipment went on without it, as its dead letter does.
+    const deadRow = await ledger.get({ eventId: e1, endpoint: ENDPOINT });
+    expect(deadRow).toMatchObject({ state: 'dead', deadReason: 'rejected', sequence: 1 });
+    expect(deadRow?.releasedAt).toEqual(expect.any(Number));
     expect(await ledger.get({ eventId: e2, endpoint: ENDPOINT })).toMatchObject({ state: 'delivered', attempts: 1, sequence: 2 });
     const dead = await harness.receive(started.deadLetterQueueUrl, 1);
     expect(dead[0]!.MessageAttributes).toMatchObject({
@@ -405,7 +408,9 @@ describe('Handler: consumer, an endpoint ordered per shipment', () => {
 
     // Assess: e1 dead and dead-lettered as held; e2 acknowledged, unsent, waiting; nothing on the queue.
     expect(requestsOf([e1, e2])).toEqual([`${e1}:1`]);
-    expect(await ledger.get({ eventId: e1, endpoint: ENDPOINT })).toMatchObject({ state: 'dead', deadReason: 'rejected', sequence: 1 });
+    const held = await ledger.get({ eventId: e1, endpoint: ENDPOINT });
+    expect(held).toMatchObject({ state: 'dead', deadReason: 'rejected', sequence: 1 });
+    expect(held?.releasedAt).toBeUndefined();
     expect(await ledger.get({ eventId: e2, endpoint: ENDPOINT })).toMatchObject({ state: 'pending', attempts: 0, sequence: 2 });
     const dead = await harness.receive(started.deadLetterQueueUrl, 1);
     expect(dead[0]!.MessageAttributes).toMatchObject({ eventId: { StringValue: e1 }, ordering: { StringValue: 'held' } });
