@@ -34,7 +34,7 @@ import type { DeliveryQueue } from './queue/queue';
 
 export interface OrderingDeps {
   readonly heads: ShipmentHeads;
-  readonly ledger: Pick<Ledger, 'admit' | 'get'>;
+  readonly ledger: Pick<Ledger, 'admit' | 'get' | 'unlist'>;
   readonly queue: Pick<DeliveryQueue, 'enqueue'>;
   readonly now: () => number;
   readonly retentionSeconds: number;
@@ -55,18 +55,14 @@ export async function admitOrdered(event: ParsedEvent, endpoint: string, deps: P
 export async function takeTurn(event: ParsedEvent, endpoint: { readonly name: string; readonly policy: RetryPolicy }, deps: OrderingDeps): Promise<Turn> {
   const { sequence, next } = await admitOrdered(event, endpoint.name, deps);
   if (next >= sequence) return { kind: 'go', sequence };
-  await deps.ledger.admit({
-    event,
-    endpoint: endpoint.name,
-    nowMs: deps.now(),
-    policy: endpoint.policy,
-    retentionSeconds: deps.retentionSeconds,
-    sequence,
-  });
-  if (await deps.heads.wait(event.event.shipmentId, endpoint.name, sequence, event.event.id)) {
-    return { kind: 'wait', sequence, waitingFor: sequence - 1 };
-  }
-  return { kind: 'go', sequence };
+  const nowMs = deps.now();
+  const row = await deps.ledger.admit({ event, endpoint: endpoint.name, nowMs, policy: endpoint.policy, retentionSeconds: deps.retentionSeconds, sequence });
+  if (!(await deps.heads.wait(event.event.shipmentId, endpoint.name, sequence, event.event.id))) return { kind: 'go', sequence };
+  // A row that was there before (released from parking: listed as pending, so that a lost message
+  // is recovered) leaves the listing while it waits: else the recovery sweep would send it again at
+  // every run, only for it to wait again. The event before it wakes it.
+  if (row.createdAt !== nowMs && row.attempts === 0) await deps.ledger.unlist(row);
+  return { kind: 'wait', sequence, waitingFor: sequence - 1 };
 }
 
 /**
@@ -85,7 +81,7 @@ export async function passTurn(
   shipmentId: string,
   endpoint: string,
   sequence: number,
-  deps: Pick<OrderingDeps, 'heads' | 'ledger' | 'queue'>,
+  deps: Pick<OrderingDeps, 'heads' | 'queue'> & { readonly ledger: Pick<Ledger, 'get'> },
   logger?: Logger,
 ): Promise<string | undefined> {
   let settled = sequence;

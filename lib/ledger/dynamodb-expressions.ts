@@ -12,6 +12,7 @@ import {
   CLAIM_CONDITION,
   MAY_MARK_EXHAUSTED,
   MAY_RECORD,
+  MAY_UNLIST,
   MAY_UNPARK,
   PARK_EXISTING_CONDITION,
   PARK_NEW_CONDITION,
@@ -26,7 +27,7 @@ import {
   recordChanges,
   releaseChanges,
   replayChanges,
-  unparkChanges,
+  unlistChanges, unparkChanges,
   type Change,
 } from './transitions';
 
@@ -113,6 +114,11 @@ export function parkExistingSpec(input: ParkInput, createdAt: number): UpdateSpe
 }
 
 /** A parked row released, listed as pending since `listedSinceMs`. */
+/** A row waiting for its first attempt taken out of the listing. */
+export function unlistSpec(key: DeliveryKey): UpdateSpec {
+  return updateSpec('unlist', key, unlistChanges(), MAY_UNLIST.expression, { ':pending': 'pending', ':zero': 0 }, 'NONE');
+}
+
 export function unparkSpec(key: DeliveryKey, nowMs: number, listedSinceMs: number): UpdateSpec {
   return updateSpec('unpark', key, unparkChanges(nowMs, listedSinceMs), MAY_UNPARK.expression, { ':pending': 'pending' }, 'ALL_NEW');
 }
@@ -275,7 +281,7 @@ export interface CompiledExpressions {
  * short (`#3 < #4`), compiled once per shape. `#field` stands for the record field's stored name.
  */
 function compile(spec: Expressions): CompiledExpressions {
-  const update = [`SET ${spec.set.join(', ')}`, ...(spec.remove.length > 0 ? [`REMOVE ${spec.remove.join(', ')}`] : [])].join(' ');
+  const update = [...(spec.set.length > 0 ? [`SET ${spec.set.join(', ')}`] : []), ...(spec.remove.length > 0 ? [`REMOVE ${spec.remove.join(', ')}`] : [])].join(' ');
   const names: Record<string, string> = {};
   const shortNames = new Map<string, string>();
   const values: Record<string, string> = {};

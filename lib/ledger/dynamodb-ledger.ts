@@ -36,6 +36,7 @@ import {
   recordSpec,
   releaseSpec,
   replaySpec,
+  unlistSpec,
   unparkSpec,
   type ListLengths,
   type UpdateSpec,
@@ -263,6 +264,10 @@ export class DynamoDbLedger implements Ledger {
    * (A store client's retry of a release whose answer was lost is refused too: its row is then
    * listed as pending all the same, and the recovery sweep sends it if nothing else does.)
    */
+  async unlist(key: DeliveryKey): Promise<boolean> {
+    return (await this.#update(key, unlistSpec(key), false)).written;
+  }
+
   async unpark(key: DeliveryKey, nowMs: number, listedSinceMs: number): Promise<DeliveryRecord | undefined> {
     const result = await this.#update(key, unparkSpec(key, nowMs, listedSinceMs), false);
     return result.written ? recordFromItem(result.item) : undefined;

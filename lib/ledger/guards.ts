@@ -197,6 +197,15 @@ export const SAME_ADMISSION: Clause<ParkContext> = {
 /** The second write's condition: every park clause, on the row as read. */
 export const PARK_EXISTING_CONDITION = [...Object.values(PARK_CLAUSES), SAME_ADMISSION].map((clause) => clause.expression).join(' AND ');
 
+/**
+ * Only a row waiting for its first attempt leaves the pending listing (`unlist`): pending, not
+ * parked, no attempt counted. Refused where there is no row.
+ */
+export const MAY_UNLIST: Clause<undefined> = {
+  expression: '#state = :pending AND attribute_not_exists(#parkedAt) AND #attempts = :zero',
+  holds: (row) => row.state === 'pending' && row.parkedAt === undefined && row.attempts === 0,
+};
+
 /** Only a parked row is released: pending, with its marker. Refused where there is no row. */
 export const MAY_UNPARK: Clause<undefined> = {
   expression: '#state = :pending AND attribute_exists(#parkedAt)',

@@ -343,6 +343,14 @@ export interface Ledger {
    */
   unpark(key: DeliveryKey, nowMs: number, listedSinceMs: number): Promise<DeliveryRecord | undefined>;
 
+  /**
+   * Takes a row waiting for its first attempt out of the pending listing, so the recovery sweep
+   * leaves it alone (an ordered event released from parking that must then wait its turn: the event
+   * before it wakes it, docs/contract.md §13). Only a pending, unparked row with no attempt counted;
+   * false (writing nothing) otherwise. One conditional write.
+   */
+  unlist(key: DeliveryKey): Promise<boolean>;
+
   get(key: DeliveryKey): Promise<DeliveryRecord | undefined>;
 
   /**

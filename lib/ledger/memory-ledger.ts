@@ -8,7 +8,7 @@
  * passed or got back (as with a real store).
  */
 import { ClaimRefusedError, LeaseLostError, ReleaseRefusedError, ReplayRefusedError } from './errors';
-import { claimRefusal, MAY_MARK_EXHAUSTED, MAY_UNPARK, mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
+import { claimRefusal, MAY_MARK_EXHAUSTED, MAY_UNLIST, MAY_UNPARK, mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
 import type {
   ClaimedRecord,
   ClaimInput,
@@ -44,6 +44,7 @@ import {
   recordChanges,
   releaseChanges,
   replayChanges,
+  unlistChanges,
   unparkChanges,
   type ChangeableRow,
 } from './transitions';
@@ -163,6 +164,13 @@ export class MemoryLedger implements Ledger {
     applyChanges(row, key, admitChanges(input));
     this.#rows.set(rowKey(key), row);
     return toRecord(row);
+  }
+
+  async unlist(key: DeliveryKey): Promise<boolean> {
+    const row = this.#rows.get(rowKey(key));
+    if (row === undefined || !MAY_UNLIST.holds(toRecord(row), undefined)) return false;
+    applyChanges(row, key, unlistChanges());
+    return true;
   }
 
   async unpark(key: DeliveryKey, nowMs: number, listedSinceMs: number): Promise<DeliveryRecord | undefined> {

@@ -257,6 +257,11 @@ function unclaimedRow(input: ParkInput): Change[] {
   ];
 }
 
+/** Out of every listing (`Ledger.unlist`): an ordered event waiting for its turn needs no attention. */
+export function unlistChanges(): Change[] {
+  return [{ op: 'unlist' }];
+}
+
 /**
  * A parked row released: the marker goes, and it is listed as pending since `listedSinceMs` (when
  * its message, sent next, becomes visible), so the recovery sweep finds it if that message is lost.

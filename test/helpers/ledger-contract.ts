@@ -1615,6 +1615,30 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         });
       });
 
+      describe('Method: unlist (an ordered event released from parking that waits its turn)', () => {
+        it('takes a released row with no attempt out of the pending listing; refuses a parked row, one attempted, or none', async () => {
+          // Prepare: released (listed pending), one still parked, one attempted.
+          await park(shipmentEvent('evt_unlist'));
+          await ledger.unpark(key('evt_unlist', ACME), T0 + 100, T0 + 100);
+          await park(shipmentEvent('evt_unlist_parked'));
+          const claimed = await claim(shipmentEvent('evt_unlist_tried'), { endpoint: ACME });
+          await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+          const before = await stored('evt_unlist');
+
+          // Act
+          const results = await Promise.all(
+            ['evt_unlist', 'evt_unlist_parked', 'evt_unlist_tried', 'evt_unlist_none'].map((id) => ledger.unlist(key(id, ACME))),
+          );
+
+          // Assess
+          expect(results).toEqual([true, false, false, false]);
+          expect(await stored('evt_unlist')).toStrictEqual(before);
+          expect(await pendingIds()).toStrictEqual(['evt_unlist_tried']);
+          expect(await parkedIds()).toStrictEqual(['evt_unlist_parked']);
+          expect(await claim(shipmentEvent('evt_unlist'), { endpoint: ACME, nowMs: T0 + 200 })).toMatchObject({ attempts: 1 });
+        });
+      });
+
       describe('Method: unpark', () => {
         it('releases a parked row: listed as pending since the time given, out of the parked listing, and claimable', async () => {
           // Prepare

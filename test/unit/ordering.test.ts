@@ -68,6 +68,24 @@ describe('Function: takeTurn', () => {
   });
 });
 
+describe('Function: takeTurn, for an event released from parking', () => {
+  it('takes its row out of the pending listing while it waits, so recovery does not send it again and again', async () => {
+    const { deps } = setup();
+    const ledger = deps.ledger as MemoryLedger;
+    await takeTurn(shipmentEvent('evt_1'), ENDPOINT, deps);
+    const parked = shipmentEvent('evt_2');
+    await ledger.park({ event: parked, endpoint: ENDPOINT.name, nowMs: T0 - 5_000, policy: DEFAULT_RETRY_POLICY, retentionSeconds: 86_400 });
+    await ledger.unpark({ eventId: 'evt_2', endpoint: ENDPOINT.name }, T0 - 1_000, T0 - 1_000);
+    expect((await ledger.listByState('pending')).records.map((r) => r.eventId)).toEqual(['evt_2']);
+
+    const turn = await takeTurn(parked, ENDPOINT, deps);
+
+    expect(turn).toEqual({ kind: 'wait', sequence: 2, waitingFor: 1 });
+    expect((await ledger.listByState('pending')).records).toEqual([]);
+    expect(await ledger.get({ eventId: 'evt_2', endpoint: ENDPOINT.name })).toMatchObject({ state: 'pending', attempts: 0 });
+  });
+});
+
 describe('Function: passTurn', () => {
   it('moves the turn on and sends the waiting event a message of its own; repeated, it sends nothing more', async () => {
     const { deps, sent } = setup();
