@@ -14,7 +14,9 @@
  * value over runs of 1,000 and 10,000 deliveries; fan-out through the endpoint registry to 1, 3 and
  * 10 endpoints beside the single-URL consumer, per (event, endpoint) delivered (scripts/cost/fan-out.ts);
  * endpoint health, per delivery: healthy, a pausing 429, held by a pause, parked, released after
- * `enable` and delivered (scripts/cost/endpoint-health.ts); and the targets, MET or MISSED.
+ * `enable` and delivered (scripts/cost/endpoint-health.ts); per-shipment ordering beside an unordered
+ * delivery: in its turn, waiting then woken (scripts/cost/ordering.ts, `-- --ordering` alone); and the
+ * targets, MET or MISSED.
  *
  * Exits 1 when the happy path takes more than 2 write requests or any read on AWS (a regression).
  * Missed billed-unit targets are printed, not failed.
@@ -49,6 +51,7 @@ import {
 } from './cost/fan-out';
 import { HEALTH_BATCH, HEALTH_EVENT_BYTES, healthFigures, runHealthScenarios, type HealthFigures, type HealthMeasure } from './cost/endpoint-health';
 import { consumerMemorySize } from './cost/lambda-memory';
+import { orderingSums, runOrderingScenarios } from './cost/ordering';
 import { DynamoDbUsage, startMeteringProxy } from './cost/metering-proxy';
 import { costPerMillionEvents, lambdaGbSeconds, PRICES, type CostPerMillion, type UsagePerEvent } from './cost/prices';
 import { describeIndexWrites, describeShape, dollars, fixed, formatTable, formatTargets, percent, type Target } from './cost/report';
@@ -77,6 +80,8 @@ const QUICK = process.argv.includes('--quick');
 const MIX_SIZES = QUICK ? [200, 1_000] : [1_000, 10_000];
 /** `-- --health`: the endpoint health scenarios alone, and their targets. */
 const HEALTH_ONLY = process.argv.includes('--health');
+/** `-- --ordering`: the per-shipment ordering scenarios alone (docs/contract.md §13). */
+const ORDERING_ONLY = process.argv.includes('--ordering');
 const CONSUMERS: readonly ConsumerName[] = ['handoff', 'powertools', 'naive'];
 /** Producer batches per fan-out run (10 endpoints: ten times the deliveries). */
 const FAN_OUT_ROUNDS = QUICK ? 10 : 20;
@@ -140,6 +145,11 @@ async function main(): Promise<number> {
     console.log(`Schema priced (read with DescribeTable): ${describeShape(ledgerShape)}`);
     console.log(`Powertools: ${describeShape(await proxy.shapeOf(TABLES.powertools))}\n`);
 
+    if (ORDERING_ONLY) {
+      const orderingMeasures = await runOrderingScenarios({ meters, proxy, direct, prefix: 'handoff-cost-ordering', closers });
+      printOrdering(orderingMeasures.map((m) => healthFigures(m)));
+      return finish([], healthUsages(orderingMeasures), startedAt);
+    }
     if (HEALTH_ONLY) {
       const healthMeasures = await runHealthScenarios({ meters, proxy, direct, prefix: 'handoff-cost-health', closers });
       const health = healthMeasures.map((m) => healthFigures(m));
@@ -302,12 +312,17 @@ async function main(): Promise<number> {
     const health = healthMeasures.map((m) => healthFigures(m));
     printHealth(health, memory.memoryMb);
 
+    // --- per-shipment ordering ----------------------------------------------------------------------
+    const orderingMeasures = await runOrderingScenarios({ meters, proxy, direct, prefix: 'handoff-cost-ordering', closers });
+    printOrdering(orderingMeasures.map((m) => healthFigures(m)));
+
     const usages = [
       ...scenarios.map((s) => s.dynamodb),
       ...priced.map((p) => p.run.dynamodb),
       ...mixes.map((m) => m.dynamodb),
       ...fanOutMetered.map((f) => f.dynamodb),
       ...healthUsages(healthMeasures),
+      ...healthUsages(orderingMeasures),
     ];
     const targets = [...assessTargets(scenarios, priced, mixes), ...assessFanOutTargets(fanOuts), ...assessHealthTargets(health, healthMeasures)];
     return finish(targets, usages, startedAt);
@@ -702,33 +717,7 @@ function printHealth(rows: readonly HealthFigures[], memoryMb: number): void {
     `Endpoint health: per delivery, ${HEALTH_EVENT_BYTES}-byte events, batches of ${HEALTH_BATCH} (one for the 429), one endpoint ` +
       'in a registry (docs/contract.md §12)\n',
   );
-  const sqsText = (f: HealthFigures) =>
-    `${fixed(f.sqsRequests, 3)} (${Object.entries(f.sqsByOperation)
-      .map(([operation, n]) => `${operation} ${fixed(n, 3)}`)
-      .join(', ')})`;
-  const ops = (f: HealthFigures) =>
-    (['put', 'delete', 'update'] as const)
-      .filter((kind) => f.indexOps[kind] > 0)
-      .map((kind) => `${fixed(f.indexOps[kind])} ${kind}`)
-      .join(', ') || '-';
-  console.log(
-    formatTable(
-      ['scenario', 'decisions', 'ledger WU (table + index)', 'index entries', 'ledger RU', 'registry WU', 'registry RU', 'SQS requests', 'DynamoDB $/M', 'SQS $/M', 'total $/M'],
-      rows.map((f) => [
-        f.name,
-        f.decisions,
-        `${fixed(f.ledger.writeUnits)} (${fixed(f.ledger.writeUnits - f.ledger.indexUnits)} + ${fixed(f.ledger.indexUnits)})${f.refusedWrites > 0 ? `, ${fixed(f.refusedWrites)} refused` : ''}`,
-        ops(f),
-        fixed(f.ledger.readUnits, 3),
-        fixed(f.registry.writeUnits, 3),
-        fixed(f.registry.readUnits, 3),
-        sqsText(f),
-        dollars(f.cost.dynamodb),
-        dollars(f.cost.sqs),
-        dollars(f.cost.total),
-      ]),
-    ),
-  );
+  console.log(healthTable(rows));
   const waitCost = costPerMillionEvents({
     writeUnits: 0,
     readUnits: 0,
@@ -754,6 +743,67 @@ function printHealth(rows: readonly HealthFigures[], memoryMb: number): void {
       '',
     ].join('\n'),
   );
+}
+
+function printOrdering(steps: readonly HealthFigures[]): void {
+  console.log(
+    `Per-shipment ordering: per delivery, ${HEALTH_EVENT_BYTES}-byte events on the standard intake, batches of ${HEALTH_BATCH}, ` +
+      'each event of a shipment of its own, one endpoint in a registry (docs/contract.md §13)\n',
+  );
+  const rows = [...steps, ...orderingSums(steps)];
+  console.log(healthTable(rows));
+  const find = (prefix: string) => rows.find((f) => f.name.startsWith(prefix));
+  const base = find('unordered: delivered');
+  const inTurn = find('ordered: in its turn, delivered');
+  const waited = find('= a waiting event in all');
+  const over = (f: HealthFigures | undefined) =>
+    base === undefined || f === undefined
+      ? '-'
+      : `+${fixed(f.ledger.writeUnits - base.ledger.writeUnits)} WU, +${fixed(f.ledger.readUnits - base.ledger.readUnits, 3)} RU, ` +
+        `+${fixed(f.sqsRequests - base.sqsRequests, 3)} SQS requests, +${dollars(f.cost.total - base.cost.total)}/M ` +
+        `(${dollars(f.cost.total)}/M, ${(f.cost.total / base.cost.total).toFixed(2)}x)`;
+  console.log(
+    [
+      '',
+      `Overhead over the unordered delivery (${base === undefined ? '-' : dollars(base.cost.total)}/M): in its turn ${over(inTurn)};`,
+      `an event that waited and was woken, in all ${over(waited)}.`,
+      "The shipment head is an item of the ledger's table (no index entry): taking a number and passing the turn are a write",
+      'each; a number looked up again (a second receive, a woken event) is a refused write, billed 1 WU. The wake-up row is',
+      'the waking step less its twin with nothing waiting. On the ordered (FIFO) intake the number is taken at routing and',
+      "looked up at delivery (refused): one write more per delivery. $/M: DynamoDB and SQS per million deliveries; Lambda apart. * Lambda's event source.",
+      '',
+    ].join('\n'),
+  );
+}
+
+/** The per-delivery table of endpoint health and ordering steps. */
+function healthTable(rows: readonly HealthFigures[]): string {
+  const sqsText = (f: HealthFigures) =>
+    `${fixed(f.sqsRequests, 3)} (${Object.entries(f.sqsByOperation)
+      .map(([operation, n]) => `${operation} ${fixed(n, 3)}`)
+      .join(', ')})`;
+  const ops = (f: HealthFigures) =>
+    (['put', 'delete', 'update'] as const)
+      .filter((kind) => f.indexOps[kind] > 0)
+      .map((kind) => `${fixed(f.indexOps[kind])} ${kind}`)
+      .join(', ') || '-';
+  return formatTable(
+      ['scenario', 'decisions', 'ledger writes / reads', 'ledger WU (table + index)', 'index entries', 'ledger RU', 'registry WU', 'registry RU', 'SQS requests', 'DynamoDB $/M', 'SQS $/M', 'total $/M'],
+      rows.map((f) => [
+        f.name,
+        f.decisions,
+        `${fixed(f.ledger.writeRequests)} / ${fixed(f.ledger.readRequests)}`,
+        `${fixed(f.ledger.writeUnits)} (${fixed(f.ledger.writeUnits - f.ledger.indexUnits)} + ${fixed(f.ledger.indexUnits)})${f.refusedWrites > 0 ? `, ${fixed(f.refusedWrites)} refused` : ''}`,
+        ops(f),
+        fixed(f.ledger.readUnits, 3),
+        fixed(f.registry.writeUnits, 3),
+        fixed(f.registry.readUnits, 3),
+        sqsText(f),
+        dollars(f.cost.dynamodb),
+        dollars(f.cost.sqs),
+        dollars(f.cost.total),
+      ]),
+    );
 }
 
 function assessHealthTargets(health: readonly HealthFigures[], measures: readonly HealthMeasure[]): Target[] {

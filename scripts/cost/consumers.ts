@@ -25,6 +25,7 @@ import type { DeploymentSettings } from '../../lib/endpoints/endpoint';
 import { HealthTracker, type HealthRecord } from '../../lib/endpoints/health';
 import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../../lib/endpoints/registry';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { registryRouting, singleEndpoint, staticRouting, type Routing, type SenderFactory } from '../../lib/routing';
@@ -97,6 +98,9 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
     tableName: options.tableName,
     now: () => options.clock.nowMs(),
   });
+  // Shipment heads in the ledger's table, as functions/consumer.ts passes them: used by endpoints
+  // ordered per shipment only (docs/contract.md §13).
+  const heads = new DynamoDbShipmentHeads({ client, tableName: options.tableName });
   const guard = new EndpointGuard(SANDBOX_GUARD_OPTIONS);
   const senders: HttpWebhookSender[] = [];
   const createSender: SenderFactory = (endpoint) => {
@@ -171,6 +175,7 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
           ...(health !== undefined ? { health } : {}),
           ...(rateLimiter !== undefined ? { rateLimiter } : {}),
           queue,
+          heads,
           logger,
           metrics,
           concurrency: SETTINGS.batchSize,

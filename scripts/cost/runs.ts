@@ -30,10 +30,10 @@ export interface Meters {
  * pseudo-random letters and digits, fixed by the ID: a run of one repeated character would flatter
  * any compression of the stored body.
  */
-export function eventOfSize(id: string, bytes: number, status = 'in_transit'): string {
+export function eventOfSize(id: string, bytes: number, status = 'in_transit', shipmentId = 'shp_1001'): string {
   const event = {
     id,
-    shipmentId: 'shp_1001',
+    shipmentId,
     status,
     occurredAt: '2026-12-02T10:15:00Z',
     data: { carrier: 'acme', hub: 'FRA-3', note: '' },
