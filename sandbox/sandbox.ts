@@ -402,7 +402,8 @@ function inheritedEnvironment(): NodeJS.ProcessEnv {
 /**
  * One consumer output line as the sandbox shows it: delivery decisions compactly, by event ID and
  * endpoint (`evt_42 → carrier-acme, notifications fanned out`, `evt_42 → carrier-acme delivered`,
- * `evt_42 → billing retry in 1 s (temporary, after temporary (503))`, `evt_43 unrouted (…)`),
+ * `evt_42 → billing retry in 1 s (temporary, after temporary (503))`, `evt_43 unrouted (…)`,
+ * `evt_44 → billing parked (…)`, `evt_45 → carrier-acme waiting (sequence 2, after 1)`),
  * warnings and errors always, metric documents never. Consumer lines carry event IDs and codes, no
  * payloads.
  */
@@ -433,6 +434,9 @@ function describeDecision(entry: Record<string, unknown>): string {
   // A producer's message: handed on as one message per endpoint, or wanted by no endpoint.
   if (entry.action === 'ack' && why === 'fanned-out') return `${subject} fanned out`;
   if (entry.action === 'ack' && why === 'unrouted') return `${subject} unrouted (no endpoint subscribes)`;
+  // Endpoint health and ordering (docs/contract.md §12–13): nothing sent, nothing spent.
+  if (entry.action === 'ack' && why === 'parked') return `${subject} parked (its endpoint is disabled)`;
+  if (entry.action === 'ack' && why === 'waiting') return `${subject} waiting (sequence ${String(entry.sequence)}, after ${String(entry.waitingFor)})`;
   const wait = entry.action === 'retry' && typeof entry.afterSeconds === 'number' ? ` in ${entry.afterSeconds} s` : '';
   const detail = [why, entry.outcome ? `after ${String(entry.outcome)}` : undefined, entry.queueError ? 'the queue call failed' : undefined]
     .filter(Boolean)

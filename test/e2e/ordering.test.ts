@@ -266,7 +266,7 @@ describe('Ordering: 50 shipments × 5 events, both intakes, a faulty receiver', 
     expect(hungUp).toBe(faults['commit-then-hang'] + faults['503, commit-then-hang']);
 
     // Events did arrive before their turn and were acknowledged waiting (then woken: all delivered).
-    const waits = sandbox.stderr().filter((line) => / → ordered ack \(waiting\)$/.test(line)).length;
+    const waits = sandbox.stderr().filter((line) => / → ordered waiting \(sequence \d+, after \d+\)$/.test(line)).length;
     expect(waits).toBeGreaterThan(0);
 
     // Assess, ordered intake: the order sent is the order received, 1..5.
