@@ -19,6 +19,16 @@
  * soak runs `handoff endpoint enable acme-ops` against the sandbox and waits for the releases. Kills
  * go on throughout. Its invariants: no attempt while paused, disabled or parked, and nothing of it
  * dead-lettered that was planned to be delivered.
+ *
+ *   npm run soak -- --endpoints 3 --ordered --events 1000   # acme-ops ordered per shipment
+ *
+ * `--ordered` (with `--endpoints 3`, not with `--outage`): acme-ops is ordered per shipment (onDead
+ * continue, docs/contract.md §13); events come in shipments of 5 with one carrier each, every other
+ * shipment sent to the ordered (FIFO) intake, grouped by shipment. Kills as without. Its invariants,
+ * per shipment at acme-ops with the rows' sequence as admission order: no request for an event
+ * before every earlier-admitted one was answered 2xx (or died and passed its turn on), every request's
+ * webhook-sequence is its row's, a shipment's sequences are exactly 1..n, and the FIFO intake's
+ * numbers follow its send order.
  */
 import { Presets, SingleBar } from 'cli-progress';
 import { Command, InvalidArgumentError } from 'commander';
@@ -49,15 +59,24 @@ const program = new Command('soak')
     1 as EndpointMode,
   )
   .option('--outage', 'with --endpoints 3: an outage of acme-ops long enough to disable it, then enable it', false)
+  .option('--ordered', 'with --endpoints 3: acme-ops ordered per shipment, shipments of 5 events over both intakes', false)
   .option('--seed <n>', 'seed of the fault plan (same seed, same plan)', whole(0, 2 ** 31 - 1), 1)
   .option('--kills <n>', 'worker SIGKILLs during the run (default: events / 100, at least 3; with --outage, until the run ends)', whole(0, 100_000))
   .option('--timeout-seconds <n>', 'give up after this long and list what is not final', whole(10, 86_400))
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
   .parse();
 
-const options = program.opts<{ events: number; endpoints: EndpointMode; outage: boolean; seed: number; kills?: number; timeoutSeconds?: number }>();
+const options = program.opts<{ events: number; endpoints: EndpointMode; outage: boolean; ordered: boolean; seed: number; kills?: number; timeoutSeconds?: number }>();
 if (options.outage && options.endpoints !== 3) {
   process.stderr.write('soak: --outage needs --endpoints 3\n');
+  process.exit(2);
+}
+if (options.ordered && options.endpoints !== 3) {
+  process.stderr.write('soak: --ordered needs --endpoints 3\n');
+  process.exit(2);
+}
+if (options.ordered && options.outage) {
+  process.stderr.write('soak: --ordered and --outage are separate runs: give one of them\n');
   process.exit(2);
 }
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -79,6 +98,7 @@ const report = await runSoak({
   events: options.events,
   endpoints: options.endpoints,
   outage: options.outage,
+  ordered: options.ordered,
   seed: options.seed,
   ...(options.kills !== undefined || !options.outage ? { kills: options.kills ?? defaultKills(options.events) } : {}),
   timeoutMs: (options.timeoutSeconds ?? defaultTimeoutMs(options.events, options.outage) / 1000) * 1000,

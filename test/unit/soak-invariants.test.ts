@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import type { EndpointDeadLetter } from '../helpers/soak/dead-letters';
-import { routeOf, THREE_ENDPOINTS } from '../helpers/soak/endpoints';
+import { endpointFields, routeOf, THREE_ENDPOINTS, THREE_ENDPOINTS_ONE_ORDERED } from '../helpers/soak/endpoints';
 import { checkInvariants, EXPECTED_END, type Observed, type OutageObserved } from '../helpers/soak/invariants';
 import { answerFor, deliveriesOf, planSoak, summarize, type Fate, type PlannedDelivery, type SoakPlan } from '../helpers/soak/plan';
-import type { ReceiverCounts } from '../helpers/soak/receiver';
+import type { LoggedRequest, ReceiverCounts } from '../helpers/soak/receiver';
 
 const plan: SoakPlan = planSoak({ events: 400, seed: 7 });
 const threePlan: SoakPlan = planSoak({ events: 600, seed: 7, endpoints: THREE_ENDPOINTS });
@@ -44,6 +44,7 @@ function receiverCounts(endpoint: string, effects: Map<string, number>): Receive
     requestTimes: [],
     pauses: [],
     outageAnswers: { pause: 0, unavailable: 0 },
+    withSequence: 0,
   };
 }
 
@@ -473,5 +474,166 @@ describe('Function: checkInvariants, pauses and the endpoint outage', () => {
 
     expect(broken({ ...observed, rows }, threePlan)).toEqual({});
     expect(broken({ ...observed, rows: rows.map((r) => (r.attempts === 10 ? { ...r, attempts: 13 } : r)) }, threePlan)).toEqual({ 'attempts over budget': 1 });
+  });
+});
+
+describe('Function: planSoak and checkInvariants, an endpoint ordered per shipment', () => {
+  const orderedPlan: SoakPlan = planSoak({ events: 300, seed: 7, endpoints: THREE_ENDPOINTS_ONE_ORDERED, eventsPerShipment: 5 });
+  const ORDERED = 'acme-ops';
+  const NAMES = {
+    early: 'ordering: a request before an earlier-admitted event of its shipment was settled',
+    header: "ordering: webhook-sequence differs from the row's sequence",
+    numbers: "ordering: a shipment's sequences are not exactly 1..n",
+    fifo: "ordering: the ordered intake's numbers not in its send order",
+  };
+  const shipmentOf = (eventId: string) => orderedPlan.events.find((e) => e.id === eventId)!.shipmentId!;
+  /** The ordered endpoint's planned deliveries by shipment, in plan (= send) order. */
+  const groups = new Map<string, PlannedDelivery[]>();
+  for (const d of deliveriesOf(orderedPlan).filter((d) => d.endpoint === ORDERED)) {
+    groups.set(shipmentOf(d.eventId), [...(groups.get(shipmentOf(d.eventId)) ?? []), d]);
+  }
+
+  /**
+   * A run that went to plan: at the ordered endpoint each shipment's events numbered 1..n in send
+   * order, each sent once its predecessor's one request was answered (dead ones passing the turn on
+   * after their answer), with webhook-sequence.
+   */
+  function orderedEnd(): Observed {
+    const base = cleanEnd(orderedPlan);
+    const log: LoggedRequest[] = [];
+    const rows = new Map(base.rows.map((r) => [`${r.eventId} ${r.endpoint}`, r]));
+    let t = 1_000;
+    for (const group of groups.values()) {
+      group.forEach((d, i) => {
+        const status = d.fate === 'deliver' ? 200 : d.fate === 'reject' ? 422 : 503;
+        log.push({ eventId: d.eventId, arrivedAt: t, sequence: String(i + 1), answeredAt: t + 5, status });
+        const key = `${d.eventId} ${ORDERED}`;
+        rows.set(key, { ...rows.get(key)!, sequence: i + 1, ...(d.fate !== 'deliver' ? { releasedAt: t + 6 } : {}) });
+        t += 10;
+      });
+    }
+    return {
+      ...withReceiver(base, ORDERED, (r) => ({ ...r, log, withSequence: log.length })),
+      rows: [...rows.values()],
+    };
+  }
+  const at = (observed: Observed, eventId: string) => observed.receivers.find((r) => r.endpoint === ORDERED)!.log!.findIndex((r) => r.eventId === eventId);
+  const changeRequest = (observed: Observed, eventId: string, change: (r: LoggedRequest) => LoggedRequest): Observed =>
+    withReceiver(observed, ORDERED, (r) => ({ ...r, log: r.log!.map((entry) => (entry.eventId === eventId ? change(entry) : entry)) }));
+  const changeRow = (observed: Observed, eventId: string, change: (r: DeliveryRecord) => DeliveryRecord): Observed => ({
+    ...observed,
+    rows: observed.rows.map((r) => (r.eventId === eventId && r.endpoint === ORDERED ? change(r) : r)),
+  });
+  /** A shipment with at least `n` events at the ordered endpoint, sent to this intake, whose first `upTo` are all to be delivered. */
+  const shipment = (intake: 'ordered' | 'standard', n = 3, upTo = 2) =>
+    [...groups.entries()].find(
+      ([id, list]) => list.length >= n && orderedPlan.events.find((e) => e.shipmentId === id)!.intake === intake && list.slice(0, upTo).every((d) => d.fate === 'deliver'),
+    )![1];
+
+  it('groups events into shipments of 5 with one carrier each, every other shipment to the ordered intake', () => {
+    const bodies = orderedPlan.events.map((e) => JSON.parse(e.body) as { shipmentId: string; status: string; data: { carrier: string } });
+    const byShipment = new Map<string, string[]>();
+    bodies.forEach((b) => byShipment.set(b.shipmentId, [...(byShipment.get(b.shipmentId) ?? []), b.data.carrier]));
+    expect(byShipment.size).toBe(60);
+    expect([...byShipment.values()].every((carriers) => carriers.length === 5 && new Set(carriers).size === 1)).toBe(true);
+    expect(orderedPlan.events.filter((e) => e.intake === 'ordered')).toHaveLength(150);
+    expect(summarize(orderedPlan)).toMatchObject({ shipments: 60, orderedIntake: 150 });
+    expect(planSoak({ events: 300, seed: 7, endpoints: THREE_ENDPOINTS_ONE_ORDERED, eventsPerShipment: 5 })).toEqual(orderedPlan);
+  });
+
+  it('gives the ordered endpoint ordering per-shipment with onDead continue in the endpoints file, the others nothing', () => {
+    const fields = THREE_ENDPOINTS_ONE_ORDERED.map((e) => endpointFields(e, 'http://127.0.0.1:1/', 'whsec_x'));
+    expect(fields.map((f) => [f.name, f.ordering, f.onDead])).toEqual([
+      ['warehouse', undefined, undefined],
+      ['tracking', undefined, undefined],
+      ['acme-ops', 'per-shipment', 'continue'],
+    ]);
+    // Shipments at acme-ops of all 5 events, with dead ones among them (a turn passed on).
+    expect([...groups.values()].some((list) => list.length === 5)).toBe(true);
+    expect(deliveriesOf(orderedPlan).some((d) => d.endpoint === ORDERED && d.fate !== 'deliver')).toBe(true);
+  });
+
+  it('holds for a run in admission order, dead events passing their turn on, and checks every ordering invariant', () => {
+    const verdicts = checkInvariants(orderedPlan, orderedEnd());
+
+    expect(verdicts.filter((v) => v.violations > 0)).toEqual([]);
+    expect(verdicts.map((v) => v.name)).toEqual(expect.arrayContaining(Object.values(NAMES)));
+    expect(checkInvariants(threePlan, cleanEnd(threePlan)).map((v) => v.name)).not.toContain(NAMES.early);
+  });
+
+  it('flags a request for an event before the last request for the event admitted before it was answered', () => {
+    const [first, second] = shipment('standard');
+    const observed = orderedEnd();
+    const answered = observed.receivers.find((r) => r.endpoint === ORDERED)!.log![at(observed, first!.eventId)]!.answeredAt!;
+
+    expect(broken(changeRequest(observed, second!.eventId, (r) => ({ ...r, arrivedAt: answered - 1 })), orderedPlan)).toEqual({ [NAMES.early]: 1 });
+  });
+
+  it('flags an event sent after its predecessor whose last request was answered with a 503, or never answered, or never sent', () => {
+    const [first] = shipment('standard', 3, 1);
+    const observed = orderedEnd();
+
+    // Its successors (2 and 3 at least) each count.
+    const later = groups.get(shipmentOf(first!.eventId))!.length - 1;
+    expect(broken(changeRequest(observed, first!.eventId, (r) => ({ ...r, status: 503 })), orderedPlan)).toEqual({ [NAMES.early]: later });
+    expect(broken(changeRequest(observed, first!.eventId, ({ answeredAt: _a, status: _s, ...r }) => r), orderedPlan)).toEqual({ [NAMES.early]: later });
+    const unsent = withReceiver(observed, ORDERED, (r) => ({ ...r, log: r.log!.filter((e) => e.eventId !== first!.eventId) }));
+    expect(broken(unsent, orderedPlan)).toEqual({ [NAMES.early]: later });
+  });
+
+  it('accepts a dead earlier event once its turn was passed on, and flags a request before that or when it never was', () => {
+    const [list] = [...groups.values()].filter((l) => l.findIndex((d) => d.fate !== 'deliver') >= 0 && l.findIndex((d) => d.fate !== 'deliver') < l.length - 1);
+    const dead = list!.find((d) => d.fate !== 'deliver')!;
+    const next = list![list!.indexOf(dead) + 1]!;
+    const observed = orderedEnd();
+    const released = observed.rows.find((r) => r.eventId === dead.eventId && r.endpoint === ORDERED)!.releasedAt!;
+    const after = list!.length - 1 - list!.indexOf(dead);
+
+    expect(broken(observed, orderedPlan)).toEqual({});
+    expect(broken(changeRequest(observed, next.eventId, (r) => ({ ...r, arrivedAt: released - 1 })), orderedPlan)).toEqual({ [NAMES.early]: 1 });
+    expect(broken(changeRow(observed, dead.eventId, ({ releasedAt: _r, ...r }) => r), orderedPlan)).toEqual({ [NAMES.early]: after });
+  });
+
+  it('flags a request whose webhook-sequence is not its row\'s, or missing, and any at an unordered endpoint', () => {
+    const [first] = shipment('standard');
+    const observed = orderedEnd();
+
+    expect(broken(changeRequest(observed, first!.eventId, (r) => ({ ...r, sequence: '2' })), orderedPlan)).toEqual({ [NAMES.header]: 1 });
+    expect(broken(changeRequest(observed, first!.eventId, ({ sequence: _s, ...r }) => r), orderedPlan)).toEqual({ [NAMES.header]: 1 });
+    expect(broken(withReceiver(observed, 'tracking', (r) => ({ ...r, withSequence: 3 })), orderedPlan)).toEqual({ [NAMES.header]: 1 });
+  });
+
+  it("flags a shipment whose sequences are not exactly 1..n (a repeat, a gap, one missing) and a sequence on an unordered endpoint's row", () => {
+    const list = shipment('standard');
+    const observed = orderedEnd();
+    const third = list[2]!.eventId;
+    // Its row says 2 (as its request's header then says, so only the numbering is wrong): repeated 2, no 3.
+    const repeated = changeRequest(changeRow(observed, third, (r) => ({ ...r, sequence: 2 })), third, (r) => ({ ...r, sequence: '2' }));
+    expect(broken(repeated, orderedPlan)).toMatchObject({ [NAMES.numbers]: 1 });
+    // The last one numbered past n: a gap, the order unchanged.
+    const last = list.at(-1)!.eventId;
+    const gap = changeRequest(changeRow(observed, last, (r) => ({ ...r, sequence: list.length + 4 })), last, (r) => ({ ...r, sequence: String(list.length + 4) }));
+    expect(broken(gap, orderedPlan)).toEqual({ [NAMES.numbers]: 1 });
+    // No number at all: its request then carries none either, itself flagged.
+    const unnumbered = changeRequest(changeRow(observed, third, ({ sequence: _s, ...r }) => r), third, ({ sequence: _s, ...r }) => r);
+    expect(broken(unnumbered, orderedPlan)).toEqual({ [NAMES.numbers]: 1, [NAMES.header]: 1 });
+    const unordered = { ...observed, rows: observed.rows.map((r, i) => (i === observed.rows.findIndex((x) => x.endpoint === 'warehouse') ? { ...r, sequence: 1 } : r)) };
+    expect(broken(unordered, orderedPlan)).toEqual({ [NAMES.numbers]: 1 });
+  });
+
+  it('flags a shipment of the ordered intake numbered against its send order, not one of the standard intake', () => {
+    const swap = (list: readonly PlannedDelivery[]) => {
+      const [a, b] = [list[0]!.eventId, list[1]!.eventId];
+      let observed = orderedEnd();
+      // Swapped numbers, headers and sending times: a run in order of the numbers the head gave.
+      const log = observed.receivers.find((r) => r.endpoint === ORDERED)!.log!;
+      const [ra, rb] = [log[at(observed, a)]!, log[at(observed, b)]!];
+      observed = changeRow(changeRow(observed, a, (r) => ({ ...r, sequence: 2 })), b, (r) => ({ ...r, sequence: 1 }));
+      observed = changeRequest(observed, a, () => ({ ...rb, eventId: a, sequence: '2' }));
+      return changeRequest(observed, b, () => ({ ...ra, eventId: b, sequence: '1' }));
+    };
+
+    expect(broken(swap(shipment('ordered')), orderedPlan)).toEqual({ [NAMES.fifo]: 1 });
+    expect(broken(swap(shipment('standard')), orderedPlan)).toEqual({});
   });
 });

@@ -24,6 +24,8 @@ export interface SoakEndpoint {
   readonly eventTypes: readonly string[];
   /** A `data.carrier` match: only events of these carriers (absent: any carrier). */
   readonly carriers?: readonly string[];
+  /** `ordering: per-shipment` with `onDead: continue` (docs/contract.md §13); absent: unordered. */
+  readonly ordered?: boolean;
 }
 
 /** The single-URL settings' endpoint. */
@@ -34,6 +36,15 @@ export const THREE_ENDPOINTS: readonly SoakEndpoint[] = [
   { name: 'tracking', eventTypes: ['shipment.in_transit', 'shipment.out_for_delivery'] },
   { name: 'acme-ops', eventTypes: ['*'], carriers: ['acme', 'zephyr'] },
 ];
+
+/**
+ * The three endpoints with `acme-ops` ordered per shipment (`--ordered`): in a plan of shipments of
+ * several events with one carrier each, it gets every event of the acme shipments, in order.
+ */
+export const ORDERED_ENDPOINT = 'acme-ops';
+export const THREE_ENDPOINTS_ONE_ORDERED: readonly SoakEndpoint[] = THREE_ENDPOINTS.map((endpoint) =>
+  endpoint.name === ORDERED_ENDPOINT ? { ...endpoint, ordered: true } : endpoint,
+);
 
 /** The endpoints an event of this status and carrier must be delivered to, in the given order. */
 export function routeOf(
@@ -68,6 +79,7 @@ export function endpointFields(
     url,
     eventTypes: [...endpoint.eventTypes],
     ...(endpoint.carriers !== undefined ? { match: { 'data.carrier': [...endpoint.carriers] } } : {}),
+    ...(endpoint.ordered === true ? { ordering: 'per-shipment', onDead: 'continue' } : {}),
     secret,
     ...settings,
   };

@@ -8,7 +8,7 @@ import type { EndpointDeadLetter } from './dead-letters';
 import type { DisabledInterval } from './outage';
 import { DEFAULT_SOAK_ENDPOINT } from './endpoints';
 import { deliveriesOf, deliveryKey, endpointsOf, type Fate, type PlannedDelivery, type SoakPlan } from './plan';
-import type { ReceiverCounts } from './receiver';
+import type { LoggedRequest, ReceiverCounts } from './receiver';
 
 export interface Observed {
   /** Every ledger row at the end. */
@@ -241,6 +241,7 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
       examples: [],
     },
     pausedAttempts(observed),
+    ...(endpointsOf(plan).some((endpoint) => endpoint.ordered === true) ? orderingInvariants(plan, observed) : []),
     ...(observed.outage !== undefined ? outageInvariants(plan, observed, observed.outage) : []),
   ];
 }
@@ -390,6 +391,146 @@ function outageInvariants(plan: SoakPlan, observed: Observed, outage: OutageObse
       `${outage.parked.size} deliveries seen parked, ${released} no longer parked at the end`,
     ),
     invariant('outage: its deliveries dead-lettered though planned to be delivered', outageLetters, `${endpoint}'s deliveries park, never exhaust`),
+  ];
+}
+
+/**
+ * Per-shipment ordering (docs/contract.md §13), at each endpoint ordered per shipment, per shipment,
+ * with the rows' `sequence` as the admission order:
+ * - no request for an event before every earlier-admitted event of its shipment was settled: its
+ *   last request answered 2xx (delivered), or its row dead and its turn passed (`releasedAt`: onDead
+ *   continue), whichever it ended as;
+ * - every request carries `webhook-sequence` equal to its row's `sequence` (and none at an
+ *   unordered endpoint, whose rows have no `sequence`);
+ * - a shipment's sequences at the endpoint are exactly 1..n, n its planned deliveries there;
+ * - for a shipment sent to the ordered intake (FIFO), the sequences follow its send order.
+ */
+function orderingInvariants(plan: SoakPlan, observed: Observed): Invariant[] {
+  const ordered = new Set(endpointsOf(plan).filter((endpoint) => endpoint.ordered === true).map((endpoint) => endpoint.name));
+  const rows = new Map(observed.rows.map((row) => [deliveryKey(row.eventId, row.endpoint), row]));
+  const events = new Map(plan.events.map((event) => [event.id, event]));
+  const shipmentOf = (eventId: string) => events.get(eventId)?.shipmentId ?? eventId;
+  /** Planned deliveries at each ordered endpoint, by shipment (in plan order). */
+  const groups = new Map<string, { endpoint: string; shipmentId: string; eventIds: string[] }>();
+  for (const d of deliveriesOf(plan)) {
+    if (!ordered.has(d.endpoint)) continue;
+    const key = `${d.endpoint}\u0000${shipmentOf(d.eventId)}`;
+    const group = groups.get(key) ?? { endpoint: d.endpoint, shipmentId: shipmentOf(d.eventId), eventIds: [] };
+    group.eventIds.push(d.eventId);
+    groups.set(key, group);
+  }
+  const logs = new Map(observed.receivers.filter((r) => ordered.has(r.endpoint)).map((r) => [r.endpoint, r.log ?? []]));
+  const requestsOf = new Map<string, LoggedRequest[]>();
+  for (const [endpoint, log] of logs) {
+    for (const request of log) {
+      const key = deliveryKey(request.eventId, endpoint);
+      const list = requestsOf.get(key) ?? [];
+      list.push(request);
+      requestsOf.set(key, list);
+    }
+  }
+
+  // (1) Sent only once every earlier-admitted event of the shipment was settled.
+  const early: string[] = [];
+  let pairs = 0;
+  for (const group of groups.values()) {
+    const admitted = group.eventIds
+      .map((eventId) => ({ eventId, row: rows.get(deliveryKey(eventId, group.endpoint)) }))
+      .filter((e) => e.row?.sequence !== undefined)
+      .sort((a, b) => a.row!.sequence! - b.row!.sequence!);
+    admitted.forEach((later, i) => {
+      const own = requestsOf.get(deliveryKey(later.eventId, group.endpoint)) ?? [];
+      if (own.length === 0) return;
+      const first = Math.min(...own.map((r) => r.arrivedAt));
+      for (const earlier of admitted.slice(0, i)) {
+        pairs += 1;
+        const where = `${deliveryKey(later.eventId, group.endpoint)} (#${later.row!.sequence}, shipment ${group.shipmentId})`;
+        const before = `#${earlier.row!.sequence} ${earlier.eventId}`;
+        const theirs = requestsOf.get(deliveryKey(earlier.eventId, group.endpoint)) ?? [];
+        const last = theirs.reduce<LoggedRequest | undefined>((a, r) => (a === undefined || r.arrivedAt >= a.arrivedAt ? r : a), undefined);
+        if (earlier.row!.state === 'dead') {
+          const passed = earlier.row!.releasedAt;
+          if (passed === undefined) early.push(`${where}: sent at ${iso(first)}, while ${before} is dead without passing its turn`);
+          else if (first < passed) early.push(`${where}: sent at ${iso(first)}, before ${before} died and passed its turn at ${iso(passed)}`);
+          continue;
+        }
+        if (last === undefined) {
+          early.push(`${where}: sent at ${iso(first)}; ${before} (${earlier.row!.state}) never sent`);
+        } else if (last.answeredAt === undefined || last.status === undefined || last.status < 200 || last.status > 299) {
+          early.push(`${where}: sent at ${iso(first)}; the last request for ${before} (at ${iso(last.arrivedAt)}) was answered ${last.status ?? 'never'}`);
+        } else if (first < last.answeredAt) {
+          early.push(`${where}: sent at ${iso(first)}, before the last request for ${before} was answered ${last.status} at ${iso(last.answeredAt)}`);
+        }
+      }
+    });
+  }
+
+  // (2) webhook-sequence equal to the row's sequence; none at an unordered endpoint.
+  const wrongHeader: string[] = [];
+  let logged = 0;
+  for (const [endpoint, log] of logs) {
+    for (const request of log) {
+      logged += 1;
+      const row = rows.get(deliveryKey(request.eventId, endpoint));
+      const expected = row?.sequence === undefined ? undefined : String(row.sequence);
+      if (request.sequence !== expected || expected === undefined) {
+        wrongHeader.push(`${deliveryKey(request.eventId, endpoint)}: webhook-sequence ${request.sequence ?? '(none)'} at ${iso(request.arrivedAt)}, its row's sequence ${expected ?? '(none)'}`);
+      }
+    }
+  }
+  for (const receiver of observed.receivers) {
+    if (!ordered.has(receiver.endpoint) && receiver.withSequence > 0) {
+      wrongHeader.push(`${receiver.endpoint}: ${receiver.withSequence} request(s) with a webhook-sequence at an unordered endpoint`);
+    }
+  }
+
+  // (3) A shipment's sequences are exactly 1..n; rows of unordered endpoints have none.
+  const notOneToN: string[] = [];
+  for (const group of groups.values()) {
+    const sequences = group.eventIds.map((eventId) => rows.get(deliveryKey(eventId, group.endpoint))?.sequence);
+    const sorted = sequences.filter((n): n is number => n !== undefined).sort((a, b) => a - b);
+    const exact = sorted.length === group.eventIds.length && sorted.every((n, i) => n === i + 1);
+    if (!exact) {
+      notOneToN.push(
+        `${group.endpoint}, shipment ${group.shipmentId}: sequences [${sequences.map((n) => n ?? '-').join(', ')}] of its ${group.eventIds.length} event(s) (${group.eventIds.join(', ')})`,
+      );
+    }
+  }
+  for (const row of observed.rows) {
+    if (!ordered.has(row.endpoint) && row.sequence !== undefined) {
+      notOneToN.push(`${deliveryKey(row.eventId, row.endpoint)}: sequence ${row.sequence} at an unordered endpoint`);
+    }
+  }
+
+  // (4) The ordered intake: a shipment's numbers in the order its events were first sent.
+  const firstSent = new Map<string, number>();
+  plan.sendOrder.forEach((body, index) => {
+    const id = eventIdOf(body);
+    if (id !== undefined && !firstSent.has(id)) firstSent.set(id, index);
+  });
+  const outOfSendOrder: string[] = [];
+  let fifoShipments = 0;
+  for (const group of groups.values()) {
+    if (events.get(group.eventIds[0]!)?.intake !== 'ordered') continue;
+    fifoShipments += 1;
+    const bySend = [...group.eventIds].sort((a, b) => (firstSent.get(a) ?? 0) - (firstSent.get(b) ?? 0));
+    const numbers = bySend.map((eventId) => rows.get(deliveryKey(eventId, group.endpoint))?.sequence);
+    if (numbers.some((n, i) => n === undefined || (i > 0 && n <= numbers[i - 1]!))) {
+      outOfSendOrder.push(`${group.endpoint}, shipment ${group.shipmentId}: sent ${bySend.join(', ')}; numbered ${numbers.map((n) => n ?? '-').join(', ')}`);
+    }
+  }
+
+  const shipments = groups.size;
+  const names = [...ordered].join(', ');
+  return [
+    invariant(
+      'ordering: a request before an earlier-admitted event of its shipment was settled',
+      early,
+      `${shipments} shipment(s) at ${names}; ${pairs} (event, earlier event) pairs checked against ${logged} requests`,
+    ),
+    invariant('ordering: webhook-sequence differs from the row\'s sequence', wrongHeader, `${logged} requests at ${names} checked; unordered endpoints: none expected`),
+    invariant('ordering: a shipment\'s sequences are not exactly 1..n', notOneToN, `${shipments} shipment(s), ${[...groups.values()].reduce((n, g) => n + g.eventIds.length, 0)} deliveries`),
+    invariant('ordering: the ordered intake\'s numbers not in its send order', outOfSendOrder, `${fifoShipments} shipment(s) sent to the FIFO intake`),
   ];
 }
 

@@ -59,7 +59,17 @@ export interface PlannedEvent extends Partial<AnswerPlan> {
   readonly id: string;
   /** The message body, as the producer sends it. */
   readonly body: string;
+  /** Its shipment, in a plan with shipments of several events (absent: a shipment of its own). */
+  readonly shipmentId?: string;
+  /**
+   * The intake it is sent to, in a plan with shipments: `ordered` is the FIFO queue (group: its
+   * shipment, deduplication ID: its event ID), whose send order is its shipment's admission order.
+   * Absent: the standard intake.
+   */
+  readonly intake?: Intake;
 }
+
+export type Intake = 'standard' | 'ordered';
 
 /** One delivery: an event to one endpoint, with its own answers and fate. */
 export interface PlannedDelivery extends AnswerPlan {
@@ -87,6 +97,13 @@ export interface PlanOptions {
   readonly duplicateShare?: number;
   /** The endpoints events are routed to (default: `default` alone, every event). */
   readonly endpoints?: readonly SoakEndpoint[];
+  /**
+   * Events per shipment (default 1: each event a shipment of its own, as before issue 12). Over 1:
+   * consecutive events share a shipment and its carrier (the first event's), and every other
+   * shipment (the even ones) is sent to the ordered intake, the rest to the standard one. A plan
+   * without shipments is the same as before them.
+   */
+  readonly eventsPerShipment?: number;
 }
 
 /** Shares of the fates and faults; what is left of 1 is delivered on the first request. */
@@ -159,13 +176,22 @@ export function planSoak(options: PlanOptions): SoakPlan {
   const single = options.endpoints === undefined;
   const events: PlannedEvent[] = [];
   const deliveries: PlannedDelivery[] = [];
+  const perShipment = options.eventsPerShipment ?? 1;
+  if (!Number.isInteger(perShipment) || perShipment < 1) throw new RangeError(`eventsPerShipment must be a whole number of at least 1, not ${perShipment}`);
+  const shipments = perShipment > 1;
+  let shipmentCarrier: string = CARRIERS[0];
   for (let i = 0; i < options.events; i += 1) {
     const id = `evt_soak_${options.seed}_${String(i).padStart(width, '0')}`;
     const status = pick(statuses);
-    const carrier = pick(CARRIERS);
+    const drawn = pick(CARRIERS);
+    const shipment = Math.floor(i / perShipment);
+    // A shipment has one carrier: its first event's.
+    if (i % perShipment === 0) shipmentCarrier = drawn;
+    const carrier = shipments ? shipmentCarrier : drawn;
+    const shipmentId = `shp_${String(shipments ? shipment : i).padStart(width, '0')}`;
     const body = JSON.stringify({
       id,
-      shipmentId: `shp_${String(i).padStart(width, '0')}`,
+      shipmentId,
       status,
       occurredAt: new Date(Date.UTC(2026, 11, 2, 10, 0, 0) + i * 1000).toISOString(),
       data: { carrier, sequence: i },
@@ -173,7 +199,8 @@ export function planSoak(options: PlanOptions): SoakPlan {
     const routed = routeOf(endpoints, { status, carrier });
     const planned = routed.map((endpoint) => ({ eventId: id, endpoint: endpoint.name, body, ...answers() }));
     deliveries.push(...planned);
-    events.push(single ? { id, body, fate: planned[0]!.fate, faults: planned[0]!.faults, final: planned[0]!.final } : { id, body });
+    const placed = shipments ? { shipmentId, intake: shipment % 2 === 0 ? ('ordered' as const) : ('standard' as const) } : {};
+    events.push(single ? { id, body, ...placed, fate: planned[0]!.fate, faults: planned[0]!.faults, final: planned[0]!.final } : { id, body, ...placed });
   }
 
   // Duplicates go a little later in the stream, as a producer's retry would.
@@ -234,8 +261,11 @@ export function summarize(plan: SoakPlan) {
   for (const d of deliveries) routes.set(d.eventId, (routes.get(d.eventId) ?? 0) + 1);
   const fanOut: number[] = Array<number>(endpointsOf(plan).length + 1).fill(0);
   for (const event of plan.events) fanOut[routes.get(event.id) ?? 0]! += 1;
+  const shipments = new Set(plan.events.map((event) => event.shipmentId ?? event.id));
   return {
     events: plan.events.length,
+    shipments: shipments.size,
+    orderedIntake: plan.events.filter((event) => event.intake === 'ordered').length,
     messages: plan.sendOrder.length,
     duplicates: plan.duplicates,
     ...count(deliveries),

@@ -45,6 +45,22 @@ export interface ReceiverCounts {
   readonly pauses: readonly ReceiverPause[];
   /** Requests answered by an outage (./outage.ts) instead of the plan: the pausing 429 and the 503s. */
   readonly outageAnswers: { readonly pause: number; readonly unavailable: number };
+  /** Requests that carried a `webhook-sequence` header. */
+  readonly withSequence: number;
+  /** At an ordered endpoint (`ordered` option): every request, in arrival order; absent elsewhere. */
+  readonly log?: readonly LoggedRequest[];
+}
+
+/** One request at an ordered endpoint's receiver. Epoch ms. */
+export interface LoggedRequest {
+  /** The body's event ID. */
+  readonly eventId: string;
+  readonly arrivedAt: number;
+  /** Its `webhook-sequence` header, as sent (absent: none). */
+  readonly sequence?: string;
+  /** When an answer was written, and its status (absent: none, e.g. a reset or a hang). */
+  answeredAt?: number;
+  status?: number;
 }
 
 export interface ReceiverPause {
@@ -67,6 +83,8 @@ export interface SoakReceiverOptions {
   readonly endpoint?: string;
   /** Its signing secret: requests must be signed with it. Absent: unsigned (the single-URL soak). */
   readonly secret?: string;
+  /** Keep a log of every request (event, arrival, `webhook-sequence`, answer): an ordered endpoint's. */
+  readonly ordered?: boolean;
 }
 
 export interface SoakReceiver {
@@ -101,6 +119,8 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
   const requestTimes: number[] = [];
   const pauses: ReceiverPause[] = [];
   const outageAnswers = { pause: 0, unavailable: 0 };
+  let withSequence = 0;
+  const log: LoggedRequest[] | undefined = options.ordered === true ? [] : undefined;
   let outage: { pauseSeconds: number; paused: boolean } | undefined;
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number) =>
@@ -129,7 +149,8 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
   };
 
   const server: Server = createServer((req, res) => {
-    requestTimes.push(Date.now());
+    const arrivedAt = Date.now();
+    requestTimes.push(arrivedAt);
     res.on('error', () => {});
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -143,6 +164,22 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
       } catch {
         bodyEventId = undefined;
       }
+      const sequenceHeader = req.headers['webhook-sequence'];
+      if (sequenceHeader !== undefined) withSequence += 1;
+      const logged: LoggedRequest | undefined =
+        log === undefined
+          ? undefined
+          : {
+              eventId: bodyEventId ?? `(unreadable body under ${key})`,
+              arrivedAt,
+              ...(typeof sequenceHeader === 'string' ? { sequence: sequenceHeader } : {}),
+            };
+      if (logged !== undefined) log!.push(logged);
+      res.on('finish', () => {
+        if (logged === undefined) return;
+        logged.answeredAt = Date.now();
+        logged.status = res.statusCode;
+      });
       if (key !== bodyEventId || req.headers['webhook-id'] !== bodyEventId) keyMismatches += 1;
       const first = firstBody.get(key);
       if (first === undefined) firstBody.set(key, body);
@@ -224,6 +261,8 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
       requestTimes: [...requestTimes],
       pauses: [...pauses],
       outageAnswers: { ...outageAnswers },
+      withSequence,
+      ...(log !== undefined ? { log: log.map((entry) => ({ ...entry })) } : {}),
     }),
     setOutage(next) {
       outage = next === undefined ? undefined : { pauseSeconds: next.pauseSeconds, paused: false };

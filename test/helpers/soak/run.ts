@@ -11,14 +11,15 @@
  * parked rows throughout.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { DeliveryRecord } from '../../../lib/ledger/ledger';
 import { ownerPid, SandboxClients } from '../sandbox-clients';
 import { startSandboxProcess, type SandboxProcess } from '../sandbox';
 import { readEndpointDeadLetters } from './dead-letters';
-import { endpointFields, soakSecret, THREE_ENDPOINTS, writeEndpointsFile } from './endpoints';
+import { endpointFields, soakSecret, THREE_ENDPOINTS, THREE_ENDPOINTS_ONE_ORDERED, writeEndpointsFile } from './endpoints';
 import { checkInvariants, type Invariant, type ParkedSighting } from './invariants';
 import { driveOutage, OUTAGE, type OutageControl } from './outage';
-import { deliveriesOf, deliveryKey, planSoak, random, summarize, type AnswerKind } from './plan';
+import { deliveriesOf, deliveryKey, planSoak, random, summarize, type AnswerKind, type PlannedEvent } from './plan';
 import { startSoakReceiver, type ReceiverCounts, type SoakReceiver } from './receiver';
 
 /** `1`: the single-URL settings (`default`, every event). `3`: three endpoints (./endpoints.ts). */
@@ -56,6 +57,13 @@ export interface SoakOptions {
   readonly endpoints?: EndpointMode;
   /** An endpoint outage (./outage.ts); needs three endpoints. */
   readonly outage?: boolean;
+  /**
+   * Ordering per shipment (docs/contract.md §13); needs three endpoints, not with an outage:
+   * `acme-ops` is ordered per shipment (onDead continue), events come in shipments of
+   * EVENTS_PER_SHIPMENT with one carrier each, every other shipment sent to the ordered (FIFO)
+   * intake, and the ordering invariants are checked (./invariants.ts).
+   */
+  readonly ordered?: boolean;
   /**
    * Workers to kill, at random moments. Default: one per 100 events, at least 3; with an outage,
    * kills go on until the run ends (OUTAGE_KILL_INTERVAL_MS apart), through the outage and the release.
@@ -98,6 +106,20 @@ export interface SoakFigures {
   readonly timedOut: boolean;
   /** The outage, when there was one. */
   readonly outage?: OutageFigures;
+  /** The ordered endpoint, with `ordered`. */
+  readonly ordering?: OrderingFigures;
+}
+
+export interface OrderingFigures {
+  readonly endpoint: string;
+  readonly rows: number;
+  readonly delivered: number;
+  readonly dead: number;
+  /** Dead rows that passed their shipment's turn on (onDead continue: `releasedAt`). */
+  readonly passedOn: number;
+  readonly requests: number;
+  /** Times a delivery arrived before its turn and was acknowledged waiting (the consumers' log, when verbose). */
+  readonly waited: number;
 }
 
 /** The outage as it went. Times are ms from the run's start. */
@@ -136,6 +158,7 @@ export interface SoakReport {
   readonly seed: number;
   readonly endpointMode: EndpointMode;
   readonly outage: boolean;
+  readonly ordered: boolean;
   readonly plan: ReturnType<typeof summarize>;
   readonly maxAttempts: number;
   readonly figures: SoakFigures;
@@ -145,6 +168,9 @@ export interface SoakReport {
 
 /** With an outage, the pause before each kill (ms): kills go on throughout a run of several minutes. */
 export const OUTAGE_KILL_INTERVAL_MS: readonly [number, number] = [8_000, 20_000];
+
+/** Events per shipment with `ordered`. */
+export const EVENTS_PER_SHIPMENT = 5;
 
 export function defaultKills(events: number): number {
   return Math.max(3, Math.round(events / 100));
@@ -162,7 +188,15 @@ export function defaultTimeoutMs(events: number, outage = false): number {
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const endpointMode = options.endpoints ?? 1;
   if (options.outage === true && endpointMode !== 3) throw new RangeError('an endpoint outage needs three endpoints (endpoints: 3)');
-  const plan = planSoak({ events: options.events, seed: options.seed, ...(endpointMode === 3 ? { endpoints: THREE_ENDPOINTS } : {}) });
+  const ordered = options.ordered === true;
+  if (ordered && endpointMode !== 3) throw new RangeError('ordering per shipment needs three endpoints (endpoints: 3)');
+  if (ordered && options.outage === true) throw new RangeError('ordering per shipment and an endpoint outage are separate runs');
+  const plan = planSoak({
+    events: options.events,
+    seed: options.seed,
+    ...(endpointMode === 3 ? { endpoints: ordered ? THREE_ENDPOINTS_ONE_ORDERED : THREE_ENDPOINTS } : {}),
+    ...(ordered ? { eventsPerShipment: EVENTS_PER_SHIPMENT } : {}),
+  });
   const planned = deliveriesOf(plan);
   const plannedKeys = new Set(planned.map((d) => deliveryKey(d.eventId, d.endpoint)));
   const maxAttempts = Number(SOAK_SETTINGS.HANDOFF_MAX_ATTEMPTS);
@@ -181,7 +215,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       const fields = [];
       for (const endpoint of plan.endpoints) {
         const secret = soakSecret();
-        const receiver = await startSoakReceiver(plan, { endpoint: endpoint.name, secret });
+        const receiver = await startSoakReceiver(plan, { endpoint: endpoint.name, secret, ordered: endpoint.ordered === true });
         receivers.push(receiver);
         const down = options.outage === true && endpoint.name === OUTAGE.endpoint;
         fields.push(endpointFields(endpoint, receiver.url, secret, down ? OUTAGE.settings : {}));
@@ -205,10 +239,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
 
     // A failed send ends the run (below), not the process: the sandbox is stopped on the way out.
     let sendError: unknown;
+    const byBody = new Map(plan.events.map((event) => [event.body, event]));
+    const orderedQueueUrl = sandbox.ready.orderedQueueUrl;
     const sending = (async () => {
       for (let start = 0; start < plan.sendOrder.length; start += 10) {
         const chunk = plan.sendOrder.slice(start, start + 10);
-        await clients!.sendAll(chunk);
+        // The ordered intake's in the order planned, one batch (a group's order within it is kept).
+        const fifo = chunk.map((body) => byBody.get(body)).filter((event): event is PlannedEvent => event?.intake === 'ordered');
+        const standard = chunk.filter((body) => byBody.get(body)?.intake !== 'ordered');
+        if (standard.length > 0) await clients!.sendAll(standard);
+        if (fifo.length > 0) await sendOrdered(clients!, orderedQueueUrl, fifo);
         progress.sent += chunk.length;
       }
     })().catch((error: unknown) => {
@@ -268,7 +308,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       }
       if (outageError !== undefined) throw new Error('the endpoint outage failed', { cause: outageError });
       if (progress.sent === plan.sendOrder.length && progress.final >= planned.length && (outage === undefined || outage.log.settled)) {
-        if ((await clients.queueDepth()) === 0) break;
+        if ((await clients.queueDepth()) + (ordered ? await clients.queueDepth(orderedQueueUrl) : 0) === 0) break;
       }
       if (Date.now() > deadline) {
         timedOut = true;
@@ -281,10 +321,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     await Promise.all([sending, killing, outage?.done.catch(() => undefined)]);
     const durationMs = Date.now() - startedAt;
 
-    const [rows, deadLetters, queueDepth] = await Promise.all([
+    const [rows, deadLetters, queueDepth, orderedDepth] = await Promise.all([
       clients.scanLedger(),
       readEndpointDeadLetters(clients.sqs, sandbox.ready.deadLetterQueueUrl),
       clients.queueDepth(),
+      ordered ? clients.queueDepth(orderedQueueUrl) : Promise.resolve(0),
     ]);
     const counts = receivers.map((receiver) => receiver.counts());
     const endAt = Date.now();
@@ -292,7 +333,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       rows,
       deadLetters,
       receivers: counts,
-      queueDepth,
+      queueDepth: queueDepth + orderedDepth,
       maxAttempts,
       registryGraceMs: REGISTRY_GRACE_MS,
       ...(outage !== undefined
@@ -309,13 +350,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         : {}),
     });
     const base = figures({ rows, counts, sandbox, durationMs, progress, deadLetters: deadLetters.length, timedOut });
+    const withOrdering = ordered ? { ...base, ordering: orderingFigures(rows, counts, sandbox, plan.endpoints ?? []) } : base;
     return {
       seed: options.seed,
       endpointMode,
       outage: outage !== undefined,
+      ordered,
       plan: summarize(plan),
       maxAttempts,
-      figures: outage === undefined ? base : { ...base, outage: outageFigures(outage, { rows, counts, sandbox, startedAt, parked }) },
+      figures: outage === undefined ? withOrdering : { ...base, outage: outageFigures(outage, { rows, counts, sandbox, startedAt, parked }) },
       invariants,
       ok: invariants.every((invariant) => invariant.violations === 0),
     };
@@ -327,6 +370,39 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     for (const receiver of receivers) await receiver.close();
     endpointsFile?.remove();
   }
+}
+
+/** Sends these events to the ordered intake (FIFO), in this order: group = shipment, deduplication ID = event ID. */
+async function sendOrdered(clients: SandboxClients, queueUrl: string, events: readonly PlannedEvent[]): Promise<void> {
+  const { Failed = [] } = await clients.sqs.send(
+    new SendMessageBatchCommand({
+      QueueUrl: queueUrl,
+      Entries: events.map((event, i) => ({ Id: String(i), MessageBody: event.body, MessageGroupId: event.shipmentId!, MessageDeduplicationId: event.id })),
+    }),
+  );
+  if (Failed.length > 0) throw new Error(`SendMessageBatch to the ordered intake refused ${Failed.length} message(s): ${Failed[0]?.Code}`);
+}
+
+/** The ordered endpoint's run in numbers: requests seen, events that waited for their turn (the consumers' log). */
+function orderingFigures(
+  rows: readonly DeliveryRecord[],
+  counts: readonly ReceiverCounts[],
+  sandbox: SandboxProcess,
+  endpoints: readonly { name: string; ordered?: boolean }[],
+): OrderingFigures {
+  const endpoint = endpoints.find((e) => e.ordered === true)?.name ?? '?';
+  const mine = rows.filter((row) => row.endpoint === endpoint);
+  const log = counts.find((c) => c.endpoint === endpoint)?.log ?? [];
+  const lines = sandbox.stderr();
+  return {
+    endpoint,
+    rows: mine.length,
+    delivered: mine.filter((row) => row.state === 'delivered').length,
+    dead: mine.filter((row) => row.state === 'dead').length,
+    passedOn: mine.filter((row) => row.state === 'dead' && row.releasedAt !== undefined).length,
+    requests: log.length,
+    waited: lines.filter((line) => line.endsWith(`→ ${endpoint} ack (waiting)`) || line.includes(`→ ${endpoint} waiting (sequence `)).length,
+  };
 }
 
 /**
@@ -477,7 +553,7 @@ export function formatReport(report: SoakReport): string {
     .join(', ');
   const three = report.endpointMode === 3;
   const lines = [
-    `handoff soak: ${plan.events} events, ${three ? `${plan.endpoints.length} endpoints` : 'one endpoint (default)'}${report.outage ? `, an outage of ${f.outage?.endpoint ?? '?'}` : ''}, seed ${report.seed}`,
+    `handoff soak: ${plan.events} events, ${three ? `${plan.endpoints.length} endpoints` : 'one endpoint (default)'}${report.outage ? `, an outage of ${f.outage?.endpoint ?? '?'}` : ''}${report.ordered ? `, ${f.ordering?.endpoint ?? '?'} ordered per shipment` : ''}, seed ${report.seed}`,
     '',
     ...(three
       ? [
@@ -505,6 +581,14 @@ export function formatReport(report: SoakReport): string {
           `${String(e.requests).padStart(10)} ${String(e.effects).padStart(9)} ${String(e.absorbed).padStart(10)}`,
       );
     }
+  }
+  if (f.ordering !== undefined) {
+    const o = f.ordering;
+    lines.push(
+      '',
+      `  shipments    ${plan.shipments} of up to ${EVENTS_PER_SHIPMENT} events; ${plan.orderedIntake} events sent to the ordered (FIFO) intake, the rest to the standard one`,
+      `  ordered      ${o.endpoint}: ${o.rows} rows, ${o.delivered} delivered, ${o.dead} dead (${o.passedOn} passed their turn on); ${o.requests} requests; ${o.waited} acknowledged waiting for their turn (log)`,
+    );
   }
   if (f.outage !== undefined) {
     const o = f.outage;
