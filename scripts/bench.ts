@@ -9,6 +9,9 @@
  *                                  writes bench/results/latest.{json,md}
  *   npm run bench -- --events 5000 --rounds 5
  *   npm run bench -- --quick       1 round of 200 events, fewer init rounds; writes to the temp directory
+ *   npm run bench -- --ordering    only ordering's throughput (bench/ordering.ts): 1,000 shipments × 5
+ *                                  events with a receiver fault mix to an unordered endpoint, then to
+ *                                  one ordered per shipment; writes ordering.{json,md} to --out
  *
  * Progress goes to stderr, the table to stdout.
  */
@@ -21,13 +24,14 @@ import { parseArgs } from 'node:util';
 import { runBatchConcurrency, type BatchConcurrencyResult } from '../bench/batch-concurrency';
 import { measureBundles } from '../bench/bundle';
 import { measureCliStartup } from '../bench/cli-startup';
+import { FAULT_MIX, ORDERING_DEFAULTS, orderingMarkdown, runOrdering, type OrderingRun } from '../bench/ordering';
 import { startCountingEmulators } from '../bench/counting';
 import { startBenchReceiver } from '../bench/receiver';
 import { combine, figures, markdown, ratios, targets, type BenchResult, type ConsumerFigures } from '../bench/report';
 import { BATCH_SIZE, MAX_CONCURRENCY, runConsumer, type Bench, type ConsumerName } from '../bench/workload';
 import { Display } from '../sandbox/counters';
 
-const USAGE = 'usage: npm run bench -- [--events N] [--rounds N] [--quick] [--out DIR]';
+const USAGE = 'usage: npm run bench -- [--events N] [--rounds N] [--quick] [--ordering [--shipments N]] [--out DIR]';
 
 function options() {
   let parsed;
@@ -37,6 +41,8 @@ function options() {
         events: { type: 'string' },
         rounds: { type: 'string' },
         quick: { type: 'boolean', default: false },
+        ordering: { type: 'boolean', default: false },
+        shipments: { type: 'string' },
         out: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -60,6 +66,11 @@ function options() {
     console.error(`--rounds must be a whole number from 1 to 20\n${USAGE}`);
     process.exit(2);
   }
+  const shipments = parsed.shipments === undefined ? ORDERING_DEFAULTS.shipments : Number(parsed.shipments);
+  if (!Number.isInteger(shipments) || shipments < 10) {
+    console.error(`--shipments must be a whole number of at least 10\n${USAGE}`);
+    process.exit(2);
+  }
   return {
     events,
     rounds,
@@ -70,13 +81,44 @@ function options() {
     window: 2 * BATCH_SIZE * MAX_CONCURRENCY,
     out: parsed.out ?? (quick ? join(tmpdir(), 'handoff-bench') : fileURLToPath(new URL('../bench/results/', import.meta.url))),
     quick,
+    ordering: parsed.ordering === true,
+    shipments,
   };
+}
+
+/** `--ordering`: the unordered endpoint, then the ordered one, on the same emulators; the table. */
+async function orderingOnly(out: string, shipments: number): Promise<void> {
+  const loadAverage = loadavg();
+  const display = new Display();
+  const emulators = await startCountingEmulators();
+  // Only for the single-URL setting provision() fills in: the ordering runs' endpoint is in a registry.
+  const receiver = await startBenchReceiver();
+  const bench: Bench = { emulators, receiver, progress: (line) => display.status(line), log: (line) => display.log(line) };
+  const runs: OrderingRun[] = [];
+  try {
+    for (const mode of ['none', 'per-shipment'] as const) {
+      const run = await runOrdering(mode, bench, { ...ORDERING_DEFAULTS, shipments });
+      runs.push(run);
+      display.log(`ordering ${mode}: ${run.delivered}/${run.events} delivered in ${run.wallSeconds.toFixed(1)} s, ${run.deliveriesPerSecond.toFixed(0)}/s`);
+    }
+  } finally {
+    await receiver.close();
+    await emulators.close();
+  }
+  display.close();
+  const machine = { date: new Date().toISOString(), loadAverage, loadAverageAtEnd: loadavg(), cores: cpus().length, node: process.versions.node };
+  const table = orderingMarkdown(runs, machine);
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, 'ordering.json'), `${JSON.stringify({ machine, options: { ...ORDERING_DEFAULTS, shipments }, faultMix: FAULT_MIX, runs }, null, 2)}\n`);
+  writeFileSync(join(out, 'ordering.md'), table);
+  process.stdout.write(`\n${table}\nLoad average at end ${machine.loadAverageAtEnd.map((n) => n.toFixed(2)).join(' ')}. Written to ${join(out, 'ordering.json')} and ordering.md.\n`);
 }
 
 async function main(): Promise<void> {
   const opts = options();
   // The SDK's Node 20 notice, once per worker, says nothing about the figures.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  if (opts.ordering) return orderingOnly(opts.out, opts.shipments);
   const startedAt = performance.now();
   const loadAverageAtStart = loadavg();
   const display = new Display();
