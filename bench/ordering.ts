@@ -83,8 +83,15 @@ export interface OrderingRun {
   readonly complete: boolean;
   /** Attempts the receiver answered, by how. */
   readonly answers: Readonly<Record<Fault, number>>;
-  /** 2xx answered for an event whose earlier events of its shipment had not all been answered 2xx. */
-  readonly outOfOrder: number;
+  /** 2xx answered for an event whose earlier-sent events of its shipment had not all been answered 2xx. */
+  readonly outOfSendOrder: number;
+  /**
+   * 2xx answered for a `webhook-sequence` whose lower numbers of its shipment had not all been
+   * answered 2xx (the ordered endpoint's promise: admission order, docs/contract.md §13); 0 unordered.
+   */
+  readonly outOfSequence: number;
+  /** 2xx answered with a `webhook-sequence` header. */
+  readonly sequenced: number;
   /** Events answered 2xx more than once. */
   readonly repeats: number;
   /** Per delivered event: the handler's DynamoDB writes and reads, its SQS requests, the poller's. */
@@ -97,7 +104,9 @@ interface FaultReceiver {
   readonly url: string;
   readonly applied: Map<string, number>;
   readonly answers: Record<Fault, number>;
-  outOfOrder: number;
+  outOfSendOrder: number;
+  outOfSequence: number;
+  sequenced: number;
   repeats: number;
   close(): Promise<void>;
 }
@@ -105,11 +114,15 @@ interface FaultReceiver {
 /** A receiver with the fault mix; events are named `<run>-s<shipment>-e<event>`. */
 async function startFaultReceiver(): Promise<FaultReceiver> {
   const attempted = new Set<string>();
+  /** Per shipment (the event ID less its event number): the sequences answered 2xx. */
+  const sequences = new Map<string, Set<number>>();
   const state: FaultReceiver = {
     url: '',
     applied: new Map(),
     answers: { 'server-error': 0, timeout: 0, slow: 0, ok: 0 },
-    outOfOrder: 0,
+    outOfSendOrder: 0,
+    outOfSequence: 0,
+    sequenced: 0,
     repeats: 0,
     close: async () => {},
   };
@@ -125,7 +138,22 @@ async function startFaultReceiver(): Promise<FaultReceiver> {
         if (state.applied.has(id)) state.repeats += 1;
         else {
           const match = /^(.*-s\d+-e)(\d+)$/.exec(id);
-          if (match) for (let k = 1; k < Number(match[2]); k += 1) if (!state.applied.has(`${match[1]}${k}`)) state.outOfOrder += 1;
+          if (match && Array.from({ length: Number(match[2]) - 1 }, (_, k) => `${match[1]}${k + 1}`).some((earlier) => !state.applied.has(earlier))) {
+            state.outOfSendOrder += 1;
+          }
+          const sequence = Number(req.headers['webhook-sequence']);
+          if (match && Number.isInteger(sequence) && sequence > 0) {
+            state.sequenced += 1;
+            const seen = sequences.get(match[1]!) ?? new Set<number>();
+            sequences.set(match[1]!, seen);
+            for (let k = 1; k < sequence; k += 1) {
+              if (!seen.has(k)) {
+                state.outOfSequence += 1;
+                break;
+              }
+            }
+            seen.add(sequence);
+          }
           state.applied.set(id, performance.now());
         }
         res.writeHead(200, { 'content-length': '0' });
@@ -224,7 +252,9 @@ export async function runOrdering(mode: OrderingMode, bench: Bench, options: Ord
       deliveriesPerSecond: delivered / wallSeconds,
       complete,
       answers: { ...receiver.answers },
-      outOfOrder: receiver.outOfOrder,
+      outOfSendOrder: receiver.outOfSendOrder,
+      outOfSequence: receiver.outOfSequence,
+      sequenced: receiver.sequenced,
       repeats: receiver.repeats,
       perDelivery: {
         dynamodbWrites: handler.dynamodbWrites / delivered,
@@ -258,15 +288,20 @@ export function orderingMarkdown(runs: readonly OrderingRun[], machine: { readon
       r.perDelivery.handlerSqs.toFixed(2),
       r.perDelivery.pollerSqs.toFixed(2),
       `${r.answers['server-error']} / ${r.answers.timeout} / ${r.answers.slow}`,
-      String(r.outOfOrder),
+      String(r.outOfSendOrder),
+      r.mode === 'none' ? '-' : `${r.outOfSequence} of ${r.sequenced}`,
       String(r.repeats),
     ].join(' | '),
   );
   const ratio = unordered && ordered ? throughputRatio(ordered, unordered) : NaN;
   return [
-    `| endpoint | delivered | wall s | deliveries/s | DDB writes/delivery | DDB reads/delivery | handler SQS/delivery | poller SQS/delivery | 503 / timeout / slow | out of order | repeats |`,
-    `|---|---|---|---|---|---|---|---|---|---|---|`,
+    `| endpoint | delivered | wall s | deliveries/s | DDB writes/delivery | DDB reads/delivery | handler SQS/delivery | poller SQS/delivery | 503 / timeout / slow | out of send order | out of sequence | repeats |`,
+    `|---|---|---|---|---|---|---|---|---|---|---|---|`,
     ...rows.map((row) => `| ${row} |`),
+    '',
+    'Out of send order: a 2xx for an event before an earlier-sent event of its shipment had one (the standard intake does not',
+    'keep send order: an ordered endpoint gets admission order). Out of sequence: a 2xx for a webhook-sequence before every',
+    'lower number of its shipment had one (must be 0). Per delivery: the handler\'s requests (workers) and the poller\'s.',
     '',
     `Throughput ratio, per-shipment over unordered: ${ratio.toFixed(2)} (target ≥ 0.80: ${ratio >= 0.8 ? 'MET' : 'MISSED'}).`,
     `${machine.date}, ${machine.cores} cores, load average at start ${machine.loadAverage.map((n) => n.toFixed(2)).join(' ')}.`,
