@@ -2,7 +2,9 @@
  * The short chaos soaks (the long one is `npm run soak`): a few hundred events through the
  * sandbox with the receiver fault mix, duplicate sends and random SIGKILLs of busy workers, then
  * every invariant of test/helpers/soak/invariants.ts must hold: once with the single-URL settings,
- * once routed to three endpoints (test/helpers/soak/endpoints.ts), judged per (event, endpoint).
+ * once routed to three endpoints (test/helpers/soak/endpoints.ts), judged per (event, endpoint), and
+ * once with acme-ops ordered per shipment (shipments of 5 over both intakes, docs/contract.md §13),
+ * judged per shipment too.
  */
 import { describe, expect, it } from 'vitest';
 import { formatReport, runSoak, type SoakReport } from '../helpers/soak/run';
@@ -10,6 +12,7 @@ import { formatReport, runSoak, type SoakReport } from '../helpers/soak/run';
 const EVENTS = 250;
 const SEED = 20_261_202;
 const THREE_ENDPOINT_EVENTS = 200;
+const ORDERED_EVENTS = 120;
 
 describe('Chaos soak: the short run', () => {
   let report: SoakReport;
@@ -71,5 +74,37 @@ describe('Chaos soak: the short run, three endpoints', () => {
       expect([endpoint.name, endpoint.delivered > 0 && endpoint.requests > endpoint.delivered]).toEqual([endpoint.name, true]);
     }
     expect(figures.receiver.absorbed).toBeGreaterThan(0);
+  });
+});
+
+describe('Chaos soak: the short run, acme-ops ordered per shipment', () => {
+  let report: SoakReport;
+
+  it(
+    'ends with every delivery final once and, per shipment at acme-ops, each event sent only after the ones admitted before it settled, numbered 1..n',
+    async () => {
+      // Act
+      report = await runSoak({ events: ORDERED_EVENTS, endpoints: 3, ordered: true, seed: SEED, kills: 3, killIntervalMs: [500, 2_000] });
+
+      // Assess: a failure prints the whole report, stragglers and offenders included.
+      const broken = report.invariants.filter((invariant) => invariant.violations > 0);
+      expect(broken, formatReport(report)).toEqual([]);
+      expect(report.ok).toBe(true);
+      expect(report.invariants.filter((invariant) => invariant.name.startsWith('ordering: '))).toHaveLength(4);
+    },
+    300_000,
+  );
+
+  it('really exercised ordering: both intakes, events that waited their turn, a dead event passing it on, kills that hit work', () => {
+    expect(report, 'the soak run of the test above did not finish').toBeDefined();
+    const { figures, plan } = report;
+    expect(plan.shipments).toBe(ORDERED_EVENTS / 5);
+    expect(plan.orderedIntake).toBeGreaterThan(0);
+    expect(plan.orderedIntake).toBeLessThan(plan.events);
+    expect(figures.ordering?.requests).toBeGreaterThan(figures.ordering?.delivered ?? 0);
+    expect(figures.ordering?.waited).toBeGreaterThan(0);
+    expect(figures.ordering?.passedOn).toBeGreaterThan(0);
+    expect(figures.killsIssued).toBe(3);
+    expect(figures.messagesReturnedByKills).toBeGreaterThan(0);
   });
 });
