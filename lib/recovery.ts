@@ -27,8 +27,9 @@
  * - the time it entered the state (`stateSince`: a replay enqueues right after writing the row).
  * So with a grace of at least the queue's visibility timeout (`recoveryGraceMs` adds a margin for
  * the receive itself), a row quiet for longer has no message in flight that will return: none was
- * sent, or SQS moved it away. Its message, if it still sits on the queue behind a backlog, is
- * merely doubled, which is harmless: the claim (docs/contract.md §5) lets one claim send at a time,
+ * sent, or SQS moved it away. A row it enqueues is listed again from that moment (`relist`), so it
+ * is not read again before another grace: behind a long backlog its message is at most doubled
+ * once per grace, not at every run. A doubled message is harmless: the claim (docs/contract.md §5) lets one claim send at a time,
  * and the other copy is answered "leased" or "not due" and waits, then is acknowledged once the row
  * is final. For the same reason two runs at once are safe: each may enqueue the row; one claim sends.
  *
@@ -91,7 +92,7 @@ export function recoveryGraceMs(visibilityTimeoutSeconds: number, marginMs: numb
 }
 
 export interface RecoveryDeps {
-  readonly ledger: Pick<Ledger, 'listByState'>;
+  readonly ledger: Pick<Ledger, 'listByState' | 'relist'>;
   /** Sends one message per stranded delivery, with its endpoint attribute (SendMessageBatch, ten per request). */
   readonly queue: Pick<DeliveryQueue, 'fanOut'>;
   readonly now: () => number;
@@ -195,6 +196,14 @@ export async function recoverStuck(deps: RecoveryDeps): Promise<RecoveryRun> {
         return { examined, recovered, orphaned, held, ...(cursor !== undefined ? { cursor } : {}), queueFailed: true };
       }
       recovered += stranded.length;
+      // Each marked as sent now (listed from now), so no run reads it again before another grace has
+      // passed, however long its message waits behind a backlog. A failed mark costs a duplicate at
+      // the next run at most (the claim decides), so it is logged, not fatal.
+      await Promise.all(
+        stranded.map((record) =>
+          ledger.relist(record, nowMs).catch((error: unknown) => logger.warn('recovery mark failed', { eventId: record.eventId, endpoint: record.endpoint, ...errorFields(error) })),
+        ),
+      );
       for (const record of stranded) {
         logger.info('recovered', {
           eventId: record.eventId,

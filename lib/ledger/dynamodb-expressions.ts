@@ -12,6 +12,7 @@ import {
   CLAIM_CONDITION,
   MAY_MARK_EXHAUSTED,
   MAY_RECORD,
+  MAY_RELIST,
   MAY_UNLIST,
   MAY_UNPARK,
   PARK_EXISTING_CONDITION,
@@ -27,7 +28,7 @@ import {
   recordChanges,
   releaseChanges,
   replayChanges,
-  unlistChanges, unparkChanges,
+  relistChanges, unlistChanges, unparkChanges,
   type Change,
 } from './transitions';
 
@@ -114,6 +115,11 @@ export function parkExistingSpec(input: ParkInput, createdAt: number): UpdateSpe
 }
 
 /** A parked row released, listed as pending since `listedSinceMs`. */
+/** A pending row listed again from `sinceMs`. */
+export function relistSpec(key: DeliveryKey, sinceMs: number): UpdateSpec {
+  return updateSpec('relist', key, relistChanges(sinceMs), MAY_RELIST.expression, { ':pending': 'pending' }, 'NONE');
+}
+
 /** A row waiting for its first attempt taken out of the listing. */
 export function unlistSpec(key: DeliveryKey): UpdateSpec {
   return updateSpec('unlist', key, unlistChanges(), MAY_UNLIST.expression, { ':pending': 'pending', ':zero': 0 }, 'NONE');

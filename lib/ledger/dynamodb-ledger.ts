@@ -36,6 +36,7 @@ import {
   recordSpec,
   releaseSpec,
   replaySpec,
+  relistSpec,
   unlistSpec,
   unparkSpec,
   type ListLengths,
@@ -264,6 +265,10 @@ export class DynamoDbLedger implements Ledger {
    * (A store client's retry of a release whose answer was lost is refused too: its row is then
    * listed as pending all the same, and the recovery sweep sends it if nothing else does.)
    */
+  async relist(key: DeliveryKey, sinceMs: number): Promise<boolean> {
+    return (await this.#update(key, relistSpec(key, sinceMs), false)).written;
+  }
+
   async unlist(key: DeliveryKey): Promise<boolean> {
     return (await this.#update(key, unlistSpec(key), false)).written;
   }

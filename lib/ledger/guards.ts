@@ -197,6 +197,12 @@ export const SAME_ADMISSION: Clause<ParkContext> = {
 /** The second write's condition: every park clause, on the row as read. */
 export const PARK_EXISTING_CONDITION = [...Object.values(PARK_CLAUSES), SAME_ADMISSION].map((clause) => clause.expression).join(' AND ');
 
+/** A pending row, not parked, may be listed again from a later time (`relist`). Refused where there is no row. */
+export const MAY_RELIST: Clause<undefined> = {
+  expression: '#state = :pending AND attribute_not_exists(#parkedAt)',
+  holds: (row) => row.state === 'pending' && row.parkedAt === undefined,
+};
+
 /**
  * Only a row waiting for its first attempt leaves the pending listing (`unlist`): pending, not
  * parked, no attempt counted. Refused where there is no row.

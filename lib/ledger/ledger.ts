@@ -344,6 +344,13 @@ export interface Ledger {
   unpark(key: DeliveryKey, nowMs: number, listedSinceMs: number): Promise<DeliveryRecord | undefined>;
 
   /**
+   * Lists a pending, unparked row as pending from `sinceMs`: the stuck-work recovery's mark on a row
+   * it has just sent a message for, so it is not read again (and sent again) until another grace has
+   * passed, however long that message waits behind a backlog. False (writing nothing) otherwise.
+   */
+  relist(key: DeliveryKey, sinceMs: number): Promise<boolean>;
+
+  /**
    * Takes a row waiting for its first attempt out of the pending listing, so the recovery sweep
    * leaves it alone (an ordered event released from parking that must then wait its turn: the event
    * before it wakes it, docs/contract.md §13). Only a pending, unparked row with no attempt counted;

@@ -8,7 +8,7 @@
  * passed or got back (as with a real store).
  */
 import { ClaimRefusedError, LeaseLostError, ReleaseRefusedError, ReplayRefusedError } from './errors';
-import { claimRefusal, MAY_MARK_EXHAUSTED, MAY_UNLIST, MAY_UNPARK, mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
+import { claimRefusal, MAY_MARK_EXHAUSTED, MAY_RELIST, MAY_UNLIST, MAY_UNPARK, mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
 import type {
   ClaimedRecord,
   ClaimInput,
@@ -44,6 +44,7 @@ import {
   recordChanges,
   releaseChanges,
   replayChanges,
+  relistChanges,
   unlistChanges,
   unparkChanges,
   type ChangeableRow,
@@ -164,6 +165,13 @@ export class MemoryLedger implements Ledger {
     applyChanges(row, key, admitChanges(input));
     this.#rows.set(rowKey(key), row);
     return toRecord(row);
+  }
+
+  async relist(key: DeliveryKey, sinceMs: number): Promise<boolean> {
+    const row = this.#rows.get(rowKey(key));
+    if (row === undefined || !MAY_RELIST.holds(toRecord(row), undefined)) return false;
+    applyChanges(row, key, relistChanges(sinceMs));
+    return true;
   }
 
   async unlist(key: DeliveryKey): Promise<boolean> {

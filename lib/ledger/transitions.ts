@@ -257,6 +257,11 @@ function unclaimedRow(input: ParkInput): Change[] {
   ];
 }
 
+/** Listed as pending from `sinceMs` (`Ledger.relist`): the recovery sweep's mark on a row it sent again. */
+export function relistChanges(sinceMs: number): Change[] {
+  return [{ op: 'list', state: 'pending', sinceMs }];
+}
+
 /** Out of every listing (`Ledger.unlist`): an ordered event waiting for its turn needs no attention. */
 export function unlistChanges(): Change[] {
   return [{ op: 'unlist' }];

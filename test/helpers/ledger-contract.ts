@@ -1615,6 +1615,30 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         });
       });
 
+      describe('Method: relist (the recovery sweep marks a row it sent again)', () => {
+        it('lists a pending row as pending from the time given; refuses a parked row, a settled one, or none', async () => {
+          // Prepare: one failed once (listed at T0 + 100), one parked, one delivered.
+          const claimed = await claim(shipmentEvent('evt_relist'), { endpoint: ACME });
+          await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+          await park(shipmentEvent('evt_relist_parked'));
+          const done = await claim(shipmentEvent('evt_relist_done'), { endpoint: ACME });
+          await record(done, ACCEPTED, { state: 'delivered' }, T0 + 100);
+          const before = await stored('evt_relist');
+
+          // Act
+          const results = await Promise.all(
+            ['evt_relist', 'evt_relist_parked', 'evt_relist_done', 'evt_relist_none'].map((id) => ledger.relist(key(id, ACME), T0 + 50_000)),
+          );
+
+          // Assess
+          expect(results).toEqual([true, false, false, false]);
+          expect(await stored('evt_relist')).toStrictEqual(before);
+          expect((await pagesOf('pending', { untilMs: T0 + 50_000 })).flat()).toStrictEqual([]);
+          expect((await pagesOf('pending', { sinceMs: T0 + 50_000 })).flat()).toStrictEqual(['evt_relist']);
+          expect(await parkedIds()).toStrictEqual(['evt_relist_parked']);
+        });
+      });
+
       describe('Method: unlist (an ordered event released from parking that waits its turn)', () => {
         it('takes a released row with no attempt out of the pending listing; refuses a parked row, one attempted, or none', async () => {
           // Prepare: released (listed pending), one still parked, one attempted.

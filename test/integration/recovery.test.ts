@@ -114,11 +114,11 @@ async function strand(handler: Handler, queues: Queues, eventId: string, due: 'n
   }
 }
 
-function recovery(queues: Queues, lines: string[] = []) {
+function recovery(queues: Queues, lines: string[] = [], aheadMs = AHEAD_MS) {
   return recoverStuck({
     ledger: harness.ledger,
     queue: new SqsDeliveryQueue({ client: sqs, queueUrl: queues.queueUrl, deadLetterQueueUrl: queues.deadLetterQueueUrl }),
-    now: () => Date.now() + AHEAD_MS,
+    now: () => Date.now() + aheadMs,
     graceMs: GRACE_MS,
     limit: 1000,
     logger: createLogger({ service: SERVICE_NAME, write: (line) => lines.push(line) }),
@@ -169,6 +169,24 @@ describe('Function: recoverStuck, on the emulators with the real consumer', () =
     expect(messages).toHaveLength(2);
     expect(harness.receiver.requestsFor('evt_twice').map((r) => r.answer)).toEqual([503, 200]);
     expect(await harness.ledger.get({ eventId: 'evt_twice', endpoint: 'default' })).toMatchObject({ state: 'delivered', attempts: 2 });
+  });
+
+  it('does not send a row again while the message it sent may still wait behind a backlog: once per grace at most', async () => {
+    // Prepare: stranded, and enqueued by one run; its message is not consumed (a backlog).
+    const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
+    const handler = await coldStart(queues, 0);
+    await strand(handler, queues, 'evt_backlog');
+    await recovery(queues);
+
+    // Act: the next runs, right after and then one grace later.
+    const soon = await recovery(queues);
+    const later = await recovery(queues, [], AHEAD_MS + GRACE_MS + 1_000);
+
+    // Assess
+    const messages = ofEvent(await harness.receive(queues.queueUrl, 2), 'evt_backlog');
+    expect(soon.recovered).toBe(0);
+    expect(later.recovered).toBe(1);
+    expect(messages).toHaveLength(2);
   });
 
   it('leaves alone a row that is not yet due, and a row a claim holds', async () => {

@@ -175,7 +175,7 @@ describe('Function: recoverStuck', () => {
     expect(queue.sent).toEqual([]);
   });
 
-  it('reads at most `limit` rows per run and carries the cursor to the next, starting over after the end', async () => {
+  it('reads at most `limit` rows per run and carries the cursor to the next, starting over after the end, where a row it sent is read again only a grace later', async () => {
     // Prepare: five stranded rows.
     const ledger = new MemoryLedger({ now: () => STRANDED_AT + 100 });
     const queue = new FakeQueue();
@@ -186,13 +186,16 @@ describe('Function: recoverStuck', () => {
     const first = await recoverStuck(deps(ledger, queue, nowMs, { limit: 2 }));
     const second = await recoverStuck(deps(ledger, queue, nowMs, { limit: 2, ...(first.cursor ? { cursor: first.cursor } : {}) }));
     const third = await recoverStuck(deps(ledger, queue, nowMs, { limit: 2, ...(second.cursor ? { cursor: second.cursor } : {}) }));
-    const fourth = await recoverStuck(deps(ledger, queue, nowMs, { limit: 2, ...(third.cursor ? { cursor: third.cursor } : {}) }));
+    const again = await recoverStuck(deps(ledger, queue, nowMs, { limit: 2 }));
+    const fourth = await recoverStuck(deps(ledger, queue, nowMs + GRACE_MS + 1, { limit: 2 }));
 
-    // Assess: oldest first, two per run, the end reached on the third, then from the start again.
+    // Assess: oldest first, two per run, the end reached on the third; from the start again, nothing
+    // before a grace has passed since they were sent (each was listed anew then), then the oldest.
     expect([first, second, third].map((run) => run.examined)).toEqual([2, 2, 1]);
     expect(first.cursor).toBeDefined();
     expect(second.cursor).toBeDefined();
     expect(third.cursor).toBeUndefined();
+    expect(again.examined).toBe(0);
     expect(queue.sent.map((m) => JSON.parse(m.body).id)).toEqual(['evt_0', 'evt_1', 'evt_2', 'evt_3', 'evt_4', 'evt_0', 'evt_1']);
     expect(fourth.examined).toBe(2);
   });
