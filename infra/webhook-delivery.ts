@@ -542,7 +542,8 @@ export class WebhookDelivery extends Construct {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({ sid: 'LedgerRowsRead', actions: ['dynamodb:BatchGetItem'], resources: [this.ledgerTable.tableArn] }),
     );
-    // Releasing parked deliveries (lib/resume.ts): unpark is one conditional UpdateItem per row.
+    // Releasing parked deliveries (lib/resume.ts, unpark) and marking the rows it sent again
+    // (lib/recovery.ts, relist): one conditional UpdateItem per row.
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({ sid: 'LedgerRowsRelease', actions: ['dynamodb:UpdateItem'], resources: [this.ledgerTable.tableArn] }),
     );
