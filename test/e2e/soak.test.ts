@@ -90,7 +90,7 @@ describe('Chaos soak: the short run, acme-ops ordered per shipment', () => {
       const broken = report.invariants.filter((invariant) => invariant.violations > 0);
       expect(broken, formatReport(report)).toEqual([]);
       expect(report.ok).toBe(true);
-      expect(report.invariants.filter((invariant) => invariant.name.startsWith('ordering: '))).toHaveLength(4);
+      expect(report.invariants.filter((invariant) => invariant.name.startsWith('ordering: '))).toHaveLength(5);
     },
     300_000,
   );

@@ -485,6 +485,7 @@ describe('Function: planSoak and checkInvariants, an endpoint ordered per shipme
     header: "ordering: webhook-sequence differs from the row's sequence",
     numbers: "ordering: a shipment's sequences are not exactly 1..n",
     fifo: "ordering: the ordered intake's numbers not in its send order",
+    letters: 'ordering: dead letters not saying their shipment continued (onDead continue)',
   };
   const shipmentOf = (eventId: string) => orderedPlan.events.find((e) => e.id === eventId)!.shipmentId!;
   /** The ordered endpoint's planned deliveries by shipment, in plan (= send) order. */
@@ -515,6 +516,7 @@ describe('Function: planSoak and checkInvariants, an endpoint ordered per shipme
     return {
       ...withReceiver(base, ORDERED, (r) => ({ ...r, log, withSequence: log.length })),
       rows: [...rows.values()],
+      deadLetters: base.deadLetters.map((letter) => (letter.endpoint === ORDERED ? { ...letter, ordering: 'continued' } : letter)),
     };
   }
   const at = (observed: Observed, eventId: string) => observed.receivers.find((r) => r.endpoint === ORDERED)!.log!.findIndex((r) => r.eventId === eventId);
@@ -619,6 +621,18 @@ describe('Function: planSoak and checkInvariants, an endpoint ordered per shipme
     expect(broken(unnumbered, orderedPlan)).toEqual({ [NAMES.numbers]: 1, [NAMES.header]: 1 });
     const unordered = { ...observed, rows: observed.rows.map((r, i) => (i === observed.rows.findIndex((x) => x.endpoint === 'warehouse') ? { ...r, sequence: 1 } : r)) };
     expect(broken(unordered, orderedPlan)).toEqual({ [NAMES.numbers]: 1 });
+  });
+
+  it("flags a dead letter of the ordered endpoint not saying its shipment continued, and one elsewhere saying anything of ordering", () => {
+    const observed = orderedEnd();
+    const letters = (change: (letter: EndpointDeadLetter) => EndpointDeadLetter, endpoint: string) => ({
+      ...observed,
+      deadLetters: observed.deadLetters.map((letter, i) => (i === observed.deadLetters.findIndex((l) => l.endpoint === endpoint) ? change(letter) : letter)),
+    });
+
+    expect(broken(letters((l) => ({ ...l, ordering: 'held' }), ORDERED), orderedPlan)).toEqual({ [NAMES.letters]: 1 });
+    expect(broken(letters(({ ordering: _o, ...l }) => l, ORDERED), orderedPlan)).toEqual({ [NAMES.letters]: 1 });
+    expect(broken(letters((l) => ({ ...l, ordering: 'continued' }), 'warehouse'), orderedPlan)).toEqual({ [NAMES.letters]: 1 });
   });
 
   it('flags a shipment of the ordered intake numbered against its send order, not one of the standard intake', () => {

@@ -15,6 +15,8 @@ export interface EndpointDeadLetter {
   readonly eventId: string | undefined;
   /** The endpoint whose delivery died (absent: the message did not say). */
   readonly endpoint?: string | undefined;
+  /** At an endpoint ordered per shipment: whether its shipment `continued` or is `held` (docs/contract.md §13). */
+  readonly ordering?: string | undefined;
 }
 
 /** Reads every message on the dead-letter queue once (a final read: they stay hidden ten minutes). */
@@ -37,6 +39,7 @@ export async function readEndpointDeadLetters(sqs: SQSClient, deadLetterQueueUrl
         reason: attributes.reason?.StringValue,
         eventId: attributes.eventId?.StringValue,
         endpoint: attributes.endpoint?.StringValue,
+        ...(attributes.ordering?.StringValue !== undefined ? { ordering: attributes.ordering.StringValue } : {}),
       });
     }
   }

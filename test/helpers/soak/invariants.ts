@@ -520,6 +520,14 @@ function orderingInvariants(plan: SoakPlan, observed: Observed): Invariant[] {
     }
   }
 
+  // (5) Dead letters: at the ordered endpoint each says its shipment continued (onDead continue);
+  // elsewhere none says anything of ordering.
+  const lettersOrdered = observed.deadLetters.filter((letter) => letter.reason !== undefined && letter.endpoint !== undefined && ordered.has(letter.endpoint));
+  const wrongLetters = observed.deadLetters
+    .filter((letter) => letter.reason !== undefined && letter.endpoint !== undefined)
+    .filter((letter) => (ordered.has(letter.endpoint!) ? letter.ordering !== 'continued' : letter.ordering !== undefined))
+    .map((letter) => `${letter.eventId ?? '(no eventId)'} → ${letter.endpoint}: dead letter (${letter.reason}) with ordering ${letter.ordering ?? '(none)'}`);
+
   const shipments = groups.size;
   const names = [...ordered].join(', ');
   return [
@@ -531,6 +539,11 @@ function orderingInvariants(plan: SoakPlan, observed: Observed): Invariant[] {
     invariant('ordering: webhook-sequence differs from the row\'s sequence', wrongHeader, `${logged} requests at ${names} checked; unordered endpoints: none expected`),
     invariant('ordering: a shipment\'s sequences are not exactly 1..n', notOneToN, `${shipments} shipment(s), ${[...groups.values()].reduce((n, g) => n + g.eventIds.length, 0)} deliveries`),
     invariant('ordering: the ordered intake\'s numbers not in its send order', outOfSendOrder, `${fifoShipments} shipment(s) sent to the FIFO intake`),
+    invariant(
+      'ordering: dead letters not saying their shipment continued (onDead continue)',
+      wrongLetters,
+      `${lettersOrdered.length} dead letter(s) at ${names} (ordering=continued); none expected elsewhere`,
+    ),
   ];
 }
 
