@@ -118,8 +118,10 @@ export interface OrderingFigures {
   /** Dead rows that passed their shipment's turn on (onDead continue: `releasedAt`). */
   readonly passedOn: number;
   readonly requests: number;
-  /** Times a delivery arrived before its turn and was acknowledged waiting (the consumers' log, when verbose). */
+  /** Times a delivery arrived before its turn and was acknowledged waiting (the consumers' log). */
   readonly waited: number;
+  /** Its pending deliveries the recovery timer enqueued again (of `recoveredByTimer`). */
+  readonly recovered: number;
 }
 
 /** The outage as it went. Times are ms from the run's start. */
@@ -402,6 +404,7 @@ function orderingFigures(
     passedOn: mine.filter((row) => row.state === 'dead' && row.releasedAt !== undefined).length,
     requests: log.length,
     waited: lines.filter((line) => line.endsWith(`→ ${endpoint} ack (waiting)`) || line.includes(`→ ${endpoint} waiting (sequence `)).length,
+    recovered: lines.filter((line) => line.includes(`→ ${endpoint} enqueued again (pending`)).length,
   };
 }
 
@@ -587,7 +590,7 @@ export function formatReport(report: SoakReport): string {
     lines.push(
       '',
       `  shipments    ${plan.shipments} of up to ${EVENTS_PER_SHIPMENT} events; ${plan.orderedIntake} events sent to the ordered (FIFO) intake, the rest to the standard one`,
-      `  ordered      ${o.endpoint}: ${o.rows} rows, ${o.delivered} delivered, ${o.dead} dead (${o.passedOn} passed their turn on); ${o.requests} requests; ${o.waited} acknowledged waiting for their turn (log)`,
+      `  ordered      ${o.endpoint}: ${o.rows} rows, ${o.delivered} delivered, ${o.dead} dead (${o.passedOn} passed their turn on); ${o.requests} requests; ${o.waited} acknowledged waiting for their turn, ${o.recovered} enqueued again by the recovery timer (log)`,
     );
   }
   if (f.outage !== undefined) {
