@@ -18,18 +18,16 @@
  * The tests share one sandbox and run in order (later ones build on the rows of earlier ones): run
  * the file, not a single test. Timings shortened: waits of 1 s, 1 s attempts.
  */
-import { spawn } from 'node:child_process';
-import { join, resolve } from 'node:path';
 import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
+import { runHandoff, type CliRun } from '../helpers/cli';
 import { startTestReceiver, type ReceivedRequest, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const SECRETS = {
   'carrier-acme': 'whsec_T7ojJeNsUogA3D9W+2rOXCHVIoj2XRbaCCjTarhNdhk=',
   notifications: 'whsec_/uCW0n0KPpd7EnSxkS82xgxojTF+Q5yIYx5I0pyVR/s=',
@@ -136,20 +134,8 @@ function verifies(request: ReceivedRequest, secret: string): boolean {
   }
 }
 
-function handoff(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith('HANDOFF_') && !name.startsWith('AWS_')),
-  );
-  const child = spawn(process.execPath, [join(ROOT, 'bin/handoff.js'), ...args], {
-    cwd: ROOT,
-    env: { ...inherited, HANDOFF_SANDBOX_FILE: sandbox.stateFile },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  return new Promise((done) => child.once('close', (code) => done({ code, stdout, stderr })));
+function handoff(args: readonly string[]): Promise<CliRun> {
+  return runHandoff(args, sandbox.stateFile);
 }
 
 interface DeadLetter {

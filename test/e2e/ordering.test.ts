@@ -25,18 +25,16 @@
  *
  * Timings shortened: waits of 1 s, 1 s attempts.
  */
-import { spawn } from 'node:child_process';
-import { join, resolve } from 'node:path';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
+import { runHandoff, type CliRun } from '../helpers/cli';
 import { startTestReceiver, type ReceivedRequest, type ScriptedResponse, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const SHIPMENTS = 50;
 const EVENTS_PER_SHIPMENT = 5;
 const STATUSES = ['label_created', 'packed', 'in_transit', 'out_for_delivery', 'delivered'] as const;
@@ -147,20 +145,8 @@ function kOf(id: string): number {
   return Number(id.slice(id.lastIndexOf('_') + 1));
 }
 
-function handoff(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith('HANDOFF_') && !name.startsWith('AWS_')),
-  );
-  const child = spawn(process.execPath, [join(ROOT, 'bin/handoff.js'), ...args], {
-    cwd: ROOT,
-    env: { ...inherited, HANDOFF_SANDBOX_FILE: sandbox.stateFile },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  return new Promise((done) => child.once('close', (code) => done({ code, stdout, stderr })));
+function handoff(args: readonly string[]): Promise<CliRun> {
+  return runHandoff(args, sandbox.stateFile);
 }
 
 /** Rows by `eventId endpoint`, from one scan. */

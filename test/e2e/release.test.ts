@@ -15,16 +15,14 @@
  *
  * Timings shortened: waits of 1 s, 1 s attempts.
  */
-import { spawn } from 'node:child_process';
-import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
+import { runHandoff, type CliRun } from '../helpers/cli';
 import { startTestReceiver, type ReceivedRequest, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const SETTLE_MS = 60_000;
 const TEST_TIMEOUT_MS = 90_000;
 const SHIPMENT = 'shp_e2e_release';
@@ -64,20 +62,8 @@ afterAll(async () => {
 });
 
 /** `handoff <args>` as an operator runs it, against the sandbox. */
-function handoff(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith('HANDOFF_') && !name.startsWith('AWS_')),
-  );
-  const child = spawn(process.execPath, [join(ROOT, 'bin/handoff.js'), ...args], {
-    cwd: ROOT,
-    env: { ...inherited, HANDOFF_SANDBOX_FILE: sandbox.stateFile },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  return new Promise((done) => child.once('close', (code) => done({ code, stdout, stderr })));
+function handoff(args: readonly string[]): Promise<CliRun> {
+  return runHandoff(args, sandbox.stateFile);
 }
 
 function row(eventId: string, endpoint: string): Promise<DeliveryRecord | undefined> {
