@@ -40,7 +40,7 @@ describe('Function: deliver', () => {
   let nowMs: number;
 
   beforeEach(() => {
-    ledger = new MemoryLedger();
+    ledger = new MemoryLedger({ now: () => nowMs });
     nowMs = T0;
   });
 
