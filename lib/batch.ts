@@ -76,10 +76,10 @@ import { RATE_HORIZON_MS, slotIntervalMs, type RateLimiter } from './endpoints/r
 import { parseEvent, type ParsedEvent } from './event';
 import { batchItemFailures, fromFifoQueue, inGroupOrder } from './fifo';
 import type { ShipmentHeads } from './ledger/shipment-heads';
-import { admitOrdered, passTurn, takeTurn, type OrderingDeps } from './ordering';
+import { admissionFrom, admissionOfRow, admitOrdered, passTurn, takeTurn, type OrderingDeps } from './ordering';
 import { errorFields, type Logger, type MetricsRecorder } from './observability';
 import { describeOutcome } from './outcome';
-import { ENDPOINT_ATTRIBUTE, reservedSlotOf, type DeliveryQueue, type EndpointMessage } from './queue/queue';
+import { admissionOf, ENDPOINT_ATTRIBUTE, reservedSlotOf, type Admission, type DeliveryQueue, type EndpointMessage } from './queue/queue';
 import type { Routing } from './routing';
 
 /** What every delivery shares; the endpoint's name, policy and sender are added per delivery. */
@@ -127,9 +127,9 @@ function nearRedrive(record: SQSRecord, deps: BatchDeps): boolean {
 
 /** What routing made of a record. */
 type Plan =
-  | { readonly kind: 'deliver'; readonly endpoint: Endpoint; readonly parsed?: ParsedEvent }
+  | { readonly kind: 'deliver'; readonly endpoint: Endpoint; readonly parsed?: ParsedEvent; readonly admission?: Admission }
   | { readonly kind: 'invalid'; readonly parsed: Extract<ReturnType<typeof parseEvent>, { ok: false }> }
-  | { readonly kind: 'fan-out'; readonly eventId: string; readonly endpoints: readonly Endpoint[] }
+  | { readonly kind: 'fan-out'; readonly eventId: string; readonly endpoints: readonly Endpoint[]; readonly admissions: ReadonlyMap<string, Admission> }
   | { readonly kind: 'unrouted'; readonly eventId?: string; readonly endpoint?: string; readonly why: 'unrouted' | 'endpoint-removed' };
 
 /** What the rate limit made of a delivery (docs above). Times are epoch ms. */
@@ -187,7 +187,11 @@ async function planOf(record: SQSRecord, endpoints: ReadonlyMap<string, Endpoint
     const endpoint = endpoints.get(target);
     const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes);
     // Parsed here once (deliver takes it): a held delivery's log line names its event.
-    if (endpoint !== undefined) return { kind: 'deliver', endpoint, ...(parsed.ok ? { parsed: parsed.value } : {}) };
+    // A number whose turn had not come says only that on its first receive: received again, it was
+    // sent meanwhile (its wait refused) or held, and asking the head costs less than waiting anew.
+    const found = admissionOf(record);
+    const admission = found?.inTurn || Number(record.attributes?.ApproximateReceiveCount ?? '1') <= 1 ? found : undefined;
+    if (endpoint !== undefined) return { kind: 'deliver', endpoint, ...(parsed.ok ? { parsed: parsed.value } : {}), ...(admission ? { admission } : {}) };
     // Its endpoint was removed after routing: nothing can be delivered, and nothing waits for it.
     return { kind: 'unrouted', endpoint: target, why: 'endpoint-removed', ...(parsed.ok ? { eventId: parsed.value.event.id } : {}) };
   }
@@ -204,21 +208,32 @@ async function planOf(record: SQSRecord, endpoints: ReadonlyMap<string, Endpoint
   if (!ordered && routed.length === 1 && (deps.health?.pausedFor(routed[0]!.name) ?? 0) > 0) {
     return { kind: 'deliver', endpoint: routed[0]!, parsed: parsed.value };
   }
+  // Received before: its rows name the endpoints it was routed to then, and an ordered row that was
+  // claimed says its number and that its turn came (the head need not be asked again).
+  const admissions = new Map<string, Admission>();
   if (Number(record.attributes?.ApproximateReceiveCount) > 1) {
     for (const row of await deps.delivery.ledger.deliveriesOf(event.id)) {
       const endpoint = endpoints.get(row.endpoint);
       if (endpoint !== undefined && !routed.includes(endpoint)) routed.push(endpoint);
+      const admission = admissionOfRow(row);
+      if (admission !== undefined) admissions.set(row.endpoint, admission);
     }
   }
   if (routed.length === 0) return { kind: 'unrouted', eventId: event.id, why: 'unrouted' };
-  if (routed.length === 1 && !ordered) return { kind: 'deliver', endpoint: routed[0]!, parsed: parsed.value };
+  if (routed.length === 1 && !ordered) {
+    const admission = admissions.get(routed[0]!.name);
+    return { kind: 'deliver', endpoint: routed[0]!, parsed: parsed.value, ...(admission ? { admission } : {}) };
+  }
   // Admission at the endpoints ordered per shipment: each takes its number now, as its producer's
   // message is handled, so the order is the intake's, whatever order the endpoint messages come in.
   const heads = deps.heads;
   if (heads !== undefined) {
-    await Promise.all(routed.filter(isOrdered).map((endpoint) => admitOrdered(parsed.value, endpoint.name, { heads })));
+    const unnumbered = routed.filter((endpoint) => isOrdered(endpoint) && !admissions.has(endpoint.name));
+    await Promise.all(
+      unnumbered.map(async (endpoint) => admissions.set(endpoint.name, admissionFrom(await admitOrdered(parsed.value, endpoint.name, { heads })))),
+    );
   }
-  return { kind: 'fan-out', eventId: event.id, endpoints: routed };
+  return { kind: 'fan-out', eventId: event.id, endpoints: routed, admissions };
 }
 
 /** Sends every endpoint message of the batch's fanned-out records at once. Resolves to whether all were sent. */
@@ -226,7 +241,11 @@ async function fanOut(records: readonly SQSRecord[], plans: readonly (Plan | unk
   const messages: EndpointMessage[] = [];
   plans.forEach((plan, i) => {
     if ((plan as Plan).kind !== 'fan-out') return;
-    for (const endpoint of (plan as Plan & { kind: 'fan-out' }).endpoints) messages.push({ body: records[i]!.body, endpoint: endpoint.name });
+    const { endpoints, admissions } = plan as Plan & { kind: 'fan-out' };
+    for (const endpoint of endpoints) {
+      const admission = isOrdered(endpoint) ? admissions.get(endpoint.name) : undefined;
+      messages.push({ body: records[i]!.body, endpoint: endpoint.name, ...(admission ? { admission } : {}) });
+    }
   });
   if (messages.length === 0) return true;
   try {
@@ -254,7 +273,15 @@ async function pace(records: readonly SQSRecord[], plans: readonly (Plan | unkno
   const putBacks: { index: number; message: EndpointMessage; slot: number }[] = [];
   const putBack = (index: number, endpoint: Endpoint, slot: number, perSecond: number | undefined) => {
     const delaySeconds = Math.max(0, Math.floor((slot - now()) / 1000));
-    const message = { body: records[index]!.body, endpoint: endpoint.name, delaySeconds, notBefore: slot, ...(perSecond !== undefined ? { reservedRate: perSecond } : {}) };
+    const { admission } = plans[index] as Plan & { kind: 'deliver' };
+    const message = {
+      body: records[index]!.body,
+      endpoint: endpoint.name,
+      delaySeconds,
+      notBefore: slot,
+      ...(perSecond !== undefined ? { reservedRate: perSecond } : {}),
+      ...(admission ? { admission } : {}),
+    };
     putBacks.push({ index, slot, message });
   };
   plans.forEach((plan, i) => {
@@ -401,12 +428,12 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
       const message: QueueMessage = plan.parsed ? { body: record.body, parsed: plan.parsed } : { body: record.body };
       // At an endpoint ordered per shipment: its number, and (unless parked) whether its turn has come.
       if (ordering !== undefined) {
-        const turn = parking ? undefined : await takeTurn(ordering.event, plan.endpoint, ordering.deps);
+        const turn = parking ? undefined : await takeTurn(ordering.event, plan.endpoint, ordering.deps, plan.admission);
         if (turn?.kind === 'wait') {
           logger.info('delivery', { eventId: ordering.event.event.id, action: 'ack', why: 'waiting', sequence: turn.sequence, waitingFor: turn.waitingFor });
           return false;
         }
-        sequence = turn?.sequence ?? (await admitOrdered(ordering.event, plan.endpoint.name, ordering.deps)).sequence;
+        sequence = turn?.sequence ?? plan.admission?.sequence ?? (await admitOrdered(ordering.event, plan.endpoint.name, ordering.deps)).sequence;
       }
       const endpointDeps = {
         ...delivery,
@@ -556,7 +583,7 @@ async function hold(
   const fields = { ...(plan.parsed ? { eventId: plan.parsed.event.id } : {}), action: 'retry', why, afterSeconds: seconds };
   if (nearRedrive(record, deps)) {
     try {
-      await deps.queue.enqueue(record.body, { endpoint: plan.endpoint.name, delaySeconds: seconds });
+      await deps.queue.enqueue(record.body, { endpoint: plan.endpoint.name, delaySeconds: seconds, ...(plan.admission ? { admission: plan.admission } : {}) });
       logger.info('delivery', { ...fields, action: 'ack', why: `${why}-requeued` });
       return false;
     } catch (error) {

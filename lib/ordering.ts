@@ -7,7 +7,9 @@
  * 1. **Admission** (`assign`): the event takes the next number of its (shipment, endpoint), once;
  *    the same event again gets the same number. Routing does it as it handles the producer's
  *    message, so admission order is the order producers' messages are handled (exact, per group,
- *    on the ordered intake, a FIFO queue).
+ *    on the ordered intake, a FIFO queue). The endpoint message it sends carries the answer (its
+ *    number, and whether its turn had come: `Admission`), as do a wake-up and a put-back; a
+ *    re-received message finds it on its claimed row. Then the head is not asked twice.
  * 2. **Its turn** (`takeTurn`): it may be sent when every earlier number is settled (the head's
  *    `next` has reached it). If not, its row is written without a claim (`Ledger.admit`: it holds
  *    the body) and it is recorded as waiting on the head; its message is acknowledged. Nothing polls:
@@ -30,7 +32,7 @@ import type { DeliveryRecord, Ledger } from './ledger/ledger';
 import type { ShipmentHeads } from './ledger/shipment-heads';
 import type { Logger } from './observability';
 import type { RetryPolicy } from './policy';
-import type { DeliveryQueue } from './queue/queue';
+import type { Admission, DeliveryQueue } from './queue/queue';
 
 export interface OrderingDeps {
   readonly heads: ShipmentHeads;
@@ -51,10 +53,20 @@ export async function admitOrdered(event: ParsedEvent, endpoint: string, deps: P
   return deps.heads.assign(event.event.shipmentId, endpoint, event.event.id);
 }
 
-/** Whether an event of an ordered endpoint may be sent now; if not, it is recorded as waiting. */
-export async function takeTurn(event: ParsedEvent, endpoint: { readonly name: string; readonly policy: RetryPolicy }, deps: OrderingDeps): Promise<Turn> {
-  const { sequence, next } = await admitOrdered(event, endpoint.name, deps);
-  if (next >= sequence) return { kind: 'go', sequence };
+/**
+ * Whether an event of an ordered endpoint may be sent now; if not, it is recorded as waiting.
+ * `admission`, when its message or its row says what the admission found, spares asking the head
+ * again: a turn that had come is still there (only the event's own settling moves `next` past it),
+ * and a number known to be waiting goes straight to the conditional `wait`.
+ */
+export async function takeTurn(
+  event: ParsedEvent,
+  endpoint: { readonly name: string; readonly policy: RetryPolicy },
+  deps: OrderingDeps,
+  admission?: Admission,
+): Promise<Turn> {
+  const { sequence, inTurn } = admission ?? admissionFrom(await admitOrdered(event, endpoint.name, deps));
+  if (inTurn) return { kind: 'go', sequence };
   const nowMs = deps.now();
   const row = await deps.ledger.admit({ event, endpoint: endpoint.name, nowMs, policy: endpoint.policy, retentionSeconds: deps.retentionSeconds, sequence });
   if (!(await deps.heads.wait(event.event.shipmentId, endpoint.name, sequence, event.event.id))) return { kind: 'go', sequence };
@@ -63,6 +75,20 @@ export async function takeTurn(event: ParsedEvent, endpoint: { readonly name: st
   // every run, only for it to wait again. The event before it wakes it.
   if (row.createdAt !== nowMs && row.attempts === 0) await deps.ledger.unlist(row);
   return { kind: 'wait', sequence, waitingFor: sequence - 1 };
+}
+
+/** What an assignment says: its number, and whether every earlier number was settled then. Pure. */
+export function admissionFrom(assignment: { readonly sequence: number; readonly next: number }): Admission {
+  return { sequence: assignment.sequence, inTurn: assignment.next >= assignment.sequence };
+}
+
+/**
+ * What a delivery's row says of its admission: a row with an attempt was claimed, which only happens
+ * in its turn, and the turn stays until it settles (and after, the claim answers). Undefined for a row
+ * never claimed (waiting, parked) or without a number. Pure.
+ */
+export function admissionOfRow(row: Pick<DeliveryRecord, 'sequence' | 'attempts'>): Admission | undefined {
+  return row.sequence !== undefined && row.attempts > 0 ? { sequence: row.sequence, inTurn: true } : undefined;
 }
 
 /**
@@ -92,7 +118,7 @@ export async function passTurn(
     if (waiter === undefined) return undefined;
     const row: DeliveryRecord | undefined = await deps.ledger.get({ eventId: waiter, endpoint });
     if (row?.body !== undefined) {
-      await deps.queue.enqueue(row.body, { endpoint });
+      await deps.queue.enqueue(row.body, { endpoint, admission: { sequence: head.next, inTurn: true } });
       return waiter;
     }
     // Its row is gone (expired): nothing to send, and nothing may hold the shipment on its account.

@@ -768,9 +768,10 @@ function printOrdering(steps: readonly HealthFigures[]): void {
       `Overhead over the unordered delivery (${base === undefined ? '-' : dollars(base.cost.total)}/M): in its turn ${over(inTurn)};`,
       `an event that waited and was woken, in all ${over(waited)}.`,
       "The shipment head is an item of the ledger's table (no index entry): taking a number and passing the turn are a write",
-      'each; a number looked up again (a second receive, a woken event) is a refused write, billed 1 WU. The wake-up row is',
-      'the waking step less its twin with nothing waiting. On the ordered (FIFO) intake the number is taken at routing and',
-      "looked up at delivery (refused): one write more per delivery. $/M: DynamoDB and SQS per million deliveries; Lambda apart. * Lambda's event source.",
+      'each; the number is not asked for again (a second receive reads it from its claimed row, a woken or fanned-out',
+      'delivery carries it on its message). The wake-up row is the waking step less its twin with nothing waiting. On the',
+      'ordered (FIFO) intake the number is taken at routing and travels on the endpoint message: the same head writes.',
+      "$/M: DynamoDB and SQS per million deliveries; Lambda apart. * Lambda's event source.",
       '',
     ].join('\n'),
   );

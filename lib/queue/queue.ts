@@ -34,6 +34,23 @@ export const RESERVED_SLOT_ATTRIBUTE = 'notBefore';
 /** Beside it (a Number): the limit, per second, the slot was reserved at; a lower limit since voids the slot. */
 export const RESERVED_RATE_ATTRIBUTE = 'notBeforeRate';
 
+/**
+ * An endpoint message for an endpoint ordered per shipment (docs/contract.md §13) may say what its
+ * admission found: its number among its shipment's events for the endpoint (a Number) and whether its
+ * turn had come when it was sent (`"true"`). A turn once come stays until the event settles (the
+ * head's `next` only grows, and only by its own settling), so such a delivery is sent without asking
+ * the shipment's head again; one that says its number only asks to wait at that number. Set by
+ * handoff on the messages it sends (fan-out, wake-up, put-back), never by producers.
+ */
+export const SEQUENCE_ATTRIBUTE = 'sequence';
+export const IN_TURN_ATTRIBUTE = 'inTurn';
+
+/** What an ordered delivery's admission found (SEQUENCE_ATTRIBUTE, IN_TURN_ATTRIBUTE). */
+export interface Admission {
+  readonly sequence: number;
+  readonly inTurn: boolean;
+}
+
 /** SQS's longest delay of a message sent. */
 export const MAX_DELAY_SECONDS = 900;
 
@@ -47,6 +64,8 @@ export interface EndpointMessage {
   readonly notBefore?: number;
   /** The limit the slot was reserved at, per second (RESERVED_RATE_ATTRIBUTE); only with `notBefore`. */
   readonly reservedRate?: number;
+  /** At an endpoint ordered per shipment: what its admission found (SEQUENCE_ATTRIBUTE). */
+  readonly admission?: Admission;
 }
 
 /** What `enqueue` may add to a body. */
@@ -59,6 +78,8 @@ export interface EnqueueOptions {
   readonly notBefore?: number;
   /** The limit the slot was reserved at, per second (RESERVED_RATE_ATTRIBUTE); only with `notBefore`. */
   readonly reservedRate?: number;
+  /** At an endpoint ordered per shipment: what its admission found (SEQUENCE_ATTRIBUTE); only with `endpoint`. */
+  readonly admission?: Admission;
 }
 
 export interface DeliveryQueue {
@@ -128,6 +149,15 @@ export function reservedSlotOf(record: {
   if (receives > 1) return undefined;
   const perSecond = Number(record.messageAttributes?.[RESERVED_RATE_ATTRIBUTE]?.stringValue);
   return Number.isFinite(perSecond) && perSecond > 0 ? { slot, perSecond } : { slot };
+}
+
+/** What a record's admission found (SEQUENCE_ATTRIBUTE), when it says; undefined otherwise. */
+export function admissionOf(record: {
+  readonly messageAttributes?: Readonly<Record<string, { readonly stringValue?: string | undefined } | undefined>>;
+}): Admission | undefined {
+  const sequence = Number(record.messageAttributes?.[SEQUENCE_ATTRIBUTE]?.stringValue);
+  if (!Number.isSafeInteger(sequence) || sequence < 1) return undefined;
+  return { sequence, inTurn: record.messageAttributes?.[IN_TURN_ATTRIBUTE]?.stringValue === 'true' };
 }
 
 /** Whole seconds within what a received message's visibility timeout can still be set to. */

@@ -10,9 +10,11 @@ import {
   clampDelaySeconds,
   clampVisibilitySeconds,
   ENDPOINT_ATTRIBUTE,
+  IN_TURN_ATTRIBUTE,
   QueueUnavailableError,
   RESERVED_RATE_ATTRIBUTE,
   RESERVED_SLOT_ATTRIBUTE,
+  SEQUENCE_ATTRIBUTE,
   type DeadLetterInfo,
   type DeliveryQueue,
   type EndpointMessage,
@@ -81,7 +83,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
         new SendMessageCommand({
           QueueUrl: this.#queueUrl,
           MessageBody: body,
-          ...(options.endpoint !== undefined ? { MessageAttributes: endpointAttributes(options.endpoint, options.notBefore, options.reservedRate) } : {}),
+          ...(options.endpoint !== undefined ? { MessageAttributes: endpointAttributes({ ...options, endpoint: options.endpoint }) } : {}),
           ...(options.delaySeconds ? { DelaySeconds: clampDelaySeconds(options.delaySeconds) } : {}),
         }),
       ),
@@ -101,7 +103,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
               Entries: batch.map((message, i) => ({
                 Id: String(i),
                 MessageBody: message.body,
-                MessageAttributes: endpointAttributes(message.endpoint, message.notBefore, message.reservedRate),
+                MessageAttributes: endpointAttributes(message),
                 ...(message.delaySeconds ? { DelaySeconds: clampDelaySeconds(message.delaySeconds) } : {}),
               })),
             }),
@@ -125,13 +127,18 @@ export class SqsDeliveryQueue implements DeliveryQueue {
 
 /**
  * The endpoint's name, and where given the reserved slot (whole epoch ms, rounded up: never earlier
- * than reserved) and the limit it was reserved at.
+ * than reserved) and the limit it was reserved at, and what an ordered delivery's admission found.
  */
-function endpointAttributes(endpoint: string, notBefore?: number, reservedRate?: number): Record<string, MessageAttributeValue> {
+function endpointAttributes(message: Omit<EndpointMessage, 'body'>): Record<string, MessageAttributeValue> {
+  const { endpoint, notBefore, reservedRate, admission } = message;
   const attributes: Record<string, MessageAttributeValue> = { [ENDPOINT_ATTRIBUTE]: { DataType: 'String', StringValue: endpoint } };
   if (notBefore !== undefined) {
     attributes[RESERVED_SLOT_ATTRIBUTE] = { DataType: 'Number', StringValue: String(Math.ceil(notBefore)) };
     if (reservedRate !== undefined) attributes[RESERVED_RATE_ATTRIBUTE] = { DataType: 'Number', StringValue: String(reservedRate) };
+  }
+  if (admission !== undefined) {
+    attributes[SEQUENCE_ATTRIBUTE] = { DataType: 'Number', StringValue: String(admission.sequence) };
+    if (admission.inTurn) attributes[IN_TURN_ATTRIBUTE] = { DataType: 'String', StringValue: 'true' };
   }
   return attributes;
 }

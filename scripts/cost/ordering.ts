@@ -10,18 +10,21 @@
  * - ordered, in its turn: its number taken (a head write), claim, attempt, record, the turn passed
  *   (a head write);
  * - ordered, in its turn after a failed attempt, nothing waiting: the same on a second receive (its
- *   number looked up: a refused head write), the baseline the wake-up is measured against;
+ *   number read from its claimed row, found by the routing query a re-received message makes
+ *   anyway: no head write), the baseline the wake-up is measured against;
  * - ordered, arriving before its turn (the shipment's first event is retrying): its number, its row
  *   written without a claim, recorded as waiting on the head, acknowledged;
  * - ordered, in its turn after a failed attempt, passing the turn and waking the waiting event: the
  *   waiting row read for its body and a SendMessage;
- * - ordered, woken: delivered (its number looked up, claim of the admitted row, record, turn passed).
+ * - ordered, woken: delivered (its number and turn on its wake-up message, claim of the admitted row,
+ *   record, turn passed).
  * And two sums per delivery: the wake-up alone (the waking step less its no-waiter baseline) and a
  * waiting event in all (wait + wake-up + woken delivery).
  *
  * The standard intake: a producer message routed to one endpoint is delivered straight away, its
  * number taken at its first receive. On the ordered (FIFO) intake the number is taken at routing,
- * before fan-out: one write more per delivery (the fan-out's SendMessageBatch is counted with fan-out).
+ * before fan-out, and travels on the endpoint message: the same head writes per delivery (the
+ * fan-out's SendMessageBatch is counted with fan-out).
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';

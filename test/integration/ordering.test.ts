@@ -311,13 +311,15 @@ describe('Handler: consumer, an endpoint ordered per shipment', () => {
     expect(retried.batchItemFailures).toEqual([]);
     expect(idsOf([wakeE2!])).toEqual([e2]);
     expect(wakeE2!.MessageAttributes?.endpoint?.StringValue).toBe(ENDPOINT);
+    // The wake-up says e2's number and that its turn has come: its handling asks the head nothing.
+    expect(wakeE2!.MessageAttributes?.sequence?.StringValue).toBe('2');
+    expect(wakeE2!.MessageAttributes?.inTurn?.StringValue).toBe('true');
     expect(logsFor(e1).at(-1)).toMatchObject({ action: 'ack', why: 'delivered', sequence: 1, woke: e2 });
     expect(requestsOf([e1, e2, e3])).toEqual([`${e1}:1`, `${e1}:1`]);
-    // The turn passed: e1's number (refused, the head read back), its claim and record, the head's
-    // advance, the woken row's read (its body) and its message.
+    // The turn passed: e1's number read from its claimed row (the routing query of a message received
+    // before: no head write), its claim and record, the head's advance, the woken row's read (its
+    // body) and its message.
     expect(wakeCalls.filter((call) => call.endsWith('head') || call === 'dynamodb GetItem row' || call === 'sqs SendMessage')).toEqual([
-      'dynamodb UpdateItem head',
-      'dynamodb GetItem head',
       'dynamodb UpdateItem head',
       'dynamodb GetItem row',
       'sqs SendMessage',
@@ -325,7 +327,10 @@ describe('Handler: consumer, an endpoint ordered per shipment', () => {
 
     // Act: e2's wake-up handled twice (as after a crash before its deletion): delivered once; the
     // repeat wakes e3 again, a second copy that the ledger answers as a duplicate.
+    const beforeWoken = proxy.calls.length;
     await invoke(started.handler, started.queueUrl, [wakeE2!]);
+    // Its number came with it: the head's one write is its advance (none to take a number).
+    expect(callsSince(beforeWoken).filter((call) => call.endsWith('head'))).toEqual(['dynamodb UpdateItem head']);
     await invoke(started.handler, started.queueUrl, [wakeE2!]);
     const wakeE3 = await harness.receive(started.queueUrl, 2);
     for (const copy of wakeE3) await invoke(started.handler, started.queueUrl, [copy]);

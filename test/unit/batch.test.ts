@@ -14,6 +14,7 @@ import {
   type EndpointMessage,
 } from '../../lib/queue/queue';
 import { MemoryLedger } from '../../lib/ledger/memory-ledger';
+import { MemoryShipmentHeads } from '../../lib/ledger/memory-shipment-heads';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { singleEndpoint, staticRouting } from '../../lib/routing';
 import { deliverCopiesInOneBatch, T0 } from '../helpers/ledger-contract';
@@ -295,6 +296,25 @@ describe('Function: processBatch routing', () => {
       const ids = sends.map((b) => b[0]![0]);
       expect(ids.indexOf('evt_a1')).toBeLessThan(ids.indexOf('evt_a2'));
       expect(sends.flat().every(([, e]) => e === 'carrier-acme')).toBe(true);
+    });
+
+    it('numbers the deliveries of an ordered endpoint as it fans out, each message saying its number and whether its turn had come', async () => {
+      const ordered = endpoint('carrier-acme', { ...acme, ordering: 'per-shipment' });
+      const { deps, queue } = routed([ordered, notify]);
+      const heads = new MemoryShipmentHeads();
+      const records = [fifo('evt_a1', 'A'), fifo('evt_a2', 'A')].map((record) => ({ ...record, body: record.body.replace('in_transit', 'delivered') }));
+
+      const response = await processBatch(records, { ...deps, heads });
+
+      expect(response.batchItemFailures).toEqual([]);
+      const sent = queue.fannedOut.flat().map((m) => [(JSON.parse(m.body) as { id: string }).id, m.endpoint, m.admission]);
+      // The first is in its turn; the second waits for it. The unordered endpoint's messages carry nothing.
+      expect(sent).toEqual([
+        ['evt_a1', 'carrier-acme', { sequence: 1, inTurn: true }],
+        ['evt_a1', 'notifications', undefined],
+        ['evt_a2', 'carrier-acme', { sequence: 2, inTurn: false }],
+        ['evt_a2', 'notifications', undefined],
+      ]);
     });
 
     it("reports a group's later records after its first failure, not touching them; other groups go on", async () => {

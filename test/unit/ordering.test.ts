@@ -7,8 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { parseEvent, type ParsedEvent } from '../../lib/event';
 import { MemoryLedger } from '../../lib/ledger/memory-ledger';
 import { MemoryShipmentHeads } from '../../lib/ledger/memory-shipment-heads';
-import { passTurn, takeTurn, type OrderingDeps } from '../../lib/ordering';
+import { admissionFrom, admissionOfRow, passTurn, takeTurn, type OrderingDeps } from '../../lib/ordering';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
+import type { Admission } from '../../lib/queue/queue';
 
 const T0 = 1_796_200_000_000;
 const ENDPOINT = { name: 'carrier-acme', policy: DEFAULT_RETRY_POLICY };
@@ -20,13 +21,13 @@ function shipmentEvent(id: string, shipmentId = 'shp_1'): ParsedEvent {
 }
 
 function setup() {
-  const sent: { eventId: string; endpoint: string | undefined }[] = [];
+  const sent: { eventId: string; endpoint: string | undefined; admission?: Admission }[] = [];
   const deps: OrderingDeps = {
     heads: new MemoryShipmentHeads(),
     ledger: new MemoryLedger({ now: () => T0 }),
     queue: {
       async enqueue(body, options) {
-        sent.push({ eventId: (JSON.parse(body) as { id: string }).id, endpoint: options?.endpoint });
+        sent.push({ eventId: (JSON.parse(body) as { id: string }).id, endpoint: options?.endpoint, ...(options?.admission ? { admission: options.admission } : {}) });
       },
     },
     now: () => T0,
@@ -68,6 +69,49 @@ describe('Function: takeTurn', () => {
   });
 });
 
+describe('Function: takeTurn, told what its admission found', () => {
+  it('lets an event whose turn had come go without asking the head', async () => {
+    const { deps } = setup();
+
+    const turn = await takeTurn(shipmentEvent('evt_7'), ENDPOINT, deps, { sequence: 7, inTurn: true });
+
+    expect(turn).toEqual({ kind: 'go', sequence: 7 });
+    expect(await deps.heads.get('shp_1', ENDPOINT.name)).toBeUndefined();
+  });
+
+  it('makes an event numbered before its turn wait at that number, taking no new one', async () => {
+    const { deps } = setup();
+    await takeTurn(shipmentEvent('evt_1'), ENDPOINT, deps);
+    const admission = admissionFrom(await deps.heads.assign('shp_1', ENDPOINT.name, 'evt_2'));
+
+    const turn = await takeTurn(shipmentEvent('evt_2'), ENDPOINT, deps, admission);
+
+    expect(admission).toEqual({ sequence: 2, inTurn: false });
+    expect(turn).toEqual({ kind: 'wait', sequence: 2, waitingFor: 1 });
+    expect(await deps.heads.get('shp_1', ENDPOINT.name)).toMatchObject({ assigned: 2, next: 1, waiting: { 2: 'evt_2' } });
+  });
+
+  it('lets an event numbered before its turn go when the turn came since (its wait refused)', async () => {
+    const { deps } = setup();
+    await takeTurn(shipmentEvent('evt_1'), ENDPOINT, deps);
+    const admission = admissionFrom(await deps.heads.assign('shp_1', ENDPOINT.name, 'evt_2'));
+    await passTurn('shp_1', ENDPOINT.name, 1, deps);
+
+    const turn = await takeTurn(shipmentEvent('evt_2'), ENDPOINT, deps, admission);
+
+    expect(turn).toEqual({ kind: 'go', sequence: 2 });
+    expect(await deps.heads.get('shp_1', ENDPOINT.name)).toMatchObject({ next: 2, waiting: {} });
+  });
+});
+
+describe('Function: admissionOfRow', () => {
+  it('reads a claimed row as numbered and in its turn, and says nothing of a row never claimed or unnumbered', () => {
+    expect(admissionOfRow({ sequence: 3, attempts: 1 })).toEqual({ sequence: 3, inTurn: true });
+    expect(admissionOfRow({ sequence: 3, attempts: 0 })).toBeUndefined();
+    expect(admissionOfRow({ attempts: 2 })).toBeUndefined();
+  });
+});
+
 describe('Function: takeTurn, for an event released from parking', () => {
   it('takes its row out of the pending listing while it waits, so recovery does not send it again and again', async () => {
     const { deps } = setup();
@@ -98,10 +142,9 @@ describe('Function: passTurn', () => {
 
     expect(woken).toBe('evt_2');
     expect(repeated).toBe('evt_2');
-    expect(sent).toEqual([
-      { eventId: 'evt_2', endpoint: ENDPOINT.name },
-      { eventId: 'evt_2', endpoint: ENDPOINT.name },
-    ]);
+    // The wake-up says its number and that its turn has come.
+    const wakeUp = { eventId: 'evt_2', endpoint: ENDPOINT.name, admission: { sequence: 2, inTurn: true } };
+    expect(sent).toEqual([wakeUp, wakeUp]);
     expect(await deps.heads.get('shp_1', ENDPOINT.name)).toMatchObject({ next: 2 });
   });
 
