@@ -136,11 +136,13 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
 
   deps.checkpoint?.('before-send');
   const startedAt = deps.now();
-  // The stored body, not this message's: every attempt and replay sends the same bytes.
+  // The stored body, not this message's: every attempt and replay sends the same bytes. (None is
+  // stored before a first failure: this message's is the canonical body then, as it was admitted.)
+  const body = claimed.body ?? event.body;
   const sequence = claimed.sequence ?? deps.sequence;
   const { outcome, durationMs } = await deps.sender.send({
     eventId: key.eventId,
-    body: claimed.body ?? event.body,
+    body,
     ...(sequence !== undefined ? { sequence } : {}),
   });
   deps.checkpoint?.('after-send');
@@ -162,6 +164,7 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
     await deps.ledger.recordAttempt({
       ...key,
       claimToken: claimed.claimToken,
+      body,
       attempt: {
         attempt: claimed.attempts,
         at: startedAt,
@@ -280,7 +283,7 @@ async function decideWithoutSending(
     case 'spent':
       // The budget is spent and no lease is live: the last attempt's worker died before recording.
       try {
-        const dead = await deps.ledger.markExhausted(record, nowMs);
+        const dead = await deps.ledger.markExhausted(record, nowMs, record.body ?? event.body);
         return { action: 'dead-letter', eventId, reason: 'exhausted', detail: dead.deadDetail ?? 'exhausted' };
       } catch (error) {
         if (error instanceof LeaseLostError) return { action: 'retry', eventId, afterSeconds: 1, why: 'in-flight' };

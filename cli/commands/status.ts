@@ -1,7 +1,7 @@
 /**
  * `handoff status <eventId>`: an event's deliveries, one ledger row per endpoint it was routed to
  * (docs/contract.md §10–11), each with its attempt history and audit trail. `--endpoint NAME`:
- * that one delivery. `--body`: the stored event, the same in every delivery.
+ * that one delivery. `--body`: the stored event, the same in every delivery that keeps one.
  */
 import { isEventId } from '../../lib/event';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
@@ -23,11 +23,20 @@ export async function statusCommand(ctx: CommandContext, eventId: string, option
   if (!isEventId(eventId)) throw new UsageError(`"${eventId}" is not an event ID (1–128 characters of A-Z a-z 0-9 _ - . :)`);
   const deliveries = await deliveriesToShow(ctx, eventId, options.endpoint);
   if (options.body) {
-    // The event's content, only on explicit request: the row view never shows it. Every delivery
-    // holds the same body; an invalid message's row holds none.
-    const body = deliveries.find((d) => d.body !== undefined)?.body;
+    // The event's content, only on explicit request: the row view never shows it. It is the same in
+    // every delivery that keeps it (whichever was asked for): one stores it from its first failure
+    // on, or when parked, waiting for its turn or dead; one accepted at its first attempt, or an
+    // invalid message's, does not.
+    const all = options.endpoint === undefined ? deliveries : await ctx.ledger().deliveriesOf(eventId);
+    const body = all.find((d) => d.body !== undefined)?.body;
     if (body === undefined) {
-      throw new CommandFailedError(`event ${eventId} died as an invalid message: no event body was kept`, 'no-event');
+      if (all.every((d) => d.contentHash === undefined)) {
+        throw new CommandFailedError(`event ${eventId} died as an invalid message: no event body was kept`, 'no-event');
+      }
+      throw new CommandFailedError(
+        `event ${eventId} keeps no body: each delivery was accepted at its first attempt (a body is stored only once a delivery may be sent again: after a failure, parked, waiting or dead)`,
+        'no-body',
+      );
     }
     // Escaped, not replaced: the text stays the same event for `| handoff send`, and inert.
     return { json: JSON.parse(body) as unknown, human: escapeUnsafeInJson(body) };

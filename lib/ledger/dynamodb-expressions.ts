@@ -65,9 +65,9 @@ export function recordSpec(input: RecordAttemptInput, lengths: ListLengths = {})
 }
 
 /** A pending row whose budget is spent and whose last claim's lease lapsed, marked dead. */
-export function markExhaustedSpec(key: DeliveryKey, nowMs: number): UpdateSpec {
+export function markExhaustedSpec(key: DeliveryKey, nowMs: number, body: string): UpdateSpec {
   const condition = { ':pending': 'pending', ':now': nowMs };
-  return updateSpec('markExhausted', key, markExhaustedChanges(nowMs), MAY_MARK_EXHAUSTED.expression, condition, 'ALL_NEW');
+  return updateSpec('markExhausted', key, markExhaustedChanges(nowMs, body), MAY_MARK_EXHAUSTED.expression, condition, 'ALL_NEW');
 }
 
 /** A dead row back to pending, with its audit entry. */

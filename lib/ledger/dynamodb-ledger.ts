@@ -143,8 +143,8 @@ export class DynamoDbLedger implements Ledger {
     throw contention(input.eventId);
   }
 
-  async markExhausted(key: DeliveryKey, nowMs: number): Promise<DeliveryRecord> {
-    const result = await this.#update(key, markExhaustedSpec(key, nowMs));
+  async markExhausted(key: DeliveryKey, nowMs: number, body: string): Promise<DeliveryRecord> {
+    const result = await this.#update(key, markExhaustedSpec(key, nowMs, body));
     if (result.written) return recordFromItem(result.item);
     if (result.current === undefined) throw missingRow(key.eventId, result.cause);
     throw new LeaseLostError(result.current, { cause: result.cause });

@@ -93,7 +93,12 @@ export interface DeliveryKey {
 
 export interface DeliveryRecord extends DeliveryKey {
   readonly state: DeliveryState;
-  /** The webhook body (canonical JSON). Absent on rows of invalid messages. */
+  /**
+   * The webhook body (canonical JSON), stored once handoff may have to send the event from its
+   * row: from a failed attempt, death, parking or waiting for its turn on. Absent on a row whose
+   * first attempt is under way or delivered it (its message held the body), and on rows of invalid
+   * messages.
+   */
   readonly body?: string;
   readonly contentHash?: string;
   readonly eventType?: string;
@@ -205,6 +210,11 @@ export type ClaimedRecord = DeliveryRecord & {
 export interface RecordAttemptInput extends DeliveryKey {
   /** The token of the claim this attempt was made under (`ClaimedRecord.claimToken`). */
   readonly claimToken: string;
+  /**
+   * The event's canonical body: kept on the row, where it has none, unless the attempt delivered it
+   * (the claim does not store it: see `DeliveryRecord.body`).
+   */
+  readonly body: string;
   readonly attempt: AttemptEntry;
   readonly outcome: AttemptOutcome;
   readonly next: AttemptNext;
@@ -274,10 +284,11 @@ export interface Ledger {
 
   /**
    * Marks a pending row whose budget is spent and whose lease has lapsed dead (`exhausted`):
-   * the case of a worker that died during the last attempt.
+   * the case of a worker that died during the last attempt. `body`: the event's, kept on the row
+   * where it has none (for a replay).
    * @throws LeaseLostError carrying the current row when it is not in that condition.
    */
-  markExhausted(key: DeliveryKey, nowMs: number): Promise<DeliveryRecord>;
+  markExhausted(key: DeliveryKey, nowMs: number, body: string): Promise<DeliveryRecord>;
 
   /**
    * Writes a dead row (`invalid`) for an invalid message whose ID could be read, only if no row

@@ -96,11 +96,11 @@ export class MemoryLedger implements Ledger {
     applyChanges(row, input, recordChanges(input));
   }
 
-  async markExhausted(key: DeliveryKey, nowMs: number): Promise<DeliveryRecord> {
+  async markExhausted(key: DeliveryKey, nowMs: number, body: string): Promise<DeliveryRecord> {
     const row = this.#rows.get(rowKey(key));
     if (row === undefined) throw missingRow(key.eventId);
     if (!MAY_MARK_EXHAUSTED.holds(toRecord(row), { nowMs })) throw new LeaseLostError(toRecord(row));
-    applyChanges(row, key, markExhaustedChanges(nowMs));
+    applyChanges(row, key, markExhaustedChanges(nowMs, body));
     return toRecord(row);
   }
 

@@ -12,6 +12,13 @@
  * The listing (`listing.ts`) is written only by the transitions that make a row need it (a failed
  * attempt, death, a replay, parking and its release) and dropped by delivery: the claim never
  * touches it, so an event delivered at its first attempt writes no index entry at all.
+ *
+ * The event's body is kept the same way: written by the first write after which handoff may have
+ * to send the event from its row (a failed attempt's record, death, parking, admission to wait its
+ * turn), never by the claim. Until then the queue message holds it (a first attempt's message is
+ * deleted only once its outcome is recorded), so a delivery accepted at its first attempt never
+ * stores it: its row bills one write unit a write whatever the event's size (`contentHash` still
+ * tells a different event under its ID).
  */
 import {
   appendBounded,
@@ -51,6 +58,11 @@ export type Change =
   | { readonly op: 'unlist' };
 
 const DEAD_FIELDS: Field[] = ['deadReason', 'deadDetail', 'deadAt'];
+
+/** The event's body, where the row has none yet (a row's body never changes once written). */
+function keepBody(body: string): Change {
+  return { op: 'init', field: 'body', value: body };
+}
 /** What a settled row no longer has: its lease or wait, and its parked marker (a late 2xx on a parked row). */
 const SETTLED_DROPS: Field[] = ['leaseExpiresAt', 'nextAttemptAt', 'parkedAt'];
 
@@ -60,8 +72,7 @@ export function claimChanges(input: ClaimInput, claimToken: string): Change[] {
   return [
     // A new row's fields. An existing row keeps its own: its content, and above all the policy it
     // was created with, which a replay must follow too. `createdAt` is absent on an invalid
-    // message's row, so the event that takes it over sets it.
-    { op: 'init', field: 'body', value: event.body },
+    // message's row, so the event that takes it over sets it. Not the body (see above).
     { op: 'init', field: 'contentHash', value: event.contentHash },
     { op: 'init', field: 'eventType', value: event.type },
     { op: 'init', field: 'policy', value: policyCopy(input.policy) },
@@ -110,6 +121,8 @@ export function recordChanges(input: RecordAttemptInput): Change[] {
     case 'pending':
       return [
         ...common,
+        // Its message may be lost from now on (SQS's own redrive): recovery sends the row's body.
+        keepBody(input.body),
         // No lease, and due at the next attempt time.
         { op: 'none', field: 'leaseExpiresAt' },
         { op: 'set', field: 'nextAttemptAt', value: next.nextAttemptAt },
@@ -121,6 +134,8 @@ export function recordChanges(input: RecordAttemptInput): Change[] {
     case 'dead':
       return [
         ...common,
+        // For a replay, and `status --body`.
+        keepBody(input.body),
         ...died(nowMs),
         { op: 'set', field: 'deadReason', value: next.reason },
         { op: 'set', field: 'deadDetail', value: next.detail },
@@ -154,8 +169,9 @@ export function admitInvalidChanges(detail: string, policy: RetryPolicy, nowMs: 
 }
 
 /** A pending row whose budget is spent and whose last claim's lease lapsed, marked dead. */
-export function markExhaustedChanges(nowMs: number): Change[] {
+export function markExhaustedChanges(nowMs: number, body: string): Change[] {
   return [
+    keepBody(body),
     ...died(nowMs),
     { op: 'moveExpiry', nowMs },
     { op: 'set', field: 'deadReason', value: 'exhausted' },

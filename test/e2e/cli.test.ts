@@ -128,6 +128,7 @@ async function seedRejected(eventId: string, detail: string, responseStart: stri
     eventId,
     endpoint: DEFAULT_ENDPOINT,
     claimToken,
+    body: parsed.value.body,
     nowMs: nowMs + 1,
     attempt: { attempt: 1, at: nowMs, outcome: 'rejected', status: 400, durationMs: 1 },
     outcome: { kind: 'rejected', status: 400, responseStart },
@@ -158,6 +159,7 @@ async function seedDelivery(eventId: string, endpoint: string, outcome: 'rejecte
     eventId,
     endpoint,
     claimToken,
+    body: parsed.value.body,
     nowMs: nowMs + 1,
     ...(outcome === 'delivered'
       ? { attempt: { ...attempt, outcome: 'accepted', status: 200 }, outcome: { kind: 'accepted', status: 200 }, next: { state: 'delivered' } }
@@ -512,14 +514,15 @@ describe('handoff status', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(status.history).toHaveLength(1);
   });
 
-  it('prints only the stored event with --body, ready to pipe into send', async () => {
+  it('says with --body, exit 1 and one line, that an event accepted at its first attempt keeps no body', async () => {
     await waitForState('evt_cli_one', 'delivered');
 
     const run = await handoff(['status', 'evt_cli_one', '--body']);
 
-    expect(run.code).toBe(0);
-    expect(run.stdout).toBe(
-      '{"id":"evt_cli_one","occurredAt":"2026-12-02T10:15:00Z","shipmentId":"shp_cli","status":"in_transit"}\n',
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      'handoff: event evt_cli_one keeps no body: each delivery was accepted at its first attempt (a body is stored only once a delivery may be sent again: after a failure, parked, waiting or dead)\n',
     );
   });
 

@@ -107,7 +107,11 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       await subject.close();
     });
 
+    /** The body each claim was for, by row: what recording its attempt keeps (`RecordAttemptInput.body`). */
+    const claimedBodies = new Map<string, string>();
+
     function claim(event: ParsedEvent, overrides: Partial<ClaimInput> = {}): Promise<ClaimedRecord> {
+      claimedBodies.set(`${event.event.id}|${overrides.endpoint ?? DEFAULT_ENDPOINT}`, event.body);
       return ledger.claim({
         event,
         endpoint: DEFAULT_ENDPOINT,
@@ -138,6 +142,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         eventId: claimed.eventId,
         endpoint: claimed.endpoint,
         claimToken: claimed.claimToken,
+        body: claimedBodies.get(`${claimed.eventId}|${claimed.endpoint}`) ?? shipmentEvent(claimed.eventId).body,
         attempt: entry(claimed.attempts, nowMs - 120, outcome),
         outcome,
         next,
@@ -158,19 +163,18 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
     }
 
     describe('Method: claim', () => {
-      it('admits a new event as pending, counts the attempt and takes the lease', async () => {
+      it('admits a new event as pending, counts the attempt and takes the lease, storing its hash but not its body', async () => {
         // Prepare
         const event = shipmentEvent('evt_new');
 
         // Act
         const claimed = await claim(event);
 
-        // Assess
+        // Assess: the body stays on the message until a failure may need it (recordAttempt below).
         const expected: DeliveryRecord = {
           eventId: 'evt_new',
           endpoint: DEFAULT_ENDPOINT,
           state: 'pending',
-          body: event.body,
           contentHash: event.contentHash,
           eventType: 'shipment.in_transit',
           attempts: 1,
@@ -422,7 +426,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(await ledger.get(key('evt_ok'))).toStrictEqual(expected);
       });
 
-      it('records pending with the next attempt time, keeping the state change time and moving the expiry', async () => {
+      it('records pending with the next attempt time, keeping the state change time, moving the expiry and storing the body', async () => {
         const claimed = await claim(shipmentEvent('evt_retry'));
 
         const pending = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 200);
@@ -430,6 +434,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         const { leaseOwner: _owner, leaseExpiresAt: _expiry, claimToken: _token, ...unleased } = claimed;
         expect(pending).toStrictEqual({
           ...unleased,
+          body: shipmentEvent('evt_retry').body,
           history: [{ attempt: 1, at: T0 + 80, outcome: 'temporary', status: 503, durationMs: 120 }],
           lastOutcome: TEMPORARY,
           nextAttemptAt: T0 + 30_000,
@@ -437,7 +442,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         });
       });
 
-      it('records dead with the reason and detail', async () => {
+      it('records dead with the reason and detail, storing the body (for a replay)', async () => {
         const claimed = await claim(shipmentEvent('evt_bad'));
 
         const dead = await record(
@@ -450,6 +455,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         const { leaseOwner: _owner, leaseExpiresAt: _expiry, claimToken: _token, ...unleased } = claimed;
         expect(dead).toStrictEqual({
           ...unleased,
+          body: shipmentEvent('evt_bad').body,
           state: 'dead',
           history: [{ attempt: 1, at: T0 + 80, outcome: 'rejected', status: 400, durationMs: 120 }],
           lastOutcome: REJECTED,
@@ -512,6 +518,8 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         const { leaseOwner: _owner, leaseExpiresAt: _expiry, claimToken: _token, ...unleased } = second;
         expect(delivered).toStrictEqual({
           ...unleased,
+          // Stored by the death; a delivery never removes it.
+          body: shipmentEvent('evt_late').body,
           state: 'delivered',
           history: [
             { attempt: 2, at: T0 + LEASE_MS + 80, outcome: 'rejected', status: 400, durationMs: 120 },
@@ -607,12 +615,13 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         const claimed = await claim(shipmentEvent('evt_crashed'), { policy: retryPolicy(1, [30]) });
 
         // Act
-        const dead = await ledger.markExhausted(key('evt_crashed'), T0 + LEASE_MS);
+        const dead = await ledger.markExhausted(key('evt_crashed'), T0 + LEASE_MS, shipmentEvent('evt_crashed').body);
 
         // Assess
         const { leaseOwner: _owner, leaseExpiresAt: _expiry, claimToken: _token, ...unleased } = claimed;
         const expected: DeliveryRecord = {
           ...unleased,
+          body: shipmentEvent('evt_crashed').body,
           state: 'dead',
           deadReason: 'exhausted',
           deadDetail: EXHAUSTED_DETAIL,
@@ -627,7 +636,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       it('throws LeaseLostError while the lease is live, changing nothing', async () => {
         const claimed = await claim(shipmentEvent('evt_busy'), { policy: retryPolicy(1, [30]) });
 
-        const error = await rejectionOf(ledger.markExhausted(key('evt_busy'), T0 + LEASE_MS - 1), LeaseLostError);
+        const error = await rejectionOf(ledger.markExhausted(key('evt_busy'), T0 + LEASE_MS - 1, shipmentEvent('evt_busy').body), LeaseLostError);
 
         expect(error.record).toStrictEqual(claimed);
         expect(await ledger.get(key('evt_busy'))).toStrictEqual(claimed);
@@ -636,7 +645,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       it('throws LeaseLostError while budget remains', async () => {
         const claimed = await claim(shipmentEvent('evt_budget'));
 
-        const error = await rejectionOf(ledger.markExhausted(key('evt_budget'), T0 + LEASE_MS), LeaseLostError);
+        const error = await rejectionOf(ledger.markExhausted(key('evt_budget'), T0 + LEASE_MS, shipmentEvent('evt_budget').body), LeaseLostError);
 
         expect(error.record).toStrictEqual(claimed);
       });
@@ -645,13 +654,13 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         const claimed = await claim(shipmentEvent('evt_settled'), { policy: retryPolicy(1, [30]) });
         const delivered = await record(claimed, ACCEPTED, { state: 'delivered' }, T0 + 100);
 
-        const error = await rejectionOf(ledger.markExhausted(key('evt_settled'), T0 + LEASE_MS), LeaseLostError);
+        const error = await rejectionOf(ledger.markExhausted(key('evt_settled'), T0 + LEASE_MS, shipmentEvent('evt_settled').body), LeaseLostError);
 
         expect(error.record).toStrictEqual(delivered);
       });
 
       it('throws LedgerUnavailableError when there is no row', async () => {
-        await rejectionOf(ledger.markExhausted(key('evt_nothing'), T0), LedgerUnavailableError);
+        await rejectionOf(ledger.markExhausted(key('evt_nothing'), T0, shipmentEvent('evt_nothing').body), LedgerUnavailableError);
       });
     });
 
@@ -710,7 +719,6 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           eventId: 'evt_poisoned',
           endpoint: DEFAULT_ENDPOINT,
           state: 'pending',
-          body: event.body,
           contentHash: event.contentHash,
           eventType: 'shipment.in_transit',
           attempts: 1,
@@ -1300,7 +1308,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         await deadRow('evt_list_replayed', T0 + 100);
         await ledger.replay({ ...key('evt_list_replayed'), operator: 'ops', reason: 'fixed', nowMs: T0 + 200 });
         await claim(shipmentEvent('evt_list_crashed'), { nowMs: T0, policy: retryPolicy(1, [30]) });
-        await ledger.markExhausted(key('evt_list_crashed'), T0 + LEASE_MS);
+        await ledger.markExhausted(key('evt_list_crashed'), T0 + LEASE_MS, shipmentEvent('evt_list_crashed').body);
 
         expect((await ledger.listByState('dead')).records.map((r) => r.eventId)).toStrictEqual(['evt_list_invalid', 'evt_list_crashed']);
         expect((await ledger.listByState('pending')).records.map((r) => r.eventId)).toStrictEqual(['evt_list_replayed']);
@@ -1740,7 +1748,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           await claim(shipmentEvent('evt_park_spent'), { endpoint: ACME, policy: retryPolicy(1, [30]) });
           await park(shipmentEvent('evt_park_spent'), { nowMs: T0 + LEASE_MS });
 
-          const dead = await ledger.markExhausted(key('evt_park_spent', ACME), T0 + LEASE_MS + 1);
+          const dead = await ledger.markExhausted(key('evt_park_spent', ACME), T0 + LEASE_MS + 1, shipmentEvent('evt_park_spent').body);
 
           expect(dead.state).toBe('dead');
           expect(dead.parkedAt).toBeUndefined();

@@ -345,6 +345,7 @@ export function shipmentHeadsContract(name: string, makeHeads: MakeShipmentHeads
           eventId: 'evt_row_1',
           endpoint: ACME,
           claimToken: dying.claimToken,
+          body: shipmentEvent('evt_row_1').body,
           attempt: { attempt: 1, at: T0, outcome: 'rejected', status: 400, durationMs: 5 },
           outcome: { kind: 'rejected', status: 400, responseStart: 'no' },
           next: { state: 'dead', reason: 'rejected', detail: 'rejected (400)' },

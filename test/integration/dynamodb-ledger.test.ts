@@ -209,6 +209,7 @@ describe('DynamoDbLedger on dynalite', () => {
         eventId: 'evt_lost_replay',
         endpoint: DEFAULT_ENDPOINT,
         claimToken: claimed.claimToken,
+        body: shipmentEvent(claimed.eventId).body,
         attempt: { attempt: claimed.attempts, at: T0, outcome: 'rejected', status: 400, durationMs: 40 },
         outcome: { kind: 'rejected', status: 400, responseStart: '' },
         next: { state: 'dead', reason: 'rejected', detail: 'rejected (400)' },
@@ -257,6 +258,7 @@ describe('DynamoDbLedger on dynalite', () => {
         eventId: 'evt_cheap',
         endpoint: DEFAULT_ENDPOINT,
         claimToken: claimed.claimToken,
+        body: shipmentEvent(claimed.eventId).body,
         attempt: { attempt: claimed.attempts, at: T0, outcome: 'accepted', status: 200, durationMs: 40 },
         outcome: { kind: 'accepted', status: 200 },
         next: { state: 'delivered' },
@@ -302,6 +304,7 @@ describe('DynamoDbLedger on dynalite', () => {
           eventId: 'evt_full',
           endpoint: DEFAULT_ENDPOINT,
           claimToken: attempt.claimToken,
+          body: shipmentEvent(attempt.eventId).body,
           attempt: { attempt: n, at: T0 + n * 1000, outcome: 'temporary', status: 503, durationMs: 40 },
           outcome: { kind: 'temporary', status: 503 },
           next: { state: 'pending', nextAttemptAt: T0 + (n + 1) * 1000 },
@@ -316,6 +319,7 @@ describe('DynamoDbLedger on dynalite', () => {
         eventId: 'evt_full',
         endpoint: DEFAULT_ENDPOINT,
         claimToken: claimed.claimToken,
+        body: shipmentEvent(claimed.eventId).body,
         attempt: { attempt: claimed.attempts, at: T0 + 100_000, outcome: 'accepted', status: 200, durationMs: 40 },
         outcome: { kind: 'accepted', status: 200 },
         next: { state: 'delivered' },
@@ -366,13 +370,25 @@ describe('DynamoDbLedger on dynalite', () => {
     });
 
     it('follows the Query past its 1 MB page: five deliveries of the largest event', async () => {
-      // Prepare: five rows of 256 KB bodies, more than one Query page holds.
+      // Prepare: five rows of 256 KB bodies (each stored by a failed first attempt), more than one Query page holds.
       const base = shipmentEvent('evt_fan_big', { data: { note: '' } }).body.length;
       const fields = { data: { note: 'x'.repeat(MAX_PAYLOAD_LIMIT_BYTES - base) } };
       const parsed = parseEvent(JSON.stringify({ ...JSON.parse(shipmentEvent('evt_fan_big').body), ...fields }), MAX_PAYLOAD_LIMIT_BYTES);
       if (!parsed.ok) throw parsed.error;
       const endpoints = ['e1', 'e2', 'e3', 'e4', 'e5'];
-      for (const endpoint of endpoints) await ledger.claim({ ...claimInput('evt_fan_big', { endpoint }), event: parsed.value });
+      for (const endpoint of endpoints) {
+        const claimed = await ledger.claim({ ...claimInput('evt_fan_big', { endpoint }), event: parsed.value });
+        await ledger.recordAttempt({
+          eventId: 'evt_fan_big',
+          endpoint,
+          claimToken: claimed.claimToken,
+          body: parsed.value.body,
+          attempt: { attempt: 1, at: T0, outcome: 'temporary', status: 503, durationMs: 40 },
+          outcome: { kind: 'temporary', status: 503 },
+          next: { state: 'pending', nextAttemptAt: T0 + 60_000 },
+          nowMs: T0 + 40,
+        });
+      }
       counter.reset();
 
       // Act
@@ -441,13 +457,14 @@ describe('DynamoDbLedger on dynalite', () => {
       expect(released.ls).toStrictEqual({ S: `${T0 + 900} carrier-acme evt_shape` });
     });
 
-    it('adds nothing to a row never parked: a delivery claimed and recorded has the attributes it had before parking existed', async () => {
+    it('adds nothing to a row never parked: a delivery claimed and recorded delivered has its attributes, the body (`b`) not among them', async () => {
       const claimed = await ledger.claim(claimInput('evt_never_parked', { endpoint: ACME }));
       const whileClaimed = Object.keys(await storedItem('evt_never_parked')).sort();
       await ledger.recordAttempt({
         eventId: 'evt_never_parked',
         endpoint: ACME,
         claimToken: claimed.claimToken,
+        body: shipmentEvent(claimed.eventId).body,
         attempt: { attempt: 1, at: T0, outcome: 'accepted', status: 200, durationMs: 40 },
         outcome: { kind: 'accepted', status: 200 },
         next: { state: 'delivered' },
@@ -455,8 +472,8 @@ describe('DynamoDbLedger on dynalite', () => {
       });
       const delivered = Object.keys(await storedItem('evt_never_parked')).sort();
 
-      expect(whileClaimed).toStrictEqual(['b', 'c', 'ct', 'endpoint', 'eventId', 'h', 'hi', 'le', 'lo', 'm', 'n', 'na', 'p', 'rs', 's', 't', 'x']);
-      expect(delivered).toStrictEqual(['b', 'c', 'da', 'endpoint', 'eventId', 'h', 'hi', 'm', 'n', 'o', 'p', 'rs', 's', 't', 'x']);
+      expect(whileClaimed).toStrictEqual(['c', 'ct', 'endpoint', 'eventId', 'h', 'hi', 'le', 'lo', 'm', 'n', 'na', 'p', 'rs', 's', 't', 'x']);
+      expect(delivered).toStrictEqual(['c', 'da', 'endpoint', 'eventId', 'h', 'hi', 'm', 'n', 'o', 'p', 'rs', 's', 't', 'x']);
     });
 
     it('keeps a parked 300-byte event within one write unit, and its index entry to keys alone', async () => {
@@ -485,6 +502,7 @@ describe('DynamoDbLedger on dynalite', () => {
         eventId: 'evt_park_existing',
         endpoint: ACME,
         claimToken: claimed.claimToken,
+        body: shipmentEvent(claimed.eventId).body,
         attempt: { attempt: 1, at: T0, outcome: 'temporary', status: 503, durationMs: 40 },
         outcome: { kind: 'temporary', status: 503 },
         next: { state: 'pending', nextAttemptAt: T0 + 30_000 },
@@ -628,6 +646,7 @@ describe('DynamoDbLedger on dynalite', () => {
           eventId,
           endpoint,
           claimToken: claimed.claimToken,
+          body: shipmentEvent(claimed.eventId).body,
           attempt: { attempt: 1, at: atMs - 10, outcome: 'rejected', status: 400, durationMs: 5 },
           outcome: { kind: 'rejected', status: 400, responseStart: 'no' },
           next: { state: 'dead', reason: 'rejected', detail: 'rejected (400)' },
@@ -658,12 +677,13 @@ describe('DynamoDbLedger on dynalite', () => {
       const claimed = await ledger.claim(claimInput('evt_domain'));
       const errors = [
         await rejectionOf(ledger.claim(claimInput('evt_domain', { owner: 'worker-b' })), ClaimRefusedError),
-        await rejectionOf(ledger.markExhausted({ eventId: 'evt_domain', endpoint: DEFAULT_ENDPOINT }, T0), LeaseLostError),
+        await rejectionOf(ledger.markExhausted({ eventId: 'evt_domain', endpoint: DEFAULT_ENDPOINT }, T0, shipmentEvent('evt_domain').body), LeaseLostError),
         await rejectionOf(
           ledger.recordAttempt({
             eventId: 'evt_domain',
             endpoint: DEFAULT_ENDPOINT,
             claimToken: 'not-this-claim',
+            body: shipmentEvent('evt_domain').body,
             attempt: { attempt: claimed.attempts, at: T0, outcome: 'temporary', status: 503, durationMs: 40 },
             outcome: { kind: 'temporary', status: 503 },
             next: { state: 'pending', nextAttemptAt: T0 + 30_000 },
@@ -711,6 +731,7 @@ describe('DynamoDbLedger on dynalite', () => {
         eventId: 'evt_plain',
         endpoint: DEFAULT_ENDPOINT,
         claimToken: claimed.claimToken,
+        body: shipmentEvent(claimed.eventId).body,
         attempt: { attempt: claimed.attempts, at: T0, outcome: 'temporary', status: undefined, cause: 'dns', durationMs: 3 },
         outcome: { kind: 'temporary', status: undefined, cause: 'dns', retryAfterSeconds: undefined },
         next: { state: 'pending', nextAttemptAt: T0 + 30_000 },
@@ -760,15 +781,21 @@ describe('DynamoDbLedger on dynalite', () => {
       const base = shipmentEvent(eventId, { data: { note: '' } }).body.length;
       const event = shipmentEvent(eventId, { data: { note: 'x'.repeat(bytes - base) } });
       expect(event.body).toHaveLength(bytes);
+      sized.set(eventId, event.body);
       return event;
     }
 
-    async function record(claimed: ClaimedRecord, outcome: AttemptOutcome, next: AttemptNext, nowMs: number): Promise<void> {
+    /** The body a claim was for: this suite's events are `shipmentEvent(id)` but for the sized ones. */
+    const sized = new Map<string, string>();
+    const bodyOf = (claimed: ClaimedRecord) => sized.get(claimed.eventId) ?? shipmentEvent(claimed.eventId).body;
+
+    async function record(claimed: ClaimedRecord, body: string, outcome: AttemptOutcome, next: AttemptNext, nowMs: number): Promise<void> {
       const status = 'status' in outcome ? outcome.status : undefined;
       await ledger.recordAttempt({
         eventId: claimed.eventId,
         endpoint: claimed.endpoint,
         claimToken: claimed.claimToken,
+        body,
         attempt: { attempt: claimed.attempts, at: nowMs - 120, outcome: outcome.kind, status, durationMs: 120 },
         outcome,
         next,
@@ -790,7 +817,7 @@ describe('DynamoDbLedger on dynalite', () => {
         sizes.push(itemSizeBytes(await storedItem(event.event.id)));
         const last = n === attempts;
         const outcome: AttemptOutcome = last ? { kind: 'accepted', status: 200 } : { kind: 'temporary', status: 503 };
-        await record(claimed, outcome, last ? { state: 'delivered' } : { state: 'pending', nextAttemptAt: atMs + 30_000 }, atMs + 200);
+        await record(claimed, bodyOf(claimed), outcome, last ? { state: 'delivered' } : { state: 'pending', nextAttemptAt: atMs + 30_000 }, atMs + 200);
         sizes.push(itemSizeBytes(await storedItem(event.event.id)));
       }
 
@@ -807,6 +834,7 @@ describe('DynamoDbLedger on dynalite', () => {
       if (!parsed.ok) throw parsed.error;
       const event = parsed.value;
       expect(event.body).toHaveLength(MAX_PAYLOAD_LIMIT_BYTES);
+      sized.set(event.event.id, event.body);
       const wide = '\u{1F4E6}';
       const replayed = { operator: wide.repeat(OPERATOR_MAX_CHARS), reason: wide.repeat(REASON_MAX_CHARS), caller: wide.repeat(CALLER_MAX_CHARS) };
       const rejected: AttemptOutcome = { kind: 'rejected', status: 400, responseStart: 'bad carrier' };
@@ -816,7 +844,7 @@ describe('DynamoDbLedger on dynalite', () => {
       for (let n = 1; n <= 2 * MAX_AUDIT; n++) {
         const atMs = T0 + n * 60_000;
         const claimed = await ledger.claim({ ...claimInput(event.event.id, { nowMs: atMs }), event });
-        await record(claimed, rejected, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, atMs + 100);
+        await record(claimed, bodyOf(claimed), rejected, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, atMs + 100);
         await ledger.replay({ eventId: event.event.id, endpoint: DEFAULT_ENDPOINT, ...replayed, nowMs: atMs + 200 });
         sizes.push(itemSizeBytes(await storedItem(event.event.id)));
       }
@@ -831,7 +859,7 @@ describe('DynamoDbLedger on dynalite', () => {
     it('writes no listing index key on an event delivered at its first attempt', async () => {
       const claimed = await ledger.claim(claimInput('evt_unlisted'));
       const whileClaimed = await storedItem('evt_unlisted');
-      await record(claimed, { kind: 'accepted', status: 200 }, { state: 'delivered' }, T0 + 100);
+      await record(claimed, bodyOf(claimed), { kind: 'accepted', status: 200 }, { state: 'delivered' }, T0 + 100);
       const delivered = await storedItem('evt_unlisted');
 
       for (const item of [whileClaimed, delivered]) {
@@ -844,12 +872,12 @@ describe('DynamoDbLedger on dynalite', () => {
       const keys: (string | undefined)[] = [];
       for (let n = 1; n <= 3; n++) {
         const claimed = await ledger.claim(claimInput('evt_retried', { nowMs: T0 + n * 60_000, policy: retryPolicy(6, [30]) }));
-        await record(claimed, { kind: 'temporary', status: 503 }, { state: 'pending', nextAttemptAt: T0 + n * 60_000 + 30_000 }, T0 + n * 60_000 + 100);
+        await record(claimed, bodyOf(claimed), { kind: 'temporary', status: 503 }, { state: 'pending', nextAttemptAt: T0 + n * 60_000 + 30_000 }, T0 + n * 60_000 + 100);
         const item = await storedItem('evt_retried');
         keys.push(`${item.lk?.S} ${item.ls?.S}`);
       }
       const last = await ledger.claim(claimInput('evt_retried', { nowMs: T0 + 240_000, policy: retryPolicy(6, [30]) }));
-      await record(last, { kind: 'accepted', status: 200 }, { state: 'delivered' }, T0 + 240_100);
+      await record(last, bodyOf(last), { kind: 'accepted', status: 200 }, { state: 'delivered' }, T0 + 240_100);
       const delivered = await storedItem('evt_retried');
 
       expect(new Set(keys).size).toBe(1);

@@ -245,6 +245,7 @@ describe('Function: registryEndpoints', () => {
       eventId: 'evt_gone_endpoint',
       endpoint: 'removed',
       claimToken,
+      body: parsed.value.body,
       nowMs,
       attempt: { attempt: 1, at: nowMs, outcome: 'temporary', status: 503, durationMs: 1 },
       outcome: { kind: 'temporary', status: 503 },

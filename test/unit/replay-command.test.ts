@@ -97,6 +97,7 @@ async function delivery(
     eventId,
     endpoint,
     claimToken,
+    body: parsed.value.body,
     nowMs: atMs,
     attempt: { attempt: 1, at: atMs - 100, outcome: outcome.kind, status: outcome.status, durationMs: 100 },
     outcome,
@@ -154,7 +155,7 @@ describe('Command: status per delivery', () => {
     expect(result.human.split('\n')).toContain('endpoint      crm');
   });
 
-  it('prints the stored event with --body, the same whichever delivery', async () => {
+  it('prints the stored event with --body, the same whichever delivery (one accepted at its first attempt stores none)', async () => {
     const { ledger, ctx } = setup();
     await delivery(ledger, 'evt_fan', 'billing', 'rejected');
     await delivery(ledger, 'evt_fan', 'crm', 'delivered');
@@ -162,8 +163,21 @@ describe('Command: status per delivery', () => {
     const all = await statusCommand(ctx, 'evt_fan', { body: true });
     const one = await statusCommand(ctx, 'evt_fan', { body: true, endpoint: 'crm' });
 
+    expect(await ledger.get({ eventId: 'evt_fan', endpoint: 'crm' })).not.toHaveProperty('body');
     expect(all.human).toBe(body('evt_fan'));
     expect(one.human).toBe(body('evt_fan'));
+  });
+
+  it('says with --body that an event accepted at its first attempt everywhere keeps no body', async () => {
+    const { ledger, ctx } = setup();
+    await delivery(ledger, 'evt_quick', 'crm', 'delivered');
+
+    const error = await rejectionOf(statusCommand(ctx, 'evt_quick', { body: true }), CommandFailedError);
+
+    expect(error.code).toBe('no-body');
+    expect(error.message).toBe(
+      'event evt_quick keeps no body: each delivery was accepted at its first attempt (a body is stored only once a delivery may be sent again: after a failure, parked, waiting or dead)',
+    );
   });
 
   it('fails with one line for an unknown event, and names the deliveries there are for an endpoint it has none to', async () => {

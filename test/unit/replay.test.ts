@@ -45,6 +45,7 @@ async function ledgerWith(state: 'dead' | 'pending'): Promise<MemoryLedger> {
   await ledger.recordAttempt({
     ...key,
     claimToken,
+    body: event.body,
     nowMs: NOW_MS + 10,
     attempt: { attempt: 1, at: NOW_MS, outcome: state === 'dead' ? 'rejected' : 'temporary', status: state === 'dead' ? 400 : 503, durationMs: 10 },
     outcome: state === 'dead' ? rejected : temporary,
