@@ -58,13 +58,13 @@ export type Change =
   | { readonly op: 'unlist' };
 
 const DEAD_FIELDS: Field[] = ['deadReason', 'deadDetail', 'deadAt'];
+/** What a settled row no longer has: its lease or wait, and its parked marker (a late 2xx on a parked row). */
+const SETTLED_DROPS: Field[] = ['leaseExpiresAt', 'nextAttemptAt', 'parkedAt'];
 
 /** The event's body, where the row has none yet (a row's body never changes once written). */
 function keepBody(body: string): Change {
   return { op: 'init', field: 'body', value: body };
 }
-/** What a settled row no longer has: its lease or wait, and its parked marker (a late 2xx on a parked row). */
-const SETTLED_DROPS: Field[] = ['leaseExpiresAt', 'nextAttemptAt', 'parkedAt'];
 
 /** The claim of a row (the one a new event gets, where there was none) under `claimToken`. */
 export function claimChanges(input: ClaimInput, claimToken: string): Change[] {
