@@ -475,15 +475,21 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
   // dead at an endpoint whose onDead is `continue`. Repeated on every return of a settled event's
   // message (idempotent), so a crash between recording and passing loses no turn. If it fails, the
   // message is kept and returns.
+  //
+  // A row numbered while its endpoint was ordered passes its turn on as well after ordering was
+  // turned off (as with `continue`): the events waiting behind it are woken and then sent, unordered,
+  // never stranded. Rows numbered none (events since) touch no head.
+  sequence ??= result.sequence;
+  const settling = ordering ?? (sequence !== undefined && plan.kind === 'deliver' ? orderingOf(plan, deps, { numbered: true }) : undefined);
   const passes =
-    ordering !== undefined &&
+    settling !== undefined &&
     sequence !== undefined &&
     ((decision.action === 'ack' && decision.why !== 'parked') ||
-      (decision.action === 'dead-letter' && settlesTurn(decision.reason) && ordering.onDead === 'continue'));
+      (decision.action === 'dead-letter' && settlesTurn(decision.reason) && settling.onDead === 'continue'));
   let woken: string | undefined;
   if (passes) {
     try {
-      woken = await passTurn(ordering.event.event.shipmentId, ordering.endpoint, sequence!, ordering.deps, logger);
+      woken = await passTurn(settling.event.event.shipmentId, settling.endpoint, sequence!, settling.deps, logger);
     } catch (error) {
       logger.error('delivery failed', { eventId: decision.eventId, action: 'error', why: 'turn-not-passed', ...errorFields(error) });
       return true;
@@ -529,7 +535,7 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
           ...(endpoint ? { endpoint: endpoint.name } : {}),
           // Only the event's own death says what became of its shipment: an identity conflict (another
           // content under its ID) leaves the event's row, and the turn, to the event's own delivery.
-          ...(ordering !== undefined && sequence !== undefined && settlesTurn(decision.reason) ? { ordering: passes ? 'continued' : 'held' } : {}),
+          ...(settling !== undefined && sequence !== undefined && settlesTurn(decision.reason) ? { ordering: passes ? 'continued' : 'held' } : {}),
         });
         metrics.add('DeadLetters', 1, name);
         return done(false, { reason: decision.reason, ...orderFields });
@@ -548,10 +554,14 @@ function isOrdered(endpoint: Endpoint): boolean {
   return endpoint.ordering === 'per-shipment';
 }
 
-/** What ordering needs for a delivery to an endpoint ordered per shipment; undefined for any other. */
-function orderingOf(plan: Plan & { kind: 'deliver' }, deps: BatchDeps) {
+/**
+ * What ordering needs for a delivery to an endpoint ordered per shipment; undefined for any other,
+ * unless `numbered`: its row has a number from when its endpoint was ordered (its turn is passed on
+ * as under `continue`).
+ */
+function orderingOf(plan: Plan & { kind: 'deliver' }, deps: BatchDeps, options: { readonly numbered?: boolean } = {}) {
   const { heads } = deps;
-  if (heads === undefined || !isOrdered(plan.endpoint) || plan.parsed === undefined) return undefined;
+  if (heads === undefined || (!isOrdered(plan.endpoint) && options.numbered !== true) || plan.parsed === undefined) return undefined;
   const orderingDeps: OrderingDeps = {
     heads,
     ledger: deps.delivery.ledger,
@@ -559,7 +569,8 @@ function orderingOf(plan: Plan & { kind: 'deliver' }, deps: BatchDeps) {
     now: deps.delivery.now,
     retentionSeconds: deps.delivery.retentionSeconds,
   };
-  return { event: plan.parsed, endpoint: plan.endpoint.name, onDead: plan.endpoint.onDead, deps: orderingDeps };
+  const onDead = isOrdered(plan.endpoint) ? plan.endpoint.onDead : 'continue';
+  return { event: plan.parsed, endpoint: plan.endpoint.name, onDead, deps: orderingDeps };
 }
 
 /**

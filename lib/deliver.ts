@@ -57,6 +57,13 @@ export interface DeliveryResult {
   readonly decision: QueueDecision;
   /** Present when this delivery sent a request. */
   readonly attempt?: AttemptReport;
+  /** The row's shipment sequence, when it has one (numbered at an endpoint ordered per shipment). */
+  readonly sequence?: number;
+}
+
+/** A decision about a row, with the row's shipment sequence if it has one. */
+function about(row: { readonly sequence?: number }, decision: QueueDecision, attempt?: AttemptReport): DeliveryResult {
+  return { decision, ...(attempt ? { attempt } : {}), ...(row.sequence !== undefined ? { sequence: row.sequence } : {}) };
 }
 
 export interface DeliverDeps {
@@ -130,7 +137,7 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
       ...(deps.sequence !== undefined ? { sequence: deps.sequence } : {}),
     });
   } catch (error) {
-    if (error instanceof ClaimRefusedError) return { decision: await decideWithoutSending(error.record, event, deps) };
+    if (error instanceof ClaimRefusedError) return about(error.record, await decideWithoutSending(error.record, event, deps));
     throw error;
   }
 
@@ -180,12 +187,12 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
   } catch (error) {
     // Our lease lapsed and another worker moved the row on: its state decides, not our outcome.
     if (error instanceof LeaseLostError) {
-      return { decision: await decideWithoutSending(error.record, event, deps), attempt };
+      return about(error.record, await decideWithoutSending(error.record, event, deps), attempt);
     }
     throw error;
   }
   deps.checkpoint?.('after-record');
-  return { decision, attempt };
+  return about(claimed, decision, attempt);
 }
 
 /**

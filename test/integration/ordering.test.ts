@@ -154,6 +154,8 @@ interface Started {
   readonly deadLetterQueueUrl: string;
   /** The ordered intake: a FIFO queue of its own (its records' ARN ends in `.fifo`). */
   readonly orderedQueueUrl: string;
+  /** The registry the handler reads (no cache): a change is seen by the next invocation. */
+  readonly registry: DynamoDbEndpointRegistry;
 }
 
 /** Fresh queues, a registry holding the one ordered endpoint, and a cold start reading it with no cache. */
@@ -180,7 +182,7 @@ async function start(onDead: 'continue' | 'hold'): Promise<Started> {
     AWS_ENDPOINT_URL_DYNAMODB: proxy.dynamodbUrl,
     AWS_ENDPOINT_URL_SQS: proxy.sqsUrl,
   });
-  return { handler, ...queues, orderedQueueUrl: orderedQueueUrl! };
+  return { handler, ...queues, orderedQueueUrl: orderedQueueUrl!, registry };
 }
 
 function event(id: string, shipmentId: string, status = 'in_transit'): string {
@@ -360,6 +362,39 @@ describe('Handler: consumer, an endpoint ordered per shipment', () => {
     expect(conflict!.MessageAttributes).toMatchObject({ reason: { StringValue: 'identity-conflict' }, eventId: { StringValue: e2 } });
     expect(conflict!.MessageAttributes).not.toHaveProperty('ordering');
     expect(await heads.get(shipment, ENDPOINT)).toMatchObject({ assigned: 3, next: 4 });
+  });
+
+  it('after ordering is turned off, an event numbered while ordered still passes its turn: the one waiting behind it is sent, not stranded', async () => {
+    // Prepare: e1 retrying (503), e2 waiting behind it; then the endpoint's ordering turned off.
+    const started = await start('continue');
+    const shipment = 'shp_ordi_off';
+    const [e1, e2, e3] = ['evt_ordo_1', 'evt_ordo_2', 'evt_ordo_3'];
+    acme.respondTo(e1, 503);
+    await send(started.queueUrl, event(e1, shipment));
+    await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+    await send(started.queueUrl, event(e2, shipment));
+    await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+    expect(await heads.get(shipment, ENDPOINT)).toMatchObject({ next: 1, waiting: { 2: e2 } });
+    const current = (await started.registry.get(ENDPOINT))!;
+    await started.registry.update({ ...current.fields, ordering: 'none' }, current.updatedAt, Date.now());
+
+    // Act: e1's retry is delivered; the wake-up it sends is handled; a new event of the shipment comes.
+    await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+    const [wakeUp] = await harness.receive(started.queueUrl, 1);
+    await invoke(started.handler, started.queueUrl, [wakeUp!]);
+    const beforeNew = proxy.calls.length;
+    await send(started.queueUrl, event(e3, shipment));
+    await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+
+    // Assess: e2 woken and delivered with its number; e3, admitted unordered, has none and touched no head.
+    expect(idsOf([wakeUp!])).toEqual([e2]);
+    expect(requestsOf([e1, e2])).toEqual([`${e1}:1`, `${e1}:1`, `${e2}:2`]);
+    expect(await ledger.get({ eventId: e2, endpoint: ENDPOINT })).toMatchObject({ state: 'delivered', sequence: 2 });
+    expect(await heads.get(shipment, ENDPOINT)).toMatchObject({ assigned: 2, next: 3, waiting: {} });
+    expect(await ledger.get({ eventId: e3, endpoint: ENDPOINT })).toMatchObject({ state: 'delivered' });
+    expect(await ledger.get({ eventId: e3, endpoint: ENDPOINT })).not.toHaveProperty('sequence');
+    expect(callsSince(beforeNew).filter((call) => call.endsWith('head'))).toEqual([]);
+    expect(await receiveNow(started.queueUrl)).toEqual([]);
   });
 
   it('with onDead continue, a rejected event is dead-lettered as continued and the next goes', async () => {
