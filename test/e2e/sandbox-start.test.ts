@@ -3,7 +3,7 @@
  * events, each the ones it subscribes to (one event fans out to both); READY on stdout, a clean
  * stop on SIGTERM. And the start-up refusals: an invalid setting or endpoints file exits 2.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -16,14 +16,14 @@ const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 let sandbox: SandboxProcess;
 
 beforeAll(async () => {
-  sandbox = await startSandboxProcess({ via: 'tsx' });
+  sandbox = await startSandboxProcess();
 }, 90_000);
 
 afterAll(async () => {
   await sandbox?.stop('SIGKILL');
 });
 
-describe('npm start (tsx sandbox/main.ts)', () => {
+describe('npm start (node --import tsx sandbox/main.ts)', () => {
   it('prints READY with every endpoint and writes the same object to the state file', () => {
     expect(Object.keys(sandbox.ready).sort()).toEqual([
       'deadLetterQueueUrl',
@@ -103,7 +103,7 @@ describe('npm start (tsx sandbox/main.ts)', () => {
     const ended = await sandbox.stop('SIGTERM');
 
     expect(ended).toEqual({ code: 0, signal: null });
-    expect(existsSync(sandbox.stateFile)).toBe(false);
+    expect(sandbox.stateFileAtExit()).toBe(false);
   });
 });
 

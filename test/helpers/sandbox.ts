@@ -5,7 +5,7 @@
  * gives endpoints), removed once the sandbox has exited.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -29,18 +29,13 @@ export interface SandboxProcess {
   waitForLog(pattern: RegExp): Promise<string>;
   /** Sends `signal` (SIGKILL: to the whole process group) and resolves with how it ended. */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Whether its state file was still there when it exited (undefined while it runs). */
+  stateFileAtExit(): boolean | undefined;
 }
 
 export interface StartOptions {
   /** Variables on top of a clean environment (no inherited HANDOFF_* or AWS_*). */
   readonly env?: Record<string, string>;
-  /**
-   * `tsx`: the `npm start` script's own command (`exec tsx sandbox/main.ts`), which relays signals.
-   * `node` (default): `node --import tsx sandbox/main.ts`, so the child is the sandbox itself.
-   * (`npm start` would stop as cleanly on SIGTERM, the script being an `exec`; the tests skip
-   * npm's own start-up.)
-   */
-  readonly via?: 'tsx' | 'node';
   /**
    * The endpoints (sandbox/endpoints-file.ts): written, 0600, to `endpoints.json` beside the state
    * file, and named by `HANDOFF_ENDPOINTS_FILE`. A string is written as it is (a file to refuse).
@@ -90,11 +85,10 @@ function spawnSandbox(options: StartOptions, stateFile: string, directory: strin
     ...(options.endpointsCacheMs !== undefined ? { HANDOFF_ENDPOINTS_CACHE_MS: String(options.endpointsCacheMs) } : {}),
     ...options.env,
   };
-  // Its own process group, so a forced stop can take the whole tree (tsx, sandbox, workers).
+  // Its own process group, so a forced stop can take the whole tree (sandbox, workers). The command
+  // is the `npm start` script's (an `exec`, so the child is the sandbox itself), without npm's start-up.
   const spawnOptions: SpawnOptions = { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true };
-  return options.via === 'tsx'
-    ? spawn(join(ROOT, 'node_modules/.bin/tsx'), ['sandbox/main.ts'], spawnOptions)
-    : spawn(process.execPath, ['--import', 'tsx', 'sandbox/main.ts'], spawnOptions);
+  return spawn(process.execPath, ['--import', 'tsx', 'sandbox/main.ts'], spawnOptions);
 }
 
 export async function startSandboxProcess(options: StartOptions = {}): Promise<SandboxProcess> {
@@ -104,9 +98,11 @@ export async function startSandboxProcess(options: StartOptions = {}): Promise<S
   const stderrLines: string[] = [];
   const live = new Set<number>();
   const watchers: { pattern: RegExp; resolve: (line: string) => void }[] = [];
+  let stateFileAtExit: boolean | undefined;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => {
-      // After the exit: a sandbox stopped cleanly has removed its state file; a killed one has not.
+      // A sandbox stopped cleanly has removed its state file; a killed one has not. Seen, then the directory goes.
+      stateFileAtExit = existsSync(stateFile);
       rmSync(directory, { recursive: true, force: true });
       resolve({ code, signal });
     }),
@@ -150,6 +146,7 @@ export async function startSandboxProcess(options: StartOptions = {}): Promise<S
       const seen = stderrLines.find((line) => pattern.test(line));
       return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => watchers.push({ pattern, resolve }));
     },
+    stateFileAtExit: () => stateFileAtExit,
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) {
         if (signal === 'SIGKILL') process.kill(-child.pid!, 'SIGKILL');
