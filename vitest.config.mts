@@ -5,8 +5,7 @@ export default defineConfig({
     // The default `forks` pool: NodejsFunction bundling breaks under `threads`.
     pool: 'forks',
     // Three test files at a time on CI's two cores (the default there is one): the e2e files mostly
-    // wait on child processes and timers. Whole suite, 2 cores, a shared machine: 831 s at 1 (677 s
-    // quiet), 568 s at 2, 475, 403 and 379 s at 3, all green.
+    // wait on child processes and timers (the times are in the README's testing section).
     maxWorkers: 3,
     include: ['test/**/*.test.ts'],
     // The SDK's notice that its 2027 releases need Node 22; the lockfile keeps us on ones that run on 20.
