@@ -75,7 +75,7 @@ import type { HealthTracker } from './endpoints/health';
 import { RATE_HORIZON_MS, slotIntervalMs, type RateLimiter } from './endpoints/rate-limit';
 import { parseEvent, type ParsedEvent } from './event';
 import { batchItemFailures, fromFifoQueue, inGroupOrder } from './fifo';
-import type { ShipmentHeads } from './ledger/shipment-heads';
+import { SequenceLimitError, type ShipmentHeads } from './ledger/shipment-heads';
 import { admissionFrom, admissionOfRow, admitOrdered, passTurn, takeTurn, type OrderingDeps } from './ordering';
 import { errorFields, type Logger, type MetricsRecorder } from './observability';
 import { describeOutcome } from './outcome';
@@ -230,7 +230,16 @@ async function planOf(record: SQSRecord, endpoints: ReadonlyMap<string, Endpoint
   if (heads !== undefined) {
     const unnumbered = routed.filter((endpoint) => isOrdered(endpoint) && !admissions.has(endpoint.name));
     await Promise.all(
-      unnumbered.map(async (endpoint) => admissions.set(endpoint.name, admissionFrom(await admitOrdered(parsed.value, endpoint.name, { heads })))),
+      unnumbered.map(async (endpoint) => {
+        try {
+          admissions.set(endpoint.name, admissionFrom(await admitOrdered(parsed.value, endpoint.name, { heads })));
+        } catch (error) {
+          // A shipment out of numbers at one endpoint holds up that endpoint's delivery alone (it
+          // fails there, and its message returns); the other endpoints' are fanned out all the same.
+          if (!(error instanceof SequenceLimitError)) throw error;
+          deps.logger.warn('sequence limit', { eventId: event.id, endpoint: endpoint.name, max: error.max });
+        }
+      }),
     );
   }
   return { kind: 'fan-out', eventId: event.id, endpoints: routed, admissions };

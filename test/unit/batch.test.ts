@@ -317,6 +317,24 @@ describe('Function: processBatch routing', () => {
       ]);
     });
 
+    it("fans an event out to the other endpoints when its shipment is out of numbers at an ordered one", async () => {
+      const ordered = endpoint('carrier-acme', { ...acme, ordering: 'per-shipment' });
+      const { deps, queue, lines } = routed([ordered, notify]);
+      const heads = new MemoryShipmentHeads({ maxSequence: 1 });
+      await heads.assign('shp_1', 'carrier-acme', 'evt_first');
+      const record = { ...fifo('evt_a9', 'A'), body: fifo('evt_a9', 'A').body.replace('in_transit', 'delivered') };
+
+      const response = await processBatch([record], { ...deps, heads });
+
+      expect(response.batchItemFailures).toEqual([]);
+      // Both endpoints' messages go; the ordered one's carries no number (its delivery meets the limit).
+      expect(queue.fannedOut.flat().map((m) => [m.endpoint, m.admission])).toEqual([
+        ['carrier-acme', undefined],
+        ['notifications', undefined],
+      ]);
+      expect(lines).toContainEqual(expect.objectContaining({ message: 'sequence limit', eventId: 'evt_a9', endpoint: 'carrier-acme', max: 1 }));
+    });
+
     it("reports a group's later records after its first failure, not touching them; other groups go on", async () => {
       const { deps } = routed([acme]);
       let calls = 0;
