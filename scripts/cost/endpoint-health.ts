@@ -189,6 +189,33 @@ interface World {
   consumer(): Promise<{ invoke: Invoke; decisions: Map<string, number> }>;
 }
 
+/**
+ * handoff's consumer on the metered ledger and `registryTable`, counting its decisions by
+ * `action:why` (cleared by the caller per step); its first read of the registry (once per container
+ * and cache age) made unmetered.
+ */
+export async function countingConsumer(options: HealthRunOptions, ledgerTable: string, registryTable: string, nowMs: () => number) {
+  const { meters, proxy, direct } = options;
+  const decisions = new Map<string, number>();
+  const consumer = handoffConsumer({
+    dynamodbEndpoint: proxy.endpoint,
+    direct,
+    tableName: ledgerTable,
+    registryTable,
+    sqs: meters.sqs.client,
+    webhookUrl: meters.receiver.url,
+    clock: { nowMs },
+    onDecision: (d) => {
+      const key = `${d.action}:${d.why ?? ''}`;
+      decisions.set(key, (decisions.get(key) ?? 0) + 1);
+    },
+  });
+  options.closers.push(() => consumer.close());
+  proxy.start();
+  await consumer.invoke([]);
+  return { invoke: consumer.invoke, decisions };
+}
+
 export interface HealthRunOptions {
   readonly meters: Meters;
   readonly proxy: MeteringProxy;
@@ -224,27 +251,7 @@ export async function runHealthScenarios(options: HealthRunOptions): Promise<Hea
       ledgerTable,
       registryTable,
       admin,
-      async consumer() {
-        const decisions = new Map<string, number>();
-        const consumer = handoffConsumer({
-          dynamodbEndpoint: proxy.endpoint,
-          direct,
-          tableName: ledgerTable,
-          registryTable,
-          sqs: meters.sqs.client,
-          webhookUrl: meters.receiver.url,
-          clock: { nowMs },
-          onDecision: (d) => {
-            const key = `${d.action}:${d.why ?? ''}`;
-            decisions.set(key, (decisions.get(key) ?? 0) + 1);
-          },
-        });
-        options.closers.push(() => consumer.close());
-        // Its first read of the registry (once per container and cache age), unmetered.
-        proxy.start();
-        await consumer.invoke([]);
-        return { invoke: consumer.invoke, decisions };
-      },
+      consumer: () => countingConsumer(options, ledgerTable, registryTable, nowMs),
     };
   };
   const newEvents = (count: number) => Array.from({ length: count }, () => `evt_health_${options.prefix}_${(events += 1)}`);

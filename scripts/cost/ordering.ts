@@ -26,31 +26,21 @@
  * before fan-out, and travels on the endpoint message: the same head writes per delivery (the
  * fan-out's SendMessageBatch is counted with fan-out).
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { sqsRecord } from '../../test/helpers/sqs-records';
-import { handoffConsumer } from './consumers';
-import { HEALTH_BATCH, HEALTH_ENDPOINT, HEALTH_EVENT_BYTES, type HealthFigures, type HealthMeasure } from './endpoint-health';
+import { countingConsumer, HEALTH_BATCH, HEALTH_ENDPOINT, HEALTH_EVENT_BYTES, type HealthFigures, type HealthMeasure, type HealthRunOptions } from './endpoint-health';
 import { recordOfSent } from './fan-out';
-import type { MeteringProxy, TableUsage } from './metering-proxy';
-import { eventOfSize, invokeBatch, type Meters } from './runs';
+import type { TableUsage } from './metering-proxy';
+import { eventOfSize, invokeBatch } from './runs';
 
 /** Past any first retry's backoff (the policy's delays are seconds to minutes). */
 const RETRY_DUE_MS = 60 * 60 * 1000;
 
-export interface OrderingRunOptions {
-  readonly meters: Meters;
-  readonly proxy: MeteringProxy;
-  readonly direct: DynamoDBClient;
-  readonly prefix: string;
-  readonly closers: (() => void)[];
-}
-
 /** The measured steps (in the order above); the sums are made from their figures (`orderingSums`). */
-export async function runOrderingScenarios(options: OrderingRunOptions): Promise<HealthMeasure[]> {
+export async function runOrderingScenarios(options: HealthRunOptions): Promise<HealthMeasure[]> {
   const { meters, proxy, direct } = options;
   const ledgerTable = `${options.prefix}-ledger`;
   await createLedgerTable(direct, ledgerTable);
@@ -65,24 +55,7 @@ export async function runOrderingScenarios(options: OrderingRunOptions): Promise
     await createEndpointsTable(direct, registryTable);
     const admin = new DynamoDbEndpointRegistry({ client: direct, tableName: registryTable });
     await seedEndpoints(admin, [{ name: HEALTH_ENDPOINT, url: meters.receiver.url, eventTypes: ['*'], ordering }], Date.now());
-    const decisions = new Map<string, number>();
-    const consumer = handoffConsumer({
-      dynamodbEndpoint: proxy.endpoint,
-      direct,
-      tableName: ledgerTable,
-      registryTable,
-      sqs: meters.sqs.client,
-      webhookUrl: meters.receiver.url,
-      clock: { nowMs: () => Date.now() + clock.offsetMs },
-      onDecision: (d) => {
-        const key = `${d.action}:${d.why ?? ''}`;
-        decisions.set(key, (decisions.get(key) ?? 0) + 1);
-      },
-    });
-    options.closers.push(() => consumer.close());
-    proxy.start();
-    await consumer.invoke([]);
-    return { invoke: consumer.invoke, decisions, registryTable };
+    return { ...(await countingConsumer(options, ledgerTable, registryTable, () => Date.now() + clock.offsetMs)), registryTable };
   };
   type Consumer = Awaited<ReturnType<typeof consumerFor>>;
 
