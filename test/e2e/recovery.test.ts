@@ -6,11 +6,18 @@
  * delivered, once.
  *
  * Timings shortened for the test: the retry waits 4 s (time enough to delete the message first),
- * the queue's visibility timeout is 2 s (the grace is that plus 1 s) and the timer runs every 500 ms.
+ * the queue's visibility timeout is 10 s (the grace is that plus 1 s) and the timer runs every 500 ms.
+ *
+ * What the purge cannot reach is a copy already in a worker's hands, so the test leaves none: the
+ * event goes in as the endpoint message fan-out would make of it (lib/queue/sqs-queue.ts `enqueue`),
+ * so no producer message's fan-out can send one after the purge; and the visibility timeout is long
+ * enough that a first attempt slowed by a busy machine does not see its message received again by
+ * another worker (whose copy, claimed once the retry is due, would deliver it without recovery).
  */
 import { createServer } from 'node:http';
 import { PurgeQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { listenOnLoopback, type Listening } from '../helpers/loopback';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
@@ -42,7 +49,7 @@ beforeAll(async () => {
       HANDOFF_RETRY_SCHEDULE: '4',
       HANDOFF_MAX_ATTEMPTS: '3',
       HANDOFF_ATTEMPT_TIMEOUT_MS: '1000',
-      HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '2',
+      HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '10',
       HANDOFF_RECOVERY_INTERVAL_MS: '500',
     },
   });
@@ -61,7 +68,9 @@ describe('Stuck-work recovery in the sandbox', () => {
     async () => {
       // Prepare: the first attempt fails, then its message is deleted.
       const key = { eventId: 'evt_stranded', endpoint: 'billing' };
-      await clients.send(JSON.stringify({ id: key.eventId, shipmentId: 'shp_1', status: 'delivered', occurredAt: '2026-12-03T05:00:00Z' }));
+      const queue = new SqsDeliveryQueue({ client: clients.sqs, queueUrl: sandbox.ready.queueUrl, deadLetterQueueUrl: sandbox.ready.deadLetterQueueUrl });
+      const event = { id: key.eventId, shipmentId: 'shp_1', status: 'delivered', occurredAt: '2026-12-03T05:00:00Z' };
+      await queue.enqueue(JSON.stringify(event), { endpoint: key.endpoint });
       await eventually('the first attempt to fail', async () => {
         const record = await clients.ledger.get(key);
         return record?.state === 'pending' && record.attempts === 1 && record.nextAttemptAt !== undefined ? record : undefined;
@@ -69,7 +78,7 @@ describe('Stuck-work recovery in the sandbox', () => {
       await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: sandbox.ready.queueUrl }));
 
       // Act: the timer's doing.
-      const line = await sandbox.waitForLog(/evt_stranded → billing enqueued again/);
+      const line = await sandbox.waitForLog(/evt_stranded → billing enqueued again/, SETTLE_MS);
       const delivered = await eventually('the delivery to be delivered', async () => {
         const record = await clients.ledger.get(key);
         return record?.state === 'delivered' ? record : undefined;
@@ -84,6 +93,6 @@ describe('Stuck-work recovery in the sandbox', () => {
       ]);
       expect(await clients.readDeadLetters()).toEqual([]);
     },
-    90_000,
+    3 * SETTLE_MS,
   );
 });

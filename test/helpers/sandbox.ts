@@ -25,8 +25,11 @@ export interface SandboxProcess {
   livePids(): number[];
   /** Every stderr line so far. */
   stderr(): readonly string[];
-  /** Resolves on the first stderr line matching `pattern` (already seen ones count). */
-  waitForLog(pattern: RegExp): Promise<string>;
+  /**
+   * Resolves on the first stderr line matching `pattern` (already seen ones count). With `timeoutMs`,
+   * rejects after that long, quoting the last lines, rather than leaving the test to time out blind.
+   */
+  waitForLog(pattern: RegExp, timeoutMs?: number): Promise<string>;
   /** Sends `signal` (SIGKILL: to the whole process group) and resolves with how it ended. */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Whether its state file was still there when it exited (undefined while it runs). */
@@ -142,9 +145,19 @@ export async function startSandboxProcess(options: StartOptions = {}): Promise<S
     child,
     livePids: () => [...live],
     stderr: () => stderrLines,
-    waitForLog: (pattern) => {
+    waitForLog: (pattern, timeoutMs) => {
       const seen = stderrLines.find((line) => pattern.test(line));
-      return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => watchers.push({ pattern, resolve }));
+      if (seen !== undefined) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const watcher = { pattern, resolve };
+        watchers.push(watcher);
+        if (timeoutMs === undefined) return;
+        setTimeout(() => {
+          if (!watchers.includes(watcher)) return;
+          watchers.splice(watchers.indexOf(watcher), 1);
+          reject(new Error(`no stderr line matched ${pattern} within ${timeoutMs} ms; the last lines:\n${stderrLines.slice(-30).join('\n')}`));
+        }, timeoutMs).unref();
+      });
     },
     stateFileAtExit: () => stateFileAtExit,
     async stop(signal = 'SIGTERM') {
