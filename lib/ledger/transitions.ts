@@ -68,18 +68,10 @@ function keepBody(body: string): Change {
 
 /** The claim of a row (the one a new event gets, where there was none) under `claimToken`. */
 export function claimChanges(input: ClaimInput, claimToken: string): Change[] {
-  const { event, nowMs } = input;
+  const { nowMs } = input;
   return [
-    // A new row's fields. An existing row keeps its own: its content, and above all the policy it
-    // was created with, which a replay must follow too. `createdAt` is absent on an invalid
-    // message's row, so the event that takes it over sets it. Not the body (see above).
-    { op: 'init', field: 'contentHash', value: event.contentHash },
-    { op: 'init', field: 'eventType', value: event.type },
-    { op: 'init', field: 'policy', value: policyCopy(input.policy) },
-    { op: 'init', field: 'maxAttempts', value: input.policy.maxAttempts },
-    { op: 'init', field: 'history', value: [] },
-    { op: 'init', field: 'createdAt', value: nowMs },
-    ...sequenceChanges(input.sequence),
+    // Not the body (see above).
+    ...newRowFields(input),
     // Pending: a claimable row already is; a taken-over invalid row becomes so, and sheds its dead
     // fields (no other claimable row has them).
     { op: 'set', field: 'state', value: 'pending' },
@@ -257,19 +249,25 @@ export function parkChanges(input: ParkInput, existing: { readonly createdAt: nu
   return [...unclaimedRow(input), ...marker];
 }
 
-/** A new row's fields as the claim's (`claimChanges`), but with nothing claimed: no attempt counted. */
+/** A new row's fields as the claim's (`claimChanges`), with the body, but with nothing claimed: no attempt counted. */
 function unclaimedRow(input: ParkInput): Change[] {
-  const { event, nowMs } = input;
+  return [keepBody(input.event.body), ...newRowFields(input), { op: 'init', field: 'attempts', value: 0 }];
+}
+
+/**
+ * A new row's fields, for every write that may create one. An existing row keeps its own: its
+ * content, and above all the policy it was created with, which a replay must follow too.
+ * `createdAt` is absent on an invalid message's row, so the event that takes it over sets it.
+ */
+function newRowFields(input: ClaimInput | ParkInput): Change[] {
   return [
-    { op: 'init', field: 'body', value: event.body },
-    { op: 'init', field: 'contentHash', value: event.contentHash },
-    { op: 'init', field: 'eventType', value: event.type },
+    { op: 'init', field: 'contentHash', value: input.event.contentHash },
+    { op: 'init', field: 'eventType', value: input.event.type },
     { op: 'init', field: 'policy', value: policyCopy(input.policy) },
     { op: 'init', field: 'maxAttempts', value: input.policy.maxAttempts },
     { op: 'init', field: 'history', value: [] },
-    { op: 'init', field: 'createdAt', value: nowMs },
+    { op: 'init', field: 'createdAt', value: input.nowMs },
     ...sequenceChanges(input.sequence),
-    { op: 'init', field: 'attempts', value: 0 },
   ];
 }
 
