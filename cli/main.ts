@@ -225,7 +225,7 @@ Example:
       wholeNumber(1, 1_000_000),
       STATS_MAX_ROWS_DEFAULT,
     )
-    .option('--since <duration>', 'the metrics window: the last 30m, 24h, 7d … (at most 15d)', sinceOption, DEFAULT_STATS_SINCE_MS)
+    .option('--since <duration>', 'the metrics window: the last 30m, 24h, 7d … (at most 15d; default: 24h)', sinceOption)
     .addHelpText(
       'after',
       `
@@ -237,9 +237,9 @@ Examples:
   handoff stats --since 7d --json
   handoff stats --endpoint billing`,
     )
-    .action(async (options: CommonOptions & { maxRows: number; since: number; endpoint?: string }) => {
+    .action(async (options: CommonOptions & { maxRows: number; since?: number; endpoint?: string }) => {
       await run(options, (ctx) =>
-        statsCommand(ctx, { maxRowsPerState: options.maxRows, sinceMs: options.since, ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }) }),
+        statsCommand(ctx, { maxRowsPerState: options.maxRows, sinceMs: options.since ?? DEFAULT_STATS_SINCE_MS, ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }) }),
       );
     });
 
