@@ -10,9 +10,10 @@
  *
  * Each case has its own sandbox (the crash point is a start-up setting), and the cases run
  * concurrently: most of their time is a dead worker's lease lapsing. Timings shortened for the
- * run: 1 s attempts (so a lease of 21 s, the function timeout), waits of 1 s, and a 3 s
+ * run: 1 s attempts (so a lease of 21 s, the function timeout), waits of 1 s, and a 10 s
  * visibility timeout, so the message returns while the lease still holds and is deferred to its
- * expiry: the ledger, not the queue, decides when the next attempt may go.
+ * expiry: the ledger, not the queue, decides when the next attempt may go. Not shorter: a worker's
+ * cold start on a busy machine would hand a copy of its message to another worker mid-claim.
  *
  * With two endpoints (an endpoints file, docs/contract.md §11) there is one more boundary:
  * `after-fan-out`, the per-endpoint messages sent and the producer's message not yet acknowledged.
@@ -33,7 +34,7 @@ const SHORT_TIMINGS = {
   HANDOFF_RETRY_SCHEDULE: '1,1,1',
   HANDOFF_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
   HANDOFF_ATTEMPT_TIMEOUT_MS: '1000',
-  HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '3',
+  HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '10',
   HANDOFF_MAX_CONCURRENCY: '2',
 };
 /** Generous: a sandbox start, one or more 21 s leases, on a machine shared by several runs. */
@@ -242,7 +243,7 @@ describe('Crash points: a worker killed at each boundary', () => {
       const { deadLetters } = await endState(rig);
 
       // Assess: the killed worker never reported a decision; fresh ones only acknowledged the
-      // message (more than once when the 3 s visibility lapsed before a worker's cold start ended:
+      // message (more than once when the visibility timeout lapsed before a worker's cold start ended:
       // the ledger, not the queue, keeps that from becoming a second request).
       expect(rig.armed()).toBe(false);
       expect(acknowledgedBy).not.toBe(killedPid);

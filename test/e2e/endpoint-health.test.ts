@@ -86,7 +86,7 @@ beforeAll(async () => {
   sandbox = await startSandboxProcess({
     endpoints,
     endpointsCacheMs: 0,
-    env: { HANDOFF_RETRY_SCHEDULE: '1,1,1', HANDOFF_MAX_ATTEMPTS: '4', HANDOFF_ATTEMPT_TIMEOUT_MS: '1000', HANDOFF_MAX_CONCURRENCY: '2' },
+    env: { HANDOFF_RETRY_SCHEDULE: '1,1,1', HANDOFF_MAX_ATTEMPTS: '4', HANDOFF_ATTEMPT_TIMEOUT_MS: '5000', HANDOFF_MAX_CONCURRENCY: '2' },
   });
   clients = new SandboxClients(sandbox.ready);
   registry = new DynamoDbEndpointRegistry({ client: clients.dynamodb, tableName: sandbox.ready.endpointsTable });
@@ -179,7 +179,7 @@ describe('Endpoint health in the sandbox', () => {
 
       // Act: its two events fail (503) until the third failure crosses the threshold.
       await clients.sendAll([shipment('evt_down_1', 'exception'), shipment('evt_down_2', 'exception')]);
-      const line = await sandbox.waitForLog(/"message":"endpoint disabled".*"endpoint":"down"/);
+      const line = await sandbox.waitForLog(/"message":"endpoint disabled".*"endpoint":"down"/, SETTLE_MS);
 
       // Assess
       const notice = JSON.parse(line.slice(line.indexOf('{'))) as Record<string, unknown>;

@@ -16,7 +16,8 @@
  * producer message still make one request per endpoint.
  *
  * The tests share one sandbox and run in order (later ones build on the rows of earlier ones): run
- * the file, not a single test. Timings shortened: waits of 1 s, 1 s attempts.
+ * the file, not a single test. Timings shortened: waits of 1 s; 5 s attempts, so a receiver
+ * starved of CPU for a second does not turn an attempt into a timeout (an extra request).
  */
 import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { Webhook } from 'standardwebhooks';
@@ -77,7 +78,7 @@ beforeAll(async () => {
   ];
   sandbox = await startSandboxProcess({
     endpoints,
-    env: { HANDOFF_RETRY_SCHEDULE: '1,1,1', HANDOFF_MAX_ATTEMPTS: '4', HANDOFF_ATTEMPT_TIMEOUT_MS: '1000', HANDOFF_MAX_CONCURRENCY: '2' },
+    env: { HANDOFF_RETRY_SCHEDULE: '1,1,1', HANDOFF_MAX_ATTEMPTS: '4', HANDOFF_ATTEMPT_TIMEOUT_MS: '5000', HANDOFF_MAX_CONCURRENCY: '2' },
   });
   clients = new SandboxClients(sandbox.ready);
 }, 90_000);

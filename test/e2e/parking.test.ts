@@ -115,7 +115,7 @@ beforeAll(async () => {
     env: {
       HANDOFF_RETRY_SCHEDULE: '1',
       HANDOFF_MAX_ATTEMPTS: '20',
-      HANDOFF_ATTEMPT_TIMEOUT_MS: '1000',
+      HANDOFF_ATTEMPT_TIMEOUT_MS: '5000',
       HANDOFF_MAX_CONCURRENCY: '2',
       HANDOFF_RECOVERY_INTERVAL_MS: '1000',
     },
@@ -145,7 +145,7 @@ describe('Parking in the sandbox', () => {
         await clients.send(shipment(id));
         await eventually(`${id}'s delivery to flaky to be admitted`, () => row(id, 'flaky'), { timeoutMs: SETTLE_MS, intervalMs: 50 });
       }
-      const line = await sandbox.waitForLog(/"message":"endpoint disabled".*"endpoint":"flaky"/);
+      const line = await sandbox.waitForLog(/"message":"endpoint disabled".*"endpoint":"flaky"/, SETTLE_MS);
       const parked = await eventually(
         `all ${EVENTS} deliveries to flaky to be parked`,
         async () => {

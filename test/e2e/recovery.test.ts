@@ -5,7 +5,7 @@
  * pending with no message. The sandbox's recovery timer finds it and enqueues it again, and it is
  * delivered, once.
  *
- * Timings shortened for the test: the retry waits 4 s (time enough to delete the message first),
+ * Timings shortened for the test: the retry waits 8 s (time enough to delete the message first),
  * the queue's visibility timeout is 10 s (the grace is that plus 1 s) and the timer runs every 500 ms.
  *
  * What the purge cannot reach is a copy already in a worker's hands, so the test leaves none: the
@@ -46,7 +46,7 @@ beforeAll(async () => {
   sandbox = await startSandboxProcess({
     endpoints: [{ name: 'billing', url: receiver.url, eventTypes: ['*'] }],
     env: {
-      HANDOFF_RETRY_SCHEDULE: '4',
+      HANDOFF_RETRY_SCHEDULE: '8',
       HANDOFF_MAX_ATTEMPTS: '3',
       HANDOFF_ATTEMPT_TIMEOUT_MS: '1000',
       HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '10',

@@ -13,7 +13,8 @@
  * `held` records the audit entry on its row (still dead) and the other two follow, in order, each
  * once, with `webhook-sequence` 2 and 3. Run again, it is refused: the shipment has moved on.
  *
- * Timings shortened: waits of 1 s, 1 s attempts.
+ * Timings shortened: waits of 1 s; 5 s attempts, so a receiver starved of CPU for a second does
+ * not turn an attempt into a timeout (an extra request).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
@@ -49,7 +50,7 @@ beforeAll(async () => {
   ];
   sandbox = await startSandboxProcess({
     endpoints,
-    env: { HANDOFF_RETRY_SCHEDULE: '1', HANDOFF_MAX_ATTEMPTS: '3', HANDOFF_ATTEMPT_TIMEOUT_MS: '1000' },
+    env: { HANDOFF_RETRY_SCHEDULE: '1', HANDOFF_MAX_ATTEMPTS: '3', HANDOFF_ATTEMPT_TIMEOUT_MS: '5000' },
   });
   clients = new SandboxClients(sandbox.ready);
 }, 90_000);

@@ -97,7 +97,7 @@ describe('npm start (node --import tsx sandbox/main.ts)', () => {
     expect(log.join('\n')).not.toContain('shp_1');
     sqs.destroy();
     dynamodb.destroy();
-  });
+  }, 60_000);
 
   it('stops on SIGTERM with status 0 and removes its state file', async () => {
     const ended = await sandbox.stop('SIGTERM');

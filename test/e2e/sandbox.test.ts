@@ -6,7 +6,7 @@
  * earlier ones (the malformed-message test reuses evt_503's row; the dead-letter read and the
  * receiver checks count everything sent before). Run the file, not a single test.
  *
- * Settings are shortened for a test run: waits of 1 s, 1 s attempts, a 3 s visibility timeout
+ * Settings are shortened for a test run: waits of 1 s, 5 s attempts, a 10 s visibility timeout
  * (the sandbox-only override) so that a batch lost with a killed worker comes back soon.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -28,7 +28,7 @@ import { eventually } from '../helpers/sandbox-clients';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
-/** A crash leaves a claim whose lease (function timeout: 1 s attempt + 20 s) must lapse first. */
+/** A crash leaves a claim whose lease (function timeout: 5 s attempt + 20 s) must lapse first. */
 const CRASH_TEST_TIMEOUT_MS = 90_000;
 /** How long a wait may take before it fails with what it saw; below the test's own timeout. */
 const SETTLE_MS = 45_000;
@@ -49,8 +49,10 @@ beforeAll(async () => {
       HANDOFF_WEBHOOK_SECRET: SECRET,
       HANDOFF_RETRY_SCHEDULE: '1,1,1',
       HANDOFF_MAX_ATTEMPTS: '4',
-      HANDOFF_ATTEMPT_TIMEOUT_MS: '1000',
-      HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '3',
+      // Not shorter: a receiver starved of CPU for a second must not turn an attempt into a timeout
+      // (an extra request), nor a worker's cold start hand a copy of its message to another.
+      HANDOFF_ATTEMPT_TIMEOUT_MS: '5000',
+      HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '10',
       HANDOFF_MAX_CONCURRENCY: '2',
     },
   });

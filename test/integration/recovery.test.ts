@@ -114,11 +114,11 @@ async function strand(handler: Handler, queues: Queues, eventId: string, due: 'n
   }
 }
 
-function recovery(queues: Queues, lines: string[] = [], aheadMs = AHEAD_MS) {
+function recovery(queues: Queues, lines: string[] = [], now = () => Date.now() + AHEAD_MS) {
   return recoverStuck({
     ledger: harness.ledger,
     queue: new SqsDeliveryQueue({ client: sqs, queueUrl: queues.queueUrl, deadLetterQueueUrl: queues.deadLetterQueueUrl }),
-    now: () => Date.now() + aheadMs,
+    now,
     graceMs: GRACE_MS,
     limit: 1000,
     logger: createLogger({ service: SERVICE_NAME, write: (line) => lines.push(line) }),
@@ -176,11 +176,12 @@ describe('Function: recoverStuck, on the emulators with the real consumer', () =
     const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
     const handler = await coldStart(queues, 0);
     await strand(handler, queues, 'evt_backlog');
-    await recovery(queues);
+    const at = Date.now() + AHEAD_MS;
+    await recovery(queues, [], () => at);
 
-    // Act: the next runs, right after and then one grace later.
-    const soon = await recovery(queues);
-    const later = await recovery(queues, [], AHEAD_MS + GRACE_MS + 1_000);
+    // Act: the next runs, at the same moment (however slow the machine) and then one grace later.
+    const soon = await recovery(queues, [], () => at);
+    const later = await recovery(queues, [], () => at + GRACE_MS + 1_000);
 
     // Assess
     const messages = ofEvent(await harness.receive(queues.queueUrl, 2), 'evt_backlog');
