@@ -128,6 +128,9 @@ describe('Endpoint health in the sandbox', () => {
       // Act: the first delivery draws the 429; the others are sent once the pause is in the registry.
       await clients.send(shipment('evt_pause_0', 'in_transit'));
       const pausedUntil = await eventually('slow to be paused', async () => (await registry.get('slow'))?.health?.pausedUntil, { timeoutMs: SETTLE_MS, intervalMs: 50 });
+      // Its worker done with it, so a warm worker takes the others at once (a cold start could
+      // outlast the 3-s pause, and they would find nothing to wait for).
+      await sandbox.waitForLog(/evt_pause_0 → slow retry/, SETTLE_MS);
       const others = ['evt_pause_1', 'evt_pause_2', 'evt_pause_3', 'evt_pause_4'];
       await clients.sendAll(others.map((id) => shipment(id, 'in_transit')));
       const rows = await Promise.all(others.map((id) => settled(id, 'slow')));
