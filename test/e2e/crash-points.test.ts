@@ -127,7 +127,7 @@ function settled(rig: Rig, eventId: string, endpoint = DEFAULT_ENDPOINT): Promis
 }
 
 function killedBySigkill(rig: Rig, pid: number): Promise<string> {
-  return rig.sandbox.waitForLog(new RegExp(`^worker ${pid} exited \\(SIGKILL\\)$`));
+  return rig.sandbox.waitForLog(new RegExp(`^worker ${pid} exited \\(SIGKILL\\)$`), WAIT_MS);
 }
 
 /** Waits until the delivery queue is empty, then reads the dead-letter queue: the end state. */
@@ -237,8 +237,8 @@ describe('Crash points: a worker killed at each boundary', () => {
 
       // Act
       await rig.clients.send(shipment(id));
-      const killedPid = pidOf(await rig.sandbox.waitForLog(/^worker \d+ exited \(SIGKILL\)$/));
-      const acknowledgedBy = pidOf(await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} → default ack \\(duplicate\\)$`)));
+      const killedPid = pidOf(await rig.sandbox.waitForLog(/^worker \d+ exited \(SIGKILL\)$/, WAIT_MS));
+      const acknowledgedBy = pidOf(await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} → default ack \\(duplicate\\)$`), WAIT_MS));
       const record = await rig.clients.row(id);
       const { deadLetters } = await endState(rig);
 
@@ -272,9 +272,9 @@ describe('Crash points: a worker killed at each boundary', () => {
 
       // Act
       await rig.clients.send(shipment(id));
-      await rig.sandbox.waitForLog(/^worker \d+ exited \(SIGKILL\)$/);
+      await rig.sandbox.waitForLog(/^worker \d+ exited \(SIGKILL\)$/, WAIT_MS);
       const record = await settled(rig, id);
-      await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} → default dead-letter \\(rejected\\)$`));
+      await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} → default dead-letter \\(rejected\\)$`), WAIT_MS);
       const { deadLetters } = await endState(rig);
 
       // Assess
@@ -398,8 +398,8 @@ describe('Crash points: a worker killed at each boundary', () => {
 
       // Act
       await rig.clients.send(shipment(id));
-      const killedPid = pidOf(await rig.sandbox.waitForLog(/^worker \d+ exited \(SIGKILL\)$/));
-      const reroutedBy = pidOf(await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} → first, second fanned out$`)));
+      const killedPid = pidOf(await rig.sandbox.waitForLog(/^worker \d+ exited \(SIGKILL\)$/, WAIT_MS));
+      const reroutedBy = pidOf(await rig.sandbox.waitForLog(new RegExp(`^worker \\d+: ${id} → first, second fanned out$`), WAIT_MS));
       const records = [await settled(rig, id, 'first'), await settled(rig, id, 'second')];
       const { deadLetters } = await endState(rig);
 

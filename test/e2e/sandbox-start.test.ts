@@ -79,7 +79,7 @@ describe('npm start (node --import tsx sandbox/main.ts)', () => {
       await deliveredTo('evt_demo_1', 'notifications'),
       await deliveredTo('evt_demo_2', 'carrier-acme'),
     ];
-    await sandbox.waitForLog(/^receiver carrier-acme: received evt_demo_2 \(first time\)$/);
+    await sandbox.waitForLog(/^receiver carrier-acme: received evt_demo_2 \(first time\)$/, 30_000);
 
     // Assess
     expect(states).toEqual(['delivered', 'delivered', 'delivered']);

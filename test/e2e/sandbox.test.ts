@@ -321,7 +321,7 @@ describe('Sandbox: a worker killed mid-batch', () => {
 
       // Assess
       expect(killed.length).toBeGreaterThan(0);
-      for (const pid of killed) await sandbox.waitForLog(new RegExp(`^worker ${pid} exited \\(SIGKILL\\)$`));
+      for (const pid of killed) await sandbox.waitForLog(new RegExp(`^worker ${pid} exited \\(SIGKILL\\)$`), SETTLE_MS);
       expect(sandbox.stderr().some((line) => /batch of \d+ failed as a whole \(the worker died/.test(line))).toBe(true);
       expect(sandbox.livePids().some((pid) => !killed.includes(pid))).toBe(true);
       expect(record.state).toBe('delivered');

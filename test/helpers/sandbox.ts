@@ -26,10 +26,10 @@ export interface SandboxProcess {
   /** Every stderr line so far. */
   stderr(): readonly string[];
   /**
-   * Resolves on the first stderr line matching `pattern` (already seen ones count). With `timeoutMs`,
-   * rejects after that long, quoting the last lines, rather than leaving the test to time out blind.
+   * Resolves on the first stderr line matching `pattern` (already seen ones count); rejects after
+   * `timeoutMs`, quoting the last lines, rather than leaving the test to time out blind.
    */
-  waitForLog(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  waitForLog(pattern: RegExp, timeoutMs: number): Promise<string>;
   /** Sends `signal` (SIGKILL: to the whole process group) and resolves with how it ended. */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Whether its state file was still there when it exited (undefined while it runs). */
@@ -151,7 +151,6 @@ export async function startSandboxProcess(options: StartOptions = {}): Promise<S
       return new Promise((resolve, reject) => {
         const watcher = { pattern, resolve };
         watchers.push(watcher);
-        if (timeoutMs === undefined) return;
         setTimeout(() => {
           if (!watchers.includes(watcher)) return;
           watchers.splice(watchers.indexOf(watcher), 1);
