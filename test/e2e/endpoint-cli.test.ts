@@ -40,7 +40,6 @@ import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry'
 import { createSigner } from '../../lib/webhook/signing-secret';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { createLedgerTable } from '../../sandbox/ledger-table';
-import { SANDBOX_ENDPOINTS_CACHE_MS } from '../../sandbox/sandbox';
 import { emulatorDynamoDbClient, startDynalite, type Dynalite } from '../helpers/dynalite';
 import { startTestReceiver, type ReceivedRequest, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
@@ -611,6 +610,8 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     sandbox = await startSandboxProcess({
       endpoints: [{ name: 'ops', url: ops.url, eventTypes: ['shipment.delivered'], secret: OPS_SECRET }],
       env: { HANDOFF_RETRY_SCHEDULE: '1', HANDOFF_MAX_ATTEMPTS: '3', HANDOFF_ATTEMPT_TIMEOUT_MS: '2000', HANDOFF_MAX_CONCURRENCY: '2' },
+      // Each batch reads the registry, so an event sent after a change meets it (no waiting out the cache).
+      endpointsCacheMs: 0,
     });
     clients = new SandboxClients(sandbox.ready);
     secrets.push(OPS_SECRET);
@@ -629,13 +630,6 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
 
   function shipment(id: string, status: string, carrier: string): string {
     return JSON.stringify({ id, shipmentId: `shp_${id}`, status, occurredAt: '2026-12-03T04:00:00Z', data: { carrier } });
-  }
-
-  /** Until every worker's copy of the registry is newer than the change just made. */
-  async function changeReachesWorkers(): Promise<void> {
-    // A copy is used for at most SANDBOX_ENDPOINTS_CACHE_MS after its read answered; a read under
-    // way while the change was written may still answer without it. Three times covers both.
-    await new Promise((resolve) => setTimeout(resolve, 3 * SANDBOX_ENDPOINTS_CACHE_MS));
   }
 
   /** The one request a receiver got for an event, once it has come. */
@@ -682,7 +676,6 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     acmeSecret = printedSecret(added);
     secrets.push(acmeSecret);
     generated.push(acmeSecret);
-    await changeReachesWorkers();
 
     await clients.sendAll([shipment('evt_cli_ep_zephyr', 'in_transit', 'zephyr'), shipment('evt_cli_ep_acme', 'in_transit', 'acme')]);
     const request = await requestFor(acme, 'evt_cli_ep_acme');
@@ -697,7 +690,6 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     const disabled = await handoff(['disable', 'acme', '--reason', 'receiver migration', '--operator', 'alice']);
     expect(disabled.code).toBe(0);
     expect(disabled.stdout).toMatch(/^endpoint acme disabled by alice: receiver migration\nits deliveries are parked from now on/);
-    await changeReachesWorkers();
 
     await clients.send(shipment('evt_cli_ep_disabled', 'delivered', 'acme'));
     await requestFor(ops, 'evt_cli_ep_disabled');
@@ -719,7 +711,6 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     const enabled = await handoff(['enable', 'acme', '--operator', 'alice']);
     expect(enabled.code).toBe(0);
     expect(enabled.stdout.split('\n')[1]).toMatch(/^1 parked delivery: released oldest admission first, at 2\.5\/s at first, doubling every minute up to 20\/s, by the recovery runs/);
-    await changeReachesWorkers();
 
     await clients.send(shipment('evt_cli_ep_enabled', 'delivered', 'acme'));
 
@@ -737,7 +728,6 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     const fresh = printedSecret(rotated);
     secrets.push(fresh);
     generated.push(fresh);
-    await changeReachesWorkers();
 
     await clients.send(shipment('evt_cli_ep_overlap', 'in_transit', 'acme'));
     const request = await requestFor(acme, 'evt_cli_ep_overlap');
@@ -756,7 +746,6 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     const newest = printedSecret(rotated);
     secrets.push(newest);
     generated.push(newest);
-    await changeReachesWorkers();
 
     await clients.send(shipment('evt_cli_ep_rotated', 'in_transit', 'acme'));
     const request = await requestFor(acme, 'evt_cli_ep_rotated');
@@ -770,7 +759,6 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
   it('removes it: the next event for it reaches nobody, and the list no longer has it', async () => {
     const removed = await handoff(['remove', 'acme']);
     expect(removed).toMatchObject({ code: 0, stdout: 'removed endpoint acme\n' });
-    await changeReachesWorkers();
     const before = acme.requests.length;
 
     await clients.send(shipment('evt_cli_ep_removed', 'delivered', 'acme'));
