@@ -221,7 +221,8 @@ export interface RecordAttemptInput extends DeliveryKey {
   readonly nowMs: number;
 }
 
-export interface ReplayInput extends DeliveryKey {
+/** An operator's action on one delivery, kept in its audit entry: who, why, when. */
+export interface OperatorAction extends DeliveryKey {
   readonly operator: string;
   readonly reason: string;
   /** The authenticated caller (STS ARN in AWS), recorded in the audit entry beside `operator`. */
@@ -229,14 +230,11 @@ export interface ReplayInput extends DeliveryKey {
   readonly nowMs: number;
 }
 
+/** Who replays a dead delivery, and why (docs/contract.md §6). */
+export type ReplayInput = OperatorAction;
+
 /** Who releases a dead delivery, and why (docs/contract.md §13): kept in its audit entry as a replay's. */
-export interface ReleaseInput extends DeliveryKey {
-  readonly operator: string;
-  readonly reason: string;
-  /** The authenticated caller (STS ARN in AWS), recorded in the audit entry beside `operator`. */
-  readonly caller?: string;
-  readonly nowMs: number;
-}
+export type ReleaseInput = OperatorAction;
 
 export interface Page {
   readonly records: readonly DeliveryRecord[];
