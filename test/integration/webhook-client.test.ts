@@ -349,7 +349,9 @@ describe('HttpWebhookSender: outcomes (docs/contract.md §4)', () => {
       // Reads the whole request, never answers.
     });
 
-    const { outcome } = await sender({ url: server.url, timeoutMs: 200 }).send(request);
+    // Long enough that a busy machine writes the request before the timeout fires (else it is a
+    // connect timeout: temporary, nothing sent).
+    const { outcome } = await sender({ url: server.url, timeoutMs: 2_000 }).send(request);
 
     expect(outcome).toEqual({ kind: 'unknown', cause: 'timeout' });
     expect(server.received).toHaveLength(1);
