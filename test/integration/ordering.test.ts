@@ -259,21 +259,30 @@ function callsSince(from: number, ledgerTable = 'handoff-ledger-ordering-test'):
     );
 }
 
+/**
+ * The first event of a shipment sent in its turn and answered 503 (back on the queue for its
+ * retry), then the second, which waits behind it: one invocation each. What waiting took of the
+ * handler's own requests is `waitCalls`.
+ */
+async function firstRetriesSecondWaits(started: Started, shipment: string, e1: string, e2: string) {
+  acme.respondTo(e1, 503);
+  await send(started.queueUrl, event(e1, shipment));
+  const first = await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+  const beforeWait = proxy.calls.length;
+  await send(started.queueUrl, event(e2, shipment));
+  const waited = await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+  return { first, waited, waitCalls: callsSince(beforeWait) };
+}
+
 describe('Handler: consumer, an endpoint ordered per shipment', () => {
   it('holds back the later events while the first retries, then sends each in turn with webhook-sequence 1, 2, 3; a repeat is harmless', async () => {
     // Prepare
     const started = await start('continue');
     const shipment = 'shp_ordi_1';
     const [e1, e2, e3] = ['evt_ordi_1', 'evt_ordi_2', 'evt_ordi_3'];
-    acme.respondTo(e1, 503);
 
     // Act: e1 first (its turn: sent, 503, back on the queue), then e2 and e3, one invocation each.
-    await send(started.queueUrl, event(e1, shipment));
-    const first = await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
-    const beforeWait = proxy.calls.length;
-    await send(started.queueUrl, event(e2, shipment));
-    const waited = await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
-    const waitCalls = callsSince(beforeWait);
+    const { first, waited, waitCalls } = await firstRetriesSecondWaits(started, shipment, e1, e2);
     await send(started.queueUrl, event(e3, shipment, 'out_for_delivery'));
     await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
 
@@ -369,11 +378,7 @@ describe('Handler: consumer, an endpoint ordered per shipment', () => {
     const started = await start('continue');
     const shipment = 'shp_ordi_off';
     const [e1, e2, e3] = ['evt_ordo_1', 'evt_ordo_2', 'evt_ordo_3'];
-    acme.respondTo(e1, 503);
-    await send(started.queueUrl, event(e1, shipment));
-    await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
-    await send(started.queueUrl, event(e2, shipment));
-    await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
+    await firstRetriesSecondWaits(started, shipment, e1, e2);
     expect(await heads.get(shipment, ENDPOINT)).toMatchObject({ next: 1, waiting: { 2: e2 } });
     const current = (await started.registry.get(ENDPOINT))!;
     await started.registry.update({ ...current.fields, ordering: 'none' }, current.updatedAt, Date.now());
