@@ -1194,28 +1194,130 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
     });
 
     describe('Method: listByState', () => {
-      /** Rows whose first attempt failed, failures newest first by key, so listing order differs from key order. */
-      async function failedRows(count: number): Promise<string[]> {
-        const ids = Array.from({ length: count }, (_, i) => `evt_list_${String(i).padStart(2, '0')}`);
-        for (const [i, id] of ids.entries()) {
-          const claimed = await claim(shipmentEvent(id), { nowMs: T0 });
-          await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 600_000 }, T0 + (count - i) * 1000);
-        }
-        return ids.reverse();
-      }
-
       async function deadRow(id: string, atMs: number): Promise<DeliveryRecord> {
         const claimed = await claim(shipmentEvent(id), { nowMs: atMs - 100 });
         return record(claimed, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, atMs);
       }
 
-      it('lists pending rows that failed an attempt, oldest failure first, page by page; not the rest', async () => {
-        // Prepare: seven failed rows, plus one in its first attempt, one delivered and one dead.
-        const ids = await failedRows(7);
+      /** A row put back on the pending listing at `sinceMs`, by one of the three writes that list a row as pending. */
+      async function listedPending(id: string, how: 'replayed' | 'released' | 'relisted', sinceMs: number): Promise<DeliveryRecord> {
+        switch (how) {
+          case 'replayed':
+            await deadRow(id, T0 + 100);
+            return ledger.replay({ ...key(id), operator: 'ops', reason: 'receiver fixed', nowMs: sinceMs });
+          case 'released': {
+            await ledger.park({ event: shipmentEvent(id), endpoint: DEFAULT_ENDPOINT, nowMs: T0, policy: POLICY, retentionSeconds: RETENTION_SECONDS });
+            const released = await ledger.unpark(key(id), sinceMs, sinceMs);
+            if (released === undefined) throw new Error(`${id} was not released`);
+            return released;
+          }
+          case 'relisted': {
+            const claimed = await claim(shipmentEvent(id), { nowMs: T0 });
+            const failed = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 600_000 }, T0 + 100);
+            expect(await ledger.relist(key(id), sinceMs)).toBe(true);
+            return failed;
+          }
+        }
+      }
+
+      /**
+       * Rows listed as pending, replayed, released from parking and relisted in turn, each listed
+       * before the one before it by key, so listing order differs from key order; their IDs in listing order.
+       */
+      async function listedRows(count: number): Promise<string[]> {
+        const ids = Array.from({ length: count }, (_, i) => `evt_list_${String(i).padStart(2, '0')}`);
+        for (const [i, id] of ids.entries()) {
+          const how = i % 3 === 0 ? 'replayed' : i % 3 === 1 ? 'released' : 'relisted';
+          await listedPending(id, how, T0 + (count - i) * 1000);
+        }
+        return ids.reverse();
+      }
+
+      /** The attempt `n` (from 0) of `id` under a budget of six, claimed at T0 + n s and recorded 100 ms later. */
+      async function attemptOf(id: string, n: number, outcome: AttemptOutcome, next: AttemptNext): Promise<DeliveryRecord> {
+        const claimed = await claim(shipmentEvent(id), { nowMs: T0 + n * 1000, policy: retryPolicy(6, [1]) });
+        return record(claimed, outcome, next, T0 + n * 1000 + 100);
+      }
+
+      /** What attempt `n` leaves when it fails: pending, due a second after its claim. */
+      const retryAfter = (n: number): AttemptNext => ({ state: 'pending', nextAttemptAt: T0 + (n + 1) * 1000 });
+
+      /** A row pending after `failures` failed attempts. */
+      async function retriedRow(id: string, failures: number): Promise<DeliveryRecord> {
+        let row: DeliveryRecord | undefined;
+        for (let n = 0; n < failures; n++) row = await attemptOf(id, n, TEMPORARY, retryAfter(n));
+        if (row === undefined) throw new Error('no failure recorded');
+        return row;
+      }
+
+      it('lists and counts no row pending after failed attempts, one or several; a row retried, then delivered or dead, is never listed as pending', async () => {
+        // Act: after every attempt, the pending listing (whole, and of the rows' endpoint) and its counts.
+        const seen: string[] = [];
+        async function look(row: DeliveryRecord): Promise<void> {
+          const listed = [
+            ...(await ledger.listByState('pending')).records,
+            ...(await ledger.listByState('pending', { endpoint: DEFAULT_ENDPOINT, newestFirst: true })).records,
+          ];
+          const counted = [await ledger.countByState('pending'), await ledger.countByState('pending', { endpoint: DEFAULT_ENDPOINT })];
+          seen.push(`${row.eventId} ${row.state} after ${row.attempts}: listed [${listed.map((r) => r.eventId).join(' ')}], counted ${counted.join('/')}`);
+        }
+        await look(await attemptOf('evt_failed_once', 0, TEMPORARY, retryAfter(0)));
+        for (let n = 0; n < 3; n++) await look(await attemptOf('evt_failed_thrice', n, TEMPORARY, retryAfter(n)));
+        for (let n = 0; n < 2; n++) await look(await attemptOf('evt_retried_delivered', n, TEMPORARY, retryAfter(n)));
+        await look(await attemptOf('evt_retried_delivered', 2, ACCEPTED, { state: 'delivered' }));
+        for (let n = 0; n < 2; n++) await look(await attemptOf('evt_retried_dead', n, TEMPORARY, retryAfter(n)));
+        await look(await attemptOf('evt_retried_dead', 2, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }));
+
+        // Assess
+        expect(seen).toStrictEqual([
+          'evt_failed_once pending after 1: listed [], counted 0/0',
+          'evt_failed_thrice pending after 1: listed [], counted 0/0',
+          'evt_failed_thrice pending after 2: listed [], counted 0/0',
+          'evt_failed_thrice pending after 3: listed [], counted 0/0',
+          'evt_retried_delivered pending after 1: listed [], counted 0/0',
+          'evt_retried_delivered pending after 2: listed [], counted 0/0',
+          'evt_retried_delivered delivered after 3: listed [], counted 0/0',
+          'evt_retried_dead pending after 1: listed [], counted 0/0',
+          'evt_retried_dead pending after 2: listed [], counted 0/0',
+          'evt_retried_dead dead after 3: listed [], counted 0/0',
+        ]);
+        expect((await ledger.listByState('dead')).records.map((r) => [r.eventId, r.stateSince])).toStrictEqual([['evt_retried_dead', T0 + 2100]]);
+        expect(await ledger.countByState('dead')).toBe(1);
+      });
+
+      it('leaves a listed row where it is through its failed attempts: a replayed row stays listed at its replay until it settles', async () => {
+        // Prepare: a row replayed at T0 + 5 s.
+        await listedPending('evt_replay_retried', 'replayed', T0 + 5000);
+
+        // Act: two attempts fail, then the third is delivered.
+        const afterFailures: string[][] = [];
+        for (let n = 0; n < 2; n++) {
+          const claimed = await claim(shipmentEvent('evt_replay_retried'), { nowMs: T0 + 6000 + n * 1000 });
+          await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 7000 + n * 1000 }, T0 + 6100 + n * 1000);
+          const atReplay = await ledger.listByState('pending', { sinceMs: T0 + 5000, untilMs: T0 + 5001 });
+          afterFailures.push(atReplay.records.map((r) => `${r.eventId} after ${r.attempts}`));
+        }
+        const counted = await ledger.countByState('pending');
+        const last = await claim(shipmentEvent('evt_replay_retried'), { nowMs: T0 + 8000 });
+        await record(last, ACCEPTED, { state: 'delivered' }, T0 + 8100);
+
+        // Assess
+        expect(afterFailures).toStrictEqual([['evt_replay_retried after 1'], ['evt_replay_retried after 2']]);
+        expect(counted).toBe(1);
+        expect(await ledger.listByState('pending')).toStrictEqual({ records: [] });
+        expect(await ledger.countByState('pending')).toBe(0);
+      });
+
+      it('lists pending rows replayed, released from parking or relisted, oldest entry first, page by page; not the rest', async () => {
+        // Prepare: seven listed rows, plus one in its first attempt, one pending after a failed
+        // attempt, one delivered, one dead and one parked.
+        const ids = await listedRows(7);
         await claim(shipmentEvent('evt_list_first'), { nowMs: T0 });
+        await retriedRow('evt_list_retrying', 1);
         const done = await claim(shipmentEvent('evt_list_done'), { nowMs: T0 });
         await record(done, ACCEPTED, { state: 'delivered' }, T0 + 100);
         await deadRow('evt_list_gone', T0 + 100);
+        await ledger.park({ event: shipmentEvent('evt_list_parked'), endpoint: DEFAULT_ENDPOINT, nowMs: T0, policy: POLICY, retentionSeconds: RETENTION_SECONDS });
 
         // Act
         const first = await ledger.listByState('pending', { limit: 3 });
@@ -1232,7 +1334,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       });
 
       it('lists newest first when asked, page by page', async () => {
-        const ids = await failedRows(5);
+        const ids = await listedRows(5);
 
         const first = await ledger.listByState('pending', { limit: 3, newestFirst: true });
         const second = await ledger.listByState('pending', { limit: 3, newestFirst: true, cursor: first.cursor });
@@ -1260,16 +1362,17 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       });
 
       it('returns whole records', async () => {
-        const claimed = await claim(shipmentEvent('evt_whole'));
-        const pending = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 200);
+        const replayed = await listedPending('evt_whole_replayed', 'replayed', T0 + 1000);
+        const released = await listedPending('evt_whole_released', 'released', T0 + 2000);
+        const relisted = await listedPending('evt_whole_relisted', 'relisted', T0 + 3000);
 
         const page = await ledger.listByState('pending');
 
-        expect(page).toStrictEqual({ records: [pending] });
+        expect(page).toStrictEqual({ records: [replayed, released, relisted] });
       });
 
       it('pages 25 rows at a time by default', async () => {
-        const ids = await failedRows(26);
+        const ids = await listedRows(26);
 
         const first = await ledger.listByState('pending');
         const second = await ledger.listByState('pending', { cursor: first.cursor });
@@ -1280,7 +1383,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       });
 
       it('gives a cursor exactly when more rows follow, a full last page included', async () => {
-        const ids = await failedRows(4);
+        const ids = await listedRows(4);
 
         const first = await ledger.listByState('pending', { limit: 2 });
         const second = await ledger.listByState('pending', { limit: 2, cursor: first.cursor });
@@ -1291,16 +1394,21 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       });
 
       it('moves a row from the pending listing to the dead one when it dies, and out of both when delivered', async () => {
-        const dying = await claim(shipmentEvent('evt_moves'));
-        await record(dying, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
-        const healing = await claim(shipmentEvent('evt_heals'));
-        await record(healing, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+        // Prepare: two rows listed as pending (replayed), both claimed again.
+        await listedPending('evt_moves', 'replayed', T0 + 1000);
+        await listedPending('evt_heals', 'replayed', T0 + 1000);
+        const listedBefore = (await ledger.listByState('pending')).records.map((r) => r.eventId);
+        const dying = await claim(shipmentEvent('evt_moves'), { nowMs: T0 + 2000 });
+        const healing = await claim(shipmentEvent('evt_heals'), { nowMs: T0 + 2000 });
 
-        await record(await claim(shipmentEvent('evt_moves'), { nowMs: T0 + 1000 }), REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 1100);
-        await record(await claim(shipmentEvent('evt_heals'), { nowMs: T0 + 1000 }), ACCEPTED, { state: 'delivered' }, T0 + 1100);
+        // Act
+        await record(dying, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 2100);
+        await record(healing, ACCEPTED, { state: 'delivered' }, T0 + 2100);
 
+        // Assess
+        expect(listedBefore).toStrictEqual(['evt_heals', 'evt_moves']);
         expect((await ledger.listByState('pending')).records).toStrictEqual([]);
-        expect((await ledger.listByState('dead')).records.map((r) => [r.eventId, r.stateSince])).toStrictEqual([['evt_moves', T0 + 1100]]);
+        expect((await ledger.listByState('dead')).records.map((r) => [r.eventId, r.stateSince])).toStrictEqual([['evt_moves', T0 + 2100]]);
       });
 
       it('lists an invalid message as dead, a replayed row as pending, and a row spent by a dead worker as dead', async () => {
@@ -1315,20 +1423,27 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       });
 
       it('leaves out rows past their expiry', async () => {
+        // Prepare: two rows replayed, the first with a one-minute retention (its expiry counts from the replay).
         const short = await claim(shipmentEvent('evt_short'), { retentionSeconds: 60 });
-        await record(short, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0);
-        const kept = await claim(shipmentEvent('evt_kept'));
-        await record(kept, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 1);
+        await record(short, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0);
+        await ledger.replay({ ...key('evt_short'), operator: 'ops', reason: 'receiver fixed', nowMs: T0 });
+        await listedPending('evt_kept', 'replayed', T0 + 1);
 
+        // Act
+        clockMs = T0 + 59_999;
+        const before = await ledger.listByState('pending');
         clockMs = T0 + 60_000;
         const page = await ledger.listByState('pending');
 
+        // Assess
+        expect(before.records.map((r) => r.eventId)).toStrictEqual(['evt_short', 'evt_kept']);
         expect(page.records.map((r) => r.eventId)).toStrictEqual(['evt_kept']);
       });
 
-      it('counts the rows of a listing, not those in their first attempt or delivered', async () => {
-        await failedRows(3);
+      it('counts the rows of a listing, not those in their attempts or delivered', async () => {
+        await listedRows(3);
         await claim(shipmentEvent('evt_count_first'));
+        await retriedRow('evt_count_retrying', 2);
         const done = await claim(shipmentEvent('evt_count_done'));
         await record(done, ACCEPTED, { state: 'delivered' }, T0 + 100);
         await deadRow('evt_count_dead', T0 + 100);
@@ -1410,7 +1525,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       });
 
       it('refuses a cursor it did not issue for the same listing and order, and refuses to list delivered rows', async () => {
-        await failedRows(3);
+        await listedRows(3);
         const page = await ledger.listByState('pending', { limit: 1 });
 
         await rejectionOf(ledger.listByState('dead', { cursor: page.cursor }), RangeError);
@@ -1485,11 +1600,13 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           expect(await stored('evt_park_new')).toStrictEqual(expected);
         });
 
-        it('parks an unleased pending row after a failed attempt: out of the pending listing, attempts and due time kept, sorted at its admission', async () => {
-          // Prepare: a row admitted at T0 that failed, due again at T0 + 60 s; then a new event parked at T0 + 200.
+        it('parks an unleased pending row after a failed attempt, relisted by recovery: out of the pending listing, attempts and due time kept, sorted at its admission', async () => {
+          // Prepare: a row admitted at T0 that failed, due again at T0 + 60 s, and listed as pending
+          // by the recovery sweep at T0 + 300; a new event parked at T0 + 200.
           const claimed = await claim(shipmentEvent('evt_park_failed'), { endpoint: ACME });
           const failed = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 60_000 }, T0 + 100);
           await park(shipmentEvent('evt_park_later'), { nowMs: T0 + 200 });
+          await ledger.relist(key('evt_park_failed', ACME), T0 + 300);
           expect(await pendingIds()).toStrictEqual(['evt_park_failed']);
 
           // Act: parked before it is due, after the other was.
@@ -1624,38 +1741,47 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       });
 
       describe('Method: relist (the recovery sweep marks a row it sent again)', () => {
-        it('lists a pending row as pending from the time given; refuses a parked row, a settled one, or none', async () => {
-          // Prepare: one failed once (listed at T0 + 100), one parked, one delivered.
+        it('lists a pending row as pending from the time given, or moves its entry there; refuses a parked row, a settled one, or none', async () => {
+          // Prepare: one failed once (not listed), one replayed (listed at T0 + 300), one parked, one delivered.
           const claimed = await claim(shipmentEvent('evt_relist'), { endpoint: ACME });
           await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+          const dying = await claim(shipmentEvent('evt_relist_replayed'), { endpoint: ACME });
+          await record(dying, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 200);
+          await ledger.replay({ ...key('evt_relist_replayed', ACME), operator: 'ops', reason: 'receiver fixed', nowMs: T0 + 300 });
           await park(shipmentEvent('evt_relist_parked'));
           const done = await claim(shipmentEvent('evt_relist_done'), { endpoint: ACME });
           await record(done, ACCEPTED, { state: 'delivered' }, T0 + 100);
-          const before = await stored('evt_relist');
+          const before = [await stored('evt_relist'), await stored('evt_relist_replayed')];
+          const listedBefore = await pendingIds();
 
           // Act
           const results = await Promise.all(
-            ['evt_relist', 'evt_relist_parked', 'evt_relist_done', 'evt_relist_none'].map((id) => ledger.relist(key(id, ACME), T0 + 50_000)),
+            ['evt_relist', 'evt_relist_replayed', 'evt_relist_parked', 'evt_relist_done', 'evt_relist_none'].map((id) =>
+              ledger.relist(key(id, ACME), T0 + 50_000),
+            ),
           );
 
           // Assess
-          expect(results).toEqual([true, false, false, false]);
-          expect(await stored('evt_relist')).toStrictEqual(before);
+          expect(listedBefore).toStrictEqual(['evt_relist_replayed']);
+          expect(results).toEqual([true, true, false, false, false]);
+          expect([await stored('evt_relist'), await stored('evt_relist_replayed')]).toStrictEqual(before);
           expect((await pagesOf('pending', { untilMs: T0 + 50_000 })).flat()).toStrictEqual([]);
-          expect((await pagesOf('pending', { sinceMs: T0 + 50_000 })).flat()).toStrictEqual(['evt_relist']);
+          expect((await pagesOf('pending', { sinceMs: T0 + 50_000 })).flat()).toStrictEqual(['evt_relist', 'evt_relist_replayed']);
           expect(await parkedIds()).toStrictEqual(['evt_relist_parked']);
         });
       });
 
       describe('Method: unlist (an ordered event released from parking that waits its turn)', () => {
         it('takes a released row with no attempt out of the pending listing; refuses a parked row, one attempted, or none', async () => {
-          // Prepare: released (listed pending), one still parked, one attempted.
+          // Prepare: released (listed pending), one still parked, one attempted (listed pending by the recovery sweep).
           await park(shipmentEvent('evt_unlist'));
           await ledger.unpark(key('evt_unlist', ACME), T0 + 100, T0 + 100);
           await park(shipmentEvent('evt_unlist_parked'));
           const claimed = await claim(shipmentEvent('evt_unlist_tried'), { endpoint: ACME });
           await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+          await ledger.relist(key('evt_unlist_tried', ACME), T0 + 150);
           const before = await stored('evt_unlist');
+          const listedBefore = await pendingIds();
 
           // Act
           const results = await Promise.all(
@@ -1663,6 +1789,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           );
 
           // Assess
+          expect(listedBefore).toStrictEqual(['evt_unlist', 'evt_unlist_tried']);
           expect(results).toEqual([true, false, false, false]);
           expect(await stored('evt_unlist')).toStrictEqual(before);
           expect(await pendingIds()).toStrictEqual(['evt_unlist_tried']);
@@ -1783,10 +1910,18 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         it("counts one endpoint's parked rows; pending and dead are counted whole, or of one endpoint when asked", async () => {
           for (let i = 0; i < 3; i++) await park(shipmentEvent(`evt_count_p${i}`), { nowMs: T0 + i });
           await park(shipmentEvent('evt_count_px'), { endpoint: OTHER });
-          const failed = await claim(shipmentEvent('evt_count_retry'), { endpoint: OTHER });
-          await record(failed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
-          const acme = await claim(shipmentEvent('evt_count_retry2'), { endpoint: ACME });
-          await record(acme, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+          // Pending and listed: one of each endpoint, the recovery sweep's mark after a failed attempt;
+          // not listed: one of ACME's after a failed attempt.
+          for (const [id, endpoint] of [
+            ['evt_count_retry', OTHER],
+            ['evt_count_retry2', ACME],
+            ['evt_count_retrying', ACME],
+          ] as const) {
+            const failed = await claim(shipmentEvent(id), { endpoint });
+            await record(failed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100);
+          }
+          await ledger.relist(key('evt_count_retry', OTHER), T0 + 200);
+          await ledger.relist(key('evt_count_retry2', ACME), T0 + 200);
 
           expect(await ledger.countByState('parked', { endpoint: ACME })).toBe(3);
           expect(await ledger.countByState('parked', { endpoint: OTHER })).toBe(1);

@@ -868,22 +868,64 @@ describe('DynamoDbLedger on dynalite', () => {
       }
     });
 
-    it('lists a row under one key from its first failure through its retries, and drops it on delivery', async () => {
-      const keys: (string | undefined)[] = [];
-      for (let n = 1; n <= 3; n++) {
-        const claimed = await ledger.claim(claimInput('evt_retried', { nowMs: T0 + n * 60_000, policy: retryPolicy(6, [30]) }));
-        await record(claimed, bodyOf(claimed), { kind: 'temporary', status: 503 }, { state: 'pending', nextAttemptAt: T0 + n * 60_000 + 30_000 }, T0 + n * 60_000 + 100);
-        const item = await storedItem('evt_retried');
-        keys.push(`${item.lk?.S} ${item.ls?.S}`);
+    it('writes no listing key on a row through its failed attempts, nor at its delivery; on a row retried then dead, only its dead key', async () => {
+      // Act: two rows fail three times each, then one is delivered and the other rejected; each
+      // row's state and listing key as stored after every attempt.
+      const policy = retryPolicy(6, [30]);
+      const settlements: [string, AttemptOutcome, AttemptNext][] = [
+        ['evt_retried', { kind: 'accepted', status: 200 }, { state: 'delivered' }],
+        ['evt_retried_dead', { kind: 'rejected', status: 400, responseStart: 'no' }, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }],
+      ];
+      const stored: string[] = [];
+      for (const [eventId, settledBy, settled] of settlements) {
+        for (let n = 1; n <= 4; n++) {
+          const atMs = T0 + n * 60_000;
+          const claimed = await ledger.claim(claimInput(eventId, { nowMs: atMs, policy }));
+          if (n < 4) await record(claimed, bodyOf(claimed), { kind: 'temporary', status: 503 }, { state: 'pending', nextAttemptAt: atMs + 30_000 }, atMs + 100);
+          else await record(claimed, bodyOf(claimed), settledBy, settled, atMs + 100);
+          const item = await storedItem(eventId);
+          stored.push(`${eventId} ${item.s?.S} ${item.lk?.S ?? 'no lk'} ${item.ls?.S ?? 'no ls'}`);
+        }
       }
-      const last = await ledger.claim(claimInput('evt_retried', { nowMs: T0 + 240_000, policy: retryPolicy(6, [30]) }));
-      await record(last, bodyOf(last), { kind: 'accepted', status: 200 }, { state: 'delivered' }, T0 + 240_100);
-      const delivered = await storedItem('evt_retried');
 
-      expect(new Set(keys).size).toBe(1);
-      expect(keys[0]).toMatch(/^p\d\d \d{13} default evt_retried$/);
-      expect(delivered.lk).toBeUndefined();
-      expect(delivered.ls).toBeUndefined();
+      // Assess
+      const deadKey = (await storedItem('evt_retried_dead')).lk?.S ?? '';
+      expect(deadKey).toMatch(/^d\d\d$/);
+      expect(stored).toStrictEqual([
+        ...Array.from({ length: 3 }, () => 'evt_retried pending no lk no ls'),
+        'evt_retried delivered no lk no ls',
+        ...Array.from({ length: 3 }, () => 'evt_retried_dead pending no lk no ls'),
+        `evt_retried_dead dead ${deadKey} ${T0 + 240_100} default evt_retried_dead`,
+      ]);
+    });
+
+    it('keeps the listing key of a replayed row as it was through its failed attempts, and drops it on delivery', async () => {
+      // Prepare: a row dead, then replayed at T0 + 5 s (listed as pending).
+      const dying = await ledger.claim(claimInput('evt_replay_retried'));
+      await record(dying, bodyOf(dying), { kind: 'rejected', status: 400, responseStart: 'no' }, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 100);
+      await ledger.replay({ eventId: 'evt_replay_retried', endpoint: DEFAULT_ENDPOINT, operator: 'ops', reason: 'receiver fixed', nowMs: T0 + 5000 });
+      const replayed = await storedItem('evt_replay_retried');
+
+      // Act: two attempts fail, the third is delivered.
+      const afterFailures: (string | undefined)[][] = [];
+      for (let n = 1; n <= 2; n++) {
+        const claimed = await ledger.claim(claimInput('evt_replay_retried', { nowMs: T0 + n * 10_000 }));
+        await record(claimed, bodyOf(claimed), { kind: 'temporary', status: 503 }, { state: 'pending', nextAttemptAt: T0 + n * 10_000 + 5000 }, T0 + n * 10_000 + 100);
+        const item = await storedItem('evt_replay_retried');
+        afterFailures.push([item.lk?.S, item.ls?.S]);
+      }
+      const last = await ledger.claim(claimInput('evt_replay_retried', { nowMs: T0 + 30_000 }));
+      await record(last, bodyOf(last), { kind: 'accepted', status: 200 }, { state: 'delivered' }, T0 + 30_100);
+      const delivered = await storedItem('evt_replay_retried');
+
+      // Assess
+      expect(replayed.lk?.S).toMatch(/^p\d\d$/);
+      expect(replayed.ls?.S).toBe(`${T0 + 5000} default evt_replay_retried`);
+      expect(afterFailures).toStrictEqual([
+        [replayed.lk?.S, replayed.ls?.S],
+        [replayed.lk?.S, replayed.ls?.S],
+      ]);
+      expect([delivered.lk, delivered.ls]).toStrictEqual([undefined, undefined]);
     });
   });
 });
