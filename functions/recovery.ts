@@ -1,14 +1,15 @@
 /**
  * The recovery Lambda (docs/contract.md §12 "Stuck work", "Parking"): run on a schedule
- * (EventBridge, every 5 minutes by default), it enqueues again the pending deliveries no queue
- * message will bring back (lib/recovery.ts says which, and why that is safe), and releases the
+ * (EventBridge, every 5 minutes by default), it sends back to the delivery queue what SQS's redrive
+ * moved to the redrive queue, enqueues again the pending deliveries no queue message will bring
+ * back (lib/recovery.ts says which, and why that is safe), and releases the
  * parked deliveries of endpoints enabled again, up to its next run (lib/resume.ts). Thin by design, like functions/consumer.ts:
  * clients once per container, then one bounded run per invocation.
  *
  * The cursor where a run stopped is kept in the container for the next run; a new container starts
  * at the oldest listed row (lib/recovery.ts).
  *
- * Environment: RESOURCE_ENV's ledger table and queue URL (lib/config.ts), and its endpoint registry
+ * Environment: RESOURCE_ENV's ledger table, queue, redrive queue and dead-letter queue URLs (lib/config.ts), and its endpoint registry
  * table when there is one (rows of endpoints no longer in it, or paused, are left alone; releases
  * run only with one); RECOVERY_ENV's grace (required), limit and interval (lib/recovery.ts). A bad
  * or missing one fails the cold start naming it.
@@ -20,8 +21,9 @@ import { ConfigError, RESOURCE_ENV } from '../lib/config';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { createLogger, SERVICE_NAME } from '../lib/observability';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
+import { SqsRedriveQueue } from '../lib/queue/sqs-redrive-queue';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
-import { RECOVERY_ENV, RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, registryEndpoints, type RecoveryRun } from '../lib/recovery';
+import { RECOVERY_ENV, RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, registryEndpoints, sendBackRedriven, type RecoveryRun } from '../lib/recovery';
 import { releaseResuming } from '../lib/resume';
 
 /** The schedule's default (infra/webhook-delivery.ts sets the variable from `recoveryInterval`). */
@@ -36,12 +38,18 @@ if (limit < 1) throw new ConfigError(RECOVERY_ENV.limit, 'must be 1 or more');
 const logger = createLogger({ service: SERVICE_NAME, fields: { function: 'recovery' } });
 const dynamodb = DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } });
 const ledger = new DynamoDbLedger({ client: dynamodb, tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable) });
-const queue = new SqsDeliveryQueue({
-  // As the consumer: calls go to the configured endpoint, not to the host in the queue URL.
-  client: new SQSClient({ useQueueUrlAsEndpoint: false }),
-  queueUrl: required(env[RESOURCE_ENV.queueUrl], RESOURCE_ENV.queueUrl),
-  // Never sent to by this function; the adapter takes it.
-  deadLetterQueueUrl: env[RESOURCE_ENV.deadLetterQueueUrl] ?? '',
+// As the consumer: calls go to the configured endpoint, not to the host in the queue URL.
+const sqs = new SQSClient({ useQueueUrlAsEndpoint: false });
+const queueUrl = required(env[RESOURCE_ENV.queueUrl], RESOURCE_ENV.queueUrl);
+const deadLetterQueueUrl = required(env[RESOURCE_ENV.deadLetterQueueUrl], RESOURCE_ENV.deadLetterQueueUrl);
+const queue = new SqsDeliveryQueue({ client: sqs, queueUrl, deadLetterQueueUrl });
+const redrive = new SqsRedriveQueue({
+  client: sqs,
+  redriveQueueUrl: required(env[RESOURCE_ENV.redriveQueueUrl], RESOURCE_ENV.redriveQueueUrl),
+  queueUrl,
+  deadLetterQueueUrl,
+  // A short receive samples some of SQS's servers; a second's wait asks them all.
+  waitSeconds: 1,
 });
 
 const endpointsTable = env[RESOURCE_ENV.endpointsTable] || undefined;
@@ -52,7 +60,9 @@ const intervalMs = wholeNumber(env[RECOVERY_ENV.intervalMs], RECOVERY_ENV.interv
 /** Where the last run of this container stopped. */
 let cursor: string | undefined;
 
-export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complete: boolean; resumed: number }> {
+export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complete: boolean; resumed: number; sentBack: number; gaveUp: number }> {
+  // First what SQS redrove: those messages are lost to the queue until sent back.
+  const redriven = await sendBackRedriven({ redrive, limit, logger });
   let run: RecoveryRun;
   try {
     run = await recoverStuck({
@@ -77,13 +87,15 @@ export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complet
       ? await releaseResuming(await endpoints(), { ledger, queue, store: registry, now: Date.now, horizonMs: intervalMs, logger })
       : [];
   const resumed = releases.reduce((sum, release) => sum + release.released, 0);
-  process.stdout.write(`${recoveredMetricDocument(run.recovered, Date.now(), resumed)}\n`);
+  process.stdout.write(`${recoveredMetricDocument(run.recovered + redriven.sentBack, Date.now(), resumed)}\n`);
   const summary = {
+    sentBack: redriven.sentBack,
+    gaveUp: redriven.gaveUp,
     examined: run.examined,
     recovered: run.recovered,
     orphaned: run.orphaned,
     held: run.held,
-    queueFailed: run.queueFailed,
+    queueFailed: run.queueFailed || redriven.queueFailed,
     complete: run.cursor === undefined,
     resumed,
   };

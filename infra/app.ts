@@ -165,6 +165,7 @@ export class HandoffStack extends Stack {
     new CfnOutput(this, STACK_OUTPUTS.queueUrl, { value: d.queue.queueUrl, description: 'Producers SendMessage here' });
     new CfnOutput(this, STACK_OUTPUTS.queueArn, { value: d.queue.queueArn });
     new CfnOutput(this, STACK_OUTPUTS.deadLetterQueueUrl, { value: d.deadLetterQueue.queueUrl });
+    new CfnOutput(this, STACK_OUTPUTS.redriveQueueUrl, { value: d.redriveQueue.queueUrl, description: 'Drained by the recovery function' });
     new CfnOutput(this, STACK_OUTPUTS.ledgerTableName, { value: d.ledgerTable.tableName });
     new CfnOutput(this, STACK_OUTPUTS.consumerFunctionName, { value: d.consumer.functionName });
     // `handoff send --stack` checks events against this, not the operator's own setting.

@@ -15,8 +15,10 @@
  *
  * Endpoint health (docs/contract.md §12): the consumer writes an endpoint's health on its registry
  * item, and tells operators of one it disables with an event on the default EventBridge bus and a
- * message to the alarm topic (when given). Stuck work: a scheduled function (functions/recovery.ts,
- * every `recoveryInterval`) enqueues again the pending deliveries left without a queue message.
+ * message to the alarm topic (when given). Stuck work: the delivery queue's redrive policy moves a
+ * message the consumer kept failing on to the redrive queue, and a scheduled function
+ * (functions/recovery.ts, every `recoveryInterval`) sends it back, and enqueues again the replayed
+ * or released deliveries left without a queue message.
  *
  * The ordered intake (docs/contract.md §13): a FIFO queue beside the delivery queue for producers
  * that need a shipment's events handled in the order they sent them (`MessageGroupId` = the
@@ -190,7 +192,10 @@ export class WebhookDelivery extends Construct {
   /** The settings in force: props over the defaults, validated. */
   readonly settings: Settings;
   readonly queue: sqs.Queue;
+  /** The consumer's dead letters, each with its reason (docs/contract.md §4). */
   readonly deadLetterQueue: sqs.Queue;
+  /** SQS's redrive of a delivery-queue message the consumer kept failing on; the recovery function drains it. */
+  readonly redriveQueue: sqs.Queue;
   /** The ordered intake (docs/contract.md §13): a FIFO queue, one message group per shipment. */
   readonly orderedQueue: sqs.Queue;
   /** The ordered intake's FIFO dead-letter queue: SQS's redrive of a message the consumer kept failing. */
@@ -210,6 +215,8 @@ export class WebhookDelivery extends Construct {
     readonly orderedDeadLetters: cloudwatch.Alarm;
     readonly pendingAge: cloudwatch.Alarm;
     readonly consumerErrors: cloudwatch.Alarm;
+    /** A message SQS redrove still on the redrive queue after three recovery runs. */
+    readonly redriven: cloudwatch.Alarm;
   };
   readonly dashboard: cloudwatch.Dashboard;
 
@@ -225,6 +232,13 @@ export class WebhookDelivery extends Construct {
       enforceSSL: true,
       retentionPeriod: MAX_RETENTION,
     });
+    // Not a dead end: the recovery function sends what lands here back to the delivery queue
+    // (lib/recovery.ts), so the ledger decides, and gives up on a message after a few rounds.
+    this.redriveQueue = new sqs.Queue(this, 'RedriveQueue', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: MAX_RETENTION,
+    });
     this.queue = new sqs.Queue(this, 'DeliveryQueue', {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
@@ -236,8 +250,8 @@ export class WebhookDelivery extends Construct {
       visibilityTimeout: Duration.seconds(timings.visibilityTimeoutSeconds),
       // Every receive counts, retries included, so SQS's redrive must stay above the ledger's
       // attempt budget: the ledger dead-letters with a reason; this is only a backstop for a
-      // consumer that keeps crashing on one message.
-      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: timings.maxReceiveCount },
+      // consumer that keeps crashing on one message (or cannot reach the ledger for a long time).
+      deadLetterQueue: { queue: this.redriveQueue, maxReceiveCount: timings.maxReceiveCount },
     });
     // The ordered intake (docs/contract.md §13): FIFO, so SQS hands out a shipment's messages in the
     // order sent and none of a group while one of it is in flight. CloudFormation names both queues
@@ -514,8 +528,9 @@ export class WebhookDelivery extends Construct {
   }
 
   /**
-   * The recovery function (functions/recovery.ts) on an EventBridge schedule: reads the ledger's
-   * pending and parked listings (Query on the index, BatchGetItem of the rows it lists) and the
+   * The recovery function (functions/recovery.ts) on an EventBridge schedule: drains the redrive
+   * queue (Receive, Delete) into the delivery queue or, after a few rounds, the dead-letter queue
+   * (SendMessage); reads the ledger's pending and parked listings (Query on the index, BatchGetItem of the rows it lists) and the
    * registry's endpoint names, pauses and releases (Scan, with the key's Decrypt), releases parked
    * rows (UpdateItem on the ledger, and on the registry for the release's window), and sends to the
    * delivery queue; nothing else. A failed run is not retried: the next one comes within the interval.
@@ -529,7 +544,7 @@ export class WebhookDelivery extends Construct {
     const logGroup = new logs.LogGroup(this, 'RecoveryLogs', { retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH });
     const role = new iam.Role(this, 'RecoveryRole', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'handoff recovery: reads the ledger listings and the endpoint names, enqueues again the stranded deliveries, releases parked ones, writes its log group',
+      description: 'handoff recovery: sends back what SQS redrove, reads the ledger listings and the endpoint names, enqueues again the stranded deliveries, releases parked ones, writes its log group',
     });
     logGroup.grantWrite(role);
     role.addToPrincipalPolicy(
@@ -547,8 +562,12 @@ export class WebhookDelivery extends Construct {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({ sid: 'LedgerRowsRelease', actions: ['dynamodb:UpdateItem'], resources: [this.ledgerTable.tableArn] }),
     );
+    // Sending back what SQS redrove (to the delivery queue), or giving up on it (to the dead-letter queue).
     role.addToPrincipalPolicy(
-      new iam.PolicyStatement({ sid: 'DeliveryQueueSend', actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }),
+      new iam.PolicyStatement({ sid: 'DeliveryQueueSend', actions: ['sqs:SendMessage'], resources: [this.queue.queueArn, this.deadLetterQueue.queueArn] }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'RedriveQueueDrain', actions: ['sqs:ReceiveMessage', 'sqs:DeleteMessage'], resources: [this.redriveQueue.queueArn] }),
     );
     // The registry's names, pauses and releases (a Scan projecting those attributes), so rows of
     // removed endpoints are left alone; and the releases' own writes (their window, their end).
@@ -565,13 +584,15 @@ export class WebhookDelivery extends Construct {
       environment: {
         [RESOURCE_ENV.ledgerTable]: this.ledgerTable.tableName,
         [RESOURCE_ENV.queueUrl]: this.queue.queueUrl,
+        [RESOURCE_ENV.redriveQueueUrl]: this.redriveQueue.queueUrl,
+        [RESOURCE_ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
         [RESOURCE_ENV.endpointsTable]: this.endpointRegistry.table.tableName,
         [RECOVERY_ENV.graceMs]: String(recoveryGraceMs(visibilityTimeoutSeconds)),
         [RECOVERY_ENV.limit]: String(RECOVERY_LIMIT),
         [RECOVERY_ENV.intervalMs]: String(minutes * 60_000),
         NODE_OPTIONS: '--enable-source-maps',
       },
-      description: 'handoff: enqueues again the pending deliveries left without a queue message (stuck-work recovery)',
+      description: 'handoff: sends back redriven messages and enqueues again the pending deliveries left without a queue message (stuck-work recovery)',
       retryAttempts: 0,
     };
     const fn =
@@ -655,7 +676,19 @@ export class WebhookDelivery extends Construct {
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
 
-    return { deadLetters, orderedDeadLetters, pendingAge, consumerErrors };
+    // The recovery function empties the redrive queue at every run: a message there for three runs
+    // means recovery is not running (or cannot send), and its delivery waits.
+    const redriven = new cloudwatch.Alarm(this, 'RedrivenAlarm', {
+      alarmDescription:
+        "handoff: messages SQS redrove wait on the redrive queue longer than three recovery runs: check the recovery function's errors and log.",
+      metric: this.redriveQueue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: cloudwatch.Stats.MAXIMUM }),
+      threshold: (props.recoveryInterval ?? DEFAULT_RECOVERY_INTERVAL).toSeconds() * 3,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+
+    return { deadLetters, orderedDeadLetters, pendingAge, consumerErrors, redriven };
   }
 
   /** The four signals of docs/contract.md §10 `stats`: pending age, retries, dead letters, delivery latency. */

@@ -294,6 +294,8 @@ export const RESOURCE_ENV = {
   /** The delivery queue, for ChangeMessageVisibility (a URL's host differs by partition and emulator). */
   queueUrl: 'HANDOFF_QUEUE_URL',
   deadLetterQueueUrl: 'HANDOFF_DEAD_LETTER_QUEUE_URL',
+  /** Where the delivery queue's redrive policy moves a message; the recovery function drains it. */
+  redriveQueueUrl: 'HANDOFF_REDRIVE_QUEUE_URL',
   /** In AWS the signing secret stays in Secrets Manager; the consumer reads it at cold start. */
   webhookSecretArn: 'HANDOFF_WEBHOOK_SECRET_ARN',
   /** The endpoint registry's table (lib/endpoints/registry.ts). Unset: the single-URL settings are the one endpoint. */

@@ -1,23 +1,30 @@
 /**
- * Stuck-work recovery (docs/contract.md §12 "Stuck work"): finds pending deliveries that no queue
- * message will bring back and puts one on the queue again. Run by a scheduled function in AWS
+ * Stuck-work recovery (docs/contract.md §12 "Stuck work"): puts back on the queue the pending
+ * deliveries no queue message will bring back. Run by a scheduled function in AWS
  * (functions/recovery.ts) and by a timer in the sandbox (sandbox/recovery-timer.ts), the same code.
  *
- * How a pending delivery loses its message:
- * - SQS's own redrive: the consumer kept failing on the message (before it could settle it)
- *   `maxReceiveCount` times, and SQS moved it to the dead-letter queue, with no reason attribute;
- * - a replay whose enqueue failed (lib/replay.ts `ReplayEnqueueError`): the row is pending again,
- *   and no message was sent.
+ * How a pending delivery loses its message, and where recovery finds it:
+ * - SQS's own redrive: the consumer kept failing on the message (before it could decide)
+ *   `maxReceiveCount` times, and SQS moved it to the redrive queue (`sendBackRedriven`). A delivery
+ *   between attempts is in no listing: its message is the only thing that brings it back, so the
+ *   redrive queue is where a lost one is, whether it was in its first attempt or its fifth;
+ * - a message handoff sent itself that did not arrive: a replay whose enqueue failed
+ *   (lib/replay.ts `ReplayEnqueueError`), a release from parking (lib/resume.ts) interrupted between
+ *   its ledger write and its send. Such rows are in the `pending` listing (docs/contract.md §5),
+ *   which `recoverStuck` reads, never the table.
+ * Not found: a message deleted by hand (or a purged queue). Its row stays pending until it expires;
+ * `handoff status ID --body | handoff send` puts it back (the ledger takes it as the same event).
  *
- * What it reads: only the `pending` listing (docs/contract.md §5), never the table: rows pending
- * after a failed attempt or a replay, which is exactly where both cases leave a row. One case is not
- * there: a row still in its first attempt (claimed, never settled, so never listed) whose message
- * was redriven. That message is on the dead-letter queue, without a `reason` attribute (SQS's
- * redrive adds none); an operator moves it back (SQS's redrive from the dead-letter queue), and the
- * claim decides as for any message.
+ * The redrive queue. Each message is sent back to the delivery queue as it was (body and
+ * attributes), counting `recoveries`: the claim decides what it finds (a settled row acknowledges
+ * it; a row never claimed is claimed as new; a live lease or a wait holds it). A message redriven
+ * MAX_RECOVERIES times over is not sent back again: it goes to the dead-letter queue without a
+ * `reason`, as SQS's redrive put such messages there before (the consumer kept failing on it),
+ * its `recoveries` attribute saying how often it came back. Two runs at once receive different
+ * messages (SQS hides a received one), and a copy sent twice is one more message the claim answers.
  *
- * Which rows it enqueues ("stranded"): pending, holding an event, no live lease, and quiet for longer
- * than the grace. A row's message, if it has one, is back on the queue by the latest of:
+ * The pending listing. Which rows it enqueues ("stranded"): pending, holding an event, no live
+ * lease, and quiet for longer than the grace. A row's message, if it has one, is back on the queue by the latest of:
  * - its due time (`nextAttemptAt`: the consumer set the message's visibility to that wait);
  * - its last attempt's start plus the visibility timeout (the consumer's ChangeMessageVisibility
  *   failed, or the worker died: the message returns one visibility timeout after its receive, and
@@ -60,7 +67,7 @@ import { REGISTRY_SCHEMA } from './endpoints/registry-schema';
 import type { ListOptions, DeliveryRecord, Ledger } from './ledger/ledger';
 import { leaseIsLive } from './ledger/ledger';
 import { METRICS_NAMESPACE, SERVICE_NAME, errorFields, type Logger } from './observability';
-import type { DeliveryQueue, EndpointMessage } from './queue/queue';
+import type { DeliveryQueue, EndpointMessage, RedriveQueue, RedrivenMessage } from './queue/queue';
 import type { Resume } from './resume';
 
 /** The scheduled function's settings (functions/recovery.ts), set by the construct. */
@@ -217,6 +224,63 @@ export async function recoverStuck(deps: RecoveryDeps): Promise<RecoveryRun> {
     if (cursor === undefined) break;
   }
   return { examined, recovered, orphaned, held, ...(cursor !== undefined ? { cursor } : {}), queueFailed: false };
+}
+
+/** Times a redriven message is sent back before recovery gives up on it (see the file's comment). */
+export const MAX_RECOVERIES = 3;
+
+export interface RedriveRun {
+  /** Messages sent back to the delivery queue. */
+  readonly sentBack: number;
+  /** Messages sent to the dead-letter queue, redriven MAX_RECOVERIES times over. */
+  readonly gaveUp: number;
+  /** True when the queue failed a call: the run stopped; what it had not sent on stays on the redrive queue. */
+  readonly queueFailed: boolean;
+}
+
+/**
+ * One run over the redrive queue: up to `limit` messages, each sent back to the delivery queue, or
+ * to the dead-letter queue once it has come back MAX_RECOVERIES times (see the file's comment).
+ */
+export async function sendBackRedriven<M extends RedrivenMessage>(deps: {
+  readonly redrive: RedriveQueue<M>;
+  readonly limit: number;
+  readonly logger: Logger;
+}): Promise<RedriveRun> {
+  const { redrive, logger } = deps;
+  let sentBack = 0;
+  let gaveUp = 0;
+  try {
+    while (sentBack + gaveUp < deps.limit) {
+      const messages = await redrive.receive(Math.min(10, deps.limit - sentBack - gaveUp));
+      if (messages.length === 0) break;
+      const spent = messages.filter((message) => message.recoveries >= MAX_RECOVERIES);
+      const again = messages.filter((message) => message.recoveries < MAX_RECOVERIES);
+      if (again.length > 0) {
+        await redrive.sendBack(again);
+        sentBack += again.length;
+        for (const message of again) logger.info('sent back', { ...who(message), recoveries: message.recoveries + 1 });
+      }
+      if (spent.length > 0) {
+        await redrive.giveUp(spent);
+        gaveUp += spent.length;
+        for (const message of spent) logger.warn('redriven too often: dead-lettered', { ...who(message), recoveries: message.recoveries });
+      }
+    }
+  } catch (error) {
+    // What was not sent on stays on the redrive queue and returns to the next run.
+    logger.error('redrive queue failed', errorFields(error));
+    return { sentBack, gaveUp, queueFailed: true };
+  }
+  return { sentBack, gaveUp, queueFailed: false };
+}
+
+/** A redriven message's event ID and endpoint, where known: what its log lines show (never its body). */
+function who(message: RedrivenMessage): { eventId?: string; endpoint?: string } {
+  return {
+    ...(message.eventId !== undefined ? { eventId: message.eventId } : {}),
+    ...(message.endpoint !== undefined ? { endpoint: message.endpoint } : {}),
+  };
 }
 
 /**

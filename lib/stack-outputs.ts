@@ -6,6 +6,8 @@ export const STACK_OUTPUTS = {
   queueUrl: 'QueueUrl',
   queueArn: 'QueueArn',
   deadLetterQueueUrl: 'DeadLetterQueueUrl',
+  /** Where SQS's redrive moves a delivery-queue message the consumer kept failing on; recovery drains it. */
+  redriveQueueUrl: 'RedriveQueueUrl',
   ledgerTableName: 'LedgerTableName',
   consumerFunctionName: 'ConsumerFunctionName',
   /** The largest message body the consumer accepts, in bytes (a decimal string, as outputs are). */

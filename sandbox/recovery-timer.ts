@@ -1,8 +1,9 @@
 /**
  * The sandbox's stuck-work recovery (docs/contract.md §12 "Stuck work", "Parking"): the code the
  * scheduled function runs in AWS (lib/recovery.ts, lib/resume.ts), on a timer in the sandbox's own
- * process, against its emulators. Every `HANDOFF_RECOVERY_INTERVAL_MS` (default 5 s) it enqueues
- * again the pending deliveries that have had no message for longer than the grace, and releases the
+ * process, against its emulators. Every `HANDOFF_RECOVERY_INTERVAL_MS` (default 5 s) it sends back
+ * to the delivery queue what SQS's redrive moved to the redrive queue, enqueues again the pending
+ * deliveries that have had no message for longer than the grace, and releases the
  * parked deliveries of endpoints enabled again, each run scheduling up to the next. The grace is the
  * queue's visibility timeout (the sandbox's, `HANDOFF_VISIBILITY_TIMEOUT_SECONDS` when set) plus a
  * second, since the sandbox's poller receives a visible message at once. The cursor where a run
@@ -19,8 +20,9 @@ import { ConfigError } from '../lib/config';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import type { Fields, Logger } from '../lib/observability';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
+import { SqsRedriveQueue } from '../lib/queue/sqs-redrive-queue';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
-import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs, registryEndpoints } from '../lib/recovery';
+import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs, registryEndpoints, sendBackRedriven } from '../lib/recovery';
 import { releaseResuming } from '../lib/resume';
 
 /** The sandbox's setting: ms between two runs of the recovery timer. */
@@ -38,6 +40,8 @@ export interface RecoveryTimerOptions {
   readonly endpointsTable?: string;
   readonly queueUrl: string;
   readonly deadLetterQueueUrl: string;
+  /** Where the delivery queue's redrive policy moves a message. */
+  readonly redriveQueueUrl: string;
   /** The delivery queue's visibility timeout: the grace is this plus SANDBOX_RECOVERY_MARGIN_MS. */
   readonly visibilityTimeoutSeconds: number;
   /** Default: `HANDOFF_RECOVERY_INTERVAL_MS` from `env`, else 5000. */
@@ -72,7 +76,9 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
   const documents = DynamoDBDocumentClient.from(options.dynamodb, { marshallOptions: { removeUndefinedValues: true } });
   const ledger = new DynamoDbLedger({ client: documents, tableName: options.ledgerTable });
   const endpoints = options.endpointsTable !== undefined ? registryEndpoints(documents, options.endpointsTable) : undefined;
-  const queue = new SqsDeliveryQueue({ client: options.sqs, queueUrl: options.queueUrl, deadLetterQueueUrl: options.deadLetterQueueUrl });
+  const { queueUrl, deadLetterQueueUrl, redriveQueueUrl } = options;
+  const queue = new SqsDeliveryQueue({ client: options.sqs, queueUrl, deadLetterQueueUrl });
+  const redrive = new SqsRedriveQueue({ client: options.sqs, redriveQueueUrl, queueUrl, deadLetterQueueUrl });
   // Releases of parked deliveries after `endpoint enable` (lib/resume.ts), each run scheduling up to the next.
   const release =
     endpoints !== undefined && options.endpointsTable !== undefined
@@ -86,6 +92,7 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
 
   const run = async () => {
     try {
+      const redriven = await sendBackRedriven({ redrive, limit: RECOVERY_LIMIT, logger });
       const result = await recoverStuck({
         ledger,
         queue,
@@ -98,7 +105,7 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
       });
       cursor = result.cursor;
       const releases = release === undefined ? [] : await releaseResuming(await release.endpoints(), { ...release.deps, now, horizonMs: intervalMs, logger });
-      options.metrics?.(recoveredMetricDocument(result.recovered, now(), releases.reduce((sum, run) => sum + run.released, 0)));
+      options.metrics?.(recoveredMetricDocument(result.recovered + redriven.sentBack, now(), releases.reduce((sum, run) => sum + run.released, 0)));
     } catch (error) {
       // The emulators stopping under a run, or a cursor gone stale: start over next time.
       cursor = undefined;
@@ -131,6 +138,9 @@ function displayLogger(log: (line: string) => void): Logger {
     info(message: string, fields?: Fields) {
       if (message === 'released' && fields !== undefined) log(`${String(fields.eventId)} → ${String(fields.endpoint)} released (was parked)`);
       if (message === 'release finished' && fields !== undefined) log(`${String(fields.endpoint)}: no parked deliveries left`);
+      if (message === 'sent back' && fields !== undefined) {
+        log(`${String(fields.eventId ?? 'a message')} → ${String(fields.endpoint ?? 'routing')} sent back to the queue (redriven by SQS; recovery ${String(fields.recoveries)})`);
+      }
       if (message === 'recovered' && fields !== undefined) {
         const quiet = typeof fields.quietForMs === 'number' ? `, no message for ${Math.round(fields.quietForMs / 1000)} s` : '';
         log(`${String(fields.eventId)} → ${String(fields.endpoint)} enqueued again (pending${quiet})`);

@@ -54,6 +54,7 @@ import { WorkerPool } from './worker-pool';
 export const SANDBOX_NAMES = {
   queue: 'handoff-deliveries',
   deadLetterQueue: 'handoff-dead-letters',
+  redriveQueue: 'handoff-redrive',
   orderedQueue: 'handoff-ordered.fifo',
   orderedDeadLetterQueue: 'handoff-ordered-dead-letters.fifo',
   ledgerTable: 'handoff-ledger',
@@ -187,13 +188,16 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const deadLetterQueueUrl = await createQueue(sqs, SANDBOX_NAMES.deadLetterQueue, {
       MessageRetentionPeriod: String(QUEUE_RETENTION_SECONDS),
     });
-    const deadLetterQueueArn = await queueArn(sqs, deadLetterQueueUrl);
+    // SQS's redrive of a message the consumer kept failing on (the ledger dead-letters with a reason
+    // first); the recovery timer sends it back (docs/contract.md §12 "Stuck work").
+    const redriveQueueUrl = await createQueue(sqs, SANDBOX_NAMES.redriveQueue, {
+      MessageRetentionPeriod: String(QUEUE_RETENTION_SECONDS),
+    });
     const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? timings.visibilityTimeoutSeconds;
     const queueUrl = await createQueue(sqs, SANDBOX_NAMES.queue, {
       VisibilityTimeout: String(visibilityTimeoutSeconds),
       MessageRetentionPeriod: String(QUEUE_RETENTION_SECONDS),
-      // A backstop for a consumer that keeps failing; the ledger dead-letters with a reason first.
-      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetterQueueArn, maxReceiveCount: timings.maxReceiveCount }),
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(sqs, redriveQueueUrl), maxReceiveCount: timings.maxReceiveCount }),
     });
     const deliveryQueueArn = await queueArn(sqs, queueUrl);
     // The ordered intake: FIFO, deduplicated by the producer's MessageDeduplicationId (the event ID),
@@ -326,6 +330,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       endpointsTable: SANDBOX_NAMES.endpointsTable,
       queueUrl,
       deadLetterQueueUrl,
+      redriveQueueUrl,
       visibilityTimeoutSeconds,
       log: (line) => display.log(`recovery: ${line}`),
       metrics: (line) => metricSink.accept(line),
@@ -347,6 +352,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         dynamodbEndpoint: emulators.dynamodbEndpoint,
         queueUrl,
         deadLetterQueueUrl,
+        redriveQueueUrl,
         orderedQueueUrl,
         ledgerTable: SANDBOX_NAMES.ledgerTable,
         // The first demo receiver's, `default`'s, or the file's first endpoint's (as `receivers` shows it).

@@ -27,6 +27,11 @@ export interface SandboxState {
   readonly queueUrl: string;
   readonly deadLetterQueueUrl: string;
   /**
+   * Where SQS's redrive moves a delivery-queue message the consumer kept failing on, for recovery to
+   * send back (docs/contract.md §12). Absent in the state file of a sandbox started before it.
+   */
+  readonly redriveQueueUrl?: string;
+  /**
    * The ordered intake's FIFO queue (docs/contract.md §13; `handoff send --ordered` sends there).
    * Absent in the state file of a sandbox started before it: that command then says so.
    */
@@ -197,19 +202,8 @@ export function parseSandboxState(path: string, text: string): SandboxState {
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit <= 0) {
     throw new SandboxStateError('sandbox-state-invalid', path, 'has no payloadLimitBytes (a whole number of bytes)');
   }
-  const orderedQueueUrl = fields.orderedQueueUrl;
-  if (orderedQueueUrl !== undefined) {
-    if (typeof orderedQueueUrl !== 'string' || orderedQueueUrl === '') {
-      throw new SandboxStateError('sandbox-state-invalid', path, 'has an orderedQueueUrl that is not a queue URL');
-    }
-    if (!isLoopbackUrl(orderedQueueUrl)) {
-      throw new SandboxStateError(
-        'sandbox-state-untrusted',
-        path,
-        'is refused: its orderedQueueUrl is not on loopback (127.0.0.0/8, ::1, localhost), where the sandbox listens',
-      );
-    }
-  }
+  const orderedQueueUrl = optionalQueueUrl(fields, 'orderedQueueUrl', path);
+  const redriveQueueUrl = optionalQueueUrl(fields, 'redriveQueueUrl', path);
   const endpointsTable = fields.endpointsTable;
   if (endpointsTable !== undefined && (typeof endpointsTable !== 'string' || endpointsTable === '')) {
     throw new SandboxStateError('sandbox-state-invalid', path, 'has an endpointsTable that is not a table name');
@@ -228,6 +222,7 @@ export function parseSandboxState(path: string, text: string): SandboxState {
     dynamodbEndpoint: fields.dynamodbEndpoint as string,
     queueUrl: fields.queueUrl as string,
     deadLetterQueueUrl: fields.deadLetterQueueUrl as string,
+    ...(redriveQueueUrl !== undefined ? { redriveQueueUrl } : {}),
     ...(orderedQueueUrl !== undefined ? { orderedQueueUrl } : {}),
     ledgerTable: fields.ledgerTable as string,
     receiverUrl: fields.receiverUrl as string,
@@ -236,6 +231,19 @@ export function parseSandboxState(path: string, text: string): SandboxState {
     ...(deployment !== undefined ? { deployment: deployment as DeploymentSettingsJson } : {}),
   };
   return state;
+}
+
+/** A queue URL field a state file written by an older sandbox may lack; on loopback when present. */
+function optionalQueueUrl(fields: Record<string, unknown>, name: 'orderedQueueUrl' | 'redriveQueueUrl', path: string): string | undefined {
+  const url = fields[name];
+  if (url === undefined) return undefined;
+  if (typeof url !== 'string' || url === '') {
+    throw new SandboxStateError('sandbox-state-invalid', path, `has an ${name} that is not a queue URL`);
+  }
+  if (!isLoopbackUrl(url)) {
+    throw new SandboxStateError('sandbox-state-untrusted', path, `is refused: its ${name} is not on loopback (127.0.0.0/8, ::1, localhost), where the sandbox listens`);
+  }
+  return url;
 }
 
 function refuseUntrusted(path: string, kind: 'file' | 'directory', stat: Ownership, uid: number): void {

@@ -230,7 +230,7 @@ function expressionsOf(changes: readonly Change[], condition: string, lengths: L
         set.push('#expiresAt = :nowSeconds + #retentionSeconds');
         break;
       case 'list':
-        set.push('#listingKey = :listingKey', change.keepSort === true ? '#listingSort = if_not_exists(#listingSort, :listingSort)' : '#listingSort = :listingSort');
+        set.push('#listingKey = :listingKey', '#listingSort = :listingSort');
         break;
       case 'unlist':
         remove.push('#listingKey', '#listingSort');

@@ -30,8 +30,9 @@
  * A parked row keeps its `state` (pending); `parkedAt` is stored only while it is parked, so a row
  * never parked carries not one byte more. Settling (delivered, dead) drops the marker.
  *
- * A row is listed (`listByState`) while dead, or pending after a failed attempt or a replay, or
- * parked (per endpoint, in admission order: its `createdAt`).
+ * A row is listed (`listByState`) while dead, or pending after a replay, a release from parking or
+ * recovery's send (`relist`), or parked (per endpoint, in admission order: its `createdAt`). A row
+ * between attempts is not listed: its queue message brings it back.
  * An attempt's outcome is a diagnostic on the row, never a state. Rows are keyed by
  * (eventId, endpoint) so one event can later go to several endpoints without a migration.
  */
@@ -379,7 +380,7 @@ export interface Ledger {
 
   /**
    * Rows that need attention, from the sparse listing index (`listing.ts` says which): dead rows,
-   * pending rows that failed an attempt or were replayed, or one endpoint's parked rows (`parked`
+   * pending rows replayed, released from parking or relisted, or one endpoint's parked rows (`parked`
    * requires `endpoint`, and reads only that endpoint's entries); oldest entry into the listing first
    * unless `newestFirst`; of one endpoint and within a window of listing times when asked (the
    * window is a range of the index's sort key, read as such). Delivered rows are never listed. A

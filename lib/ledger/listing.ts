@@ -3,9 +3,14 @@
  * operator's or the recovery sweep's attention, and only then:
  *
  *   dead                                         listed as dead, since it died
- *   pending after a failed attempt or a replay   listed as pending, since its first failure (or the replay)
+ *   pending after a replay, or released          listed as pending, since the replay (or its message's send)
  *   pending and parked                           listed as parked, per endpoint, since its admission (`createdAt`)
- *   pending in its first attempt, delivered      not listed: nothing to look at, nothing to pay for
+ *   pending in its attempts, delivered           not listed: nothing to look at, nothing to pay for
+ *
+ * A delivery between attempts is not listed: its message waits on the queue, and should SQS's
+ * redrive take that message away, it lands on the redrive queue, which recovery drains
+ * (lib/recovery.ts). A replayed or released row has a message handoff sent, not the producer: the
+ * listing is how recovery finds the row should that send have failed.
  *
  * A parked row leaves the pending listing (its entry moves), and `unpark` moves it back.
  * The order is the time the row entered its listing, then its key: `listingSort` spells that as one

@@ -9,9 +9,10 @@
  * can still be claimed, so the claim's clauses compare numbers that are there and rely on nothing
  * about how a comparison with a missing attribute evaluates. Settled rows drop both (`remove`).
  *
- * The listing (`listing.ts`) is written only by the transitions that make a row need it (a failed
- * attempt, death, a replay, parking and its release) and dropped by delivery: the claim never
- * touches it, so an event delivered at its first attempt writes no index entry at all.
+ * The listing (`listing.ts`) is written only by the transitions that make a row need it (death, a
+ * replay, parking and its release) and dropped by delivery: neither the claim nor a failed attempt's
+ * record touches it, so an event delivered at its first attempt, or after retries, writes no index
+ * entry at all.
  *
  * The event's body is kept the same way: written by the first write after which handoff may have
  * to send the event from its row (a failed attempt's record, death, parking, admission to wait its
@@ -53,8 +54,8 @@ export type Change =
   | { readonly op: 'none'; readonly field: 'leaseExpiresAt' | 'nextAttemptAt'; readonly ifAbsent?: true }
   /** Expiry counts from this write, by the latest claim's retention (`retentionSeconds`). */
   | { readonly op: 'moveExpiry'; readonly nowMs: number }
-  /** Listed in `state` since `sinceMs`, or since it was first listed if `keepSort`. */
-  | { readonly op: 'list'; readonly state: ListedState; readonly sinceMs: number; readonly keepSort?: true }
+  /** Listed in `state` since `sinceMs`. */
+  | { readonly op: 'list'; readonly state: ListedState; readonly sinceMs: number }
   | { readonly op: 'unlist' };
 
 const DEAD_FIELDS: Field[] = ['deadReason', 'deadDetail', 'deadAt'];
@@ -118,10 +119,8 @@ export function recordChanges(input: RecordAttemptInput): Change[] {
         // No lease, and due at the next attempt time.
         { op: 'none', field: 'leaseExpiresAt' },
         { op: 'set', field: 'nextAttemptAt', value: next.nextAttemptAt },
-        // Listed as pending from its first failure on. Rewriting the same key costs no index write;
-        // the sort position keeps the first failure's time (a later one would move the entry: a
-        // delete and a put in the index on every retry).
-        { op: 'list', state: 'pending', sinceMs: nowMs, keepSort: true },
+        // Not listed: its message is on the queue, held for the wait, and SQS's redrive of it goes
+        // to the redrive queue, which recovery drains (lib/recovery.ts). A retry writes no index.
       ];
     case 'dead':
       return [
@@ -350,11 +349,9 @@ export function applyChanges(row: ChangeableRow, key: DeliveryKey, changes: read
       case 'moveExpiry':
         row.expiresAt = expiresAtSeconds(change.nowMs, row.retentionSeconds ?? 0);
         break;
-      case 'list': {
-        const sort = change.keepSort === true ? row.listing?.sort : undefined;
-        row.listing = { state: change.state, sort: sort ?? listingSort(change.sinceMs, key) };
+      case 'list':
+        row.listing = { state: change.state, sort: listingSort(change.sinceMs, key) };
         break;
-      }
       case 'unlist':
         delete row.listing;
         break;

@@ -108,12 +108,43 @@ export interface DeliveryQueue {
   fanOut(messages: readonly EndpointMessage[]): Promise<void>;
 }
 
+/**
+ * The message attribute (a Number) counting how many times recovery has sent a redriven message back
+ * to the delivery queue (lib/recovery.ts); absent on every other message.
+ */
+export const RECOVERIES_ATTRIBUTE = 'recoveries';
+
+/** A message SQS's redrive moved off the delivery queue, as recovery sees it (docs/contract.md §12). */
+export interface RedrivenMessage {
+  /** The event ID in its body, when one could be read (for logs: never the body). */
+  readonly eventId?: string;
+  /** The endpoint it is a delivery to; absent for a producer's message, to route. */
+  readonly endpoint?: string;
+  /** How many times recovery has sent it back before (RECOVERIES_ATTRIBUTE; 0 when absent). */
+  readonly recoveries: number;
+}
+
+/**
+ * The redrive queue: where the delivery queue's redrive policy moves a message received
+ * `maxReceiveCount` times without being deleted (the consumer kept failing before it could decide).
+ * Recovery drains it (lib/recovery.ts). `sendBack` and `giveUp` remove a message from it only once
+ * it is sent on, so a failure leaves it there, to return after its visibility timeout.
+ */
+export interface RedriveQueue<M extends RedrivenMessage = RedrivenMessage> {
+  /** Up to `max` (1–10) messages; none when the queue has none to give now. */
+  receive(max: number): Promise<M[]>;
+  /** Each back on the delivery queue, body and attributes unchanged, its `recoveries` one more. @throws QueueUnavailableError */
+  sendBack(messages: readonly M[]): Promise<void>;
+  /** Each to the dead-letter queue, body and attributes unchanged, without a `reason`. @throws QueueUnavailableError */
+  giveUp(messages: readonly M[]): Promise<void>;
+}
+
 /** The queue could not carry out a call. `cause` keeps the underlying error. */
 export class QueueUnavailableError extends Error {
   override readonly name = 'QueueUnavailableError';
   readonly code = 'queue-unavailable';
   constructor(
-    readonly operation: 'retry-after' | 'dead-letter' | 'enqueue' | 'fan-out',
+    readonly operation: 'retry-after' | 'dead-letter' | 'enqueue' | 'fan-out' | 'redrive-receive' | 'redrive-send',
     options?: ErrorOptions,
   ) {
     super(`queue ${operation} failed`, options);

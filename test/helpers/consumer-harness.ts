@@ -9,6 +9,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   CreateQueueCommand,
   DeleteMessageCommand,
+  GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SQSClient,
   type Message,
@@ -28,6 +29,8 @@ export type Handler = (event: SQSEvent, context: Context) => Promise<SQSBatchRes
 export interface Queues {
   readonly queueUrl: string;
   readonly deadLetterQueueUrl: string;
+  /** Where the delivery queue's redrive policy moves a message received `maxReceiveCount` times. */
+  readonly redriveQueueUrl: string;
 }
 
 export interface ConsumerHarness {
@@ -35,8 +38,11 @@ export interface ConsumerHarness {
   readonly receiver: TestReceiver;
   readonly sqs: SQSClient;
   readonly ledger: DynamoDbLedger;
-  /** A fresh delivery queue and dead-letter queue, so no test sees another's messages. */
-  createQueues(visibilityTimeoutSeconds: number): Promise<Queues>;
+  /**
+   * A fresh delivery queue, dead-letter queue and redrive queue, so no test sees another's messages;
+   * SQS's redrive after `maxReceiveCount` receives (default 100: out of the way).
+   */
+  createQueues(visibilityTimeoutSeconds: number, options?: { maxReceiveCount?: number }): Promise<Queues>;
   /**
    * Imports the handler module afresh, as a cold start does, with the emulators, the receiver
    * (loopback over http allowed), the ledger table and `env` on top.
@@ -62,15 +68,20 @@ export async function startConsumerHarness(name: string): Promise<ConsumerHarnes
     receiver,
     sqs,
     ledger,
-    async createQueues(visibilityTimeoutSeconds) {
+    async createQueues(visibilityTimeoutSeconds, options = {}) {
       queueCount += 1;
       const create = async (queueName: string, attributes: Record<string, string> = {}) => {
         const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: queueName, Attributes: attributes }));
         return QueueUrl!;
       };
       const deadLetterQueueUrl = await create(`${name}-dlq-${queueCount}`);
-      const queueUrl = await create(`${name}-${queueCount}`, { VisibilityTimeout: String(visibilityTimeoutSeconds) });
-      return { queueUrl, deadLetterQueueUrl };
+      const redriveQueueUrl = await create(`${name}-redrive-${queueCount}`);
+      const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: redriveQueueUrl, AttributeNames: ['QueueArn'] }));
+      const queueUrl = await create(`${name}-${queueCount}`, {
+        VisibilityTimeout: String(visibilityTimeoutSeconds),
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: Attributes!.QueueArn, maxReceiveCount: options.maxReceiveCount ?? 100 }),
+      });
+      return { queueUrl, deadLetterQueueUrl, redriveQueueUrl };
     },
     async coldStart(env) {
       const base: Record<string, string> = {
