@@ -255,6 +255,7 @@ function withTarget(command: Command): Command {
     .option('--stack <name>', 'a deployed stack: read its CloudFormation outputs')
     .option('--queue-url <url>', 'the delivery queue URL')
     .option('--dlq-url <url>', 'the dead-letter queue URL')
+    .option('--redrive-queue-url <url>', "the redrive queue URL (where SQS's redrive moves a message the consumer kept failing on)")
     .option('--table <name>', 'the ledger table name');
 }
 

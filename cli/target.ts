@@ -1,8 +1,8 @@
 /**
  * Which handoff the command talks to, decided in this order:
  *
- * 1. explicit names: `--queue-url`, `--dlq-url`, `--table`, `--endpoints-table` (and
- *    `--ordered-queue-url`, the ordered intake, where a command takes it), with the standard
+ * 1. explicit names: `--queue-url`, `--dlq-url`, `--redrive-queue-url`, `--table`,
+ *    `--endpoints-table` (and `--ordered-queue-url`, the ordered intake, where a command takes it), with the standard
  *    AWS environment (region, profile, `AWS_ENDPOINT_URL*`), which the SDK clients read on their own;
  * 2. `--stack NAME`: the deployed stack's CloudFormation outputs (explicit names still win);
  * 3. the running sandbox: the state file `npm start` writes while it runs.
@@ -38,6 +38,8 @@ import { CommandFailedError, networkErrorCode, rootCause, UsageError } from './e
 export interface TargetOptions {
   readonly queueUrl?: string;
   readonly dlqUrl?: string;
+  /** The redrive queue: where SQS's redrive moves a delivery-queue message the consumer kept failing on. */
+  readonly redriveQueueUrl?: string;
   readonly table?: string;
   readonly endpointsTable?: string;
   /** The ordered intake's FIFO queue (docs/contract.md §13). */
@@ -48,6 +50,11 @@ export interface TargetOptions {
 export interface ResourceNames {
   readonly queueUrl?: string;
   readonly deadLetterQueueUrl?: string;
+  /**
+   * The redrive queue: where SQS's redrive moves a delivery-queue message the consumer kept failing
+   * on, for recovery to send back (lib/recovery.ts). Absent from a sandbox or stack made before it.
+   */
+  readonly redriveQueueUrl?: string;
   readonly ledgerTable?: string;
   /** The endpoint registry's table (lib/endpoints/registry.ts). */
   readonly endpointsTable?: string;
@@ -82,6 +89,7 @@ export async function resolveTarget(options: TargetOptions, env: NodeJS.ProcessE
   const explicit: ResourceNames = {
     queueUrl: nonEmpty(options.queueUrl),
     deadLetterQueueUrl: nonEmpty(options.dlqUrl),
+    redriveQueueUrl: nonEmpty(options.redriveQueueUrl),
     ledgerTable: nonEmpty(options.table),
     endpointsTable: nonEmpty(options.endpointsTable),
     orderedQueueUrl: nonEmpty(options.orderedQueueUrl),
@@ -97,7 +105,7 @@ export async function resolveTarget(options: TargetOptions, env: NodeJS.ProcessE
       connection: { kind: 'aws' },
     };
   }
-  if (explicit.queueUrl || explicit.deadLetterQueueUrl || explicit.ledgerTable || explicit.endpointsTable || explicit.orderedQueueUrl) {
+  if (Object.values(explicit).some((name) => name !== undefined)) {
     return { ...explicit, description: 'the names given', connection: { kind: 'aws' } };
   }
   const sandbox = sandboxTarget(sandboxStateFile(env));
@@ -116,6 +124,7 @@ export function requireName(target: Target, name: keyof ResourceNames): string {
 const FLAGS: Record<keyof ResourceNames, string> = {
   queueUrl: '--queue-url',
   deadLetterQueueUrl: '--dlq-url',
+  redriveQueueUrl: '--redrive-queue-url',
   ledgerTable: '--table',
   endpointsTable: '--endpoints-table',
   orderedQueueUrl: '--ordered-queue-url',
@@ -227,7 +236,8 @@ async function readStackOutputs(stackName: string): Promise<ResourceNames & Depl
 
 /**
  * The resource names, payload limit and endpoint defaults a stack's outputs give. A stack deployed
- * before it published one of the last three simply has no such output.
+ * before it published the registry, the ordered intake, the redrive queue, the payload limit or the
+ * endpoint defaults simply has no such output.
  * @throws CommandFailedError
  */
 export function namesFromOutputs(
@@ -248,6 +258,8 @@ export function namesFromOutputs(
   const endpointsTable = byKey.get(STACK_OUTPUTS.endpointsTableName);
   // Absent from a stack deployed before the ordered intake (docs/contract.md §13).
   const orderedQueueUrl = byKey.get(STACK_OUTPUTS.orderedQueueUrl);
+  // Absent from a stack deployed before the redrive queue.
+  const redriveQueueUrl = byKey.get(STACK_OUTPUTS.redriveQueueUrl);
   const limit = byKey.get(STACK_OUTPUTS.payloadLimitBytes);
   if (limit !== undefined && !/^[1-9]\d{0,9}$/.test(limit)) {
     throw invalid(STACK_OUTPUTS.payloadLimitBytes, limit, 'not a whole number of bytes');
@@ -265,6 +277,7 @@ export function namesFromOutputs(
     ...names,
     ...(endpointsTable ? { endpointsTable } : {}),
     ...(orderedQueueUrl ? { orderedQueueUrl } : {}),
+    ...(redriveQueueUrl ? { redriveQueueUrl } : {}),
     ...(limit !== undefined ? { payloadLimitBytes: Number(limit) } : {}),
     ...(deployment !== undefined ? { deployment } : {}),
   };
@@ -287,6 +300,8 @@ export function sandboxTarget(path: string): Target | undefined {
   return {
     queueUrl: state.queueUrl,
     deadLetterQueueUrl: state.deadLetterQueueUrl,
+    // Absent from the state file of a sandbox started before the redrive queue.
+    ...(state.redriveQueueUrl !== undefined ? { redriveQueueUrl: state.redriveQueueUrl } : {}),
     ledgerTable: state.ledgerTable,
     // Absent from the state file of a sandbox started before the registry.
     ...(state.endpointsTable !== undefined ? { endpointsTable: state.endpointsTable } : {}),
@@ -308,6 +323,7 @@ function describeName(name: keyof ResourceNames): string {
   return {
     queueUrl: 'delivery queue',
     deadLetterQueueUrl: 'dead-letter queue',
+    redriveQueueUrl: 'redrive queue',
     ledgerTable: 'ledger table',
     endpointsTable: 'endpoint registry table',
     orderedQueueUrl: 'ordered intake (FIFO queue)',

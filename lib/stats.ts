@@ -1,27 +1,23 @@
 /**
  * Operator statistics (docs/contract.md §10): pure functions, so the numbers `handoff stats`
- * prints are tested without a store. Two sources, because a delivered row is in no index
- * (docs/contract.md §5):
- * - the backlog (pending count, oldest pending age, dead count) from the ledger's listing of its
- *   pending and dead rows, which reads only those rows;
- * - delivery figures (delivered count, retry rate, latency percentiles) from the consumer's
- *   metrics over a window (lib/metrics/).
+ * prints are tested without a store. Three sources:
+ * - pending: SQS's approximate counts of the delivery queue and the redrive queue. A delivery
+ *   being retried is a message on the delivery queue (in flight between its attempts) and in no
+ *   listing: a failed attempt does not list its row (lib/ledger/transitions.ts);
+ * - dead: the ledger's listing of its dead rows, which reads only those rows;
+ * - delivery figures (delivered count, retry rate, latency percentiles) and the oldest message
+ *   received (`PendingAge`'s maximum) from the consumer's metrics over a window (lib/metrics/).
  */
 import type { DeliveryRecord } from './ledger/ledger';
-import type { DeliveryMetrics } from './metrics/metrics-reader';
+import type { WindowMetrics } from './metrics/metrics-reader';
 
-export interface BacklogInput {
-  /** Epoch ms the figures are computed for. */
-  readonly nowMs: number;
-  readonly pending: readonly Pick<DeliveryRecord, 'stateSince'>[];
-  readonly dead: readonly unknown[];
-}
-
-export interface BacklogStats {
-  readonly pendingCount: number;
-  /** How long the longest-waiting pending row has been pending; null when none is. */
-  readonly oldestPendingAgeMs: number | null;
-  readonly deadCount: number;
+/** A queue's approximate depth (SQS's `ApproximateNumberOfMessages*` attributes). */
+export interface QueueDepth {
+  /** Messages waiting to be received. */
+  readonly visible: number;
+  /** Received and not yet deleted: being worked on, or held back for a retry. */
+  readonly inFlight: number;
+  readonly delayed: number;
 }
 
 export interface DeliveryStats {
@@ -37,37 +33,40 @@ export interface DeliveryStats {
   readonly latencyMs: { readonly p50: number | null; readonly p99: number | null };
   /** How many deliveries the percentiles are computed over. */
   readonly latencySamples: number;
+  /**
+   * How long the oldest message the consumer received in the window had been on the queue when it
+   * was received; null when it received none.
+   */
+  readonly oldestPendingAgeMs: number | null;
 }
 
-export function backlogStats(input: BacklogInput): BacklogStats {
-  // Do not rely on the listing's order: a sharded listing need not be oldest first overall.
-  const oldestSince = input.pending.reduce((oldest, r) => Math.min(oldest, r.stateSince), Infinity);
-  return {
-    pendingCount: input.pending.length,
-    oldestPendingAgeMs: input.pending.length === 0 ? null : Math.max(0, input.nowMs - oldestSince),
-    deadCount: input.dead.length,
-  };
+/** Every message on a queue: waiting, in flight and delayed. */
+export function messagesOn(depth: QueueDepth): number {
+  return depth.visible + depth.inFlight + depth.delayed;
+}
+
+/**
+ * The deliveries not yet settled, as SQS counts them: the delivery queue's messages and the
+ * redrive queue's (null: the target names none). Approximate, as SQS's counts are; a producer's
+ * message not yet routed counts once whatever its endpoints; parked deliveries are on no queue.
+ * Null when the target names no delivery queue.
+ */
+export function pendingCount(queue: QueueDepth | null, redriveQueue: QueueDepth | null): number | null {
+  if (queue === null) return null;
+  return messagesOn(queue) + (redriveQueue === null ? 0 : messagesOn(redriveQueue));
 }
 
 export interface EndpointBacklog {
-  readonly pendingCount: number;
   readonly deadCount: number;
 }
 
-/** The backlog's counts split by the rows' endpoints, by name; endpoints with neither are absent. */
-export function backlogByEndpoint(input: {
-  readonly pending: readonly Pick<DeliveryRecord, 'endpoint'>[];
-  readonly dead: readonly Pick<DeliveryRecord, 'endpoint'>[];
-}): Record<string, EndpointBacklog> {
-  const counts = new Map<string, { pendingCount: number; deadCount: number }>();
-  const entry = (endpoint: string) => {
-    let found = counts.get(endpoint);
-    if (found === undefined) counts.set(endpoint, (found = { pendingCount: 0, deadCount: 0 }));
-    return found;
-  };
-  for (const row of input.pending) entry(row.endpoint).pendingCount += 1;
-  for (const row of input.dead) entry(row.endpoint).deadCount += 1;
-  return Object.fromEntries([...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+/** The dead rows counted by their endpoints, by name; endpoints with none are absent. */
+export function deadByEndpoint(dead: readonly Pick<DeliveryRecord, 'endpoint'>[]): Record<string, EndpointBacklog> {
+  const counts = new Map<string, number>();
+  for (const row of dead) counts.set(row.endpoint, (counts.get(row.endpoint) ?? 0) + 1);
+  return Object.fromEntries(
+    [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([endpoint, deadCount]) => [endpoint, { deadCount }] as const),
+  );
 }
 
 /** The share of attempts that were retries; null when there were no attempts. */
@@ -75,7 +74,7 @@ export function retryRate(retriedAttempts: number, attempts: number): number | n
   return attempts === 0 ? null : retriedAttempts / attempts;
 }
 
-export function deliveryStats(metrics: DeliveryMetrics): DeliveryStats {
+export function deliveryStats(metrics: WindowMetrics): DeliveryStats {
   return {
     deliveredCount: metrics.delivered,
     attempts: metrics.attempts,
@@ -84,6 +83,7 @@ export function deliveryStats(metrics: DeliveryMetrics): DeliveryStats {
     deadLettered: metrics.deadLettered,
     latencyMs: { p50: metrics.latency.p50Ms, p99: metrics.latency.p99Ms },
     latencySamples: metrics.latency.samples,
+    oldestPendingAgeMs: metrics.oldestPendingAgeMs,
   };
 }
 

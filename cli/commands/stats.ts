@@ -1,28 +1,33 @@
 /**
- * `handoff stats`: how the pipeline is doing, from three sources, each named in the output:
- * - the ledger's listing of its pending and dead rows (pending count, oldest pending age, dead
- *   count): those rows only, as they are now, at most `maxRowsPerState` per state;
- * - the consumer's metrics over the window (delivered count, retry rate, latency percentiles):
- *   CloudWatch for a deployed stack, the sandbox's metric sink locally. A delivered row is in no
- *   index, so the ledger is never asked to list or count them;
- * - the two queues' approximate depths, now;
+ * `handoff stats`: how the pipeline is doing, from four sources, each named in the output:
+ * - SQS's approximate counts, now: each queue's depth, and `pending`, the messages on the delivery
+ *   queue (waiting, in flight, delayed) and on the redrive queue. A delivery being retried is its
+ *   message, in flight between attempts, and in no listing (a failed attempt does not list its
+ *   row), so the queues are where pending deliveries are counted. Approximate, as SQS's counts are;
+ *   a producer's message not yet routed counts once whatever its endpoints; parked deliveries are
+ *   on no queue (their own line);
+ * - the ledger's listing of its dead rows (dead count): those rows only, as they are now, at most
+ *   `maxRowsPerState`;
+ * - the consumer's metrics over the window (delivered count, retry rate, latency percentiles, and
+ *   the oldest message received: `PendingAge`'s maximum): CloudWatch for a deployed stack, the
+ *   sandbox's metric sink locally. A delivered row is in no index, so the ledger is never asked to
+ *   list or count them;
  * - the parked deliveries of each endpoint in the registry (docs/contract.md §12): the ledger's
- *   parked listing of that endpoint, counted from its index entries (never the rows), now. Parked
- *   rows are pending but not in the pending listing, so `pending` does not include them.
+ *   parked listing of that endpoint, counted from its index entries (never the rows), now.
  * When the metrics cannot be read, the other figures are still printed and the command fails.
  *
- * `--endpoint NAME`: that endpoint's figures: its rows of the listing (the ledger picks them from
- * the index entries) and its metrics (CloudWatch's `Service, Endpoint` dimensions; the sandbox's
- * sink keeps each endpoint's too). The queues are shared by every endpoint: their depths are the
- * whole queue's, and the output says so. Without it, the totals, and the backlog split by endpoint
- * from the rows read anyway, with each endpoint's parked count.
+ * `--endpoint NAME`: that endpoint's figures: its dead rows (the ledger picks them from the index
+ * entries), its parked count and its metrics (CloudWatch's `Service, Endpoint` dimensions; the
+ * sandbox's sink keeps each endpoint's too). The queues are shared by every endpoint: their depths
+ * are the whole queues', and `pending` is not given (null), and the output says so. Without it,
+ * the totals, and each endpoint's dead and parked counts.
  */
 import { GetQueueAttributesCommand, type QueueAttributeName } from '@aws-sdk/client-sqs';
 import { InvalidArgumentError } from 'commander';
 import pLimit from 'p-limit';
-import type { DeliveryRecord, DeliveryState, Ledger } from '../../lib/ledger/ledger';
+import type { DeliveryRecord, Ledger } from '../../lib/ledger/ledger';
 import { MetricsUnavailableError, type MetricsWindow } from '../../lib/metrics/metrics-reader';
-import { backlogByEndpoint, backlogStats, deliveryStats, type DeliveryStats, type EndpointBacklog } from '../../lib/stats';
+import { deadByEndpoint, deliveryStats, pendingCount, type DeliveryStats, type EndpointBacklog, type QueueDepth } from '../../lib/stats';
 import type { CommandContext } from '../context';
 import { formatDuration, formatPercent, keyValues } from '../format';
 import { PARKED_COUNT_CONCURRENCY } from './endpoint';
@@ -36,6 +41,7 @@ const MAX_SINCE_MS = 15 * 24 * 60 * 60 * 1000;
 const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 export interface StatsOptions {
+  /** The most dead rows read from the ledger. */
   readonly maxRowsPerState: number;
   /** The metrics window: the last this many ms. */
   readonly sinceMs?: number;
@@ -43,15 +49,7 @@ export interface StatsOptions {
   readonly endpoint?: string;
 }
 
-export interface QueueDepth {
-  /** Messages waiting to be received. */
-  readonly visible: number;
-  /** Received and not yet deleted: being worked on, or held back for a retry. */
-  readonly inFlight: number;
-  readonly delayed: number;
-}
-
-interface StateRows {
+interface DeadRows {
   readonly records: DeliveryRecord[];
   /** True when more rows were left unread. */
   readonly capped: boolean;
@@ -81,6 +79,10 @@ export function describeSince(ms: number): string {
   return `${ms / UNIT_MS.m} min`;
 }
 
+/** What `pending` counts, for the sources line and `sources.pending`. */
+const PENDING_CAVEATS =
+  "a producer's message not yet routed counts once whatever its endpoints; parked deliveries are on no queue (parked, on its own line)";
+
 export async function statsCommand(ctx: CommandContext, options: StatsOptions): Promise<CommandResult> {
   const nowMs = ctx.now();
   const ledger = ctx.ledger();
@@ -90,9 +92,8 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
   const sinceMs = Math.min(askedMs, metrics.maxWindowMs);
   const window: MetricsWindow = { startMs: nowMs - sinceMs, endMs: nowMs };
   const { endpoint } = options;
-  const [pending, dead, delivery, queue, deadLetterQueue, parked] = await Promise.all([
-    readState(ledger, 'pending', options.maxRowsPerState, endpoint),
-    readState(ledger, 'dead', options.maxRowsPerState, endpoint),
+  const [dead, delivery, queue, redriveQueue, deadLetterQueue, parked] = await Promise.all([
+    readDead(ledger, options.maxRowsPerState, endpoint),
     metrics.read(window, endpoint === undefined ? {} : { endpoint }).then(
       (read): DeliveryStats | MetricsUnavailableError => deliveryStats(read),
       (error: unknown) => {
@@ -101,40 +102,47 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
       },
     ),
     queueDepth(ctx, ctx.target.queueUrl),
+    queueDepth(ctx, ctx.target.redriveQueueUrl),
     queueDepth(ctx, ctx.target.deadLetterQueueUrl),
     parkedCounts(ctx, ledger, endpoint),
   ]);
-  const backlog = backlogStats({ nowMs, pending: pending.records, dead: dead.records });
-  const capped = { pending: pending.capped, dead: dead.capped };
+  // The queues hold every endpoint's messages: no count of one endpoint's comes from them.
+  const pending = endpoint === undefined ? pendingCount(queue, redriveQueue) : null;
+  const deadCount = dead.records.length;
   const delivered = delivery instanceof MetricsUnavailableError ? undefined : delivery;
   const since = describeSince(sinceMs);
 
-  const count = (n: number, isCapped: boolean) => (isCapped ? `at least ${n}` : String(n));
   const ms = (value: number | null | undefined) => (value === null || value === undefined ? 'n/a' : formatDuration(value));
-  const depth = (d: QueueDepth | null) =>
-    d === null ? 'n/a (no queue URL)' : `${d.visible} waiting, ${d.inFlight} in flight, ${d.delayed} delayed`;
+  const depth = (d: QueueDepth | null, what: string) =>
+    d === null ? `n/a (the target names no ${what})` : `${d.visible} waiting, ${d.inFlight} in flight, ${d.delayed} delayed`;
   const retryRate = (d: DeliveryStats | undefined) => {
     if (d === undefined) return 'n/a';
     if (d.retryRate === null) return 'n/a (no attempts)';
     return `${formatPercent(d.retryRate)} (${d.retriedAttempts} of ${d.attempts} attempts were retries)`;
   };
-  const byEndpoint = endpoint === undefined ? withParked(backlogByEndpoint({ pending: pending.records, dead: dead.records }), parked) : undefined;
+  const oldestReceived = (d: DeliveryStats | undefined) => {
+    if (d === undefined) return 'n/a';
+    if (d.oldestPendingAgeMs === null) return `n/a (no message received in the last ${since})`;
+    return `${formatDuration(d.oldestPendingAgeMs)} old (the oldest message the consumer received in the last ${since})`;
+  };
+  let pendingText: string;
+  if (endpoint !== undefined) pendingText = 'n/a (the queues are shared by every endpoint)';
+  else if (pending === null) pendingText = 'n/a (the target names no delivery queue)';
+  else pendingText = String(pending);
+  const byEndpoint = endpoint === undefined ? withParked(deadByEndpoint(dead.records), parked) : undefined;
   const parkedTotal = parked === null ? null : Object.values(parked).reduce((sum, n) => sum + n, 0);
   const lines: [string, string][] = [];
   if (endpoint !== undefined) lines.push(['endpoint', endpoint]);
   lines.push(
-    [
-      'pending',
-      `${count(backlog.pendingCount, capped.pending)}` +
-        (backlog.oldestPendingAgeMs === null ? '' : ` (oldest waiting ${formatDuration(backlog.oldestPendingAgeMs)})`),
-    ],
-    ['dead', count(backlog.deadCount, capped.dead)],
+    ['pending', pendingText],
+    ['oldest received', oldestReceived(delivered)],
+    ['dead', dead.capped ? `at least ${deadCount}` : String(deadCount)],
     ['parked', parkedTotal === null ? 'n/a (no endpoint registry in the target)' : String(parkedTotal)],
   );
-  // Several endpoints in the backlog, or any parked: each one's share (pending and dead from the rows already read).
+  // Several endpoints with dead rows, or any parked: each one's share (dead from the rows already read).
   if (byEndpoint !== undefined && (Object.keys(byEndpoint).length > 1 || (parkedTotal ?? 0) > 0)) {
     for (const [name, b] of Object.entries(byEndpoint)) {
-      lines.push([`  ${name}`, `${b.pendingCount} pending, ${b.deadCount} dead${b.parkedCount === undefined ? '' : `, ${b.parkedCount} parked`}`]);
+      lines.push([`  ${name}`, `${b.deadCount} dead${b.parkedCount === undefined ? '' : `, ${b.parkedCount} parked`}`]);
     }
   }
   lines.push(
@@ -142,36 +150,52 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
     ['retry rate', retryRate(delivered)],
     ['latency p50', ms(delivered?.latencyMs.p50)],
     ['latency p99', ms(delivered?.latencyMs.p99)],
-    ['queue', depth(queue)],
-    ['dead-letter queue', depth(deadLetterQueue)],
+    ['queue', depth(queue, 'delivery queue')],
+    ['redrive queue', depth(redriveQueue, 'redrive queue')],
+    ['dead-letter queue', depth(deadLetterQueue, 'dead-letter queue')],
   );
   const metricsSource = endpoint === undefined ? metrics.source : `${metrics.source}, endpoint ${endpoint} only`;
-  const backlogSource = endpoint === undefined ? "the ledger's pending and dead rows" : `the ledger's pending and dead rows of endpoint ${endpoint}`;
+  let pendingSource: string;
+  if (endpoint !== undefined) pendingSource = 'n/a with an endpoint: the queues are shared by every endpoint';
+  else if (queue === null) pendingSource = 'n/a: the target names no delivery queue';
+  else {
+    pendingSource =
+      (redriveQueue === null
+        ? "the messages on the delivery queue (waiting, in flight, delayed; the target names no redrive queue): SQS's approximate counts, now"
+        : "the messages on the delivery queue and the redrive queue (waiting, in flight, delayed): SQS's approximate counts, now") +
+      `; ${PENDING_CAVEATS}`;
+  }
+  const deadSource = endpoint === undefined ? "the ledger's dead rows" : `the ledger's dead rows of endpoint ${endpoint}`;
   const queuesSource = endpoint === undefined ? "SQS's approximate counts" : "SQS's approximate counts of the whole queues, which every endpoint shares";
   const parkedSource =
     endpoint === undefined ? "the ledger's parked listing of each endpoint in the registry" : `the ledger's parked listing of endpoint ${endpoint}`;
+  const oldestSource = 'the largest PendingAge (how long a message had been on the queue when the consumer received it)';
   const sources = [
-    `pending, dead: ${backlogSource}, now`,
+    `pending: ${pendingSource}`,
+    `dead: ${deadSource}, now`,
     `parked: ${parkedSource}, now`,
-    `delivered, retry rate, latency: ${metricsSource}, the last ${since}` +
+    `delivered, retry rate, latency, oldest received: ${metricsSource}, the last ${since}` +
       (delivered === undefined ? '' : `; percentiles over ${delivered.latencySamples} deliveries, ${metrics.percentileMethod}`),
+    `oldest received: ${oldestSource}; a message not yet received is not in it`,
     `queues: ${queuesSource}, now`,
   ];
   const notes: string[] = [];
   if (sinceMs < askedMs) {
     notes.push(`the metrics cover the last ${since}, not ${describeSince(askedMs)}: ${metrics.source} keeps no more`);
   }
-  if (capped.pending || capped.dead) {
-    notes.push(`read at most ${options.maxRowsPerState} rows per state; raise --max-rows for exact figures`);
+  if (dead.capped) {
+    notes.push(`read at most ${options.maxRowsPerState} dead rows; raise --max-rows for an exact figure`);
   }
 
   return {
     json: {
       endpoint: endpoint ?? null,
-      ...backlog,
+      pendingCount: pending,
+      oldestPendingAgeMs: delivered?.oldestPendingAgeMs ?? null,
+      deadCount,
       parkedCount: parkedTotal,
       ...(byEndpoint === undefined ? {} : { byEndpoint }),
-      capped,
+      capped: { dead: dead.capped },
       maxRowsPerState: options.maxRowsPerState,
       deliveredCount: delivered?.deliveredCount ?? null,
       attempts: delivered?.attempts ?? null,
@@ -181,12 +205,15 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
       latencyMs: delivered?.latencyMs ?? { p50: null, p99: null },
       latencySamples: delivered?.latencySamples ?? null,
       queue,
+      redriveQueue,
       deadLetterQueue,
       sources: {
-        backlog: backlogSource,
+        pending: pendingSource,
+        dead: deadSource,
         parked: parkedSource,
         metrics: metricsSource,
         percentiles: metrics.percentileMethod,
+        oldestPendingAge: oldestSource,
         queues: queuesSource,
       },
       window: { since: since.replace(' ', ''), startMs: window.startMs, endMs: window.endMs },
@@ -197,12 +224,12 @@ export async function statsCommand(ctx: CommandContext, options: StatsOptions): 
   };
 }
 
-async function readState(ledger: Ledger, state: 'pending' | 'dead', maxRows: number, endpoint: string | undefined): Promise<StateRows> {
+async function readDead(ledger: Ledger, maxRows: number, endpoint: string | undefined): Promise<DeadRows> {
   const records: DeliveryRecord[] = [];
   let cursor: string | undefined;
   do {
     const limit = Math.min(PAGE_SIZE, maxRows - records.length);
-    const page = await ledger.listByState(state satisfies DeliveryState, { limit, cursor, ...(endpoint === undefined ? {} : { endpoint }) });
+    const page = await ledger.listByState('dead', { limit, cursor, ...(endpoint === undefined ? {} : { endpoint }) });
     records.push(...page.records);
     cursor = page.cursor;
   } while (cursor !== undefined && records.length < maxRows);
@@ -226,7 +253,7 @@ async function parkedCounts(ctx: CommandContext, ledger: Ledger, endpoint: strin
   return Object.fromEntries(names.map((name, i) => [name, counts[i]!] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
-/** The backlog by endpoint with each endpoint's parked count; an endpoint with parked rows only is added. */
+/** The dead counts by endpoint with each endpoint's parked count; an endpoint with parked rows only is added. */
 function withParked(
   byEndpoint: Record<string, EndpointBacklog>,
   parked: Record<string, number> | null,
@@ -234,7 +261,7 @@ function withParked(
   if (parked === null) return byEndpoint;
   const merged: Record<string, EndpointBacklog & { parkedCount?: number }> = {};
   const names = [...new Set([...Object.keys(byEndpoint), ...Object.keys(parked).filter((name) => parked[name]! > 0)])].sort();
-  for (const name of names) merged[name] = { ...(byEndpoint[name] ?? { pendingCount: 0, deadCount: 0 }), parkedCount: parked[name] ?? 0 };
+  for (const name of names) merged[name] = { ...(byEndpoint[name] ?? { deadCount: 0 }), parkedCount: parked[name] ?? 0 };
   return merged;
 }
 

@@ -2,8 +2,9 @@
  * `MetricsReader` over CloudWatch: one `GetMetricData` call (paged) for the window, reading the
  * consumer's EMF metrics by the names, namespace and dimensions lib/observability.ts writes them
  * with: `Service` for the totals, `Service` and `Endpoint` for one endpoint's figures (each
- * delivery's document carries both dimension sets). The window is one period, so each statistic is one value over the whole window and the
- * percentiles are CloudWatch's own over every latency value published in it.
+ * delivery's document carries both dimension sets). The window is one period, so each statistic is
+ * one value over the whole window: the percentiles are CloudWatch's own over every latency value
+ * published in it, and the oldest message received is `PendingAge`'s `Maximum` (published in seconds).
  */
 import {
   GetMetricDataCommand,
@@ -15,13 +16,15 @@ import {
 import { ENDPOINT_DIMENSION, METRIC_DIMENSIONS, METRICS_NAMESPACE, type MetricName } from '../observability';
 import {
   MetricsUnavailableError,
-  type DeliveryMetrics,
   type MetricsReader,
   type MetricsReadOptions,
   type MetricsWindow,
+  type WindowMetrics,
 } from './metrics-reader';
 
 const MINUTE_MS = 60_000;
+/** `PendingAge` is published in seconds (lib/observability.ts). */
+const PENDING_AGE_UNIT_MS = 1000;
 
 /** Each query's ID (what GetMetricData answers by), the metric and the statistic it asks for. */
 const QUERIES = {
@@ -32,6 +35,7 @@ const QUERIES = {
   latencySamples: { metric: 'DeliveryLatency', stat: 'SampleCount' },
   latencyP50: { metric: 'DeliveryLatency', stat: 'p50' },
   latencyP99: { metric: 'DeliveryLatency', stat: 'p99' },
+  oldestPendingAge: { metric: 'PendingAge', stat: 'Maximum' },
 } as const satisfies Record<string, { metric: MetricName; stat: string }>;
 type QueryId = keyof typeof QUERIES;
 
@@ -66,9 +70,10 @@ export function metricDataRequest(window: MetricsWindow, options: MetricsReadOpt
  * The figures from GetMetricData's results (every page's, concatenated). Counts are summed over
  * whatever values came back (none: nothing was published, so 0). A percentile is one value for
  * the one period; should CloudWatch split the window after all, the largest is kept: an upper
- * bound, never an average of percentiles.
+ * bound, never an average of percentiles. The oldest message received is the largest `Maximum`
+ * (null when none came back: nothing was received in the window), in ms.
  */
-export function parseMetricData(results: readonly MetricDataResult[]): DeliveryMetrics {
+export function parseMetricData(results: readonly MetricDataResult[]): WindowMetrics {
   const values = new Map<QueryId, number[]>();
   for (const result of results) {
     const id = result.Id as QueryId;
@@ -84,6 +89,7 @@ export function parseMetricData(results: readonly MetricDataResult[]): DeliveryM
     return found.length === 0 ? null : Math.max(...found);
   };
   const samples = sum('latencySamples');
+  const oldestPendingAge = largest('oldestPendingAge');
   return {
     delivered: sum('delivered'),
     attempts: sum('attempts'),
@@ -94,6 +100,7 @@ export function parseMetricData(results: readonly MetricDataResult[]): DeliveryM
       p50Ms: samples === 0 ? null : largest('latencyP50'),
       p99Ms: samples === 0 ? null : largest('latencyP99'),
     },
+    oldestPendingAgeMs: oldestPendingAge === null ? null : oldestPendingAge * PENDING_AGE_UNIT_MS,
   };
 }
 
@@ -110,7 +117,7 @@ export class CloudWatchMetricsReader implements MetricsReader {
     this.#client = options.client;
   }
 
-  async read(window: MetricsWindow, options: MetricsReadOptions = {}): Promise<DeliveryMetrics> {
+  async read(window: MetricsWindow, options: MetricsReadOptions = {}): Promise<WindowMetrics> {
     const request = metricDataRequest(window, options);
     const results: MetricDataResult[] = [];
     let nextToken: string | undefined;

@@ -37,13 +37,21 @@ describe('Class: CloudWatchMetricsReader (SDK on loopback)', () => {
       'DeliveryLatency/SampleCount': [120],
       'DeliveryLatency/p50': [84],
       'DeliveryLatency/p99': [2_210],
+      'PendingAge/Maximum': [95],
     });
 
     // Act
     const metrics = await new CloudWatchMetricsReader({ client: clientFor(stub.url) }).read({ startMs: END_MS - DAY_MS, endMs: END_MS });
 
     // Assess
-    expect(metrics).toEqual({ delivered: 120, attempts: 150, retriedAttempts: 30, deadLettered: 2, latency: { samples: 120, p50Ms: 84, p99Ms: 2_210 } });
+    expect(metrics).toEqual({
+      delivered: 120,
+      attempts: 150,
+      retriedAttempts: 30,
+      deadLettered: 2,
+      latency: { samples: 120, p50Ms: 84, p99Ms: 2_210 },
+      oldestPendingAgeMs: 95_000,
+    });
     expect(stub.requests).toHaveLength(1);
     const [request] = stub.requests;
     expect(request!.StartTime).toBe((END_MS - DAY_MS) / 1000);
@@ -57,18 +65,30 @@ describe('Class: CloudWatchMetricsReader (SDK on loopback)', () => {
       },
       ReturnData: true,
     });
+    expect(request!.MetricDataQueries[7]).toEqual({
+      Id: 'oldestPendingAge',
+      MetricStat: {
+        Metric: { Namespace: 'Handoff', MetricName: 'PendingAge', Dimensions: [{ Name: 'Service', Value: 'handoff' }] },
+        Period: 86_400,
+        Stat: 'Maximum',
+      },
+      ReturnData: true,
+    });
   });
 
-  it("sends one endpoint's request with the Endpoint dimension beside Service", async () => {
-    stub = await startCloudWatchStub({ 'Delivered/Sum': [7] });
+  it("sends one endpoint's request with the Endpoint dimension beside Service, the largest PendingAge's too", async () => {
+    stub = await startCloudWatchStub({ 'Delivered/Sum': [7], 'PendingAge/Maximum': [3] });
 
     const metrics = await new CloudWatchMetricsReader({ client: clientFor(stub.url) }).read({ startMs: END_MS - DAY_MS, endMs: END_MS }, { endpoint: 'billing' });
 
     expect(metrics.delivered).toBe(7);
-    expect(stub.requests[0]!.MetricDataQueries[0]!.MetricStat.Metric.Dimensions).toEqual([
-      { Name: 'Service', Value: 'handoff' },
-      { Name: 'Endpoint', Value: 'billing' },
-    ]);
+    expect(metrics.oldestPendingAgeMs).toBe(3_000);
+    for (const query of stub.requests[0]!.MetricDataQueries) {
+      expect(query.MetricStat.Metric.Dimensions).toEqual([
+        { Name: 'Service', Value: 'handoff' },
+        { Name: 'Endpoint', Value: 'billing' },
+      ]);
+    }
   });
 
   it('reports a refused call as MetricsUnavailableError naming AWS’s error', async () => {

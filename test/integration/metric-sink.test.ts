@@ -24,11 +24,18 @@ afterEach(() => {
   rmSync(directory, { recursive: true, force: true });
 });
 
-/** The lines a consumer invocation writes for these deliveries (attempt number, latency when accepted). */
-function invocationLines(attempts: readonly { number: number; latencyMs?: number; endpoint?: string }[], nowMs = NOW_MS): string[] {
+/**
+ * The lines a consumer invocation writes for these deliveries (attempt number, latency when
+ * accepted, and how long its message had been on the queue when received, in seconds, when given).
+ */
+function invocationLines(
+  attempts: readonly { number: number; latencyMs?: number; endpoint?: string; pendingAgeSeconds?: number }[],
+  nowMs = NOW_MS,
+): string[] {
   const lines: string[] = [];
   const metrics = new MetricsRecorder({ service: 'handoff', write: (line) => void lines.push(line), now: () => nowMs });
   for (const attempt of attempts) {
+    if (attempt.pendingAgeSeconds !== undefined) metrics.add('PendingAge', attempt.pendingAgeSeconds, attempt.endpoint);
     metrics.attempted(attempt.number, attempt.endpoint);
     if (attempt.latencyMs !== undefined) {
       metrics.add('Delivered', 1, attempt.endpoint);
@@ -70,6 +77,7 @@ describe('Class: MetricSink', () => {
       retriedAttempts: 1,
       deadLettered: 0,
       latency: { samples: 3, p50Ms: 40, p99Ms: 2_000 },
+      oldestPendingAgeMs: null,
     });
     expect(sink.totals()).toEqual({ delivered: 3 });
   });
@@ -97,23 +105,87 @@ describe('Class: MetricSink', () => {
     ]);
 
     // Assess
-    expect(totals).toEqual({ delivered: 3, attempts: 4, retriedAttempts: 1, deadLettered: 0, latency: { samples: 3, p50Ms: 70, p99Ms: 900 } });
-    expect(billing).toEqual({ delivered: 2, attempts: 2, retriedAttempts: 1, deadLettered: 0, latency: { samples: 2, p50Ms: 40, p99Ms: 900 } });
-    expect(crm).toEqual({ delivered: 1, attempts: 2, retriedAttempts: 0, deadLettered: 0, latency: { samples: 1, p50Ms: 70, p99Ms: 70 } });
-    expect(nobody).toEqual({ delivered: 0, attempts: 0, retriedAttempts: 0, deadLettered: 0, latency: { samples: 0, p50Ms: null, p99Ms: null } });
+    const none = { oldestPendingAgeMs: null };
+    expect(totals).toEqual({ delivered: 3, attempts: 4, retriedAttempts: 1, deadLettered: 0, latency: { samples: 3, p50Ms: 70, p99Ms: 900 }, ...none });
+    expect(billing).toEqual({ delivered: 2, attempts: 2, retriedAttempts: 1, deadLettered: 0, latency: { samples: 2, p50Ms: 40, p99Ms: 900 }, ...none });
+    expect(crm).toEqual({ delivered: 1, attempts: 2, retriedAttempts: 0, deadLettered: 0, latency: { samples: 1, p50Ms: 70, p99Ms: 70 }, ...none });
+    expect(nobody).toEqual({ delivered: 0, attempts: 0, retriedAttempts: 0, deadLettered: 0, latency: { samples: 0, p50Ms: null, p99Ms: null }, ...none });
+  });
+
+  it('keeps the largest PendingAge as the oldest message received, in ms: the totals with every message, each endpoint with its own', async () => {
+    // Prepare: a producer's message (no endpoint) received after 95 s; billing's after 3 s and 40 s; crm's after 12 s.
+    const path = join(directory, 'sandbox.metrics.json');
+    const sink = new MetricSink({ path, now: () => NOW_MS });
+    const lines = [
+      ...invocationLines([{ number: 1, pendingAgeSeconds: 95 }]),
+      ...invocationLines([
+        { number: 1, latencyMs: 40, endpoint: 'billing', pendingAgeSeconds: 3 },
+        { number: 2, latencyMs: 40, endpoint: 'billing', pendingAgeSeconds: 40 },
+        { number: 1, latencyMs: 40, endpoint: 'crm', pendingAgeSeconds: 12.5 },
+      ]),
+    ];
+
+    // Act
+    for (const line of lines) sink.accept(line);
+    sink.flush();
+    const reader = new SandboxMetricsReader({ path });
+    const [totals, billing, crm, nobody] = await Promise.all([
+      reader.read(LAST_DAY),
+      reader.read(LAST_DAY, { endpoint: 'billing' }),
+      reader.read(LAST_DAY, { endpoint: 'crm' }),
+      reader.read(LAST_DAY, { endpoint: 'nobody' }),
+    ]);
+
+    // Assess
+    expect(totals.oldestPendingAgeMs).toBe(95_000);
+    expect(billing.oldestPendingAgeMs).toBe(40_000);
+    expect(crm.oldestPendingAgeMs).toBe(12_500);
+    expect(nobody.oldestPendingAgeMs).toBeNull();
+  });
+
+  it('reads the oldest message received over the window only, an hour folded into its hour keeping its largest', async () => {
+    // Prepare: a message received after 600 s three hours ago, one after 20 s and one after 5 s in the last minutes.
+    let nowMs = NOW_MS - 3 * 3_600_000;
+    const path = join(directory, 'sandbox.metrics.json');
+    const sink = new MetricSink({ path, now: () => nowMs });
+    for (const line of invocationLines([{ number: 1, pendingAgeSeconds: 600 }], nowMs)) sink.accept(line);
+    nowMs = NOW_MS - 120_000;
+    for (const line of invocationLines([{ number: 1, pendingAgeSeconds: 20 }], nowMs)) sink.accept(line);
+    nowMs = NOW_MS;
+    for (const line of invocationLines([{ number: 1, pendingAgeSeconds: 5 }], nowMs)) sink.accept(line);
+
+    // Act: the write folds the three-hour-old minute into its hour.
+    sink.flush();
+    const reader = new SandboxMetricsReader({ path });
+    const lastHour = await reader.read({ startMs: NOW_MS - 3_600_000, endMs: NOW_MS + 1 });
+    const lastMinute = await reader.read({ startMs: NOW_MS, endMs: NOW_MS + 1 });
+    const lastDay = await reader.read(LAST_DAY);
+
+    // Assess
+    expect(lastHour.oldestPendingAgeMs).toBe(20_000);
+    expect(lastMinute.oldestPendingAgeMs).toBe(5_000);
+    expect(lastDay.oldestPendingAgeMs).toBe(600_000);
+    const file = JSON.parse(readFileSync(path, 'utf8')) as { pendingAge: { buckets: { spanMs: number; max: number }[] } };
+    expect(file.pendingAge.buckets.map((b) => [b.spanMs, b.max])).toEqual([
+      [3_600_000, 600],
+      [60_000, 20],
+      [60_000, 5],
+    ]);
   });
 
   it('forgets an endpoint with nothing in the last 24 h', async () => {
     let nowMs = NOW_MS;
     const path = join(directory, 'sandbox.metrics.json');
     const sink = new MetricSink({ path, now: () => nowMs });
-    for (const line of invocationLines([{ number: 1, latencyMs: 40, endpoint: 'gone' }])) sink.accept(line);
+    for (const line of invocationLines([{ number: 1, latencyMs: 40, endpoint: 'gone', pendingAgeSeconds: 2 }])) sink.accept(line);
     sink.flush();
 
     nowMs += DAY_MS + 2 * 3_600_000;
     sink.flush();
 
-    expect((JSON.parse(readFileSync(path, 'utf8')) as { endpoints: Record<string, unknown> }).endpoints).toEqual({});
+    const file = JSON.parse(readFileSync(path, 'utf8')) as { endpoints: Record<string, unknown>; pendingAge: { buckets: unknown[]; endpoints: Record<string, unknown> } };
+    expect(file.endpoints).toEqual({});
+    expect(file.pendingAge).toEqual({ buckets: [], endpoints: {} });
   });
 
   it('writes the file 0600 in a 0700 directory it creates', () => {
@@ -134,9 +206,11 @@ describe('Class: MetricSink', () => {
     const after100 = statSync(path).size;
 
     for (let i = 0; i < 10_000; i += 1) sink.accept(line);
+    for (let i = 0; i < 1_000; i += 1) sink.accept(invocationLines([{ number: 1, endpoint: 'billing', pendingAgeSeconds: i }])[1]!);
     sink.flush();
 
-    expect(statSync(path).size).toBeLessThanOrEqual(after100 + 10);
+    // The endpoint's buckets and its one maximum: a fixed addition, whatever the count.
+    expect(statSync(path).size).toBeLessThanOrEqual(after100 + 600);
     expect((await new SandboxMetricsReader({ path }).read(LAST_DAY)).delivered).toBe(10_100);
   });
 
@@ -167,6 +241,22 @@ describe('Class: SandboxMetricsReader', () => {
     expect((await reader.read(LAST_DAY)).delivered).toBe(0);
     await expect(reader.read(LAST_DAY, { endpoint: 'billing' })).rejects.toThrow(
       new MetricsUnavailableError(`the sandbox metrics file ${path} is malformed (version 1 keeps no figures per endpoint: restart the sandbox)`),
+    );
+  });
+
+  it('reads no oldest message (null) from a file written before the sink kept PendingAge', async () => {
+    const path = join(directory, 'sandbox.metrics.json');
+    writeFileSync(path, '{"version":2,"retentionMs":86400000,"buckets":[],"endpoints":{}}');
+
+    expect((await new SandboxMetricsReader({ path }).read(LAST_DAY)).oldestPendingAgeMs).toBeNull();
+  });
+
+  it('throws MetricsUnavailableError naming the problem when its PendingAge maxima are malformed', async () => {
+    const path = join(directory, 'sandbox.metrics.json');
+    writeFileSync(path, '{"version":2,"retentionMs":86400000,"buckets":[],"endpoints":{},"pendingAge":{"buckets":[{"startMs":0,"spanMs":60000,"max":-1}],"endpoints":{}}}');
+
+    await expect(new SandboxMetricsReader({ path }).read(LAST_DAY)).rejects.toThrow(
+      new MetricsUnavailableError(`the sandbox metrics file ${path} is malformed (a maximum bucket needs startMs and a max of 0 or more)`),
     );
   });
 

@@ -255,3 +255,55 @@ describe('The ordered intake (docs/contract.md §13) in a target', () => {
     expect(() => requireName(given, 'orderedQueueUrl')).toThrow(CommandFailedError);
   });
 });
+
+describe('The redrive queue in a target', () => {
+  const redriveUrl = 'https://sqs.eu-west-1.amazonaws.com/1/Handoff-RedriveQueue-abc';
+  const base = new Map<string, string>([[STACK_OUTPUTS.queueUrl, 'https://sqs.eu-west-1.amazonaws.com/1/q']]);
+  const state: SandboxState = {
+    sqsEndpoint: 'http://127.0.0.1:9324',
+    dynamodbEndpoint: 'http://127.0.0.1:8000',
+    queueUrl: 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-deliveries',
+    deadLetterQueueUrl: 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-dead-letters',
+    ledgerTable: 'handoff-ledger',
+    receiverUrl: 'http://127.0.0.1:3000/hooks',
+    payloadLimitBytes: 65_536,
+  };
+  const targetOfState = (fields: object): Target | undefined => {
+    const directory = mkdtempSync(join(tmpdir(), 'handoff-target-'));
+    try {
+      const path = join(directory, 'sandbox.json');
+      writeSandboxState(path, fields as unknown as SandboxState);
+      return sandboxTarget(path);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  };
+
+  it("reads the stack's RedriveQueueUrl output, and none from a stack deployed before it", () => {
+    expect(namesFromOutputs('Handoff', new Map([...base, [STACK_OUTPUTS.redriveQueueUrl, redriveUrl]])).redriveQueueUrl).toBe(redriveUrl);
+    expect(namesFromOutputs('Handoff', base)).not.toHaveProperty('redriveQueueUrl');
+  });
+
+  it("reads the sandbox's redriveQueueUrl from its state file, and none from a sandbox started before it", () => {
+    const url = 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-redrive';
+
+    expect(targetOfState({ ...state, redriveQueueUrl: url })?.redriveQueueUrl).toBe(url);
+    expect(targetOfState(state)).not.toHaveProperty('redriveQueueUrl');
+  });
+
+  it('takes --redrive-queue-url as a name given, alone or beside the others', async () => {
+    const alone = await resolveTarget({ redriveQueueUrl: ` ${redriveUrl} ` }, {});
+    const beside = await resolveTarget({ queueUrl: 'https://sqs.example/q', redriveQueueUrl: redriveUrl }, {});
+
+    expect(alone).toMatchObject({ description: 'the names given', connection: { kind: 'aws' }, redriveQueueUrl: redriveUrl });
+    expect(beside).toMatchObject({ queueUrl: 'https://sqs.example/q', redriveQueueUrl: redriveUrl });
+    expect(requireName(alone, 'redriveQueueUrl')).toBe(redriveUrl);
+  });
+
+  it('says which option names the redrive queue when a target has none', async () => {
+    const target = await resolveTarget({ queueUrl: 'https://sqs.example/q' }, {});
+
+    expect(target.redriveQueueUrl).toBeUndefined();
+    expect(() => requireName(target, 'redriveQueueUrl')).toThrow('the names given names no redrive queue: pass --redrive-queue-url');
+  });
+});

@@ -17,7 +17,7 @@ function result(id: string, values: number[], statusCode: MetricDataResult['Stat
 }
 
 describe('Function: metricDataRequest', () => {
-  it('asks for the sums, the latency sample count and p50/p99 of the consumer’s metrics in one period over the window', () => {
+  it('asks for the sums, the latency sample count and p50/p99, and the largest PendingAge of the consumer’s metrics in one period over the window', () => {
     const request = metricDataRequest({ startMs: END_MS - DAY_MS, endMs: END_MS });
 
     const startMs = END_MS - DAY_MS - 30_000;
@@ -37,6 +37,7 @@ describe('Function: metricDataRequest', () => {
       query('latencySamples', 'DeliveryLatency', 'SampleCount'),
       query('latencyP50', 'DeliveryLatency', 'p50'),
       query('latencyP99', 'DeliveryLatency', 'p99'),
+      query('oldestPendingAge', 'PendingAge', 'Maximum'),
     ]);
   });
 
@@ -71,6 +72,7 @@ describe('Function: parseMetricData', () => {
       result('latencySamples', [120]),
       result('latencyP50', [84.5]),
       result('latencyP99', [2_210]),
+      result('oldestPendingAge', [183.5]),
     ]);
 
     expect(metrics).toEqual({
@@ -79,26 +81,38 @@ describe('Function: parseMetricData', () => {
       retriedAttempts: 30,
       deadLettered: 2,
       latency: { samples: 120, p50Ms: 84.5, p99Ms: 2_210 },
+      oldestPendingAgeMs: 183_500,
     });
   });
 
-  it('reads a metric with no data points as 0, and the percentiles as null when nothing was delivered', () => {
-    const metrics = parseMetricData(['delivered', 'attempts', 'retriedAttempts', 'deadLettered', 'latencySamples', 'latencyP50', 'latencyP99'].map((id) => result(id, [])));
+  it('reads a metric with no data points as 0, the percentiles as null when nothing was delivered, and the oldest message as null when none was received', () => {
+    const ids = ['delivered', 'attempts', 'retriedAttempts', 'deadLettered', 'latencySamples', 'latencyP50', 'latencyP99', 'oldestPendingAge'];
+    const metrics = parseMetricData(ids.map((id) => result(id, [])));
 
-    expect(metrics).toEqual({ delivered: 0, attempts: 0, retriedAttempts: 0, deadLettered: 0, latency: { samples: 0, p50Ms: null, p99Ms: null } });
+    expect(metrics).toEqual({
+      delivered: 0,
+      attempts: 0,
+      retriedAttempts: 0,
+      deadLettered: 0,
+      latency: { samples: 0, p50Ms: null, p99Ms: null },
+      oldestPendingAgeMs: null,
+    });
   });
 
-  it('sums counts over pages and data points, and keeps the largest of split percentiles (an upper bound)', () => {
+  it('sums counts over pages and data points, and keeps the largest of split percentiles (an upper bound) and of split maxima', () => {
     const metrics = parseMetricData([
       result('delivered', [10, 5]),
       result('latencySamples', [15]),
       result('latencyP99', [900]),
+      result('oldestPendingAge', [40, 7]),
       result('delivered', [1]),
       result('latencyP99', [1_200]),
+      result('oldestPendingAge', [12]),
     ]);
 
     expect(metrics.delivered).toBe(16);
     expect(metrics.latency.p99Ms).toBe(1_200);
+    expect(metrics.oldestPendingAgeMs).toBe(40_000);
   });
 
   it('throws MetricsUnavailableError naming the metric CloudWatch refused', () => {
@@ -123,7 +137,14 @@ describe('Class: CloudWatchMetricsReader', () => {
 
     // Assess
     expect(sent.map((c) => c.input.NextToken)).toEqual([undefined, 'page-2']);
-    expect(metrics).toEqual({ delivered: 7, attempts: 9, retriedAttempts: 2, deadLettered: 0, latency: { samples: 7, p50Ms: 40, p99Ms: 80 } });
+    expect(metrics).toEqual({
+      delivered: 7,
+      attempts: 9,
+      retriedAttempts: 2,
+      deadLettered: 0,
+      latency: { samples: 7, p50Ms: 40, p99Ms: 80 },
+      oldestPendingAgeMs: null,
+    });
   });
 
   it('turns a failed call into MetricsUnavailableError naming the error', async () => {

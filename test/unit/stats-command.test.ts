@@ -1,3 +1,4 @@
+import type { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from 'commander';
 import { describeSince, parseSince, sinceOption, statsCommand } from '../../cli/commands/stats';
@@ -5,10 +6,10 @@ import type { CommandContext } from '../../cli/context';
 import type { DeliveryRecord, DeliveryState, ListOptions, Page } from '../../lib/ledger/ledger';
 import {
   MetricsUnavailableError,
-  type DeliveryMetrics,
   type MetricsReader,
   type MetricsReadOptions,
   type MetricsWindow,
+  type WindowMetrics,
 } from '../../lib/metrics/metrics-reader';
 
 describe('Function: parseSince', () => {
@@ -42,38 +43,61 @@ describe('Function: describeSince', () => {
 describe('Function: statsCommand', () => {
   const NOW_MS = Date.UTC(2026, 11, 2, 12, 0, 0);
   const HOUR_MS = 3_600_000;
+  const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/1/handoff-deliveries';
+  const REDRIVE_URL = 'https://sqs.eu-west-1.amazonaws.com/1/handoff-redrive';
+  const DLQ_URL = 'https://sqs.eu-west-1.amazonaws.com/1/handoff-dead-letters';
 
   /**
-   * A context over a ledger listing and a metrics reader; no queue URLs, so no SQS call. With
-   * `registry`, the target names an endpoint registry holding those endpoints, and `parked` is each
-   * endpoint's parked count as the ledger's countByState gives it.
+   * A context over a ledger listing, a metrics reader and the queues' attributes. With `registry`,
+   * the target names an endpoint registry holding those endpoints, and `parked` is each endpoint's
+   * parked count as the ledger's countByState gives it. With `queues`, the target names those
+   * queues (by URL) and SQS answers their depths; without, it names none, so no SQS call.
    */
-  function context(reader: Partial<MetricsReader> & Pick<MetricsReader, 'read'>, parking: { registry?: string[]; parked?: Record<string, number> } = {}) {
+  function context(
+    reader: Partial<MetricsReader> & Pick<MetricsReader, 'read'>,
+    setup: { registry?: string[]; parked?: Record<string, number>; queues?: Record<string, Record<string, string>>; deadRows?: Partial<DeliveryRecord>[] } = {},
+  ) {
     const windows: MetricsWindow[] = [];
     const reads: MetricsReadOptions[] = [];
     const listed: DeliveryState[] = [];
     const listOptions: ListOptions[] = [];
     const counted: { state: string; endpoint: string | undefined }[] = [];
+    const askedQueues: string[] = [];
     const rows: Partial<Record<DeliveryState, Partial<DeliveryRecord>[]>> = {
       pending: [{ stateSince: NOW_MS - 5_000, endpoint: 'billing' }],
-      dead: [{ endpoint: 'billing' }, { endpoint: 'crm' }],
+      dead: setup.deadRows ?? [{ endpoint: 'billing' }, { endpoint: 'crm' }],
+    };
+    const queues = setup.queues ?? {};
+    const names = {
+      ...(queues[QUEUE_URL] ? { queueUrl: QUEUE_URL } : {}),
+      ...(queues[REDRIVE_URL] ? { redriveQueueUrl: REDRIVE_URL } : {}),
+      ...(queues[DLQ_URL] ? { deadLetterQueueUrl: DLQ_URL } : {}),
     };
     const ctx = {
       now: () => NOW_MS,
-      target: { description: 'a test', connection: { kind: 'aws' }, ...(parking.registry !== undefined ? { endpointsTable: 'handoff-endpoints' } : {}) },
+      target: { description: 'a test', connection: { kind: 'aws' }, ...names, ...(setup.registry !== undefined ? { endpointsTable: 'handoff-endpoints' } : {}) },
+      sqs: () => ({
+        send: async (command: GetQueueAttributesCommand) => {
+          askedQueues.push(command.input.QueueUrl!);
+          return { Attributes: queues[command.input.QueueUrl!] };
+        },
+      }),
       registry: () => ({
-        scan: async () => ({ records: (parking.registry ?? []).map((name) => ({ fields: { name } })), unreadable: [] }),
+        scan: async () => ({ records: (setup.registry ?? []).map((name) => ({ fields: { name } })), unreadable: [] }),
       }),
       ledger: () => ({
         listByState: async (state: DeliveryState, options: ListOptions = {}): Promise<Page> => {
           listed.push(state);
           listOptions.push(options);
-          const records = (rows[state] ?? []).filter((r) => options.endpoint === undefined || r.endpoint === options.endpoint);
-          return { records: records as DeliveryRecord[] };
+          const all = (rows[state] ?? []).filter((r) => options.endpoint === undefined || r.endpoint === options.endpoint);
+          // Pages of `limit`, the cursor an offset.
+          const from = Number(options.cursor ?? 0);
+          const to = from + (options.limit ?? all.length);
+          return { records: all.slice(from, to) as DeliveryRecord[], ...(to < all.length ? { cursor: String(to) } : {}) };
         },
         countByState: async (state: string, options: { endpoint?: string } = {}): Promise<number> => {
           counted.push({ state, endpoint: options.endpoint });
-          return state === 'parked' && options.endpoint !== undefined ? (parking.parked?.[options.endpoint] ?? 0) : 0;
+          return state === 'parked' && options.endpoint !== undefined ? (setup.parked?.[options.endpoint] ?? 0) : 0;
         },
       }),
       metrics: (): MetricsReader => ({
@@ -84,71 +108,146 @@ describe('Function: statsCommand', () => {
         read: (window, options = {}) => (windows.push(window), reads.push(options), reader.read(window)),
       }),
     } as unknown as CommandContext;
-    return { ctx, windows, listed, listOptions, reads, counted };
+    return { ctx, windows, listed, listOptions, reads, counted, askedQueues };
   }
 
-  const metrics: DeliveryMetrics = { delivered: 8, attempts: 10, retriedAttempts: 2, deadLettered: 1, latency: { samples: 8, p50Ms: 50, p99Ms: 900 } };
+  const metrics: WindowMetrics = {
+    delivered: 8,
+    attempts: 10,
+    retriedAttempts: 2,
+    deadLettered: 1,
+    latency: { samples: 8, p50Ms: 50, p99Ms: 900 },
+    oldestPendingAgeMs: 185_000,
+  };
+  const depth = (visible: number, inFlight: number, delayed: number) => ({
+    ApproximateNumberOfMessages: String(visible),
+    ApproximateNumberOfMessagesNotVisible: String(inFlight),
+    ApproximateNumberOfMessagesDelayed: String(delayed),
+  });
 
-  it('lists only pending and dead rows, and reads the delivery figures from the metrics over the window', async () => {
+  it('lists only dead rows, and reads the delivery figures and the oldest message received from the metrics over the window', async () => {
     const { ctx, windows, listed } = context({ read: async () => metrics });
 
     const result = await statsCommand(ctx, { maxRowsPerState: 100, sinceMs: 6 * HOUR_MS });
 
-    expect(new Set(listed)).toEqual(new Set(['pending', 'dead']));
+    expect(listed).toEqual(['dead']);
     expect(windows).toEqual([{ startMs: NOW_MS - 6 * HOUR_MS, endMs: NOW_MS }]);
     expect(result.failure).toBeUndefined();
     expect(result.json).toMatchObject({
-      pendingCount: 1,
-      oldestPendingAgeMs: 5_000,
+      oldestPendingAgeMs: 185_000,
       deadCount: 2,
+      capped: { dead: false },
       deliveredCount: 8,
       retryRate: 0.2,
       latencyMs: { p50: 50, p99: 900 },
-      sources: { metrics: 'the test reader' },
+      sources: { metrics: 'the test reader', dead: "the ledger's dead rows" },
       window: { since: '6h' },
     });
-    expect(result.human).toContain('delivered, retry rate, latency: the test reader, the last 6 h; percentiles over 8 deliveries, exact');
+    const lines = result.human.split('\n');
+    expect(lines).toContainEqual(expect.stringMatching(/^oldest received +3 min 5 s old \(the oldest message the consumer received in the last 6 h\)$/));
+    expect(lines).toContain('delivered, retry rate, latency, oldest received: the test reader, the last 6 h; percentiles over 8 deliveries, exact');
+    expect(lines).toContain(
+      'oldest received: the largest PendingAge (how long a message had been on the queue when the consumer received it); a message not yet received is not in it',
+    );
   });
 
-  it("with an endpoint, reads that endpoint's rows and metrics only, and says the queues' depths are the whole queues'", async () => {
-    const { ctx, listOptions, reads } = context({ read: async () => metrics });
+  it("counts pending from SQS: every message on the delivery and redrive queues, retrying ones in flight included, and says what it counts", async () => {
+    const { ctx, askedQueues } = context(
+      { read: async () => metrics },
+      { queues: { [QUEUE_URL]: depth(2, 3, 1), [REDRIVE_URL]: depth(1, 0, 0), [DLQ_URL]: depth(4, 0, 0) } },
+    );
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 100 });
+
+    expect(new Set(askedQueues)).toEqual(new Set([QUEUE_URL, REDRIVE_URL, DLQ_URL]));
+    expect(result.json).toMatchObject({
+      pendingCount: 7,
+      queue: { visible: 2, inFlight: 3, delayed: 1 },
+      redriveQueue: { visible: 1, inFlight: 0, delayed: 0 },
+      deadLetterQueue: { visible: 4, inFlight: 0, delayed: 0 },
+    });
+    const lines = result.human.split('\n');
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^pending +7$/),
+        expect.stringMatching(/^queue +2 waiting, 3 in flight, 1 delayed$/),
+        expect.stringMatching(/^redrive queue +1 waiting, 0 in flight, 0 delayed$/),
+        expect.stringMatching(/^dead-letter queue +4 waiting, 0 in flight, 0 delayed$/),
+        "pending: the messages on the delivery queue and the redrive queue (waiting, in flight, delayed): SQS's approximate counts, now; " +
+          "a producer's message not yet routed counts once whatever its endpoints; parked deliveries are on no queue (parked, on its own line)",
+      ]),
+    );
+    expect((result.json as { sources: { pending: string } }).sources.pending).toMatch(/^the messages on the delivery queue and the redrive queue/);
+  });
+
+  it('counts the delivery queue alone, and says so, when the target names no redrive queue', async () => {
+    const { ctx } = context({ read: async () => metrics }, { queues: { [QUEUE_URL]: depth(0, 1, 0) } });
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 100 });
+
+    expect(result.json).toMatchObject({ pendingCount: 1, redriveQueue: null, deadLetterQueue: null });
+    expect(result.human).toMatch(/^redrive queue +n\/a \(the target names no redrive queue\)$/m);
+    expect(result.human).toMatch(/^pending: the messages on the delivery queue \(waiting, in flight, delayed; the target names no redrive queue\)/m);
+  });
+
+  it('gives no pending count (null) when the target names no delivery queue', async () => {
+    const { ctx } = context({ read: async () => metrics });
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 100 });
+
+    expect(result.json).toMatchObject({ pendingCount: null, queue: null });
+    expect(result.human).toMatch(/^pending +n\/a \(the target names no delivery queue\)$/m);
+  });
+
+  it("with an endpoint, reads that endpoint's dead rows and metrics only, and gives no pending count: the queues are shared", async () => {
+    const { ctx, listOptions, reads } = context({ read: async () => metrics }, { queues: { [QUEUE_URL]: depth(5, 0, 0), [REDRIVE_URL]: depth(0, 0, 0) } });
 
     const result = await statsCommand(ctx, { maxRowsPerState: 100, endpoint: 'billing' });
 
-    expect(listOptions.map((o) => o.endpoint)).toEqual(['billing', 'billing']);
+    expect(listOptions.map((o) => o.endpoint)).toEqual(['billing']);
     expect(reads).toEqual([{ endpoint: 'billing' }]);
     expect(result.json).toMatchObject({
       endpoint: 'billing',
-      pendingCount: 1,
+      pendingCount: null,
+      oldestPendingAgeMs: 185_000,
       deadCount: 1,
       deliveredCount: 8,
+      queue: { visible: 5 },
       sources: {
-        backlog: "the ledger's pending and dead rows of endpoint billing",
+        pending: 'n/a with an endpoint: the queues are shared by every endpoint',
+        dead: "the ledger's dead rows of endpoint billing",
         metrics: 'the test reader, endpoint billing only',
         queues: "SQS's approximate counts of the whole queues, which every endpoint shares",
       },
     });
     expect(result.json).not.toHaveProperty('byEndpoint');
-    expect(result.human.split('\n')[0]).toMatch(/^endpoint +billing$/);
+    const lines = result.human.split('\n');
+    expect(lines[0]).toMatch(/^endpoint +billing$/);
+    expect(lines[1]).toMatch(/^pending +n\/a \(the queues are shared by every endpoint\)$/);
   });
 
-  it('without an endpoint, gives the totals and splits the backlog by endpoint from the rows it read', async () => {
+  it('without an endpoint, gives the totals and splits the dead count by endpoint from the rows it read', async () => {
     const { ctx, listOptions, reads } = context({ read: async () => metrics });
 
     const result = await statsCommand(ctx, { maxRowsPerState: 100 });
 
-    expect(listOptions.map((o) => o.endpoint)).toEqual([undefined, undefined]);
+    expect(listOptions.map((o) => o.endpoint)).toEqual([undefined]);
     expect(reads).toEqual([{}]);
-    expect(result.json).toMatchObject({
-      endpoint: null,
-      pendingCount: 1,
-      deadCount: 2,
-      byEndpoint: { billing: { pendingCount: 1, deadCount: 1 }, crm: { pendingCount: 0, deadCount: 1 } },
-    });
-    expect(result.human.split('\n')).toEqual(expect.arrayContaining([expect.stringMatching(/^ {2}billing +1 pending, 1 dead$/), expect.stringMatching(/^ {2}crm +0 pending, 1 dead$/)]));
+    expect(result.json).toMatchObject({ endpoint: null, deadCount: 2, byEndpoint: { billing: { deadCount: 1 }, crm: { deadCount: 1 } } });
+    expect(result.human.split('\n')).toEqual(expect.arrayContaining([expect.stringMatching(/^ {2}billing +1 dead$/), expect.stringMatching(/^ {2}crm +1 dead$/)]));
   });
 
-  it("counts each registry endpoint's parked deliveries from the parked listing, apart from pending, with an endpoint parked only", async () => {
+  it('says when it stopped reading dead rows at --max-rows', async () => {
+    const { ctx } = context({ read: async () => metrics }, { deadRows: [{ endpoint: 'a' }, { endpoint: 'a' }, { endpoint: 'b' }] });
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 2 });
+
+    expect(result.json).toMatchObject({ deadCount: 2, capped: { dead: true }, maxRowsPerState: 2 });
+    expect(result.human).toMatch(/^dead +at least 2$/m);
+    expect(result.human).toContain('note: read at most 2 dead rows; raise --max-rows for an exact figure');
+  });
+
+  it("counts each registry endpoint's parked deliveries from the parked listing, beside its dead ones, with an endpoint parked only", async () => {
     const { ctx, counted } = context({ read: async () => metrics }, { registry: ['billing', 'crm', 'ops'], parked: { billing: 3, ops: 2 } });
 
     const result = await statsCommand(ctx, { maxRowsPerState: 100 });
@@ -159,12 +258,11 @@ describe('Function: statsCommand', () => {
       { state: 'parked', endpoint: 'ops' },
     ]);
     expect(result.json).toMatchObject({
-      pendingCount: 1,
       parkedCount: 5,
       byEndpoint: {
-        billing: { pendingCount: 1, deadCount: 1, parkedCount: 3 },
-        crm: { pendingCount: 0, deadCount: 1, parkedCount: 0 },
-        ops: { pendingCount: 0, deadCount: 0, parkedCount: 2 },
+        billing: { deadCount: 1, parkedCount: 3 },
+        crm: { deadCount: 1, parkedCount: 0 },
+        ops: { deadCount: 0, parkedCount: 2 },
       },
       sources: { parked: "the ledger's parked listing of each endpoint in the registry" },
     });
@@ -172,8 +270,8 @@ describe('Function: statsCommand', () => {
     expect(lines).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/^parked +5$/),
-        expect.stringMatching(/^ {2}billing +1 pending, 1 dead, 3 parked$/),
-        expect.stringMatching(/^ {2}ops +0 pending, 0 dead, 2 parked$/),
+        expect.stringMatching(/^ {2}billing +1 dead, 3 parked$/),
+        expect.stringMatching(/^ {2}ops +0 dead, 2 parked$/),
         "parked: the ledger's parked listing of each endpoint in the registry, now",
       ]),
     );
@@ -185,7 +283,7 @@ describe('Function: statsCommand', () => {
     const result = await statsCommand(ctx, { maxRowsPerState: 100, endpoint: 'billing' });
 
     expect(counted).toEqual([{ state: 'parked', endpoint: 'billing' }]);
-    expect(result.json).toMatchObject({ endpoint: 'billing', pendingCount: 1, parkedCount: 4, sources: { parked: "the ledger's parked listing of endpoint billing" } });
+    expect(result.json).toMatchObject({ endpoint: 'billing', parkedCount: 4, sources: { parked: "the ledger's parked listing of endpoint billing" } });
     expect(result.human).toMatch(/^parked +4$/m);
   });
 
@@ -195,8 +293,17 @@ describe('Function: statsCommand', () => {
     const result = await statsCommand(ctx, { maxRowsPerState: 100 });
 
     expect(counted).toEqual([]);
-    expect(result.json).toMatchObject({ parkedCount: null, byEndpoint: { billing: { pendingCount: 1, deadCount: 1 } } });
+    expect(result.json).toMatchObject({ parkedCount: null, byEndpoint: { billing: { deadCount: 1 } } });
     expect(result.human).toMatch(/^parked +n\/a \(no endpoint registry in the target\)$/m);
+  });
+
+  it('says the oldest message received is n/a (JSON null) when none was received in the window', async () => {
+    const { ctx } = context({ read: async () => ({ ...metrics, oldestPendingAgeMs: null }) });
+
+    const result = await statsCommand(ctx, { maxRowsPerState: 100 });
+
+    expect(result.json).toMatchObject({ oldestPendingAgeMs: null });
+    expect(result.human).toMatch(/^oldest received +n\/a \(no message received in the last 24 h\)$/m);
   });
 
   it('shortens a window longer than the source keeps, and says so', async () => {
@@ -208,13 +315,14 @@ describe('Function: statsCommand', () => {
     expect(result.human).toContain('note: the metrics cover the last 24 h, not 7 d: the test reader keeps no more');
   });
 
-  it('prints the backlog with the delivery figures n/a, and fails naming why, when the metrics cannot be read', async () => {
-    const { ctx } = context({ read: async () => Promise.reject(new MetricsUnavailableError('no permission')) });
+  it('prints the dead count and the queues with the metrics figures n/a, and fails naming why, when the metrics cannot be read', async () => {
+    const { ctx } = context({ read: async () => Promise.reject(new MetricsUnavailableError('no permission')) }, { queues: { [QUEUE_URL]: depth(0, 2, 0) } });
 
     const result = await statsCommand(ctx, { maxRowsPerState: 100 });
 
     expect(result.failure).toBe('metrics unavailable: no permission');
-    expect(result.json).toMatchObject({ deadCount: 2, deliveredCount: null, retryRate: null, metricsError: 'no permission' });
+    expect(result.json).toMatchObject({ pendingCount: 2, oldestPendingAgeMs: null, deadCount: 2, deliveredCount: null, retryRate: null, metricsError: 'no permission' });
     expect(result.human).toMatch(/^delivered\s+n\/a$/m);
+    expect(result.human).toMatch(/^oldest received\s+n\/a$/m);
   });
 });

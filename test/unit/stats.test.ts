@@ -1,60 +1,49 @@
 import { describe, expect, it } from 'vitest';
-import type { DeliveryMetrics } from '../../lib/metrics/metrics-reader';
-import { backlogByEndpoint, backlogStats, deliveryStartedAt, deliveryStats, retryRate } from '../../lib/stats';
+import type { WindowMetrics } from '../../lib/metrics/metrics-reader';
+import { deadByEndpoint, deliveryStartedAt, deliveryStats, messagesOn, pendingCount, retryRate } from '../../lib/stats';
 
 const NOW_MS = 1_800_000_000_000;
 
-function metrics(overrides: Partial<DeliveryMetrics> = {}): DeliveryMetrics {
+function metrics(overrides: Partial<WindowMetrics> = {}): WindowMetrics {
   return {
     delivered: 0,
     attempts: 0,
     retriedAttempts: 0,
     deadLettered: 0,
     latency: { samples: 0, p50Ms: null, p99Ms: null },
+    oldestPendingAgeMs: null,
     ...overrides,
   };
 }
 
-describe('Function: backlogStats', () => {
-  it('counts the pending and dead rows and reports how long the oldest pending row has waited', () => {
-    const stats = backlogStats({
-      nowMs: NOW_MS,
-      // Not oldest first: a sharded listing need not be.
-      pending: [{ stateSince: NOW_MS - 5_000 }, { stateSince: NOW_MS - 90_000 }, { stateSince: NOW_MS - 1_000 }],
-      dead: [{}, {}],
-    });
+describe('Function: pendingCount', () => {
+  const empty = { visible: 0, inFlight: 0, delayed: 0 };
 
-    expect(stats).toEqual({ pendingCount: 3, oldestPendingAgeMs: 90_000, deadCount: 2 });
+  it("counts every message on the delivery queue and the redrive queue: waiting, in flight (a delivery between its attempts) and delayed", () => {
+    expect(messagesOn({ visible: 2, inFlight: 3, delayed: 4 })).toBe(9);
+    expect(pendingCount({ visible: 2, inFlight: 3, delayed: 4 }, { visible: 1, inFlight: 1, delayed: 0 })).toBe(11);
+    expect(pendingCount(empty, empty)).toBe(0);
   });
 
-  it('reports a null age, not zero, when nothing is pending', () => {
-    expect(backlogStats({ nowMs: NOW_MS, pending: [], dead: [] })).toEqual({
-      pendingCount: 0,
-      oldestPendingAgeMs: null,
-      deadCount: 0,
-    });
+  it('counts the delivery queue alone when the target names no redrive queue', () => {
+    expect(pendingCount({ visible: 0, inFlight: 1, delayed: 0 }, null)).toBe(1);
   });
 
-  it('never reports a negative age for a row whose state changed after `nowMs` (clock skew)', () => {
-    const stats = backlogStats({ nowMs: NOW_MS, pending: [{ stateSince: NOW_MS + 2_000 }], dead: [] });
-
-    expect(stats.oldestPendingAgeMs).toBe(0);
+  it('is null, not zero, when the target names no delivery queue', () => {
+    expect(pendingCount(null, empty)).toBeNull();
+    expect(pendingCount(null, null)).toBeNull();
   });
 });
 
-describe('Function: backlogByEndpoint', () => {
-  it('counts pending and dead rows per endpoint, by name, leaving out endpoints with neither', () => {
-    const split = backlogByEndpoint({
-      pending: [{ endpoint: 'warehouse' }, { endpoint: 'billing' }, { endpoint: 'warehouse' }],
-      dead: [{ endpoint: 'crm' }, { endpoint: 'billing' }],
-    });
+describe('Function: deadByEndpoint', () => {
+  it('counts dead rows per endpoint, by name, leaving out endpoints with none', () => {
+    const split = deadByEndpoint([{ endpoint: 'crm' }, { endpoint: 'billing' }, { endpoint: 'crm' }]);
 
     expect(Object.entries(split)).toEqual([
-      ['billing', { pendingCount: 1, deadCount: 1 }],
-      ['crm', { pendingCount: 0, deadCount: 1 }],
-      ['warehouse', { pendingCount: 2, deadCount: 0 }],
+      ['billing', { deadCount: 1 }],
+      ['crm', { deadCount: 2 }],
     ]);
-    expect(backlogByEndpoint({ pending: [], dead: [] })).toEqual({});
+    expect(deadByEndpoint([])).toEqual({});
   });
 });
 
@@ -70,7 +59,7 @@ describe('Function: retryRate', () => {
 });
 
 describe('Function: deliveryStats', () => {
-  it('reads the delivered count, retry rate, dead-lettered count and latency percentiles from the metrics', () => {
+  it('reads the delivered count, retry rate, dead-lettered count, latency percentiles and oldest message received from the metrics', () => {
     const stats = deliveryStats(
       metrics({
         delivered: 40,
@@ -78,6 +67,7 @@ describe('Function: deliveryStats', () => {
         retriedAttempts: 10,
         deadLettered: 2,
         latency: { samples: 40, p50Ms: 120, p99Ms: 2_400 },
+        oldestPendingAgeMs: 180_000,
       }),
     );
 
@@ -89,13 +79,15 @@ describe('Function: deliveryStats', () => {
       deadLettered: 2,
       latencyMs: { p50: 120, p99: 2_400 },
       latencySamples: 40,
+      oldestPendingAgeMs: 180_000,
     });
   });
 
-  it('reports nulls, not zeros, for the rate and percentiles of a window with no traffic', () => {
+  it('reports nulls, not zeros, for the rate, percentiles and oldest message of a window with no traffic', () => {
     const stats = deliveryStats(metrics());
 
     expect(stats.retryRate).toBeNull();
+    expect(stats.oldestPendingAgeMs).toBeNull();
     expect(stats.latencyMs).toEqual({ p50: null, p99: null });
     expect(stats.deliveredCount).toBe(0);
   });
