@@ -9,7 +9,8 @@ import { MemoryLedger } from '../../lib/ledger/memory-ledger';
 import { createLogger, SERVICE_NAME } from '../../lib/observability';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { QueueUnavailableError, type EndpointMessage } from '../../lib/queue/queue';
-import { isStranded, recoveredMetricDocument, recoverStuck, recoveryGraceMs, type RecoveryDeps } from '../../lib/recovery';
+import { type RedriveQueue, type RedrivenMessage } from '../../lib/queue/queue';
+import { isStranded, MAX_RECOVERIES, recoveredMetricDocument, recoverStuck, recoveryGraceMs, sendBackRedriven, type RecoveryDeps } from '../../lib/recovery';
 import { recoveryIntervalMs } from '../../sandbox/recovery-timer';
 
 const T0 = 1_800_000_000_000;
@@ -50,9 +51,13 @@ async function claim(ledger: MemoryLedger, id: string, atMs: number, endpoint = 
   });
 }
 
-/** `id` claimed at `atMs` and failed (503), due again WAIT_MS later: pending and listed. */
+/**
+ * `id` listed as pending at `atMs` (as a replay or recovery's own send lists a row), then claimed
+ * and failed (503), due again WAIT_MS later: pending and listed. (A failed attempt alone lists nothing.)
+ */
 async function failedOnce(ledger: MemoryLedger, id: string, atMs: number, endpoint = 'default'): Promise<DeliveryKey> {
   const { claimToken } = await claim(ledger, id, atMs, endpoint);
+  expect(await ledger.relist({ eventId: id, endpoint }, atMs)).toBe(true);
   await ledger.recordAttempt({
     eventId: id,
     endpoint,
@@ -163,11 +168,22 @@ describe('Function: recoverStuck', () => {
     expect(queue.sent).toEqual([{ body: event('evt_r').body, endpoint: 'default' }]);
   });
 
-  it('does not see a row in its first attempt (never listed): its redriven message is on the dead-letter queue', async () => {
-    // Prepare: claimed once, its worker died, never settled: pending, not in the listing.
+  it('does not see a row in its attempts (never listed): its message, or SQS\'s redrive of it, brings it back', async () => {
+    // Prepare: one claimed once whose worker died, never settled; one that failed an attempt.
     const ledger = new MemoryLedger({ now: () => T0 });
     const queue = new FakeQueue();
     await claim(ledger, 'evt_first', T0);
+    const { claimToken } = await claim(ledger, 'evt_retrying', T0);
+    await ledger.recordAttempt({
+      eventId: 'evt_retrying',
+      endpoint: 'default',
+      claimToken,
+      body: event('evt_retrying').body,
+      nowMs: T0 + 10,
+      attempt: { attempt: 1, at: T0, outcome: 'temporary', status: 503, durationMs: 10 },
+      outcome: { kind: 'temporary', status: 503 },
+      next: { state: 'pending', nextAttemptAt: T0 + 10 + WAIT_MS },
+    });
 
     // Act
     const run = await recoverStuck(deps(ledger, queue, T0 + 100 * GRACE_MS));
@@ -386,5 +402,49 @@ describe('Function: recoveryIntervalMs (the sandbox timer)', () => {
     expect(() => recoveryIntervalMs({ HANDOFF_RECOVERY_INTERVAL_MS: raw })).toThrow(
       expect.objectContaining({ name: 'ConfigError', variable: 'HANDOFF_RECOVERY_INTERVAL_MS' }),
     );
+  });
+});
+
+/** A redrive queue of `waiting` messages, handing out at most `max` per receive, recording where each went. */
+class FakeRedriveQueue implements RedriveQueue {
+  readonly sentBack: RedrivenMessage[] = [];
+  readonly gaveUp: RedrivenMessage[] = [];
+  receives = 0;
+  constructor(readonly waiting: RedrivenMessage[]) {}
+  async receive(max: number): Promise<RedrivenMessage[]> {
+    this.receives += 1;
+    return this.waiting.splice(0, max);
+  }
+  async sendBack(messages: readonly RedrivenMessage[]): Promise<void> {
+    this.sentBack.push(...messages);
+  }
+  async giveUp(messages: readonly RedrivenMessage[]): Promise<void> {
+    this.gaveUp.push(...messages);
+  }
+}
+
+describe('Function: sendBackRedriven', () => {
+  it(`sends back each message recovered fewer than ${MAX_RECOVERIES} times, gives up on the others, until the queue is empty`, async () => {
+    // Prepare
+    const messages = Array.from({ length: 25 }, (_, i) => ({ eventId: `evt_${i}`, recoveries: i % 5 === 0 ? MAX_RECOVERIES : i % MAX_RECOVERIES }));
+    const redrive = new FakeRedriveQueue([...messages]);
+
+    // Act
+    const run = await sendBackRedriven({ redrive, limit: 1000, logger: silent });
+
+    // Assess
+    expect(run).toEqual({ sentBack: 20, gaveUp: 5, queueFailed: false });
+    expect(redrive.gaveUp.map((m) => m.eventId)).toEqual(['evt_0', 'evt_5', 'evt_10', 'evt_15', 'evt_20']);
+    expect(redrive.sentBack.every((m) => m.recoveries < MAX_RECOVERIES)).toBe(true);
+    expect(redrive.receives).toBe(4);
+  });
+
+  it('takes at most `limit` messages in a run, leaving the rest for the next', async () => {
+    const redrive = new FakeRedriveQueue(Array.from({ length: 25 }, (_, i) => ({ eventId: `evt_${i}`, recoveries: 0 })));
+
+    const run = await sendBackRedriven({ redrive, limit: 12, logger: silent });
+
+    expect(run.sentBack).toBe(12);
+    expect(redrive.waiting).toHaveLength(13);
   });
 });
