@@ -1,12 +1,16 @@
 /**
  * Stuck-work recovery end to end (docs/contract.md §12 "Stuck work"), in the sandbox: a delivery's
- * first attempt draws a 503, the consumer schedules the retry on its message, and the test then
- * deletes that message (PurgeQueue removes it in flight too), as SQS's redrive would: the row is
- * pending with no message. The sandbox's recovery timer finds it and enqueues it again, and it is
- * delivered, once.
+ * first attempt draws a 503, the consumer schedules the retry on its message, and the message then
+ * leaves the delivery queue for the redrive queue, as SQS's redrive moves it after `maxReceiveCount`
+ * receives. The sandbox's recovery timer sends it back, and it is delivered, once.
  *
- * Timings shortened for the test: the retry waits 8 s (time enough to delete the message first),
- * the queue's visibility timeout is 10 s (the grace is that plus 1 s) and the timer runs every 500 ms.
+ * The move is the test's: it purges the delivery queue (PurgeQueue removes the message in flight
+ * too) and puts the same message, body and attributes, on the sandbox's redrive queue. Reaching the
+ * receive count for real would need the sandbox's own workers to keep failing on the message; that
+ * SQS (here fauxqs) moves it there is shown by test/integration/recovery.test.ts.
+ *
+ * Timings shortened for the test: the retry waits 8 s (time enough to move the message first),
+ * the queue's visibility timeout is 10 s and the timer runs every 500 ms.
  *
  * What the purge cannot reach is a copy already in a worker's hands, so the test leaves none: the
  * event goes in as the endpoint message fan-out would make of it (lib/queue/sqs-queue.ts `enqueue`),
@@ -15,7 +19,7 @@
  * another worker (whose copy, claimed once the retry is due, would deliver it without recovery).
  */
 import { createServer } from 'node:http';
-import { PurgeQueueCommand } from '@aws-sdk/client-sqs';
+import { PurgeQueueCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { listenOnLoopback, type Listening } from '../helpers/loopback';
@@ -64,9 +68,11 @@ afterAll(async () => {
 
 describe('Stuck-work recovery in the sandbox', () => {
   it(
-    'delivers a pending delivery whose message was deleted after a 503, through the recovery timer, once',
+    'delivers a pending delivery whose message SQS redrove after a 503, through the recovery timer, once',
     async () => {
-      // Prepare: the first attempt fails, then its message is deleted.
+      // Prepare: the first attempt fails, then its message is moved to the redrive queue.
+      const redriveQueueUrl = sandbox.ready.redriveQueueUrl;
+      if (redriveQueueUrl === undefined) throw new Error('the sandbox names no redrive queue');
       const key = { eventId: 'evt_stranded', endpoint: 'billing' };
       const queue = new SqsDeliveryQueue({ client: clients.sqs, queueUrl: sandbox.ready.queueUrl, deadLetterQueueUrl: sandbox.ready.deadLetterQueueUrl });
       const event = { id: key.eventId, shipmentId: 'shp_1', status: 'delivered', occurredAt: '2026-12-03T05:00:00Z' };
@@ -76,16 +82,23 @@ describe('Stuck-work recovery in the sandbox', () => {
         return record?.state === 'pending' && record.attempts === 1 && record.nextAttemptAt !== undefined ? record : undefined;
       }, { timeoutMs: SETTLE_MS, intervalMs: 50 });
       await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: sandbox.ready.queueUrl }));
+      await clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: redriveQueueUrl,
+          MessageBody: JSON.stringify(event),
+          MessageAttributes: { endpoint: { DataType: 'String', StringValue: key.endpoint } },
+        }),
+      );
 
       // Act: the timer's doing.
-      const line = await sandbox.waitForLog(/evt_stranded → billing enqueued again/, SETTLE_MS);
+      const line = await sandbox.waitForLog(/evt_stranded → billing sent back to the queue/, SETTLE_MS);
       const delivered = await eventually('the delivery to be delivered', async () => {
         const record = await clients.ledger.get(key);
         return record?.state === 'delivered' ? record : undefined;
       }, { timeoutMs: SETTLE_MS });
 
       // Assess: one failed request, then one accepted, from the recovered message.
-      expect(line).toMatch(/^.*recovery: evt_stranded → billing enqueued again/);
+      expect(line).toMatch(/^.*recovery: evt_stranded → billing sent back to the queue \(redriven by SQS; recovery 1\)/);
       expect(delivered.attempts).toBe(2);
       expect(arrivals.filter((a) => a.eventId === key.eventId)).toEqual([
         { eventId: key.eventId, status: 503 },
