@@ -1,9 +1,11 @@
 /**
  * The sandbox's live counters: delivered (from the sandbox's metric sink: a delivered row is in
- * no index, so the ledger cannot count them cheaply), retrying and dead (counted from the
- * ledger's listing index entries, the authority, reading no rows), plus the dead-letter queue's depth, which
- * also holds messages that never had a row (no readable ID, identity conflicts). Shown on stderr:
- * one line rewritten in place on a terminal, a plain line on each change otherwise. Never a payload.
+ * no index, so the ledger cannot count them cheaply), queued (the messages on the delivery queue
+ * and the redrive queue: every delivery not yet settled, retrying ones included, has one; SQS's
+ * counts), dead (counted from the ledger's listing index entries, the authority, reading no rows),
+ * plus the dead-letter queue's depth, which also holds messages that never had a row (no readable
+ * ID, identity conflicts). Shown on stderr: one line rewritten in place on a terminal, a plain line
+ * on each change otherwise. Never a payload.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
@@ -13,21 +15,23 @@ import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 export interface Counts {
   /** Deliveries since the sandbox started, from its metric sink. */
   readonly delivered: number;
-  /** Pending rows that have failed at least once (the ledger's listing holds only those). */
-  readonly retrying: number;
+  /** Messages on the delivery queue and the redrive queue (visible, in flight or delayed). */
+  readonly queued: number;
   readonly dead: number;
   /** Messages on the dead-letter queue (visible or not). */
   readonly deadLetters: number;
 }
 
 export function formatCounts(counts: Counts): string {
-  return `delivered ${counts.delivered} · retrying ${counts.retrying} · dead ${counts.dead} · dead-letter queue ${counts.deadLetters}`;
+  return `delivered ${counts.delivered} · queued ${counts.queued} · dead ${counts.dead} · dead-letter queue ${counts.deadLetters}`;
 }
 
 export interface CountSources {
   readonly dynamodb: DynamoDBClient;
   readonly ledgerTable: string;
   readonly sqs: SQSClient;
+  readonly queueUrl: string;
+  readonly redriveQueueUrl: string;
   readonly deadLetterQueueUrl: string;
   /** Deliveries so far: the metric sink's total (sandbox/metric-sink.ts). */
   readonly delivered: () => number;
@@ -38,23 +42,29 @@ export async function readCounts(sources: CountSources): Promise<Counts> {
     client: DynamoDBDocumentClient.from(sources.dynamodb, { marshallOptions: { removeUndefinedValues: true } }),
     tableName: sources.ledgerTable,
   });
-  const [retrying, dead, deadLetters] = await Promise.all([
-    ledger.countByState('pending'),
+  const [queued, redriven, dead, deadLetters] = await Promise.all([
+    countMessages(sources.sqs, sources.queueUrl),
+    countMessages(sources.sqs, sources.redriveQueueUrl),
     ledger.countByState('dead'),
-    countDeadLetters(sources),
+    countMessages(sources.sqs, sources.deadLetterQueueUrl),
   ]);
-  return { delivered: sources.delivered(), retrying, dead, deadLetters };
+  return { delivered: sources.delivered(), queued: queued + redriven, dead, deadLetters };
 }
 
-async function countDeadLetters(sources: CountSources): Promise<number> {
-  const result = await sources.sqs.send(
+/** A queue's messages, visible, in flight or delayed (SQS's approximate counts). */
+async function countMessages(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const result = await sqs.send(
     new GetQueueAttributesCommand({
-      QueueUrl: sources.deadLetterQueueUrl,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
     }),
   );
   const attributes = result.Attributes ?? {};
-  return Number(attributes.ApproximateNumberOfMessages ?? 0) + Number(attributes.ApproximateNumberOfMessagesNotVisible ?? 0);
+  return (
+    Number(attributes.ApproximateNumberOfMessages ?? 0) +
+    Number(attributes.ApproximateNumberOfMessagesNotVisible ?? 0) +
+    Number(attributes.ApproximateNumberOfMessagesDelayed ?? 0)
+  );
 }
 
 /**

@@ -338,7 +338,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     closers.push(() => recovery.stop());
 
     const stopCounts = watchCounts(
-      { dynamodb, ledgerTable: SANDBOX_NAMES.ledgerTable, sqs, deadLetterQueueUrl, delivered: () => metricSink.totals().delivered },
+      { dynamodb, ledgerTable: SANDBOX_NAMES.ledgerTable, sqs, queueUrl, redriveQueueUrl, deadLetterQueueUrl, delivered: () => metricSink.totals().delivered },
       display,
     );
     closers.push(async () => {
