@@ -202,7 +202,7 @@ describe('Handler: consumer, on bad input', () => {
   describe('with generated batches', () => {
     /** Events admitted once, before the property runs: the targets of conflicts and duplicates. */
     const ADMITTED = ['evt_prop_admitted_1', 'evt_prop_admitted_2'];
-    let queues: { queueUrl: string; deadLetterQueueUrl: string };
+    let queues: Queues;
     let handler: Handler;
     let run = 0;
 
