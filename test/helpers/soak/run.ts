@@ -95,7 +95,7 @@ export interface SoakFigures {
   readonly workersKilled: number;
   /** Messages whose batch died with its worker and came back through the queue. */
   readonly messagesReturnedByKills: number;
-  /** Pending deliveries the sandbox's recovery timer enqueued again (stuck work, docs/contract.md §12). */
+  /** Deliveries the sandbox's recovery timer enqueued again or sent back from the redrive queue (stuck work, docs/contract.md §12). */
   readonly recoveredByTimer: number;
   readonly attempts: { readonly total: number; readonly max: number; readonly withoutOutcome: number };
   readonly outcomes: Readonly<Record<string, number>>;
@@ -404,7 +404,7 @@ function orderingFigures(
     passedOn: mine.filter((row) => row.state === 'dead' && row.releasedAt !== undefined).length,
     requests: log.length,
     waited: lines.filter((line) => line.endsWith(`→ ${endpoint} ack (waiting)`) || line.includes(`→ ${endpoint} waiting (sequence `)).length,
-    recovered: lines.filter((line) => line.includes(`→ ${endpoint} enqueued again (pending`)).length,
+    recovered: lines.filter((line) => line.includes(`→ ${endpoint} enqueued again (pending`) || line.includes(`→ ${endpoint} sent back to the queue`)).length,
   };
 }
 
@@ -471,7 +471,7 @@ function figures(input: {
     killsIssued: input.progress.kills,
     workersKilled: log.filter((line) => /^worker \d+ exited \(SIGKILL\)$/.test(line)).length,
     messagesReturnedByKills: returned,
-    recoveredByTimer: log.filter((line) => / enqueued again \(pending/.test(line)).length,
+    recoveredByTimer: log.filter((line) => / enqueued again \(pending| sent back to the queue \(redriven/.test(line)).length,
     attempts: {
       total: rows.reduce((sum, row) => sum + row.attempts, 0),
       max: Math.max(0, ...rows.map((row) => row.attempts)),
@@ -567,7 +567,7 @@ export function formatReport(report: SoakReport): string {
     `  sent         ${f.messagesSent} messages (${plan.duplicates} duplicate SendMessage)`,
     `  duration     ${seconds.toFixed(1)} s (${(plan.events / seconds).toFixed(1)} events/s, ${(plan.deliveries / seconds).toFixed(1)} deliveries/s)${f.timedOut ? '  TIMED OUT' : ''}`,
     `  kills        ${f.killsIssued} SIGKILLs; ${f.workersKilled} workers died by SIGKILL; ${f.messagesReturnedByKills} messages came back with their batch`,
-    `  recovery     ${f.recoveredByTimer} pending deliveries enqueued again by the recovery timer`,
+    `  recovery     ${f.recoveredByTimer} deliveries enqueued again or sent back from the redrive queue by the recovery timer`,
     `  attempts     ${f.attempts.total} in all (budget ${report.maxAttempts} per delivery, max used ${f.attempts.max}); ${f.attempts.withoutOutcome} ended by a crash`,
     `  outcomes     ${outcomes}`,
     `  receiver     ${f.receiver.requests} requests; ${f.receiver.absorbed} repeat commits absorbed by the idempotency key`,
