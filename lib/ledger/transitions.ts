@@ -15,11 +15,12 @@
  * entry at all.
  *
  * The event's body is kept the same way: written by the first write after which handoff may have
- * to send the event from its row (a failed attempt's record, death, parking, admission to wait its
- * turn), never by the claim. Until then the queue message holds it (a first attempt's message is
- * deleted only once its outcome is recorded), so a delivery accepted at its first attempt never
- * stores it: its row bills one write unit a write whatever the event's size (`contentHash` still
- * tells a different event under its ID).
+ * to send the event from its row (death, parking, admission to wait its turn), never by the claim
+ * nor a failed attempt's record. Until then the queue message holds it (a message is deleted only
+ * once its outcome is recorded; SQS's redrive moves it to the redrive queue, whence recovery sends
+ * it back), so a delivery accepted, at its first attempt or after retries, never stores it: its row
+ * bills one write unit a write whatever the event's size (`contentHash` still tells a different
+ * event under its ID).
  */
 import {
   appendBounded,
@@ -114,8 +115,8 @@ export function recordChanges(input: RecordAttemptInput): Change[] {
     case 'pending':
       return [
         ...common,
-        // Its message may be lost from now on (SQS's own redrive): recovery sends the row's body.
-        keepBody(input.body),
+        // No body: the message still holds it, and recovery sends the message itself back should
+        // SQS's redrive take it away. So a retry bills what a first attempt does, whatever the size.
         // No lease, and due at the next attempt time.
         { op: 'none', field: 'leaseExpiresAt' },
         { op: 'set', field: 'nextAttemptAt', value: next.nextAttemptAt },
@@ -244,7 +245,9 @@ export function parkChanges(input: ParkInput, existing: { readonly createdAt: nu
     { op: 'set', field: 'parkedAt', value: nowMs },
     { op: 'list', state: 'parked', sinceMs: existing?.createdAt ?? nowMs },
   ];
-  if (existing !== undefined) return marker;
+  // Its release sends the event from the row (the message is acknowledged now): an existing row
+  // between attempts holds no body yet.
+  if (existing !== undefined) return [...marker, keepBody(input.event.body)];
   return [...unclaimedRow(input), ...marker];
 }
 

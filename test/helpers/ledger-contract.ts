@@ -426,7 +426,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(await ledger.get(key('evt_ok'))).toStrictEqual(expected);
       });
 
-      it('records pending with the next attempt time, keeping the state change time, moving the expiry and storing the body', async () => {
+      it('records pending with the next attempt time, keeping the state change time, moving the expiry, storing no body (the message holds it)', async () => {
         const claimed = await claim(shipmentEvent('evt_retry'));
 
         const pending = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 200);
@@ -434,7 +434,6 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         const { leaseOwner: _owner, leaseExpiresAt: _expiry, claimToken: _token, ...unleased } = claimed;
         expect(pending).toStrictEqual({
           ...unleased,
-          body: shipmentEvent('evt_retry').body,
           history: [{ attempt: 1, at: T0 + 80, outcome: 'temporary', status: 503, durationMs: 120 }],
           lastOutcome: TEMPORARY,
           nextAttemptAt: T0 + 30_000,
@@ -1614,7 +1613,9 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
 
           // Assess
           const { leaseExpiresAt: _lease, expiresAt: _expiry, ...unleased } = failed;
-          expect(parked).toStrictEqual({ ...unleased, parkedAt: T0 + 500 });
+          // The body too: its release sends the event from the row (a row between attempts holds none).
+          expect(failed.body).toBeUndefined();
+          expect(parked).toStrictEqual({ ...unleased, body: shipmentEvent('evt_park_failed').body, parkedAt: T0 + 500 });
           expect(parked.attempts).toBe(1);
           expect(parked.nextAttemptAt).toBe(T0 + 60_000);
           expect(parked.policy).toStrictEqual(POLICY);

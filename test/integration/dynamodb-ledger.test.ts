@@ -370,7 +370,7 @@ describe('DynamoDbLedger on dynalite', () => {
     });
 
     it('follows the Query past its 1 MB page: five deliveries of the largest event', async () => {
-      // Prepare: five rows of 256 KB bodies (each stored by a failed first attempt), more than one Query page holds.
+      // Prepare: five rows of 256 KB bodies (each stored by a rejected first attempt: dead), more than one Query page holds.
       const base = shipmentEvent('evt_fan_big', { data: { note: '' } }).body.length;
       const fields = { data: { note: 'x'.repeat(MAX_PAYLOAD_LIMIT_BYTES - base) } };
       const parsed = parseEvent(JSON.stringify({ ...JSON.parse(shipmentEvent('evt_fan_big').body), ...fields }), MAX_PAYLOAD_LIMIT_BYTES);
@@ -383,9 +383,9 @@ describe('DynamoDbLedger on dynalite', () => {
           endpoint,
           claimToken: claimed.claimToken,
           body: parsed.value.body,
-          attempt: { attempt: 1, at: T0, outcome: 'temporary', status: 503, durationMs: 40 },
-          outcome: { kind: 'temporary', status: 503 },
-          next: { state: 'pending', nextAttemptAt: T0 + 60_000 },
+          attempt: { attempt: 1, at: T0, outcome: 'rejected', status: 400, durationMs: 40 },
+          outcome: { kind: 'rejected', status: 400, responseStart: 'no' },
+          next: { state: 'dead', reason: 'rejected', detail: 'rejected (400): no' },
           nowMs: T0 + 40,
         });
       }

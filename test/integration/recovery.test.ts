@@ -402,12 +402,12 @@ describe('Function: registryEndpoints', () => {
       claimToken,
       body: parsed.value.body,
       nowMs,
-      attempt: { attempt: 1, at: nowMs, outcome: 'temporary', status: 503, durationMs: 1 },
-      outcome: { kind: 'temporary', status: 503 },
-      next: { state: 'pending', nextAttemptAt: nowMs },
+      attempt: { attempt: 1, at: nowMs, outcome: 'rejected', status: 400, durationMs: 1 },
+      outcome: { kind: 'rejected', status: 400, responseStart: 'no' },
+      next: { state: 'dead', reason: 'rejected', detail: 'rejected (400): no' },
     });
-    // As if recovery had sent it before (a failed attempt lists nothing), when its endpoint still was.
-    expect(await harness.ledger.relist({ eventId: 'evt_gone_endpoint', endpoint: 'removed' }, nowMs)).toBe(true);
+    // Replayed (listed as pending) when its endpoint still was, and its enqueue lost.
+    await harness.ledger.replay({ eventId: 'evt_gone_endpoint', endpoint: 'removed', operator: 'test', reason: 'fixed', nowMs });
     const endpoints = registryEndpoints(documents, 'handoff-endpoints-recovery-test');
 
     // Act

@@ -52,12 +52,24 @@ async function claim(ledger: MemoryLedger, id: string, atMs: number, endpoint = 
 }
 
 /**
- * `id` listed as pending at `atMs` (as a replay or recovery's own send lists a row), then claimed
- * and failed (503), due again WAIT_MS later: pending and listed. (A failed attempt alone lists nothing.)
+ * `id` dead at `atMs` (a 400), replayed at once (so listed as pending, holding its body), then
+ * claimed and failed (503), due again WAIT_MS later: pending and listed. (A failed attempt alone
+ * lists nothing: a delivery between attempts is its message's to bring back.)
  */
 async function failedOnce(ledger: MemoryLedger, id: string, atMs: number, endpoint = 'default'): Promise<DeliveryKey> {
+  const rejected = await claim(ledger, id, atMs, endpoint);
+  await ledger.recordAttempt({
+    eventId: id,
+    endpoint,
+    claimToken: rejected.claimToken,
+    body: event(id).body,
+    nowMs: atMs,
+    attempt: { attempt: 1, at: atMs, outcome: 'rejected', status: 400, durationMs: 0 },
+    outcome: { kind: 'rejected', status: 400, responseStart: 'no' },
+    next: { state: 'dead', reason: 'rejected', detail: '400 no' },
+  });
+  await ledger.replay({ eventId: id, endpoint, operator: 'alice', reason: 'fixed', nowMs: atMs });
   const { claimToken } = await claim(ledger, id, atMs, endpoint);
-  expect(await ledger.relist({ eventId: id, endpoint }, atMs)).toBe(true);
   await ledger.recordAttempt({
     eventId: id,
     endpoint,
