@@ -13,7 +13,7 @@
  *   its ledger write and its send. Such rows are in the `pending` listing (docs/contract.md §5),
  *   which `recoverStuck` reads, never the table.
  * Not found: a message deleted by hand (or a purged queue). Its row stays pending until it expires;
- * `handoff status ID --body | handoff send` puts it back (the ledger takes it as the same event).
+ * sending the event again puts it back (the ledger takes it as the same event).
  *
  * The redrive queue. Each message is sent back to the delivery queue as it was (body and
  * attributes), counting `recoveries`: the claim decides what it finds (a settled row acknowledges

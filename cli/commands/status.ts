@@ -24,9 +24,9 @@ export async function statusCommand(ctx: CommandContext, eventId: string, option
   const deliveries = await deliveriesToShow(ctx, eventId, options.endpoint);
   if (options.body) {
     // The event's content, only on explicit request: the row view never shows it. It is the same in
-    // every delivery that keeps it (whichever was asked for): one stores it from its first failure
-    // on, or when parked, waiting for its turn or dead; one accepted at its first attempt, or an
-    // invalid message's, does not.
+    // every delivery that keeps it (whichever was asked for): one stores it when parked, waiting for
+    // its turn or dead; one accepted or being retried (its message holds it), or an invalid
+    // message's, does not.
     const all = options.endpoint === undefined ? deliveries : await ctx.ledger().deliveriesOf(eventId);
     const body = all.find((d) => d.body !== undefined)?.body;
     if (body === undefined) {
@@ -34,7 +34,7 @@ export async function statusCommand(ctx: CommandContext, eventId: string, option
         throw new CommandFailedError(`event ${eventId} died as an invalid message: no event body was kept`, 'no-event');
       }
       throw new CommandFailedError(
-        `event ${eventId} keeps no body: each delivery was accepted at its first attempt (a body is stored only once a delivery may be sent again: after a failure, parked, waiting or dead)`,
+        `event ${eventId} keeps no body: no delivery of it is parked, waiting or dead (a delivery accepted or being retried leaves the body on its message)`,
         'no-body',
       );
     }
