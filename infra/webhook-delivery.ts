@@ -232,6 +232,14 @@ export class WebhookDelivery extends Construct {
       enforceSSL: true,
       retentionPeriod: MAX_RETENTION,
     });
+    // cdk-nag (AwsSolutions-SQS3) knows a dead-letter queue only as some queue's redrive target or
+    // a function's dead-letter config; this one is filled by SendMessage, so the finding is
+    // acknowledged on this queue alone (a new queue without a dead-letter queue still fails the synth).
+    Validations.of(this.deadLetterQueue).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        'The dead-letter queue is where deliveries end, not a work queue: the consumer (a dead letter with its reason) and the recovery function (a message SQS redrove too often) send to it; nothing consumes it, an operator replays by event ID. No queue redrives to it: the delivery queue redrives to the redrive queue, which the recovery function drains.',
+    });
     // Not a dead end: the recovery function sends what lands here back to the delivery queue
     // (lib/recovery.ts), so the ledger decides, and gives up on a message after a few rounds.
     this.redriveQueue = new sqs.Queue(this, 'RedriveQueue', {
@@ -530,10 +538,10 @@ export class WebhookDelivery extends Construct {
   /**
    * The recovery function (functions/recovery.ts) on an EventBridge schedule: drains the redrive
    * queue (Receive, Delete) into the delivery queue or, after a few rounds, the dead-letter queue
-   * (SendMessage); reads the ledger's pending and parked listings (Query on the index, BatchGetItem of the rows it lists) and the
-   * registry's endpoint names, pauses and releases (Scan, with the key's Decrypt), releases parked
-   * rows (UpdateItem on the ledger, and on the registry for the release's window), and sends to the
-   * delivery queue; nothing else. A failed run is not retried: the next one comes within the interval.
+   * (SendMessage); reads the ledger's pending and parked listings (Query on the index, BatchGetItem
+   * of the rows it lists) and the registry's endpoint names, pauses and releases (Scan, with the
+   * key's Decrypt), releases parked rows (UpdateItem on the ledger, and on the registry for the
+   * release's window), and sends to the delivery queue; nothing else. A failed run is not retried: the next one comes within the interval.
    */
   private createRecovery(props: WebhookDeliveryProps, visibilityTimeoutSeconds: number) {
     const interval = props.recoveryInterval ?? DEFAULT_RECOVERY_INTERVAL;

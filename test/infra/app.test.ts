@@ -95,7 +95,7 @@ describe('Function: settingsFromContext', () => {
 });
 
 describe('HandoffStack', () => {
-  it('outputs the queue URL and ARN, the dead-letter queue URL, the ledger and registry tables, the consumer, the endpoint defaults and the ordered intake by exact key', () => {
+  it('outputs the queue URL and ARN, the dead-letter and redrive queue URLs, the ledger and registry tables, the consumer, the endpoint defaults and the ordered intake by exact key', () => {
     const { template } = stack();
 
     expect(Object.keys(template.toJSON().Outputs).sort()).toEqual(
@@ -105,6 +105,7 @@ describe('HandoffStack', () => {
       queueUrl: 'QueueUrl',
       queueArn: 'QueueArn',
       deadLetterQueueUrl: 'DeadLetterQueueUrl',
+      redriveQueueUrl: 'RedriveQueueUrl',
       ledgerTableName: 'LedgerTableName',
       consumerFunctionName: 'ConsumerFunctionName',
       payloadLimitBytes: 'PayloadLimitBytes',
@@ -119,6 +120,15 @@ describe('HandoffStack', () => {
     const queue = handoff.getLogicalId(handoff.delivery.orderedQueue.node.defaultChild as never);
 
     template.hasOutput(STACK_OUTPUTS.orderedQueueUrl, { Value: { Ref: queue } });
+  });
+
+  it("outputs the redrive queue's URL by reference to the redrive queue, apart from the dead-letter queue's", () => {
+    const { template, handoff } = stack();
+    const ref = (construct: { node: { defaultChild?: unknown } }) => ({ Ref: handoff.getLogicalId(construct.node.defaultChild as never) });
+
+    template.hasOutput(STACK_OUTPUTS.redriveQueueUrl, { Value: ref(handoff.delivery.redriveQueue) });
+    template.hasOutput(STACK_OUTPUTS.deadLetterQueueUrl, { Value: ref(handoff.delivery.deadLetterQueue) });
+    expect(ref(handoff.delivery.redriveQueue)).not.toEqual(ref(handoff.delivery.deadLetterQueue));
   });
 
   it('outputs the endpoint registry table by reference to the table', () => {

@@ -10,6 +10,7 @@ import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
 import {
@@ -92,6 +93,24 @@ function actionsOf(template: Template): string[] {
     .sort();
 }
 
+type HasResource = { node: { defaultChild?: unknown } };
+
+/** A resource's properties, found by its construct. */
+function propertiesOf(built: Built, construct: HasResource): Record<string, unknown> {
+  return built.template.toJSON().Resources[built.stack.getLogicalId(construct.node.defaultChild as never)].Properties as Record<string, unknown>;
+}
+
+/** A resource's `Fn::GetAtt` of `attribute` (its ARN unless told), as the template references it. */
+function attOf(built: Built, construct: HasResource, attribute = 'Arn') {
+  return { 'Fn::GetAtt': [built.stack.getLogicalId(construct.node.defaultChild as never), attribute] };
+}
+const arnOf = (built: Built, construct: HasResource) => attOf(built, construct);
+
+/** The construct's five queues. */
+function queuesOf({ delivery }: Built) {
+  return [delivery.queue, delivery.redriveQueue, delivery.deadLetterQueue, delivery.orderedQueue, delivery.orderedDeadLetterQueue];
+}
+
 /** Every literal string inside a (possibly intrinsic) value. */
 function literals(value: unknown): string[] {
   if (typeof value === 'string') return [value];
@@ -102,16 +121,29 @@ function literals(value: unknown): string[] {
 
 describe('WebhookDelivery', () => {
   describe('delivery queue', () => {
-    it('redrives to the dead-letter queue only after more receives than the attempt budget', () => {
+    it('redrives to the redrive queue, not the dead-letter queue, only after more receives than the attempt budget', () => {
       // Prepare / Act
-      const { template } = build();
+      const built = build();
       const { maxReceiveCount } = derivedTimings(defaults);
+      const targets = Object.values(built.template.findResources('AWS::SQS::Queue')).flatMap((queue) => {
+        const policy = queue.Properties.RedrivePolicy as { deadLetterTargetArn: unknown } | undefined;
+        return policy ? [policy.deadLetterTargetArn] : [];
+      });
 
       // Assess
       expect(maxReceiveCount).toBeGreaterThan(defaults.retryPolicy.maxAttempts);
-      template.hasResourceProperties('AWS::SQS::Queue', {
-        RedrivePolicy: { maxReceiveCount, deadLetterTargetArn: Match.anyValue() },
+      expect(propertiesOf(built, built.delivery.queue).RedrivePolicy).toEqual({
+        deadLetterTargetArn: arnOf(built, built.delivery.redriveQueue),
+        maxReceiveCount,
       });
+      // The dead-letter queue is filled by SendMessage only (the consumer's reasoned dead letters,
+      // recovery's give-ups); the redrive queue, a standard queue, has no redrive of its own.
+      expect(targets).toHaveLength(2);
+      expect(targets).toContainEqual(arnOf(built, built.delivery.redriveQueue));
+      expect(targets).toContainEqual(arnOf(built, built.delivery.orderedDeadLetterQueue));
+      expect(targets).not.toContainEqual(arnOf(built, built.delivery.deadLetterQueue));
+      expect(propertiesOf(built, built.delivery.redriveQueue).RedrivePolicy).toBeUndefined();
+      expect(propertiesOf(built, built.delivery.redriveQueue).FifoQueue).toBeUndefined();
     });
 
     it('keeps a received message invisible for at least six times the function timeout', () => {
@@ -136,17 +168,23 @@ describe('WebhookDelivery', () => {
       template.hasResourceProperties('AWS::Lambda::Function', { Timeout: functionTimeoutSeconds });
     });
 
-    it('encrypts every queue at rest: the delivery queue, the ordered intake and their dead-letter queues', () => {
-      const { template } = build();
+    it('encrypts every queue at rest: the delivery queue, its redrive and dead-letter queues, the ordered intake and its dead-letter queue', () => {
+      const built = build();
 
-      template.resourceCountIs('AWS::SQS::Queue', 4);
-      template.allResourcesProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true });
+      built.template.resourceCountIs('AWS::SQS::Queue', 5);
+      built.template.allResourcesProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true });
+      for (const queue of queuesOf(built)) expect(propertiesOf(built, queue)).toMatchObject({ SqsManagedSseEnabled: true });
     });
 
-    it('refuses requests without TLS on every queue', () => {
-      const { template } = build();
+    it('refuses requests without TLS on every queue, the redrive queue included', () => {
+      const built = build();
+      const { template } = built;
+      const covered = Object.values(template.findResources('AWS::SQS::QueuePolicy')).flatMap((policy) => policy.Properties.Queues as unknown[]);
+      const ref = (construct: HasResource) => ({ Ref: built.stack.getLogicalId(construct.node.defaultChild as never) });
 
-      template.resourceCountIs('AWS::SQS::QueuePolicy', 4);
+      template.resourceCountIs('AWS::SQS::QueuePolicy', 5);
+      expect(covered).toHaveLength(5);
+      for (const queue of queuesOf(built)) expect(covered).toContainEqual(ref(queue));
       template.allResourcesProperties('AWS::SQS::QueuePolicy', {
         PolicyDocument: {
           Statement: Match.arrayWith([
@@ -164,6 +202,16 @@ describe('WebhookDelivery', () => {
       const { template } = build();
 
       template.allResourcesProperties('AWS::SQS::Queue', { MessageRetentionPeriod: 14 * 24 * 60 * 60 });
+    });
+
+    it('gives the consumer nothing on the redrive queue: SQS redrives to it, the recovery function drains it', () => {
+      const built = build();
+      const redrive = JSON.stringify(arnOf(built, built.delivery.redriveQueue));
+      const consumer = consumerStatements(built.template).flatMap((s) => [s.Resource].flat()).map((r) => JSON.stringify(r));
+      const recovery = recoveryStatements(built.template).filter((s) => [s.Resource].flat().some((r) => JSON.stringify(r) === redrive));
+
+      expect(consumer).not.toContain(redrive);
+      expect(recovery.flatMap((s) => [s.Action].flat())).toEqual(['sqs:ReceiveMessage', 'sqs:DeleteMessage']);
     });
   });
 
@@ -194,12 +242,6 @@ describe('WebhookDelivery', () => {
   });
 
   describe('ordered intake (docs/contract.md §13)', () => {
-    /** A resource's properties, found by its construct. */
-    const propertiesOf = (built: Built, construct: { node: { defaultChild?: unknown } }) =>
-      built.template.toJSON().Resources[built.stack.getLogicalId(construct.node.defaultChild as never)].Properties as Record<string, unknown>;
-    const arnOf = (built: Built, construct: { node: { defaultChild?: unknown } }) => ({
-      'Fn::GetAtt': [built.stack.getLogicalId(construct.node.defaultChild as never), 'Arn'],
-    });
     const mappings = (built: Built) =>
       Object.values(built.template.findResources('AWS::Lambda::EventSourceMapping')).map((m) => m.Properties as Record<string, unknown>);
 
@@ -231,7 +273,7 @@ describe('WebhookDelivery', () => {
         maxReceiveCount,
       });
       expect(propertiesOf(built, built.delivery.queue).RedrivePolicy).toEqual({
-        deadLetterTargetArn: arnOf(built, built.delivery.deadLetterQueue),
+        deadLetterTargetArn: arnOf(built, built.delivery.redriveQueue),
         maxReceiveCount,
       });
       expect(propertiesOf(built, built.delivery.orderedDeadLetterQueue)).toMatchObject({
@@ -719,26 +761,27 @@ describe('WebhookDelivery', () => {
       expect(() => build({ recoveryInterval: Duration.minutes(90) })).toThrow(/^recoveryInterval must be whole minutes from 1 to 60/);
     });
 
-    it('is told the ledger table, the delivery queue, the registry, a grace of the visibility timeout plus 5 minutes and its limit', () => {
+    it('is told the ledger table, the delivery, redrive and dead-letter queues, the registry, a grace of the visibility timeout plus 5 minutes and its limit, nothing else', () => {
       const built = build();
       const { visibilityTimeoutSeconds } = derivedTimings(defaults);
+      const ref = (construct: HasResource) => ({ Ref: built.stack.getLogicalId(construct.node.defaultChild as never) });
 
-      expect(recoveryFunction(built).Properties).toMatchObject({
-        Environment: {
-          Variables: {
-            [RESOURCE_ENV.ledgerTable]: { Ref: built.stack.getLogicalId(built.delivery.ledgerTable.node.defaultChild as never) },
-            [RESOURCE_ENV.queueUrl]: { Ref: built.stack.getLogicalId(built.delivery.queue.node.defaultChild as never) },
-            [RESOURCE_ENV.endpointsTable]: { Ref: built.stack.getLogicalId(built.delivery.endpointRegistry.table.node.defaultChild as never) },
-            [RECOVERY_ENV.graceMs]: String(visibilityTimeoutSeconds * 1000 + 5 * 60_000),
-            [RECOVERY_ENV.limit]: String(RECOVERY_LIMIT),
-            [RECOVERY_ENV.intervalMs]: String(5 * 60_000),
-            NODE_OPTIONS: '--enable-source-maps',
-          },
+      expect(recoveryFunction(built).Properties.Environment).toEqual({
+        Variables: {
+          [RESOURCE_ENV.ledgerTable]: ref(built.delivery.ledgerTable),
+          [RESOURCE_ENV.queueUrl]: ref(built.delivery.queue),
+          [RESOURCE_ENV.redriveQueueUrl]: ref(built.delivery.redriveQueue),
+          [RESOURCE_ENV.deadLetterQueueUrl]: ref(built.delivery.deadLetterQueue),
+          [RESOURCE_ENV.endpointsTable]: ref(built.delivery.endpointRegistry.table),
+          [RECOVERY_ENV.graceMs]: String(visibilityTimeoutSeconds * 1000 + 5 * 60_000),
+          [RECOVERY_ENV.limit]: String(RECOVERY_LIMIT),
+          [RECOVERY_ENV.intervalMs]: String(5 * 60_000),
+          NODE_OPTIONS: '--enable-source-maps',
         },
       });
     });
 
-    it("may query the ledger's listing index, read and release the rows it lists, scan the registry's names, write its releases and send to the delivery queue, nothing more", () => {
+    it("may query the ledger's listing index, read and release the rows it lists, drain the redrive queue, send to the delivery and dead-letter queues, scan the registry's names and write its releases, nothing more", () => {
       const { template, stack, delivery } = build();
       const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(delivery.ledgerTable.node.defaultChild as never), 'Arn'] };
       const registry = delivery.endpointRegistry;
@@ -754,10 +797,20 @@ describe('WebhookDelivery', () => {
         { Action: 'dynamodb:BatchGetItem', Effect: 'Allow', Resource: tableArn, Sid: 'LedgerRowsRead' },
         { Action: 'dynamodb:UpdateItem', Effect: 'Allow', Resource: tableArn, Sid: 'LedgerRowsRelease' },
         {
+          // Sending back what SQS redrove, or giving up on it after MAX_RECOVERIES rounds.
           Action: 'sqs:SendMessage',
           Effect: 'Allow',
-          Resource: { 'Fn::GetAtt': [stack.getLogicalId(delivery.queue.node.defaultChild as never), 'Arn'] },
+          Resource: [
+            { 'Fn::GetAtt': [stack.getLogicalId(delivery.queue.node.defaultChild as never), 'Arn'] },
+            { 'Fn::GetAtt': [stack.getLogicalId(delivery.deadLetterQueue.node.defaultChild as never), 'Arn'] },
+          ],
           Sid: 'DeliveryQueueSend',
+        },
+        {
+          Action: ['sqs:ReceiveMessage', 'sqs:DeleteMessage'],
+          Effect: 'Allow',
+          Resource: { 'Fn::GetAtt': [stack.getLogicalId(delivery.redriveQueue.node.defaultChild as never), 'Arn'] },
+          Sid: 'RedriveQueueDrain',
         },
         {
           Action: 'dynamodb:Scan',
@@ -795,6 +848,8 @@ describe('WebhookDelivery', () => {
         'kms:GenerateDataKey',
         'logs:CreateLogStream',
         'logs:PutLogEvents',
+        'sqs:DeleteMessage',
+        'sqs:ReceiveMessage',
         'sqs:SendMessage',
       ]);
     });
@@ -828,14 +883,38 @@ describe('WebhookDelivery', () => {
     });
 
     it('alarms when the oldest queued message is older than 15 minutes by default', () => {
-      const { template } = build();
+      const built = build();
 
-      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      // On the delivery queue: the redrive queue's alarm has the same metric (and, by default, 900 s).
+      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         MetricName: 'ApproximateAgeOfOldestMessage',
         Namespace: 'AWS/SQS',
+        Dimensions: [{ Name: 'QueueName', Value: attOf(built, built.delivery.queue, 'QueueName') }],
         ComparisonOperator: 'GreaterThanThreshold',
         Threshold: 900,
+        EvaluationPeriods: 5,
       });
+    });
+
+    it('alarms when a message SQS redrove waits on the redrive queue longer than three recovery runs', () => {
+      const built = build();
+      const everyMinute = build({ recoveryInterval: Duration.minutes(1) });
+      const redriven = (b: Built, threshold: number) =>
+        b.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+          MetricName: 'ApproximateAgeOfOldestMessage',
+          Namespace: 'AWS/SQS',
+          Dimensions: [{ Name: 'QueueName', Value: attOf(b, b.delivery.redriveQueue, 'QueueName') }],
+          ComparisonOperator: 'GreaterThanThreshold',
+          Threshold: threshold,
+          EvaluationPeriods: 1,
+          Period: 60,
+          Statistic: 'Maximum',
+          TreatMissingData: 'notBreaching',
+        });
+
+      redriven(built, 3 * 5 * 60);
+      redriven(everyMinute, 3 * 60);
+      expect(built.delivery.alarms.redriven).toBeDefined();
     });
 
     it('raises the pending-age threshold above a schedule whose first waits are longer', () => {
@@ -875,7 +954,7 @@ describe('WebhookDelivery', () => {
       const template = Template.fromStack(stack);
       const topicRef = { Ref: stack.getLogicalId(topic.node.defaultChild as never) };
 
-      template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
+      template.resourceCountIs('AWS::CloudWatch::Alarm', 5);
       template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] });
     });
   });
@@ -932,10 +1011,11 @@ describe('WebhookDelivery', () => {
       expect(searches[7]?.expression).toBe(`SEARCH('{Handoff,Service,Endpoint} MetricName="DeliveryLatency" Service="handoff"', 'p99', 300)`);
     });
 
-    it('keeps its four alarms', () => {
-      const { template } = build();
+    it('keeps its five alarms', () => {
+      const { template, delivery } = build();
 
-      template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
+      template.resourceCountIs('AWS::CloudWatch::Alarm', 5);
+      expect(Object.keys(delivery.alarms).sort()).toEqual(['consumerErrors', 'deadLetters', 'orderedDeadLetters', 'pendingAge', 'redriven']);
     });
   });
 
@@ -1019,8 +1099,24 @@ describe('WebhookDelivery', () => {
         .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
         .flatMap((m) => Object.entries(m.data as Record<string, string>));
 
-      expect(acknowledged.map(([id]) => id)).toEqual(['Annotation::AwsSolutions-SMG4']);
+      expect(acknowledged.map(([id]) => id).sort()).toEqual(['Annotation::AwsSolutions-SMG4', 'Annotation::AwsSolutions-SQS3']);
       for (const [, reason] of acknowledged) expect(reason.length).toBeGreaterThan(40);
+    });
+
+    it('acknowledges AwsSolutions-SQS3 on the dead-letter queue alone: another queue without a dead-letter queue still fails', () => {
+      const { stack, delivery } = build();
+      const where = stack.node
+        .findAll()
+        .filter((c) => c.node.metadata.some((m) => m.type === 'aws:cdk:acknowledged-rules' && 'Annotation::AwsSolutions-SQS3' in (m.data as object)))
+        .map((c) => c.node.path);
+      new Queue(stack, 'Undrained', { encryption: QueueEncryption.SQS_MANAGED, enforceSSL: true });
+
+      const findings = new AwsSolutionsChecks().validateScope(stack).violations;
+
+      expect(where).toEqual([delivery.deadLetterQueue.node.path]);
+      expect(findings.map((f) => [f.ruleName, f.violatingResources.map((r) => r.constructPath)])).toEqual([
+        ['AwsSolutions-SQS3', ['TestStack/Undrained/Resource']],
+      ]);
     });
   });
 });
