@@ -336,7 +336,8 @@ export function registryEndpoints(client: DynamoDBDocumentClient, tableName: str
 /**
  * The run's counts as one EMF document (namespace `Handoff`, dimension `Service`), the format
  * lib/observability.ts writes the consumer's metrics in, for CloudWatch and the sandbox's sink:
- * `Recovered`, and `Resumed` (parked deliveries released, lib/resume.ts).
+ * `Recovered` (deliveries enqueued again from the listing, and messages sent back from the redrive
+ * queue), and `Resumed` (parked deliveries released, lib/resume.ts).
  */
 export function recoveredMetricDocument(recovered: number, timestampMs: number, resumed = 0): string {
   return JSON.stringify({

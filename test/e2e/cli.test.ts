@@ -722,7 +722,7 @@ describe('handoff replay', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(run.stdout).toContain('--reason <text>');
     expect(run.stdout).toContain('--operator <name>');
     expect(run.stdout).toContain('--dead-since <time>');
-    expect(run.stdout).toContain('--dead-reason <reason>  bulk: only the deliveries that died for this reason');
+    expect(run.stdout).toMatch(/--dead-reason <reason> +bulk: only the deliveries that died for this reason/);
   });
 });
 

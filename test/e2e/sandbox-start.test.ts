@@ -36,6 +36,7 @@ describe('npm start (node --import tsx sandbox/main.ts)', () => {
       'queueUrl',
       'receiverUrl',
       'receivers',
+      'redriveQueueUrl',
       'sqsEndpoint',
     ]);
     expect(sandbox.ready.sqsEndpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);

@@ -148,7 +148,7 @@ describe('handoff stats in the sandbox', { timeout: TEST_TIMEOUT_MS }, () => {
     expect(stats.latencyMs.p50).toBeLessThanOrEqual(stats.latencyMs.p99);
   });
 
-  it('shows the same figures on the sandbox\'s live counter line: delivered from the sink, retrying and dead from the ledger', async () => {
+  it('shows the same figures on the sandbox\'s live counter line: delivered from the sink, queued from the queues, dead from the ledger', async () => {
     const counterLine = () => sandbox.stderr().filter((line) => line.startsWith('delivered ')).at(-1);
 
     const last = await eventually(
@@ -157,7 +157,7 @@ describe('handoff stats in the sandbox', { timeout: TEST_TIMEOUT_MS }, () => {
       { timeoutMs: WAIT_MS, describe: () => counterLine() ?? 'no counter line' },
     );
 
-    expect(last).toBe('delivered 10 · retrying 0 · dead 1 · dead-letter queue 1');
+    expect(last).toBe('delivered 10 · queued 0 · dead 1 · dead-letter queue 1');
   });
 
   it("gives one endpoint's figures with --endpoint: the sink keeps each delivery's endpoint, the ledger lists its rows", async () => {

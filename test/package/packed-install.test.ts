@@ -134,8 +134,8 @@ describe('Package: the packed tarball in a fresh CDK app', () => {
     await run(process.execPath, ['app.js'], { cwd: app, env: offlineEnv() });
     const template = Template.fromJSON(JSON.parse(readFileSync(join(app, 'cdk.out/PackedApp.template.json'), 'utf8')));
 
-    // Assess: the queue and the ordered intake, each with its dead-letter queue
-    template.resourceCountIs('AWS::SQS::Queue', 4);
+    // Assess: the queue with its dead-letter and redrive queues, the ordered intake with its dead-letter queue
+    template.resourceCountIs('AWS::SQS::Queue', 5);
     template.hasResourceProperties('AWS::SQS::Queue', {
       RedrivePolicy: { deadLetterTargetArn: Match.anyValue(), maxReceiveCount: Match.anyValue() },
     });
