@@ -133,7 +133,10 @@ export interface RedrivenMessage {
 export interface RedriveQueue<M extends RedrivenMessage = RedrivenMessage> {
   /** Up to `max` (1–10) messages; none when the queue has none to give now. */
   receive(max: number): Promise<M[]>;
-  /** Each back on the delivery queue, body and attributes unchanged, its `recoveries` one more. @throws QueueUnavailableError */
+  /**
+   * Each back on the delivery queue, body and attributes unchanged but for its `recoveries` (one
+   * more) and a reserved request slot (dropped: the slot was its first receive's). @throws QueueUnavailableError
+   */
   sendBack(messages: readonly M[]): Promise<void>;
   /** Each to the dead-letter queue, body and attributes unchanged, without a `reason`. @throws QueueUnavailableError */
   giveUp(messages: readonly M[]): Promise<void>;

@@ -8,7 +8,15 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { isEventId } from '../event';
-import { ENDPOINT_ATTRIBUTE, QueueUnavailableError, RECOVERIES_ATTRIBUTE, type RedriveQueue, type RedrivenMessage } from './queue';
+import {
+  ENDPOINT_ATTRIBUTE,
+  QueueUnavailableError,
+  RECOVERIES_ATTRIBUTE,
+  RESERVED_RATE_ATTRIBUTE,
+  RESERVED_SLOT_ATTRIBUTE,
+  type RedriveQueue,
+  type RedrivenMessage,
+} from './queue';
 
 export interface SqsRedriveQueueOptions {
   /** Built with `useQueueUrlAsEndpoint: false`, as for SqsDeliveryQueue. */
@@ -59,10 +67,12 @@ export class SqsRedriveQueue implements RedriveQueue<SqsRedrivenMessage> {
   }
 
   sendBack(messages: readonly SqsRedrivenMessage[]): Promise<void> {
-    return this.#forward(this.#options.queueUrl, messages, (message) => ({
-      ...message.attributes,
-      [RECOVERIES_ATTRIBUTE]: { DataType: 'Number', StringValue: String(message.recoveries + 1) },
-    }));
+    return this.#forward(this.#options.queueUrl, messages, (message) => {
+      // A reserved request slot was the first receive's (lib/queue/queue.ts): the message sent back
+      // is received a first time again, and must reserve anew.
+      const { [RESERVED_SLOT_ATTRIBUTE]: _slot, [RESERVED_RATE_ATTRIBUTE]: _rate, ...kept } = message.attributes;
+      return { ...kept, [RECOVERIES_ATTRIBUTE]: { DataType: 'Number', StringValue: String(message.recoveries + 1) } };
+    });
   }
 
   giveUp(messages: readonly SqsRedrivenMessage[]): Promise<void> {

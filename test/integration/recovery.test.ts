@@ -325,11 +325,23 @@ describe('Function: sendBackRedriven, on the emulators with the real consumer', 
     );
   });
 
-  it('run twice at once, sends each redriven message back once', async () => {
-    // Prepare: 15 messages on the redrive queue.
+  it('run twice at once, sends each redriven message back once, without the request slot its first receive had reserved', async () => {
+    // Prepare: 15 messages on the redrive queue, each carrying a reserved slot (a rate-limited endpoint's put-back).
     const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
     const ids = Array.from({ length: 15 }, (_, i) => `evt_redriven_${String(i).padStart(2, '0')}`);
-    for (const id of ids) await sqs.send(new SendMessageCommand({ QueueUrl: queues.redriveQueueUrl, MessageBody: eventBody(id) }));
+    for (const id of ids) {
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queues.redriveQueueUrl,
+          MessageBody: eventBody(id),
+          MessageAttributes: {
+            endpoint: { DataType: 'String', StringValue: 'default' },
+            notBefore: { DataType: 'Number', StringValue: '1800000000000' },
+            notBeforeRate: { DataType: 'Number', StringValue: '5' },
+          },
+        }),
+      );
+    }
 
     // Act
     const runs = await Promise.all([sendBack(queues), sendBack(queues)]);
@@ -338,6 +350,7 @@ describe('Function: sendBackRedriven, on the emulators with the real consumer', 
     const messages = await harness.receive(queues.queueUrl, 15);
     expect(runs[0].sentBack + runs[1].sentBack).toBe(15);
     expect(messages.map((m) => (JSON.parse(m.Body!) as { id: string }).id).sort()).toEqual(ids);
+    expect(messages.map((m) => Object.keys(m.MessageAttributes ?? {}).sort())).toEqual(ids.map(() => ['endpoint', 'recoveries']));
     const { Attributes } = await sqs.send(
       new GetQueueAttributesCommand({ QueueUrl: queues.redriveQueueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
     );
