@@ -87,9 +87,10 @@ export function buildProgram(io: Io, run: Runner): Command {
       'after',
       `
 Target (first that applies):
-  --queue-url/--dlq-url/--table   explicit names (--endpoints-table for the endpoint
-                                  commands), with the standard AWS environment
-                                  (AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL, ...)
+  --queue-url/--dlq-url/--table   explicit names (--redrive-queue-url for stats,
+                                  --endpoints-table for the endpoint commands), with
+                                  the standard AWS environment (AWS_REGION,
+                                  AWS_PROFILE, AWS_ENDPOINT_URL, ...)
   --stack NAME                    a deployed stack's CloudFormation outputs
   (nothing)                       the sandbox started by npm start on this machine
 
@@ -216,12 +217,12 @@ Example:
   withTarget(
     program
       .command('stats')
-      .description('pending count and oldest age, retry rate, dead count, parked per endpoint, delivery latency, queue depths'),
+      .description('pending count (on the queues), oldest message received, retry rate, dead count, parked per endpoint, delivery latency, queue depths'),
   )
-    .option('--endpoint <name>', "this endpoint's figures (the queues' depths stay the whole queues')", endpointName)
+    .option('--endpoint <name>', "this endpoint's figures (no pending count: the queues are shared; their depths stay the whole queues')", endpointName)
     .option(
       '--max-rows <n>',
-      'read at most this many ledger rows per state',
+      'read at most this many dead rows from the ledger',
       wholeNumber(1, 1_000_000),
       STATS_MAX_ROWS_DEFAULT,
     )
@@ -230,7 +231,7 @@ Example:
       'after',
       `
 parked: deliveries held for a disabled endpoint (docs/contract.md §12), counted per endpoint in the
-registry; not part of pending. --json: parkedCount (null: no registry in the target and no --endpoint),
+registry; on no queue, so not part of pending. --json: parkedCount (null: no registry in the target and no --endpoint),
 and byEndpoint.NAME.parkedCount without --endpoint.
 
 Examples:

@@ -24,8 +24,9 @@
  * Crashes: every step is idempotent and re-run by the message's return. An event re-received after
  * it settled passes the turn again (refused when already passed) and wakes the next if its turn is
  * still there, which covers a crash between recording the outcome and passing the turn, or a lost
- * wake-up message. A wake-up message lost after it was sent (SQS's own redrive) is not recovered:
- * its row is pending and unlisted, as a first attempt's is (lib/recovery.ts).
+ * wake-up message. A wake-up message that SQS's own redrive takes off the delivery queue (the
+ * consumer kept failing on it) lands on the redrive queue, and recovery sends it back, as it does
+ * any delivery's message (lib/recovery.ts `sendBackRedriven`).
  */
 import type { ParsedEvent } from './event';
 import type { DeliveryRecord, Ledger } from './ledger/ledger';
