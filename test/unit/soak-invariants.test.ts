@@ -222,12 +222,12 @@ describe('Function: checkInvariants', () => {
     expect(broken({ ...observed, deadLetters })).toEqual({ 'dead letters for deliveries that are not dead': 1 });
   });
 
-  it("flags a message the queue's redrive moved to the dead-letter queue (no reason attribute), not as a dead letter", () => {
+  it("flags a message the queue's redrive kept moving until recovery dead-lettered it (no reason attribute), not as a dead letter", () => {
     const observed = cleanEnd();
     const delivered = firstOf('deliver');
     const deadLetters = [...observed.deadLetters, { body: delivered.body, reason: undefined, eventId: undefined }];
 
-    expect(broken({ ...observed, deadLetters })).toEqual({ "messages the queue's redrive moved to the dead-letter queue": 1 });
+    expect(broken({ ...observed, deadLetters })).toEqual({ "messages the queue's redrive kept moving until recovery dead-lettered them": 1 });
   });
 
   it('flags requests under a wrong key or with a bad signature, and messages left on the queue', () => {

@@ -163,14 +163,14 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
     .filter((letter) => letter.body !== bodies.get(letter.eventId!) && letter.body !== stored.get(deliveryKey(letter.eventId!, letterEndpoint(letter) ?? '')))
     .map((letter) => `${letter.eventId} → ${letterEndpoint(letter) ?? '(no endpoint attribute)'}: dead letter (${letter.reason}) whose body is neither the producer's nor the stored one`);
 
-  // SQS's redrive (maxReceiveCount, the backstop) moves the message itself, with none of handoff's
-  // attributes: its delivery was left without a message (docs/contract.md §12, stuck work).
+  // A dead letter without a reason is a message SQS's redrive (maxReceiveCount, the backstop) moved
+  // to the redrive queue more often than recovery sends one back (docs/contract.md §12, stuck work).
   const redriven = observed.deadLetters
     .filter((letter) => letter.reason === undefined)
     .map((letter) => {
       const eventId = eventIdOf(letter.body);
       const routed = planned.filter((d) => d.eventId === eventId).map((d) => `${d.endpoint} ${ended(rowOf(d))}`);
-      return `${eventId ?? '(unreadable body)'}: moved by the queue's redrive; its deliveries: ${routed.join(', ') || 'none'}`;
+      return `${eventId ?? '(unreadable body)'}: redriven by the queue until recovery gave up; its deliveries: ${routed.join(', ') || 'none'}`;
     });
 
   const letteredNotDead = observed.deadLetters
@@ -230,7 +230,7 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
     invariant('dead letters whose body is not the original (docs/contract.md §4)', changedLetters, "each compared with the producer's body and the ledger's"),
     invariant('dead letters for deliveries that are not dead', letteredNotDead, 'the ledger is the authority'),
     invariant(
-      "messages the queue's redrive moved to the dead-letter queue",
+      "messages the queue's redrive kept moving until recovery dead-lettered them",
       redriven,
       'the backstop (maxReceiveCount) must not fire: each receive of a message is an attempt, a hold or a crash',
     ),
