@@ -712,6 +712,8 @@ export class WebhookDelivery extends Construct {
         left: [
           this.queue.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM, label: 'Oldest queued message' }),
           this.orderedQueue.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM, label: 'Oldest on the ordered intake' }),
+          // Redriven by SQS, waiting for the recovery function to send it back (RedrivenAlarm).
+          this.redriveQueue.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM, label: 'Oldest on the redrive queue' }),
           metric(METRICS.names.pendingAge, cloudwatch.Stats.MAXIMUM, 'Pending age at attempt (max)'),
         ],
         width: 12,

@@ -355,7 +355,7 @@ describe('WebhookDelivery', () => {
       expect(built.delivery.alarms.orderedDeadLetters).not.toBe(built.delivery.alarms.deadLetters);
     });
 
-    it('shows its dead-letter depth and its oldest message on the dashboard', () => {
+    it('shows its dead-letter depth and its oldest message on the dashboard, and the redrive queue\'s oldest message', () => {
       const built = build();
       const [, parts] = Object.values(built.template.findResources('AWS::CloudWatch::Dashboard'))[0]?.Properties.DashboardBody['Fn::Join'] as [string, unknown[]];
       const names = (construct: { node: { defaultChild?: unknown } }) =>
@@ -367,6 +367,8 @@ describe('WebhookDelivery', () => {
       expect(tokens).toContain(names(built.delivery.orderedQueue));
       expect(text).toContain("On the ordered intake's dead-letter queue");
       expect(text).toContain('Oldest on the ordered intake');
+      expect(tokens).toContain(names(built.delivery.redriveQueue));
+      expect(text).toContain('Oldest on the redrive queue');
     });
   });
 
