@@ -16,7 +16,8 @@
  * sending the event again puts it back (the ledger takes it as the same event).
  *
  * The redrive queue. Each message is sent back to the delivery queue as it was (body and
- * attributes), counting `recoveries`: the claim decides what it finds (a settled row acknowledges
+ * attributes, but for a reserved request slot, which was its first receive's), counting
+ * `recoveries`: the claim decides what it finds (a settled row acknowledges
  * it; a row never claimed is claimed as new; a live lease or a wait holds it). A message redriven
  * MAX_RECOVERIES times over is not sent back again: it goes to the dead-letter queue without a
  * `reason`, as SQS's redrive put such messages there before (the consumer kept failing on it),
