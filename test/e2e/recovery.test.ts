@@ -1,8 +1,12 @@
 /**
- * Stuck-work recovery end to end (docs/contract.md §12 "Stuck work"), in the sandbox: a delivery's
- * first attempt draws a 503, the consumer schedules the retry on its message, and the message then
- * leaves the delivery queue for the redrive queue, as SQS's redrive moves it after `maxReceiveCount`
- * receives. The sandbox's recovery timer sends it back, and it is delivered, once.
+ * Stuck-work recovery end to end (docs/contract.md §12 "Stuck work"), in the sandbox, both ways a
+ * pending delivery loses its message:
+ * - a delivery's first attempt draws a 503, the consumer schedules the retry on its message, and
+ *   the message then leaves the delivery queue for the redrive queue, as SQS's redrive moves it
+ *   after `maxReceiveCount` receives. The sandbox's recovery timer sends it back;
+ * - a dead delivery is replayed and the enqueue that follows never happens (the test writes the
+ *   replay to the ledger itself). The timer finds the row in the pending listing and enqueues it.
+ * Either way it is delivered, once.
  *
  * The move is the test's: it purges the delivery queue (PurgeQueue removes the message in flight
  * too) and puts the same message, body and attributes, on the sandbox's redrive queue. Reaching the
@@ -35,13 +39,13 @@ let sandbox: SandboxProcess;
 let clients: SandboxClients;
 
 beforeAll(async () => {
-  // 503 to an event's first request, 200 afterwards.
+  // To an event's first request 503 (400 for the one to replay), 200 afterwards.
   receiver = await listenOnLoopback(
     createServer((request, response) => {
       request.resume();
       request.on('end', () => {
         const eventId = String(request.headers['idempotency-key'] ?? '');
-        const status = arrivals.some((a) => a.eventId === eventId) ? 200 : 503;
+        const status = arrivals.some((a) => a.eventId === eventId) ? 200 : eventId === 'evt_replayed' ? 400 : 503;
         arrivals.push({ eventId, status });
         response.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'no');
       });
@@ -105,6 +109,35 @@ describe('Stuck-work recovery in the sandbox', () => {
         { eventId: key.eventId, status: 200 },
       ]);
       expect(await clients.readDeadLetters()).toEqual([]);
+    },
+    3 * SETTLE_MS,
+  );
+
+  it(
+    'delivers a replayed delivery whose enqueue never happened, through the recovery timer, once',
+    async () => {
+      // Prepare: rejected (dead), then replayed in the ledger with no message sent.
+      const key = { eventId: 'evt_replayed', endpoint: 'billing' };
+      const queue = new SqsDeliveryQueue({ client: clients.sqs, queueUrl: sandbox.ready.queueUrl, deadLetterQueueUrl: sandbox.ready.deadLetterQueueUrl });
+      const event = { id: key.eventId, shipmentId: 'shp_2', status: 'delivered', occurredAt: '2026-12-03T05:00:00Z' };
+      await queue.enqueue(JSON.stringify(event), { endpoint: key.endpoint });
+      await eventually('the delivery to die', async () => ((await clients.ledger.get(key))?.state === 'dead' ? true : undefined), { timeoutMs: SETTLE_MS, intervalMs: 50 });
+      await clients.ledger.replay({ ...key, operator: 'e2e', reason: 'receiver fixed', nowMs: Date.now() });
+
+      // Act: the timer's doing, once the grace (the visibility timeout plus 1 s) has passed.
+      const line = await sandbox.waitForLog(/evt_replayed → billing enqueued again/, SETTLE_MS);
+      const delivered = await eventually('the delivery to be delivered', async () => {
+        const record = await clients.ledger.get(key);
+        return record?.state === 'delivered' ? record : undefined;
+      }, { timeoutMs: SETTLE_MS });
+
+      // Assess: the rejected request, then one accepted, from the recovered message.
+      expect(line).toMatch(/^.*recovery: evt_replayed → billing enqueued again \(pending/);
+      expect(delivered).toMatchObject({ attempts: 1, replays: 1 });
+      expect(arrivals.filter((a) => a.eventId === key.eventId)).toEqual([
+        { eventId: key.eventId, status: 400 },
+        { eventId: key.eventId, status: 200 },
+      ]);
     },
     3 * SETTLE_MS,
   );
