@@ -9,7 +9,7 @@
  *   received (`PendingAge`'s maximum) from the consumer's metrics over a window (lib/metrics/).
  */
 import type { DeliveryRecord } from './ledger/ledger';
-import type { WindowMetrics } from './metrics/metrics-reader';
+import type { DeliveryMetrics } from './metrics/metrics-reader';
 
 /** A queue's approximate depth (SQS's `ApproximateNumberOfMessages*` attributes). */
 export interface QueueDepth {
@@ -74,7 +74,7 @@ export function retryRate(retriedAttempts: number, attempts: number): number | n
   return attempts === 0 ? null : retriedAttempts / attempts;
 }
 
-export function deliveryStats(metrics: WindowMetrics): DeliveryStats {
+export function deliveryStats(metrics: DeliveryMetrics): DeliveryStats {
   return {
     deliveredCount: metrics.delivered,
     attempts: metrics.attempts,

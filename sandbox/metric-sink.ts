@@ -21,21 +21,20 @@ import {
   type MetricsReader,
   type MetricsReadOptions,
   type MetricsWindow,
-  type WindowMetrics,
+  type DeliveryMetrics,
 } from '../lib/metrics/metrics-reader';
-import { HOUR_MS, MetricBuckets, MINUTE_MS, parseBucket, summarizeBuckets, type MetricBucket } from '../lib/metrics/metric-buckets';
+import { MetricBuckets, parseBucket, summarizeBuckets, type MetricBucket } from '../lib/metrics/metric-buckets';
 
 /** How long the sink keeps a minute's figures: `handoff stats --since` reaches this far back at most. */
 export const SANDBOX_METRICS_RETENTION_MS = 24 * 60 * 60 * 1000;
 /** A burst of documents is written once, this long after the first of them. */
 const WRITE_DELAY_MS = 500;
 /**
- * 2: with `endpoints`. A version 1 file (totals only) is still read. `pendingAge` was added to
- * version 2 later (a reader that does not know it ignores it); a file without it has none to give.
+ * 2: with `endpoints`. A version 1 file (totals only) is still read. A bucket's `pendingAgeMax`
+ * was added to version 2 later (a reader that does not know it ignores it); a bucket without it has
+ * none to give.
  */
 const FILE_VERSION = 2;
-/** `PendingAge` is published in seconds (lib/observability.ts). */
-const PENDING_AGE_UNIT_MS = 1000;
 
 /** The metrics file of the sandbox whose state file is `stateFile`: beside it, named after it. */
 export function metricsFileFor(stateFile: string): string {
@@ -49,76 +48,6 @@ interface MetricsFile {
   readonly buckets: readonly MetricBucket[];
   /** Each endpoint's figures, from the documents carrying its name. */
   readonly endpoints: Readonly<Record<string, readonly MetricBucket[]>>;
-  /** The largest `PendingAge` per bucket: the totals' and each endpoint's. */
-  readonly pendingAge?: { readonly buckets: readonly MaximumBucket[]; readonly endpoints: Readonly<Record<string, readonly MaximumBucket[]>> };
-}
-
-/** The largest value of one metric in a minute (the last hour) or an hour (before), as MetricBuckets keeps its counts. */
-export interface MaximumBucket {
-  /** Epoch ms of the bucket's start: a whole minute, or a whole hour for an hour's bucket. */
-  readonly startMs: number;
-  /** `MINUTE_MS` or `HOUR_MS`. */
-  readonly spanMs: number;
-  readonly max: number;
-}
-
-/**
- * One metric's maxima in time buckets, in bounded memory: the same buckets as `MetricBuckets` (a
- * minute's for the last hour, then an hour's, each a single number), kept for `retentionMs`.
- */
-export class MaximumBuckets {
-  readonly #retentionMs: number;
-  readonly #buckets = new Map<number, MaximumBucket>();
-
-  constructor(retentionMs: number) {
-    this.#retentionMs = retentionMs;
-  }
-
-  /** Keeps the largest of `values` in the bucket of the minute `timestampMs` is in (nothing for no values). */
-  add(timestampMs: number, values: readonly number[]): void {
-    if (values.length === 0) return;
-    this.#merge(Math.floor(timestampMs / MINUTE_MS) * MINUTE_MS, MINUTE_MS, Math.max(...values));
-  }
-
-  /** As `MetricBuckets.roll`: minutes older than an hour fold into their hour; buckets past the retention go. */
-  roll(nowMs: number): void {
-    for (const bucket of [...this.#buckets.values()]) {
-      if (bucket.spanMs === MINUTE_MS && bucket.startMs + MINUTE_MS <= nowMs - HOUR_MS) {
-        this.#buckets.delete(bucket.startMs);
-        this.#merge(Math.floor(bucket.startMs / HOUR_MS) * HOUR_MS, HOUR_MS, bucket.max);
-      }
-    }
-    for (const bucket of [...this.#buckets.values()]) {
-      if (bucket.startMs + bucket.spanMs <= nowMs - this.#retentionMs) this.#buckets.delete(bucket.startMs);
-    }
-  }
-
-  /** Oldest first. */
-  list(): MaximumBucket[] {
-    return [...this.#buckets.values()].sort((a, b) => a.startMs - b.startMs);
-  }
-
-  /** A minute's value at the start of an hour already folded (a late document) goes into that hour's bucket. */
-  #merge(startMs: number, spanMs: number, max: number): void {
-    const existing = this.#buckets.get(startMs);
-    this.#buckets.set(startMs, existing === undefined ? { startMs, spanMs, max } : { ...existing, max: Math.max(existing.max, max) });
-  }
-}
-
-/** The largest value of the buckets that overlap the window (widened to their edges, as `summarizeBuckets`); null when none does. */
-export function maximumOver(buckets: readonly MaximumBucket[], window: MetricsWindow): number | null {
-  const inWindow = buckets.filter((b) => b.startMs + b.spanMs > window.startMs && b.startMs < window.endMs);
-  return inWindow.length === 0 ? null : Math.max(...inWindow.map((b) => b.max));
-}
-
-/** A maximum's bucket read back from JSON, or a TypeError naming what is wrong with it. */
-export function parseMaximumBucket(value: unknown): MaximumBucket {
-  const b = value as { startMs?: unknown; spanMs?: unknown; max?: unknown } | null;
-  if (typeof b !== 'object' || b === null || typeof b.startMs !== 'number' || typeof b.max !== 'number' || !Number.isFinite(b.max) || b.max < 0) {
-    throw new TypeError('a maximum bucket needs startMs and a max of 0 or more');
-  }
-  if (b.spanMs !== MINUTE_MS && b.spanMs !== HOUR_MS) throw new TypeError(`maximum bucket ${b.startMs}: spanMs must be a minute or an hour`);
-  return { startMs: b.startMs, spanMs: b.spanMs, max: b.max };
 }
 
 /** Counts since the sandbox started (not bounded by the retention): the live counters' figures. */
@@ -130,8 +59,6 @@ export class MetricSink {
   readonly path: string;
   readonly #buckets = new MetricBuckets(SANDBOX_METRICS_RETENTION_MS);
   readonly #byEndpoint = new Map<string, MetricBuckets>();
-  readonly #pendingAge = new MaximumBuckets(SANDBOX_METRICS_RETENTION_MS);
-  readonly #pendingAgeByEndpoint = new Map<string, MaximumBuckets>();
   readonly #now: () => number;
   #delivered = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -152,18 +79,11 @@ export class MetricSink {
   accept(line: string): boolean {
     const document = readMetricDocument(line);
     if (document === undefined || this.#closed) return document !== undefined;
-    const pendingAge = document.values.PendingAge ?? [];
     this.#buckets.add(document);
-    this.#pendingAge.add(document.timestampMs, pendingAge);
     if (document.endpoint !== undefined) {
       let buckets = this.#byEndpoint.get(document.endpoint);
       if (buckets === undefined) this.#byEndpoint.set(document.endpoint, (buckets = new MetricBuckets(SANDBOX_METRICS_RETENTION_MS)));
       buckets.add(document);
-      if (pendingAge.length > 0) {
-        let maxima = this.#pendingAgeByEndpoint.get(document.endpoint);
-        if (maxima === undefined) this.#pendingAgeByEndpoint.set(document.endpoint, (maxima = new MaximumBuckets(SANDBOX_METRICS_RETENTION_MS)));
-        maxima.add(document.timestampMs, pendingAge);
-      }
     }
     for (const value of document.values.Delivered ?? []) this.#delivered += value;
     this.#timer ??= setTimeout(() => {
@@ -202,20 +122,11 @@ export class MetricSink {
       if (list.length === 0) this.#byEndpoint.delete(endpoint);
       else endpoints[endpoint] = list;
     }
-    this.#pendingAge.roll(nowMs);
-    const pendingAgeEndpoints: Record<string, MaximumBucket[]> = {};
-    for (const [endpoint, maxima] of this.#pendingAgeByEndpoint) {
-      maxima.roll(nowMs);
-      const list = maxima.list();
-      if (list.length === 0) this.#pendingAgeByEndpoint.delete(endpoint);
-      else pendingAgeEndpoints[endpoint] = list;
-    }
     const file: MetricsFile = {
       version: FILE_VERSION,
       retentionMs: SANDBOX_METRICS_RETENTION_MS,
       buckets: this.#buckets.list(),
       endpoints,
-      pendingAge: { buckets: this.#pendingAge.list(), endpoints: pendingAgeEndpoints },
     };
     const temporary = join(dirname(this.path), `.${basename(this.path)}.${process.pid}.tmp`);
     writeFileSync(temporary, JSON.stringify(file), { mode: 0o600 });
@@ -237,9 +148,9 @@ export class SandboxMetricsReader implements MetricsReader {
 
   /**
    * The totals over the window, or one endpoint's (zero for an endpoint with no figures in it); the
-   * oldest message received is null when none was, or when the file keeps no `pendingAge`.
+   * oldest message received is null when none was, or when the file's buckets keep no `pendingAgeMax`.
    */
-  async read(window: MetricsWindow, options: MetricsReadOptions = {}): Promise<WindowMetrics> {
+  async read(window: MetricsWindow, options: MetricsReadOptions = {}): Promise<DeliveryMetrics> {
     let text: string;
     try {
       text = readFileSync(this.#path, 'utf8');
@@ -253,7 +164,6 @@ export class SandboxMetricsReader implements MetricsReader {
       );
     }
     let buckets: MetricBucket[];
-    let maxima: MaximumBucket[];
     try {
       const file = JSON.parse(text) as Partial<MetricsFile>;
       if ((file.version !== 1 && file.version !== FILE_VERSION) || !Array.isArray(file.buckets)) {
@@ -269,25 +179,9 @@ export class SandboxMetricsReader implements MetricsReader {
         if (!Array.isArray(list)) throw new TypeError(`endpoint ${options.endpoint}: expected a list of buckets`);
         buckets = list.map(parseBucket);
       }
-      maxima = pendingAgeBuckets(file.pendingAge, options.endpoint);
     } catch (error) {
       throw new MetricsUnavailableError(`the sandbox metrics file ${this.#path} is malformed (${(error as Error).message})`, { cause: error });
     }
-    const oldest = maximumOver(maxima, window);
-    return { ...summarizeBuckets(buckets, window), oldestPendingAgeMs: oldest === null ? null : oldest * PENDING_AGE_UNIT_MS };
+    return summarizeBuckets(buckets, window);
   }
-}
-
-/** The file's `PendingAge` maxima: the totals', or one endpoint's; none from a file without them. */
-function pendingAgeBuckets(pendingAge: unknown, endpoint: string | undefined): MaximumBucket[] {
-  if (pendingAge === undefined) return [];
-  const p = pendingAge as { buckets?: unknown; endpoints?: unknown } | null;
-  if (typeof p !== 'object' || p === null || !Array.isArray(p.buckets) || typeof p.endpoints !== 'object' || p.endpoints === null) {
-    throw new TypeError('pendingAge needs buckets and endpoints');
-  }
-  if (endpoint === undefined) return p.buckets.map(parseMaximumBucket);
-  const endpoints = p.endpoints as Record<string, unknown>;
-  const list: unknown = Object.hasOwn(endpoints, endpoint) ? endpoints[endpoint] : [];
-  if (!Array.isArray(list)) throw new TypeError(`pendingAge of endpoint ${endpoint}: expected a list of buckets`);
-  return list.map(parseMaximumBucket);
 }

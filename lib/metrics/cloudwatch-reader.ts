@@ -16,15 +16,14 @@ import {
 import { ENDPOINT_DIMENSION, METRIC_DIMENSIONS, METRICS_NAMESPACE, type MetricName } from '../observability';
 import {
   MetricsUnavailableError,
+  PENDING_AGE_UNIT_MS,
   type MetricsReader,
   type MetricsReadOptions,
   type MetricsWindow,
-  type WindowMetrics,
+  type DeliveryMetrics,
 } from './metrics-reader';
 
 const MINUTE_MS = 60_000;
-/** `PendingAge` is published in seconds (lib/observability.ts). */
-const PENDING_AGE_UNIT_MS = 1000;
 
 /** Each query's ID (what GetMetricData answers by), the metric and the statistic it asks for. */
 const QUERIES = {
@@ -73,7 +72,7 @@ export function metricDataRequest(window: MetricsWindow, options: MetricsReadOpt
  * bound, never an average of percentiles. The oldest message received is the largest `Maximum`
  * (null when none came back: nothing was received in the window), in ms.
  */
-export function parseMetricData(results: readonly MetricDataResult[]): WindowMetrics {
+export function parseMetricData(results: readonly MetricDataResult[]): DeliveryMetrics {
   const values = new Map<QueryId, number[]>();
   for (const result of results) {
     const id = result.Id as QueryId;
@@ -117,7 +116,7 @@ export class CloudWatchMetricsReader implements MetricsReader {
     this.#client = options.client;
   }
 
-  async read(window: MetricsWindow, options: MetricsReadOptions = {}): Promise<WindowMetrics> {
+  async read(window: MetricsWindow, options: MetricsReadOptions = {}): Promise<DeliveryMetrics> {
     const request = metricDataRequest(window, options);
     const results: MetricDataResult[] = [];
     let nextToken: string | undefined;

@@ -1,6 +1,7 @@
 /**
  * The consumer's metrics aggregated by time, in bounded memory: a bucket per minute for the last
- * hour, then a bucket per hour, each holding its counts and a latency histogram, kept for
+ * hour, then a bucket per hour, each holding its counts, a latency histogram and the largest
+ * `PendingAge` (CloudWatch's `Maximum`: the oldest message received), kept for
  * `retentionMs`. Whatever the traffic, that is at most 60 + one per hour of retention buckets,
  * each of bounded size. Pure: the sandbox's metric sink fills and persists these; its reader
  * summarizes them over a window.
@@ -14,7 +15,7 @@ import {
   parseHistogram,
   type LatencyHistogram,
 } from './latency-histogram';
-import type { DeliveryMetrics, MetricsWindow } from './metrics-reader';
+import { PENDING_AGE_UNIT_MS, type MetricsWindow, type DeliveryMetrics } from './metrics-reader';
 
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 3_600_000;
@@ -30,16 +31,22 @@ export interface MetricBucket {
   readonly spanMs: number;
   readonly counts: Readonly<Record<Counted, number>>;
   readonly latency: LatencyHistogram;
+  /** The largest `PendingAge` in the bucket, in seconds as published; absent when it has none. */
+  readonly pendingAgeMax?: number;
 }
+
 
 function emptyBucket(startMs: number, spanMs: number): MetricBucket {
   return { startMs, spanMs, counts: { Delivered: 0, Attempts: 0, RetriedAttempts: 0, DeadLetters: 0 }, latency: EMPTY_HISTOGRAM };
 }
 
-function merged(a: MetricBucket, b: Pick<MetricBucket, 'counts' | 'latency'>): MetricBucket {
+type BucketFigures = Pick<MetricBucket, 'counts' | 'latency' | 'pendingAgeMax'>;
+
+function merged(a: MetricBucket, b: BucketFigures): MetricBucket {
   const counts = { ...a.counts };
   for (const name of COUNTED) counts[name] += b.counts[name];
-  return { ...a, counts, latency: mergeHistograms(a.latency, b.latency) };
+  const pendingAgeMax = largest([a.pendingAgeMax, b.pendingAgeMax]);
+  return { ...a, counts, latency: mergeHistograms(a.latency, b.latency), ...(pendingAgeMax === null ? {} : { pendingAgeMax }) };
 }
 
 export class MetricBuckets {
@@ -51,13 +58,14 @@ export class MetricBuckets {
     this.#retentionMs = retentionMs;
   }
 
-  /** Adds a document's counts and latencies to the bucket of the minute it was written in. */
+  /** Adds a document's counts, latencies and pending ages to the bucket of the minute it was written in. */
   add(document: MetricDocument): void {
     const startMs = Math.floor(document.timestampMs / MINUTE_MS) * MINUTE_MS;
     const counts = emptyBucket(0, 0).counts as Record<Counted, number>;
     for (const name of COUNTED) counts[name] = sum(document.values[name] ?? []);
     const latency = addValues(EMPTY_HISTOGRAM, document.values.DeliveryLatency ?? []);
-    this.#merge(emptyBucket(startMs, MINUTE_MS), { counts, latency });
+    const pendingAgeMax = largest(document.values.PendingAge ?? []);
+    this.#merge(emptyBucket(startMs, MINUTE_MS), { counts, latency, ...(pendingAgeMax === null ? {} : { pendingAgeMax }) });
   }
 
   /**
@@ -85,7 +93,7 @@ export class MetricBuckets {
    * Into the bucket of `empty`'s span at its start. A minute's bucket at the start of an hour
    * already folded (a late document) goes into that hour's bucket instead.
    */
-  #merge(empty: MetricBucket, add: Pick<MetricBucket, 'counts' | 'latency'>): void {
+  #merge(empty: MetricBucket, add: BucketFigures): void {
     const existing = this.#buckets.get(empty.startMs);
     this.#buckets.set(empty.startMs, merged(existing ?? empty, add));
   }
@@ -99,18 +107,20 @@ export function summarizeBuckets(buckets: readonly MetricBucket[], window: Metri
   const inWindow = buckets.filter((b) => b.startMs + b.spanMs > window.startMs && b.startMs < window.endMs);
   const total = (name: Counted) => sum(inWindow.map((b) => b.counts[name]));
   const latency = inWindow.reduce((all, b) => mergeHistograms(all, b.latency), EMPTY_HISTOGRAM);
+  const oldest = largest(inWindow.map((b) => b.pendingAgeMax));
   return {
     delivered: total('Delivered'),
     attempts: total('Attempts'),
     retriedAttempts: total('RetriedAttempts'),
     deadLettered: total('DeadLetters'),
     latency: { samples: latency.count, p50Ms: histogramPercentile(latency, 50), p99Ms: histogramPercentile(latency, 99) },
+    oldestPendingAgeMs: oldest === null ? null : oldest * PENDING_AGE_UNIT_MS,
   };
 }
 
 /** A bucket read back from JSON, or a TypeError naming what is wrong with it. */
 export function parseBucket(value: unknown): MetricBucket {
-  const b = value as { startMs?: unknown; spanMs?: unknown; counts?: Record<string, unknown>; latency?: unknown } | null;
+  const b = value as { startMs?: unknown; spanMs?: unknown; counts?: Record<string, unknown>; latency?: unknown; pendingAgeMax?: unknown } | null;
   if (typeof b !== 'object' || b === null || typeof b.startMs !== 'number' || typeof b.counts !== 'object' || b.counts === null) {
     throw new TypeError('a metric bucket needs startMs and counts');
   }
@@ -121,7 +131,18 @@ export function parseBucket(value: unknown): MetricBucket {
     if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new TypeError(`metric bucket ${b.startMs}: bad count ${name}`);
     counts[name] = n;
   }
-  return { startMs: b.startMs, spanMs: b.spanMs, counts, latency: parseHistogram(b.latency) };
+  // Absent from a bucket written before the sink kept it: none to give.
+  const { pendingAgeMax } = b;
+  if (pendingAgeMax !== undefined && (typeof pendingAgeMax !== 'number' || !Number.isFinite(pendingAgeMax) || pendingAgeMax < 0)) {
+    throw new TypeError(`metric bucket ${b.startMs}: bad pendingAgeMax`);
+  }
+  return { startMs: b.startMs, spanMs: b.spanMs, counts, latency: parseHistogram(b.latency), ...(pendingAgeMax === undefined ? {} : { pendingAgeMax }) };
+}
+
+/** The largest of the values given; null when there are none. */
+function largest(values: readonly (number | undefined)[]): number | null {
+  const present = values.filter((v): v is number => v !== undefined);
+  return present.length === 0 ? null : Math.max(...present);
 }
 
 function sum(values: readonly number[]): number {

@@ -11,7 +11,7 @@ export interface MetricsWindow {
   readonly endMs: number;
 }
 
-/** What the consumer's metrics say about its deliveries over a window. */
+/** What the consumer's metrics say about a window. */
 export interface DeliveryMetrics {
   /** `Delivered`: deliveries the receiver accepted. */
   readonly delivered: number;
@@ -23,10 +23,6 @@ export interface DeliveryMetrics {
   readonly deadLettered: number;
   /** `DeliveryLatency`: how many values, and their p50 and p99 (null when there are none). */
   readonly latency: { readonly samples: number; readonly p50Ms: number | null; readonly p99Ms: number | null };
-}
-
-/** What a reader answers for a window: the deliveries' figures, and the oldest message received. */
-export interface WindowMetrics extends DeliveryMetrics {
   /**
    * `PendingAge`'s maximum, in ms: how long the oldest message the consumer received in the window
    * had been on the queue (since it was sent) when it was received; null when it received none.
@@ -34,6 +30,9 @@ export interface WindowMetrics extends DeliveryMetrics {
    */
   readonly oldestPendingAgeMs: number | null;
 }
+
+/** `PendingAge` is published in seconds (lib/observability.ts); readers answer in ms. */
+export const PENDING_AGE_UNIT_MS = 1000;
 
 export interface MetricsReadOptions {
   /**
@@ -50,7 +49,7 @@ export interface MetricsReader {
   readonly percentileMethod: string;
   /** The longest window it can answer for: how long its source keeps the figures it reads. */
   readonly maxWindowMs: number;
-  read(window: MetricsWindow, options?: MetricsReadOptions): Promise<WindowMetrics>;
+  read(window: MetricsWindow, options?: MetricsReadOptions): Promise<DeliveryMetrics>;
 }
 
 /** The metrics could not be read: no permission, no such file, a malformed answer. */

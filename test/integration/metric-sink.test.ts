@@ -165,8 +165,8 @@ describe('Class: MetricSink', () => {
     expect(lastHour.oldestPendingAgeMs).toBe(20_000);
     expect(lastMinute.oldestPendingAgeMs).toBe(5_000);
     expect(lastDay.oldestPendingAgeMs).toBe(600_000);
-    const file = JSON.parse(readFileSync(path, 'utf8')) as { pendingAge: { buckets: { spanMs: number; max: number }[] } };
-    expect(file.pendingAge.buckets.map((b) => [b.spanMs, b.max])).toEqual([
+    const file = JSON.parse(readFileSync(path, 'utf8')) as { buckets: { spanMs: number; pendingAgeMax: number }[] };
+    expect(file.buckets.map((b) => [b.spanMs, b.pendingAgeMax])).toEqual([
       [3_600_000, 600],
       [60_000, 20],
       [60_000, 5],
@@ -183,9 +183,9 @@ describe('Class: MetricSink', () => {
     nowMs += DAY_MS + 2 * 3_600_000;
     sink.flush();
 
-    const file = JSON.parse(readFileSync(path, 'utf8')) as { endpoints: Record<string, unknown>; pendingAge: { buckets: unknown[]; endpoints: Record<string, unknown> } };
+    const file = JSON.parse(readFileSync(path, 'utf8')) as { buckets: unknown[]; endpoints: Record<string, unknown> };
     expect(file.endpoints).toEqual({});
-    expect(file.pendingAge).toEqual({ buckets: [], endpoints: {} });
+    expect(file.buckets).toEqual([]);
   });
 
   it('writes the file 0600 in a 0700 directory it creates', () => {
@@ -253,10 +253,13 @@ describe('Class: SandboxMetricsReader', () => {
 
   it('throws MetricsUnavailableError naming the problem when its PendingAge maxima are malformed', async () => {
     const path = join(directory, 'sandbox.metrics.json');
-    writeFileSync(path, '{"version":2,"retentionMs":86400000,"buckets":[],"endpoints":{},"pendingAge":{"buckets":[{"startMs":0,"spanMs":60000,"max":-1}],"endpoints":{}}}');
+    writeFileSync(
+      path,
+      '{"version":2,"retentionMs":86400000,"buckets":[{"startMs":0,"spanMs":60000,"counts":{"Delivered":0,"Attempts":0,"RetriedAttempts":0,"DeadLetters":0},"latency":{"count":0,"bins":{}},"pendingAgeMax":-1}],"endpoints":{}}',
+    );
 
     await expect(new SandboxMetricsReader({ path }).read(LAST_DAY)).rejects.toThrow(
-      new MetricsUnavailableError(`the sandbox metrics file ${path} is malformed (a maximum bucket needs startMs and a max of 0 or more)`),
+      new MetricsUnavailableError(`the sandbox metrics file ${path} is malformed (metric bucket 0: bad pendingAgeMax)`),
     );
   });
 

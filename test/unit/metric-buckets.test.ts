@@ -75,11 +75,11 @@ describe('Class: MetricBuckets', () => {
 });
 
 describe('Function: summarizeBuckets', () => {
-  it('sums the counts and merges the latencies of the buckets that overlap the window', () => {
+  it('sums the counts, merges the latencies and keeps the largest PendingAge (in ms) of the buckets that overlap the window', () => {
     const buckets = new MetricBuckets(DAY_MS);
-    buckets.add({ timestampMs: T0 - 10 * MINUTE_MS, values: { Delivered: [100], Attempts: [100], DeliveryLatency: [9_999] } });
-    buckets.add({ timestampMs: T0, values: { Delivered: [3], Attempts: [4], RetriedAttempts: [1], DeliveryLatency: [100, 100, 100] } });
-    buckets.add({ timestampMs: T0 + MINUTE_MS, values: { Delivered: [1], Attempts: [2], RetriedAttempts: [1], DeadLetters: [1], DeliveryLatency: [400] } });
+    buckets.add({ timestampMs: T0 - 10 * MINUTE_MS, values: { Delivered: [100], Attempts: [100], DeliveryLatency: [9_999], PendingAge: [999] } });
+    buckets.add({ timestampMs: T0, values: { Delivered: [3], Attempts: [4], RetriedAttempts: [1], DeliveryLatency: [100, 100, 100], PendingAge: [3, 7] } });
+    buckets.add({ timestampMs: T0 + MINUTE_MS, values: { Delivered: [1], Attempts: [2], RetriedAttempts: [1], DeadLetters: [1], DeliveryLatency: [400], PendingAge: [5] } });
 
     const summary = summarizeBuckets(buckets.list(), { startMs: T0 + 30_000, endMs: T0 + 2 * MINUTE_MS });
 
@@ -89,6 +89,7 @@ describe('Function: summarizeBuckets', () => {
       retriedAttempts: 2,
       deadLettered: 1,
       latency: { samples: 4, p50Ms: 100, p99Ms: 400 },
+      oldestPendingAgeMs: 7_000,
     });
   });
 });
@@ -96,7 +97,7 @@ describe('Function: summarizeBuckets', () => {
 describe('Function: parseBucket', () => {
   it('reads back what JSON made of a bucket', () => {
     const buckets = new MetricBuckets(DAY_MS);
-    buckets.add({ timestampMs: T0, values: { Delivered: [3], DeliveryLatency: [5, 50] } });
+    buckets.add({ timestampMs: T0, values: { Delivered: [3], DeliveryLatency: [5, 50], PendingAge: [12.5] } });
     const [bucket] = buckets.list();
 
     expect(parseBucket(JSON.parse(JSON.stringify(bucket)))).toEqual(bucket);

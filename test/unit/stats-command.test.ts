@@ -9,7 +9,7 @@ import {
   type MetricsReader,
   type MetricsReadOptions,
   type MetricsWindow,
-  type WindowMetrics,
+  type DeliveryMetrics,
 } from '../../lib/metrics/metrics-reader';
 
 describe('Function: parseSince', () => {
@@ -111,7 +111,7 @@ describe('Function: statsCommand', () => {
     return { ctx, windows, listed, listOptions, reads, counted, askedQueues };
   }
 
-  const metrics: WindowMetrics = {
+  const metrics: DeliveryMetrics = {
     delivered: 8,
     attempts: 10,
     retriedAttempts: 2,

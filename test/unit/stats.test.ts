@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { WindowMetrics } from '../../lib/metrics/metrics-reader';
+import type { DeliveryMetrics } from '../../lib/metrics/metrics-reader';
 import { deadByEndpoint, deliveryStartedAt, deliveryStats, messagesOn, pendingCount, retryRate } from '../../lib/stats';
 
 const NOW_MS = 1_800_000_000_000;
 
-function metrics(overrides: Partial<WindowMetrics> = {}): WindowMetrics {
+function metrics(overrides: Partial<DeliveryMetrics> = {}): DeliveryMetrics {
   return {
     delivered: 0,
     attempts: 0,
