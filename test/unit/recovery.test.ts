@@ -57,18 +57,29 @@ async function claim(ledger: MemoryLedger, id: string, atMs: number, endpoint = 
  * lists nothing: a delivery between attempts is its message's to bring back.)
  */
 async function failedOnce(ledger: MemoryLedger, id: string, atMs: number, endpoint = 'default'): Promise<DeliveryKey> {
-  const rejected = await claim(ledger, id, atMs, endpoint);
+  await rejected(ledger, id, atMs - 10, endpoint);
+  await ledger.replay({ eventId: id, endpoint, operator: 'alice', reason: 'fixed', nowMs: atMs });
+  await failed(ledger, id, atMs, endpoint);
+  return { eventId: id, endpoint };
+}
+
+/** `id` claimed at `atMs` and answered 400 10 ms later: dead. */
+async function rejected(ledger: MemoryLedger, id: string, atMs: number, endpoint = 'default'): Promise<void> {
+  const { claimToken } = await claim(ledger, id, atMs, endpoint);
   await ledger.recordAttempt({
     eventId: id,
     endpoint,
-    claimToken: rejected.claimToken,
+    claimToken,
     body: event(id).body,
-    nowMs: atMs,
-    attempt: { attempt: 1, at: atMs, outcome: 'rejected', status: 400, durationMs: 0 },
+    nowMs: atMs + 10,
+    attempt: { attempt: 1, at: atMs, outcome: 'rejected', status: 400, durationMs: 10 },
     outcome: { kind: 'rejected', status: 400, responseStart: 'no' },
     next: { state: 'dead', reason: 'rejected', detail: '400 no' },
   });
-  await ledger.replay({ eventId: id, endpoint, operator: 'alice', reason: 'fixed', nowMs: atMs });
+}
+
+/** `id` claimed at `atMs` and answered 503 10 ms later: pending, due again WAIT_MS after. */
+async function failed(ledger: MemoryLedger, id: string, atMs: number, endpoint = 'default'): Promise<void> {
   const { claimToken } = await claim(ledger, id, atMs, endpoint);
   await ledger.recordAttempt({
     eventId: id,
@@ -80,7 +91,6 @@ async function failedOnce(ledger: MemoryLedger, id: string, atMs: number, endpoi
     outcome: { kind: 'temporary', status: 503 },
     next: { state: 'pending', nextAttemptAt: atMs + 10 + WAIT_MS },
   });
-  return { eventId: id, endpoint };
 }
 
 function deps(ledger: MemoryLedger, queue: FakeQueue, nowMs: number, extra: Partial<RecoveryDeps> = {}): RecoveryDeps {
@@ -156,17 +166,7 @@ describe('Function: recoverStuck', () => {
     // Prepare: dead, replayed at R (the replay's own enqueue lost).
     const ledger = new MemoryLedger({ now: () => T0 });
     const queue = new FakeQueue();
-    const { claimToken } = await claim(ledger, 'evt_r', T0);
-    await ledger.recordAttempt({
-      eventId: 'evt_r',
-      endpoint: 'default',
-      claimToken,
-      body: event('evt_r').body,
-      nowMs: T0 + 10,
-      attempt: { attempt: 1, at: T0, outcome: 'rejected', status: 400, durationMs: 10 },
-      outcome: { kind: 'rejected', status: 400, responseStart: 'no' },
-      next: { state: 'dead', reason: 'rejected', detail: '400 no' },
-    });
+    await rejected(ledger, 'evt_r', T0);
     const replayedAt = T0 + 3_600_000;
     await ledger.replay({ eventId: 'evt_r', endpoint: 'default', operator: 'alice', reason: 'fixed', nowMs: replayedAt });
 
@@ -185,17 +185,7 @@ describe('Function: recoverStuck', () => {
     const ledger = new MemoryLedger({ now: () => T0 });
     const queue = new FakeQueue();
     await claim(ledger, 'evt_first', T0);
-    const { claimToken } = await claim(ledger, 'evt_retrying', T0);
-    await ledger.recordAttempt({
-      eventId: 'evt_retrying',
-      endpoint: 'default',
-      claimToken,
-      body: event('evt_retrying').body,
-      nowMs: T0 + 10,
-      attempt: { attempt: 1, at: T0, outcome: 'temporary', status: 503, durationMs: 10 },
-      outcome: { kind: 'temporary', status: 503 },
-      next: { state: 'pending', nextAttemptAt: T0 + 10 + WAIT_MS },
-    });
+    await failed(ledger, 'evt_retrying', T0);
 
     // Act
     const run = await recoverStuck(deps(ledger, queue, T0 + 100 * GRACE_MS));
