@@ -175,29 +175,31 @@ describe('Function: payloadLimitFor', () => {
   });
 });
 
+/** A stack's outputs and a sandbox's state file with the least they hold, for the optional queues below. */
+const base = new Map<string, string>([[STACK_OUTPUTS.queueUrl, 'https://sqs.eu-west-1.amazonaws.com/1/q']]);
+const state: SandboxState = {
+  sqsEndpoint: 'http://127.0.0.1:9324',
+  dynamodbEndpoint: 'http://127.0.0.1:8000',
+  queueUrl: 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-deliveries',
+  deadLetterQueueUrl: 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-dead-letters',
+  ledgerTable: 'handoff-ledger',
+  receiverUrl: 'http://127.0.0.1:3000/hooks',
+  payloadLimitBytes: 65_536,
+};
+/** A state file in a private directory of its own; removed after `use`. */
+const withStateFile = <T>(fields: object, use: (path: string) => T): T => {
+  const directory = mkdtempSync(join(tmpdir(), 'handoff-target-'));
+  try {
+    const path = join(directory, 'sandbox.json');
+    writeSandboxState(path, fields as unknown as SandboxState);
+    return use(path);
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+};
+
 describe('The ordered intake (docs/contract.md §13) in a target', () => {
   const fifoUrl = 'https://sqs.eu-west-1.amazonaws.com/1/Handoff-OrderedQueue-abc.fifo';
-  const base = new Map<string, string>([[STACK_OUTPUTS.queueUrl, 'https://sqs.eu-west-1.amazonaws.com/1/q']]);
-  const state: SandboxState = {
-    sqsEndpoint: 'http://127.0.0.1:9324',
-    dynamodbEndpoint: 'http://127.0.0.1:8000',
-    queueUrl: 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-deliveries',
-    deadLetterQueueUrl: 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-dead-letters',
-    ledgerTable: 'handoff-ledger',
-    receiverUrl: 'http://127.0.0.1:3000/hooks',
-    payloadLimitBytes: 65_536,
-  };
-  /** A state file in a private directory of its own; removed after `use`. */
-  const withStateFile = <T>(fields: object, use: (path: string) => T): T => {
-    const directory = mkdtempSync(join(tmpdir(), 'handoff-target-'));
-    try {
-      const path = join(directory, 'sandbox.json');
-      writeSandboxState(path, fields as unknown as SandboxState);
-      return use(path);
-    } finally {
-      rmSync(directory, { recursive: true, force: true });
-    }
-  };
 
   it("reads the stack's OrderedQueueUrl output, and none from a stack deployed before it", () => {
     expect(namesFromOutputs('Handoff', new Map([...base, [STACK_OUTPUTS.orderedQueueUrl, fifoUrl]])).orderedQueueUrl).toBe(fifoUrl);
@@ -258,26 +260,6 @@ describe('The ordered intake (docs/contract.md §13) in a target', () => {
 
 describe('The redrive queue in a target', () => {
   const redriveUrl = 'https://sqs.eu-west-1.amazonaws.com/1/Handoff-RedriveQueue-abc';
-  const base = new Map<string, string>([[STACK_OUTPUTS.queueUrl, 'https://sqs.eu-west-1.amazonaws.com/1/q']]);
-  const state: SandboxState = {
-    sqsEndpoint: 'http://127.0.0.1:9324',
-    dynamodbEndpoint: 'http://127.0.0.1:8000',
-    queueUrl: 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-deliveries',
-    deadLetterQueueUrl: 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-dead-letters',
-    ledgerTable: 'handoff-ledger',
-    receiverUrl: 'http://127.0.0.1:3000/hooks',
-    payloadLimitBytes: 65_536,
-  };
-  const targetOfState = (fields: object): Target | undefined => {
-    const directory = mkdtempSync(join(tmpdir(), 'handoff-target-'));
-    try {
-      const path = join(directory, 'sandbox.json');
-      writeSandboxState(path, fields as unknown as SandboxState);
-      return sandboxTarget(path);
-    } finally {
-      rmSync(directory, { recursive: true, force: true });
-    }
-  };
 
   it("reads the stack's RedriveQueueUrl output, and none from a stack deployed before it", () => {
     expect(namesFromOutputs('Handoff', new Map([...base, [STACK_OUTPUTS.redriveQueueUrl, redriveUrl]])).redriveQueueUrl).toBe(redriveUrl);
@@ -287,8 +269,8 @@ describe('The redrive queue in a target', () => {
   it("reads the sandbox's redriveQueueUrl from its state file, and none from a sandbox started before it", () => {
     const url = 'http://sqs.us-east-1.localhost:9324/000000000000/handoff-redrive';
 
-    expect(targetOfState({ ...state, redriveQueueUrl: url })?.redriveQueueUrl).toBe(url);
-    expect(targetOfState(state)).not.toHaveProperty('redriveQueueUrl');
+    expect(withStateFile({ ...state, redriveQueueUrl: url }, sandboxTarget)?.redriveQueueUrl).toBe(url);
+    expect(withStateFile(state, sandboxTarget)).not.toHaveProperty('redriveQueueUrl');
   });
 
   it('takes --redrive-queue-url as a name given, alone or beside the others', async () => {
