@@ -6,7 +6,7 @@ import { InvalidEventError } from '../lib/event';
 import { LedgerError, ReplayRefusedError } from '../lib/ledger/errors';
 import { QueueUnavailableError } from '../lib/queue/queue';
 import { ReplayEnqueueError, ReplayInputError } from '../lib/replay';
-import { safe } from './format';
+import { safe } from '../lib/terminal';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -32,7 +32,7 @@ export class CommandFailedError extends Error {
 export interface Failure {
   readonly exitCode: ExitCode;
   readonly code: string;
-  /** One line: no newlines, no stack, nothing a terminal would act on (cli/format.ts `safe`). */
+  /** One line: no newlines, no stack, nothing a terminal would act on (lib/terminal.ts `safe`). */
   readonly message: string;
 }
 

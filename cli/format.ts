@@ -4,8 +4,10 @@
  *
  * Every byte the command writes passes `safe` (human text, error lines, commander's own messages)
  * or `jsonText` (`--json`), both in cli/main.ts; the table helpers apply `safe` per cell too, so a
- * cell stays one line and the columns stay aligned.
+ * cell stays one line and the columns stay aligned. The sanitiser itself is lib/terminal.ts's,
+ * shared with the sandbox.
  */
+import { escapeUnsafeInJson, safe } from '../lib/terminal';
 
 export type Align = 'left' | 'right';
 
@@ -61,51 +63,9 @@ export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`;
 }
 
-/**
- * What a terminal may act on rather than show: C0 controls and DEL (ESC starts a sequence that can
- * set the window title or rewrite the screen), C1 controls U+0080–U+009F (CSI and OSC have
- * one-character forms some terminals obey), format characters (`\p{Cf}`: bidi overrides such as
- * U+202E reorder what follows, zero-width characters hide text), line and paragraph separators,
- * and lone surrogates.
- */
-const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\u2028\u2029]/gu;
-
-export interface SafeOptions {
-  /** Keep `\n` (a block of output); otherwise it becomes a space (a cell, a one-line message). */
-  readonly keepNewlines?: boolean;
-}
-
-/**
- * The one sanitiser of text for a terminal: every unsafe character becomes `?`, a tab a space,
- * and a newline a space unless `keepNewlines`. Idempotent.
- */
-export function safe(text: string, options: SafeOptions = {}): string {
-  return text.replace(UNSAFE, (c) => {
-    if (c === '\n') return options.keepNewlines ? c : ' ';
-    return c === '\t' ? ' ' : '?';
-  });
-}
-
-/**
- * The same characters as `\uXXXX` escapes, for text that is JSON: the value is unchanged and the
- * text is inert on a terminal. Sound because in JSON text these characters can only occur inside
- * string literals (`JSON.stringify` escapes C0 itself; outside strings there is only ASCII, and
- * the pretty-printer's newlines, kept here).
- */
-export function escapeUnsafeInJson(json: string): string {
-  return json.replace(UNSAFE, (c) => (c === '\n' ? c : unicodeEscapes(c)));
-}
-
 /** `--json` output: pretty-printed, with `escapeUnsafeInJson` applied. */
 export function jsonText(value: unknown): string {
   return escapeUnsafeInJson(JSON.stringify(value, null, 2) ?? 'null');
-}
-
-/** `\uXXXX` per UTF-16 unit, so a character outside the BMP becomes its surrogate pair's escapes. */
-function unicodeEscapes(c: string): string {
-  let escaped = '';
-  for (let i = 0; i < c.length; i++) escaped += `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`;
-  return escaped;
 }
 
 function joinUnits(major: number, majorUnit: string, minor: number, minorUnit: string): string {

@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError } from '../lib/config';
 import { ENDPOINT_NAME } from '../lib/endpoints/endpoint';
+import { safe } from '../lib/terminal';
 import { deadCommand } from './commands/dead';
 import { addEndpointCommands } from './commands/endpoint';
 import { releaseCommand, type ReleaseOptions } from './commands/release';
@@ -17,7 +18,7 @@ import { DEFAULT_STATS_SINCE_MS, sinceOption, statsCommand } from './commands/st
 import { statusCommand } from './commands/status';
 import { CommandContext } from './context';
 import { describeFailure, EXIT, type ExitCode } from './errors';
-import { jsonText, safe } from './format';
+import { jsonText } from './format';
 import { resolveTarget, unreachableHint, type Target, type TargetOptions } from './target';
 
 export interface Io {

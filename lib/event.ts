@@ -33,7 +33,7 @@ const PRINTABLE = /^[^\p{C}\p{Zl}\p{Zp}]+$/u;
 const DATE_TIME_WITH_ZONE =
   /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/;
 /** Keys that would reach an object's prototype if anyone ever assigned them naively. */
-const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 
 const EventSchema = v.strictObject(
   {

@@ -11,6 +11,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
+import { safe } from '../lib/terminal';
 
 export interface Counts {
   /** Deliveries since the sandbox started, from its metric sink. */
@@ -69,7 +70,8 @@ async function countMessages(sqs: SQSClient, queueUrl: string): Promise<number> 
 
 /**
  * Log lines and a status line sharing one stream. On a terminal the status line stays at the
- * bottom: a log line clears it, prints, and redraws it.
+ * bottom: a log line clears it, prints, and redraws it. Every line is made inert and kept one line
+ * (lib/terminal.ts `safe`): they quote endpoints files, match values, URLs, workers' output.
  */
 export class Display {
   readonly #stream: NodeJS.WriteStream;
@@ -81,12 +83,14 @@ export class Display {
     this.#tty = stream.isTTY === true;
   }
 
-  log(line: string): void {
+  log(text: string): void {
+    const line = safe(text);
     if (this.#tty && this.#status) this.#stream.write(`\r\x1b[2K${line}\n${this.#status}`);
     else this.#stream.write(`${line}\n`);
   }
 
-  status(line: string): void {
+  status(text: string): void {
+    const line = safe(text);
     if (line === this.#status) return;
     this.#status = line;
     if (this.#tty) this.#stream.write(`\r\x1b[2K${line}`);

@@ -7,7 +7,7 @@
  * Read once at start-up and checked whole before anything starts: each entry's shape
  * (`parseEndpointFields`), then its settings against the sandbox's deployment (`resolveEndpoint`),
  * then the secret by building its signer. Errors name the variable, the file, the entry and the
- * field, and never show a secret.
+ * field, quote what the file holds inert (`quoted`), and never show a secret.
  */
 import { readFileSync, statSync } from 'node:fs';
 import { ConfigError, VARIABLE_NAMES, type Settings } from '../lib/config';
@@ -19,6 +19,7 @@ import {
   type Endpoint,
   type EndpointFields,
 } from '../lib/endpoints/endpoint';
+import { quoted } from '../lib/terminal';
 import { redactUrl } from '../lib/webhook/redact-url';
 import { createSigner, SECRET_PREFIX, SigningSecretError } from '../lib/webhook/signing-secret';
 
@@ -87,7 +88,7 @@ export function parseEndpointsFile(source: string, text: string, deployment: Dep
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return fail('must hold a JSON object {"endpoints": [ … ]}');
   const extra = Object.keys(json).filter((key) => key !== 'endpoints');
-  if (extra.length > 0) fail(`has ${extra.map((key) => JSON.stringify(key.slice(0, 64))).join(', ')} beside "endpoints", which is all it may hold`);
+  if (extra.length > 0) fail(`has ${extra.map((key) => quoted(key.slice(0, 64))).join(', ')} beside "endpoints", which is all it may hold`);
   const list = (json as { endpoints?: unknown }).endpoints;
   if (!Array.isArray(list)) return fail('must hold "endpoints", a list of endpoints');
   if (list.length === 0) fail('lists no endpoint: every event would be acknowledged undelivered; list at least one');

@@ -3,7 +3,8 @@
  *
  * Standard output carries exactly one line, `READY <json>`, once everything is up; the same
  * JSON goes to the state file (sandbox/state-file.ts) for the operator CLI, and is removed on
- * shutdown. Everything else (receiver and worker lines, the counters) goes to standard error.
+ * shutdown. Everything else (receiver and worker lines, the counters) goes to standard error,
+ * each line through the terminal sanitiser (lib/terminal.ts): here, and in `Display`.
  *
  * Exit status: 0 after a clean stop, 2 for an invalid setting (one line naming the variable),
  * 1 when start-up fails otherwise.
@@ -11,6 +12,7 @@
 import { rmSync } from 'node:fs';
 import { ConfigError, readSettings } from '../lib/config';
 import { CRASH_POINTS } from '../lib/deliver';
+import { quoted, safe } from '../lib/terminal';
 import { Display } from './counters';
 import { ENDPOINTS_FILE_ENV } from './endpoints-file';
 import { CRASH_AT_ENV, startSandbox, type Sandbox } from './sandbox';
@@ -34,7 +36,7 @@ function wholeNumber(name: string, min: number, max: number): number | undefined
   const raw = process.env[name];
   if (raw === undefined || raw === '') return undefined;
   if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || Number(raw) > max) {
-    throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${raw}"`);
+    throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got ${quoted(raw)}`);
   }
   return Number(raw);
 }
@@ -46,13 +48,14 @@ function crashAt(): string | undefined {
   const at = raw.indexOf('@');
   const point = at === -1 ? raw : raw.slice(0, at);
   if (!(CRASH_POINTS as readonly string[]).includes(point) || at === raw.length - 1) {
-    throw new ConfigError(CRASH_AT_ENV, `must be one of ${CRASH_POINTS.join(', ')}, optionally @<marker file>, got "${raw}"`);
+    throw new ConfigError(CRASH_AT_ENV, `must be one of ${CRASH_POINTS.join(', ')}, optionally @<marker file>, got ${quoted(raw)}`);
   }
   return raw;
 }
 
+/** One line, made inert: it may quote a setting's value or the endpoints file (lib/terminal.ts). */
 function fail(line: string, status: number): never {
-  process.stderr.write(`handoff sandbox: ${line}\n`);
+  process.stderr.write(`handoff sandbox: ${safe(line)}\n`);
   process.exit(status);
 }
 

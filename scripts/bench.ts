@@ -29,6 +29,7 @@ import { startCountingEmulators } from '../bench/counting';
 import { startBenchReceiver } from '../bench/receiver';
 import { combine, figures, markdown, ratios, targets, type BenchResult, type ConsumerFigures } from '../bench/report';
 import { BATCH_SIZE, MAX_CONCURRENCY, runConsumer, type Bench, type ConsumerName } from '../bench/workload';
+import { safe } from '../lib/terminal';
 import { Display } from '../sandbox/counters';
 
 const USAGE = 'usage: npm run bench -- [--events N] [--rounds N] [--quick] [--ordering [--shipments N]] [--out DIR]';
@@ -48,7 +49,7 @@ function options() {
       },
     }).values;
   } catch (error) {
-    console.error(`${(error as Error).message}\n${USAGE}`);
+    console.error(`${safe((error as Error).message)}\n${USAGE}`);
     process.exit(2);
   }
   if (parsed.help) {
@@ -209,6 +210,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  console.error(`bench failed: ${safe(error instanceof Error ? (error.stack ?? error.message) : String(error), { keepNewlines: true })}`);
   process.exit(1);
 });

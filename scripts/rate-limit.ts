@@ -39,6 +39,7 @@ import { RATE_HORIZON_MS } from '../lib/endpoints/rate-limit';
 import { generateSecret } from '../lib/endpoints/secret';
 import { itemSizeBytes } from '../lib/ledger/item-size';
 import { readMetricDocument } from '../lib/observability';
+import { safe } from '../lib/terminal';
 import { startEmulators } from '../sandbox/emulators';
 import { createEndpointsTable } from '../sandbox/endpoints-table';
 import { createLedgerTable } from '../sandbox/ledger-table';
@@ -378,6 +379,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`rate-limit: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`rate-limit: ${safe(error instanceof Error ? error.message : String(error))}\n`);
   process.exitCode = 1;
 });

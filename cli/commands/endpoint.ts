@@ -39,6 +39,7 @@ import { EndpointConflictError, EndpointNotFoundError } from '../../lib/endpoint
 import { generateSecret } from '../../lib/endpoints/secret';
 import { auditTextProblem } from '../../lib/replay';
 import { DEFAULT_RESUME_RATE, rampRate, type Resume } from '../../lib/resume';
+import { quoted } from '../../lib/terminal';
 import { redactUrl } from '../../lib/webhook/redact-url';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';
@@ -381,15 +382,15 @@ export async function endpointUpdateCommand(ctx: CommandContext, name: string, o
   checkName(name);
   if (options.unsigned) throw new UsageError('--unsigned is for endpoint add; an existing secret changes with endpoint rotate-secret');
   if (options.name !== undefined && options.name !== name) {
-    throw new UsageError(`--name ${JSON.stringify(options.name)} differs from the endpoint updated (${name}): an endpoint cannot be renamed; add one and remove the other`);
+    throw new UsageError(`--name ${quoted(options.name)} differs from the endpoint updated (${name}): an endpoint cannot be renamed; add one and remove the other`);
   }
   const clear = options.clear ?? [];
   for (const field of clear) {
-    if (!(CLEARABLE as readonly string[]).includes(field)) throw new UsageError(`--clear ${JSON.stringify(field)}: not an optional field (${CLEARABLE.join(', ')})`);
+    if (!(CLEARABLE as readonly string[]).includes(field)) throw new UsageError(`--clear ${quoted(field)}: not an optional field (${CLEARABLE.join(', ')})`);
   }
   const fromFile = options.fromFile === undefined ? {} : await readFieldsFile(options.fromFile);
   if (fromFile.name !== undefined && fromFile.name !== name) {
-    throw new UsageError(`--from-file names endpoint ${JSON.stringify(fromFile.name)}, not ${name}: an endpoint cannot be renamed`);
+    throw new UsageError(`--from-file names endpoint ${quoted(fromFile.name)}, not ${name}: an endpoint cannot be renamed`);
   }
   const changes: Record<string, unknown> = { ...fromFile, ...fieldsFromOptions(options) };
   delete changes.name;
@@ -481,7 +482,7 @@ export function parseResumeRate(text: string): number {
   const trimmed = text.trim();
   const value = /^\d{1,7}$/.test(trimmed) ? Number(trimmed) : NaN;
   if (!(value >= 1 && value <= MAX_RESUME_RATE)) {
-    throw new UsageError(`--rate ${JSON.stringify(text.slice(0, 40))}: give the most parked deliveries released per second, a whole number from 1 to ${MAX_RESUME_RATE}`);
+    throw new UsageError(`--rate ${quoted(text.slice(0, 40))}: give the most parked deliveries released per second, a whole number from 1 to ${MAX_RESUME_RATE}`);
   }
   return value;
 }
@@ -544,7 +545,7 @@ export async function endpointRotateSecretCommand(ctx: CommandContext, name: str
  */
 export function parseOverlap(text: string): number {
   const match = /^(\d{1,9})([smhd])?$/.exec(text.trim());
-  const problem = (why: string) => new UsageError(`--overlap ${JSON.stringify(text.slice(0, 40))}: ${why}`);
+  const problem = (why: string) => new UsageError(`--overlap ${quoted(text.slice(0, 40))}: ${why}`);
   if (match === null) throw problem('write a whole number and a unit, s, m, h or d (e.g. 24h, 90m), or 0 to switch at once');
   const amount = Number(match[1]);
   const unit = match[2] as keyof typeof OVERLAP_UNITS_MS | undefined;
@@ -606,19 +607,24 @@ export function fieldsFromOptions(options: EndpointFieldOptions): Record<string,
   return fields;
 }
 
-/** `--match 'data.carrier=acme,zephyr'` (repeatable): each a field and its accepted values, as text. */
+/**
+ * `--match 'data.carrier=acme,zephyr'` (repeatable): each a field and its accepted values, as text.
+ * Every key is kept as given, an own property even when it is `__proto__`, for `parseEndpointFields`
+ * to accept or refuse exactly as it does the endpoints file's (lib/endpoints/endpoint.ts).
+ */
 export function matchFromOptions(given: readonly string[]): Record<string, string[]> {
-  const match: Record<string, string[]> = {};
+  const match = new Map<string, string[]>();
   for (const item of given) {
     const equals = item.indexOf('=');
-    if (equals <= 0) throw new UsageError(`--match ${JSON.stringify(item)}: write FIELD=VALUE[,VALUE…], e.g. data.carrier=acme,zephyr`);
+    if (equals <= 0) throw new UsageError(`--match ${quoted(item)}: write FIELD=VALUE[,VALUE…], e.g. data.carrier=acme,zephyr`);
     const key = item.slice(0, equals).trim();
     const values = list(item.slice(equals + 1));
-    if (values.length === 0) throw new UsageError(`--match ${JSON.stringify(item)}: give at least one value after =`);
-    if (Object.hasOwn(match, key)) throw new UsageError(`--match names ${key} twice: give its values once, comma-separated`);
-    match[key] = values;
+    if (values.length === 0) throw new UsageError(`--match ${quoted(item)}: give at least one value after =`);
+    if (match.has(key)) throw new UsageError(`--match names ${key} twice: give its values once, comma-separated`);
+    match.set(key, values);
   }
-  return match;
+  // Assigning `match['__proto__']` would set the object's prototype instead: no key, no filter.
+  return Object.fromEntries(match);
 }
 
 async function readFieldsFile(path: string): Promise<Record<string, unknown>> {
@@ -660,12 +666,12 @@ async function registryCall<T>(ctx: CommandContext, call: (registry: ReturnType<
 
 async function requireEndpoint(ctx: CommandContext, name: string): Promise<EndpointRecord> {
   const record = await registryCall(ctx, (registry) => registry.get(name));
-  if (record === undefined) throw new CommandFailedError(`no endpoint named ${JSON.stringify(name)} in ${ctx.target.description}`, 'endpoint-not-found');
+  if (record === undefined) throw new CommandFailedError(`no endpoint named ${quoted(name)} in ${ctx.target.description}`, 'endpoint-not-found');
   return record;
 }
 
 function checkName(name: string): string {
-  if (!/^[a-z0-9-]{1,64}$/.test(name)) throw new UsageError(`${JSON.stringify(name.slice(0, 80))} is not an endpoint name (1–64 characters of a-z 0-9 -)`);
+  if (!/^[a-z0-9-]{1,64}$/.test(name)) throw new UsageError(`${quoted(name.slice(0, 80))} is not an endpoint name (1–64 characters of a-z 0-9 -)`);
   return name;
 }
 

@@ -14,6 +14,7 @@ import { ReleaseRefusedError } from '../../lib/ledger/errors';
 import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
 import { NothingToReleaseError, releaseDelivery, type Released } from '../../lib/release';
 import { auditTextProblem } from '../../lib/replay';
+import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';
 import { callerIdentity, dynamoDbClient, requireName } from '../target';
@@ -42,7 +43,7 @@ export async function releaseCommand(ctx: CommandContext, eventId: string, optio
 
   const record = await ctx.registry().get(endpoint);
   if (record === undefined) {
-    throw new CommandFailedError(`no endpoint named ${JSON.stringify(endpoint)} in ${ctx.target.description}`, 'endpoint-not-found');
+    throw new CommandFailedError(`no endpoint named ${quoted(endpoint)} in ${ctx.target.description}`, 'endpoint-not-found');
   }
   const ordering = record.fields.ordering ?? 'none';
   const caller = await callerIdentity(ctx.target);
@@ -53,7 +54,7 @@ export async function releaseCommand(ctx: CommandContext, eventId: string, optio
     const heads = new DynamoDbShipmentHeads({ client, tableName: requireName(ctx.target, 'ledgerTable') });
     released = await releaseDelivery(
       { eventId, endpoint, operator, reason, ...(caller === undefined ? {} : { caller }), nowMs: ctx.now(), ordering },
-      { ledger: ctx.ledger(), heads, queue: ctx.queue() },
+      { ledger: ctx.ledger(), heads, queue: await ctx.queue() },
     );
   } catch (error) {
     if (error instanceof NothingToReleaseError) throw new CommandFailedError(error.message, error.reason, { cause: error });

@@ -25,9 +25,10 @@ import pLimit from 'p-limit';
 import { readSettings } from '../../lib/config';
 import { parseEvent, type ParsedEvent } from '../../lib/event';
 import { messageGroupIdFor } from '../../lib/fifo';
+import { safe } from '../../lib/terminal';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';
-import { safe, table } from '../format';
+import { table } from '../format';
 import { requireName, requireOrderedQueue, type Target } from '../target';
 import type { CommandResult } from './result';
 

@@ -5,9 +5,10 @@
  */
 import { isEventId } from '../../lib/event';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
+import { escapeUnsafeInJson } from '../../lib/terminal';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';
-import { escapeUnsafeInJson, table } from '../format';
+import { table } from '../format';
 import type { CommandResult } from './result';
 import { describeState, recordDetails, recordJson } from './record-view';
 import { describeOutcome } from '../../lib/outcome';

@@ -30,6 +30,7 @@ import type { EndpointHealth, HealthRecord, HealthStore } from './health';
 import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError, type EndpointRegistry } from './registry';
 import { REGISTRY_SCHEMA } from './registry-schema';
 import { DEFAULT_RESUME_RATE, type ResumeStore } from '../resume';
+import { quoted } from '../terminal';
 
 export interface DynamoDbEndpointRegistryOptions {
   /** A DynamoDB client; a plain one is wrapped in a document client. */
@@ -124,7 +125,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
   }
 
   async get(name: string): Promise<HealthRecord | undefined> {
-    const { Item } = await this.#guard(`read endpoint ${JSON.stringify(name)}`, () =>
+    const { Item } = await this.#guard(`read endpoint ${quoted(name)}`, () =>
       this.#client.send(new GetCommand({ TableName: this.#tableName, Key: { [KEY]: name }, ConsistentRead: true })),
     );
     return Item === undefined ? undefined : this.#recordFrom(Item);
@@ -134,7 +135,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     const checked = parseEndpointFields(fields);
     const record: EndpointRecord = { fields: checked, state: 'enabled', createdAt: nowMs, updatedAt: nowMs };
     try {
-      await this.#guard(`add endpoint ${JSON.stringify(checked.name)}`, () =>
+      await this.#guard(`add endpoint ${quoted(checked.name)}`, () =>
         this.#client.send(
           new PutCommand({
             TableName: this.#tableName,
@@ -157,7 +158,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     const checked = parseEndpointFields(fields);
     // Strictly later than the version read, so two updates within one millisecond still differ.
     const updatedAt = Math.max(nowMs, expectedUpdatedAt + 1);
-    const subject = `update endpoint ${JSON.stringify(checked.name)}`;
+    const subject = `update endpoint ${quoted(checked.name)}`;
     try {
       const { Attributes } = await this.#guard(subject, () =>
         this.#client.send(
@@ -191,7 +192,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     // Enabling begins the release of its parked deliveries (lib/resume.ts); disabling ends one.
     const enabling = state === 'enabled';
     try {
-      const { Attributes } = await this.#guard(`set the state of endpoint ${JSON.stringify(name)}`, () =>
+      const { Attributes } = await this.#guard(`set the state of endpoint ${quoted(name)}`, () =>
         this.#client.send(
           new UpdateCommand({
             TableName: this.#tableName,
@@ -278,7 +279,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
   async disableIfEnabled(name: string, change: StateChange): Promise<boolean> {
     const stateChange: StateChange = { by: change.by, reason: change.reason, at: change.at };
     try {
-      await this.#guard(`disable endpoint ${JSON.stringify(name)}`, () =>
+      await this.#guard(`disable endpoint ${quoted(name)}`, () =>
         this.#client.send(
           new UpdateCommand({
             TableName: this.#tableName,
@@ -340,7 +341,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     const text = `${update.UpdateExpression} ${update.ConditionExpression}`;
     const names = Object.fromEntries(Object.entries({ ...RESUME_NAMES, '#state': NAMES['#state'] }).filter(([placeholder]) => text.includes(placeholder)));
     try {
-      await this.#guard(`${what} endpoint ${JSON.stringify(name)}`, () =>
+      await this.#guard(`${what} endpoint ${quoted(name)}`, () =>
         this.#client.send(new UpdateCommand({ TableName: this.#tableName, Key: { [KEY]: name }, ...update, ExpressionAttributeNames: names })),
       );
       return true;
@@ -358,7 +359,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     condition?: string,
   ): Promise<EndpointHealth> {
     try {
-      const { Attributes } = await this.#guard(`${what} endpoint ${JSON.stringify(name)}`, () =>
+      const { Attributes } = await this.#guard(`${what} endpoint ${quoted(name)}`, () =>
         this.#client.send(
           new UpdateCommand({
             TableName: this.#tableName,
@@ -380,7 +381,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
 
   async remove(name: string): Promise<void> {
     try {
-      await this.#guard(`remove endpoint ${JSON.stringify(name)}`, () =>
+      await this.#guard(`remove endpoint ${quoted(name)}`, () =>
         this.#client.send(
           new DeleteCommand({
             TableName: this.#tableName,
@@ -402,7 +403,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     const invalid = (problem: string, cause?: unknown): never => {
       throw new EndpointRegistryError(
         'registry-item-invalid',
-        `endpoint registry ${this.#tableName}: the item of endpoint ${JSON.stringify(key.slice(0, 64))} cannot be used: ${problem}`,
+        `endpoint registry ${this.#tableName}: the item of endpoint ${quoted(key.slice(0, 64))} cannot be used: ${problem}`,
         { cause },
       );
     };
@@ -413,7 +414,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
       if (error instanceof EndpointError) return invalid(`${A.fields}: ${error.message}`, error);
       throw error;
     }
-    if (fields.name !== key) invalid(`${A.fields}.name is ${JSON.stringify(fields.name)}, not its key`);
+    if (fields.name !== key) invalid(`${A.fields}.name is ${quoted(fields.name)}, not its key`);
     const state = item[A.state];
     if (typeof state !== 'string' || !(ENDPOINT_STATES as readonly string[]).includes(state)) {
       invalid(`${A.state} must be one of ${ENDPOINT_STATES.join(', ')}`);

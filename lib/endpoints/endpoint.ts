@@ -5,9 +5,10 @@
  * `parseEndpointFields` (the shape of each field) and `resolveEndpoint` (the deployment's defaults
  * and the rules between settings). Errors name the endpoint and the field.
  */
-import { SHIPMENT_STATUSES, type ShipmentEvent } from '../event';
+import { FORBIDDEN_KEYS, SHIPMENT_STATUSES, type ShipmentEvent } from '../event';
 import { checkEndpoint, ConfigError, validateSettings, type SettingNames, type Settings } from '../config';
 import { MAX_WAIT_SECONDS, retryPolicy, type RetryPolicy } from '../policy';
+import { quoted, safe } from '../terminal';
 import { createSigner, SigningSecretError } from '../webhook/signing-secret';
 
 /** The endpoint of the single-URL settings (`HANDOFF_WEBHOOK_URL`, the construct's `webhookUrl`). */
@@ -20,7 +21,11 @@ export const RECOVERIES = ['review', 'drop'] as const;
 export const ORDERINGS = ['none', 'per-shipment'] as const;
 export const ON_DEAD = ['continue', 'hold'] as const;
 export const ENDPOINT_STATES = ['enabled', 'disabled'] as const;
-/** `match` keys: the event's fields, dotted into `data` (`data.carrier`). */
+/**
+ * `match` keys: the event's fields, dotted into `data` (`data.carrier`), none of them a forbidden
+ * key (lib/event.ts). Checked by `parseEndpointFields` alone, for the endpoints file, `--match`,
+ * `--from-file`, the construct and the registry's items alike.
+ */
 const MATCH_KEY = /^(shipmentId|status|data(\.[A-Za-z0-9_-]{1,64}){1,8})$/;
 const MAX_MATCH_KEYS = 16;
 const MAX_MATCH_VALUES = 64;
@@ -123,7 +128,10 @@ export type DeploymentSettings = Pick<
   'retryPolicy' | 'attemptTimeoutMs' | 'retentionDays' | 'allowPrivateCidrs' | 'allowHttp'
 >;
 
-/** An endpoint setting that cannot be used; the message names the endpoint and the field. */
+/**
+ * An endpoint setting that cannot be used; the message names the endpoint and the field, and
+ * quotes what was given inert (lib/terminal.ts), whatever file or option it came from.
+ */
 export class EndpointError extends Error {
   override readonly name = 'EndpointError';
   readonly code = 'invalid-endpoint';
@@ -132,7 +140,7 @@ export class EndpointError extends Error {
     readonly field: string,
     problem: string,
   ) {
-    super(`endpoint ${JSON.stringify(endpoint)}: ${field} ${problem}`);
+    super(`endpoint ${quoted(endpoint)}: ${field} ${problem}`);
   }
 }
 
@@ -176,7 +184,7 @@ export function parseEndpointFields(input: unknown): EndpointFields {
     throw new EndpointError(name, field, problem);
   };
   for (const key of Object.keys(raw)) {
-    if (!(FIELD_NAMES as readonly string[]).includes(key)) fail(key.slice(0, 64), `is not an endpoint field (fields: ${FIELD_NAMES.join(', ')})`);
+    if (!(FIELD_NAMES as readonly string[]).includes(key)) fail(safe(key.slice(0, 64)), `is not an endpoint field (fields: ${FIELD_NAMES.join(', ')})`);
   }
   if (typeof raw.url !== 'string' || raw.url.length === 0) fail('url', 'must be an absolute https URL');
   // Not shown: a URL may carry a credential (docs/contract.md §3).
@@ -185,7 +193,7 @@ export function parseEndpointFields(input: unknown): EndpointFields {
   if (!Array.isArray(eventTypes) || eventTypes.length === 0) fail('eventTypes', `must be a non-empty list of event types or ["${ALL_EVENT_TYPES}"]`);
   for (const type of eventTypes as unknown[]) {
     if (type !== ALL_EVENT_TYPES && !EVENT_TYPES.includes(type as string)) {
-      fail('eventTypes', `holds ${JSON.stringify(type)}: each must be one of ${EVENT_TYPES.join(', ')} or "${ALL_EVENT_TYPES}"`);
+      fail('eventTypes', `holds ${quoted(type)}: each must be one of ${EVENT_TYPES.join(', ')} or "${ALL_EVENT_TYPES}"`);
     }
   }
   const fields: Record<string, unknown> = { name, url: raw.url, eventTypes: [...new Set(eventTypes as string[])] };
@@ -194,7 +202,7 @@ export function parseEndpointFields(input: unknown): EndpointFields {
     if (raw[field] !== undefined) fields[field] = parseSecret(raw[field], field, fail);
   }
   if (raw.previousSecretUntil !== undefined) {
-    if (!isWhole(raw.previousSecretUntil, 0, MAX_EPOCH_MS)) fail('previousSecretUntil', `must be a time in epoch milliseconds, got ${JSON.stringify(raw.previousSecretUntil)}`);
+    if (!isWhole(raw.previousSecretUntil, 0, MAX_EPOCH_MS)) fail('previousSecretUntil', `must be a time in epoch milliseconds, got ${quoted(raw.previousSecretUntil)}`);
     fields.previousSecretUntil = raw.previousSecretUntil;
   }
   if ((fields.previousSecret === undefined) !== (fields.previousSecretUntil === undefined)) {
@@ -222,7 +230,7 @@ export function parseEndpointFields(input: unknown): EndpointFields {
   for (const [field, min, max] of wholeFields) {
     const value = raw[field];
     if (value === undefined) continue;
-    if (!isWhole(value, min, max)) fail(field, `must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
+    if (!isWhole(value, min, max)) fail(field, `must be a whole number from ${min} to ${max}, got ${quoted(value)}`);
     fields[field] = value;
   }
   const choices: [keyof EndpointFields, readonly string[]][] = [
@@ -233,7 +241,7 @@ export function parseEndpointFields(input: unknown): EndpointFields {
   for (const [field, allowed] of choices) {
     const value = raw[field];
     if (value === undefined) continue;
-    if (typeof value !== 'string' || !allowed.includes(value)) fail(field, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+    if (typeof value !== 'string' || !allowed.includes(value)) fail(field, `must be one of ${allowed.join(', ')}, got ${quoted(value)}`);
     fields[field] = value;
   }
   if (raw.autoDisable !== undefined) {
@@ -368,7 +376,10 @@ function parseMatch(raw: unknown, fail: (field: string, problem: string) => neve
   if (entries.length > MAX_MATCH_KEYS) fail('match', `may have at most ${MAX_MATCH_KEYS} keys`);
   const match: Record<string, MatchValue[]> = {};
   for (const [key, values] of entries) {
-    if (!MATCH_KEY.test(key)) fail(`match.${key.slice(0, 80)}`, 'is not a field to match: use shipmentId, status or data.<field>[.<field>…]');
+    if (!MATCH_KEY.test(key)) fail(`match.${safe(key.slice(0, 80))}`, 'is not a field to match: use shipmentId, status or data.<field>[.<field>…]');
+    // No event holds one (lib/event.ts refuses them anywhere in an event): the filter would match nothing.
+    const forbidden = key.split('.').find((part) => FORBIDDEN_KEYS.has(part));
+    if (forbidden !== undefined) fail(`match.${key}`, `is not a field to match: ${forbidden} is a forbidden key, which no event holds`);
     if (!Array.isArray(values) || values.length === 0 || values.length > MAX_MATCH_VALUES) {
       fail(`match.${key}`, `must be a list of 1–${MAX_MATCH_VALUES} values`);
     }

@@ -8,6 +8,7 @@
  */
 import type { EndpointFields, EndpointRecord, StateChange } from './endpoint';
 import type { HealthRecord } from './health';
+import { quoted } from '../terminal';
 
 export interface EndpointRegistry {
   /** Every endpoint, secrets included, with its health (lib/endpoints/health.ts): the consumer's read (cached, `cachedEndpoints`). */
@@ -38,7 +39,7 @@ export class EndpointNotFoundError extends Error {
     readonly endpoint: string,
     options?: ErrorOptions,
   ) {
-    super(`no endpoint named ${JSON.stringify(endpoint)}`, options);
+    super(`no endpoint named ${quoted(endpoint)}`, options);
   }
 }
 
@@ -50,7 +51,7 @@ export class EndpointConflictError extends Error {
     problem: string,
     options?: ErrorOptions,
   ) {
-    super(`endpoint ${JSON.stringify(endpoint)} ${problem}`, options);
+    super(`endpoint ${quoted(endpoint)} ${problem}`, options);
   }
 }
 

@@ -9,6 +9,7 @@
  * - fetch-style `(Request) => Response` (Hono, Next.js route handlers, Bun, Deno, workers).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { safe } from '../terminal';
 import { ReceiverConfigError } from './errors';
 import type { Receiver, WebhookRequest, WebhookResponse } from './receiver';
 
@@ -31,7 +32,7 @@ export function toNodeListener(receive: Receive, options: NodeAdapterOptions = {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const onError =
     options.onError ??
-    ((error: unknown) => process.stderr.write(`handoff receiver: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}\n`));
+    ((error: unknown) => process.stderr.write(`handoff receiver: ${safe(error instanceof Error ? `${error.name}: ${error.message}` : String(error))}\n`));
   return (req, res) => {
     readBody(req, maxBodyBytes)
       .then((body) => (body === undefined ? tooLarge(maxBodyBytes) : receive({ method: req.method ?? 'POST', headers: req.headers, body })))

@@ -18,6 +18,7 @@
  * again. An action that must never repeat writes its effect and the record in one transaction.
  */
 import { createHash } from 'node:crypto';
+import { safe } from '../terminal';
 import { ReceiverConfigError, WebhookVerificationError } from './errors';
 import type { IdempotencyStore, StoredResponse } from './store';
 import { createVerifier, type HeaderLookup } from './verify';
@@ -97,7 +98,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const onActionError =
     options.onActionError ??
     ((error: unknown, webhookId: string) => {
-      process.stderr.write(`handoff receiver: the action failed for ${webhookId}: ${describe(error)}\n`);
+      // One inert line: the webhook-id is the sender's, the error may quote the event.
+      process.stderr.write(`handoff receiver: ${safe(`the action failed for ${webhookId}: ${describe(error)}`)}\n`);
     });
   if (options.unsigned !== true && options.secrets === undefined) {
     throw new ReceiverConfigError('secrets', 'are required (or set unsigned: true, for local use only)');

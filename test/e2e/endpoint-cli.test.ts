@@ -32,12 +32,14 @@ import { addEndpointCommands, type EndpointCommonOptions } from '../../cli/comma
 import type { CommandResult } from '../../cli/commands/result';
 import { CommandContext } from '../../cli/context';
 import { describeFailure, EXIT } from '../../cli/errors';
-import { jsonText, safe } from '../../cli/format';
+import { jsonText } from '../../cli/format';
 import { buildProgram, main, type Io } from '../../cli/main';
 import { resolveTarget, unreachableHint, type Target } from '../../cli/target';
-import { ConfigError } from '../../lib/config';
+import { ConfigError, readSettings } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { safe } from '../../lib/terminal';
 import { createSigner } from '../../lib/webhook/signing-secret';
+import { parseEndpointsFile } from '../../sandbox/endpoints-file';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { emulatorDynamoDbClient, startDynalite, type Dynalite } from '../helpers/dynalite';
@@ -165,6 +167,17 @@ async function handoff(args: readonly string[], options: { target?: readonly str
   const run = { code, stdout: stdout.text(), stderr: stderr.text() };
   outputs.push({ args, text: run.stdout + run.stderr });
   return run;
+}
+
+/** The message of the ConfigError `refuse` throws. */
+function refusalOf(refuse: () => unknown): string {
+  try {
+    refuse();
+  } catch (error) {
+    if (error instanceof ConfigError) return error.message;
+    throw error;
+  }
+  throw new Error('not refused');
 }
 
 function json<T = Record<string, unknown>>(run: CliRun): T {
@@ -363,6 +376,26 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(http.code).toBe(2);
     expect(http.stderr).toContain('endpoint "bad": url is refused');
     expect(number.stderr).toContain('endpoint "bad": maxAttempts must be a whole number from 1 to 100, got "many"');
+    expect(await registry.get('bad')).toBeUndefined();
+  });
+
+  it.each(['__proto__', 'constructor', 'prototype'])('refuses --match %s=acme with exit 2 in the words the endpoints file is refused in, and adds nothing', async (key) => {
+    // Prepare: the sandbox's endpoints file with the same endpoint, refused by the one check of endpoints.
+    const file = `{"endpoints": [{"name": "bad", "url": "https://x.example", "eventTypes": ["*"], "match": {"${key}": ["acme"]}}]}`;
+    const fileRefusal = refusalOf(() => parseEndpointsFile('endpoints.json', file, readSettings({})));
+
+    // Act
+    const run = await handoff(['add', '--name', 'bad', '--url', 'https://x.example', '--event-types', '*', '--match', `${key}=acme`]);
+
+    // Assess
+    expect(fileRefusal).toBe(
+      `HANDOFF_ENDPOINTS_FILE endpoints.json endpoints[0]: endpoint "bad": match.${key} is not a field to match: use shipmentId, status or data.<field>[.<field>…]`,
+    );
+    expect(run).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `handoff: ${fileRefusal.slice('HANDOFF_ENDPOINTS_FILE endpoints.json endpoints[0]: '.length)} (checked against the default settings (no deployment settings from the names given))\n`,
+    });
     expect(await registry.get('bad')).toBeUndefined();
   });
 

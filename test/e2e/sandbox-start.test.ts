@@ -2,6 +2,7 @@
  * `npm start` as a newcomer runs it: no endpoint configured, so the demo's two receivers take the
  * events, each the ones it subscribes to (one event fans out to both); READY on stdout, a clean
  * stop on SIGTERM. And the start-up refusals: an invalid setting or endpoints file exits 2.
+ * Whatever a file or a setting holds reaches standard error inert, one line per line written.
  */
 import { readFileSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -13,6 +14,17 @@ import { runSandboxToExit, startSandboxProcess, type SandboxProcess } from '../h
 import { eventually } from '../helpers/sandbox-clients';
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+/**
+ * What a terminal would act on: an OSC window title, a C1 CSI, bidi controls (override, isolate,
+ * marks), a line separator, and a newline that would forge a line of the sandbox's own.
+ */
+const HOSTILE = '\u001b]0;pwned\u0007\u009b2J\u202e\u2066\u200f\u061c\u2028\nhandoff sandbox: forged';
+/** HOSTILE as the sanitiser shows it (lib/terminal.ts `safe`). */
+const HOSTILE_SHOWN = '?]0;pwned??2J????? handoff sandbox: forged';
+/** HOSTILE as `quoted` shows it. */
+const HOSTILE_QUOTED = '"\\u001b]0;pwned\\u0007\\u009b2J\\u202e\\u2066\\u200f\\u061c\\u2028\\nhandoff sandbox: forged"';
+/** Any of them raw: C0 but the newline, DEL, C1, bidi controls and marks, the separators. */
+const RAW_UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/;
 let sandbox: SandboxProcess;
 
 beforeAll(async () => {
@@ -134,6 +146,43 @@ describe('npm start with an endpoints file that cannot be used', () => {
     expect(stderr).toContain(expected);
     expect(stderr).not.toContain('MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
   });
+
+  it.each([
+    {
+      problem: 'a match key',
+      file: JSON.stringify({ endpoints: [{ ...endpoint, match: { [HOSTILE]: ['acme'] } }] }),
+      shown: `endpoints[0]: endpoint "billing": match.${HOSTILE_SHOWN} is not a field to match: use shipmentId, status or data.<field>[.<field>…]`,
+    },
+    {
+      problem: 'an event type',
+      file: JSON.stringify({ endpoints: [{ ...endpoint, eventTypes: [HOSTILE] }] }),
+      shown: `endpoints[0]: endpoint "billing": eventTypes holds ${HOSTILE_QUOTED}: each must be one of `,
+    },
+    {
+      problem: 'a field name',
+      file: JSON.stringify({ endpoints: [{ ...endpoint, [HOSTILE]: 1 }] }),
+      shown: `endpoints[0]: endpoint "billing": ${HOSTILE_SHOWN} is not an endpoint field (fields: `,
+    },
+    {
+      problem: 'a name',
+      file: JSON.stringify({ endpoints: [{ ...endpoint, name: HOSTILE }] }),
+      shown: `endpoints[0]: endpoint ${HOSTILE_QUOTED}: name must be 1–64 characters of a-z 0-9 -`,
+    },
+    {
+      problem: 'a key beside "endpoints"',
+      file: JSON.stringify({ endpoints: [endpoint], [HOSTILE]: true }),
+      shown: `has ${HOSTILE_QUOTED} beside "endpoints", which is all it may hold`,
+    },
+  ])('exits 2 on $problem holding terminal controls, writing one line with none of them raw', async ({ file, shown }) => {
+    const { code, stdout, stderr } = await runSandboxToExit({ endpoints: file });
+
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(/^handoff sandbox: HANDOFF_ENDPOINTS_FILE \/\S+\/endpoints\.json [^\n]+\n$/);
+    expect(stderr).toContain(shown);
+    expect(stderr).not.toMatch(RAW_UNSAFE);
+    expect(stderr).not.toContain('\nhandoff sandbox: forged');
+  });
 });
 
 describe('npm start with an invalid setting', () => {
@@ -153,6 +202,22 @@ describe('npm start with an invalid setting', () => {
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toHaveLength(1);
     expect(stderr).toContain(variable);
+  });
+
+  it.each([
+    // Checked by the sandbox (sandbox/main.ts), quoted.
+    { variable: 'HANDOFF_SQS_PORT', shown: `HANDOFF_SQS_PORT must be a whole number from 0 to 65535, got ${HOSTILE_QUOTED}` },
+    // Checked by the settings (lib/config.ts), made inert where the sandbox writes it.
+    { variable: 'HANDOFF_MAX_ATTEMPTS', shown: `HANDOFF_MAX_ATTEMPTS must be a whole number from 1 to 100, got "${HOSTILE_SHOWN}"` },
+  ])('exits 2 on $variable holding terminal controls, writing one line with none of them raw', async ({ variable, shown }) => {
+    const { code, stdout, stderr } = await runSandboxToExit({ env: { [variable]: HOSTILE } });
+
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(/^handoff sandbox: [^\n]+\n$/);
+    expect(stderr).toContain(shown);
+    expect(stderr).not.toMatch(RAW_UNSAFE);
+    expect(stderr).not.toContain('\nhandoff sandbox: forged');
   });
 
   it('exits 2 on a ledger retention shorter than a delivery can live, naming it and the retry settings', async () => {
@@ -177,5 +242,27 @@ describe('npm start with an invalid setting', () => {
     expect(stderr).toMatch(/^handoff sandbox: HANDOFF_WEBHOOK_SECRET must be a Standard Webhooks secret/);
     expect(stderr).toContain(problem);
     expect(stderr).not.toContain(secret.slice('whsec_'.length));
+  });
+});
+
+describe('npm start with an endpoints file whose match values hold terminal controls', () => {
+  let filed: SandboxProcess;
+
+  beforeAll(async () => {
+    filed = await startSandboxProcess({
+      endpoints: [{ name: 'billing', url: 'http://127.0.0.1:9/webhook', eventTypes: ['*'], match: { 'data.carrier': ['acme', HOSTILE] } }],
+    });
+  }, 90_000);
+
+  afterAll(async () => {
+    await filed?.stop('SIGKILL');
+  });
+
+  it('shows the endpoint on one line with the values inert, and no line of its stderr raw', async () => {
+    const line = await filed.waitForLog(/^endpoint billing: /, 10_000);
+
+    expect(line).toBe(`endpoint billing: http://127.0.0.1:9/webhook (*; data.carrier acme | ${HOSTILE_SHOWN})`);
+    expect(filed.stderr().filter((l) => RAW_UNSAFE.test(l))).toEqual([]);
+    expect(filed.stderr().filter((l) => l.startsWith('handoff sandbox: forged'))).toEqual([]);
   });
 });

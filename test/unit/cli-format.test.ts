@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration, formatInstant, keyValues, safe, table, truncate } from '../../cli/format';
+import { formatDuration, formatInstant, keyValues, table, truncate } from '../../cli/format';
+import { safe } from '../../lib/terminal';
 
 describe('Function: table', () => {
   it('pads each column to its widest cell, right-aligning where asked, without trailing spaces', () => {

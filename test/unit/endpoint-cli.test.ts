@@ -23,7 +23,7 @@ import {
 import type { CommandContext } from '../../cli/context';
 import { CommandFailedError, UsageError } from '../../cli/errors';
 import { ConfigError, DEFAULT_SETTINGS } from '../../lib/config';
-import { deploymentFromJson, deploymentToJson, type EndpointFields, type EndpointRecord } from '../../lib/endpoints/endpoint';
+import { deploymentFromJson, deploymentToJson, parseEndpointFields, type EndpointFields, type EndpointRecord } from '../../lib/endpoints/endpoint';
 import { EndpointConflictError } from '../../lib/endpoints/registry';
 import { retryPolicy } from '../../lib/policy';
 import { DEFAULT_RESUME_RATE, type Resume } from '../../lib/resume';
@@ -79,6 +79,20 @@ describe('Function: matchFromOptions', () => {
 
   it('refuses a field given twice', () => {
     expect(() => matchFromOptions(['data.carrier=acme', 'data.carrier=zephyr'])).toThrow('--match names data.carrier twice');
+  });
+
+  it.each(['__proto__', 'constructor', 'prototype'])('keeps %s as a key of its own, for the endpoint check to refuse as it refuses the file', (key) => {
+    const match = matchFromOptions([`${key}=acme`]);
+
+    expect(Object.getPrototypeOf(match)).toBe(Object.prototype);
+    expect(Object.entries(match)).toEqual([[key, ['acme']]]);
+    expect(() => parseEndpointFields({ name: 'acme', url: 'https://x.example', eventTypes: ['*'], match })).toThrow(
+      `endpoint "acme": match.${key} is not a field to match: use shipmentId, status or data.<field>[.<field>…]`,
+    );
+  });
+
+  it('quotes an item it cannot read inert', () => {
+    expect(() => matchFromOptions(['\u001b]0;title\u0007\u202e'])).toThrow('--match "\\u001b]0;title\\u0007\\u202e": write FIELD=VALUE');
   });
 });
 

@@ -170,11 +170,34 @@ describe('Function: parseEndpointFields', () => {
     ['no values', { 'data.carrier': [] }, 'match.data.carrier', 'must be a list of 1–64 values'],
     ['a value that is an object', { 'data.carrier': [{ name: 'acme' }] }, 'match.data.carrier', 'values must be strings'],
     ['a key deeper than 8 levels', { 'data.a.b.c.d.e.f.g.h.i': ['x'] }, 'match.data.a.b.c.d.e.f.g.h.i', 'is not a field to match'],
+    ['__proto__ inside data', { 'data.__proto__': ['x'] }, 'match.data.__proto__', 'is not a field to match: __proto__ is a forbidden key, which no event holds'],
+    ['constructor inside data', { 'data.carrier.constructor': ['x'] }, 'match.data.carrier.constructor', 'is not a field to match: constructor is a forbidden key, which no event holds'],
+    ['prototype inside data', { 'data.prototype': ['x'] }, 'match.data.prototype', 'is not a field to match: prototype is a forbidden key, which no event holds'],
   ])('refuses a match with %s, naming its key', (_case, match, field, problem) => {
     const error = refusal(() => parseEndpointFields({ ...minimal, match }));
 
     expect(error.field).toBe(field);
     expect(error.message).toContain(`${field} ${problem}`);
+  });
+
+  it.each(['__proto__', 'constructor', 'prototype'])('refuses %s as a match key, given as JSON gives it (an own key)', (key) => {
+    const error = refusal(() => parseEndpointFields({ ...minimal, match: JSON.parse(`{"${key}": ["acme"]}`) }));
+
+    expect(error.message).toBe(`endpoint "acme": match.${key} is not a field to match: use shipmentId, status or data.<field>[.<field>…]`);
+  });
+
+  it('quotes a name, a field, a match key and an event type it refuses inert, on one line', () => {
+    const hostile = '\u001b]0;title\u0007\u009b\u202e\u2066\u2028\nforged';
+
+    const name = refusal(() => parseEndpointFields({ ...minimal, name: hostile }));
+    const field = refusal(() => parseEndpointFields({ ...minimal, [hostile]: 1 }));
+    const key = refusal(() => parseEndpointFields({ ...minimal, match: { [hostile]: ['x'] } }));
+    const type = refusal(() => parseEndpointFields({ ...minimal, eventTypes: [hostile] }));
+
+    expect(name.message).toBe('endpoint "\\u001b]0;title\\u0007\\u009b\\u202e\\u2066\\u2028\\nforged": name must be 1–64 characters of a-z 0-9 -');
+    expect(field.message).toMatch(/^endpoint "acme": \?\]0;title\?\?\?\?\? forged is not an endpoint field /);
+    expect(key.message).toBe('endpoint "acme": match.?]0;title????? forged is not a field to match: use shipmentId, status or data.<field>[.<field>…]');
+    expect(type.message).toMatch(/^endpoint "acme": eventTypes holds "\\u001b\]0;title\\u0007\\u009b\\u202e\\u2066\\u2028\\nforged": /);
   });
 
   it.each([

@@ -1,17 +1,34 @@
 /**
- * Nothing from outside reaches the operator's terminal raw: the sanitiser and the JSON escaping
- * of cli/format.ts, and `main` writing every stream through them.
+ * Nothing from outside reaches the operator's terminal raw: the sanitiser, the quoting and the
+ * JSON escaping of lib/terminal.ts, `main` writing every stream through them, and the sandbox's
+ * `Display` every line.
  */
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { describeFailure } from '../../cli/errors';
-import { escapeUnsafeInJson, jsonText, keyValues, safe, table } from '../../cli/format';
+import { jsonText, keyValues, table } from '../../cli/format';
 import { main, type Io } from '../../cli/main';
+import { escapeUnsafeInJson, quoted, safe } from '../../lib/terminal';
+import { Display } from '../../sandbox/counters';
 
 /** ESC sequences (colour, OSC window title), a C1 CSI, DEL, a bidi override, a zero-width space, a line separator, a tag character. */
 const HOSTILE = 'a\u001b[31mb\u001b]0;pwned\u0007c\u009b2Jd\u007fe\u202ef\u200bg\u2028h\u{e0041}i';
 /** Any character a terminal may act on, except the newline that separates output lines. */
 const RAW_UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\p{Cf}\p{Cs}\u2028\u2029]/u;
+
+/** Each alone: what it is, the text, how `safe` shows it, how `quoted` quotes it. */
+const CONTROLS: readonly [string, string, string, string][] = [
+  ['ESC', 'a\u001b[2Jb', 'a?[2Jb', '"a\\u001b[2Jb"'],
+  ['an OSC window title', 'a\u001b]0;title\u0007b', 'a?]0;title?b', '"a\\u001b]0;title\\u0007b"'],
+  ['C1 CSI', 'a\u009b2Jb', 'a?2Jb', '"a\\u009b2Jb"'],
+  ['C1 NEL and DEL', 'a\u0085b\u007fc', 'a?b?c', '"a\\u0085b\\u007fc"'],
+  ['a bidi override', 'exe.\u202etxt', 'exe.?txt', '"exe.\\u202etxt"'],
+  ['a bidi isolate and its end', 'a\u2066b\u2069c', 'a?b?c', '"a\\u2066b\\u2069c"'],
+  ['the bidi marks', 'a\u200eb\u200fc\u061cd', 'a?b?c?d', '"a\\u200eb\\u200fc\\u061cd"'],
+  ['the line and paragraph separators', 'a\u2028b\u2029c', 'a?b?c', '"a\\u2028b\\u2029c"'],
+  ['a newline that would forge a second line', 'a\nhandoff sandbox: ok', 'a handoff sandbox: ok', '"a\\nhandoff sandbox: ok"'],
+  ['a quote and a backslash', 'a"b\\c', 'a"b\\c', '"a\\"b\\\\c"'],
+];
 
 describe('Function: safe', () => {
   it('turns C0, DEL, C1, format characters and separators into ?', () => {
@@ -28,9 +45,45 @@ describe('Function: safe', () => {
     expect(safe(safe(HOSTILE))).toBe(safe(HOSTILE));
   });
 
+  it.each(CONTROLS)('replaces %s', (_case, text, shown) => {
+    expect(safe(text)).toBe(shown);
+  });
+
   it('is applied to every table and key-value cell', () => {
     expect(table([{ header: 'why' }], [['x\u202ey\u009bz']])).toBe('why\nx?y?z');
     expect(keyValues([['why', 'x\u202ey']])).toBe('why  x?y');
+  });
+});
+
+describe('Function: quoted', () => {
+  it.each(CONTROLS)('quotes text with %s as JSON with every unsafe character escaped', (_case, text, _shown, quote) => {
+    expect(quoted(text)).toBe(quote);
+    expect(quote).toMatch(/^[\x20-\x7e]+$/);
+    expect(JSON.parse(quote)).toBe(text);
+  });
+
+  it('quotes plain text and other JSON values as JSON.stringify does', () => {
+    expect(quoted('shipment.lost')).toBe('"shipment.lost"');
+    expect(quoted('Zoë → 東京')).toBe('"Zoë → 東京"');
+    expect(quoted(20000)).toBe('20000');
+    expect(quoted({ a: ['\u202e'] })).toBe('{"a":["\\u202e"]}');
+    expect(quoted(undefined)).toBe('undefined');
+  });
+});
+
+describe('Class: Display', () => {
+  it('writes every log and status line inert and on one line', () => {
+    // Prepare
+    let written = '';
+    const stream = { write: (text: string) => ((written += text), true), isTTY: false } as unknown as NodeJS.WriteStream;
+    const display = new Display(stream);
+
+    // Act
+    display.log(`endpoint ops: ${HOSTILE}\nforged line`);
+    display.status('delivered 1 \u202e');
+
+    // Assess
+    expect(written).toBe('endpoint ops: a?[31mb?]0;pwned?c?2Jd?e?f?g?h?i forged line\ndelivered 1 ?\n');
   });
 });
 
