@@ -95,7 +95,7 @@ describe('Function: settingsFromContext', () => {
 });
 
 describe('HandoffStack', () => {
-  it('outputs the queue URL and ARN, the dead-letter and redrive queue URLs, the ledger and registry tables, the consumer, the endpoint defaults and the ordered intake by exact key', () => {
+  it('outputs the queue URL and ARN, the dead-letter and redrive queue URLs, the ledger and registry tables, the consumer, the endpoint defaults, the ordered intake and the seal key secret (SealKeySecretArn) by exact key', () => {
     const { template } = stack();
 
     expect(Object.keys(template.toJSON().Outputs).sort()).toEqual(
@@ -112,7 +112,15 @@ describe('HandoffStack', () => {
       endpointsTableName: 'EndpointsTableName',
       endpointDefaults: 'EndpointDefaults',
       orderedQueueUrl: 'OrderedQueueUrl',
+      sealKeySecretArn: 'SealKeySecretArn',
     });
+  });
+
+  it("outputs the seal key secret's ARN (SealKeySecretArn) by reference to the secret", () => {
+    const { template, handoff } = stack();
+    const secret = handoff.getLogicalId(handoff.delivery.sealKey.node.defaultChild as never);
+
+    template.hasOutput('SealKeySecretArn', { Value: { Ref: secret } });
   });
 
   it("outputs the ordered intake's URL by reference to the FIFO queue", () => {
@@ -185,16 +193,18 @@ describe('HandoffStack', () => {
 
   it('uses an existing signing secret named by its complete ARN', () => {
     const arn = 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:handoff-signing-AbCdEf';
-    const { template } = stack({ signingSecret: arn });
+    const { template, handoff } = stack({ signingSecret: arn });
 
-    template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+    // None generated for signing: the stack's one secret is the seal key.
+    expect(Object.keys(template.findResources('AWS::SecretsManager::Secret'))).toEqual([handoff.getLogicalId(handoff.delivery.sealKey.node.defaultChild as never)]);
     template.hasOutput('SigningSecretArn', { Value: arn });
   });
 
   it('sends unsigned webhooks when told `none`, with no secret output', () => {
-    const { template } = stack({ signingSecret: 'none' });
+    const { template, handoff } = stack({ signingSecret: 'none' });
 
-    template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+    // None generated for signing: the stack's one secret is the seal key.
+    expect(Object.keys(template.findResources('AWS::SecretsManager::Secret'))).toEqual([handoff.getLogicalId(handoff.delivery.sealKey.node.defaultChild as never)]);
     expect(template.toJSON().Outputs).not.toHaveProperty('SigningSecretArn');
   });
 

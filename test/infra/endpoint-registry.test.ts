@@ -278,8 +278,9 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
         .flatMap((m) => Object.keys(m.data as Record<string, string>));
 
       expect(new AwsSolutionsChecks().validateScope(stack).violations).toEqual([]);
-      // The construct's own two (test/infra/webhook-delivery.test.ts, cdk-nag), none for the endpoints.
-      expect(acknowledged.sort()).toEqual(['Annotation::AwsSolutions-SMG4', 'Annotation::AwsSolutions-SQS3']);
+      // The construct's own three (test/infra/webhook-delivery.test.ts, cdk-nag: the signing secret's
+      // and the seal key's SMG4, the dead-letter queue's SQS3), none for the endpoints.
+      expect(acknowledged.sort()).toEqual(['Annotation::AwsSolutions-SMG4', 'Annotation::AwsSolutions-SMG4', 'Annotation::AwsSolutions-SQS3']);
     });
   });
 
@@ -358,12 +359,13 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
     it('seeds the declared endpoints alone when there is no webhook URL, with no secret generated', () => {
       const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
       const stack = new Stack(app, 'TestStack');
-      new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: {}, endpoints: [acme(stack)] });
+      const delivery = new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: {}, endpoints: [acme(stack)] });
       const template = Template.fromStack(stack);
       const fn = resources(template, 'AWS::Lambda::Function').find(([id]) => id.includes('Consumer'))?.[1];
 
       expect([...seeds(template).keys()]).toEqual(['carrier-acme']);
-      template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+      // None generated for signing: the stack's one secret is the seal key.
+      expect(resources(template, 'AWS::SecretsManager::Secret').map(([id]) => id)).toEqual([stack.getLogicalId(delivery.sealKey.node.defaultChild as never)]);
       expect(fn?.Properties.Environment.Variables).not.toHaveProperty('HANDOFF_WEBHOOK_URL');
     });
   });
