@@ -14,7 +14,11 @@ import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import type { Ledger } from '../lib/ledger/ledger';
 import { CloudWatchMetricsReader } from '../lib/metrics/cloudwatch-reader';
 import type { MetricsReader } from '../lib/metrics/metrics-reader';
+import { ConfigError, RESOURCE_ENV } from '../lib/config';
+import { MessageSeal, SealKeyError, sealFromEnvironment, sealSource } from '../lib/queue/seal';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
+import { STACK_OUTPUTS } from '../lib/stack-outputs';
+import { CommandFailedError } from './errors';
 import type { DeliveryQueue } from '../lib/queue/queue';
 import type { Resume } from '../lib/resume';
 import { metricsFileFor, SandboxMetricsReader } from '../sandbox/metric-sink';
@@ -32,6 +36,8 @@ export class CommandContext {
   #ledger: Ledger | undefined;
   #registry: DynamoDbEndpointRegistry | undefined;
   #cloudWatch: CloudWatchClient | undefined;
+  /** What the command's messages for one endpoint are sealed with, fetched once, when first needed. */
+  readonly #seal = sealSource(() => this.#messageSeal());
 
   constructor(
     target: Target,
@@ -110,13 +116,36 @@ export class CommandContext {
     return new CloudWatchMetricsReader({ client: this.#cloudWatch });
   }
 
+  /**
+   * The delivery queue, sealing what the command sends for one endpoint (a replay, a release) as the
+   * consumer's own messages are: with the sandbox's key, the stack's secret, or the environment's,
+   * fetched when the first such message is sent (a refused replay needs none).
+   * @throws UsageError when the target names no queue
+   */
   queue(): DeliveryQueue {
     return new SqsDeliveryQueue({
       client: this.sqs(),
       queueUrl: requireName(this.#target, 'queueUrl'),
       // Only `enqueue` is used here; the dead-letter URL is not needed for it.
       deadLetterQueueUrl: this.#target.deadLetterQueueUrl ?? '',
+      seal: this.#seal,
     });
+  }
+
+
+  async #messageSeal(): Promise<MessageSeal> {
+    const where = this.#target.sealKey;
+    try {
+      if (where !== undefined && 'key' in where) return new MessageSeal(where.key);
+      return await sealFromEnvironment(where !== undefined ? { [RESOURCE_ENV.sealKeyArn]: where.secretArn } : process.env);
+    } catch (error) {
+      if (!(error instanceof ConfigError) && !(error instanceof SealKeyError)) throw error;
+      const hint =
+        this.#target.connection.kind === 'sandbox'
+          ? 'restart the sandbox (npm start): its state file names no seal key'
+          : `deploy the current version (stack output ${STACK_OUTPUTS.sealKeySecretArn}) or set ${RESOURCE_ENV.sealKeyArn}`;
+      throw new CommandFailedError(`cannot seal a message for ${this.#target.description} (${error.message}): ${hint}`, 'no-seal-key', { cause: error });
+    }
   }
 
   /** Closes the clients' sockets so the process exits promptly. */

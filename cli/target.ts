@@ -64,6 +64,11 @@ export interface ResourceNames {
 
 /** What a deployment says of itself beyond its resource names (sandbox state, stack outputs). */
 export interface DeploymentFacts {
+  /**
+   * Where the key that seals handoff's own messages is (lib/queue/seal.ts): the sandbox's key itself,
+   * or the stack's secret. Absent: `HANDOFF_SEAL_KEY_ARN` (or `HANDOFF_SEAL_KEY`) in the environment.
+   */
+  readonly sealKey?: { readonly key: string } | { readonly secretArn: string };
   /** The largest message body the deployment accepts, when it says. */
   readonly payloadLimitBytes?: number;
   /** The settings an endpoint's defaults and limits come from, when it says. */
@@ -264,6 +269,7 @@ export function namesFromOutputs(
   if (limit !== undefined && !/^[1-9]\d{0,9}$/.test(limit)) {
     throw invalid(STACK_OUTPUTS.payloadLimitBytes, limit, 'not a whole number of bytes');
   }
+  const sealKeySecretArn = byKey.get(STACK_OUTPUTS.sealKeySecretArn);
   const defaults = byKey.get(STACK_OUTPUTS.endpointDefaults);
   let deployment: DeploymentSettings | undefined;
   if (defaults !== undefined) {
@@ -280,6 +286,7 @@ export function namesFromOutputs(
     ...(redriveQueueUrl ? { redriveQueueUrl } : {}),
     ...(limit !== undefined ? { payloadLimitBytes: Number(limit) } : {}),
     ...(deployment !== undefined ? { deployment } : {}),
+    ...(sealKeySecretArn ? { sealKey: { secretArn: sealKeySecretArn } } : {}),
   };
 }
 
@@ -308,6 +315,8 @@ export function sandboxTarget(path: string): Target | undefined {
     // Absent from the state file of a sandbox started before the ordered intake.
     ...(state.orderedQueueUrl !== undefined ? { orderedQueueUrl: state.orderedQueueUrl } : {}),
     ...(state.deployment !== undefined ? { deployment: deploymentFromJson(state.deployment, `the sandbox state file ${path}`) } : {}),
+    // Absent from the state file of a sandbox started before messages were sealed.
+    ...(state.sealKey !== undefined ? { sealKey: { key: state.sealKey } } : {}),
     description: 'the sandbox',
     payloadLimitBytes: state.payloadLimitBytes,
     connection: {

@@ -34,6 +34,7 @@ import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../lib/endpoints/registry';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { DynamoDbShipmentHeads } from '../lib/ledger/dynamodb-shipment-heads';
 import { createLogger, errorFields, MetricsRecorder, SERVICE_NAME } from '../lib/observability';
+import { sealFromEnvironment, sealSource } from '../lib/queue/seal';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { registryRouting, singleEndpoint, staticRouting, type Routing, type SenderFactory } from '../lib/routing';
 import { EndpointGuard } from '../lib/webhook/endpoint-guard';
@@ -66,13 +67,15 @@ const ledger = new DynamoDbLedger({
 });
 /** Shipment heads live in the ledger's table (docs/contract.md §13): used for endpoints ordered per shipment only. */
 const heads = new DynamoDbShipmentHeads({ client: dynamodb, tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable) });
-const queue = new SqsDeliveryQueue({
-  // Calls go to the configured endpoint (AWS_ENDPOINT_URL_SQS or the region's), not to the host
-  // in the queue URL: emulators return queue URLs whose host does not resolve.
-  client: new SQSClient({ useQueueUrlAsEndpoint: false }),
-  queueUrl: required(env[RESOURCE_ENV.queueUrl], RESOURCE_ENV.queueUrl),
-  deadLetterQueueUrl: required(env[RESOURCE_ENV.deadLetterQueueUrl], RESOURCE_ENV.deadLetterQueueUrl),
-});
+// Calls go to the configured endpoint (AWS_ENDPOINT_URL_SQS or the region's), not to the host
+// in the queue URL: emulators return queue URLs whose host does not resolve.
+const sqs = new SQSClient({ useQueueUrlAsEndpoint: false });
+const queueUrl = required(env[RESOURCE_ENV.queueUrl], RESOURCE_ENV.queueUrl);
+const deadLetterQueueUrl = required(env[RESOURCE_ENV.deadLetterQueueUrl], RESOURCE_ENV.deadLetterQueueUrl);
+if (!env[RESOURCE_ENV.sealKeyArn] && !env[RESOURCE_ENV.sealKey]) throw new ConfigError(RESOURCE_ENV.sealKeyArn, 'must be set');
+/** The seal key (lib/queue/seal.ts), read once per container; a failed read is tried again by the next batch. */
+const seal = sealSource(() => sealFromEnvironment(env));
+const queue = new SqsDeliveryQueue({ client: sqs, queueUrl, deadLetterQueueUrl, seal });
 const checkpoint = crashHook(env[CRASH_AT_ENV]);
 /**
  * Who claims, shown on a leased row: the container (the log stream's ID in Lambda, where its logs
@@ -180,9 +183,11 @@ async function consume(event: SQSEvent, context: Context): Promise<SQSBatchRespo
     retentionSeconds: timings.retentionSeconds,
     ...(checkpoint ? { checkpoint } : {}),
   };
+  const [routing, sealed] = await Promise.all([getRouting(), seal()]);
   return processBatch(event.Records, {
     delivery,
-    routing: await getRouting(),
+    routing,
+    seal: sealed,
     ...(health !== undefined ? { health } : {}),
     ...(rateLimiter !== undefined ? { rateLimiter } : {}),
     heads,

@@ -20,6 +20,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConfigError, RESOURCE_ENV } from '../lib/config';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { createLogger, SERVICE_NAME } from '../lib/observability';
+import { sealFromEnvironment, sealSource } from '../lib/queue/seal';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { SqsRedriveQueue } from '../lib/queue/sqs-redrive-queue';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
@@ -42,15 +43,11 @@ const ledger = new DynamoDbLedger({ client: dynamodb, tableName: required(env[RE
 const sqs = new SQSClient({ useQueueUrlAsEndpoint: false });
 const queueUrl = required(env[RESOURCE_ENV.queueUrl], RESOURCE_ENV.queueUrl);
 const deadLetterQueueUrl = required(env[RESOURCE_ENV.deadLetterQueueUrl], RESOURCE_ENV.deadLetterQueueUrl);
-const queue = new SqsDeliveryQueue({ client: sqs, queueUrl, deadLetterQueueUrl });
-const redrive = new SqsRedriveQueue({
-  client: sqs,
-  redriveQueueUrl: required(env[RESOURCE_ENV.redriveQueueUrl], RESOURCE_ENV.redriveQueueUrl),
-  queueUrl,
-  deadLetterQueueUrl,
-  // A short receive samples some of SQS's servers; a second's wait asks them all.
-  waitSeconds: 1,
-});
+const redriveQueueUrl = required(env[RESOURCE_ENV.redriveQueueUrl], RESOURCE_ENV.redriveQueueUrl);
+if (!env[RESOURCE_ENV.sealKeyArn] && !env[RESOURCE_ENV.sealKey]) throw new ConfigError(RESOURCE_ENV.sealKeyArn, 'must be set');
+/** The seal key (lib/queue/seal.ts: what recovery sends is handoff's own), read once per container; a failed read is tried again next run. */
+const seal = sealSource(() => sealFromEnvironment(env));
+const queue = new SqsDeliveryQueue({ client: sqs, queueUrl, deadLetterQueueUrl, seal });
 
 const endpointsTable = env[RESOURCE_ENV.endpointsTable] || undefined;
 const endpoints = endpointsTable !== undefined ? registryEndpoints(dynamodb, endpointsTable) : undefined;
@@ -61,6 +58,8 @@ const intervalMs = wholeNumber(env[RECOVERY_ENV.intervalMs], RECOVERY_ENV.interv
 let cursor: string | undefined;
 
 export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complete: boolean; resumed: number; sentBack: number; gaveUp: number }> {
+  // A short receive samples some of SQS's servers; a second's wait asks them all.
+  const redrive = new SqsRedriveQueue({ client: sqs, redriveQueueUrl, queueUrl, deadLetterQueueUrl, seal: await seal(), waitSeconds: 1 });
   // First what SQS redrove: those messages are lost to the queue until sent back.
   const redriven = await sendBackRedriven({ redrive, limit, logger });
   let run: RecoveryRun;

@@ -178,6 +178,7 @@ export class HandoffStack extends Stack {
     });
     new CfnOutput(this, STACK_OUTPUTS.endpointDefaults, { value: JSON.stringify(deploymentToJson(d.settings)) });
     if (d.signingSecret) new CfnOutput(this, 'SigningSecretArn', { value: d.signingSecret.secretArn });
+    new CfnOutput(this, STACK_OUTPUTS.sealKeySecretArn, { value: d.sealKey.secretArn, description: "Operators' replays and releases are sealed with it (GetSecretValue)" });
   }
 }
 

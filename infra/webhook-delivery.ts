@@ -209,6 +209,12 @@ export class WebhookDelivery extends Construct {
   readonly recoverySchedule: events.Rule;
   /** Undefined when webhooks are sent unsigned. */
   readonly signingSecret: secretsmanager.ISecret | undefined;
+  /**
+   * The key that seals handoff's own messages (lib/queue/seal.ts): only a sealed message's control
+   * attributes steer the consumer, so producers, who may send to the delivery queue, cannot. Read by
+   * the consumer and the recovery function; operators who replay or release need GetSecretValue on it.
+   */
+  readonly sealKey: secretsmanager.Secret;
   readonly alarms: {
     readonly deadLetters: cloudwatch.Alarm;
     /** Any message on the ordered intake's FIFO dead-letter queue. */
@@ -311,6 +317,7 @@ export class WebhookDelivery extends Construct {
     // It signs for `default`: without a webhook URL there is nothing for a generated one to sign.
     const signing = props.signingSecret ?? (settings.webhookUrl === undefined ? 'none' : 'generate');
     this.signingSecret = this.createSigningSecret(signing);
+    this.sealKey = this.createSealKey();
 
     // --- Endpoint registry --------------------------------------------------------------------
     this.endpointRegistry = new EndpointRegistry(this, 'Endpoints', {
@@ -349,8 +356,9 @@ export class WebhookDelivery extends Construct {
       // esbuild's source map is only read when Node is told to.
       NODE_OPTIONS: '--enable-source-maps',
     };
-    // The secret's ARN, never its value: the consumer reads the value at cold start.
+    // The secrets' ARNs, never their values: the consumer reads the values at cold start.
     if (this.signingSecret) environment[RESOURCE_ENV.webhookSecretArn] = this.signingSecret.secretArn;
+    environment[RESOURCE_ENV.sealKeyArn] = this.sealKey.secretArn;
     // An endpoint the consumer disables is announced on the default bus, and to the alarm topic.
     environment[RESOURCE_ENV.eventBus] = 'default';
     if (props.alarmTopic) environment[RESOURCE_ENV.alarmTopicArn] = props.alarmTopic.topicArn;
@@ -470,6 +478,30 @@ export class WebhookDelivery extends Construct {
   }
 
   /**
+   * 64 letters and digits: valid base64 of a 48-byte key (lib/queue/seal.ts wants 32 at least).
+   * Never shared outside handoff's functions and operators, so nobody else has to switch with it.
+   */
+  private createSealKey(): secretsmanager.Secret {
+    const secret = new secretsmanager.Secret(this, 'SealKey', {
+      description: "handoff: the key that seals handoff's own queue messages (only sealed control attributes steer the consumer)",
+      generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+    });
+    Validations.of(secret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason:
+        'Rotating the seal key would unseal the messages in flight, which would then be routed as producers\' messages; it never leaves handoff\'s roles, and the README gives the manual procedure.',
+    });
+    return secret;
+  }
+
+  /** Lets a role read the seal key (the consumer, the recovery function). */
+  private grantSealKeyRead(role: iam.IRole): void {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'SealKeyRead', actions: ['secretsmanager:GetSecretValue'], resources: [this.sealKey.secretArn] }),
+    );
+  }
+
+  /**
    * Least privilege on exact ARNs. The event source mappings grant the delivery queue's and the
    * ordered intake's receive, delete, attribute and ChangeMessageVisibility actions (the last is how
    * the handler defers a retry) on each queue's ARN. The consumer sends to neither FIFO queue: its
@@ -505,6 +537,7 @@ export class WebhookDelivery extends Construct {
       );
       this.signingSecret.encryptionKey?.grantDecrypt(role);
     }
+    this.grantSealKeyRead(role);
     // The registry: read, and the endpoints' health written (operators write the rest), and the
     // secrets of the declared endpoints.
     this.endpointRegistry.grantRead(role);
@@ -581,6 +614,8 @@ export class WebhookDelivery extends Construct {
     // removed endpoints are left alone; and the releases' own writes (their window, their end).
     this.endpointRegistry.grantNamesRead(role);
     this.endpointRegistry.grantHealthWrite(role);
+    // What it sends back is sealed again, as the consumer's own messages are.
+    this.grantSealKeyRead(role);
     const functionProps = {
       runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
@@ -595,6 +630,7 @@ export class WebhookDelivery extends Construct {
         [RESOURCE_ENV.redriveQueueUrl]: this.redriveQueue.queueUrl,
         [RESOURCE_ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
         [RESOURCE_ENV.endpointsTable]: this.endpointRegistry.table.tableName,
+        [RESOURCE_ENV.sealKeyArn]: this.sealKey.secretArn,
         [RECOVERY_ENV.graceMs]: String(recoveryGraceMs(visibilityTimeoutSeconds)),
         [RECOVERY_ENV.limit]: String(RECOVERY_LIMIT),
         [RECOVERY_ENV.intervalMs]: String(minutes * 60_000),

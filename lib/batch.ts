@@ -76,10 +76,11 @@ import { RATE_HORIZON_MS, slotIntervalMs, type RateLimiter } from './endpoints/r
 import { parseEvent, type ParsedEvent } from './event';
 import { batchItemFailures, fromFifoQueue, inGroupOrder } from './fifo';
 import { SequenceLimitError, type ShipmentHeads } from './ledger/shipment-heads';
-import { admissionFrom, admissionOfRow, admitOrdered, passTurn, takeTurn, type OrderingDeps } from './ordering';
+import { admissionFrom, admissionOfRow, admitOrdered, giveUpNumber, holdsNumber, passTurn, takeTurn, type OrderingDeps } from './ordering';
 import { errorFields, type Logger, type MetricsRecorder } from './observability';
 import { describeOutcome } from './outcome';
 import { admissionOf, ENDPOINT_ATTRIBUTE, reservedSlotOf, type Admission, type DeliveryQueue, type EndpointMessage } from './queue/queue';
+import type { ControlValues, MessageSeal } from './queue/seal';
 import type { Routing } from './routing';
 
 /** What every delivery shares; the endpoint's name, policy and sender are added per delivery. */
@@ -90,6 +91,8 @@ export interface BatchDeps {
   readonly delivery: DeliveryBase;
   readonly routing: Routing;
   readonly queue: DeliveryQueue;
+  /** Tells handoff's own messages from producers': only a sealed message's control attributes steer (lib/queue/seal.ts). */
+  readonly seal: MessageSeal;
   readonly logger: Logger;
   readonly metrics: MetricsRecorder;
   /** Records delivered at once. At least the batch size, so a batch takes one attempt's time. */
@@ -155,9 +158,10 @@ async function processRecords(records: readonly SQSRecord[], deps: BatchDeps): P
   let reported: boolean[];
   try {
     const [endpoints] = await Promise.all([deps.routing.endpoints(), deps.health?.refresh()]);
-    const plans = await Promise.all(records.map((record) => limit(() => planOf(record, endpoints, deps).catch((error: unknown) => error))));
+    const controls = records.map((record) => controlOf(record, deps.seal));
+    const plans = await Promise.all(records.map((record, i) => limit(() => planOf(record, controls[i]!, endpoints, deps).catch((error: unknown) => error))));
     const fannedOut = fanOut(records, plans, deps);
-    const paces = await pace(records, plans, deps);
+    const paces = await pace(records, controls, plans, deps);
     reported = await Promise.all(
       records.map((record, i) => {
         const plan = plans[i]!;
@@ -180,17 +184,29 @@ async function processRecords(records: readonly SQSRecord[], deps: BatchDeps): P
   return { batchItemFailures: failedRecords.map((record) => ({ itemIdentifier: record.messageId })) };
 }
 
+/**
+ * What steers a record: its control attributes if handoff sealed it, none if a producer sent it,
+ * whatever attributes it carries (lib/queue/seal.ts).
+ */
+function controlOf(record: SQSRecord, seal: MessageSeal): ControlValues {
+  return seal.controlOf(record.body, (name) => record.messageAttributes?.[name]?.stringValue);
+}
+
+function receiveCountOf(record: SQSRecord): number {
+  return Number(record.attributes?.ApproximateReceiveCount ?? '1');
+}
+
 /** Where a record goes. Reads the ledger only for a producer's message received before. */
-async function planOf(record: SQSRecord, endpoints: ReadonlyMap<string, Endpoint>, deps: BatchDeps): Promise<Plan> {
-  const target = record.messageAttributes?.[ENDPOINT_ATTRIBUTE]?.stringValue;
+async function planOf(record: SQSRecord, control: ControlValues, endpoints: ReadonlyMap<string, Endpoint>, deps: BatchDeps): Promise<Plan> {
+  const target = control[ENDPOINT_ATTRIBUTE];
   if (target !== undefined) {
     const endpoint = endpoints.get(target);
     const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes);
     // Parsed here once (deliver takes it): a held delivery's log line names its event.
     // A number whose turn had not come says only that on its first receive: received again, it was
     // sent meanwhile (its wait refused) or held, and asking the head costs less than waiting anew.
-    const found = admissionOf(record);
-    const admission = found?.inTurn || Number(record.attributes?.ApproximateReceiveCount ?? '1') <= 1 ? found : undefined;
+    const found = admissionOf(control);
+    const admission = found?.inTurn || receiveCountOf(record) <= 1 ? found : undefined;
     if (endpoint !== undefined) return { kind: 'deliver', endpoint, ...(parsed.ok ? { parsed: parsed.value } : {}), ...(admission ? { admission } : {}) };
     // Its endpoint was removed after routing: nothing can be delivered, and nothing waits for it.
     return { kind: 'unrouted', endpoint: target, why: 'endpoint-removed', ...(parsed.ok ? { eventId: parsed.value.event.id } : {}) };
@@ -273,7 +289,12 @@ async function fanOut(records: readonly SQSRecord[], plans: readonly (Plan | unk
  * reservation per endpoint for those to attempt now (in batch order), then every put-back in one
  * send. Deliveries carrying a reservation are paced by it. Never throws.
  */
-async function pace(records: readonly SQSRecord[], plans: readonly (Plan | unknown)[], deps: BatchDeps): Promise<Map<number, Pace>> {
+async function pace(
+  records: readonly SQSRecord[],
+  controls: readonly ControlValues[],
+  plans: readonly (Plan | unknown)[],
+  deps: BatchDeps,
+): Promise<Map<number, Pace>> {
   const paces = new Map<number, Pace>();
   const limiter = deps.rateLimiter;
   if (limiter === undefined) return paces;
@@ -298,7 +319,7 @@ async function pace(records: readonly SQSRecord[], plans: readonly (Plan | unkno
     const { endpoint } = plan as Plan & { kind: 'deliver' };
     // Parked, or held by a pause (a slot it carries is lost: it reserves again after the pause).
     if (endpoint.state === 'disabled' || (deps.health?.pausedFor(endpoint.name) ?? 0) > 0) return;
-    const carried = reservedSlotOf(records[i]!);
+    const carried = reservedSlotOf(controls[i]!, receiveCountOf(records[i]!));
     // Its slot was reserved when it was put back: not reserved again, unless it passed more than a
     // second ago (sent together, late ones would exceed the limit in the second they land in: a
     // consumer that stalled, a backlog of them) or the limit was lowered since (its slots were spaced
@@ -495,10 +516,22 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
     sequence !== undefined &&
     ((decision.action === 'ack' && decision.why !== 'parked') ||
       (decision.action === 'dead-letter' && settlesTurn(decision.reason) && settling.onDead === 'continue'));
+  // An identity conflict took a number of its shipment's head that no row will ever settle (another
+  // shipment's event holds its ID, or one admitted unnumbered): given up, so that shipment goes on.
+  const givesUp =
+    ordering !== undefined &&
+    sequence !== undefined &&
+    decision.action === 'dead-letter' &&
+    decision.reason === 'identity-conflict' &&
+    !holdsNumber(result, ordering.event.event.shipmentId, sequence);
   let woken: string | undefined;
-  if (passes) {
+  if (passes || givesUp) {
+    const shipmentId = settling!.event.event.shipmentId;
+    const own = { sequence: sequence!, eventId: settling!.event.event.id };
     try {
-      woken = await passTurn(settling.event.event.shipmentId, settling.endpoint, sequence!, settling.deps, logger);
+      woken = passes
+        ? await passTurn(shipmentId, settling!.endpoint, own, settling!.deps, logger)
+        : await giveUpNumber(shipmentId, settling!.endpoint, own, settling!.deps, logger);
     } catch (error) {
       logger.error('delivery failed', { eventId: decision.eventId, action: 'error', why: 'turn-not-passed', ...errorFields(error) });
       return true;

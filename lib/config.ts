@@ -306,6 +306,10 @@ export const RESOURCE_ENV = {
   eventBus: 'HANDOFF_EVENT_BUS',
   /** The SNS topic operators' alarms go to; an endpoint's disabling is published there too. Unset: none. */
   alarmTopicArn: 'HANDOFF_ALARM_TOPIC_ARN',
+  /** In AWS the key that seals handoff's own messages (lib/queue/seal.ts) stays in Secrets Manager: its ARN. */
+  sealKeyArn: 'HANDOFF_SEAL_KEY_ARN',
+  /** Outside AWS (the sandbox's workers, tests), the seal key itself. */
+  sealKey: 'HANDOFF_SEAL_KEY',
 } as const;
 
 /** The environment a consumer process (Lambda or sandbox) reads its settings from. */

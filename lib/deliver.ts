@@ -59,11 +59,18 @@ export interface DeliveryResult {
   readonly attempt?: AttemptReport;
   /** The row's shipment sequence, when it has one (numbered at an endpoint ordered per shipment). */
   readonly sequence?: number;
+  /** Beside it, the shipment whose head gave it (absent on rows numbered before rows kept it). */
+  readonly shipmentId?: string;
 }
 
-/** A decision about a row, with the row's shipment sequence if it has one. */
-function about(row: { readonly sequence?: number }, decision: QueueDecision, attempt?: AttemptReport): DeliveryResult {
-  return { decision, ...(attempt ? { attempt } : {}), ...(row.sequence !== undefined ? { sequence: row.sequence } : {}) };
+/** A decision about a row, with the row's shipment sequence (and its shipment) if it has one. */
+function about(row: Pick<DeliveryRecord, 'sequence' | 'shipmentId'>, decision: QueueDecision, attempt?: AttemptReport): DeliveryResult {
+  return {
+    decision,
+    ...(attempt ? { attempt } : {}),
+    ...(row.sequence !== undefined ? { sequence: row.sequence } : {}),
+    ...(row.shipmentId !== undefined ? { shipmentId: row.shipmentId } : {}),
+  };
 }
 
 export interface DeliverDeps {

@@ -70,7 +70,14 @@ export async function takeTurn(
   if (inTurn) return { kind: 'go', sequence };
   const nowMs = deps.now();
   const row = await deps.ledger.admit({ event, endpoint: endpoint.name, nowMs, policy: endpoint.policy, retentionSeconds: deps.retentionSeconds, sequence });
-  if (!(await deps.heads.wait(event.event.shipmentId, endpoint.name, sequence, event.event.id))) return { kind: 'go', sequence };
+  // Another content holds the event's ID at this endpoint: it must not wait in line. Sent on, the
+  // claim refuses it as an identity conflict (nothing reaches the receiver) and the batch gives its
+  // number up where no row will ever settle it (`giveUpNumber`).
+  if (row.contentHash !== undefined && row.contentHash !== event.contentHash) return { kind: 'go', sequence };
+  const answer = await deps.heads.wait(event.event.shipmentId, endpoint.name, sequence, event.event.id);
+  if (answer === 'its-turn') return { kind: 'go', sequence };
+  // A number that is not the event's (never expected: what its message says is sealed): ask the head.
+  if (answer === 'not-its-number') return admission === undefined ? { kind: 'go', sequence } : takeTurn(event, endpoint, deps);
   // A row that was there before (released from parking: listed as pending, so that a lost message
   // is recovered) leaves the listing while it waits: else the recovery sweep would send it again at
   // every run, only for it to wait again. The event before it wakes it.
@@ -107,23 +114,58 @@ export function admissionOfRow(row: Pick<DeliveryRecord, 'sequence' | 'attempts'
 export async function passTurn(
   shipmentId: string,
   endpoint: string,
-  sequence: number,
+  settling: { readonly sequence: number; readonly eventId: string },
   deps: Pick<OrderingDeps, 'heads' | 'queue'> & { readonly ledger: Pick<Ledger, 'get'> },
   logger?: Logger,
 ): Promise<string | undefined> {
-  let settled = sequence;
+  let { sequence: settled, eventId } = settling;
   for (;;) {
-    const head = await deps.heads.advance(shipmentId, endpoint, settled);
+    const head = await deps.heads.advance(shipmentId, endpoint, settled, eventId);
     if (head === undefined || head.next !== settled + 1) return undefined;
     const waiter = head.waiting[head.next];
     if (waiter === undefined) return undefined;
     const row: DeliveryRecord | undefined = await deps.ledger.get({ eventId: waiter, endpoint });
-    if (row?.body !== undefined) {
+    if (row?.body !== undefined && holdsNumber(row, shipmentId, head.next)) {
       await deps.queue.enqueue(row.body, { endpoint, admission: { sequence: head.next, inTurn: true } });
       return waiter;
     }
-    // Its row is gone (expired): nothing to send, and nothing may hold the shipment on its account.
-    logger?.warn('waiting event has no row: its turn is passed on', { eventId: waiter, endpoint, sequence: head.next });
+    // Its row is gone (expired), or is another shipment's event under the same ID (a number given
+    // up): nothing to send, and nothing may hold the shipment on its account.
+    logger?.warn(row === undefined ? 'waiting event has no row: its turn is passed on' : 'number given up: its turn is passed on', {
+      eventId: waiter,
+      endpoint,
+      sequence: head.next,
+    });
     settled = head.next;
+    eventId = waiter;
   }
+}
+
+/**
+ * Whether a row is the event that `shipmentId`'s head gave `sequence` to. An identity conflict (the
+ * event's ID already admitted with other content) finds another event's row: one of another shipment
+ * (its own head gave the number), or one that took no number here (admitted before its endpoint was
+ * ordered, its shipment's head has given the conflicting message a new one). Either way no row will
+ * ever settle that number. A row numbered before rows kept their shipment is taken at its number.
+ */
+export function holdsNumber(row: Pick<DeliveryRecord, 'sequence' | 'shipmentId'>, shipmentId: string, sequence: number): boolean {
+  return row.sequence === sequence && (row.shipmentId ?? shipmentId) === shipmentId;
+}
+
+/**
+ * Gives up the number an identity conflict took at its shipment's head (`holdsNumber` is false for
+ * the row it met), so that its shipment goes on without it: passed on at once when its turn has come,
+ * else left waiting at it, to be passed over when its turn comes (`passTurn` finds no row of its own).
+ * Returns the event woken, if any. Safe to repeat.
+ */
+export async function giveUpNumber(
+  shipmentId: string,
+  endpoint: string,
+  given: { readonly sequence: number; readonly eventId: string },
+  deps: Pick<OrderingDeps, 'heads' | 'queue'> & { readonly ledger: Pick<Ledger, 'get'> },
+  logger?: Logger,
+): Promise<string | undefined> {
+  const answer = await deps.heads.wait(shipmentId, endpoint, given.sequence, given.eventId);
+  if (answer !== 'its-turn') return undefined;
+  return passTurn(shipmentId, endpoint, given, deps, logger);
 }

@@ -130,7 +130,7 @@ export async function releaseDelivery(request: ReleaseRequest, deps: ReleaseDeps
       released = error.record;
     }
   }
-  const woken = await passTurn(shipmentId, endpoint, sequence, deps, deps.logger);
+  const woken = await passTurn(shipmentId, endpoint, { sequence, eventId }, deps, deps.logger);
   deps.logger?.info('released', { eventId, endpoint, sequence, recordedBefore, ...(woken === undefined ? {} : { woke: woken }) });
   return { record: released, sequence, next: sequence + 1, ...(woken === undefined ? {} : { woken }), recordedBefore };
 }

@@ -18,4 +18,6 @@ export const STACK_OUTPUTS = {
   endpointDefaults: 'EndpointDefaults',
   /** The ordered intake (docs/contract.md §13): the FIFO queue producers who need a shipment's order send to. */
   orderedQueueUrl: 'OrderedQueueUrl',
+  /** The Secrets Manager secret holding the key that seals handoff's own messages (lib/queue/seal.ts): operators' replays are sealed with it. */
+  sealKeySecretArn: 'SealKeySecretArn',
 } as const;

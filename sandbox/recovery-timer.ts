@@ -19,6 +19,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConfigError } from '../lib/config';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import type { Fields, Logger } from '../lib/observability';
+import type { MessageSeal } from '../lib/queue/seal';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { SqsRedriveQueue } from '../lib/queue/sqs-redrive-queue';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
@@ -42,6 +43,8 @@ export interface RecoveryTimerOptions {
   readonly deadLetterQueueUrl: string;
   /** Where the delivery queue's redrive policy moves a message. */
   readonly redriveQueueUrl: string;
+  /** Seals what recovery sends (lib/queue/seal.ts). */
+  readonly seal: MessageSeal;
   /** The delivery queue's visibility timeout: the grace is this plus SANDBOX_RECOVERY_MARGIN_MS. */
   readonly visibilityTimeoutSeconds: number;
   /** Default: `HANDOFF_RECOVERY_INTERVAL_MS` from `env`, else 5000. */
@@ -77,8 +80,9 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
   const ledger = new DynamoDbLedger({ client: documents, tableName: options.ledgerTable });
   const endpoints = options.endpointsTable !== undefined ? registryEndpoints(documents, options.endpointsTable) : undefined;
   const { queueUrl, deadLetterQueueUrl, redriveQueueUrl } = options;
-  const queue = new SqsDeliveryQueue({ client: options.sqs, queueUrl, deadLetterQueueUrl });
-  const redrive = new SqsRedriveQueue({ client: options.sqs, redriveQueueUrl, queueUrl, deadLetterQueueUrl });
+  const { seal } = options;
+  const queue = new SqsDeliveryQueue({ client: options.sqs, queueUrl, deadLetterQueueUrl, seal });
+  const redrive = new SqsRedriveQueue({ client: options.sqs, redriveQueueUrl, queueUrl, deadLetterQueueUrl, seal });
   // Releases of parked deliveries after `endpoint enable` (lib/resume.ts), each run scheduling up to the next.
   const release =
     endpoints !== undefined && options.endpointsTable !== undefined

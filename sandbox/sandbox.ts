@@ -28,6 +28,7 @@ import {
   type Settings,
 } from '../lib/config';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
+import { MessageSeal } from '../lib/queue/seal';
 import {
   defaultEndpointFields,
   deploymentToJson,
@@ -137,6 +138,8 @@ export interface SandboxReady extends SandboxState {
   readonly deployment: DeploymentSettingsJson;
   /** Each endpoint's URL by name: a demo receiver's exactly, a configured one redacted. */
   readonly receivers: Readonly<Record<string, string>>;
+  /** The key that seals the sandbox's own messages (lib/queue/seal.ts), drawn at this start. */
+  readonly sealKey: string;
 }
 
 export interface Sandbox {
@@ -262,6 +265,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       allowPrivateCidrs,
       allowHttp: true,
     };
+    // The key that seals the sandbox's own messages (lib/queue/seal.ts), new at every start.
+    const sealKey = MessageSeal.generateKey();
     // The workers' EMF documents, kept for `handoff stats` and the counters (CloudWatch's part).
     // Closed after the pool (closers run in reverse), so the last workers' documents count.
     const metricSink = new MetricSink({ path: metricsFileFor(sandboxStateFile()) });
@@ -286,6 +291,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         [RESOURCE_ENV.endpointsCacheMs]: String(endpointsCacheMs),
         [RESOURCE_ENV.deadLetterQueueUrl]: deadLetterQueueUrl,
         [RESOURCE_ENV.queueUrl]: queueUrl,
+        [RESOURCE_ENV.sealKey]: sealKey,
         ...(options.crashAt ? { [CRASH_AT_ENV]: options.crashAt } : {}),
       },
       timeoutMs: timings.functionTimeoutSeconds * 1000,
@@ -331,6 +337,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       queueUrl,
       deadLetterQueueUrl,
       redriveQueueUrl,
+      seal: new MessageSeal(sealKey),
       visibilityTimeoutSeconds,
       log: (line) => display.log(`recovery: ${line}`),
       metrics: (line) => metricSink.accept(line),
@@ -361,6 +368,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         endpointsTable: SANDBOX_NAMES.endpointsTable,
         deployment: deploymentToJson(deployment),
         receivers,
+        sealKey,
       },
       stop: closeAll,
     };

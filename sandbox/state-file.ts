@@ -48,6 +48,11 @@ export interface SandboxState {
   readonly endpointsTable?: string;
   /** The settings an endpoint's defaults and limits come from (`deploymentToJson`); absent as above. */
   readonly deployment?: DeploymentSettingsJson;
+  /**
+   * The key that seals the sandbox's own messages (lib/queue/seal.ts), drawn at start: the CLI's
+   * replays and releases are sealed with it. Absent in the state file of a sandbox started before it.
+   */
+  readonly sealKey?: string;
 }
 
 /** The fields whose URLs the CLI connects to, or that name where its messages go: loopback only. */
@@ -217,6 +222,10 @@ export function parseSandboxState(path: string, text: string): SandboxState {
       throw new SandboxStateError('sandbox-state-invalid', path, `has a deployment that ${error.message.replace(/^its deployment /, '')}`, { cause: error });
     }
   }
+  const sealKey = fields.sealKey;
+  if (sealKey !== undefined && (typeof sealKey !== 'string' || sealKey === '')) {
+    throw new SandboxStateError('sandbox-state-invalid', path, 'has a sealKey that is not a key');
+  }
   const state: SandboxState = {
     sqsEndpoint: fields.sqsEndpoint as string,
     dynamodbEndpoint: fields.dynamodbEndpoint as string,
@@ -229,6 +238,7 @@ export function parseSandboxState(path: string, text: string): SandboxState {
     payloadLimitBytes: limit,
     ...(endpointsTable !== undefined ? { endpointsTable } : {}),
     ...(deployment !== undefined ? { deployment: deployment as DeploymentSettingsJson } : {}),
+    ...(sealKey !== undefined ? { sealKey } : {}),
   };
   return state;
 }

@@ -54,7 +54,7 @@ export async function releaseCommand(ctx: CommandContext, eventId: string, optio
     const heads = new DynamoDbShipmentHeads({ client, tableName: requireName(ctx.target, 'ledgerTable') });
     released = await releaseDelivery(
       { eventId, endpoint, operator, reason, ...(caller === undefined ? {} : { caller }), nowMs: ctx.now(), ordering },
-      { ledger: ctx.ledger(), heads, queue: await ctx.queue() },
+      { ledger: ctx.ledger(), heads, queue: ctx.queue() },
     );
   } catch (error) {
     if (error instanceof NothingToReleaseError) throw new CommandFailedError(error.message, error.reason, { cause: error });

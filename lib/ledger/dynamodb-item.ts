@@ -170,6 +170,7 @@ export function rowFromItem(item: Item): ChangeableRow {
     retentionSeconds: n(W.retentionSeconds),
     parkedAt: n(W.parkedAt),
     sequence: n(W.sequence),
+    shipmentId: s(W.shipmentId),
     releasedAt: n(W.releasedAt),
   };
   for (const name of Object.keys(row)) if (row[name] === undefined) delete row[name];

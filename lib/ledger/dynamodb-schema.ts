@@ -63,6 +63,8 @@ export const WIRE_NAMES = {
   parkedAt: 'pa',
   /** Only on a row of an ordered endpoint (docs/contract.md §13): any other row has no such attribute. */
   sequence: 'sq',
+  /** Beside it: the shipment whose head gave that number. */
+  shipmentId: 'sh',
   /** Only on a released row (docs/contract.md §13, `handoff release`): any other row has no such attribute. */
   releasedAt: 'rl',
   /** Not a record field: the retention of the latest claim, which later writes extend the expiry by. */

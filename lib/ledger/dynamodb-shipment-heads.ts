@@ -61,6 +61,7 @@ import {
   type HeadWrite,
   type ShipmentHead,
   type ShipmentHeads,
+  type WaitAnswer,
 } from './shipment-heads';
 
 type Item = Record<string, AttributeValue>;
@@ -110,20 +111,22 @@ export class DynamoDbShipmentHeads implements ShipmentHeads {
     throw new LedgerUnavailableError(`shipment head for event ${eventId} at endpoint ${endpoint} kept changing during the write`);
   }
 
-  async wait(shipmentId: string, endpoint: string, sequence: number, eventId: string): Promise<boolean> {
+  async wait(shipmentId: string, endpoint: string, sequence: number, eventId: string): Promise<WaitAnswer> {
     checkHeadKey(shipmentId, endpoint);
     checkSequence(sequence);
     checkEventId(eventId);
-    const names = { '#next': H.next, '#waitingEntry': waitingName(sequence) };
+    const names = { '#next': H.next, '#seqEntry': seqName(eventId), '#waitingEntry': waitingName(sequence) };
     const values = { ':sequence': sequence, ':eventId': eventId };
-    const result = await this.#write(shipmentId, endpoint, WAIT, names, values, 'NONE', false);
-    return result.written;
+    const result = await this.#write(shipmentId, endpoint, WAIT, names, values, 'NONE', true);
+    if (result.written) return 'waiting';
+    return refusalOf(WAIT, result.current, { sequence, eventId }) === 'turn' ? 'its-turn' : 'not-its-number';
   }
 
-  async advance(shipmentId: string, endpoint: string, sequence: number): Promise<ShipmentHead | undefined> {
+  async advance(shipmentId: string, endpoint: string, sequence: number, eventId: string): Promise<ShipmentHead | undefined> {
     checkHeadKey(shipmentId, endpoint);
     checkSequence(sequence);
-    const names = { '#next': H.next, '#waitingEntry': waitingName(sequence) };
+    checkEventId(eventId);
+    const names = { '#next': H.next, '#seqEntry': seqName(eventId), '#waitingEntry': waitingName(sequence) };
     const values = { ':sequence': sequence, ':following': sequence + 1 };
     const result = await this.#write(shipmentId, endpoint, ADVANCE, names, values, 'ALL_NEW', true);
     // Refused: already advanced (or no head). The head as it is, so the caller wakes what is next.

@@ -151,6 +151,12 @@ export interface DeliveryRecord extends DeliveryKey {
    */
   readonly sequence?: number;
   /**
+   * Beside `sequence`: the shipment whose head gave the number, so that a message of another shipment
+   * under the same event ID (an identity conflict) is told from the row's own event. Absent on rows
+   * numbered before it was written.
+   */
+  readonly shipmentId?: string;
+  /**
    * Epoch ms its shipment went on without it: dead at an endpoint ordered per shipment, its turn
    * passed on to the shipment's next event, by an operator (`Ledger.release`, with its audit entry)
    * or by the consumer as it died (`onDead: continue`: `AttemptNext.passesTurn`). Only on such a row

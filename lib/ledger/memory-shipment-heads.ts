@@ -19,6 +19,7 @@ import {
   type MutableHead,
   type ShipmentHead,
   type ShipmentHeads,
+  type WaitAnswer,
 } from './shipment-heads';
 
 export interface MemoryShipmentHeadsOptions {
@@ -48,23 +49,25 @@ export class MemoryShipmentHeads implements ShipmentHeads {
     return { sequence: head.assigned, next: head.next };
   }
 
-  async wait(shipmentId: string, endpoint: string, sequence: number, eventId: string): Promise<boolean> {
+  async wait(shipmentId: string, endpoint: string, sequence: number, eventId: string): Promise<WaitAnswer> {
     checkHeadKey(shipmentId, endpoint);
     checkSequence(sequence);
     checkEventId(eventId);
     const head = this.#heads.get(headKey(shipmentId, endpoint));
     const context = { sequence, eventId };
-    if (head === undefined || refusalOf(WAIT, head, context) !== undefined) return false;
+    const refusal = refusalOf(WAIT, head, context);
+    if (refusal !== undefined || head === undefined) return refusal === 'turn' ? 'its-turn' : 'not-its-number';
     WAIT.apply(head, context);
-    return true;
+    return 'waiting';
   }
 
-  async advance(shipmentId: string, endpoint: string, sequence: number): Promise<ShipmentHead | undefined> {
+  async advance(shipmentId: string, endpoint: string, sequence: number, eventId: string): Promise<ShipmentHead | undefined> {
     checkHeadKey(shipmentId, endpoint);
     checkSequence(sequence);
+    checkEventId(eventId);
     const head = this.#heads.get(headKey(shipmentId, endpoint));
     if (head === undefined) return undefined;
-    const context = { sequence };
+    const context = { sequence, eventId };
     if (refusalOf(ADVANCE, head, context) === undefined) ADVANCE.apply(head, context);
     return structuredClone(head);
   }

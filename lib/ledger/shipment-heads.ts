@@ -17,11 +17,17 @@
  *                 write), next = 1 if the head is new. e has one: that number and next, nothing
  *                 written. So the same event (a copy of its message, a replay, a redrive) always
  *                 gets the same number, and a number is never given twice.
- *   wait(s, e)    next < s (its turn has not come): waiting[s] = e, answered true. Otherwise false:
- *                 its turn came meanwhile, and the caller sends now.
- *   advance(s)    next = s: next = s + 1, waiting[s] removed, answered with the head after, whose
- *                 waiting[next] the caller wakes. Otherwise nothing written (already advanced, by
- *                 this caller's own earlier run or another copy): answered with the head as it is.
+ *   wait(s, e)    seq[e] = s (the number is e's) and next < s (its turn has not come): waiting[s] =
+ *                 e, answered `waiting`. Its turn came meanwhile: `its-turn`, and the caller sends
+ *                 now. s is not e's number: `not-its-number`, nothing written.
+ *   advance(s, e) seq[e] = s and next = s: next = s + 1, waiting[s] removed, answered with the head
+ *                 after, whose waiting[next] the caller wakes. Otherwise nothing written (already
+ *                 advanced, by this caller's own earlier run or another copy; or not e's number):
+ *                 answered with the head as it is.
+ *
+ * A head owns its numbers: only the event a number was given to may wait or settle at it, so nothing
+ * a message says (a number it was not given, an event of another shipment under the same ID) can
+ * take another event's turn or its place in the waiting line.
  *
  * No lost wake-up: an event at s waits only while next < s, and next reaches s only by advance(s-1),
  * which answers with the head after it. The two writes on one head are serialised by the store: if
@@ -71,6 +77,9 @@ export interface ShipmentHead extends ShipmentHeadKey {
   readonly waiting: Readonly<Record<number, string>>;
 }
 
+/** What `wait` did: recorded the event as waiting, or nothing because its turn came, or because the number is not its. */
+export type WaitAnswer = 'waiting' | 'its-turn' | 'not-its-number';
+
 export interface Assignment {
   /** The event's position among its shipment's events for the endpoint (1, 2, 3, …). */
   readonly sequence: number;
@@ -89,20 +98,22 @@ export interface ShipmentHeads {
   assign(shipmentId: string, endpoint: string, eventId: string): Promise<Assignment>;
 
   /**
-   * Records the event at `sequence` as waiting for its turn, atomically with the check that its
-   * turn has not come (`next < sequence`): true when recorded. False, writing nothing, when its turn
-   * came meanwhile (or passed, or there is no head): the caller sends it now.
+   * Records the event at `sequence` as waiting for its turn, atomically with the checks that the
+   * number is the event's and its turn has not come (`next < sequence`): `waiting` when recorded.
+   * Writing nothing: `its-turn` when its turn came meanwhile (or passed): the caller sends it now;
+   * `not-its-number` when the event was not given `sequence` (or there is no head).
    */
-  wait(shipmentId: string, endpoint: string, sequence: number, eventId: string): Promise<boolean>;
+  wait(shipmentId: string, endpoint: string, sequence: number, eventId: string): Promise<WaitAnswer>;
 
   /**
-   * Settles `sequence`: from `next = sequence` only, next becomes sequence + 1 and its waiting
-   * entry goes. Answers with the head after; the caller wakes `waiting[next]` if there is one. When
-   * next is not `sequence` (already advanced: this is a retry or another copy's) nothing is written
-   * and the head is answered as it is, so a caller that crashed after settling and runs again wakes
-   * the same event. Undefined when there is no head.
+   * Settles `sequence` for `eventId`: only where the number is that event's and `next = sequence`,
+   * next becomes sequence + 1 and its waiting entry goes. Answers with the head after; the caller
+   * wakes `waiting[next]` if there is one. Otherwise (already advanced: this is a retry or another
+   * copy's; or not the event's number) nothing is written and the head is answered as it is, so a
+   * caller that crashed after settling and runs again wakes the same event. Undefined when there is
+   * no head.
    */
-  advance(shipmentId: string, endpoint: string, sequence: number): Promise<ShipmentHead | undefined>;
+  advance(shipmentId: string, endpoint: string, sequence: number, eventId: string): Promise<ShipmentHead | undefined>;
 
   /** The head as stored, read consistently; undefined when no event of the shipment was assigned one. */
   get(shipmentId: string, endpoint: string): Promise<ShipmentHead | undefined>;
@@ -199,7 +210,9 @@ export interface WaitContext {
 
 export const WAIT = {
   clauses: {
-    // Its turn has not come. A missing head has no `next`: the comparison fails, and the caller sends.
+    // The number is the event's: nobody waits in another's place. A missing head has no entry.
+    owns: { expression: '#seqEntry = :sequence', holds: (head, { sequence, eventId }) => head?.seq[eventId] === sequence },
+    // Its turn has not come.
     turn: { expression: '#next < :sequence', holds: (head, { sequence }) => head !== undefined && head.next < sequence },
   },
   update: 'SET #waitingEntry = :eventId',
@@ -210,10 +223,13 @@ export const WAIT = {
 
 export interface AdvanceContext {
   readonly sequence: number;
+  readonly eventId: string;
 }
 
 export const ADVANCE = {
   clauses: {
+    // The number is the settling event's: no other event, whatever number it names, moves the head.
+    owns: { expression: '#seqEntry = :sequence', holds: (head, { sequence, eventId }) => head?.seq[eventId] === sequence },
     // Only the event whose turn it is settles it: a second advance of the same sequence is refused.
     turn: { expression: '#next = :sequence', holds: (head, { sequence }) => head !== undefined && head.next === sequence },
   },

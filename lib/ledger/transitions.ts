@@ -269,7 +269,7 @@ function newRowFields(input: ClaimInput | ParkInput): Change[] {
     { op: 'init', field: 'maxAttempts', value: input.policy.maxAttempts },
     { op: 'init', field: 'history', value: [] },
     { op: 'init', field: 'createdAt', value: input.nowMs },
-    ...sequenceChanges(input.sequence),
+    ...sequenceChanges(input.sequence, input.event.event.shipmentId),
   ];
 }
 
@@ -296,13 +296,18 @@ export function unparkChanges(nowMs: number, listedSinceMs: number): Change[] {
 }
 
 /**
- * The shipment sequence of a row of an ordered endpoint (docs/contract.md §13), a new-row field like
+ * The shipment sequence of a row of an ordered endpoint (docs/contract.md §13) and its shipment, new-row fields like
  * the body: written where the row has none, never changed after. Nothing at all where there is none,
  * so a row of any other endpoint is written exactly as before (the DynamoDB shapes of these writes
  * are told apart by it: `dynamodb-expressions.ts`).
  */
-function sequenceChanges(sequence: number | undefined): Change[] {
-  return sequence === undefined ? [] : [{ op: 'init', field: 'sequence', value: sequence }];
+function sequenceChanges(sequence: number | undefined, shipmentId: string): Change[] {
+  if (sequence === undefined) return [];
+  // The shipment beside the number: which head gave it (lib/ordering.ts `holdsNumber`).
+  return [
+    { op: 'init', field: 'sequence', value: sequence },
+    { op: 'init', field: 'shipmentId', value: shipmentId },
+  ];
 }
 
 /** Dead from now, listed as dead from now, with no lease and no wait. */

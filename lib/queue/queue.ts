@@ -7,6 +7,7 @@
  */
 import type { DeadLetterReason } from '../deliver';
 import { MAX_WAIT_SECONDS } from '../policy';
+import type { ControlValues } from './seal';
 
 export interface DeadLetterInfo {
   readonly reason: DeadLetterReason;
@@ -21,7 +22,11 @@ export interface DeadLetterInfo {
   readonly ordering?: 'continued' | 'held';
 }
 
-/** The message attribute that makes a message one endpoint's delivery (absent: a producer's message, to route). */
+/**
+ * The message attribute that makes a message one endpoint's delivery (absent, or not sealed: a
+ * producer's message, to route). Every attribute below that steers a message is obeyed only under
+ * the message's seal (lib/queue/seal.ts CONTROL_ATTRIBUTES).
+ */
 export const ENDPOINT_ATTRIBUTE = 'endpoint';
 
 /**
@@ -40,7 +45,8 @@ export const RESERVED_RATE_ATTRIBUTE = 'notBeforeRate';
  * turn had come when it was sent (`"true"`). A turn once come stays until the event settles (the
  * head's `next` only grows, and only by its own settling), so such a delivery is sent without asking
  * the shipment's head again; one that says its number only asks to wait at that number. Set by
- * handoff on the messages it sends (fan-out, wake-up, put-back), never by producers.
+ * handoff on the messages it sends (fan-out, wake-up, put-back), and obeyed only under their seal
+ * (lib/queue/seal.ts), like every attribute here that steers.
  */
 export const SEQUENCE_ATTRIBUTE = 'sequence';
 export const IN_TURN_ATTRIBUTE = 'inTurn';
@@ -168,30 +174,42 @@ export function clampDelaySeconds(seconds: number): number {
 }
 
 /**
- * A record's reserved slot (RESERVED_SLOT_ATTRIBUTE) and the limit it was reserved at, when it
- * carries one and this is its first receive; undefined otherwise.
+ * The control values of a message handoff sends for one endpoint's delivery (lib/queue/seal.ts seals
+ * them): its endpoint, and where given its reserved slot (whole epoch ms, rounded up: never earlier
+ * than reserved) and the limit it was reserved at, and what an ordered delivery's admission found.
  */
-export function reservedSlotOf(record: {
-  readonly messageAttributes?: Readonly<Record<string, { readonly stringValue?: string | undefined } | undefined>>;
-  readonly attributes?: { readonly ApproximateReceiveCount?: string };
-}): { readonly slot: number; readonly perSecond?: number } | undefined {
-  const raw = record.messageAttributes?.[RESERVED_SLOT_ATTRIBUTE]?.stringValue;
-  if (raw === undefined) return undefined;
+export function controlOfMessage(message: Omit<EndpointMessage, 'body' | 'delaySeconds'>): ControlValues {
+  const { endpoint, notBefore, reservedRate, admission } = message;
+  const control: ControlValues = { [ENDPOINT_ATTRIBUTE]: endpoint };
+  if (notBefore !== undefined) {
+    control[RESERVED_SLOT_ATTRIBUTE] = String(Math.ceil(notBefore));
+    if (reservedRate !== undefined) control[RESERVED_RATE_ATTRIBUTE] = String(reservedRate);
+  }
+  if (admission !== undefined) {
+    control[SEQUENCE_ATTRIBUTE] = String(admission.sequence);
+    if (admission.inTurn) control[IN_TURN_ATTRIBUTE] = 'true';
+  }
+  return control;
+}
+
+/**
+ * A sealed message's reserved slot (RESERVED_SLOT_ATTRIBUTE) and the limit it was reserved at, when
+ * it carries one and this is its first receive; undefined otherwise.
+ */
+export function reservedSlotOf(control: ControlValues, receiveCount: number): { readonly slot: number; readonly perSecond?: number } | undefined {
+  const raw = control[RESERVED_SLOT_ATTRIBUTE];
+  if (raw === undefined || receiveCount > 1) return undefined;
   const slot = Number(raw);
   if (!Number.isFinite(slot) || slot <= 0) return undefined;
-  const receives = Number(record.attributes?.ApproximateReceiveCount ?? '1');
-  if (receives > 1) return undefined;
-  const perSecond = Number(record.messageAttributes?.[RESERVED_RATE_ATTRIBUTE]?.stringValue);
+  const perSecond = Number(control[RESERVED_RATE_ATTRIBUTE]);
   return Number.isFinite(perSecond) && perSecond > 0 ? { slot, perSecond } : { slot };
 }
 
-/** What a record's admission found (SEQUENCE_ATTRIBUTE), when it says; undefined otherwise. */
-export function admissionOf(record: {
-  readonly messageAttributes?: Readonly<Record<string, { readonly stringValue?: string | undefined } | undefined>>;
-}): Admission | undefined {
-  const sequence = Number(record.messageAttributes?.[SEQUENCE_ATTRIBUTE]?.stringValue);
+/** What a sealed message says its admission found (SEQUENCE_ATTRIBUTE), when it says; undefined otherwise. */
+export function admissionOf(control: ControlValues): Admission | undefined {
+  const sequence = Number(control[SEQUENCE_ATTRIBUTE]);
   if (!Number.isSafeInteger(sequence) || sequence < 1) return undefined;
-  return { sequence, inTurn: record.messageAttributes?.[IN_TURN_ATTRIBUTE]?.stringValue === 'true' };
+  return { sequence, inTurn: control[IN_TURN_ATTRIBUTE] === 'true' };
 }
 
 /** Whole seconds within what a received message's visibility timeout can still be set to. */

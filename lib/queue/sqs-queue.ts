@@ -9,17 +9,15 @@ import {
 import {
   clampDelaySeconds,
   clampVisibilitySeconds,
+  controlOfMessage,
   ENDPOINT_ATTRIBUTE,
-  IN_TURN_ATTRIBUTE,
   QueueUnavailableError,
-  RESERVED_RATE_ATTRIBUTE,
-  RESERVED_SLOT_ATTRIBUTE,
-  SEQUENCE_ATTRIBUTE,
   type DeadLetterInfo,
   type DeliveryQueue,
   type EndpointMessage,
   type EnqueueOptions,
 } from './queue';
+import { sealedAttributes, type MessageSeal } from './seal';
 /** SQS's most messages per SendMessageBatch. */
 const SEND_BATCH_SIZE = 10;
 
@@ -33,17 +31,25 @@ export interface SqsDeliveryQueueOptions {
   /** The delivery queue: where `retryAfter` applies and `enqueue` sends. */
   readonly queueUrl: string;
   readonly deadLetterQueueUrl: string;
+  /**
+   * Seals every endpoint message sent (lib/queue/seal.ts): without its seal the consumer would route
+   * it as a producer's. Or where to get it (`sealSource`), asked when a message needs it: a failure
+   * then fails that send.
+   */
+  readonly seal: MessageSeal | (() => Promise<MessageSeal>);
 }
 
 export class SqsDeliveryQueue implements DeliveryQueue {
   readonly #client: SQSClient;
   readonly #queueUrl: string;
   readonly #deadLetterQueueUrl: string;
+  readonly #seal: SqsDeliveryQueueOptions['seal'];
 
   constructor(options: SqsDeliveryQueueOptions) {
     this.#client = options.client;
     this.#queueUrl = options.queueUrl;
     this.#deadLetterQueueUrl = options.deadLetterQueueUrl;
+    this.#seal = options.seal;
   }
 
   async retryAfter(receiptHandle: string, seconds: number): Promise<void> {
@@ -78,12 +84,14 @@ export class SqsDeliveryQueue implements DeliveryQueue {
   }
 
   async enqueue(body: string, options: EnqueueOptions = {}): Promise<void> {
-    await this.#call('enqueue', () =>
+    await this.#call('enqueue', async () =>
       this.#client.send(
         new SendMessageCommand({
           QueueUrl: this.#queueUrl,
           MessageBody: body,
-          ...(options.endpoint !== undefined ? { MessageAttributes: endpointAttributes({ ...options, endpoint: options.endpoint }) } : {}),
+          ...(options.endpoint !== undefined
+            ? { MessageAttributes: sealedAttributes(await this.#sealer(), body, controlOfMessage({ ...options, endpoint: options.endpoint })) }
+            : {}),
           ...(options.delaySeconds ? { DelaySeconds: clampDelaySeconds(options.delaySeconds) } : {}),
         }),
       ),
@@ -91,6 +99,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
   }
 
   async fanOut(messages: readonly EndpointMessage[]): Promise<void> {
+    const seal = await this.#call('fan-out', () => this.#sealer());
     // SQS bills a batch as one request per 64 KiB of it: batching saves requests for small events only.
     const batches: EndpointMessage[][] = [];
     for (let i = 0; i < messages.length; i += SEND_BATCH_SIZE) batches.push(messages.slice(i, i + SEND_BATCH_SIZE));
@@ -103,7 +112,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
               Entries: batch.map((message, i) => ({
                 Id: String(i),
                 MessageBody: message.body,
-                MessageAttributes: endpointAttributes(message),
+                MessageAttributes: sealedAttributes(seal, message.body, controlOfMessage(message)),
                 ...(message.delaySeconds ? { DelaySeconds: clampDelaySeconds(message.delaySeconds) } : {}),
               })),
             }),
@@ -116,29 +125,16 @@ export class SqsDeliveryQueue implements DeliveryQueue {
     );
   }
 
-  async #call(operation: QueueUnavailableError['operation'], run: () => Promise<unknown>): Promise<void> {
+  #sealer(): Promise<MessageSeal> {
+    const seal = this.#seal;
+    return typeof seal === 'function' ? seal() : Promise.resolve(seal);
+  }
+
+  async #call<T>(operation: QueueUnavailableError['operation'], run: () => Promise<T>): Promise<T> {
     try {
-      await run();
+      return await run();
     } catch (error) {
       throw new QueueUnavailableError(operation, { cause: error });
     }
   }
-}
-
-/**
- * The endpoint's name, and where given the reserved slot (whole epoch ms, rounded up: never earlier
- * than reserved) and the limit it was reserved at, and what an ordered delivery's admission found.
- */
-function endpointAttributes(message: Omit<EndpointMessage, 'body'>): Record<string, MessageAttributeValue> {
-  const { endpoint, notBefore, reservedRate, admission } = message;
-  const attributes: Record<string, MessageAttributeValue> = { [ENDPOINT_ATTRIBUTE]: { DataType: 'String', StringValue: endpoint } };
-  if (notBefore !== undefined) {
-    attributes[RESERVED_SLOT_ATTRIBUTE] = { DataType: 'Number', StringValue: String(Math.ceil(notBefore)) };
-    if (reservedRate !== undefined) attributes[RESERVED_RATE_ATTRIBUTE] = { DataType: 'Number', StringValue: String(reservedRate) };
-  }
-  if (admission !== undefined) {
-    attributes[SEQUENCE_ATTRIBUTE] = { DataType: 'Number', StringValue: String(admission.sequence) };
-    if (admission.inTurn) attributes[IN_TURN_ATTRIBUTE] = { DataType: 'String', StringValue: 'true' };
-  }
-  return attributes;
 }

@@ -17,6 +17,7 @@ import {
   type RedriveQueue,
   type RedrivenMessage,
 } from './queue';
+import { CONTROL_ATTRIBUTES, SEAL_ATTRIBUTE, sealedAttributes, type ControlValues, type MessageSeal } from './seal';
 
 export interface SqsRedriveQueueOptions {
   /** Built with `useQueueUrlAsEndpoint: false`, as for SqsDeliveryQueue. */
@@ -33,11 +34,15 @@ export interface SqsRedriveQueueOptions {
   readonly waitSeconds?: number;
   /** Seconds a received message stays hidden while the run sends it on (default 60). */
   readonly visibilityTimeoutSeconds?: number;
+  /** Reads a message's seal and seals what is sent back (lib/queue/seal.ts). */
+  readonly seal: MessageSeal;
 }
 
 export interface SqsRedrivenMessage extends RedrivenMessage {
   readonly body: string;
   readonly attributes: Readonly<Record<string, MessageAttributeValue>>;
+  /** Its control values under a valid seal (none for a producer's message, whatever it carries). */
+  readonly control: ControlValues;
   readonly receiptHandle: string;
 }
 
@@ -60,7 +65,7 @@ export class SqsRedriveQueue implements RedriveQueue<SqsRedrivenMessage> {
           MessageAttributeNames: ['All'],
         }),
       );
-      return Messages.flatMap((message) => (message.ReceiptHandle !== undefined ? [redriven(message, message.ReceiptHandle)] : []));
+      return Messages.flatMap((message) => (message.ReceiptHandle !== undefined ? [redriven(message, message.ReceiptHandle, this.#options.seal)] : []));
     } catch (error) {
       throw new QueueUnavailableError('redrive-receive', { cause: error });
     }
@@ -68,10 +73,13 @@ export class SqsRedriveQueue implements RedriveQueue<SqsRedrivenMessage> {
 
   sendBack(messages: readonly SqsRedrivenMessage[]): Promise<void> {
     return this.#forward(this.#options.queueUrl, messages, (message) => {
-      // A reserved request slot was the first receive's (lib/queue/queue.ts): the message sent back
-      // is received a first time again, and must reserve anew.
-      const { [RESERVED_SLOT_ATTRIBUTE]: _slot, [RESERVED_RATE_ATTRIBUTE]: _rate, ...kept } = message.attributes;
-      return { ...kept, [RECOVERIES_ATTRIBUTE]: { DataType: 'Number', StringValue: String(message.recoveries + 1) } };
+      // The producer's own attributes go as they came; the control attributes are written anew from
+      // what the seal vouched for (a producer's forged ones are dropped), and sealed again. A reserved
+      // request slot was the first receive's (lib/queue/queue.ts): the message sent back is received a
+      // first time again, and must reserve anew.
+      const producers = Object.fromEntries(Object.entries(message.attributes).filter(([name]) => !isControl(name)));
+      const { [RESERVED_SLOT_ATTRIBUTE]: _slot, [RESERVED_RATE_ATTRIBUTE]: _rate, ...control } = message.control;
+      return { ...producers, ...sealedAttributes(this.#options.seal, message.body, { ...control, [RECOVERIES_ATTRIBUTE]: String(message.recoveries + 1) }) };
     });
   }
 
@@ -113,7 +121,12 @@ export class SqsRedriveQueue implements RedriveQueue<SqsRedrivenMessage> {
   }
 }
 
-function redriven(message: Message, receiptHandle: string): SqsRedrivenMessage {
+/** Whether handoff writes this attribute to steer its own messages (or to seal them). */
+function isControl(name: string): boolean {
+  return name === SEAL_ATTRIBUTE || (CONTROL_ATTRIBUTES as readonly string[]).includes(name);
+}
+
+function redriven(message: Message, receiptHandle: string, seal: MessageSeal): SqsRedrivenMessage {
   // As sent: a received value may also carry the (unused) list fields, which a send refuses.
   const attributes: Record<string, MessageAttributeValue> = {};
   for (const [name, value] of Object.entries(message.MessageAttributes ?? {})) {
@@ -123,12 +136,15 @@ function redriven(message: Message, receiptHandle: string): SqsRedrivenMessage {
       ...(value.BinaryValue !== undefined ? { BinaryValue: value.BinaryValue } : {}),
     };
   }
-  const recoveries = Number(attributes[RECOVERIES_ATTRIBUTE]?.StringValue ?? '0');
-  const endpoint = attributes[ENDPOINT_ATTRIBUTE]?.StringValue;
-  const eventId = eventIdOf(message.Body ?? '');
+  const body = message.Body ?? '';
+  const control = seal.controlOf(body, (name) => attributes[name]?.StringValue);
+  const recoveries = Number(control[RECOVERIES_ATTRIBUTE] ?? '0');
+  const endpoint = control[ENDPOINT_ATTRIBUTE];
+  const eventId = eventIdOf(body);
   return {
-    body: message.Body ?? '',
+    body,
     attributes,
+    control,
     receiptHandle,
     recoveries: Number.isSafeInteger(recoveries) && recoveries > 0 ? recoveries : 0,
     ...(endpoint !== undefined ? { endpoint } : {}),

@@ -27,6 +27,7 @@ import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../../lib/endpoints/registr
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
+import { MessageSeal } from '../../lib/queue/seal';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { registryRouting, singleEndpoint, staticRouting, type Routing, type SenderFactory } from '../../lib/routing';
 import { EndpointGuard, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
@@ -108,10 +109,13 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
     senders.push(sender);
     return sender;
   };
+  // The cost of sealing is an HMAC per message, no request: any key measures it.
+  const seal = new MessageSeal(MessageSeal.generateKey());
   const queue = new SqsDeliveryQueue({
     client: options.sqs,
     queueUrl: QUEUE_URLS.queue,
     deadLetterQueueUrl: QUEUE_URLS.deadLetterQueue,
+    seal,
   });
   const silent = () => {};
   const onDecision = options.onDecision;
@@ -175,6 +179,7 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
           ...(health !== undefined ? { health } : {}),
           ...(rateLimiter !== undefined ? { rateLimiter } : {}),
           queue,
+          seal,
           heads,
           logger,
           metrics,

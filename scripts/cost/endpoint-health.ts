@@ -25,7 +25,7 @@ import { releaseResuming, type ReleaseRun } from '../../lib/resume';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { emulatorDynamoDbClient, returnOldItemOnConditionFailure } from '../../test/helpers/dynalite';
-import { sqsRecord } from '../../test/helpers/sqs-records';
+import { sqsRecord, TEST_SEAL } from '../../test/helpers/sqs-records';
 import { handoffConsumer, QUEUE_URLS, SETTINGS, type Invoke } from './consumers';
 import { recordOfSent } from './fan-out';
 import type { DynamoDbUsage, MeteringProxy, TableUsage } from './metering-proxy';
@@ -400,7 +400,7 @@ function releaseDeps(options: HealthRunOptions, w: World, nowMs: () => number, l
   return {
     endpoints: registryEndpoints(documents, w.registryTable),
     ledger: new DynamoDbLedger({ client: documents, tableName: w.ledgerTable, now: nowMs }),
-    queue: new SqsDeliveryQueue({ client: options.meters.sqs.client, queueUrl: QUEUE_URLS.queue, deadLetterQueueUrl: QUEUE_URLS.deadLetterQueue }),
+    queue: new SqsDeliveryQueue({ client: options.meters.sqs.client, queueUrl: QUEUE_URLS.queue, deadLetterQueueUrl: QUEUE_URLS.deadLetterQueue, seal: TEST_SEAL }),
     store: new DynamoDbEndpointRegistry({ client: documents, tableName: w.registryTable }),
     now: nowMs,
     horizonMs: RELEASE_HORIZON_MS,

@@ -39,6 +39,7 @@ import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { DEFAULT_ENDPOINT, type DeliveryRecord, type DeliveryState } from '../../lib/ledger/ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { OPERATOR_MAX_CHARS } from '../../lib/replay';
+import { MessageSeal } from '../../lib/queue/seal';
 import { ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/sandbox';
 import { writeSandboxState } from '../../sandbox/state-file';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
@@ -764,6 +765,8 @@ describe('per delivery: an event routed to several endpoints', { timeout: 4 * CL
       AWS_ENDPOINT_URL_SQS: sandbox.ready.sqsEndpoint,
       AWS_ENDPOINT_URL_DYNAMODB: sandbox.ready.dynamodbEndpoint,
       AWS_ENDPOINT_URL_STS: sts.url,
+      // Names given, not the sandbox's state file: the seal key comes from the environment.
+      HANDOFF_SEAL_KEY: sandbox.ready.sealKey,
     };
   });
 
@@ -773,7 +776,7 @@ describe('per delivery: an event routed to several endpoints', { timeout: 4 * CL
 
   const onProbe = () => ['--queue-url', probe, '--table', sandbox.ready.ledgerTable];
 
-  /** Every message on the probe queue now: its event ID and its `endpoint` attribute. */
+  /** Every message on the probe queue now: its event ID and its `endpoint` attribute, where sealed with the sandbox's key. */
   async function drainProbe(): Promise<{ id: string; endpoint: string | undefined }[]> {
     const messages: { id: string; endpoint: string | undefined }[] = [];
     for (;;) {
@@ -781,7 +784,11 @@ describe('per delivery: an event routed to several endpoints', { timeout: 4 * CL
         new ReceiveMessageCommand({ QueueUrl: probe, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], VisibilityTimeout: 600 }),
       );
       if (Messages.length === 0) return messages.sort((a, b) => (`${a.id} ${a.endpoint}` < `${b.id} ${b.endpoint}` ? -1 : 1));
-      for (const m of Messages) messages.push({ id: (JSON.parse(m.Body ?? '{}') as { id: string }).id, endpoint: m.MessageAttributes?.endpoint?.StringValue });
+      const seal = new MessageSeal(sandbox.ready.sealKey);
+      for (const m of Messages) {
+        const control = seal.controlOf(m.Body ?? '', (name) => m.MessageAttributes?.[name]?.StringValue);
+        messages.push({ id: (JSON.parse(m.Body ?? '{}') as { id: string }).id, endpoint: control.endpoint });
+      }
     }
   }
 

@@ -29,6 +29,7 @@ import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { listenOnLoopback, type Listening } from '../helpers/loopback';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
+import { MessageSeal, sealedAttributes } from '../../lib/queue/seal';
 
 const SETTLE_MS = 45_000;
 
@@ -78,7 +79,8 @@ describe('Stuck-work recovery in the sandbox', () => {
       const redriveQueueUrl = sandbox.ready.redriveQueueUrl;
       if (redriveQueueUrl === undefined) throw new Error('the sandbox names no redrive queue');
       const key = { eventId: 'evt_stranded', endpoint: 'billing' };
-      const queue = new SqsDeliveryQueue({ client: clients.sqs, queueUrl: sandbox.ready.queueUrl, deadLetterQueueUrl: sandbox.ready.deadLetterQueueUrl });
+      const seal = new MessageSeal(sandbox.ready.sealKey);
+      const queue = new SqsDeliveryQueue({ client: clients.sqs, queueUrl: sandbox.ready.queueUrl, deadLetterQueueUrl: sandbox.ready.deadLetterQueueUrl, seal });
       const event = { id: key.eventId, shipmentId: 'shp_1', status: 'delivered', occurredAt: '2026-12-03T05:00:00Z' };
       await queue.enqueue(JSON.stringify(event), { endpoint: key.endpoint });
       await eventually('the first attempt to fail', async () => {
@@ -90,7 +92,7 @@ describe('Stuck-work recovery in the sandbox', () => {
         new SendMessageCommand({
           QueueUrl: redriveQueueUrl,
           MessageBody: JSON.stringify(event),
-          MessageAttributes: { endpoint: { DataType: 'String', StringValue: key.endpoint } },
+          MessageAttributes: sealedAttributes(seal, JSON.stringify(event), { endpoint: key.endpoint }),
         }),
       );
 
@@ -118,7 +120,7 @@ describe('Stuck-work recovery in the sandbox', () => {
     async () => {
       // Prepare: rejected (dead), then replayed in the ledger with no message sent.
       const key = { eventId: 'evt_replayed', endpoint: 'billing' };
-      const queue = new SqsDeliveryQueue({ client: clients.sqs, queueUrl: sandbox.ready.queueUrl, deadLetterQueueUrl: sandbox.ready.deadLetterQueueUrl });
+      const queue = new SqsDeliveryQueue({ client: clients.sqs, queueUrl: sandbox.ready.queueUrl, deadLetterQueueUrl: sandbox.ready.deadLetterQueueUrl, seal: new MessageSeal(sandbox.ready.sealKey) });
       const event = { id: key.eventId, shipmentId: 'shp_2', status: 'delivered', occurredAt: '2026-12-03T05:00:00Z' };
       await queue.enqueue(JSON.stringify(event), { endpoint: key.endpoint });
       await eventually('the delivery to die', async () => ((await clients.ledger.get(key))?.state === 'dead' ? true : undefined), { timeoutMs: SETTLE_MS, intervalMs: 50 });

@@ -21,6 +21,7 @@ import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { startEmulators, type Emulators } from '../../sandbox/emulators';
 import { startTestReceiver, type TestReceiver } from './receiver';
+import { TEST_SEAL_KEY } from './sqs-records';
 
 export const REGION = 'us-east-1';
 export const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -94,6 +95,7 @@ export async function startConsumerHarness(name: string): Promise<ConsumerHarnes
         HANDOFF_ALLOW_HTTP: 'true',
         HANDOFF_ALLOW_PRIVATE_CIDRS: '127.0.0.0/8',
         [RESOURCE_ENV.ledgerTable]: ledgerTable,
+        [RESOURCE_ENV.sealKey]: TEST_SEAL_KEY,
       };
       for (const [variable, value] of Object.entries({ ...base, ...env })) vi.stubEnv(variable, value);
       vi.resetModules();

@@ -34,7 +34,7 @@ import { retryPolicy } from '../../lib/policy';
 import type { DeliveryQueue } from '../../lib/queue/queue';
 import { singleEndpoint, staticRouting } from '../../lib/routing';
 import type { WebhookSender } from '../../lib/webhook/sender';
-import { sqsRecord } from './sqs-records';
+import { sqsRecord, TEST_SEAL } from './sqs-records';
 
 export interface LedgerUnderTest {
   readonly ledger: Ledger;
@@ -1717,6 +1717,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
             stateSince: T0,
             expiresAt: expiresAt(T0),
             sequence: 3,
+            shipmentId: 'shp_1001',
           };
           expect(admitted).toStrictEqual(expected);
           expect(await stored('evt_admit_new')).toStrictEqual(expected);
@@ -2058,6 +2059,7 @@ export async function deliverCopiesInOneBatch(ledger: Ledger, copies: number): P
       },
       // The one endpoint `default`, as the single-URL settings define it: each copy is delivered on its own message.
       routing: staticRouting([singleEndpoint({ url: 'https://receiver.example/hooks', policy: POLICY, attemptTimeoutMs: 10_000 })], () => sender),
+      seal: TEST_SEAL,
       queue,
       logger: createLogger({ service: 'handoff', write }),
       metrics: new MetricsRecorder({ service: 'handoff', write, now: () => T0 }),

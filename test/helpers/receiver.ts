@@ -40,6 +40,8 @@ export interface ReceivedRequest {
   readonly eventId: string | undefined;
   /** The scripted answer it drew. */
   readonly answer: ScriptedResponse;
+  /** Epoch ms its body was in. */
+  readonly receivedAtMs: number;
 }
 
 export interface TestReceiver {
@@ -94,7 +96,7 @@ export async function startTestReceiver(): Promise<TestReceiver> {
       const eventId = typeof header === 'string' ? header : undefined;
       const answer = nextAnswer(eventId);
       const body = Buffer.concat(chunks).toString('utf8');
-      requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, eventId, answer });
+      requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, eventId, answer, receivedAtMs: Date.now() });
       for (const waiter of waiters.filter((w) => requests.length >= w.count)) {
         waiters.splice(waiters.indexOf(waiter), 1);
         waiter.resolve();

@@ -104,7 +104,7 @@ export function shipmentHeadsContract(name: string, makeHeads: MakeShipmentHeads
 
       it('answers a late copy of a settled event with its old number, below next: it never takes a new one', async () => {
         await assignAll(['evt_1', 'evt_2']);
-        await heads.advance(SHIPMENT, ACME, 1);
+        await heads.advance(SHIPMENT, ACME, 1, 'evt_1');
 
         const late = await heads.assign(SHIPMENT, ACME, 'evt_1');
         const third = await heads.assign(SHIPMENT, ACME, 'evt_3');
@@ -115,7 +115,7 @@ export function shipmentHeadsContract(name: string, makeHeads: MakeShipmentHeads
 
       it('keeps the heads of different shipments and of different endpoints apart', async () => {
         await assignAll(['evt_1', 'evt_2']);
-        await heads.advance(SHIPMENT, ACME, 1);
+        await heads.advance(SHIPMENT, ACME, 1, 'evt_1');
 
         const otherShipment = await heads.assign('shp_2002', ACME, 'evt_1');
         const otherEndpoint = await heads.assign(SHIPMENT, 'billing', 'evt_2');
@@ -169,7 +169,7 @@ export function shipmentHeadsContract(name: string, makeHeads: MakeShipmentHeads
         await expect(heads.assign(SHIPMENT, ACME, '')).rejects.toThrow(new RangeError('eventId must be a non-empty string'));
         await expect(heads.assign(SHIPMENT, ACME, '#evt')).rejects.toThrow(new RangeError('eventId must not start with #, got #evt'));
         await expect(heads.wait(SHIPMENT, ACME, 0, 'evt_1')).rejects.toThrow(new RangeError('sequence must be a positive integer, got 0'));
-        await expect(heads.advance(SHIPMENT, ACME, 1.5)).rejects.toThrow(new RangeError('sequence must be a positive integer, got 1.5'));
+        await expect(heads.advance(SHIPMENT, ACME, 1.5, 'evt_1')).rejects.toThrow(new RangeError('sequence must be a positive integer, got 1.5'));
         expect(await heads.get(SHIPMENT, ACME)).toBeUndefined();
       });
     });
@@ -177,18 +177,18 @@ export function shipmentHeadsContract(name: string, makeHeads: MakeShipmentHeads
     describe('Method: wait', () => {
       it("is refused when it is the event's turn (next = its sequence), recording nothing", async () => {
         await assignAll(['evt_1', 'evt_2']);
-        await heads.advance(SHIPMENT, ACME, 1);
+        await heads.advance(SHIPMENT, ACME, 1, 'evt_1');
 
         const waited = await heads.wait(SHIPMENT, ACME, 2, 'evt_2');
 
-        expect(waited).toBe(false);
+        expect(waited).toBe('its-turn');
         expect((await heads.get(SHIPMENT, ACME))?.waiting).toStrictEqual({});
       });
 
       it('is refused for the first event, whose turn it is from the start', async () => {
         await assignAll(['evt_1']);
 
-        expect(await heads.wait(SHIPMENT, ACME, 1, 'evt_1')).toBe(false);
+        expect(await heads.wait(SHIPMENT, ACME, 1, 'evt_1')).toBe('its-turn');
       });
 
       it('records the event while an earlier one is unsettled; recording it again changes nothing', async () => {
@@ -198,18 +198,29 @@ export function shipmentHeadsContract(name: string, makeHeads: MakeShipmentHeads
         const again = await heads.wait(SHIPMENT, ACME, 3, 'evt_3');
         const second = await heads.wait(SHIPMENT, ACME, 2, 'evt_2');
 
-        expect([first, again, second]).toStrictEqual([true, true, true]);
+        expect([first, again, second]).toStrictEqual(['waiting', 'waiting', 'waiting']);
         expect(await heads.get(SHIPMENT, ACME)).toMatchObject({ next: 1, waiting: { 2: 'evt_2', 3: 'evt_3' } });
       });
 
       it('is refused when its turn has passed, or there is no head at all', async () => {
         await assignAll(['evt_1', 'evt_2']);
-        await heads.advance(SHIPMENT, ACME, 1);
-        await heads.advance(SHIPMENT, ACME, 2);
+        await heads.advance(SHIPMENT, ACME, 1, 'evt_1');
+        await heads.advance(SHIPMENT, ACME, 2, 'evt_2');
 
-        expect(await heads.wait(SHIPMENT, ACME, 1, 'evt_1')).toBe(false);
-        expect(await heads.wait('shp_unknown', ACME, 2, 'evt_x')).toBe(false);
+        expect(await heads.wait(SHIPMENT, ACME, 1, 'evt_1')).toBe('its-turn');
+        expect(await heads.wait('shp_unknown', ACME, 2, 'evt_x')).toBe('not-its-number');
         expect(await heads.get('shp_unknown', ACME)).toBeUndefined();
+      });
+
+      it("is refused at a number that is not the event's, recording nothing: nobody waits in another's place", async () => {
+        await assignAll(['evt_1', 'evt_2', 'evt_3']);
+        await heads.wait(SHIPMENT, ACME, 2, 'evt_2');
+
+        const forged = await heads.wait(SHIPMENT, ACME, 2, 'evt_3');
+        const unknown = await heads.wait(SHIPMENT, ACME, 3, 'evt_never_assigned');
+
+        expect([forged, unknown]).toStrictEqual(['not-its-number', 'not-its-number']);
+        expect((await heads.get(SHIPMENT, ACME))?.waiting).toStrictEqual({ 2: 'evt_2' });
       });
     });
 
@@ -219,9 +230,9 @@ export function shipmentHeadsContract(name: string, makeHeads: MakeShipmentHeads
         await heads.wait(SHIPMENT, ACME, 2, 'evt_2');
         await heads.wait(SHIPMENT, ACME, 3, 'evt_3');
 
-        const notYet = await heads.advance(SHIPMENT, ACME, 2);
-        const first = await heads.advance(SHIPMENT, ACME, 1);
-        const second = await heads.advance(SHIPMENT, ACME, 2);
+        const notYet = await heads.advance(SHIPMENT, ACME, 2, 'evt_2');
+        const first = await heads.advance(SHIPMENT, ACME, 1, 'evt_1');
+        const second = await heads.advance(SHIPMENT, ACME, 2, 'evt_2');
 
         expect(notYet).toMatchObject({ next: 1, waiting: { 2: 'evt_2', 3: 'evt_3' } });
         expect(first).toStrictEqual({
@@ -239,9 +250,9 @@ export function shipmentHeadsContract(name: string, makeHeads: MakeShipmentHeads
       it('writes nothing when done again and answers the head as it is, so a rerun wakes the same event', async () => {
         await assignAll(['evt_1', 'evt_2']);
         await heads.wait(SHIPMENT, ACME, 2, 'evt_2');
-        const after = await heads.advance(SHIPMENT, ACME, 1);
+        const after = await heads.advance(SHIPMENT, ACME, 1, 'evt_1');
 
-        const again = await heads.advance(SHIPMENT, ACME, 1);
+        const again = await heads.advance(SHIPMENT, ACME, 1, 'evt_1');
 
         expect(again).toStrictEqual(after);
         expect(again?.waiting[again.next]).toBe('evt_2');
@@ -251,21 +262,33 @@ export function shipmentHeadsContract(name: string, makeHeads: MakeShipmentHeads
       it('lets one of 10 concurrent advances of a sequence move next, by one', async () => {
         await assignAll(['evt_1', 'evt_2', 'evt_3']);
 
-        const answers = await Promise.all(Array.from({ length: 10 }, () => heads.advance(SHIPMENT, ACME, 1)));
+        const answers = await Promise.all(Array.from({ length: 10 }, () => heads.advance(SHIPMENT, ACME, 1, 'evt_1')));
 
         for (const answer of answers) expect(answer?.next).toBe(2);
         expect((await heads.get(SHIPMENT, ACME))?.next).toBe(2);
       });
 
+      it("moves nothing for an event that does not hold the number, whatever number it names", async () => {
+        await assignAll(['evt_1', 'evt_2']);
+        await heads.wait(SHIPMENT, ACME, 2, 'evt_2');
+
+        const byOther = await heads.advance(SHIPMENT, ACME, 1, 'evt_2');
+        const byUnknown = await heads.advance(SHIPMENT, ACME, 1, 'evt_never_assigned');
+
+        expect(byOther).toMatchObject({ next: 1, waiting: { 2: 'evt_2' } });
+        expect(byUnknown).toMatchObject({ next: 1, waiting: { 2: 'evt_2' } });
+        expect((await heads.get(SHIPMENT, ACME))?.next).toBe(1);
+      });
+
       it('answers undefined where there is no head', async () => {
-        expect(await heads.advance('shp_unknown', ACME, 1)).toBeUndefined();
+        expect(await heads.advance('shp_unknown', ACME, 1, 'evt_1')).toBeUndefined();
         expect(await heads.get('shp_unknown', ACME)).toBeUndefined();
       });
 
       it('reaches assigned + 1 once every event is settled, and numbers the next event after them', async () => {
         await assignAll(['evt_1', 'evt_2']);
-        await heads.advance(SHIPMENT, ACME, 1);
-        const done = await heads.advance(SHIPMENT, ACME, 2);
+        await heads.advance(SHIPMENT, ACME, 1, 'evt_1');
+        const done = await heads.advance(SHIPMENT, ACME, 2, 'evt_2');
 
         const later = await heads.assign(SHIPMENT, ACME, 'evt_3');
 
@@ -279,8 +302,8 @@ export function shipmentHeadsContract(name: string, makeHeads: MakeShipmentHeads
       async function race(shipmentId: string, order: 'wait first' | 'advance first' | 'at once') {
         await heads.assign(shipmentId, ACME, 'evt_1');
         const { sequence } = await heads.assign(shipmentId, ACME, 'evt_2');
-        const wait = () => heads.wait(shipmentId, ACME, sequence, 'evt_2');
-        const advance = () => heads.advance(shipmentId, ACME, 1);
+        const wait = async () => (await heads.wait(shipmentId, ACME, sequence, 'evt_2')) === 'waiting';
+        const advance = () => heads.advance(shipmentId, ACME, 1, 'evt_1');
         if (order === 'wait first') {
           const waited = await wait();
           return { waited, head: await advance() };

@@ -4,6 +4,11 @@
  */
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
+import { MessageSeal, sealedAttributes, type ControlValues } from '../../lib/queue/seal';
+
+/** The seal key of tests that run the consumer outside the sandbox (the harness's cold start sets it). */
+export const TEST_SEAL_KEY = Buffer.alloc(32, 7).toString('base64');
+export const TEST_SEAL = new MessageSeal(TEST_SEAL_KEY);
 
 /** The ARN Lambda would put on records from this queue URL (`…/<account>/<name>`). */
 export function queueArnFromUrl(queueUrl: string, region = 'us-east-1'): string {
@@ -61,6 +66,20 @@ export function sqsRecord(body: string, overrides: Partial<SQSRecord> = {}): SQS
     awsRegion: 'us-east-1',
     ...overrides,
   };
+}
+
+/** A made-up record of handoff's own: its control attributes under a valid seal (lib/queue/seal.ts). */
+export function sealedRecord(body: string, control: ControlValues, overrides: Partial<SQSRecord> = {}, seal: MessageSeal = TEST_SEAL): SQSRecord {
+  return sqsRecord(body, { ...overrides, messageAttributes: lambdaAttributes(sealedAttributes(seal, body, control)) });
+}
+
+/** A made-up record carrying control attributes without a seal, as any producer can send them. */
+export function forgedRecord(body: string, control: ControlValues, overrides: Partial<SQSRecord> = {}): SQSRecord {
+  const attributes: SQSMessageAttributes = {};
+  for (const [name, value] of Object.entries(control)) {
+    attributes[name] = { dataType: 'String', stringValue: value, stringListValues: [], binaryListValues: [] };
+  }
+  return sqsRecord(body, { ...overrides, messageAttributes: attributes });
 }
 
 export function sqsEvent(records: readonly SQSRecord[]): SQSEvent {

@@ -122,8 +122,8 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
       await heads.assign(SHIPMENT, ACME, 'evt_1');
       await heads.assign(SHIPMENT, ACME, 'evt_2');
       await heads.wait(SHIPMENT, ACME, 2, 'evt_2');
-      await heads.advance(SHIPMENT, ACME, 1);
-      await heads.advance(SHIPMENT, ACME, 2);
+      await heads.advance(SHIPMENT, ACME, 1, 'evt_1');
+      await heads.advance(SHIPMENT, ACME, 2, 'evt_2');
 
       expect(await storedItem(`#${SHIPMENT}`, ACME)).toStrictEqual({
         eventId: { S: '#shp_1001' },
@@ -165,19 +165,26 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
       expect(counter.counts()).toStrictEqual({ UpdateItem: 1, GetItem: 1 });
     });
 
-    it('waits in one UpdateItem, and reads nothing when refused, even on dynalite', async () => {
+    it('waits in one UpdateItem; refused, it tells why from the head that comes with the refusal on AWS (dynalite: one consistent read more)', async () => {
       await heads.assign(SHIPMENT, ACME, 'evt_1');
       await heads.assign(SHIPMENT, ACME, 'evt_2');
       counter.reset();
+      const aws = awsLikeHeads();
 
       const recorded = await heads.wait(SHIPMENT, ACME, 2, 'evt_2');
       const recordedCounts = counter.counts();
       counter.reset();
       const refused = await heads.wait(SHIPMENT, ACME, 1, 'evt_1');
+      const refusedCounts = counter.counts();
+      const awsRefused = await aws.heads.wait(SHIPMENT, ACME, 1, 'evt_1');
+      const awsForged = await aws.heads.wait(SHIPMENT, ACME, 2, 'evt_1');
+      const awsCounts = aws.counter.counts();
+      aws.close();
 
-      expect([recorded, refused]).toStrictEqual([true, false]);
+      expect([recorded, refused, awsRefused, awsForged]).toStrictEqual(['waiting', 'its-turn', 'its-turn', 'not-its-number']);
       expect(recordedCounts).toStrictEqual({ UpdateItem: 1 });
-      expect(counter.counts()).toStrictEqual({ UpdateItem: 1 });
+      expect(refusedCounts).toStrictEqual({ UpdateItem: 1, GetItem: 1 });
+      expect(awsCounts).toStrictEqual({ UpdateItem: 2 });
     });
 
     it('advances in one UpdateItem; a second advance is one refused UpdateItem on AWS, with the head', async () => {
@@ -186,9 +193,9 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
       counter.reset();
       const aws = awsLikeHeads();
 
-      const after = await heads.advance(SHIPMENT, ACME, 1);
+      const after = await heads.advance(SHIPMENT, ACME, 1, 'evt_1');
       const advanceCounts = counter.counts();
-      const again = await aws.heads.advance(SHIPMENT, ACME, 1);
+      const again = await aws.heads.advance(SHIPMENT, ACME, 1, 'evt_1');
       const awsCounts = aws.counter.counts();
       aws.close();
 
@@ -281,7 +288,7 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
       const errors = [
         await rejectionOf(missing.assign(SHIPMENT, ACME, 'evt_1'), LedgerUnavailableError),
         await rejectionOf(missing.wait(SHIPMENT, ACME, 2, 'evt_2'), LedgerUnavailableError),
-        await rejectionOf(missing.advance(SHIPMENT, ACME, 1), LedgerUnavailableError),
+        await rejectionOf(missing.advance(SHIPMENT, ACME, 1, 'evt_1'), LedgerUnavailableError),
         await rejectionOf(missing.get(SHIPMENT, ACME), LedgerUnavailableError),
       ];
 
@@ -308,7 +315,7 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
       };
     }
 
-    it('writes a row without a sequence with exactly the attributes it had before; with one, `sq` alone more', async () => {
+    it('writes a row without a sequence with exactly the attributes it had before; with one, `sq` and its shipment `sh` alone more', async () => {
       const ledger = new DynamoDbLedger({ client, tableName, now: () => T0 });
       // Alternating, so a write of each shape (compiled once per process) follows one of the other.
       await ledger.claim(claimInput('evt_with_a', 7));
@@ -321,10 +328,12 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
 
       const before = ['c', 'ct', 'endpoint', 'eventId', 'h', 'hi', 'le', 'lo', 'm', 'n', 'na', 'p', 'rs', 's', 't', 'x'];
       for (const item of without) expect(Object.keys(item).sort()).toStrictEqual(before);
-      for (const item of withSequence) expect(Object.keys(item).sort()).toStrictEqual([...before, 'sq'].sort());
+      for (const item of withSequence) expect(Object.keys(item).sort()).toStrictEqual([...before, 'sh', 'sq'].sort());
       expect(withSequence.map((item) => item.sq)).toStrictEqual([{ N: '7' }, { N: '8' }]);
-      // Same ID lengths and token lengths: the sequence adds its name (2 bytes) and its number (2) alone.
-      expect(itemSizeBytes(withSequence[0] ?? {}) - itemSizeBytes(without[0] ?? {})).toBe(4);
+      expect(withSequence.map((item) => item.sh)).toStrictEqual([{ S: 'shp_1001' }, { S: 'shp_1001' }]);
+      // Same ID lengths and token lengths: the sequence adds its name (2 bytes) and its number (2), the
+      // shipment its name (2) and the shipment ID (8).
+      expect(itemSizeBytes(withSequence[0] ?? {}) - itemSizeBytes(without[0] ?? {})).toBe(14);
     });
 
     it('writes a row parked with a sequence with `sq`, and one parked without with none', async () => {

@@ -38,7 +38,7 @@ import { ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/sandbox';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import type { TestReceiver } from '../helpers/receiver';
-import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
+import { queueArnFromUrl, recordFromMessage, sqsEvent, TEST_SEAL } from '../helpers/sqs-records';
 
 const QUEUE_VISIBILITY_SECONDS = 30;
 const ENDPOINT = 'carrier-acme';
@@ -463,7 +463,7 @@ describe('Handler: consumer, an endpoint ordered per shipment', () => {
     expect(await receiveNow(started.queueUrl)).toEqual([]);
 
     // Act: an operator replays e1 (lib/replay.ts, as `handoff replay` does); delivered, it passes the turn.
-    const queue = new SqsDeliveryQueue({ client: sqs, queueUrl: started.queueUrl, deadLetterQueueUrl: started.deadLetterQueueUrl });
+    const queue = new SqsDeliveryQueue({ client: sqs, queueUrl: started.queueUrl, deadLetterQueueUrl: started.deadLetterQueueUrl, seal: TEST_SEAL });
     await replayEvent(e1, { operator: 'ops@example.com', reason: 'receiver fixed' }, Date.now(), { ledger, queue });
     await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));
     await invoke(started.handler, started.queueUrl, await harness.receive(started.queueUrl, 1));

@@ -23,7 +23,7 @@ import { releaseResuming } from '../../lib/resume';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
-import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
+import { queueArnFromUrl, recordFromMessage, sqsEvent, TEST_SEAL } from '../helpers/sqs-records';
 
 const QUEUE_VISIBILITY_SECONDS = 30;
 
@@ -116,7 +116,7 @@ async function releaseRun(started: Started, horizonMs: number) {
   const endpoints = await registryEndpoints(DynamoDBDocumentClient.from(dynamodb), started.tableName)();
   return releaseResuming(endpoints, {
     ledger,
-    queue: new SqsDeliveryQueue({ client: sqs, queueUrl: started.queueUrl, deadLetterQueueUrl: started.deadLetterQueueUrl }),
+    queue: new SqsDeliveryQueue({ client: sqs, queueUrl: started.queueUrl, deadLetterQueueUrl: started.deadLetterQueueUrl, seal: TEST_SEAL }),
     store: started.registry,
     now: Date.now,
     horizonMs,

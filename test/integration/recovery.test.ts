@@ -23,10 +23,11 @@ import { createLogger, SERVICE_NAME } from '../../lib/observability';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { SqsRedriveQueue } from '../../lib/queue/sqs-redrive-queue';
+import { sealedAttributes } from '../../lib/queue/seal';
 import { MAX_RECOVERIES, RECOVERY_ENV, recoverStuck, registryEndpoints, sendBackRedriven } from '../../lib/recovery';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler, type Queues } from '../helpers/consumer-harness';
-import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
+import { queueArnFromUrl, recordFromMessage, sqsEvent, TEST_SEAL } from '../helpers/sqs-records';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const QUEUE_VISIBILITY_SECONDS = 30;
@@ -131,6 +132,7 @@ function redriveQueue(queues: Queues, options: { queueUrl?: string; visibilityTi
     redriveQueueUrl: queues.redriveQueueUrl,
     queueUrl: options.queueUrl ?? queues.queueUrl,
     deadLetterQueueUrl: queues.deadLetterQueueUrl,
+    seal: TEST_SEAL,
     ...(options.visibilityTimeoutSeconds !== undefined ? { visibilityTimeoutSeconds: options.visibilityTimeoutSeconds } : {}),
   });
 }
@@ -142,7 +144,7 @@ function sendBack(queues: Queues, lines: string[] = [], options?: Parameters<typ
 function recovery(queues: Queues, lines: string[] = [], now = () => Date.now() + AHEAD_MS) {
   return recoverStuck({
     ledger: harness.ledger,
-    queue: new SqsDeliveryQueue({ client: sqs, queueUrl: queues.queueUrl, deadLetterQueueUrl: queues.deadLetterQueueUrl }),
+    queue: new SqsDeliveryQueue({ client: sqs, queueUrl: queues.queueUrl, deadLetterQueueUrl: queues.deadLetterQueueUrl, seal: TEST_SEAL }),
     now,
     graceMs: GRACE_MS,
     limit: 1000,
@@ -249,7 +251,7 @@ describe('Function: sendBackRedriven, on the emulators with the real consumer', 
     const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS, { maxReceiveCount: 1 });
     const handler = await coldStart(queues, 0);
     harness.receiver.respondTo('evt_redriven', 503);
-    await new SqsDeliveryQueue({ client: sqs, ...queues }).enqueue(eventBody('evt_redriven'), { endpoint: 'default' });
+    await new SqsDeliveryQueue({ client: sqs, ...queues, seal: TEST_SEAL }).enqueue(eventBody('evt_redriven'), { endpoint: 'default' });
     const first = await invoke(handler, queues.queueUrl, await harness.receive(queues.queueUrl, 1));
     expect(first.batchItemFailures).toHaveLength(1);
     await untilRedriven(queues, 1);
@@ -300,10 +302,7 @@ describe('Function: sendBackRedriven, on the emulators with the real consumer', 
       new SendMessageCommand({
         QueueUrl: queues.redriveQueueUrl,
         MessageBody: eventBody('evt_poison'),
-        MessageAttributes: {
-          endpoint: { DataType: 'String', StringValue: 'default' },
-          recoveries: { DataType: 'Number', StringValue: String(MAX_RECOVERIES) },
-        },
+        MessageAttributes: sealedAttributes(TEST_SEAL, eventBody('evt_poison'), { endpoint: 'default', recoveries: String(MAX_RECOVERIES) }),
       }),
     );
 
@@ -334,11 +333,7 @@ describe('Function: sendBackRedriven, on the emulators with the real consumer', 
         new SendMessageCommand({
           QueueUrl: queues.redriveQueueUrl,
           MessageBody: eventBody(id),
-          MessageAttributes: {
-            endpoint: { DataType: 'String', StringValue: 'default' },
-            notBefore: { DataType: 'Number', StringValue: '1800000000000' },
-            notBeforeRate: { DataType: 'Number', StringValue: '5' },
-          },
+          MessageAttributes: sealedAttributes(TEST_SEAL, eventBody(id), { endpoint: 'default', notBefore: '1800000000000', notBeforeRate: '5' }),
         }),
       );
     }
@@ -350,7 +345,7 @@ describe('Function: sendBackRedriven, on the emulators with the real consumer', 
     const messages = await harness.receive(queues.queueUrl, 15);
     expect(runs[0].sentBack + runs[1].sentBack).toBe(15);
     expect(messages.map((m) => (JSON.parse(m.Body!) as { id: string }).id).sort()).toEqual(ids);
-    expect(messages.map((m) => Object.keys(m.MessageAttributes ?? {}).sort())).toEqual(ids.map(() => ['endpoint', 'recoveries']));
+    expect(messages.map((m) => Object.keys(m.MessageAttributes ?? {}).sort())).toEqual(ids.map(() => ['endpoint', 'recoveries', 'seal']));
     const { Attributes } = await sqs.send(
       new GetQueueAttributesCommand({ QueueUrl: queues.redriveQueueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
     );
@@ -428,7 +423,7 @@ describe('Function: registryEndpoints', () => {
     const lines: string[] = [];
     const run = await recoverStuck({
       ledger: harness.ledger,
-      queue: new SqsDeliveryQueue({ client: sqs, queueUrl: queues.queueUrl, deadLetterQueueUrl: queues.deadLetterQueueUrl }),
+      queue: new SqsDeliveryQueue({ client: sqs, queueUrl: queues.queueUrl, deadLetterQueueUrl: queues.deadLetterQueueUrl, seal: TEST_SEAL }),
       now: () => Date.now() + AHEAD_MS,
       graceMs: GRACE_MS,
       limit: 1000,

@@ -23,6 +23,7 @@ import { registryEndpoints } from '../../lib/recovery';
 import { DEFAULT_RESUME_RATE, releaseParked, releaseResuming, type ReleaseDeps, type Resume } from '../../lib/resume';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Queues } from '../helpers/consumer-harness';
+import { TEST_SEAL } from '../helpers/sqs-records';
 
 const RETENTION_SECONDS = 86_400;
 /** How long after `enable` a release may end (lib/resume.ts SETTLE_MS: twice the consumers' registry cache). */
@@ -92,7 +93,7 @@ interface Sent {
 
 /** The real queue, noting each send in the order made. */
 function recordingQueue(queues: Queues): { queue: Pick<DeliveryQueue, 'enqueue'>; sent: Sent[] } {
-  const real = new SqsDeliveryQueue({ client: sqs, queueUrl: queues.queueUrl, deadLetterQueueUrl: queues.deadLetterQueueUrl });
+  const real = new SqsDeliveryQueue({ client: sqs, queueUrl: queues.queueUrl, deadLetterQueueUrl: queues.deadLetterQueueUrl, seal: TEST_SEAL });
   const sent: Sent[] = [];
   return {
     sent,

@@ -18,7 +18,8 @@ import { MemoryShipmentHeads } from '../../lib/ledger/memory-shipment-heads';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { singleEndpoint, staticRouting } from '../../lib/routing';
 import { deliverCopiesInOneBatch, T0 } from '../helpers/ledger-contract';
-import { sqsRecord } from '../helpers/sqs-records';
+import { sealedRecord, sqsRecord, TEST_SEAL } from '../helpers/sqs-records';
+import type { ControlValues } from '../../lib/queue/seal';
 
 const NOW_MS = Date.parse('2026-12-02T10:00:00Z');
 
@@ -54,8 +55,8 @@ const endpoint = (name: string, fields: Partial<Endpoint> = {}): Endpoint => ({
 });
 
 /** A message for one endpoint (the scripted tests' records: they are not routed, so their bodies need not be events). */
-const forEndpoint = (body: string, name = 'default', overrides: Partial<SQSRecord> = {}): SQSRecord =>
-  sqsRecord(body, { ...overrides, messageAttributes: { endpoint: { dataType: 'String', stringValue: name, stringListValues: [], binaryListValues: [] } } });
+const forEndpoint = (body: string, name = 'default', overrides: Partial<SQSRecord> = {}, control: ControlValues = {}): SQSRecord =>
+  sealedRecord(body, { endpoint: name, ...control }, overrides);
 
 /** Scripts `deliver`: each body names the result it gets. */
 function scripted(results: Record<string, DeliveryResult | Error>) {
@@ -76,6 +77,7 @@ function setup(results: Record<string, DeliveryResult | Error>, concurrency = 10
     delivery: { now: () => NOW_MS, payloadLimitBytes: 65_536 } as BatchDeps['delivery'],
     routing: staticRouting(endpoints, () => ({ send: () => Promise.reject(new Error('scripted: no sends')) })),
     queue,
+    seal: TEST_SEAL,
     logger: createLogger({ service: 'handoff', write }),
     metrics,
     concurrency,
@@ -747,16 +749,11 @@ describe('Function: processBatch rate limit', () => {
     };
     return { deps: deps2, limiter, queue, lines, metrics, sleeps, delivered };
   }
-  const to = (id: string, name: string, overrides: Partial<SQSRecord> = {}) => {
-    const record = forEndpoint(eventRecord(id, 'delivered').body, name, overrides);
-    return { ...record, messageAttributes: { ...record.messageAttributes, ...overrides.messageAttributes } };
-  };
-  const carrying = (slot: number, receives = '1', perSecond = 5): Partial<SQSRecord> => ({
-    attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: receives },
-    messageAttributes: {
-      notBefore: { dataType: 'Number', stringValue: String(slot), stringListValues: [], binaryListValues: [] },
-      notBeforeRate: { dataType: 'Number', stringValue: String(perSecond), stringListValues: [], binaryListValues: [] },
-    },
+  const to = (id: string, name: string, carried?: { overrides: Partial<SQSRecord>; control: ControlValues }) =>
+    forEndpoint(eventRecord(id, 'delivered').body, name, carried?.overrides, carried?.control);
+  const carrying = (slot: number, receives = '1', perSecond = 5) => ({
+    overrides: { attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: receives } },
+    control: { notBefore: String(slot), notBeforeRate: String(perSecond) },
   });
   const acme = endpoint('acme', { rateLimitPerSecond: 5 });
   const zephyr = endpoint('zephyr');

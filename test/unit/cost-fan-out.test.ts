@@ -12,6 +12,7 @@ import { QUEUE_URLS } from '../../scripts/cost/consumers';
 import { median, perDelivery, recordOfSent, runRound, type FanOutMetered, type FanOutRun, type RoundResult } from '../../scripts/cost/fan-out';
 import { DynamoDbUsage } from '../../scripts/cost/metering-proxy';
 import { startSqsMeter, SqsUsage } from '../../scripts/cost/sqs-meter';
+import { TEST_SEAL } from '../helpers/sqs-records';
 
 const OPTIONS = { rounds: 1, batchSize: 10, eventBytes: 300 };
 
@@ -21,7 +22,7 @@ const OPTIONS = { rounds: 1, batchSize: 10, eventBytes: 300 };
  * per-endpoint record (or a producer's, with one endpoint) delivered to that endpoint's receiver.
  */
 function fakeConsumer(meter: ReturnType<typeof startSqsMeter>, fanOutTo: number, sendPerRecord = fanOutTo) {
-  const queue = new SqsDeliveryQueue({ client: meter.client, queueUrl: QUEUE_URLS.queue, deadLetterQueueUrl: QUEUE_URLS.deadLetterQueue });
+  const queue = new SqsDeliveryQueue({ client: meter.client, queueUrl: QUEUE_URLS.queue, deadLetterQueueUrl: QUEUE_URLS.deadLetterQueue, seal: TEST_SEAL });
   const receivers = Array.from({ length: fanOutTo }, () => ({ requests: [] as unknown[] }));
   const invoke = async (records: readonly SQSRecord[]): Promise<SQSBatchResponse> => {
     const producers = records.filter((r) => r.messageAttributes[ENDPOINT_ATTRIBUTE] === undefined);

@@ -62,7 +62,7 @@ describe('Function: takeTurn', () => {
     await takeTurn(shipmentEvent('evt_1'), ENDPOINT, deps);
     await takeTurn(shipmentEvent('evt_2'), ENDPOINT, deps);
 
-    await passTurn('shp_1', ENDPOINT.name, 1, deps);
+    await passTurn('shp_1', ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, deps);
     const again = await takeTurn(shipmentEvent('evt_2'), ENDPOINT, deps);
 
     expect(again).toEqual({ kind: 'go', sequence: 2 });
@@ -95,7 +95,7 @@ describe('Function: takeTurn, told what its admission found', () => {
     const { deps } = setup();
     await takeTurn(shipmentEvent('evt_1'), ENDPOINT, deps);
     const admission = admissionFrom(await deps.heads.assign('shp_1', ENDPOINT.name, 'evt_2'));
-    await passTurn('shp_1', ENDPOINT.name, 1, deps);
+    await passTurn('shp_1', ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, deps);
 
     const turn = await takeTurn(shipmentEvent('evt_2'), ENDPOINT, deps, admission);
 
@@ -137,8 +137,8 @@ describe('Function: passTurn', () => {
     await takeTurn(shipmentEvent('evt_2'), ENDPOINT, deps);
     await takeTurn(shipmentEvent('evt_3'), ENDPOINT, deps);
 
-    const woken = await passTurn('shp_1', ENDPOINT.name, 1, deps);
-    const repeated = await passTurn('shp_1', ENDPOINT.name, 1, deps);
+    const woken = await passTurn('shp_1', ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, deps);
+    const repeated = await passTurn('shp_1', ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, deps);
 
     expect(woken).toBe('evt_2');
     expect(repeated).toBe('evt_2');
@@ -152,7 +152,7 @@ describe('Function: passTurn', () => {
     const { deps, sent } = setup();
     await takeTurn(shipmentEvent('evt_1'), ENDPOINT, deps);
 
-    expect(await passTurn('shp_1', ENDPOINT.name, 1, deps)).toBeUndefined();
+    expect(await passTurn('shp_1', ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, deps)).toBeUndefined();
     expect(await takeTurn(shipmentEvent('evt_2'), ENDPOINT, deps)).toEqual({ kind: 'go', sequence: 2 });
     expect(sent).toEqual([]);
   });
@@ -169,7 +169,7 @@ describe('Function: passTurn', () => {
     clock = T0 + 86_400_000 + 30_000;
 
     // Act
-    const woken = await passTurn('shp_1', ENDPOINT.name, 1, withLedger);
+    const woken = await passTurn('shp_1', ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, withLedger);
 
     // Assess: evt_2 (gone) skipped, evt_3 (still kept) woken, the head at its turn.
     expect(await ledger.get({ eventId: 'evt_2', endpoint: ENDPOINT.name })).toBeUndefined();
@@ -181,10 +181,10 @@ describe('Function: passTurn', () => {
   it('does not pass a turn twice from an old sequence once later ones have moved it on', async () => {
     const { deps, sent } = setup();
     for (const id of ['evt_1', 'evt_2', 'evt_3']) await takeTurn(shipmentEvent(id), ENDPOINT, deps);
-    await passTurn('shp_1', ENDPOINT.name, 1, deps);
-    await passTurn('shp_1', ENDPOINT.name, 2, deps);
+    await passTurn('shp_1', ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, deps);
+    await passTurn('shp_1', ENDPOINT.name, { sequence: 2, eventId: 'evt_2' }, deps);
 
-    const late = await passTurn('shp_1', ENDPOINT.name, 1, deps);
+    const late = await passTurn('shp_1', ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, deps);
 
     expect(late).toBeUndefined();
     expect(sent.map((s) => s.eventId)).toEqual(['evt_2', 'evt_3']);

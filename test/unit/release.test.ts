@@ -239,7 +239,7 @@ describe('Function: releaseDelivery', () => {
   it("refuses a dead event whose turn was passed on already (onDead continue), writing nothing", async () => {
     const s = setup();
     await dies('evt_1', s);
-    await passTurn(SHIPMENT, ENDPOINT.name, 1, s.deps);
+    await passTurn(SHIPMENT, ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, s.deps);
 
     const error = await refusal(releaseDelivery(request('evt_1'), s.deps), NothingToReleaseError);
 
