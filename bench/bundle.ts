@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { HANDLER_PATHS } from './workload';
+import { MessageSeal } from '../lib/queue/seal';
 
 export type BundleName = 'handoff' | 'empty' | 'sdk-clients' | 'naive' | 'powertools';
 
@@ -38,6 +39,7 @@ const INIT_ENV: Record<string, string> = {
   HANDOFF_LEDGER_TABLE: 'bench-ledger',
   HANDOFF_QUEUE_URL: 'http://127.0.0.1:9/000000000000/bench',
   HANDOFF_DEAD_LETTER_QUEUE_URL: 'http://127.0.0.1:9/000000000000/bench-dlq',
+  HANDOFF_SEAL_KEY: MessageSeal.generateKey(),
   IDEMPOTENCY_TABLE: 'bench-idempotency',
 };
 

@@ -32,6 +32,7 @@ import { WorkerPool } from '../sandbox/worker-pool';
 import { countsBetween, roleAgent, type CountingEmulators, type RequestCounts } from './counting';
 import { parseMeasurement, type Measurement } from './measurement';
 import type { BenchReceiver } from './receiver';
+import { MessageSeal } from '../lib/queue/seal';
 
 export type ConsumerName = 'handoff' | 'naive' | 'powertools';
 
@@ -170,6 +171,7 @@ export async function provision(name: ConsumerName, bench: Bench, clients: Clien
           [RESOURCE_ENV.ledgerTable]: ledgerTable,
           [RESOURCE_ENV.queueUrl]: queueUrl,
           [RESOURCE_ENV.deadLetterQueueUrl]: deadLetterQueueUrl,
+          [RESOURCE_ENV.sealKey]: MessageSeal.generateKey(),
         },
       );
       break;

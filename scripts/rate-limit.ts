@@ -46,6 +46,7 @@ import { createLedgerTable } from '../sandbox/ledger-table';
 import { startPoller } from '../sandbox/poller';
 import { WorkerPool } from '../sandbox/worker-pool';
 import { listenOnLoopback } from '../test/helpers/loopback';
+import { MessageSeal } from '../lib/queue/seal';
 
 const REGION = 'us-east-1';
 const CREDENTIALS = { accessKeyId: 'ratelimit', secretAccessKey: 'ratelimit' };
@@ -216,6 +217,7 @@ async function run(limit: number | undefined, windowSeconds: number, warmupSecon
         [RESOURCE_ENV.endpointsTable]: ENDPOINTS_TABLE,
         [RESOURCE_ENV.queueUrl]: queueUrl,
         [RESOURCE_ENV.deadLetterQueueUrl]: deadLetterQueueUrl,
+        [RESOURCE_ENV.sealKey]: MessageSeal.generateKey(),
       },
       timeoutMs: timings.functionTimeoutSeconds * 1000,
       onOutput: (line) => {
