@@ -11,6 +11,7 @@
  *
  * Callers pass event IDs and codes, never a message body, a webhook payload or a secret.
  */
+import { escapeUnsafeInJson } from './terminal';
 
 export type Fields = Readonly<Record<string, unknown>>;
 export type Write = (line: string) => void;
@@ -57,7 +58,8 @@ class JsonLogger implements Logger {
   }
 
   private line(level: LogLevel, message: string, fields: Fields | undefined): void {
-    this.write(JSON.stringify({ level, message, timestamp: new Date().toISOString(), ...this.base, ...fields }));
+    // The same JSON, with what a terminal would act on escaped: `aws logs tail` shows it inert.
+    this.write(escapeUnsafeInJson(JSON.stringify({ level, message, timestamp: new Date().toISOString(), ...this.base, ...fields })));
   }
 }
 

@@ -10,6 +10,7 @@ import { jsonText, keyValues, table } from '../../cli/format';
 import { main, type Io } from '../../cli/main';
 import { escapeUnsafeInJson, quoted, safe } from '../../lib/terminal';
 import { Display } from '../../sandbox/counters';
+import { createLogger } from '../../lib/observability';
 
 /** ESC sequences (colour, OSC window title), a C1 CSI, DEL, a bidi override, a zero-width space, a line separator, a tag character. */
 const HOSTILE = 'a\u001b[31mb\u001b]0;pwned\u0007c\u009b2Jd\u007fe\u202ef\u200bg\u2028h\u{e0041}i';
@@ -195,5 +196,18 @@ describe('Function: main', () => {
 
     expect(code).toBe(2);
     expect(run.stderr()).toBe('handoff: "evt?[2J?" is not an event ID (1–128 characters of A-Z a-z 0-9 _ - . :)\n');
+  });
+});
+
+describe('JSON log lines (lib/observability.ts)', () => {
+  it('escape what a terminal would act on, keeping each value exact', () => {
+    const lines: string[] = [];
+    const logger = createLogger({ service: 'handoff', write: (line) => lines.push(line) });
+
+    logger.warn('delivery', { endpoint: 'acme', why: HOSTILE });
+
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toMatch(RAW_UNSAFE);
+    expect((JSON.parse(lines[0]!) as { why: string }).why).toBe(HOSTILE);
   });
 });
