@@ -13,6 +13,12 @@
  * `handoff.endpoint.disabled`) and a message to the SNS topic `HANDOFF_ALARM_TOPIC_ARN`. Neither is
  * set in the sandbox, whose stderr shows the line.
  *
+ * Signing secrets named by ARN (the registry's, or `HANDOFF_WEBHOOK_SECRET_ARN`) are read from
+ * Secrets Manager and kept at most 5 minutes (an hour while re-reads fail); after a rotation there
+ * the previous version signs too for 24 h (lib/endpoints/secret.ts). An endpoint that cannot be
+ * resolved (its secret unreadable, its item undecodable) holds its deliveries on the queue, as a
+ * registry that cannot be read holds the whole batch (lib/batch.ts, `EndpointUnresolved`).
+ *
  * With a registry, an endpoint's `rateLimitPerSecond` (docs/contract.md §11) is kept across every
  * consumer by a schedule on its registry item (lib/endpoints/dynamodb-rate-limit.ts, the health
  * writes' UpdateItem grant). Without one there is no limit: the single-URL settings have none.
@@ -30,16 +36,17 @@ import { CRASH_POINTS, type CrashPoint } from '../lib/deliver';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
 import { DynamoDbRateLimiter } from '../lib/endpoints/dynamodb-rate-limit';
 import { disabledNotifier, HealthTracker } from '../lib/endpoints/health';
+import { defaultEndpointFields, type EndpointRecord } from '../lib/endpoints/endpoint';
 import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../lib/endpoints/registry';
+import { SecretCache, secretsManagerClient, secretsManagerVersions } from '../lib/endpoints/secret';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { DynamoDbShipmentHeads } from '../lib/ledger/dynamodb-shipment-heads';
-import { createLogger, errorFields, MetricsRecorder, SERVICE_NAME } from '../lib/observability';
+import { createLogger, MetricsRecorder, SERVICE_NAME } from '../lib/observability';
 import { sealFromEnvironment, sealSource } from '../lib/queue/seal';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { registryRouting, singleEndpoint, staticRouting, type Routing, type SenderFactory } from '../lib/routing';
 import { EndpointGuard } from '../lib/webhook/endpoint-guard';
 import { HttpWebhookSender } from '../lib/webhook/http-sender';
-import { createSigner, SigningSecretError } from '../lib/webhook/signing-secret';
 
 /**
  * Fault injection only: kill the process at this crash point (lib/deliver.ts CRASH_POINTS).
@@ -98,28 +105,43 @@ const createSender: SenderFactory = (endpoint) =>
 const eventBus = env[RESOURCE_ENV.eventBus] || undefined;
 const alarmTopicArn = env[RESOURCE_ENV.alarmTopicArn] || undefined;
 
-let routing: Promise<Routing> | undefined;
+let routing: Routing | undefined;
 /** Endpoint health, with a registry only. */
 let health: HealthTracker | undefined;
 /** The rate limit's schedule, on the registry's table (with a registry only). */
 const rateLimiter = endpointsTable !== undefined ? new DynamoDbRateLimiter({ client: dynamodb, tableName: endpointsTable }) : undefined;
 
-/** Where messages go, built once the single endpoint's secret is known. A failed fetch is retried next time. */
-function getRouting(): Promise<Routing> {
-  if (routing === undefined) {
-    routing =
-      endpointsTable !== undefined
-        ? Promise.resolve(registryMode(endpointsTable))
-        : resolveSecret().then((secret) =>
-            staticRouting(
-              [singleEndpoint({ url: webhookUrl!, secret, policy: settings.retryPolicy, attemptTimeoutMs: settings.attemptTimeoutMs })],
-              createSender,
-            ),
+/**
+ * Signing secrets named by ARN (the registry's, or `HANDOFF_WEBHOOK_SECRET_ARN`): read from Secrets
+ * Manager with a rotation's previous version, each kept for at most 5 minutes, and while its reads
+ * fail for at most an hour (lib/endpoints/secret.ts). One cache per container.
+ */
+const secrets = new SecretCache(secretsManagerVersions(secretsManagerClient(), { logger }), { logger });
+
+/** The single-URL settings with a secret by ARN, as one registry item (checked at cold start). */
+const singleRecord: readonly EndpointRecord[] =
+  webhookUrl !== undefined && secretArn !== undefined ? [{ fields: defaultEndpointFields(webhookUrl, secretArn), state: 'enabled', createdAt: 0, updatedAt: 0 }] : [];
+
+/** Where messages go. */
+function getRouting(): Routing {
+  routing ??=
+    endpointsTable !== undefined
+      ? registryMode(endpointsTable)
+      : secretArn !== undefined
+        ? // The one endpoint `default`, its secret in Secrets Manager: read as a registry's would be
+          // (kept 5 minutes, rotations signed with both versions); while it cannot be read, its
+          // deliveries wait on the queue.
+          registryRouting({
+            records: () => Promise.resolve(singleRecord),
+            deployment: settings,
+            secrets,
+            createSender,
+            logger,
+          })
+        : staticRouting(
+            [singleEndpoint({ url: webhookUrl!, secret: settings.webhookSecret, policy: settings.retryPolicy, attemptTimeoutMs: settings.attemptTimeoutMs })],
+            createSender,
           );
-    routing.catch(() => {
-      routing = undefined;
-    });
-  }
   return routing;
 }
 
@@ -128,8 +150,9 @@ function registryMode(tableName: string): Routing {
   const registry = new DynamoDbEndpointRegistry({
     client: dynamodb,
     tableName,
-    // An item it cannot read is left out, as an endpoint that no longer resolves is, not every endpoint with it.
-    onUnreadable: (error) => logger.error('endpoint left out', errorFields(error)),
+    // An item it cannot read does not stop delivery to the others: it travels with the read to
+    // routing, which holds the deliveries that would go to it, and logs it (`endpoint unresolved`).
+    onUnreadable: () => {},
   });
   let records: ReturnType<typeof cachedEndpoints> | undefined;
   const tracker = new HealthTracker({
@@ -139,37 +162,7 @@ function registryMode(tableName: string): Routing {
   });
   records = cachedEndpoints(tracker.listing(registry), { ttlMs: cacheMs(env[RESOURCE_ENV.endpointsCacheMs]) });
   health = tracker;
-  return registryRouting({ records, deployment: settings, readSecret, createSender, logger });
-}
-
-/**
- * In AWS the secret stays in Secrets Manager and is read once per container; locally, the env
- * (checked by readSettings at cold start).
- */
-async function resolveSecret(): Promise<string | undefined> {
-  return secretArn === undefined ? settings.webhookSecret : readSecret(secretArn);
-}
-
-/**
- * Reads a signing secret from Secrets Manager. A stored value that cannot sign fails the batch with
- * an error naming the secret's ARN, never its value; the messages return to the queue.
- */
-async function readSecret(arn: string): Promise<string> {
-  // Loaded only when used, so containers without a secret ARN never pay for the client.
-  const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
-  const { SecretString } = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: arn }));
-  const secret = SecretString?.trim();
-  if (!secret) throw new ConfigError(RESOURCE_ENV.webhookSecretArn, `names a secret with no string value (${arn})`);
-  try {
-    createSigner(secret);
-  } catch (error) {
-    if (!(error instanceof SigningSecretError)) throw error;
-    throw new ConfigError(
-      RESOURCE_ENV.webhookSecretArn,
-      `names a secret (${arn}) that cannot sign: its key ${error.message} (the value must be whsec_<base64> or bare base64)`,
-    );
-  }
-  return secret;
+  return registryRouting({ records, deployment: settings, secrets, createSender, logger });
 }
 
 async function consume(event: SQSEvent, context: Context): Promise<SQSBatchResponse> {
@@ -183,10 +176,10 @@ async function consume(event: SQSEvent, context: Context): Promise<SQSBatchRespo
     retentionSeconds: timings.retentionSeconds,
     ...(checkpoint ? { checkpoint } : {}),
   };
-  const [routing, sealed] = await Promise.all([getRouting(), seal()]);
+  const sealed = await seal();
   return processBatch(event.Records, {
     delivery,
-    routing,
+    routing: getRouting(),
     seal: sealed,
     ...(health !== undefined ? { health } : {}),
     ...(rateLimiter !== undefined ? { rateLimiter } : {}),

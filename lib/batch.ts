@@ -14,6 +14,14 @@
  * - a producer's message received before (a retry of its one delivery, or after a crash) is routed
  *   to its current endpoints and to those it already has ledger rows for, so a registry change never
  *   strands a delivery in progress.
+ * - an endpoint the registry holds but routing cannot resolve now (its secret unreadable, its item
+ *   undecodable: routing's `unresolved`) holds every record that would go to it: its own messages,
+ *   and a producer's message as a whole when it subscribes to it (or has a row at it), never fanned
+ *   out without it. Held: nothing claimed or written, reported with a short visibility
+ *   (`unresolvedWaitSeconds`), logged why `endpoint-unresolved`, counted `EndpointUnresolved`. Only
+ *   a message for an endpoint the registry no longer holds is acknowledged (`endpoint-removed`). A
+ *   registry that cannot be read at all (no copy at hand) holds the whole batch the same way
+ *   (`registry-unavailable`).
  *
  * What reaches Lambda, per record:
  * - ack:          not reported, so Lambda deletes it. The ledger already holds the outcome.
@@ -70,7 +78,7 @@ import {
   type DeliveryResult,
   type QueueMessage,
 } from './deliver';
-import { route, type Endpoint } from './endpoints/endpoint';
+import { route, subscribes, type Endpoint } from './endpoints/endpoint';
 import type { HealthTracker } from './endpoints/health';
 import { RATE_HORIZON_MS, slotIntervalMs, type RateLimiter } from './endpoints/rate-limit';
 import { parseEvent, type ParsedEvent } from './event';
@@ -79,9 +87,9 @@ import { SequenceLimitError, type ShipmentHeads } from './ledger/shipment-heads'
 import { admissionFrom, admissionOfRow, admitOrdered, giveUpNumber, holdsNumber, passTurn, takeTurn, type OrderingDeps } from './ordering';
 import { errorFields, type Logger, type MetricsRecorder } from './observability';
 import { describeOutcome } from './outcome';
-import { admissionOf, ENDPOINT_ATTRIBUTE, reservedSlotOf, type Admission, type DeliveryQueue, type EndpointMessage } from './queue/queue';
+import { admissionOf, ENDPOINT_ATTRIBUTE, reservedSlotOf, type Admission, type DeliveryQueue, type EndpointMessage, type EnqueueOptions } from './queue/queue';
 import type { ControlValues, MessageSeal } from './queue/seal';
-import type { Routing } from './routing';
+import type { Routes, Routing, UnresolvedEndpoint } from './routing';
 
 /** What every delivery shares; the endpoint's name, policy and sender are added per delivery. */
 export type DeliveryBase = Omit<DeliverDeps, 'sender' | 'endpoint' | 'policy'> & Pick<DeliverDeps, 'policy'>;
@@ -118,6 +126,23 @@ export const LATE_SLOT_MS = 1000;
 /** How long deliveries are held when their endpoint's schedule cannot be reached. */
 export const RATE_LIMIT_UNAVAILABLE_SECONDS = 5;
 
+/**
+ * How long a delivery whose endpoint cannot be resolved waits on the queue: 5 s at its first
+ * receive, doubling with each receive, at most 30 s. A throttle or a cold container's first failed
+ * read of a secret is over within seconds, and a failed read is tried again 5 s after it
+ * (lib/endpoints/secret.ts), so the first return finds it read; a longer outage (a key's grant
+ * revoked, a secret deleted, an item to fix) is not polled faster than every 30 s per message. Near
+ * the queue's redrive the message is put back fresh, so an outage of hours costs one send per
+ * dozen receives, not the message.
+ */
+export const UNRESOLVED_FIRST_WAIT_SECONDS = 5;
+export const UNRESOLVED_MAX_WAIT_SECONDS = 30;
+
+export function unresolvedWaitSeconds(record: Pick<SQSRecord, 'attributes'>): number {
+  const receives = Math.max(1, Number(record.attributes?.ApproximateReceiveCount) || 1);
+  return Math.min(UNRESOLVED_MAX_WAIT_SECONDS, UNRESOLVED_FIRST_WAIT_SECONDS * 2 ** Math.min(receives - 1, 8));
+}
+
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Receives a held message keeps in hand before its redrive: it is put back fresh at this many short of the limit. */
@@ -133,7 +158,23 @@ type Plan =
   | { readonly kind: 'deliver'; readonly endpoint: Endpoint; readonly parsed?: ParsedEvent; readonly admission?: Admission }
   | { readonly kind: 'invalid'; readonly parsed: Extract<ReturnType<typeof parseEvent>, { ok: false }> }
   | { readonly kind: 'fan-out'; readonly eventId: string; readonly endpoints: readonly Endpoint[]; readonly admissions: ReadonlyMap<string, Admission> }
-  | { readonly kind: 'unrouted'; readonly eventId?: string; readonly endpoint?: string; readonly why: 'unrouted' | 'endpoint-removed' };
+  | { readonly kind: 'unrouted'; readonly eventId?: string; readonly endpoint?: string; readonly why: 'unrouted' | 'endpoint-removed' }
+  | Unresolved;
+
+/**
+ * A record held because endpoints it would go to cannot be resolved now (routing's `unresolved`), or
+ * because the registry could not be read at all (`registry-unavailable`: `endpoints` names only an
+ * endpoint message's own). `target`: the endpoint a sealed endpoint message is for; unset for a
+ * producer's message, held as a whole.
+ */
+type Unresolved = {
+  readonly kind: 'unresolved';
+  readonly eventId?: string;
+  readonly endpoints: readonly string[];
+  readonly target?: string;
+  readonly admission?: Admission;
+  readonly why: 'endpoint-unresolved' | 'registry-unavailable';
+};
 
 /** What the rate limit made of a delivery (docs above). Times are epoch ms. */
 type Pace =
@@ -155,26 +196,32 @@ export async function processBatch(records: readonly SQSRecord[], deps: BatchDep
 
 async function processRecords(records: readonly SQSRecord[], deps: BatchDeps): Promise<SQSBatchResponse> {
   const limit = pLimit(Math.max(1, deps.concurrency));
-  let reported: boolean[];
+  const controls = records.map((record) => controlOf(record, deps.seal));
+  let routes: Routes;
   try {
-    const [endpoints] = await Promise.all([deps.routing.endpoints(), deps.health?.refresh()]);
-    const controls = records.map((record) => controlOf(record, deps.seal));
-    const plans = await Promise.all(records.map((record, i) => limit(() => planOf(record, controls[i]!, endpoints, deps).catch((error: unknown) => error))));
-    const fannedOut = fanOut(records, plans, deps);
-    const paces = await pace(records, controls, plans, deps);
-    reported = await Promise.all(
-      records.map((record, i) => {
-        const plan = plans[i]!;
-        if (plan instanceof Error || !('kind' in (plan as object))) return failed(record, plan, deps);
-        if ((plan as Plan).kind === 'fan-out') return fannedOut.then((sent) => afterFanOut(record, plan as Plan & { kind: 'fan-out' }, sent, deps));
-        return limit(() => processRecord(record, plan as Plan, deps, paces.get(i)));
-      }),
-    );
+    [routes] = await Promise.all([deps.routing.routes(), deps.health?.refresh()]);
   } catch (error) {
-    // The registry could not be read and no copy of it is at hand: every message returns, untouched.
+    // The registry could not be read and no copy of it is at hand: every message is held, none decided.
     deps.logger.error('routing failed', { action: 'error', ...errorFields(error) });
-    reported = records.map(() => true);
+    const reported = await Promise.all(records.map((record, i) => limit(() => unresolvable(record, registryUnavailable(record, controls[i]!, deps), deps))));
+    return failuresOf(records, reported);
   }
+  const plans = await Promise.all(records.map((record, i) => limit(() => planOf(record, controls[i]!, routes, deps).catch((error: unknown) => error))));
+  const fannedOut = fanOut(records, plans, deps);
+  const paces = await pace(records, controls, plans, deps);
+  const reported = await Promise.all(
+    records.map((record, i) => {
+      const plan = plans[i]!;
+      if (plan instanceof Error || !('kind' in (plan as object))) return failed(record, plan, deps);
+      if ((plan as Plan).kind === 'fan-out') return fannedOut.then((sent) => afterFanOut(record, plan as Plan & { kind: 'fan-out' }, sent, deps));
+      return limit(() => processRecord(record, plan as Plan, deps, paces.get(i)));
+    }),
+  );
+  return failuresOf(records, reported);
+}
+
+/** The partial batch response: the records reported. */
+function failuresOf(records: readonly SQSRecord[], reported: readonly boolean[]): SQSBatchResponse {
   const failedRecords = records.filter((_, i) => reported[i]);
   // An empty item identifier fails the whole batch in Lambda anyway; say so plainly instead.
   // Lambda always sets one, so this guards against a broken event, not a normal path.
@@ -197,7 +244,8 @@ function receiveCountOf(record: SQSRecord): number {
 }
 
 /** Where a record goes. Reads the ledger only for a producer's message received before. */
-async function planOf(record: SQSRecord, control: ControlValues, endpoints: ReadonlyMap<string, Endpoint>, deps: BatchDeps): Promise<Plan> {
+async function planOf(record: SQSRecord, control: ControlValues, routes: Routes, deps: BatchDeps): Promise<Plan> {
+  const { endpoints, unresolved } = routes;
   const target = control[ENDPOINT_ATTRIBUTE];
   if (target !== undefined) {
     const endpoint = endpoints.get(target);
@@ -208,12 +256,29 @@ async function planOf(record: SQSRecord, control: ControlValues, endpoints: Read
     const found = admissionOf(control);
     const admission = found?.inTurn || receiveCountOf(record) <= 1 ? found : undefined;
     if (endpoint !== undefined) return { kind: 'deliver', endpoint, ...(parsed.ok ? { parsed: parsed.value } : {}), ...(admission ? { admission } : {}) };
+    // Held by the registry but not resolvable now (a secret that cannot be read, say): it waits.
+    if (unresolved.has(target)) {
+      return {
+        kind: 'unresolved',
+        why: 'endpoint-unresolved',
+        endpoints: [target],
+        target,
+        ...(parsed.ok ? { eventId: parsed.value.event.id } : {}),
+        ...(admission ? { admission } : {}),
+      };
+    }
     // Its endpoint was removed after routing: nothing can be delivered, and nothing waits for it.
     return { kind: 'unrouted', endpoint: target, why: 'endpoint-removed', ...(parsed.ok ? { eventId: parsed.value.event.id } : {}) };
   }
   const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes);
   if (!parsed.ok) return { kind: 'invalid', parsed };
   const event = parsed.value.event;
+  // An endpoint it would go to that cannot be resolved now holds the whole message: acknowledged
+  // after a fan-out without that endpoint, its delivery there would be lost. (What it subscribes to
+  // is its item's: routing needs no secret. An item whose subscription cannot be read either holds
+  // every event.) Its copies to the other endpoints, once sent, are answered by their claims.
+  const waitingFor = unresolved.size === 0 ? undefined : unresolvedFor(event, [...unresolved.values()]);
+  if (waitingFor !== undefined && waitingFor.length > 0) return { kind: 'unresolved', why: 'endpoint-unresolved', eventId: event.id, endpoints: waitingFor };
   // Disabled endpoints are routed to as well: their deliveries are parked, not dropped.
   const routed = route([...endpoints.values()], event);
   // A message held by its one endpoint's pause comes back when the pause ends: looking up its rows
@@ -228,7 +293,11 @@ async function planOf(record: SQSRecord, control: ControlValues, endpoints: Read
   // claimed says its number and that its turn came (the head need not be asked again).
   const admissions = new Map<string, Admission>();
   if (Number(record.attributes?.ApproximateReceiveCount) > 1) {
-    for (const row of await deps.delivery.ledger.deliveriesOf(event.id)) {
+    const rows = await deps.delivery.ledger.deliveriesOf(event.id);
+    // Routed before to an endpoint that cannot be resolved now: held as above.
+    const held = unresolved.size === 0 ? [] : rows.filter((row) => unresolved.has(row.endpoint)).map((row) => row.endpoint);
+    if (held.length > 0) return { kind: 'unresolved', why: 'endpoint-unresolved', eventId: event.id, endpoints: held };
+    for (const row of rows) {
       const endpoint = endpoints.get(row.endpoint);
       if (endpoint !== undefined && !routed.includes(endpoint)) routed.push(endpoint);
       const admission = admissionOfRow(row);
@@ -259,6 +328,48 @@ async function planOf(record: SQSRecord, control: ControlValues, endpoints: Read
     );
   }
   return { kind: 'fan-out', eventId: event.id, endpoints: routed, admissions };
+}
+
+/** The endpoints among `unresolved` an event would go to: those it subscribes to, and those whose subscription is unknown. */
+function unresolvedFor(event: ParsedEvent['event'], unresolved: readonly UnresolvedEndpoint[]): string[] {
+  return unresolved.filter(({ subscription }) => subscription === undefined || subscribes(subscription, event)).map(({ name }) => name);
+}
+
+/** A record of a batch whose routing could not be read: held, for its endpoint if it is an endpoint message. */
+function registryUnavailable(record: SQSRecord, control: ControlValues, deps: BatchDeps): Unresolved {
+  const target = control[ENDPOINT_ATTRIBUTE];
+  const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes);
+  const admission = target !== undefined ? admissionOf(control) : undefined;
+  return {
+    kind: 'unresolved',
+    why: 'registry-unavailable',
+    endpoints: target !== undefined ? [target] : [],
+    ...(target !== undefined ? { target } : {}),
+    ...(parsed.ok ? { eventId: parsed.value.event.id } : {}),
+    ...(admission ? { admission } : {}),
+  };
+}
+
+/**
+ * A record held because an endpoint it would go to cannot be resolved (or the registry could not be
+ * read): no claim, no request, no ledger write; reported with its visibility set to
+ * `unresolvedWaitSeconds`, or put back fresh near the queue's redrive (`keep`). A record of the
+ * ordered intake is reported alone: its receipt handle is not the delivery queue's, and its shipment
+ * waits behind it. Logged with its event and endpoints; counted `EndpointUnresolved` per endpoint.
+ */
+async function unresolvable(record: SQSRecord, plan: Unresolved, deps: BatchDeps): Promise<boolean> {
+  const seconds = unresolvedWaitSeconds(record);
+  if (plan.endpoints.length === 0) deps.metrics.add('EndpointUnresolved', 1);
+  for (const name of plan.endpoints) deps.metrics.add('EndpointUnresolved', 1, name);
+  const logger = deps.logger.child({ messageId: record.messageId });
+  const fields = { ...(plan.eventId ? { eventId: plan.eventId } : {}), endpoints: plan.endpoints, action: 'retry', why: plan.why, afterSeconds: seconds };
+  if (fromFifoQueue(record)) {
+    const { afterSeconds: _queueDefault, ...held } = fields;
+    logger.warn('delivery', held);
+    return true;
+  }
+  const putBack: EnqueueOptions = plan.target !== undefined ? { endpoint: plan.target, ...(plan.admission ? { admission: plan.admission } : {}) } : {};
+  return keep(record, seconds, fields, logger, deps, putBack, 'warn');
 }
 
 /** Sends every endpoint message of the batch's fanned-out records at once. Resolves to whether all were sent. */
@@ -435,6 +546,7 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
     });
     return false;
   }
+  if (plan.kind === 'unresolved') return unresolvable(record, plan, deps);
   if (plan.kind === 'fan-out') throw new Error('unreachable: fan-out is answered by afterFanOut');
   const parking = plan.kind === 'deliver' && plan.endpoint.state === 'disabled';
   let rateWaitMs: number | undefined;
@@ -634,10 +746,29 @@ async function hold(
 ): Promise<boolean> {
   deps.metrics.add(why === 'paused' ? 'Paused' : 'RateLimited', 1, plan.endpoint.name);
   const fields = { ...(plan.parsed ? { eventId: plan.parsed.event.id } : {}), action: 'retry', why, afterSeconds: seconds };
+  return keep(record, seconds, fields, logger, deps, { endpoint: plan.endpoint.name, ...(plan.admission ? { admission: plan.admission } : {}) });
+}
+
+/**
+ * Keeps a record on the queue for `seconds` without deciding anything: its visibility set, then
+ * reported (if the visibility cannot be set it returns sooner, and is kept again). Near the queue's
+ * redrive (`nearRedrive`) it is put back fresh instead, as `putBack` says (for an endpoint, with its
+ * admission; or a producer's message), delayed by `seconds`, and this one acknowledged.
+ * Returns whether the record is reported.
+ */
+async function keep(
+  record: SQSRecord,
+  seconds: number,
+  fields: Record<string, unknown> & { why: string },
+  logger: Logger,
+  deps: BatchDeps,
+  putBack: EnqueueOptions,
+  level: 'info' | 'warn' = 'info',
+): Promise<boolean> {
   if (nearRedrive(record, deps)) {
     try {
-      await deps.queue.enqueue(record.body, { endpoint: plan.endpoint.name, delaySeconds: seconds, ...(plan.admission ? { admission: plan.admission } : {}) });
-      logger.info('delivery', { ...fields, action: 'ack', why: `${why}-requeued` });
+      await deps.queue.enqueue(record.body, { ...putBack, delaySeconds: seconds });
+      logger[level]('delivery', { ...fields, action: 'ack', why: `${fields.why}-requeued` });
       return false;
     } catch (error) {
       logger.warn('delivery', { ...fields, queueError: true, ...errorFields(error) });
@@ -645,7 +776,7 @@ async function hold(
   }
   try {
     await deps.queue.retryAfter(record.receiptHandle, seconds);
-    logger.info('delivery', fields);
+    logger[level]('delivery', fields);
   } catch (error) {
     logger.warn('delivery', { ...fields, queueError: true, ...errorFields(error) });
   }

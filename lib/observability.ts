@@ -118,6 +118,13 @@ export const METRICS = {
    * the horizon, or the schedule unreachable). Waits of up to a second in the invocation are not counted.
    */
   RateLimited: 'Count',
+  /**
+   * Deliveries held on the queue, with no attempt spent and nothing written, because an endpoint they
+   * would go to could not be resolved: its signing secret unreadable (Secrets Manager, KMS), its
+   * registry item undecodable, or the registry unreadable (then counted for the service alone). Each
+   * returns within seconds and is counted again: any sustained count needs an operator.
+   */
+  EndpointUnresolved: 'Count',
 } as const;
 export type MetricName = keyof typeof METRICS;
 

@@ -12,15 +12,38 @@ import {
   type Endpoint,
   type EndpointRecord,
 } from './endpoints/endpoint';
+import { unreadableOf, type Subscription } from './endpoints/registry';
+import { SecretCache, type SecretVersions } from './endpoints/secret';
 import { errorFields, type Logger } from './observability';
 import type { RetryPolicy } from './policy';
 import type { WebhookSender } from './webhook/sender';
 
 export interface Routing {
-  /** Every endpoint by name (enabled and disabled), as of the last read of the registry. */
-  endpoints(): Promise<ReadonlyMap<string, Endpoint>>;
+  /**
+   * Every endpoint by name (enabled and disabled) as of the last read of the registry, and those it
+   * holds that cannot be resolved now. @throws when the registry cannot be read and no copy of it is at hand
+   */
+  routes(): Promise<Routes>;
   /** The sender for an endpoint's requests: its URL, secrets and attempt timeout. */
   sender(endpoint: Endpoint): Promise<WebhookSender>;
+}
+
+/** Where messages can go now. */
+export interface Routes {
+  readonly endpoints: ReadonlyMap<string, Endpoint>;
+  /**
+   * Endpoints the registry holds that cannot be delivered to now, by name: a secret that cannot be
+   * read, an item that cannot be decoded, settings the deployment refuses. Their deliveries wait on
+   * the queue (lib/batch.ts): only an endpoint the registry no longer holds is unrouted.
+   */
+  readonly unresolved: ReadonlyMap<string, UnresolvedEndpoint>;
+}
+
+/** An endpoint the registry holds that cannot be resolved now. */
+export interface UnresolvedEndpoint {
+  readonly name: string;
+  /** What it subscribes to, as its item says; unset when that cannot be read either: every event may go to it. */
+  readonly subscription: Subscription | undefined;
 }
 
 /**
@@ -30,12 +53,14 @@ export interface Routing {
  */
 export type SenderFactory = (endpoint: Endpoint) => WebhookSender;
 
+const NONE_UNRESOLVED: ReadonlyMap<string, UnresolvedEndpoint> = new Map();
+
 /** A fixed set of endpoints. */
 export function staticRouting(endpoints: readonly Endpoint[], createSender: SenderFactory): Routing {
-  const byName = new Map(endpoints.map((endpoint) => [endpoint.name, endpoint]));
+  const routes: Routes = { endpoints: new Map(endpoints.map((endpoint) => [endpoint.name, endpoint])), unresolved: NONE_UNRESOLVED };
   const senders = new SenderCache(createSender);
   return {
-    endpoints: () => Promise.resolve(byName),
+    routes: () => Promise.resolve(routes),
     sender: (endpoint) => Promise.resolve(senders.get(endpoint)),
   };
 }
@@ -44,75 +69,117 @@ export interface RegistryRoutingOptions {
   /** The registry's endpoints, cached (lib/endpoints/registry.ts `cachedEndpoints`). */
   readonly records: () => Promise<readonly EndpointRecord[]>;
   readonly deployment: DeploymentSettings;
-  /** Reads a secret an endpoint names by ARN (Secrets Manager in AWS); kept per ARN for the container's life. */
-  readonly readSecret: (arn: string) => Promise<string>;
+  /**
+   * Secrets an endpoint names by ARN (Secrets Manager in AWS: lib/endpoints/secret.ts
+   * `secretsManagerVersions`), cached with a bounded age. Or `readSecret`, which reads the current
+   * value alone, kept the same way.
+   */
+  readonly secrets?: SecretCache<SecretVersions>;
+  readonly readSecret?: (arn: string) => Promise<string>;
   readonly createSender: SenderFactory;
   readonly logger: Logger;
-  /** Epoch ms; default Date.now. Whether a rotation's overlap lasts, as of each read. */
+  /** Epoch ms; default Date.now. Whether a rotation's overlap lasts, and the secrets' ages, as of each read. */
   readonly now?: () => number;
 }
 
 /**
- * The endpoints of the registry, resolved against the deployment's settings. An endpoint that no
- * longer resolves (a URL the deployment's guard now refuses, say) is left out and logged by name
- * once per read: the command checks every change, so this is a deployment changed under it.
+ * The endpoints of the registry, resolved against the deployment's settings and their secrets read.
+ * Resolved again at each new read of the registry, and when a secret's copy is due to be read again
+ * (`SecretCache.dueAt`: it turned stale, or a failed read may be tried again), so an endpoint whose
+ * secret could not be read is tried again within seconds, not at the registry's next read.
+ *
+ * An endpoint that does not resolve (its secret cannot be read or cannot sign, its item cannot be
+ * decoded, a URL the deployment's guard now refuses) is `unresolved`, logged by name at each
+ * resolution (`endpoint unresolved`, with the error: an ARN, never a secret): its deliveries wait.
  */
 export function registryRouting(options: RegistryRoutingOptions): Routing {
   const senders = new SenderCache(options.createSender);
-  const secrets = new Map<string, Promise<string>>();
   const now = options.now ?? Date.now;
-  let resolved: { records: readonly EndpointRecord[]; endpoints: Promise<ReadonlyMap<string, Endpoint>> } | undefined;
+  const readSecret = options.readSecret;
+  const secrets =
+    options.secrets ??
+    new SecretCache<SecretVersions>(
+      readSecret === undefined
+        ? (arn) => Promise.reject(new Error(`no secret source for ${arn}`))
+        : async (arn) => ({ current: await readSecret(arn) }),
+      { now, logger: options.logger },
+    );
+  let resolved: { records: readonly EndpointRecord[]; routes: Promise<Routes>; dueAt: number } | undefined;
 
-  const secretOf = (secret: string | undefined): Promise<string | undefined> => {
-    if (secret === undefined || !secret.startsWith('arn:')) return Promise.resolve(secret);
-    let value = secrets.get(secret);
-    if (value === undefined) {
-      value = options.readSecret(secret);
-      secrets.set(secret, value);
-      // A failed read is tried again next time, not remembered.
-      value.catch(() => secrets.delete(secret));
-    }
-    return value;
+  /** A secret field's value: itself (a `whsec_…` value), or read by ARN (cached). */
+  const secretOf = (secret: string | undefined, refs: string[]): Promise<SecretVersions | undefined> => {
+    if (secret === undefined) return Promise.resolve(undefined);
+    if (!secret.startsWith('arn:')) return Promise.resolve({ current: secret });
+    refs.push(secret);
+    return secrets.get(secret);
   };
 
-  const resolveAll = async (records: readonly EndpointRecord[]): Promise<ReadonlyMap<string, Endpoint>> => {
+  const resolveOne = async (record: EndpointRecord, nowMs: number, refs: string[]): Promise<Endpoint> => {
+    const { secret, previousSecret, previousSecretUntil } = record.fields;
+    // A rotation's old secret held by the registry is read only while it still signs. One that cannot
+    // be read costs its signature, not the endpoint: the new secret still signs every request.
+    const overlapping = previousSecretUntil !== undefined && nowMs < previousSecretUntil;
+    const previousRead = overlapping
+      ? secretOf(previousSecret, refs).then(
+          (versions) => versions?.current,
+          (error: unknown) => {
+            options.logger.error('previous secret unreadable: signing with the new one only', { endpoint: record.fields.name, ...errorFields(error) });
+            return undefined;
+          },
+        )
+      : undefined;
+    const [versions, previousValue] = await Promise.all([secretOf(secret, refs), previousRead]);
+    const endpoint = resolveEndpoint(record, options.deployment, versions?.current, { secret: previousValue, nowMs });
+    // Rotated in Secrets Manager: its previous version signs too, until the overlap from the
+    // rotation ends (unless the registry names a previous secret of its own, which signs instead).
+    const rotated = versions?.previous;
+    if (endpoint.previousSecret !== undefined || rotated === undefined || nowMs >= rotated.untilMs) return endpoint;
+    return { ...endpoint, previousSecret: rotated.secret, previousSecretUntil: rotated.untilMs };
+  };
+
+  const resolveAll = async (records: readonly EndpointRecord[]): Promise<{ routes: Routes; dueAt: number }> => {
     const endpoints = new Map<string, Endpoint>();
+    const unresolved = new Map<string, UnresolvedEndpoint>();
+    const refs: string[] = [];
+    const nowMs = now();
     await Promise.all(
       records.map(async (record) => {
+        const { name, eventTypes, match } = record.fields;
         try {
-          const { secret, previousSecret, previousSecretUntil } = record.fields;
-          const nowMs = now();
-          // A rotation's old secret is read only while it still signs. One that cannot be read costs
-          // its signature, not the endpoint: the new secret still signs every request.
-          const overlapping = previousSecretUntil !== undefined && nowMs < previousSecretUntil;
-          const previousRead = overlapping
-            ? secretOf(previousSecret).catch((error: unknown) => {
-                options.logger.error('previous secret unreadable: signing with the new one only', { endpoint: record.fields.name, ...errorFields(error) });
-                return undefined;
-              })
-            : undefined;
-          const [value, previousValue] = await Promise.all([secretOf(secret), previousRead]);
-          endpoints.set(record.fields.name, resolveEndpoint(record, options.deployment, value, { secret: previousValue, nowMs }));
+          endpoints.set(name, await resolveOne(record, nowMs, refs));
         } catch (error) {
-          options.logger.error('endpoint left out', { endpoint: record.fields.name, ...errorFields(error) });
+          unresolved.set(name, { name, subscription: { eventTypes, match: match ?? {} } });
+          options.logger.error('endpoint unresolved', { endpoint: name, ...errorFields(error) });
         }
       }),
     );
-    return endpoints;
+    for (const error of unreadableOf(records)) {
+      const name = error.endpoint ?? '?';
+      unresolved.set(name, { name, subscription: error.subscription });
+      options.logger.error('endpoint unresolved', { endpoint: name, ...errorFields(error) });
+    }
+    let dueAt = Infinity;
+    for (const ref of refs) dueAt = Math.min(dueAt, secrets.dueAt(ref));
+    return { routes: { endpoints, unresolved: unresolved.size === 0 ? NONE_UNRESOLVED : unresolved }, dueAt };
   };
 
   return {
-    async endpoints() {
+    async routes() {
       const records = await options.records();
-      // The cache hands back the same array until it reads again: resolve once per read.
-      if (resolved?.records !== records) {
-        const endpoints = resolveAll(records);
-        resolved = { records, endpoints };
-        endpoints.catch(() => {
-          if (resolved?.endpoints === endpoints) resolved = undefined;
-        });
+      // The cache hands back the same array until it reads again: resolve once per read, and again
+      // when a secret is due to be read again.
+      if (resolved?.records !== records || now() >= resolved.dueAt) {
+        const resolving = resolveAll(records);
+        const current = { records, routes: resolving.then((r) => r.routes), dueAt: Infinity };
+        resolved = current;
+        resolving.then(
+          (r) => (current.dueAt = r.dueAt),
+          () => {
+            if (resolved === current) resolved = undefined;
+          },
+        );
       }
-      return resolved.endpoints;
+      return resolved.routes;
     },
     sender: (endpoint) => Promise.resolve(senders.get(endpoint)),
   };

@@ -27,7 +27,14 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { ENDPOINT_STATES, EndpointError, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
 import type { EndpointHealth, HealthRecord, HealthStore } from './health';
-import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError, type EndpointRegistry } from './registry';
+import {
+  EndpointConflictError,
+  EndpointNotFoundError,
+  EndpointRegistryError,
+  withUnreadable,
+  type EndpointRegistry,
+  type Subscription,
+} from './registry';
 import { REGISTRY_SCHEMA } from './registry-schema';
 import { DEFAULT_RESUME_RATE, type ResumeStore } from '../resume';
 import { quoted } from '../terminal';
@@ -40,8 +47,9 @@ export interface DynamoDbEndpointRegistryOptions {
   readonly scanPageSize?: number;
   /**
    * Told of each item `list` cannot use (written by hand, or by a newer version), which `list` then
-   * leaves out, so one bad item does not stop delivery to every other endpoint. Unset: `list`
-   * fails on such an item.
+   * leaves out, so one bad item does not stop delivery to every other endpoint; the list it returns
+   * still carries them (`unreadableOf`, lib/endpoints/registry.ts), for routing to hold the
+   * deliveries that would go to them. Unset: `list` fails on such an item.
    */
   readonly onUnreadable?: (error: EndpointRegistryError) => void;
 }
@@ -98,7 +106,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     const { records, unreadable } = await this.scan();
     if (unreadable.length > 0 && this.#onUnreadable === undefined) throw unreadable[0];
     for (const error of unreadable) this.#onUnreadable?.(error);
-    return records;
+    return withUnreadable(records, unreadable);
   }
 
   /** Every item, in name order, with the ones it cannot use set apart (the command lists both). */
@@ -401,10 +409,11 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
   #recordFrom(item: Item): HealthRecord {
     const key = typeof item[KEY] === 'string' ? (item[KEY] as string) : '?';
     const invalid = (problem: string, cause?: unknown): never => {
+      const subscription = subscriptionOf(item[A.fields]);
       throw new EndpointRegistryError(
         'registry-item-invalid',
         `endpoint registry ${this.#tableName}: the item of endpoint ${quoted(key.slice(0, 64))} cannot be used: ${problem}`,
-        { cause },
+        { cause, endpoint: key, ...(subscription !== undefined ? { subscription } : {}) },
       );
     };
     let fields: EndpointFields;
@@ -450,6 +459,22 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
       const what = error instanceof Error ? error.name : 'error';
       throw new EndpointRegistryError('registry-unavailable', `endpoint registry ${this.#tableName} failed to ${subject}: ${what}`, { cause: error });
     }
+  }
+}
+
+/**
+ * What an item that cannot be used subscribes to, when its `eventTypes` and `match` pass the checks
+ * every endpoint's do: the deliveries routing must hold for it are then only the events it subscribes
+ * to (unknown: every event's).
+ */
+function subscriptionOf(fields: unknown): Subscription | undefined {
+  if (typeof fields !== 'object' || fields === null) return undefined;
+  const { eventTypes, match } = fields as Record<string, unknown>;
+  try {
+    const checked = parseEndpointFields({ name: 'unreadable', url: 'https://unreadable.invalid/', eventTypes, ...(match !== undefined ? { match } : {}) });
+    return { eventTypes: checked.eventTypes, match: checked.match ?? {} };
+  } catch {
+    return undefined;
   }
 }
 

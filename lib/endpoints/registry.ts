@@ -6,7 +6,7 @@
  * stack owns; the registry's reads return it only to the consumer (`list`), never to a listing the
  * command prints (`EndpointRecord` as the command shows it drops `secret`).
  */
-import type { EndpointFields, EndpointRecord, StateChange } from './endpoint';
+import type { Endpoint, EndpointFields, EndpointRecord, StateChange } from './endpoint';
 import type { HealthRecord } from './health';
 import { quoted } from '../terminal';
 
@@ -65,10 +65,44 @@ export class EndpointRegistryError extends Error {
   constructor(
     readonly code: 'registry-unavailable' | 'registry-item-invalid',
     message: string,
-    options?: ErrorOptions,
+    options?: ErrorOptions & {
+      /** `registry-item-invalid`: the item's key, the endpoint's name. */
+      readonly endpoint?: string;
+      /**
+       * `registry-item-invalid`: what the item subscribes to, when its `eventTypes` and `match` can be
+       * read (routing needs nothing else to know which events would go to it). Unset: unknown.
+       */
+      readonly subscription?: Subscription;
+    },
   ) {
     super(message, options);
+    this.endpoint = options?.endpoint;
+    this.subscription = options?.subscription;
   }
+
+  readonly endpoint: string | undefined;
+  readonly subscription: Subscription | undefined;
+}
+
+/** What an endpoint subscribes to: all routing needs to know whether an event goes to it. */
+export type Subscription = Pick<Endpoint, 'eventTypes' | 'match'>;
+
+/**
+ * Where a `list` whose unreadable items were left out (`onUnreadable`) keeps them: on the array it
+ * returns, so they travel with that read through every cache that hands the same array on
+ * (`cachedEndpoints`, the health tracker's listing) to routing, which holds their deliveries.
+ */
+const UNREADABLE = Symbol('handoff.unreadableItems');
+
+/** Marks `records` as a read that left these items out. */
+export function withUnreadable<R>(records: R[], unreadable: readonly EndpointRegistryError[]): R[] {
+  if (unreadable.length > 0) Object.defineProperty(records, UNREADABLE, { value: unreadable, enumerable: false });
+  return records;
+}
+
+/** The items a read of the registry left out because they could not be read (none for a read that did not say). */
+export function unreadableOf(records: readonly unknown[]): readonly EndpointRegistryError[] {
+  return (records as { [UNREADABLE]?: readonly EndpointRegistryError[] })[UNREADABLE] ?? [];
 }
 
 /** How long the consumer trusts its copy of the registry: changes reach new deliveries within this. */

@@ -1,13 +1,222 @@
 /**
- * An endpoint's signing secret as `handoff endpoint add` and `rotate-secret` make one when none is
- * given: `whsec_` and the base64 of 32 random bytes, the Standard Webhooks form, longer than the
- * 24-byte minimum the signer enforces (lib/webhook/signing-secret.ts).
+ * An endpoint's signing secret: made (`generateSecret`), read from Secrets Manager with a
+ * rotation's previous version (`secretsManagerVersions`), and kept for a bounded age
+ * (`SecretCache`).
+ *
+ * `handoff endpoint add` and `rotate-secret` make one when none is given: `whsec_` and the base64
+ * of 32 random bytes, the Standard Webhooks form, longer than the 24-byte minimum the signer
+ * enforces (lib/webhook/signing-secret.ts).
+ *
+ * Messages and errors name a secret's ARN, never its value.
  */
 import { randomBytes } from 'node:crypto';
-import { SECRET_PREFIX } from '../webhook/signing-secret';
+import { errorFields, type Logger } from '../observability';
+import { createSigner, SECRET_PREFIX, SigningSecretError, type PreviousSecret } from '../webhook/signing-secret';
 
 export const GENERATED_SECRET_BYTES = 32;
 
 export function generateSecret(): string {
   return `${SECRET_PREFIX}${randomBytes(GENERATED_SECRET_BYTES).toString('base64')}`;
+}
+
+/**
+ * A copy of a secret read from where it is kept is used for this long, then read again: a value
+ * changed there (`put-secret-value`) signs within this (plus the registry's 15 s), however long the
+ * container lives.
+ */
+export const SECRET_REREAD_AFTER_MS = 5 * 60_000;
+/**
+ * While a read fails, the copy read last keeps signing until it is this old; after that the secret
+ * is unavailable and its endpoint's deliveries wait on the queue (lib/batch.ts, endpoint-unresolved).
+ * Long enough to ride out an outage of Secrets Manager or a throttle, short enough that a secret
+ * whose reads are denied on purpose (a revoked grant, a deleted secret) stops signing within the hour.
+ */
+export const SECRET_MAX_AGE_MS = 60 * 60_000;
+/** After a failed read, the next one is made no sooner than this: an outage or a throttle is not hammered by every batch. */
+export const SECRET_RETRY_AFTER_MS = 5_000;
+/**
+ * After a secret is rotated in Secrets Manager (`put-secret-value`: a new version becomes AWSCURRENT,
+ * the old one AWSPREVIOUS), requests carry a signature under each until the new version is this old,
+ * as `handoff endpoint rotate-secret` does by default for secrets the registry holds.
+ */
+export const SECRET_ROTATION_OVERLAP_MS = 24 * 60 * 60_000;
+
+/** A secret as read: the value that signs, and a rotation's previous value while it still signs too. */
+export interface SecretVersions {
+  readonly current: string;
+  readonly previous?: PreviousSecret;
+}
+
+/** A secret that cannot be used now: its read failed (outage, throttle, access denied, deleted), or its value cannot sign. */
+export class SecretUnavailableError extends Error {
+  override readonly name = 'SecretUnavailableError';
+  constructor(
+    readonly code: 'secret-unreadable' | 'secret-invalid' | 'secret-expired',
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** Secrets Manager's GetSecretValue, as much of it as is used: the SDK client's call in AWS, a stub in tests. */
+export type GetSecretValue = (input: { SecretId: string; VersionStage?: string }) => Promise<{ SecretString?: string; CreatedDate?: Date }>;
+
+/**
+ * Reads a secret's versions from Secrets Manager. AWSCURRENT signs; when that version is younger
+ * than `overlapMs` (its CreatedDate: when it was put), AWSPREVIOUS is read too and signs beside it
+ * until then. Every container that reads the secret in that window signs with both, whenever it
+ * started, since the end is the version's, not the container's.
+ * @throws SecretUnavailableError naming the ARN: a read failed (AWSPREVIOUS missing is no failure: the
+ * secret has one version), or the current value cannot sign
+ */
+export function secretsManagerVersions(
+  get: GetSecretValue,
+  options: { readonly overlapMs?: number; readonly now?: () => number; readonly logger?: Logger } = {},
+): (arn: string) => Promise<SecretVersions> {
+  const overlapMs = options.overlapMs ?? SECRET_ROTATION_OVERLAP_MS;
+  const now = options.now ?? Date.now;
+  const call = async (arn: string, stage: string | undefined) => {
+    try {
+      return await get({ SecretId: arn, ...(stage !== undefined ? { VersionStage: stage } : {}) });
+    } catch (error) {
+      if (stage !== undefined && error instanceof Error && error.name === 'ResourceNotFoundException') return undefined;
+      const what = error instanceof Error ? error.name : 'error';
+      throw new SecretUnavailableError('secret-unreadable', `Secrets Manager could not read ${stage ?? 'the secret'} of ${arn}: ${what}`, { cause: error });
+    }
+  };
+  return async (arn) => {
+    const read = (await call(arn, undefined))!;
+    const current = signingValue(read.SecretString, arn);
+    const rotatedAt = read.CreatedDate?.getTime();
+    if (rotatedAt === undefined || !Number.isFinite(rotatedAt) || now() >= rotatedAt + overlapMs) return { current };
+    const previous = (await call(arn, 'AWSPREVIOUS'))?.SecretString?.trim();
+    if (previous === undefined || previous === '' || previous === current) return { current };
+    try {
+      createSigner(previous);
+    } catch (error) {
+      if (!(error instanceof SigningSecretError)) throw error;
+      // The new value signs alone: an old one that could not sign cannot have been the receiver's.
+      options.logger?.warn('previous secret cannot sign: signing with the current one only', { secretArn: arn, problem: error.code });
+      return { current };
+    }
+    return { current, previous: { secret: previous, untilMs: rotatedAt + overlapMs } };
+  };
+}
+
+/** The SDK's GetSecretValue, its client made once, on the first read (containers that read no secret never load it). */
+export function secretsManagerClient(): GetSecretValue {
+  let client: Promise<GetSecretValue> | undefined;
+  return async (input) => {
+    client ??= import('@aws-sdk/client-secrets-manager').then(({ SecretsManagerClient, GetSecretValueCommand }) => {
+      const sdk = new SecretsManagerClient({});
+      return (request) => sdk.send(new GetSecretValueCommand(request));
+    });
+    client.catch(() => (client = undefined));
+    return (await client)(input);
+  };
+}
+
+/** A secret value as Secrets Manager holds it (`whsec_<base64>` or bare base64), checked by the signer itself. */
+function signingValue(raw: string | undefined, arn: string): string {
+  const secret = raw?.trim();
+  if (!secret) throw new SecretUnavailableError('secret-invalid', `the secret ${arn} has no string value`);
+  try {
+    createSigner(secret);
+  } catch (error) {
+    if (!(error instanceof SigningSecretError)) throw error;
+    throw new SecretUnavailableError(
+      'secret-invalid',
+      `the secret ${arn} cannot sign: its key ${error.message} (the value must be whsec_<base64> or bare base64)`,
+      { cause: error },
+    );
+  }
+  return secret;
+}
+
+interface CacheEntry<V> {
+  value?: V;
+  /** Epoch ms the copy in `value` was read. */
+  readAt: number;
+  /** Epoch ms the last read failed, while the one after it has not succeeded. */
+  failedAt?: number;
+  error?: unknown;
+  loading?: Promise<V>;
+}
+
+/**
+ * Secrets by reference (an ARN), each read at most once per `SECRET_REREAD_AFTER_MS` while its copy
+ * is fresh: the hot path is one map lookup. A re-read that fails keeps the copy signing until it is
+ * `SECRET_MAX_AGE_MS` old (logged at each failed read), then fails its callers; a failed read is
+ * tried again no sooner than `SECRET_RETRY_AFTER_MS` later, whoever asks. Concurrent callers share one read.
+ */
+export class SecretCache<V> {
+  readonly #read: (ref: string) => Promise<V>;
+  readonly #now: () => number;
+  readonly #logger: Logger | undefined;
+  readonly #entries = new Map<string, CacheEntry<V>>();
+
+  constructor(read: (ref: string) => Promise<V>, options: { readonly now?: () => number; readonly logger?: Logger } = {}) {
+    this.#read = read;
+    this.#now = options.now ?? Date.now;
+    this.#logger = options.logger;
+  }
+
+  /** The secret's value now. @throws the read's error when no copy young enough is at hand */
+  get(ref: string): Promise<V> {
+    const nowMs = this.#now();
+    let entry = this.#entries.get(ref);
+    if (entry?.value !== undefined && nowMs - entry.readAt < SECRET_REREAD_AFTER_MS) return Promise.resolve(entry.value);
+    if (entry?.loading !== undefined) return entry.loading;
+    if (entry?.failedAt !== undefined && nowMs - entry.failedAt < SECRET_RETRY_AFTER_MS) return this.#copyOr(ref, entry, nowMs);
+    if (entry === undefined) this.#entries.set(ref, (entry = { readAt: 0 }));
+    const loading = this.#read(ref).then(
+      (value) => {
+        Object.assign(entry, { value, readAt: this.#now(), failedAt: undefined, error: undefined });
+        return value;
+      },
+      (error: unknown) => {
+        const failedAt = this.#now();
+        Object.assign(entry, { failedAt, error });
+        if (entry.value !== undefined && failedAt - entry.readAt < SECRET_MAX_AGE_MS) {
+          this.#logger?.warn('secret re-read failed: signing with the copy read before', {
+            secretRef: ref,
+            copyAgeSeconds: Math.round((failedAt - entry.readAt) / 1000),
+            ...errorFields(error),
+          });
+        }
+        return this.#copyOr(ref, entry, failedAt);
+      },
+    );
+    entry.loading = loading;
+    void loading.then(
+      () => (entry.loading = undefined),
+      () => (entry.loading = undefined),
+    );
+    return loading;
+  }
+
+  /**
+   * Epoch ms at which `get(ref)` would read again: when its copy turns stale, or when a failed read
+   * may be tried again. Infinity for a reference never asked for.
+   */
+  dueAt(ref: string): number {
+    const entry = this.#entries.get(ref);
+    if (entry === undefined) return Infinity;
+    if (entry.failedAt !== undefined) return entry.failedAt + SECRET_RETRY_AFTER_MS;
+    return entry.readAt + SECRET_REREAD_AFTER_MS;
+  }
+
+  /** The copy while it is young enough, else the last read's failure. */
+  #copyOr(ref: string, entry: CacheEntry<V>, nowMs: number): Promise<V> {
+    if (entry.value !== undefined && nowMs - entry.readAt < SECRET_MAX_AGE_MS) return Promise.resolve(entry.value);
+    if (entry.value === undefined) return Promise.reject(entry.error instanceof Error ? entry.error : new SecretUnavailableError('secret-unreadable', `${ref} could not be read`));
+    return Promise.reject(
+      new SecretUnavailableError(
+        'secret-expired',
+        `${ref} could not be read again, and the copy read ${Math.round((nowMs - entry.readAt) / 60_000)} min ago is past its ${SECRET_MAX_AGE_MS / 60_000}-min limit`,
+        { cause: entry.error },
+      ),
+    );
+  }
 }

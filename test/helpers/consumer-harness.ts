@@ -21,7 +21,7 @@ import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { startEmulators, type Emulators } from '../../sandbox/emulators';
 import { startTestReceiver, type TestReceiver } from './receiver';
-import { TEST_SEAL_KEY } from './sqs-records';
+import { queueArnFromUrl, recordFromMessage, sqsEvent, TEST_SEAL_KEY } from './sqs-records';
 
 export const REGION = 'us-east-1';
 export const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -51,6 +51,8 @@ export interface ConsumerHarness {
   coldStart(env: Record<string, string>): Promise<Handler>;
   /** Receives exactly `count` messages (long polls until they are all in), deleting them if asked. */
   receive(queueUrl: string, count: number, options?: { delete?: boolean }): Promise<Message[]>;
+  /** One invocation as the event source mapping makes it: the handler on `messages`, then deletes what it did not report. */
+  invoke(handler: Handler, queueUrl: string, messages: readonly Message[], requestId?: string): Promise<SQSBatchResponse>;
   close(): Promise<void>;
 }
 
@@ -121,6 +123,15 @@ export async function startConsumerHarness(name: string): Promise<ConsumerHarnes
         for (const m of messages) await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
       }
       return messages;
+    },
+    async invoke(handler, queueUrl, messages, requestId = 'req-1') {
+      const records = messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl)));
+      const response = await handler(sqsEvent(records), { awsRequestId: requestId } as Context);
+      const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+      for (const record of records.filter((r) => !failed.has(r.messageId))) {
+        await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
+      }
+      return response;
     },
     async close() {
       sqs.destroy();

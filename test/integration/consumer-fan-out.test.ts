@@ -6,8 +6,7 @@
  * registry change reaches the next batch.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
-import type { Context, SQSRecord } from 'aws-lambda';
+import { ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
@@ -18,7 +17,6 @@ import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
-import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
 
 const QUEUE_VISIBILITY_SECONDS = 30;
 const secrets = { acme: generateSecret(), notify: generateSecret(), strict: generateSecret() };
@@ -98,16 +96,7 @@ async function receiveNow(queueUrl: string): Promise<Message[]> {
   return Messages;
 }
 
-/** One invocation as the event source mapping makes it: the handler, then deletes what succeeded. */
-async function invoke(handler: Handler, queueUrl: string, messages: Message[]) {
-  const records: SQSRecord[] = messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl)));
-  const response = await handler(sqsEvent(records), { awsRequestId: 'req-1' } as Context);
-  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-  for (const record of records.filter((r) => !failed.has(r.messageId))) {
-    await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
-  }
-  return response;
-}
+const invoke = (handler: Handler, queueUrl: string, messages: Message[]) => harness.invoke(handler, queueUrl, messages);
 
 const endpointOf = (m: Message) => m.MessageAttributes?.endpoint?.StringValue;
 

@@ -1,8 +1,8 @@
 /**
  * Settings the consumer cannot work with stop its cold start, not every batch: a ledger retention
  * shorter than a delivery can live, a payload limit no ledger row can hold, a signing secret that
- * cannot sign. A Secrets Manager value is checked at its first read (naming the secret's ARN,
- * never its value). Runs the real handler module against fauxqs and dynalite, with a loopback
+ * cannot sign. A Secrets Manager value is checked at each read: one that cannot sign holds the
+ * deliveries on the queue, logged with the secret's ARN, never its value. Runs the real handler module against fauxqs and dynalite, with a loopback
  * stand-in for Secrets Manager reached by the real SDK client.
  */
 import { createServer, type Server } from 'node:http';
@@ -10,8 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { ConfigError } from '../../lib/config';
-import { startConsumerHarness, type ConsumerHarness } from '../helpers/consumer-harness';
+import { captureStdout, startConsumerHarness, type ConsumerHarness } from '../helpers/consumer-harness';
 import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
 
 const SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:handoff-signing-AbCdEf';
@@ -31,6 +30,7 @@ afterAll(async () => {
 
 afterEach(() => {
   vi.unstubAllEnvs();
+  vi.restoreAllMocks();
   secrets?.closeAllConnections();
   secrets?.close();
   secrets = undefined;
@@ -81,7 +81,7 @@ describe('Handler: consumer, signing secret', () => {
     await expect(start).rejects.not.toThrow(secret.slice('whsec_'.length));
   });
 
-  it('refuses a Secrets Manager value that cannot sign at its first read, naming the ARN and not the value', async () => {
+  it('holds its messages on the queue while the Secrets Manager value cannot sign, naming the ARN and not the value', async () => {
     // Prepare
     const endpoint = await secretsManagerHolding(SHORT_SECRET);
     const { queueUrl, deadLetterQueueUrl } = await harness.createQueues(30);
@@ -94,17 +94,19 @@ describe('Handler: consumer, signing secret', () => {
     const body = JSON.stringify({ id: 'evt_unsignable', shipmentId: 'shp_1', status: 'packed', occurredAt: '2026-12-02T10:15:00Z' });
     await harness.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
     const [message] = await harness.receive(queueUrl, 1);
+    const lines = captureStdout();
 
     // Act
-    const invocation = handler(sqsEvent([recordFromMessage(message!, queueArnFromUrl(queueUrl))]), context);
+    const response = await handler(sqsEvent([recordFromMessage(message!, queueArnFromUrl(queueUrl))]), context);
 
-    // Assess: the batch fails as a whole (the message returns to the queue), nothing was sent or admitted
-    const error = (await invocation.catch((e: unknown) => e)) as ConfigError;
-    expect(error).toMatchObject({ name: 'ConfigError', code: 'invalid-setting', variable: 'HANDOFF_WEBHOOK_SECRET_ARN' });
-    expect(error.message).toBe(
-      `HANDOFF_WEBHOOK_SECRET_ARN names a secret (${SECRET_ARN}) that cannot sign: its key decodes to a 3-byte key; at least 24 bytes are needed (the value must be whsec_<base64> or bare base64)`,
-    );
-    expect(error.message).not.toContain('AAAA');
+    // Assess: the message stays on the queue (a batch item failure, back in seconds), nothing was sent or admitted
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: message!.MessageId }] });
+    const unresolved = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((l) => l.message === 'endpoint unresolved');
+    expect(unresolved).toMatchObject({
+      endpoint: 'default',
+      errorMessage: `the secret ${SECRET_ARN} cannot sign: its key decodes to a 3-byte key; at least 24 bytes are needed (the value must be whsec_<base64> or bare base64)`,
+    });
+    expect(lines.join('\n')).not.toContain('AAAA');
     expect(harness.receiver.requestsFor('evt_unsignable')).toEqual([]);
     expect(await harness.ledger.get({ eventId: 'evt_unsignable', endpoint: 'default' })).toBeUndefined();
     const { Messages = [] } = await harness.sqs.send(

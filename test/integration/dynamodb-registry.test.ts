@@ -4,10 +4,11 @@
  * as written, one request per change, store failures named, and the sandbox's table and seeding.
  */
 import { DeleteTableCommand, DescribeTableCommand, PutItemCommand, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { defaultEndpointFields, type EndpointFields } from '../../lib/endpoints/endpoint';
-import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError } from '../../lib/endpoints/registry';
+import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError, unreadableOf } from '../../lib/endpoints/registry';
 import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { generateSecret } from '../../lib/endpoints/secret';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
@@ -229,6 +230,23 @@ describe('Class: DynamoDbEndpointRegistry', () => {
     expect(told.map((e) => e.code)).toEqual(['registry-item-invalid']);
     expect(scanned.records).toEqual(listed);
     expect(scanned.unreadable.map((e) => e.message)).toEqual([told[0]?.message]);
+    // The list carries it on, for routing to hold the deliveries that would go to it.
+    expect(unreadableOf(listed)).toEqual(told);
+  });
+
+  it('says which endpoint an unusable item is and what it subscribes to, when its eventTypes and match can be read', async () => {
+    const now = Date.now();
+    const item = (name: string, fields: Record<string, unknown>) =>
+      DynamoDBDocumentClient.from(client).send(new PutCommand({ TableName: tableName, Item: { name, fields: { name, url: 'https://crm.example/in', ...fields }, state: 'stuck', createdAt: now, updatedAt: now } }));
+    await item('crm', { eventTypes: ['shipment.delivered'], match: { 'data.carrier': ['acme'] } });
+    await item('odd', { eventTypes: 'all of them' });
+
+    const { unreadable } = await registry.scan();
+
+    expect(unreadable.map((e) => [e.endpoint, e.subscription]).sort()).toEqual([
+      ['crm', { eventTypes: ['shipment.delivered'], match: { 'data.carrier': ['acme'] } }],
+      ['odd', undefined],
+    ]);
   });
 
   it('removes an item it cannot use', async () => {

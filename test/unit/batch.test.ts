@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { SQSRecord } from 'aws-lambda';
-import { beyondHorizonSeconds, LATE_SLOT_MS, processBatch, RATE_LIMIT_UNAVAILABLE_SECONDS, type BatchDeps } from '../../lib/batch';
+import {
+  beyondHorizonSeconds,
+  LATE_SLOT_MS,
+  processBatch,
+  RATE_LIMIT_UNAVAILABLE_SECONDS,
+  UNRESOLVED_FIRST_WAIT_SECONDS,
+  UNRESOLVED_MAX_WAIT_SECONDS,
+  unresolvedWaitSeconds,
+  type BatchDeps,
+} from '../../lib/batch';
 import type { DeliverDeps, DeliveryResult, QueueDecision, QueueMessage } from '../../lib/deliver';
 import type { Endpoint, StateChange } from '../../lib/endpoints/endpoint';
 import { GONE_REASON, HealthTracker, type EndpointHealth, type HealthStore } from '../../lib/endpoints/health';
@@ -16,7 +25,8 @@ import {
 import { MemoryLedger } from '../../lib/ledger/memory-ledger';
 import { MemoryShipmentHeads } from '../../lib/ledger/memory-shipment-heads';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
-import { singleEndpoint, staticRouting } from '../../lib/routing';
+import { EndpointRegistryError } from '../../lib/endpoints/registry';
+import { singleEndpoint, staticRouting, type Routes, type Routing, type UnresolvedEndpoint } from '../../lib/routing';
 import { deliverCopiesInOneBatch, T0 } from '../helpers/ledger-contract';
 import { sealedRecord, sqsRecord, TEST_SEAL } from '../helpers/sqs-records';
 import type { ControlValues } from '../../lib/queue/seal';
@@ -918,5 +928,159 @@ describe('Function: processBatch rate limit', () => {
     await processBatch(records, deps);
 
     expect(queue.fannedOut).toEqual([[{ body: records[6]!.body, endpoint: 'acme', delaySeconds: 1, notBefore: NOW_MS + 1200, reservedRate: 5 }]]);
+  });
+});
+
+describe('Function: processBatch, an endpoint that cannot be resolved (docs/contract.md §11)', () => {
+  const billing = endpoint('billing', { eventTypes: ['shipment.delivered'] });
+  const acme = endpoint('carrier-acme', { eventTypes: ['*'], match: { 'data.carrier': ['acme'] } });
+  /** The registry holds `crm` (delivered events only), whose secret cannot be read now. */
+  const crm: UnresolvedEndpoint = { name: 'crm', subscription: { eventTypes: ['shipment.delivered'], match: {} } };
+
+  /** Routing over `endpoints`, with `unresolved` held by the registry but not resolvable; deliveries scripted to ack. */
+  function unresolvedRouting(unresolved: UnresolvedEndpoint[], options: { rows?: string[]; registryDown?: boolean } = {}) {
+    const { deps, queue, lines } = setup({}, 10, [billing, acme]);
+    const delivered: [string, string][] = [];
+    const routes: Routes = { endpoints: new Map([billing, acme].map((e) => [e.name, e])), unresolved: new Map(unresolved.map((u) => [u.name, u])) };
+    const routing: Routing = {
+      routes: () => (options.registryDown ? Promise.reject(new EndpointRegistryError('registry-unavailable', 'endpoint registry t failed to list endpoints: TimeoutError')) : Promise.resolve(routes)),
+      sender: () => Promise.resolve({ send: () => Promise.reject(new Error('scripted: no sends')) }),
+    };
+    const ledger = { deliveriesOf: () => Promise.resolve((options.rows ?? []).map((name) => ({ endpoint: name }))) } as unknown as DeliverDeps['ledger'];
+    const batchDeps: BatchDeps = {
+      ...deps,
+      delivery: { ...deps.delivery, ledger },
+      routing,
+      receiveLimit: 17,
+      deliver: async (message, d) => {
+        const id = (JSON.parse(message.body) as { id: string }).id;
+        delivered.push([id, d.endpoint!]);
+        return ack(id);
+      },
+    };
+    return { deps: batchDeps, queue, lines, delivered };
+  }
+  const receivedTimes = (n: number): Pick<SQSRecord, 'attributes'> => ({ attributes: { ...sqsRecord('x').attributes, ApproximateReceiveCount: String(n) } });
+
+  it("holds an endpoint message for it on the queue for 5 s, deciding nothing, logged with its event and endpoint and counted", async () => {
+    const { deps, queue, lines, delivered } = unresolvedRouting([crm]);
+    const record = sealedRecord(eventRecord('evt_1', 'delivered').body, { endpoint: 'crm' });
+
+    const response = await processBatch([record], deps);
+    deps.metrics.flush();
+
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(queue.visibility).toEqual([[record.receiptHandle, UNRESOLVED_FIRST_WAIT_SECONDS]]);
+    expect(delivered).toEqual([]);
+    expect(queue.deadLettered).toEqual([]);
+    expect(lines.find((l) => l.message === 'delivery')).toMatchObject({ level: 'warn', eventId: 'evt_1', endpoints: ['crm'], action: 'retry', why: 'endpoint-unresolved', afterSeconds: 5 });
+    expect(lines.find((l) => l.Endpoint === 'crm' && '_aws' in l)).toMatchObject({ EndpointUnresolved: 1 });
+    expect(lines.find((l) => l.Endpoint === undefined && '_aws' in l)).toMatchObject({ EndpointUnresolved: 0, Unrouted: 0 });
+  });
+
+  it('holds a producer message as a whole when one endpoint it would go to cannot be resolved: nothing fanned out, nothing delivered', async () => {
+    const { deps, queue, delivered } = unresolvedRouting([crm]);
+    // Delivered with carrier acme: billing, carrier-acme and crm subscribe.
+    const fannedOut = eventRecord('evt_2', 'delivered', 'acme');
+    // Delivered with no carrier: billing alone of the resolved ones (inline), and crm.
+    const inline = eventRecord('evt_3', 'delivered');
+
+    const response = await processBatch([fannedOut, inline], deps);
+
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: fannedOut.messageId }, { itemIdentifier: inline.messageId }]);
+    expect(queue.fannedOut).toEqual([]);
+    expect(delivered).toEqual([]);
+    expect(queue.visibility.map(([, seconds]) => seconds)).toEqual([5, 5]);
+  });
+
+  it('routes the events it does not subscribe to as usual', async () => {
+    const { deps, queue, delivered } = unresolvedRouting([crm]);
+    const records = [eventRecord('evt_4', 'in_transit', 'acme'), eventRecord('evt_5', 'in_transit', 'zephyr')];
+
+    const response = await processBatch(records, deps);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(delivered).toEqual([['evt_4', 'carrier-acme']]);
+    expect(queue.visibility).toEqual([]);
+  });
+
+  it('holds every producer message for an item whose subscription cannot be read either', async () => {
+    const { deps, delivered } = unresolvedRouting([{ name: 'mystery', subscription: undefined }]);
+    const records = [eventRecord('evt_6', 'in_transit', 'zephyr'), eventRecord('evt_7', 'delivered', 'acme')];
+
+    const response = await processBatch(records, deps);
+
+    expect(response.batchItemFailures).toHaveLength(2);
+    expect(delivered).toEqual([]);
+  });
+
+  it('holds a producer message received again that has a row at it, though it no longer subscribes', async () => {
+    const { deps, delivered } = unresolvedRouting([crm], { rows: ['crm'] });
+    const record = eventRecord('evt_8', 'in_transit', 'acme', receivedTimes(2));
+
+    const response = await processBatch([record], deps);
+
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(delivered).toEqual([]);
+  });
+
+  it('acknowledges a message for an endpoint the registry no longer holds (endpoint-removed), as before', async () => {
+    const { deps, lines } = unresolvedRouting([crm]);
+    const record = sealedRecord(eventRecord('evt_9', 'delivered').body, { endpoint: 'gone' });
+
+    const response = await processBatch([record], deps);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(lines.find((l) => l.message === 'delivery')).toMatchObject({ eventId: 'evt_9', endpoint: 'gone', action: 'ack', why: 'endpoint-removed' });
+  });
+
+  it('waits longer at each receive, 5 s doubling up to 30 s', () => {
+    expect([1, 2, 3, 4, 5, 40].map((n) => unresolvedWaitSeconds(receivedTimes(n)))).toEqual([5, 10, 20, UNRESOLVED_MAX_WAIT_SECONDS, 30, 30]);
+  });
+
+  it('puts a held message back fresh near the queue\'s redrive: an endpoint message for its endpoint, with its number; a producer message as a producer\'s', async () => {
+    const { deps, queue } = unresolvedRouting([crm]);
+    const admission = { sequence: 3, inTurn: true };
+    const forCrm = sealedRecord(eventRecord('evt_10', 'delivered').body, { endpoint: 'crm', sequence: '3', inTurn: 'true' }, receivedTimes(14));
+    const producer = eventRecord('evt_11', 'delivered', undefined, receivedTimes(15));
+
+    const response = await processBatch([forCrm, producer], deps);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(queue.enqueued).toEqual([
+      [forCrm.body, { endpoint: 'crm', admission, delaySeconds: 30 }],
+      [producer.body, { delaySeconds: 30 }],
+    ]);
+    expect(queue.visibility).toEqual([]);
+  });
+
+  it('reports a record of the ordered intake without touching its visibility (its shipment waits behind it)', async () => {
+    const { deps, queue, lines } = unresolvedRouting([crm]);
+    const record = eventRecord('evt_12', 'delivered', undefined, { eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:handoff-ordered.fifo', attributes: { ...sqsRecord('x').attributes, MessageGroupId: 'shp_1' } as SQSRecord['attributes'] });
+
+    const response = await processBatch([record], deps);
+
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(queue.visibility).toEqual([]);
+    expect(queue.fannedOut).toEqual([]);
+    expect(lines.find((l) => l.message === 'delivery')).toMatchObject({ eventId: 'evt_12', why: 'endpoint-unresolved' });
+  });
+
+  it('holds the whole batch when the registry cannot be read and no copy is at hand, each message for 5 s, counted for the service', async () => {
+    const { deps, queue, lines, delivered } = unresolvedRouting([], { registryDown: true });
+    const records = [eventRecord('evt_13', 'delivered'), sealedRecord(eventRecord('evt_14', 'delivered').body, { endpoint: 'billing' })];
+
+    const response = await processBatch(records, deps);
+    deps.metrics.flush();
+
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(records.map((r) => r.messageId));
+    expect(queue.visibility).toEqual(records.map((r) => [r.receiptHandle, 5]));
+    expect(delivered).toEqual([]);
+    expect(lines.filter((l) => l.message === 'delivery').map((l) => [l.eventId, l.endpoints, l.why])).toEqual([
+      ['evt_13', [], 'registry-unavailable'],
+      ['evt_14', ['billing'], 'registry-unavailable'],
+    ]);
+    expect(lines.find((l) => l.Endpoint === undefined && '_aws' in l)).toMatchObject({ EndpointUnresolved: 1 });
+    expect(lines.find((l) => l.Endpoint === 'billing' && '_aws' in l)).toMatchObject({ EndpointUnresolved: 1 });
   });
 });

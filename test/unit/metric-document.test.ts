@@ -52,6 +52,7 @@ describe('Function: readMetricDocument', () => {
         Parked: [0],
         Resumed: [0],
         RateLimited: [0],
+        EndpointUnresolved: [0],
       },
     });
     expect(documents[1]).toEqual({ timestampMs: NOW_MS, values: { DeliveryLatency: Array.from({ length: 50 }, (_, i) => i + 100) } });

@@ -1,0 +1,277 @@
+/**
+ * The real consumer handler when an endpoint cannot be resolved (docs/contract.md §11): a signing
+ * secret Secrets Manager will not give (a 500, a throttle, a KMS key the consumer may not use or
+ * cannot decrypt with, a deleted secret), a registry item that cannot be decoded, a registry that
+ * cannot be read at all. Each leaves its messages on the queue (batch item failures, back within
+ * seconds), writes nothing to the ledger and dead-letters nothing; once the dependency is back, the
+ * events are delivered. A message fanned out to several endpoints is held as a whole while one of
+ * them cannot be resolved. A secret rotated in Secrets Manager signs with both versions.
+ *
+ * Against fauxqs, dynalite, loopback receivers and a loopback Secrets Manager (test/helpers/secrets-manager.ts).
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { RESOURCE_ENV } from '../../lib/config';
+import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import type { EndpointFields } from '../../lib/endpoints/endpoint';
+import { generateSecret } from '../../lib/endpoints/secret';
+import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
+import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
+import { SECRETS_MANAGER_FAILURES, startSecretsManagerStub, type SecretsManagerFailure, type SecretsManagerStub } from '../helpers/secrets-manager';
+
+const QUEUE_VISIBILITY_SECONDS = 30;
+const arnOf = (name: string) => `arn:aws:secretsmanager:us-east-1:000000000000:secret:handoff/${name}-AbCdEf`;
+
+let harness: ConsumerHarness;
+let sqs: SQSClient;
+let ledger: DynamoDbLedger;
+let dynamodb: DynamoDBClient;
+let documents: DynamoDBDocumentClient;
+let billing: TestReceiver;
+let crm: TestReceiver;
+let secretsManager: SecretsManagerStub;
+let lines: string[];
+let tableCount = 0;
+
+beforeAll(async () => {
+  harness = await startConsumerHarness('consumer-unresolved');
+  ({ sqs, ledger } = harness);
+  billing = harness.receiver;
+  crm = await startTestReceiver();
+  secretsManager = await startSecretsManagerStub();
+  dynamodb = new DynamoDBClient({ region: REGION, endpoint: harness.emulators.dynamodbEndpoint, credentials: CREDENTIALS });
+  documents = DynamoDBDocumentClient.from(dynamodb);
+});
+
+afterAll(async () => {
+  dynamodb?.destroy();
+  await Promise.all([crm?.close(), secretsManager?.close()]);
+  await harness?.close();
+});
+
+beforeEach(() => {
+  lines = captureStdout();
+});
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
+});
+
+/** Fresh queues and a fresh registry table (seeded with `fields`, unless `seed` is false), and a cold start reading it with no cache. */
+async function start(fields: EndpointFields[], options: { seed?: boolean } = {}) {
+  const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
+  tableCount += 1;
+  const tableName = `handoff-endpoints-unresolved-${tableCount}`;
+  const registry = new DynamoDbEndpointRegistry({ client: dynamodb, tableName });
+  const seed = async () => {
+    await createEndpointsTable(dynamodb, tableName);
+    await seedEndpoints(registry, fields, Date.now());
+  };
+  if (options.seed !== false) await seed();
+  const handler = await harness.coldStart({
+    [RESOURCE_ENV.queueUrl]: queues.queueUrl,
+    [RESOURCE_ENV.deadLetterQueueUrl]: queues.deadLetterQueueUrl,
+    HANDOFF_RETRY_SCHEDULE: '0,30',
+    HANDOFF_ATTEMPT_TIMEOUT_MS: '3000',
+    [RESOURCE_ENV.endpointsTable]: tableName,
+    [RESOURCE_ENV.endpointsCacheMs]: '0',
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: secretsManager.url,
+    // One request per call: each answer of the stand-in is what the consumer sees.
+    AWS_MAX_ATTEMPTS: '1',
+  });
+  return { handler, tableName, registry, seed, ...queues };
+}
+
+function event(id: string, status: string, carrier: string): string {
+  return JSON.stringify({ id, shipmentId: 'shp_1', status, occurredAt: '2026-12-02T10:15:00Z', data: { carrier } });
+}
+
+async function send(queueUrl: string, ...bodies: string[]): Promise<void> {
+  for (const body of bodies) await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+}
+
+async function receiveNow(queueUrl: string): Promise<Message[]> {
+  const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, MessageAttributeNames: ['All'] }));
+  return Messages;
+}
+
+const invoke = (handler: Handler, queueUrl: string, messages: Message[]) => harness.invoke(handler, queueUrl, messages);
+
+const idOf = (m: Message) => (JSON.parse(m.Body!) as { id: string }).id;
+const logLines = () => lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+/** The service's EndpointUnresolved, summed over the invocations' metric documents. */
+const unresolvedCount = () => logLines().filter((l) => '_aws' in l && l.Endpoint !== undefined).reduce((sum, l) => sum + Number(l.EndpointUnresolved ?? 0), 0);
+
+describe('Handler: consumer, an endpoint whose signing secret cannot be read', () => {
+  const failures = Object.keys(SECRETS_MANAGER_FAILURES) as SecretsManagerFailure[];
+
+  it(`holds its deliveries on the queue (${failures.join(', ')}), writing nothing, and delivers them once the secret can be read`, async () => {
+    // Prepare: one endpoint per failure, each subscribed to the events of its own carrier; billing's secret is in the registry.
+    const secrets = Object.fromEntries(failures.map((failure) => [failure, generateSecret()]));
+    const billingSecret = generateSecret();
+    const { handler, queueUrl, deadLetterQueueUrl } = await start([
+      { name: 'billing', url: billing.url, eventTypes: ['*'], match: { 'data.carrier': ['billing'] }, secret: billingSecret },
+      ...failures.map((failure) => ({ name: `crm-${failure}`, url: crm.url, eventTypes: ['*'], match: { 'data.carrier': [failure] }, secret: arnOf(failure) })),
+    ]);
+    for (const failure of failures) secretsManager.answer(arnOf(failure), { failure });
+    await send(queueUrl, ...failures.map((failure) => event(`evt_held_${failure}`, 'delivered', failure)), event('evt_held_billing', 'delivered', 'billing'));
+
+    // Act: the first invocation, while Secrets Manager fails
+    const held = await invoke(handler, queueUrl, await harness.receive(queueUrl, failures.length + 1));
+
+    // Assess: each message of an unreadable secret stays, the others are delivered; nothing written for the held ones
+    expect(held.batchItemFailures).toHaveLength(failures.length);
+    expect(billing.requestsFor('evt_held_billing')).toHaveLength(1);
+    expect(crm.requests.filter((r) => r.eventId?.startsWith('evt_held_'))).toEqual([]);
+    for (const failure of failures) expect(await ledger.deliveriesOf(`evt_held_${failure}`)).toEqual([]);
+    expect(await receiveNow(deadLetterQueueUrl)).toEqual([]);
+    const heldLines = logLines().filter((l) => l.message === 'delivery' && l.why === 'endpoint-unresolved');
+    expect(heldLines.map((l) => [l.eventId, l.endpoints, l.afterSeconds]).sort()).toEqual(
+      failures.map((failure) => [`evt_held_${failure}`, [`crm-${failure}`], 5]).sort(),
+    );
+    const unresolved = logLines().filter((l) => l.message === 'endpoint unresolved');
+    expect(unresolved.map((l) => [l.endpoint, String(l.errorMessage).split(': ').at(-1)]).sort()).toEqual(
+      failures.map((failure) => [`crm-${failure}`, SECRETS_MANAGER_FAILURES[failure].type]).sort(),
+    );
+    expect(unresolvedCount()).toBe(failures.length);
+    expect(lines.join('\n')).not.toContain(billingSecret.slice(6));
+
+    // Act: Secrets Manager is back; the held messages return within seconds
+    for (const failure of failures) secretsManager.answer(arnOf(failure), { value: secrets[failure]! });
+    const back = await harness.receive(queueUrl, failures.length);
+    const delivered = await invoke(handler, queueUrl, back);
+
+    // Assess: each delivered once, signed with its secret
+    expect(back.map(idOf).sort()).toEqual(failures.map((failure) => `evt_held_${failure}`).sort());
+    expect(delivered.batchItemFailures).toEqual([]);
+    for (const failure of failures) {
+      const requests = crm.requestsFor(`evt_held_${failure}`);
+      expect(requests).toHaveLength(1);
+      expect(crm.verify(requests[0]!, secrets[failure]!)).toBe(true);
+      expect((await ledger.deliveriesOf(`evt_held_${failure}`)).map((r) => [r.endpoint, r.state])).toEqual([[`crm-${failure}`, 'delivered']]);
+    }
+    expect(await receiveNow(queueUrl)).toEqual([]);
+  });
+
+  it('holds an event for several endpoints as a whole while one of them cannot be resolved: no fan-out without it', async () => {
+    // Prepare
+    const crmSecret = generateSecret();
+    const { handler, queueUrl } = await start([
+      { name: 'billing', url: billing.url, eventTypes: ['shipment.delivered'], secret: generateSecret() },
+      { name: 'crm', url: crm.url, eventTypes: ['shipment.delivered'], secret: arnOf('crm-fan') },
+    ]);
+    secretsManager.answer(arnOf('crm-fan'), { failure: 'throttled' });
+    await send(queueUrl, event('evt_fan_held', 'delivered', 'acme'));
+
+    // Act
+    const held = await invoke(handler, queueUrl, await harness.receive(queueUrl, 1));
+
+    // Assess: the producer's message stays; no endpoint message was sent, no row written
+    expect(held.batchItemFailures).toHaveLength(1);
+    expect(await receiveNow(queueUrl)).toEqual([]);
+    expect(await ledger.deliveriesOf('evt_fan_held')).toEqual([]);
+
+    // Act: the secret can be read again: routed to both, each endpoint's message delivered
+    secretsManager.answer(arnOf('crm-fan'), { value: crmSecret });
+    const routed = await invoke(handler, queueUrl, await harness.receive(queueUrl, 1));
+    const forEndpoints = await harness.receive(queueUrl, 2);
+    const delivered = await invoke(handler, queueUrl, forEndpoints);
+
+    // Assess
+    expect([routed.batchItemFailures, delivered.batchItemFailures]).toEqual([[], []]);
+    expect(billing.requestsFor('evt_fan_held')).toHaveLength(1);
+    expect(crm.requestsFor('evt_fan_held')).toHaveLength(1);
+    expect(crm.verify(crm.requestsFor('evt_fan_held')[0]!, crmSecret)).toBe(true);
+    expect((await ledger.deliveriesOf('evt_fan_held')).map((r) => [r.endpoint, r.state])).toEqual([
+      ['billing', 'delivered'],
+      ['crm', 'delivered'],
+    ]);
+  });
+
+  it('signs with both versions of a secret rotated in Secrets Manager (AWSCURRENT put a minute ago, AWSPREVIOUS)', async () => {
+    // Prepare
+    const [oldSecret, newSecret] = [generateSecret(), generateSecret()];
+    const { handler, queueUrl } = await start([{ name: 'crm', url: crm.url, eventTypes: ['*'], secret: arnOf('crm-rotated') }]);
+    secretsManager.answer(arnOf('crm-rotated'), { value: newSecret, createdAt: new Date(Date.now() - 60_000), previous: oldSecret });
+    await send(queueUrl, event('evt_rotated', 'delivered', 'acme'));
+
+    // Act
+    const response = await invoke(handler, queueUrl, await harness.receive(queueUrl, 1));
+
+    // Assess: two signatures, new first; each secret alone verifies the request
+    expect(response.batchItemFailures).toEqual([]);
+    const [request] = crm.requestsFor('evt_rotated');
+    expect(String(request!.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    expect(crm.verify(request!, newSecret)).toBe(true);
+    expect(crm.verify(request!, oldSecret)).toBe(true);
+    expect(secretsManager.calls.filter((call) => call.startsWith(arnOf('crm-rotated')))).toEqual([
+      `${arnOf('crm-rotated')} AWSCURRENT`,
+      `${arnOf('crm-rotated')} AWSPREVIOUS`,
+    ]);
+  });
+});
+
+describe('Handler: consumer, a registry that cannot be read', () => {
+  it('holds every message while the registry cannot be read at all, and delivers them once it can', async () => {
+    // Prepare: the registry's table does not exist yet
+    const { handler, queueUrl, deadLetterQueueUrl, seed } = await start([{ name: 'billing', url: billing.url, eventTypes: ['*'] }], { seed: false });
+    await send(queueUrl, event('evt_no_registry_1', 'delivered', 'acme'), event('evt_no_registry_2', 'in_transit', 'acme'));
+
+    // Act
+    const held = await invoke(handler, queueUrl, await harness.receive(queueUrl, 2));
+
+    // Assess: the whole batch stays, nothing written
+    expect(held.batchItemFailures).toHaveLength(2);
+    expect(await ledger.deliveriesOf('evt_no_registry_1')).toEqual([]);
+    expect(await receiveNow(deadLetterQueueUrl)).toEqual([]);
+    expect(logLines().find((l) => l.message === 'routing failed')).toMatchObject({ error: 'EndpointRegistryError', errorCode: 'registry-unavailable' });
+    expect(logLines().filter((l) => l.why === 'registry-unavailable').map((l) => l.afterSeconds)).toEqual([5, 5]);
+
+    // Act: the table is there
+    await seed();
+    const delivered = await invoke(handler, queueUrl, await harness.receive(queueUrl, 2));
+
+    // Assess
+    expect(delivered.batchItemFailures).toEqual([]);
+    expect(billing.requestsFor('evt_no_registry_1')).toHaveLength(1);
+    expect(billing.requestsFor('evt_no_registry_2')).toHaveLength(1);
+  });
+
+  it('holds the events an item that cannot be decoded subscribes to, delivers the others, and the held ones once it is fixed', async () => {
+    // Prepare: crm's item has a state no version writes
+    const { handler, queueUrl, tableName } = await start([{ name: 'billing', url: billing.url, eventTypes: ['*'] }]);
+    const now = Date.now();
+    await documents.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: { name: 'crm', fields: { name: 'crm', url: crm.url, eventTypes: ['shipment.delivered'] }, state: 'paused-by-hand', createdAt: now, updatedAt: now },
+      }),
+    );
+    await send(queueUrl, event('evt_item_held', 'delivered', 'acme'), event('evt_item_other', 'in_transit', 'acme'));
+
+    // Act
+    const first = await invoke(handler, queueUrl, await harness.receive(queueUrl, 2));
+
+    // Assess
+    expect(first.batchItemFailures).toHaveLength(1);
+    expect(billing.requestsFor('evt_item_other')).toHaveLength(1);
+    expect(billing.requestsFor('evt_item_held')).toEqual([]);
+    expect(await ledger.deliveriesOf('evt_item_held')).toEqual([]);
+    expect(logLines().find((l) => l.message === 'endpoint unresolved')).toMatchObject({ endpoint: 'crm', errorCode: 'registry-item-invalid' });
+
+    // Act: an operator fixes the item
+    await documents.send(new UpdateCommand({ TableName: tableName, Key: { name: 'crm' }, UpdateExpression: 'SET #s = :s', ExpressionAttributeNames: { '#s': 'state' }, ExpressionAttributeValues: { ':s': 'enabled' } }));
+    const routed = await invoke(handler, queueUrl, await harness.receive(queueUrl, 1));
+    const delivered = await invoke(handler, queueUrl, await harness.receive(queueUrl, 2));
+
+    // Assess
+    expect([routed.batchItemFailures, delivered.batchItemFailures]).toEqual([[], []]);
+    expect(billing.requestsFor('evt_item_held')).toHaveLength(1);
+    expect(crm.requestsFor('evt_item_held')).toHaveLength(1);
+  });
+});
