@@ -22,10 +22,9 @@ import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { RESOURCE_ENV } from '../lib/config';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
 import { createEndpointsTable, seedEndpoints } from '../sandbox/endpoints-table';
-import { startPoller, type BatchReport } from '../sandbox/poller';
 import { listenOnLoopback } from '../test/helpers/loopback';
 import { countsBetween, summarize, type RequestCounts } from './counting';
-import { BATCH_SIZE, benchClients, HANDLER_PATHS, MAX_CONCURRENCY, provision, REGION, startWorkers, waitFor, type Bench } from './workload';
+import { BATCH_SIZE, benchClients, HANDLER_PATHS, MAX_CONCURRENCY, pollInto, provision, startWorkers, waitFor, type Bench } from './workload';
 
 export type OrderingMode = 'none' | 'per-shipment';
 
@@ -195,19 +194,7 @@ export async function runOrdering(mode: OrderingMode, bench: Bench, options: Ord
     progress: (line) => bench.progress(`${label} ${line}`),
     log: (line) => bench.log(`${label} ${line}`),
   });
-  let failedBatches = 0;
-  const poller = startPoller({
-    sqs: clients.pollerSqs,
-    queueUrl,
-    source: { queueArn, region: REGION },
-    batchSize: BATCH_SIZE,
-    maxConcurrency: MAX_CONCURRENCY,
-    invoke: (event) => workers.invoke(event),
-    onBatch: (report: BatchReport) => {
-      if (report.settlement.kind !== 'settled') failedBatches += 1;
-    },
-    log: (line) => bench.log(`${label} poller: ${line}`),
-  });
+  const poller = pollInto(bench, clients, { queueUrl, queueArn }, workers, label);
   try {
     const order = sendOrder(options);
     const ids = order.map(({ shipment, event }) => ({ id: `ord-${runId}-s${shipment}-e${event}`, shipment: `shp_${runId}_${shipment}` }));
@@ -263,7 +250,7 @@ export async function runOrdering(mode: OrderingMode, bench: Bench, options: Ord
         pollerSqs: poll.sqs / delivered,
       },
       requests,
-      failedBatches,
+      failedBatches: poller.counts.failedBatches,
     };
   } finally {
     await poller.stop(functionTimeoutMs);

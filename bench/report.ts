@@ -6,6 +6,7 @@ import type { BatchConcurrencyResult } from './batch-concurrency';
 import { median, type BundleResult } from './bundle';
 import { CLI_STARTUP_GOAL_MS, type CliStartupResult } from './cli-startup';
 import { summarize } from './counting';
+import type { SlowNeighbourResult } from './slow-neighbour';
 import type { ConsumerName, ConsumerRun } from './workload';
 
 export interface ConsumerFigures {
@@ -74,6 +75,8 @@ export interface BenchResult {
   };
   /** The batch of 10 at 200 ms, per consumer; the target is handoff's. */
   readonly batches: Record<ConsumerName, BatchConcurrencyResult>;
+  /** handoff alone: a healthy endpoint's rate beside an answering neighbour, then a timing-out one (issue 26). */
+  readonly slowNeighbour: SlowNeighbourResult;
   readonly bundles: readonly BundleResult[];
   /** `handoff --help` as installed (compiled), from the sources through tsx, and `node -e 0`. */
   readonly cliStartup: CliStartupResult;

@@ -254,6 +254,35 @@ export function startWorkers(
   };
 }
 
+/**
+ * Lambda's event source for a consumer's workers: sandbox/poller.ts on the queue, batches of
+ * BATCH_SIZE, MAX_CONCURRENCY at once, counting the records settled (deleted) and the batches that
+ * failed whole.
+ */
+export function pollInto(
+  bench: Bench,
+  clients: Clients,
+  queue: { readonly queueUrl: string; readonly queueArn: string },
+  workers: Pick<ReturnType<typeof startWorkers>, 'invoke'>,
+  label: string,
+) {
+  const counts = { settledRecords: 0, failedBatches: 0 };
+  const poller = startPoller({
+    sqs: clients.pollerSqs,
+    queueUrl: queue.queueUrl,
+    source: { queueArn: queue.queueArn, region: REGION },
+    batchSize: BATCH_SIZE,
+    maxConcurrency: MAX_CONCURRENCY,
+    invoke: (event) => workers.invoke(event),
+    onBatch: (report: BatchReport) => {
+      if (report.settlement.kind === 'settled') counts.settledRecords += report.settlement.deleteIds.length;
+      else counts.failedBatches += 1;
+    },
+    log: (line) => bench.log(`${label} poller: ${line}`),
+  });
+  return { counts, stop: (graceMs: number) => poller.stop(graceMs) };
+}
+
 /** A made-up SQS record for direct invocations (success paths never use its receipt handle). */
 export function syntheticRecord(id: string, queueArn: string): SQSRecord {
   const nowMs = String(Date.now());
@@ -282,25 +311,12 @@ export async function runConsumer(
     progress: (line) => bench.progress(`[${name}] ${line}`),
     log: (line) => bench.log(`[${name}] ${line}`),
   });
-  let settledRecords = 0;
-  let failedBatches = 0;
-  const poller = startPoller({
-    sqs: clients.pollerSqs,
-    queueUrl,
-    source: { queueArn, region: REGION },
-    batchSize: BATCH_SIZE,
-    maxConcurrency: MAX_CONCURRENCY,
-    invoke: (event) => workers.invoke(event),
-    onBatch: (report: BatchReport) => {
-      if (report.settlement.kind === 'settled') settledRecords += report.settlement.deleteIds.length;
-      else failedBatches += 1;
-    },
-    log: (line) => bench.log(`[${name}] poller: ${line}`),
-  });
+  const poller = pollInto(bench, clients, { queueUrl, queueArn }, workers, `[${name}]`);
+  const { counts } = poller;
   const repeatsBefore = bench.receiver.repeats;
   /** Waits until `records` more records are settled (deleted) than at `from`, and measured. */
   const settle = async (from: number, records: number) => {
-    await waitFor(() => settledRecords - from >= records || failedBatches > 0, STALL_MS);
+    await waitFor(() => counts.settledRecords - from >= records || counts.failedBatches > 0, STALL_MS);
     await workers.quiesce();
   };
 
@@ -321,7 +337,7 @@ export async function runConsumer(
     // Loaded: counts and CPU between two quiet points.
     const measuredBefore = workers.measurements.length;
     const countsBefore = bench.emulators.snapshot();
-    const settledBefore = settledRecords;
+    const settledBefore = counts.settledRecords;
     const cpuBefore = process.cpuUsage();
     const loaded = await runPhase(bench, clients, queueUrl, `load-${runId}-${name}`, options.events, options.window, (done) =>
       bench.progress(`[${name}] loaded: ${done}/${options.events} delivered`),
@@ -346,7 +362,7 @@ export async function runConsumer(
       sandboxCpuMicros: sandboxCpu.user + sandboxCpu.system,
       invocations: loadedInvocations.length,
       repeats: bench.receiver.repeats - repeatsBefore,
-      failedBatches,
+      failedBatches: counts.failedBatches,
     };
   } finally {
     await poller.stop(functionTimeoutMs);

@@ -12,6 +12,11 @@
  *   npm run bench -- --ordering    only ordering's throughput (bench/ordering.ts): 1,000 shipments × 5
  *                                  events with a receiver fault mix to an unordered endpoint, then to
  *                                  one ordered per shipment; writes ordering.{json,md} to --out
+ *   npm run bench -- --slow-neighbour [--seconds N] [--timeout-ms N]
+ *                                  only the slow neighbour (bench/slow-neighbour.ts): a healthy
+ *                                  endpoint's rate beside a neighbour that answers, then one that times
+ *                                  out on every request; writes slow-neighbour.{json,md} to --out.
+ *                                  The full run includes it too (in latest.{json,md}).
  *
  * Progress goes to stderr, the table to stdout.
  */
@@ -25,6 +30,7 @@ import { runBatchConcurrency, type BatchConcurrencyResult } from '../bench/batch
 import { measureBundles } from '../bench/bundle';
 import { measureCliStartup } from '../bench/cli-startup';
 import { FAULT_MIX, ORDERING_DEFAULTS, orderingMarkdown, runOrdering, type OrderingRun } from '../bench/ordering';
+import { runSlowNeighbour, SLOW_NEIGHBOUR_DEFAULTS, slowNeighbourMarkdown, type SlowNeighbourOptions, type SlowNeighbourResult } from '../bench/slow-neighbour';
 import { startCountingEmulators } from '../bench/counting';
 import { startBenchReceiver } from '../bench/receiver';
 import { combine, figures, markdown, ratios, targets, type BenchResult, type ConsumerFigures } from '../bench/report';
@@ -32,7 +38,8 @@ import { BATCH_SIZE, MAX_CONCURRENCY, runConsumer, type Bench, type ConsumerName
 import { safe } from '../lib/terminal';
 import { Display } from '../sandbox/counters';
 
-const USAGE = 'usage: npm run bench -- [--events N] [--rounds N] [--quick] [--ordering [--shipments N]] [--out DIR]';
+const USAGE =
+  'usage: npm run bench -- [--events N] [--rounds N] [--quick] [--ordering [--shipments N]] [--slow-neighbour] [--seconds N] [--timeout-ms N] [--out DIR]';
 
 function options() {
   let parsed;
@@ -44,6 +51,9 @@ function options() {
         quick: { type: 'boolean', default: false },
         ordering: { type: 'boolean', default: false },
         shipments: { type: 'string' },
+        'slow-neighbour': { type: 'boolean', default: false },
+        seconds: { type: 'string' },
+        'timeout-ms': { type: 'string' },
         out: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -72,6 +82,18 @@ function options() {
     console.error(`--shipments must be a whole number of at least 10\n${USAGE}`);
     process.exit(2);
   }
+  const seconds = parsed.seconds === undefined ? (quick ? 15 : SLOW_NEIGHBOUR_DEFAULTS.seconds) : Number(parsed.seconds);
+  if (!Number.isInteger(seconds) || seconds < 5 || seconds > 3600) {
+    console.error(`--seconds must be a whole number from 5 to 3600\n${USAGE}`);
+    process.exit(2);
+  }
+  const timeoutMs = parsed['timeout-ms'] === undefined ? SLOW_NEIGHBOUR_DEFAULTS.attemptTimeoutMs : Number(parsed['timeout-ms']);
+  // At most the deployment's attempt timeout, which the bench's consumer keeps at its default.
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 10_000) {
+    console.error(`--timeout-ms must be a whole number from 100 to 10000\n${USAGE}`);
+    process.exit(2);
+  }
+  const slowNeighbour: SlowNeighbourOptions = { ...SLOW_NEIGHBOUR_DEFAULTS, seconds, attemptTimeoutMs: timeoutMs };
   return {
     events,
     rounds,
@@ -84,34 +106,65 @@ function options() {
     quick,
     ordering: parsed.ordering === true,
     shipments,
+    slowNeighbourOnly: parsed['slow-neighbour'] === true,
+    slowNeighbour,
   };
 }
 
-/** `--ordering`: the unordered endpoint, then the ordered one, on the same emulators; the table. */
-async function orderingOnly(out: string, shipments: number): Promise<void> {
+/**
+ * A scenario run alone on fresh emulators (`--ordering`, `--slow-neighbour`): what it returns and the
+ * machine it ran on. The bench receiver is only for the single-URL setting provision() fills in: these
+ * scenarios' endpoints are in a registry, on receivers of their own.
+ */
+async function alone<T>(run: (bench: Bench) => Promise<T>) {
   const loadAverage = loadavg();
   const display = new Display();
   const emulators = await startCountingEmulators();
-  // Only for the single-URL setting provision() fills in: the ordering runs' endpoint is in a registry.
   const receiver = await startBenchReceiver();
   const bench: Bench = { emulators, receiver, progress: (line) => display.status(line), log: (line) => display.log(line) };
-  const runs: OrderingRun[] = [];
+  let result: T;
   try {
-    for (const mode of ['none', 'per-shipment'] as const) {
-      const run = await runOrdering(mode, bench, { ...ORDERING_DEFAULTS, shipments });
-      runs.push(run);
-      display.log(`ordering ${mode}: ${run.delivered}/${run.events} delivered in ${run.wallSeconds.toFixed(1)} s, ${run.deliveriesPerSecond.toFixed(0)}/s`);
-    }
+    result = await run(bench);
   } finally {
     await receiver.close();
     await emulators.close();
   }
   display.close();
   const machine = { date: new Date().toISOString(), loadAverage, loadAverageAtEnd: loadavg(), cores: cpus().length, node: process.versions.node };
-  const table = orderingMarkdown(runs, machine);
+  return { result, machine };
+}
+
+/** Writes a scenario's `<name>.json` and `<name>.md` to `out`. */
+function writeScenario(out: string, name: string, json: unknown, table: string): void {
   mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, 'ordering.json'), `${JSON.stringify({ machine, options: { ...ORDERING_DEFAULTS, shipments }, faultMix: FAULT_MIX, runs }, null, 2)}\n`);
-  writeFileSync(join(out, 'ordering.md'), table);
+  writeFileSync(join(out, `${name}.json`), `${JSON.stringify(json, null, 2)}\n`);
+  writeFileSync(join(out, `${name}.md`), table);
+}
+
+/** `--slow-neighbour`: the healthy endpoint beside an answering neighbour, then a timing-out one; the table. */
+async function slowNeighbourOnly(out: string, options: SlowNeighbourOptions): Promise<void> {
+  const { result, machine } = await alone((bench) => runSlowNeighbour(bench, options));
+  const table = slowNeighbourMarkdown(result);
+  writeScenario(out, 'slow-neighbour', { machine, ...result }, table);
+  process.stdout.write(
+    `\n${table}\n${machine.date}, ${machine.cores} cores, load average ${machine.loadAverage.map((n) => n.toFixed(2)).join(' ')} at start, ` +
+      `${machine.loadAverageAtEnd.map((n) => n.toFixed(2)).join(' ')} at end. Written to ${join(out, 'slow-neighbour.json')} and slow-neighbour.md.\n`,
+  );
+}
+
+/** `--ordering`: the unordered endpoint, then the ordered one, on the same emulators; the table. */
+async function orderingOnly(out: string, shipments: number): Promise<void> {
+  const { result: runs, machine } = await alone(async (bench) => {
+    const runs: OrderingRun[] = [];
+    for (const mode of ['none', 'per-shipment'] as const) {
+      const run = await runOrdering(mode, bench, { ...ORDERING_DEFAULTS, shipments });
+      runs.push(run);
+      bench.log(`ordering ${mode}: ${run.delivered}/${run.events} delivered in ${run.wallSeconds.toFixed(1)} s, ${run.deliveriesPerSecond.toFixed(0)}/s`);
+    }
+    return runs;
+  });
+  const table = orderingMarkdown(runs, machine);
+  writeScenario(out, 'ordering', { machine, options: { ...ORDERING_DEFAULTS, shipments }, faultMix: FAULT_MIX, runs }, table);
   process.stdout.write(`\n${table}\nLoad average at end ${machine.loadAverageAtEnd.map((n) => n.toFixed(2)).join(' ')}. Written to ${join(out, 'ordering.json')} and ordering.md.\n`);
 }
 
@@ -120,6 +173,7 @@ async function main(): Promise<void> {
   // The SDK's Node 20 notice, once per worker, says nothing about the figures.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   if (opts.ordering) return orderingOnly(opts.out, opts.shipments);
+  if (opts.slowNeighbourOnly) return slowNeighbourOnly(opts.out, opts.slowNeighbour);
   const startedAt = performance.now();
   const loadAverageAtStart = loadavg();
   const display = new Display();
@@ -132,6 +186,7 @@ async function main(): Promise<void> {
   // Rounds take turns, so a burst of load from elsewhere on the machine falls on each consumer alike.
   const rounds: Record<ConsumerName, ConsumerFigures[]> = { naive: [], powertools: [], handoff: [] };
   const batches = {} as Record<ConsumerName, BatchConcurrencyResult>;
+  let slowNeighbour: SlowNeighbourResult;
   try {
     for (let round = 1; round <= opts.rounds; round += 1) {
       for (const name of order) {
@@ -157,6 +212,8 @@ async function main(): Promise<void> {
         `batch of ${result.batchSize} at 200 ms, ${name}: ${result.batchMs.toFixed(0)} ms, slowest single ${result.slowestSingleMs.toFixed(0)} ms`,
       );
     }
+    // handoff alone: one slow endpoint beside a healthy one (issue 26).
+    slowNeighbour = await runSlowNeighbour(bench, opts.slowNeighbour);
   } finally {
     await receiver.close();
     await emulators.close();
@@ -196,13 +253,14 @@ async function main(): Promise<void> {
       handoffOverPowertools: ratios(consumers.handoff, consumers.powertools),
     },
     batches,
+    slowNeighbour,
     bundles,
     cliStartup,
     targets: targets(consumers, batches.handoff, bundles, cliStartup),
     durationSeconds: Math.round((performance.now() - startedAt) / 1000),
   };
 
-  const table = markdown(result);
+  const table = `${markdown(result)}\n${slowNeighbourMarkdown(slowNeighbour)}`;
   mkdirSync(opts.out, { recursive: true });
   writeFileSync(join(opts.out, 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
   writeFileSync(join(opts.out, 'latest.md'), table);
