@@ -29,6 +29,29 @@ export type AttemptOutcome =
     }
   | { readonly kind: 'unknown'; readonly cause: NoAnswerCause };
 
+/**
+ * Causes that say the receiver could not be reached or did not answer in time: the request timed
+ * out or its connection was reset after it was written, or no connection could be made (refused,
+ * its name did not resolve, the connect timed out, the network failed). Repeated, they pause the
+ * endpoint like a 429 does (the circuit breaker, lib/endpoints/health.ts): one that never answers
+ * would otherwise hold every batch it is in for a whole attempt timeout. Not among them: a TLS
+ * failure and an address the guard refused, which fail at once and are the endpoint's settings
+ * to mend, and every HTTP answer.
+ */
+export const UNREACHABLE_CAUSES: ReadonlySet<NotSentCause | NoAnswerCause> = new Set([
+  'timeout',
+  'connection-reset',
+  'connection-refused',
+  'dns',
+  'connect-timeout',
+  'network',
+]);
+
+/** Whether the attempt found its receiver unreachable or silent (UNREACHABLE_CAUSES): no HTTP answer came. */
+export function unreachable(outcome: AttemptOutcome): boolean {
+  return (outcome.kind === 'unknown' || outcome.kind === 'temporary') && outcome.cause !== undefined && UNREACHABLE_CAUSES.has(outcome.cause);
+}
+
 /** Statuses that ask for a retry; every other non-2xx is a refusal. */
 const RETRYABLE_STATUSES = new Set([408, 425, 429]);
 

@@ -1,5 +1,6 @@
 /**
- * Endpoint health (docs/contract.md §12): back-pressure, a 410's disabling and automatic disabling.
+ * Endpoint health (docs/contract.md §12): back-pressure, the circuit breaker for an endpoint that
+ * cannot be reached, a 410's disabling and automatic disabling.
  *
  * An endpoint's health lives on its registry item beside its fields (`EndpointHealth`), written by
  * consumers only on a failed attempt, on a pause and on the first accepted attempt after failures:
@@ -7,10 +8,29 @@
  * a consumer notes what it writes in its own copy at once (`HealthTracker`), so the pause it wrote
  * holds its next deliveries without waiting for the next read.
  *
+ * The circuit breaker (issue 26). A batch lasts as long as its slowest record, so a receiver that
+ * never answers holds every batch it is in for a whole attempt timeout, and with it every other
+ * endpoint's deliveries in those batches. An endpoint whose attempts keep finding it unreachable
+ * (lib/outcome.ts `unreachable`: timeouts, resets, refused connections, DNS) is paused as a 429
+ * pauses it, the same `pausedUntil` on its registry item, so every consumer holds its deliveries
+ * with no request and no attempt spent:
+ * - open: after BREAKER_FAILURES such attempts in a row in one consumer (no HTTP answer between,
+ *   none more than BREAKER_WINDOW_MS after the one before);
+ * - for as long as the endpoint has gone without an accepted request (`openSeconds`), at least
+ *   BREAKER_MIN_OPEN_SECONDS and the attempt timeout, at most BREAKER_MAX_OPEN_SECONDS: each
+ *   re-open about doubles it;
+ * - half-open once the pause ends (it was paused during its current run of failures: `tripped`):
+ *   the next attempts are the probe; the first that finds it unreachable again re-opens it at once,
+ *   an accepted one closes it (the recovery write every first success after failures makes);
+ * - writes: the run's first failure (as any failure is written), one pause write to open it (none
+ *   when the consumer finds a pause in force: its failure write returns the item), a failure and a
+ *   pause write per failed probe, the recovery: never one per failed attempt of an outage. The rest
+ *   of a run is counted in the consumer's memory only, so `failures` on the item counts these.
+ *
  * The rules are pure functions; `HealthTracker` applies them for the consumer (lib/batch.ts).
  */
 import { errorFields, type Logger } from '../observability';
-import type { AttemptOutcome } from '../outcome';
+import { unreachable, type AttemptOutcome } from '../outcome';
 import { MAX_WAIT_SECONDS } from '../policy';
 import type { Endpoint, EndpointRecord, StateChange } from './endpoint';
 
@@ -61,6 +81,70 @@ export function pauseAfter(outcome: AttemptOutcome, nowMs: number, firstWaitSeco
   else if (outcome.status === 503) seconds = outcome.retryAfterSeconds;
   if (seconds === undefined || !(seconds > 0)) return undefined;
   return nowMs + Math.min(seconds, MAX_PAUSE_SECONDS) * 1000;
+}
+
+/** Unreachable attempts in a row, in one consumer, that open the breaker. */
+export const BREAKER_FAILURES = 3;
+/** An unreachable attempt more than this after the previous one starts a new run. */
+export const BREAKER_WINDOW_MS = 60_000;
+/** The shortest the breaker opens for (and never shorter than the endpoint's attempt timeout). */
+export const BREAKER_MIN_OPEN_SECONDS = 5;
+/** The longest the breaker opens for: a receiver back up waits at most this long for its deliveries. */
+export const BREAKER_MAX_OPEN_SECONDS = 300;
+
+/** A consumer's unbroken run of unreachable attempts at one endpoint. Times are epoch ms. */
+export interface UnreachableRun {
+  readonly count: number;
+  readonly startedAt: number;
+  readonly lastAt: number;
+}
+
+/** The run after one more unreachable attempt at `nowMs`: a new one when the last was longer than the window ago. Pure. */
+export function extendRun(run: UnreachableRun | undefined, nowMs: number): UnreachableRun {
+  if (run === undefined || nowMs - run.lastAt > BREAKER_WINDOW_MS) return { count: 1, startedAt: nowMs, lastAt: nowMs };
+  return { count: run.count + 1, startedAt: run.startedAt, lastAt: nowMs };
+}
+
+/**
+ * Whether the endpoint was paused during its current run of failures (since its last accepted
+ * request): its breaker is open, or half-open once the pause has ended. A 429's pause counts too.
+ */
+export function tripped(health: EndpointHealth): boolean {
+  const since = noAcceptedSince(health);
+  return since !== undefined && health.pausedUntil !== undefined && health.pausedUntil > since;
+}
+
+/**
+ * How long the breaker opens for: as long as the endpoint has gone without an accepted request
+ * (its health's run of failures, else this consumer's run), at least BREAKER_MIN_OPEN_SECONDS and
+ * the attempt timeout (a probe costs a batch that long), at most BREAKER_MAX_OPEN_SECONDS. Each
+ * re-open comes after the last pause and a probe, so it about doubles. Whole seconds. Pure.
+ */
+export function openSeconds(health: EndpointHealth, run: UnreachableRun, nowMs: number, attemptTimeoutMs: number): number {
+  const since = noAcceptedSince(health) ?? run.startedAt;
+  const least = Math.max(BREAKER_MIN_OPEN_SECONDS, Math.ceil(attemptTimeoutMs / 1000));
+  return Math.min(BREAKER_MAX_OPEN_SECONDS, Math.max(least, Math.ceil((nowMs - since) / 1000)));
+}
+
+/** What an unreachable attempt does to the breaker (`breakerStep`). */
+export type BreakerStep =
+  /** A pause is in force: the attempt began before it was known. Nothing more to do or write. */
+  | { readonly kind: 'held' }
+  /** Counted in the run; `record`: the run's first, written as any failure is. */
+  | { readonly kind: 'count'; readonly record: boolean }
+  /** The run reached BREAKER_FAILURES (`open`), or the probe after a pause failed (`reopen`): paused until then. */
+  | { readonly kind: 'open' | 'reopen'; readonly untilMs: number };
+
+/**
+ * The breaker's decision after an unreachable attempt, given the consumer's run with that attempt
+ * counted (`extendRun`) and the endpoint's health as the consumer knows it. Pure.
+ */
+export function breakerStep(run: UnreachableRun, health: EndpointHealth, nowMs: number, attemptTimeoutMs: number): BreakerStep {
+  if (pauseSecondsLeft(health, nowMs) > 0) return { kind: 'held' };
+  const untilMs = () => nowMs + openSeconds(health, run, nowMs, attemptTimeoutMs) * 1000;
+  if (tripped(health)) return { kind: 'reopen', untilMs: untilMs() };
+  if (run.count >= BREAKER_FAILURES) return { kind: 'open', untilMs: untilMs() };
+  return { kind: 'count', record: run.count === 1 };
 }
 
 /** Whole seconds left of the pause (at least 1 while it lasts); 0 when not paused. */
@@ -131,6 +215,10 @@ export function healthJson(health: EndpointHealth | undefined, nowMs: number) {
     failingSince: iso(h.failingSince),
     lastAcceptedAt: iso(h.lastAcceptedAt),
   };
+}
+
+function iso(ms: number | undefined): string | null {
+  return ms === undefined ? null : new Date(ms).toISOString();
 }
 
 export function describeDuration(ms: number): string {
@@ -245,6 +333,8 @@ export class HealthTracker {
   readonly #pauses = new Map<string, number>();
   /** Endpoints this consumer disabled, so it neither writes nor tells it twice before the next read. */
   readonly #disabled = new Set<string>();
+  /** This consumer's current runs of unreachable attempts, per endpoint (the breaker's count). */
+  readonly #runs = new Map<string, UnreachableRun>();
 
   constructor(options: HealthTrackerOptions) {
     this.#store = options.store;
@@ -305,17 +395,26 @@ export class HealthTracker {
   /**
    * Records what an attempt to `endpoint` says of its health: an accepted one ends a run of failures
    * (one write, only then); a failed one is counted (one write) and may pause it (a 429, a 503 with
-   * `Retry-After`: one more) or disable it (a 410, or the automatic rule). Never throws: a write that
-   * fails is logged, and the delivery's own outcome stands.
+   * `Retry-After`: one more) or disable it (a 410, or the automatic rule); an unreachable one counts
+   * towards the breaker (`#unreachable`). Never throws: a write that fails is logged, and the
+   * delivery's own outcome stands.
    */
   async afterAttempt(endpoint: Endpoint, outcome: AttemptOutcome, logger: Logger): Promise<void> {
     const name = endpoint.name;
     const nowMs = this.#now();
     try {
+      if (unreachable(outcome)) {
+        await this.#unreachable(endpoint, outcome, nowMs, logger);
+        return;
+      }
+      // An HTTP answer ends a run of unreachable attempts.
+      if (this.#runs.size > 0 && (outcome.kind !== 'temporary' || outcome.status !== undefined)) this.#runs.delete(name);
       if (outcome.kind === 'accepted') {
-        if (!endsFailures(this.current(name))) return;
+        const before = this.current(name);
+        if (!endsFailures(before)) return;
         const health = await this.#store.recordRecovery(name, nowMs);
         this.#note(name, health);
+        if (tripped(before)) logger.info('endpoint recovered', { endpoint: name, failures: before.failures, since: iso(noAcceptedSince(before)) });
         return;
       }
       if (outcome.kind === 'rejected' && outcome.status === 410) {
@@ -332,18 +431,72 @@ export class HealthTracker {
           logger.warn('endpoint health write failed', { endpoint: name, write: 'pause', ...errorFields(error) });
         });
       }
-      const health = await this.#store.recordFailure(name, nowMs);
-      this.#note(name, health);
-      await pausing;
-      const reason = autoDisableReason(endpoint, health, this.#now());
-      if (reason !== undefined) await this.#disable(endpoint, reason, health, logger);
+      await this.#recordFailure(endpoint, nowMs, logger, pausing);
     } catch (error) {
       logger.warn('endpoint health write failed', { endpoint: name, ...errorFields(error) });
     }
   }
 
+  /**
+   * The breaker (module doc): an unreachable attempt is counted in this consumer's run; the run's
+   * first is written as any failure; the BREAKER_FAILURES-th opens the breaker, and any after a pause
+   * during the run re-opens it (a failed probe). Opening: the endpoint is held here at once, then one
+   * pause write, unless the item shows a pause in force already (another consumer opened it first).
+   */
+  async #unreachable(endpoint: Endpoint, outcome: AttemptOutcome, nowMs: number, logger: Logger): Promise<void> {
+    const name = endpoint.name;
+    const run = extendRun(this.#runs.get(name), nowMs);
+    this.#runs.set(name, run);
+    const step = breakerStep(run, this.current(name), nowMs, endpoint.attemptTimeoutMs);
+    if (step.kind === 'held') return;
+    if (step.kind === 'count') {
+      if (step.record) await this.#recordFailure(endpoint, nowMs, logger);
+      return;
+    }
+    this.#pauses.set(name, step.untilMs);
+    let inForce = step.untilMs;
+    try {
+      // A failed probe is counted (so a long outage still reaches automatic disabling), and its
+      // write returns the item: another consumer's re-open is adopted rather than written again.
+      // (No pause was in force as this consumer knew it, or the step would be `held`.)
+      const theirs = step.kind === 'reopen' ? (await this.#recordFailure(endpoint, nowMs, logger)).pausedUntil : undefined;
+      inForce = theirs !== undefined && theirs > this.#now() ? theirs : await this.#store.pause(name, step.untilMs);
+      // Known as the item's from now on, so the endpoint stays tripped here once the pause is over.
+      this.#notePause(name, inForce);
+    } catch (error) {
+      logger.warn('endpoint health write failed', { endpoint: name, write: 'pause', ...errorFields(error) });
+    }
+    this.#pauses.set(name, inForce);
+    logger.warn('endpoint paused', {
+      endpoint: name,
+      pausedUntil: new Date(inForce).toISOString(),
+      why: 'unreachable',
+      breaker: step.kind,
+      cause: 'cause' in outcome ? outcome.cause : undefined,
+      unreachableInRow: run.count,
+      pauseSeconds: Math.round((inForce - nowMs) / 1000),
+    });
+  }
+
+  /** One failed attempt written (after `pausing`, a pause write in flight), then the automatic rule. The health after it. */
+  async #recordFailure(endpoint: Endpoint, nowMs: number, logger: Logger, pausing?: Promise<unknown>): Promise<EndpointHealth> {
+    const name = endpoint.name;
+    const health = await this.#store.recordFailure(name, nowMs);
+    this.#note(name, health);
+    await pausing;
+    const reason = autoDisableReason(endpoint, health, this.#now());
+    if (reason !== undefined) await this.#disable(endpoint, reason, health, logger);
+    return health;
+  }
+
   #note(name: string, health: EndpointHealth): void {
     this.#written.set(name, { health, at: this.#now() });
+  }
+
+  /** A pause the item holds (written, or found there), noted over what this consumer knew. */
+  #notePause(name: string, untilMs: number): void {
+    const base = this.#written.get(name)?.health ?? this.#copy?.byName.get(name) ?? HEALTHY;
+    if ((base.pausedUntil ?? 0) < untilMs) this.#note(name, { ...base, pausedUntil: untilMs });
   }
 
   async #disable(endpoint: Endpoint, reason: string, health: EndpointHealth, logger: Logger): Promise<void> {

@@ -6,7 +6,6 @@
  */
 import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import type { StateChange } from '../../lib/endpoints/endpoint';
 import {
   autoDisableReason,
   DISABLED_EVENT,
@@ -22,11 +21,10 @@ import {
   type DisabledNotice,
   type EndpointHealth,
   type HealthRecord,
-  type HealthStore,
 } from '../../lib/endpoints/health';
-import { createLogger } from '../../lib/observability';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import { singleEndpoint } from '../../lib/routing';
+import { MemoryHealthStore, tracker } from '../helpers/health';
 import { listenOnLoopback } from '../helpers/loopback';
 
 const T0 = Date.parse('2026-12-03T04:00:00Z');
@@ -112,56 +110,6 @@ describe('Function: describeHealth and healthJson', () => {
     });
   });
 });
-
-/** The registry's health writes in memory, counting them; `pauseGate` holds pause writes until released. */
-class MemoryHealthStore implements HealthStore {
-  readonly health = new Map<string, EndpointHealth>();
-  readonly state = new Map<string, { state: 'enabled' | 'disabled'; change?: StateChange }>();
-  readonly writes: string[] = [];
-  fail = false;
-  pauseGate: Promise<void> | undefined;
-
-  async recordFailure(name: string, nowMs: number) {
-    this.#check('failure', name);
-    const h = this.health.get(name) ?? { failures: 0 };
-    const next = { ...h, failures: h.failures + 1, failingSince: h.failingSince ?? nowMs };
-    this.health.set(name, next);
-    return next;
-  }
-  async recordRecovery(name: string, nowMs: number) {
-    this.#check('recovery', name);
-    const { failingSince: _, ...h } = this.health.get(name) ?? { failures: 0 };
-    const next = { ...h, failures: 0, lastAcceptedAt: nowMs };
-    this.health.set(name, next);
-    return next;
-  }
-  async pause(name: string, untilMs: number) {
-    this.#check('pause', name);
-    await this.pauseGate;
-    const h = this.health.get(name) ?? { failures: 0 };
-    const until = Math.max(h.pausedUntil ?? 0, untilMs);
-    this.health.set(name, { ...h, pausedUntil: until });
-    return until;
-  }
-  async disableIfEnabled(name: string, change: StateChange) {
-    this.#check('disable', name);
-    if (this.state.get(name)?.state === 'disabled') return false;
-    this.state.set(name, { state: 'disabled', change });
-    return true;
-  }
-  #check(write: string, name: string) {
-    this.writes.push(`${write} ${name}`);
-    if (this.fail) throw new Error('registry unreachable');
-  }
-}
-
-function tracker(store: MemoryHealthStore, clock: { now: number }) {
-  const notices: DisabledNotice[] = [];
-  const lines: Record<string, unknown>[] = [];
-  const logger = createLogger({ service: 'handoff', write: (line) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
-  const health = new HealthTracker({ store, now: () => clock.now, notify: async (notice) => void notices.push(notice) });
-  return { health, notices, lines, logger };
-}
 
 const acme = { ...singleEndpoint({ name: 'acme', url: 'https://acme.example/hook', policy: DEFAULT_RETRY_POLICY, attemptTimeoutMs: 10_000 }) };
 

@@ -3,7 +3,7 @@
  * description logs and the CLI show.
  */
 import { describe, expect, it } from 'vitest';
-import { classifyResponse, describeOutcome, type AttemptOutcome } from '../../lib/outcome';
+import { classifyResponse, describeOutcome, unreachable, type AttemptOutcome } from '../../lib/outcome';
 
 const NOW_MS = Date.parse('2026-12-02T10:15:00Z');
 
@@ -74,5 +74,27 @@ describe('Function: describeOutcome', () => {
     [{ kind: 'unknown', cause: 'connection-reset' }, 'unknown (connection-reset)'],
   ])('describes %j as "%s"', (outcome, text) => {
     expect(describeOutcome(outcome)).toBe(text);
+  });
+});
+
+describe('Function: unreachable', () => {
+  it.each<[AttemptOutcome, boolean]>([
+    [{ kind: 'unknown', cause: 'timeout' }, true],
+    [{ kind: 'unknown', cause: 'connection-reset' }, true],
+    [{ kind: 'temporary', cause: 'connection-refused' }, true],
+    [{ kind: 'temporary', cause: 'dns' }, true],
+    [{ kind: 'temporary', cause: 'connect-timeout' }, true],
+    [{ kind: 'temporary', cause: 'network' }, true],
+    // Failing at once, and the endpoint's settings to mend: not the breaker's.
+    [{ kind: 'temporary', cause: 'tls' }, false],
+    [{ kind: 'temporary', cause: 'blocked-address' }, false],
+    // Every HTTP answer, however bad.
+    [{ kind: 'temporary', status: 503 }, false],
+    [{ kind: 'temporary', status: 429, retryAfterSeconds: 5 }, false],
+    [{ kind: 'rejected', status: 410, responseStart: '' }, false],
+    [{ kind: 'accepted', status: 200 }, false],
+    [{ kind: 'temporary' }, false],
+  ])('%j: %s', (outcome, expected) => {
+    expect(unreachable(outcome)).toBe(expected);
   });
 });
