@@ -335,6 +335,8 @@ export class HealthTracker {
   readonly #disabled = new Set<string>();
   /** This consumer's current runs of unreachable attempts, per endpoint (the breaker's count). */
   readonly #runs = new Map<string, UnreachableRun>();
+  /** Recovery writes in flight, per endpoint: the accepted attempts that end together share one. */
+  readonly #recovering = new Map<string, Promise<void>>();
 
   constructor(options: HealthTrackerOptions) {
     this.#store = options.store;
@@ -412,9 +414,13 @@ export class HealthTracker {
       if (outcome.kind === 'accepted') {
         const before = this.current(name);
         if (!endsFailures(before)) return;
-        const health = await this.#store.recordRecovery(name, nowMs);
-        this.#note(name, health);
-        if (tripped(before)) logger.info('endpoint recovered', { endpoint: name, failures: before.failures, since: iso(noAcceptedSince(before)) });
+        // Accepted attempts of one batch end together (a half-open probe's, say): one recovery write.
+        let recovering = this.#recovering.get(name);
+        if (recovering === undefined) {
+          recovering = this.#recover(name, before, nowMs, logger).finally(() => this.#recovering.delete(name));
+          this.#recovering.set(name, recovering);
+        }
+        await recovering;
         return;
       }
       if (outcome.kind === 'rejected' && outcome.status === 410) {
@@ -476,6 +482,13 @@ export class HealthTracker {
       unreachableInRow: run.count,
       pauseSeconds: Math.round((inForce - nowMs) / 1000),
     });
+  }
+
+  /** The first accepted attempt after failures: the recovery written (closing the breaker, if it was open). */
+  async #recover(name: string, before: EndpointHealth, nowMs: number, logger: Logger): Promise<void> {
+    const health = await this.#store.recordRecovery(name, nowMs);
+    this.#note(name, health);
+    if (tripped(before)) logger.info('endpoint recovered', { endpoint: name, failures: before.failures, since: iso(noAcceptedSince(before)) });
   }
 
   /** One failed attempt written (after `pausing`, a pause write in flight), then the automatic rule. The health after it. */

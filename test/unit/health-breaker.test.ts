@@ -194,8 +194,9 @@ describe('Class: HealthTracker, the breaker', () => {
     const t = tracker(store, clock);
     await outage(t, 3);
 
+    // A probe batch of three, all accepted at once; then one more.
     clock.now = T0 + 5_200;
-    await t.health.afterAttempt(acme, OK, t.logger);
+    await outage(t, 3, OK);
     await t.health.afterAttempt(acme, OK, t.logger);
     clock.now = T0 + 6_000;
     await outage(t, 2);
