@@ -13,7 +13,8 @@ import {
   type EndpointRecord,
 } from './endpoints/endpoint';
 import { unreadableOf, type Subscription } from './endpoints/registry';
-import { SecretCache, type SecretVersions } from './endpoints/secret';
+import { SecretCache, SecretUnavailableError, type SecretVersions } from './endpoints/secret';
+import { isEncryptedSecret, schemeOf, type EndpointSecretCipher } from './endpoints/secret-cipher';
 import { errorFields, type Logger } from './observability';
 import type { RetryPolicy } from './policy';
 import type { WebhookSender } from './webhook/sender';
@@ -76,6 +77,12 @@ export interface RegistryRoutingOptions {
    */
   readonly secrets?: SecretCache<SecretVersions>;
   readonly readSecret?: (arn: string) => Promise<string>;
+  /**
+   * What decrypts a secret the registry holds encrypted (`encrypted:<scheme>:…`,
+   * lib/endpoints/secret-cipher.ts), one per scheme. A secret no cipher given can decrypt leaves its
+   * endpoint unresolved.
+   */
+  readonly ciphers?: readonly EndpointSecretCipher[];
   readonly createSender: SenderFactory;
   readonly logger: Logger;
   /** Epoch ms; default Date.now. Whether a rotation's overlap lasts, and the secrets' ages, as of each read. */
@@ -104,15 +111,34 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
         : async (arn) => ({ current: await readSecret(arn) }),
       { now, logger: options.logger },
     );
+  // A ciphertext's plaintext never changes: decrypted once per container (a failure tried again 5 s later).
+  const ciphers = new Map((options.ciphers ?? []).map((cipher) => [cipher.scheme, cipher]));
+  const decrypted = new SecretCache<SecretVersions>(
+    async (key) => {
+      const [endpoint, stored] = key.split('\n') as [string, string];
+      const cipher = ciphers.get(schemeOf(stored)!);
+      if (cipher === undefined) throw new SecretUnavailableError('secret-unreadable', `the secret of endpoint ${endpoint} is encrypted with ${schemeOf(stored)}, which this consumer has no key for`);
+      return { current: await cipher.decrypt(stored, endpoint) };
+    },
+    { now, logger: options.logger, rereadAfterMs: Infinity },
+  );
   let resolved: { records: readonly EndpointRecord[]; routes: Promise<Routes>; dueAt: number } | undefined;
 
-  /** A secret field's value: itself (a `whsec_…` value), or read by ARN (cached). */
-  const secretOf = (secret: string | undefined, refs: string[]): Promise<SecretVersions | undefined> => {
+  /** A secret field's value: itself (a `whsec_…` value), read by ARN (cached), or decrypted (cached). */
+  const secretOf = (secret: string | undefined, endpoint: string, refs: string[]): Promise<SecretVersions | undefined> => {
     if (secret === undefined) return Promise.resolve(undefined);
-    if (!secret.startsWith('arn:')) return Promise.resolve({ current: secret });
-    refs.push(secret);
-    return secrets.get(secret);
+    if (secret.startsWith('arn:')) {
+      refs.push(secret);
+      return secrets.get(secret);
+    }
+    if (isEncryptedSecret(secret)) {
+      const key = `${endpoint}\n${secret}`;
+      refs.push(key);
+      return decrypted.get(key);
+    }
+    return Promise.resolve({ current: secret });
   };
+  const dueAt = (ref: string) => (ref.startsWith('arn:') ? secrets.dueAt(ref) : decrypted.dueAt(ref));
 
   const resolveOne = async (record: EndpointRecord, nowMs: number, refs: string[]): Promise<Endpoint> => {
     const { secret, previousSecret, previousSecretUntil } = record.fields;
@@ -120,7 +146,7 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
     // be read costs its signature, not the endpoint: the new secret still signs every request.
     const overlapping = previousSecretUntil !== undefined && nowMs < previousSecretUntil;
     const previousRead = overlapping
-      ? secretOf(previousSecret, refs).then(
+      ? secretOf(previousSecret, record.fields.name, refs).then(
           (versions) => versions?.current,
           (error: unknown) => {
             options.logger.error('previous secret unreadable: signing with the new one only', { endpoint: record.fields.name, ...errorFields(error) });
@@ -128,7 +154,7 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
           },
         )
       : undefined;
-    const [versions, previousValue] = await Promise.all([secretOf(secret, refs), previousRead]);
+    const [versions, previousValue] = await Promise.all([secretOf(secret, record.fields.name, refs), previousRead]);
     const endpoint = resolveEndpoint(record, options.deployment, versions?.current, { secret: previousValue, nowMs });
     // Rotated in Secrets Manager: its previous version signs too, until the overlap from the
     // rotation ends (unless the registry names a previous secret of its own, which signs instead).
@@ -158,9 +184,9 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
       unresolved.set(name, { name, subscription: error.subscription });
       options.logger.error('endpoint unresolved', { endpoint: name, ...errorFields(error) });
     }
-    let dueAt = Infinity;
-    for (const ref of refs) dueAt = Math.min(dueAt, secrets.dueAt(ref));
-    return { routes: { endpoints, unresolved: unresolved.size === 0 ? NONE_UNRESOLVED : unresolved }, dueAt };
+    let due = Infinity;
+    for (const ref of refs) due = Math.min(due, dueAt(ref));
+    return { routes: { endpoints, unresolved: unresolved.size === 0 ? NONE_UNRESOLVED : unresolved }, dueAt: due };
   };
 
   return {

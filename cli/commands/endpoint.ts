@@ -502,7 +502,7 @@ export async function endpointRotateSecretCommand(ctx: CommandContext, name: str
   const overlapMs = parseOverlap(options.overlap ?? DEFAULT_OVERLAP);
   const current = await requireEndpoint(ctx, name);
   const old = current.fields.secret;
-  if (old !== undefined && !old.startsWith('whsec_')) {
+  if (old !== undefined && old.startsWith('arn:')) {
     throw new CommandFailedError(
       `endpoint ${name}'s secret is kept in Secrets Manager (its ARN is in the registry): rotate it there`,
       'secret-in-secrets-manager',
@@ -840,7 +840,8 @@ function secretText(fields: Pick<EndpointFields, 'secret' | 'previousSecret' | '
   if (secret === undefined) return 'unset (requests are not signed)';
   const until = overlapEnd(fields, nowMs);
   const notes = [
-    ...(secret.startsWith('whsec_') ? [] : ['in Secrets Manager']),
+    // A value (whsec_, or encrypted with the registry's key: lib/endpoints/secret-cipher.ts) is the registry's own.
+    ...(secret.startsWith('arn:') ? ['in Secrets Manager'] : []),
     ...(until === undefined ? [] : [`previous secret accepted until ${formatInstant(until, nowMs)}`]),
   ];
   return notes.length === 0 ? 'set' : `set (${notes.join('; ')})`;

@@ -156,17 +156,21 @@ export class SecretCache<V> {
   readonly #logger: Logger | undefined;
   readonly #entries = new Map<string, CacheEntry<V>>();
 
-  constructor(read: (ref: string) => Promise<V>, options: { readonly now?: () => number; readonly logger?: Logger } = {}) {
+  readonly #rereadAfterMs: number;
+
+  /** `rereadAfterMs`: default SECRET_REREAD_AFTER_MS; Infinity for values that never change (a ciphertext's plaintext). */
+  constructor(read: (ref: string) => Promise<V>, options: { readonly now?: () => number; readonly logger?: Logger; readonly rereadAfterMs?: number } = {}) {
     this.#read = read;
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger;
+    this.#rereadAfterMs = options.rereadAfterMs ?? SECRET_REREAD_AFTER_MS;
   }
 
   /** The secret's value now. @throws the read's error when no copy young enough is at hand */
   get(ref: string): Promise<V> {
     const nowMs = this.#now();
     let entry = this.#entries.get(ref);
-    if (entry?.value !== undefined && nowMs - entry.readAt < SECRET_REREAD_AFTER_MS) return Promise.resolve(entry.value);
+    if (entry?.value !== undefined && nowMs - entry.readAt < this.#rereadAfterMs) return Promise.resolve(entry.value);
     if (entry?.loading !== undefined) return entry.loading;
     if (entry?.failedAt !== undefined && nowMs - entry.failedAt < SECRET_RETRY_AFTER_MS) return this.#copyOr(ref, entry, nowMs);
     if (entry === undefined) this.#entries.set(ref, (entry = { readAt: 0 }));
@@ -204,7 +208,7 @@ export class SecretCache<V> {
     const entry = this.#entries.get(ref);
     if (entry === undefined) return Infinity;
     if (entry.failedAt !== undefined) return entry.failedAt + SECRET_RETRY_AFTER_MS;
-    return entry.readAt + SECRET_REREAD_AFTER_MS;
+    return entry.readAt + this.#rereadAfterMs;
   }
 
   /** The copy while it is young enough, else the last read's failure. */
