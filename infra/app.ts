@@ -2,7 +2,8 @@
  * The handoff CDK app: one stack (default name `Handoff`, context `stackName` overrides) around
  * the WebhookDelivery construct, checked by cdk-nag's AwsSolutions rules at synth.
  *
- * Context beyond the settings: `stackName`, `alarmTopicArn` (an SNS topic for alarms),
+ * Context beyond the settings: `stackName`, `alarmTopicArn` (an existing SNS topic for the alarms;
+ * unset, the stack makes one, output as `AlarmTopicArn`),
  * `signingSecret` (the complete ARN of an existing secret, or `none` for unsigned webhooks; unset,
  * the stack generates one), and `endpointsFile`: a JSON file `{"endpoints": [ … ]}` of endpoints
  * the stack seeds into its registry (docs/contract.md §11), each signing secret the complete ARN of
@@ -113,7 +114,7 @@ function contextString(value: unknown): string | undefined {
 
 export interface HandoffStackProps extends StackProps {
   readonly delivery: Omit<WebhookDeliveryProps, 'alarmTopic' | 'signingSecret'>;
-  /** An existing SNS topic for alarm notifications. */
+  /** An existing SNS topic for alarm notifications. Unset: the construct makes one (output `AlarmTopicArn`). */
   readonly alarmTopicArn?: string;
   /** An existing secret (complete ARN) holding the signing key; `'none'` sends unsigned; unset generates one. */
   readonly signingSecret?: string | 'none';
@@ -179,6 +180,7 @@ export class HandoffStack extends Stack {
     new CfnOutput(this, STACK_OUTPUTS.endpointDefaults, { value: JSON.stringify(deploymentToJson(d.settings)) });
     if (d.signingSecret) new CfnOutput(this, 'SigningSecretArn', { value: d.signingSecret.secretArn });
     new CfnOutput(this, STACK_OUTPUTS.sealKeySecretArn, { value: d.sealKey.secretArn, description: "Operators' replays and releases are sealed with it (GetSecretValue)" });
+    new CfnOutput(this, STACK_OUTPUTS.alarmTopicArn, { value: d.alarmTopic.topicArn, description: 'Alarms notify here: subscribe the on-call (email, chat, pager)' });
   }
 }
 

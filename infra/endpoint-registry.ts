@@ -5,7 +5,7 @@
  * add` wrote. The consumer reads it; operators write it with `handoff endpoint …`; the construct
  * seeds the endpoints it declares (the single-URL settings' `default` among them) at deploy.
  *
- * **Seeding.** One `AwsCustomResource` per declared endpoint runs DynamoDB UpdateItem on its item:
+ * **Seeding.** One custom resource per declared endpoint runs DynamoDB UpdateItem on its item:
  * - the declared fields are written, and a digest of them kept beside them as `declared`; the
  *   write is conditioned on the item lacking `declared` or holding a different one, so a deploy
  *   applies a declaration only when it changed (or the item is new, or was removed with `handoff
@@ -13,31 +13,32 @@
  *   declaration changes;
  * - `state` and `createdAt` are set only when absent (`if_not_exists`): a deploy never re-enables
  *   an endpoint an operator or §12's health check disabled;
- * - the time stamps are the synth's (DynamoDB cannot stamp a write with its own time; `seededAt`
- *   fixes them), so the resource's properties change at every synth and the seed runs at every
- *   deploy: a deploy whose declarations did not change fails the condition and leaves the item
- *   alone (ConditionalCheckFailedException is the expected answer, not an error).
+ * - the time stamps (`createdAt` when new, `updatedAt`) are the deploy's own: the seed function
+ *   stamps the write with its clock when it runs (DynamoDB cannot stamp a write itself), unless
+ *   `seededAt` fixes them. The template holds no time, so it is the same at every synth and a seed
+ *   runs only when its declaration changes (ConditionalCheckFailedException, a declaration already
+ *   applied, is the expected answer, not an error). An operator's `handoff endpoint remove` of a
+ *   declared endpoint therefore lasts until its declaration changes, as an `endpoint update` does.
  * A secret is declared as a Secrets Manager secret and seeded as its ARN, never its value, so the
  * template holds no secret. Removing a declaration leaves its endpoint in the registry (remove it
  * with `handoff endpoint remove`): a delete call there could race a renamed resource's create.
  *
- * The seeds run on aws-cdk-lib's AwsCustomResource function, one per stack, with the role made
- * here: a stack whose own AwsCustomResource created that function first (with another role) must
- * create this construct first instead. The function logs each request (the endpoint's URL among
- * it, never a secret value) to its log group here.
+ * The seeds run on one small function of this construct (SEED_HANDLER, inline in the template: no
+ * asset), one custom resource per endpoint. It logs the endpoint's name and the outcome, never the
+ * call (the URL may carry a token in its query; no secret value is in it).
  *
  * **Operators** need, on the table's ARN, `dynamodb:GetItem`, `PutItem`, `UpdateItem`,
  * `DeleteItem`, `Scan` (and `Query`), and on the key's ARN `kms:Encrypt`, `kms:Decrypt`,
  * `kms:GenerateDataKey`: `grantEndpointAdmin(grantee)` adds exactly these.
  */
 import { createHash } from 'node:crypto';
-import { RemovalPolicy, Token } from 'aws-cdk-lib';
+import { CustomResource, Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
-import { AwsCustomResource, AwsCustomResourcePolicy, Logging, PhysicalResourceId } from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import {
   DEFAULT_ENDPOINT_NAME,
@@ -67,8 +68,55 @@ export interface EndpointDeclaration extends Omit<EndpointFields, 'secret' | 'pr
  */
 export const DECLARED_ATTRIBUTE = REGISTRY_SCHEMA.attributes.declared;
 
-/** DynamoDB's answer when a declaration is already applied: the seed's expected outcome, not a failure. */
-const UNCHANGED = 'ConditionalCheckFailedException';
+/**
+ * The seed function (CommonJS, inline in the template; the Node.js runtime's AWS SDK v3). A Create or
+ * Update runs the resource's `Call` (a DynamoDB UpdateItem as JSON) with `:now` set to `SeededAt`
+ * when given, else the function's clock; a ConditionalCheckFailedException is the declaration already
+ * applied (`unchanged`), not a failure. A Delete does nothing (see the module's comment). It answers
+ * CloudFormation at the request's ResponseURL itself, and logs the endpoint's name and the outcome,
+ * never the call.
+ */
+export const SEED_HANDLER = `'use strict';
+const { DynamoDBClient, UpdateItemCommand } = require('@aws-sdk/client-dynamodb');
+const dynamodb = new DynamoDBClient({});
+exports.handler = async (event) => {
+  const props = event.ResourceProperties || {};
+  const answer = { Status: 'SUCCESS', Reason: 'see the seed function log', PhysicalResourceId: event.PhysicalResourceId || 'endpoint:' + props.Endpoint, StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId };
+  let outcome = 'nothing to do';
+  try {
+    if (event.RequestType === 'Create' || event.RequestType === 'Update') {
+      const call = JSON.parse(props.Call);
+      call.ExpressionAttributeValues[':now'] = { N: props.SeededAt ? String(props.SeededAt) : String(Date.now()) };
+      try {
+        await dynamodb.send(new UpdateItemCommand(call));
+        outcome = 'applied';
+      } catch (error) {
+        if (!error || error.name !== 'ConditionalCheckFailedException') throw error;
+        outcome = 'unchanged';
+      }
+    }
+  } catch (error) {
+    outcome = 'failed';
+    answer.Status = 'FAILED';
+    answer.Reason = String((error && error.name) || 'Error') + ': ' + String((error && error.message) || error).slice(0, 500);
+  }
+  console.log(JSON.stringify({ endpoint: props.Endpoint, request: event.RequestType, outcome, reason: answer.Status === 'FAILED' ? answer.Reason : undefined }));
+  await respond(event.ResponseURL, JSON.stringify(answer));
+  return outcome;
+};
+function respond(responseUrl, body) {
+  const url = new URL(responseUrl);
+  const transport = require(url.protocol === 'http:' ? 'node:http' : 'node:https');
+  return new Promise((resolve, reject) => {
+    const request = transport.request(url, { method: 'PUT', headers: { 'content-type': '', 'content-length': Buffer.byteLength(body) } }, (response) => {
+      response.resume();
+      response.on('end', resolve);
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+`;
 
 /** Stand-ins for values known only at deploy time, so synth can still check what it can. */
 const DEPLOY_TIME_URL = 'https://deploy-time.invalid/';
@@ -81,14 +129,19 @@ export interface EndpointRegistryProps {
   readonly removalPolicy?: RemovalPolicy;
   /** The seed function's log retention. Default one month. */
   readonly logRetention?: logs.RetentionDays;
-  /** The seed's time stamp, epoch ms. Default: now, at synth. */
+  /** The seed's time stamp, epoch ms. Default: the deploy's, taken by the seed function when it writes. */
   readonly seededAt?: number;
+  /**
+   * DynamoDB deletion protection on the table: it cannot be deleted (by CloudFormation or by hand)
+   * until it is turned off. Default true.
+   */
+  readonly deletionProtection?: boolean;
 }
 
 /** A seeded endpoint: its item's custom resource and the secret it is signed with, if any. */
 interface Seed {
   readonly name: string;
-  readonly resource: AwsCustomResource;
+  readonly resource: CustomResource;
   readonly secret: secretsmanager.ISecret | undefined;
   readonly previousSecret: secretsmanager.ISecret | undefined;
 }
@@ -98,16 +151,15 @@ export class EndpointRegistry extends Construct {
   /** Encrypts the table: customer-managed, rotated yearly, owned by the stack. */
   readonly encryptionKey: kms.Key;
   readonly #deployment: DeploymentSettings;
-  readonly #seededAt: number;
+  readonly #seededAt: number | undefined;
   readonly #seeds: Seed[] = [];
-  #seedRole: iam.Role | undefined;
-  #seedLogs: logs.LogGroup | undefined;
+  #seedFunction: lambda.Function | undefined;
   readonly #logRetention: logs.RetentionDays;
 
   constructor(scope: Construct, id: string, props: EndpointRegistryProps) {
     super(scope, id);
     this.#deployment = props.deployment;
-    this.#seededAt = props.seededAt ?? Date.now();
+    this.#seededAt = props.seededAt;
     this.#logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     this.encryptionKey = new kms.Key(this, 'Key', {
@@ -123,11 +175,12 @@ export class EndpointRegistry extends Construct {
       encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED,
       encryptionKey: this.encryptionKey,
       removalPolicy,
+      deletionProtection: props.deletionProtection ?? true,
     });
   }
 
   /** The seeds' custom resources, in declaration order (the consumer is deployed after them). */
-  get seedResources(): readonly AwsCustomResource[] {
+  get seedResources(): readonly CustomResource[] {
     return this.#seeds.map((seed) => seed.resource);
   }
 
@@ -173,12 +226,16 @@ export class EndpointRegistry extends Construct {
     this.#seeds.push({ name: fields.name, resource, secret, previousSecret });
   }
 
-  /** The consumer's read: Scan, GetItem and Query on the table, Decrypt with its key. Nothing else. */
+  /**
+   * The consumer's read: Scan (its cached copy of every endpoint, lib/endpoints/dynamodb-registry.ts)
+   * and GetItem (an endpoint's item: its rate-limit schedule) on the table, Decrypt with its key.
+   * Nothing else: the consumer never queries the registry.
+   */
   grantRead(grantee: iam.IGrantable): void {
     grantee.grantPrincipal.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'EndpointRegistryRead',
-        actions: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan'],
+        actions: ['dynamodb:GetItem', 'dynamodb:Scan'],
         resources: [this.table.tableArn],
       }),
     );
@@ -247,72 +304,78 @@ export class EndpointRegistry extends Construct {
     return { ...checked, url: fields.url, ...(fields.secret !== undefined ? { secret: fields.secret } : {}) };
   }
 
-  private seedResource(fields: EndpointFields): AwsCustomResource {
+  private seedResource(fields: EndpointFields): CustomResource {
     const a = REGISTRY_SCHEMA.attributes;
     const item = toAttributeValue(fields);
+    // `:now` is set by the seed function (SEED_HANDLER) when it runs: the template holds no time.
     const call = {
-      service: 'DynamoDB',
-      action: 'UpdateItem',
-      parameters: {
-        TableName: this.table.tableName,
-        Key: { [REGISTRY_SCHEMA.partitionKey]: { S: fields.name } },
-        UpdateExpression:
-          'SET #fields = :fields, #declared = :declared, #updatedAt = :now, ' +
-          '#state = if_not_exists(#state, :enabled), #createdAt = if_not_exists(#createdAt, :now)',
-        ConditionExpression: 'attribute_not_exists(#declared) OR #declared <> :declared',
-        ExpressionAttributeNames: {
-          '#fields': a.fields,
-          '#declared': DECLARED_ATTRIBUTE,
-          '#state': a.state,
-          '#createdAt': a.createdAt,
-          '#updatedAt': a.updatedAt,
-        },
-        ExpressionAttributeValues: {
-          ':fields': item,
-          ':declared': { S: declarationDigest(fields) },
-          ':enabled': { S: 'enabled' },
-          ':now': { N: String(this.#seededAt) },
-        },
+      TableName: this.table.tableName,
+      Key: { [REGISTRY_SCHEMA.partitionKey]: { S: fields.name } },
+      UpdateExpression:
+        'SET #fields = :fields, #declared = :declared, #updatedAt = :now, ' +
+        '#state = if_not_exists(#state, :enabled), #createdAt = if_not_exists(#createdAt, :now)',
+      ConditionExpression: 'attribute_not_exists(#declared) OR #declared <> :declared',
+      ExpressionAttributeNames: {
+        '#fields': a.fields,
+        '#declared': DECLARED_ATTRIBUTE,
+        '#state': a.state,
+        '#createdAt': a.createdAt,
+        '#updatedAt': a.updatedAt,
       },
-      physicalResourceId: PhysicalResourceId.of(`endpoint:${fields.name}`),
-      ignoreErrorCodesMatching: UNCHANGED,
-      // The URL may carry a token in its query (the WebhookUrl parameter is NoEcho): not logged.
-      logging: Logging.withDataHidden(),
+      ExpressionAttributeValues: {
+        ':fields': item,
+        ':declared': { S: declarationDigest(fields) },
+        ':enabled': { S: 'enabled' },
+      },
     };
-    return new AwsCustomResource(this, `Seed-${fields.name}`, {
+    // No removal: a Delete does nothing (see the module's comment).
+    return new CustomResource(this, `Seed-${fields.name}`, {
       resourceType: 'Custom::HandoffEndpoint',
-      onCreate: call,
-      onUpdate: call,
-      // No onDelete: removing a declaration leaves the endpoint (see the module's comment).
-      role: this.seedRole(),
-      logGroup: this.#seedLogs,
-      policy: AwsCustomResourcePolicy.fromStatements([
-        new iam.PolicyStatement({ actions: ['dynamodb:UpdateItem'], resources: [this.table.tableArn] }),
-        new iam.PolicyStatement({
-          actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
-          resources: [this.encryptionKey.keyArn],
-        }),
-      ]),
-      installLatestAwsSdk: false,
+      serviceToken: this.seedFunction().functionArn,
+      properties: {
+        Endpoint: fields.name,
+        // A JSON text, as CloudFormation would turn a nested object's booleans and numbers into strings.
+        Call: Stack.of(this).toJsonString(call),
+        ...(this.#seededAt !== undefined ? { SeededAt: String(this.#seededAt) } : {}),
+      },
     });
   }
 
   /**
-   * The seed function's role, made here rather than by AwsCustomResource, whose default role
-   * attaches the AWSLambdaBasicExecutionRole managed policy (logs on `*`): this one writes to its
-   * own log group and, through the seeds' policies, updates the registry's items and nothing else.
+   * The seed function, made once for the construct (SEED_HANDLER, inline), with a role of its own
+   * rather than the default one, which attaches the AWSLambdaBasicExecutionRole managed policy
+   * (logs on `*`): this one writes to its own log group and updates the registry's items, nothing else.
    */
-  private seedRole(): iam.Role {
-    if (this.#seedRole) return this.#seedRole;
+  private seedFunction(): lambda.Function {
+    if (this.#seedFunction) return this.#seedFunction;
     const role = new iam.Role(this, 'SeedRole', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
       description: 'handoff: seeds the endpoints the stack declares into the endpoint registry',
     });
     const logGroup = new logs.LogGroup(this, 'SeedLogs', { retention: this.#logRetention });
     logGroup.grantWrite(role);
-    this.#seedRole = role;
-    this.#seedLogs = logGroup;
-    return role;
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'EndpointSeedWrite', actions: ['dynamodb:UpdateItem'], resources: [this.table.tableArn] }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'EndpointSeedEncrypt',
+        actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
+        resources: [this.encryptionKey.keyArn],
+      }),
+    );
+    this.#seedFunction = new lambda.Function(this, 'SeedFunction', {
+      runtime: lambda.Runtime.NODEJS_24_X,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: 128,
+      timeout: Duration.minutes(1),
+      code: lambda.Code.fromInline(SEED_HANDLER),
+      handler: 'index.handler',
+      role,
+      logGroup,
+      description: 'handoff: seeds a declared endpoint into the endpoint registry (one UpdateItem, stamped at deploy)',
+    });
+    return this.#seedFunction;
   }
 }
 

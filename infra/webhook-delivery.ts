@@ -15,7 +15,10 @@
  *
  * Endpoint health (docs/contract.md §12): the consumer writes an endpoint's health on its registry
  * item, and tells operators of one it disables with an event on the default EventBridge bus and a
- * message to the alarm topic (when given). Stuck work: the delivery queue's redrive policy moves a
+ * message to the alarm topic.
+ *
+ * Alarms (createAlarms) notify the alarm topic, given or made here (SSE with a key of its own,
+ * TLS only), on alarm and on OK; the dashboard shows their state beside the metrics they watch. Stuck work: the delivery queue's redrive policy moves a
  * message the consumer kept failing on to the redrive queue, and a scheduled function
  * (functions/recovery.ts, every `recoveryInterval`) sends it back, and enqueues again the replayed
  * or released deliveries left without a queue message.
@@ -31,19 +34,20 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
-import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
@@ -52,12 +56,13 @@ import {
   DEFAULT_SETTINGS,
   QUEUE_RETENTION_SECONDS,
   RESOURCE_ENV,
+  SETTING_VARIABLES,
   derivedTimings,
   settingsToEnvironment,
   validateSettings,
   type Settings,
 } from '../lib/config';
-import { ALL_EVENT_TYPES, DEFAULT_ENDPOINT_NAME } from '../lib/endpoints/endpoint';
+import { ALL_EVENT_TYPES, DEFAULT_ENDPOINT_NAME, type EndpointFields } from '../lib/endpoints/endpoint';
 import { LEDGER_SCHEMA } from '../lib/ledger/dynamodb-schema';
 import { ENDPOINT_DIMENSION, METRIC_DIMENSIONS, METRICS_NAMESPACE, type MetricName } from '../lib/observability';
 import { RECOVERY_ENV, RECOVERY_LIMIT, recoveryGraceMs } from '../lib/recovery';
@@ -110,6 +115,30 @@ export const METRICS = {
   names: Record<string, MetricName>;
   endpointDimension: string;
 };
+
+/**
+ * Count: deliveries held, no attempt spent, because an endpoint's secret or registry entry could not
+ * be read (lib/batch.ts, `endpoint-unresolved`); published as the other consumer metrics are. Cast:
+ * lib/observability.ts METRICS adds the name (until then MetricName does not include it).
+ */
+export const ENDPOINT_UNRESOLVED_METRIC = 'EndpointUnresolved' as string as MetricName;
+
+/**
+ * How many receives the ordered intake allows a message before SQS sets it aside on its FIFO
+ * dead-letter queue, unless `orderedMaxReceiveCount` says otherwise. A failing message holds its
+ * shipment's later ones for this many visibility timeouts (5 × 180 s, 15 minutes, by default).
+ */
+export const ORDERED_MAX_RECEIVE_COUNT = 5;
+
+/**
+ * The unrouted alarm's threshold (events in 5 minutes) where no endpoint takes every event: some
+ * events matching no endpoint is then normal; where one does (`default`, or a declared `*` without
+ * `match`), any unrouted event means it no longer takes them, and the threshold is 0.
+ */
+export const UNROUTED_ALARM_THRESHOLD = 100;
+
+/** A dead letter this old is this close to SQS's 14-day retention: the dead-letter ageing alarms' threshold. */
+export const DEAD_LETTER_AGE_ALARM = Duration.days(10);
 
 /** The Lambda entry this construct deploys unless told otherwise. */
 export const CONSUMER_ENTRY = fileURLToPath(new URL('../functions/consumer.ts', import.meta.url));
@@ -165,8 +194,14 @@ export interface WebhookDeliveryProps {
    * - `'none'`: webhooks are sent unsigned.
    */
   readonly signingSecret?: secretsmanager.ISecret | 'generate' | 'none';
-  /** Where alarms notify (alarm and OK). Unset: alarms only change state and show on the dashboard. */
-  readonly alarmTopic?: ITopic;
+  /**
+   * Where alarms notify (alarm and OK), where the consumer announces an endpoint it disabled, and
+   * where a recovery run that failed all its attempts is reported. Unset: the construct makes one
+   * (SSE with a KMS key of its own, TLS only) and exposes it as `alarmTopic`; subscribe to it. A
+   * topic given here encrypted with a customer-managed key must let the consumer and recovery roles
+   * (kms:GenerateDataKey, kms:Decrypt) and cloudwatch.amazonaws.com use that key.
+   */
+  readonly alarmTopic?: sns.ITopic;
   /** How long the event source gathers records before invoking. Default 1 s. */
   readonly maxBatchingWindow?: Duration;
   /**
@@ -186,6 +221,37 @@ export interface WebhookDeliveryProps {
    * plus the grace (the queue's visibility timeout plus 5 minutes) plus this.
    */
   readonly recoveryInterval?: Duration;
+  /**
+   * DynamoDB deletion protection on the ledger and the endpoint registry: neither can be deleted, by
+   * CloudFormation or by hand, until it is turned off. Default true; false for throwaway test stacks.
+   */
+  readonly deletionProtection?: boolean;
+  /**
+   * Reserved concurrency for the consumer. Default none: the event sources' maximum concurrency
+   * (`maxConcurrency` each, so twice it in all) bounds it, and a reservation below that would
+   * throttle the event sources (messages return to their queue, a receive spent). Set, it must be at
+   * least twice `maxConcurrency`; it then also guarantees the consumer that many executions
+   * whatever else runs in the account (and takes them from the account's unreserved pool).
+   */
+  readonly reservedConcurrency?: number;
+  /**
+   * Receives the ordered intake allows a message before SQS moves it to the FIFO dead-letter queue
+   * (1 to 1000). Default ORDERED_MAX_RECEIVE_COUNT (5): a message the consumer keeps failing holds
+   * its shipment for this many visibility timeouts, and so does an outage of what routing needs (the
+   * registry, an endpoint's secret, the ledger) before the shipment's messages are set aside.
+   */
+  readonly orderedMaxReceiveCount?: number;
+  /**
+   * The unrouted alarm's threshold: events in 5 minutes that no endpoint subscribes to. Default 0 when
+   * an endpoint declared here takes every event (`default` from `webhookUrl`, or `*` with no `match`),
+   * otherwise UNROUTED_ALARM_THRESHOLD (100). Set it above the deployment's normal unmatched traffic.
+   */
+  readonly unroutedAlarmThreshold?: number;
+  /**
+   * The dashboard's name (dashboards are global to an account). Default
+   * `<stack name>-<construct id>-<region>`, unique per stack, construct and region.
+   */
+  readonly dashboardName?: string;
 }
 
 export class WebhookDelivery extends Construct {
@@ -207,6 +273,10 @@ export class WebhookDelivery extends Construct {
   /** The stuck-work recovery function (functions/recovery.ts) and the schedule that runs it. */
   readonly recovery: lambda.Function;
   readonly recoverySchedule: events.Rule;
+  /** Where the alarms notify: the topic given, or the one made here. */
+  readonly alarmTopic: sns.ITopic;
+  /** The key of the alarm topic made here; undefined when a topic was given. */
+  readonly alarmTopicKey: kms.Key | undefined;
   /** Undefined when webhooks are sent unsigned. */
   readonly signingSecret: secretsmanager.ISecret | undefined;
   /**
@@ -215,14 +285,35 @@ export class WebhookDelivery extends Construct {
    * the consumer and the recovery function; operators who replay or release need GetSecretValue on it.
    */
   readonly sealKey: secretsmanager.Secret;
+  /** Every alarm, each notifying `alarmTopic` on alarm and on OK (README, Operating). */
   readonly alarms: {
+    /** New messages on the dead-letter queue (sent by the consumer or recovery) in the last 5 minutes. */
     readonly deadLetters: cloudwatch.Alarm;
-    /** Any message on the ordered intake's FIFO dead-letter queue. */
+    /** A dead letter close to SQS's retention (10 days old of 14). */
+    readonly deadLettersAgeing: cloudwatch.Alarm;
+    /** New messages on the ordered intake's FIFO dead-letter queue (SQS's redrive) in the last 5 minutes. */
     readonly orderedDeadLetters: cloudwatch.Alarm;
+    /** A message on the ordered intake's FIFO dead-letter queue close to SQS's retention. */
+    readonly orderedDeadLettersAgeing: cloudwatch.Alarm;
     readonly pendingAge: cloudwatch.Alarm;
+    /** The ordered intake's oldest message older than a failing one would stay before being set aside. */
+    readonly orderedPendingAge: cloudwatch.Alarm;
     readonly consumerErrors: cloudwatch.Alarm;
+    readonly consumerThrottles: cloudwatch.Alarm;
+    /** The consumer's p99 duration above 80 % of its timeout for 15 minutes. */
+    readonly consumerDuration: cloudwatch.Alarm;
     /** A message SQS redrove still on the redrive queue after three recovery runs. */
     readonly redriven: cloudwatch.Alarm;
+    /** The recovery function failed in two runs in a row. */
+    readonly recoveryErrors: cloudwatch.Alarm;
+    /** Events no endpoint subscribes to, above `unroutedAlarmThreshold` in 5 minutes. */
+    readonly unrouted: cloudwatch.Alarm;
+    /** Deliveries held because an endpoint's secret or registry entry could not be read. */
+    readonly endpointUnresolved: cloudwatch.Alarm;
+    /** Throttled requests on the ledger (table or listing index) in two 5-minute periods in a row. */
+    readonly ledgerThrottles: cloudwatch.Alarm;
+    /** Throttled requests on the endpoint registry in two 5-minute periods in a row. */
+    readonly registryThrottles: cloudwatch.Alarm;
   };
   readonly dashboard: cloudwatch.Dashboard;
 
@@ -233,10 +324,14 @@ export class WebhookDelivery extends Construct {
     const timings = derivedTimings(settings);
 
     // --- Queues -------------------------------------------------------------------------------
+    // The dead-letter, redrive and FIFO dead-letter queues may hold the only copy of a message (one
+    // that never reached the ledger, an ordered one SQS set aside): they outlive the stack, as the
+    // ledger does. The intake queues go with it, so producers' sends fail rather than pile up unread.
     this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: MAX_RETENTION,
+      removalPolicy: RemovalPolicy.RETAIN,
     });
     // cdk-nag (AwsSolutions-SQS3) knows a dead-letter queue only as some queue's redrive target or
     // a function's dead-letter config; this one is filled by SendMessage, so the finding is
@@ -252,6 +347,7 @@ export class WebhookDelivery extends Construct {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: MAX_RETENTION,
+      removalPolicy: RemovalPolicy.RETAIN,
     });
     this.queue = new sqs.Queue(this, 'DeliveryQueue', {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
@@ -275,7 +371,12 @@ export class WebhookDelivery extends Construct {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: MAX_RETENTION,
+      removalPolicy: RemovalPolicy.RETAIN,
     });
+    const orderedMaxReceiveCount = props.orderedMaxReceiveCount ?? ORDERED_MAX_RECEIVE_COUNT;
+    if (!Number.isInteger(orderedMaxReceiveCount) || orderedMaxReceiveCount < 1 || orderedMaxReceiveCount > 1000) {
+      throw new ConfigError('orderedMaxReceiveCount', `must be a whole number from 1 to 1000, got ${orderedMaxReceiveCount}`);
+    }
     this.orderedQueue = new sqs.Queue(this, 'OrderedQueue', {
       fifo: true,
       // Producers give the event ID as MessageDeduplicationId (`handoff send --ordered` does): two
@@ -289,7 +390,10 @@ export class WebhookDelivery extends Construct {
       enforceSSL: true,
       retentionPeriod: MAX_RETENTION,
       visibilityTimeout: Duration.seconds(timings.visibilityTimeoutSeconds),
-      deadLetterQueue: { queue: this.orderedDeadLetterQueue, maxReceiveCount: timings.maxReceiveCount },
+      // Its records are routed and fanned out, never retried for a receiver (the delivery queue's
+      // messages are), so it needs no receive budget above the attempt budget: a message that keeps
+      // failing holds its shipment orderedMaxReceiveCount × the visibility timeout, then is set aside.
+      deadLetterQueue: { queue: this.orderedDeadLetterQueue, maxReceiveCount: orderedMaxReceiveCount },
     });
 
     // --- Ledger -------------------------------------------------------------------------------
@@ -300,8 +404,10 @@ export class WebhookDelivery extends Construct {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       timeToLiveAttribute: LEDGER_SCHEMA.ttlAttribute,
-      // The ledger is the authority on what was delivered: it outlives the stack.
+      // The ledger is the authority on what was delivered: it outlives the stack, and cannot be
+      // deleted by hand either until its deletion protection is turned off.
       removalPolicy: RemovalPolicy.RETAIN,
+      deletionProtection: props.deletionProtection ?? true,
     });
     // The sparse, sharded listing index (lib/ledger/dynamodb-schema.ts): only rows that need
     // listing have its keys, so a delivered event costs nothing in it; keys only are projected.
@@ -319,11 +425,17 @@ export class WebhookDelivery extends Construct {
     this.signingSecret = this.createSigningSecret(signing);
     this.sealKey = this.createSealKey();
 
+    // --- Alarm topic --------------------------------------------------------------------------
+    const alarmTopic = this.createAlarmTopic(props.alarmTopic);
+    this.alarmTopic = alarmTopic.topic;
+    this.alarmTopicKey = alarmTopic.key;
+
     // --- Endpoint registry --------------------------------------------------------------------
     this.endpointRegistry = new EndpointRegistry(this, 'Endpoints', {
       deployment: settings,
       ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
       ...(props.endpointsSeededAt !== undefined ? { seededAt: props.endpointsSeededAt } : {}),
+      ...(props.deletionProtection !== undefined ? { deletionProtection: props.deletionProtection } : {}),
     });
     if (settings.webhookUrl !== undefined) {
       this.endpointRegistry.seed({
@@ -356,12 +468,17 @@ export class WebhookDelivery extends Construct {
       // esbuild's source map is only read when Node is told to.
       NODE_OPTIONS: '--enable-source-maps',
     };
+    // No URL in the environment: the registry (HANDOFF_ENDPOINTS_TABLE, always set here) holds every
+    // endpoint, `default` seeded from webhookUrl, and a URL may carry a token in its query. The
+    // consumer reads HANDOFF_WEBHOOK_URL only when it has no registry (functions/consumer.ts).
+    delete environment[SETTING_VARIABLES.webhookUrl];
     // The secrets' ARNs, never their values: the consumer reads the values at cold start.
     if (this.signingSecret) environment[RESOURCE_ENV.webhookSecretArn] = this.signingSecret.secretArn;
     environment[RESOURCE_ENV.sealKeyArn] = this.sealKey.secretArn;
     // An endpoint the consumer disables is announced on the default bus, and to the alarm topic.
     environment[RESOURCE_ENV.eventBus] = 'default';
-    if (props.alarmTopic) environment[RESOURCE_ENV.alarmTopicArn] = props.alarmTopic.topicArn;
+    environment[RESOURCE_ENV.alarmTopicArn] = this.alarmTopic.topicArn;
+    const reservedConcurrency = checkReservedConcurrency(props.reservedConcurrency, settings);
 
     const consumerProps = {
       runtime: lambda.Runtime.NODEJS_24_X,
@@ -373,6 +490,7 @@ export class WebhookDelivery extends Construct {
       logGroup,
       environment,
       description: 'handoff: delivers queued events to the webhook, recording each attempt in the ledger',
+      ...(reservedConcurrency !== undefined ? { reservedConcurrentExecutions: reservedConcurrency } : {}),
     };
     // From an installed package the consumer comes pre-bundled, so a user's app needs neither
     // esbuild nor this repository's sources; from a clone (or with `entry`) it is bundled at synth.
@@ -424,7 +542,7 @@ export class WebhookDelivery extends Construct {
         maxConcurrency: settings.maxConcurrency,
       }),
     );
-    this.grantConsumerAccess(role, props.alarmTopic);
+    this.grantConsumerAccess(role);
     // On an update from the single-URL consumer, the new one (which routes by the registry) starts
     // only once `default` is in it: an event routed against an empty registry would be dropped.
     for (const seed of this.endpointRegistry.seedResources) this.consumer.node.addDependency(seed);
@@ -435,15 +553,13 @@ export class WebhookDelivery extends Construct {
     this.recoverySchedule = recovery.schedule;
 
     // --- Alarms and dashboard -----------------------------------------------------------------
-    this.alarms = this.createAlarms(props, settings);
-    if (props.alarmTopic) {
-      const action = new SnsAction(props.alarmTopic);
-      for (const alarm of Object.values(this.alarms)) {
-        alarm.addAlarmAction(action);
-        alarm.addOkAction(action);
-      }
+    this.alarms = this.createAlarms(props, settings, orderedMaxReceiveCount);
+    const action = new SnsAction(this.alarmTopic);
+    for (const alarm of Object.values(this.alarms)) {
+      alarm.addAlarmAction(action);
+      alarm.addOkAction(action);
     }
-    this.dashboard = this.createDashboard();
+    this.dashboard = this.createDashboard(props, settings);
   }
 
   /** A metric the consumer emits (EMF), with its `Service` dimension. */
@@ -465,14 +581,16 @@ export class WebhookDelivery extends Construct {
     // of 4, no padding) and decode to a 48-byte key, within Standard Webhooks' 24–64 bytes. The
     // consumer treats a value without the `whsec_` prefix as that base64 key; the receiver
     // configures `whsec_` + the same value.
+    // Retained: the registry (retained) names it as `default`'s secret, and the receiver holds it.
     const secret = new secretsmanager.Secret(this, 'SigningSecret', {
       description: 'handoff: Standard Webhooks signing key (base64; the receiver uses whsec_ + this value)',
       generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+      removalPolicy: RemovalPolicy.RETAIN,
     });
     Validations.of(secret).acknowledge({
       id: 'AwsSolutions-SMG4',
       reason:
-        'The signing key is shared with the receiver, who must switch keys in step; it is rotated by the documented manual procedure, not by a rotation Lambda.',
+        'Rotated by the documented procedure (put-secret-value; consumers re-read the secret within 5 minutes and sign with both versions during the 24-hour overlap); no rotation Lambda, since the receiver must switch keys in step.',
     });
     return secret;
   }
@@ -482,9 +600,11 @@ export class WebhookDelivery extends Construct {
    * Never shared outside handoff's functions and operators, so nobody else has to switch with it.
    */
   private createSealKey(): secretsmanager.Secret {
+    // Retained: the retained dead-letter and redrive queues hold messages sealed with it.
     const secret = new secretsmanager.Secret(this, 'SealKey', {
       description: "handoff: the key that seals handoff's own queue messages (only sealed control attributes steer the consumer)",
       generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+      removalPolicy: RemovalPolicy.RETAIN,
     });
     Validations.of(secret).acknowledge({
       id: 'AwsSolutions-SMG4',
@@ -492,6 +612,57 @@ export class WebhookDelivery extends Construct {
         'Rotating the seal key would unseal the messages in flight, which would then be routed as producers\' messages; it never leaves handoff\'s roles, and the README gives the manual procedure.',
     });
     return secret;
+  }
+
+  /**
+   * The topic the alarms notify: the one given, or one made here, encrypted with a key of its own (an
+   * AWS-managed key cannot be used: CloudWatch must be allowed in the key's policy), TLS only, which
+   * CloudWatch's alarms of this account may publish to. The key goes with the stack (it keeps nothing).
+   */
+  private createAlarmTopic(given: sns.ITopic | undefined): { topic: sns.ITopic; key: kms.Key | undefined } {
+    if (given) return { topic: given, key: undefined };
+    const stack = Stack.of(this);
+    const key = new kms.Key(this, 'AlarmTopicKey', {
+      description: "handoff: encrypts the alarm topic's messages",
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
+        resources: ['*'],
+      }),
+    );
+    const topic = new sns.Topic(this, 'AlarmTopic', {
+      displayName: 'handoff alarms',
+      masterKey: key,
+      enforceSSL: true,
+    });
+    topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [topic.topicArn],
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': stack.account },
+          ArnLike: { 'aws:SourceArn': stack.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: '*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+        },
+      }),
+    );
+    return { topic, key };
+  }
+
+  /** Lets a role publish to the alarm topic (and use its key, when the topic is the construct's own). */
+  private grantAlarmTopicPublish(role: iam.IRole, sid: string): void {
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ sid, actions: ['sns:Publish'], resources: [this.alarmTopic.topicArn] }));
+    if (this.alarmTopicKey) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({ sid: `${sid}Encrypt`, actions: ['kms:Decrypt', 'kms:GenerateDataKey'], resources: [this.alarmTopicKey.keyArn] }),
+      );
+    }
   }
 
   /** Lets a role read the seal key (the consumer, the recovery function). */
@@ -509,7 +680,7 @@ export class WebhookDelivery extends Construct {
    * queue, whichever queue the message came from. `table.grant*()` is avoided: it adds an
    * `index/*` resource the consumer does not need.
    */
-  private grantConsumerAccess(role: iam.IRole, alarmTopic: ITopic | undefined) {
+  private grantConsumerAccess(role: iam.IRole) {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'LedgerReadWrite',
@@ -550,11 +721,7 @@ export class WebhookDelivery extends Construct {
         resources: [Stack.of(this).formatArn({ service: 'events', resource: 'event-bus', resourceName: 'default' })],
       }),
     );
-    if (alarmTopic) {
-      role.addToPrincipalPolicy(
-        new iam.PolicyStatement({ sid: 'EndpointDisabledAlarm', actions: ['sns:Publish'], resources: [alarmTopic.topicArn] }),
-      );
-    }
+    this.grantAlarmTopicPublish(role, 'EndpointDisabledAlarm');
     this.endpointRegistry.seededSecrets.forEach((secret, i) => {
       if (secret === this.signingSecret) return;
       role.addToPrincipalPolicy(
@@ -574,7 +741,11 @@ export class WebhookDelivery extends Construct {
    * (SendMessage); reads the ledger's pending and parked listings (Query on the index, BatchGetItem
    * of the rows it lists) and the registry's endpoint names, pauses and releases (Scan, with the
    * key's Decrypt), releases parked rows (UpdateItem on the ledger, and on the registry for the
-   * release's window), and sends to the delivery queue; nothing else. A failed run is not retried: the next one comes within the interval.
+   * release's window), and sends to the delivery queue; nothing else. A failed run is tried twice
+   * more (Lambda's asynchronous retries, a minute and two apart: two runs at once are safe, the claim
+   * and the release window decide), and one that failed all three times is reported to the alarm
+   * topic (its on-failure destination: the record names the error), as one that waited out its
+   * event age unrun would be. The recoveryErrors alarm watches its errors.
    */
   private createRecovery(props: WebhookDeliveryProps, visibilityTimeoutSeconds: number) {
     const interval = props.recoveryInterval ?? DEFAULT_RECOVERY_INTERVAL;
@@ -616,6 +787,10 @@ export class WebhookDelivery extends Construct {
     this.endpointRegistry.grantHealthWrite(role);
     // What it sends back is sealed again, as the consumer's own messages are.
     this.grantSealKeyRead(role);
+    // Its on-failure destination: a run that failed every attempt, told to whoever takes the alarms.
+    this.grantAlarmTopicPublish(role, 'RecoveryFailureNotice');
+    const alarmTopicArn = this.alarmTopic.topicArn;
+    const onFailure: lambda.IDestination = { bind: () => ({ destination: alarmTopicArn }) };
     const functionProps = {
       runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
@@ -637,7 +812,8 @@ export class WebhookDelivery extends Construct {
         NODE_OPTIONS: '--enable-source-maps',
       },
       description: 'handoff: sends back redriven messages and enqueues again the pending deliveries left without a queue message (stuck-work recovery)',
-      retryAttempts: 0,
+      retryAttempts: 2,
+      onFailure,
     };
     const fn =
       existsSync(`${PREBUILT_CONSUMER_DIR}/${PREBUILT_RECOVERY_FILE}`)
@@ -667,37 +843,75 @@ export class WebhookDelivery extends Construct {
     return { function: fn, schedule };
   }
 
-  private createAlarms(props: WebhookDeliveryProps, settings: Settings) {
-    const deadLetters = new cloudwatch.Alarm(this, 'DeadLettersAlarm', {
-      alarmDescription:
-        'handoff: events are on the dead-letter queue. Inspect with `handoff dead`, fix the cause, then `handoff replay`.',
-      metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-        period: Duration.minutes(1),
-        statistic: cloudwatch.Stats.MAXIMUM,
-      }),
-      threshold: 0,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
-    // Its sibling for the ordered intake: SQS redrove a message the consumer kept failing to route
-    // (it holds up its shipment's later messages until then). `handoff dead` does not list these.
-    const orderedDeadLetters = new cloudwatch.Alarm(this, 'OrderedDeadLettersAlarm', {
-      alarmDescription:
-        "handoff: messages are on the ordered intake's dead-letter queue: the consumer kept failing them and their shipments' later messages went on without them. Read them from the queue and, once the cause is fixed, send them again (`handoff send --ordered`).",
-      metric: this.orderedDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
-        period: Duration.minutes(1),
-        statistic: cloudwatch.Stats.MAXIMUM,
-      }),
-      threshold: 0,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+  /**
+   * The alarms (README, Operating), each saying in its description what to do. Every one treats
+   * missing data as not breaching: a metric published only on activity (SQS's, Lambda's, DynamoDB's
+   * throttles) is absent while all is quiet. Rate alarms (dead letters, errors, throttles) fire on
+   * what is new in their period and return to OK once a period passes without it, so a later burst
+   * notifies again even while earlier dead letters wait on their queue.
+   */
+  private createAlarms(props: WebhookDeliveryProps, settings: Settings, orderedMaxReceiveCount: number) {
+    const timings = derivedTimings(settings);
+    const fiveMinutes = Duration.minutes(5);
+    const alarm = (
+      id: string,
+      metric: cloudwatch.IMetric,
+      description: string,
+      threshold: number,
+      evaluation: { periods?: number; toAlarm?: number } = {},
+    ) =>
+      new cloudwatch.Alarm(this, id, {
+        alarmDescription: `handoff: ${description}`,
+        metric,
+        threshold,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: evaluation.periods ?? 1,
+        datapointsToAlarm: evaluation.toAlarm ?? evaluation.periods ?? 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
 
+    // --- Dead letters: each new one notifies, and one close to SQS's retention notifies again. ---
+    // The consumer (a reasoned dead letter) and the recovery function (a message it gave up on) put
+    // them there with SendMessage, which NumberOfMessagesSent counts.
+    const deadLetters = alarm(
+      'DeadLettersAlarm',
+      this.deadLetterQueue.metricNumberOfMessagesSent({ period: fiveMinutes, statistic: cloudwatch.Stats.SUM }),
+      'new events on the dead-letter queue in the last 5 minutes. Inspect with `handoff dead` (the reason is on each), fix the cause, then `handoff replay`; a message without a reason is one recovery gave up on (its row: `handoff status`). Returns to OK after 5 minutes without a new one: the queue is not drained by that.',
+      0,
+    );
+    // SQS's own redrive (the FIFO dead-letter queue's only source) is not counted by
+    // NumberOfMessagesSent: a rise in what the queue holds (visible plus in flight, so an operator's
+    // reading it changes nothing) is a new dead letter. FILL: an idle queue publishes nothing.
+    const orderedArrivals = new cloudwatch.MathExpression({
+      expression: 'DIFF(FILL(visible, 0) + FILL(inFlight, 0))',
+      usingMetrics: {
+        visible: this.orderedDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: cloudwatch.Stats.MAXIMUM }),
+        inFlight: this.orderedDeadLetterQueue.metricApproximateNumberOfMessagesNotVisible({ period: Duration.minutes(1), statistic: cloudwatch.Stats.MAXIMUM }),
+      },
+      period: Duration.minutes(1),
+      label: "New messages on the ordered intake's dead-letter queue",
+    });
+    const orderedDeadLetters = alarm(
+      'OrderedDeadLettersAlarm',
+      orderedArrivals,
+      "new messages on the ordered intake's dead-letter queue in the last 5 minutes: the consumer kept failing them (or could not reach the registry, an endpoint's secret or the ledger) and their shipments' later messages went on without them. `handoff dead` does not list them: read them from the queue (OrderedDeadLetterQueue), fix the cause, send each again with `handoff send --ordered`, then delete it.",
+      0,
+      { periods: 5, toAlarm: 1 },
+    );
+    const ageing = (queue: sqs.Queue, id: string, what: string) =>
+      alarm(
+        id,
+        queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(15), statistic: cloudwatch.Stats.MAXIMUM }),
+        `a message on ${what} is ${DEAD_LETTER_AGE_ALARM.toDays()} days old: SQS deletes it at 14. Handle it now (see the dead-letter alarm's description), or copy it out.`,
+        DEAD_LETTER_AGE_ALARM.toSeconds(),
+      );
+    const deadLettersAgeing = ageing(this.deadLetterQueue, 'DeadLettersAgeingAlarm', 'the dead-letter queue');
+    const orderedDeadLettersAgeing = ageing(this.orderedDeadLetterQueue, 'OrderedDeadLettersAgeingAlarm', "the ordered intake's dead-letter queue");
+
+    // --- Queues falling behind. -----------------------------------------------------------------
     const pendingAge = new cloudwatch.Alarm(this, 'PendingAgeAlarm', {
       alarmDescription:
-        'handoff: the oldest message on the delivery queue is older than expected; the consumer is not keeping up or not running.',
+        'handoff: the oldest message on the delivery queue is older than expected; the consumer is not keeping up or not running. Check the consumer alarms (errors, throttles, duration) and the dashboard.',
       metric: this.queue.metricApproximateAgeOfOldestMessage({
         period: Duration.minutes(1),
         statistic: cloudwatch.Stats.MAXIMUM,
@@ -708,40 +922,158 @@ export class WebhookDelivery extends Construct {
       datapointsToAlarm: 5,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+    // A failing ordered message stays at most orderedMaxReceiveCount visibility timeouts (then SQS sets
+    // it aside, and OrderedDeadLettersAlarm says so), holding its shipment's later messages as long:
+    // older than that, and 5 minutes more, is the intake not being consumed at all.
+    const orderedPendingAge = alarm(
+      'OrderedPendingAgeAlarm',
+      this.orderedQueue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: cloudwatch.Stats.MAXIMUM }),
+      "the oldest message on the ordered intake is older than a failing one stays before SQS sets it aside: the consumer is not taking the ordered intake's messages (its event source disabled, the consumer failing or throttled). Check the consumer alarms and the event source mapping's state.",
+      orderedMaxReceiveCount * timings.visibilityTimeoutSeconds + 5 * 60,
+      { periods: 5 },
+    );
 
+    // --- The consumer. --------------------------------------------------------------------------
     // Expected failures (4xx, 5xx, timeouts) are outcomes, not errors: an invocation error means
     // the handler itself failed and its whole batch returned to the queue.
-    const consumerErrors = new cloudwatch.Alarm(this, 'ConsumerErrorsAlarm', {
-      alarmDescription: 'handoff: the consumer Lambda failed invocations (its whole batch went back to the queue).',
-      metric: this.consumer.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
-      threshold: 0,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    const consumerErrors = alarm(
+      'ConsumerErrorsAlarm',
+      this.consumer.metricErrors({ period: fiveMinutes, statistic: cloudwatch.Stats.SUM }),
+      "the consumer Lambda failed invocations (its whole batch went back to the queue). Read the consumer's log for `error` lines and the function's timeouts; a deploy that broke it: roll back.",
+      0,
+    );
+    // With no reserved concurrency and the event sources' maximum concurrency, only the account's
+    // limit throttles the consumer: each throttled batch returns to its queue with a receive spent.
+    const consumerThrottles = alarm(
+      'ConsumerThrottlesAlarm',
+      this.consumer.metricThrottles({ period: fiveMinutes, statistic: cloudwatch.Stats.SUM }),
+      "the consumer Lambda was throttled: the account's concurrency (or its reserved concurrency) is used up, and its batches return to the queue with a receive spent. Find what else runs (account ConcurrentExecutions), raise the account's limit or reserve concurrency (reservedConcurrency, at least twice maxConcurrency).",
+      0,
+    );
+    // Attempts run at once within a batch, each bounded by the attempt timeout; a batch near the
+    // function's timeout is a batch about to be cut off (an error, the batch returned).
+    const timeoutMs = timings.functionTimeoutSeconds * 1000;
+    const consumerDuration = alarm(
+      'ConsumerDurationAlarm',
+      this.consumer.metricDuration({ period: fiveMinutes, statistic: cloudwatch.Stats.p(99) }),
+      `the consumer's p99 duration has been above 80 % of its ${timings.functionTimeoutSeconds} s timeout for 15 minutes: invocations are close to being cut off. Look for slow receivers (delivery latency by endpoint), rate-limit waits and DynamoDB latency; lower the attempt timeout of a slow endpoint.`,
+      Math.round(timeoutMs * 0.8),
+      { periods: 3 },
+    );
 
+    // --- Stuck-work recovery. -------------------------------------------------------------------
     // The recovery function empties the redrive queue at every run: a message there for three runs
     // means recovery is not running (or cannot send), and its delivery waits.
-    const redriven = new cloudwatch.Alarm(this, 'RedrivenAlarm', {
-      alarmDescription:
-        "handoff: messages SQS redrove wait on the redrive queue longer than three recovery runs: check the recovery function's errors and log.",
-      metric: this.redriveQueue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: cloudwatch.Stats.MAXIMUM }),
-      threshold: (props.recoveryInterval ?? DEFAULT_RECOVERY_INTERVAL).toSeconds() * 3,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    const interval = props.recoveryInterval ?? DEFAULT_RECOVERY_INTERVAL;
+    const redriven = alarm(
+      'RedrivenAlarm',
+      this.redriveQueue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: cloudwatch.Stats.MAXIMUM }),
+      "messages SQS redrove wait on the redrive queue longer than three recovery runs: check the recovery function's errors and log.",
+      interval.toSeconds() * 3,
+    );
+    // One failed run is retried, and the next run does its work anyway: two runs in a row failing is not a blip.
+    const recoveryErrors = alarm(
+      'RecoveryErrorsAlarm',
+      this.recovery.metricErrors({ period: interval, statistic: cloudwatch.Stats.SUM }),
+      "the stuck-work recovery function failed in two runs in a row: redriven messages and stranded deliveries wait, and parked releases stop. Read its log (and the failure notices on this topic); its permissions or the ledger's listing index are the usual causes.",
+      0,
+      { periods: 2 },
+    );
 
-    return { deadLetters, orderedDeadLetters, pendingAge, consumerErrors, redriven };
+    // --- Routing and endpoints. -----------------------------------------------------------------
+    const unroutedThreshold = props.unroutedAlarmThreshold ?? (takesEveryEvent(props, settings) ? 0 : UNROUTED_ALARM_THRESHOLD);
+    if (!Number.isInteger(unroutedThreshold) || unroutedThreshold < 0) {
+      throw new ConfigError('unroutedAlarmThreshold', `must be a whole number, 0 or more, got ${unroutedThreshold}`);
+    }
+    const unrouted = alarm(
+      'UnroutedAlarm',
+      this.consumerMetric(METRICS.names.unrouted, { period: fiveMinutes, statistic: cloudwatch.Stats.SUM }),
+      `more than ${unroutedThreshold} events in 5 minutes matched no endpoint: they were acknowledged and stored nowhere. An endpoint that took them was removed or renamed, or its eventTypes or match narrowed (\`handoff endpoint list\`), or producers send an event type nobody subscribes to. Where some unmatched events are normal, set unroutedAlarmThreshold above them.`,
+      unroutedThreshold,
+    );
+    const endpointUnresolved = alarm(
+      'EndpointUnresolvedAlarm',
+      this.consumerMetric(ENDPOINT_UNRESOLVED_METRIC, { period: fiveMinutes, statistic: cloudwatch.Stats.SUM }),
+      "deliveries are held because an endpoint's signing secret or registry entry cannot be read (a deleted secret, a revoked grant or key, an unreadable item). They wait on the queue and are not lost; ordered ones are set aside after orderedMaxReceiveCount tries. The consumer's log names the endpoint and the secret's ARN: restore access.",
+      0,
+    );
+
+    // --- DynamoDB. ------------------------------------------------------------------------------
+    // On-demand tables throttle a hot key (one endpoint's rate-limit schedule, a shipment head) or a
+    // jump past twice the previous peak; the SDK retries, so a single burst is absorbed: two periods in a row is not.
+    const throttles = (table: dynamodb.ITable, index?: string) => {
+      const dimensionsMap: Record<string, string> = { TableName: table.tableName, ...(index ? { GlobalSecondaryIndexName: index } : {}) };
+      const m = (name: string) => new cloudwatch.Metric({ namespace: 'AWS/DynamoDB', metricName: name, dimensionsMap, period: fiveMinutes, statistic: cloudwatch.Stats.SUM });
+      return { read: m('ReadThrottleEvents'), write: m('WriteThrottleEvents') };
+    };
+    const ledger = throttles(this.ledgerTable);
+    const listing = throttles(this.ledgerTable, LEDGER_SCHEMA.listingIndex.name);
+    const registry = throttles(this.endpointRegistry.table);
+    const ledgerThrottleSum = new cloudwatch.MathExpression({
+      expression: 'FILL(ledgerRead, 0) + FILL(ledgerWrite, 0) + FILL(listingRead, 0) + FILL(listingWrite, 0)',
+      usingMetrics: { ledgerRead: ledger.read, ledgerWrite: ledger.write, listingRead: listing.read, listingWrite: listing.write },
+      period: fiveMinutes,
+      label: 'Ledger throttle events',
+    });
+    const registryThrottleSum = new cloudwatch.MathExpression({
+      expression: 'FILL(registryRead, 0) + FILL(registryWrite, 0)',
+      usingMetrics: { registryRead: registry.read, registryWrite: registry.write },
+      period: fiveMinutes,
+      label: 'Registry throttle events',
+    });
+    const ledgerThrottles = alarm(
+      'LedgerThrottlesAlarm',
+      ledgerThrottleSum,
+      'the ledger table (or its listing index) throttled requests in two 5-minute periods in a row: deliveries slow down and retry. A hot key (one shipment head, one event) or a traffic jump past twice the previous peak; see the dashboard and CloudWatch Contributor Insights for the table.',
+      0,
+      { periods: 2 },
+    );
+    const registryThrottles = alarm(
+      'RegistryThrottlesAlarm',
+      registryThrottleSum,
+      "the endpoint registry throttled requests in two 5-minute periods in a row: usually one rate-limited endpoint's schedule item, written once per batch by many consumers at once. A larger batchSize (fewer batches) or a lower maxConcurrency relieves it; see the dashboard.",
+      0,
+      { periods: 2 },
+    );
+
+    return {
+      deadLetters,
+      deadLettersAgeing,
+      orderedDeadLetters,
+      orderedDeadLettersAgeing,
+      pendingAge,
+      orderedPendingAge,
+      consumerErrors,
+      consumerThrottles,
+      consumerDuration,
+      redriven,
+      recoveryErrors,
+      unrouted,
+      endpointUnresolved,
+      ledgerThrottles,
+      registryThrottles,
+    };
   }
 
-  /** The four signals of docs/contract.md §10 `stats`: pending age, retries, dead letters, delivery latency. */
-  private createDashboard() {
+  /**
+   * The alarms' state first, then the four signals of docs/contract.md §10 `stats` (pending age,
+   * retries, dead letters, delivery latency), routing and endpoint health, the functions and the
+   * tables, and each endpoint's own.
+   */
+  private createDashboard(props: WebhookDeliveryProps, settings: Settings) {
     const metric = (name: MetricName, statistic: string, label: string) =>
       this.consumerMetric(name, { statistic, label });
     const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
-      dashboardName: `handoff-${Stack.of(this).stackName}`,
+      dashboardName: props.dashboardName ?? defaultDashboardName(this),
     });
+    dashboard.addWidgets(
+      new cloudwatch.AlarmStatusWidget({
+        title: 'Alarms',
+        alarms: Object.values(this.alarms),
+        width: 24,
+        height: 4,
+      }),
+    );
     dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'Pending age (seconds)',
@@ -794,6 +1126,7 @@ export class WebhookDelivery extends Construct {
           metric(METRICS.names.unrouted, cloudwatch.Stats.SUM, 'Unrouted'),
           metric(METRICS.names.fannedOut, cloudwatch.Stats.SUM, 'Fanned out'),
           metric(METRICS.names.dropped, cloudwatch.Stats.SUM, 'Dropped'),
+          metric(ENDPOINT_UNRESOLVED_METRIC, cloudwatch.Stats.SUM, 'Held: endpoint unresolved'),
         ],
         width: 12,
       }),
@@ -823,6 +1156,62 @@ export class WebhookDelivery extends Construct {
             label: 'Enqueued again',
           }),
         ],
+        width: 12,
+      }),
+    );
+    // The functions: the consumer and the recovery function, side by side.
+    const functions = [
+      { fn: this.consumer, name: 'Consumer' },
+      { fn: this.recovery, name: 'Recovery' },
+    ];
+    const timings = derivedTimings(settings);
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Lambda invocations, errors and throttles',
+        left: functions.flatMap(({ fn, name }) => [
+          fn.metricInvocations({ statistic: cloudwatch.Stats.SUM, label: `${name} invocations` }),
+          fn.metricErrors({ statistic: cloudwatch.Stats.SUM, label: `${name} errors` }),
+          fn.metricThrottles({ statistic: cloudwatch.Stats.SUM, label: `${name} throttles` }),
+        ]),
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Lambda duration (ms)',
+        left: [
+          this.consumer.metricDuration({ statistic: cloudwatch.Stats.p(99), label: 'Consumer p99' }),
+          this.consumer.metricDuration({ statistic: cloudwatch.Stats.MAXIMUM, label: 'Consumer max' }),
+          this.recovery.metricDuration({ statistic: cloudwatch.Stats.MAXIMUM, label: 'Recovery max' }),
+        ],
+        leftAnnotations: [{ value: timings.functionTimeoutSeconds * 1000, label: 'Consumer timeout' }],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Lambda concurrent executions',
+        left: functions.map(({ fn, name }) =>
+          fn.metric('ConcurrentExecutions', { statistic: cloudwatch.Stats.MAXIMUM, label: name }),
+        ),
+        // Both event sources together may run the consumer this many times at once.
+        leftAnnotations: [{ value: 2 * settings.maxConcurrency, label: 'Event sources’ maximum' }],
+        width: 8,
+      }),
+    );
+    // The tables: capacity consumed (on demand: what is billed) and throttles.
+    const tables = [
+      { table: this.ledgerTable, name: 'Ledger' },
+      { table: this.endpointRegistry.table, name: 'Registry' },
+    ];
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'DynamoDB consumed capacity',
+        left: tables.flatMap(({ table, name }) => [
+          table.metricConsumedReadCapacityUnits({ statistic: cloudwatch.Stats.SUM, label: `${name} read units` }),
+          table.metricConsumedWriteCapacityUnits({ statistic: cloudwatch.Stats.SUM, label: `${name} write units` }),
+        ]),
+        width: 12,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'DynamoDB throttles',
+        left: [this.alarms.ledgerThrottles.metric, this.alarms.registryThrottles.metric],
         width: 12,
       }),
     );
@@ -904,4 +1293,41 @@ export function endpointSearch(metricName: MetricName, statistic: string, period
 function defaultPendingAgeThreshold(settings: Settings): Duration {
   const [first = 0, second = first] = settings.retryPolicy.waitsSeconds;
   return Duration.seconds(Math.max(15 * 60, first + second + 5 * 60));
+}
+
+/**
+ * Whether an endpoint declared here takes every event (every type, no `match`): `default` from
+ * `webhookUrl`, or a declared one. Then an unrouted event means it no longer does.
+ */
+function takesEveryEvent(props: WebhookDeliveryProps, settings: Settings): boolean {
+  const all = (endpoint: Pick<EndpointFields, 'eventTypes' | 'match'>) =>
+    endpoint.eventTypes.includes(ALL_EVENT_TYPES) && Object.keys(endpoint.match ?? {}).length === 0;
+  return settings.webhookUrl !== undefined || (props.endpoints ?? []).some(all);
+}
+
+/**
+ * The consumer's reserved concurrency, if any: at least what both event sources may run at once
+ * (`maxConcurrency` each), or they would be throttled. @throws ConfigError naming the prop
+ */
+function checkReservedConcurrency(value: number | undefined, settings: Settings): number | undefined {
+  if (value === undefined) return undefined;
+  const floor = 2 * settings.maxConcurrency;
+  if (!Number.isInteger(value) || value < floor) {
+    throw new ConfigError(
+      'reservedConcurrency',
+      `must be a whole number of at least ${floor} (twice maxConcurrency: both event sources run the consumer up to maxConcurrency at once; fewer would throttle them), got ${value}`,
+    );
+  }
+  return value;
+}
+
+/**
+ * `<stack name>-<construct id>-<region>`: a dashboard's name is global to the account, so one stack
+ * name in two regions, or two constructs in one stack, must not share it. Characters other than
+ * letters, digits, `-` and `_` become `-`; the region may be a deploy-time token.
+ */
+function defaultDashboardName(scope: Construct): string {
+  const stack = Stack.of(scope);
+  const clean = (text: string) => (Token.isUnresolved(text) ? text : text.replace(/[^\w-]+/g, '-'));
+  return [clean(stack.stackName), clean(scope.node.id), stack.region].join('-');
 }

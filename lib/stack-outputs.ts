@@ -20,4 +20,6 @@ export const STACK_OUTPUTS = {
   orderedQueueUrl: 'OrderedQueueUrl',
   /** The Secrets Manager secret holding the key that seals handoff's own messages (lib/queue/seal.ts): operators' replays are sealed with it. */
   sealKeySecretArn: 'SealKeySecretArn',
+  /** The SNS topic the alarms (and endpoint-disabled and recovery-failure notices) go to: the one given, or the stack's own. */
+  alarmTopicArn: 'AlarmTopicArn',
 } as const;

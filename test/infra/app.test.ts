@@ -7,10 +7,10 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { App } from 'aws-cdk-lib';
+import { testApp, WARM_UP_MS } from './cdk-context';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_SETTINGS } from '../../lib/config';
 import { deploymentFromJson, deploymentToJson, EndpointError } from '../../lib/endpoints/endpoint';
 import { retryPolicy } from '../../lib/policy';
@@ -32,7 +32,7 @@ function contextOf(values: Record<string, unknown>) {
 }
 
 function stack(props: Partial<HandoffStackProps> = {}) {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = testApp();
   const handoff = new HandoffStack(app, 'Handoff', {
     delivery: { settings: { webhookUrl: WEBHOOK_URL }, entry: STAND_IN_ENTRY },
     ...props,
@@ -95,7 +95,9 @@ describe('Function: settingsFromContext', () => {
 });
 
 describe('HandoffStack', () => {
-  it('outputs the queue URL and ARN, the dead-letter and redrive queue URLs, the ledger and registry tables, the consumer, the endpoint defaults, the ordered intake and the seal key secret (SealKeySecretArn) by exact key', () => {
+  beforeAll(() => void stack(), WARM_UP_MS);
+
+  it('outputs the queue URL and ARN, the dead-letter and redrive queue URLs, the ledger and registry tables, the consumer, the endpoint defaults, the ordered intake, the seal key secret (SealKeySecretArn) and the alarm topic (AlarmTopicArn) by exact key', () => {
     const { template } = stack();
 
     expect(Object.keys(template.toJSON().Outputs).sort()).toEqual(
@@ -113,7 +115,25 @@ describe('HandoffStack', () => {
       endpointDefaults: 'EndpointDefaults',
       orderedQueueUrl: 'OrderedQueueUrl',
       sealKeySecretArn: 'SealKeySecretArn',
+      alarmTopicArn: 'AlarmTopicArn',
     });
+  });
+
+  it("outputs the stack's own alarm topic (AlarmTopicArn) by reference when no alarmTopicArn is given, and every alarm notifies it", () => {
+    const { template, handoff } = stack();
+    const topic = { Ref: handoff.getLogicalId(handoff.delivery.alarmTopic.node.defaultChild as never) };
+
+    template.resourceCountIs('AWS::SNS::Topic', 1);
+    template.hasOutput(STACK_OUTPUTS.alarmTopicArn, { Value: topic });
+    template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topic], OKActions: [topic] });
+  });
+
+  it('outputs the alarm topic given as alarmTopicArn, and makes none', () => {
+    const topicArn = 'arn:aws:sns:eu-west-1:111122223333:ops-alarms';
+    const { template } = stack({ alarmTopicArn: topicArn });
+
+    template.resourceCountIs('AWS::SNS::Topic', 0);
+    template.hasOutput(STACK_OUTPUTS.alarmTopicArn, { Value: topicArn });
   });
 
   it("outputs the seal key secret's ARN (SealKeySecretArn) by reference to the secret", () => {
@@ -181,7 +201,7 @@ describe('HandoffStack', () => {
     const { template } = stack({ delivery: { settings: {}, entry: STAND_IN_ENTRY } });
     const seed = Object.values(template.findResources('Custom::HandoffEndpoint'))[0];
 
-    expect(JSON.stringify(seed?.Properties.Create)).toContain('\\"url\\":{\\"S\\":\\"",{"Ref":"WebhookUrl"},"\\"}');
+    expect(JSON.stringify(seed?.Properties.Call)).toContain('\\"url\\":{\\"S\\":\\"",{"Ref":"WebhookUrl"},"\\"}');
   });
 
   it('outputs the ledger table by reference to the table', () => {
@@ -212,16 +232,21 @@ describe('HandoffStack', () => {
     const topicArn = 'arn:aws:sns:eu-west-1:111122223333:ops-alarms';
     const { template } = stack({ alarmTopicArn: topicArn });
 
-    template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topicArn], OKActions: Match.anyValue() });
+    template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topicArn], OKActions: [topicArn] });
   });
 
-  it('asks for the webhook URL as a deployment parameter when the context has none, and hands it to the consumer', () => {
+  it('asks for the webhook URL as a deployment parameter when the context has none, and hands it to the seed of default alone (no function environment)', () => {
     const { template } = stack({ delivery: { settings: {}, entry: STAND_IN_ENTRY } });
+    const functions = Object.values(template.findResources('AWS::Lambda::Function'));
+    const seed = Object.values(template.findResources('Custom::HandoffEndpoint'))[0];
 
     template.hasParameter('WebhookUrl', { Type: 'String', NoEcho: true, AllowedPattern: webhookUrlPattern(false) });
-    template.hasResourceProperties('AWS::Lambda::Function', {
-      Environment: { Variables: Match.objectLike({ HANDOFF_WEBHOOK_URL: { Ref: 'WebhookUrl' } }) },
-    });
+    expect(JSON.stringify(seed?.Properties.Call)).toContain('{"Ref":"WebhookUrl"}');
+    expect(functions.length).toBeGreaterThan(0);
+    for (const fn of functions) {
+      expect(fn.Properties.Environment?.Variables ?? {}).not.toHaveProperty('HANDOFF_WEBHOOK_URL');
+      expect(JSON.stringify(fn.Properties.Environment ?? {})).not.toContain('WebhookUrl');
+    }
   });
 
   it.each([
@@ -253,6 +278,18 @@ describe('HandoffStack', () => {
 
     expect(new AwsSolutionsChecks().validateScope(handoff).violations).toEqual([]);
   });
+
+  it('synthesizes the same template at every synth of the app (cdk diff is empty when nothing changed)', () => {
+    const synth = () => {
+      const app = buildApp(testApp({ webhookUrl: WEBHOOK_URL }));
+      return Template.fromStack(app.node.findChild('Handoff') as HandoffStack).toJSON();
+    };
+
+    const first = synth();
+    const second = synth();
+
+    expect(second).toEqual(first);
+  });
 });
 
 describe('Context: endpointsFile', () => {
@@ -271,7 +308,7 @@ describe('Context: endpointsFile', () => {
   };
 
   function appWith(context: Record<string, unknown>) {
-    const app = buildApp(new App({ context: { 'aws:cdk:bundling-stacks': [], ...context } }));
+    const app = buildApp(testApp(context));
     return Template.fromStack(app.node.findChild('Handoff') as HandoffStack);
   }
 
@@ -281,7 +318,7 @@ describe('Context: endpointsFile', () => {
 
   it('seeds them beside default, and lets the consumer read their secrets', () => {
     const template = appWith({ webhookUrl: WEBHOOK_URL, endpointsFile: file('app.json', { endpoints: [ACME] }) });
-    const seeds = Object.values(template.findResources('Custom::HandoffEndpoint')).map((r) => JSON.stringify(r.Properties.Create));
+    const seeds = Object.values(template.findResources('Custom::HandoffEndpoint')).map((r) => JSON.stringify(r.Properties.Call));
 
     expect(seeds).toHaveLength(2);
     expect(seeds.some((text) => text.includes('\\"name\\":{\\"S\\":\\"carrier-acme\\"}'))).toBe(true);

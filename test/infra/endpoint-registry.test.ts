@@ -5,8 +5,12 @@
  * synthesized template with `Match`, never by logical ID; the seed's own DynamoDB call is then run,
  * as synthesized, against dynalite and read back through the registry's adapter.
  */
+import { once } from 'node:events';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { App, Stack } from 'aws-cdk-lib';
+import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -26,6 +30,7 @@ import {
   type EndpointDeclaration,
   type WebhookDeliveryProps,
 } from '../../infra/webhook-delivery';
+import { testApp, WARM_UP_MS } from './cdk-context';
 
 const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
 const WEBHOOK_URL = 'https://receiver.example.com/hooks';
@@ -41,7 +46,7 @@ interface BuildOptions extends Partial<WebhookDeliveryProps> {
 }
 
 function build(props: BuildOptions = {}) {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = testApp();
   const stack = new Stack(app, 'TestStack');
   const { declare, then, ...rest } = props;
   const delivery = new WebhookDelivery(stack, 'Delivery', {
@@ -94,12 +99,22 @@ function actionsOn(statements: Statement[], resource: unknown): string[] {
 function seeds(template: Template): Map<string, { id: string; resource: Resource; call: unknown }> {
   const found = new Map<string, { id: string; resource: Resource; call: unknown }>();
   for (const [id, resource] of resources(template, 'Custom::HandoffEndpoint')) {
-    const text = JSON.stringify(resource.Properties.Create);
+    const text = JSON.stringify(resource.Properties.Call);
     const name = /\\"Key\\":\{\\"name\\":\{\\"S\\":\\"([a-z0-9-]+)\\"/.exec(text)?.[1];
     expect(name, text).toBeDefined();
-    found.set(name!, { id, resource, call: resource.Properties.Create });
+    expect(resource.Properties.Endpoint).toBe(name);
+    found.set(name!, { id, resource, call: resource.Properties.Call });
   }
   return found;
+}
+
+/** The seed function's code, as the template inlines it, loaded as Lambda would (CommonJS, its `require`). */
+function seedHandler(template: Template): (event: Record<string, unknown>) => Promise<string> {
+  const [fn] = resources(template, 'AWS::Lambda::Function').filter(([id]) => id.includes('SeedFunction'));
+  const code = fn?.[1].Properties.Code.ZipFile as string;
+  const module = { exports: {} as { handler?: (event: Record<string, unknown>) => Promise<string> } };
+  new Function('exports', 'require', 'module', code)(module.exports, createRequire(import.meta.url), module);
+  return module.exports.handler!;
 }
 
 /** A property built with Fn::Join and Ref, with each Ref replaced by `refs` (what CloudFormation does). */
@@ -119,6 +134,8 @@ function resolveIntrinsics(value: unknown, refs: Record<string, string>): string
 }
 
 describe('Construct: WebhookDelivery endpoint registry', () => {
+  beforeAll(() => void build(), WARM_UP_MS);
+
   describe('table and key', () => {
     it('is keyed by endpoint name as the one registry definition says (the sandbox builds from it too)', () => {
       const { template, delivery, ref } = build();
@@ -145,10 +162,22 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
     });
 
     it('owns a customer-managed key with yearly rotation', () => {
-      const { template } = build();
+      const { template, delivery, ref } = build();
+      const keys = resources(template, 'AWS::KMS::Key').map(([id]) => id);
 
-      template.resourceCountIs('AWS::KMS::Key', 1);
-      template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
+      // The stack's other key is the alarm topic's (test/infra/webhook-delivery.test.ts).
+      expect(keys.sort()).toEqual([ref(delivery.endpointRegistry.encryptionKey), ref(delivery.alarmTopicKey!)].sort());
+      expect((template.toJSON().Resources[ref(delivery.endpointRegistry.encryptionKey)] as Resource).Properties.EnableKeyRotation).toBe(true);
+    });
+
+    it('is protected from deletion (DynamoDB deletion protection), unless turned off', () => {
+      const on = build();
+      const off = build({ deletionProtection: false });
+      const table = (built: typeof on) => template(built).Resources[built.ref(built.delivery.endpointRegistry.table)] as Resource;
+      const template = (built: typeof on) => built.template.toJSON();
+
+      expect(table(on).Properties.DeletionProtectionEnabled).toBe(true);
+      expect(table(off).Properties.DeletionProtectionEnabled).toBe(false);
     });
 
     it('is retained with its key, like the ledger, when the stack is deleted or the table replaced', () => {
@@ -170,13 +199,13 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
   });
 
   describe('permissions', () => {
-    it('lets the consumer read the registry (Scan, GetItem, Query), update items (health) and use its key, and nothing more', () => {
+    it('lets the consumer read the registry (Scan, GetItem: it never queries it), update items (health) and use its key, and nothing more', () => {
       const { template, delivery, ref } = build();
       const consumer = statementsOf(template, /ConsumerRole/);
       const tableArn = { 'Fn::GetAtt': [ref(delivery.endpointRegistry.table), 'Arn'] };
       const keyArn = { 'Fn::GetAtt': [ref(delivery.endpointRegistry.encryptionKey), 'Arn'] };
 
-      expect(actionsOn(consumer, tableArn)).toEqual(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan', 'dynamodb:UpdateItem']);
+      expect(actionsOn(consumer, tableArn)).toEqual(['dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:UpdateItem']);
       expect(actionsOn(consumer, keyArn)).toEqual(['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey']);
     });
 
@@ -193,17 +222,24 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
       }
     });
 
-    it('lets the seed write only UpdateItem on the table and use only the registry key', () => {
+    it('lets the seed function write only UpdateItem on the table and use only the registry key, one function for every seed', () => {
       const { template, delivery, ref } = build({ declare: (stack) => [acme(stack)] });
       const seed = statementsOf(template, /SeedRole/);
       const tableArn = { 'Fn::GetAtt': [ref(delivery.endpointRegistry.table), 'Arn'] };
       const keyArn = { 'Fn::GetAtt': [ref(delivery.endpointRegistry.encryptionKey), 'Arn'] };
       const logs = seed.filter((s) => [s.Action].flat().every((action) => action.startsWith('logs:')));
+      const seedFunctions = resources(template, 'AWS::Lambda::Function').filter(([id]) => id.includes('SeedFunction'));
 
-      expect(actionsOn(seed, tableArn)).toEqual(['dynamodb:UpdateItem', 'dynamodb:UpdateItem']);
-      expect(actionsOn(seed, keyArn)).toEqual(['kms:Decrypt', 'kms:Decrypt', 'kms:Encrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:GenerateDataKey']);
-      expect(seed.length - logs.length).toBe(4);
+      expect(actionsOn(seed, tableArn)).toEqual(['dynamodb:UpdateItem']);
+      expect(actionsOn(seed, keyArn)).toEqual(['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey']);
+      expect(seed.length - logs.length).toBe(2);
       expect(logs.map((s) => s.Resource)).toEqual([{ 'Fn::GetAtt': [expect.stringMatching(/SeedLogs/), 'Arn'] }]);
+      // Both seeds (default and carrier-acme) run on the one function, whose role this is.
+      expect(seedFunctions).toHaveLength(1);
+      for (const { resource } of seeds(template).values()) {
+        expect(resource.Properties.ServiceToken).toEqual({ 'Fn::GetAtt': [seedFunctions[0]![0], 'Arn'] });
+      }
+      expect(seedFunctions[0]![1].Properties).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], Role: { 'Fn::GetAtt': [expect.stringMatching(/SeedRole/), 'Arn'] } });
     });
 
     it('attaches no managed policy to the seed function role (nor to the consumer and recovery roles)', () => {
@@ -279,7 +315,7 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
 
       expect(new AwsSolutionsChecks().validateScope(stack).violations).toEqual([]);
       // The construct's own three (test/infra/webhook-delivery.test.ts, cdk-nag: the signing secret's
-      // and the seal key's SMG4, the dead-letter queue's SQS3), none for the endpoints.
+      // and the seal key's SMG4, the dead-letter queue's SQS3), none for the endpoints nor their seed function.
       expect(acknowledged.sort()).toEqual(['Annotation::AwsSolutions-SMG4', 'Annotation::AwsSolutions-SMG4', 'Annotation::AwsSolutions-SQS3']);
     });
   });
@@ -299,9 +335,9 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
     it('seeds a declared endpoint with every field it declares, its secret by ARN', () => {
       const { template, delivery, ref } = build({ declare: (stack) => [acme(stack)] });
       const refs = { [ref(delivery.endpointRegistry.table)]: 'handoff-endpoints' };
-      const call = JSON.parse(resolveIntrinsics(seeds(template).get('carrier-acme')?.call, refs)) as { parameters: UpdateItemCommandInput };
+      const call = JSON.parse(resolveIntrinsics(seeds(template).get('carrier-acme')?.call, refs)) as UpdateItemCommandInput;
 
-      expect(call.parameters.ExpressionAttributeValues?.[':fields']).toEqual({
+      expect(call.ExpressionAttributeValues?.[':fields']).toEqual({
         M: {
           name: { S: 'carrier-acme' },
           url: { S: 'https://acme.example.com/hooks' },
@@ -318,50 +354,60 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
     it('never resets state or creation time, and applies fields only where the declaration changed', () => {
       const { template, delivery, ref } = build();
       const refs = { [ref(delivery.endpointRegistry.table)]: 'handoff-endpoints', ...secretRefs(template) };
-      const call = JSON.parse(resolveIntrinsics(seeds(template).get('default')?.call, refs)) as {
-        parameters: UpdateItemCommandInput;
-        ignoreErrorCodesMatching: string;
-      };
+      const call = JSON.parse(resolveIntrinsics(seeds(template).get('default')?.call, refs)) as UpdateItemCommandInput;
 
-      expect(call.parameters.UpdateExpression).toContain('#state = if_not_exists(#state, :enabled)');
-      expect(call.parameters.UpdateExpression).toContain('#createdAt = if_not_exists(#createdAt, :now)');
-      expect(call.parameters.ConditionExpression).toBe('attribute_not_exists(#declared) OR #declared <> :declared');
-      expect(call.parameters.ExpressionAttributeNames).toMatchObject({ '#state': 'state', '#declared': DECLARED_ATTRIBUTE });
-      expect(call.ignoreErrorCodesMatching).toBe(ConditionalCheckFailedException.name);
+      expect(call.UpdateExpression).toContain('#state = if_not_exists(#state, :enabled)');
+      expect(call.UpdateExpression).toContain('#createdAt = if_not_exists(#createdAt, :now)');
+      expect(call.ConditionExpression).toBe('attribute_not_exists(#declared) OR #declared <> :declared');
+      expect(call.ExpressionAttributeNames).toMatchObject({ '#state': 'state', '#declared': DECLARED_ATTRIBUTE });
     });
 
-    it('stamps the seeds with the synth time, or with the time given, then synthesizes the same template each time', () => {
-      const before = Date.now();
-      const stamped = (template: Template) => Number(/\\":now\\":\{\\"N\\":\\"(\d+)\\"/.exec(JSON.stringify(seeds(template).get('default')?.call))?.[1]);
+    it('holds no time in the template: the seed function stamps the write when it runs, unless a time is given', () => {
+      const unstamped = build().template;
+      const fixed = build({ endpointsSeededAt: 1_700_000_000_000 }).template;
 
-      const synthTime = stamped(build().template);
-      const fixed = [build({ endpointsSeededAt: 1_700_000_000_000 }), build({ endpointsSeededAt: 1_700_000_000_000 })];
-
-      expect(synthTime).toBeGreaterThanOrEqual(before);
-      expect(synthTime).toBeLessThanOrEqual(Date.now());
-      expect(fixed.map(({ template }) => stamped(template))).toEqual([1_700_000_000_000, 1_700_000_000_000]);
-      expect(fixed[0]!.template.toJSON()).toEqual(fixed[1]!.template.toJSON());
+      expect(JSON.stringify(seeds(unstamped).get('default')?.call)).not.toContain(':now\\\":');
+      expect(seeds(unstamped).get('default')?.resource.Properties).not.toHaveProperty('SeededAt');
+      expect(seeds(fixed).get('default')?.resource.Properties.SeededAt).toBe('1700000000000');
     });
 
-    it('does not delete an endpoint when its declaration goes (no delete call)', () => {
+    it('synthesizes the same template at every synth, declared endpoints and all', () => {
+      const declare = (stack: Stack) => [acme(stack)];
+
+      const first = build({ declare }).template.toJSON();
+      const second = build({ declare }).template.toJSON();
+
+      expect(second).toEqual(first);
+    });
+
+    it('does not delete an endpoint when its declaration goes (a Delete does nothing)', async () => {
       const { template } = build({ declare: (stack) => [acme(stack)] });
+      const handler = seedHandler(template);
+      const responses = await respondent();
 
-      for (const [, { resource }] of seeds(template)) expect(resource.Properties.Delete).toBeUndefined();
+      try {
+        const outcome = await handler({ ...cfnEvent(responses.url, 'Delete'), PhysicalResourceId: 'endpoint:carrier-acme', ResourceProperties: { Endpoint: 'carrier-acme', Call: '{}' } });
+
+        expect(outcome).toBe('nothing to do');
+        expect(await responses.next()).toMatchObject({ Status: 'SUCCESS', PhysicalResourceId: 'endpoint:carrier-acme' });
+      } finally {
+        await responses.close();
+      }
     });
 
     it('deploys the consumer only after every seed, so it never routes against a registry without them', () => {
       const { template } = build({ declare: (stack) => [acme(stack)] });
-      const [[, consumer]] = resources(template, 'AWS::Lambda::Function').filter(([id]) => id.includes('Consumer')) as [[string, Resource]];
+      const [[, consumer]] = resources(template, 'AWS::Lambda::Function').filter(([id]) => id.includes('DeliveryConsumer')) as [[string, Resource]];
 
       expect(consumer.DependsOn).toEqual(expect.arrayContaining([...seeds(template).values()].map((seed) => seed.id)));
     });
 
     it('seeds the declared endpoints alone when there is no webhook URL, with no secret generated', () => {
-      const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+      const app = testApp();
       const stack = new Stack(app, 'TestStack');
       const delivery = new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: {}, endpoints: [acme(stack)] });
       const template = Template.fromStack(stack);
-      const fn = resources(template, 'AWS::Lambda::Function').find(([id]) => id.includes('Consumer'))?.[1];
+      const fn = resources(template, 'AWS::Lambda::Function').find(([id]) => id.includes('DeliveryConsumer'))?.[1];
 
       expect([...seeds(template).keys()]).toEqual(['carrier-acme']);
       // None generated for signing: the stack's one secret is the seal key.
@@ -432,7 +478,7 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
     });
 
     it('still requires a webhook URL when no endpoint is declared', () => {
-      const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+      const app = testApp();
 
       expect(() => new WebhookDelivery(new Stack(app, 'S'), 'D', { entry: STAND_IN_ENTRY, settings: {}, endpoints: [] })).toThrow(
         /^webhookUrl is required unless `endpoints` declares some/,
@@ -456,16 +502,20 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
       await dynalite.close();
     });
 
-    /** The UpdateItem a deploy makes for `declaration` at `seededAt`, as synthesized, with CloudFormation's Refs filled in. */
+    /**
+     * The UpdateItem a deploy makes for `declaration` at `seededAt`, as synthesized, with CloudFormation's
+     * Refs filled in and `:now` set as the seed function sets it.
+     */
     function seedCall(declaration: EndpointDeclaration, seededAt: number): UpdateItemCommandInput {
-      const app = new App();
+      const app = testApp();
       const stack = new Stack(app, 'SeedStack');
       const registry = new EndpointRegistry(stack, 'Endpoints', { deployment: DEFAULT_SETTINGS, seededAt });
       registry.seed(declaration);
       const template = Template.fromStack(stack);
       const [seed] = [...seeds(template).values()];
       const refs = { [stack.getLogicalId(registry.table.node.defaultChild as never)]: TABLE };
-      return (JSON.parse(resolveIntrinsics(seed?.call, refs)) as { parameters: UpdateItemCommandInput }).parameters;
+      const call = JSON.parse(resolveIntrinsics(seed?.call, refs)) as UpdateItemCommandInput;
+      return { ...call, ExpressionAttributeValues: { ...call.ExpressionAttributeValues, ':now': { N: String(seed?.resource.Properties.SeededAt) } } };
     }
 
     async function deploy(call: UpdateItemCommandInput): Promise<'applied' | 'unchanged'> {
@@ -516,6 +566,92 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
       expect(record?.fields).toEqual({ name: 'changed', url: 'https://partner.example.com/v2', eventTypes: ['shipment.delivered'], maxAttempts: 4 });
     });
 
+    describe('by the seed function as the template inlines it', () => {
+      const saved: Record<string, string | undefined> = {};
+      const env = { AWS_ENDPOINT_URL_DYNAMODB: '', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' };
+
+      beforeAll(() => {
+        for (const [name, value] of Object.entries({ ...env, AWS_ENDPOINT_URL_DYNAMODB: dynalite.endpoint })) {
+          saved[name] = process.env[name];
+          process.env[name] = value;
+        }
+      });
+
+      afterAll(() => {
+        for (const [name, value] of Object.entries(saved)) {
+          if (value === undefined) delete process.env[name];
+          else process.env[name] = value;
+        }
+      });
+
+      /** The seed function and a Create or Update event for `declaration`'s resource, as CloudFormation sends it. */
+      function deployable(declaration: EndpointDeclaration, seededAt?: number) {
+        const app = testApp();
+        const stack = new Stack(app, 'SeedStack');
+        const registry = new EndpointRegistry(stack, 'Endpoints', { deployment: DEFAULT_SETTINGS, ...(seededAt !== undefined ? { seededAt } : {}) });
+        registry.seed(declaration);
+        const template = Template.fromStack(stack);
+        const [seed] = [...seeds(template).values()];
+        const refs = { [stack.getLogicalId(registry.table.node.defaultChild as never)]: TABLE };
+        const properties = { ...seed!.resource.Properties, Call: resolveIntrinsics(seed!.call, refs) };
+        return { handler: seedHandler(template), properties };
+      }
+
+      it('stamps a new endpoint with the time it runs, answers CloudFormation SUCCESS, then leaves it alone while the declaration is unchanged', async () => {
+        const { handler, properties } = deployable(declared('stamped', 'https://partner.example.com/v1'));
+        const responses = await respondent();
+        try {
+          const before = Date.now();
+          const created = await handler({ ...cfnEvent(responses.url, 'Create'), ResourceProperties: properties });
+          const after = Date.now();
+          const first = await responses.next();
+          const again = await handler({ ...cfnEvent(responses.url, 'Update'), PhysicalResourceId: 'endpoint:stamped', ResourceProperties: properties });
+          const second = await responses.next();
+
+          expect(created).toBe('applied');
+          expect(first).toMatchObject({ Status: 'SUCCESS', PhysicalResourceId: 'endpoint:stamped', RequestId: 'req-1', LogicalResourceId: 'Seed', StackId: 'stack-1' });
+          const record = await registry().get('stamped');
+          expect(record).toMatchObject({ state: 'enabled' });
+          expect(record!.createdAt).toBeGreaterThanOrEqual(before);
+          expect(record!.createdAt).toBeLessThanOrEqual(after);
+          expect(record!.updatedAt).toBe(record!.createdAt);
+          // The declaration already applied: DynamoDB refuses the condition, the seed succeeds and writes nothing.
+          expect(again).toBe('unchanged');
+          expect(second).toMatchObject({ Status: 'SUCCESS' });
+          expect(await registry().get('stamped')).toEqual(record);
+        } finally {
+          await responses.close();
+        }
+      });
+
+      it('stamps the time given (endpointsSeededAt) instead of its clock', async () => {
+        const { handler, properties } = deployable(declared('given-time', 'https://partner.example.com/v1'), 7_000);
+        const responses = await respondent();
+        try {
+          await handler({ ...cfnEvent(responses.url, 'Create'), ResourceProperties: properties });
+          await responses.next();
+
+          expect(await registry().get('given-time')).toMatchObject({ createdAt: 7_000, updatedAt: 7_000 });
+        } finally {
+          await responses.close();
+        }
+      });
+
+      it('answers FAILED with the error when the write fails, so the deploy stops', async () => {
+        const { handler, properties } = deployable(declared('no-table', 'https://partner.example.com/v1'));
+        const call = JSON.parse(properties.Call as string) as UpdateItemCommandInput;
+        const responses = await respondent();
+        try {
+          const outcome = await handler({ ...cfnEvent(responses.url, 'Create'), ResourceProperties: { ...properties, Call: JSON.stringify({ ...call, TableName: 'no-such-table' }) } });
+
+          expect(outcome).toBe('failed');
+          expect(await responses.next()).toMatchObject({ Status: 'FAILED', Reason: expect.stringMatching(/^ResourceNotFoundException: /), PhysicalResourceId: 'endpoint:no-table' });
+        } finally {
+          await responses.close();
+        }
+      });
+    });
+
     it('puts back a declared endpoint an operator removed, enabled', async () => {
       await deploy(seedCall(declared('removed', 'https://partner.example.com/v1'), 1_000));
       await registry().remove('removed');
@@ -531,4 +667,35 @@ function secretRefs(template: Template): Record<string, string> {
   return Object.fromEntries(
     Object.keys(template.findResources('AWS::SecretsManager::Secret')).map((id) => [id, `arn:aws:secretsmanager:eu-west-1:111122223333:secret:${id}-AbCdEf`]),
   );
+}
+
+/** A custom-resource event as CloudFormation sends one to the seed function. */
+function cfnEvent(responseUrl: string, requestType: 'Create' | 'Update' | 'Delete'): Record<string, unknown> {
+  return { RequestType: requestType, ResponseURL: responseUrl, StackId: 'stack-1', RequestId: 'req-1', LogicalResourceId: 'Seed', ResourceType: 'Custom::HandoffEndpoint' };
+}
+
+/** A loopback stand-in for CloudFormation's response URL: each PUT's JSON body, in order. */
+async function respondent(): Promise<{ url: string; next(): Promise<Record<string, unknown>>; close(): Promise<void> }> {
+  const bodies: Record<string, unknown>[] = [];
+  const waiting: ((body: Record<string, unknown>) => void)[] = [];
+  const server = createServer((request: IncomingMessage, response) => {
+    let text = '';
+    request.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    request.on('end', () => {
+      expect(request.method).toBe('PUT');
+      const body = JSON.parse(text) as Record<string, unknown>;
+      const taker = waiting.shift();
+      if (taker) taker(body);
+      else bodies.push(body);
+      response.end();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/response?X-Amz-Signature=stand-in`,
+    next: () => (bodies.length > 0 ? Promise.resolve(bodies.shift()!) : new Promise((resolve) => waiting.push(resolve))),
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }

@@ -5,16 +5,17 @@
  * synthesized template, never by logical ID.
  */
 import { fileURLToPath } from 'node:url';
-import { App, Stack } from 'aws-cdk-lib';
+import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { WebhookDelivery } from '../../infra/webhook-delivery';
 import { LEDGER_SCHEMA, LEDGER_TABLE_DEFINITION, WIRE_NAMES } from '../../lib/ledger/dynamodb-schema';
+import { testApp, WARM_UP_MS } from './cdk-context';
 
 const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
 
 function ledgerTable(): Record<string, unknown> {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = testApp();
   const stack = new Stack(app, 'TestStack');
   new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: { webhookUrl: 'https://receiver.example.com/hooks' } });
   // The stack's other table is the endpoint registry (test/infra/endpoint-registry.test.ts).
@@ -26,6 +27,8 @@ function ledgerTable(): Record<string, unknown> {
 }
 
 describe('Construct: WebhookDelivery ledger table', () => {
+  beforeAll(() => void ledgerTable(), WARM_UP_MS);
+
   it('deploys the keys and indexes of the schema the sandbox creates its table from', () => {
     const table = ledgerTable();
 
@@ -36,7 +39,7 @@ describe('Construct: WebhookDelivery ledger table', () => {
   });
 
   it('keys its only index on attributes a row carries only while it is listed, and projects keys only', () => {
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const app = testApp();
     const stack = new Stack(app, 'TestStack');
     new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: { webhookUrl: 'https://receiver.example.com/hooks' } });
 

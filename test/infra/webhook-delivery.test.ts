@@ -6,19 +6,20 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Duration, Stack, type App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   ConfigError,
   DEFAULT_SETTINGS,
   derivedTimings,
   minimumRetentionDays,
   RESOURCE_ENV,
+  SETTING_VARIABLES,
   settingsToEnvironment,
   type Settings,
 } from '../../lib/config';
@@ -26,13 +27,18 @@ import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import { retryPolicy } from '../../lib/policy';
 import {
   CONSUMER_ENTRY,
+  DEAD_LETTER_AGE_ALARM,
+  ENDPOINT_UNRESOLVED_METRIC,
   METRICS,
+  ORDERED_MAX_RECEIVE_COUNT,
+  UNROUTED_ALARM_THRESHOLD,
   RECOVERED_METRIC,
   RECOVERY_ENTRY,
   WebhookDelivery,
   type WebhookDeliveryProps,
 } from '../../infra/webhook-delivery';
 import { RECOVERY_ENV, RECOVERY_LIMIT } from '../../lib/recovery';
+import { testApp, WARM_UP_MS } from './cdk-context';
 
 const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
 const WEBHOOK_URL = 'https://receiver.example.com/hooks';
@@ -45,7 +51,7 @@ interface Built {
 }
 
 function build(props: Partial<WebhookDeliveryProps> = {}, options: { bundle?: boolean } = {}): Built {
-  const app = new App(options.bundle ? {} : { context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = testApp({}, { bundle: options.bundle });
   const stack = new Stack(app, 'TestStack');
   const delivery = new WebhookDelivery(stack, 'Delivery', {
     entry: STAND_IN_ENTRY,
@@ -58,7 +64,7 @@ function build(props: Partial<WebhookDeliveryProps> = {}, options: { bundle?: bo
 /** The settings a default build runs with. */
 const defaults: Settings = { ...DEFAULT_SETTINGS, webhookUrl: WEBHOOK_URL };
 
-type Statement = { Action: string | string[]; Resource: unknown; Effect: string };
+type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Sid?: string };
 
 /** All statements of the stack's identity policies: the consumer's and the endpoint seed's roles. */
 function policyStatements(template: Template): Statement[] {
@@ -85,6 +91,22 @@ function recoveryStatements(template: Template): Statement[] {
 function recoveryFunction(built: Built): { Properties: Record<string, unknown> } {
   const id = built.stack.getLogicalId(built.delivery.recovery.node.defaultChild as never);
   return built.template.toJSON().Resources[id];
+}
+
+/** The consumer function's resource in the template. */
+function consumerFunction(built: Built): { Properties: Record<string, any> } {
+  const id = built.stack.getLogicalId(built.delivery.consumer.node.defaultChild as never);
+  return built.template.toJSON().Resources[id];
+}
+
+/** The alarm's resource in the template. */
+function alarmOf(built: Built, alarm: HasResource): Record<string, any> {
+  return propertiesOf(built, alarm);
+}
+
+/** The alarm topic made by the construct, as the template references it. */
+function topicRef(built: Built) {
+  return { Ref: built.stack.getLogicalId(built.delivery.alarmTopic.node.defaultChild as never) };
 }
 
 function actionsOf(template: Template): string[] {
@@ -130,6 +152,8 @@ function literals(value: unknown): string[] {
 }
 
 describe('WebhookDelivery', () => {
+  beforeAll(() => void build(), WARM_UP_MS);
+
   describe('delivery queue', () => {
     it('redrives to the redrive queue, not the dead-letter queue, only after more receives than the attempt budget', () => {
       // Prepare / Act
@@ -221,7 +245,7 @@ describe('WebhookDelivery', () => {
       const recovery = recoveryStatements(built.template).filter((s) => [s.Resource].flat().some((r) => JSON.stringify(r) === redrive));
 
       expect(consumer).not.toContain(redrive);
-      expect(recovery.flatMap((s) => [s.Action].flat())).toEqual(['sqs:ReceiveMessage', 'sqs:DeleteMessage']);
+      expect(recovery.flatMap((s) => [s.Action].flat()).sort()).toEqual(['sqs:DeleteMessage', 'sqs:ReceiveMessage']);
     });
   });
 
@@ -274,13 +298,15 @@ describe('WebhookDelivery', () => {
       expect(built.delivery.orderedQueue.fifo).toBe(true);
     });
 
-    it('redrives to a FIFO dead-letter queue of its own after as many receives as the delivery queue', () => {
+    it('redrives to a FIFO dead-letter queue of its own after 5 receives (15 minutes of failing), far fewer than the delivery queue allows', () => {
       const built = build();
-      const { maxReceiveCount } = derivedTimings(defaults);
+      const { maxReceiveCount, visibilityTimeoutSeconds } = derivedTimings(defaults);
 
+      expect(ORDERED_MAX_RECEIVE_COUNT).toBe(5);
+      expect(ORDERED_MAX_RECEIVE_COUNT * visibilityTimeoutSeconds).toBe(15 * 60);
       expect(propertiesOf(built, built.delivery.orderedQueue).RedrivePolicy).toEqual({
         deadLetterTargetArn: arnOf(built, built.delivery.orderedDeadLetterQueue),
-        maxReceiveCount,
+        maxReceiveCount: ORDERED_MAX_RECEIVE_COUNT,
       });
       expect(propertiesOf(built, built.delivery.queue).RedrivePolicy).toEqual({
         deadLetterTargetArn: arnOf(built, built.delivery.redriveQueue),
@@ -292,6 +318,14 @@ describe('WebhookDelivery', () => {
         SqsManagedSseEnabled: true,
       });
       expect(propertiesOf(built, built.delivery.deadLetterQueue).FifoQueue).toBeUndefined();
+    });
+
+    it('takes the receives it allows from orderedMaxReceiveCount, 1 to 1000, and refuses others naming the prop', () => {
+      const built = build({ orderedMaxReceiveCount: 12 });
+
+      expect(propertiesOf(built, built.delivery.orderedQueue).RedrivePolicy).toMatchObject({ maxReceiveCount: 12 });
+      expect(() => build({ orderedMaxReceiveCount: 0 })).toThrow(/^orderedMaxReceiveCount must be a whole number from 1 to 1000, got 0/);
+      expect(() => build({ orderedMaxReceiveCount: 2.5 })).toThrow(/^orderedMaxReceiveCount must be a whole number from 1 to 1000/);
     });
 
     it('feeds the same consumer through a second event source: partial batch failures, no batching window, 10 records at most', () => {
@@ -348,21 +382,52 @@ describe('WebhookDelivery', () => {
       expect(resources.filter((r) => names.includes(r))).toEqual([]);
     });
 
-    it('alarms when any message is on its dead-letter queue, beside the delivery queue’s alarm', () => {
+    it('alarms on each new message on its dead-letter queue (a rise in what it holds, visible or in flight, in any of the last 5 minutes), not on its depth', () => {
       const built = build();
-      const dlqName = { 'Fn::GetAtt': [built.stack.getLogicalId(built.delivery.orderedDeadLetterQueue.node.defaultChild as never), 'QueueName'] };
+      const dlqName = attOf(built, built.delivery.orderedDeadLetterQueue, 'QueueName');
+      const stat = (metricName: string) =>
+        Match.objectLike({
+          MetricStat: { Metric: { Namespace: 'AWS/SQS', MetricName: metricName, Dimensions: [{ Name: 'QueueName', Value: dlqName }] }, Period: 60, Stat: 'Maximum' },
+          ReturnData: false,
+        });
 
-      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        MetricName: 'ApproximateNumberOfMessagesVisible',
-        Namespace: 'AWS/SQS',
-        Dimensions: [{ Name: 'QueueName', Value: dlqName }],
+      // SQS's redrive, its only source, is not counted in NumberOfMessagesSent: the rise in its total is.
+      expect(alarmOf(built, built.delivery.alarms.orderedDeadLetters)).toMatchObject({
         ComparisonOperator: 'GreaterThanThreshold',
         Threshold: 0,
-        Period: 60,
-        Statistic: 'Maximum',
+        EvaluationPeriods: 5,
+        DatapointsToAlarm: 1,
+        TreatMissingData: 'notBreaching',
+        AlarmActions: [topicRef(built)],
       });
-      expect(built.delivery.alarms.orderedDeadLetters).toBeDefined();
+      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Metrics: Match.arrayWith([
+          Match.objectLike({ Expression: 'DIFF(FILL(visible, 0) + FILL(inFlight, 0))', ReturnData: true }),
+          stat('ApproximateNumberOfMessagesVisible'),
+          stat('ApproximateNumberOfMessagesNotVisible'),
+        ]),
+      });
       expect(built.delivery.alarms.orderedDeadLetters).not.toBe(built.delivery.alarms.deadLetters);
+    });
+
+    it('alarms when the oldest message on the ordered intake is older than a failing one stays before being set aside, plus 5 minutes', () => {
+      const built = build();
+      const { visibilityTimeoutSeconds } = derivedTimings(defaults);
+
+      expect(alarmOf(built, built.delivery.alarms.orderedPendingAge)).toMatchObject({
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Namespace: 'AWS/SQS',
+        Dimensions: [{ Name: 'QueueName', Value: attOf(built, built.delivery.orderedQueue, 'QueueName') }],
+        Statistic: 'Maximum',
+        Period: 60,
+        EvaluationPeriods: 5,
+        DatapointsToAlarm: 5,
+        ComparisonOperator: 'GreaterThanThreshold',
+        Threshold: ORDERED_MAX_RECEIVE_COUNT * visibilityTimeoutSeconds + 300,
+      });
+      expect(alarmOf(build({ orderedMaxReceiveCount: 10 }), build({ orderedMaxReceiveCount: 10 }).delivery.alarms.orderedPendingAge).Threshold).toBe(
+        10 * visibilityTimeoutSeconds + 300,
+      );
     });
 
     it('shows its dead-letter depth and its oldest message on the dashboard, and the redrive queue\'s oldest message', () => {
@@ -476,12 +541,13 @@ describe('WebhookDelivery', () => {
       });
     });
 
-    it('receives the settings as the HANDOFF_* variables of lib/config.ts', () => {
-      const { template } = build();
+    it('receives the settings as the HANDOFF_* variables of lib/config.ts, but for the webhook URL', () => {
+      const built = build();
+      const { [SETTING_VARIABLES.webhookUrl]: url, ...settings } = settingsToEnvironment(defaults);
 
-      template.hasResourceProperties('AWS::Lambda::Function', {
-        Environment: { Variables: Match.objectLike(settingsToEnvironment(defaults)) },
-      });
+      expect(url).toBe(WEBHOOK_URL);
+      expect(consumerFunction(built).Properties.Environment.Variables).toMatchObject(settings);
+      expect(consumerFunction(built).Properties.Environment.Variables).not.toHaveProperty(SETTING_VARIABLES.webhookUrl);
     });
 
     it('receives a custom retry schedule', () => {
@@ -533,9 +599,9 @@ describe('WebhookDelivery', () => {
 
     it('bundles the handler as minified ESM with a source map, leaving the AWS SDK out', () => {
       // Prepare / Act: the one test that bundles (the stand-in entry, with local esbuild).
-      const { app, template } = build({}, { bundle: true });
-      const assembly = app.synth();
-      const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
+      const built = build({}, { bundle: true });
+      const assembly = built.app.synth();
+      const fn = consumerFunction(built);
       const assetDir = path.join(assembly.directory, `asset.${String(fn?.Properties.Code.S3Key).replace(/\.zip$/, '')}`);
 
       // Assess
@@ -558,9 +624,8 @@ describe('WebhookDelivery', () => {
     });
 
     it('reaches the consumer as an ARN and never as a value', () => {
-      const { template } = build();
-      const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
-      const variables = fn?.Properties.Environment.Variables as Record<string, unknown>;
+      const built = build();
+      const variables = consumerFunction(built).Properties.Environment.Variables as Record<string, unknown>;
 
       expect(variables).not.toHaveProperty('HANDOFF_WEBHOOK_SECRET');
       expect(variables[RESOURCE_ENV.webhookSecretArn]).toEqual({ Ref: expect.stringMatching(/SigningSecret/) });
@@ -568,7 +633,7 @@ describe('WebhookDelivery', () => {
 
     it('may be an existing secret, read by its ARN', () => {
       const arn = 'arn:aws:secretsmanager:us-east-1:111122223333:secret:handoff-signing-AbCdEf';
-      const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+      const app = testApp();
       const stack = new Stack(app, 'TestStack');
       const delivery = new WebhookDelivery(stack, 'Delivery', {
         entry: STAND_IN_ENTRY,
@@ -592,7 +657,7 @@ describe('WebhookDelivery', () => {
     it('is absent, with no grant and no variable, when webhooks are sent unsigned', () => {
       const built = build({ signingSecret: 'none' });
       const { template } = built;
-      const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
+      const fn = consumerFunction(built);
 
       // The stack's one secret is the seal key, and the consumer's one secret read is of it.
       expect(secretsOf(template)).toEqual([sealKeyRef(built).Ref]);
@@ -665,33 +730,35 @@ describe('WebhookDelivery', () => {
       const { template } = build();
 
       expect(actionsOf(template)).toEqual([
+        // The ledger: GetItem, PutItem, UpdateItem, Query (on the table's key).
         'dynamodb:GetItem',
+        // The registry: GetItem and Scan (never Query), and UpdateItem (health).
         'dynamodb:GetItem',
         'dynamodb:PutItem',
-        'dynamodb:Query',
         'dynamodb:Query',
         'dynamodb:Scan',
         'dynamodb:UpdateItem',
         'dynamodb:UpdateItem',
         'events:PutEvents',
+        // The registry's key (read, health writes) and the alarm topic's (publishing to it).
+        'kms:Decrypt',
         'kms:Decrypt',
         'kms:Encrypt',
+        'kms:GenerateDataKey',
         'kms:GenerateDataKey',
         'logs:CreateLogStream',
         'logs:PutLogEvents',
         // The signing secret's and the seal key's.
         'secretsmanager:GetSecretValue',
         'secretsmanager:GetSecretValue',
-        // The delivery queue's and the ordered intake's event sources, one statement each.
-        'sqs:ChangeMessageVisibility',
+        // An endpoint it disables, to the alarm topic.
+        'sns:Publish',
+        // The delivery queue's and the ordered intake's event sources: one statement for both
+        // (cdk.json's @aws-cdk/aws-iam:minimizePolicies merges them; without it, one each).
         'sqs:ChangeMessageVisibility',
         'sqs:DeleteMessage',
-        'sqs:DeleteMessage',
-        'sqs:GetQueueAttributes',
         'sqs:GetQueueAttributes',
         'sqs:GetQueueUrl',
-        'sqs:GetQueueUrl',
-        'sqs:ReceiveMessage',
         'sqs:ReceiveMessage',
         'sqs:SendMessage',
       ]);
@@ -716,7 +783,8 @@ describe('WebhookDelivery', () => {
         PolicyDocument: {
           Statement: Match.arrayWith([
             {
-              Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+              // Sorted: cdk.json's @aws-cdk/aws-iam:minimizePolicies sorts a statement's actions and resources.
+              Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
               Effect: 'Allow',
               Resource: tableArn,
               Sid: 'LedgerReadWrite',
@@ -734,13 +802,15 @@ describe('WebhookDelivery', () => {
         {
           Action: 'sqs:SendMessage',
           Effect: 'Allow',
-          Resource: [
+          // In either order (minimizePolicies sorts them).
+          Resource: expect.arrayContaining([
             { 'Fn::GetAtt': [stack.getLogicalId(delivery.queue.node.defaultChild as never), 'Arn'] },
             { 'Fn::GetAtt': [stack.getLogicalId(delivery.deadLetterQueue.node.defaultChild as never), 'Arn'] },
-          ],
+          ]),
           Sid: 'QueueSend',
         },
       ]);
+      expect(sends[0]!.Resource).toHaveLength(2);
     });
 
     it('attaches no managed policy to the consumer role', () => {
@@ -781,21 +851,32 @@ describe('WebhookDelivery', () => {
       });
     });
 
-    it('gives the consumer the alarm topic (variable and publish) only when there is one', () => {
-      const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    it('gives the consumer the topic it is given (variable and publish), and nothing on any key', () => {
+      const app = testApp();
       const stack = new Stack(app, 'TestStack');
-      const topic = new Topic(stack, 'Alarms');
+      const topic = Topic.fromTopicArn(stack, 'Alarms', 'arn:aws:sns:eu-west-1:111122223333:ops-alarms');
       new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: { webhookUrl: WEBHOOK_URL }, alarmTopic: topic });
-      const withTopic = Template.fromStack(stack);
-      const topicRef = { Ref: stack.getLogicalId(topic.node.defaultChild as never) };
-      const without = build().template;
+      const template = Template.fromStack(stack);
 
-      expect(consumerStatements(withTopic)).toContainEqual({ Action: 'sns:Publish', Effect: 'Allow', Resource: topicRef, Sid: 'EndpointDisabledAlarm' });
-      withTopic.hasResourceProperties('AWS::Lambda::Function', {
-        Environment: { Variables: Match.objectLike({ [RESOURCE_ENV.alarmTopicArn]: topicRef }) },
+      expect(consumerStatements(template)).toContainEqual({ Action: 'sns:Publish', Effect: 'Allow', Resource: topic.topicArn, Sid: 'EndpointDisabledAlarm' });
+      expect(consumerStatements(template).filter((s) => s.Sid === 'EndpointDisabledAlarmEncrypt')).toEqual([]);
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: { Variables: Match.objectLike({ [RESOURCE_ENV.alarmTopicArn]: topic.topicArn }) },
       });
-      expect(actionsOf(without)).not.toContain('sns:Publish');
-      expect(JSON.stringify(without.toJSON())).not.toContain(RESOURCE_ENV.alarmTopicArn);
+      template.resourceCountIs('AWS::SNS::Topic', 0);
+    });
+
+    it("gives the consumer the construct's own topic when none is given: its ARN in HANDOFF_ALARM_TOPIC_ARN, publish, and its key to encrypt with", () => {
+      const built = build();
+      const keyArn = attOf(built, built.delivery.alarmTopicKey!);
+
+      expect(consumerStatements(built.template)).toEqual(
+        expect.arrayContaining([
+          { Action: 'sns:Publish', Effect: 'Allow', Resource: topicRef(built), Sid: 'EndpointDisabledAlarm' },
+          { Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Effect: 'Allow', Resource: keyArn, Sid: 'EndpointDisabledAlarmEncrypt' },
+        ]),
+      );
+      expect(consumerFunction(built).Properties.Environment.Variables[RESOURCE_ENV.alarmTopicArn]).toEqual(topicRef(built));
     });
   });
 
@@ -868,17 +949,18 @@ describe('WebhookDelivery', () => {
         { Action: 'dynamodb:BatchGetItem', Effect: 'Allow', Resource: tableArn, Sid: 'LedgerRowsRead' },
         { Action: 'dynamodb:UpdateItem', Effect: 'Allow', Resource: tableArn, Sid: 'LedgerRowsRelease' },
         {
-          // Sending back what SQS redrove, or giving up on it after MAX_RECOVERIES rounds.
+          // Sending back what SQS redrove, or giving up on it after MAX_RECOVERIES rounds (in either order:
+          // minimizePolicies sorts a statement's actions and resources).
           Action: 'sqs:SendMessage',
           Effect: 'Allow',
-          Resource: [
+          Resource: expect.arrayContaining([
             { 'Fn::GetAtt': [stack.getLogicalId(delivery.queue.node.defaultChild as never), 'Arn'] },
             { 'Fn::GetAtt': [stack.getLogicalId(delivery.deadLetterQueue.node.defaultChild as never), 'Arn'] },
-          ],
+          ]),
           Sid: 'DeliveryQueueSend',
         },
         {
-          Action: ['sqs:ReceiveMessage', 'sqs:DeleteMessage'],
+          Action: ['sqs:DeleteMessage', 'sqs:ReceiveMessage'],
           Effect: 'Allow',
           Resource: { 'Fn::GetAtt': [stack.getLogicalId(delivery.redriveQueue.node.defaultChild as never), 'Arn'] },
           Sid: 'RedriveQueueDrain',
@@ -909,6 +991,14 @@ describe('WebhookDelivery', () => {
         },
         // What it sends back is sealed again.
         { Action: 'secretsmanager:GetSecretValue', Effect: 'Allow', Resource: sealKeyRef({ stack, delivery }), Sid: 'SealKeyRead' },
+        // Its on-failure destination: the alarm topic, and the topic's key.
+        { Action: 'sns:Publish', Effect: 'Allow', Resource: { Ref: stack.getLogicalId(delivery.alarmTopic.node.defaultChild as never) }, Sid: 'RecoveryFailureNotice' },
+        {
+          Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
+          Effect: 'Allow',
+          Resource: { 'Fn::GetAtt': [stack.getLogicalId(delivery.alarmTopicKey!.node.defaultChild as never), 'Arn'] },
+          Sid: 'RecoveryFailureNoticeEncrypt',
+        },
       ]);
       expect(statements.flatMap((s) => [s.Action].flat()).sort()).toEqual([
         'dynamodb:BatchGetItem',
@@ -917,14 +1007,43 @@ describe('WebhookDelivery', () => {
         'dynamodb:UpdateItem',
         'dynamodb:UpdateItem',
         'kms:Decrypt',
+        'kms:Decrypt',
         'kms:Encrypt',
+        'kms:GenerateDataKey',
         'kms:GenerateDataKey',
         'logs:CreateLogStream',
         'logs:PutLogEvents',
         'secretsmanager:GetSecretValue',
+        'sns:Publish',
         'sqs:DeleteMessage',
         'sqs:ReceiveMessage',
         'sqs:SendMessage',
+      ]);
+    });
+
+    it('retries a failed run twice (asynchronous invocation), then reports it to the alarm topic (its on-failure destination)', () => {
+      const built = build();
+      const fn = { Ref: built.stack.getLogicalId(built.delivery.recovery.node.defaultChild as never) };
+
+      built.template.resourceCountIs('AWS::Lambda::EventInvokeConfig', 1);
+      built.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: fn,
+        Qualifier: '$LATEST',
+        MaximumRetryAttempts: 2,
+        DestinationConfig: { OnFailure: { Destination: topicRef(built) } },
+      });
+    });
+
+    it('reports a failed run to the topic it is given, with publish on that topic alone', () => {
+      const arn = 'arn:aws:sns:eu-west-1:111122223333:ops-alarms';
+      const app = testApp();
+      const stack = new Stack(app, 'TestStack');
+      new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: { webhookUrl: WEBHOOK_URL }, alarmTopic: Topic.fromTopicArn(stack, 'Alarms', arn) });
+      const template = Template.fromStack(stack);
+
+      template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', { MaximumRetryAttempts: 2, DestinationConfig: { OnFailure: { Destination: arn } } });
+      expect(recoveryStatements(template).filter((s) => String(s.Sid).startsWith('RecoveryFailureNotice'))).toEqual([
+        { Action: 'sns:Publish', Effect: 'Allow', Resource: arn, Sid: 'RecoveryFailureNotice' },
       ]);
     });
 
@@ -945,15 +1064,55 @@ describe('WebhookDelivery', () => {
   });
 
   describe('alarms', () => {
-    it('alarms when any message is on the dead-letter queue', () => {
-      const { template } = build();
+    /** What every alarm of the construct has: a rate or a level over 0 or a threshold, quiet when the metric is absent, the topic on alarm and on OK. */
+    const notifying = (built: Built) => ({
+      ComparisonOperator: 'GreaterThanThreshold',
+      TreatMissingData: 'notBreaching',
+      AlarmActions: [topicRef(built)],
+      OKActions: [topicRef(built)],
+    });
+    const functionName = (built: Built, fn: HasResource) => [{ Name: 'FunctionName', Value: { Ref: built.stack.getLogicalId(fn.node.defaultChild as never) } }];
+    const consumerMetricDimensions = Object.entries(METRICS.dimensions).map(([Name, Value]) => ({ Name, Value }));
 
-      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        MetricName: 'ApproximateNumberOfMessagesVisible',
+    it('alarms on each new dead letter: messages sent to the dead-letter queue in 5 minutes (the consumer and recovery send them), not its depth', () => {
+      const built = build();
+
+      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        ...notifying(built),
+        MetricName: 'NumberOfMessagesSent',
         Namespace: 'AWS/SQS',
-        ComparisonOperator: 'GreaterThanThreshold',
+        Dimensions: [{ Name: 'QueueName', Value: attOf(built, built.delivery.deadLetterQueue, 'QueueName') }],
+        Statistic: 'Sum',
+        Period: 300,
+        EvaluationPeriods: 1,
         Threshold: 0,
+        AlarmDescription: Match.stringLikeRegexp('`handoff dead`.*`handoff replay`'),
       });
+      // No alarm stays in ALARM on a dead-letter queue's depth (it would never notify again while undrained).
+      built.template.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { MetricName: 'ApproximateNumberOfMessagesVisible' }, 0);
+      expect(alarmOf(built, built.delivery.alarms.deadLetters).MetricName).toBe('NumberOfMessagesSent');
+    });
+
+    it('alarms when a dead letter on either dead-letter queue is 10 days old, 4 days before SQS deletes it', () => {
+      const built = build();
+
+      expect(DEAD_LETTER_AGE_ALARM.toDays()).toBe(10);
+      for (const queue of [built.delivery.deadLetterQueue, built.delivery.orderedDeadLetterQueue]) {
+        built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+          ...notifying(built),
+          MetricName: 'ApproximateAgeOfOldestMessage',
+          Namespace: 'AWS/SQS',
+          Dimensions: [{ Name: 'QueueName', Value: attOf(built, queue, 'QueueName') }],
+          Statistic: 'Maximum',
+          Period: 900,
+          EvaluationPeriods: 1,
+          Threshold: 10 * 24 * 60 * 60,
+        });
+      }
+      expect(alarmOf(built, built.delivery.alarms.deadLettersAgeing).Dimensions).toEqual([{ Name: 'QueueName', Value: attOf(built, built.delivery.deadLetterQueue, 'QueueName') }]);
+      expect(alarmOf(built, built.delivery.alarms.orderedDeadLettersAgeing).Dimensions).toEqual([
+        { Name: 'QueueName', Value: attOf(built, built.delivery.orderedDeadLetterQueue, 'QueueName') },
+      ]);
     });
 
     it('alarms when the oldest queued message is older than 15 minutes by default', () => {
@@ -1009,27 +1168,244 @@ describe('WebhookDelivery', () => {
       });
     });
 
-    it('alarms on any consumer invocation error', () => {
-      const { template } = build();
+    it('alarms on any consumer invocation error in 5 minutes', () => {
+      const built = build();
 
-      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        ...notifying(built),
         MetricName: 'Errors',
         Namespace: 'AWS/Lambda',
-        ComparisonOperator: 'GreaterThanThreshold',
+        Dimensions: functionName(built, built.delivery.consumer),
+        Statistic: 'Sum',
+        Period: 300,
+        EvaluationPeriods: 1,
         Threshold: 0,
       });
     });
 
-    it('notifies the alarm topic on alarm and on recovery', () => {
-      const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    it('alarms on any consumer throttle in 5 minutes', () => {
+      const built = build();
+
+      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        ...notifying(built),
+        MetricName: 'Throttles',
+        Namespace: 'AWS/Lambda',
+        Dimensions: functionName(built, built.delivery.consumer),
+        Statistic: 'Sum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: 0,
+        AlarmDescription: Match.stringLikeRegexp('reservedConcurrency'),
+      });
+    });
+
+    it("alarms when the consumer's p99 duration stays above 80 % of its timeout for 15 minutes", () => {
+      const built = build();
+      const { functionTimeoutSeconds } = derivedTimings(defaults);
+      const longer = build({ settings: { attemptTimeoutMs: 60_000 } });
+
+      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        ...notifying(built),
+        MetricName: 'Duration',
+        Namespace: 'AWS/Lambda',
+        Dimensions: functionName(built, built.delivery.consumer),
+        ExtendedStatistic: 'p99',
+        Period: 300,
+        EvaluationPeriods: 3,
+        DatapointsToAlarm: 3,
+        Threshold: functionTimeoutSeconds * 1000 * 0.8,
+      });
+      expect(alarmOf(longer, longer.delivery.alarms.consumerDuration).Threshold).toBe(80 * 1000 * 0.8);
+    });
+
+    it('alarms when the recovery function fails in two runs in a row (errors in two recovery intervals)', () => {
+      const built = build();
+      const everyTenMinutes = build({ recoveryInterval: Duration.minutes(10) });
+
+      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        ...notifying(built),
+        MetricName: 'Errors',
+        Namespace: 'AWS/Lambda',
+        Dimensions: functionName(built, built.delivery.recovery),
+        Statistic: 'Sum',
+        Period: 300,
+        EvaluationPeriods: 2,
+        DatapointsToAlarm: 2,
+        Threshold: 0,
+      });
+      expect(alarmOf(everyTenMinutes, everyTenMinutes.delivery.alarms.recoveryErrors).Period).toBe(600);
+    });
+
+    it('alarms on any unrouted event in 5 minutes where an endpoint takes every event (default, from webhookUrl)', () => {
+      const built = build();
+
+      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        ...notifying(built),
+        MetricName: METRICS.names.unrouted,
+        Namespace: METRICS.namespace,
+        Dimensions: consumerMetricDimensions,
+        Statistic: 'Sum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: 0,
+      });
+    });
+
+    it('alarms above 100 unrouted events in 5 minutes where only filtered endpoints are declared, or at the threshold it is given', () => {
+      const filtered = { name: 'acme', url: 'https://acme.example.com/', eventTypes: ['shipment.delivered'] };
+      const catchAll = { name: 'all', url: 'https://all.example.com/', eventTypes: ['*'] };
+      const matched = { name: 'some', url: 'https://some.example.com/', eventTypes: ['*'], match: { 'data.carrier': ['acme'] } };
+      const threshold = (props: Partial<WebhookDeliveryProps>) => {
+        const app = testApp();
+        const delivery = new WebhookDelivery(new Stack(app, 'S'), 'D', { entry: STAND_IN_ENTRY, ...props, settings: {} });
+        return (Template.fromStack(delivery.node.scope as Stack).toJSON().Resources[(delivery.node.scope as Stack).getLogicalId(delivery.alarms.unrouted.node.defaultChild as never)] as { Properties: { Threshold: number } }).Properties.Threshold;
+      };
+
+      expect(UNROUTED_ALARM_THRESHOLD).toBe(100);
+      expect(threshold({ endpoints: [filtered] })).toBe(100);
+      expect(threshold({ endpoints: [filtered, matched] })).toBe(100);
+      expect(threshold({ endpoints: [filtered, catchAll] })).toBe(0);
+      expect(threshold({ endpoints: [filtered], unroutedAlarmThreshold: 500 })).toBe(500);
+      expect(() => threshold({ endpoints: [filtered], unroutedAlarmThreshold: -1 })).toThrow(/^unroutedAlarmThreshold must be a whole number, 0 or more/);
+    });
+
+    it("alarms on any delivery held in 5 minutes because an endpoint's secret or registry entry could not be read (EndpointUnresolved)", () => {
+      const built = build();
+
+      expect(ENDPOINT_UNRESOLVED_METRIC).toBe('EndpointUnresolved');
+      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        ...notifying(built),
+        MetricName: 'EndpointUnresolved',
+        Namespace: METRICS.namespace,
+        Dimensions: consumerMetricDimensions,
+        Statistic: 'Sum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: 0,
+      });
+    });
+
+    it('alarms on throttled requests to the ledger (table and listing index, reads and writes) in two 5-minute periods in a row', () => {
+      const built = build();
+      const table = { Ref: built.stack.getLogicalId(built.delivery.ledgerTable.node.defaultChild as never) };
+      const throttle = (id: string, metricName: string, dimensions: unknown[]) =>
+        Match.objectLike({ Id: id, ReturnData: false, MetricStat: { Metric: { Namespace: 'AWS/DynamoDB', MetricName: metricName, Dimensions: dimensions }, Period: 300, Stat: 'Sum' } });
+      const onTable = [{ Name: 'TableName', Value: table }];
+      const onIndex = [{ Name: 'GlobalSecondaryIndexName', Value: LEDGER_SCHEMA.listingIndex.name }, { Name: 'TableName', Value: table }];
+
+      expect(alarmOf(built, built.delivery.alarms.ledgerThrottles)).toMatchObject({ ...notifying(built), EvaluationPeriods: 2, DatapointsToAlarm: 2, Threshold: 0 });
+      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Metrics: Match.arrayWith([
+          Match.objectLike({ Expression: 'FILL(ledgerRead, 0) + FILL(ledgerWrite, 0) + FILL(listingRead, 0) + FILL(listingWrite, 0)', ReturnData: true }),
+          throttle('ledgerRead', 'ReadThrottleEvents', onTable),
+          throttle('ledgerWrite', 'WriteThrottleEvents', onTable),
+          throttle('listingRead', 'ReadThrottleEvents', onIndex),
+          throttle('listingWrite', 'WriteThrottleEvents', onIndex),
+        ]),
+      });
+    });
+
+    it('alarms on throttled requests to the endpoint registry (reads and writes) in two 5-minute periods in a row', () => {
+      const built = build();
+      const table = { Ref: built.stack.getLogicalId(built.delivery.endpointRegistry.table.node.defaultChild as never) };
+      const throttle = (id: string, metricName: string) =>
+        Match.objectLike({ Id: id, MetricStat: { Metric: { Namespace: 'AWS/DynamoDB', MetricName: metricName, Dimensions: [{ Name: 'TableName', Value: table }] }, Period: 300, Stat: 'Sum' } });
+
+      expect(alarmOf(built, built.delivery.alarms.registryThrottles)).toMatchObject({ ...notifying(built), EvaluationPeriods: 2, DatapointsToAlarm: 2, Threshold: 0 });
+      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Metrics: Match.arrayWith([
+          Match.objectLike({ Expression: 'FILL(registryRead, 0) + FILL(registryWrite, 0)', ReturnData: true }),
+          throttle('registryRead', 'ReadThrottleEvents'),
+          throttle('registryWrite', 'WriteThrottleEvents'),
+        ]),
+      });
+    });
+
+    it('says in every alarm what to do, and notifies the alarm topic on alarm and on OK', () => {
+      const built = build();
+      const alarms = Object.values(built.template.findResources('AWS::CloudWatch::Alarm'));
+
+      expect(alarms).toHaveLength(Object.keys(built.delivery.alarms).length);
+      built.template.allResourcesProperties('AWS::CloudWatch::Alarm', {
+        AlarmActions: [topicRef(built)],
+        OKActions: [topicRef(built)],
+        TreatMissingData: 'notBreaching',
+        AlarmDescription: Match.stringLikeRegexp('^handoff: .{80,}'),
+      });
+    });
+
+    it('notifies the topic it is given on alarm and on OK, and makes none', () => {
+      const app = testApp();
       const stack = new Stack(app, 'TestStack');
       const topic = new Topic(stack, 'Alarms');
-      new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: { webhookUrl: WEBHOOK_URL }, alarmTopic: topic });
+      const delivery = new WebhookDelivery(stack, 'Delivery', { entry: STAND_IN_ENTRY, settings: { webhookUrl: WEBHOOK_URL }, alarmTopic: topic });
       const template = Template.fromStack(stack);
-      const topicRef = { Ref: stack.getLogicalId(topic.node.defaultChild as never) };
+      const ref = { Ref: stack.getLogicalId(topic.node.defaultChild as never) };
 
-      template.resourceCountIs('AWS::CloudWatch::Alarm', 5);
-      template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] });
+      expect(delivery.alarmTopic).toBe(topic);
+      expect(delivery.alarmTopicKey).toBeUndefined();
+      template.resourceCountIs('AWS::SNS::Topic', 1);
+      template.resourceCountIs('AWS::CloudWatch::Alarm', Object.keys(delivery.alarms).length);
+      template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [ref], OKActions: [ref] });
+    });
+
+    it('keeps every alarm in `alarms`', () => {
+      const { delivery } = build();
+
+      expect(Object.keys(delivery.alarms).sort()).toEqual([
+        'consumerDuration',
+        'consumerErrors',
+        'consumerThrottles',
+        'deadLetters',
+        'deadLettersAgeing',
+        'endpointUnresolved',
+        'ledgerThrottles',
+        'orderedDeadLetters',
+        'orderedDeadLettersAgeing',
+        'orderedPendingAge',
+        'pendingAge',
+        'recoveryErrors',
+        'redriven',
+        'registryThrottles',
+        'unrouted',
+      ]);
+    });
+  });
+
+  describe('alarm topic', () => {
+    it('is made when none is given: encrypted with a key of its own (rotated), TLS only, and CloudWatch alarms of this account may publish to it', () => {
+      const built = build();
+      const keyArn = attOf(built, built.delivery.alarmTopicKey!);
+
+      built.template.resourceCountIs('AWS::SNS::Topic', 1);
+      built.template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: keyArn });
+      expect(propertiesOf(built, built.delivery.alarmTopicKey!)).toMatchObject({ EnableKeyRotation: true });
+      built.template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+        Topics: [topicRef(built)],
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({ Effect: 'Deny', Action: 'sns:Publish', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+            Match.objectLike({
+              Effect: 'Allow',
+              Action: 'sns:Publish',
+              Principal: { Service: 'cloudwatch.amazonaws.com' },
+              Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } }, ArnLike: { 'aws:SourceArn': Match.anyValue() } },
+            }),
+          ]),
+        },
+      });
+      // CloudWatch encrypts what it publishes with the topic's key.
+      expect(JSON.stringify(propertiesOf(built, built.delivery.alarmTopicKey!).KeyPolicy)).toContain(
+        JSON.stringify({ Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Effect: 'Allow', Principal: { Service: 'cloudwatch.amazonaws.com' }, Resource: '*', Sid: 'CloudWatchAlarmsPublish' }),
+      );
+    });
+
+    it('goes with the stack, and its key too (it keeps no message)', () => {
+      const built = build();
+      const resources = built.template.toJSON().Resources as Record<string, { DeletionPolicy?: string }>;
+
+      expect(resources[topicRef(built).Ref]?.DeletionPolicy).toBeUndefined();
+      expect(resources[built.stack.getLogicalId(built.delivery.alarmTopicKey!.node.defaultChild as never)]).toMatchObject({ DeletionPolicy: 'Delete' });
     });
   });
 
@@ -1085,18 +1461,160 @@ describe('WebhookDelivery', () => {
       expect(searches[7]?.expression).toBe(`SEARCH('{Handoff,Service,Endpoint} MetricName="DeliveryLatency" Service="handoff"', 'p99', 300)`);
     });
 
-    it('keeps its five alarms', () => {
-      const { template, delivery } = build();
+    /** The dashboard's widgets, each token in its body (a name, an ARN, the region) as the intrinsic it stands for. */
+    function dashboardOf(built: Built): { widgets: { type: string; properties: Record<string, any> }[]; name: unknown } {
+      const dashboard = Object.values(built.template.findResources('AWS::CloudWatch::Dashboard'))[0]!;
+      const [, parts] = dashboard.Properties.DashboardBody['Fn::Join'] as [string, unknown[]];
+      const tokens: unknown[] = [];
+      const text = parts.map((part) => (typeof part === 'string' ? part : `@@${tokens.push(part) - 1}@@`)).join('');
+      const body = JSON.parse(text, (_key, value: unknown) =>
+        typeof value === 'string' && /^@@\d+@@$/.test(value) ? tokens[Number(value.slice(2, -2))] : value,
+      ) as { widgets: { type: string; properties: Record<string, any> }[] };
+      return { widgets: body.widgets, name: dashboard.Properties.DashboardName };
+    }
 
-      template.resourceCountIs('AWS::CloudWatch::Alarm', 5);
-      expect(Object.keys(delivery.alarms).sort()).toEqual(['consumerErrors', 'deadLetters', 'orderedDeadLetters', 'pendingAge', 'redriven']);
+    /** Every metric a widget graphs, as [namespace, name, ...dimensions] (options left off). */
+    const graphed = (widget: { properties: Record<string, any> }) =>
+      ((widget.properties.metrics ?? []) as unknown[][]).map((m) => m.filter((part) => typeof part !== 'object' || part === null || !('stat' in part || 'label' in part || 'expression' in part || 'id' in part)));
+
+    it("shows every alarm's state first, in an alarm-status widget", () => {
+      const built = build();
+      const { widgets } = dashboardOf(built);
+      const arns = Object.values(built.delivery.alarms).map((alarm) => attOf(built, alarm));
+
+      expect(widgets[0]).toMatchObject({ type: 'alarm', properties: { title: 'Alarms' } });
+      expect(widgets[0]!.properties.alarms).toEqual(arns);
+    });
+
+    it('shows invocations, errors, throttles, duration and concurrent executions of the consumer and the recovery function', () => {
+      const built = build();
+      const { widgets } = dashboardOf(built);
+      const ref = (fn: HasResource) => ({ Ref: built.stack.getLogicalId(fn.node.defaultChild as never) });
+      const all = widgets.flatMap(graphed);
+
+      for (const fn of [built.delivery.consumer, built.delivery.recovery]) {
+        for (const name of ['Invocations', 'Errors', 'Throttles', 'Duration', 'ConcurrentExecutions']) {
+          expect(all).toContainEqual(['AWS/Lambda', name, 'FunctionName', ref(fn)]);
+        }
+      }
+      const duration = widgets.find((w) => w.properties.title === 'Lambda duration (ms)');
+      expect(duration?.properties.annotations).toEqual({ horizontal: [expect.objectContaining({ value: derivedTimings(defaults).functionTimeoutSeconds * 1000, label: 'Consumer timeout' })] });
+    });
+
+    it('shows the capacity the ledger and the registry consume, and their throttles', () => {
+      const built = build();
+      const { widgets } = dashboardOf(built);
+      const all = widgets.flatMap(graphed);
+      const throttles = widgets.find((w) => w.properties.title === 'DynamoDB throttles');
+
+      for (const table of [built.delivery.ledgerTable, built.delivery.endpointRegistry.table]) {
+        const ref = { Ref: built.stack.getLogicalId(table.node.defaultChild as never) };
+        for (const name of ['ConsumedReadCapacityUnits', 'ConsumedWriteCapacityUnits', 'ReadThrottleEvents', 'WriteThrottleEvents']) {
+          expect(all).toContainEqual(['AWS/DynamoDB', name, 'TableName', ref]);
+        }
+      }
+      expect(JSON.stringify(throttles?.properties.metrics)).toContain('FILL(ledgerRead, 0)');
+      expect(JSON.stringify(throttles?.properties.metrics)).toContain('FILL(registryRead, 0)');
+    });
+
+    it('is named after its stack, construct and region, so two stacks, regions or constructs never share a name, or as it is told', () => {
+      const named = (stackName: string, region: string | undefined, id = 'Delivery', dashboardName?: string) => {
+        const app = testApp();
+        const stack = new Stack(app, stackName, region ? { env: { region, account: '111122223333' } } : {});
+        new WebhookDelivery(stack, id, { entry: STAND_IN_ENTRY, settings: { webhookUrl: WEBHOOK_URL }, ...(dashboardName ? { dashboardName } : {}) });
+        return Object.values(Template.fromStack(stack).findResources('AWS::CloudWatch::Dashboard'))[0]?.Properties.DashboardName as unknown;
+      };
+
+      expect(named('Handoff', 'eu-west-1')).toBe('Handoff-Delivery-eu-west-1');
+      expect(named('Handoff', 'us-east-1')).toBe('Handoff-Delivery-us-east-1');
+      expect(named('Handoff-Staging', 'eu-west-1')).toBe('Handoff-Staging-Delivery-eu-west-1');
+      expect(named('Handoff', 'eu-west-1', 'Second')).toBe('Handoff-Second-eu-west-1');
+      // An environment-agnostic stack: the region CloudFormation deploys to.
+      expect(named('Handoff', undefined)).toEqual({ 'Fn::Join': ['', ['Handoff-Delivery-', { Ref: 'AWS::Region' }]] });
+      expect(named('Handoff', 'eu-west-1', 'Delivery', 'ops-handoff')).toBe('ops-handoff');
+    });
+  });
+
+  describe('what outlives the stack', () => {
+    const policies = (built: Built, construct: HasResource) =>
+      (built.template.toJSON().Resources as Record<string, { DeletionPolicy?: string; UpdateReplacePolicy?: string }>)[
+        built.stack.getLogicalId(construct.node.defaultChild as never)
+      ];
+
+    it('retains the dead-letter, redrive and FIFO dead-letter queues (they may hold the only copy of a message), not the intake queues', () => {
+      const built = build();
+      const { delivery } = built;
+
+      for (const queue of [delivery.deadLetterQueue, delivery.redriveQueue, delivery.orderedDeadLetterQueue]) {
+        expect(policies(built, queue)).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+      }
+      // Gone with the stack: a producer's send then fails, rather than piling up where nothing reads.
+      for (const queue of [delivery.queue, delivery.orderedQueue]) expect(policies(built, queue)).toMatchObject({ DeletionPolicy: 'Delete' });
+      built.template.resourcePropertiesCountIs('AWS::SQS::Queue', {}, 5);
+    });
+
+    it('retains the generated signing secret (the retained registry names it) and the seal key (retained messages are sealed with it)', () => {
+      const built = build();
+
+      built.template.allResources('AWS::SecretsManager::Secret', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+      expect(policies(built, built.delivery.signingSecret as unknown as HasResource)).toMatchObject({ DeletionPolicy: 'Retain' });
+      expect(policies(built, built.delivery.sealKey)).toMatchObject({ DeletionPolicy: 'Retain' });
+    });
+
+    it('turns deletion protection on for the ledger and the registry, and off where told (throwaway stacks)', () => {
+      const on = build();
+      const off = build({ deletionProtection: false });
+
+      for (const built of [on, off]) {
+        for (const table of [built.delivery.ledgerTable, built.delivery.endpointRegistry.table]) {
+          expect(propertiesOf(built, table).DeletionProtectionEnabled).toBe(built === on);
+          expect(policies(built, table)).toMatchObject({ DeletionPolicy: 'Retain' });
+        }
+      }
+      on.template.allResourcesProperties('AWS::DynamoDB::Table', { DeletionProtectionEnabled: true });
+    });
+  });
+
+  describe('function environments', () => {
+    it('hold no URL and no secret value in any function: no HANDOFF_WEBHOOK_URL, no whsec_ or key, secrets by ARN only', () => {
+      const built = build({ endpoints: [{ name: 'acme', url: 'https://acme.example.com/hooks?token=s3cr3t', eventTypes: ['*'] }] });
+      const functions = Object.values(built.template.findResources('AWS::Lambda::Function'));
+      const forbidden = [SETTING_VARIABLES.webhookUrl, 'HANDOFF_WEBHOOK_SECRET', RESOURCE_ENV.sealKey];
+
+      expect(functions).toHaveLength(3);
+      for (const fn of functions) {
+        const variables = (fn.Properties.Environment?.Variables ?? {}) as Record<string, unknown>;
+        for (const name of forbidden) expect(variables).not.toHaveProperty(name);
+        const values = literals(variables);
+        expect(values.filter((value) => /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || value.includes('whsec_'))).toEqual([]);
+        expect(JSON.stringify(variables)).not.toContain('s3cr3t');
+      }
+      // The URLs are the seeds' alone (the registry's), given at deploy.
+      expect(JSON.stringify(built.template.findResources('Custom::HandoffEndpoint'))).toContain(WEBHOOK_URL);
+    });
+  });
+
+  describe('reserved concurrency', () => {
+    it('reserves none by default: the event sources’ maximum concurrency bounds the consumer', () => {
+      const built = build();
+
+      expect(consumerFunction(built).Properties).not.toHaveProperty('ReservedConcurrentExecutions');
+    });
+
+    it('reserves what it is told, when that is at least both event sources’ maximum concurrency, and refuses less naming the prop', () => {
+      const built = build({ settings: { maxConcurrency: 10 }, reservedConcurrency: 20 });
+
+      expect(consumerFunction(built).Properties.ReservedConcurrentExecutions).toBe(20);
+      expect(() => build({ settings: { maxConcurrency: 10 }, reservedConcurrency: 19 })).toThrow(
+        /^reservedConcurrency must be a whole number of at least 20 \(twice maxConcurrency: .*\), got 19$/,
+      );
     });
   });
 
   describe('settings', () => {
     it('requires the webhook URL', () => {
       const act = () => {
-        const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+        const app = testApp();
         return new WebhookDelivery(new Stack(app, 'S'), 'D', { entry: STAND_IN_ENTRY, settings: {} });
       };
 
@@ -1153,7 +1671,7 @@ describe('WebhookDelivery', () => {
     });
 
     it('passes the AwsSolutions rules with an existing secret and an alarm topic too', () => {
-      const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+      const app = testApp();
       const stack = new Stack(app, 'TestStack');
       new WebhookDelivery(stack, 'Delivery', {
         entry: STAND_IN_ENTRY,
@@ -1180,6 +1698,21 @@ describe('WebhookDelivery', () => {
         'Annotation::AwsSolutions-SQS3',
       ]);
       for (const [, reason] of acknowledged) expect(reason.length).toBeGreaterThan(40);
+    });
+
+    it("acknowledges the signing secret's rotation finding by the rotation procedure, not by containers being recycled", () => {
+      const built = build();
+      const reasons = built.stack.node
+        .findAll()
+        .flatMap((c) => c.node.metadata)
+        .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
+        .flatMap((m) => Object.values(m.data as Record<string, string>));
+      const signing = (built.delivery.signingSecret as unknown as { node: { metadata: { type: string; data: unknown }[] } }).node.metadata
+        .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
+        .map((m) => (m.data as Record<string, string>)['Annotation::AwsSolutions-SMG4']);
+
+      expect(signing).toEqual([expect.stringMatching(/put-secret-value.*re-read .* within 5 minutes.*both versions/)]);
+      for (const reason of reasons) expect(reason).not.toMatch(/recycl|container|configuration change/i);
     });
 
     it('acknowledges AwsSolutions-SQS3 on the dead-letter queue alone: another queue without a dead-letter queue still fails', () => {

@@ -1,0 +1,22 @@
+/**
+ * The CDK context the infra tests synthesize with: cdk.json's (the recommended feature flags `cdk
+ * init` writes for the installed aws-cdk-lib), so a test sees the template `cdk deploy` deploys from
+ * this repository, with bundling skipped unless a test asks for it.
+ */
+import { readFileSync } from 'node:fs';
+import { App } from 'aws-cdk-lib';
+
+/** cdk.json's `context`. */
+export const CDK_CONTEXT = (JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as { context: Record<string, unknown> }).context;
+
+/** An app with cdk.json's context, `context` over it; bundling skipped unless `bundle`. */
+export function testApp(context: Record<string, unknown> = {}, options: { bundle?: boolean } = {}): App {
+  return new App({ context: { ...CDK_CONTEXT, ...(options.bundle ? {} : { 'aws:cdk:bundling-stacks': [] }), ...context } });
+}
+
+/**
+ * How long a file's first synth may take: it loads aws-cdk-lib's modules, seconds on an idle
+ * machine, a minute or more on a loaded one (three test files at once on two cores). Files warm up
+ * in a `beforeAll` with this timeout, so no test's own 30 s pays for it.
+ */
+export const WARM_UP_MS = 240_000;
