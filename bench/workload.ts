@@ -214,7 +214,12 @@ export function startWorkers(
   handlerPath: string,
   env: Record<string, string>,
   timeoutMs: number,
-  output: { readonly progress: (line: string) => void; readonly log: (line: string) => void },
+  output: {
+    readonly progress: (line: string) => void;
+    readonly log: (line: string) => void;
+    /** Sees every line a handler writes (its log lines and metric documents) first; true: taken, not shown. */
+    readonly take?: (line: string) => boolean;
+  },
 ) {
   const measurements: Measurement[] = [];
   let invokedRecords = 0;
@@ -230,6 +235,8 @@ export function startWorkers(
       if (measurement) {
         measurements.push(measurement);
         measuredRecords += measurement.records;
+      } else if (output.take?.(line)) {
+        // The scenario's own.
       } else if (/"level":"(WARN|ERROR)"|Error/.test(line)) {
         // The handlers' info lines and metric documents are dropped: thousands of event IDs.
         output.log(`worker: ${line.slice(0, 300)}`);
