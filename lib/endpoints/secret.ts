@@ -104,12 +104,19 @@ export function secretsManagerVersions(
   };
 }
 
+/**
+ * How long one GetSecretValue request may take (connecting included): a read is awaited by the batch
+ * that makes it (at most every 5 minutes a secret), so Secrets Manager hanging must cost that batch
+ * seconds, not its whole timeout. A request that times out fails the read like any other.
+ */
+export const SECRET_READ_TIMEOUT_MS = 3_000;
+
 /** The SDK's GetSecretValue, its client made once, on the first read (containers that read no secret never load it). */
 export function secretsManagerClient(): GetSecretValue {
   let client: Promise<GetSecretValue> | undefined;
   return async (input) => {
     client ??= import('@aws-sdk/client-secrets-manager').then(({ SecretsManagerClient, GetSecretValueCommand }) => {
-      const sdk = new SecretsManagerClient({});
+      const sdk = new SecretsManagerClient({ requestHandler: { connectionTimeout: SECRET_READ_TIMEOUT_MS, requestTimeout: SECRET_READ_TIMEOUT_MS, throwOnRequestTimeout: true } });
       return (request) => sdk.send(new GetSecretValueCommand(request));
     });
     client.catch(() => (client = undefined));

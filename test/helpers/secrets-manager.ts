@@ -2,7 +2,8 @@
  * A loopback stand-in for Secrets Manager's GetSecretValue, reached by the real SDK client through
  * `AWS_ENDPOINT_URL_SECRETS_MANAGER`: each secret answers its value (with the version's CreatedDate
  * and an AWSPREVIOUS version, for rotations), or fails the way Secrets Manager does: a 500, a
- * throttle, a KMS key the caller may not use, a key it cannot decrypt with, a deleted secret.
+ * throttle, a KMS key the caller may not use, a key it cannot decrypt with, a deleted secret; or
+ * never answers.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,7 +21,9 @@ export type SecretsManagerFailure = keyof typeof SECRETS_MANAGER_FAILURES;
 /** What a secret answers: its value (and a rotation), or a failure. */
 export type SecretAnswer =
   | { readonly value: string; readonly createdAt?: Date; readonly previous?: string }
-  | { readonly failure: SecretsManagerFailure };
+  | { readonly failure: SecretsManagerFailure }
+  /** Never answers (the request is left open until the stub closes). */
+  | { readonly hang: true };
 
 export interface SecretsManagerStub {
   /** For `AWS_ENDPOINT_URL_SECRETS_MANAGER`. */
@@ -46,6 +49,7 @@ export async function startSecretsManagerStub(): Promise<SecretsManagerStub> {
         res.writeHead(failure.status, { 'content-type': 'application/x-amz-json-1.1', 'x-amzn-errortype': failure.type });
         res.end(JSON.stringify({ __type: failure.type, message: failure.message }));
       };
+      if ('hang' in answer) return;
       if ('failure' in answer) return fail(SECRETS_MANAGER_FAILURES[answer.failure]);
       if (VersionStage === 'AWSPREVIOUS' && answer.previous === undefined) {
         return fail({ status: 400, type: 'ResourceNotFoundException', message: "Secrets Manager can't find the specified secret value for staging label: AWSPREVIOUS" });

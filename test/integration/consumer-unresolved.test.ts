@@ -16,7 +16,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
-import { generateSecret } from '../../lib/endpoints/secret';
+import { generateSecret, SECRET_READ_TIMEOUT_MS } from '../../lib/endpoints/secret';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
@@ -156,6 +156,38 @@ describe('Handler: consumer, an endpoint whose signing secret cannot be read', (
       expect((await ledger.deliveriesOf(`evt_held_${failure}`)).map((r) => [r.endpoint, r.state])).toEqual([[`crm-${failure}`, 'delivered']]);
     }
     expect(await receiveNow(queueUrl)).toEqual([]);
+  });
+
+  it('holds its deliveries, not the batch, when Secrets Manager does not answer: the read gives up after its timeout', async () => {
+    // Prepare
+    const crmSecret = generateSecret();
+    const { handler, queueUrl } = await start([
+      { name: 'billing', url: billing.url, eventTypes: ['shipment.in_transit'] },
+      { name: 'crm', url: crm.url, eventTypes: ['shipment.delivered'], secret: arnOf('crm-hang') },
+    ]);
+    secretsManager.answer(arnOf('crm-hang'), { hang: true });
+    await send(queueUrl, event('evt_hang_held', 'delivered', 'acme'), event('evt_hang_other', 'in_transit', 'acme'));
+    const messages = await harness.receive(queueUrl, 2);
+
+    // Act
+    const startedAt = Date.now();
+    const held = await invoke(handler, queueUrl, messages);
+    const tookMs = Date.now() - startedAt;
+
+    // Assess
+    expect(held.batchItemFailures).toHaveLength(1);
+    expect(tookMs).toBeGreaterThanOrEqual(SECRET_READ_TIMEOUT_MS - 100);
+    expect(tookMs).toBeLessThan(SECRET_READ_TIMEOUT_MS + 2_000);
+    expect(billing.requestsFor('evt_hang_other')).toHaveLength(1);
+    expect(logLines().find((l) => l.message === 'endpoint unresolved')).toMatchObject({ endpoint: 'crm' });
+
+    // Act: it answers again
+    secretsManager.answer(arnOf('crm-hang'), { value: crmSecret });
+    const delivered = await invoke(handler, queueUrl, await harness.receive(queueUrl, 1));
+
+    // Assess
+    expect(delivered.batchItemFailures).toEqual([]);
+    expect(crm.requestsFor('evt_hang_held')).toHaveLength(1);
   });
 
   it('holds an event for several endpoints as a whole while one of them cannot be resolved: no fan-out without it', async () => {
