@@ -29,6 +29,16 @@
  * before every earlier-admitted one was answered 2xx (or died and passed its turn on), every request's
  * webhook-sequence is its row's, a shipment's sequences are exactly 1..n, and the FIFO intake's
  * numbers follow its send order.
+ *
+ * The ordered soak's producers also get things wrong (test/helpers/soak/plan.ts): 1 message in 10
+ * carries handoff's control attributes unsealed (an `endpoint` it is not routed to, `sequence=1` with
+ * `inTurn=true` or another `sequence` at acme-ops, a `notBefore` slot in 2100, `recoveries=99`), on
+ * both intakes; and 1 shipment in 50 (at least one) is sent, before some of its own events, a message
+ * reusing an earlier acme shipment's event ID with other content. A forged message must be treated
+ * as the same message without attributes (every invariant above, and its own check); a reused ID must
+ * be dead-lettered `identity-conflict` at each of the original's endpoints and reach no receiver, the
+ * original's rows unchanged, and its shipment's own events delivered in order: their sequences may
+ * skip the number the conflict gave up, increasing and accepted in that order.
  */
 import { Presets, SingleBar } from 'cli-progress';
 import { Command, InvalidArgumentError } from 'commander';
@@ -59,14 +69,15 @@ const program = new Command('soak')
     1 as EndpointMode,
   )
   .option('--outage', 'with --endpoints 3: an outage of acme-ops long enough to disable it, then enable it', false)
-  .option('--ordered', 'with --endpoints 3: acme-ops ordered per shipment, shipments of 5 events over both intakes', false)
+  .option('--ordered', 'with --endpoints 3: acme-ops ordered per shipment, shipments of 5 events over both intakes, forged control attributes and reused IDs', false)
   .option('--seed <n>', 'seed of the fault plan (same seed, same plan)', whole(0, 2 ** 31 - 1), 1)
   .option('--kills <n>', 'worker SIGKILLs during the run (default: events / 100, at least 3; with --outage, until the run ends)', whole(0, 100_000))
   .option('--timeout-seconds <n>', 'give up after this long and list what is not final', whole(10, 86_400))
+  .option('--sandbox-log <file>', "write the sandbox's log (every consumer decision and warning) to this file at the end")
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
   .parse();
 
-const options = program.opts<{ events: number; endpoints: EndpointMode; outage: boolean; ordered: boolean; seed: number; kills?: number; timeoutSeconds?: number }>();
+const options = program.opts<{ events: number; endpoints: EndpointMode; outage: boolean; ordered: boolean; seed: number; kills?: number; timeoutSeconds?: number; sandboxLog?: string }>();
 if (options.outage && options.endpoints !== 3) {
   process.stderr.write('soak: --outage needs --endpoints 3\n');
   process.exit(2);
@@ -101,6 +112,7 @@ const report = await runSoak({
   ordered: options.ordered,
   seed: options.seed,
   ...(options.kills !== undefined || !options.outage ? { kills: options.kills ?? defaultKills(options.events) } : {}),
+  ...(options.sandboxLog !== undefined ? { sandboxLogFile: options.sandboxLog } : {}),
   timeoutMs: (options.timeoutSeconds ?? defaultTimeoutMs(options.events, options.outage) / 1000) * 1000,
   onProgress: (p) => {
     if (bar.getTotal() !== p.deliveries) bar.setTotal(p.deliveries);

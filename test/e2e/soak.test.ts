@@ -4,7 +4,8 @@
  * every invariant of test/helpers/soak/invariants.ts must hold: once with the single-URL settings,
  * once routed to three endpoints (test/helpers/soak/endpoints.ts), judged per (event, endpoint), and
  * once with acme-ops ordered per shipment (shipments of 5 over both intakes, docs/contract.md §13),
- * judged per shipment too.
+ * judged per shipment too, with producers that forge handoff's control attributes (unsealed) and
+ * reuse an event ID for another shipment.
  */
 import { describe, expect, it } from 'vitest';
 import { formatReport, runSoak, type SoakReport } from '../helpers/soak/run';
@@ -91,11 +92,13 @@ describe('Chaos soak: the short run, acme-ops ordered per shipment', () => {
       expect(broken, formatReport(report)).toEqual([]);
       expect(report.ok).toBe(true);
       expect(report.invariants.filter((invariant) => invariant.name.startsWith('ordering: '))).toHaveLength(5);
+      expect(report.invariants.filter((invariant) => invariant.name.startsWith('forged control attributes: '))).toHaveLength(1);
+      expect(report.invariants.filter((invariant) => invariant.name.startsWith('reused IDs: '))).toHaveLength(2);
     },
     300_000,
   );
 
-  it('really exercised ordering: both intakes, events that waited their turn, a dead event passing it on, kills that hit work', () => {
+  it('really exercised ordering: both intakes, events that waited their turn, a dead event passing it on, kills that hit work, forgeries and a reused ID', () => {
     expect(report, 'the soak run of the test above did not finish').toBeDefined();
     const { figures, plan } = report;
     expect(plan.shipments).toBe(ORDERED_EVENTS / 5);
@@ -106,5 +109,11 @@ describe('Chaos soak: the short run, acme-ops ordered per shipment', () => {
     expect(figures.ordering?.passedOn).toBeGreaterThan(0);
     expect(figures.killsIssued).toBe(3);
     expect(figures.messagesReturnedByKills).toBeGreaterThan(0);
+    // Forged attributes of every kind, some on the ordered intake; a reused ID dead-lettered at each of its endpoints.
+    expect(plan.forged).toBeGreaterThan(0);
+    expect(plan.forgedToOrderedIntake).toBeGreaterThan(0);
+    for (const [kind, count] of Object.entries(plan.forgedByKind)) expect([kind, count > 0]).toEqual([kind, true]);
+    expect(plan.conflicts).toBeGreaterThan(0);
+    expect(figures.identityConflictLetters).toBeGreaterThanOrEqual(plan.conflictLetters);
   });
 });

@@ -3,11 +3,12 @@
  * authority), the dead-letter queue and each endpoint's receiver counts. Pure: the same
  * observations give the same verdicts, and each check has a unit test showing it can fail.
  */
+import { parseEvent } from '../../../lib/event';
 import type { DeliveryRecord } from '../../../lib/ledger/ledger';
 import type { EndpointDeadLetter } from './dead-letters';
 import type { DisabledInterval } from './outage';
 import { DEFAULT_SOAK_ENDPOINT } from './endpoints';
-import { deliveriesOf, deliveryKey, endpointsOf, type Fate, type PlannedDelivery, type SoakPlan } from './plan';
+import { deliveriesOf, deliveryKey, endpointsOf, type Fate, type PlannedConflict, type PlannedDelivery, type SoakPlan } from './plan';
 import type { LoggedRequest, ReceiverCounts } from './receiver';
 
 export interface Observed {
@@ -160,6 +161,7 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
   const stored = new Map(observed.rows.map((row) => [deliveryKey(row.eventId, row.endpoint), row.body]));
   const changedLetters = observed.deadLetters
     .filter((letter) => letter.reason !== undefined && letter.eventId !== undefined && bodies.has(letter.eventId))
+    .filter((letter) => !isPlannedConflict(plan, letter))
     .filter((letter) => letter.body !== bodies.get(letter.eventId!) && letter.body !== stored.get(deliveryKey(letter.eventId!, letterEndpoint(letter) ?? '')))
     .map((letter) => `${letter.eventId} → ${letterEndpoint(letter) ?? '(no endpoint attribute)'}: dead letter (${letter.reason}) whose body is neither the producer's nor the stored one`);
 
@@ -174,7 +176,7 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
     });
 
   const letteredNotDead = observed.deadLetters
-    .filter((letter) => letter.reason !== undefined)
+    .filter((letter) => letter.reason !== undefined && !isPlannedConflict(plan, letter))
     .filter((letter) => {
       const endpoint = letterEndpoint(letter);
       return letter.eventId === undefined || endpoint === undefined || rows.get(deliveryKey(letter.eventId, endpoint))?.state !== 'dead';
@@ -242,6 +244,8 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
     },
     pausedAttempts(observed),
     ...(endpointsOf(plan).some((endpoint) => endpoint.ordered === true) ? orderingInvariants(plan, observed) : []),
+    ...(plan.forged !== undefined ? [forgedInvariant(plan, observed)] : []),
+    ...(plan.conflicts !== undefined ? reusedIdInvariants(plan, observed) : []),
     ...(observed.outage !== undefined ? outageInvariants(plan, observed, observed.outage) : []),
   ];
 }
@@ -484,15 +488,39 @@ function orderingInvariants(plan: SoakPlan, observed: Observed): Invariant[] {
     }
   }
 
-  // (3) A shipment's sequences are exactly 1..n; rows of unordered endpoints have none.
+  // (3) A shipment's sequences are exactly 1..n; rows of unordered endpoints have none. A shipment
+  // sent c reused IDs (identity conflicts, each giving up the number it took) may skip up to c
+  // numbers: its sequences are distinct, within 1..n+c, and its events were first accepted (2xx) in
+  // the order of their numbers.
   const notOneToN: string[] = [];
-  for (const group of groups.values()) {
+  const reusedIn = new Map<string, number>();
+  for (const conflict of plan.conflicts ?? []) {
+    for (const endpoint of conflict.endpoints) {
+      if (!ordered.has(endpoint)) continue;
+      const key = `${endpoint}\u0000${conflict.shipmentId}`;
+      reusedIn.set(key, (reusedIn.get(key) ?? 0) + 1);
+    }
+  }
+  let skipping = 0;
+  for (const [key, group] of groups) {
     const sequences = group.eventIds.map((eventId) => rows.get(deliveryKey(eventId, group.endpoint))?.sequence);
     const sorted = sequences.filter((n): n is number => n !== undefined).sort((a, b) => a - b);
-    const exact = sorted.length === group.eventIds.length && sorted.every((n, i) => n === i + 1);
+    const reused = reusedIn.get(key) ?? 0;
+    if (reused > 0) skipping += 1;
+    const accepted = group.eventIds
+      .map((eventId) => ({ eventId, sequence: rows.get(deliveryKey(eventId, group.endpoint))?.sequence, at: firstAccepted(requestsOf.get(deliveryKey(eventId, group.endpoint))) }))
+      .filter((e): e is { eventId: string; sequence: number; at: number } => e.at !== undefined && e.sequence !== undefined)
+      .sort((a, b) => a.at - b.at);
+    const exact =
+      sorted.length === group.eventIds.length &&
+      (reused === 0
+        ? sorted.every((n, i) => n === i + 1)
+        : sorted.every((n, i) => n >= 1 && n <= group.eventIds.length + reused && (i === 0 || n > sorted[i - 1]!)) &&
+          accepted.every((e, i) => i === 0 || e.sequence > accepted[i - 1]!.sequence));
     if (!exact) {
       notOneToN.push(
-        `${group.endpoint}, shipment ${group.shipmentId}: sequences [${sequences.map((n) => n ?? '-').join(', ')}] of its ${group.eventIds.length} event(s) (${group.eventIds.join(', ')})`,
+        `${group.endpoint}, shipment ${group.shipmentId}: sequences [${sequences.map((n) => n ?? '-').join(', ')}] of its ${group.eventIds.length} event(s) (${group.eventIds.join(', ')})` +
+          (reused > 0 ? `, ${reused} reused ID(s) sent to it; accepted in the order ${accepted.map((e) => `#${e.sequence}`).join(', ')}` : ''),
       );
     }
   }
@@ -523,9 +551,12 @@ function orderingInvariants(plan: SoakPlan, observed: Observed): Invariant[] {
   // (5) Dead letters: at the ordered endpoint each says its shipment continued (onDead continue);
   // elsewhere none says anything of ordering.
   const lettersOrdered = observed.deadLetters.filter((letter) => letter.reason !== undefined && letter.endpoint !== undefined && ordered.has(letter.endpoint));
+  // A reused ID's identity conflict is not the event's own death: it says nothing of ordering.
   const wrongLetters = observed.deadLetters
     .filter((letter) => letter.reason !== undefined && letter.endpoint !== undefined)
-    .filter((letter) => (ordered.has(letter.endpoint!) ? letter.ordering !== 'continued' : letter.ordering !== undefined))
+    .filter((letter) =>
+      ordered.has(letter.endpoint!) && !isPlannedConflict(plan, letter) ? letter.ordering !== 'continued' : letter.ordering !== undefined,
+    )
     .map((letter) => `${letter.eventId ?? '(no eventId)'} → ${letter.endpoint}: dead letter (${letter.reason}) with ordering ${letter.ordering ?? '(none)'}`);
 
   const shipments = groups.size;
@@ -537,13 +568,155 @@ function orderingInvariants(plan: SoakPlan, observed: Observed): Invariant[] {
       `${shipments} shipment(s) at ${names}; ${pairs} (event, earlier event) pairs checked against ${logged} requests`,
     ),
     invariant('ordering: webhook-sequence differs from the row\'s sequence', wrongHeader, `${logged} requests at ${names} checked; unordered endpoints: none expected`),
-    invariant('ordering: a shipment\'s sequences are not exactly 1..n', notOneToN, `${shipments} shipment(s), ${[...groups.values()].reduce((n, g) => n + g.eventIds.length, 0)} deliveries`),
+    invariant(
+      'ordering: a shipment\'s sequences are not exactly 1..n',
+      notOneToN,
+      `${shipments} shipment(s), ${[...groups.values()].reduce((n, g) => n + g.eventIds.length, 0)} deliveries` +
+        (skipping > 0 ? `; ${skipping} sent a reused ID: increasing within 1..n+reused, accepted in that order` : ''),
+    ),
     invariant('ordering: the ordered intake\'s numbers not in its send order', outOfSendOrder, `${fifoShipments} shipment(s) sent to the FIFO intake`),
     invariant(
       'ordering: dead letters not saying their shipment continued (onDead continue)',
       wrongLetters,
-      `${lettersOrdered.length} dead letter(s) at ${names} (ordering=continued); none expected elsewhere`,
+      `${lettersOrdered.length} dead letter(s) at ${names} (ordering=continued, a reused ID's none); none expected elsewhere`,
     ),
+  ];
+}
+
+/** When a delivery's first 2xx answer was written (undefined: none). */
+function firstAccepted(requests: readonly LoggedRequest[] | undefined): number | undefined {
+  const times = (requests ?? []).filter((r) => r.status !== undefined && r.status >= 200 && r.status <= 299 && r.answeredAt !== undefined).map((r) => r.answeredAt!);
+  return times.length > 0 ? Math.min(...times) : undefined;
+}
+
+/** The planned reused ID a dead letter is the identity conflict of (its ID, its body, reason `identity-conflict`). */
+function plannedConflictOf(plan: SoakPlan, letter: EndpointDeadLetter): PlannedConflict | undefined {
+  if (letter.reason !== 'identity-conflict') return undefined;
+  return plan.conflicts?.find((conflict) => conflict.eventId === letter.eventId && conflict.body === letter.body);
+}
+
+function isPlannedConflict(plan: SoakPlan, letter: EndpointDeadLetter): boolean {
+  return plannedConflictOf(plan, letter) !== undefined;
+}
+
+/**
+ * Messages with unsealed control attributes (plan.forged) are the same messages without them
+ * (lib/queue/seal.ts): each forged message's event has, at every endpoint it is routed to, its
+ * planned end (delivered and applied once, or dead as planned) and, at the ordered endpoint, a
+ * number; no row and no request at any endpoint it is not routed to. (The ordering invariants judge
+ * its shipment's order and numbers with the rest.)
+ */
+function forgedInvariant(plan: SoakPlan, observed: Observed): Invariant {
+  const forged = plan.forged ?? [];
+  const ids = new Set(forged.map((f) => f.eventId));
+  const planned = deliveriesOf(plan).filter((d) => ids.has(d.eventId));
+  const plannedKeys = new Set(planned.map((d) => deliveryKey(d.eventId, d.endpoint)));
+  const rows = new Map(observed.rows.map((row) => [deliveryKey(row.eventId, row.endpoint), row]));
+  const effects = new Map(observed.receivers.map((r) => [r.endpoint, r.effects]));
+  const ordered = new Set(endpointsOf(plan).filter((e) => e.ordered === true).map((e) => e.name));
+  const kindsOf = (eventId: string) => [...new Set(forged.filter((f) => f.eventId === eventId).map((f) => f.kind))].join('+');
+  const offenders: string[] = [];
+  for (const d of planned) {
+    const key = deliveryKey(d.eventId, d.endpoint);
+    const row = rows.get(key);
+    const expected = EXPECTED_END[d.fate];
+    const applied = effects.get(d.endpoint)?.get(d.eventId) ?? 0;
+    const wrong =
+      row === undefined
+        ? 'no row'
+        : row.state !== expected.state || row.deadReason !== expected.reason
+          ? `${row.state}${row.deadReason ? ` (${row.deadReason})` : ''}, expected ${expected.reason ? `dead (${expected.reason})` : expected.state}`
+          : expected.state === 'delivered' && applied !== 1
+            ? `applied ${applied} times`
+            : ordered.has(d.endpoint) && row.sequence === undefined
+              ? 'no sequence at the ordered endpoint'
+              : undefined;
+    if (wrong !== undefined) offenders.push(`${key} (forged: ${kindsOf(d.eventId)}): ${wrong}`);
+  }
+  for (const row of observed.rows) {
+    const key = deliveryKey(row.eventId, row.endpoint);
+    if (ids.has(row.eventId) && !plannedKeys.has(key)) offenders.push(`${key} (forged: ${kindsOf(row.eventId)}): a row (${row.state}) where it is not routed`);
+  }
+  for (const receiver of observed.receivers) {
+    for (const eventId of receiver.unsubscribedIds ?? []) {
+      if (ids.has(eventId)) offenders.push(`${deliveryKey(eventId, receiver.endpoint)} (forged: ${kindsOf(eventId)}): a request where it is not routed`);
+    }
+  }
+  const toFifo = forged.filter((f) => f.intake === 'ordered').length;
+  return invariant(
+    'forged control attributes: an event that carried them not delivered exactly as planned',
+    offenders,
+    `${forged.length} forged message(s) (${toFifo} to the ordered intake) of ${ids.size} event(s), ${planned.length} deliveries: planned end, applied once, numbered, nothing elsewhere`,
+  );
+}
+
+/**
+ * Reused IDs (plan.conflicts): each conflicting message is dead-lettered `identity-conflict`, its own
+ * body, at each endpoint of the original (routed alike, it meets the original's row there), and no
+ * receiver ever gets it; no other identity conflict happens (the original never is one). The
+ * original's rows are its own: its content hash, and at the ordered endpoint its shipment.
+ */
+function reusedIdInvariants(plan: SoakPlan, observed: Observed): Invariant[] {
+  const conflicts = plan.conflicts ?? [];
+  const letterKey = (eventId: string | undefined, endpoint: string | undefined, body: string) => `${eventId}\u0000${endpoint}\u0000${body}`;
+  const conflictLetters = observed.deadLetters.filter((letter) => letter.reason === 'identity-conflict');
+  const lettered = new Set(conflictLetters.map((letter) => letterKey(letter.eventId, letter.endpoint, letter.body)));
+  const offenders: string[] = [];
+  for (const conflict of conflicts) {
+    for (const endpoint of conflict.endpoints) {
+      if (!lettered.has(letterKey(conflict.eventId, endpoint, conflict.body))) {
+        offenders.push(`${deliveryKey(conflict.eventId, endpoint)} (reused by shipment ${conflict.shipmentId}): no identity-conflict dead letter with its body`);
+      }
+    }
+  }
+  for (const letter of conflictLetters) {
+    if (!isPlannedConflict(plan, letter)) {
+      const shipmentId = (() => {
+        try {
+          return (JSON.parse(letter.body) as { shipmentId?: string }).shipmentId;
+        } catch {
+          return undefined;
+        }
+      })();
+      offenders.push(`${letter.eventId ?? '(no eventId)'} → ${letter.endpoint ?? '(no endpoint)'}: an identity conflict not planned (its body's shipment ${shipmentId ?? '?'})`);
+    }
+  }
+  let reached = 0;
+  for (const receiver of observed.receivers) {
+    for (const eventId of receiver.conflicting ?? []) {
+      reached += 1;
+      offenders.push(`${deliveryKey(eventId, receiver.endpoint)}: the reused ID's message reached the receiver`);
+    }
+  }
+
+  const bodies = new Map(plan.events.map((event) => [event.id, event.body]));
+  const ordered = new Set(endpointsOf(plan).filter((e) => e.ordered === true).map((e) => e.name));
+  const rows = new Map(observed.rows.map((row) => [deliveryKey(row.eventId, row.endpoint), row]));
+  const changed: string[] = [];
+  let checked = 0;
+  for (const conflict of conflicts) {
+    const original = parseEvent(bodies.get(conflict.eventId) ?? '');
+    for (const endpoint of conflict.endpoints) {
+      checked += 1;
+      const key = deliveryKey(conflict.eventId, endpoint);
+      const row = rows.get(key);
+      const hash = original.ok ? original.value.contentHash : '(unparsable original)';
+      if (row === undefined) changed.push(`${key}: no row`);
+      else if (row.contentHash !== hash) changed.push(`${key}: content hash ${row.contentHash ?? '(none)'}, the original's ${hash}`);
+      else if (row.body !== undefined && original.ok && row.body !== original.value.body) changed.push(`${key}: a stored body other than the original's`);
+      else if (ordered.has(endpoint) && row.shipmentId !== conflict.originalShipmentId) {
+        changed.push(`${key}: numbered for shipment ${row.shipmentId ?? '(none)'}, the original's is ${conflict.originalShipmentId}`);
+      }
+    }
+  }
+  const planned = conflicts.reduce((n, c) => n + c.endpoints.length, 0);
+  return [
+    invariant(
+      'reused IDs: a conflicting message not dead-lettered identity-conflict, or reaching a receiver',
+      offenders,
+      `${conflicts.length} reused ID(s), ${planned} identity-conflict dead letter(s) expected; ${conflictLetters.length} found, ${reached} request(s) at a receiver`,
+    ),
+    invariant("reused IDs: the original event's row changed", changed, `${checked} row(s) of the originals: content hash, stored body, shipment`),
   ];
 }
 

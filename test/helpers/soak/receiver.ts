@@ -2,7 +2,8 @@
  * One endpoint's soak receiver, on 127.0.0.1 (a port of its own): answers each request as the plan
  * says for its event at this endpoint and the request's position, and keeps only counts (a
  * 20,000-event soak must not hold every request). A request for an event the plan does not route
- * to this endpoint is counted and answered 404.
+ * to this endpoint is counted and answered 404, as is one carrying a planned reused ID's body (an
+ * identity conflict, which handoff must never send).
  *
  * It is built on the receiver kit, as a user's receiver would be: the application's answers
  * (success, slow success, commit then no answer, refusal) go through `createReceiver` with one
@@ -37,6 +38,10 @@ export interface ReceiverCounts {
   readonly unplanned: number;
   /** Requests for a planned event that is not routed to this endpoint. */
   readonly unsubscribed: number;
+  /** Their event IDs, in arrival order (absent: none recorded). */
+  readonly unsubscribedIds?: readonly string[];
+  /** Event IDs of requests whose body is a planned reused ID's (plan.conflicts): answered 404, never applied (absent: none). */
+  readonly conflicting?: readonly string[];
   /** Requests the kit refused as unsigned or signed with another secret (401). */
   readonly badSignatures: number;
   /** When each request arrived (epoch ms, in arrival order): judged against pauses and disabling. */
@@ -103,6 +108,9 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
       .filter((delivery) => delivery.endpoint === endpoint)
       .map((delivery) => [delivery.eventId, delivery]),
   );
+  const conflictBodies = new Set((plan.conflicts ?? []).map((conflict) => conflict.body));
+  const conflicting: string[] = [];
+  const unsubscribedIds: string[] = [];
   const seen = new Map<string, number>();
   const firstBody = new Map<string, string>();
   const effects = new Map<string, number>();
@@ -192,6 +200,12 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
         reply(429, { 'retry-after': String(seconds) });
         pauses.push({ at: Date.now(), seconds });
       };
+      // A reused ID's message must never get here (an identity conflict): counted, not taken for the original's.
+      if (conflictBodies.has(body)) {
+        conflicting.push(bodyEventId ?? key);
+        res.writeHead(404).end();
+        return;
+      }
       const event = planned.get(key);
       if (outage !== undefined && event !== undefined) {
         // Down: nothing is applied, and the plan's answers wait for the endpoint to come back.
@@ -204,8 +218,10 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
         return reply(503);
       }
       if (event === undefined) {
-        if (events.has(key)) unsubscribed += 1;
-        else unplanned += 1;
+        if (events.has(key)) {
+          unsubscribed += 1;
+          unsubscribedIds.push(key);
+        } else unplanned += 1;
         res.writeHead(404).end();
         return;
       }
@@ -257,6 +273,8 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
       changedBodies,
       unplanned,
       unsubscribed,
+      unsubscribedIds: [...unsubscribedIds],
+      conflicting: [...conflicting],
       badSignatures,
       requestTimes: [...requestTimes],
       pauses: [...pauses],

@@ -10,16 +10,30 @@
  * deliveries park, and it is enabled again once back (./outage.ts); the ledger is watched for
  * parked rows throughout.
  */
+import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { DeliveryRecord } from '../../../lib/ledger/ledger';
 import { ownerPid, SandboxClients } from '../sandbox-clients';
 import { startSandboxProcess, type SandboxProcess } from '../sandbox';
-import { readEndpointDeadLetters } from './dead-letters';
+import { readEndpointDeadLetters, type EndpointDeadLetter } from './dead-letters';
 import { endpointFields, soakSecret, THREE_ENDPOINTS, THREE_ENDPOINTS_ONE_ORDERED, writeEndpointsFile } from './endpoints';
 import { checkInvariants, type Invariant, type ParkedSighting } from './invariants';
 import { driveOutage, OUTAGE, type OutageControl } from './outage';
-import { deliveriesOf, deliveryKey, planSoak, random, summarize, type AnswerKind, type PlannedEvent } from './plan';
+import {
+  deliveriesOf,
+  deliveryKey,
+  FORGED_SHARE,
+  messagesOf,
+  NUMBER_ATTRIBUTES,
+  planSoak,
+  random,
+  REUSED_ID_SHARE,
+  summarize,
+  type AnswerKind,
+  type PlannedConflict,
+  type PlannedMessage,
+} from './plan';
 import { startSoakReceiver, type ReceiverCounts, type SoakReceiver } from './receiver';
 
 /** `1`: the single-URL settings (`default`, every event). `3`: three endpoints (./endpoints.ts). */
@@ -61,7 +75,8 @@ export interface SoakOptions {
    * Ordering per shipment (docs/contract.md §13); needs three endpoints, not with an outage:
    * `acme-ops` is ordered per shipment (onDead continue), events come in shipments of
    * EVENTS_PER_SHIPMENT with one carrier each, every other shipment sent to the ordered (FIFO)
-   * intake, and the ordering invariants are checked (./invariants.ts).
+   * intake, and the ordering invariants are checked (./invariants.ts); with forged control attributes
+   * and reused IDs among the producers' messages (FORGED_SHARE, REUSED_ID_SHARE), and their checks.
    */
   readonly ordered?: boolean;
   /**
@@ -74,6 +89,8 @@ export interface SoakOptions {
   /** Overall bound; past it the run stops and reports what was still not final. */
   readonly timeoutMs?: number;
   readonly onProgress?: (progress: SoakProgress) => void;
+  /** Writes the sandbox's every stderr line (the consumers' decisions, warnings, worker exits) to this file at the end. */
+  readonly sandboxLogFile?: string;
 }
 
 export interface SoakProgress {
@@ -103,6 +120,8 @@ export interface SoakFigures {
   /** Per endpoint: rows delivered and dead, requests and effects at its receiver. */
   readonly endpoints: readonly EndpointFigures[];
   readonly deadLetters: number;
+  /** Of them, identity conflicts (`reason=identity-conflict`): with `ordered`, the reused IDs'. */
+  readonly identityConflictLetters: number;
   readonly timedOut: boolean;
   /** The outage, when there was one. */
   readonly outage?: OutageFigures;
@@ -122,6 +141,8 @@ export interface OrderingFigures {
   readonly waited: number;
   /** Its pending deliveries the recovery timer enqueued again (of `recoveredByTimer`). */
   readonly recovered: number;
+  /** Numbers given up by an identity conflict that a settling event then passed over (the consumers' warnings). */
+  readonly passedOver: number;
 }
 
 /** The outage as it went. Times are ms from the run's start. */
@@ -197,7 +218,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     events: options.events,
     seed: options.seed,
     ...(endpointMode === 3 ? { endpoints: ordered ? THREE_ENDPOINTS_ONE_ORDERED : THREE_ENDPOINTS } : {}),
-    ...(ordered ? { eventsPerShipment: EVENTS_PER_SHIPMENT } : {}),
+    ...(ordered ? { eventsPerShipment: EVENTS_PER_SHIPMENT, forgedShare: FORGED_SHARE, reusedIdShare: REUSED_ID_SHARE } : {}),
   });
   const planned = deliveriesOf(plan);
   const plannedKeys = new Set(planned.map((d) => deliveryKey(d.eventId, d.endpoint)));
@@ -241,16 +262,20 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
 
     // A failed send ends the run (below), not the process: the sandbox is stopped on the way out.
     let sendError: unknown;
-    const byBody = new Map(plan.events.map((event) => [event.body, event]));
+    const messages = messagesOf(plan);
     const orderedQueueUrl = sandbox.ready.orderedQueueUrl;
     const sending = (async () => {
-      for (let start = 0; start < plan.sendOrder.length; start += 10) {
-        const chunk = plan.sendOrder.slice(start, start + 10);
+      for (let start = 0; start < messages.length; start += 10) {
+        const chunk = messages.slice(start, start + 10);
+        // A reused ID goes only once its original holds a row at each endpoint: sent sooner (SQS
+        // does not keep the standard queue's order), it could be admitted first and the original
+        // become the conflict.
+        for (const { conflict } of chunk) if (conflict !== undefined) await untilAdmitted(clients!, conflict, deadline);
         // The ordered intake's in the order planned, one batch (a group's order within it is kept).
-        const fifo = chunk.map((body) => byBody.get(body)).filter((event): event is PlannedEvent => event?.intake === 'ordered');
-        const standard = chunk.filter((body) => byBody.get(body)?.intake !== 'ordered');
-        if (standard.length > 0) await clients!.sendAll(standard);
-        if (fifo.length > 0) await sendOrdered(clients!, orderedQueueUrl, fifo);
+        const fifo = chunk.filter((message) => message.intake === 'ordered');
+        const standard = chunk.filter((message) => message.intake !== 'ordered');
+        if (standard.length > 0) await sendBatch(clients!, clients!.ready.queueUrl, standard);
+        if (fifo.length > 0) await sendBatch(clients!, orderedQueueUrl, fifo);
         progress.sent += chunk.length;
       }
     })().catch((error: unknown) => {
@@ -351,7 +376,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           }
         : {}),
     });
-    const base = figures({ rows, counts, sandbox, durationMs, progress, deadLetters: deadLetters.length, timedOut });
+    const base = figures({ rows, counts, sandbox, durationMs, progress, deadLetters, timedOut });
     const withOrdering = ordered ? { ...base, ordering: orderingFigures(rows, counts, sandbox, plan.endpoints ?? []) } : base;
     return {
       seed: options.seed,
@@ -368,21 +393,48 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     stopKilling.abort();
     stopOutage.abort();
     clients?.close();
+    if (sandbox !== undefined && options.sandboxLogFile !== undefined) writeFileSync(options.sandboxLogFile, `${sandbox.stderr().join('\n')}\n`);
     await sandbox?.stop('SIGKILL');
     for (const receiver of receivers) await receiver.close();
     endpointsFile?.remove();
   }
 }
 
-/** Sends these events to the ordered intake (FIFO), in this order: group = shipment, deduplication ID = event ID. */
-async function sendOrdered(clients: SandboxClients, queueUrl: string, events: readonly PlannedEvent[]): Promise<void> {
+/**
+ * Sends up to ten planned messages in one `SendMessageBatch`, with any unsealed control attributes
+ * they carry; to the ordered intake (FIFO) with their group and deduplication ID, in this order.
+ */
+async function sendBatch(clients: SandboxClients, queueUrl: string, messages: readonly PlannedMessage[]): Promise<void> {
   const { Failed = [] } = await clients.sqs.send(
     new SendMessageBatchCommand({
       QueueUrl: queueUrl,
-      Entries: events.map((event, i) => ({ Id: String(i), MessageBody: event.body, MessageGroupId: event.shipmentId!, MessageDeduplicationId: event.id })),
+      Entries: messages.map((message, i) => ({
+        Id: String(i),
+        MessageBody: message.body,
+        ...(message.groupId !== undefined ? { MessageGroupId: message.groupId, MessageDeduplicationId: message.deduplicationId } : {}),
+        ...(message.attributes !== undefined
+          ? {
+              MessageAttributes: Object.fromEntries(
+                Object.entries(message.attributes).map(([name, value]) => [name, { DataType: NUMBER_ATTRIBUTES.has(name) ? 'Number' : 'String', StringValue: value }]),
+              ),
+            }
+          : {}),
+      })),
     }),
   );
-  if (Failed.length > 0) throw new Error(`SendMessageBatch to the ordered intake refused ${Failed.length} message(s): ${Failed[0]?.Code}`);
+  if (Failed.length > 0) throw new Error(`SendMessageBatch to ${queueUrl} refused ${Failed.length} message(s): ${Failed[0]?.Code} ${Failed[0]?.Message ?? ''}`);
+}
+
+/** Waits until the reused ID's original has a row at each of its endpoints. @throws past the run's deadline */
+async function untilAdmitted(clients: SandboxClients, conflict: PlannedConflict, deadline: number): Promise<void> {
+  for (;;) {
+    const rows = await Promise.all(conflict.endpoints.map((endpoint) => clients.row(conflict.eventId, endpoint)));
+    if (rows.every((row) => row !== undefined)) return;
+    if (Date.now() > deadline) {
+      throw new Error(`${conflict.eventId} (shipment ${conflict.originalShipmentId}) has no row at ${conflict.endpoints.filter((_, i) => rows[i] === undefined).join(', ')}: its ID's reuse was not sent`);
+    }
+    await sleep(250);
+  }
 }
 
 /** The ordered endpoint's run in numbers: requests seen, events that waited for their turn (the consumers' log). */
@@ -405,6 +457,7 @@ function orderingFigures(
     requests: log.length,
     waited: lines.filter((line) => line.endsWith(`→ ${endpoint} ack (waiting)`) || line.includes(`→ ${endpoint} waiting (sequence `)).length,
     recovered: lines.filter((line) => line.includes(`→ ${endpoint} enqueued again (pending`) || line.includes(`→ ${endpoint} sent back to the queue`)).length,
+    passedOver: lines.filter((line) => line.includes('number given up: its turn is passed on') && line.includes(`"endpoint":"${endpoint}"`)).length,
   };
 }
 
@@ -453,7 +506,7 @@ function figures(input: {
   sandbox: SandboxProcess;
   durationMs: number;
   progress: { sent: number; kills: number };
-  deadLetters: number;
+  deadLetters: readonly EndpointDeadLetter[];
   timedOut: boolean;
 }): SoakFigures {
   const { rows, counts, sandbox } = input;
@@ -491,7 +544,8 @@ function figures(input: {
       effects: c.effects.size,
       absorbed: c.absorbed,
     })),
-    deadLetters: input.deadLetters,
+    deadLetters: input.deadLetters.length,
+    identityConflictLetters: input.deadLetters.filter((letter) => letter.reason === 'identity-conflict').length,
     timedOut: input.timedOut,
   };
 }
@@ -564,7 +618,7 @@ export function formatReport(report: SoakReport): string {
         ]
       : []),
     `  plan         ${plan.deliver} to deliver (${plan.withFaults} after faults), ${plan.reject} to reject, ${plan.exhaust} to exhaust`,
-    `  sent         ${f.messagesSent} messages (${plan.duplicates} duplicate SendMessage)`,
+    `  sent         ${f.messagesSent} messages (${plan.duplicates} duplicate SendMessage${plan.forged + plan.conflicts > 0 ? `, ${plan.forged} forged, ${plan.conflicts} reusing an ID` : ''})`,
     `  duration     ${seconds.toFixed(1)} s (${(plan.events / seconds).toFixed(1)} events/s, ${(plan.deliveries / seconds).toFixed(1)} deliveries/s)${f.timedOut ? '  TIMED OUT' : ''}`,
     `  kills        ${f.killsIssued} SIGKILLs; ${f.workersKilled} workers died by SIGKILL; ${f.messagesReturnedByKills} messages came back with their batch`,
     `  recovery     ${f.recoveredByTimer} deliveries enqueued again or sent back from the redrive queue by the recovery timer`,
@@ -591,6 +645,16 @@ export function formatReport(report: SoakReport): string {
       '',
       `  shipments    ${plan.shipments} of up to ${EVENTS_PER_SHIPMENT} events; ${plan.orderedIntake} events sent to the ordered (FIFO) intake, the rest to the standard one`,
       `  ordered      ${o.endpoint}: ${o.rows} rows, ${o.delivered} delivered, ${o.dead} dead (${o.passedOn} passed their turn on); ${o.requests} requests; ${o.waited} acknowledged waiting for their turn, ${o.recovered} enqueued again by the recovery timer (log)`,
+    );
+  }
+  if (plan.forged + plan.conflicts > 0) {
+    const kinds = Object.entries(plan.forgedByKind)
+      .map(([kind, n]) => `${kind} ${n}`)
+      .join(', ');
+    lines.push(
+      `  forged       ${plan.forged} producer messages with unsealed control attributes (${kinds}); ${plan.forgedToOrderedIntake} of them to the ordered intake`,
+      `  reused IDs   ${plan.conflicts} messages reusing an earlier shipment's event ID for another shipment; ${plan.conflictLetters} identity-conflict dead letters expected, ${f.identityConflictLetters} found; ` +
+        `${f.ordering?.passedOver ?? 0} given-up numbers passed over (log)`,
     );
   }
   if (f.outage !== undefined) {
