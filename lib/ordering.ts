@@ -105,10 +105,12 @@ export function admissionOfRow(row: Pick<DeliveryRecord, 'sequence' | 'attempts'
  * wake-up is sent again only while the turn is still the next one's. Returns the event woken, if any.
  *
  * A waiting event whose row is gone (its retention ran out while it waited, behind a held shipment
- * say) can never be sent: its turn is passed on as if it had settled, with a warning naming it, and
- * the event after it is woken instead, so the shipment is not held on its account for good. A crash
- * between passing such a turn and the wake-up after it is the one case a repeat does not cover (the
- * repeat finds the turn moved on by more than one).
+ * say) or is not the shipment's own (a number an identity conflict gave up) can never be sent: its
+ * turn is passed on as if it had settled, with a warning naming it, and the event after it is woken
+ * instead, so the shipment is not held on its account for good. A repeat that finds the turn moved
+ * on beyond its own (by such a pass, or by the events after it) wakes whoever waits at the turn now:
+ * after a crash between passing over and the wake-up that wake-up is owed, and otherwise a second
+ * wake-up is a copy, which the claim answers.
  * @throws what the ledger, the head or the queue throw: the caller keeps its message, which returns.
  */
 export async function passTurn(
@@ -121,7 +123,7 @@ export async function passTurn(
   let { sequence: settled, eventId } = settling;
   for (;;) {
     const head = await deps.heads.advance(shipmentId, endpoint, settled, eventId);
-    if (head === undefined || head.next !== settled + 1) return undefined;
+    if (head === undefined || head.next <= settled) return undefined;
     const waiter = head.waiting[head.next];
     if (waiter === undefined) return undefined;
     const row: DeliveryRecord | undefined = await deps.ledger.get({ eventId: waiter, endpoint });

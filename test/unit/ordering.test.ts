@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { parseEvent, type ParsedEvent } from '../../lib/event';
 import { MemoryLedger } from '../../lib/ledger/memory-ledger';
 import { MemoryShipmentHeads } from '../../lib/ledger/memory-shipment-heads';
-import { admissionFrom, admissionOfRow, passTurn, takeTurn, type OrderingDeps } from '../../lib/ordering';
+import { admissionFrom, admissionOfRow, admitOrdered, giveUpNumber, passTurn, takeTurn, type OrderingDeps } from '../../lib/ordering';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import type { Admission } from '../../lib/queue/queue';
 
@@ -178,7 +178,7 @@ describe('Function: passTurn', () => {
     expect(await deps.heads.get('shp_1', ENDPOINT.name)).toMatchObject({ next: 3, waiting: { 3: 'evt_3' } });
   });
 
-  it('does not pass a turn twice from an old sequence once later ones have moved it on', async () => {
+  it('passes no turn twice from an old sequence once later ones have moved it on: a late repeat only wakes again whoever waits now', async () => {
     const { deps, sent } = setup();
     for (const id of ['evt_1', 'evt_2', 'evt_3']) await takeTurn(shipmentEvent(id), ENDPOINT, deps);
     await passTurn('shp_1', ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, deps);
@@ -186,7 +186,29 @@ describe('Function: passTurn', () => {
 
     const late = await passTurn('shp_1', ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, deps);
 
-    expect(late).toBeUndefined();
-    expect(sent.map((s) => s.eventId)).toEqual(['evt_2', 'evt_3']);
+    // A copy of evt_3's wake-up (the claim answers it); the head stays at evt_3's turn.
+    expect(late).toBe('evt_3');
+    expect(sent.map((s) => s.eventId)).toEqual(['evt_2', 'evt_3', 'evt_3']);
+    expect(await deps.heads.get('shp_1', ENDPOINT.name)).toMatchObject({ next: 3, waiting: { 3: 'evt_3' } });
+  });
+
+  it('wakes the event after a given-up number on a repeat, when a crash came between passing over it and the wake-up', async () => {
+    // Prepare: evt_1 in its turn; number 2 taken by a conflict of another shipment's event under its ID
+    // and given up before its turn; evt_3 waits at 3. The first wake-up's send fails (the crash).
+    const { deps, sent } = setup();
+    await takeTurn(shipmentEvent('evt_1'), ENDPOINT, deps);
+    const { sequence } = await admitOrdered(shipmentEvent('evt_reused'), ENDPOINT.name, deps);
+    await giveUpNumber('shp_1', ENDPOINT.name, { sequence, eventId: 'evt_reused' }, deps);
+    await takeTurn(shipmentEvent('evt_3'), ENDPOINT, deps);
+    const failing: OrderingDeps = { ...deps, queue: { enqueue: () => Promise.reject(new Error('killed')) } };
+    await expect(passTurn('shp_1', ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, failing)).rejects.toThrow('killed');
+
+    // Act: evt_1's message returns.
+    const woken = await passTurn('shp_1', ENDPOINT.name, { sequence: 1, eventId: 'evt_1' }, deps);
+
+    // Assess
+    expect(woken).toBe('evt_3');
+    expect(sent.map((s) => s.eventId)).toEqual(['evt_3']);
+    expect(await deps.heads.get('shp_1', ENDPOINT.name)).toMatchObject({ next: 3, waiting: { 3: 'evt_3' } });
   });
 });
