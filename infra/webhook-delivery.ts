@@ -15,13 +15,13 @@
  *
  * Endpoint health (docs/contract.md §12): the consumer writes an endpoint's health on its registry
  * item, and tells operators of one it disables with an event on the default EventBridge bus and a
- * message to the alarm topic.
+ * message to the alarm topic. Stuck work: the delivery queue's redrive policy moves a message the
+ * consumer kept failing on to the redrive queue, and a scheduled function (functions/recovery.ts,
+ * every `recoveryInterval`) sends it back, and enqueues again the replayed or released deliveries
+ * left without a queue message.
  *
- * Alarms (createAlarms) notify the alarm topic, given or made here (SSE with a key of its own,
- * TLS only), on alarm and on OK; the dashboard shows their state beside the metrics they watch. Stuck work: the delivery queue's redrive policy moves a
- * message the consumer kept failing on to the redrive queue, and a scheduled function
- * (functions/recovery.ts, every `recoveryInterval`) sends it back, and enqueues again the replayed
- * or released deliveries left without a queue message.
+ * Alarms (createAlarms) notify the alarm topic, given or made here (SSE with a key of its own, TLS
+ * only), on alarm and on OK; the dashboard shows their state beside the metrics they watch.
  *
  * The ordered intake (docs/contract.md §13): a FIFO queue beside the delivery queue for producers
  * that need a shipment's events handled in the order they sent them (`MessageGroupId` = the
@@ -181,9 +181,8 @@ export interface WebhookDeliveryProps {
   readonly endpoints?: readonly EndpointDeclaration[];
   /**
    * The time stamp (epoch ms) the seeds write as an endpoint's `updatedAt` (and `createdAt` when
-   * new). Default: the synth's time, so the seeds run at every deploy (and do nothing unless a
-   * declaration changed). Fixed, the template is the same at every synth and the seeds run only when
-   * a declaration changes, stamped with this time.
+   * new). Default: the deploy's, taken by the seed function when it writes. Either way the template
+   * holds the same at every synth, and a seed runs only on the deploy that changes its declaration.
    */
   readonly endpointsSeededAt?: number;
   /**
@@ -222,8 +221,9 @@ export interface WebhookDeliveryProps {
    */
   readonly recoveryInterval?: Duration;
   /**
-   * DynamoDB deletion protection on the ledger and the endpoint registry: neither can be deleted, by
-   * CloudFormation or by hand, until it is turned off. Default true; false for throwaway test stacks.
+   * DynamoDB deletion protection on the ledger and the endpoint registry (both retained with the
+   * stack anyway): neither can be deleted by hand (DeleteTable) until it is turned off. Default true;
+   * false for throwaway test stacks, whose retained tables are then deleted by hand.
    */
   readonly deletionProtection?: boolean;
   /**
