@@ -124,13 +124,6 @@ export const METRICS = {
 export const ENDPOINT_UNRESOLVED_METRIC = 'EndpointUnresolved' as string as MetricName;
 
 /**
- * How many receives the ordered intake allows a message before SQS sets it aside on its FIFO
- * dead-letter queue, unless `orderedMaxReceiveCount` says otherwise. A failing message holds its
- * shipment's later ones for this many visibility timeouts (5 × 180 s, 15 minutes, by default).
- */
-export const ORDERED_MAX_RECEIVE_COUNT = 5;
-
-/**
  * The unrouted alarm's threshold (events in 5 minutes) where no endpoint takes every event: some
  * events matching no endpoint is then normal; where one does (`default`, or a declared `*` without
  * `match`), any unrouted event means it no longer takes them, and the threshold is 0.
@@ -236,9 +229,12 @@ export interface WebhookDeliveryProps {
   readonly reservedConcurrency?: number;
   /**
    * Receives the ordered intake allows a message before SQS moves it to the FIFO dead-letter queue
-   * (1 to 1000). Default ORDERED_MAX_RECEIVE_COUNT (5): a message the consumer keeps failing holds
-   * its shipment for this many visibility timeouts, and so does an outage of what routing needs (the
-   * registry, an endpoint's secret, the ledger) before the shipment's messages are set aside.
+   * (1 to 1000). Default: the delivery queue's (derivedTimings' maxReceiveCount, 17 × 180 s, about
+   * 51 minutes). Nothing on the ordered intake is retried for its own sake (an invalid message is
+   * dead-lettered at once, with its reason): a record comes back only while something routing needs
+   * is failing (the registry, an endpoint's secret, the ledger, the queue), so the receives allowed
+   * are the outage its shipment rides out, held meanwhile (that shipment alone), before its
+   * messages are set aside out of order. Lower it to set them aside sooner.
    */
   readonly orderedMaxReceiveCount?: number;
   /**
@@ -373,7 +369,7 @@ export class WebhookDelivery extends Construct {
       retentionPeriod: MAX_RETENTION,
       removalPolicy: RemovalPolicy.RETAIN,
     });
-    const orderedMaxReceiveCount = props.orderedMaxReceiveCount ?? ORDERED_MAX_RECEIVE_COUNT;
+    const orderedMaxReceiveCount = props.orderedMaxReceiveCount ?? timings.maxReceiveCount;
     if (!Number.isInteger(orderedMaxReceiveCount) || orderedMaxReceiveCount < 1 || orderedMaxReceiveCount > 1000) {
       throw new ConfigError('orderedMaxReceiveCount', `must be a whole number from 1 to 1000, got ${orderedMaxReceiveCount}`);
     }

@@ -30,7 +30,6 @@ import {
   DEAD_LETTER_AGE_ALARM,
   ENDPOINT_UNRESOLVED_METRIC,
   METRICS,
-  ORDERED_MAX_RECEIVE_COUNT,
   UNROUTED_ALARM_THRESHOLD,
   RECOVERED_METRIC,
   RECOVERY_ENTRY,
@@ -298,15 +297,14 @@ describe('WebhookDelivery', () => {
       expect(built.delivery.orderedQueue.fifo).toBe(true);
     });
 
-    it('redrives to a FIFO dead-letter queue of its own after 5 receives (15 minutes of failing), far fewer than the delivery queue allows', () => {
+    it('redrives to a FIFO dead-letter queue of its own after as many receives as the delivery queue allows (about 51 minutes of a failing dependency)', () => {
       const built = build();
       const { maxReceiveCount, visibilityTimeoutSeconds } = derivedTimings(defaults);
 
-      expect(ORDERED_MAX_RECEIVE_COUNT).toBe(5);
-      expect(ORDERED_MAX_RECEIVE_COUNT * visibilityTimeoutSeconds).toBe(15 * 60);
+      expect(maxReceiveCount * visibilityTimeoutSeconds).toBe(17 * 180);
       expect(propertiesOf(built, built.delivery.orderedQueue).RedrivePolicy).toEqual({
         deadLetterTargetArn: arnOf(built, built.delivery.orderedDeadLetterQueue),
-        maxReceiveCount: ORDERED_MAX_RECEIVE_COUNT,
+        maxReceiveCount,
       });
       expect(propertiesOf(built, built.delivery.queue).RedrivePolicy).toEqual({
         deadLetterTargetArn: arnOf(built, built.delivery.redriveQueue),
@@ -412,7 +410,7 @@ describe('WebhookDelivery', () => {
 
     it('alarms when the oldest message on the ordered intake is older than a failing one stays before being set aside, plus 5 minutes', () => {
       const built = build();
-      const { visibilityTimeoutSeconds } = derivedTimings(defaults);
+      const { visibilityTimeoutSeconds, maxReceiveCount } = derivedTimings(defaults);
 
       expect(alarmOf(built, built.delivery.alarms.orderedPendingAge)).toMatchObject({
         MetricName: 'ApproximateAgeOfOldestMessage',
@@ -423,7 +421,7 @@ describe('WebhookDelivery', () => {
         EvaluationPeriods: 5,
         DatapointsToAlarm: 5,
         ComparisonOperator: 'GreaterThanThreshold',
-        Threshold: ORDERED_MAX_RECEIVE_COUNT * visibilityTimeoutSeconds + 300,
+        Threshold: maxReceiveCount * visibilityTimeoutSeconds + 300,
       });
       expect(alarmOf(build({ orderedMaxReceiveCount: 10 }), build({ orderedMaxReceiveCount: 10 }).delivery.alarms.orderedPendingAge).Threshold).toBe(
         10 * visibilityTimeoutSeconds + 300,
