@@ -33,6 +33,7 @@ import { errorFields, type Logger } from '../observability';
 import { unreachable, type AttemptOutcome } from '../outcome';
 import { MAX_WAIT_SECONDS } from '../policy';
 import type { Endpoint, EndpointRecord, StateChange } from './endpoint';
+import { ENDPOINTS_CACHE_MS } from './registry';
 
 /** An endpoint's health as its registry item holds it. Times are epoch ms. */
 export interface EndpointHealth {
@@ -91,6 +92,15 @@ export const BREAKER_WINDOW_MS = 60_000;
 export const BREAKER_MIN_OPEN_SECONDS = 5;
 /** The longest the breaker opens for: a receiver back up waits at most this long for its deliveries. */
 export const BREAKER_MAX_OPEN_SECONDS = 300;
+
+/**
+ * How long past a pause another consumer opened this one waits before it probes the endpoint itself:
+ * the opener's probe (an attempt timeout) and the registry copy that tells of its outcome (the cache's
+ * age), and 5 s more. So one consumer probes per pause, not every one.
+ */
+export function probeGraceMs(attemptTimeoutMs: number): number {
+  return attemptTimeoutMs + ENDPOINTS_CACHE_MS + 5_000;
+}
 
 /** A consumer's unbroken run of unreachable attempts at one endpoint. Times are epoch ms. */
 export interface UnreachableRun {
@@ -337,6 +347,10 @@ export class HealthTracker {
   readonly #runs = new Map<string, UnreachableRun>();
   /** Recovery writes in flight, per endpoint: the accepted attempts that end together share one. */
   readonly #recovering = new Map<string, Promise<void>>();
+  /** The breaker pause this consumer opened, per endpoint (its own write in force): it probes when it ends. */
+  readonly #opened = new Map<string, number>();
+  /** Endpoints whose breaker another consumer opened, with the grace this one waits past the pause (`probeGraceMs`). */
+  readonly #following = new Map<string, number>();
 
   constructor(options: HealthTrackerOptions) {
     this.#store = options.store;
@@ -391,7 +405,19 @@ export class HealthTracker {
     const nowMs = this.#now();
     const local = this.#pauses.get(name);
     if (local !== undefined && local <= nowMs) this.#pauses.delete(name);
-    return pauseSecondsLeft(this.current(name), nowMs);
+    const health = this.current(name);
+    const left = pauseSecondsLeft(health, nowMs);
+    if (this.#following.size === 0) return left;
+    // Another consumer opened its breaker: that one probes when the pause ends; this one waits for
+    // the outcome (a re-open or the recovery, in its copy of the registry) up to the grace.
+    const graceMs = this.#following.get(name);
+    if (graceMs === undefined) return left;
+    const until = (health.pausedUntil ?? 0) + graceMs;
+    if (!tripped(health) || until <= nowMs) {
+      this.#following.delete(name);
+      return left;
+    }
+    return Math.max(left, Math.ceil((until - nowMs) / 1000));
   }
 
   /**
@@ -412,6 +438,7 @@ export class HealthTracker {
       // An HTTP answer ends a run of unreachable attempts.
       if (this.#runs.size > 0 && (outcome.kind !== 'temporary' || outcome.status !== undefined)) this.#runs.delete(name);
       if (outcome.kind === 'accepted') {
+        if (this.#following.size > 0) this.#following.delete(name);
         const before = this.current(name);
         if (!endsFailures(before)) return;
         // Accepted attempts of one batch end together (a half-open probe's, say): one recovery write.
@@ -453,13 +480,21 @@ export class HealthTracker {
     const name = endpoint.name;
     const run = extendRun(this.#runs.get(name), nowMs);
     this.#runs.set(name, run);
-    const step = breakerStep(run, this.current(name), nowMs, endpoint.attemptTimeoutMs);
-    if (step.kind === 'held') return;
+    const known = this.current(name);
+    const step = breakerStep(run, known, nowMs, endpoint.attemptTimeoutMs);
+    if (step.kind === 'held') {
+      if (this.#opened.get(name) !== known.pausedUntil) this.#follow(endpoint);
+      return;
+    }
     if (step.kind === 'count') {
-      if (step.record) await this.#recordFailure(endpoint, nowMs, logger);
+      if (!step.record) return;
+      const health = await this.#recordFailure(endpoint, nowMs, logger);
+      // The item says another consumer has opened it already.
+      if (pauseSecondsLeft(health, this.#now()) > 0) this.#follow(endpoint);
       return;
     }
     this.#pauses.set(name, step.untilMs);
+    this.#opened.set(name, step.untilMs);
     let inForce = step.untilMs;
     try {
       // A failed probe is counted (so a long outage still reaches automatic disabling), and its
@@ -473,15 +508,28 @@ export class HealthTracker {
       logger.warn('endpoint health write failed', { endpoint: name, write: 'pause', ...errorFields(error) });
     }
     this.#pauses.set(name, inForce);
+    const opened = inForce === step.untilMs;
+    if (opened) this.#following.delete(name);
+    else {
+      this.#opened.delete(name);
+      this.#follow(endpoint);
+    }
     logger.warn('endpoint paused', {
       endpoint: name,
       pausedUntil: new Date(inForce).toISOString(),
       why: 'unreachable',
       breaker: step.kind,
+      // Whether this consumer's write paused it (it probes when the pause ends) or another's had.
+      opened,
       cause: 'cause' in outcome ? outcome.cause : undefined,
       unreachableInRow: run.count,
       pauseSeconds: Math.round((inForce - nowMs) / 1000),
     });
+  }
+
+  /** Another consumer opened the endpoint's breaker: this one leaves the probe to it (`pausedFor`). */
+  #follow(endpoint: Endpoint): void {
+    this.#following.set(endpoint.name, probeGraceMs(endpoint.attemptTimeoutMs));
   }
 
   /** The first accepted attempt after failures: the recovery written (closing the breaker, if it was open). */

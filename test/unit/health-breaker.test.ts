@@ -14,8 +14,10 @@ import {
   breakerStep,
   extendRun,
   openSeconds,
+  probeGraceMs,
   tripped,
   type EndpointHealth,
+  type HealthRecord,
   type UnreachableRun,
 } from '../../lib/endpoints/health';
 import type { AttemptOutcome } from '../../lib/outcome';
@@ -159,33 +161,65 @@ describe('Class: HealthTracker, the breaker', () => {
     return { store, clock, one, two };
   };
 
-  it('another consumer adopts the pause from the item its first failure write returns, and writes no pause of its own', async () => {
-    const { store, two } = await twoConsumers();
+  /** The registry's list as a consumer reads it: `acme` with its health as the store holds it. */
+  const copyOf = (store: MemoryHealthStore): HealthRecord[] => [
+    { fields: { name: 'acme', url: acme.url, eventTypes: ['*'] }, state: 'enabled', createdAt: T0, updatedAt: T0, health: store.health.get('acme')! },
+  ];
+  const GRACE_S = probeGraceMs(acme.attemptTimeoutMs) / 1000;
 
-    expect(two.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
+  it('another consumer adopts the pause from the item its first failure write returns, writes no pause, and leaves the probe to the opener', async () => {
+    const { store, clock, one, two } = await twoConsumers();
+
     expect(store.writes).toEqual(['failure acme', 'pause acme', 'failure acme']);
+    expect(one.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
+    // The follower holds its deliveries past the pause by the grace: the opener's probe and a copy's age.
+    expect(GRACE_S).toBe(1 + 15 + 5);
+    expect(two.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS + GRACE_S);
+    clock.now = T0 + 5_000;
+    expect([one.health.pausedFor('acme'), two.health.pausedFor('acme')]).toEqual([0, GRACE_S]);
   });
 
-  it('re-opens for longer when the probe after the pause fails, and one consumer writes the re-open', async () => {
+  it('re-opens for longer when the opener\'s probe fails; the follower sees the re-open in its copy and keeps waiting', async () => {
     const { store, clock, one, two } = await twoConsumers();
     store.writes.length = 0;
 
-    // The pause ends: the next attempts are the probe; each consumer's fails after its 1-s timeout.
-    clock.now = T0 + 5_000;
-    expect([one.health.pausedFor('acme'), two.health.pausedFor('acme')]).toEqual([0, 0]);
+    // The pause ends: the opener's next attempt is the probe, failing after its 1-s timeout.
     clock.now = T0 + 6_000;
     await outage(one, 1);
-    clock.now = T0 + 6_100;
-    await outage(two, 1);
+    clock.now = T0 + 8_000;
+    two.health.observe(copyOf(store));
 
-    // Failing since T0, 6 s ago: paused 6 s more, written once.
+    // Failing since T0, 6 s ago: paused 6 s more, written once (a failure and the pause).
     expect(store.health.get('acme')?.pausedUntil).toBe(T0 + 12_000);
-    expect(store.writes).toEqual(['failure acme', 'pause acme', 'failure acme']);
-    expect(two.health.pausedFor('acme')).toBe(6);
-    expect(one.lines.filter((l) => l.message === 'endpoint paused').map((l) => [l.breaker, l.pauseSeconds])).toEqual([
-      ['open', 5],
-      ['reopen', 6],
+    expect(store.writes).toEqual(['failure acme', 'pause acme']);
+    expect(one.health.pausedFor('acme')).toBe(4);
+    expect(two.health.pausedFor('acme')).toBe(4 + GRACE_S);
+    expect(one.lines.filter((l) => l.message === 'endpoint paused').map((l) => [l.breaker, l.opened, l.pauseSeconds])).toEqual([
+      ['open', true, 5],
+      ['reopen', true, 6],
     ]);
+  });
+
+  it('a follower probes itself once the grace is over with no news (the opener gone), and adopts a re-open it finds', async () => {
+    const { store, clock, one, two } = await twoConsumers();
+    store.writes.length = 0;
+
+    clock.now = T0 + 5_000 + GRACE_S * 1000;
+    expect(two.health.pausedFor('acme')).toBe(0);
+    clock.now += 1_000;
+    await outage(two, 1);
+    // Meanwhile the opener came back and probed too, a moment later: it finds the follower's re-open.
+    clock.now += 100;
+    await outage(one, 1);
+
+    expect(store.writes).toEqual(['failure acme', 'pause acme', 'failure acme']);
+    expect(two.lines.filter((l) => l.message === 'endpoint paused').map((l) => [l.breaker, l.opened])).toEqual([['reopen', true]]);
+    expect(one.lines.filter((l) => l.message === 'endpoint paused').map((l) => [l.breaker, l.opened])).toEqual([
+      ['open', true],
+      ['reopen', false],
+    ]);
+    // Now the first is the follower, waiting past the second's pause.
+    expect(one.health.pausedFor('acme')).toBeGreaterThan(two.health.pausedFor('acme'));
   });
 
   it('closes when the probe is accepted: the recovery written once, and the next timeouts start a new run of three', async () => {
