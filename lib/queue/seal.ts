@@ -15,6 +15,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { ConfigError, RESOURCE_ENV } from '../config';
+import { secretsManagerClient, type GetSecretValue } from '../endpoints/secret';
 import {
   ENDPOINT_ATTRIBUTE,
   IN_TURN_ATTRIBUTE,
@@ -55,12 +56,16 @@ export class SealKeyError extends Error {
 
 export class MessageSeal {
   readonly #key: Buffer;
+  readonly #previous: readonly Buffer[];
 
-  /** @param key base64 (or base64url) of at least SEAL_KEY_BYTES bytes. @throws SealKeyError */
-  constructor(key: string) {
-    const bytes = Buffer.from(key.trim(), 'base64');
-    if (bytes.length < SEAL_KEY_BYTES) throw new SealKeyError(`a seal key must be base64 of at least ${SEAL_KEY_BYTES} bytes, got ${bytes.length}`);
-    this.#key = bytes;
+  /**
+   * @param key base64 (or base64url) of at least SEAL_KEY_BYTES bytes: what seals.
+   * @param previousKeys keys a rotation replaced: what was sealed with them still steers.
+   * @throws SealKeyError
+   */
+  constructor(key: string, previousKeys: readonly string[] = []) {
+    this.#key = keyBytes(key);
+    this.#previous = previousKeys.map(keyBytes);
   }
 
   /** A new random key, base64. */
@@ -70,13 +75,7 @@ export class MessageSeal {
 
   /** The seal of a body with these control values (absent ones count as absent, not as empty). */
   seal(body: string, control: ControlValues): string {
-    const mac = createHmac('sha256', this.#key).update('handoff-seal-v1\n');
-    for (const name of CONTROL_ATTRIBUTES) {
-      const value = control[name];
-      // Length-prefixed, so no value can spill into the next name or into the body.
-      mac.update(value === undefined ? `${name}-\n` : `${name}=${value.length}:${value}\n`);
-    }
-    return mac.update(body).digest('base64url');
+    return sealWith(this.#key, body, control);
   }
 
   /**
@@ -91,7 +90,9 @@ export class MessageSeal {
       const value = attribute(name);
       if (value !== undefined) control[name] = value;
     }
-    return this.#verify(seal, this.seal(body, control)) ? control : {};
+    // The current key first; a key a rotation replaced only for what it sealed before.
+    if (this.#verify(seal, this.seal(body, control))) return control;
+    return this.#previous.some((key) => this.#verify(seal, sealWith(key, body, control))) ? control : {};
   }
 
   #verify(given: string, expected: string): boolean {
@@ -99,6 +100,22 @@ export class MessageSeal {
     const b = Buffer.from(expected);
     return a.length === b.length && timingSafeEqual(a, b);
   }
+}
+
+function keyBytes(key: string): Buffer {
+  const bytes = Buffer.from(key.trim(), 'base64');
+  if (bytes.length < SEAL_KEY_BYTES) throw new SealKeyError(`a seal key must be base64 of at least ${SEAL_KEY_BYTES} bytes, got ${bytes.length}`);
+  return bytes;
+}
+
+function sealWith(key: Buffer, body: string, control: ControlValues): string {
+  const mac = createHmac('sha256', key).update('handoff-seal-v1\n');
+  for (const name of CONTROL_ATTRIBUTES) {
+    const value = control[name];
+    // Length-prefixed, so no value can spill into the next name or into the body.
+    mac.update(value === undefined ? `${name}-\n` : `${name}=${value.length}:${value}\n`);
+  }
+  return mac.update(body).digest('base64url');
 }
 
 /** Control attributes SQS carries as numbers; the rest are strings. */
@@ -115,18 +132,42 @@ export function sealedAttributes(seal: MessageSeal, body: string, control: Contr
   return attributes;
 }
 
+/** How long a process keeps the seal key it read before reading it again (a rotation reaches it within this). */
+export const SEAL_KEY_MAX_AGE_MS = 5 * 60_000;
+/** After a failed re-read, the next one is made no sooner than this; the key read before keeps sealing meanwhile. */
+export const SEAL_KEY_RETRY_AFTER_MS = 5_000;
+
 /**
- * The seal from `load`, loaded on first use and kept; a failed load is not kept, so the next use
- * tries again (a Secrets Manager throttle on a cold start loses nothing: the batch returns).
+ * The seal from `load`, loaded on first use, kept `maxAgeMs` (SEAL_KEY_MAX_AGE_MS), then loaded again
+ * while the one at hand goes on sealing; a failed load is not kept: with none at hand it fails the
+ * caller (a Secrets Manager throttle on a cold start loses nothing: the batch returns), with one at
+ * hand that one goes on, and the next load is tried SEAL_KEY_RETRY_AFTER_MS later.
  */
-export function sealSource(load: () => Promise<MessageSeal>): () => Promise<MessageSeal> {
+export function sealSource(
+  load: () => Promise<MessageSeal>,
+  options: { readonly maxAgeMs?: number; readonly now?: () => number } = {},
+): () => Promise<MessageSeal> {
+  const maxAgeMs = options.maxAgeMs ?? SEAL_KEY_MAX_AGE_MS;
+  const now = options.now ?? Date.now;
+  let held: { readonly seal: MessageSeal; readonly dueAt: number } | undefined;
   let loading: Promise<MessageSeal> | undefined;
   return () => {
-    if (loading === undefined) {
-      loading = load();
-      loading.catch(() => (loading = undefined));
-    }
-    return loading;
+    if (held !== undefined && now() < held.dueAt) return Promise.resolve(held.seal);
+    loading ??= load().then(
+      (seal) => {
+        held = { seal, dueAt: now() + maxAgeMs };
+        loading = undefined;
+        return seal;
+      },
+      (error: unknown) => {
+        if (held !== undefined) held = { seal: held.seal, dueAt: now() + SEAL_KEY_RETRY_AFTER_MS };
+        loading = undefined;
+        throw error;
+      },
+    );
+    if (held === undefined) return loading;
+    loading.catch(() => {});
+    return Promise.resolve(held.seal);
   };
 }
 
@@ -136,20 +177,35 @@ export function sealSource(load: () => Promise<MessageSeal>): () => Promise<Mess
  * ConfigError naming the variable (and the ARN, never the key); a failed read throws what the read
  * threw, so the caller's messages return and the read is tried again.
  */
-export async function sealFromEnvironment(env: NodeJS.ProcessEnv): Promise<MessageSeal> {
+export async function sealFromEnvironment(env: NodeJS.ProcessEnv, get: GetSecretValue = secretsManagerClient()): Promise<MessageSeal> {
   const arn = env[RESOURCE_ENV.sealKeyArn] || undefined;
   const variable = arn !== undefined ? RESOURCE_ENV.sealKeyArn : RESOURCE_ENV.sealKey;
   let key = env[RESOURCE_ENV.sealKey] || undefined;
+  const previous: string[] = [];
   if (arn !== undefined) {
-    // Loaded only when used, so a process with the key at hand never pays for the client.
-    const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
-    key = (await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: arn }))).SecretString;
+    key = (await get({ SecretId: arn })).SecretString;
+    // After a rotation (put-secret-value), what the replaced key sealed still steers: the messages in
+    // flight then. A secret never rotated has no AWSPREVIOUS.
+    const replaced = await get({ SecretId: arn, VersionStage: 'AWSPREVIOUS' }).catch((error: unknown) => {
+      if (error instanceof Error && error.name === 'ResourceNotFoundException') return undefined;
+      throw error;
+    });
+    if (replaced?.SecretString && isSealKey(replaced.SecretString)) previous.push(replaced.SecretString);
   }
   if (!key) throw new ConfigError(variable, arn !== undefined ? `names a secret with no string value (${arn})` : 'must be set');
   try {
-    return new MessageSeal(key);
+    return new MessageSeal(key, previous);
   } catch (error) {
     if (!(error instanceof SealKeyError)) throw error;
     throw new ConfigError(variable, arn !== undefined ? `names a secret (${arn}) that cannot seal: ${error.message}` : `cannot seal: ${error.message}`);
+  }
+}
+
+function isSealKey(key: string): boolean {
+  try {
+    keyBytes(key);
+    return true;
+  } catch {
+    return false;
   }
 }

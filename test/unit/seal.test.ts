@@ -1,6 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../lib/config';
-import { CONTROL_ATTRIBUTES, MessageSeal, SEAL_ATTRIBUTE, SealKeyError, sealedAttributes, sealFromEnvironment, sealSource, type ControlValues } from '../../lib/queue/seal';
+import {
+  CONTROL_ATTRIBUTES,
+  MessageSeal,
+  SEAL_ATTRIBUTE,
+  SEAL_KEY_MAX_AGE_MS,
+  SEAL_KEY_RETRY_AFTER_MS,
+  SealKeyError,
+  sealedAttributes,
+  sealFromEnvironment,
+  sealSource,
+  type ControlValues,
+} from '../../lib/queue/seal';
 
 const KEY = Buffer.alloc(32, 1).toString('base64');
 const seal = new MessageSeal(KEY);
@@ -74,6 +85,15 @@ describe('Class: MessageSeal', () => {
     });
   });
 
+  it('lets what a replaced key sealed steer after a rotation, and seals with the new key', () => {
+    const rotated = new MessageSeal(MessageSeal.generateKey(), [KEY]);
+    const sealedBefore = sealedAttributes(seal, BODY, { endpoint: 'acme' });
+
+    expect(rotated.controlOf(BODY, reader(sealedBefore))).toStrictEqual({ endpoint: 'acme' });
+    expect(rotated.seal(BODY, { endpoint: 'acme' })).not.toBe(seal.seal(BODY, { endpoint: 'acme' }));
+    expect(seal.controlOf(BODY, reader(sealedAttributes(rotated, BODY, { endpoint: 'acme' })))).toStrictEqual({});
+  });
+
   it('refuses a key shorter than 32 bytes', () => {
     expect(() => new MessageSeal(Buffer.alloc(16).toString('base64'))).toThrow(new SealKeyError('a seal key must be base64 of at least 32 bytes, got 16'));
   });
@@ -94,7 +114,72 @@ describe('Function: sealFromEnvironment', () => {
   });
 });
 
+describe('Function: sealFromEnvironment, in AWS', () => {
+  const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff-seal-AbCdEf';
+
+  it('reads AWSCURRENT to seal and AWSPREVIOUS to keep what it sealed steering', async () => {
+    const previous = MessageSeal.generateKey();
+    const asked: (string | undefined)[] = [];
+    const get = async (input: { SecretId: string; VersionStage?: string }) => {
+      asked.push(input.VersionStage);
+      return { SecretString: input.VersionStage === 'AWSPREVIOUS' ? previous : KEY };
+    };
+
+    const read = await sealFromEnvironment({ HANDOFF_SEAL_KEY_ARN: ARN }, get);
+
+    expect(asked).toStrictEqual([undefined, 'AWSPREVIOUS']);
+    expect(read.seal(BODY, { endpoint: 'acme' })).toBe(seal.seal(BODY, { endpoint: 'acme' }));
+    const old = new MessageSeal(previous);
+    expect(read.controlOf(BODY, reader(sealedAttributes(old, BODY, { endpoint: 'acme' })))).toStrictEqual({ endpoint: 'acme' });
+  });
+
+  it('takes a secret never rotated (no AWSPREVIOUS), and fails as the read fails otherwise', async () => {
+    const notFound = Object.assign(new Error('no such version'), { name: 'ResourceNotFoundException' });
+    const throttled = Object.assign(new Error('slow down'), { name: 'ThrottlingException' });
+    const once = (failure: Error) => async (input: { VersionStage?: string }) => {
+      if (input.VersionStage === 'AWSPREVIOUS') throw failure;
+      return { SecretString: KEY };
+    };
+
+    const read = await sealFromEnvironment({ HANDOFF_SEAL_KEY_ARN: ARN }, once(notFound));
+
+    expect(read.seal(BODY, {})).toBe(seal.seal(BODY, {}));
+    await expect(sealFromEnvironment({ HANDOFF_SEAL_KEY_ARN: ARN }, once(throttled))).rejects.toThrow('slow down');
+  });
+});
+
 describe('Function: sealSource', () => {
+  it('reads the key again once it is SEAL_KEY_MAX_AGE_MS old, sealing with the one at hand meanwhile; a failed read keeps it', async () => {
+    let clock = 0;
+    const rotated = new MessageSeal(MessageSeal.generateKey());
+    const answers: (MessageSeal | Error)[] = [seal, new Error('throttled'), rotated];
+    let loads = 0;
+    const source = sealSource(
+      async () => {
+        const answer = answers[loads++]!;
+        if (answer instanceof Error) throw answer;
+        return answer;
+      },
+      { now: () => clock },
+    );
+
+    expect(await source()).toBe(seal);
+    clock = SEAL_KEY_MAX_AGE_MS - 1;
+    expect(await source()).toBe(seal);
+    expect(loads).toBe(1);
+    clock = SEAL_KEY_MAX_AGE_MS;
+    expect(await source()).toBe(seal); // the read starts; the key at hand seals
+    await Promise.resolve();
+    expect(loads).toBe(2);
+    expect(await source()).toBe(seal); // the read failed: the key at hand goes on, no read before the retry
+    expect(loads).toBe(2);
+    clock += SEAL_KEY_RETRY_AFTER_MS;
+    await source();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(loads).toBe(3);
+    expect(await source()).toBe(rotated);
+  });
+
   it('loads once, and again after a failed load', async () => {
     let loads = 0;
     const source = sealSource(async () => {
