@@ -10,6 +10,7 @@ import { checkEndpoint, ConfigError, validateSettings, type SettingNames, type S
 import { MAX_WAIT_SECONDS, retryPolicy, type RetryPolicy } from '../policy';
 import { quoted, safe } from '../terminal';
 import { createSigner, SigningSecretError } from '../webhook/signing-secret';
+import { isEncryptedSecret } from './secret-cipher';
 
 /** The endpoint of the single-URL settings (`HANDOFF_WEBHOOK_URL`, the construct's `webhookUrl`). */
 export const DEFAULT_ENDPOINT_NAME = 'default';
@@ -52,9 +53,10 @@ export interface EndpointFields {
   readonly eventTypes: readonly string[];
   readonly match?: Readonly<Record<string, readonly MatchValue[]>>;
   /**
-   * Its signing secret: a `whsec_…` value (the registry keeps it encrypted at rest, never shows it
-   * again) or `arn:…` of a Secrets Manager secret holding one (endpoints the construct declares).
-   * Unset: requests go unsigned.
+   * Its signing secret: a `whsec_…` value, `arn:…` of a Secrets Manager secret holding one (endpoints
+   * the construct declares), or a value encrypted with the registry's key (`encrypted:kms:…`, in the
+   * sandbox `encrypted:local:…`: lib/endpoints/secret-cipher.ts), which is how the registry stores
+   * a value `handoff endpoint` writes. Never shown again. Unset: requests go unsigned.
    */
   readonly secret?: string;
   /**
@@ -392,10 +394,14 @@ function parseMatch(raw: unknown, fail: (field: string, problem: string) => neve
   return match;
 }
 
-/** A signing secret field: a whsec value the signer accepts, or a Secrets Manager ARN. Never echoed. */
+/**
+ * A signing secret field: a whsec value the signer accepts, a Secrets Manager ARN, or a value
+ * encrypted with the registry's key (`ENCRYPTED_SECRET`, lib/endpoints/secret-cipher.ts: its
+ * plaintext is checked where it was encrypted, and decrypted by the consumer alone). Never echoed.
+ */
 function parseSecret(raw: unknown, field: string, fail: (field: string, problem: string) => never): string {
-  if (typeof raw !== 'string' || !(raw.startsWith('whsec_') || SECRET_ARN.test(raw))) {
-    fail(field, 'must be a whsec_… signing secret or the ARN of a Secrets Manager secret holding one (the value is not shown)');
+  if (typeof raw !== 'string' || !(raw.startsWith('whsec_') || SECRET_ARN.test(raw) || isEncryptedSecret(raw))) {
+    fail(field, 'must be a whsec_… signing secret, the ARN of a Secrets Manager secret holding one, or one the registry encrypted (encrypted:kms:… or encrypted:local:…) (the value is not shown)');
   }
   // A value that cannot sign would fail every attempt: refused here, by the signer itself.
   const secret = raw as string;

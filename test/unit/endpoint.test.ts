@@ -31,6 +31,9 @@ const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff
 const OLD_SECRET = 'whsec_T7ojJeNsUogA3D9W+2rOXCHVIoj2XRbaCCjTarhNdhk=';
 const OLD_SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff/acme-old-GhIjKl';
 const OVERLAP_END = Date.parse('2026-12-04T04:30:00Z');
+/** Secrets as the registry stores what `handoff endpoint` writes (lib/endpoints/secret-cipher.ts): encrypted. */
+const ENCRYPTED_KMS = `encrypted:kms:${Buffer.alloc(184, 7).toString('base64')}`;
+const ENCRYPTED_LOCAL = `encrypted:local:${Buffer.alloc(79, 9).toString('base64')}`;
 
 const deployment: DeploymentSettings = {
   retryPolicy: DEFAULT_SETTINGS.retryPolicy,
@@ -88,6 +91,20 @@ describe('Function: parseEndpointFields', () => {
 
   it('accepts a Secrets Manager ARN as the secret', () => {
     expect(parseEndpointFields({ ...minimal, secret: SECRET_ARN }).secret).toBe(SECRET_ARN);
+  });
+
+  it('accepts a secret the registry encrypted (kms or local), as the secret and as the previous one, kept as stored', () => {
+    const overlap = { previousSecret: ENCRYPTED_LOCAL, previousSecretUntil: OVERLAP_END };
+
+    expect(parseEndpointFields({ ...minimal, secret: ENCRYPTED_KMS }).secret).toBe(ENCRYPTED_KMS);
+    expect(parseEndpointFields({ ...minimal, secret: ENCRYPTED_KMS, ...overlap })).toEqual({ ...minimal, secret: ENCRYPTED_KMS, ...overlap });
+    // A plain value from before encryption stays readable beside an encrypted one.
+    expect(parseEndpointFields({ ...minimal, secret: ENCRYPTED_KMS, previousSecret: OLD_SECRET, previousSecretUntil: OVERLAP_END })).toMatchObject({ previousSecret: OLD_SECRET });
+  });
+
+  it('leaves an encrypted secret for the caller to decrypt, and takes the value it passes', () => {
+    expect(resolveEndpoint(record({ secret: ENCRYPTED_KMS }), deployment).secret).toBeUndefined();
+    expect(resolveEndpoint(record({ secret: ENCRYPTED_KMS }), deployment, SECRET).secret).toBe(SECRET);
   });
 
   it("keeps a rotation's previous secret, in either form, with the end of its overlap", () => {
@@ -211,6 +228,18 @@ describe('Function: parseEndpointFields', () => {
     expect(error.field).toBe('secret');
     expect(error.message).not.toContain(secret);
     expect(error.message).not.toContain(secret.slice(6, 14));
+  });
+
+  it.each([
+    ['a scheme handoff does not make', 'encrypted:rot13:', 'bm90IGEgc2VjcmV0'],
+    ['a ciphertext that is not base64', 'encrypted:kms:', 'bm90*IGEg'],
+    ['no ciphertext', 'encrypted:local:', ''],
+  ])('refuses an encrypted secret with %s, without showing its ciphertext', (_case, prefix, ciphertext) => {
+    const error = refusal(() => parseEndpointFields({ ...minimal, secret: `${prefix}${ciphertext}` }));
+
+    expect(error.field).toBe('secret');
+    expect(error.message).toContain('must be a whsec_… signing secret, the ARN of a Secrets Manager secret holding one, or one the registry encrypted');
+    if (ciphertext !== '') expect(error.message).not.toContain(ciphertext);
   });
 });
 
