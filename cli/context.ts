@@ -10,6 +10,7 @@ import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
 import { EndpointRegistryError } from '../lib/endpoints/registry';
 import { REGISTRY_SCHEMA } from '../lib/endpoints/registry-schema';
+import { kmsClient, KmsSecretCipher, LocalSecretCipher, SecretEncryptionError, type EndpointSecretCipher } from '../lib/endpoints/secret-cipher';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import type { Ledger } from '../lib/ledger/ledger';
 import { CloudWatchMetricsReader } from '../lib/metrics/cloudwatch-reader';
@@ -22,7 +23,7 @@ import { CommandFailedError } from './errors';
 import type { DeliveryQueue } from '../lib/queue/queue';
 import type { Resume } from '../lib/resume';
 import { metricsFileFor, SandboxMetricsReader } from '../sandbox/metric-sink';
-import { dynamoDbClient, requireName, sqsClient, type Target } from './target';
+import { dynamoDbClient, ENDPOINTS_KEY_ARN_ENV, requireName, sqsClient, type Target } from './target';
 
 export interface Output {
   readonly stdout: NodeJS.WritableStream;
@@ -36,6 +37,8 @@ export class CommandContext {
   #ledger: Ledger | undefined;
   #registry: DynamoDbEndpointRegistry | undefined;
   #cloudWatch: CloudWatchClient | undefined;
+  #kms: ReturnType<typeof kmsClient> | undefined;
+  #secretCipher: EndpointSecretCipher | undefined;
   /** What the command's messages for one endpoint are sealed with, fetched once, when first needed. */
   readonly #seal = sealSource(() => this.#messageSeal());
 
@@ -64,13 +67,60 @@ export class CommandContext {
     return this.#ledger;
   }
 
-  /** The endpoint registry (`endpointsTable`). @throws UsageError when the target names none */
+  /**
+   * The endpoint registry (`endpointsTable`), encrypting every plain signing secret it writes with
+   * the target's key (`encryptSecret`). @throws UsageError when the target names none
+   */
   registry(): DynamoDbEndpointRegistry {
     if (!this.#registry) {
       const tableName = requireName(this.#target, 'endpointsTable');
-      this.#registry = new DynamoDbEndpointRegistry({ client: this.#documentClient(), tableName });
+      this.#registry = new DynamoDbEndpointRegistry({
+        client: this.#documentClient(),
+        tableName,
+        cipher: { encrypt: (secret, endpoint) => this.encryptSecret(secret, endpoint) },
+      });
     }
     return this.#registry;
+  }
+
+  /**
+   * An endpoint's signing secret as the registry stores it (lib/endpoints/secret-cipher.ts): in AWS
+   * encrypted with the registry's KMS key (`kms:Encrypt`: the stack output `EndpointsKeyArn`, or
+   * `HANDOFF_ENDPOINTS_KEY_ARN`), in the sandbox with the key its state file holds. Asked only when a
+   * plain secret is written, so a target without a key still takes every other change.
+   * @throws CommandFailedError when the target has no key or it refuses: nothing is written
+   */
+  async encryptSecret(secret: string, endpoint: string): Promise<string> {
+    const cipher = this.#cipherForSecrets();
+    try {
+      return await cipher.encrypt(secret, endpoint);
+    } catch (error) {
+      if (!(error instanceof SecretEncryptionError)) throw error;
+      const hint =
+        cipher.scheme === 'kms'
+          ? "; nothing written (the caller needs kms:Encrypt on the registry's key: grantEndpointAdmin grants it)"
+          : '; nothing written';
+      throw new CommandFailedError(`${error.message}${hint}`, error.code, { cause: error });
+    }
+  }
+
+  #cipherForSecrets(): EndpointSecretCipher {
+    if (this.#secretCipher !== undefined) return this.#secretCipher;
+    const target = this.#target;
+    const where = target.endpointSecretsKey;
+    if (where !== undefined && 'key' in where) return (this.#secretCipher = new LocalSecretCipher(where.key));
+    const keyArn = where?.keyArn ?? (process.env[ENDPOINTS_KEY_ARN_ENV]?.trim() || undefined);
+    if (keyArn === undefined || target.connection.kind === 'sandbox') {
+      const why =
+        target.connection.kind === 'sandbox'
+          ? `its state file ${target.connection.stateFile} names no secretsKey (the sandbox was started before endpoint secrets were encrypted): restart it (npm start)`
+          : target.description.startsWith('stack ')
+            ? `no ${STACK_OUTPUTS.endpointsKeyArn} output (deployed before endpoint secrets were encrypted?): deploy the current version, or set ${ENDPOINTS_KEY_ARN_ENV} to the ARN of the registry's KMS key`
+            : `set ${ENDPOINTS_KEY_ARN_ENV} to the ARN of the registry's KMS key (the stack output ${STACK_OUTPUTS.endpointsKeyArn})`;
+      throw new CommandFailedError(`cannot encrypt a signing secret for ${target.description}, which names no key for them: ${why}; nothing written`, 'no-secrets-key');
+    }
+    this.#kms ??= kmsClient();
+    return (this.#secretCipher = new KmsSecretCipher({ calls: this.#kms, keyId: keyArn }));
   }
 
   /**
@@ -153,5 +203,6 @@ export class CommandContext {
     this.#sqs?.destroy();
     this.#dynamodb?.destroy();
     this.#cloudWatch?.destroy();
+    this.#kms?.destroy();
   }
 }

@@ -69,6 +69,12 @@ export interface DeploymentFacts {
    * or the stack's secret. Absent: `HANDOFF_SEAL_KEY_ARN` (or `HANDOFF_SEAL_KEY`) in the environment.
    */
   readonly sealKey?: { readonly key: string } | { readonly secretArn: string };
+  /**
+   * What the endpoint secrets the command writes are encrypted with (lib/endpoints/secret-cipher.ts):
+   * the sandbox's key itself, or the registry's KMS key (the stack output `EndpointsKeyArn`). Absent:
+   * `HANDOFF_ENDPOINTS_KEY_ARN` in the environment (cli/context.ts).
+   */
+  readonly endpointSecretsKey?: { readonly key: string } | { readonly keyArn: string };
   /** The largest message body the deployment accepts, when it says. */
   readonly payloadLimitBytes?: number;
   /** The settings an endpoint's defaults and limits come from, when it says. */
@@ -85,6 +91,13 @@ export interface Target extends ResourceNames, DeploymentFacts {
   readonly description: string;
   readonly connection: Connection;
 }
+
+/**
+ * The registry's KMS key (its ARN, or an alias) for a target whose stack does not name it (names
+ * given, a stack deployed before the `EndpointsKeyArn` output): the endpoint secrets the command
+ * writes are encrypted with it.
+ */
+export const ENDPOINTS_KEY_ARN_ENV = 'HANDOFF_ENDPOINTS_KEY_ARN';
 
 export const NO_TARGET_MESSAGE =
   'no handoff to talk to: start the sandbox (npm start), or pass --stack NAME, ' +
@@ -270,6 +283,8 @@ export function namesFromOutputs(
     throw invalid(STACK_OUTPUTS.payloadLimitBytes, limit, 'not a whole number of bytes');
   }
   const sealKeySecretArn = byKey.get(STACK_OUTPUTS.sealKeySecretArn);
+  // Absent from a stack deployed before endpoint secrets were encrypted with the registry's key.
+  const endpointsKeyArn = byKey.get(STACK_OUTPUTS.endpointsKeyArn);
   const defaults = byKey.get(STACK_OUTPUTS.endpointDefaults);
   let deployment: DeploymentSettings | undefined;
   if (defaults !== undefined) {
@@ -287,6 +302,7 @@ export function namesFromOutputs(
     ...(limit !== undefined ? { payloadLimitBytes: Number(limit) } : {}),
     ...(deployment !== undefined ? { deployment } : {}),
     ...(sealKeySecretArn ? { sealKey: { secretArn: sealKeySecretArn } } : {}),
+    ...(endpointsKeyArn ? { endpointSecretsKey: { keyArn: endpointsKeyArn } } : {}),
   };
 }
 
@@ -317,6 +333,8 @@ export function sandboxTarget(path: string): Target | undefined {
     ...(state.deployment !== undefined ? { deployment: deploymentFromJson(state.deployment, `the sandbox state file ${path}`) } : {}),
     // Absent from the state file of a sandbox started before messages were sealed.
     ...(state.sealKey !== undefined ? { sealKey: { key: state.sealKey } } : {}),
+    // Absent from the state file of a sandbox started before endpoint secrets were encrypted.
+    ...(state.secretsKey !== undefined ? { endpointSecretsKey: { key: state.secretsKey } } : {}),
     description: 'the sandbox',
     payloadLimitBytes: state.payloadLimitBytes,
     connection: {

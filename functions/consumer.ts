@@ -19,6 +19,12 @@
  * resolved (its secret unreadable, its item undecodable) holds its deliveries on the queue, as a
  * registry that cannot be read holds the whole batch (lib/batch.ts, `EndpointUnresolved`).
  *
+ * Signing secrets the registry holds encrypted (what `handoff endpoint` writes: lib/endpoints/
+ * secret-cipher.ts) are decrypted once per container: `encrypted:kms:…` with the registry's KMS key
+ * (the ciphertext names it; the function's `kms:Decrypt` on it suffices), `encrypted:local:…` with
+ * the sandbox's key (`HANDOFF_ENDPOINT_SECRETS_KEY`, set by the sandbox alone). One that cannot be
+ * decrypted leaves its endpoint unresolved, as an unreadable Secrets Manager secret does.
+ *
  * With a registry, an endpoint's `rateLimitPerSecond` (docs/contract.md §11) is kept across every
  * consumer by a schedule on its registry item (lib/endpoints/dynamodb-rate-limit.ts, the health
  * writes' UpdateItem grant). Without one there is no limit: the single-URL settings have none.
@@ -39,6 +45,7 @@ import { disabledNotifier, HealthTracker } from '../lib/endpoints/health';
 import { defaultEndpointFields, type EndpointRecord } from '../lib/endpoints/endpoint';
 import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../lib/endpoints/registry';
 import { SecretCache, secretsManagerClient, secretsManagerVersions } from '../lib/endpoints/secret';
+import { kmsClient, KmsSecretCipher, LocalSecretCipher, type EndpointSecretCipher } from '../lib/endpoints/secret-cipher';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { DynamoDbShipmentHeads } from '../lib/ledger/dynamodb-shipment-heads';
 import { createLogger, MetricsRecorder, SERVICE_NAME } from '../lib/observability';
@@ -118,6 +125,13 @@ const rateLimiter = endpointsTable !== undefined ? new DynamoDbRateLimiter({ cli
  */
 const secrets = new SecretCache(secretsManagerVersions(secretsManagerClient(), { logger }), { logger });
 
+/**
+ * What decrypts the secrets the registry holds encrypted: KMS always (its client made at the first
+ * `encrypted:kms:` secret; no key ID needed to decrypt), and the sandbox's local key when it is in the
+ * environment (a bad one fails the cold start, naming the variable).
+ */
+const ciphers: EndpointSecretCipher[] = [new KmsSecretCipher({ calls: kmsClient() }), ...localCipher(env[RESOURCE_ENV.endpointSecretsKey])];
+
 /** The single-URL settings with a secret by ARN, as one registry item (checked at cold start). */
 const singleRecord: readonly EndpointRecord[] =
   webhookUrl !== undefined && secretArn !== undefined ? [{ fields: defaultEndpointFields(webhookUrl, secretArn), state: 'enabled', createdAt: 0, updatedAt: 0 }] : [];
@@ -162,7 +176,7 @@ function registryMode(tableName: string): Routing {
   });
   records = cachedEndpoints(tracker.listing(registry), { ttlMs: cacheMs(env[RESOURCE_ENV.endpointsCacheMs]) });
   health = tracker;
-  return registryRouting({ records, deployment: settings, secrets, createSender, logger });
+  return registryRouting({ records, deployment: settings, secrets, ciphers, createSender, logger });
 }
 
 async function consume(event: SQSEvent, context: Context): Promise<SQSBatchResponse> {
@@ -205,6 +219,16 @@ function cacheMs(raw: string | undefined): number {
     throw new ConfigError(RESOURCE_ENV.endpointsCacheMs, `must be whole milliseconds up to 300000, got "${raw}"`);
   }
   return Number(raw);
+}
+
+function localCipher(key: string | undefined): EndpointSecretCipher[] {
+  if (!key) return [];
+  try {
+    return [new LocalSecretCipher(key)];
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    throw new ConfigError(RESOURCE_ENV.endpointSecretsKey, `cannot decrypt: ${error.message}`);
+  }
 }
 
 function required(value: string | undefined, variable: string): string {

@@ -310,6 +310,12 @@ export const RESOURCE_ENV = {
   sealKeyArn: 'HANDOFF_SEAL_KEY_ARN',
   /** Outside AWS (the sandbox's workers, tests), the seal key itself. */
   sealKey: 'HANDOFF_SEAL_KEY',
+  /**
+   * The sandbox's key for endpoint secrets the registry holds as `encrypted:local:…` (32 bytes,
+   * base64; lib/endpoints/secret-cipher.ts `LocalSecretCipher`). In AWS unset: the registry's KMS key
+   * decrypts `encrypted:kms:…`, named by the ciphertext itself.
+   */
+  endpointSecretsKey: 'HANDOFF_ENDPOINT_SECRETS_KEY',
 } as const;
 
 /** The environment a consumer process (Lambda or sandbox) reads its settings from. */

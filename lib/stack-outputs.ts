@@ -20,6 +20,11 @@ export const STACK_OUTPUTS = {
   orderedQueueUrl: 'OrderedQueueUrl',
   /** The Secrets Manager secret holding the key that seals handoff's own messages (lib/queue/seal.ts): operators' replays are sealed with it. */
   sealKeySecretArn: 'SealKeySecretArn',
+  /**
+   * The endpoint registry's KMS key (its ARN): `handoff endpoint add` and `rotate-secret` encrypt the
+   * signing secrets they write with it (lib/endpoints/secret-cipher.ts, kms:Encrypt).
+   */
+  endpointsKeyArn: 'EndpointsKeyArn',
   /** The SNS topic the alarms (and endpoint-disabled and recovery-failure notices) go to: the one given, or the stack's own. */
   alarmTopicArn: 'AlarmTopicArn',
 } as const;

@@ -28,6 +28,7 @@ import {
   type Settings,
 } from '../lib/config';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
+import { LocalSecretCipher } from '../lib/endpoints/secret-cipher';
 import { MessageSeal } from '../lib/queue/seal';
 import {
   defaultEndpointFields,
@@ -140,6 +141,8 @@ export interface SandboxReady extends SandboxState {
   readonly receivers: Readonly<Record<string, string>>;
   /** The key that seals the sandbox's own messages (lib/queue/seal.ts), drawn at this start. */
   readonly sealKey: string;
+  /** The key of the endpoint secrets `handoff endpoint` writes to its registry (`encrypted:local:…`), drawn at this start. */
+  readonly secretsKey: string;
 }
 
 export interface Sandbox {
@@ -267,6 +270,10 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     };
     // The key that seals the sandbox's own messages (lib/queue/seal.ts), new at every start.
     const sealKey = MessageSeal.generateKey();
+    // The key of the endpoint secrets `handoff endpoint` writes (`encrypted:local:…`, where AWS has
+    // the registry's KMS key), new at every start as the registry is. The endpoints seeded above keep
+    // their secrets as given: the file's are in the user's own file anyway, the demo's are the sandbox's.
+    const secretsKey = LocalSecretCipher.generateKey();
     // The workers' EMF documents, kept for `handoff stats` and the counters (CloudWatch's part).
     // Closed after the pool (closers run in reverse), so the last workers' documents count.
     const metricSink = new MetricSink({ path: metricsFileFor(sandboxStateFile()) });
@@ -292,6 +299,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         [RESOURCE_ENV.deadLetterQueueUrl]: deadLetterQueueUrl,
         [RESOURCE_ENV.queueUrl]: queueUrl,
         [RESOURCE_ENV.sealKey]: sealKey,
+        [RESOURCE_ENV.endpointSecretsKey]: secretsKey,
         ...(options.crashAt ? { [CRASH_AT_ENV]: options.crashAt } : {}),
       },
       timeoutMs: timings.functionTimeoutSeconds * 1000,
@@ -369,6 +377,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         deployment: deploymentToJson(deployment),
         receivers,
         sealKey,
+        secretsKey,
       },
       stop: closeAll,
     };

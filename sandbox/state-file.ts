@@ -12,6 +12,7 @@ import { isIPv4 } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { basename, dirname, isAbsolute, join } from 'node:path';
 import { deploymentFromJson, type DeploymentSettingsJson } from '../lib/endpoints/endpoint';
+import { LOCAL_KEY_BYTES } from '../lib/endpoints/secret-cipher';
 
 /**
  * The region and credentials of every client aimed at the sandbox (its own, the consumer's, the
@@ -53,6 +54,12 @@ export interface SandboxState {
    * replays and releases are sealed with it. Absent in the state file of a sandbox started before it.
    */
   readonly sealKey?: string;
+  /**
+   * The key the sandbox's endpoint secrets are encrypted with in its registry (`encrypted:local:…`,
+   * lib/endpoints/secret-cipher.ts), drawn at start: `handoff endpoint add` and `rotate-secret`
+   * encrypt with it, the workers decrypt. Absent in the state file of a sandbox started before it.
+   */
+  readonly secretsKey?: string;
 }
 
 /** The fields whose URLs the CLI connects to, or that name where its messages go: loopback only. */
@@ -226,6 +233,10 @@ export function parseSandboxState(path: string, text: string): SandboxState {
   if (sealKey !== undefined && (typeof sealKey !== 'string' || sealKey === '')) {
     throw new SandboxStateError('sandbox-state-invalid', path, 'has a sealKey that is not a key');
   }
+  const secretsKey = fields.secretsKey;
+  if (secretsKey !== undefined && (typeof secretsKey !== 'string' || Buffer.from(secretsKey, 'base64').length !== LOCAL_KEY_BYTES)) {
+    throw new SandboxStateError('sandbox-state-invalid', path, `has a secretsKey that is not a key (${LOCAL_KEY_BYTES} bytes, base64)`);
+  }
   const state: SandboxState = {
     sqsEndpoint: fields.sqsEndpoint as string,
     dynamodbEndpoint: fields.dynamodbEndpoint as string,
@@ -239,6 +250,7 @@ export function parseSandboxState(path: string, text: string): SandboxState {
     ...(endpointsTable !== undefined ? { endpointsTable } : {}),
     ...(deployment !== undefined ? { deployment: deployment as DeploymentSettingsJson } : {}),
     ...(sealKey !== undefined ? { sealKey } : {}),
+    ...(secretsKey !== undefined ? { secretsKey } : {}),
   };
   return state;
 }

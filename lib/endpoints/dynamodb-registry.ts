@@ -4,8 +4,10 @@
  * each other's changes: `add` only where no endpoint has the name, `update` only while the item is
  * the one its caller read (`updatedAt`), `setState` and `remove` only where it exists.
  *
- * Fields are stored as given (after `parseEndpointFields`), the secret too: a `whsec_…` value or the
- * ARN of a Secrets Manager secret. Reads are consistent and check every item the same way, so the
+ * Fields are stored as given (after `parseEndpointFields`), except a plain `whsec_…` secret (or
+ * previous secret) when the registry has a `cipher`: that is stored encrypted with it
+ * (`encrypted:<scheme>:…`, lib/endpoints/secret-cipher.ts), bound to its endpoint. A Secrets Manager
+ * ARN, or a value encrypted already, is stored as it is. Reads are consistent and check every item the same way, so the
  * consumer and the command never act on an item they cannot read. A refused condition becomes
  * `EndpointNotFoundError` or `EndpointConflictError`; any other store failure
  * `EndpointRegistryError`. Nothing above this file sees an SDK error type.
@@ -27,6 +29,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { ENDPOINT_STATES, EndpointError, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
 import type { EndpointHealth, HealthRecord, HealthStore } from './health';
+import type { EndpointSecretCipher } from './secret-cipher';
 import {
   EndpointConflictError,
   EndpointNotFoundError,
@@ -38,6 +41,7 @@ import {
 import { REGISTRY_SCHEMA } from './registry-schema';
 import { DEFAULT_RESUME_RATE, type ResumeStore } from '../resume';
 import { quoted } from '../terminal';
+import { SECRET_PREFIX } from '../webhook/signing-secret';
 
 export interface DynamoDbEndpointRegistryOptions {
   /** A DynamoDB client; a plain one is wrapped in a document client. */
@@ -52,6 +56,14 @@ export interface DynamoDbEndpointRegistryOptions {
    * deliveries that would go to them. Unset: `list` fails on such an item.
    */
   readonly onUnreadable?: (error: EndpointRegistryError) => void;
+  /**
+   * What encrypts a plain `whsec_…` secret (and previous secret) before `add` or `update` writes it:
+   * `handoff endpoint` gives the target's (the registry's KMS key, the sandbox's local key), so no
+   * write of the command leaves a secret in the clear, and a plain value from before is encrypted
+   * when its endpoint is next written. Its failure (SecretEncryptionError, or what it throws) fails
+   * the write, which writes nothing. Unset: secrets are stored as given (the sandbox's seeding).
+   */
+  readonly cipher?: Pick<EndpointSecretCipher, 'encrypt'>;
 }
 
 /** Every item of the table: those it can use, and why each other one cannot be. */
@@ -90,6 +102,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
   readonly #tableName: string;
   readonly #scanPageSize: number | undefined;
   readonly #onUnreadable: ((error: EndpointRegistryError) => void) | undefined;
+  readonly #cipher: Pick<EndpointSecretCipher, 'encrypt'> | undefined;
 
   constructor(options: DynamoDbEndpointRegistryOptions) {
     this.#client =
@@ -99,6 +112,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     this.#tableName = options.tableName;
     this.#scanPageSize = options.scanPageSize;
     this.#onUnreadable = options.onUnreadable;
+    this.#cipher = options.cipher;
   }
 
   /** @throws EndpointRegistryError for an item it cannot use, unless `onUnreadable` is given */
@@ -140,7 +154,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
   }
 
   async add(fields: EndpointFields, nowMs: number): Promise<EndpointRecord> {
-    const checked = parseEndpointFields(fields);
+    const checked = await this.#storedForm(parseEndpointFields(fields));
     const record: EndpointRecord = { fields: checked, state: 'enabled', createdAt: nowMs, updatedAt: nowMs };
     try {
       await this.#guard(`add endpoint ${quoted(checked.name)}`, () =>
@@ -163,7 +177,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
   }
 
   async update(fields: EndpointFields, expectedUpdatedAt: number, nowMs: number): Promise<EndpointRecord> {
-    const checked = parseEndpointFields(fields);
+    const checked = await this.#storedForm(parseEndpointFields(fields));
     // Strictly later than the version read, so two updates within one millisecond still differ.
     const updatedAt = Math.max(nowMs, expectedUpdatedAt + 1);
     const subject = `update endpoint ${quoted(checked.name)}`;
@@ -403,6 +417,19 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
       if (error instanceof ConditionalCheckFailedException) throw new EndpointNotFoundError(name, { cause: error });
       throw error;
     }
+  }
+
+  /** The fields as they are written: with a cipher, a plain secret and previous secret encrypted for this endpoint. */
+  async #storedForm(fields: EndpointFields): Promise<EndpointFields> {
+    const cipher = this.#cipher;
+    if (cipher === undefined) return fields;
+    const encrypt = (value: string | undefined) => (value?.startsWith(SECRET_PREFIX) ? cipher.encrypt(value, fields.name) : Promise.resolve(value));
+    const [secret, previousSecret] = await Promise.all([encrypt(fields.secret), encrypt(fields.previousSecret)]);
+    return parseEndpointFields({
+      ...fields,
+      ...(secret !== undefined ? { secret } : {}),
+      ...(previousSecret !== undefined ? { previousSecret } : {}),
+    });
   }
 
   /** An item as a record, checked as the fields of a new endpoint are. @throws EndpointRegistryError */

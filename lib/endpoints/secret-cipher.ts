@@ -13,6 +13,11 @@
  * Both bind the ciphertext to its endpoint (KMS: the encryption context; local: the GCM's additional
  * data), so a ciphertext copied to another endpoint's item does not decrypt there. Errors name the
  * endpoint, never the secret.
+ *
+ * Who encrypts: the registry adapter, given a cipher (lib/endpoints/dynamodb-registry.ts `cipher`),
+ * turns every plain `whsec_…` value it writes into this form; `handoff endpoint` gives it the
+ * target's (cli/context.ts). Who decrypts: the consumer (functions/consumer.ts), KMS in AWS and the
+ * local cipher where the sandbox's key is in its environment (`HANDOFF_ENDPOINT_SECRETS_KEY`).
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { SecretUnavailableError } from './secret';
@@ -31,9 +36,15 @@ export function schemeOf(value: string): CipherScheme | undefined {
   return isEncryptedSecret(value) ? (value.split(':')[1] as CipherScheme) : undefined;
 }
 
+/** A secret that could not be encrypted (the key refused, none given): nothing is written. Names the endpoint, never the secret. */
+export class SecretEncryptionError extends Error {
+  override readonly name = 'SecretEncryptionError';
+  readonly code = 'secret-unencryptable';
+}
+
 export interface EndpointSecretCipher {
   readonly scheme: CipherScheme;
-  /** The form to store for `endpoint`'s secret. */
+  /** The form to store for `endpoint`'s secret. @throws SecretEncryptionError */
   encrypt(secret: string, endpoint: string): Promise<string>;
   /** @throws SecretUnavailableError naming the endpoint: the key refused it, or it was not made for this endpoint */
   decrypt(stored: string, endpoint: string): Promise<string>;
@@ -65,10 +76,16 @@ export class KmsSecretCipher implements EndpointSecretCipher {
   }
 
   async encrypt(secret: string, endpoint: string): Promise<string> {
-    if (this.#keyId === undefined) throw new Error('encrypting an endpoint secret needs the registry key (its ARN)');
-    const { CiphertextBlob } = await this.#calls.encrypt({ KeyId: this.#keyId, Plaintext: Buffer.from(secret, 'utf8'), EncryptionContext: secretContext(endpoint) });
-    if (CiphertextBlob === undefined) throw new Error(`KMS returned no ciphertext for endpoint ${endpoint}'s secret`);
-    return `encrypted:kms:${Buffer.from(CiphertextBlob).toString('base64')}`;
+    if (this.#keyId === undefined) throw new SecretEncryptionError(`encrypting the secret of endpoint ${endpoint} needs the registry's key (its ARN)`);
+    let blob: Uint8Array | undefined;
+    try {
+      ({ CiphertextBlob: blob } = await this.#calls.encrypt({ KeyId: this.#keyId, Plaintext: Buffer.from(secret, 'utf8'), EncryptionContext: secretContext(endpoint) }));
+    } catch (error) {
+      const what = error instanceof Error ? error.name : 'error';
+      throw new SecretEncryptionError(`KMS could not encrypt the secret of endpoint ${endpoint} with ${this.#keyId}: ${what}`, { cause: error });
+    }
+    if (blob === undefined || blob.length === 0) throw new SecretEncryptionError(`KMS returned no ciphertext for the secret of endpoint ${endpoint}`);
+    return `encrypted:kms:${Buffer.from(blob).toString('base64')}`;
   }
 
   async decrypt(stored: string, endpoint: string): Promise<string> {
@@ -137,4 +154,46 @@ function payloadOf(stored: string, scheme: CipherScheme, endpoint: string): Buff
     throw new SecretUnavailableError('secret-unreadable', `the secret of endpoint ${endpoint} is not encrypted with ${scheme} (${schemeOf(stored) ?? 'not encrypted'})`);
   }
   return Buffer.from(stored.slice(`encrypted:${scheme}:`.length), 'base64');
+}
+
+/**
+ * How long one KMS request may take (connecting included): a Decrypt is awaited by the batch that
+ * resolves its endpoint (once per secret per container), so KMS hanging must cost that batch seconds,
+ * not its whole timeout; a request that times out fails like any other (the endpoint is held, tried
+ * again 5 s later).
+ */
+export const KMS_REQUEST_TIMEOUT_MS = 3_000;
+
+/**
+ * The SDK's Encrypt and Decrypt, its client made once, on the first call: a container whose registry
+ * holds no `encrypted:kms:` secret never loads it. Outside AWS, `AWS_ENDPOINT_URL_KMS` points it
+ * elsewhere, as every client's service endpoint variable does.
+ */
+export function kmsClient(): KmsCalls & { destroy(): void } {
+  type Sdk = typeof import('@aws-sdk/client-kms');
+  let loading: Promise<{ sdk: Sdk; client: InstanceType<Sdk['KMSClient']> }> | undefined;
+  const load = () => {
+    loading ??= import('@aws-sdk/client-kms').then((sdk) => ({
+      sdk,
+      client: new sdk.KMSClient({ requestHandler: { connectionTimeout: KMS_REQUEST_TIMEOUT_MS, requestTimeout: KMS_REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true } }),
+    }));
+    loading.catch(() => (loading = undefined));
+    return loading;
+  };
+  return {
+    encrypt: async (input) => {
+      const { sdk, client } = await load();
+      return client.send(new sdk.EncryptCommand(input));
+    },
+    decrypt: async (input) => {
+      const { sdk, client } = await load();
+      return client.send(new sdk.DecryptCommand(input));
+    },
+    /** Closes its sockets (a command's process then exits promptly); a later call makes a new client. */
+    destroy: () => {
+      const current = loading;
+      loading = undefined;
+      void current?.then(({ client }) => client.destroy(), () => {});
+    },
+  };
 }

@@ -11,6 +11,12 @@
  *   AWS environment pointing at the emulator), as an operator targets a deployment by its names:
  *   each subcommand's output, exit status, `--json` and refusals.
  *
+ * The secrets the command writes are stored encrypted, never as printed: against the names given
+ * with the registry's KMS key (`HANDOFF_ENDPOINTS_KEY_ARN`; a loopback KMS answers Encrypt through
+ * `AWS_ENDPOINT_URL_KMS`), `encrypted:kms:…` bound to the endpoint; without a key, or with KMS
+ * refusing, a secret is not written at all. Against the sandbox, `encrypted:local:…` under the key
+ * its state file holds, which its consumer decrypts to sign.
+ *
  * The secret is printed by `add` (when generated) and `rotate-secret` only: every other output is
  * checked not to hold it.
  *
@@ -26,6 +32,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { Command, CommanderError } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addEndpointCommands, type EndpointCommonOptions } from '../../cli/commands/endpoint';
@@ -37,12 +44,14 @@ import { buildProgram, main, type Io } from '../../cli/main';
 import { resolveTarget, unreachableHint, type Target } from '../../cli/target';
 import { ConfigError, readSettings } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { LocalSecretCipher, secretContext } from '../../lib/endpoints/secret-cipher';
 import { safe } from '../../lib/terminal';
 import { createSigner } from '../../lib/webhook/signing-secret';
 import { parseEndpointsFile } from '../../sandbox/endpoints-file';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { emulatorDynamoDbClient, startDynalite, type Dynalite } from '../helpers/dynalite';
+import { startKmsStub, type KmsStub } from '../helpers/kms';
 import { startTestReceiver, type ReceivedRequest, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
@@ -51,6 +60,8 @@ const TABLE = 'handoff-endpoints-cli';
 /** The ledger the parked counts are read from. */
 const LEDGER_TABLE = 'handoff-ledger-cli';
 const CALLER_ARN = 'arn:aws:iam::123456789012:user/ops';
+/** The registry's KMS key, as the stack output EndpointsKeyArn names it. */
+const KEY_ARN = 'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
 
 /** STS's GetCallerIdentity on loopback, answering for CALLER_ARN (the query protocol's XML). */
 async function startCallerIdentity(): Promise<{ endpoint: string; server: Server }> {
@@ -203,18 +214,30 @@ afterAll(() => {
 
 describe('handoff endpoint (against a registry named with --endpoints-table)', () => {
   let acmeSecret: string;
+  let kms: KmsStub;
+
+  /** What KMS decrypts a stored secret of `endpoint` to (undefined: not a ciphertext of the key for it). */
+  const plaintextOf = (stored: string | undefined, endpoint: string): string | undefined => {
+    const match = /^encrypted:kms:(.+)$/.exec(stored ?? '');
+    const opened = match ? kms.decrypt(Buffer.from(match[1]!, 'base64'), secretContext(endpoint)) : undefined;
+    return opened?.keyId === KEY_ARN ? opened.plaintext : undefined;
+  };
 
   beforeAll(async () => {
     dynalite = await startDynalite();
     const callerIdentity = await startCallerIdentity();
     sts = callerIdentity.server;
-    // The standard AWS environment, pointed at the emulator: how an operator names a deployment.
+    kms = await startKmsStub();
+    // The standard AWS environment, pointed at the emulator: how an operator names a deployment;
+    // the registry's key named as the stack output EndpointsKeyArn would.
     Object.assign(process.env, {
       AWS_ENDPOINT_URL_DYNAMODB: dynalite.endpoint,
       AWS_ENDPOINT_URL_STS: callerIdentity.endpoint,
+      AWS_ENDPOINT_URL_KMS: kms.url,
       AWS_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'test',
       AWS_SECRET_ACCESS_KEY: 'test',
+      HANDOFF_ENDPOINTS_KEY_ARN: KEY_ARN,
     });
     targetArgs = ['--endpoints-table', TABLE, '--table', LEDGER_TABLE];
     client = emulatorDynamoDbClient(dynalite.endpoint);
@@ -224,10 +247,13 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
   });
 
   afterAll(async () => {
-    for (const name of ['AWS_ENDPOINT_URL_DYNAMODB', 'AWS_ENDPOINT_URL_STS', 'AWS_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']) delete process.env[name];
+    for (const name of ['AWS_ENDPOINT_URL_DYNAMODB', 'AWS_ENDPOINT_URL_STS', 'AWS_ENDPOINT_URL_KMS', 'AWS_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'HANDOFF_ENDPOINTS_KEY_ARN']) {
+      delete process.env[name];
+    }
     targetArgs = [];
     client?.destroy();
     await dynalite?.close();
+    await kms?.close();
     await new Promise((resolve) => sts?.close(resolve));
   });
 
@@ -270,9 +296,13 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
       url: 'https://hooks.acme.example/handoff?token=t0k3n',
       eventTypes: ['shipment.delivered', 'shipment.exception'],
       match: { 'data.carrier': ['acme', 'zephyr'], 'data.region': ['eu'] },
-      secret: acmeSecret,
+      secret: expect.stringMatching(/^encrypted:kms:/),
     });
     expect(stored?.state).toBe('enabled');
+    // Stored encrypted with the registry's key for acme alone (the endpoint is the encryption context).
+    expect(plaintextOf(stored?.fields.secret, 'acme')).toBe(acmeSecret);
+    expect(plaintextOf(stored?.fields.secret, 'zephyr')).toBeUndefined();
+    expect(kms.calls).toEqual([`Encrypt ${KEY_ARN} ${JSON.stringify(secretContext('acme'))}`]);
   });
 
   it('adds one with --json: the generated secret once, as generatedSecret', async () => {
@@ -284,7 +314,7 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(body.generatedSecret).toMatch(/^whsec_/);
     secrets.push(body.generatedSecret as string);
     generated.push(body.generatedSecret as string);
-    expect((await registry.get('zephyr'))?.fields.secret).toBe(body.generatedSecret);
+    expect(plaintextOf((await registry.get('zephyr'))?.fields.secret, 'zephyr')).toBe(body.generatedSecret);
   });
 
   it('adds from a file, with options over its fields, and keeps a secret given without printing it', async () => {
@@ -304,15 +334,17 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
 
       expect(run.code).toBe(0);
       expect(run.stdout).not.toContain('signing secret:');
-      expect((await registry.get('warehouse'))?.fields).toEqual({
+      const stored = (await registry.get('warehouse'))?.fields;
+      expect(stored).toEqual({
         name: 'warehouse',
         url: 'https://wh.example/in',
         eventTypes: ['shipment.packed'],
         match: { 'data.pieces': [1, 2] },
-        secret: given,
+        secret: expect.stringMatching(/^encrypted:kms:/),
         maxAttempts: 4,
         retrySchedule: [5, 50],
       });
+      expect(plaintextOf(stored?.secret, 'warehouse')).toBe(given);
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }
@@ -420,7 +452,8 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(run.code).toBe(0);
     expect(json(run)).toMatchObject({ name: 'acme', eventTypes: ['*'], changed: ['eventTypes', 'maxAttempts'] });
     const stored = await registry.get('acme');
-    expect(stored?.fields).toMatchObject({ eventTypes: ['*'], maxAttempts: 3, secret: acmeSecret, match: { 'data.carrier': ['acme', 'zephyr'] } });
+    expect(stored?.fields).toMatchObject({ eventTypes: ['*'], maxAttempts: 3, match: { 'data.carrier': ['acme', 'zephyr'] } });
+    expect(plaintextOf(stored?.fields.secret, 'acme')).toBe(acmeSecret);
   });
 
   it('clears an optional field with --clear, so the default applies again', async () => {
@@ -513,7 +546,7 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
   });
 
   it('rotates the secret: a new one, printed once, in place of the old, which keeps signing for 24 h by default', async () => {
-    const before = Date.now();
+    const before = { at: Date.now(), fields: (await registry.get('acme'))!.fields };
     const run = await handoff(['rotate-secret', 'acme']);
 
     expect(run.code).toBe(0);
@@ -524,8 +557,11 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(run.stdout).not.toContain(acmeSecret);
     expect(run.stdout).toMatch(/^rotated the signing secret of endpoint acme: until \S+Z \(in 1 d\) each request is signed with both the new and the old secret, then with the new one only$/m);
     const stored = await registry.get('acme');
-    expect(stored?.fields).toMatchObject({ secret: fresh, previousSecret: acmeSecret });
-    expect(stored?.fields.previousSecretUntil).toBeGreaterThanOrEqual(before + 24 * 3_600_000);
+    // The new secret encrypted; the old one kept as it was stored (encrypted already: not asked again).
+    expect(plaintextOf(stored?.fields.secret, 'acme')).toBe(fresh);
+    expect(plaintextOf(stored?.fields.previousSecret, 'acme')).toBe(acmeSecret);
+    expect(stored?.fields.previousSecret).toBe(before.fields.secret);
+    expect(stored?.fields.previousSecretUntil).toBeGreaterThanOrEqual(before.at + 24 * 3_600_000);
     expect(stored?.fields.previousSecretUntil).toBeLessThanOrEqual(Date.now() + 24 * 3_600_000);
     acmeSecret = fresh;
   });
@@ -615,6 +651,58 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     expect(after.code).toBe(0);
   });
 
+  it('writes no secret without the registry key (exit 1), saying where the key comes from; other changes still go through', async () => {
+    delete process.env.HANDOFF_ENDPOINTS_KEY_ARN;
+    try {
+      const added = await handoff(['add', '--name', 'keyless', '--url', 'https://keyless.example/hook', '--event-types', '*', '--json']);
+      const rotated = await handoff(['rotate-secret', 'acme']);
+      const before = await registry.get('acme');
+      const updated = await handoff(['update', 'acme', '--max-attempts', '5']);
+      const unsigned = await handoff(['add', '--name', 'keyless', '--url', 'https://keyless.example/hook', '--event-types', '*', '--unsigned']);
+
+      expect(added.code).toBe(1);
+      expect(json(added)).toEqual({
+        error: {
+          code: 'no-secrets-key',
+          message:
+            "cannot encrypt a signing secret for the names given, which names no key for them: set HANDOFF_ENDPOINTS_KEY_ARN to the ARN of the registry's KMS key (the stack output EndpointsKeyArn); nothing written",
+        },
+      });
+      expect(added.stdout).not.toContain('whsec_');
+      expect(rotated.code).toBe(1);
+      expect(rotated.stderr).toMatch(/^handoff: cannot encrypt a signing secret for the names given/);
+      expect(rotated.stdout).toBe('');
+      // The encrypted secret goes through an update untouched: no key is needed for it.
+      expect(updated.code).toBe(0);
+      expect((await registry.get('acme'))?.fields).toMatchObject({ maxAttempts: 5, secret: before?.fields.secret });
+      expect(unsigned.code).toBe(0);
+      expect((await registry.get('keyless'))?.fields).not.toHaveProperty('secret');
+    } finally {
+      process.env.HANDOFF_ENDPOINTS_KEY_ARN = KEY_ARN;
+      await handoff(['remove', 'keyless']);
+    }
+  });
+
+  it('writes nothing when KMS refuses to encrypt (exit 1), naming the key and the permission', async () => {
+    kms.deny = true;
+    try {
+      const before = await registry.get('acme');
+      const added = await handoff(['add', '--name', 'denied', '--url', 'https://denied.example/hook', '--event-types', '*']);
+      const rotated = await handoff(['rotate-secret', 'acme']);
+
+      expect(added.code).toBe(1);
+      expect(added.stderr).toBe(
+        `handoff: KMS could not encrypt the secret of endpoint denied with ${KEY_ARN}: AccessDeniedException; nothing written (the caller needs kms:Encrypt on the registry's key: grantEndpointAdmin grants it)\n`,
+      );
+      expect(added.stdout).toBe('');
+      expect(rotated.code).toBe(1);
+      expect(await registry.get('denied')).toBeUndefined();
+      expect(await registry.get('acme')).toEqual(before);
+    } finally {
+      kms.deny = false;
+    }
+  });
+
   it('says which option names the registry when the target has none (exit 2)', async () => {
     const run = await handoff(['list'], { target: ['--table', 'ledger'] });
 
@@ -663,6 +751,15 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
 
   function shipment(id: string, status: string, carrier: string): string {
     return JSON.stringify({ id, shipmentId: `shp_${id}`, status, occurredAt: '2026-12-03T04:00:00Z', data: { carrier } });
+  }
+
+  /** The sandbox's key for endpoint secrets, from its READY. */
+  const sandboxCipher = () => new LocalSecretCipher(sandbox.ready.secretsKey);
+
+  /** An endpoint's fields as its registry item holds them, read past the command and the adapter (GetItem). */
+  async function storedFields(name: string): Promise<{ secret?: string; previousSecret?: string } | undefined> {
+    const { Item } = await clients.documents.send(new GetCommand({ TableName: sandbox.ready.endpointsTable, Key: { name }, ConsistentRead: true }));
+    return Item?.fields as { secret?: string; previousSecret?: string } | undefined;
   }
 
   /** The one request a receiver got for an event, once it has come. */
@@ -717,6 +814,12 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     expect(acme.verify(request, acmeSecret)).toBe(true);
     expect(acme.requests.map((r) => r.eventId)).toEqual(['evt_cli_ep_acme']);
     expect(ops.requests).toEqual([]);
+    // Stored encrypted under the sandbox's key, bound to acme; the endpoints file's secret stays as the file has it.
+    const stored = (await storedFields('acme'))?.secret;
+    expect(stored).toMatch(/^encrypted:local:/);
+    expect(stored).not.toContain(acmeSecret.slice(6));
+    expect(await sandboxCipher().decrypt(stored!, 'acme')).toBe(acmeSecret);
+    expect((await storedFields('ops'))?.secret).toBe(OPS_SECRET);
   });
 
   it('disables it: the next event goes to the other endpoint, its delivery to it parked and counted', async () => {
@@ -768,6 +871,11 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(2);
     expect(acme.verify(request, fresh)).toBe(true);
     expect(acme.verify(request, acmeSecret)).toBe(true);
+    const stored = await storedFields('acme');
+    expect(stored?.secret).toMatch(/^encrypted:local:/);
+    expect(stored?.previousSecret).toMatch(/^encrypted:local:/);
+    expect(await sandboxCipher().decrypt(stored!.secret!, 'acme')).toBe(fresh);
+    expect(await sandboxCipher().decrypt(stored!.previousSecret!, 'acme')).toBe(acmeSecret);
     oldSecrets.push(acmeSecret);
     acmeSecret = fresh;
   });

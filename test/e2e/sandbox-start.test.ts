@@ -50,12 +50,16 @@ describe('npm start (node --import tsx sandbox/main.ts)', () => {
       'receivers',
       'redriveQueueUrl',
       'sealKey',
+      'secretsKey',
       'sqsEndpoint',
     ]);
     expect(sandbox.ready.sqsEndpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(sandbox.ready.endpointsTable).toBe('handoff-endpoints');
     // A key of 32 bytes drawn at this start: it seals the sandbox's own messages (lib/queue/seal.ts).
     expect(Buffer.from(sandbox.ready.sealKey, 'base64')).toHaveLength(32);
+    // Another, for the endpoint secrets `handoff endpoint` writes to its registry (encrypted:local:…).
+    expect(Buffer.from(sandbox.ready.secretsKey, 'base64')).toHaveLength(32);
+    expect(sandbox.ready.secretsKey).not.toBe(sandbox.ready.sealKey);
     expect(sandbox.ready.deployment).toMatchObject({ allowHttp: true, maxAttempts: 6, allowPrivateCidrs: expect.arrayContaining(['127.0.0.0/8']) });
     // The demo: two receivers of its own on loopback; receiverUrl is the first one's.
     expect(Object.keys(sandbox.ready.receivers)).toEqual(['carrier-acme', 'notifications']);

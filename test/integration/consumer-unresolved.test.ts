@@ -7,7 +7,13 @@
  * events are delivered. A message fanned out to several endpoints is held as a whole while one of
  * them cannot be resolved. A secret rotated in Secrets Manager signs with both versions.
  *
- * Against fauxqs, dynalite, loopback receivers and a loopback Secrets Manager (test/helpers/secrets-manager.ts).
+ * Secrets the registry holds encrypted (what `handoff endpoint` writes, lib/endpoints/secret-cipher.ts):
+ * `encrypted:kms:…` is decrypted by KMS with the endpoint's context, once per container, and signs
+ * with the plaintext; while KMS refuses, its endpoint is held the same way. `encrypted:local:…` is
+ * decrypted with the sandbox's key from the environment; without it, its endpoint is held.
+ *
+ * Against fauxqs, dynalite, loopback receivers, a loopback Secrets Manager (test/helpers/secrets-manager.ts)
+ * and a loopback KMS (test/helpers/kms.ts).
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
@@ -17,10 +23,12 @@ import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { generateSecret, SECRET_READ_TIMEOUT_MS } from '../../lib/endpoints/secret';
+import { LocalSecretCipher, secretContext } from '../../lib/endpoints/secret-cipher';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
+import { startKmsStub, type KmsStub } from '../helpers/kms';
 import { SECRETS_MANAGER_FAILURES, startSecretsManagerStub, type SecretsManagerFailure, type SecretsManagerStub } from '../helpers/secrets-manager';
 
 const QUEUE_VISIBILITY_SECONDS = 30;
@@ -34,6 +42,9 @@ let documents: DynamoDBDocumentClient;
 let billing: TestReceiver;
 let crm: TestReceiver;
 let secretsManager: SecretsManagerStub;
+let kms: KmsStub;
+/** The registry's key, as the stack's ARN names it. */
+const KEY_ARN = 'arn:aws:kms:us-east-1:000000000000:key/1234abcd-12ab-34cd-56ef-1234567890ab';
 let lines: string[];
 let tableCount = 0;
 
@@ -43,13 +54,14 @@ beforeAll(async () => {
   billing = harness.receiver;
   crm = await startTestReceiver();
   secretsManager = await startSecretsManagerStub();
+  kms = await startKmsStub();
   dynamodb = new DynamoDBClient({ region: REGION, endpoint: harness.emulators.dynamodbEndpoint, credentials: CREDENTIALS });
   documents = DynamoDBDocumentClient.from(dynamodb);
 });
 
 afterAll(async () => {
   dynamodb?.destroy();
-  await Promise.all([crm?.close(), secretsManager?.close()]);
+  await Promise.all([crm?.close(), secretsManager?.close(), kms?.close()]);
   await harness?.close();
 });
 
@@ -63,7 +75,7 @@ afterEach(() => {
 });
 
 /** Fresh queues and a fresh registry table (seeded with `fields`, unless `seed` is false), and a cold start reading it with no cache. */
-async function start(fields: EndpointFields[], options: { seed?: boolean } = {}) {
+async function start(fields: EndpointFields[], options: { seed?: boolean; env?: Record<string, string> } = {}) {
   const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
   tableCount += 1;
   const tableName = `handoff-endpoints-unresolved-${tableCount}`;
@@ -81,8 +93,10 @@ async function start(fields: EndpointFields[], options: { seed?: boolean } = {})
     [RESOURCE_ENV.endpointsTable]: tableName,
     [RESOURCE_ENV.endpointsCacheMs]: '0',
     AWS_ENDPOINT_URL_SECRETS_MANAGER: secretsManager.url,
+    AWS_ENDPOINT_URL_KMS: kms.url,
     // One request per call: each answer of the stand-in is what the consumer sees.
     AWS_MAX_ATTEMPTS: '1',
+    ...options.env,
   });
   return { handler, tableName, registry, seed, ...queues };
 }
@@ -245,6 +259,148 @@ describe('Handler: consumer, an endpoint whose signing secret cannot be read', (
       `${arnOf('crm-rotated')} AWSCURRENT`,
       `${arnOf('crm-rotated')} AWSPREVIOUS`,
     ]);
+  });
+});
+
+describe('Handler: consumer, an endpoint whose signing secret the registry holds encrypted', () => {
+  /** The stored form of `secret` for `endpoint`, as `handoff endpoint` writes it in AWS. */
+  const kmsStored = (secret: string, endpoint: string) => `encrypted:kms:${kms.encrypt(secret, KEY_ARN, secretContext(endpoint)).toString('base64')}`;
+
+  afterEach(() => {
+    kms.deny = false;
+  });
+
+  it('signs with the secret KMS decrypts, asking once per container; a plain secret beside it signs as before', async () => {
+    // Prepare
+    const [crmSecret, billingSecret] = [generateSecret(), generateSecret()];
+    const { handler, queueUrl } = await start([
+      { name: 'crm', url: crm.url, eventTypes: ['shipment.delivered'], secret: kmsStored(crmSecret, 'crm') },
+      { name: 'billing', url: billing.url, eventTypes: ['shipment.in_transit'], secret: billingSecret },
+    ]);
+    kms.calls.length = 0;
+
+    // Act: two invocations of one container
+    await send(queueUrl, event('evt_kms_1', 'delivered', 'acme'), event('evt_plain_1', 'in_transit', 'acme'));
+    const first = await invoke(handler, queueUrl, await harness.receive(queueUrl, 2));
+    await send(queueUrl, event('evt_kms_2', 'delivered', 'acme'), event('evt_plain_2', 'in_transit', 'acme'));
+    const second = await invoke(handler, queueUrl, await harness.receive(queueUrl, 2));
+
+    // Assess: each request signed with the plaintext; KMS asked once, with crm's context and no key
+    expect([first.batchItemFailures, second.batchItemFailures]).toEqual([[], []]);
+    for (const n of [1, 2]) {
+      const [request] = crm.requestsFor(`evt_kms_${n}`);
+      expect(String(request!.headers['webhook-signature']).split(' ')).toHaveLength(1);
+      expect(crm.verify(request!, crmSecret)).toBe(true);
+      expect(billing.verify(billing.requestsFor(`evt_plain_${n}`)[0]!, billingSecret)).toBe(true);
+    }
+    expect(kms.calls).toEqual([`Decrypt ${JSON.stringify(secretContext('crm'))}`]);
+    expect(lines.join('\n')).not.toContain(crmSecret.slice(6));
+  });
+
+  it("signs with both during a rotation's overlap: the new secret and the old, each stored encrypted", async () => {
+    // Prepare
+    const [newSecret, oldSecret] = [generateSecret(), generateSecret()];
+    const { handler, queueUrl } = await start([
+      {
+        name: 'crm',
+        url: crm.url,
+        eventTypes: ['*'],
+        secret: kmsStored(newSecret, 'crm'),
+        previousSecret: kmsStored(oldSecret, 'crm'),
+        previousSecretUntil: Date.now() + 3_600_000,
+      },
+    ]);
+    await send(queueUrl, event('evt_kms_rotated', 'delivered', 'acme'));
+
+    // Act
+    const response = await invoke(handler, queueUrl, await harness.receive(queueUrl, 1));
+
+    // Assess
+    expect(response.batchItemFailures).toEqual([]);
+    const [request] = crm.requestsFor('evt_kms_rotated');
+    expect(String(request!.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    expect(crm.verify(request!, newSecret)).toBe(true);
+    expect(crm.verify(request!, oldSecret)).toBe(true);
+  });
+
+  it('holds its deliveries while KMS refuses (a revoked grant) or the ciphertext is another endpoint\'s, and delivers once it decrypts', async () => {
+    // Prepare: crm's secret refused by KMS; zephyr's a ciphertext made for crm, copied to it
+    const crmSecret = generateSecret();
+    const { handler, queueUrl, deadLetterQueueUrl } = await start([
+      { name: 'crm', url: crm.url, eventTypes: ['*'], match: { 'data.carrier': ['acme'] }, secret: kmsStored(crmSecret, 'crm') },
+      { name: 'zephyr', url: crm.url, eventTypes: ['*'], match: { 'data.carrier': ['zephyr'] }, secret: kmsStored(crmSecret, 'crm') },
+      { name: 'billing', url: billing.url, eventTypes: ['*'], match: { 'data.carrier': ['billing'] } },
+    ]);
+    kms.deny = true;
+    await send(queueUrl, event('evt_kms_held', 'delivered', 'acme'), event('evt_kms_copied', 'delivered', 'zephyr'), event('evt_kms_other', 'delivered', 'billing'));
+
+    // Act
+    const held = await invoke(handler, queueUrl, await harness.receive(queueUrl, 3));
+
+    // Assess: both held, nothing written or dead-lettered; the other endpoint delivered
+    expect(held.batchItemFailures).toHaveLength(2);
+    expect([...crm.requestsFor('evt_kms_held'), ...crm.requestsFor('evt_kms_copied')]).toEqual([]);
+    expect(billing.requestsFor('evt_kms_other')).toHaveLength(1);
+    expect(await ledger.deliveriesOf('evt_kms_held')).toEqual([]);
+    expect(await receiveNow(deadLetterQueueUrl)).toEqual([]);
+    const unresolved = logLines().filter((l) => l.message === 'endpoint unresolved');
+    expect(unresolved.map((l) => [l.endpoint, l.errorMessage]).sort()).toEqual([
+      ['crm', 'KMS could not decrypt the secret of endpoint crm: AccessDeniedException'],
+      ['zephyr', 'KMS could not decrypt the secret of endpoint zephyr: AccessDeniedException'],
+    ]);
+    expect(unresolvedCount()).toBe(2);
+
+    // Act: KMS decrypts again; the held messages return within seconds
+    kms.deny = false;
+    const back = await harness.receive(queueUrl, 2);
+    const retried = await invoke(handler, queueUrl, back);
+
+    // Assess: crm's delivered, signed with its secret; zephyr's still held (the ciphertext is not its own)
+    expect(retried.batchItemFailures).toHaveLength(1);
+    const [request] = crm.requestsFor('evt_kms_held');
+    expect(crm.verify(request!, crmSecret)).toBe(true);
+    expect(crm.requestsFor('evt_kms_copied')).toEqual([]);
+    expect(logLines().filter((l) => l.message === 'endpoint unresolved').at(-1)).toMatchObject({
+      endpoint: 'zephyr',
+      errorMessage: 'KMS could not decrypt the secret of endpoint zephyr: InvalidCiphertextException',
+    });
+  });
+
+  it("decrypts encrypted:local with the sandbox's key from the environment, and holds the endpoint without it", async () => {
+    // Prepare
+    const key = LocalSecretCipher.generateKey();
+    const crmSecret = generateSecret();
+    const stored = await new LocalSecretCipher(key).encrypt(crmSecret, 'crm');
+    const fields: EndpointFields[] = [{ name: 'crm', url: crm.url, eventTypes: ['*'], secret: stored }];
+    const withKey = await start(fields, { env: { [RESOURCE_ENV.endpointSecretsKey]: key } });
+    await send(withKey.queueUrl, event('evt_local', 'delivered', 'acme'));
+
+    // Act
+    const delivered = await invoke(withKey.handler, withKey.queueUrl, await harness.receive(withKey.queueUrl, 1));
+
+    // Assess
+    expect(delivered.batchItemFailures).toEqual([]);
+    expect(crm.verify(crm.requestsFor('evt_local')[0]!, crmSecret)).toBe(true);
+
+    // Act: a container without the key
+    vi.unstubAllEnvs();
+    const without = await start(fields);
+    await send(without.queueUrl, event('evt_local_held', 'delivered', 'acme'));
+    const held = await invoke(without.handler, without.queueUrl, await harness.receive(without.queueUrl, 1));
+
+    // Assess
+    expect(held.batchItemFailures).toHaveLength(1);
+    expect(crm.requestsFor('evt_local_held')).toEqual([]);
+    expect(logLines().find((l) => l.message === 'endpoint unresolved')).toMatchObject({
+      endpoint: 'crm',
+      errorMessage: 'the secret of endpoint crm is encrypted with local, which this consumer has no key for',
+    });
+  });
+
+  it('fails the cold start, naming the variable, for a local key that is not 32 bytes', async () => {
+    await expect(start([], { env: { [RESOURCE_ENV.endpointSecretsKey]: Buffer.alloc(16).toString('base64') } })).rejects.toThrow(
+      `${RESOURCE_ENV.endpointSecretsKey} cannot decrypt: the local secret key must be 32 bytes, got 16`,
+    );
   });
 });
 

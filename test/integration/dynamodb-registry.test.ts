@@ -2,6 +2,8 @@
  * DynamoDbEndpointRegistry with the real AWS SDK against dynalite on loopback: every change a
  * conditional write (a taken name, a stale update, a missing endpoint refused), items read back
  * as written, one request per change, store failures named, and the sandbox's table and seeding.
+ * With a cipher (what `handoff endpoint` gives it), every plain secret it writes is stored encrypted
+ * for its endpoint; an ARN and a ciphertext are stored as they are; a refused encryption writes nothing.
  */
 import { DeleteTableCommand, DescribeTableCommand, PutItemCommand, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
@@ -11,6 +13,7 @@ import { defaultEndpointFields, type EndpointFields } from '../../lib/endpoints/
 import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError, unreadableOf } from '../../lib/endpoints/registry';
 import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { generateSecret } from '../../lib/endpoints/secret';
+import { LocalSecretCipher, SecretEncryptionError } from '../../lib/endpoints/secret-cipher';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { countCommands, emulatorDynamoDbClient, readsAndWrites, startDynalite, type CommandCounter, type Dynalite } from '../helpers/dynalite';
 
@@ -265,6 +268,79 @@ describe('Class: DynamoDbEndpointRegistry', () => {
     expect(error).toBeInstanceOf(EndpointRegistryError);
     expect((error as EndpointRegistryError).code).toBe('registry-unavailable');
     expect((error as Error).message).toBe('endpoint registry no-such-table failed to read endpoint "acme": ResourceNotFoundException');
+  });
+});
+
+describe('Class: DynamoDbEndpointRegistry with a cipher', () => {
+  const cipher = new LocalSecretCipher(LocalSecretCipher.generateKey());
+  const withCipher = () => new DynamoDbEndpointRegistry({ client, tableName, cipher });
+  /** The item's fields as stored, read past the adapter. */
+  const storedFields = async (name: string) => (await registry.get(name))!.fields;
+
+  it('stores a plain secret encrypted for its endpoint, in the one write, and returns the stored form', async () => {
+    counter.reset();
+    const added = await withCipher().add(acme, T0);
+    const counts = readsAndWrites(counter.counts());
+
+    const stored = await storedFields('acme');
+
+    expect(counts).toEqual({ reads: 0, writes: 1 });
+    expect(stored.secret).toMatch(/^encrypted:local:/);
+    expect(added.fields).toEqual(stored);
+    expect({ ...stored, secret: SECRET }).toEqual(acme);
+    expect(await cipher.decrypt(stored.secret!, 'acme')).toBe(SECRET);
+    expect(JSON.stringify(await registry.list())).not.toContain(SECRET.slice(6));
+  });
+
+  it('keeps a ciphertext and an ARN as they are, and encrypts a plain value from before when its endpoint is next written', async () => {
+    await registry.add(acme, T0); // plain, as written before secrets were encrypted
+    await registry.add(zephyr, T0);
+    const encrypted = withCipher();
+    const first = await encrypted.update({ ...acme, maxAttempts: 5 }, T0, T0 + 1);
+
+    const second = await encrypted.update({ ...first.fields, maxAttempts: 6 }, first.updatedAt, T0 + 2);
+    const arn = await encrypted.update({ ...zephyr, maxAttempts: 2 }, T0, T0 + 1);
+
+    expect(first.fields.secret).toMatch(/^encrypted:local:/);
+    expect(await cipher.decrypt(first.fields.secret!, 'acme')).toBe(SECRET);
+    expect(second.fields.secret).toBe(first.fields.secret);
+    expect(arn.fields.secret).toBe(SECRET_ARN);
+  });
+
+  it("encrypts a rotation's previous secret too, each for its endpoint", async () => {
+    const rotated = { ...acme, secret: generateSecret(), previousSecret: SECRET, previousSecretUntil: T0 + 3_600_000 };
+
+    const added = await withCipher().add(rotated, T0);
+
+    expect(added.fields.previousSecret).toMatch(/^encrypted:local:/);
+    expect(await cipher.decrypt(added.fields.previousSecret!, 'acme')).toBe(SECRET);
+    expect(await cipher.decrypt(added.fields.secret!, 'acme')).toBe(rotated.secret);
+  });
+
+  it('writes nothing when the cipher refuses, passing its error on', async () => {
+    const refusing = new DynamoDbEndpointRegistry({
+      client,
+      tableName,
+      cipher: { encrypt: (_secret, endpoint) => Promise.reject(new SecretEncryptionError(`KMS could not encrypt the secret of endpoint ${endpoint}: AccessDeniedException`)) },
+    });
+    counter.reset();
+
+    const error = await refusing.add(acme, T0).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(SecretEncryptionError);
+    expect(String(error)).not.toContain(SECRET.slice(6));
+    expect(readsAndWrites(counter.counts())).toEqual({ reads: 0, writes: 0 });
+    expect(await registry.get('acme')).toBeUndefined();
+  });
+
+  it('asks no cipher for a write without a plain secret', async () => {
+    const asked: string[] = [];
+    const counting = new DynamoDbEndpointRegistry({ client, tableName, cipher: { encrypt: (_s, endpoint) => (asked.push(endpoint), cipher.encrypt(_s, endpoint)) } });
+
+    await counting.add(zephyr, T0);
+    await counting.add({ name: 'unsigned', url: 'https://u.example/hook', eventTypes: ['*'] }, T0);
+
+    expect(asked).toEqual([]);
   });
 });
 

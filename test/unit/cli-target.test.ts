@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { payloadLimitFor } from '../../cli/commands/send';
+import { CommandContext } from '../../cli/context';
 import { CommandFailedError, describeFailure } from '../../cli/errors';
 import {
   callerIdentity,
@@ -23,6 +24,7 @@ import { deploymentFromJson, deploymentToJson } from '../../lib/endpoints/endpoi
 import { retryPolicy } from '../../lib/policy';
 import { ConfigError } from '../../lib/config';
 import { STACK_OUTPUTS } from '../../lib/stack-outputs';
+import { LocalSecretCipher } from '../../lib/endpoints/secret-cipher';
 
 const ARN = 'arn:aws:sts::123456789012:assumed-role/ops/alice';
 
@@ -287,5 +289,71 @@ describe('The redrive queue in a target', () => {
 
     expect(target.redriveQueueUrl).toBeUndefined();
     expect(() => requireName(target, 'redriveQueueUrl')).toThrow('the names given names no redrive queue: pass --redrive-queue-url');
+  });
+});
+
+describe('The key of the endpoint secrets the command writes, in a target', () => {
+  const keyArn = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+  const base = new Map<string, string>([
+    [STACK_OUTPUTS.queueUrl, 'https://sqs.eu-west-1.amazonaws.com/1/q'],
+    [STACK_OUTPUTS.deadLetterQueueUrl, 'https://sqs.eu-west-1.amazonaws.com/1/dlq'],
+    [STACK_OUTPUTS.ledgerTableName, 'ledger'],
+  ]);
+  const output = { stdout: process.stdout, stderr: process.stderr };
+  const refusal = (target: Target) =>
+    new CommandContext(target, output).encryptSecret('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'acme').then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+
+  it("reads the stack's EndpointsKeyArn output, and none from a stack deployed before it", () => {
+    expect(namesFromOutputs('Handoff', new Map([...base, [STACK_OUTPUTS.endpointsKeyArn, keyArn]])).endpointSecretsKey).toEqual({ keyArn });
+    expect(namesFromOutputs('Handoff', base)).not.toHaveProperty('endpointSecretsKey');
+  });
+
+  it("reads the sandbox's secretsKey from its state file, and encrypts with it for the endpoint alone", async () => {
+    const key = LocalSecretCipher.generateKey();
+    const target = withStateFile({ ...state, secretsKey: key }, sandboxTarget)!;
+
+    const stored = await new CommandContext(target, output).encryptSecret('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'acme');
+
+    expect(target.endpointSecretsKey).toEqual({ key });
+    expect(stored).toMatch(/^encrypted:local:/);
+    expect(await new LocalSecretCipher(key).decrypt(stored, 'acme')).toBe('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
+    expect(withStateFile(state, sandboxTarget)).not.toHaveProperty('endpointSecretsKey');
+  });
+
+  it('refuses to write a secret without a key (exit 1), saying for each kind of target where the key comes from', async () => {
+    const saved = process.env.HANDOFF_ENDPOINTS_KEY_ARN;
+    delete process.env.HANDOFF_ENDPOINTS_KEY_ARN;
+    try {
+      const older = withStateFile(state, sandboxTarget)!;
+      const oldStack: Target = { description: 'stack Handoff', connection: { kind: 'aws' } };
+      const given: Target = { description: 'the names given', connection: { kind: 'aws' }, endpointsTable: 'endpoints' };
+
+      const failures = await Promise.all([older, oldStack, given].map(refusal));
+
+      expect(failures.map((error) => describeFailure(error, () => undefined))).toEqual([
+        {
+          exitCode: 1,
+          code: 'no-secrets-key',
+          message: `cannot encrypt a signing secret for the sandbox, which names no key for them: its state file ${older.connection.kind === 'sandbox' ? older.connection.stateFile : ''} names no secretsKey (the sandbox was started before endpoint secrets were encrypted): restart it (npm start); nothing written`,
+        },
+        {
+          exitCode: 1,
+          code: 'no-secrets-key',
+          message:
+            "cannot encrypt a signing secret for stack Handoff, which names no key for them: no EndpointsKeyArn output (deployed before endpoint secrets were encrypted?): deploy the current version, or set HANDOFF_ENDPOINTS_KEY_ARN to the ARN of the registry's KMS key; nothing written",
+        },
+        {
+          exitCode: 1,
+          code: 'no-secrets-key',
+          message:
+            "cannot encrypt a signing secret for the names given, which names no key for them: set HANDOFF_ENDPOINTS_KEY_ARN to the ARN of the registry's KMS key (the stack output EndpointsKeyArn); nothing written",
+        },
+      ]);
+    } finally {
+      if (saved !== undefined) process.env.HANDOFF_ENDPOINTS_KEY_ARN = saved;
+    }
   });
 });

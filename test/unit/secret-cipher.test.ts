@@ -3,25 +3,29 @@
  * stored form decrypts back to the secret for its own endpoint only; KMS is asked with the endpoint's
  * encryption context and its refusal names the endpoint, never the secret; routing decrypts a stored
  * secret once per container, and leaves its endpoint unresolved (its deliveries held) while it cannot.
+ * The SDK binding (`kmsClient`) against a loopback KMS (test/helpers/kms.ts): Encrypt and Decrypt on
+ * the wire, KMS's refusals by name.
  */
 import { createCipheriv } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_SETTINGS } from '../../lib/config';
 import type { EndpointRecord } from '../../lib/endpoints/endpoint';
 import { generateSecret } from '../../lib/endpoints/secret';
-import { isEncryptedSecret, KmsSecretCipher, LocalSecretCipher, secretContext, type KmsCalls } from '../../lib/endpoints/secret-cipher';
+import { isEncryptedSecret, kmsClient, KmsSecretCipher, LocalSecretCipher, secretContext, type KmsCalls } from '../../lib/endpoints/secret-cipher';
 import { createLogger } from '../../lib/observability';
 import { registryRouting } from '../../lib/routing';
 import type { WebhookSender } from '../../lib/webhook/sender';
+import { startKmsStub, type KmsStub } from '../helpers/kms';
 
 const SECRET = generateSecret();
 
 /** A KMS stand-in: "encrypts" by XOR with a byte and keeps the context beside it; refuses another context. */
-function fakeKms(options: { deny?: boolean } = {}) {
+function fakeKms(options: { deny?: boolean; denyEncrypt?: boolean } = {}) {
   const asked: string[] = [];
   const calls: KmsCalls = {
     encrypt: async ({ KeyId, Plaintext, EncryptionContext }) => {
       asked.push(`Encrypt ${KeyId} ${JSON.stringify(EncryptionContext)}`);
+      if (options.denyEncrypt) throw Object.assign(new Error('User is not authorized to perform: kms:Encrypt'), { name: 'AccessDeniedException' });
       return { CiphertextBlob: Buffer.from(JSON.stringify({ context: EncryptionContext, data: Buffer.from(Buffer.from(Plaintext).map((b) => b ^ 0x5a)).toString('base64') })) };
     },
     decrypt: async ({ CiphertextBlob, EncryptionContext }) => {
@@ -98,6 +102,80 @@ describe('Class: KmsSecretCipher', () => {
     const stored = await new KmsSecretCipher({ calls: kms.calls, keyId: 'k' }).encrypt(SECRET, 'billing');
 
     await expect(new KmsSecretCipher({ calls: kms.calls }).decrypt(stored, 'crm')).rejects.toMatchObject({ message: 'KMS could not decrypt the secret of endpoint crm: InvalidCiphertextException' });
+  });
+});
+
+describe('Class: KmsSecretCipher, refusals on encrypt', () => {
+  it('names the endpoint, the key and the refusal when KMS will not encrypt, never the secret', async () => {
+    const error = await new KmsSecretCipher({ calls: fakeKms({ deny: true, denyEncrypt: true }).calls, keyId: 'arn:aws:kms:eu-west-1:123456789012:key/1234' })
+      .encrypt(SECRET, 'billing')
+      .catch((e: unknown) => e);
+
+    expect(error).toMatchObject({
+      name: 'SecretEncryptionError',
+      code: 'secret-unencryptable',
+      message: 'KMS could not encrypt the secret of endpoint billing with arn:aws:kms:eu-west-1:123456789012:key/1234: AccessDeniedException',
+    });
+    expect(String(error)).not.toContain(SECRET.slice(6));
+  });
+
+  it('refuses to encrypt without the key, asking nothing', async () => {
+    const kms = fakeKms();
+
+    await expect(new KmsSecretCipher({ calls: kms.calls }).encrypt(SECRET, 'billing')).rejects.toMatchObject({
+      name: 'SecretEncryptionError',
+      message: "encrypting the secret of endpoint billing needs the registry's key (its ARN)",
+    });
+    expect(kms.asked).toEqual([]);
+  });
+});
+
+describe('Function: kmsClient (the SDK over loopback, AWS_ENDPOINT_URL_KMS)', () => {
+  let stub: KmsStub;
+  const KEY_ARN = 'arn:aws:kms:us-east-1:000000000000:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+
+  beforeAll(async () => {
+    stub = await startKmsStub();
+  });
+  afterAll(() => stub.close());
+  afterEach(() => {
+    vi.unstubAllEnvs();
+    stub.deny = false;
+  });
+  const stubEnv = () => {
+    for (const [name, value] of Object.entries({ AWS_ENDPOINT_URL_KMS: stub.url, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_MAX_ATTEMPTS: '1' })) {
+      vi.stubEnv(name, value);
+    }
+  };
+
+  it('encrypts with the key and the endpoint\'s context, and decrypts naming no key', async () => {
+    stubEnv();
+    const calls = kmsClient();
+    try {
+      const stored = await new KmsSecretCipher({ calls, keyId: KEY_ARN }).encrypt(SECRET, 'billing');
+      const secret = await new KmsSecretCipher({ calls }).decrypt(stored, 'billing');
+
+      expect(stored).toMatch(/^encrypted:kms:/);
+      expect(secret).toBe(SECRET);
+      expect(stub.decrypt(Buffer.from(stored.slice('encrypted:kms:'.length), 'base64'), secretContext('billing'))).toEqual({ plaintext: SECRET, keyId: KEY_ARN });
+      expect(stub.calls).toEqual([`Encrypt ${KEY_ARN} ${JSON.stringify(secretContext('billing'))}`, `Decrypt ${JSON.stringify(secretContext('billing'))}`]);
+    } finally {
+      calls.destroy();
+    }
+  });
+
+  it("turns KMS's refusals into the cipher's errors, by their names", async () => {
+    stubEnv();
+    const calls = kmsClient();
+    try {
+      const stored = await new KmsSecretCipher({ calls, keyId: KEY_ARN }).encrypt(SECRET, 'billing');
+
+      await expect(new KmsSecretCipher({ calls }).decrypt(stored, 'crm')).rejects.toMatchObject({ message: 'KMS could not decrypt the secret of endpoint crm: InvalidCiphertextException' });
+      stub.deny = true;
+      await expect(new KmsSecretCipher({ calls, keyId: KEY_ARN }).encrypt(SECRET, 'billing')).rejects.toMatchObject({ name: 'SecretEncryptionError', message: expect.stringMatching(/: AccessDeniedException$/) });
+    } finally {
+      calls.destroy();
+    }
   });
 });
 

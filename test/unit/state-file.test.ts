@@ -152,6 +152,19 @@ describe('Function: parseSandboxState', () => {
     }
   });
 
+  it('reads the key of the endpoint secrets, and refuses one that is not 32 bytes of base64, never showing it', () => {
+    const secretsKey = Buffer.alloc(32, 5).toString('base64');
+    const short = Buffer.alloc(16, 5).toString('base64');
+
+    expect(parseSandboxState('/s.json', JSON.stringify({ ...STATE, secretsKey }))).toEqual({ ...STATE, secretsKey });
+    expect(parseSandboxState('/s.json', JSON.stringify(STATE))).not.toHaveProperty('secretsKey');
+    for (const bad of [short, '', 7]) {
+      const act = () => parseSandboxState('/s.json', JSON.stringify({ ...STATE, secretsKey: bad }));
+      expect(act).toThrow(SandboxStateError);
+      expect(act).toThrow('the sandbox state file /s.json has a secretsKey that is not a key (32 bytes, base64)');
+    }
+  });
+
   it('refuses a deployment that is not the settings the sandbox writes', () => {
     const act = () => parseSandboxState('/s.json', JSON.stringify({ ...STATE, deployment: { ...DEPLOYMENT, retentionDays: 'thirty' } }));
 
