@@ -9,7 +9,10 @@
  *
  * A signing secret is printed once: by `add` when it generated one, by `rotate-secret`. Nothing
  * else prints it (`secret: set`), in either form, nor a rotation's previous secret (only until when
- * it still signs). URLs are shown redacted (docs/contract.md §3).
+ * it still signs). URLs are shown redacted (docs/contract.md §3). The registry stores every secret
+ * the commands write encrypted (`encrypted:kms:…` with the registry's key, `encrypted:local:…` in
+ * the sandbox: cli/context.ts `encryptSecret`), so a stored secret is compared with one given only
+ * while it is plain (`rotate-secret --secret` the current one is then not noticed).
  *
  * Parking (docs/contract.md §12): every endpoint's output counts its parked deliveries (the
  * ledger's parked listing of that endpoint, its index entries alone); `show` and `enable` give the
@@ -183,6 +186,9 @@ Example:
       `
 Without --secret (or a secret in --from-file), a signing secret is generated and printed once:
 store it with the receiver now; no command shows it again. --unsigned adds one without a secret.
+The registry stores the secret encrypted with its KMS key (stack output EndpointsKeyArn, or
+HANDOFF_ENDPOINTS_KEY_ARN with names given: the caller needs kms:Encrypt on it); the sandbox
+with its own key.
 
 Examples:
   handoff endpoint add --name acme --url https://hooks.acme.example/handoff --event-types shipment.delivered,shipment.exception
@@ -274,6 +280,7 @@ the new secret's first: a receiver verifies with either secret, so it can switch
 at any time within the overlap. Afterwards only the new secret signs. To end an overlap early:
   handoff endpoint update NAME --clear previousSecret
 Rotating again during an overlap keeps only the secret being replaced as the previous one.
+The new secret is stored encrypted, as add stores one; the old one is kept as it was stored.
 An endpoint whose secret is a Secrets Manager ARN is rotated in Secrets Manager, not here.
 
 Examples:

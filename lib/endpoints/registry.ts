@@ -2,9 +2,11 @@
  * The endpoint registry (docs/contract.md §11): where endpoints live, written by `handoff endpoint`
  * and read by the consumer. This file is the port; `dynamodb-registry.ts` implements it on a table
  * of the stack's (the sandbox runs the same adapter on its emulator), so the command works alike on
- * both. A secret given as a `whsec_…` value is stored in the table, encrypted at rest with a key the
- * stack owns; the registry's reads return it only to the consumer (`list`), never to a listing the
- * command prints (`EndpointRecord` as the command shows it drops `secret`).
+ * both. A secret given as a `whsec_…` value is stored encrypted with the registry's KMS key (the
+ * sandbox: its own key) when the adapter is given a cipher, as `handoff endpoint` gives it
+ * (lib/endpoints/secret-cipher.ts), and the table itself is encrypted at rest with that key; only the
+ * consumer decrypts a secret (`list`), never a listing the command prints (`EndpointRecord` as the
+ * command shows it drops `secret`).
  */
 import type { Endpoint, EndpointFields, EndpointRecord, StateChange } from './endpoint';
 import type { HealthRecord } from './health';
