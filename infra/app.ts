@@ -180,6 +180,10 @@ export class HandoffStack extends Stack {
     new CfnOutput(this, STACK_OUTPUTS.endpointDefaults, { value: JSON.stringify(deploymentToJson(d.settings)) });
     if (d.signingSecret) new CfnOutput(this, 'SigningSecretArn', { value: d.signingSecret.secretArn });
     new CfnOutput(this, STACK_OUTPUTS.sealKeySecretArn, { value: d.sealKey.secretArn, description: "Operators' replays and releases are sealed with it (GetSecretValue)" });
+    new CfnOutput(this, STACK_OUTPUTS.endpointsKeyArn, {
+      value: d.endpointRegistry.encryptionKey.keyArn,
+      description: 'handoff endpoint add/update/rotate-secret encrypt signing secrets with it (kms:Encrypt)',
+    });
     new CfnOutput(this, STACK_OUTPUTS.alarmTopicArn, { value: d.alarmTopic.topicArn, description: 'Alarms notify here: subscribe the on-call (email, chat, pager)' });
   }
 }

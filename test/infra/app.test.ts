@@ -97,7 +97,7 @@ describe('Function: settingsFromContext', () => {
 describe('HandoffStack', () => {
   beforeAll(() => void stack(), WARM_UP_MS);
 
-  it('outputs the queue URL and ARN, the dead-letter and redrive queue URLs, the ledger and registry tables, the consumer, the endpoint defaults, the ordered intake, the seal key secret (SealKeySecretArn) and the alarm topic (AlarmTopicArn) by exact key', () => {
+  it('outputs the queue URL and ARN, the dead-letter and redrive queue URLs, the ledger and registry tables, the consumer, the endpoint defaults, the ordered intake, the seal key secret (SealKeySecretArn), the alarm topic (AlarmTopicArn) and the registry key (EndpointsKeyArn) by exact key', () => {
     const { template } = stack();
 
     expect(Object.keys(template.toJSON().Outputs).sort()).toEqual(
@@ -116,7 +116,15 @@ describe('HandoffStack', () => {
       orderedQueueUrl: 'OrderedQueueUrl',
       sealKeySecretArn: 'SealKeySecretArn',
       alarmTopicArn: 'AlarmTopicArn',
+      endpointsKeyArn: 'EndpointsKeyArn',
     });
+  });
+
+  it("outputs the registry key's ARN (EndpointsKeyArn), which endpoint secrets are encrypted with, by reference to the key", () => {
+    const { template, handoff } = stack();
+    const key = handoff.getLogicalId(handoff.delivery.endpointRegistry.encryptionKey.node.defaultChild as never);
+
+    template.hasOutput(STACK_OUTPUTS.endpointsKeyArn, { Value: { 'Fn::GetAtt': [key, 'Arn'] } });
   });
 
   it("outputs the stack's own alarm topic (AlarmTopicArn) by reference when no alarmTopicArn is given, and every alarm notifies it", () => {
