@@ -76,6 +76,8 @@ export interface NeighbourRun {
   readonly batches: { readonly count: number; readonly medianMs: number; readonly p90Ms: number; readonly atLeastTimeout: number };
   /** `endpoint paused` lines the consumers wrote about the neighbour. */
   readonly pausedLines: number;
+  /** Healthy arrivals in each 10 s of the window, and when (s into it) each batch at least as long as the timeout began. */
+  readonly timeline: { readonly healthyPerTenSeconds: readonly number[]; readonly slowBatchesAt: readonly number[] };
   /** The handler's requests within the window, per healthy delivery. */
   readonly perHealthyDelivery: { readonly dynamodbWrites: number; readonly dynamodbReads: number; readonly handlerSqs: number; readonly handlerCpuMs: number };
   readonly requests: RequestCounts;
@@ -246,6 +248,10 @@ export async function runNeighbour(mode: NeighbourMode, bench: Bench, options: S
     const arrivals = healthyIds.map((id) => receivers.healthy.get(id)).filter((at): at is number => at !== undefined && at <= endsAt);
     const halfway = startedAt + (options.seconds * 1000) / 2;
     const batches = workers.measurements.slice(measuredBefore);
+    const batchEnds = workers.measuredAt.slice(measuredBefore);
+    const healthyPerTenSeconds = Array.from({ length: Math.ceil(options.seconds / 10) }, () => 0);
+    for (const at of arrivals) healthyPerTenSeconds[Math.min(healthyPerTenSeconds.length - 1, Math.floor((at - startedAt) / 10_000))]! += 1;
+    const slowBatchesAt = batches.flatMap((m, i) => (m.wallMs >= options.attemptTimeoutMs ? [Math.round((batchEnds[i]! - m.wallMs - startedAt) / 100) / 10] : []));
     const handler = summarize(requests.handler);
     const delivered = arrivals.length;
     const per = (n: number) => (delivered > 0 ? n / delivered : Number.NaN);
@@ -267,6 +273,7 @@ export async function runNeighbour(mode: NeighbourMode, bench: Bench, options: S
         atLeastTimeout: wall.filter((ms) => ms >= options.attemptTimeoutMs).length,
       },
       pausedLines,
+      timeline: { healthyPerTenSeconds, slowBatchesAt },
       perHealthyDelivery: {
         dynamodbWrites: per(handler.dynamodbWrites),
         dynamodbReads: per(handler.dynamodbReads),

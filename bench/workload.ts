@@ -222,6 +222,8 @@ export function startWorkers(
   },
 ) {
   const measurements: Measurement[] = [];
+  /** When each measurement arrived (performance.now()): about when its invocation ended. */
+  const measuredAt: number[] = [];
   let invokedRecords = 0;
   let measuredRecords = 0;
   let outstanding = 0;
@@ -234,6 +236,7 @@ export function startWorkers(
       const measurement = parseMeasurement(line);
       if (measurement) {
         measurements.push(measurement);
+        measuredAt.push(performance.now());
         measuredRecords += measurement.records;
       } else if (output.take?.(line)) {
         // The scenario's own.
@@ -246,6 +249,7 @@ export function startWorkers(
   });
   return {
     measurements,
+    measuredAt,
     async invoke(event: SQSEvent): Promise<Invocation> {
       invokedRecords += event.Records.length;
       outstanding += 1;

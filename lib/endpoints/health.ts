@@ -15,13 +15,21 @@
  * pauses it, the same `pausedUntil` on its registry item, so every consumer holds its deliveries
  * with no request and no attempt spent:
  * - open: after BREAKER_FAILURES such attempts in a row in one consumer (no HTTP answer between,
- *   none more than BREAKER_WINDOW_MS after the one before);
+ *   none more than BREAKER_WINDOW_MS after the one before), or at one when the endpoint's item
+ *   counts that many failed attempts since its last accepted one (every consumer's: so consumers
+ *   that meet the outage together open it at once, not each after a run of its own);
  * - for as long as the endpoint has gone without an accepted request (`openSeconds`), at least
  *   BREAKER_MIN_OPEN_SECONDS and the attempt timeout, at most BREAKER_MAX_OPEN_SECONDS: each
  *   re-open about doubles it;
  * - half-open once the pause ends (it was paused during its current run of failures: `tripped`):
  *   the next attempts are the probe; the first that finds it unreachable again re-opens it at once,
- *   an accepted one closes it (the recovery write every first success after failures makes);
+ *   an accepted one closes it (the recovery write every first success after failures makes). The
+ *   probe is the opener's: the consumer whose pause write is in force. A consumer that found the
+ *   pause instead (its failure write returned it) holds the endpoint past it by `probeGraceMs`,
+ *   time for the probe and for its copy of the registry to show the re-open or the recovery, and
+ *   probes itself only if neither came (the opener gone, say). So one batch per pause waits out an
+ *   attempt timeout, not one per consumer. (Within a consumer, the probe is its first batch after
+ *   the pause: `pausedFor` cannot tell a peek at the pause from a delivery about to be attempted.)
  * - writes: the run's first failure (as any failure is written), one pause write to open it (none
  *   when the consumer finds a pause in force: its failure write returns the item), a failure and a
  *   pause write per failed probe, the recovery: never one per failed attempt of an outage. The rest
@@ -147,13 +155,16 @@ export type BreakerStep =
 
 /**
  * The breaker's decision after an unreachable attempt, given the consumer's run with that attempt
- * counted (`extendRun`) and the endpoint's health as the consumer knows it. Pure.
+ * counted (`extendRun`) and the endpoint's health as the consumer knows it. It opens at
+ * BREAKER_FAILURES failed attempts in a row: this consumer's unreachable ones, or the failures its
+ * health counts (every consumer's, since the last accepted request: one consumer's run's first, a
+ * 503…), whichever is more. Pure.
  */
 export function breakerStep(run: UnreachableRun, health: EndpointHealth, nowMs: number, attemptTimeoutMs: number): BreakerStep {
   if (pauseSecondsLeft(health, nowMs) > 0) return { kind: 'held' };
   const untilMs = () => nowMs + openSeconds(health, run, nowMs, attemptTimeoutMs) * 1000;
   if (tripped(health)) return { kind: 'reopen', untilMs: untilMs() };
-  if (run.count >= BREAKER_FAILURES) return { kind: 'open', untilMs: untilMs() };
+  if (Math.max(run.count, health.failures) >= BREAKER_FAILURES) return { kind: 'open', untilMs: untilMs() };
   return { kind: 'count', record: run.count === 1 };
 }
 
@@ -480,17 +491,20 @@ export class HealthTracker {
     const name = endpoint.name;
     const run = extendRun(this.#runs.get(name), nowMs);
     this.#runs.set(name, run);
-    const known = this.current(name);
-    const step = breakerStep(run, known, nowMs, endpoint.attemptTimeoutMs);
-    if (step.kind === 'held') {
-      if (this.#opened.get(name) !== known.pausedUntil) this.#follow(endpoint);
-      return;
-    }
+    let known = this.current(name);
+    let step = breakerStep(run, known, nowMs, endpoint.attemptTimeoutMs);
+    let recorded = false;
     if (step.kind === 'count') {
       if (!step.record) return;
-      const health = await this.#recordFailure(endpoint, nowMs, logger);
-      // The item says another consumer has opened it already.
-      if (pauseSecondsLeft(health, this.#now()) > 0) this.#follow(endpoint);
+      // The run's first, written; the item it returns may say more: another consumer's pause, or
+      // enough failures in a row across the consumers to open it now.
+      known = await this.#recordFailure(endpoint, nowMs, logger);
+      recorded = true;
+      step = breakerStep(run, known, this.#now(), endpoint.attemptTimeoutMs);
+      if (step.kind === 'count') return;
+    }
+    if (step.kind === 'held') {
+      if (this.#opened.get(name) !== known.pausedUntil) this.#follow(endpoint);
       return;
     }
     this.#pauses.set(name, step.untilMs);
@@ -500,7 +514,7 @@ export class HealthTracker {
       // A failed probe is counted (so a long outage still reaches automatic disabling), and its
       // write returns the item: another consumer's re-open is adopted rather than written again.
       // (No pause was in force as this consumer knew it, or the step would be `held`.)
-      const theirs = step.kind === 'reopen' ? (await this.#recordFailure(endpoint, nowMs, logger)).pausedUntil : undefined;
+      const theirs = step.kind === 'reopen' && !recorded ? (await this.#recordFailure(endpoint, nowMs, logger)).pausedUntil : undefined;
       inForce = theirs !== undefined && theirs > this.#now() ? theirs : await this.#store.pause(name, step.untilMs);
       // Known as the item's from now on, so the endpoint stays tripped here once the pause is over.
       this.#notePause(name, inForce);

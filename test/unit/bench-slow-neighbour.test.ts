@@ -28,6 +28,7 @@ describe('Function: neighbourRatio and slowNeighbourMarkdown', () => {
     neighbourDelivered: mode === 'answers' ? perSecond * 10 : 0,
     batches: { count: 600, medianMs: 120, p90Ms: 300, atLeastTimeout: mode === 'answers' ? 0 : 20 },
     pausedLines: mode === 'answers' ? 0 : 9,
+    timeline: { healthyPerTenSeconds: [], slowBatchesAt: [] },
     perHealthyDelivery: { dynamodbWrites: 2.5, dynamodbReads: 0, handlerSqs: 0.1, handlerCpuMs: 6 },
     requests: { handler: {}, poller: {}, producer: {}, setup: {} },
     repeats: 0,

@@ -135,19 +135,39 @@ describe('Class: HealthTracker, the breaker', () => {
     expect(store.writes).toHaveLength(2);
   });
 
-  it('counts a refused connection as a timeout is counted, and never an HTTP answer', async () => {
+  it('counts a refused connection as a timeout is counted; an answer breaks the run, an accepted one the count on the item too', async () => {
     const store = new MemoryHealthStore();
     const t = tracker(store, { now: T0 });
 
     await outage(t, 2, REFUSED);
-    await t.health.afterAttempt(acme, { kind: 'temporary', status: 503 }, t.logger);
+    await t.health.afterAttempt(acme, OK, t.logger);
     await outage(t, 2, REFUSED);
 
-    // 503 broke the run: four refused connections, never three in a row.
+    // Accepted between: never three failures in a row.
     expect(t.health.pausedFor('acme')).toBe(0);
-    expect(store.writes).toEqual(['failure acme', 'failure acme', 'failure acme']);
+    expect(store.writes).toEqual(['failure acme', 'recovery acme', 'failure acme']);
+
+    // A 503 ends this consumer's run but is a failure in a row on the item: the next refused one opens it.
+    await t.health.afterAttempt(acme, { kind: 'temporary', status: 503 }, t.logger);
     await outage(t, 1, REFUSED);
+    expect(store.writes.slice(3)).toEqual(['failure acme', 'failure acme', 'pause acme']);
     expect(t.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
+  });
+
+  it('opens at once when the item counts three failures in a row: consumers meeting the outage together do not each wait for three of their own', async () => {
+    const store = new MemoryHealthStore();
+    const clock = { now: T0 };
+    const [one, two, three] = [tracker(store, clock), tracker(store, clock), tracker(store, clock)];
+
+    await outage(one, 1);
+    await outage(two, 1);
+    await outage(three, 1);
+
+    expect(store.writes).toEqual(['failure acme', 'failure acme', 'failure acme', 'pause acme']);
+    expect(three.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
+    expect(three.lines.filter((l) => l.message === 'endpoint paused')).toEqual([expect.objectContaining({ breaker: 'open', opened: true, unreachableInRow: 1 })]);
+    // The others learn of it from their copy, or at their next attempt's write.
+    expect(one.health.pausedFor('acme')).toBe(0);
   });
 
   /** Two consumers: the first opens the breaker with a batch's three timeouts, then the second sees its first. */
@@ -244,18 +264,19 @@ describe('Class: HealthTracker, the breaker', () => {
     expect(t.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
   });
 
-  it('starts a new run when unreachable attempts are further apart than the window: each is written, none opens', async () => {
+  it('writes each unreachable attempt further apart than the window (each starts a run), and opens at the third failure in a row all the same', async () => {
     const store = new MemoryHealthStore();
     const clock = { now: T0 };
     const t = tracker(store, clock);
 
-    for (let i = 0; i < 4; i += 1) {
+    for (let i = 0; i < 3; i += 1) {
       clock.now = T0 + i * (BREAKER_WINDOW_MS + 1);
       await outage(t, 1);
     }
 
-    expect(t.health.pausedFor('acme')).toBe(0);
-    expect(store.writes).toEqual(['failure acme', 'failure acme', 'failure acme', 'failure acme']);
+    expect(store.writes).toEqual(['failure acme', 'failure acme', 'failure acme', 'pause acme']);
+    // Failing for two minutes without an accepted request: paused as long.
+    expect(t.health.pausedFor('acme')).toBe(2 * BREAKER_WINDOW_MS / 1000 + 1);
   });
 
   it('still disables automatically in a long outage: each failed probe is counted', async () => {
