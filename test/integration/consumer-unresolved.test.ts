@@ -155,14 +155,20 @@ describe('Handler: consumer, an endpoint whose signing secret cannot be read', (
     expect(unresolvedCount()).toBe(failures.length);
     expect(lines.join('\n')).not.toContain(billingSecret.slice(6));
 
-    // Act: Secrets Manager is back; the held messages return within seconds
+    // Act: Secrets Manager is back; the held messages return within seconds. (One back before its
+    // failed read may be retried, 5 s after that read, is held once more: a busy machine's timing.)
     for (const failure of failures) secretsManager.answer(arnOf(failure), { value: secrets[failure]! });
-    const back = await harness.receive(queueUrl, failures.length);
-    const delivered = await invoke(handler, queueUrl, back);
+    const returned: string[] = [];
+    let stillHeld = failures.length;
+    for (let round = 0; stillHeld > 0 && round < 3; round++) {
+      const back = await harness.receive(queueUrl, stillHeld);
+      returned.push(...back.map(idOf));
+      stillHeld = (await invoke(handler, queueUrl, back)).batchItemFailures.length;
+    }
 
     // Assess: each delivered once, signed with its secret
-    expect(back.map(idOf).sort()).toEqual(failures.map((failure) => `evt_held_${failure}`).sort());
-    expect(delivered.batchItemFailures).toEqual([]);
+    expect(stillHeld).toBe(0);
+    expect(new Set(returned)).toEqual(new Set(failures.map((failure) => `evt_held_${failure}`)));
     for (const failure of failures) {
       const requests = crm.requestsFor(`evt_held_${failure}`);
       expect(requests).toHaveLength(1);
