@@ -30,10 +30,12 @@
  *   probes itself only if neither came (the opener gone, say). So one batch per pause waits out an
  *   attempt timeout, not one per consumer. (Within a consumer, the probe is its first batch after
  *   the pause: `pausedFor` cannot tell a peek at the pause from a delivery about to be attempted.)
- * - writes: the run's first failure (as any failure is written), one pause write to open it (none
- *   when the consumer finds a pause in force: its failure write returns the item), a failure and a
- *   pause write per failed probe, the recovery: never one per failed attempt of an outage. The rest
- *   of a run is counted in the consumer's memory only, so `failures` on the item counts these.
+ * - writes, per consumer: its run's first failure and the failure that opens or re-opens the
+ *   breaker (as any failure is written; the item it returns tells of another consumer's pause, then
+ *   followed and not written again), the pause where none is in force, the recovery: never one per
+ *   failed attempt of an outage. The rest of a run is counted in the consumer's memory only, so
+ *   `failures` on the item counts those written (automatic disabling still comes: a failed probe is
+ *   written at least every BREAKER_MAX_OPEN_SECONDS).
  *
  * The rules are pure functions; `HealthTracker` applies them for the consumer (lib/batch.ts).
  */
@@ -482,40 +484,46 @@ export class HealthTracker {
   }
 
   /**
-   * The breaker (module doc): an unreachable attempt is counted in this consumer's run; the run's
-   * first is written as any failure; the BREAKER_FAILURES-th opens the breaker, and any after a pause
-   * during the run re-opens it (a failed probe). Opening: the endpoint is held here at once, then one
-   * pause write, unless the item shows a pause in force already (another consumer opened it first).
+   * The breaker (module doc): an unreachable attempt is counted in this consumer's run. The run's
+   * first, and one that opens or re-opens the breaker (`breakerStep`), are written as any failure;
+   * the item that write returns decides: another consumer's pause in force is followed, and a pause
+   * of this consumer's own is written only where none is. An attempt that opens it holds the
+   * endpoint here at once, so the others of its batch, ending meanwhile, write nothing.
    */
   async #unreachable(endpoint: Endpoint, outcome: AttemptOutcome, nowMs: number, logger: Logger): Promise<void> {
     const name = endpoint.name;
     const run = extendRun(this.#runs.get(name), nowMs);
     this.#runs.set(name, run);
-    let known = this.current(name);
-    let step = breakerStep(run, known, nowMs, endpoint.attemptTimeoutMs);
-    let recorded = false;
-    if (step.kind === 'count') {
-      if (!step.record) return;
-      // The run's first, written; the item it returns may say more: another consumer's pause, or
-      // enough failures in a row across the consumers to open it now.
-      known = await this.#recordFailure(endpoint, nowMs, logger);
-      recorded = true;
-      step = breakerStep(run, known, this.#now(), endpoint.attemptTimeoutMs);
-      if (step.kind === 'count') return;
-    }
-    if (step.kind === 'held') {
+    const known = this.current(name);
+    const first = breakerStep(run, known, nowMs, endpoint.attemptTimeoutMs);
+    if (first.kind === 'held') {
       if (this.#opened.get(name) !== known.pausedUntil) this.#follow(endpoint);
       return;
     }
+    if (first.kind === 'count' && !first.record) return;
+    if (first.kind !== 'count') this.#pauses.set(name, first.untilMs);
+    let step: BreakerStep = first;
+    try {
+      // Counted (a long outage still reaches automatic disabling), and the item read back with it.
+      const item = await this.#recordFailure(endpoint, nowMs, logger);
+      step = breakerStep(run, item, this.#now(), endpoint.attemptTimeoutMs);
+      if (step.kind === 'held') {
+        // Another consumer's pause is in force: followed, not written again.
+        this.#pauses.set(name, item.pausedUntil!);
+        this.#follow(endpoint);
+        if (first.kind !== 'count') this.#logPause(endpoint, outcome, run, first.kind, item.pausedUntil!, false, nowMs, logger);
+        return;
+      }
+    } catch (error) {
+      if (first.kind === 'count') throw error;
+      logger.warn('endpoint health write failed', { endpoint: name, write: 'failure', ...errorFields(error) });
+    }
+    if (step.kind === 'count' || step.kind === 'held') return;
     this.#pauses.set(name, step.untilMs);
     this.#opened.set(name, step.untilMs);
     let inForce = step.untilMs;
     try {
-      // A failed probe is counted (so a long outage still reaches automatic disabling), and its
-      // write returns the item: another consumer's re-open is adopted rather than written again.
-      // (No pause was in force as this consumer knew it, or the step would be `held`.)
-      const theirs = step.kind === 'reopen' && !recorded ? (await this.#recordFailure(endpoint, nowMs, logger)).pausedUntil : undefined;
-      inForce = theirs !== undefined && theirs > this.#now() ? theirs : await this.#store.pause(name, step.untilMs);
+      inForce = await this.#store.pause(name, step.untilMs);
       // Known as the item's from now on, so the endpoint stays tripped here once the pause is over.
       this.#notePause(name, inForce);
     } catch (error) {
@@ -525,19 +533,24 @@ export class HealthTracker {
     const opened = inForce === step.untilMs;
     if (opened) this.#following.delete(name);
     else {
+      // A later pause won the write: another consumer's, which probes.
       this.#opened.delete(name);
       this.#follow(endpoint);
     }
+    this.#logPause(endpoint, outcome, run, step.kind, inForce, opened, nowMs, logger);
+  }
+
+  /** `endpoint paused` for the breaker: `opened`, whether this consumer's write paused it (it probes when the pause ends). */
+  #logPause(endpoint: Endpoint, outcome: AttemptOutcome, run: UnreachableRun, breaker: 'open' | 'reopen', untilMs: number, opened: boolean, nowMs: number, logger: Logger): void {
     logger.warn('endpoint paused', {
-      endpoint: name,
-      pausedUntil: new Date(inForce).toISOString(),
+      endpoint: endpoint.name,
+      pausedUntil: new Date(untilMs).toISOString(),
       why: 'unreachable',
-      breaker: step.kind,
-      // Whether this consumer's write paused it (it probes when the pause ends) or another's had.
+      breaker,
       opened,
       cause: 'cause' in outcome ? outcome.cause : undefined,
       unreachableInRow: run.count,
-      pauseSeconds: Math.round((inForce - nowMs) / 1000),
+      pauseSeconds: Math.round((untilMs - nowMs) / 1000),
     });
   }
 

@@ -115,7 +115,7 @@ describe('Class: HealthTracker, the breaker', () => {
     await Promise.all(Array.from({ length: attempts }, () => t.health.afterAttempt(acme, outcome, t.logger)));
   };
 
-  it('opens after three unreachable attempts in a row, holds the endpoint at once, and writes the first failure and the pause only', async () => {
+  it('opens after three unreachable attempts in a row, holds the endpoint at once, and writes the first failure, the third and the pause only', async () => {
     const store = new MemoryHealthStore();
     const clock = { now: T0 };
     const one = tracker(store, clock);
@@ -124,15 +124,15 @@ describe('Class: HealthTracker, the breaker', () => {
     await outage(one, 10);
 
     expect(one.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
-    expect(store.writes).toEqual(['failure acme', 'pause acme']);
-    expect(store.health.get('acme')).toEqual({ failures: 1, failingSince: T0, pausedUntil: T0 + 5_000 });
+    expect(store.writes).toEqual(['failure acme', 'failure acme', 'pause acme']);
+    expect(store.health.get('acme')).toEqual({ failures: 2, failingSince: T0, pausedUntil: T0 + 5_000 });
     expect(one.lines.filter((l) => l.message === 'endpoint paused')).toEqual([
       expect.objectContaining({ level: 'warn', endpoint: 'acme', why: 'unreachable', breaker: 'open', cause: 'timeout', unreachableInRow: 3, pauseSeconds: 5 }),
     ]);
     // Attempts that began before the pause and end during it write nothing more.
     clock.now = T0 + 1_000;
     await outage(one, 5);
-    expect(store.writes).toHaveLength(2);
+    expect(store.writes).toHaveLength(3);
   });
 
   it('counts a refused connection as a timeout is counted; an answer breaks the run, an accepted one the count on the item too', async () => {
@@ -166,8 +166,13 @@ describe('Class: HealthTracker, the breaker', () => {
     expect(store.writes).toEqual(['failure acme', 'failure acme', 'failure acme', 'pause acme']);
     expect(three.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
     expect(three.lines.filter((l) => l.message === 'endpoint paused')).toEqual([expect.objectContaining({ breaker: 'open', opened: true, unreachableInRow: 1 })]);
-    // The others learn of it from their copy, or at their next attempt's write.
+    // The others learn of it from their copy, or at their next write: the first, its run at three
+    // before its copy told it, writes that failure, finds the pause and follows it, writing none.
     expect(one.health.pausedFor('acme')).toBe(0);
+    await outage(one, 2);
+    expect(store.writes.slice(4)).toEqual(['failure acme']);
+    expect(one.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS + probeGraceMs(acme.attemptTimeoutMs) / 1000);
+    expect(one.lines.filter((l) => l.message === 'endpoint paused')).toEqual([expect.objectContaining({ breaker: 'open', opened: false, unreachableInRow: 3 })]);
   });
 
   /** Two consumers: the first opens the breaker with a batch's three timeouts, then the second sees its first. */
@@ -190,7 +195,7 @@ describe('Class: HealthTracker, the breaker', () => {
   it('another consumer adopts the pause from the item its first failure write returns, writes no pause, and leaves the probe to the opener', async () => {
     const { store, clock, one, two } = await twoConsumers();
 
-    expect(store.writes).toEqual(['failure acme', 'pause acme', 'failure acme']);
+    expect(store.writes).toEqual(['failure acme', 'failure acme', 'pause acme', 'failure acme']);
     expect(one.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
     // The follower holds its deliveries past the pause by the grace: the opener's probe and a copy's age.
     expect(GRACE_S).toBe(1 + 15 + 5);
@@ -255,10 +260,10 @@ describe('Class: HealthTracker, the breaker', () => {
     clock.now = T0 + 6_000;
     await outage(t, 2);
 
-    expect(store.writes).toEqual(['failure acme', 'pause acme', 'recovery acme', 'failure acme']);
+    expect(store.writes).toEqual(['failure acme', 'failure acme', 'pause acme', 'recovery acme', 'failure acme']);
     expect(t.health.pausedFor('acme')).toBe(0);
     expect(t.lines.filter((l) => l.message === 'endpoint recovered')).toEqual([
-      expect.objectContaining({ level: 'info', endpoint: 'acme', failures: 1, since: '2026-12-04T10:00:00.000Z' }),
+      expect.objectContaining({ level: 'info', endpoint: 'acme', failures: 2, since: '2026-12-04T10:00:00.000Z' }),
     ]);
     await outage(t, 1);
     expect(t.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
@@ -293,8 +298,8 @@ describe('Class: HealthTracker, the breaker', () => {
 
     expect(store.state.get('acme')?.change).toEqual({
       by: 'handoff',
-      // The failures are the run's first and one per failed probe: 6 by the time it had failed for 60 s.
-      reason: 'no accepted request for 111 s and 6 failed attempts (autoDisable: 60 s and 4 attempts)',
+      // The failures are the run's first, the one that opened it, and one per failed probe: 7 by the time it had failed for 60 s.
+      reason: 'no accepted request for 111 s and 7 failed attempts (autoDisable: 60 s and 4 attempts)',
       at: clock.now,
     });
   });
@@ -307,7 +312,7 @@ describe('Class: HealthTracker, the breaker', () => {
     await outage(t, 3);
 
     expect(t.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
-    // The run's first failure and the pause, in whichever order their writes failed.
-    expect(t.lines.filter((l) => l.message === 'endpoint health write failed').map((l) => String(l.write)).sort()).toEqual(['pause', 'undefined']);
+    // The run's first failure, the third's and the pause, in whichever order their writes failed.
+    expect(t.lines.filter((l) => l.message === 'endpoint health write failed').map((l) => String(l.write)).sort()).toEqual(['failure', 'pause', 'undefined']);
   });
 });
