@@ -15,27 +15,17 @@
  * pauses it, the same `pausedUntil` on its registry item, so every consumer holds its deliveries
  * with no request and no attempt spent:
  * - open: after BREAKER_FAILURES such attempts in a row in one consumer (no HTTP answer between,
- *   none more than BREAKER_WINDOW_MS after the one before), or at one when the endpoint's item
- *   counts that many failed attempts since its last accepted one (every consumer's: so consumers
- *   that meet the outage together open it at once, not each after a run of its own);
+ *   none more than BREAKER_WINDOW_MS after the one before);
  * - for as long as the endpoint has gone without an accepted request (`openSeconds`), at least
  *   BREAKER_MIN_OPEN_SECONDS and the attempt timeout, at most BREAKER_MAX_OPEN_SECONDS: each
  *   re-open about doubles it;
  * - half-open once the pause ends (it was paused during its current run of failures: `tripped`):
  *   the next attempts are the probe; the first that finds it unreachable again re-opens it at once,
- *   an accepted one closes it (the recovery write every first success after failures makes). The
- *   probe is the opener's: the consumer whose pause write is in force. A consumer that found the
- *   pause instead (its failure write returned it) holds the endpoint past it by `probeGraceMs`,
- *   time for the probe and for its copy of the registry to show the re-open or the recovery, and
- *   probes itself only if neither came (the opener gone, say). So one batch per pause waits out an
- *   attempt timeout, not one per consumer. (Within a consumer, the probe is its first batch after
- *   the pause: `pausedFor` cannot tell a peek at the pause from a delivery about to be attempted.)
- * - writes, per consumer: its run's first failure and the failure that opens or re-opens the
- *   breaker (as any failure is written; the item it returns tells of another consumer's pause, then
- *   followed and not written again), the pause where none is in force, the recovery: never one per
- *   failed attempt of an outage. The rest of a run is counted in the consumer's memory only, so
- *   `failures` on the item counts those written (automatic disabling still comes: a failed probe is
- *   written at least every BREAKER_MAX_OPEN_SECONDS).
+ *   an accepted one closes it (the recovery write every first success after failures makes);
+ * - writes: the run's first failure (as any failure is written), one pause write to open it (none
+ *   when the consumer finds a pause in force: its failure write returns the item), a failure and a
+ *   pause write per failed probe, the recovery: never one per failed attempt of an outage. The rest
+ *   of a run is counted in the consumer's memory only, so `failures` on the item counts these.
  *
  * The rules are pure functions; `HealthTracker` applies them for the consumer (lib/batch.ts).
  */
@@ -43,7 +33,6 @@ import { errorFields, type Logger } from '../observability';
 import { unreachable, type AttemptOutcome } from '../outcome';
 import { MAX_WAIT_SECONDS } from '../policy';
 import type { Endpoint, EndpointRecord, StateChange } from './endpoint';
-import { ENDPOINTS_CACHE_MS } from './registry';
 
 /** An endpoint's health as its registry item holds it. Times are epoch ms. */
 export interface EndpointHealth {
@@ -103,15 +92,6 @@ export const BREAKER_MIN_OPEN_SECONDS = 5;
 /** The longest the breaker opens for: a receiver back up waits at most this long for its deliveries. */
 export const BREAKER_MAX_OPEN_SECONDS = 300;
 
-/**
- * How long past a pause another consumer opened this one waits before it probes the endpoint itself:
- * the opener's probe (an attempt timeout) and the registry copy that tells of its outcome (the cache's
- * age), and 5 s more. So one consumer probes per pause, not every one.
- */
-export function probeGraceMs(attemptTimeoutMs: number): number {
-  return attemptTimeoutMs + ENDPOINTS_CACHE_MS + 5_000;
-}
-
 /** A consumer's unbroken run of unreachable attempts at one endpoint. Times are epoch ms. */
 export interface UnreachableRun {
   readonly count: number;
@@ -157,16 +137,13 @@ export type BreakerStep =
 
 /**
  * The breaker's decision after an unreachable attempt, given the consumer's run with that attempt
- * counted (`extendRun`) and the endpoint's health as the consumer knows it. It opens at
- * BREAKER_FAILURES failed attempts in a row: this consumer's unreachable ones, or the failures its
- * health counts (every consumer's, since the last accepted request: one consumer's run's first, a
- * 503…), whichever is more. Pure.
+ * counted (`extendRun`) and the endpoint's health as the consumer knows it. Pure.
  */
 export function breakerStep(run: UnreachableRun, health: EndpointHealth, nowMs: number, attemptTimeoutMs: number): BreakerStep {
   if (pauseSecondsLeft(health, nowMs) > 0) return { kind: 'held' };
   const untilMs = () => nowMs + openSeconds(health, run, nowMs, attemptTimeoutMs) * 1000;
   if (tripped(health)) return { kind: 'reopen', untilMs: untilMs() };
-  if (Math.max(run.count, health.failures) >= BREAKER_FAILURES) return { kind: 'open', untilMs: untilMs() };
+  if (run.count >= BREAKER_FAILURES) return { kind: 'open', untilMs: untilMs() };
   return { kind: 'count', record: run.count === 1 };
 }
 
@@ -360,10 +337,6 @@ export class HealthTracker {
   readonly #runs = new Map<string, UnreachableRun>();
   /** Recovery writes in flight, per endpoint: the accepted attempts that end together share one. */
   readonly #recovering = new Map<string, Promise<void>>();
-  /** The breaker pause this consumer opened, per endpoint (its own write in force): it probes when it ends. */
-  readonly #opened = new Map<string, number>();
-  /** Endpoints whose breaker another consumer opened, with the grace this one waits past the pause (`probeGraceMs`). */
-  readonly #following = new Map<string, number>();
 
   constructor(options: HealthTrackerOptions) {
     this.#store = options.store;
@@ -418,19 +391,7 @@ export class HealthTracker {
     const nowMs = this.#now();
     const local = this.#pauses.get(name);
     if (local !== undefined && local <= nowMs) this.#pauses.delete(name);
-    const health = this.current(name);
-    const left = pauseSecondsLeft(health, nowMs);
-    if (this.#following.size === 0) return left;
-    // Another consumer opened its breaker: that one probes when the pause ends; this one waits for
-    // the outcome (a re-open or the recovery, in its copy of the registry) up to the grace.
-    const graceMs = this.#following.get(name);
-    if (graceMs === undefined) return left;
-    const until = (health.pausedUntil ?? 0) + graceMs;
-    if (!tripped(health) || until <= nowMs) {
-      this.#following.delete(name);
-      return left;
-    }
-    return Math.max(left, Math.ceil((until - nowMs) / 1000));
+    return pauseSecondsLeft(this.current(name), nowMs);
   }
 
   /**
@@ -451,7 +412,6 @@ export class HealthTracker {
       // An HTTP answer ends a run of unreachable attempts.
       if (this.#runs.size > 0 && (outcome.kind !== 'temporary' || outcome.status !== undefined)) this.#runs.delete(name);
       if (outcome.kind === 'accepted') {
-        if (this.#following.size > 0) this.#following.delete(name);
         const before = this.current(name);
         if (!endsFailures(before)) return;
         // Accepted attempts of one batch end together (a half-open probe's, say): one recovery write.
@@ -484,79 +444,44 @@ export class HealthTracker {
   }
 
   /**
-   * The breaker (module doc): an unreachable attempt is counted in this consumer's run. The run's
-   * first, and one that opens or re-opens the breaker (`breakerStep`), are written as any failure;
-   * the item that write returns decides: another consumer's pause in force is followed, and a pause
-   * of this consumer's own is written only where none is. An attempt that opens it holds the
-   * endpoint here at once, so the others of its batch, ending meanwhile, write nothing.
+   * The breaker (module doc): an unreachable attempt is counted in this consumer's run; the run's
+   * first is written as any failure; the BREAKER_FAILURES-th opens the breaker, and any after a pause
+   * during the run re-opens it (a failed probe). Opening: the endpoint is held here at once, then one
+   * pause write, unless the item shows a pause in force already (another consumer opened it first).
    */
   async #unreachable(endpoint: Endpoint, outcome: AttemptOutcome, nowMs: number, logger: Logger): Promise<void> {
     const name = endpoint.name;
     const run = extendRun(this.#runs.get(name), nowMs);
     this.#runs.set(name, run);
-    const known = this.current(name);
-    const first = breakerStep(run, known, nowMs, endpoint.attemptTimeoutMs);
-    if (first.kind === 'held') {
-      if (this.#opened.get(name) !== known.pausedUntil) this.#follow(endpoint);
+    const step = breakerStep(run, this.current(name), nowMs, endpoint.attemptTimeoutMs);
+    if (step.kind === 'held') return;
+    if (step.kind === 'count') {
+      if (step.record) await this.#recordFailure(endpoint, nowMs, logger);
       return;
     }
-    if (first.kind === 'count' && !first.record) return;
-    if (first.kind !== 'count') this.#pauses.set(name, first.untilMs);
-    let step: BreakerStep = first;
-    try {
-      // Counted (a long outage still reaches automatic disabling), and the item read back with it.
-      const item = await this.#recordFailure(endpoint, nowMs, logger);
-      step = breakerStep(run, item, this.#now(), endpoint.attemptTimeoutMs);
-      if (step.kind === 'held') {
-        // Another consumer's pause is in force: followed, not written again.
-        this.#pauses.set(name, item.pausedUntil!);
-        this.#follow(endpoint);
-        if (first.kind !== 'count') this.#logPause(endpoint, outcome, run, first.kind, item.pausedUntil!, false, nowMs, logger);
-        return;
-      }
-    } catch (error) {
-      if (first.kind === 'count') throw error;
-      logger.warn('endpoint health write failed', { endpoint: name, write: 'failure', ...errorFields(error) });
-    }
-    if (step.kind === 'count' || step.kind === 'held') return;
     this.#pauses.set(name, step.untilMs);
-    this.#opened.set(name, step.untilMs);
     let inForce = step.untilMs;
     try {
-      inForce = await this.#store.pause(name, step.untilMs);
+      // A failed probe is counted (so a long outage still reaches automatic disabling), and its
+      // write returns the item: another consumer's re-open is adopted rather than written again.
+      // (No pause was in force as this consumer knew it, or the step would be `held`.)
+      const theirs = step.kind === 'reopen' ? (await this.#recordFailure(endpoint, nowMs, logger)).pausedUntil : undefined;
+      inForce = theirs !== undefined && theirs > this.#now() ? theirs : await this.#store.pause(name, step.untilMs);
       // Known as the item's from now on, so the endpoint stays tripped here once the pause is over.
       this.#notePause(name, inForce);
     } catch (error) {
       logger.warn('endpoint health write failed', { endpoint: name, write: 'pause', ...errorFields(error) });
     }
     this.#pauses.set(name, inForce);
-    const opened = inForce === step.untilMs;
-    if (opened) this.#following.delete(name);
-    else {
-      // A later pause won the write: another consumer's, which probes.
-      this.#opened.delete(name);
-      this.#follow(endpoint);
-    }
-    this.#logPause(endpoint, outcome, run, step.kind, inForce, opened, nowMs, logger);
-  }
-
-  /** `endpoint paused` for the breaker: `opened`, whether this consumer's write paused it (it probes when the pause ends). */
-  #logPause(endpoint: Endpoint, outcome: AttemptOutcome, run: UnreachableRun, breaker: 'open' | 'reopen', untilMs: number, opened: boolean, nowMs: number, logger: Logger): void {
     logger.warn('endpoint paused', {
-      endpoint: endpoint.name,
-      pausedUntil: new Date(untilMs).toISOString(),
+      endpoint: name,
+      pausedUntil: new Date(inForce).toISOString(),
       why: 'unreachable',
-      breaker,
-      opened,
+      breaker: step.kind,
       cause: 'cause' in outcome ? outcome.cause : undefined,
       unreachableInRow: run.count,
-      pauseSeconds: Math.round((untilMs - nowMs) / 1000),
+      pauseSeconds: Math.round((inForce - nowMs) / 1000),
     });
-  }
-
-  /** Another consumer opened the endpoint's breaker: this one leaves the probe to it (`pausedFor`). */
-  #follow(endpoint: Endpoint): void {
-    this.#following.set(endpoint.name, probeGraceMs(endpoint.attemptTimeoutMs));
   }
 
   /** The first accepted attempt after failures: the recovery written (closing the breaker, if it was open). */

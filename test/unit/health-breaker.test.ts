@@ -14,10 +14,8 @@ import {
   breakerStep,
   extendRun,
   openSeconds,
-  probeGraceMs,
   tripped,
   type EndpointHealth,
-  type HealthRecord,
   type UnreachableRun,
 } from '../../lib/endpoints/health';
 import type { AttemptOutcome } from '../../lib/outcome';
@@ -115,7 +113,7 @@ describe('Class: HealthTracker, the breaker', () => {
     await Promise.all(Array.from({ length: attempts }, () => t.health.afterAttempt(acme, outcome, t.logger)));
   };
 
-  it('opens after three unreachable attempts in a row, holds the endpoint at once, and writes the first failure, the third and the pause only', async () => {
+  it('opens after three unreachable attempts in a row, holds the endpoint at once, and writes the first failure and the pause only', async () => {
     const store = new MemoryHealthStore();
     const clock = { now: T0 };
     const one = tracker(store, clock);
@@ -124,55 +122,30 @@ describe('Class: HealthTracker, the breaker', () => {
     await outage(one, 10);
 
     expect(one.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
-    expect(store.writes).toEqual(['failure acme', 'failure acme', 'pause acme']);
-    expect(store.health.get('acme')).toEqual({ failures: 2, failingSince: T0, pausedUntil: T0 + 5_000 });
+    expect(store.writes).toEqual(['failure acme', 'pause acme']);
+    expect(store.health.get('acme')).toEqual({ failures: 1, failingSince: T0, pausedUntil: T0 + 5_000 });
     expect(one.lines.filter((l) => l.message === 'endpoint paused')).toEqual([
       expect.objectContaining({ level: 'warn', endpoint: 'acme', why: 'unreachable', breaker: 'open', cause: 'timeout', unreachableInRow: 3, pauseSeconds: 5 }),
     ]);
     // Attempts that began before the pause and end during it write nothing more.
     clock.now = T0 + 1_000;
     await outage(one, 5);
-    expect(store.writes).toHaveLength(3);
+    expect(store.writes).toHaveLength(2);
   });
 
-  it('counts a refused connection as a timeout is counted; an answer breaks the run, an accepted one the count on the item too', async () => {
+  it('counts a refused connection as a timeout is counted, and never an HTTP answer', async () => {
     const store = new MemoryHealthStore();
     const t = tracker(store, { now: T0 });
 
     await outage(t, 2, REFUSED);
-    await t.health.afterAttempt(acme, OK, t.logger);
+    await t.health.afterAttempt(acme, { kind: 'temporary', status: 503 }, t.logger);
     await outage(t, 2, REFUSED);
 
-    // Accepted between: never three failures in a row.
+    // 503 broke the run: four refused connections, never three in a row.
     expect(t.health.pausedFor('acme')).toBe(0);
-    expect(store.writes).toEqual(['failure acme', 'recovery acme', 'failure acme']);
-
-    // A 503 ends this consumer's run but is a failure in a row on the item: the next refused one opens it.
-    await t.health.afterAttempt(acme, { kind: 'temporary', status: 503 }, t.logger);
+    expect(store.writes).toEqual(['failure acme', 'failure acme', 'failure acme']);
     await outage(t, 1, REFUSED);
-    expect(store.writes.slice(3)).toEqual(['failure acme', 'failure acme', 'pause acme']);
     expect(t.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
-  });
-
-  it('opens at once when the item counts three failures in a row: consumers meeting the outage together do not each wait for three of their own', async () => {
-    const store = new MemoryHealthStore();
-    const clock = { now: T0 };
-    const [one, two, three] = [tracker(store, clock), tracker(store, clock), tracker(store, clock)];
-
-    await outage(one, 1);
-    await outage(two, 1);
-    await outage(three, 1);
-
-    expect(store.writes).toEqual(['failure acme', 'failure acme', 'failure acme', 'pause acme']);
-    expect(three.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
-    expect(three.lines.filter((l) => l.message === 'endpoint paused')).toEqual([expect.objectContaining({ breaker: 'open', opened: true, unreachableInRow: 1 })]);
-    // The others learn of it from their copy, or at their next write: the first, its run at three
-    // before its copy told it, writes that failure, finds the pause and follows it, writing none.
-    expect(one.health.pausedFor('acme')).toBe(0);
-    await outage(one, 2);
-    expect(store.writes.slice(4)).toEqual(['failure acme']);
-    expect(one.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS + probeGraceMs(acme.attemptTimeoutMs) / 1000);
-    expect(one.lines.filter((l) => l.message === 'endpoint paused')).toEqual([expect.objectContaining({ breaker: 'open', opened: false, unreachableInRow: 3 })]);
   });
 
   /** Two consumers: the first opens the breaker with a batch's three timeouts, then the second sees its first. */
@@ -186,65 +159,33 @@ describe('Class: HealthTracker, the breaker', () => {
     return { store, clock, one, two };
   };
 
-  /** The registry's list as a consumer reads it: `acme` with its health as the store holds it. */
-  const copyOf = (store: MemoryHealthStore): HealthRecord[] => [
-    { fields: { name: 'acme', url: acme.url, eventTypes: ['*'] }, state: 'enabled', createdAt: T0, updatedAt: T0, health: store.health.get('acme')! },
-  ];
-  const GRACE_S = probeGraceMs(acme.attemptTimeoutMs) / 1000;
+  it('another consumer adopts the pause from the item its first failure write returns, and writes no pause of its own', async () => {
+    const { store, two } = await twoConsumers();
 
-  it('another consumer adopts the pause from the item its first failure write returns, writes no pause, and leaves the probe to the opener', async () => {
-    const { store, clock, one, two } = await twoConsumers();
-
-    expect(store.writes).toEqual(['failure acme', 'failure acme', 'pause acme', 'failure acme']);
-    expect(one.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
-    // The follower holds its deliveries past the pause by the grace: the opener's probe and a copy's age.
-    expect(GRACE_S).toBe(1 + 15 + 5);
-    expect(two.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS + GRACE_S);
-    clock.now = T0 + 5_000;
-    expect([one.health.pausedFor('acme'), two.health.pausedFor('acme')]).toEqual([0, GRACE_S]);
+    expect(two.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
+    expect(store.writes).toEqual(['failure acme', 'pause acme', 'failure acme']);
   });
 
-  it('re-opens for longer when the opener\'s probe fails; the follower sees the re-open in its copy and keeps waiting', async () => {
+  it('re-opens for longer when the probe after the pause fails, and one consumer writes the re-open', async () => {
     const { store, clock, one, two } = await twoConsumers();
     store.writes.length = 0;
 
-    // The pause ends: the opener's next attempt is the probe, failing after its 1-s timeout.
+    // The pause ends: the next attempts are the probe; each consumer's fails after its 1-s timeout.
+    clock.now = T0 + 5_000;
+    expect([one.health.pausedFor('acme'), two.health.pausedFor('acme')]).toEqual([0, 0]);
     clock.now = T0 + 6_000;
     await outage(one, 1);
-    clock.now = T0 + 8_000;
-    two.health.observe(copyOf(store));
-
-    // Failing since T0, 6 s ago: paused 6 s more, written once (a failure and the pause).
-    expect(store.health.get('acme')?.pausedUntil).toBe(T0 + 12_000);
-    expect(store.writes).toEqual(['failure acme', 'pause acme']);
-    expect(one.health.pausedFor('acme')).toBe(4);
-    expect(two.health.pausedFor('acme')).toBe(4 + GRACE_S);
-    expect(one.lines.filter((l) => l.message === 'endpoint paused').map((l) => [l.breaker, l.opened, l.pauseSeconds])).toEqual([
-      ['open', true, 5],
-      ['reopen', true, 6],
-    ]);
-  });
-
-  it('a follower probes itself once the grace is over with no news (the opener gone), and adopts a re-open it finds', async () => {
-    const { store, clock, one, two } = await twoConsumers();
-    store.writes.length = 0;
-
-    clock.now = T0 + 5_000 + GRACE_S * 1000;
-    expect(two.health.pausedFor('acme')).toBe(0);
-    clock.now += 1_000;
+    clock.now = T0 + 6_100;
     await outage(two, 1);
-    // Meanwhile the opener came back and probed too, a moment later: it finds the follower's re-open.
-    clock.now += 100;
-    await outage(one, 1);
 
+    // Failing since T0, 6 s ago: paused 6 s more, written once.
+    expect(store.health.get('acme')?.pausedUntil).toBe(T0 + 12_000);
     expect(store.writes).toEqual(['failure acme', 'pause acme', 'failure acme']);
-    expect(two.lines.filter((l) => l.message === 'endpoint paused').map((l) => [l.breaker, l.opened])).toEqual([['reopen', true]]);
-    expect(one.lines.filter((l) => l.message === 'endpoint paused').map((l) => [l.breaker, l.opened])).toEqual([
-      ['open', true],
-      ['reopen', false],
+    expect(two.health.pausedFor('acme')).toBe(6);
+    expect(one.lines.filter((l) => l.message === 'endpoint paused').map((l) => [l.breaker, l.pauseSeconds])).toEqual([
+      ['open', 5],
+      ['reopen', 6],
     ]);
-    // Now the first is the follower, waiting past the second's pause.
-    expect(one.health.pausedFor('acme')).toBeGreaterThan(two.health.pausedFor('acme'));
   });
 
   it('closes when the probe is accepted: the recovery written once, and the next timeouts start a new run of three', async () => {
@@ -260,28 +201,27 @@ describe('Class: HealthTracker, the breaker', () => {
     clock.now = T0 + 6_000;
     await outage(t, 2);
 
-    expect(store.writes).toEqual(['failure acme', 'failure acme', 'pause acme', 'recovery acme', 'failure acme']);
+    expect(store.writes).toEqual(['failure acme', 'pause acme', 'recovery acme', 'failure acme']);
     expect(t.health.pausedFor('acme')).toBe(0);
     expect(t.lines.filter((l) => l.message === 'endpoint recovered')).toEqual([
-      expect.objectContaining({ level: 'info', endpoint: 'acme', failures: 2, since: '2026-12-04T10:00:00.000Z' }),
+      expect.objectContaining({ level: 'info', endpoint: 'acme', failures: 1, since: '2026-12-04T10:00:00.000Z' }),
     ]);
     await outage(t, 1);
     expect(t.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
   });
 
-  it('writes each unreachable attempt further apart than the window (each starts a run), and opens at the third failure in a row all the same', async () => {
+  it('starts a new run when unreachable attempts are further apart than the window: each is written, none opens', async () => {
     const store = new MemoryHealthStore();
     const clock = { now: T0 };
     const t = tracker(store, clock);
 
-    for (let i = 0; i < 3; i += 1) {
+    for (let i = 0; i < 4; i += 1) {
       clock.now = T0 + i * (BREAKER_WINDOW_MS + 1);
       await outage(t, 1);
     }
 
-    expect(store.writes).toEqual(['failure acme', 'failure acme', 'failure acme', 'pause acme']);
-    // Failing for two minutes without an accepted request: paused as long.
-    expect(t.health.pausedFor('acme')).toBe(2 * BREAKER_WINDOW_MS / 1000 + 1);
+    expect(t.health.pausedFor('acme')).toBe(0);
+    expect(store.writes).toEqual(['failure acme', 'failure acme', 'failure acme', 'failure acme']);
   });
 
   it('still disables automatically in a long outage: each failed probe is counted', async () => {
@@ -298,8 +238,8 @@ describe('Class: HealthTracker, the breaker', () => {
 
     expect(store.state.get('acme')?.change).toEqual({
       by: 'handoff',
-      // The failures are the run's first, the one that opened it, and one per failed probe: 7 by the time it had failed for 60 s.
-      reason: 'no accepted request for 111 s and 7 failed attempts (autoDisable: 60 s and 4 attempts)',
+      // The failures are the run's first and one per failed probe: 6 by the time it had failed for 60 s.
+      reason: 'no accepted request for 111 s and 6 failed attempts (autoDisable: 60 s and 4 attempts)',
       at: clock.now,
     });
   });
@@ -312,7 +252,7 @@ describe('Class: HealthTracker, the breaker', () => {
     await outage(t, 3);
 
     expect(t.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
-    // The run's first failure, the third's and the pause, in whichever order their writes failed.
-    expect(t.lines.filter((l) => l.message === 'endpoint health write failed').map((l) => String(l.write)).sort()).toEqual(['failure', 'pause', 'undefined']);
+    // The run's first failure and the pause, in whichever order their writes failed.
+    expect(t.lines.filter((l) => l.message === 'endpoint health write failed').map((l) => String(l.write)).sort()).toEqual(['pause', 'undefined']);
   });
 });
