@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The `handoff` operator command. From an installed package it runs the compiled program
-// (dist/cli.js, made by `npm run build`); in a clone, where cli/main.ts exists, it runs the
-// TypeScript sources through tsx, so the command always matches the code beside it. The exit
+// (dist/cli.js, made by `npm run build`, with every dependency inside) on plain node; in a clone,
+// where cli/main.ts exists, it runs the TypeScript sources through tsx (a devDependency, so not
+// installed with the package), so the command always matches the code beside it. The exit
 // status is set, not forced, so output is flushed.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +21,12 @@ for (const stream of [process.stdout, process.stderr]) {
 const sources = new URL('../cli/main.ts', import.meta.url);
 let program;
 if (existsSync(fileURLToPath(sources))) {
-  const { register } = await import('tsx/esm/api');
+  // tsx is a devDependency: a clone has it after `npm ci`; an installed package never comes here.
+  const { register } = await import('tsx/esm/api').catch((error) => {
+    if (error?.code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    process.stderr.write('handoff: running from a clone needs its devDependencies (tsx): run npm ci\n');
+    process.exit(1);
+  });
   register();
   program = await import(sources.href);
 } else {

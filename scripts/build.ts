@@ -12,6 +12,7 @@
  *   cdk.js          handoff/cdk: the WebhookDelivery construct (aws-cdk-lib, constructs: peers)
  *   receiver.js     handoff/receiver: the receiver kit
  *   cli.js          the handoff command's program with its dependencies, run by bin/handoff.js
+ *                   with plain node
  *   consumer/       the Lambda functions, bundled as the construct bundles them at synth, so an
  *                   installed construct deploys them with Code.fromAsset (no esbuild in the user's
  *                   app): index.mjs the consumer, recovery.mjs the stuck-work recovery; one asset
@@ -19,9 +20,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type BuildOptions } from 'esbuild';
+import { build, type BuildOptions, type Metafile } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = join(ROOT, 'dist');
@@ -96,19 +98,69 @@ const CONSUMER: BuildOptions = {
   logLevel: 'warning',
 };
 
+/**
+ * What a user's app has for the built files to import besides Node's own modules: the package's
+ * `dependencies` and `peerDependencies`. The rest of package.json's packages (the AWS SDK clients,
+ * the command's libraries, the emulators, tsx, esbuild) are devDependencies: bundled into the
+ * command and the functions, or used only in a clone, so installing the package does not install
+ * them.
+ */
+function installedWithThePackage(): Set<string> {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>;
+  return new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]);
+}
+
+/** `@scope/name/sub/path` -> `@scope/name`, `name/sub` -> `name`. */
+function packageOf(specifier: string): string {
+  return specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
+}
+
+/**
+ * Fails the build when a built file imports a package that will not be there when it runs: the
+ * library entries resolve theirs from the user's node_modules (dependencies and peers), the command
+ * must carry all of its own, and the functions may leave out only the AWS SDK, which the Lambda
+ * runtime provides. esbuild does not list the optional modules the SDK tries inside a `try`.
+ */
+function checkImports(metafile: Metafile, available: (name: string) => boolean, where: string): void {
+  const missing = Object.entries(metafile.outputs).flatMap(([output, { imports }]) =>
+    imports
+      .filter(({ external, path }) => external && !isBuiltin(path) && !available(packageOf(path)))
+      .map(({ path }) => `${relative(ROOT, output)} imports ${path}`),
+  );
+  if (missing.length > 0) throw new Error(`${[...new Set(missing)].join('; ')}: not ${where}`);
+}
+
 export async function buildPackage(): Promise<void> {
   rmSync(DIST, { recursive: true, force: true });
+  const installed = installedWithThePackage();
+  const inUsersApp = (name: string) => installed.has(name);
+  const inLambdaRuntime = (name: string) => name.startsWith('@aws-sdk/');
+  const built = async (options: BuildOptions, available: (name: string) => boolean, where: string) => {
+    const { metafile } = await build({ ...options, metafile: true });
+    checkImports(metafile, available, where);
+  };
   await Promise.all([
     ...Object.entries(LIBRARY_ENTRIES).map(([name, exports]) =>
-      build({
-        ...LIBRARY,
-        stdin: { contents: entryModule(exports, './', ''), resolveDir: ROOT, loader: 'ts', sourcefile: `${name}.ts` },
-        outfile: join(DIST, `${name}.js`),
-      }),
+      built(
+        {
+          ...LIBRARY,
+          stdin: { contents: entryModule(exports, './', ''), resolveDir: ROOT, loader: 'ts', sourcefile: `${name}.ts` },
+          outfile: join(DIST, `${name}.js`),
+        },
+        inUsersApp,
+        'in dependencies or peerDependencies, so not installed with the package',
+      ),
     ),
-    build({ ...COMMAND, entryPoints: [join(ROOT, 'cli/main.ts')], outfile: join(DIST, 'cli.js') }),
-    build({ ...CONSUMER, entryPoints: [join(ROOT, 'functions/consumer.ts')], outfile: join(DIST, 'consumer/index.mjs') }),
-    build({ ...CONSUMER, entryPoints: [join(ROOT, 'functions/recovery.ts')], outfile: join(DIST, 'consumer/recovery.mjs') }),
+    built({ ...COMMAND, entryPoints: [join(ROOT, 'cli/main.ts')], outfile: join(DIST, 'cli.js') }, () => false, 'bundled into the command'),
+    ...[
+      ['functions/consumer.ts', 'consumer/index.mjs'],
+      ['functions/recovery.ts', 'consumer/recovery.mjs'],
+    ].map(([entry, outfile]) =>
+      built({ ...CONSUMER, entryPoints: [join(ROOT, entry!)], outfile: join(DIST, outfile!) }, inLambdaRuntime, 'bundled, and not the AWS SDK the Lambda runtime provides'),
+    ),
   ]);
   execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], {
     cwd: ROOT,

@@ -4,6 +4,8 @@
  * (from the npm cache where it can), writes `new WebhookDelivery(stack, 'Delivery', { ... })`,
  * type-checks it against the installed declarations and synthesizes offline with no credentials.
  * The app declares two endpoints, one signed with a Secrets Manager secret, beside no single URL.
+ * It prints what the package adds to the app beyond its peers, and holds none of the development
+ * and sandbox tools (emulators, tsx, esbuild).
  *
  * Slow by nature (a pack, an install, a tsc run and a synth): about a minute on a quiet machine.
  */
@@ -20,6 +22,7 @@ import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import { emulatorDynamoDbClient, startDynalite } from '../helpers/dynalite';
+import { DEVELOPMENT_ONLY, describeFootprint, footprintBeyond, installedPackageDirs, packageName } from './footprint';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -122,6 +125,18 @@ describe('Package: the packed tarball in a fresh CDK app', () => {
     expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/handoff.js', 'dist/cdk.js', 'dist/cdk.d.ts', 'dist/receiver.js', 'dist/receiver.d.ts', 'dist/cli.js', 'dist/consumer/index.mjs']));
     expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
     expect(files.filter((file) => /(^|\/)(test|tests|__tests__)\//.test(file) || /\.test\./.test(file))).toEqual([]);
+  });
+
+  it('installs into the app no emulator, tsx or esbuild, and says what it adds beyond aws-cdk-lib and constructs', () => {
+    const footprint = footprintBeyond(app, 'handoff', ['aws-cdk-lib', 'constructs']);
+    const developmentOnly = installedPackageDirs(app).filter((path) => {
+      const name = packageName(path);
+      return (DEVELOPMENT_ONLY as readonly string[]).includes(name) || name.startsWith('@esbuild/');
+    });
+
+    console.log(`handoff in a fresh CDK app, beyond aws-cdk-lib and constructs: ${describeFootprint(footprint)}`);
+    expect(developmentOnly).toEqual([]);
+    expect(footprint.packages.map(({ name }) => name)).toContain('handoff');
   });
 
   it('synthesizes new WebhookDelivery(stack, "Delivery", { ... }) offline, typed by the installed declarations', async () => {
