@@ -106,7 +106,7 @@ export interface BatchDeps {
   /** Records delivered at once. At least the batch size, so a batch takes one attempt's time. */
   readonly concurrency: number;
   /** Endpoint health (lib/endpoints/health.ts). Unset: no pauses, nothing recorded (single-URL mode). */
-  readonly health?: Pick<HealthTracker, 'refresh' | 'pausedFor' | 'afterAttempt'>;
+  readonly health?: Pick<HealthTracker, 'refresh' | 'pausedFor' | 'admit' | 'afterAttempt'>;
   /** The delivery queue's `maxReceiveCount` (its redrive): a held message near it is put back fresh. */
   readonly receiveLimit?: number;
   /** The use case; replaceable so tests can script decisions. */
@@ -556,7 +556,7 @@ async function processRecord(record: SQSRecord, plan: Plan, deps: BatchDeps, pac
     if (rateWaitMs > 0) await (deps.sleep ?? sleepFor)(rateWaitMs);
   }
   if (plan.kind === 'deliver' && !parking && deps.health !== undefined) {
-    const heldFor = deps.health.pausedFor(plan.endpoint.name);
+    const heldFor = await deps.health.admit(plan.endpoint, logger);
     if (heldFor > 0) return hold(record, plan, heldFor, logger, deps);
   }
   const ordering = plan.kind === 'deliver' ? orderingOf(plan, deps) : undefined;

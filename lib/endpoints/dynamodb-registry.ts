@@ -28,7 +28,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { ENDPOINT_STATES, EndpointError, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
-import type { EndpointHealth, HealthRecord, HealthStore } from './health';
+import type { EndpointHealth, HealthRecord, HealthStore, ProbeClaim } from './health';
 import type { EndpointSecretCipher } from './secret-cipher';
 import {
   EndpointConflictError,
@@ -79,6 +79,7 @@ export const HEALTH_ATTRIBUTES = {
   failures: A.failures,
   failingSince: A.failingSince,
   lastAcceptedAt: A.lastAcceptedAt,
+  probeUntil: A.probeUntil,
 } as const;
 const H = HEALTH_ATTRIBUTES;
 const KEY = REGISTRY_SCHEMA.partitionKey;
@@ -262,8 +263,8 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
   /** The first accepted attempt after failures: failures 0, failingSince removed, lastAcceptedAt. @throws EndpointNotFoundError */
   async recordRecovery(name: string, nowMs: number): Promise<EndpointHealth> {
     return this.#writeHealth(name, 'record the recovery of', {
-      UpdateExpression: 'SET #failures = :zero, #lastAcceptedAt = :now REMOVE #failingSince',
-      ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince, '#lastAcceptedAt': H.lastAcceptedAt },
+      UpdateExpression: 'SET #failures = :zero, #lastAcceptedAt = :now REMOVE #failingSince, #probeUntil',
+      ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince, '#lastAcceptedAt': H.lastAcceptedAt, '#probeUntil': H.probeUntil },
       ExpressionAttributeValues: { ':zero': 0, ':now': nowMs },
     });
   }
@@ -291,6 +292,33 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
       const current = await this.get(name);
       if (current === undefined) throw error;
       return current.health?.pausedUntil ?? untilMs;
+    }
+  }
+
+  /**
+   * The half-open breaker's probe, for one consumer at a time: `probeUntil` set while the endpoint is
+   * failing, not paused, and no other consumer's probe runs. The health after the claim, or the
+   * item's health as it refused it. @throws EndpointNotFoundError
+   */
+  async claimProbe(name: string, nowMs: number, untilMs: number): Promise<ProbeClaim> {
+    try {
+      const health = await this.#writeHealth(
+        name,
+        'claim the probe of',
+        {
+          UpdateExpression: 'SET #probeUntil = :until',
+          ExpressionAttributeNames: { '#probeUntil': H.probeUntil, '#pausedUntil': H.pausedUntil, '#failingSince': H.failingSince },
+          ExpressionAttributeValues: { ':until': untilMs, ':now': nowMs },
+        },
+        'attribute_exists(#failingSince) AND (attribute_not_exists(#pausedUntil) OR #pausedUntil <= :now) AND (attribute_not_exists(#probeUntil) OR #probeUntil <= :now)',
+      );
+      return { claimed: true, health };
+    } catch (error) {
+      if (!(error instanceof EndpointNotFoundError)) throw error;
+      // Refused: the endpoint is gone, or recovered, paused or probed by another consumer (read which).
+      const current = await this.get(name);
+      if (current === undefined) throw error;
+      return { claimed: false, health: current.health ?? { failures: 0 } };
     }
   }
 
@@ -525,12 +553,14 @@ function healthFrom(item: Item): EndpointHealth | undefined {
   const failures = item[H.failures];
   const failingSince = item[H.failingSince];
   const lastAcceptedAt = item[H.lastAcceptedAt];
+  const probeUntil = item[H.probeUntil];
   if (pausedUntil === undefined && failures === undefined && failingSince === undefined && lastAcceptedAt === undefined) return undefined;
   return {
     failures: isEpochMs(failures) ? failures : 0,
     ...(isEpochMs(pausedUntil) ? { pausedUntil } : {}),
     ...(isEpochMs(failingSince) ? { failingSince } : {}),
     ...(isEpochMs(lastAcceptedAt) ? { lastAcceptedAt } : {}),
+    ...(isEpochMs(probeUntil) ? { probeUntil } : {}),
   };
 }
 

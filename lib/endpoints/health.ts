@@ -20,11 +20,14 @@
  *   BREAKER_MIN_OPEN_SECONDS and the attempt timeout, at most BREAKER_MAX_OPEN_SECONDS: each
  *   re-open about doubles it;
  * - half-open once the pause ends (it was paused during its current run of failures: `tripped`):
- *   the next attempts are the probe; the first that finds it unreachable again re-opens it at once,
- *   an accepted one closes it (the recovery write every first success after failures makes);
+ *   one consumer probes (`admit`: it claims the probe on the item for an attempt timeout and
+ *   PROBE_MARGIN_MS; the others hold the endpoint until then and ask the item again); the first
+ *   attempt that finds it unreachable again re-opens it at once, an accepted one closes it (the
+ *   recovery write every first success after failures makes);
  * - writes: the run's first failure (as any failure is written), one pause write to open it (none
- *   when the consumer finds a pause in force: its failure write returns the item), a failure and a
- *   pause write per failed probe, the recovery: never one per failed attempt of an outage. The rest
+ *   when the consumer finds a pause in force: its failure write returns the item), per half-open
+ *   spell one probe claim per consumer that has the endpoint's deliveries, a failure and a pause
+ *   write per failed probe, the recovery: never one per failed attempt of an outage. The rest
  *   of a run is counted in the consumer's memory only, so `failures` on the item counts these.
  *
  * The rules are pure functions; `HealthTracker` applies them for the consumer (lib/batch.ts).
@@ -44,6 +47,14 @@ export interface EndpointHealth {
   readonly failingSince?: number;
   /** The accepted attempt that ended the last run of failures (successes after it write nothing). */
   readonly lastAcceptedAt?: number;
+  /** Until when one consumer holds the half-open breaker's probe (`HealthStore.claimProbe`). */
+  readonly probeUntil?: number;
+}
+
+/** Whether a consumer holds the probe now, and the endpoint's health as the claim left or found it. */
+export interface ProbeClaim {
+  readonly claimed: boolean;
+  readonly health: EndpointHealth;
 }
 
 export const HEALTHY: EndpointHealth = { failures: 0 };
@@ -65,6 +76,8 @@ export interface HealthStore {
   recordRecovery(name: string, nowMs: number): Promise<EndpointHealth>;
   /** Pauses until `untilMs` unless a later pause is set; resolves to the pause in force. */
   pause(name: string, untilMs: number): Promise<number>;
+  /** Takes the probe until `untilMs` while the endpoint is failing, not paused and not probed by another consumer. */
+  claimProbe(name: string, nowMs: number, untilMs: number): Promise<ProbeClaim>;
   /** Disables an enabled endpoint with who, why and when; false when it was not enabled (or is gone). */
   disableIfEnabled(name: string, change: StateChange): Promise<boolean>;
 }
@@ -91,6 +104,8 @@ export const BREAKER_WINDOW_MS = 60_000;
 export const BREAKER_MIN_OPEN_SECONDS = 5;
 /** The longest the breaker opens for: a receiver back up waits at most this long for its deliveries. */
 export const BREAKER_MAX_OPEN_SECONDS = 300;
+/** A probe is held for its attempt timeout and this much more (the probe's claim, its ledger writes, the outcome's write). */
+export const PROBE_MARGIN_MS = 2_000;
 
 /** A consumer's unbroken run of unreachable attempts at one endpoint. Times are epoch ms. */
 export interface UnreachableRun {
@@ -337,6 +352,9 @@ export class HealthTracker {
   readonly #runs = new Map<string, UnreachableRun>();
   /** Recovery writes in flight, per endpoint: the accepted attempts that end together share one. */
   readonly #recovering = new Map<string, Promise<void>>();
+  /** Probes this consumer holds (until when), and its claims in flight, shared by a batch's deliveries. */
+  readonly #probes = new Map<string, number>();
+  readonly #claiming = new Map<string, Promise<number>>();
 
   constructor(options: HealthTrackerOptions) {
     this.#store = options.store;
@@ -392,6 +410,49 @@ export class HealthTracker {
     const local = this.#pauses.get(name);
     if (local !== undefined && local <= nowMs) this.#pauses.delete(name);
     return pauseSecondsLeft(this.current(name), nowMs);
+  }
+
+  /**
+   * Seconds the endpoint's deliveries are held back for, as `pausedFor`, and when its breaker is
+   * half-open, whether this consumer is the one that probes: it claims the probe on the item (one
+   * claim shared by the deliveries that ask together); a consumer refused holds the endpoint until
+   * the other's probe is over, or takes the pause or recovery the item shows. A claim that cannot
+   * be written lets the delivery go: it probes as every consumer would without the claim.
+   */
+  async admit(endpoint: Endpoint, logger: Logger): Promise<number> {
+    const name = endpoint.name;
+    const held = this.pausedFor(name);
+    if (held > 0 || !tripped(this.current(name))) return held;
+    if ((this.#probes.get(name) ?? 0) > this.#now()) return 0;
+    let claiming = this.#claiming.get(name);
+    if (claiming === undefined) {
+      claiming = this.#claimProbe(endpoint, logger).finally(() => this.#claiming.delete(name));
+      this.#claiming.set(name, claiming);
+    }
+    return claiming;
+  }
+
+  async #claimProbe(endpoint: Endpoint, logger: Logger): Promise<number> {
+    const name = endpoint.name;
+    const nowMs = this.#now();
+    const untilMs = nowMs + endpoint.attemptTimeoutMs + PROBE_MARGIN_MS;
+    let claim: ProbeClaim;
+    try {
+      claim = await this.#store.claimProbe(name, nowMs, untilMs);
+    } catch (error) {
+      logger.warn('endpoint health write failed', { endpoint: name, write: 'probe', ...errorFields(error) });
+      return 0;
+    }
+    this.#note(name, claim.health);
+    if (claim.claimed) {
+      this.#probes.set(name, untilMs);
+      logger.info('endpoint probing', { endpoint: name, probeUntil: new Date(untilMs).toISOString() });
+      return 0;
+    }
+    // Another consumer's probe: held here until it is over, then the item is asked again.
+    const theirs = claim.health.probeUntil;
+    if (theirs !== undefined && theirs > nowMs && tripped(claim.health)) this.#pauses.set(name, Math.max(this.#pauses.get(name) ?? 0, theirs));
+    return this.pausedFor(name);
   }
 
   /**

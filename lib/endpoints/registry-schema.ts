@@ -23,12 +23,14 @@ export const REGISTRY_SCHEMA = {
     /**
      * The endpoint's health, written by consumers (lib/endpoints/health.ts) beside the fields, never
      * touching `fields` or `updatedAt`: epoch ms until which it is paused, failed attempts since the
-     * last accepted one, when the first of them was, when a request was last accepted after failures.
+     * last accepted one, when the first of them was, when a request was last accepted after failures;
+     * until when one consumer holds the half-open breaker's probe.
      */
     pausedUntil: 'pausedUntil',
     failures: 'failures',
     failingSince: 'failingSince',
     lastAcceptedAt: 'lastAcceptedAt',
+    probeUntil: 'probeUntil',
     /**
      * Releasing parked deliveries after `endpoint enable` (lib/resume.ts): epoch ms the release
      * began (the ramp counts from it), the most per second it ramps up to, and epoch ms up to which

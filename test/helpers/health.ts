@@ -23,7 +23,7 @@ export class MemoryHealthStore implements HealthStore {
   }
   async recordRecovery(name: string, nowMs: number) {
     this.#check('recovery', name);
-    const { failingSince: _, ...h } = this.health.get(name) ?? { failures: 0 };
+    const { failingSince: _, probeUntil: __, ...h } = this.health.get(name) ?? { failures: 0 };
     const next = { ...h, failures: 0, lastAcceptedAt: nowMs };
     this.health.set(name, next);
     return next;
@@ -35,6 +35,15 @@ export class MemoryHealthStore implements HealthStore {
     const until = Math.max(h.pausedUntil ?? 0, untilMs);
     this.health.set(name, { ...h, pausedUntil: until });
     return until;
+  }
+  async claimProbe(name: string, nowMs: number, untilMs: number) {
+    this.#check('probe', name);
+    const h = this.health.get(name) ?? { failures: 0 };
+    const free = h.failingSince !== undefined && (h.pausedUntil ?? 0) <= nowMs && (h.probeUntil ?? 0) <= nowMs;
+    if (!free) return { claimed: false, health: h };
+    const next = { ...h, probeUntil: untilMs };
+    this.health.set(name, next);
+    return { claimed: true, health: next };
   }
   async disableIfEnabled(name: string, change: StateChange) {
     this.#check('disable', name);

@@ -384,6 +384,32 @@ describe('Class: DynamoDbEndpointRegistry health writes', () => {
     expect((await registry.get('acme'))?.health).toEqual({ failures: 0, pausedUntil: T0 + 90_000 });
   });
 
+  it("gives the half-open probe to one consumer: refused while another's runs, while paused and once recovered, each refusal with the item's health", async () => {
+    await registry.add(acme, T0);
+    await registry.recordFailure('acme', T0 + 1_000);
+    await registry.pause('acme', T0 + 6_000);
+
+    // Paused: nobody probes yet.
+    expect(await registry.claimProbe('acme', T0 + 5_000, T0 + 8_000)).toEqual({
+      claimed: false,
+      health: { failures: 1, failingSince: T0 + 1_000, pausedUntil: T0 + 6_000 },
+    });
+    // The pause over: of two consumers asking together, one probes, the other is told until when.
+    const [a, b] = await Promise.all([registry.claimProbe('acme', T0 + 6_000, T0 + 9_000), registry.claimProbe('acme', T0 + 6_000, T0 + 9_100)]);
+    expect([a.claimed, b.claimed].sort()).toEqual([false, true]);
+    const probeUntil = (a.claimed ? a : b).health.probeUntil;
+    expect((a.claimed ? b : a).health.probeUntil).toBe(probeUntil);
+    // The claim lapses: another consumer may take it.
+    expect((await registry.claimProbe('acme', probeUntil!, probeUntil! + 3_000)).claimed).toBe(true);
+    // Recovered: no probe is needed, and the claim is cleared.
+    await registry.recordRecovery('acme', T0 + 20_000);
+    expect(await registry.claimProbe('acme', T0 + 21_000, T0 + 24_000)).toEqual({
+      claimed: false,
+      health: { failures: 0, pausedUntil: T0 + 6_000, lastAcceptedAt: T0 + 20_000 },
+    });
+    await expect(registry.claimProbe('nobody', T0, T0 + 3_000)).rejects.toBeInstanceOf(EndpointNotFoundError);
+  });
+
   it('disables an enabled endpoint once, with who, why and when: a second consumer is told it was not enabled', async () => {
     await registry.add(acme, T0);
     const change = { by: 'handoff', reason: 'HTTP 410 Gone from the endpoint', at: T0 + 7_000 };

@@ -12,7 +12,8 @@ import {
 } from '../../lib/batch';
 import type { DeliverDeps, DeliveryResult, QueueDecision, QueueMessage } from '../../lib/deliver';
 import type { Endpoint, StateChange } from '../../lib/endpoints/endpoint';
-import { GONE_REASON, HealthTracker, type EndpointHealth, type HealthStore } from '../../lib/endpoints/health';
+import { GONE_REASON, HealthTracker } from '../../lib/endpoints/health';
+import { MemoryHealthStore } from '../helpers/health';
 import { MemoryRateLimiter, RateLimitError, type RateLimiter } from '../../lib/endpoints/rate-limit';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
 import {
@@ -557,42 +558,11 @@ describe('Function: processBatch with the real deliver', () => {
   });
 });
 
-/** The registry's health writes in memory, each one listed. */
-class CountingHealthStore implements HealthStore {
-  readonly writes: string[] = [];
-  readonly health = new Map<string, EndpointHealth>();
-  readonly disabled = new Map<string, StateChange>();
-  async recordFailure(name: string, nowMs: number) {
-    this.writes.push(`failure ${name}`);
-    const h = this.health.get(name) ?? { failures: 0 };
-    const next = { ...h, failures: h.failures + 1, failingSince: h.failingSince ?? nowMs };
-    this.health.set(name, next);
-    return next;
-  }
-  async recordRecovery(name: string, nowMs: number) {
-    this.writes.push(`recovery ${name}`);
-    const next = { failures: 0, lastAcceptedAt: nowMs };
-    this.health.set(name, next);
-    return next;
-  }
-  async pause(name: string, untilMs: number) {
-    this.writes.push(`pause ${name}`);
-    this.health.set(name, { ...(this.health.get(name) ?? { failures: 0 }), pausedUntil: untilMs });
-    return untilMs;
-  }
-  async disableIfEnabled(name: string, change: StateChange) {
-    this.writes.push(`disable ${name}`);
-    if (this.disabled.has(name)) return false;
-    this.disabled.set(name, change);
-    return true;
-  }
-}
-
 describe('Function: processBatch endpoint health', () => {
   const attempt = (outcome: NonNullable<DeliveryResult['attempt']>['outcome']) => ({ number: 1, outcome, durationMs: 5, sinceStartMs: 5 });
   /** Scripted deliver by event ID (the records are producer-free endpoint messages holding an event). */
   function withHealth(script: Record<string, DeliveryResult>, endpoints: Endpoint[], concurrency = 1) {
-    const store = new CountingHealthStore();
+    const store = new MemoryHealthStore();
     const health = new HealthTracker({ store, now: () => NOW_MS });
     const delivered: string[] = [];
     const { deps, queue, lines, metrics } = setup({}, concurrency, endpoints);
@@ -693,7 +663,7 @@ describe('Function: processBatch endpoint health', () => {
 
     await processBatch([to('evt_1', 'acme')], deps);
 
-    expect(store.disabled.get('acme')).toEqual({ by: 'handoff', reason: GONE_REASON, at: NOW_MS });
+    expect(store.state.get('acme')?.change).toEqual({ by: 'handoff', reason: GONE_REASON, at: NOW_MS });
     expect(queue.deadLettered.map(([, info]) => info)).toEqual([{ reason: 'rejected', eventId: 'evt_1', endpoint: 'acme' }]);
   });
 
@@ -707,10 +677,10 @@ describe('Function: processBatch endpoint health', () => {
     store.health.set('acme', { failures: 0, failingSince: NOW_MS - 60_000 });
 
     await processBatch([to('evt_1', 'acme'), to('evt_2', 'acme')], deps);
-    expect(store.disabled.size).toBe(0);
+    expect(store.state.size).toBe(0);
     await processBatch([to('evt_3', 'acme')], deps);
 
-    expect(store.disabled.get('acme')?.reason).toBe('no accepted request for 60 s and 3 failed attempts (autoDisable: 60 s and 3 attempts)');
+    expect(store.state.get('acme')?.change?.reason).toBe('no accepted request for 60 s and 3 failed attempts (autoDisable: 60 s and 3 attempts)');
     expect(lines.filter((l) => l.message === 'endpoint disabled')).toEqual([
       expect.objectContaining({ level: 'error', endpoint: 'acme', failures: 3, reason: expect.stringMatching(/^no accepted request/) }),
     ]);
@@ -893,7 +863,7 @@ describe('Function: processBatch rate limit', () => {
 
   it('reserves nothing for a paused endpoint, nor waits for a slot carried to it: its deliveries are held by the pause', async () => {
     const { deps, limiter, delivered, lines, sleeps } = withLimit([acme]);
-    const health = new HealthTracker({ store: new CountingHealthStore(), now: () => NOW_MS });
+    const health = new HealthTracker({ store: new MemoryHealthStore(), now: () => NOW_MS });
     await health.afterAttempt(acme, { kind: 'temporary', status: 429, retryAfterSeconds: 30 }, createLogger({ service: 'handoff', write: () => {} }));
 
     const response = await processBatch([to('evt_1', 'acme'), to('evt_2', 'acme', carrying(NOW_MS + 500))], { ...deps, health });

@@ -11,6 +11,7 @@ import {
   BREAKER_MAX_OPEN_SECONDS,
   BREAKER_MIN_OPEN_SECONDS,
   BREAKER_WINDOW_MS,
+  PROBE_MARGIN_MS,
   breakerStep,
   extendRun,
   openSeconds,
@@ -185,6 +186,68 @@ describe('Class: HealthTracker, the breaker', () => {
     expect(one.lines.filter((l) => l.message === 'endpoint paused').map((l) => [l.breaker, l.pauseSeconds])).toEqual([
       ['open', 5],
       ['reopen', 6],
+    ]);
+  });
+
+  it('lets one consumer probe once the pause ends: its deliveries share one claim, the others hold until the probe is over, then take the re-open from the item', async () => {
+    const { store, clock, one, two } = await twoConsumers();
+    store.writes.length = 0;
+
+    // The pause ends; a batch of three deliveries to it in one, one in two.
+    clock.now = T0 + 5_000;
+    expect(await Promise.all([1, 2, 3].map(() => one.health.admit(acme, one.logger)))).toEqual([0, 0, 0]);
+    // Held for the probe's attempt timeout (1 s) and PROBE_MARGIN_MS.
+    expect(await two.health.admit(acme, two.logger)).toBe(1 + PROBE_MARGIN_MS / 1000);
+    expect(store.writes).toEqual(['probe acme', 'probe acme']);
+    expect(store.health.get('acme')?.probeUntil).toBe(T0 + 5_000 + 1_000 + PROBE_MARGIN_MS);
+
+    // The probe times out: re-opened (failing since T0, 6 s), written by the prober alone.
+    clock.now = T0 + 6_000;
+    await outage(one, 3);
+    expect(store.health.get('acme')?.pausedUntil).toBe(T0 + 12_000);
+
+    // two's hold is over: the item it asks shows the re-open, held until then.
+    clock.now = T0 + 8_000;
+    expect(await two.health.admit(acme, two.logger)).toBe(4);
+    expect(two.health.pausedFor('acme')).toBe(4);
+    expect(store.writes).toEqual(['probe acme', 'probe acme', 'failure acme', 'pause acme', 'probe acme']);
+    expect(one.lines.filter((l) => l.message === 'endpoint probing')).toEqual([expect.objectContaining({ endpoint: 'acme' })]);
+    expect(two.lines.filter((l) => l.message === 'endpoint probing')).toEqual([]);
+  });
+
+  it('lets a held consumer take the recovery from the item once the probe is accepted, and deliver', async () => {
+    const { store, clock, one, two } = await twoConsumers();
+    clock.now = T0 + 5_000;
+    expect(await one.health.admit(acme, one.logger)).toBe(0);
+    expect(await two.health.admit(acme, two.logger)).toBeGreaterThan(0);
+
+    clock.now = T0 + 5_500;
+    await one.health.afterAttempt(acme, OK, one.logger);
+
+    clock.now = T0 + 8_000;
+    expect(await two.health.admit(acme, two.logger)).toBe(0);
+    expect(tripped(two.health.current('acme'))).toBe(false);
+    expect(store.health.get('acme')).toEqual({ failures: 0, pausedUntil: T0 + 5_000, lastAcceptedAt: T0 + 5_500 });
+  });
+
+  it('gives the probe to another consumer when the prober never reports (its claim lapses)', async () => {
+    const { clock, one, two } = await twoConsumers();
+    clock.now = T0 + 5_000;
+    expect(await one.health.admit(acme, one.logger)).toBe(0);
+
+    clock.now = T0 + 5_000 + 1_000 + PROBE_MARGIN_MS;
+    expect(await two.health.admit(acme, two.logger)).toBe(0);
+    expect(two.lines.filter((l) => l.message === 'endpoint probing')).toHaveLength(1);
+  });
+
+  it('lets the delivery go when the claim cannot be written, and logs the write', async () => {
+    const { store, clock, one } = await twoConsumers();
+    clock.now = T0 + 5_000;
+    store.fail = true;
+
+    expect(await one.health.admit(acme, one.logger)).toBe(0);
+    expect(one.lines.filter((l) => l.message === 'endpoint health write failed')).toEqual([
+      expect.objectContaining({ level: 'warn', endpoint: 'acme', write: 'probe' }),
     ]);
   });
 
