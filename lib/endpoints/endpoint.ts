@@ -1,84 +1,46 @@
 /**
  * An endpoint: one receiver, what it subscribes to and how it is delivered to (docs/contract.md
- * §11). The one definition of an endpoint's settings and their validation: the registry, the
- * `handoff endpoint` commands, the construct and the sandbox's endpoints file all go through
+ * §11). Its fields are defined in fields.ts; here are the checks every endpoint goes through: the
+ * registry, the `handoff endpoint` commands, the construct and the sandbox's endpoints file all use
  * `parseEndpointFields` (the shape of each field) and `resolveEndpoint` (the deployment's defaults
  * and the rules between settings). Errors name the endpoint and the field.
  */
-import { FORBIDDEN_KEYS, SHIPMENT_STATUSES, type ShipmentEvent } from '../event';
+import * as v from 'valibot';
+import type { ShipmentEvent } from '../event';
 import { checkEndpoint, ConfigError, validateSettings, type SettingNames, type Settings } from '../config';
 import { MAX_WAIT_SECONDS, retryPolicy, type RetryPolicy } from '../policy';
 import { quoted, safe } from '../terminal';
-import { createSigner, SigningSecretError } from '../webhook/signing-secret';
-import { isEncryptedSecret } from './secret-cipher';
+import { ALL_EVENT_TYPES, type MatchValue } from './field-schemas';
+import {
+  FIELD_NAMES,
+  FIELD_SPECS,
+  isFieldName,
+  resolvedSettings,
+  SETTING_NAMES,
+  type DeploymentSettingName,
+  type EndpointFields,
+  type ResolvedSettings,
+  type SettingName,
+} from './fields';
+
+export {
+  ALL_EVENT_TYPES,
+  ENDPOINT_NAME,
+  EVENT_TYPES,
+  ON_DEAD,
+  ORDERINGS,
+  RECOVERIES,
+  type MatchValue,
+  type OnDead,
+  type Ordering,
+  type Recovery,
+} from './field-schemas';
+export { SETTING_DEFAULTS, type EndpointFields } from './fields';
 
 /** The endpoint of the single-URL settings (`HANDOFF_WEBHOOK_URL`, the construct's `webhookUrl`). */
 export const DEFAULT_ENDPOINT_NAME = 'default';
-export const ENDPOINT_NAME = /^[a-z0-9-]{1,64}$/;
-/** Every event type an endpoint can subscribe to, and `*` for all of them. */
-export const EVENT_TYPES = SHIPMENT_STATUSES.map((status) => `shipment.${status}`);
-export const ALL_EVENT_TYPES = '*';
-export const RECOVERIES = ['review', 'drop'] as const;
-export const ORDERINGS = ['none', 'per-shipment'] as const;
-export const ON_DEAD = ['continue', 'hold'] as const;
 export const ENDPOINT_STATES = ['enabled', 'disabled'] as const;
-/**
- * `match` keys: the event's fields, dotted into `data` (`data.carrier`), none of them a forbidden
- * key (lib/event.ts). Checked by `parseEndpointFields` alone, for the endpoints file, `--match`,
- * `--from-file`, the construct and the registry's items alike.
- */
-const MATCH_KEY = /^(shipmentId|status|data(\.[A-Za-z0-9_-]{1,64}){1,8})$/;
-const MAX_MATCH_KEYS = 16;
-const MAX_MATCH_VALUES = 64;
-const MAX_ENDPOINT_RETENTION_SECONDS = 366 * 24 * 60 * 60;
-const MAX_URL_LENGTH = 2048;
-/** The latest time a JavaScript Date holds, in epoch ms. */
-const MAX_EPOCH_MS = 8_640_000_000_000_000;
-/** A Secrets Manager secret's ARN, in any partition (aws, aws-cn, aws-us-gov). */
-const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}$/;
-
-export type Recovery = (typeof RECOVERIES)[number];
-export type Ordering = (typeof ORDERINGS)[number];
-export type OnDead = (typeof ON_DEAD)[number];
 export type EndpointState = (typeof ENDPOINT_STATES)[number];
-export type MatchValue = string | number | boolean;
-
-/**
- * An endpoint as users write it (endpoints file, `endpoint add`, construct): the contract's field
- * names. Unset optional fields follow the deployment's settings, resolved when the endpoint is used.
- */
-export interface EndpointFields {
-  readonly name: string;
-  readonly url: string;
-  readonly eventTypes: readonly string[];
-  readonly match?: Readonly<Record<string, readonly MatchValue[]>>;
-  /**
-   * Its signing secret: a `whsec_…` value, `arn:…` of a Secrets Manager secret holding one (endpoints
-   * the construct declares), or a value encrypted with the registry's key (`encrypted:kms:…`, in the
-   * sandbox `encrypted:local:…`: lib/endpoints/secret-cipher.ts), which is how the registry stores
-   * a value `handoff endpoint` writes. Never shown again. Unset: requests go unsigned.
-   */
-  readonly secret?: string;
-  /**
-   * A rotation's old secret (docs/contract.md §12), in either form `secret` takes: until
-   * `previousSecretUntil` every request also carries a signature under it. Set by
-   * `endpoint rotate-secret`, never shown; both or neither, and only beside a `secret`.
-   */
-  readonly previousSecret?: string;
-  /** Epoch ms: when `previousSecret` stops signing. */
-  readonly previousSecretUntil?: number;
-  readonly retrySchedule?: readonly number[];
-  readonly maxAttempts?: number;
-  readonly attemptTimeoutMs?: number;
-  readonly recovery?: Recovery;
-  readonly ordering?: Ordering;
-  readonly onDead?: OnDead;
-  readonly autoDisable?: boolean;
-  readonly disableAfterSeconds?: number;
-  readonly disableAfterFailures?: number;
-  readonly rateLimitPerSecond?: number;
-  readonly receiverRetentionSeconds?: number;
-}
 
 /** Who changed an endpoint's state, why and when (epoch ms). */
 export interface StateChange {
@@ -98,7 +60,7 @@ export interface EndpointRecord {
 }
 
 /** An endpoint ready to deliver to: every setting resolved against the deployment's. */
-export interface Endpoint {
+export interface Endpoint extends ResolvedSettings {
   readonly name: string;
   readonly url: string;
   readonly eventTypes: readonly string[];
@@ -112,14 +74,6 @@ export interface Endpoint {
   readonly previousSecretUntil: number | undefined;
   readonly policy: RetryPolicy;
   readonly attemptTimeoutMs: number;
-  readonly recovery: Recovery;
-  readonly ordering: Ordering;
-  readonly onDead: OnDead;
-  readonly autoDisable: boolean;
-  readonly disableAfterSeconds: number;
-  readonly disableAfterFailures: number;
-  readonly rateLimitPerSecond: number | undefined;
-  readonly receiverRetentionSeconds: number | undefined;
   readonly state: EndpointState;
   readonly stateChange: StateChange | undefined;
 }
@@ -146,111 +100,47 @@ export class EndpointError extends Error {
   }
 }
 
-const FIELD_NAMES: readonly (keyof EndpointFields)[] = [
-  'name',
-  'url',
-  'eventTypes',
-  'match',
-  'secret',
-  'previousSecret',
-  'previousSecretUntil',
-  'retrySchedule',
-  'maxAttempts',
-  'attemptTimeoutMs',
-  'recovery',
-  'ordering',
-  'onDead',
-  'autoDisable',
-  'disableAfterSeconds',
-  'disableAfterFailures',
-  'rateLimitPerSecond',
-  'receiverRetentionSeconds',
-];
-
-export const DISABLE_DEFAULTS = { disableAfterSeconds: 259_200, disableAfterFailures: 20 } as const;
-
 /**
  * Checks the shape of every field of an endpoint as given (JSON from a file, the CLI's options,
- * construct properties): unknown fields, types, ranges. @throws EndpointError naming the field
+ * construct properties, a registry item) against its schema in fields.ts: unknown fields, types,
+ * ranges, the fields that go together. @throws EndpointError naming the field
  */
 export function parseEndpointFields(input: unknown): EndpointFields {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new EndpointError('?', 'endpoint', 'must be a JSON object');
   }
   const raw = input as Record<string, unknown>;
-  const name = raw.name;
-  if (typeof name !== 'string' || !ENDPOINT_NAME.test(name)) {
-    throw new EndpointError(typeof name === 'string' ? name.slice(0, 64) : '?', 'name', 'must be 1–64 characters of a-z 0-9 -');
-  }
+  // The name first: every other refusal names the endpoint by it.
+  const named = v.safeParse(FIELD_SPECS.name.schema, raw.name);
+  if (!named.success) throw new EndpointError(typeof raw.name === 'string' ? raw.name.slice(0, 64) : '?', 'name', named.issues[0].message);
   const fail = (field: string, problem: string): never => {
-    throw new EndpointError(name, field, problem);
+    throw new EndpointError(raw.name as string, field, problem);
   };
   for (const key of Object.keys(raw)) {
-    if (!(FIELD_NAMES as readonly string[]).includes(key)) fail(safe(key.slice(0, 64)), `is not an endpoint field (fields: ${FIELD_NAMES.join(', ')})`);
+    if (!isFieldName(key)) fail(safe(key.slice(0, 64)), `is not an endpoint field (fields: ${FIELD_NAMES.join(', ')})`);
   }
-  if (typeof raw.url !== 'string' || raw.url.length === 0) fail('url', 'must be an absolute https URL');
-  // Not shown: a URL may carry a credential (docs/contract.md §3).
-  if ((raw.url as string).length > MAX_URL_LENGTH) fail('url', `must be at most ${MAX_URL_LENGTH} characters, got ${(raw.url as string).length}`);
-  const eventTypes = raw.eventTypes;
-  if (!Array.isArray(eventTypes) || eventTypes.length === 0) fail('eventTypes', `must be a non-empty list of event types or ["${ALL_EVENT_TYPES}"]`);
-  for (const type of eventTypes as unknown[]) {
-    if (type !== ALL_EVENT_TYPES && !EVENT_TYPES.includes(type as string)) {
-      fail('eventTypes', `holds ${quoted(type)}: each must be one of ${EVENT_TYPES.join(', ')} or "${ALL_EVENT_TYPES}"`);
-    }
+  const fields: Record<string, unknown> = {};
+  for (const field of FIELD_NAMES) {
+    const spec = FIELD_SPECS[field];
+    if (raw[field] === undefined && spec.required !== true) continue;
+    const checked = v.safeParse(spec.schema, raw[field], { abortEarly: true });
+    if (!checked.success) fail(field + keyNamed(checked.issues[0]), checked.issues[0].message);
+    else fields[field] = checked.output;
   }
-  const fields: Record<string, unknown> = { name, url: raw.url, eventTypes: [...new Set(eventTypes as string[])] };
-  if (raw.match !== undefined) fields.match = parseMatch(raw.match, fail);
-  for (const field of ['secret', 'previousSecret'] as const) {
-    if (raw[field] !== undefined) fields[field] = parseSecret(raw[field], field, fail);
+  for (const field of FIELD_NAMES) {
+    if (fields[field] === undefined) continue;
+    for (const [needed, problem] of FIELD_SPECS[field].requires ?? []) if (fields[needed] === undefined) fail(field, problem);
   }
-  if (raw.previousSecretUntil !== undefined) {
-    if (!isWhole(raw.previousSecretUntil, 0, MAX_EPOCH_MS)) fail('previousSecretUntil', `must be a time in epoch milliseconds, got ${quoted(raw.previousSecretUntil)}`);
-    fields.previousSecretUntil = raw.previousSecretUntil;
-  }
-  if ((fields.previousSecret === undefined) !== (fields.previousSecretUntil === undefined)) {
-    fail(fields.previousSecret === undefined ? 'previousSecretUntil' : 'previousSecret', 'needs previousSecret and previousSecretUntil together: the old secret and when it stops signing');
-  }
-  if (fields.previousSecret !== undefined) {
-    if (fields.secret === undefined) fail('previousSecret', 'needs a secret: during a rotation the new secret signs first');
-    if (fields.previousSecret === fields.secret) fail('previousSecret', 'is the same as secret (the value is not shown)');
-  }
-  if (raw.retrySchedule !== undefined) {
-    const waits = raw.retrySchedule;
-    if (!Array.isArray(waits) || waits.length === 0 || waits.length > 100 || !waits.every((w) => isWhole(w, 0, MAX_WAIT_SECONDS))) {
-      fail('retrySchedule', `must be a list of 1–100 waits in whole seconds from 0 to ${MAX_WAIT_SECONDS}`);
-    }
-    fields.retrySchedule = [...(waits as number[])];
-  }
-  const wholeFields: [keyof EndpointFields, number, number][] = [
-    ['maxAttempts', 1, 100],
-    ['attemptTimeoutMs', 100, 880_000],
-    ['disableAfterSeconds', 60, 366 * 24 * 60 * 60],
-    ['disableAfterFailures', 1, 1_000_000],
-    ['rateLimitPerSecond', 1, 10_000],
-    ['receiverRetentionSeconds', 1, MAX_ENDPOINT_RETENTION_SECONDS],
-  ];
-  for (const [field, min, max] of wholeFields) {
-    const value = raw[field];
-    if (value === undefined) continue;
-    if (!isWhole(value, min, max)) fail(field, `must be a whole number from ${min} to ${max}, got ${quoted(value)}`);
-    fields[field] = value;
-  }
-  const choices: [keyof EndpointFields, readonly string[]][] = [
-    ['recovery', RECOVERIES],
-    ['ordering', ORDERINGS],
-    ['onDead', ON_DEAD],
-  ];
-  for (const [field, allowed] of choices) {
-    const value = raw[field];
-    if (value === undefined) continue;
-    if (typeof value !== 'string' || !allowed.includes(value)) fail(field, `must be one of ${allowed.join(', ')}, got ${quoted(value)}`);
-    fields[field] = value;
-  }
-  if (raw.autoDisable !== undefined) {
-    if (typeof raw.autoDisable !== 'boolean') fail('autoDisable', 'must be true or false');
-    fields.autoDisable = raw.autoDisable;
-  }
-  return fields as unknown as EndpointFields;
+  if (fields.previousSecret !== undefined && fields.previousSecret === fields.secret) fail('previousSecret', 'is the same as secret (the value is not shown)');
+  return fields as EndpointFields;
+}
+
+/** The key a refusal inside an object field is about (`match.data.carrier`), inert; none for a list's item. */
+function keyNamed(issue: v.BaseIssue<unknown>): string {
+  const step = issue.path?.[0];
+  if (step?.type !== 'object') return '';
+  const key = String(step.key);
+  return `.${safe(step.origin === 'key' ? key.slice(0, 80) : key)}`;
 }
 
 /**
@@ -313,14 +203,7 @@ export function resolveEndpoint(
     previousSecretUntil: previousSecret === undefined ? undefined : f.previousSecretUntil,
     policy,
     attemptTimeoutMs,
-    recovery: f.recovery ?? 'review',
-    ordering: f.ordering ?? 'none',
-    onDead: f.onDead ?? 'continue',
-    autoDisable: f.autoDisable ?? true,
-    disableAfterSeconds: f.disableAfterSeconds ?? DISABLE_DEFAULTS.disableAfterSeconds,
-    disableAfterFailures: f.disableAfterFailures ?? DISABLE_DEFAULTS.disableAfterFailures,
-    rateLimitPerSecond: f.rateLimitPerSecond,
-    receiverRetentionSeconds: f.receiverRetentionSeconds,
+    ...resolvedSettings(f),
     state: record.state,
     stateChange: record.stateChange,
   };
@@ -337,6 +220,21 @@ function hasCredentials(url: string): boolean {
   } catch {
     return false; // not a URL: the endpoint guard names that
   }
+}
+
+/** How each setting whose default is the deployment's appears in a resolved endpoint. */
+const FROM_DEPLOYMENT: { readonly [K in DeploymentSettingName]: (endpoint: Endpoint) => unknown } = {
+  retrySchedule: (endpoint) => endpoint.policy.waitsSeconds,
+  maxAttempts: (endpoint) => endpoint.policy.maxAttempts,
+  attemptTimeoutMs: (endpoint) => endpoint.attemptTimeoutMs,
+};
+
+/** Every setting of a resolved endpoint by its field's name: the value in effect (undefined: none). */
+export function effectiveSettings(endpoint: Endpoint): Readonly<Record<SettingName, unknown>> {
+  const own = endpoint as unknown as Readonly<Record<string, unknown>>;
+  return Object.fromEntries(
+    SETTING_NAMES.map((name) => [name, Object.hasOwn(FROM_DEPLOYMENT, name) ? FROM_DEPLOYMENT[name as DeploymentSettingName](endpoint) : own[name]]),
+  ) as Record<SettingName, unknown>;
 }
 
 /** Whether `endpoint` subscribes to `event`: its type is among `eventTypes`, and every `match` key holds one of its values. */
@@ -370,50 +268,6 @@ function fieldAt(event: ShipmentEvent, path: string): unknown {
     value = (value as Record<string, unknown>)[part];
   }
   return value;
-}
-
-function parseMatch(raw: unknown, fail: (field: string, problem: string) => never): Record<string, MatchValue[]> {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('match', 'must be an object of field → list of values, e.g. {"data.carrier": ["acme"]}');
-  const entries = Object.entries(raw as Record<string, unknown>);
-  if (entries.length > MAX_MATCH_KEYS) fail('match', `may have at most ${MAX_MATCH_KEYS} keys`);
-  const match: Record<string, MatchValue[]> = {};
-  for (const [key, values] of entries) {
-    if (!MATCH_KEY.test(key)) fail(`match.${safe(key.slice(0, 80))}`, 'is not a field to match: use shipmentId, status or data.<field>[.<field>…]');
-    // No event holds one (lib/event.ts refuses them anywhere in an event): the filter would match nothing.
-    const forbidden = key.split('.').find((part) => FORBIDDEN_KEYS.has(part));
-    if (forbidden !== undefined) fail(`match.${key}`, `is not a field to match: ${forbidden} is a forbidden key, which no event holds`);
-    if (!Array.isArray(values) || values.length === 0 || values.length > MAX_MATCH_VALUES) {
-      fail(`match.${key}`, `must be a list of 1–${MAX_MATCH_VALUES} values`);
-    }
-    for (const value of values as unknown[]) {
-      const scalar = typeof value === 'string' ? value.length <= 256 : typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
-      if (!scalar) fail(`match.${key}`, 'values must be strings (up to 256 characters), numbers or booleans');
-    }
-    match[key] = [...(values as MatchValue[])];
-  }
-  return match;
-}
-
-/**
- * A signing secret field: a whsec value the signer accepts, a Secrets Manager ARN, or a value
- * encrypted with the registry's key (`ENCRYPTED_SECRET`, lib/endpoints/secret-cipher.ts: its
- * plaintext is checked where it was encrypted, and decrypted by the consumer alone). Never echoed.
- */
-function parseSecret(raw: unknown, field: string, fail: (field: string, problem: string) => never): string {
-  if (typeof raw !== 'string' || !(raw.startsWith('whsec_') || SECRET_ARN.test(raw) || isEncryptedSecret(raw))) {
-    fail(field, 'must be a whsec_… signing secret, the ARN of a Secrets Manager secret holding one, or one the registry encrypted (encrypted:kms:… or encrypted:local:…) (the value is not shown)');
-  }
-  // A value that cannot sign would fail every attempt: refused here, by the signer itself.
-  const secret = raw as string;
-  if (secret.startsWith('whsec_')) {
-    try {
-      createSigner(secret);
-    } catch (error) {
-      if (error instanceof SigningSecretError) fail(field, `${error.message} (the value is not shown)`);
-      throw error;
-    }
-  }
-  return secret;
 }
 
 function isWhole(value: unknown, min: number, max: number): value is number {
