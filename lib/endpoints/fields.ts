@@ -130,13 +130,13 @@ export const ENDPOINT_FIELDS = {
   disableAfterSeconds: field(s.whole(60, YEAR_SECONDS), {
     default: { value: 259_200 },
     clearable: true,
-    doc: 'auto-disable once this long (seconds) has passed without an accepted request and disableAfterFailures attempts have failed',
+    doc: 'seconds without an accepted request before auto-disable (and disableAfterFailures failed attempts)',
     cli: { flag: '--disable-after-seconds <s>' },
   }),
   disableAfterFailures: field(s.whole(1, 1_000_000), {
     default: { value: 20 },
     clearable: true,
-    doc: 'auto-disable once this many attempts have failed and disableAfterSeconds have passed without an accepted request',
+    doc: 'failed attempts before auto-disable (and disableAfterSeconds without an accepted request)',
     cli: { flag: '--disable-after-failures <n>' },
   }),
   rateLimitPerSecond: field(s.whole(1, 10_000), {

@@ -4,8 +4,11 @@
  * against and where they come from, and the view every output is made from (never the secret);
  * `--overlap`, and secret rotation's commands over an in-memory registry on a fixed clock: what
  * they write (one conditional update), print and never print; the parked counts and a release in
- * progress as list, show, enable and disable print them, and `enable --rate`.
+ * progress as list, show, enable and disable print them, and `enable --rate`. The options of add
+ * and update are read off the fields table (lib/endpoints/fields.ts): one per field, and show's
+ * rows one per setting.
  */
+import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import {
   deploymentFor,
@@ -20,10 +23,12 @@ import {
   parseOverlap,
   parseResumeRate,
 } from '../../cli/commands/endpoint';
+import { fieldOptions } from '../../cli/commands/endpoint-options';
 import type { CommandContext } from '../../cli/context';
 import { CommandFailedError, UsageError } from '../../cli/errors';
 import { ConfigError, DEFAULT_SETTINGS } from '../../lib/config';
 import { deploymentFromJson, deploymentToJson, parseEndpointFields, type EndpointFields, type EndpointRecord } from '../../lib/endpoints/endpoint';
+import { CLEARABLE_FIELDS, FIELD_NAMES, FIELD_SPECS } from '../../lib/endpoints/fields';
 import { EndpointConflictError } from '../../lib/endpoints/registry';
 import { retryPolicy } from '../../lib/policy';
 import { DEFAULT_RESUME_RATE, type Resume } from '../../lib/resume';
@@ -57,6 +62,44 @@ describe('Function: fieldsFromOptions', () => {
 
   it('gives no field for an option not given', () => {
     expect(fieldsFromOptions({ match: [] })).toEqual({});
+  });
+});
+
+describe('Function: fieldOptions', () => {
+  /** What `handoff endpoint add|update <argv>` gives as fields, through commander. */
+  function parsed(mode: 'add' | 'update', argv: string[]): Record<string, unknown> {
+    const command = fieldOptions(new Command('add').exitOverride(), mode);
+    command.parse(argv, { from: 'user' });
+    return fieldsFromOptions(command.opts());
+  }
+
+  it('has an option for every field with a flag, keyed by the field, and --clear lists every clearable field', () => {
+    const update = fieldOptions(new Command('update'), 'update');
+    const names = update.options.map((option) => option.attributeName());
+
+    for (const name of FIELD_NAMES.filter((n) => FIELD_SPECS[n].cli !== undefined)) expect(names, name).toContain(name);
+    expect(names).not.toContain('previousSecret');
+    expect(update.options.find((o) => o.long === '--clear')?.description).toContain(CLEARABLE_FIELDS.join(', '));
+  });
+
+  it('reads each option as its field takes it: whole numbers, lists, choices, flags, repeated matches', () => {
+    const fields = parsed('add', [
+      '--name', 'acme', '--event-types', 'shipment.delivered,*', '--retry-schedule', '5, 50', '--max-attempts', '4',
+      '--rate-limit-per-second', '2.5', '--recovery', 'drop', '--no-auto-disable', '--match', 'data.carrier=acme', '--match', 'status=delivered',
+    ]);
+
+    expect(fields).toEqual({
+      name: 'acme',
+      eventTypes: ['shipment.delivered', '*'],
+      retrySchedule: [5, 50],
+      maxAttempts: 4,
+      rateLimitPerSecond: '2.5',
+      recovery: 'drop',
+      autoDisable: false,
+      match: { 'data.carrier': ['acme'], status: ['delivered'] },
+    });
+    expect(parsed('update', ['--auto-disable'])).toEqual({ autoDisable: true });
+    expect(() => parsed('add', ['--ordering', 'fifo'])).toThrow(/Allowed choices are none, per-shipment/);
   });
 });
 
@@ -389,6 +432,44 @@ describe('show, list and update during an overlap', () => {
     await endpointUpdateCommand(ctx, 'acme', { maxAttempts: '4' });
 
     expect(stored()).toEqual({ ...acme, maxAttempts: 4 });
+  });
+});
+
+describe('show and update: the settings, from the fields table', () => {
+  it("show gives a row per setting in effect, marking those the endpoint does not set as the default", async () => {
+    const { ctx } = registryContext({ ...acme, rateLimitPerSecond: 5, disableAfterFailures: 3 });
+
+    const shown = await endpointShowCommand(ctx, 'acme');
+
+    expect(shown.human).toMatch(/^max attempts\s+3$/m);
+    expect(shown.human).toMatch(/^attempt timeout\s+10000 ms \(default\)$/m);
+    expect(shown.human).toMatch(/^recovery\s+review \(default\)$/m);
+    expect(shown.human).toMatch(/^rate limit\s+5\/s$/m);
+    expect(shown.human).toMatch(/^receiver retention\s+\(not given\)$/m);
+    expect(shown.human).toMatch(/^auto-disable\s+after 259200 s without an accepted request and 3 failed attempts$/m);
+    expect(shown.json).toMatchObject({
+      settings: { maxAttempts: 3, rateLimitPerSecond: 5, disableAfterFailures: 3 },
+      effective: { maxAttempts: 3, recovery: 'review', autoDisable: true, disableAfterSeconds: 259_200, rateLimitPerSecond: 5, receiverRetentionSeconds: null },
+    });
+  });
+
+  it.each(['name', 'secret', 'constructor', '__proto__'])('update --clear %s is refused as usage, listing the fields that can be cleared, writing nothing', async (field) => {
+    const { ctx, updates } = registryContext(acme);
+
+    await expect(endpointUpdateCommand(ctx, 'acme', { clear: [field] })).rejects.toThrow(
+      new UsageError(`--clear "${field}": not an optional field (${CLEARABLE_FIELDS.join(', ')})`),
+    );
+    expect(updates).toEqual([]);
+  });
+
+  it('update --clear unsets a setting, so its default is in effect again', async () => {
+    const { ctx, stored } = registryContext({ ...acme, recovery: 'drop' });
+
+    const result = await endpointUpdateCommand(ctx, 'acme', { clear: ['recovery', 'maxAttempts'] });
+
+    expect(stored()).not.toHaveProperty('recovery');
+    expect(stored()).not.toHaveProperty('maxAttempts');
+    expect(result.json).toMatchObject({ changed: ['maxAttempts', 'recovery'], settings: {} });
   });
 });
 

@@ -1,0 +1,77 @@
+/**
+ * `handoff endpoint list` and `show`: the registry's endpoints, each with its parked deliveries
+ * (the ledger's parked listing of that endpoint, docs/contract.md §12); `show` with the release in
+ * progress and the settings in effect against the deployment's.
+ */
+import pLimit from 'p-limit';
+import { EndpointError, resolveEndpoint, type Endpoint } from '../../lib/endpoints/endpoint';
+import { redactUrl } from '../../lib/webhook/redact-url';
+import type { CommandContext } from '../context';
+import { table } from '../format';
+import { checkName, deploymentFor, parkedCount, registryCall, requireEndpoint } from './endpoint-common';
+import { effectiveJson, endpointJson, matchText, overlapEnd, releaseJson, secretText, showText } from './endpoint-view';
+import type { CommandResult } from './result';
+
+/** Endpoints whose parked deliveries `list` counts at once (each count is one query per listing shard). */
+export const PARKED_COUNT_CONCURRENCY = 4;
+
+export async function endpointListCommand(ctx: CommandContext): Promise<CommandResult> {
+  // Items it cannot use are named after the list (exit 1), not allowed to hide the others.
+  const { records, unreadable } = await registryCall(ctx, (registry) => registry.scan());
+  const nowMs = ctx.now();
+  // Each count reads the endpoint's 16 listing shards: a few endpoints at a time.
+  const limit = pLimit(PARKED_COUNT_CONCURRENCY);
+  const parked = await Promise.all(records.map((r) => limit(() => parkedCount(ctx, r.fields.name))));
+  const rows = records.map((r, i) => [
+    r.fields.name,
+    r.state,
+    redactUrl(r.fields.url),
+    r.fields.eventTypes.join(','),
+    Object.keys(r.fields.match ?? {}).length === 0 ? '' : matchText(r.fields.match ?? {}),
+    parked[i] === null ? 'n/a' : String(parked[i]),
+  ]);
+  // A rotation's overlap is worth a line of its own: until it ends the receiver may still use either secret.
+  const overlaps = records
+    .filter((r) => overlapEnd(r.fields, nowMs) !== undefined)
+    .map((r) => `${r.fields.name}: secret ${secretText(r.fields, nowMs)}`);
+  const human =
+    rows.length === 0
+      ? `no endpoints in ${ctx.target.description}`
+      : table(
+          [{ header: 'name' }, { header: 'state' }, { header: 'url' }, { header: 'event types' }, { header: 'match' }, { header: 'parked', align: 'right' }],
+          rows,
+        ) + (overlaps.length > 0 ? `\n\n${overlaps.join('\n')}` : '');
+  const failure =
+    unreadable.length === 0
+      ? undefined
+      : `the registry holds ${unreadable.length} item(s) that cannot be used (endpoint remove NAME, then add it again): ${unreadable.map((e) => e.message).join('; ')}`;
+  const noLedger = parked.some((count) => count === null) ? `\n\nparked: n/a, no ledger table in ${ctx.target.description} (--table NAME)` : '';
+  return {
+    json: records.map((r, i) => endpointJson(r, nowMs, parked[i] ?? null)),
+    human: rows.length === 0 ? human : human + noLedger,
+    ...(failure !== undefined ? { failure } : {}),
+  };
+}
+
+export async function endpointShowCommand(ctx: CommandContext, name: string): Promise<CommandResult> {
+  const record = await requireEndpoint(ctx, checkName(name));
+  const [parked, release] = await Promise.all([parkedCount(ctx, name), ctx.endpointRelease(name)]);
+  const { settings, source } = deploymentFor(ctx.target);
+  let effective: Endpoint | undefined;
+  let problem: string | undefined;
+  try {
+    effective = resolveEndpoint(record, settings, undefined);
+  } catch (error) {
+    if (!(error instanceof EndpointError)) throw error;
+    problem = error.message;
+  }
+  const nowMs = ctx.now();
+  const json = {
+    ...endpointJson(record, nowMs, parked),
+    release: releaseJson(record.state === 'enabled' ? release : undefined, nowMs),
+    effective: effective === undefined ? null : effectiveJson(effective),
+    ...(problem !== undefined ? { problem } : {}),
+    settingsFrom: source,
+  };
+  return { json, human: showText(record, { parked, release: record.state === 'enabled' ? release : undefined }, effective, problem, source, nowMs) };
+}

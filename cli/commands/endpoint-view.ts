@@ -1,0 +1,175 @@
+/**
+ * An endpoint as the `handoff endpoint` commands print it, in JSON and in text: never its secret
+ * nor a rotation's previous one (whether one is set, and until when the previous one signs), its
+ * URL redacted (docs/contract.md §3). Its settings, as given and in effect, are listed from the
+ * fields table (lib/endpoints/fields.ts): each under its field's name in JSON, under its label in
+ * `show`, marked `(default)` while the endpoint does not set it.
+ */
+import { effectiveSettings, type Endpoint, type EndpointFields, type EndpointRecord } from '../../lib/endpoints/endpoint';
+import { FIELD_SPECS, SETTING_NAMES, type FieldName } from '../../lib/endpoints/fields';
+import { describeHealth, healthJson, type HealthRecord } from '../../lib/endpoints/health';
+import { rampRate, type Resume } from '../../lib/resume';
+import { redactUrl } from '../../lib/webhook/redact-url';
+import { formatInstant, keyValues } from '../format';
+
+type Row = [label: string, text: string];
+
+/**
+ * An endpoint as the commands print it: never its secret nor a rotation's previous one, its URL
+ * redacted; while an overlap lasts at `nowMs`, when the previous secret stops signing; its parked
+ * deliveries as counted (`parkedCount`; null: not counted).
+ */
+export function endpointJson(record: EndpointRecord, nowMs: number = Date.now(), parked: number | null = null) {
+  const overlapUntil = overlapEnd(record.fields, nowMs);
+  return {
+    name: record.fields.name,
+    url: redactUrl(record.fields.url),
+    state: record.state,
+    eventTypes: record.fields.eventTypes,
+    match: record.fields.match ?? {},
+    secret: record.fields.secret === undefined ? 'unset' : 'set',
+    /** While a rotation's overlap lasts: when the previous secret stops signing (ISO). */
+    previousSecretUntil: overlapUntil === undefined ? null : new Date(overlapUntil).toISOString(),
+    /** Deliveries parked for it (docs/contract.md §12); null when not counted. */
+    parked,
+    /** Back-pressure and failures as the consumers last wrote them (docs/contract.md §12). */
+    health: healthJson((record as HealthRecord).health, nowMs),
+    stateChange: record.stateChange === undefined ? null : { ...record.stateChange, at: new Date(record.stateChange.at).toISOString() },
+    /** The endpoint's own settings (unset: the deployment's default). */
+    settings: Object.fromEntries(ownSettings(record.fields)),
+    createdAt: new Date(record.createdAt).toISOString(),
+    updatedAt: new Date(record.updatedAt).toISOString(),
+  };
+}
+
+/** Every setting in effect, by its field's name (null: none). */
+export function effectiveJson(endpoint: Endpoint): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(effectiveSettings(endpoint)).map(([name, value]) => [name, value ?? null]));
+}
+
+/** A release in progress as the commands print it: times as ISO, and the ramp's rate at `nowMs`. */
+export function releaseJson(release: Resume | undefined, nowMs: number) {
+  if (release === undefined) return null;
+  return {
+    since: new Date(release.since).toISOString(),
+    rate: release.rate,
+    rateNow: rampRate(release, nowMs),
+    scheduledUntil: release.until === undefined ? null : new Date(release.until).toISOString(),
+  };
+}
+
+/** `show`: its fields, state, health, parking, and the settings in effect unless it cannot be used (`problem`). */
+export function showText(
+  record: EndpointRecord,
+  parking: { parked: number | null; release: Resume | undefined },
+  effective: Endpoint | undefined,
+  problem: string | undefined,
+  source: string,
+  nowMs: number,
+): string {
+  const f = record.fields;
+  const rows: Row[] = [
+    [label('name'), f.name],
+    ['state', stateText(record, nowMs)],
+    ['health', describeHealth((record as HealthRecord).health, nowMs)],
+    ...subscriptionRows(f, nowMs).slice(1),
+    ['parked', parkedText(record, parking.parked, parking.release)],
+    ['release', releaseText(parking.release, nowMs)],
+    ['created', formatInstant(record.createdAt, nowMs)],
+    ['updated', formatInstant(record.updatedAt, nowMs)],
+    ...(effective === undefined ? [] : settingRows(f, effective)),
+  ];
+  const note = problem === undefined ? `defaults from ${source}` : `cannot be used with ${source}: ${problem}`;
+  return `${keyValues(rows)}\n\n${note}`;
+}
+
+/** The fields as given, after add or update: its settings under their fields' names. */
+export function showFields(record: EndpointRecord, nowMs: number): string {
+  const [name, ...subscription] = subscriptionRows(record.fields, nowMs);
+  const settings = ownSettings(record.fields).map(([field, value]): Row => [field, plainText(value)]);
+  return keyValues([name!, ['state', record.state], ...subscription, ...settings]);
+}
+
+/** The rows of what it is and subscribes to, and whether it signs: name, url, event types, match, secret. */
+function subscriptionRows(f: EndpointFields, nowMs: number): Row[] {
+  return [
+    [label('name'), f.name],
+    [label('url'), redactUrl(f.url)],
+    [label('eventTypes'), f.eventTypes.join(', ')],
+    [label('match'), Object.keys(f.match ?? {}).length === 0 ? '(none)' : matchText(f.match ?? {})],
+    [label('secret'), secretText(f, nowMs)],
+  ];
+}
+
+/** A row per setting with a label: the value in effect, `(default)` while neither it nor the settings its row shows are set. */
+function settingRows(f: EndpointFields, effective: Endpoint): Row[] {
+  const given = f as Readonly<Record<string, unknown>>;
+  const settings = effectiveSettings(effective);
+  return SETTING_NAMES.flatMap((name): Row[] => {
+    const spec = FIELD_SPECS[name];
+    const cli = spec.cli;
+    if (cli?.label === undefined) return [];
+    const value = settings[name];
+    const text = value === undefined ? (cli.unset ?? '(none)') : cli.text !== undefined ? cli.text(value, settings) : plainText(value);
+    const own = [name, ...(cli.rowAlso ?? [])].some((field) => given[field] !== undefined);
+    return [[cli.label, own || value === undefined ? text : `${text} (default)`]];
+  });
+}
+
+/** The settings the endpoint sets itself, in the table's order. */
+function ownSettings(f: EndpointFields): [string, unknown][] {
+  const given = f as Readonly<Record<string, unknown>>;
+  return SETTING_NAMES.filter((name) => given[name] !== undefined).map((name) => [name, given[name]]);
+}
+
+function label(field: FieldName): string {
+  return FIELD_SPECS[field].cli?.label ?? field;
+}
+
+function plainText(value: unknown): string {
+  return Array.isArray(value) ? value.join(', ') : String(value);
+}
+
+export function parkedText(record: EndpointRecord, parked: number | null, release: Resume | undefined): string {
+  if (parked === null) return 'n/a (no ledger table in the target: --table NAME)';
+  if (parked === 0) return '0';
+  if (record.state === 'disabled') return `${parked} (held until endpoint enable ${record.fields.name} releases them)`;
+  // Enabled with none being released: parked by a consumer whose copy of the registry was older than the release.
+  return release === undefined ? `${parked} (no release in progress: endpoint enable ${record.fields.name} releases them)` : String(parked);
+}
+
+function releaseText(release: Resume | undefined, nowMs: number): string {
+  if (release === undefined) return '(none)';
+  const scheduled = release.until === undefined ? 'no run yet' : `scheduled until ${formatInstant(release.until, nowMs)}`;
+  return `since ${formatInstant(release.since, nowMs)}, oldest first at ${rampRate(release, nowMs)}/s now, up to ${release.rate}/s (${scheduled})`;
+}
+
+function stateText(record: EndpointRecord, nowMs: number): string {
+  const c = record.stateChange;
+  return c === undefined ? record.state : `${record.state} by ${c.by} at ${formatInstant(c.at, nowMs)}: ${c.reason}`;
+}
+
+/** Whether a secret is set, and until when a rotation's previous secret still signs; never a secret. */
+export function secretText(fields: Pick<EndpointFields, 'secret' | 'previousSecret' | 'previousSecretUntil'>, nowMs: number): string {
+  const { secret } = fields;
+  if (secret === undefined) return 'unset (requests are not signed)';
+  const until = overlapEnd(fields, nowMs);
+  const notes = [
+    // A value (whsec_, or encrypted with the registry's key: lib/endpoints/secret-cipher.ts) is the registry's own.
+    ...(secret.startsWith('arn:') ? ['in Secrets Manager'] : []),
+    ...(until === undefined ? [] : [`previous secret accepted until ${formatInstant(until, nowMs)}`]),
+  ];
+  return notes.length === 0 ? 'set' : `set (${notes.join('; ')})`;
+}
+
+/** When a rotation's previous secret stops signing, while it still does at `nowMs`. */
+export function overlapEnd(fields: Pick<EndpointFields, 'secret' | 'previousSecret' | 'previousSecretUntil'>, nowMs: number): number | undefined {
+  const until = fields.previousSecretUntil;
+  return fields.secret !== undefined && fields.previousSecret !== undefined && until !== undefined && nowMs < until ? until : undefined;
+}
+
+export function matchText(match: Readonly<Record<string, readonly unknown[]>>): string {
+  return Object.entries(match)
+    .map(([key, values]) => `${key}=${values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(',')}`)
+    .join(' ');
+}
