@@ -19,6 +19,7 @@ import {
   type Endpoint,
   type EndpointFields,
 } from '../lib/endpoints/endpoint';
+import { SECRET_FIELDS } from '../lib/endpoints/fields';
 import { quoted } from '../lib/terminal';
 import { redactUrl } from '../lib/webhook/redact-url';
 import { createSigner, SECRET_PREFIX, SigningSecretError } from '../lib/webhook/signing-secret';
@@ -144,7 +145,7 @@ function checkUrl(fields: EndpointFields): void {
 
 /** The sandbox has no Secrets Manager: a secret (and a previous one, in a rotation's overlap) is a `whsec_…` value that can sign. */
 function checkSecret(fields: EndpointFields): void {
-  for (const field of ['secret', 'previousSecret'] as const) {
+  for (const field of SECRET_FIELDS) {
     const secret = fields[field];
     if (secret === undefined) continue;
     if (!secret.startsWith(SECRET_PREFIX)) {

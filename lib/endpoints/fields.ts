@@ -194,6 +194,7 @@ export type SettingName = NamesWhere<{ default: unknown }>;
 /** The settings whose default is the deployment's, resolved by hand (resolveEndpoint). */
 export type DeploymentSettingName = NamesWhere<{ default: 'deployment' }>;
 type OwnDefaultName = Exclude<SettingName, DeploymentSettingName>;
+type SecretName = NamesWhere<{ schema: typeof s.secret }>;
 
 /**
  * An endpoint as users write it (endpoints file, `endpoint add`, construct): the contract's field
@@ -211,6 +212,8 @@ export const FIELD_SPECS: Readonly<Record<FieldName, FieldSpec>> = ENDPOINT_FIEL
 export const FIELD_NAMES = Object.keys(ENDPOINT_FIELDS) as FieldName[];
 export const SETTING_NAMES = FIELD_NAMES.filter((name) => FIELD_SPECS[name].default !== undefined) as SettingName[];
 export const CLEARABLE_FIELDS = FIELD_NAMES.filter((name) => FIELD_SPECS[name].clearable === true);
+/** The fields holding a signing secret: never shown, and in the sandbox a `whsec_…` value. */
+export const SECRET_FIELDS = FIELD_NAMES.filter((name) => FIELD_SPECS[name].schema === s.secret) as SecretName[];
 
 /** Whether `key` names a field: its own entry, never something an object inherits (`constructor`). */
 export function isFieldName(key: string): key is FieldName {
