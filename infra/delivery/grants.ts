@@ -1,0 +1,140 @@
+/**
+ * What the construct's two functions may do, least privilege on exact ARNs. Each function's role is
+ * its own (infra/delivery/functions.ts): it writes its own log group, and the consumer's event
+ * source mappings add their queue's receive actions; everything else is granted here.
+ * `table.grant*()` is avoided: it adds an `index/*` resource (every index) where a function needs at
+ * most the listing index.
+ */
+import { Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
+import type { WebhookDelivery } from '../webhook-delivery';
+
+type AlarmTopicParts = Pick<WebhookDelivery, 'alarmTopic' | 'alarmTopicKey'>;
+
+export type ConsumerGrantParts = AlarmTopicParts &
+  Pick<WebhookDelivery, 'ledgerTable' | 'queue' | 'deadLetterQueue' | 'signingSecret' | 'sealKey' | 'endpointRegistry'>;
+
+export type RecoveryGrantParts = AlarmTopicParts &
+  Pick<WebhookDelivery, 'ledgerTable' | 'queue' | 'deadLetterQueue' | 'redriveQueue' | 'sealKey' | 'endpointRegistry'>;
+
+/** Lets a role publish to the alarm topic (and use its key, when the topic is the construct's own). */
+function grantAlarmTopicPublish(role: iam.IRole, sid: string, parts: AlarmTopicParts): void {
+  role.addToPrincipalPolicy(new iam.PolicyStatement({ sid, actions: ['sns:Publish'], resources: [parts.alarmTopic.topicArn] }));
+  if (parts.alarmTopicKey) {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: `${sid}Encrypt`, actions: ['kms:Decrypt', 'kms:GenerateDataKey'], resources: [parts.alarmTopicKey.keyArn] }),
+    );
+  }
+}
+
+/** Lets a role read the seal key (the consumer, the recovery function). */
+function grantSealKeyRead(role: iam.IRole, parts: Pick<WebhookDelivery, 'sealKey'>): void {
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({ sid: 'SealKeyRead', actions: ['secretsmanager:GetSecretValue'], resources: [parts.sealKey.secretArn] }),
+  );
+}
+
+/**
+ * The consumer. The event source mappings grant the delivery queue's and the ordered intake's
+ * receive, delete, attribute and ChangeMessageVisibility actions (the last is how the handler defers
+ * a retry) on each queue's ARN. The consumer sends to neither FIFO queue: its per-endpoint messages
+ * go to the delivery queue and its dead letters to the standard dead-letter queue, whichever queue
+ * the message came from.
+ */
+export function grantConsumerAccess(role: iam.IRole, parts: ConsumerGrantParts): void {
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'LedgerReadWrite',
+      // Query on the table's key only (an event's deliveries, when its message is received again); not on the index.
+      actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+      resources: [parts.ledgerTable.tableArn],
+    }),
+  );
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'QueueSend',
+      // The delivery queue: routing's one message per endpoint; the dead-letter queue: dead letters.
+      actions: ['sqs:SendMessage'],
+      resources: [parts.queue.queueArn, parts.deadLetterQueue.queueArn],
+    }),
+  );
+  const signingSecret = parts.signingSecret;
+  if (signingSecret) {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'SigningSecretRead',
+        actions: ['secretsmanager:GetSecretValue'],
+        // A secret imported by name has no full ARN: match its six-character suffix.
+        resources: [signingSecret.secretFullArn ?? `${signingSecret.secretArn}-??????`],
+      }),
+    );
+    signingSecret.encryptionKey?.grantDecrypt(role);
+  }
+  grantSealKeyRead(role, parts);
+  // The registry: read, and the endpoints' health written (operators write the rest), and the
+  // secrets of the declared endpoints.
+  parts.endpointRegistry.grantRead(role);
+  parts.endpointRegistry.grantHealthWrite(role);
+  // An endpoint it disables, announced on the default bus and to the alarm topic.
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'EndpointDisabledEvent',
+      actions: ['events:PutEvents'],
+      resources: [Stack.of(role).formatArn({ service: 'events', resource: 'event-bus', resourceName: 'default' })],
+    }),
+  );
+  grantAlarmTopicPublish(role, 'EndpointDisabledAlarm', parts);
+  parts.endpointRegistry.seededSecrets.forEach((secret, i) => {
+    if (secret === signingSecret) return;
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: `EndpointSecretRead${i}`,
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: [secret.secretFullArn ?? `${secret.secretArn}-??????`],
+      }),
+    );
+    secret.encryptionKey?.grantDecrypt(role);
+  });
+}
+
+/**
+ * The recovery function: drains the redrive queue (Receive, Delete) into the delivery queue or,
+ * after a few rounds, the dead-letter queue (SendMessage); reads the ledger's pending and parked
+ * listings (Query on the index, BatchGetItem of the rows it lists) and the registry's endpoint
+ * names, pauses and releases (Scan, with the key's Decrypt), releases parked rows (UpdateItem on the
+ * ledger, and on the registry for the release's window), and sends to the delivery queue; nothing
+ * else.
+ */
+export function grantRecoveryAccess(role: iam.IRole, parts: RecoveryGrantParts): void {
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'LedgerListingQuery',
+      actions: ['dynamodb:Query'],
+      resources: [`${parts.ledgerTable.tableArn}/index/${LEDGER_SCHEMA.listingIndex.name}`],
+    }),
+  );
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({ sid: 'LedgerRowsRead', actions: ['dynamodb:BatchGetItem'], resources: [parts.ledgerTable.tableArn] }),
+  );
+  // Releasing parked deliveries (lib/resume.ts, unpark) and marking the rows it sent again
+  // (lib/recovery.ts, relist): one conditional UpdateItem per row.
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({ sid: 'LedgerRowsRelease', actions: ['dynamodb:UpdateItem'], resources: [parts.ledgerTable.tableArn] }),
+  );
+  // Sending back what SQS redrove (to the delivery queue), or giving up on it (to the dead-letter queue).
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({ sid: 'DeliveryQueueSend', actions: ['sqs:SendMessage'], resources: [parts.queue.queueArn, parts.deadLetterQueue.queueArn] }),
+  );
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({ sid: 'RedriveQueueDrain', actions: ['sqs:ReceiveMessage', 'sqs:DeleteMessage'], resources: [parts.redriveQueue.queueArn] }),
+  );
+  // The registry's names, pauses and releases (a Scan projecting those attributes), so rows of
+  // removed endpoints are left alone; and the releases' own writes (their window, their end).
+  parts.endpointRegistry.grantNamesRead(role);
+  parts.endpointRegistry.grantHealthWrite(role);
+  // What it sends back is sealed again, as the consumer's own messages are.
+  grantSealKeyRead(role, parts);
+  // Its on-failure destination: a run that failed every attempt, told to whoever takes the alarms.
+  grantAlarmTopicPublish(role, 'RecoveryFailureNotice', parts);
+}
