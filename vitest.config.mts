@@ -5,7 +5,7 @@ export default defineConfig({
     // The default `forks` pool: NodejsFunction bundling breaks under `threads`.
     pool: 'forks',
     // Three test files at a time on CI's two cores (the default there is one): the e2e files mostly
-    // wait on child processes and timers (the times are in the README's testing section).
+    // wait on child processes and timers (the times are in docs/testing.md).
     maxWorkers: 3,
     include: ['test/**/*.test.ts'],
     // The SDK's notice that its 2027 releases need Node 22; the lockfile keeps us on ones that run on 20.

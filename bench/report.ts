@@ -1,6 +1,6 @@
 /**
  * From raw runs to the bench's result: per-event figures, the ratios, the targets of issue 4,
- * and the Markdown table the README shows. Pure functions over the measurements.
+ * and the Markdown table docs/cost-and-benchmarks.md shows. Pure functions over the measurements.
  */
 import type { BatchConcurrencyResult } from './batch-concurrency';
 import { median, type BundleResult } from './bundle';

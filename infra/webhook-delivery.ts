@@ -200,7 +200,7 @@ export class WebhookDelivery extends Construct {
    * the consumer and the recovery function; operators who replay or release need GetSecretValue on it.
    */
   readonly sealKey: secretsmanager.Secret;
-  /** Every alarm, each notifying `alarmTopic` on alarm and on OK (README, Operating). */
+  /** Every alarm, each notifying `alarmTopic` on alarm and on OK (docs/operating.md). */
   readonly alarms: DeliveryAlarms;
   readonly dashboard: cloudwatch.Dashboard;
 

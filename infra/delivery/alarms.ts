@@ -117,7 +117,7 @@ export function createAlarmTopic(scope: Construct, given: sns.ITopic | undefined
 }
 
 /**
- * The alarms (README, Operating), each saying in its description what to do. Every one treats
+ * The alarms (docs/operating.md), each saying in its description what to do. Every one treats
  * missing data as not breaching: a metric published only on activity (SQS's, Lambda's, DynamoDB's
  * throttles) is absent while all is quiet. Rate alarms (dead letters, errors, throttles) fire on
  * what is new in their period and return to OK once a period passes without it, so a later burst

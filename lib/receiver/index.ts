@@ -1,7 +1,7 @@
 /**
  * handoff/receiver: what a webhook receiver needs to turn at-least-once delivery into one
  * business effect. Verify the Standard Webhooks headers, run the action once per `webhook-id`,
- * answer a repeat with the first response. See the README's "Receivers" section.
+ * answer a repeat with the first response. See docs/receivers.md.
  */
 export { createReceiver, REPLAYED_HEADER } from './receiver';
 export type { ActionResult, HeadersInput, ReceivedWebhook, Receiver, ReceiverOptions, WebhookRequest, WebhookResponse } from './receiver';
