@@ -2,8 +2,8 @@
  * The three consumers `npm run cost` prices, each as Lambda invokes it (a batch of SQS records in,
  * a partial batch response out), on the metering proxy's DynamoDB:
  *
- * - handoff: the real batch use case (`processBatch`: routing, then `deliver`) with the real
- *   DynamoDB ledger, HTTP senders and SQS queue adapter, wired as functions/consumer.ts wires them:
+ * - handoff: the real consumer (`createConsumer`, lib/consumer/consumer.ts) with the real
+ *   DynamoDB ledger, HTTP senders and SQS queue adapter, as functions/consumer.ts makes it:
  *   with the single-URL settings (the one endpoint `default`, no registry), or with an endpoint
  *   registry table read through the meter (`registryTable`), as a stack with endpoints runs (endpoint
  *   health and the rate limit's schedule on that table too);
@@ -16,20 +16,19 @@ import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamod
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { processBatch, type BatchDeps } from '../../lib/batch';
+import { createConsumer, registryConsumer, type ConsumerDeps } from '../../lib/consumer/consumer';
 import { DEFAULT_SETTINGS, derivedTimings } from '../../lib/config';
 import { deliver, type DeliverDeps, type DeliveryResult, type QueueMessage } from '../../lib/deliver';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { DynamoDbRateLimiter } from '../../lib/endpoints/dynamodb-rate-limit';
 import type { DeploymentSettings } from '../../lib/endpoints/endpoint';
-import { HealthTracker, type HealthRecord } from '../../lib/endpoints/health';
-import { cachedEndpoints, ENDPOINTS_CACHE_MS } from '../../lib/endpoints/registry';
+import { ENDPOINTS_CACHE_MS } from '../../lib/endpoints/registry';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
 import { MessageSeal } from '../../lib/queue/seal';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
-import { registryRouting, singleEndpoint, staticRouting, type Routing, type SenderFactory } from '../../lib/routing';
+import { singleEndpoint, staticRouting, type Routing, type SenderFactory } from '../../lib/routing';
 import { EndpointGuard, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
 import { HttpWebhookSender } from '../../lib/webhook/http-sender';
 import { emulatorDynamoDbClient, returnOldItemOnConditionFailure } from '../../test/helpers/dynalite';
@@ -129,24 +128,20 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
     : silent;
   const logger = createLogger({ service: 'handoff', write: logLine });
   const metrics = new MetricsRecorder({ service: 'handoff', write: silent });
-  // As functions/consumer.ts builds it, once per container: with a registry, routing and endpoint
-  // health share one cached read of it (health writes only on failures, pauses and recoveries).
+  // As functions/consumer.ts makes it, once per container: with a registry, routing and endpoint
+  // health share one cached read of it (health writes only on failures, pauses and recoveries), and
+  // the rate limit's schedule is kept on its table.
   let routing: Routing;
-  let health: HealthTracker | undefined;
-  // The rate limit's schedule on the registry's table (with a registry only), as functions/consumer.ts keeps it.
+  let health: ConsumerDeps['health'];
   const rateLimiter = options.registryTable !== undefined ? new DynamoDbRateLimiter({ client, tableName: options.registryTable }) : undefined;
   if (options.registryTable !== undefined) {
-    const registry = new DynamoDbEndpointRegistry({ client, tableName: options.registryTable });
-    let records: (() => Promise<readonly HealthRecord[]>) | undefined;
-    health = new HealthTracker({ store: registry, records: () => records!() });
-    records = cachedEndpoints(health.listing(registry), { ttlMs: ENDPOINTS_CACHE_MS });
-    routing = registryRouting({
-      records,
+    ({ routing, health } = registryConsumer(new DynamoDbEndpointRegistry({ client, tableName: options.registryTable }), {
+      cacheMs: ENDPOINTS_CACHE_MS,
       deployment: COST_DEPLOYMENT,
       readSecret: (arn) => Promise.reject(new Error(`the cost run's endpoints hold no secret ARN (${arn})`)),
       createSender,
       logger,
-    });
+    }));
   } else {
     routing = staticRouting(
       [singleEndpoint({ url: options.webhookUrl, policy: SETTINGS.retryPolicy, attemptTimeoutMs: SETTINGS.attemptTimeoutMs })],
@@ -161,36 +156,30 @@ export function handoffConsumer(options: HandoffOptions): { invoke: Invoke; clos
         return result;
       }
     : undefined;
-  return {
-    async invoke(records) {
-      const delivery: BatchDeps['delivery'] = {
-        ledger,
-        now: () => options.clock.nowMs(),
-        owner: `cost:${randomUUID()}`,
-        policy: SETTINGS.retryPolicy,
-        payloadLimitBytes: SETTINGS.payloadLimitBytes,
-        leaseMs: TIMINGS.leaseMs,
-        retentionSeconds: TIMINGS.retentionSeconds,
-      };
-      try {
-        return await processBatch(records, {
-          delivery,
-          routing,
-          ...(health !== undefined ? { health } : {}),
-          ...(rateLimiter !== undefined ? { rateLimiter } : {}),
-          queue,
-          seal,
-          heads,
-          logger,
-          metrics,
-          concurrency: SETTINGS.batchSize,
-          receiveLimit: TIMINGS.maxReceiveCount,
-          ...(observed ? { deliver: observed } : {}),
-        });
-      } finally {
-        metrics.flush();
-      }
+  const handler = createConsumer({
+    delivery: {
+      ledger,
+      now: () => options.clock.nowMs(),
+      owner: `cost:${randomUUID()}`,
+      policy: SETTINGS.retryPolicy,
+      payloadLimitBytes: SETTINGS.payloadLimitBytes,
+      leaseMs: TIMINGS.leaseMs,
+      retentionSeconds: TIMINGS.retentionSeconds,
     },
+    routing,
+    ...(health !== undefined ? { health } : {}),
+    ...(rateLimiter !== undefined ? { rateLimiter } : {}),
+    queue,
+    seal: () => Promise.resolve(seal),
+    heads,
+    logger,
+    metrics,
+    concurrency: SETTINGS.batchSize,
+    receiveLimit: TIMINGS.maxReceiveCount,
+    ...(observed ? { deliver: observed } : {}),
+  });
+  return {
+    invoke: (records) => handler({ Records: [...records] }, lambdaContext('handoff')),
     close() {
       for (const sender of senders) sender.close();
       client.destroy();

@@ -1,8 +1,8 @@
 /**
- * Plays Lambda's SQS event source around the real consumer handler module: fauxqs and dynalite
- * on loopback, a test receiver, fresh queues per test, a cold start with a given environment,
- * and receives that return real messages (real receipt handles). Shared by the integration
- * tests that invoke `functions/consumer.ts` in-process.
+ * Plays Lambda's SQS event source around the real consumer handler: fauxqs and dynalite on
+ * loopback, a test receiver, fresh queues per test, a cold start with a given environment (the
+ * handler functions/consumer.ts exports, made as it makes it), and receives that return real
+ * messages (real receipt handles). Shared by the integration tests that run the consumer in-process.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -17,6 +17,8 @@ import {
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { expect, vi } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
+import { createConsumer } from '../../lib/consumer/consumer';
+import { consumerDeps } from '../../lib/consumer/environment';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { startEmulators, type Emulators } from '../../sandbox/emulators';
@@ -45,8 +47,8 @@ export interface ConsumerHarness {
    */
   createQueues(visibilityTimeoutSeconds: number, options?: { maxReceiveCount?: number }): Promise<Queues>;
   /**
-   * Imports the handler module afresh, as a cold start does, with the emulators, the receiver
-   * (loopback over http allowed), the ledger table and `env` on top.
+   * A consumer made from the environment, as a cold start makes it, with the emulators, the
+   * receiver (loopback over http allowed), the ledger table and `env` on top.
    */
   coldStart(env: Record<string, string>): Promise<Handler>;
   /** Receives exactly `count` messages (long polls until they are all in), deleting them if asked. */
@@ -100,9 +102,7 @@ export async function startConsumerHarness(name: string): Promise<ConsumerHarnes
         [RESOURCE_ENV.sealKey]: TEST_SEAL_KEY,
       };
       for (const [variable, value] of Object.entries({ ...base, ...env })) vi.stubEnv(variable, value);
-      vi.resetModules();
-      const module = (await import('../../functions/consumer')) as { handler: Handler };
-      return module.handler;
+      return createConsumer(consumerDeps(process.env));
     },
     async receive(queueUrl, count, options = {}) {
       const messages: Message[] = [];

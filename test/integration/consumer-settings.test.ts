@@ -75,7 +75,6 @@ describe('Handler: consumer, signing secret', () => {
       HANDOFF_WEBHOOK_SECRET: secret,
     });
 
-    // The handler module is imported afresh, so its ConfigError is another class object: match by shape.
     await expect(start).rejects.toMatchObject({ name: 'ConfigError', code: 'invalid-setting', variable: 'HANDOFF_WEBHOOK_SECRET' });
     await expect(start).rejects.toThrow(/^HANDOFF_WEBHOOK_SECRET must be a Standard Webhooks secret/);
     await expect(start).rejects.not.toThrow(secret.slice('whsec_'.length));

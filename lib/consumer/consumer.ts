@@ -1,0 +1,50 @@
+/**
+ * The consumer, made from what it needs: `createConsumer(deps)` is the Lambda handler, SQS batch in
+ * and partial batch response out (lib/batch.ts). It keeps no module state, so each caller makes its
+ * own from its own dependencies: functions/consumer.ts from the environment (the Lambda, the
+ * sandbox's workers and the bench run that file), the cost script and the tests from theirs.
+ */
+import middy from '@middy/core';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { processBatch, type BatchDeps } from '../batch';
+import { HealthTracker, type DisabledNotice, type HealthRecord, type HealthStore } from '../endpoints/health';
+import { cachedEndpoints } from '../endpoints/registry';
+import type { MessageSeal } from '../queue/seal';
+import { registryRouting, type RegistryRoutingOptions, type Routing } from '../routing';
+
+export interface ConsumerDeps extends Omit<BatchDeps, 'seal'> {
+  /** The seal key (lib/queue/seal.ts `sealSource`): read at the first batch; a failed read is tried again by the next. */
+  readonly seal: () => Promise<MessageSeal>;
+}
+
+export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+export function createConsumer(deps: ConsumerDeps): ConsumerHandler {
+  const { seal, logger, metrics } = deps;
+  const consume = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> =>
+    processBatch(event.Records, { ...deps, seal: await seal(), logger: logger.child({ requestId: context.awsRequestId }) });
+  return middy<SQSEvent, SQSBatchResponse>(consume).use({
+    // Metrics are published whatever the outcome, so a failing batch still shows up.
+    after: () => metrics.flush(),
+    onError: () => metrics.flush(),
+  });
+}
+
+/**
+ * Routing and endpoint health on an endpoint registry: one cached read of it serves both, and
+ * health writes go to the same items.
+ */
+export function registryConsumer(
+  registry: HealthStore & { list(): Promise<HealthRecord[]> },
+  options: Omit<RegistryRoutingOptions, 'records'> & {
+    readonly cacheMs: number;
+    /** Tells operators of an endpoint this consumer disables, beyond the log line. */
+    readonly notify?: ((notice: DisabledNotice) => Promise<void>) | undefined;
+  },
+): { routing: Routing; health: HealthTracker } {
+  const { cacheMs, notify, ...routing } = options;
+  let records: (() => Promise<readonly HealthRecord[]>) | undefined;
+  const health = new HealthTracker({ store: registry, records: () => records!(), notify });
+  records = cachedEndpoints(health.listing(registry), { ttlMs: cacheMs });
+  return { routing: registryRouting({ ...routing, records }), health };
+}
