@@ -9,7 +9,7 @@ import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS } from '../../lib/config';
 import { effectiveSettings, EndpointError, parseEndpointFields, resolveEndpoint } from '../../lib/endpoints/endpoint';
-import { CLEARABLE_FIELDS, ENDPOINT_FIELDS, FIELD_NAMES, FIELD_SPECS, isFieldName, SETTING_DEFAULTS, SETTING_NAMES } from '../../lib/endpoints/fields';
+import { CLEARABLE_FIELDS, FIELD_NAMES, FIELD_SPECS, isFieldName, SETTING_DEFAULTS, SETTING_NAMES } from '../../lib/endpoints/fields';
 import { endpointJsonSchema, type JsonSchema } from '../../lib/endpoints/json-schema';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -64,6 +64,13 @@ describe('The fields table', () => {
     for (const name of FIELD_NAMES.filter((n) => FIELD_SPECS[n].required)) {
       expect(FIELD_SPECS[name].default, name).toBeUndefined();
       expect(CLEARABLE_FIELDS, name).not.toContain(name);
+    }
+  });
+
+  it('names only its own fields where an entry points at others', () => {
+    for (const name of FIELD_NAMES) {
+      const spec = FIELD_SPECS[name];
+      for (const other of [...(spec.requires ?? []).map(([needed]) => needed), ...(spec.cli?.rowAlso ?? [])]) expect(FIELD_NAMES, `${name} → ${other}`).toContain(other);
     }
   });
 
