@@ -1,8 +1,7 @@
 /**
  * The table of endpoint fields (lib/endpoints/fields.ts) and what is derived from it: the settings
  * of a resolved endpoint and their defaults, and the JSON Schema of an endpoint, which a standard
- * validator (Ajv, draft 2020-12) holds to the same verdicts as parseEndpointFields. Ajv comes with
- * the emulators' dependencies (fauxqs → fastify); package.json does not list it.
+ * validator (Ajv, draft 2020-12) holds to the same verdicts as parseEndpointFields.
  */
 import Ajv2020 from 'ajv/dist/2020';
 import * as v from 'valibot';
