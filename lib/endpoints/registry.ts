@@ -9,7 +9,7 @@
  * command shows it drops `secret`).
  */
 import type { Endpoint, EndpointFields, EndpointRecord, StateChange } from './endpoint';
-import type { HealthRecord } from './health';
+import type { HealthRecord } from './health-rules';
 import { quoted } from '../terminal';
 
 export interface EndpointRegistry {

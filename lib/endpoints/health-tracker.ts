@@ -1,0 +1,308 @@
+/**
+ * The consumer's endpoint health (docs/contract.md §12): it reads health with the registry's cached
+ * list, applies the rules of health-rules.ts after each attempt and makes their writes. What it
+ * writes it notes in its own copy at once, so the pause it wrote holds its next deliveries without
+ * waiting for the next read.
+ */
+import { errorFields, type Logger } from '../observability';
+import { unreachable, type AttemptOutcome } from '../outcome';
+import type { DisabledNotice } from './disabled-notifier';
+import type { Endpoint } from './endpoint';
+import {
+  autoDisableReason,
+  breakerStep,
+  endsFailures,
+  extendRun,
+  GONE_REASON,
+  HANDOFF_ACTOR,
+  HEALTHY,
+  noAcceptedSince,
+  pauseAfter,
+  pauseSecondsLeft,
+  PROBE_MARGIN_MS,
+  tripped,
+  type EndpointHealth,
+  type HealthRecord,
+  type HealthStore,
+  type ProbeClaim,
+  type UnreachableRun,
+} from './health-rules';
+
+export interface HealthTrackerOptions {
+  readonly store: HealthStore;
+  /** The registry's list as the consumer caches it (`cachedEndpoints`), read by `refresh`. */
+  readonly records?: () => Promise<readonly HealthRecord[]>;
+  /** Tells operators beyond the log line (AWS: EventBridge and the alarm topic). Failures are logged, not thrown. */
+  readonly notify?: ((notice: DisabledNotice) => Promise<void>) | undefined;
+  readonly now?: () => number;
+}
+
+/**
+ * The consumer's view of its endpoints' health: the registry's cached copy (`observe`), with what
+ * this consumer wrote since laid over it, and the writes that follow an attempt (`afterAttempt`).
+ */
+export class HealthTracker {
+  readonly #store: HealthStore;
+  readonly #records: (() => Promise<readonly HealthRecord[]>) | undefined;
+  readonly #notify: ((notice: DisabledNotice) => Promise<void>) | undefined;
+  readonly #now: () => number;
+  /** The registry's copy as last observed, and when the read that made it started. */
+  #copy: { records: readonly HealthRecord[]; byName: Map<string, EndpointHealth>; readAt: number } | undefined;
+  /** When each list the registry returned was asked for (lists made through `listing`). */
+  readonly #readAt = new WeakMap<object, number>();
+  /** This consumer's own writes, kept until a read started after them. */
+  readonly #written = new Map<string, { health: EndpointHealth; at: number }>();
+  /** Pauses this consumer knows of (noted before their write lands), until they end. */
+  readonly #pauses = new Map<string, number>();
+  /** Endpoints this consumer disabled, so it neither writes nor tells it twice before the next read. */
+  readonly #disabled = new Set<string>();
+  /** This consumer's current runs of unreachable attempts, per endpoint (the breaker's count). */
+  readonly #runs = new Map<string, UnreachableRun>();
+  /** Recovery writes in flight, per endpoint: the accepted attempts that end together share one. */
+  readonly #recovering = new Map<string, Promise<void>>();
+  /** Probes this consumer holds (until when), and its claims in flight, shared by a batch's deliveries. */
+  readonly #probes = new Map<string, number>();
+  readonly #claiming = new Map<string, Promise<number>>();
+
+  constructor(options: HealthTrackerOptions) {
+    this.#store = options.store;
+    this.#records = options.records;
+    this.#notify = options.notify;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The registry as the cache should read it: each read's start is noted, to know which of this consumer's writes it holds. */
+  listing<R extends HealthRecord>(registry: { list(): Promise<R[]> }): { list(): Promise<R[]> } {
+    return {
+      list: async () => {
+        const at = this.#now();
+        const records = await registry.list();
+        this.#readAt.set(records, at);
+        return records;
+      },
+    };
+  }
+
+  /** Takes the cached list again (a request only when the cache reads the registry). A failed read keeps the copy held. */
+  async refresh(): Promise<void> {
+    if (this.#records === undefined) return;
+    try {
+      this.observe(await this.#records());
+    } catch {
+      // Routing reads the same cache and answers for the batch; health keeps what it has.
+    }
+  }
+
+  /** Takes the registry's (cached) list: called with every batch; costs nothing when it is the copy already held. */
+  observe(records: readonly HealthRecord[]): void {
+    if (this.#copy?.records === records) return;
+    const readAt = this.#readAt.get(records) ?? this.#now();
+    const byName = new Map<string, EndpointHealth>();
+    for (const record of records) if (record.health !== undefined) byName.set(record.fields.name, record.health);
+    this.#copy = { records, byName, readAt };
+    for (const [name, note] of this.#written) if (note.at < readAt) this.#written.delete(name);
+    for (const record of records) if (record.state === 'enabled') this.#disabled.delete(record.fields.name);
+  }
+
+  /** The endpoint's health as this consumer knows it now. */
+  current(name: string): EndpointHealth {
+    const base = this.#written.get(name)?.health ?? this.#copy?.byName.get(name) ?? HEALTHY;
+    const local = this.#pauses.get(name);
+    if (local === undefined || (base.pausedUntil !== undefined && base.pausedUntil >= local)) return base;
+    return { ...base, pausedUntil: local };
+  }
+
+  /** Seconds its deliveries are held back for (0: not paused). No request: this consumer's copy decides. */
+  pausedFor(name: string): number {
+    const nowMs = this.#now();
+    const local = this.#pauses.get(name);
+    if (local !== undefined && local <= nowMs) this.#pauses.delete(name);
+    return pauseSecondsLeft(this.current(name), nowMs);
+  }
+
+  /**
+   * Seconds the endpoint's deliveries are held back for, as `pausedFor`, and when its breaker is
+   * half-open, whether this consumer is the one that probes: it claims the probe on the item (one
+   * claim shared by the deliveries that ask together); a consumer refused holds the endpoint until
+   * the other's probe is over, or takes the pause or recovery the item shows. A claim that cannot
+   * be written lets the delivery go: it probes as every consumer would without the claim.
+   */
+  async admit(endpoint: Endpoint, logger: Logger): Promise<number> {
+    const name = endpoint.name;
+    const held = this.pausedFor(name);
+    if (held > 0 || !tripped(this.current(name))) return held;
+    if ((this.#probes.get(name) ?? 0) > this.#now()) return 0;
+    let claiming = this.#claiming.get(name);
+    if (claiming === undefined) {
+      claiming = this.#claimProbe(endpoint, logger).finally(() => this.#claiming.delete(name));
+      this.#claiming.set(name, claiming);
+    }
+    return claiming;
+  }
+
+  async #claimProbe(endpoint: Endpoint, logger: Logger): Promise<number> {
+    const name = endpoint.name;
+    const nowMs = this.#now();
+    const untilMs = nowMs + endpoint.attemptTimeoutMs + PROBE_MARGIN_MS;
+    let claim: ProbeClaim;
+    try {
+      claim = await this.#store.claimProbe(name, nowMs, untilMs);
+    } catch (error) {
+      logger.warn('endpoint health write failed', { endpoint: name, write: 'probe', ...errorFields(error) });
+      return 0;
+    }
+    this.#note(name, claim.health);
+    if (claim.claimed) {
+      this.#probes.set(name, untilMs);
+      logger.info('endpoint probing', { endpoint: name, probeUntil: new Date(untilMs).toISOString() });
+      return 0;
+    }
+    // Another consumer's probe: held here until it is over, then the item is asked again.
+    const theirs = claim.health.probeUntil;
+    if (theirs !== undefined && theirs > nowMs && tripped(claim.health)) this.#pauses.set(name, Math.max(this.#pauses.get(name) ?? 0, theirs));
+    return this.pausedFor(name);
+  }
+
+  /**
+   * Records what an attempt to `endpoint` says of its health: an accepted one ends a run of failures
+   * (one write, only then); a failed one is counted (one write) and may pause it (a 429, a 503 with
+   * `Retry-After`: one more) or disable it (a 410, or the automatic rule); an unreachable one counts
+   * towards the breaker (`#unreachable`). Never throws: a write that fails is logged, and the
+   * delivery's own outcome stands.
+   */
+  async afterAttempt(endpoint: Endpoint, outcome: AttemptOutcome, logger: Logger): Promise<void> {
+    const name = endpoint.name;
+    const nowMs = this.#now();
+    try {
+      if (unreachable(outcome)) {
+        await this.#unreachable(endpoint, outcome, nowMs, logger);
+        return;
+      }
+      // An HTTP answer ends a run of unreachable attempts.
+      if (this.#runs.size > 0 && (outcome.kind !== 'temporary' || outcome.status !== undefined)) this.#runs.delete(name);
+      if (outcome.kind === 'accepted') {
+        const before = this.current(name);
+        if (!endsFailures(before)) return;
+        // Accepted attempts of one batch end together (a half-open probe's, say): one recovery write.
+        let recovering = this.#recovering.get(name);
+        if (recovering === undefined) {
+          recovering = this.#recover(name, before, nowMs, logger).finally(() => this.#recovering.delete(name));
+          this.#recovering.set(name, recovering);
+        }
+        await recovering;
+        return;
+      }
+      if (outcome.kind === 'rejected' && outcome.status === 410) {
+        await this.#disable(endpoint, GONE_REASON, this.current(name), logger);
+        return;
+      }
+      const pausedUntil = pauseAfter(outcome, nowMs, endpoint.policy.waitsSeconds[0] ?? 0);
+      let pausing: Promise<unknown> | undefined;
+      if (pausedUntil !== undefined) {
+        // Held at once by this consumer; the others see it on their next read of the registry.
+        if ((this.#pauses.get(name) ?? 0) < pausedUntil) this.#pauses.set(name, pausedUntil);
+        logger.warn('endpoint paused', { endpoint: name, pausedUntil: new Date(pausedUntil).toISOString(), status: 'status' in outcome ? outcome.status : undefined });
+        pausing = this.#store.pause(name, pausedUntil).catch((error: unknown) => {
+          logger.warn('endpoint health write failed', { endpoint: name, write: 'pause', ...errorFields(error) });
+        });
+      }
+      await this.#recordFailure(endpoint, nowMs, logger, pausing);
+    } catch (error) {
+      logger.warn('endpoint health write failed', { endpoint: name, ...errorFields(error) });
+    }
+  }
+
+  /**
+   * The breaker (health-rules.ts): an unreachable attempt is counted in this consumer's run; the run's
+   * first is written as any failure; the BREAKER_FAILURES-th opens the breaker, and any after a pause
+   * during the run re-opens it (a failed probe). Opening: the endpoint is held here at once, then one
+   * pause write, unless the item shows a pause in force already (another consumer opened it first).
+   */
+  async #unreachable(endpoint: Endpoint, outcome: AttemptOutcome, nowMs: number, logger: Logger): Promise<void> {
+    const name = endpoint.name;
+    const run = extendRun(this.#runs.get(name), nowMs);
+    this.#runs.set(name, run);
+    const step = breakerStep(run, this.current(name), nowMs, endpoint.attemptTimeoutMs);
+    if (step.kind === 'held') return;
+    if (step.kind === 'count') {
+      if (step.record) await this.#recordFailure(endpoint, nowMs, logger);
+      return;
+    }
+    this.#pauses.set(name, step.untilMs);
+    let inForce = step.untilMs;
+    try {
+      // A failed probe is counted (so a long outage still reaches automatic disabling), and its
+      // write returns the item: another consumer's re-open is adopted rather than written again.
+      // (No pause was in force as this consumer knew it, or the step would be `held`.)
+      const theirs = step.kind === 'reopen' ? (await this.#recordFailure(endpoint, nowMs, logger)).pausedUntil : undefined;
+      inForce = theirs !== undefined && theirs > this.#now() ? theirs : await this.#store.pause(name, step.untilMs);
+      // Known as the item's from now on, so the endpoint stays tripped here once the pause is over.
+      this.#notePause(name, inForce);
+    } catch (error) {
+      logger.warn('endpoint health write failed', { endpoint: name, write: 'pause', ...errorFields(error) });
+    }
+    this.#pauses.set(name, inForce);
+    logger.warn('endpoint paused', {
+      endpoint: name,
+      pausedUntil: new Date(inForce).toISOString(),
+      why: 'unreachable',
+      breaker: step.kind,
+      cause: 'cause' in outcome ? outcome.cause : undefined,
+      unreachableInRow: run.count,
+      pauseSeconds: Math.round((inForce - nowMs) / 1000),
+    });
+  }
+
+  /** The first accepted attempt after failures: the recovery written (closing the breaker, if it was open). */
+  async #recover(name: string, before: EndpointHealth, nowMs: number, logger: Logger): Promise<void> {
+    const health = await this.#store.recordRecovery(name, nowMs);
+    this.#note(name, health);
+    if (tripped(before)) logger.info('endpoint recovered', { endpoint: name, failures: before.failures, since: iso(noAcceptedSince(before)) });
+  }
+
+  /** One failed attempt written (after `pausing`, a pause write in flight), then the automatic rule. The health after it. */
+  async #recordFailure(endpoint: Endpoint, nowMs: number, logger: Logger, pausing?: Promise<unknown>): Promise<EndpointHealth> {
+    const name = endpoint.name;
+    const health = await this.#store.recordFailure(name, nowMs);
+    this.#note(name, health);
+    await pausing;
+    const reason = autoDisableReason(endpoint, health, this.#now());
+    if (reason !== undefined) await this.#disable(endpoint, reason, health, logger);
+    return health;
+  }
+
+  #note(name: string, health: EndpointHealth): void {
+    this.#written.set(name, { health, at: this.#now() });
+  }
+
+  /** A pause the item holds (written, or found there), noted over what this consumer knew. */
+  #notePause(name: string, untilMs: number): void {
+    const base = this.#written.get(name)?.health ?? this.#copy?.byName.get(name) ?? HEALTHY;
+    if ((base.pausedUntil ?? 0) < untilMs) this.#note(name, { ...base, pausedUntil: untilMs });
+  }
+
+  async #disable(endpoint: Endpoint, reason: string, health: EndpointHealth, logger: Logger): Promise<void> {
+    const name = endpoint.name;
+    if (endpoint.state !== 'enabled' || this.#disabled.has(name)) return;
+    const at = this.#now();
+    // Only the consumer whose write disabled it tells operators: the write is conditioned on `enabled`.
+    if (!(await this.#store.disableIfEnabled(name, { by: HANDOFF_ACTOR, reason, at }))) return;
+    this.#disabled.add(name);
+    const since = noAcceptedSince(health);
+    const notice: DisabledNotice = {
+      endpoint: name,
+      reason,
+      failures: health.failures,
+      since: since === undefined ? null : new Date(since).toISOString(),
+      at: new Date(at).toISOString(),
+    };
+    logger.error('endpoint disabled', { ...notice });
+    if (this.#notify !== undefined) {
+      await this.#notify(notice).catch((error: unknown) => logger.error('endpoint disabled: notification failed', { endpoint: name, ...errorFields(error) }));
+    }
+  }
+}
+
+function iso(ms: number | undefined): string | null {
+  return ms === undefined ? null : new Date(ms).toISOString();
+}
