@@ -13,7 +13,7 @@ import type { MessageSeal } from '../queue/seal';
 import { registryRouting, type RegistryRoutingOptions, type Routing } from '../routing';
 
 export interface ConsumerDeps extends Omit<BatchDeps, 'seal'> {
-  /** The seal key (lib/queue/seal.ts `sealSource`): read at the first batch; a failed read is tried again by the next. */
+  /** The seal key, asked for by each batch (lib/queue/seal.ts `sealSource` keeps it between reads). */
   readonly seal: () => Promise<MessageSeal>;
 }
 

@@ -59,7 +59,7 @@ export function consumerDeps(env: NodeJS.ProcessEnv): ConsumerDeps {
   const queueUrl = required(env[RESOURCE_ENV.queueUrl], RESOURCE_ENV.queueUrl);
   const deadLetterQueueUrl = required(env[RESOURCE_ENV.deadLetterQueueUrl], RESOURCE_ENV.deadLetterQueueUrl);
   if (!env[RESOURCE_ENV.sealKeyArn] && !env[RESOURCE_ENV.sealKey]) throw new ConfigError(RESOURCE_ENV.sealKeyArn, 'must be set');
-  // The seal key (lib/queue/seal.ts), read once per container; a failed read is tried again by the next batch.
+  // The seal key (lib/queue/seal.ts): read by the first batch, then again as `sealSource` says; a failed read is tried again by the next batch.
   const seal = sealSource(() => sealFromEnvironment(env));
   const queue = new SqsDeliveryQueue({ client: sqs, queueUrl, deadLetterQueueUrl, seal });
   const checkpoint = crashHook(env[CRASH_AT_ENV]);
