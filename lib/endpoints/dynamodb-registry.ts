@@ -12,23 +12,17 @@
  * `EndpointNotFoundError` or `EndpointConflictError`; any other store failure
  * `EndpointRegistryError`. Nothing above this file sees an SDK error type.
  *
- * Health (lib/endpoints/health.ts) is written by consumers with UpdateItem on attributes of its own
- * beside `fields` (HEALTH_ATTRIBUTES), never touching `fields` or `updatedAt`, so an operator's
- * update is never refused because a consumer counted a failure. They are top-level attributes, not
- * one map: DynamoDB cannot SET a path inside a map that does not exist yet, so a map would cost a
- * second conditional write on every endpoint's first failure.
+ * The registry is also the consumers' `HealthStore` (dynamodb-health-store.ts) and the releases'
+ * `ResumeStore` (dynamodb-resume-store.ts): those writes are made there, on the same table
+ * (dynamodb-registry-table.ts: the items, their attribute names, how a store call fails).
  */
 import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import {
-  DeleteCommand,
-  DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  ScanCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
-import { ENDPOINT_STATES, EndpointError, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
-import type { EndpointHealth, HealthRecord, HealthStore, ProbeClaim } from './health';
+import { DeleteCommand, DynamoDBDocumentClient, PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbHealthStore } from './dynamodb-health-store';
+import { END_RESUME, HEALTH_ATTRIBUTES as H, itemOf, KEY, NAMES, RegistryTable, STATE_CHANGE_NAMES, type Item } from './dynamodb-registry-table';
+import { DynamoDbResumeStore } from './dynamodb-resume-store';
+import { ENDPOINT_STATES, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
+import type { EndpointHealth, HealthRecord, HealthStore, ProbeClaim } from './health-rules';
 import type { EndpointSecretCipher } from './secret-cipher';
 import {
   EndpointConflictError,
@@ -36,12 +30,12 @@ import {
   EndpointRegistryError,
   withUnreadable,
   type EndpointRegistry,
-  type Subscription,
 } from './registry';
-import { REGISTRY_SCHEMA } from './registry-schema';
 import { DEFAULT_RESUME_RATE, type ResumeStore } from '../resume';
 import { quoted } from '../terminal';
 import { SECRET_PREFIX } from '../webhook/signing-secret';
+
+export { HEALTH_ATTRIBUTES } from './dynamodb-registry-table';
 
 export interface DynamoDbEndpointRegistryOptions {
   /** A DynamoDB client; a plain one is wrapped in a document client. */
@@ -72,45 +66,22 @@ export interface RegistryScan {
   readonly unreadable: EndpointRegistryError[];
 }
 
-const A = REGISTRY_SCHEMA.attributes;
-/** The health's attributes on an endpoint's item (epoch ms, and a count). */
-export const HEALTH_ATTRIBUTES = {
-  pausedUntil: A.pausedUntil,
-  failures: A.failures,
-  failingSince: A.failingSince,
-  lastAcceptedAt: A.lastAcceptedAt,
-  probeUntil: A.probeUntil,
-} as const;
-const H = HEALTH_ATTRIBUTES;
-const KEY = REGISTRY_SCHEMA.partitionKey;
-/** Expression names, the same in every write. */
-const NAMES = {
-  '#name': KEY,
-  '#fields': A.fields,
-  '#state': A.state,
-  '#stateChange': A.stateChange,
-  '#updatedAt': A.updatedAt,
-} as const;
-
-/** A release of parked deliveries (lib/resume.ts): its attributes, and the clause that ends one. */
-const RESUME_NAMES = { '#resumeSince': A.resumeSince, '#resumeRate': A.resumeRate, '#resumeUntil': A.resumeUntil } as const;
-const END_RESUME = 'REMOVE #resumeSince, #resumeRate, #resumeUntil';
-
-type Item = Record<string, unknown>;
-
 export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, ResumeStore {
-  readonly #client: DynamoDBDocumentClient;
-  readonly #tableName: string;
+  readonly #table: RegistryTable;
+  readonly #health: DynamoDbHealthStore;
+  readonly #resume: DynamoDbResumeStore;
   readonly #scanPageSize: number | undefined;
   readonly #onUnreadable: ((error: EndpointRegistryError) => void) | undefined;
   readonly #cipher: Pick<EndpointSecretCipher, 'encrypt'> | undefined;
 
   constructor(options: DynamoDbEndpointRegistryOptions) {
-    this.#client =
+    const client =
       options.client instanceof DynamoDBDocumentClient
         ? options.client
         : DynamoDBDocumentClient.from(options.client, { marshallOptions: { removeUndefinedValues: true } });
-    this.#tableName = options.tableName;
+    this.#table = new RegistryTable(client, options.tableName);
+    this.#health = new DynamoDbHealthStore(this.#table);
+    this.#resume = new DynamoDbResumeStore(this.#table);
     this.#scanPageSize = options.scanPageSize;
     this.#onUnreadable = options.onUnreadable;
     this.#cipher = options.cipher;
@@ -130,12 +101,12 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     const unreadable: EndpointRegistryError[] = [];
     let startKey: Item | undefined;
     do {
-      const page = await this.#guard('list endpoints', () =>
-        this.#client.send(new ScanCommand({ TableName: this.#tableName, ConsistentRead: true, ExclusiveStartKey: startKey, Limit: this.#scanPageSize })),
+      const page = await this.#table.guard('list endpoints', () =>
+        this.#table.client.send(new ScanCommand({ TableName: this.#table.name, ConsistentRead: true, ExclusiveStartKey: startKey, Limit: this.#scanPageSize })),
       );
       for (const item of page.Items ?? []) {
         try {
-          records.push(this.#recordFrom(item));
+          records.push(this.#table.recordFrom(item));
         } catch (error) {
           if (!(error instanceof EndpointRegistryError)) throw error;
           unreadable.push(error);
@@ -148,20 +119,17 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
   }
 
   async get(name: string): Promise<HealthRecord | undefined> {
-    const { Item } = await this.#guard(`read endpoint ${quoted(name)}`, () =>
-      this.#client.send(new GetCommand({ TableName: this.#tableName, Key: { [KEY]: name }, ConsistentRead: true })),
-    );
-    return Item === undefined ? undefined : this.#recordFrom(Item);
+    return this.#table.get(name);
   }
 
   async add(fields: EndpointFields, nowMs: number): Promise<EndpointRecord> {
     const checked = await this.#storedForm(parseEndpointFields(fields));
     const record: EndpointRecord = { fields: checked, state: 'enabled', createdAt: nowMs, updatedAt: nowMs };
     try {
-      await this.#guard(`add endpoint ${quoted(checked.name)}`, () =>
-        this.#client.send(
+      await this.#table.guard(`add endpoint ${quoted(checked.name)}`, () =>
+        this.#table.client.send(
           new PutCommand({
-            TableName: this.#tableName,
+            TableName: this.#table.name,
             Item: itemOf(record),
             ConditionExpression: 'attribute_not_exists(#name)',
             ExpressionAttributeNames: { '#name': NAMES['#name'] },
@@ -183,10 +151,10 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     const updatedAt = Math.max(nowMs, expectedUpdatedAt + 1);
     const subject = `update endpoint ${quoted(checked.name)}`;
     try {
-      const { Attributes } = await this.#guard(subject, () =>
-        this.#client.send(
+      const { Attributes } = await this.#table.guard(subject, () =>
+        this.#table.client.send(
           new UpdateCommand({
-            TableName: this.#tableName,
+            TableName: this.#table.name,
             Key: { [KEY]: checked.name },
             UpdateExpression: 'SET #fields = :fields, #updatedAt = :updatedAt',
             ConditionExpression: 'attribute_exists(#name) AND #updatedAt = :expected',
@@ -196,7 +164,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
           }),
         ),
       );
-      return this.#recordFrom(Attributes ?? {});
+      return this.#table.recordFrom(Attributes ?? {});
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const current = await this.get(checked.name);
@@ -215,10 +183,10 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     // Enabling begins the release of its parked deliveries (lib/resume.ts); disabling ends one.
     const enabling = state === 'enabled';
     try {
-      const { Attributes } = await this.#guard(`set the state of endpoint ${quoted(name)}`, () =>
-        this.#client.send(
+      const { Attributes } = await this.#table.guard(`set the state of endpoint ${quoted(name)}`, () =>
+        this.#table.client.send(
           new UpdateCommand({
-            TableName: this.#tableName,
+            TableName: this.#table.name,
             Key: { [KEY]: name },
             // Enabling also starts its health afresh: failures from before it was back do not count
             // towards disabling it again (docs/contract.md §12).
@@ -227,11 +195,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
               : `SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt ${END_RESUME}`,
             ConditionExpression: 'attribute_exists(#name)',
             ExpressionAttributeNames: {
-              '#name': NAMES['#name'],
-              '#state': NAMES['#state'],
-              '#stateChange': NAMES['#stateChange'],
-              '#updatedAt': NAMES['#updatedAt'],
-              ...RESUME_NAMES,
+              ...STATE_CHANGE_NAMES,
               ...(enabling ? { '#failures': H.failures, '#failingSince': H.failingSince } : {}),
             },
             ExpressionAttributeValues: {
@@ -244,185 +208,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
           }),
         ),
       );
-      return this.#recordFrom(Attributes ?? {});
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) throw new EndpointNotFoundError(name, { cause: error });
-      throw error;
-    }
-  }
-
-  /** A failed attempt: failures + 1, and failingSince set when unset. @throws EndpointNotFoundError */
-  async recordFailure(name: string, nowMs: number): Promise<EndpointHealth> {
-    return this.#writeHealth(name, 'record a failure of', {
-      UpdateExpression: 'SET #failures = if_not_exists(#failures, :zero) + :one, #failingSince = if_not_exists(#failingSince, :now)',
-      ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince },
-      ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': nowMs },
-    });
-  }
-
-  /** The first accepted attempt after failures: failures 0, failingSince removed, lastAcceptedAt. @throws EndpointNotFoundError */
-  async recordRecovery(name: string, nowMs: number): Promise<EndpointHealth> {
-    return this.#writeHealth(name, 'record the recovery of', {
-      UpdateExpression: 'SET #failures = :zero, #lastAcceptedAt = :now REMOVE #failingSince, #probeUntil',
-      ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince, '#lastAcceptedAt': H.lastAcceptedAt, '#probeUntil': H.probeUntil },
-      ExpressionAttributeValues: { ':zero': 0, ':now': nowMs },
-    });
-  }
-
-  /**
-   * Pauses until `untilMs`, unless a later pause is set already. Resolves to the pause in force.
-   * @throws EndpointNotFoundError
-   */
-  async pause(name: string, untilMs: number): Promise<number> {
-    try {
-      const health = await this.#writeHealth(
-        name,
-        'pause',
-        {
-          UpdateExpression: 'SET #pausedUntil = :until',
-          ExpressionAttributeNames: { '#pausedUntil': H.pausedUntil },
-          ExpressionAttributeValues: { ':until': untilMs },
-        },
-        'attribute_not_exists(#pausedUntil) OR #pausedUntil < :until',
-      );
-      return health.pausedUntil ?? untilMs;
-    } catch (error) {
-      if (!(error instanceof EndpointNotFoundError)) throw error;
-      // Refused: the endpoint is gone, or a later pause is set (read it: not every DynamoDB returns the item).
-      const current = await this.get(name);
-      if (current === undefined) throw error;
-      return current.health?.pausedUntil ?? untilMs;
-    }
-  }
-
-  /**
-   * The half-open breaker's probe, for one consumer at a time: `probeUntil` set while the endpoint is
-   * failing, not paused, and no other consumer's probe runs. The health after the claim, or the
-   * item's health as it refused it. @throws EndpointNotFoundError
-   */
-  async claimProbe(name: string, nowMs: number, untilMs: number): Promise<ProbeClaim> {
-    try {
-      const health = await this.#writeHealth(
-        name,
-        'claim the probe of',
-        {
-          UpdateExpression: 'SET #probeUntil = :until',
-          ExpressionAttributeNames: { '#probeUntil': H.probeUntil, '#pausedUntil': H.pausedUntil, '#failingSince': H.failingSince },
-          ExpressionAttributeValues: { ':until': untilMs, ':now': nowMs },
-        },
-        'attribute_exists(#failingSince) AND (attribute_not_exists(#pausedUntil) OR #pausedUntil <= :now) AND (attribute_not_exists(#probeUntil) OR #probeUntil <= :now)',
-      );
-      return { claimed: true, health };
-    } catch (error) {
-      if (!(error instanceof EndpointNotFoundError)) throw error;
-      // Refused: the endpoint is gone, or recovered, paused or probed by another consumer (read which).
-      const current = await this.get(name);
-      if (current === undefined) throw error;
-      return { claimed: false, health: current.health ?? { failures: 0 } };
-    }
-  }
-
-  /**
-   * Disables the endpoint with who, why and when, only while it is enabled: of consumers that decide
-   * to disable it at once, one does (and tells operators). False when it was not enabled or is gone.
-   */
-  async disableIfEnabled(name: string, change: StateChange): Promise<boolean> {
-    const stateChange: StateChange = { by: change.by, reason: change.reason, at: change.at };
-    try {
-      await this.#guard(`disable endpoint ${quoted(name)}`, () =>
-        this.#client.send(
-          new UpdateCommand({
-            TableName: this.#tableName,
-            Key: { [KEY]: name },
-            UpdateExpression: `SET #state = :disabled, #stateChange = :stateChange, #updatedAt = :updatedAt ${END_RESUME}`,
-            ConditionExpression: 'attribute_exists(#name) AND #state = :enabled',
-            ExpressionAttributeNames: {
-              '#name': NAMES['#name'],
-              '#state': NAMES['#state'],
-              '#stateChange': NAMES['#stateChange'],
-              '#updatedAt': NAMES['#updatedAt'],
-              ...RESUME_NAMES,
-            },
-            ExpressionAttributeValues: { ':disabled': 'disabled', ':enabled': 'enabled', ':stateChange': stateChange, ':updatedAt': change.at },
-          }),
-        ),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
-  }
-
-  /**
-   * The releases' writes (lib/resume.ts `ResumeStore`): each conditional on the release begun at
-   * `since` still being the endpoint's, so a newer `enable`, or a `disable`, is never undone.
-   */
-  async takeWindow(name: string, since: number, from: number | undefined, to: number): Promise<boolean> {
-    return this.#writeResume(name, `take a release window of`, {
-      UpdateExpression: 'SET #resumeUntil = :to',
-      ConditionExpression: `#resumeSince = :since AND ${from === undefined ? 'attribute_not_exists(#resumeUntil)' : '#resumeUntil = :from'}`,
-      ExpressionAttributeValues: { ':since': since, ':to': to, ...(from === undefined ? {} : { ':from': from }) },
-    });
-  }
-
-  async finishResume(name: string, since: number): Promise<boolean> {
-    return this.#writeResume(name, 'end the release of', {
-      UpdateExpression: END_RESUME,
-      ConditionExpression: '#resumeSince = :since',
-      ExpressionAttributeValues: { ':since': since },
-    });
-  }
-
-  async beginResume(name: string, since: number, rate: number): Promise<boolean> {
-    return this.#writeResume(name, 'begin a release of', {
-      UpdateExpression: 'SET #resumeSince = :since, #resumeRate = :rate',
-      ConditionExpression: '#state = :enabled AND attribute_not_exists(#resumeSince)',
-      ExpressionAttributeValues: { ':since': since, ':rate': rate, ':enabled': 'enabled' },
-    });
-  }
-
-  /** A conditional write of the release's attributes alone. False when its condition is refused. */
-  async #writeResume(
-    name: string,
-    what: string,
-    update: { UpdateExpression: string; ConditionExpression: string; ExpressionAttributeValues: Record<string, unknown> },
-  ): Promise<boolean> {
-    const text = `${update.UpdateExpression} ${update.ConditionExpression}`;
-    const names = Object.fromEntries(Object.entries({ ...RESUME_NAMES, '#state': NAMES['#state'] }).filter(([placeholder]) => text.includes(placeholder)));
-    try {
-      await this.#guard(`${what} endpoint ${quoted(name)}`, () =>
-        this.#client.send(new UpdateCommand({ TableName: this.#tableName, Key: { [KEY]: name }, ...update, ExpressionAttributeNames: names })),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
-  }
-
-  /** One health write: an UpdateItem on an existing item that touches only health attributes. */
-  async #writeHealth(
-    name: string,
-    what: string,
-    update: { UpdateExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues: Record<string, unknown> },
-    condition?: string,
-  ): Promise<EndpointHealth> {
-    try {
-      const { Attributes } = await this.#guard(`${what} endpoint ${quoted(name)}`, () =>
-        this.#client.send(
-          new UpdateCommand({
-            TableName: this.#tableName,
-            Key: { [KEY]: name },
-            UpdateExpression: update.UpdateExpression,
-            ConditionExpression: `attribute_exists(#name)${condition ? ` AND (${condition})` : ''}`,
-            ExpressionAttributeNames: { '#name': NAMES['#name'], ...update.ExpressionAttributeNames },
-            ExpressionAttributeValues: update.ExpressionAttributeValues,
-            ReturnValues: 'ALL_NEW',
-          }),
-        ),
-      );
-      return healthFrom(Attributes ?? {}) ?? { failures: 0 };
+      return this.#table.recordFrom(Attributes ?? {});
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) throw new EndpointNotFoundError(name, { cause: error });
       throw error;
@@ -431,10 +217,10 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
 
   async remove(name: string): Promise<void> {
     try {
-      await this.#guard(`remove endpoint ${quoted(name)}`, () =>
-        this.#client.send(
+      await this.#table.guard(`remove endpoint ${quoted(name)}`, () =>
+        this.#table.client.send(
           new DeleteCommand({
-            TableName: this.#tableName,
+            TableName: this.#table.name,
             Key: { [KEY]: name },
             ConditionExpression: 'attribute_exists(#name)',
             ExpressionAttributeNames: { '#name': NAMES['#name'] },
@@ -445,6 +231,42 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
       if (error instanceof ConditionalCheckFailedException) throw new EndpointNotFoundError(name, { cause: error });
       throw error;
     }
+  }
+
+  // The consumers' health writes (dynamodb-health-store.ts).
+
+  recordFailure(name: string, nowMs: number): Promise<EndpointHealth> {
+    return this.#health.recordFailure(name, nowMs);
+  }
+
+  recordRecovery(name: string, nowMs: number): Promise<EndpointHealth> {
+    return this.#health.recordRecovery(name, nowMs);
+  }
+
+  pause(name: string, untilMs: number): Promise<number> {
+    return this.#health.pause(name, untilMs);
+  }
+
+  claimProbe(name: string, nowMs: number, untilMs: number): Promise<ProbeClaim> {
+    return this.#health.claimProbe(name, nowMs, untilMs);
+  }
+
+  disableIfEnabled(name: string, change: StateChange): Promise<boolean> {
+    return this.#health.disableIfEnabled(name, change);
+  }
+
+  // The releases' writes (dynamodb-resume-store.ts).
+
+  takeWindow(name: string, since: number, from: number | undefined, to: number): Promise<boolean> {
+    return this.#resume.takeWindow(name, since, from, to);
+  }
+
+  finishResume(name: string, since: number): Promise<boolean> {
+    return this.#resume.finishResume(name, since);
+  }
+
+  beginResume(name: string, since: number, rate: number): Promise<boolean> {
+    return this.#resume.beginResume(name, since, rate);
   }
 
   /** The fields as they are written: with a cipher, a plain secret and previous secret encrypted for this endpoint. */
@@ -459,111 +281,4 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
       ...(previousSecret !== undefined ? { previousSecret } : {}),
     });
   }
-
-  /** An item as a record, checked as the fields of a new endpoint are. @throws EndpointRegistryError */
-  #recordFrom(item: Item): HealthRecord {
-    const key = typeof item[KEY] === 'string' ? (item[KEY] as string) : '?';
-    const invalid = (problem: string, cause?: unknown): never => {
-      const subscription = subscriptionOf(item[A.fields]);
-      throw new EndpointRegistryError(
-        'registry-item-invalid',
-        `endpoint registry ${this.#tableName}: the item of endpoint ${quoted(key.slice(0, 64))} cannot be used: ${problem}`,
-        { cause, endpoint: key, ...(subscription !== undefined ? { subscription } : {}) },
-      );
-    };
-    let fields: EndpointFields;
-    try {
-      fields = parseEndpointFields(item[A.fields]);
-    } catch (error) {
-      if (error instanceof EndpointError) return invalid(`${A.fields}: ${error.message}`, error);
-      throw error;
-    }
-    if (fields.name !== key) invalid(`${A.fields}.name is ${quoted(fields.name)}, not its key`);
-    const state = item[A.state];
-    if (typeof state !== 'string' || !(ENDPOINT_STATES as readonly string[]).includes(state)) {
-      invalid(`${A.state} must be one of ${ENDPOINT_STATES.join(', ')}`);
-    }
-    const createdAt = item[A.createdAt];
-    const updatedAt = item[A.updatedAt];
-    if (!isEpochMs(createdAt)) invalid(`${A.createdAt} must be epoch milliseconds`);
-    if (!isEpochMs(updatedAt)) invalid(`${A.updatedAt} must be epoch milliseconds`);
-    const change = item[A.stateChange] as Partial<StateChange> | undefined;
-    if (change !== undefined && (typeof change !== 'object' || change === null || typeof change.by !== 'string' || typeof change.reason !== 'string' || !isEpochMs(change.at))) {
-      invalid(`${A.stateChange} must hold by, reason and at`);
-    }
-    const health = healthFrom(item);
-    return {
-      fields,
-      state: state as EndpointRecord['state'],
-      ...(change !== undefined ? { stateChange: { by: change.by!, reason: change.reason!, at: change.at! } } : {}),
-      createdAt: createdAt as number,
-      updatedAt: updatedAt as number,
-      ...(health !== undefined ? { health } : {}),
-    };
-  }
-
-  /**
-   * Runs one store call. A refused condition passes through for the caller to turn into a domain
-   * answer; every other failure is the registry being unavailable.
-   */
-  async #guard<T>(subject: string, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) throw error;
-      const what = error instanceof Error ? error.name : 'error';
-      throw new EndpointRegistryError('registry-unavailable', `endpoint registry ${this.#tableName} failed to ${subject}: ${what}`, { cause: error });
-    }
-  }
-}
-
-/**
- * What an item that cannot be used subscribes to, when its `eventTypes` and `match` pass the checks
- * every endpoint's do: the deliveries routing must hold for it are then only the events it subscribes
- * to (unknown: every event's).
- */
-function subscriptionOf(fields: unknown): Subscription | undefined {
-  if (typeof fields !== 'object' || fields === null) return undefined;
-  const { eventTypes, match } = fields as Record<string, unknown>;
-  try {
-    const checked = parseEndpointFields({ name: 'unreadable', url: 'https://unreadable.invalid/', eventTypes, ...(match !== undefined ? { match } : {}) });
-    return { eventTypes: checked.eventTypes, match: checked.match ?? {} };
-  } catch {
-    return undefined;
-  }
-}
-
-function itemOf(record: EndpointRecord): Item {
-  return {
-    [KEY]: record.fields.name,
-    [A.fields]: record.fields,
-    [A.state]: record.state,
-    ...(record.stateChange !== undefined ? { [A.stateChange]: record.stateChange } : {}),
-    [A.createdAt]: record.createdAt,
-    [A.updatedAt]: record.updatedAt,
-  };
-}
-
-/**
- * The health an item holds, if any. Consumers write it, so a value they could not have written is
- * left out rather than making the endpoint unusable: health only ever holds deliveries back.
- */
-function healthFrom(item: Item): EndpointHealth | undefined {
-  const pausedUntil = item[H.pausedUntil];
-  const failures = item[H.failures];
-  const failingSince = item[H.failingSince];
-  const lastAcceptedAt = item[H.lastAcceptedAt];
-  const probeUntil = item[H.probeUntil];
-  if (pausedUntil === undefined && failures === undefined && failingSince === undefined && lastAcceptedAt === undefined) return undefined;
-  return {
-    failures: isEpochMs(failures) ? failures : 0,
-    ...(isEpochMs(pausedUntil) ? { pausedUntil } : {}),
-    ...(isEpochMs(failingSince) ? { failingSince } : {}),
-    ...(isEpochMs(lastAcceptedAt) ? { lastAcceptedAt } : {}),
-    ...(isEpochMs(probeUntil) ? { probeUntil } : {}),
-  };
-}
-
-function isEpochMs(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }

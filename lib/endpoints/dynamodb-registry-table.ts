@@ -1,0 +1,172 @@
+/**
+ * The endpoint registry's table on DynamoDB (registry-schema.ts), as the registry and its health and
+ * resume writes share it: the attribute names every write uses, an item to and from a record, and
+ * how a store call fails.
+ *
+ * Health's attributes are top-level, not one map: DynamoDB cannot SET a path inside a map that does
+ * not exist yet, so a map would cost a second conditional write on every endpoint's first failure.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ENDPOINT_STATES, EndpointError, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
+import type { EndpointHealth, HealthRecord } from './health-rules';
+import { EndpointRegistryError, type Subscription } from './registry';
+import { REGISTRY_SCHEMA } from './registry-schema';
+import { quoted } from '../terminal';
+
+const A = REGISTRY_SCHEMA.attributes;
+/** The health's attributes on an endpoint's item (epoch ms, and a count). */
+export const HEALTH_ATTRIBUTES = {
+  pausedUntil: A.pausedUntil,
+  failures: A.failures,
+  failingSince: A.failingSince,
+  lastAcceptedAt: A.lastAcceptedAt,
+  probeUntil: A.probeUntil,
+} as const;
+const H = HEALTH_ATTRIBUTES;
+export const KEY = REGISTRY_SCHEMA.partitionKey;
+/** Expression names, the same in every write. */
+export const NAMES = {
+  '#name': KEY,
+  '#fields': A.fields,
+  '#state': A.state,
+  '#stateChange': A.stateChange,
+  '#updatedAt': A.updatedAt,
+} as const;
+
+/** A release of parked deliveries (lib/resume.ts): its attributes, and the clause that ends one. */
+export const RESUME_NAMES = { '#resumeSince': A.resumeSince, '#resumeRate': A.resumeRate, '#resumeUntil': A.resumeUntil } as const;
+export const END_RESUME = 'REMOVE #resumeSince, #resumeRate, #resumeUntil';
+/** What a change of state names: the item, its state, who changed it and when, and the release it begins or ends. */
+export const STATE_CHANGE_NAMES = {
+  '#name': NAMES['#name'],
+  '#state': NAMES['#state'],
+  '#stateChange': NAMES['#stateChange'],
+  '#updatedAt': NAMES['#updatedAt'],
+  ...RESUME_NAMES,
+} as const;
+
+export type Item = Record<string, unknown>;
+
+/** The table as the registry's writes share it: its client and name, each read and call made one way. */
+export class RegistryTable {
+  constructor(
+    readonly client: DynamoDBDocumentClient,
+    readonly name: string,
+  ) {}
+
+  /** One endpoint's item as a record, read consistently. @throws EndpointRegistryError */
+  async get(name: string): Promise<HealthRecord | undefined> {
+    const { Item } = await this.guard(`read endpoint ${quoted(name)}`, () =>
+      this.client.send(new GetCommand({ TableName: this.name, Key: { [KEY]: name }, ConsistentRead: true })),
+    );
+    return Item === undefined ? undefined : this.recordFrom(Item);
+  }
+
+  /** An item as a record, checked as the fields of a new endpoint are. @throws EndpointRegistryError */
+  recordFrom(item: Item): HealthRecord {
+    const key = typeof item[KEY] === 'string' ? (item[KEY] as string) : '?';
+    const invalid = (problem: string, cause?: unknown): never => {
+      const subscription = subscriptionOf(item[A.fields]);
+      throw new EndpointRegistryError(
+        'registry-item-invalid',
+        `endpoint registry ${this.name}: the item of endpoint ${quoted(key.slice(0, 64))} cannot be used: ${problem}`,
+        { cause, endpoint: key, ...(subscription !== undefined ? { subscription } : {}) },
+      );
+    };
+    let fields: EndpointFields;
+    try {
+      fields = parseEndpointFields(item[A.fields]);
+    } catch (error) {
+      if (error instanceof EndpointError) return invalid(`${A.fields}: ${error.message}`, error);
+      throw error;
+    }
+    if (fields.name !== key) invalid(`${A.fields}.name is ${quoted(fields.name)}, not its key`);
+    const state = item[A.state];
+    if (typeof state !== 'string' || !(ENDPOINT_STATES as readonly string[]).includes(state)) {
+      invalid(`${A.state} must be one of ${ENDPOINT_STATES.join(', ')}`);
+    }
+    const createdAt = item[A.createdAt];
+    const updatedAt = item[A.updatedAt];
+    if (!isEpochMs(createdAt)) invalid(`${A.createdAt} must be epoch milliseconds`);
+    if (!isEpochMs(updatedAt)) invalid(`${A.updatedAt} must be epoch milliseconds`);
+    const change = item[A.stateChange] as Partial<StateChange> | undefined;
+    if (change !== undefined && (typeof change !== 'object' || change === null || typeof change.by !== 'string' || typeof change.reason !== 'string' || !isEpochMs(change.at))) {
+      invalid(`${A.stateChange} must hold by, reason and at`);
+    }
+    const health = healthFrom(item);
+    return {
+      fields,
+      state: state as EndpointRecord['state'],
+      ...(change !== undefined ? { stateChange: { by: change.by!, reason: change.reason!, at: change.at! } } : {}),
+      createdAt: createdAt as number,
+      updatedAt: updatedAt as number,
+      ...(health !== undefined ? { health } : {}),
+    };
+  }
+
+  /**
+   * Runs one store call. A refused condition passes through for the caller to turn into a domain
+   * answer; every other failure is the registry being unavailable.
+   */
+  async guard<T>(subject: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw error;
+      const what = error instanceof Error ? error.name : 'error';
+      throw new EndpointRegistryError('registry-unavailable', `endpoint registry ${this.name} failed to ${subject}: ${what}`, { cause: error });
+    }
+  }
+}
+
+/**
+ * What an item that cannot be used subscribes to, when its `eventTypes` and `match` pass the checks
+ * every endpoint's do: the deliveries routing must hold for it are then only the events it subscribes
+ * to (unknown: every event's).
+ */
+function subscriptionOf(fields: unknown): Subscription | undefined {
+  if (typeof fields !== 'object' || fields === null) return undefined;
+  const { eventTypes, match } = fields as Record<string, unknown>;
+  try {
+    const checked = parseEndpointFields({ name: 'unreadable', url: 'https://unreadable.invalid/', eventTypes, ...(match !== undefined ? { match } : {}) });
+    return { eventTypes: checked.eventTypes, match: checked.match ?? {} };
+  } catch {
+    return undefined;
+  }
+}
+
+export function itemOf(record: EndpointRecord): Item {
+  return {
+    [KEY]: record.fields.name,
+    [A.fields]: record.fields,
+    [A.state]: record.state,
+    ...(record.stateChange !== undefined ? { [A.stateChange]: record.stateChange } : {}),
+    [A.createdAt]: record.createdAt,
+    [A.updatedAt]: record.updatedAt,
+  };
+}
+
+/**
+ * The health an item holds, if any. Consumers write it, so a value they could not have written is
+ * left out rather than making the endpoint unusable: health only ever holds deliveries back.
+ */
+export function healthFrom(item: Item): EndpointHealth | undefined {
+  const pausedUntil = item[H.pausedUntil];
+  const failures = item[H.failures];
+  const failingSince = item[H.failingSince];
+  const lastAcceptedAt = item[H.lastAcceptedAt];
+  const probeUntil = item[H.probeUntil];
+  if (pausedUntil === undefined && failures === undefined && failingSince === undefined && lastAcceptedAt === undefined) return undefined;
+  return {
+    failures: isEpochMs(failures) ? failures : 0,
+    ...(isEpochMs(pausedUntil) ? { pausedUntil } : {}),
+    ...(isEpochMs(failingSince) ? { failingSince } : {}),
+    ...(isEpochMs(lastAcceptedAt) ? { lastAcceptedAt } : {}),
+    ...(isEpochMs(probeUntil) ? { probeUntil } : {}),
+  };
+}
+
+function isEpochMs(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}

@@ -1,0 +1,61 @@
+/**
+ * The releases' writes on the registry's items (lib/resume.ts `ResumeStore`): each conditional on
+ * the release begun at `since` still being the endpoint's, so a newer `enable`, or a `disable`, is
+ * never undone.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { END_RESUME, KEY, NAMES, RESUME_NAMES, type RegistryTable } from './dynamodb-registry-table';
+import type { ResumeStore } from '../resume';
+import { quoted } from '../terminal';
+
+export class DynamoDbResumeStore implements ResumeStore {
+  readonly #table: RegistryTable;
+
+  constructor(table: RegistryTable) {
+    this.#table = table;
+  }
+
+  async takeWindow(name: string, since: number, from: number | undefined, to: number): Promise<boolean> {
+    return this.#writeResume(name, `take a release window of`, {
+      UpdateExpression: 'SET #resumeUntil = :to',
+      ConditionExpression: `#resumeSince = :since AND ${from === undefined ? 'attribute_not_exists(#resumeUntil)' : '#resumeUntil = :from'}`,
+      ExpressionAttributeValues: { ':since': since, ':to': to, ...(from === undefined ? {} : { ':from': from }) },
+    });
+  }
+
+  async finishResume(name: string, since: number): Promise<boolean> {
+    return this.#writeResume(name, 'end the release of', {
+      UpdateExpression: END_RESUME,
+      ConditionExpression: '#resumeSince = :since',
+      ExpressionAttributeValues: { ':since': since },
+    });
+  }
+
+  async beginResume(name: string, since: number, rate: number): Promise<boolean> {
+    return this.#writeResume(name, 'begin a release of', {
+      UpdateExpression: 'SET #resumeSince = :since, #resumeRate = :rate',
+      ConditionExpression: '#state = :enabled AND attribute_not_exists(#resumeSince)',
+      ExpressionAttributeValues: { ':since': since, ':rate': rate, ':enabled': 'enabled' },
+    });
+  }
+
+  /** A conditional write of the release's attributes alone. False when its condition is refused. */
+  async #writeResume(
+    name: string,
+    what: string,
+    update: { UpdateExpression: string; ConditionExpression: string; ExpressionAttributeValues: Record<string, unknown> },
+  ): Promise<boolean> {
+    const text = `${update.UpdateExpression} ${update.ConditionExpression}`;
+    const names = Object.fromEntries(Object.entries({ ...RESUME_NAMES, '#state': NAMES['#state'] }).filter(([placeholder]) => text.includes(placeholder)));
+    try {
+      await this.#table.guard(`${what} endpoint ${quoted(name)}`, () =>
+        this.#table.client.send(new UpdateCommand({ TableName: this.#table.name, Key: { [KEY]: name }, ...update, ExpressionAttributeNames: names })),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+}
