@@ -1,0 +1,82 @@
+/**
+ * Handoff's settings (docs/contract.md §7): what each one is, its default, and what it is called
+ * where it is given (a construct property; the environment's names are in config-environment.ts).
+ */
+import { DEFAULT_PAYLOAD_LIMIT_BYTES } from './event';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './policy';
+
+export interface Settings {
+  /** The receiver's endpoint. Unset: the sandbox's demo receiver (there is no default in AWS). */
+  readonly webhookUrl: string | undefined;
+  /** Standard Webhooks secret (`whsec_…`); unset = unsigned. Local only: AWS uses Secrets Manager. */
+  readonly webhookSecret: string | undefined;
+  readonly retryPolicy: RetryPolicy;
+  readonly attemptTimeoutMs: number;
+  readonly payloadLimitBytes: number;
+  /** Records per Lambda invocation (SQS event source batch size). */
+  readonly batchSize: number;
+  /** Concurrent consumer invocations (the event source's `maximumConcurrency`, at least 2). */
+  readonly maxConcurrency: number;
+  /**
+   * Days a ledger row is kept after its last change (DynamoDB TTL). Must exceed the longest life
+   * of a delivery (`minimumRetentionDays`): a row deleted mid-flight would admit its event again.
+   */
+  readonly retentionDays: number;
+  /**
+   * How long the receiver keeps its idempotency records (the receiver kit's `retentionSeconds`), when
+   * known. Given, it must exceed the retry policy's window: a retry after the receiver forgot the
+   * webhook ID would apply the event twice. Unset: not checked.
+   */
+  readonly receiverRetentionSeconds: number | undefined;
+  /**
+   * Private ranges (CIDR) the endpoint may resolve to. Empty by default: private, loopback,
+   * link-local and metadata addresses are refused. The sandbox allows loopback.
+   */
+  readonly allowPrivateCidrs: readonly string[];
+  /** Allow a plain-http endpoint. Off by default; the sandbox turns it on. */
+  readonly allowHttp: boolean;
+}
+
+export const DEFAULT_SETTINGS: Settings = {
+  webhookUrl: undefined,
+  webhookSecret: undefined,
+  retryPolicy: DEFAULT_RETRY_POLICY,
+  attemptTimeoutMs: 10_000,
+  payloadLimitBytes: DEFAULT_PAYLOAD_LIMIT_BYTES,
+  batchSize: 10,
+  maxConcurrency: 5,
+  retentionDays: 30,
+  receiverRetentionSeconds: undefined,
+  allowPrivateCidrs: [],
+  allowHttp: false,
+};
+
+/** A setting that cannot be used. Its message names the variable (and any other setting it conflicts with). */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  readonly code = 'invalid-setting';
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable} ${problem}`);
+  }
+}
+
+/** What each setting is called where it is given: a construct property or a `HANDOFF_*` variable. */
+export type SettingNames = Readonly<Record<keyof Settings, string>>;
+
+/** The construct's names: its `settings` properties. */
+export const PROPERTY_NAMES: SettingNames = {
+  webhookUrl: 'webhookUrl',
+  webhookSecret: 'webhookSecret',
+  retryPolicy: 'retryPolicy',
+  attemptTimeoutMs: 'attemptTimeoutMs',
+  payloadLimitBytes: 'payloadLimitBytes',
+  batchSize: 'batchSize',
+  maxConcurrency: 'maxConcurrency',
+  retentionDays: 'retentionDays',
+  receiverRetentionSeconds: 'receiverRetentionSeconds',
+  allowPrivateCidrs: 'allowPrivateCidrs',
+  allowHttp: 'allowHttp',
+};
