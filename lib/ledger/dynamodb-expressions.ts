@@ -114,7 +114,6 @@ export function parkExistingSpec(input: ParkInput, createdAt: number): UpdateSpe
   return updateSpec('park existing', key, parkChanges(input, { createdAt }), PARK_EXISTING_CONDITION, condition, 'ALL_NEW');
 }
 
-/** A parked row released, listed as pending since `listedSinceMs`. */
 /** A pending row listed again from `sinceMs`. */
 export function relistSpec(key: DeliveryKey, sinceMs: number): UpdateSpec {
   return updateSpec('relist', key, relistChanges(sinceMs), MAY_RELIST.expression, { ':pending': 'pending' }, 'NONE');
@@ -125,6 +124,7 @@ export function unlistSpec(key: DeliveryKey): UpdateSpec {
   return updateSpec('unlist', key, unlistChanges(), MAY_UNLIST.expression, { ':pending': 'pending', ':zero': 0 }, 'NONE');
 }
 
+/** A parked row released, listed as pending since `listedSinceMs`. */
 export function unparkSpec(key: DeliveryKey, nowMs: number, listedSinceMs: number): UpdateSpec {
   return updateSpec('unpark', key, unparkChanges(nowMs, listedSinceMs), MAY_UNPARK.expression, { ':pending': 'pending' }, 'ALL_NEW');
 }

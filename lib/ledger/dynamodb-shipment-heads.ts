@@ -12,26 +12,10 @@
  *   advance   one UpdateItem answering with the head after (ALL_NEW); refused, the head as it is
  *             comes back with the refusal (ALL_OLD).
  *   get       one consistent GetItem.
- * A store that does not return the item with a refusal (dynalite) costs a consistent GetItem
- * after a refused assign or advance, as `dynamodb-ledger.ts` falls back.
+ * A store that does not return the item with a refusal costs a consistent GetItem after a refused
+ * assign or advance, as `dynamodb-ledger.ts` falls back.
  *
- * Size and cost. DynamoDB bills a write by the larger of the item before and after it, 1 WU per KB
- * (a refused conditional write too), and a consistent read 1 RU per 4 KB. A head's fixed part is
- * its key (`eventId` and `#` + shipment ID, `endpoint` and the name) and its two counters: 41 bytes
- * for `shp_1001` at `carrier-acme`. Each event adds its `seq` attribute for good (`s:` + its ID,
- * and a 2- or 3-byte number: 36 bytes for a 32-character ID, 133 for the longest), and a `waiting`
- * attribute while it waits (`w:` + the sequence, and the ID: about the same). Measured on the
- * store (the test beside this adapter), with 32-character IDs, every write to the head of a
- * shipment of
- *     5 events costs 1 WU: 221 bytes (361 with the four others waiting: still 1 WU);
- *    20 events costs 1 WU: 762 bytes (1,438 with the 19 others waiting: 2 WU);
- *   100 events costs 4 WU: 3,643 bytes (7,200 with the 99 others waiting: 8 WU).
- * So an ordered delivery costs, besides its row's writes: its `assign` at routing and again when
- * its message is handled (the second refused: the same WU), its `advance`, and, if it arrives
- * before its turn, a `wait`; each at the figures above, by the head's size then. What bounds the
- * size is the events per shipment per endpoint (`seq` keeps every one, `shipment-heads.ts` says
- * why), capped at MAX_SEQUENCE: about 270 KB with the longest IDs and all but one waiting, within
- * the 400 KB item limit.
+ * What each write costs, by the head's size: docs/design.md (Shipment heads: size and cost).
  */
 import {
   ConditionalCheckFailedException,

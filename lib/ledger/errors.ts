@@ -48,7 +48,7 @@ export class ReplayRefusedError extends LedgerError {
   }
 }
 
-/** The delivery named in a refusal: the event, and its endpoint unless it is the only one there was before fan-out. */
+/** The delivery named in a refusal: the event, and its endpoint unless it is the single-URL settings' `default`. */
 function replayMessage(refusal: ReplayRefusal, eventId: string, record?: DeliveryRecord): string {
   const at = record !== undefined && record.endpoint !== DEFAULT_ENDPOINT ? ` at endpoint ${record.endpoint}` : '';
   switch (refusal) {

@@ -47,7 +47,7 @@ export type DeliveryState = (typeof DELIVERY_STATES)[number];
 /** Why a row is dead. An identity conflict never touches a row, so it is not among them. */
 export type DeadReason = 'rejected' | 'exhausted' | 'invalid';
 
-/** The endpoint of this version's single receiver. */
+/** The endpoint of the single-URL settings (a deployment without a registry). */
 export const DEFAULT_ENDPOINT = 'default';
 /** Attempt history kept on a row; older entries are dropped (the count stays in `attempts`). */
 export const MAX_HISTORY = 20;
@@ -152,8 +152,8 @@ export interface DeliveryRecord extends DeliveryKey {
   readonly sequence?: number;
   /**
    * Beside `sequence`: the shipment whose head gave the number, so that a message of another shipment
-   * under the same event ID (an identity conflict) is told from the row's own event. Absent on rows
-   * numbered before it was written.
+   * under the same event ID (an identity conflict) is told from the row's own event. A numbered row
+   * without it is taken at its number (lib/ordering.ts `holdsNumber`).
    */
   readonly shipmentId?: string;
   /**

@@ -84,7 +84,7 @@ export function policyCopy(policy: RetryPolicy): RetryPolicy {
  * over sets its own), and `stateSince`, the time of the state's own event.
  */
 export function readRecord(row: Readonly<Partial<StoredRow>> & { readonly listing?: unknown }): DeliveryRecord {
-  // Copied field by field into a literal: V8 adds fields to a rest or spread copy on its slow path.
+  // Every field but those NOT_IN_RECORD.
   const record: Record<string, unknown> = {};
   for (const name of Object.keys(row)) if (!NOT_IN_RECORD.has(name)) record[name] = row[name as keyof typeof row];
   const audit = row.audit ?? [];
@@ -105,7 +105,7 @@ export function expiresAtSeconds(nowMs: number, retentionSeconds: number): numbe
   return Math.floor(nowMs / 1000) + retentionSeconds;
 }
 
-/** Rows past their TTL count as absent: DynamoDB deletes them only eventually, emulators never. */
+/** Rows past their TTL count as absent: DynamoDB deletes them only eventually. */
 export function isExpired(row: Pick<DeliveryRecord, 'expiresAt'>, nowMs: number): boolean {
   return row.expiresAt !== undefined && row.expiresAt * 1000 <= nowMs;
 }

@@ -40,8 +40,8 @@
  * shipment would stall behind it. A `waiting` entry goes when its event settles (its `advance`).
  *
  * What bounds a head: the events of one shipment for one endpoint. Each costs its `seq` entry for
- * good and a `waiting` entry while it waits (`dynamodb-shipment-heads.ts` gives the bytes and what a
- * write costs). Assignment stops at MAX_SEQUENCE (`SequenceLimitError`): far beyond any shipment's
+ * good and a `waiting` entry while it waits (docs/design.md gives the bytes and what a write
+ * costs). Assignment stops at MAX_SEQUENCE (`SequenceLimitError`): far beyond any shipment's
  * status history, and a head that full still fits DynamoDB's 400 KB item with the longest IDs.
  *
  * Where heads live: in the ledger table, under the partition `#` + shipment ID and the endpoint's

@@ -296,10 +296,10 @@ export function unparkChanges(nowMs: number, listedSinceMs: number): Change[] {
 }
 
 /**
- * The shipment sequence of a row of an ordered endpoint (docs/contract.md §13) and its shipment, new-row fields like
- * the body: written where the row has none, never changed after. Nothing at all where there is none,
- * so a row of any other endpoint is written exactly as before (the DynamoDB shapes of these writes
- * are told apart by it: `dynamodb-expressions.ts`).
+ * The shipment sequence of a row of an ordered endpoint (docs/contract.md §13) and its shipment:
+ * new-row fields, written where the row has none, never changed after. Nothing where there is no
+ * sequence, so a row of any other endpoint carries neither (the DynamoDB shapes of these writes are
+ * told apart by it: `dynamodb-expressions.ts`).
  */
 function sequenceChanges(sequence: number | undefined, shipmentId: string): Change[] {
   if (sequence === undefined) return [];
@@ -323,10 +323,7 @@ function died(nowMs: number): Change[] {
 /** A row held as a plain object: the in-memory ledger's, or a record a claim's answer is built from. */
 export type ChangeableRow = { -readonly [K in Field]?: StoredRow[K] } & { listing?: Listing };
 
-/**
- * A row holding only its key, for changes to fill in. Written as a literal: V8 adds each further
- * field to a spread copy (`{ ...key }`) on its slow path, and a claim adds over a dozen.
- */
+/** A row holding only its key, for changes to fill in. */
 export function newRow(key: DeliveryKey): ChangeableRow {
   return { eventId: key.eventId, endpoint: key.endpoint };
 }

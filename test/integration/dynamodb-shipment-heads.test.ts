@@ -258,7 +258,7 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
         [1, 2],
         [4, 8],
       ]);
-      // The figures the adapter's header gives.
+      // The figures docs/design.md gives (Shipment heads: size and cost).
       expect(measured.map((m) => m.inOrder)).toStrictEqual([221, 762, 3643]);
     });
 
