@@ -1,10 +1,9 @@
 /**
  * Structured logs and CloudWatch metrics (Embedded Metric Format), one JSON object per line.
  *
- * Written by hand rather than with Powertools Logger + Metrics, on measurement (esbuild, minified
- * ESM, AWS SDK external): the consumer bundles to 54 KB with this file and to 88 KB with those
- * two, over its 60 KB budget. The part of them this project uses (JSON lines, a few counters and
- * timings in one namespace with one dimension) is the ~100 lines below.
+ * Written by hand rather than with Powertools Logger + Metrics, for the consumer's bundle size
+ * (docs/cost-and-benchmarks.md): this project uses only JSON lines and a few counters and timings
+ * in one namespace with one dimension.
  *
  * Lines go straight to stdout, not through `console`: Lambda's console prefixes each line with
  * a timestamp and request ID, which would stop CloudWatch from reading EMF documents.

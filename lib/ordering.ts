@@ -148,7 +148,7 @@ export async function passTurn(
  * event's ID already admitted with other content) finds another event's row: one of another shipment
  * (its own head gave the number), or one that took no number here (admitted before its endpoint was
  * ordered, its shipment's head has given the conflicting message a new one). Either way no row will
- * ever settle that number. A row numbered before rows kept their shipment is taken at its number.
+ * ever settle that number. A numbered row without its shipment (`shipmentId` unset) is taken at its number.
  */
 export function holdsNumber(row: Pick<DeliveryRecord, 'sequence' | 'shipmentId'>, shipmentId: string, sequence: number): boolean {
   return row.sequence === sequence && (row.shipmentId ?? shipmentId) === shipmentId;

@@ -33,7 +33,7 @@ export type AttemptOutcome =
  * Causes that say the receiver could not be reached or did not answer in time: the request timed
  * out or its connection was reset after it was written, or no connection could be made (refused,
  * its name did not resolve, the connect timed out, the network failed). Repeated, they pause the
- * endpoint like a 429 does (the circuit breaker, lib/endpoints/health.ts): one that never answers
+ * endpoint like a 429 does (the circuit breaker, lib/endpoints/health-rules.ts): one that never answers
  * would otherwise hold every batch it is in for a whole attempt timeout. Not among them: a TLS
  * failure and an address the guard refused, which fail at once and are the endpoint's settings
  * to mend, and every HTTP answer.

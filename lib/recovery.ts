@@ -17,12 +17,12 @@
  *
  * The redrive queue. Each message is sent back to the delivery queue as it was (body and
  * attributes, but for a reserved request slot, which was its first receive's), counting
- * `recoveries`: the claim decides what it finds (a settled row acknowledges
- * it; a row never claimed is claimed as new; a live lease or a wait holds it). A message redriven
- * MAX_RECOVERIES times over is not sent back again: it goes to the dead-letter queue without a
- * `reason`, as SQS's redrive put such messages there before (the consumer kept failing on it),
- * its `recoveries` attribute saying how often it came back. Two runs at once receive different
- * messages (SQS hides a received one), and a copy sent twice is one more message the claim answers.
+ * `recoveries`: the claim decides what it finds (a settled row acknowledges it; a row never claimed
+ * is claimed as new; a live lease or a wait holds it). A message redriven MAX_RECOVERIES times over
+ * is not sent back again: it goes to the dead-letter queue without a `reason` (the consumer kept
+ * failing on it), its `recoveries` attribute saying how often it came back. Two runs at once receive
+ * different messages (SQS hides a received one), and a copy sent twice is one more message the
+ * claim answers.
  *
  * The pending listing. Which rows it enqueues ("stranded"): pending, holding an event, no live
  * lease, and quiet for longer than the grace. A row's message, if it has one, is back on the queue by the latest of:
@@ -81,7 +81,7 @@ export const RECOVERY_ENV = {
   intervalMs: 'HANDOFF_RECOVERY_INTERVAL_MS',
 } as const;
 
-/** Rows read per run by default: about 5,000 reads (eventually consistent) and 10 s of one function. */
+/** Rows read per run by default: keeps one run's reads and time bounded. */
 export const RECOVERY_LIMIT = 5000;
 
 /**

@@ -152,8 +152,7 @@ export async function replayEvent(
   checkReplayInput(actor);
   const deliveries = await deps.ledger.deliveriesOf(eventId);
   const [only] = deliveries;
-  // One delivery (an event before fan-out, or routed to one endpoint): the ledger's own refusal
-  // says why it cannot be replayed, as it always has.
+  // One delivery: the ledger's own refusal says why it cannot be replayed.
   if (deliveries.length === 1 && only !== undefined) return [await replayOne({ eventId, endpoint: only.endpoint, ...actor, nowMs }, deps)];
   const dead = deliveries.filter((d) => d.state === 'dead' && d.body !== undefined);
   if (dead.length === 0) throw new NothingToReplayError(eventId, deliveries);

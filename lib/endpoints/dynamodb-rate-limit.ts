@@ -165,8 +165,8 @@ export class DynamoDbRateLimiter implements RateLimiter {
       return { written: true, next };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      // AWS returns the item with the refusal; where a store does not (dynalite), or no item is
-      // there (the endpoint was removed), one consistent read tells which.
+      // AWS returns the item with the refusal; where a store does not, or no item is there (the
+      // endpoint was removed), one consistent read tells which.
       const item = error.Item ?? (await this.#read(endpoint));
       if (item === undefined) {
         throw new RateLimitError('endpoint-not-found', endpoint, `rate limit: no endpoint named ${JSON.stringify(endpoint)} in ${this.#tableName}`, { cause: error });

@@ -7,9 +7,9 @@
  * Fields are stored as given (after `parseEndpointFields`), except a plain `whsec_…` secret (or
  * previous secret) when the registry has a `cipher`: that is stored encrypted with it
  * (`encrypted:<scheme>:…`, lib/endpoints/secret-cipher.ts), bound to its endpoint. A Secrets Manager
- * ARN, or a value encrypted already, is stored as it is. Reads are consistent and check every item the same way, so the
- * consumer and the command never act on an item they cannot read. A refused condition becomes
- * `EndpointNotFoundError` or `EndpointConflictError`; any other store failure
+ * ARN, or a value encrypted already, is stored as it is. Reads are consistent and check every item
+ * the same way, so the consumer and the command never act on an item they cannot read. A refused
+ * condition becomes `EndpointNotFoundError` or `EndpointConflictError`; any other store failure
  * `EndpointRegistryError`. Nothing above this file sees an SDK error type.
  *
  * The registry is also the consumers' `HealthStore` (dynamodb-health-store.ts) and the releases'
@@ -53,7 +53,7 @@ export interface DynamoDbEndpointRegistryOptions {
   /**
    * What encrypts a plain `whsec_…` secret (and previous secret) before `add` or `update` writes it:
    * `handoff endpoint` gives the target's (the registry's KMS key, the sandbox's local key), so no
-   * write of the command leaves a secret in the clear, and a plain value from before is encrypted
+   * write of the command leaves a secret in the clear, and a plain value already stored is encrypted
    * when its endpoint is next written. Its failure (SecretEncryptionError, or what it throws) fails
    * the write, which writes nothing. Unset: secrets are stored as given (the sandbox's seeding).
    */

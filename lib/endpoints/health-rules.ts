@@ -7,8 +7,8 @@
  * consumers only on a failed attempt, on a pause and on the first accepted attempt after failures:
  * a healthy endpoint's deliveries write nothing.
  *
- * The circuit breaker (issue 26). A batch lasts as long as its slowest record, so a receiver that
- * never answers holds every batch it is in for a whole attempt timeout, and with it every other
+ * The circuit breaker. A batch lasts as long as its slowest record, so a receiver that never
+ * answers holds every batch it is in for a whole attempt timeout, and with it every other
  * endpoint's deliveries in those batches. An endpoint whose attempts keep finding it unreachable
  * (lib/outcome.ts `unreachable`: timeouts, resets, refused connections, DNS) is paused as a 429
  * pauses it, the same `pausedUntil` on its registry item, so every consumer holds its deliveries

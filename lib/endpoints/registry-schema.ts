@@ -21,7 +21,7 @@ export const REGISTRY_SCHEMA = {
      */
     declared: 'declared',
     /**
-     * The endpoint's health, written by consumers (lib/endpoints/health.ts) beside the fields, never
+     * The endpoint's health, written by consumers (lib/endpoints/health-rules.ts) beside the fields, never
      * touching `fields` or `updatedAt`: epoch ms until which it is paused, failed attempts since the
      * last accepted one, when the first of them was, when a request was last accepted after failures;
      * until when one consumer holds the half-open breaker's probe.

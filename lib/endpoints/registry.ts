@@ -13,7 +13,7 @@ import type { HealthRecord } from './health-rules';
 import { quoted } from '../terminal';
 
 export interface EndpointRegistry {
-  /** Every endpoint, secrets included, with its health (lib/endpoints/health.ts): the consumer's read (cached, `cachedEndpoints`). */
+  /** Every endpoint, secrets included, with its health (lib/endpoints/health-rules.ts): the consumer's read (cached, `cachedEndpoints`). */
   list(): Promise<HealthRecord[]>;
   get(name: string): Promise<HealthRecord | undefined>;
   /** Adds an endpoint, enabled. @throws EndpointConflictError when the name is taken */

@@ -2,13 +2,12 @@
  * Signing secrets the registry holds encrypted (docs/contract.md §11): the `EndpointSecretCipher`
  * port, with a KMS adapter for AWS (the registry's own key) and a local one (AES-256-GCM under a key
  * the sandbox draws). A secret stored this way reads `encrypted:<scheme>:<base64>` in the endpoint's
- * `secret` (or `previousSecret`) field; a `whsec_…` value stored before stays readable as it is.
+ * `secret` (or `previousSecret`) field; a plain `whsec_…` value stays readable as it is.
  *
- * Why KMS and not a Secrets Manager secret per endpoint: Secrets Manager bills $0.40 a secret a month
- * ($40,000 a month at 100,000 endpoints); KMS bills its key ($1 a month, the registry's, already
- * there) and $0.03 per 10,000 requests: one Encrypt per `endpoint add`/`rotate-secret`, one Decrypt
- * per secret per consumer container (the plaintext of a ciphertext never changes: kept for the
- * container's life, lib/routing.ts).
+ * Why KMS and not a Secrets Manager secret per endpoint: a secret is billed per endpoint per month,
+ * the registry's key is there already and bills per request (docs/routing.md gives the prices): one
+ * Encrypt per `endpoint add`/`rotate-secret`, one Decrypt per secret per consumer container (the
+ * plaintext of a ciphertext never changes: kept for the container's life, lib/routing.ts).
  *
  * Both bind the ciphertext to its endpoint (KMS: the encryption context; local: the GCM's additional
  * data), so a ciphertext copied to another endpoint's item does not decrypt there. Errors name the

@@ -131,7 +131,7 @@ export function parseBucket(value: unknown): MetricBucket {
     if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new TypeError(`metric bucket ${b.startMs}: bad count ${name}`);
     counts[name] = n;
   }
-  // Absent from a bucket written before the sink kept it: none to give.
+  // Absent from a bucket that received none.
   const { pendingAgeMax } = b;
   if (pendingAgeMax !== undefined && (typeof pendingAgeMax !== 'number' || !Number.isFinite(pendingAgeMax) || pendingAgeMax < 0)) {
     throw new TypeError(`metric bucket ${b.startMs}: bad pendingAgeMax`);
