@@ -21,8 +21,7 @@ export const MAX_RECEIVER_RETENTION_SECONDS = 366 * 24 * 60 * 60;
  * delivery in one DynamoDB item, which may not pass 400 KB (409,600 bytes). 256 KiB for the body
  * leaves 144 KiB for the rest: the attempt history, the kept response start, the dead detail and
  * the schedule are bounded, and so are the audit entries (each one's texts, and how many a row keeps).
- * test/integration/payload-limit.test.ts fills each to its largest against dynalite, which enforces
- * the item limit.
+ * test/integration/payload-limit.test.ts fills each to its largest.
  */
 export const MAX_PAYLOAD_LIMIT_BYTES = 256 * 1024;
 export const MIN_PAYLOAD_LIMIT_BYTES = 256;

@@ -40,7 +40,7 @@
 import type { ParsedEvent } from '../event';
 import type { AttemptOutcome } from '../outcome';
 import type { RetryPolicy } from '../policy';
-import type { AttemptEntry, AuditEntry, ClaimedRecord, DeliveryKey, DeliveryRecord } from './delivery-record';
+import type { AttemptEntry, ClaimedRecord, DeliveryKey, DeliveryRecord } from './delivery-record';
 import type { ListedState } from './listing';
 
 export {
