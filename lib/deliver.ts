@@ -97,7 +97,7 @@ export interface DeliverDeps {
 }
 
 /**
- * The boundaries between durable steps, in order; `after-fan-out` is routing's (lib/batch.ts): an
+ * The boundaries between durable steps, in order; `after-fan-out` is routing's (lib/consumer/plan.ts): an
  * event's endpoint messages are sent and its producer message is not yet acknowledged.
  */
 export const CRASH_POINTS = ['before-send', 'after-send', 'after-record', 'after-fan-out'] as const;

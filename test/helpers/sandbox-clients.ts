@@ -152,7 +152,7 @@ export class SandboxClients {
   }
 }
 
-/** The worker process named in a lease owner (`<container>:<pid>`, functions/consumer.ts). */
+/** The worker process named in a lease owner (`<container>:<pid>`, lib/consumer/environment.ts). */
 export function ownerPid(owner: string | undefined): number | undefined {
   const match = /:(\d+)$/.exec(owner ?? '');
   return match ? Number(match[1]) : undefined;
