@@ -35,7 +35,7 @@ export interface Routes {
   /**
    * Endpoints the registry holds that cannot be delivered to now, by name: a secret that cannot be
    * read, an item that cannot be decoded, settings the deployment refuses. Their deliveries wait on
-   * the queue (lib/batch.ts): only an endpoint the registry no longer holds is unrouted.
+   * the queue (lib/consumer/plan.ts): only an endpoint the registry no longer holds is unrouted.
    */
   readonly unresolved: ReadonlyMap<string, UnresolvedEndpoint>;
 }

@@ -15,7 +15,7 @@
  *
  * Who encrypts: the registry adapter, given a cipher (lib/endpoints/dynamodb-registry.ts `cipher`),
  * turns every plain `whsec_…` value it writes into this form; `handoff endpoint` gives it the
- * target's (cli/context.ts). Who decrypts: the consumer (functions/consumer.ts), KMS in AWS and the
+ * target's (cli/context.ts). Who decrypts: the consumer (lib/consumer/environment.ts), KMS in AWS and the
  * local cipher where the sandbox's key is in its environment (`HANDOFF_ENDPOINT_SECRETS_KEY`).
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';

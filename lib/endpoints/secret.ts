@@ -27,7 +27,7 @@ export function generateSecret(): string {
 export const SECRET_REREAD_AFTER_MS = 5 * 60_000;
 /**
  * While a read fails, the copy read last keeps signing until it is this old; after that the secret
- * is unavailable and its endpoint's deliveries wait on the queue (lib/batch.ts, endpoint-unresolved).
+ * is unavailable and its endpoint's deliveries wait on the queue (lib/consumer/plan.ts, endpoint-unresolved).
  * Long enough to ride out an outage of Secrets Manager or a throttle, short enough that a secret
  * whose reads are denied on purpose (a revoked grant, a deleted secret) stops signing within the hour.
  */
