@@ -93,7 +93,6 @@ export interface DynamoDbLedgerOptions {
 const MAX_WRITE_ROUNDS = 3;
 
 const W = WIRE_NAMES;
-const INDEX = LEDGER_SCHEMA.listingIndex;
 
 export class DynamoDbLedger implements Ledger {
   readonly #client: DynamoDBClient;
