@@ -43,7 +43,7 @@ import {
   type UpdateSpec,
 } from './dynamodb-expressions';
 import { countShard, queryShard, readRows, rowId } from './dynamodb-listing';
-import { LEDGER_SCHEMA, WIRE_NAMES } from './dynamodb-schema';
+import { WIRE_NAMES } from './dynamodb-schema';
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReleaseRefusedError, ReplayRefusedError } from './errors';
 import { mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
 import {
