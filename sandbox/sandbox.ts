@@ -16,7 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import {
   checkEndpoint,
   ConfigError,
@@ -52,6 +52,10 @@ import { metricsFileFor, MetricSink } from './metric-sink';
 import { startRecoveryTimer } from './recovery-timer';
 import { SANDBOX_CREDENTIALS, SANDBOX_REGION, sandboxStateFile, type SandboxState } from './state-file';
 import { WorkerPool } from './worker-pool';
+import { describeWorkerLine } from './worker-lines';
+import { createQueue, ORDERED_QUEUE_ATTRIBUTES, queueArn } from './queues';
+
+export { ORDERED_QUEUE_ATTRIBUTES };
 
 export const SANDBOX_NAMES = {
   queue: 'handoff-deliveries',
@@ -392,26 +396,6 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
  * content-based deduplication (the event ID is the deduplication ID), deduplication and throughput
  * per message group.
  */
-export const ORDERED_QUEUE_ATTRIBUTES = {
-  FifoQueue: 'true',
-  ContentBasedDeduplication: 'false',
-  DeduplicationScope: 'messageGroup',
-  FifoThroughputLimit: 'perMessageGroupId',
-} as const;
-
-async function createQueue(sqs: SQSClient, name: string, attributes: Record<string, string>): Promise<string> {
-  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
-  if (!QueueUrl) throw new Error(`CreateQueue ${name} returned no URL`);
-  return QueueUrl;
-}
-
-async function queueArn(sqs: SQSClient, queueUrl: string): Promise<string> {
-  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
-  const arn = Attributes?.QueueArn;
-  if (!arn) throw new Error(`no ARN for ${queueUrl}`);
-  return arn;
-}
-
 /**
  * The parent's environment without its handoff and AWS settings: the consumer gets exactly the
  * sandbox's, never a profile or endpoint that points somewhere real.
@@ -420,49 +404,4 @@ function inheritedEnvironment(): NodeJS.ProcessEnv {
   return Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !name.startsWith('HANDOFF_') && !name.startsWith('AWS_')),
   );
-}
-
-/**
- * One consumer output line as the sandbox shows it: delivery decisions compactly, by event ID and
- * endpoint (`evt_42 → carrier-acme, notifications fanned out`, `evt_42 → carrier-acme delivered`,
- * `evt_42 → billing retry in 1 s (temporary, after temporary (503))`, `evt_43 unrouted (…)`,
- * `evt_44 → billing parked (…)`, `evt_45 → carrier-acme waiting (sequence 2, after 1)`),
- * warnings and errors always, metric documents never. Consumer lines carry event IDs and codes, no
- * payloads.
- */
-export function describeWorkerLine(line: string, verbose: boolean): string | undefined {
-  let entry: Record<string, unknown>;
-  try {
-    entry = JSON.parse(line) as Record<string, unknown>;
-  } catch {
-    return line;
-  }
-  if (typeof entry !== 'object' || entry === null) return line;
-  if ('_aws' in entry) return undefined;
-  if (entry.message === 'delivery') return describeDecision(entry);
-  if (verbose || entry.level === 'warn' || entry.level === 'error') return line;
-  return undefined;
-}
-
-function describeDecision(entry: Record<string, unknown>): string {
-  const endpoints =
-    typeof entry.endpoint === 'string'
-      ? [entry.endpoint]
-      : Array.isArray(entry.endpoints)
-        ? entry.endpoints.filter((name): name is string => typeof name === 'string')
-        : [];
-  const subject = `${String(entry.eventId ?? '(no id)')}${endpoints.length > 0 ? ` → ${endpoints.join(', ')}` : ''}`;
-  const why = entry.why ?? entry.reason;
-  if (entry.action === 'ack' && why === 'delivered') return `${subject} delivered`;
-  // A producer's message: handed on as one message per endpoint, or wanted by no endpoint.
-  if (entry.action === 'ack' && why === 'fanned-out') return `${subject} fanned out`;
-  if (entry.action === 'ack' && why === 'unrouted') return `${subject} unrouted (no endpoint subscribes)`;
-  // Endpoint health and ordering (docs/contract.md §12–13): nothing sent, nothing spent.
-  if (entry.action === 'ack' && why === 'parked') return `${subject} parked (its endpoint is disabled)`;
-  if (entry.action === 'ack' && why === 'waiting') return `${subject} waiting (sequence ${String(entry.sequence)}, after ${String(entry.waitingFor)})`;
-  const wait = entry.action === 'retry' && typeof entry.afterSeconds === 'number' ? ` in ${entry.afterSeconds} s` : '';
-  const detail = [why, entry.outcome ? `after ${String(entry.outcome)}` : undefined, entry.queueError ? 'the queue call failed' : undefined]
-    .filter(Boolean)
-    .join(', ');
-  return `${subject} ${String(entry.action)}${wait}${detail ? ` (${detail})` : ''}`;
 }
