@@ -15,7 +15,7 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { expect, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, vi } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
 import { createConsumer } from '../../lib/consumer/consumer';
 import { consumerDeps } from '../../lib/consumer/environment';
@@ -41,6 +41,8 @@ export interface ConsumerHarness {
   readonly receiver: TestReceiver;
   readonly sqs: SQSClient;
   readonly ledger: DynamoDbLedger;
+  /** A client of the emulators' DynamoDB (the ledger table's and any other the test makes). */
+  readonly dynamodb: DynamoDBClient;
   /**
    * A fresh delivery queue, dead-letter queue and redrive queue, so no test sees another's messages;
    * SQS's redrive after `maxReceiveCount` receives (default 100: out of the way).
@@ -53,8 +55,11 @@ export interface ConsumerHarness {
   coldStart(env: Record<string, string>): Promise<Handler>;
   /** Receives exactly `count` messages (long polls until they are all in), deleting them if asked. */
   receive(queueUrl: string, count: number, options?: { delete?: boolean }): Promise<Message[]>;
-  /** One invocation as the event source mapping makes it: the handler on `messages`, then deletes what it did not report. */
-  invoke(handler: Handler, queueUrl: string, messages: readonly Message[], requestId?: string): Promise<SQSBatchResponse>;
+  /**
+   * One invocation as the event source mapping makes it: the handler on `messages`, then deletes
+   * what it did not report. `context`: the invocation's, or only its request ID (default `req-1`).
+   */
+  invoke(handler: Handler, queueUrl: string, messages: readonly Message[], context?: string | Context): Promise<SQSBatchResponse>;
   close(): Promise<void>;
 }
 
@@ -73,6 +78,7 @@ export async function startConsumerHarness(name: string): Promise<ConsumerHarnes
     receiver,
     sqs,
     ledger,
+    dynamodb,
     async createQueues(visibilityTimeoutSeconds, options = {}) {
       queueCount += 1;
       const create = async (queueName: string, attributes: Record<string, string> = {}) => {
@@ -124,9 +130,9 @@ export async function startConsumerHarness(name: string): Promise<ConsumerHarnes
       }
       return messages;
     },
-    async invoke(handler, queueUrl, messages, requestId = 'req-1') {
+    async invoke(handler, queueUrl, messages, context = 'req-1') {
       const records = messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl)));
-      const response = await handler(sqsEvent(records), { awsRequestId: requestId } as Context);
+      const response = await handler(sqsEvent(records), typeof context === 'string' ? ({ awsRequestId: context } as Context) : context);
       const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
       for (const record of records.filter((r) => !failed.has(r.messageId))) {
         await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
@@ -135,9 +141,28 @@ export async function startConsumerHarness(name: string): Promise<ConsumerHarnes
     },
     async close() {
       sqs.destroy();
+      dynamodb.destroy();
       await receiver.close();
       await emulators.close();
     },
+  };
+}
+
+/** A Lambda context as the runtime hands the consumer one, with 60 s left. */
+export function lambdaContext(requestId = 'req-1'): Context {
+  return {
+    awsRequestId: requestId,
+    functionName: 'handoff-consumer',
+    functionVersion: '$LATEST',
+    invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:handoff-consumer',
+    memoryLimitInMB: '256',
+    logGroupName: '/aws/lambda/handoff-consumer',
+    logStreamName: 'test',
+    callbackWaitsForEmptyEventLoop: false,
+    getRemainingTimeInMillis: () => 60_000,
+    done: () => {},
+    fail: () => {},
+    succeed: () => {},
   };
 }
 
@@ -149,4 +174,36 @@ export function captureStdout(): string[] {
     return true;
   });
   return lines;
+}
+
+/**
+ * The file-level hooks the in-process consumer tests share: a harness started before all the
+ * file's tests (handed to `onStart`) and closed after them. An `afterAll` the file registers after
+ * this call runs before the harness closes (after hooks run in reverse order).
+ */
+export function useConsumerHarness(name: string, onStart: (harness: ConsumerHarness) => void | Promise<void>): void {
+  let harness: ConsumerHarness | undefined;
+  beforeAll(async () => {
+    harness = await startConsumerHarness(name);
+    await onStart(harness);
+  });
+  afterAll(async () => {
+    await harness?.close();
+  });
+}
+
+/**
+ * The per-test hooks the in-process consumer tests share: with `onCapture`, stdout captured before
+ * each test (the lines handed to it); after each, the stubbed environment and the mocks undone.
+ */
+export function isolateEachTest(onCapture?: (lines: string[]) => void): void {
+  if (onCapture) {
+    beforeEach(() => {
+      onCapture(captureStdout());
+    });
+  }
+  afterEach(() => {
+    vi.unstubAllEnvs();
+    vi.restoreAllMocks();
+  });
 }

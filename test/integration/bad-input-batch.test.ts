@@ -5,18 +5,17 @@
  * the event source mapping: it receives real messages, invokes the handler, then deletes what
  * the response does not report.
  */
-import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
-import type { Context, SQSBatchResponse } from 'aws-lambda';
+import { ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse } from 'aws-lambda';
 import fc from 'fast-check';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { DeadLetterReason } from '../../lib/deliver';
 import { SHIPMENT_STATUSES } from '../../lib/event';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { DEFAULT_ENDPOINT as ENDPOINT, type DeliveryRecord } from '../../lib/ledger/ledger';
 import { BAD_INPUT_CORPUS, sqsCanCarry, type BadInputCase } from '../fixtures/bad-input/corpus';
-import { captureStdout, startConsumerHarness, type ConsumerHarness, type Handler, type Queues } from '../helpers/consumer-harness';
+import { isolateEachTest, lambdaContext, useConsumerHarness, type ConsumerHarness, type Handler, type Queues } from '../helpers/consumer-harness';
 import type { TestReceiver } from '../helpers/receiver';
-import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
 
 /** Long, so a message the handler wrongly left in flight cannot come back during the test. */
 const QUEUE_VISIBILITY_SECONDS = 60;
@@ -33,25 +32,14 @@ let receiver: TestReceiver;
 let sqs: SQSClient;
 let ledger: DynamoDbLedger;
 
-beforeAll(async () => {
-  harness = await startConsumerHarness('bad-input');
-  ({ receiver, sqs, ledger } = harness);
-});
-
-afterAll(async () => {
-  await harness?.close();
+useConsumerHarness('bad-input', (started) => {
+  harness = started;
+  ({ receiver, sqs, ledger } = started);
 });
 
 /** The handler's logs and metric documents, kept out of the report and checked for payloads. */
 let logs: string[] = [];
-beforeEach(() => {
-  logs = captureStdout();
-});
-
-afterEach(() => {
-  vi.unstubAllEnvs();
-  vi.restoreAllMocks();
-});
+isolateEachTest((lines) => (logs = lines));
 
 // ---- The event source mapping, played by the test ---------------------------------------
 
@@ -82,35 +70,12 @@ async function receiveNow(queueUrl: string): Promise<Message[]> {
   return Messages;
 }
 
-function context(requestId: string): Context {
-  return {
-    awsRequestId: requestId,
-    functionName: 'handoff-consumer',
-    functionVersion: '$LATEST',
-    invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:handoff-consumer',
-    memoryLimitInMB: '256',
-    logGroupName: '/aws/lambda/handoff-consumer',
-    logStreamName: 'test',
-    callbackWaitsForEmptyEventLoop: false,
-    getRemainingTimeInMillis: () => 60_000,
-    done: () => {},
-    fail: () => {},
-    succeed: () => {},
-  };
-}
-
 /**
  * One invocation as the event source mapping makes it. A throw out of the handler would return
  * every message of the batch, so it fails the test here rather than being retried.
  */
-async function invoke(handler: Handler, queueUrl: string, messages: readonly Message[], requestId: string) {
-  const records = messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl)));
-  const response = await handler(sqsEvent(records), context(requestId));
-  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-  for (const record of records.filter((r) => !failed.has(r.messageId))) {
-    await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
-  }
-  return response;
+function invoke(handler: Handler, queueUrl: string, messages: readonly Message[], requestId: string): Promise<SQSBatchResponse> {
+  return harness.invoke(handler, queueUrl, messages, lambdaContext(requestId));
 }
 
 /** Drains the dead-letter queue of exactly `count` messages, sorted by body. */

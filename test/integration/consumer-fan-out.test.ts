@@ -8,14 +8,14 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { generateSecret } from '../../lib/endpoints/secret';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 
 const QUEUE_VISIBILITY_SECONDS = 30;
@@ -31,28 +31,18 @@ let notify: TestReceiver;
 let strict: TestReceiver;
 let tableCount = 0;
 
-beforeAll(async () => {
-  harness = await startConsumerHarness('consumer-fan-out');
-  ({ sqs, ledger } = harness);
-  acme = harness.receiver;
+useConsumerHarness('consumer-fan-out', async (started) => {
+  harness = started;
+  ({ sqs, ledger, dynamodb, receiver: acme } = harness);
   [notify, strict] = await Promise.all([startTestReceiver(), startTestReceiver()]);
-  dynamodb = new DynamoDBClient({ region: REGION, endpoint: harness.emulators.dynamodbEndpoint, credentials: CREDENTIALS });
 });
 
 afterAll(async () => {
-  dynamodb?.destroy();
   await Promise.all([notify?.close(), strict?.close()]);
-  await harness?.close();
 });
 
-beforeEach(() => {
-  captureStdout();
-});
-
-afterEach(() => {
-  vi.unstubAllEnvs();
-  vi.restoreAllMocks();
-});
+/** The handler's logs and metric documents, kept out of the report. */
+isolateEachTest(() => {});
 
 function endpoints(): EndpointFields[] {
   return [

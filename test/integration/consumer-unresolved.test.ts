@@ -18,7 +18,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
@@ -26,7 +26,7 @@ import { generateSecret, SECRET_READ_TIMEOUT_MS } from '../../lib/endpoints/secr
 import { LocalSecretCipher, secretContext } from '../../lib/endpoints/secret-cipher';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { startKmsStub, type KmsStub } from '../helpers/kms';
 import { SECRETS_MANAGER_FAILURES, startSecretsManagerStub, type SecretsManagerFailure, type SecretsManagerStub } from '../helpers/secrets-manager';
@@ -48,31 +48,20 @@ const KEY_ARN = 'arn:aws:kms:us-east-1:000000000000:key/1234abcd-12ab-34cd-56ef-
 let lines: string[];
 let tableCount = 0;
 
-beforeAll(async () => {
-  harness = await startConsumerHarness('consumer-unresolved');
-  ({ sqs, ledger } = harness);
-  billing = harness.receiver;
+useConsumerHarness('consumer-unresolved', async (started) => {
+  harness = started;
+  ({ sqs, ledger, dynamodb, receiver: billing } = harness);
   crm = await startTestReceiver();
   secretsManager = await startSecretsManagerStub();
   kms = await startKmsStub();
-  dynamodb = new DynamoDBClient({ region: REGION, endpoint: harness.emulators.dynamodbEndpoint, credentials: CREDENTIALS });
   documents = DynamoDBDocumentClient.from(dynamodb);
 });
 
 afterAll(async () => {
-  dynamodb?.destroy();
   await Promise.all([crm?.close(), secretsManager?.close(), kms?.close()]);
-  await harness?.close();
 });
 
-beforeEach(() => {
-  lines = captureStdout();
-});
-
-afterEach(() => {
-  vi.unstubAllEnvs();
-  vi.restoreAllMocks();
-});
+isolateEachTest((captured) => (lines = captured));
 
 /** Fresh queues and a fresh registry table (seeded with `fields`, unless `seed` is false), and a cold start reading it with no cache. */
 async function start(fields: EndpointFields[], options: { seed?: boolean; env?: Record<string, string> } = {}) {

@@ -6,7 +6,6 @@
  */
 import {
   ChangeMessageVisibilityCommand,
-  DeleteMessageCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
@@ -15,12 +14,11 @@ import {
 } from '@aws-sdk/client-sqs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Context, SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { SQSBatchResponse } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
-import { captureStdout, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { isolateEachTest, lambdaContext, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import type { TestReceiver } from '../helpers/receiver';
-import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 /** Appears only inside event payloads and a receiver's response: it must never reach a log. */
@@ -34,25 +32,14 @@ let receiver: TestReceiver;
 let ledger: DynamoDbLedger;
 let sqs: SQSClient;
 
-beforeAll(async () => {
-  harness = await startConsumerHarness('consumer-test');
-  ({ receiver, ledger, sqs } = harness);
-});
-
-afterAll(async () => {
-  await harness?.close();
+useConsumerHarness('consumer-test', (started) => {
+  harness = started;
+  ({ receiver, ledger, sqs } = started);
 });
 
 /** What the handler writes to stdout (its logs and metric documents), kept out of the report. */
 let logs: string[] = [];
-beforeEach(() => {
-  logs = captureStdout();
-});
-
-afterEach(() => {
-  vi.unstubAllEnvs();
-  vi.restoreAllMocks();
-});
+isolateEachTest((lines) => (logs = lines));
 
 const createQueues = () => harness.createQueues(QUEUE_VISIBILITY_SECONDS);
 const receive = (queueUrl: string, count: number) => harness.receive(queueUrl, count);
@@ -97,32 +84,9 @@ async function receiveNow(queueUrl: string): Promise<Message[]> {
   return Messages;
 }
 
-function context(requestId: string): Context {
-  return {
-    awsRequestId: requestId,
-    functionName: 'handoff-consumer',
-    functionVersion: '$LATEST',
-    invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:handoff-consumer',
-    memoryLimitInMB: '256',
-    logGroupName: '/aws/lambda/handoff-consumer',
-    logStreamName: 'test',
-    callbackWaitsForEmptyEventLoop: false,
-    getRemainingTimeInMillis: () => 60_000,
-    done: () => {},
-    fail: () => {},
-    succeed: () => {},
-  };
-}
-
 /** One invocation as the event source mapping makes it: the handler, then deletes what succeeded. */
-async function invoke(handler: Handler, queueUrl: string, messages: Message[], requestId = 'req-1') {
-  const records: SQSRecord[] = messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl)));
-  const response = await handler(sqsEvent(records), context(requestId));
-  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-  for (const record of records.filter((r) => !failed.has(r.messageId))) {
-    await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
-  }
-  return response;
+function invoke(handler: Handler, queueUrl: string, messages: Message[], requestId = 'req-1'): Promise<SQSBatchResponse> {
+  return harness.invoke(handler, queueUrl, messages, lambdaContext(requestId));
 }
 
 async function deadLetters(deadLetterQueueUrl: string, count: number) {

@@ -18,16 +18,15 @@
  * 11 s) outlasts the second batch on a slow machine. Assertions are on outcomes, never on speed.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
-import type { Context } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { BREAKER_FAILURES } from '../../lib/endpoints/health';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { captureStdout, isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
-import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
+import { queueArnFromUrl, recordFromMessage } from '../helpers/sqs-records';
 
 const ENDPOINTS_TABLE = 'handoff-endpoints-breaker';
 /** Every wait after a failed attempt: 1 s, so a timed-out delivery is back while the pause lasts. */
@@ -37,23 +36,18 @@ let harness: ConsumerHarness;
 let dynamodb: DynamoDBClient;
 let silent: TestReceiver;
 
-beforeAll(async () => {
-  harness = await startConsumerHarness('breaker');
+useConsumerHarness('breaker', async (started) => {
+  harness = started;
   silent = await startTestReceiver();
   silent.answerByDefault('hang');
-  dynamodb = new DynamoDBClient({ region: REGION, endpoint: harness.emulators.dynamodbEndpoint, credentials: CREDENTIALS });
+  ({ dynamodb } = harness);
 });
 
 afterAll(async () => {
-  dynamodb?.destroy();
   await silent?.close();
-  await harness?.close();
 });
 
-afterEach(() => {
-  vi.unstubAllEnvs();
-  vi.restoreAllMocks();
-});
+isolateEachTest();
 
 const event = (id: string, status: 'in_transit' | 'delivered') => JSON.stringify({ id, shipmentId: `shp_${id}`, status, occurredAt: '2026-12-04T10:00:00Z' });
 
@@ -149,13 +143,9 @@ const eventIdOf = (record: { body: string }) => (JSON.parse(record.body) as { id
 
 /** One invocation as the event source mapping makes it: the handler, then deletes what succeeded. The records it reported. */
 async function invoke(handler: Handler, queueUrl: string, messages: Message[]) {
-  const records = messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl)));
-  const response = await handler(sqsEvent(records), { awsRequestId: 'req-breaker' } as Context);
+  const response = await harness.invoke(handler, queueUrl, messages, 'req-breaker');
   const reported = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-  for (const record of records.filter((r) => !reported.has(r.messageId))) {
-    await harness.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
-  }
-  return { failed: records.filter((r) => reported.has(r.messageId)) };
+  return { failed: messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl))).filter((r) => reported.has(r.messageId)) };
 }
 
 /** What the queue has visible now, up to a batch (a 1-s long poll). */

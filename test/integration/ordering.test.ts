@@ -17,15 +17,13 @@ import type { AddressInfo } from 'node:net';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   CreateQueueCommand,
-  DeleteMessageCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   type Message,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Context, SQSRecord } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
@@ -36,9 +34,9 @@ import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { replayEvent } from '../../lib/replay';
 import { ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/sandbox';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import type { TestReceiver } from '../helpers/receiver';
-import { queueArnFromUrl, recordFromMessage, sqsEvent, TEST_SEAL } from '../helpers/sqs-records';
+import { TEST_SEAL } from '../helpers/sqs-records';
 
 const QUEUE_VISIBILITY_SECONDS = 30;
 const ENDPOINT = 'carrier-acme';
@@ -124,29 +122,18 @@ async function startCountingProxy(targets: { dynamodb: string; sqs: string }): P
   };
 }
 
-beforeAll(async () => {
-  harness = await startConsumerHarness('ordering-test');
-  ({ sqs, ledger } = harness);
-  acme = harness.receiver;
-  dynamodb = new DynamoDBClient({ region: REGION, endpoint: harness.emulators.dynamodbEndpoint, credentials: CREDENTIALS });
+useConsumerHarness('ordering-test', async (started) => {
+  harness = started;
+  ({ sqs, ledger, dynamodb, receiver: acme } = harness);
   heads = new DynamoDbShipmentHeads({ client: DynamoDBDocumentClient.from(dynamodb), tableName: 'handoff-ledger-ordering-test' });
   proxy = await startCountingProxy({ dynamodb: harness.emulators.dynamodbEndpoint, sqs: harness.emulators.sqsEndpoint });
 });
 
 afterAll(async () => {
   await proxy?.close();
-  dynamodb?.destroy();
-  await harness?.close();
 });
 
-beforeEach(() => {
-  stdout = captureStdout();
-});
-
-afterEach(() => {
-  vi.unstubAllEnvs();
-  vi.restoreAllMocks();
-});
+isolateEachTest((lines) => (stdout = lines));
 
 interface Started {
   readonly handler: Handler;
@@ -206,14 +193,8 @@ async function receiveNow(queueUrl: string): Promise<Message[]> {
 }
 
 /** One invocation as the event source mapping makes it: the handler, then deletes what succeeded. */
-async function invoke(handler: Handler, queueUrl: string, messages: Message[]) {
-  const records: SQSRecord[] = messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl)));
-  const response = await handler(sqsEvent(records), { awsRequestId: 'req-1' } as Context);
-  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-  for (const record of records.filter((r) => !failed.has(r.messageId))) {
-    await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
-  }
-  return response;
+function invoke(handler: Handler, queueUrl: string, messages: Message[]) {
+  return harness.invoke(handler, queueUrl, messages);
 }
 
 /**

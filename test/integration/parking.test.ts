@@ -7,10 +7,9 @@
  * and the receiver gets each exactly once.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Context, SQSRecord } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
@@ -21,9 +20,9 @@ import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { registryEndpoints } from '../../lib/recovery';
 import { releaseResuming } from '../../lib/resume';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
-import { queueArnFromUrl, recordFromMessage, sqsEvent, TEST_SEAL } from '../helpers/sqs-records';
+import { TEST_SEAL } from '../helpers/sqs-records';
 
 const QUEUE_VISIBILITY_SECONDS = 30;
 
@@ -36,28 +35,17 @@ let notify: TestReceiver;
 let tableCount = 0;
 let stdout: string[] = [];
 
-beforeAll(async () => {
-  harness = await startConsumerHarness('parking-test');
-  ({ sqs, ledger } = harness);
-  acme = harness.receiver;
+useConsumerHarness('parking-test', async (started) => {
+  harness = started;
+  ({ sqs, ledger, dynamodb, receiver: acme } = harness);
   notify = await startTestReceiver();
-  dynamodb = new DynamoDBClient({ region: REGION, endpoint: harness.emulators.dynamodbEndpoint, credentials: CREDENTIALS });
 });
 
 afterAll(async () => {
-  dynamodb?.destroy();
   await notify?.close();
-  await harness?.close();
 });
 
-beforeEach(() => {
-  stdout = captureStdout();
-});
-
-afterEach(() => {
-  vi.unstubAllEnvs();
-  vi.restoreAllMocks();
-});
+isolateEachTest((lines) => (stdout = lines));
 
 interface Started {
   readonly handler: Handler;
@@ -101,14 +89,8 @@ async function receiveNow(queueUrl: string): Promise<Message[]> {
 }
 
 /** One invocation as the event source mapping makes it: the handler, then deletes what succeeded. */
-async function invoke(handler: Handler, queueUrl: string, messages: Message[]) {
-  const records: SQSRecord[] = messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl)));
-  const response = await handler(sqsEvent(records), { awsRequestId: 'req-1' } as Context);
-  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-  for (const record of records.filter((r) => !failed.has(r.messageId))) {
-    await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
-  }
-  return response;
+function invoke(handler: Handler, queueUrl: string, messages: Message[]) {
+  return harness.invoke(handler, queueUrl, messages);
 }
 
 /** One release run of every endpoint being released, as the recovery function makes it. */

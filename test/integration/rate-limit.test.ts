@@ -8,8 +8,7 @@
  * reserving again. Assertions are on the slots handed out, never on how fast anything ran.
  */
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { DeleteMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
-import type { Context } from 'aws-lambda';
+import { SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
@@ -26,7 +25,6 @@ import {
   startDynalite,
   type Dynalite,
 } from '../helpers/dynalite';
-import { queueArnFromUrl, recordFromMessage, sqsEvent } from '../helpers/sqs-records';
 
 const T0 = Date.parse('2026-12-03T08:00:00Z');
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -236,14 +234,8 @@ describe('Function: handler (functions/consumer.ts) with a rate limit', () => {
   });
 
   /** One invocation as the event source mapping makes it: the handler, then deletes what succeeded. */
-  async function invoke(handler: Handler, queueUrl: string, messages: Message[]) {
-    const records = messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl)));
-    const response = await handler(sqsEvent(records), { awsRequestId: 'req-1' } as Context);
-    const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-    for (const record of records.filter((r) => !failed.has(r.messageId))) {
-      await harness.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
-    }
-    return response;
+  function invoke(handler: Handler, queueUrl: string, messages: Message[]) {
+    return harness.invoke(handler, queueUrl, messages);
   }
 
   it('sends what is due within a second, puts the rest back carrying their slots with no ledger write, and delivers them on return without reserving again', async () => {

@@ -13,10 +13,9 @@
  * real clock (its claims are due: the retry schedule's first wait is 0).
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { Context, SQSRecord } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parseEvent } from '../../lib/event';
 import { RESOURCE_ENV } from '../../lib/config';
 import { createLogger, SERVICE_NAME } from '../../lib/observability';
@@ -26,8 +25,8 @@ import { SqsRedriveQueue } from '../../lib/queue/sqs-redrive-queue';
 import { sealedAttributes } from '../../lib/queue/seal';
 import { MAX_RECOVERIES, RECOVERY_ENV, recoverStuck, registryEndpoints, sendBackRedriven } from '../../lib/recovery';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
-import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler, type Queues } from '../helpers/consumer-harness';
-import { queueArnFromUrl, recordFromMessage, sqsEvent, TEST_SEAL } from '../helpers/sqs-records';
+import { CREDENTIALS, isolateEachTest, lambdaContext, REGION, useConsumerHarness, type ConsumerHarness, type Handler, type Queues } from '../helpers/consumer-harness';
+import { TEST_SEAL } from '../helpers/sqs-records';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const QUEUE_VISIBILITY_SECONDS = 30;
@@ -38,44 +37,16 @@ const AHEAD_MS = GRACE_MS + 1_000;
 let harness: ConsumerHarness;
 let sqs: SQSClient;
 
-beforeAll(async () => {
-  harness = await startConsumerHarness('recovery-test');
-  ({ sqs } = harness);
-});
-
-afterAll(async () => {
-  await harness?.close();
+useConsumerHarness('recovery-test', (started) => {
+  harness = started;
+  ({ sqs } = started);
 });
 
 let stdout: string[] = [];
-beforeEach(() => {
-  stdout = captureStdout();
-});
-
-afterEach(() => {
-  vi.unstubAllEnvs();
-  vi.restoreAllMocks();
-});
+isolateEachTest((lines) => (stdout = lines));
 
 function eventBody(id: string): string {
   return JSON.stringify({ id, shipmentId: 'shp_1001', status: 'delivered', occurredAt: '2026-12-02T10:15:00Z' });
-}
-
-function context(): Context {
-  return {
-    awsRequestId: 'req-1',
-    functionName: 'handoff-consumer',
-    functionVersion: '$LATEST',
-    invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:handoff-consumer',
-    memoryLimitInMB: '256',
-    logGroupName: '/aws/lambda/handoff-consumer',
-    logStreamName: 'test',
-    callbackWaitsForEmptyEventLoop: false,
-    getRemainingTimeInMillis: () => 60_000,
-    done: () => {},
-    fail: () => {},
-    succeed: () => {},
-  };
 }
 
 /** The consumer, on `queues`, with the first retry wait given (seconds). */
@@ -90,14 +61,8 @@ function coldStart(queues: Queues, firstWaitSeconds: number): Promise<Handler> {
 }
 
 /** One invocation as the event source mapping makes it: the handler, then deletes what succeeded. */
-async function invoke(handler: Handler, queueUrl: string, messages: Message[]) {
-  const records: SQSRecord[] = messages.map((m) => recordFromMessage(m, queueArnFromUrl(queueUrl)));
-  const response = await handler(sqsEvent(records), context());
-  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-  for (const record of records.filter((r) => !failed.has(r.messageId))) {
-    await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }));
-  }
-  return response;
+function invoke(handler: Handler, queueUrl: string, messages: Message[]) {
+  return harness.invoke(handler, queueUrl, messages, lambdaContext());
 }
 
 /**

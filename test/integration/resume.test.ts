@@ -11,7 +11,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { parseEvent, type ParsedEvent } from '../../lib/event';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
@@ -22,7 +22,7 @@ import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { registryEndpoints } from '../../lib/recovery';
 import { DEFAULT_RESUME_RATE, releaseParked, releaseResuming, type ReleaseDeps, type Resume } from '../../lib/resume';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Queues } from '../helpers/consumer-harness';
+import { useConsumerHarness, type ConsumerHarness, type Queues } from '../helpers/consumer-harness';
 import { TEST_SEAL } from '../helpers/sqs-records';
 
 const RETENTION_SECONDS = 86_400;
@@ -39,18 +39,12 @@ let readRegistry: ReturnType<typeof registryEndpoints>;
 /** Near the real clock, so no row is past its expiry for the ledger's readers. */
 const T0 = Date.now();
 
-beforeAll(async () => {
-  harness = await startConsumerHarness('resume-test');
-  ({ sqs, ledger } = harness);
-  dynamodb = new DynamoDBClient({ region: REGION, endpoint: harness.emulators.dynamodbEndpoint, credentials: CREDENTIALS });
+useConsumerHarness('resume-test', async (started) => {
+  harness = started;
+  ({ sqs, ledger, dynamodb } = harness);
   await createEndpointsTable(dynamodb, REGISTRY_TABLE);
   registry = new DynamoDbEndpointRegistry({ client: dynamodb, tableName: REGISTRY_TABLE });
   readRegistry = registryEndpoints(DynamoDBDocumentClient.from(dynamodb), REGISTRY_TABLE);
-});
-
-afterAll(async () => {
-  dynamodb?.destroy();
-  await harness?.close();
 });
 
 function shipmentEvent(id: string): ParsedEvent {
