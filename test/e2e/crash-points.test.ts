@@ -21,7 +21,7 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, it, type TestContext } from 'vitest';
+import { afterAll, beforeAll, describe, it, type ExpectStatic, type TestContext } from 'vitest';
 import type { CrashPoint } from '../../lib/deliver';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { DEFAULT_ENDPOINT, type DeliveryRecord } from '../../lib/ledger/ledger';
@@ -162,6 +162,41 @@ function timesApplied(eventId: string): number {
   return receiver.applied.filter((id) => id === eventId).length;
 }
 
+/** A rig whose next worker to reach `at` dies there, once. */
+async function armedRig(context: TestContext, at: CrashPoint): Promise<Rig> {
+  const rig = await startRig(context, { crash: { at, once: true } });
+  rig.arm();
+  return rig;
+}
+
+/** Sends the event, waits for a worker's claim on it and for that worker's death; the claimed row. */
+async function sendAndLoseTheHolder(rig: Rig, eventId: string): Promise<DeliveryRecord> {
+  await rig.clients.send(shipment(eventId));
+  const held = await claimed(rig, eventId);
+  await killedBySigkill(rig, holderPid(held));
+  return held;
+}
+
+/**
+ * Sends the event to a receiver told to hang on it, kills the worker holding the lease while its
+ * request is open, and waits for that worker's death; the row as the worker left it when killed.
+ */
+async function killTheHolderMidRequest(rig: Rig, eventId: string): Promise<DeliveryRecord> {
+  await rig.clients.send(shipment(eventId));
+  await eventually(`the request for ${eventId}`, async () => receiver.requestsFor(eventId).length > 0, { timeoutMs: WAIT_MS });
+  const held = (await rig.clients.row(eventId))!;
+  process.kill(holderPid(held), 'SIGKILL');
+  await killedBySigkill(rig, holderPid(held));
+  return held;
+}
+
+/** Delivered by the second attempt, which went only once the killed worker's lease had lapsed. */
+function expectDeliveredAfterTheLease(expect: ExpectStatic, record: DeliveryRecord, held: DeliveryRecord): void {
+  expect(record).toMatchObject({ state: 'delivered', attempts: 2 });
+  expect(record.history.map((h) => [h.attempt, h.outcome])).toEqual([[2, 'accepted']]);
+  expect(record.history[0]!.at).toBeGreaterThanOrEqual(held.leaseExpiresAt!);
+}
+
 describe('Crash points: a worker killed at each boundary', () => {
   it.concurrent(
     'before-send: the worker dies holding a fresh claim, nothing sent; the event is delivered once after the lease lapses',
@@ -169,22 +204,17 @@ describe('Crash points: a worker killed at each boundary', () => {
       const { expect } = context;
       // Prepare
       const id = 'evt_cp_before_send';
-      const rig = await startRig(context, { crash: { at: 'before-send', once: true } });
-      rig.arm();
+      const rig = await armedRig(context, 'before-send');
 
       // Act
-      await rig.clients.send(shipment(id));
-      const held = await claimed(rig, id);
-      await killedBySigkill(rig, holderPid(held));
+      const held = await sendAndLoseTheHolder(rig, id);
       const afterKill = await rig.clients.row(id);
       const record = await settled(rig, id);
       const { deadLetters } = await endState(rig);
 
       // Assess: the claim counted an attempt and outlived its worker; nothing had been sent.
       expect(afterKill).toMatchObject({ state: 'pending', attempts: 1, history: [], leaseOwner: held.leaseOwner });
-      expect(record).toMatchObject({ state: 'delivered', attempts: 2 });
-      expect(record.history.map((h) => [h.attempt, h.outcome])).toEqual([[2, 'accepted']]);
-      expect(record.history[0]!.at).toBeGreaterThanOrEqual(held.leaseExpiresAt!);
+      expectDeliveredAfterTheLease(expect, record, held);
       expect(keysSeen(id)).toEqual([id]);
       expect(timesApplied(id)).toBe(1);
       expect(rig.armed()).toBe(false);
@@ -199,13 +229,10 @@ describe('Crash points: a worker killed at each boundary', () => {
       const { expect } = context;
       // Prepare
       const id = 'evt_cp_after_send';
-      const rig = await startRig(context, { crash: { at: 'after-send', once: true } });
-      rig.arm();
+      const rig = await armedRig(context, 'after-send');
 
       // Act
-      await rig.clients.send(shipment(id));
-      const held = await claimed(rig, id);
-      await killedBySigkill(rig, holderPid(held));
+      const held = await sendAndLoseTheHolder(rig, id);
       const appliedAtKill = timesApplied(id);
       const afterKill = await rig.clients.row(id);
       const record = await settled(rig, id);
@@ -214,9 +241,7 @@ describe('Crash points: a worker killed at each boundary', () => {
       // Assess: the response was in hand when the worker died; only the receiver knew.
       expect(appliedAtKill).toBe(1);
       expect(afterKill).toMatchObject({ state: 'pending', attempts: 1, history: [] });
-      expect(record).toMatchObject({ state: 'delivered', attempts: 2 });
-      expect(record.history.map((h) => [h.attempt, h.outcome])).toEqual([[2, 'accepted']]);
-      expect(record.history[0]!.at).toBeGreaterThanOrEqual(held.leaseExpiresAt!);
+      expectDeliveredAfterTheLease(expect, record, held);
       const requests = receiver.requestsFor(id);
       expect(keysSeen(id)).toEqual([id, id]);
       expect(requests[1]!.body).toBe(requests[0]!.body);
@@ -232,8 +257,7 @@ describe('Crash points: a worker killed at each boundary', () => {
       const { expect } = context;
       // Prepare
       const id = 'evt_cp_after_record';
-      const rig = await startRig(context, { crash: { at: 'after-record', once: true } });
-      rig.arm();
+      const rig = await armedRig(context, 'after-record');
 
       // Act
       await rig.clients.send(shipment(id));
@@ -267,8 +291,7 @@ describe('Crash points: a worker killed at each boundary', () => {
       // Prepare
       const id = 'evt_cp_after_record_dead';
       receiver.respondTo(id, { status: 400, body: 'unknown shipment' });
-      const rig = await startRig(context, { crash: { at: 'after-record', once: true } });
-      rig.arm();
+      const rig = await armedRig(context, 'after-record');
 
       // Act
       await rig.clients.send(shipment(id));
@@ -290,66 +313,43 @@ describe('Crash points: a worker killed at each boundary', () => {
     CASE_TIMEOUT_MS,
   );
 
-  it.concurrent(
-    'while holding a lease, the receiver having committed: nobody sends until the lease lapses, then the event is delivered and applied once',
-    async (context) => {
+  const leaseCases: readonly { title: string; id: string; answer: 'commit-then-hang' | 'hang'; committed: boolean }[] = [
+    {
+      title: 'while holding a lease, the receiver having committed: nobody sends until the lease lapses, then the event is delivered and applied once',
+      id: 'evt_cp_lease_committed',
+      answer: 'commit-then-hang',
+      committed: true,
+    },
+    {
+      title: 'while holding a lease, the receiver not having committed: the next attempt, after the lease lapses, is applied once',
+      id: 'evt_cp_lease_uncommitted',
+      answer: 'hang',
+      committed: false,
+    },
+  ];
+  it.concurrent.for(leaseCases)(
+    '$title',
+    { timeout: CASE_TIMEOUT_MS },
+    async ({ id, answer, committed }, context) => {
       const { expect } = context;
       // Prepare: a 5 s attempt, so the test surely kills the worker while its request is open.
-      const id = 'evt_cp_lease_committed';
-      receiver.respondTo(id, 'commit-then-hang');
+      receiver.respondTo(id, answer);
       const rig = await startRig(context, { env: { HANDOFF_ATTEMPT_TIMEOUT_MS: '5000' } });
 
       // Act
-      await rig.clients.send(shipment(id));
-      await eventually(`the request for ${id}`, async () => receiver.requestsFor(id).length > 0, { timeoutMs: WAIT_MS });
-      const held = (await rig.clients.row(id))!;
-      process.kill(holderPid(held), 'SIGKILL');
-      await killedBySigkill(rig, holderPid(held));
-      const afterKill = await rig.clients.row(id);
+      const held = await killTheHolderMidRequest(rig, id);
+      // As the killed worker left it: the committed receiver holds the row's claim; the other applied nothing.
+      if (committed) expect(await rig.clients.row(id)).toMatchObject({ state: 'pending', attempts: 1, history: [], leaseOwner: held.leaseOwner });
+      else expect(timesApplied(id)).toBe(0);
       const record = await settled(rig, id);
       const { deadLetters } = await endState(rig);
 
       // Assess
-      expect(afterKill).toMatchObject({ state: 'pending', attempts: 1, history: [], leaseOwner: held.leaseOwner });
-      expect(record).toMatchObject({ state: 'delivered', attempts: 2 });
-      expect(record.history.map((h) => [h.attempt, h.outcome])).toEqual([[2, 'accepted']]);
-      expect(record.history[0]!.at).toBeGreaterThanOrEqual(held.leaseExpiresAt!);
+      expectDeliveredAfterTheLease(expect, record, held);
       expect(keysSeen(id)).toEqual([id, id]);
       expect(timesApplied(id)).toBe(1);
       expect(deadLetters).toEqual([]);
     },
-    CASE_TIMEOUT_MS,
-  );
-
-  it.concurrent(
-    'while holding a lease, the receiver not having committed: the next attempt, after the lease lapses, is applied once',
-    async (context) => {
-      const { expect } = context;
-      // Prepare
-      const id = 'evt_cp_lease_uncommitted';
-      receiver.respondTo(id, 'hang');
-      const rig = await startRig(context, { env: { HANDOFF_ATTEMPT_TIMEOUT_MS: '5000' } });
-
-      // Act
-      await rig.clients.send(shipment(id));
-      await eventually(`the request for ${id}`, async () => receiver.requestsFor(id).length > 0, { timeoutMs: WAIT_MS });
-      const held = (await rig.clients.row(id))!;
-      process.kill(holderPid(held), 'SIGKILL');
-      await killedBySigkill(rig, holderPid(held));
-      const appliedAtKill = timesApplied(id);
-      const record = await settled(rig, id);
-      const { deadLetters } = await endState(rig);
-
-      // Assess
-      expect(appliedAtKill).toBe(0);
-      expect(record).toMatchObject({ state: 'delivered', attempts: 2 });
-      expect(record.history.map((h) => [h.attempt, h.outcome])).toEqual([[2, 'accepted']]);
-      expect(record.history[0]!.at).toBeGreaterThanOrEqual(held.leaseExpiresAt!);
-      expect(keysSeen(id)).toEqual([id, id]);
-      expect(timesApplied(id)).toBe(1);
-      expect(deadLetters).toEqual([]);
-    },
-    CASE_TIMEOUT_MS,
   );
 
   it.concurrent(
