@@ -148,6 +148,22 @@ export async function startConsumerHarness(name: string): Promise<ConsumerHarnes
   };
 }
 
+/**
+ * A cold start on `queues` that reads its endpoints from the registry table `tableName` with no
+ * cache, retrying at once and then after 30 s, with 3 s attempts; `env` on top.
+ */
+export function coldStartOnRegistry(harness: ConsumerHarness, queues: Queues, tableName: string, env: Record<string, string> = {}): Promise<Handler> {
+  return harness.coldStart({
+    [RESOURCE_ENV.queueUrl]: queues.queueUrl,
+    [RESOURCE_ENV.deadLetterQueueUrl]: queues.deadLetterQueueUrl,
+    HANDOFF_RETRY_SCHEDULE: '0,30',
+    HANDOFF_ATTEMPT_TIMEOUT_MS: '3000',
+    [RESOURCE_ENV.endpointsTable]: tableName,
+    [RESOURCE_ENV.endpointsCacheMs]: '0',
+    ...env,
+  });
+}
+
 /** A Lambda context as the runtime hands the consumer one, with 60 s left. */
 export function lambdaContext(requestId = 'req-1'): Context {
   return {

@@ -9,13 +9,12 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { generateSecret } from '../../lib/endpoints/secret';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { coldStartOnRegistry, isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 
 const QUEUE_VISIBILITY_SECONDS = 30;
@@ -60,14 +59,7 @@ async function start(fields: EndpointFields[] = endpoints()): Promise<{ handler:
   await createEndpointsTable(dynamodb, tableName);
   registry = new DynamoDbEndpointRegistry({ client: dynamodb, tableName });
   await seedEndpoints(registry, fields, Date.now());
-  const handler = await harness.coldStart({
-    [RESOURCE_ENV.queueUrl]: queues.queueUrl,
-    [RESOURCE_ENV.deadLetterQueueUrl]: queues.deadLetterQueueUrl,
-    HANDOFF_RETRY_SCHEDULE: '0,30',
-    HANDOFF_ATTEMPT_TIMEOUT_MS: '3000',
-    [RESOURCE_ENV.endpointsTable]: tableName,
-    [RESOURCE_ENV.endpointsCacheMs]: '0',
-  });
+  const handler = await coldStartOnRegistry(harness, queues, tableName);
   return { handler, ...queues };
 }
 

@@ -26,7 +26,7 @@ import { generateSecret, SECRET_READ_TIMEOUT_MS } from '../../lib/endpoints/secr
 import { LocalSecretCipher, secretContext } from '../../lib/endpoints/secret-cipher';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { coldStartOnRegistry, isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { startKmsStub, type KmsStub } from '../helpers/kms';
 import { SECRETS_MANAGER_FAILURES, startSecretsManagerStub, type SecretsManagerFailure, type SecretsManagerStub } from '../helpers/secrets-manager';
@@ -74,13 +74,7 @@ async function start(fields: EndpointFields[], options: { seed?: boolean; env?: 
     await seedEndpoints(registry, fields, Date.now());
   };
   if (options.seed !== false) await seed();
-  const handler = await harness.coldStart({
-    [RESOURCE_ENV.queueUrl]: queues.queueUrl,
-    [RESOURCE_ENV.deadLetterQueueUrl]: queues.deadLetterQueueUrl,
-    HANDOFF_RETRY_SCHEDULE: '0,30',
-    HANDOFF_ATTEMPT_TIMEOUT_MS: '3000',
-    [RESOURCE_ENV.endpointsTable]: tableName,
-    [RESOURCE_ENV.endpointsCacheMs]: '0',
+  const handler = await coldStartOnRegistry(harness, queues, tableName, {
     AWS_ENDPOINT_URL_SECRETS_MANAGER: secretsManager.url,
     AWS_ENDPOINT_URL_KMS: kms.url,
     // One request per call: each answer of the stand-in is what the consumer sees.

@@ -24,7 +24,6 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
@@ -34,7 +33,7 @@ import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { replayEvent } from '../../lib/replay';
 import { ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/sandbox';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { coldStartOnRegistry, isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import type { TestReceiver } from '../helpers/receiver';
 import { TEST_SEAL } from '../helpers/sqs-records';
 
@@ -157,14 +156,9 @@ async function start(onDead: 'continue' | 'hold'): Promise<Started> {
   const registry = new DynamoDbEndpointRegistry({ client: dynamodb, tableName });
   const fields: EndpointFields[] = [{ name: ENDPOINT, url: acme.url, eventTypes: ['*'], ordering: 'per-shipment', onDead }];
   await seedEndpoints(registry, fields, Date.now());
-  const handler = await harness.coldStart({
-    [RESOURCE_ENV.queueUrl]: queues.queueUrl,
-    [RESOURCE_ENV.deadLetterQueueUrl]: queues.deadLetterQueueUrl,
+  const handler = await coldStartOnRegistry(harness, queues, tableName, {
     HANDOFF_RETRY_SCHEDULE: '1,1,1',
     HANDOFF_MAX_ATTEMPTS: '4',
-    HANDOFF_ATTEMPT_TIMEOUT_MS: '3000',
-    [RESOURCE_ENV.endpointsTable]: tableName,
-    [RESOURCE_ENV.endpointsCacheMs]: '0',
     // Every request the handler makes goes through the counting proxy.
     AWS_ENDPOINT_URL_DYNAMODB: proxy.dynamodbUrl,
     AWS_ENDPOINT_URL_SQS: proxy.sqsUrl,

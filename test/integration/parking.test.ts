@@ -10,7 +10,6 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { generateSecret } from '../../lib/endpoints/secret';
@@ -20,7 +19,7 @@ import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { registryEndpoints } from '../../lib/recovery';
 import { releaseResuming } from '../../lib/resume';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { coldStartOnRegistry, isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { TEST_SEAL } from '../helpers/sqs-records';
 
@@ -64,14 +63,7 @@ async function start(fields: EndpointFields[], disabled: readonly string[]): Pro
   const registry = new DynamoDbEndpointRegistry({ client: dynamodb, tableName });
   await seedEndpoints(registry, fields, Date.now());
   for (const name of disabled) await registry.setState(name, 'disabled', { by: 'test', reason: 'receiver down', at: Date.now() });
-  const handler = await harness.coldStart({
-    [RESOURCE_ENV.queueUrl]: queues.queueUrl,
-    [RESOURCE_ENV.deadLetterQueueUrl]: queues.deadLetterQueueUrl,
-    HANDOFF_RETRY_SCHEDULE: '0,30',
-    HANDOFF_ATTEMPT_TIMEOUT_MS: '3000',
-    [RESOURCE_ENV.endpointsTable]: tableName,
-    [RESOURCE_ENV.endpointsCacheMs]: '0',
-  });
+  const handler = await coldStartOnRegistry(harness, queues, tableName);
   return { handler, ...queues, registry, tableName };
 }
 
