@@ -45,30 +45,52 @@ function setup() {
 type Setup = ReturnType<typeof setup>;
 
 /** The event takes its turn, is claimed and sent, and dies (a 4xx), as the consumer does it. */
+/** How a delivery is claimed and then rejected, dead: the owner, lease and retention of its claim, the rejection's status and duration. */
+interface Rejection {
+  readonly owner: string;
+  readonly leaseMs: number;
+  readonly retentionSeconds: number;
+  readonly status: number;
+  readonly durationMs: number;
+}
+
+/** Claims the event (with `sequence` when given) and records its one attempt rejected, dead. */
+async function claimAndReject(ledger: Setup['ledger'], event: ParsedEvent, how: Rejection, sequence?: number): Promise<void> {
+  const claimed = await ledger.claim({
+    event,
+    endpoint: ENDPOINT.name,
+    owner: how.owner,
+    nowMs: T0,
+    leaseMs: how.leaseMs,
+    policy: ENDPOINT.policy,
+    retentionSeconds: how.retentionSeconds,
+    ...(sequence !== undefined ? { sequence } : {}),
+  });
+  await ledger.recordAttempt({
+    eventId: event.event.id,
+    endpoint: ENDPOINT.name,
+    claimToken: claimed.claimToken,
+    body: event.body,
+    attempt: { attempt: 1, at: T0, outcome: 'rejected', status: how.status, durationMs: how.durationMs },
+    outcome: { kind: 'rejected', status: how.status, responseStart: '' },
+    next: { state: 'dead', reason: 'rejected', detail: `rejected (${how.status})` },
+    nowMs: T0 + how.durationMs,
+  });
+}
+
+/**
+ * Claimed and rejected (400, dead) without a turn of its own: with `sequence`, as a delivery
+ * sent out of turn; without, as one admitted before its endpoint was ordered.
+ */
+function diesOutOfTurn(eventId: string, { ledger }: Setup, sequence?: number): Promise<void> {
+  return claimAndReject(ledger, shipmentEvent(eventId), { owner: 'w', leaseMs: 1000, retentionSeconds: 60, status: 400, durationMs: 1 }, sequence);
+}
+
 async function dies(eventId: string, { deps, ledger }: Setup): Promise<void> {
   const event = shipmentEvent(eventId);
   const turn = await takeTurn(event, ENDPOINT, deps);
   if (turn.kind !== 'go') throw new Error(`${eventId} was to have its turn`);
-  const claimed = await ledger.claim({
-    event,
-    endpoint: ENDPOINT.name,
-    owner: 'worker',
-    nowMs: T0,
-    leaseMs: 30_000,
-    policy: ENDPOINT.policy,
-    retentionSeconds: 86_400,
-    sequence: turn.sequence,
-  });
-  await ledger.recordAttempt({
-    eventId,
-    endpoint: ENDPOINT.name,
-    claimToken: claimed.claimToken,
-    body: event.body,
-    attempt: { attempt: 1, at: T0, outcome: 'rejected', status: 422, durationMs: 12 },
-    outcome: { kind: 'rejected', status: 422, responseStart: '' },
-    next: { state: 'dead', reason: 'rejected', detail: 'rejected (422)' },
-    nowMs: T0 + 12,
-  });
+  await claimAndReject(ledger, event, { owner: 'worker', leaseMs: 30_000, retentionSeconds: 86_400, status: 422, durationMs: 12 }, turn.sequence);
 }
 
 function request(eventId: string, overrides: Partial<ReleaseRequest> = {}): ReleaseRequest {
@@ -210,18 +232,7 @@ describe('Function: releaseDelivery', () => {
     const s = setup();
     await takeTurn(shipmentEvent('evt_1'), ENDPOINT, s.deps);
     await takeTurn(shipmentEvent('evt_2'), ENDPOINT, s.deps);
-    const event = shipmentEvent('evt_2');
-    const claimed = await s.ledger.claim({ event, endpoint: ENDPOINT.name, owner: 'w', nowMs: T0, leaseMs: 1000, policy: ENDPOINT.policy, retentionSeconds: 60, sequence: 2 });
-    await s.ledger.recordAttempt({
-      eventId: 'evt_2',
-      endpoint: ENDPOINT.name,
-      claimToken: claimed.claimToken,
-      body: event.body,
-      attempt: { attempt: 1, at: T0, outcome: 'rejected', status: 400, durationMs: 1 },
-      outcome: { kind: 'rejected', status: 400, responseStart: '' },
-      next: { state: 'dead', reason: 'rejected', detail: 'rejected (400)' },
-      nowMs: T0 + 1,
-    });
+    await diesOutOfTurn('evt_2', s, 2);
 
     // Act
     const error = await refusal(releaseDelivery(request('evt_2'), s.deps), NothingToReleaseError);
@@ -252,18 +263,7 @@ describe('Function: releaseDelivery', () => {
 
   it('refuses a dead delivery with no sequence (admitted before its endpoint was ordered)', async () => {
     const s = setup();
-    const event = shipmentEvent('evt_old');
-    const claimed = await s.ledger.claim({ event, endpoint: ENDPOINT.name, owner: 'w', nowMs: T0, leaseMs: 1000, policy: ENDPOINT.policy, retentionSeconds: 60 });
-    await s.ledger.recordAttempt({
-      eventId: 'evt_old',
-      endpoint: ENDPOINT.name,
-      claimToken: claimed.claimToken,
-      body: event.body,
-      attempt: { attempt: 1, at: T0, outcome: 'rejected', status: 400, durationMs: 1 },
-      outcome: { kind: 'rejected', status: 400, responseStart: '' },
-      next: { state: 'dead', reason: 'rejected', detail: 'rejected (400)' },
-      nowMs: T0 + 1,
-    });
+    await diesOutOfTurn('evt_old', s);
 
     const error = await refusal(releaseDelivery(request('evt_old'), s.deps), NothingToReleaseError);
 
