@@ -327,30 +327,32 @@ describe('Crash points: a worker killed at each boundary', () => {
       committed: false,
     },
   ];
-  it.concurrent.for(leaseCases)(
-    '$title',
-    { timeout: CASE_TIMEOUT_MS },
-    async ({ id, answer, committed }, context) => {
-      const { expect } = context;
-      // Prepare: a 5 s attempt, so the test surely kills the worker while its request is open.
-      receiver.respondTo(id, answer);
-      const rig = await startRig(context, { env: { HANDOFF_ATTEMPT_TIMEOUT_MS: '5000' } });
+  for (const { title, id, answer, committed } of leaseCases) {
+    it.concurrent(
+      title,
+      async (context) => {
+        const { expect } = context;
+        // Prepare: a 5 s attempt, so the test surely kills the worker while its request is open.
+        receiver.respondTo(id, answer);
+        const rig = await startRig(context, { env: { HANDOFF_ATTEMPT_TIMEOUT_MS: '5000' } });
 
-      // Act
-      const held = await killTheHolderMidRequest(rig, id);
-      // As the killed worker left it: the committed receiver holds the row's claim; the other applied nothing.
-      if (committed) expect(await rig.clients.row(id)).toMatchObject({ state: 'pending', attempts: 1, history: [], leaseOwner: held.leaseOwner });
-      else expect(timesApplied(id)).toBe(0);
-      const record = await settled(rig, id);
-      const { deadLetters } = await endState(rig);
+        // Act
+        const held = await killTheHolderMidRequest(rig, id);
+        // As the killed worker left it: the committed receiver holds the row's claim; the other applied nothing.
+        if (committed) expect(await rig.clients.row(id)).toMatchObject({ state: 'pending', attempts: 1, history: [], leaseOwner: held.leaseOwner });
+        else expect(timesApplied(id)).toBe(0);
+        const record = await settled(rig, id);
+        const { deadLetters } = await endState(rig);
 
-      // Assess
-      expectDeliveredAfterTheLease(expect, record, held);
-      expect(keysSeen(id)).toEqual([id, id]);
-      expect(timesApplied(id)).toBe(1);
-      expect(deadLetters).toEqual([]);
-    },
-  );
+        // Assess
+        expectDeliveredAfterTheLease(expect, record, held);
+        expect(keysSeen(id)).toEqual([id, id]);
+        expect(timesApplied(id)).toBe(1);
+        expect(deadLetters).toEqual([]);
+      },
+      CASE_TIMEOUT_MS,
+    );
+  }
 
   it.concurrent(
     'a crash on every attempt spends the budget: the event ends dead "exhausted", on the dead-letter queue with its reason',
