@@ -46,6 +46,19 @@ function invocationLines(
   return lines;
 }
 
+/** Feeds the lines to the sink and flushes it, then reads the last day back from `path`: the totals, billing's, crm's and an unknown endpoint's. */
+async function throughTheSink(sink: MetricSink, path: string, lines: readonly string[]) {
+  for (const line of lines) sink.accept(line);
+  sink.flush();
+  const reader = new SandboxMetricsReader({ path });
+  return Promise.all([
+    reader.read(LAST_DAY),
+    reader.read(LAST_DAY, { endpoint: 'billing' }),
+    reader.read(LAST_DAY, { endpoint: 'crm' }),
+    reader.read(LAST_DAY, { endpoint: 'nobody' }),
+  ]);
+}
+
 describe('Function: metricsFileFor', () => {
   it('names the metrics file after the state file, beside it', () => {
     expect(metricsFileFor('/run/user/1000/handoff/sandbox.json')).toBe('/run/user/1000/handoff/sandbox.metrics.json');
@@ -94,15 +107,7 @@ describe('Class: MetricSink', () => {
     ]);
 
     // Act
-    for (const line of lines) sink.accept(line);
-    sink.flush();
-    const reader = new SandboxMetricsReader({ path });
-    const [totals, billing, crm, nobody] = await Promise.all([
-      reader.read(LAST_DAY),
-      reader.read(LAST_DAY, { endpoint: 'billing' }),
-      reader.read(LAST_DAY, { endpoint: 'crm' }),
-      reader.read(LAST_DAY, { endpoint: 'nobody' }),
-    ]);
+    const [totals, billing, crm, nobody] = await throughTheSink(sink, path, lines);
 
     // Assess
     const none = { oldestPendingAgeMs: null };
@@ -126,15 +131,7 @@ describe('Class: MetricSink', () => {
     ];
 
     // Act
-    for (const line of lines) sink.accept(line);
-    sink.flush();
-    const reader = new SandboxMetricsReader({ path });
-    const [totals, billing, crm, nobody] = await Promise.all([
-      reader.read(LAST_DAY),
-      reader.read(LAST_DAY, { endpoint: 'billing' }),
-      reader.read(LAST_DAY, { endpoint: 'crm' }),
-      reader.read(LAST_DAY, { endpoint: 'nobody' }),
-    ]);
+    const [totals, billing, crm, nobody] = await throughTheSink(sink, path, lines);
 
     // Assess
     expect(totals.oldestPendingAgeMs).toBe(95_000);

@@ -63,8 +63,16 @@ async function failedOnce(ledger: MemoryLedger, id: string, atMs: number, endpoi
   return { eventId: id, endpoint };
 }
 
-/** `id` claimed at `atMs` and answered 400 10 ms later: dead. */
-async function rejected(ledger: MemoryLedger, id: string, atMs: number, endpoint = 'default'): Promise<void> {
+type AttemptRecord = Parameters<MemoryLedger['recordAttempt']>[0];
+
+/** `id` claimed at `atMs` and answered `status` 10 ms later, as `outcome`, leaving it `next`. */
+async function answered(
+  ledger: MemoryLedger,
+  id: string,
+  atMs: number,
+  endpoint: string,
+  { status, outcome, next }: { status: number; outcome: AttemptRecord['outcome']; next: AttemptRecord['next'] },
+): Promise<void> {
   const { claimToken } = await claim(ledger, id, atMs, endpoint);
   await ledger.recordAttempt({
     eventId: id,
@@ -72,22 +80,25 @@ async function rejected(ledger: MemoryLedger, id: string, atMs: number, endpoint
     claimToken,
     body: event(id).body,
     nowMs: atMs + 10,
-    attempt: { attempt: 1, at: atMs, outcome: 'rejected', status: 400, durationMs: 10 },
+    attempt: { attempt: 1, at: atMs, outcome: outcome.kind as AttemptRecord['attempt']['outcome'], status, durationMs: 10 },
+    outcome,
+    next,
+  });
+}
+
+/** `id` claimed at `atMs` and answered 400 10 ms later: dead. */
+function rejected(ledger: MemoryLedger, id: string, atMs: number, endpoint = 'default'): Promise<void> {
+  return answered(ledger, id, atMs, endpoint, {
+    status: 400,
     outcome: { kind: 'rejected', status: 400, responseStart: 'no' },
     next: { state: 'dead', reason: 'rejected', detail: '400 no' },
   });
 }
 
 /** `id` claimed at `atMs` and answered 503 10 ms later: pending, due again WAIT_MS after. */
-async function failed(ledger: MemoryLedger, id: string, atMs: number, endpoint = 'default'): Promise<void> {
-  const { claimToken } = await claim(ledger, id, atMs, endpoint);
-  await ledger.recordAttempt({
-    eventId: id,
-    endpoint,
-    claimToken,
-    body: event(id).body,
-    nowMs: atMs + 10,
-    attempt: { attempt: 1, at: atMs, outcome: 'temporary', status: 503, durationMs: 10 },
+function failed(ledger: MemoryLedger, id: string, atMs: number, endpoint = 'default'): Promise<void> {
+  return answered(ledger, id, atMs, endpoint, {
+    status: 503,
     outcome: { kind: 'temporary', status: 503 },
     next: { state: 'pending', nextAttemptAt: atMs + 10 + WAIT_MS },
   });
