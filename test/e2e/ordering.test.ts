@@ -32,6 +32,7 @@ import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads'
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { runHandoff, type CliRun } from '../helpers/cli';
 import { startTestReceiver, type ReceivedRequest, type ScriptedResponse, type TestReceiver } from '../helpers/receiver';
+import { mulberry32 } from '../helpers/prng';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 
@@ -43,18 +44,8 @@ const SETTLE_MS = 80_000;
 /** A test settles, then drains the queues: each may take SETTLE_MS. */
 const TEST_TIMEOUT_MS = 2 * SETTLE_MS + 20_000;
 
-/** A small deterministic generator (mulberry32), so a failure can be replayed exactly. */
-function generator(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-const random = generator(12);
+/** Deterministic (mulberry32), so a failure can be replayed exactly. */
+const random = mulberry32(12);
 
 function shuffled<T>(items: readonly T[]): T[] {
   const out = [...items];

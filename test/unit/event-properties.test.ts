@@ -6,6 +6,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../helpers/prng';
 import {
   canonicalJson,
   DEFAULT_PAYLOAD_LIMIT_BYTES,
@@ -99,17 +100,6 @@ function expectWellFormedRefusal(result: ParseResult): void {
   if (result.error.eventId !== undefined) expect(result.error.eventId).toMatch(ID_ALPHABET);
 }
 
-/** A small seeded PRNG, so a reshuffled spelling is reproducible from the property's seed. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 /**
  * The same JSON value, spelled another way: keys shuffled at every level, whitespace between
@@ -263,7 +253,7 @@ describe('Function: parseEvent (properties)', () => {
       fc.property(validEvent, fc.integer(), (event, seed) => {
         // Prepare
         const plain = JSON.stringify(event);
-        const respelled = respell(event, prng(seed));
+        const respelled = respell(event, mulberry32(seed));
         expect(contentOf(respelled)).toEqual(contentOf(plain));
 
         // Act

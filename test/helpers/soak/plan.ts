@@ -16,6 +16,7 @@
  */
 // handoff's own names for what it steers by (lib/queue/seal.ts CONTROL_ATTRIBUTES).
 import * as control from '../../../lib/queue/queue';
+import { mulberry32 } from '../prng';
 import { DEFAULT_SOAK_ENDPOINT, routeOf, type SoakEndpoint } from './endpoints';
 
 /** How the receiver answers one request. */
@@ -200,17 +201,8 @@ export const CARRIERS = ['acme', 'globex', 'initech'] as const;
 
 const TRANSIENT_FAULTS = ['commit-then-hang', 'late-commit', 'server-error', 'throttle', 'reset'] as const;
 
-/** mulberry32: a small, fast, seedable PRNG; plenty for choosing faults. */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+/** mulberry32 (a small, fast, seedable PRNG): plenty for choosing faults. */
+export const random = mulberry32;
 
 export function planSoak(options: PlanOptions): SoakPlan {
   const next = random(options.seed);
