@@ -87,21 +87,29 @@ function drained(queueUrl: string): Promise<boolean> {
   return eventually('the queue to drain', async () => (await messagesOn(queueUrl)) === 0, { timeoutMs: 5_000, intervalMs: 100 });
 }
 
+/** A promise and the function that settles it. */
+function signal(): { settled: Promise<void>; done: () => void } {
+  let done!: () => void;
+  const settled = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  return { settled, done };
+}
+
+/** The poller options every test's poller has: this file's SQS client on `queues`, 1 s long polls. */
+function on(queues: Queues) {
+  return { sqs, queueUrl: queues.queueUrl, source: { queueArn: queues.queueArn, region: 'us-east-1' }, waitTimeSeconds: 1 };
+}
+
 /** Starts a poller whose handler is `respond`; resolves `settled` once `until` holds after a batch. */
 function poll(queues: Queues, respond: (event: SQSEvent) => Invocation, until: (seen: SQSRecord[]) => boolean) {
   const seen: SQSRecord[] = [];
   const reports: BatchReport[] = [];
-  let done: () => void;
-  const settled = new Promise<void>((resolve) => {
-    done = resolve;
-  });
+  const { settled, done } = signal();
   poller = startPoller({
-    sqs,
-    queueUrl: queues.queueUrl,
-    source: { queueArn: queues.queueArn, region: 'us-east-1' },
+    ...on(queues),
     batchSize: 10,
     maxConcurrency: 2,
-    waitTimeSeconds: 1,
     invoke: async (event) => {
       seen.push(...event.Records);
       return respond(event);
@@ -262,17 +270,11 @@ describe('Poller: a FIFO queue, as Lambda polls the ordered intake', () => {
     const batches: SQSRecord[][] = [];
     const busy = new Set<string>();
     const overlaps: string[] = [];
-    let done: () => void;
-    const settled = new Promise<void>((resolve) => {
-      done = resolve;
-    });
+    const { settled, done } = signal();
     poller = startPoller({
-      sqs,
-      queueUrl: queues.queueUrl,
-      source: { queueArn: queues.queueArn, region: 'us-east-1' },
+      ...on(queues),
       batchSize,
       maxConcurrency: 4,
-      waitTimeSeconds: 1,
       invoke: async (event) => {
         batches.push(event.Records);
         const groups = [...new Set(event.Records.map((r) => r.attributes.MessageGroupId!))];
