@@ -5,7 +5,7 @@
 import type { OnDead } from './endpoints/endpoint';
 import { parseEvent, type InvalidEventError, type ParsedEvent } from './event';
 import { ClaimRefusedError, LeaseLostError } from './ledger/errors';
-import { claimRefusal } from './ledger/guards';
+import { claimRefusal, type ClaimRefusal } from './ledger/guards';
 import {
   DEFAULT_ENDPOINT,
   type AttemptNext,
@@ -144,7 +144,7 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
       ...(deps.sequence !== undefined ? { sequence: deps.sequence } : {}),
     });
   } catch (error) {
-    if (error instanceof ClaimRefusedError) return about(error.record, await decideWithoutSending(error.record, event, deps));
+    if (error instanceof ClaimRefusedError) return about(error.record, await decideWithoutSending(error.record, error.reason, event, deps));
     throw error;
   }
 
@@ -194,7 +194,10 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
   } catch (error) {
     // Our lease lapsed and another worker moved the row on: its state decides, not our outcome.
     if (error instanceof LeaseLostError) {
-      return about(error.record, await decideWithoutSending(error.record, event, deps), attempt);
+      const reason = claimRefusal(error.record, { contentHash: event.contentHash, nowMs: deps.now() });
+      // Claimable again already (the other worker's lease lapsed too): look again shortly.
+      if (reason === undefined) return about(error.record, { action: 'retry', eventId: error.record.eventId, afterSeconds: 1, why: 'in-flight' }, attempt);
+      return about(error.record, await decideWithoutSending(error.record, reason, event, deps), attempt);
     }
     throw error;
   }
@@ -227,7 +230,7 @@ export async function park(message: QueueMessage, deps: Omit<DeliverDeps, 'sende
     });
     return { decision: { action: 'ack', eventId: row.eventId, why: 'parked' } };
   } catch (error) {
-    if (error instanceof ClaimRefusedError) return { decision: await decideWithoutSending(error.record, event, deps) };
+    if (error instanceof ClaimRefusedError) return { decision: await decideWithoutSending(error.record, error.reason, event, deps) };
     throw error;
   }
 }
@@ -269,18 +272,18 @@ export function whatFollows(
 }
 
 /**
- * Decides from the row alone when this message may not send: a duplicate, a conflict, work
- * another worker holds, work not yet due, or a budget spent by a worker that died.
+ * Decides, from why a claim is refused and the row refused on, when this message may not send: a duplicate, a conflict, work another worker holds, work not yet due, or a budget spent
+ * by a worker that died.
  */
 async function decideWithoutSending(
   record: DeliveryRecord,
+  reason: ClaimRefusal,
   event: ParsedEvent,
   deps: Pick<DeliverDeps, 'ledger' | 'now'>,
 ): Promise<QueueDecision> {
   const eventId = record.eventId;
   const nowMs = deps.now();
-  // The ledger's own rule for why a claim is refused (lib/ledger/guards.ts), read from the row.
-  switch (claimRefusal(record, { contentHash: event.contentHash, nowMs })) {
+  switch (reason) {
     case 'identity-conflict':
       // The row is left exactly as it was: the first admitted content is the event.
       return { action: 'dead-letter', eventId, reason: 'identity-conflict', detail: `event ${eventId} was already admitted with other content` };
@@ -305,10 +308,6 @@ async function decideWithoutSending(
       }
     case 'not-due':
       return { action: 'retry', eventId, afterSeconds: secondsUntil(record.nextAttemptAt, nowMs), why: 'not-due' };
-    case undefined:
-      // Claimable after all: a lease lapsed or the row came due between the refused write and
-      // this clock reading. Look again shortly.
-      return { action: 'retry', eventId, afterSeconds: 1, why: 'in-flight' };
   }
 }
 

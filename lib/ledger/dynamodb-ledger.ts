@@ -45,7 +45,7 @@ import {
 import { countShard, queryShard, readRows, rowId } from './dynamodb-listing';
 import { WIRE_NAMES } from './dynamodb-schema';
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReleaseRefusedError, ReplayRefusedError } from './errors';
-import { mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
+import { claimRefusal, mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
 import {
   isThisClaim,
   isThisRelease,
@@ -116,8 +116,9 @@ export class DynamoDbLedger implements Ledger {
       // The SDK retried this very claim after its answer was lost (a timeout, a reset, a 500), and
       // the lease its first write took refused it: that write stands, with the attempt counted.
       if (result.current !== undefined && isThisClaim(result.current, claimToken)) return result.current;
-      if (result.current !== undefined) throw new ClaimRefusedError(result.current, { cause: result.cause });
-      // The row went away (TTL) between the write and the read: the claim may succeed now.
+      const refusal = result.current && claimRefusal(result.current, { contentHash: input.event.contentHash, nowMs: input.nowMs });
+      if (refusal !== undefined) throw new ClaimRefusedError(result.current!, refusal, { cause: result.cause });
+      // The row went away (TTL), or became claimable, between the write and the read: write again.
     }
     throw contention(key.eventId);
   }
@@ -237,7 +238,7 @@ export class DynamoDbLedger implements Ledger {
       // and which the SDK sent again): nothing to write.
       const refusal = parkRefusal(current, context);
       if (refusal === 'parked') return current;
-      if (refusal !== undefined) throw new ClaimRefusedError(current, { cause });
+      if (refusal !== undefined) throw new ClaimRefusedError(current, refusal, { cause });
       const result = await this.#update(key, parkExistingSpec(input, current.createdAt));
       if (result.written) return recordFromItem(result.item);
       // Changed since it was read (claimed, settled, parked by another): decide again on the row now.

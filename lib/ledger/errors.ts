@@ -3,21 +3,26 @@
  * `ConditionalCheckFailedException`, say) into these; nothing above the adapter knows the store.
  * Each refusal carries the row as it stands, so the caller decides without another lookup.
  */
+import type { ClaimRefusal } from './guards';
 import { DEFAULT_ENDPOINT, type DeliveryRecord } from './ledger';
 
 export abstract class LedgerError extends Error {
   abstract readonly code: string;
 }
 
-/** The event may not be sent now: a conflict, a live lease, not yet due, or already settled. */
+/**
+ * The event may not be sent now: a conflict, a live lease, not yet due, or already settled. The
+ * adapter that refused says why, read once from the row it refused on, with the claim's own clock.
+ */
 export class ClaimRefusedError extends LedgerError {
   override readonly name = 'ClaimRefusedError';
   readonly code = 'claim-refused';
   constructor(
     readonly record: DeliveryRecord,
+    readonly reason: ClaimRefusal,
     options?: ErrorOptions,
   ) {
-    super(`claim on ${record.eventId} refused: row is ${record.state}`, options);
+    super(`claim on ${record.eventId} refused: ${reason}`, options);
   }
 }
 

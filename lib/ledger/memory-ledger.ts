@@ -76,7 +76,8 @@ export class MemoryLedger implements Ledger {
     // A Map has no lost answers to retry, so no claim here meets its own token (`isThisClaim`).
     if (stored !== undefined && !holdsNoEvent(stored)) {
       const record = toRecord(stored);
-      if (claimRefusal(record, { contentHash: event.contentHash, nowMs }) !== undefined) throw new ClaimRefusedError(record);
+      const refusal = claimRefusal(record, { contentHash: event.contentHash, nowMs });
+      if (refusal !== undefined) throw new ClaimRefusedError(record, refusal);
     }
     const row = stored ?? newRow(key);
     applyChanges(row, key, claimChanges(input, newToken()));
@@ -149,7 +150,7 @@ export class MemoryLedger implements Ledger {
     if (existing !== undefined) {
       const refusal = parkRefusal(existing, { contentHash: event.contentHash, nowMs });
       if (refusal === 'parked') return existing;
-      if (refusal !== undefined) throw new ClaimRefusedError(existing);
+      if (refusal !== undefined) throw new ClaimRefusedError(existing, refusal);
     }
     const row = stored ?? newRow(key);
     applyChanges(row, key, parkChanges(input, existing));

@@ -201,6 +201,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         const error = await rejectionOf(claim(event, { owner: WORKER_B, nowMs: T0 + LEASE_MS - 1 }), ClaimRefusedError);
 
         expect(error.code).toBe('claim-refused');
+        expect(error.reason).toBe('leased');
         expect(error.record).toStrictEqual(first);
         expect(await ledger.get(key('evt_dup'))).toStrictEqual(first);
       });
@@ -246,6 +247,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         ];
 
         expect(refusals.map((error) => error.record)).toStrictEqual([claimed, claimed, claimed, claimed]);
+        expect(refusals.map((error) => error.reason)).toStrictEqual(['leased', 'leased', 'leased', 'identity-conflict']);
         expect(await ledger.get(key('evt_claim_other'))).toStrictEqual(claimed);
       });
 
@@ -321,6 +323,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         const early = await rejectionOf(claim(shipmentEvent('evt_due'), { nowMs: T0 + 29_999 }), ClaimRefusedError);
         const due = await claim(shipmentEvent('evt_due'), { nowMs: T0 + 30_000 });
 
+        expect(early.reason).toBe('not-due');
         expect(early.record.attempts).toBe(1);
         expect(early.record.nextAttemptAt).toBe(T0 + 30_000);
         expect(due.attempts).toBe(2);
@@ -335,6 +338,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
 
         const error = await rejectionOf(claim(shipmentEvent('evt_spent'), { nowMs: T0 + 2000 }), ClaimRefusedError);
 
+        expect(error.reason).toBe('spent');
         expect(error.record.state).toBe('pending');
         expect(error.record.attempts).toBe(2);
         expect(error.record.maxAttempts).toBe(2);
