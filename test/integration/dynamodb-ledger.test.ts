@@ -5,7 +5,6 @@
  */
 import {
   ConditionalCheckFailedException,
-  DeleteTableCommand,
   DescribeTableCommand,
   DynamoDBServiceException,
   GetItemCommand,
@@ -14,7 +13,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_PAYLOAD_LIMIT_BYTES } from '../../lib/config';
 import { parseEvent } from '../../lib/event';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
@@ -45,10 +44,10 @@ import {
   emulatorDynamoDbClient,
   readsAndWrites,
   returnOldItemOnConditionFailure,
-  startDynalite,
   type CommandCounter,
   type Dynalite,
 } from '../helpers/dynalite';
+import { dropTable as dropTableOf, freshLedgerTable, useDynalite } from '../helpers/dynalite-fixture';
 import { deliverCopiesInOneBatch, ledgerContract, rejectionOf, shipmentEvent, T0 } from '../helpers/ledger-contract';
 
 const LEASE_MS = 30_000;
@@ -59,30 +58,14 @@ let dynalite: Dynalite;
 let client: DynamoDBClient;
 let documents: DynamoDBDocumentClient;
 let counter: CommandCounter;
-let tables = 0;
 
-beforeAll(async () => {
-  dynalite = await startDynalite();
-  client = emulatorDynamoDbClient(dynalite.endpoint);
-  counter = countCommands(client);
+useDynalite((started) => {
+  ({ dynalite, client, counter } = started);
   documents = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
 });
 
-afterAll(async () => {
-  client.destroy();
-  await dynalite.close();
-});
-
-async function freshTable(): Promise<string> {
-  tables += 1;
-  const tableName = `ledger-test-${tables}`;
-  await createLedgerTable(client, tableName);
-  return tableName;
-}
-
-async function dropTable(tableName: string): Promise<void> {
-  await client.send(new DeleteTableCommand({ TableName: tableName }));
-}
+const freshTable = () => freshLedgerTable(client, 'ledger-test');
+const dropTable = (tableName: string) => dropTableOf(client, tableName);
 
 /**
  * Makes `lossy` lose the answer to its first `commandName` request: the request reaches the store

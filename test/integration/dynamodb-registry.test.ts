@@ -7,7 +7,7 @@
  */
 import { DeleteTableCommand, DescribeTableCommand, PutItemCommand, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { defaultEndpointFields, type EndpointFields } from '../../lib/endpoints/endpoint';
 import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError, unreadableOf } from '../../lib/endpoints/registry';
@@ -15,13 +15,16 @@ import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { generateSecret } from '../../lib/endpoints/secret';
 import { LocalSecretCipher, SecretEncryptionError } from '../../lib/endpoints/secret-cipher';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { countCommands, emulatorDynamoDbClient, readsAndWrites, startDynalite, type CommandCounter, type Dynalite } from '../helpers/dynalite';
+import {
+  readsAndWrites,
+  type CommandCounter,
+} from '../helpers/dynalite';
+import { useDynalite } from '../helpers/dynalite-fixture';
 
 const T0 = Date.parse('2026-12-03T04:00:00Z');
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff/acme-AbCdEf';
 
-let dynalite: Dynalite;
 let client: DynamoDBClient;
 let counter: CommandCounter;
 let tableName: string;
@@ -41,15 +44,8 @@ const acme: EndpointFields = {
 };
 const zephyr: EndpointFields = { name: 'zephyr', url: 'https://zephyr.example/hook', eventTypes: ['*'], secret: SECRET_ARN };
 
-beforeAll(async () => {
-  dynalite = await startDynalite();
-  client = emulatorDynamoDbClient(dynalite.endpoint);
-  counter = countCommands(client);
-});
-
-afterAll(async () => {
-  client.destroy();
-  await dynalite.close();
+useDynalite((started) => {
+  ({ client, counter } = started);
 });
 
 beforeEach(async () => {

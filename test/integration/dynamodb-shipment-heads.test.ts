@@ -5,14 +5,13 @@
  * the delivery row's `sequence` attribute on the wire.
  */
 import {
-  DeleteTableCommand,
   GetItemCommand,
   ResourceNotFoundException,
   type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
 import { LedgerUnavailableError } from '../../lib/ledger/errors';
@@ -20,15 +19,14 @@ import { itemSizeBytes } from '../../lib/ledger/item-size';
 import type { ClaimInput } from '../../lib/ledger/ledger';
 import { MAX_SEQUENCE } from '../../lib/ledger/shipment-heads';
 import { retryPolicy } from '../../lib/policy';
-import { createLedgerTable } from '../../sandbox/ledger-table';
 import {
   countCommands,
   emulatorDynamoDbClient,
   returnOldItemOnConditionFailure,
-  startDynalite,
   type CommandCounter,
   type Dynalite,
 } from '../helpers/dynalite';
+import { dropTable as dropTableOf, freshLedgerTable, useDynalite } from '../helpers/dynalite-fixture';
 import { rejectionOf, shipmentEvent, T0 } from '../helpers/ledger-contract';
 import { shipmentHeadsContract } from '../helpers/shipment-heads-contract';
 
@@ -39,29 +37,13 @@ const KB = 1024;
 let dynalite: Dynalite;
 let client: DynamoDBClient;
 let counter: CommandCounter;
-let tables = 0;
 
-beforeAll(async () => {
-  dynalite = await startDynalite();
-  client = emulatorDynamoDbClient(dynalite.endpoint);
-  counter = countCommands(client);
+useDynalite((started) => {
+  ({ dynalite, client, counter } = started);
 });
 
-afterAll(async () => {
-  client.destroy();
-  await dynalite.close();
-});
-
-async function freshTable(): Promise<string> {
-  tables += 1;
-  const tableName = `heads-test-${tables}`;
-  await createLedgerTable(client, tableName);
-  return tableName;
-}
-
-async function dropTable(tableName: string): Promise<void> {
-  await client.send(new DeleteTableCommand({ TableName: tableName }));
-}
+const freshTable = () => freshLedgerTable(client, 'heads-test');
+const dropTable = (tableName: string) => dropTableOf(client, tableName);
 
 shipmentHeadsContract('DynamoDbShipmentHeads on dynalite', async (options = {}) => {
   const tableName = await freshTable();

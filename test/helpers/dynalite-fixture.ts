@@ -1,0 +1,41 @@
+/**
+ * The dynalite fixture of the integration files that test a DynamoDB store: the hooks that start
+ * and stop it, and the ledger tables they make and drop. Apart from dynalite.ts, which scripts
+ * outside vitest import too.
+ */
+import { DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll } from 'vitest';
+import { createLedgerTable } from '../../sandbox/ledger-table';
+import { countCommands, emulatorDynamoDbClient, startDynalite, type CommandCounter, type Dynalite } from './dynalite';
+
+/**
+ * A dynalite for the test file: started before all its tests, with a client whose commands are
+ * counted (both handed to `onStart`), and stopped after them, the client first.
+ */
+export function useDynalite(onStart: (started: { dynalite: Dynalite; client: DynamoDBClient; counter: CommandCounter }) => void): void {
+  let dynalite: Dynalite | undefined;
+  let client: DynamoDBClient | undefined;
+  beforeAll(async () => {
+    dynalite = await startDynalite();
+    client = emulatorDynamoDbClient(dynalite.endpoint);
+    onStart({ dynalite, client, counter: countCommands(client) });
+  });
+  afterAll(async () => {
+    client?.destroy();
+    await dynalite?.close();
+  });
+}
+
+let ledgerTables = 0;
+
+/** A new ledger table, named `<prefix>-<n>` (n counts the file's tables). */
+export async function freshLedgerTable(client: DynamoDBClient, prefix: string): Promise<string> {
+  ledgerTables += 1;
+  const tableName = `${prefix}-${ledgerTables}`;
+  await createLedgerTable(client, tableName);
+  return tableName;
+}
+
+export async function dropTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  await client.send(new DeleteTableCommand({ TableName: tableName }));
+}
