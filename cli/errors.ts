@@ -5,7 +5,7 @@
 import { InvalidEventError } from '../lib/event';
 import { LedgerError, ReplayRefusedError } from '../lib/ledger/errors';
 import { QueueUnavailableError } from '../lib/queue/queue';
-import { ReplayEnqueueError, ReplayInputError } from '../lib/replay';
+import { auditTextProblem, ReplayEnqueueError, ReplayInputError } from '../lib/replay';
 import { safe } from '../lib/terminal';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -15,6 +15,17 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 export class UsageError extends Error {
   override readonly name = 'UsageError';
   readonly code = 'usage';
+}
+
+/** An audit entry's operator and reason as the ledger takes them (lib/replay.ts), or a usage error naming the flag. */
+export function checkAuditText(operator: string, reason: string): void {
+  for (const [flag, field, value] of [
+    ['--operator', 'operator', operator],
+    ['--reason', 'reason', reason],
+  ] as const) {
+    const problem = auditTextProblem(field, value);
+    if (problem) throw new UsageError(`${flag} ${problem}`);
+  }
 }
 
 /** The command ran and was refused or failed, for a reason already phrased for the operator. */

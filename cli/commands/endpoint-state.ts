@@ -5,11 +5,10 @@
  */
 import { userInfo } from 'node:os';
 import type { EndpointRecord } from '../../lib/endpoints/endpoint';
-import { auditTextProblem } from '../../lib/replay';
 import { DEFAULT_RESUME_RATE, rampRate, type Resume } from '../../lib/resume';
 import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
-import { UsageError } from '../errors';
+import { checkAuditText, UsageError } from '../errors';
 import { callerIdentity } from '../target';
 import { checkName, parkedAfterWrite, parkedCount, registryCall } from './endpoint-common';
 import { endpointJson, releaseJson } from './endpoint-view';
@@ -38,13 +37,7 @@ export async function endpointSetStateCommand(
   const reason = (options.reason ?? (state === 'enabled' ? ENABLE_REASON : '')).trim();
   const operator = (options.operator ?? localUser()).trim();
   if (!reason) throw new UsageError(`endpoint ${state === 'enabled' ? 'enable' : 'disable'} needs a reason: --reason "why"`);
-  for (const [flag, field, value] of [
-    ['--operator', 'operator', operator],
-    ['--reason', 'reason', reason],
-  ] as const) {
-    const problem = auditTextProblem(field, value);
-    if (problem) throw new UsageError(`${flag} ${problem}`);
-  }
+  checkAuditText(operator, reason);
   const caller = await callerIdentity(ctx.target);
   const by = caller === undefined ? operator : `${operator} (${caller})`;
   const nowMs = ctx.now();

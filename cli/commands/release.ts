@@ -13,10 +13,9 @@ import { isEventId } from '../../lib/event';
 import { ReleaseRefusedError } from '../../lib/ledger/errors';
 import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
 import { NothingToReleaseError, releaseDelivery, type Released } from '../../lib/release';
-import { auditTextProblem } from '../../lib/replay';
 import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
-import { CommandFailedError, UsageError } from '../errors';
+import { checkAuditText, CommandFailedError, UsageError } from '../errors';
 import { callerIdentity, dynamoDbClient, requireName } from '../target';
 import type { CommandResult } from './result';
 
@@ -32,13 +31,7 @@ export async function releaseCommand(ctx: CommandContext, eventId: string, optio
   const reason = options.reason.trim();
   if (!reason) throw new UsageError('release needs a reason: --reason "why the shipment may go on without this event"');
   if (!operator) throw new UsageError('release needs an operator: --operator NAME');
-  for (const [flag, field, value] of [
-    ['--operator', 'operator', operator],
-    ['--reason', 'reason', reason],
-  ] as const) {
-    const problem = auditTextProblem(field, value);
-    if (problem) throw new UsageError(`${flag} ${problem}`);
-  }
+  checkAuditText(operator, reason);
   const { endpoint } = options;
 
   const record = await ctx.registry().get(endpoint);

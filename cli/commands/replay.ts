@@ -20,7 +20,6 @@ import { isEventId } from '../../lib/event';
 import { ReplayRefusedError } from '../../lib/ledger/errors';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import {
-  auditTextProblem,
   NothingToReplayError,
   replayDeadDeliveries,
   replayDelivery,
@@ -30,7 +29,7 @@ import {
   type ReplayActor,
 } from '../../lib/replay';
 import type { CommandContext } from '../context';
-import { CommandFailedError, UsageError } from '../errors';
+import { checkAuditText, CommandFailedError, UsageError } from '../errors';
 import { formatDuration } from '../format';
 import { callerIdentity } from '../target';
 import type { CommandResult } from './result';
@@ -92,13 +91,7 @@ function checkedActor(options: ReplayOptions): { operator: string; reason: strin
   if (!reason) throw new UsageError('replay needs a reason: --reason "why it is safe to deliver again"');
   if (!operator) throw new UsageError('replay needs an operator: --operator NAME');
   // Checked here, before any call, as well as in lib/replay.ts: a usage error, not a failure.
-  for (const [flag, field, value] of [
-    ['--operator', 'operator', operator],
-    ['--reason', 'reason', reason],
-  ] as const) {
-    const problem = auditTextProblem(field, value);
-    if (problem) throw new UsageError(`${flag} ${problem}`);
-  }
+  checkAuditText(operator, reason);
   return { operator, reason };
 }
 
