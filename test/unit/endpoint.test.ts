@@ -5,7 +5,7 @@
  * generated secrets.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SETTINGS, minimumRetentionDays } from '../../lib/config';
+import { minimumRetentionDays } from '../../lib/config';
 import {
   defaultEndpointFields,
   deploymentFromJson,
@@ -24,6 +24,7 @@ import { generateSecret } from '../../lib/endpoints/secret';
 import type { ShipmentEvent } from '../../lib/event';
 import { retryPolicy } from '../../lib/policy';
 import { createSigner } from '../../lib/webhook/signing-secret';
+import { DEFAULT_DEPLOYMENT } from '../helpers/deployment';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff/acme-AbCdEf';
@@ -35,13 +36,7 @@ const OVERLAP_END = Date.parse('2026-12-04T04:30:00Z');
 const ENCRYPTED_KMS = `encrypted:kms:${Buffer.alloc(184, 7).toString('base64')}`;
 const ENCRYPTED_LOCAL = `encrypted:local:${Buffer.alloc(79, 9).toString('base64')}`;
 
-const deployment: DeploymentSettings = {
-  retryPolicy: DEFAULT_SETTINGS.retryPolicy,
-  attemptTimeoutMs: DEFAULT_SETTINGS.attemptTimeoutMs,
-  retentionDays: DEFAULT_SETTINGS.retentionDays,
-  allowPrivateCidrs: [],
-  allowHttp: false,
-};
+const deployment: DeploymentSettings = DEFAULT_DEPLOYMENT;
 
 const minimal = { name: 'acme', url: 'https://hooks.acme.example/handoff', eventTypes: ['shipment.delivered'] };
 

@@ -11,13 +11,13 @@
  * version until the overlap ends.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SETTINGS } from '../../lib/config';
 import type { DeploymentSettings, Endpoint, EndpointRecord } from '../../lib/endpoints/endpoint';
 import { EndpointRegistryError, withUnreadable } from '../../lib/endpoints/registry';
 import { SECRET_RETRY_AFTER_MS, SecretCache, type SecretVersions } from '../../lib/endpoints/secret';
 import type { Logger } from '../../lib/observability';
 import { registryRouting } from '../../lib/routing';
 import type { WebhookSender } from '../../lib/webhook/sender';
+import { DEFAULT_DEPLOYMENT } from '../helpers/deployment';
 
 const NEW_SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 const OLD_SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
@@ -26,13 +26,7 @@ const CRM_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff/cr
 const T0 = Date.parse('2026-12-03T04:00:00Z');
 const OVERLAP_END = T0 + 3_600_000;
 
-const deployment: DeploymentSettings = {
-  retryPolicy: DEFAULT_SETTINGS.retryPolicy,
-  attemptTimeoutMs: DEFAULT_SETTINGS.attemptTimeoutMs,
-  retentionDays: DEFAULT_SETTINGS.retentionDays,
-  allowPrivateCidrs: [],
-  allowHttp: false,
-};
+const deployment: DeploymentSettings = DEFAULT_DEPLOYMENT;
 
 /** A logger keeping its error lines. */
 function recordingLogger(lines: string[]): Logger {
