@@ -20,48 +20,17 @@
  * The workers read the registry on every batch (`endpointsCacheMs: 0`), so a pause one worker
  * writes holds every other worker's next batch. Run the file, not a single test.
  */
-import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { GONE_REASON } from '../../lib/endpoints/health';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
-import { listenOnLoopback, type Listening } from '../helpers/loopback';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
+import { startTimedReceiver, type TimedReceiver } from '../helpers/timed-receiver';
 
 const SETTLE_MS = 45_000;
 const TEST_TIMEOUT_MS = 90_000;
-
-interface Arrival {
-  readonly eventId: string;
-  /** Epoch ms the request arrived. */
-  readonly at: number;
-  readonly status: number;
-}
-
-/** A receiver that answers by a script of (arrival number, event ID) and notes every arrival. */
-interface TimedReceiver {
-  readonly url: string;
-  readonly arrivals: Arrival[];
-  close(): Promise<void>;
-}
-
-async function startTimedReceiver(answer: (n: number, eventId: string) => { status: number; headers?: Record<string, string> }): Promise<TimedReceiver> {
-  const arrivals: Arrival[] = [];
-  const server = createServer((request, response) => {
-    const at = Date.now();
-    request.resume();
-    request.on('end', () => {
-      const eventId = String(request.headers['idempotency-key'] ?? '');
-      const { status, headers } = answer(arrivals.length, eventId);
-      arrivals.push({ eventId, at, status });
-      response.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(status === 200 ? 'ok' : 'no');
-    });
-  });
-  const listening: Listening = await listenOnLoopback(server);
-  return { url: listening.url, arrivals, close: () => listening.close() };
-}
 
 let slow: TimedReceiver;
 let gone: TimedReceiver;

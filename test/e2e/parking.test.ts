@@ -23,50 +23,19 @@
  * through the registry's own health write, as if `flaky` had been failing that long. The workers
  * read the registry on every batch (`endpointsCacheMs: 0`). Run the file, not a single test.
  */
-import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type Io } from '../../cli/main';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { GONE_REASON } from '../../lib/endpoints/health';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
-import { listenOnLoopback, type Listening } from '../helpers/loopback';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
+import { startTimedReceiver, type TimedReceiver } from '../helpers/timed-receiver';
 
 const SETTLE_MS = 60_000;
 const TEST_TIMEOUT_MS = 150_000;
 const EVENTS = 10;
-
-interface Arrival {
-  readonly eventId: string;
-  /** Epoch ms the request arrived. */
-  readonly at: number;
-  readonly status: number;
-}
-
-interface TimedReceiver {
-  readonly url: string;
-  readonly arrivals: Arrival[];
-  close(): Promise<void>;
-}
-
-/** A receiver answering `status()` at each request's arrival, noting every arrival in order. */
-async function startTimedReceiver(status: () => number): Promise<TimedReceiver> {
-  const arrivals: Arrival[] = [];
-  const server = createServer((request, response) => {
-    const at = Date.now();
-    request.resume();
-    request.on('end', () => {
-      const eventId = String(request.headers['idempotency-key'] ?? '');
-      const answer = status();
-      arrivals.push({ eventId, at, status: answer });
-      response.writeHead(answer, { 'content-type': 'text/plain' }).end(answer === 200 ? 'ok' : 'no');
-    });
-  });
-  const listening: Listening = await listenOnLoopback(server);
-  return { url: listening.url, arrivals, close: () => listening.close() };
-}
 
 let fixed = false;
 let flaky: TimedReceiver;
@@ -101,9 +70,9 @@ function row(eventId: string, endpoint: string): Promise<DeliveryRecord | undefi
 }
 
 beforeAll(async () => {
-  flaky = await startTimedReceiver(() => (fixed ? 200 : 503));
-  healthy = await startTimedReceiver(() => 200);
-  gone = await startTimedReceiver(() => 410);
+  flaky = await startTimedReceiver(() => ({ status: fixed ? 200 : 503 }));
+  healthy = await startTimedReceiver(() => ({ status: 200 }));
+  gone = await startTimedReceiver(() => ({ status: 410 }));
   const endpoints: EndpointFields[] = [
     { name: 'flaky', url: flaky.url, eventTypes: ['shipment.delivered'], disableAfterFailures: 3, disableAfterSeconds: 60 },
     { name: 'healthy', url: healthy.url, eventTypes: ['shipment.delivered'] },
