@@ -26,15 +26,9 @@
  * The SDK retries a write whose answer was lost; an increment applied twice reserves slots nobody
  * uses: fewer requests than the limit, never more.
  */
-import {
-  ConditionalCheckFailedException,
-  GetItemCommand,
-  UpdateItemCommand,
-  type AttributeValue,
-  type DynamoDBClient,
-  type UpdateItemCommandInput,
-} from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, DynamoDBClient, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { conditionalWrite, errorName, type Item } from '../dynamodb/conditional-write';
 import {
   RATE_HORIZON_MS,
   RateLimitError,
@@ -147,47 +141,39 @@ export class DynamoDbRateLimiter implements RateLimiter {
     endpoint: string,
     update: Pick<UpdateItemCommandInput, 'UpdateExpression' | 'ConditionExpression' | 'ExpressionAttributeValues'>,
   ): Promise<Write> {
-    try {
-      const { Attributes } = await this.#guard(endpoint, 'reserve slots for', () =>
-        this.#client.send(
-          new UpdateItemCommand({
-            TableName: this.#tableName,
-            Key: { [KEY]: { S: endpoint } },
-            ...update,
-            ExpressionAttributeNames: NAMES,
-            ReturnValues: 'UPDATED_NEW',
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-        ),
-      );
-      const next = valueOf(Attributes);
+    const key = { [KEY]: { S: endpoint } };
+    const result = await conditionalWrite(
+      this.#client,
+      {
+        update: {
+          TableName: this.#tableName,
+          Key: key,
+          ...update,
+          ExpressionAttributeNames: NAMES,
+          ReturnValues: 'UPDATED_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
+      },
+      {
+        unavailable: (error, call) => this.#unavailable(endpoint, call === 'write' ? 'reserve slots for' : 'read the schedule of', error),
+        decode: (item) => ({ next: valueOf(item) }),
+        // AWS returns the item with the refusal; where a store does not, or no item is there (the
+        // endpoint was removed), one consistent read tells which.
+        read: { TableName: this.#tableName, Key: key, ConsistentRead: true, ProjectionExpression: '#name, #next', ExpressionAttributeNames: NAMES },
+      },
+    );
+    if (result.written) {
+      const next = valueOf(result.item);
       if (next === undefined) throw this.#unreadable(endpoint);
       return { written: true, next };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      // AWS returns the item with the refusal; where a store does not, or no item is there (the
-      // endpoint was removed), one consistent read tells which.
-      const item = error.Item ?? (await this.#read(endpoint));
-      if (item === undefined) {
-        throw new RateLimitError('endpoint-not-found', endpoint, `rate limit: no endpoint named ${JSON.stringify(endpoint)} in ${this.#tableName}`, { cause: error });
-      }
-      return { written: false, current: valueOf(item) };
     }
-  }
-
-  async #read(endpoint: string): Promise<Record<string, AttributeValue> | undefined> {
-    const { Item } = await this.#guard(endpoint, 'read the schedule of', () =>
-      this.#client.send(
-        new GetItemCommand({
-          TableName: this.#tableName,
-          Key: { [KEY]: { S: endpoint } },
-          ConsistentRead: true,
-          ProjectionExpression: '#name, #next',
-          ExpressionAttributeNames: NAMES,
-        }),
-      ),
-    );
-    return Item;
+    // No item at all, not even in a consistent read: the endpoint is gone.
+    if (result.current === undefined) {
+      throw new RateLimitError('endpoint-not-found', endpoint, `rate limit: no endpoint named ${JSON.stringify(endpoint)} in ${this.#tableName}`, {
+        cause: result.cause,
+      });
+    }
+    return { written: false, current: result.current.next };
   }
 
   #unreadable(endpoint: string): RateLimitError {
@@ -198,20 +184,14 @@ export class DynamoDbRateLimiter implements RateLimiter {
     );
   }
 
-  /** A refused condition passes through; any other failure is the schedule's store being unavailable. */
-  async #guard<T>(endpoint: string, what: string, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) throw error;
-      const name = error instanceof Error ? error.name : 'error';
-      throw new RateLimitError(
-        'rate-limit-unavailable',
-        endpoint,
-        `rate limit: endpoint registry ${this.#tableName} failed to ${what} endpoint ${JSON.stringify(endpoint)}: ${name}`,
-        { cause: error },
-      );
-    }
+  /** Any failure but a refused condition is the schedule's store being unavailable. */
+  #unavailable(endpoint: string, what: string, error: unknown): RateLimitError {
+    return new RateLimitError(
+      'rate-limit-unavailable',
+      endpoint,
+      `rate limit: endpoint registry ${this.#tableName} failed to ${what} endpoint ${JSON.stringify(endpoint)}: ${errorName(error)}`,
+      { cause: error },
+    );
   }
 }
 
@@ -220,8 +200,8 @@ function number(value: number): AttributeValue {
 }
 
 /** The schedule's value in an item (or an update's returned attributes); undefined when absent or not a number. */
-function valueOf(item: Record<string, AttributeValue> | undefined): number | undefined {
-  const raw = item?.[NEXT]?.N;
+function valueOf(item: Item): number | undefined {
+  const raw = item[NEXT]?.N;
   if (raw === undefined) return undefined;
   const value = Number(raw);
   return Number.isFinite(value) ? value : undefined;

@@ -16,16 +16,9 @@
  * with the row, whose `createdAt` the second sorts it by), one refused for a row already parked;
  * `unpark` is one, and reads nothing when refused.
  */
-import {
-  ConditionalCheckFailedException,
-  GetItemCommand,
-  PutItemCommand,
-  QueryCommand,
-  UpdateItemCommand,
-  type DynamoDBClient,
-  type UpdateItemCommandInput,
-} from '@aws-sdk/client-dynamodb';
+import { QueryCommand, type ConditionalCheckFailedException, type DynamoDBClient, type GetItemCommandInput, type UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { conditionalWrite, errorName, readItem, type ConditionalWriteResult } from '../dynamodb/conditional-write';
 import { itemOf, keyItem, recordFromItem, rowFromItem, toAttribute, type Item } from './dynamodb-item';
 import {
   claimSpec,
@@ -154,23 +147,20 @@ export class DynamoDbLedger implements Ledger {
     const row: ChangeableRow = newRow(key);
     applyChanges(row, key, admitInvalidChanges(detail, policy, nowMs, retentionSeconds));
     const item = itemOf(row, key);
-    try {
-      await this.#guard(key.eventId, () =>
-        this.#client.send(
-          new PutItemCommand({
-            TableName: this.#tableName,
-            Item: item,
-            // Only where no row exists: an admitted event's row is never overwritten by a bad copy.
-            ConditionExpression: 'attribute_not_exists(#id)',
-            ExpressionAttributeNames: { '#id': W.eventId },
-          }),
-        ),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    const result = await conditionalWrite(
+      this.#client,
+      {
+        put: {
+          TableName: this.#tableName,
+          Item: item,
+          // Only where no row exists: an admitted event's row is never overwritten by a bad copy.
+          ConditionExpression: 'attribute_not_exists(#id)',
+          ExpressionAttributeNames: { '#id': W.eventId },
+        },
+      },
+      { unavailable: this.#unavailable(key.eventId), decode: recordFromItem },
+    );
+    return result.written;
   }
 
   async replay(input: ReplayInput): Promise<DeliveryRecord> {
@@ -362,15 +352,12 @@ export class DynamoDbLedger implements Ledger {
    * One conditional UpdateItem. A write answers with the item it asked for; a refusal with the row
    * as it stands (read, where the store did not return it, unless `readRefused` is false).
    */
-  async #update(key: DeliveryKey, spec: UpdateSpec, readRefused = true): Promise<UpdateResult> {
-    try {
-      const output = await this.#guard(key.eventId, () => this.#client.send(new UpdateItemCommand(this.#updateInput(key, spec))));
-      return { written: true, item: output.Attributes ?? {} };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current = error.Item !== undefined ? recordFromItem(error.Item) : readRefused ? await this.#read(key) : undefined;
-      return { written: false, current, cause: error };
-    }
+  #update(key: DeliveryKey, spec: UpdateSpec, readRefused = true): Promise<ConditionalWriteResult<DeliveryRecord>> {
+    return conditionalWrite(this.#client, { update: this.#updateInput(key, spec) }, {
+      unavailable: this.#unavailable(key.eventId),
+      decode: recordFromItem,
+      ...(readRefused ? { read: this.#readInput(key) } : {}),
+    });
   }
 
   #updateInput(key: DeliveryKey, spec: UpdateSpec): UpdateItemCommandInput {
@@ -391,31 +378,29 @@ export class DynamoDbLedger implements Ledger {
 
   /** The row as stored, expired or not: refusals report what is there. */
   async #read(key: DeliveryKey): Promise<DeliveryRecord | undefined> {
-    const output = await this.#guard(key.eventId, () =>
-      this.#client.send(new GetItemCommand({ TableName: this.#tableName, Key: keyItem(key), ConsistentRead: true })),
-    );
-    return output.Item === undefined ? undefined : recordFromItem(output.Item);
+    const item = await readItem(this.#client, this.#readInput(key), this.#unavailable(key.eventId));
+    return item === undefined ? undefined : recordFromItem(item);
   }
 
-  /**
-   * Runs one store call. A refused condition passes through for the caller to turn into a domain
-   * answer; every other failure is the store being unavailable. Messages name the event, never
-   * its content.
-   */
+  #readInput(key: DeliveryKey): GetItemCommandInput {
+    return { TableName: this.#tableName, Key: keyItem(key), ConsistentRead: true };
+  }
+
+  /** Runs one store call: every failure is the store being unavailable. Messages name the event, never its content. */
   async #guard<T>(subject: string, call: () => Promise<T>): Promise<T> {
     try {
       return await call();
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) throw error;
-      const what = error instanceof Error ? error.name : 'error';
-      throw new LedgerUnavailableError(`ledger ${this.#tableName} failed for ${subject}: ${what}`, { cause: error });
+      throw this.#unavailable(subject)(error);
     }
   }
-}
 
-type UpdateResult =
-  | { readonly written: true; readonly item: Item }
-  | { readonly written: false; readonly current: DeliveryRecord | undefined; readonly cause: ConditionalCheckFailedException };
+  #unavailable(subject: string): (error: unknown) => LedgerUnavailableError {
+    return (error) => {
+      return new LedgerUnavailableError(`ledger ${this.#tableName} failed for ${subject}: ${errorName(error)}`, { cause: error });
+    };
+  }
+}
 
 /**
  * The row after a claim: its changes applied to the row before it (ALL_OLD), as the store applied

@@ -17,15 +17,9 @@
  *
  * What each write costs, by the head's size: docs/design.md (Shipment heads: size and cost).
  */
-import {
-  ConditionalCheckFailedException,
-  GetItemCommand,
-  UpdateItemCommand,
-  type AttributeValue,
-  type DynamoDBClient,
-  type ReturnValue,
-} from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, DynamoDBClient, GetItemCommandInput, ReturnValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { conditionalWrite, errorName, readItem, type ConditionalWriteResult, type Item } from '../dynamodb/conditional-write';
 import { HEAD_WIRE_NAMES } from './dynamodb-schema';
 import { LedgerUnavailableError } from './errors';
 import {
@@ -47,8 +41,6 @@ import {
   type ShipmentHeads,
   type WaitAnswer,
 } from './shipment-heads';
-
-type Item = Record<string, AttributeValue>;
 
 export interface DynamoDbShipmentHeadsOptions {
   /** A DynamoDB client (a document client is one, with the same configuration). */
@@ -135,7 +127,7 @@ export class DynamoDbShipmentHeads implements ShipmentHeads {
     values: Record<string, number | string>,
     returns: ReturnValue,
     readRefused: boolean,
-  ): Promise<WriteResult> {
+  ): Promise<ConditionalWriteResult<ShipmentHead>> {
     const condition = conditionOf(write);
     const text = `${write.update} ${condition}`;
     const usedNames = Object.fromEntries(Object.entries(names).filter(([placeholder]) => mentions(text, placeholder)));
@@ -143,55 +135,39 @@ export class DynamoDbShipmentHeads implements ShipmentHeads {
     for (const [placeholder, value] of Object.entries(values)) {
       if (mentions(text, placeholder)) usedValues[placeholder] = typeof value === 'number' ? { N: String(value) } : { S: value };
     }
-    try {
-      const output = await this.#guard(endpoint, () =>
-        this.#client.send(
-          new UpdateItemCommand({
-            TableName: this.#tableName,
-            Key: keyOf(shipmentId, endpoint),
-            UpdateExpression: write.update,
-            ConditionExpression: condition,
-            ExpressionAttributeNames: usedNames,
-            ExpressionAttributeValues: usedValues,
-            ReturnValues: returns,
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-        ),
-      );
-      return { written: true, item: output.Attributes ?? {} };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current =
-        error.Item !== undefined ? headFromItem(error.Item) : readRefused ? await this.#read(shipmentId, endpoint) : undefined;
-      return { written: false, current, cause: error };
-    }
+    const update = {
+      TableName: this.#tableName,
+      Key: keyOf(shipmentId, endpoint),
+      UpdateExpression: write.update,
+      ConditionExpression: condition,
+      ExpressionAttributeNames: usedNames,
+      ExpressionAttributeValues: usedValues,
+      ReturnValues: returns,
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+    };
+    return conditionalWrite(this.#client, { update }, {
+      unavailable: this.#unavailable(endpoint),
+      decode: headFromItem,
+      ...(readRefused ? { read: this.#readInput(shipmentId, endpoint) } : {}),
+    });
   }
 
   async #read(shipmentId: string, endpoint: string): Promise<ShipmentHead | undefined> {
-    const output = await this.#guard(endpoint, () =>
-      this.#client.send(new GetItemCommand({ TableName: this.#tableName, Key: keyOf(shipmentId, endpoint), ConsistentRead: true })),
-    );
-    return output.Item === undefined ? undefined : headFromItem(output.Item);
+    const item = await readItem(this.#client, this.#readInput(shipmentId, endpoint), this.#unavailable(endpoint));
+    return item === undefined ? undefined : headFromItem(item);
   }
 
-  /**
-   * Runs one store call: a refused condition passes through, every other failure is the store being
-   * unavailable. Messages name the endpoint, never the shipment (the producer's data).
-   */
-  async #guard<T>(endpoint: string, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) throw error;
-      const what = error instanceof Error ? error.name : 'error';
-      throw new LedgerUnavailableError(`ledger ${this.#tableName} failed for a shipment head of endpoint ${endpoint}: ${what}`, { cause: error });
-    }
+  #readInput(shipmentId: string, endpoint: string): GetItemCommandInput {
+    return { TableName: this.#tableName, Key: keyOf(shipmentId, endpoint), ConsistentRead: true };
+  }
+
+  /** Any failure but a refused condition is the store being unavailable. Messages name the endpoint, never the shipment (the producer's data). */
+  #unavailable(endpoint: string): (error: unknown) => LedgerUnavailableError {
+    return (error) => {
+      return new LedgerUnavailableError(`ledger ${this.#tableName} failed for a shipment head of endpoint ${endpoint}: ${errorName(error)}`, { cause: error });
+    };
   }
 }
-
-type WriteResult =
-  | { readonly written: true; readonly item: Item }
-  | { readonly written: false; readonly current: ShipmentHead | undefined; readonly cause: ConditionalCheckFailedException };
 
 function keyOf(shipmentId: string, endpoint: string): Item {
   return { [H.eventId]: { S: headPartition(shipmentId) }, [H.endpoint]: { S: endpoint } };
