@@ -4,12 +4,19 @@
  * attributes (HEALTH_ATTRIBUTES), never `fields` or `updatedAt`, so an operator's update is never
  * refused because a consumer counted a failure. Disabling alone writes the state as well.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { StateChange } from './endpoint';
-import type { EndpointHealth, HealthStore, ProbeClaim } from './health-rules';
+import type { EndpointHealth, HealthRecord, HealthStore, ProbeClaim } from './health-rules';
 import { EndpointNotFoundError } from './registry';
-import { END_RESUME, HEALTH_ATTRIBUTES as H, healthFrom, KEY, NAMES, STATE_CHANGE_NAMES, type RegistryTable } from './dynamodb-registry-table';
+import {
+  END_RESUME,
+  HEALTH_ATTRIBUTES as H,
+  healthFrom,
+  NAMES,
+  STATE_CHANGE_NAMES,
+  type Item,
+  type RegistryTable,
+  type RegistryWriteResult,
+} from './dynamodb-registry-table';
 import { quoted } from '../terminal';
 
 export class DynamoDbHealthStore implements HealthStore {
@@ -21,20 +28,26 @@ export class DynamoDbHealthStore implements HealthStore {
 
   /** A failed attempt: failures + 1, and failingSince set when unset. @throws EndpointNotFoundError */
   async recordFailure(name: string, nowMs: number): Promise<EndpointHealth> {
-    return this.#writeHealth(name, 'record a failure of', {
-      UpdateExpression: 'SET #failures = if_not_exists(#failures, :zero) + :one, #failingSince = if_not_exists(#failingSince, :now)',
-      ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince },
-      ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': nowMs },
-    });
+    return this.#written(
+      name,
+      await this.#writeHealth(name, 'record a failure of', {
+        UpdateExpression: 'SET #failures = if_not_exists(#failures, :zero) + :one, #failingSince = if_not_exists(#failingSince, :now)',
+        ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince },
+        ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': nowMs },
+      }),
+    );
   }
 
   /** The first accepted attempt after failures: failures 0, failingSince removed, lastAcceptedAt. @throws EndpointNotFoundError */
   async recordRecovery(name: string, nowMs: number): Promise<EndpointHealth> {
-    return this.#writeHealth(name, 'record the recovery of', {
-      UpdateExpression: 'SET #failures = :zero, #lastAcceptedAt = :now REMOVE #failingSince, #probeUntil',
-      ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince, '#lastAcceptedAt': H.lastAcceptedAt, '#probeUntil': H.probeUntil },
-      ExpressionAttributeValues: { ':zero': 0, ':now': nowMs },
-    });
+    return this.#written(
+      name,
+      await this.#writeHealth(name, 'record the recovery of', {
+        UpdateExpression: 'SET #failures = :zero, #lastAcceptedAt = :now REMOVE #failingSince, #probeUntil',
+        ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince, '#lastAcceptedAt': H.lastAcceptedAt, '#probeUntil': H.probeUntil },
+        ExpressionAttributeValues: { ':zero': 0, ':now': nowMs },
+      }),
+    );
   }
 
   /**
@@ -42,25 +55,19 @@ export class DynamoDbHealthStore implements HealthStore {
    * @throws EndpointNotFoundError
    */
   async pause(name: string, untilMs: number): Promise<number> {
-    try {
-      const health = await this.#writeHealth(
-        name,
-        'pause',
-        {
-          UpdateExpression: 'SET #pausedUntil = :until',
-          ExpressionAttributeNames: { '#pausedUntil': H.pausedUntil },
-          ExpressionAttributeValues: { ':until': untilMs },
-        },
-        'attribute_not_exists(#pausedUntil) OR #pausedUntil < :until',
-      );
-      return health.pausedUntil ?? untilMs;
-    } catch (error) {
-      if (!(error instanceof EndpointNotFoundError)) throw error;
-      // Refused: the endpoint is gone, or a later pause is set (read it: not every DynamoDB returns the item).
-      const current = await this.#table.get(name);
-      if (current === undefined) throw error;
-      return current.health?.pausedUntil ?? untilMs;
-    }
+    const result = await this.#writeHealth(
+      name,
+      'pause',
+      {
+        UpdateExpression: 'SET #pausedUntil = :until',
+        ExpressionAttributeNames: { '#pausedUntil': H.pausedUntil },
+        ExpressionAttributeValues: { ':until': untilMs },
+      },
+      'attribute_not_exists(#pausedUntil) OR #pausedUntil < :until',
+    );
+    // Refused: the endpoint is gone, or a later pause is set (read: not every DynamoDB returns the item).
+    const health = result.written ? healthOf(result.item) : this.#current(name, result).health;
+    return health?.pausedUntil ?? untilMs;
   }
 
   /**
@@ -69,25 +76,19 @@ export class DynamoDbHealthStore implements HealthStore {
    * item's health as it refused it. @throws EndpointNotFoundError
    */
   async claimProbe(name: string, nowMs: number, untilMs: number): Promise<ProbeClaim> {
-    try {
-      const health = await this.#writeHealth(
-        name,
-        'claim the probe of',
-        {
-          UpdateExpression: 'SET #probeUntil = :until',
-          ExpressionAttributeNames: { '#probeUntil': H.probeUntil, '#pausedUntil': H.pausedUntil, '#failingSince': H.failingSince },
-          ExpressionAttributeValues: { ':until': untilMs, ':now': nowMs },
-        },
-        'attribute_exists(#failingSince) AND (attribute_not_exists(#pausedUntil) OR #pausedUntil <= :now) AND (attribute_not_exists(#probeUntil) OR #probeUntil <= :now)',
-      );
-      return { claimed: true, health };
-    } catch (error) {
-      if (!(error instanceof EndpointNotFoundError)) throw error;
-      // Refused: the endpoint is gone, or recovered, paused or probed by another consumer (read which).
-      const current = await this.#table.get(name);
-      if (current === undefined) throw error;
-      return { claimed: false, health: current.health ?? { failures: 0 } };
-    }
+    const result = await this.#writeHealth(
+      name,
+      'claim the probe of',
+      {
+        UpdateExpression: 'SET #probeUntil = :until',
+        ExpressionAttributeNames: { '#probeUntil': H.probeUntil, '#pausedUntil': H.pausedUntil, '#failingSince': H.failingSince },
+        ExpressionAttributeValues: { ':until': untilMs, ':now': nowMs },
+      },
+      'attribute_exists(#failingSince) AND (attribute_not_exists(#pausedUntil) OR #pausedUntil <= :now) AND (attribute_not_exists(#probeUntil) OR #probeUntil <= :now)',
+    );
+    if (result.written) return { claimed: true, health: healthOf(result.item) };
+    // Refused: the endpoint is gone, or recovered, paused or probed by another consumer (read which).
+    return { claimed: false, health: this.#current(name, result).health ?? { failures: 0 } };
   }
 
   /**
@@ -96,51 +97,56 @@ export class DynamoDbHealthStore implements HealthStore {
    */
   async disableIfEnabled(name: string, change: StateChange): Promise<boolean> {
     const stateChange: StateChange = { by: change.by, reason: change.reason, at: change.at };
-    try {
-      await this.#table.guard(`disable endpoint ${quoted(name)}`, () =>
-        this.#table.client.send(
-          new UpdateCommand({
-            TableName: this.#table.name,
-            Key: { [KEY]: name },
-            UpdateExpression: `SET #state = :disabled, #stateChange = :stateChange, #updatedAt = :updatedAt ${END_RESUME}`,
-            ConditionExpression: 'attribute_exists(#name) AND #state = :enabled',
-            ExpressionAttributeNames: STATE_CHANGE_NAMES,
-            ExpressionAttributeValues: { ':disabled': 'disabled', ':enabled': 'enabled', ':stateChange': stateChange, ':updatedAt': change.at },
-          }),
-        ),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    const result = await this.#table.write(name, `disable endpoint ${quoted(name)}`, {
+      update: {
+        UpdateExpression: `SET #state = :disabled, #stateChange = :stateChange, #updatedAt = :updatedAt ${END_RESUME}`,
+        ConditionExpression: 'attribute_exists(#name) AND #state = :enabled',
+        ExpressionAttributeNames: STATE_CHANGE_NAMES,
+        ExpressionAttributeValues: { ':disabled': 'disabled', ':enabled': 'enabled', ':stateChange': stateChange, ':updatedAt': change.at },
+      },
+    });
+    return result.written;
   }
 
-  /** One health write: an UpdateItem on an existing item that touches only health attributes. */
-  async #writeHealth(
+  /**
+   * One health write: an UpdateItem on an existing item that touches only health attributes. With a
+   * `condition` of its own, a refusal reads the endpoint, to tell a gone endpoint from that condition.
+   */
+  #writeHealth(
     name: string,
     what: string,
     update: { UpdateExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues: Record<string, unknown> },
     condition?: string,
-  ): Promise<EndpointHealth> {
-    try {
-      const { Attributes } = await this.#table.guard(`${what} endpoint ${quoted(name)}`, () =>
-        this.#table.client.send(
-          new UpdateCommand({
-            TableName: this.#table.name,
-            Key: { [KEY]: name },
-            UpdateExpression: update.UpdateExpression,
-            ConditionExpression: `attribute_exists(#name)${condition ? ` AND (${condition})` : ''}`,
-            ExpressionAttributeNames: { '#name': NAMES['#name'], ...update.ExpressionAttributeNames },
-            ExpressionAttributeValues: update.ExpressionAttributeValues,
-            ReturnValues: 'ALL_NEW',
-          }),
-        ),
-      );
-      return healthFrom(Attributes ?? {}) ?? { failures: 0 };
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) throw new EndpointNotFoundError(name, { cause: error });
-      throw error;
-    }
+  ): Promise<RegistryWriteResult> {
+    return this.#table.write(
+      name,
+      `${what} endpoint ${quoted(name)}`,
+      {
+        update: {
+          UpdateExpression: update.UpdateExpression,
+          ConditionExpression: `attribute_exists(#name)${condition ? ` AND (${condition})` : ''}`,
+          ExpressionAttributeNames: { '#name': NAMES['#name'], ...update.ExpressionAttributeNames },
+          ExpressionAttributeValues: update.ExpressionAttributeValues,
+          ReturnValues: 'ALL_NEW',
+        },
+      },
+      condition !== undefined,
+    );
   }
+
+  /** The health a write left. @throws EndpointNotFoundError where the write was refused (only the item's existence was its condition) */
+  #written(name: string, result: RegistryWriteResult): EndpointHealth {
+    if (!result.written) throw new EndpointNotFoundError(name, { cause: result.cause });
+    return healthOf(result.item);
+  }
+
+  /** The endpoint a refused write met. @throws EndpointNotFoundError where there is none */
+  #current(name: string, result: Extract<RegistryWriteResult, { written: false }>): HealthRecord {
+    if (result.current === undefined) throw new EndpointNotFoundError(name, { cause: result.cause });
+    return result.current;
+  }
+}
+
+function healthOf(item: Item): EndpointHealth {
+  return healthFrom(item) ?? { failures: 0 };
 }

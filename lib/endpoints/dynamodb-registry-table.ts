@@ -6,8 +6,10 @@
  * Health's attributes are top-level, not one map: DynamoDB cannot SET a path inside a map that does
  * not exist yet, so a map would cost a second conditional write on every endpoint's first failure.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, type DynamoDBClient, type PutItemCommandInput, type UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { conditionalWrite, errorName, type ConditionalWriteInput, type Item as StoredItem } from '../dynamodb/conditional-write';
 import { ENDPOINT_STATES, EndpointError, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
 import type { EndpointHealth, HealthRecord } from './health-rules';
 import { EndpointRegistryError, type Subscription } from './registry';
@@ -47,6 +49,16 @@ export const STATE_CHANGE_NAMES = {
 } as const;
 
 export type Item = Record<string, unknown>;
+
+/** A conditional write on one endpoint's item, its values as the document client takes them. */
+export type RegistryWrite =
+  | { readonly update: Omit<UpdateItemCommandInput, 'TableName' | 'Key' | 'ExpressionAttributeValues'> & { readonly ExpressionAttributeValues?: Item } }
+  | { readonly put: Omit<PutItemCommandInput, 'TableName' | 'Item'> & { readonly Item: Item } };
+
+/** Written, the item the write asked for; refused, the endpoint as it stands when asked to read it (none: gone). */
+export type RegistryWriteResult =
+  | { readonly written: true; readonly item: Item }
+  | { readonly written: false; readonly current: HealthRecord | undefined; readonly cause: ConditionalCheckFailedException };
 
 /** The table as the registry's writes share it: its client and name, each read and call made one way. */
 export class RegistryTable {
@@ -106,6 +118,34 @@ export class RegistryTable {
   }
 
   /**
+   * One conditional write on the item of endpoint `name` (lib/dynamodb/conditional-write.ts), its
+   * values marshalled as the document client marshals them. With `readRefused`, a refusal reads the
+   * endpoint consistently, as `get` does. @throws EndpointRegistryError (the registry unavailable, or
+   * the item read cannot be used)
+   */
+  async write(name: string, subject: string, write: RegistryWrite, readRefused = false): Promise<RegistryWriteResult> {
+    // As the client's own commands marshal, each item here a whole item (the document client's
+    // commands change these shared options to marshal their own inputs).
+    const { marshallOptions, unmarshallOptions } = this.client.config.translateConfig ?? {};
+    const toStored = (item: Item): StoredItem => marshall(item, { ...marshallOptions, convertTopLevelContainer: false });
+    const fromStored = (item: StoredItem): Item => unmarshall(item, { ...unmarshallOptions, convertWithoutMapWrapper: false });
+    const key = toStored({ [KEY]: name });
+    let input: ConditionalWriteInput;
+    if ('update' in write) {
+      const { ExpressionAttributeValues: values, ...update } = write.update;
+      input = { update: { ...update, TableName: this.name, Key: key, ...(values !== undefined ? { ExpressionAttributeValues: toStored(values) } : {}) } };
+    } else {
+      input = { put: { ...write.put, TableName: this.name, Item: toStored(write.put.Item) } };
+    }
+    const result = await conditionalWrite<HealthRecord>(this.client as unknown as DynamoDBClient, input, {
+      unavailable: (error, call) => this.#unavailable(call === 'write' ? subject : `read endpoint ${quoted(name)}`, error),
+      decode: (item) => this.recordFrom(fromStored(item)),
+      ...(readRefused ? { read: { TableName: this.name, Key: key, ConsistentRead: true } } : {}),
+    });
+    return result.written ? { written: true, item: fromStored(result.item) } : result;
+  }
+
+  /**
    * Runs one store call. A refused condition passes through for the caller to turn into a domain
    * answer; every other failure is the registry being unavailable.
    */
@@ -114,9 +154,12 @@ export class RegistryTable {
       return await call();
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) throw error;
-      const what = error instanceof Error ? error.name : 'error';
-      throw new EndpointRegistryError('registry-unavailable', `endpoint registry ${this.name} failed to ${subject}: ${what}`, { cause: error });
+      throw this.#unavailable(subject, error);
     }
+  }
+
+  #unavailable(subject: string, error: unknown): EndpointRegistryError {
+    return new EndpointRegistryError('registry-unavailable', `endpoint registry ${this.name} failed to ${subject}: ${errorName(error)}`, { cause: error });
   }
 }
 

@@ -17,7 +17,7 @@
  * (dynamodb-registry-table.ts: the items, their attribute names, how a store call fails).
  */
 import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, DynamoDBDocumentClient, PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbHealthStore } from './dynamodb-health-store';
 import { END_RESUME, HEALTH_ATTRIBUTES as H, itemOf, KEY, NAMES, RegistryTable, STATE_CHANGE_NAMES, type Item } from './dynamodb-registry-table';
 import { DynamoDbResumeStore } from './dynamodb-resume-store';
@@ -125,22 +125,11 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
   async add(fields: EndpointFields, nowMs: number): Promise<EndpointRecord> {
     const checked = await this.#storedForm(parseEndpointFields(fields));
     const record: EndpointRecord = { fields: checked, state: 'enabled', createdAt: nowMs, updatedAt: nowMs };
-    try {
-      await this.#table.guard(`add endpoint ${quoted(checked.name)}`, () =>
-        this.#table.client.send(
-          new PutCommand({
-            TableName: this.#table.name,
-            Item: itemOf(record),
-            ConditionExpression: 'attribute_not_exists(#name)',
-            ExpressionAttributeNames: { '#name': NAMES['#name'] },
-          }),
-        ),
-      );
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        throw new EndpointConflictError(checked.name, 'already exists: change it with endpoint update, or remove it first', { cause: error });
-      }
-      throw error;
+    const result = await this.#table.write(checked.name, `add endpoint ${quoted(checked.name)}`, {
+      put: { Item: itemOf(record), ConditionExpression: 'attribute_not_exists(#name)', ExpressionAttributeNames: { '#name': NAMES['#name'] } },
+    });
+    if (!result.written) {
+      throw new EndpointConflictError(checked.name, 'already exists: change it with endpoint update, or remove it first', { cause: result.cause });
     }
     return record;
   }
@@ -149,32 +138,27 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     const checked = await this.#storedForm(parseEndpointFields(fields));
     // Strictly later than the version read, so two updates within one millisecond still differ.
     const updatedAt = Math.max(nowMs, expectedUpdatedAt + 1);
-    const subject = `update endpoint ${quoted(checked.name)}`;
-    try {
-      const { Attributes } = await this.#table.guard(subject, () =>
-        this.#table.client.send(
-          new UpdateCommand({
-            TableName: this.#table.name,
-            Key: { [KEY]: checked.name },
-            UpdateExpression: 'SET #fields = :fields, #updatedAt = :updatedAt',
-            ConditionExpression: 'attribute_exists(#name) AND #updatedAt = :expected',
-            ExpressionAttributeNames: { '#name': NAMES['#name'], '#fields': NAMES['#fields'], '#updatedAt': NAMES['#updatedAt'] },
-            ExpressionAttributeValues: { ':fields': checked, ':updatedAt': updatedAt, ':expected': expectedUpdatedAt },
-            ReturnValues: 'ALL_NEW',
-          }),
-        ),
-      );
-      return this.#table.recordFrom(Attributes ?? {});
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current = await this.get(checked.name);
-      if (current === undefined) throw new EndpointNotFoundError(checked.name, { cause: error });
-      throw new EndpointConflictError(
-        checked.name,
-        `changed since it was read (updated at ${new Date(current.updatedAt).toISOString()}): read it again and retry`,
-        { cause: error },
-      );
-    }
+    const result = await this.#table.write(
+      checked.name,
+      `update endpoint ${quoted(checked.name)}`,
+      {
+        update: {
+          UpdateExpression: 'SET #fields = :fields, #updatedAt = :updatedAt',
+          ConditionExpression: 'attribute_exists(#name) AND #updatedAt = :expected',
+          ExpressionAttributeNames: { '#name': NAMES['#name'], '#fields': NAMES['#fields'], '#updatedAt': NAMES['#updatedAt'] },
+          ExpressionAttributeValues: { ':fields': checked, ':updatedAt': updatedAt, ':expected': expectedUpdatedAt },
+          ReturnValues: 'ALL_NEW',
+        },
+      },
+      true,
+    );
+    if (result.written) return this.#table.recordFrom(result.item);
+    if (result.current === undefined) throw new EndpointNotFoundError(checked.name, { cause: result.cause });
+    throw new EndpointConflictError(
+      checked.name,
+      `changed since it was read (updated at ${new Date(result.current.updatedAt).toISOString()}): read it again and retry`,
+      { cause: result.cause },
+    );
   }
 
   async setState(name: string, state: EndpointRecord['state'], change: StateChange, resumeRate = DEFAULT_RESUME_RATE): Promise<EndpointRecord> {
@@ -182,37 +166,29 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     const stateChange: StateChange = { by: change.by, reason: change.reason, at: change.at };
     // Enabling begins the release of its parked deliveries (lib/resume.ts); disabling ends one.
     const enabling = state === 'enabled';
-    try {
-      const { Attributes } = await this.#table.guard(`set the state of endpoint ${quoted(name)}`, () =>
-        this.#table.client.send(
-          new UpdateCommand({
-            TableName: this.#table.name,
-            Key: { [KEY]: name },
-            // Enabling also starts its health afresh: failures from before it was back do not count
-            // towards disabling it again (docs/contract.md §12).
-            UpdateExpression: enabling
-              ? 'SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt, #resumeSince = :updatedAt, #resumeRate = :rate, #failures = :zero REMOVE #resumeUntil, #failingSince'
-              : `SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt ${END_RESUME}`,
-            ConditionExpression: 'attribute_exists(#name)',
-            ExpressionAttributeNames: {
-              ...STATE_CHANGE_NAMES,
-              ...(enabling ? { '#failures': H.failures, '#failingSince': H.failingSince } : {}),
-            },
-            ExpressionAttributeValues: {
-              ':state': state,
-              ':stateChange': stateChange,
-              ':updatedAt': change.at,
-              ...(enabling ? { ':rate': resumeRate, ':zero': 0 } : {}),
-            },
-            ReturnValues: 'ALL_NEW',
-          }),
-        ),
-      );
-      return this.#table.recordFrom(Attributes ?? {});
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) throw new EndpointNotFoundError(name, { cause: error });
-      throw error;
-    }
+    const result = await this.#table.write(name, `set the state of endpoint ${quoted(name)}`, {
+      update: {
+        // Enabling also starts its health afresh: failures from before it was back do not count
+        // towards disabling it again (docs/contract.md §12).
+        UpdateExpression: enabling
+          ? 'SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt, #resumeSince = :updatedAt, #resumeRate = :rate, #failures = :zero REMOVE #resumeUntil, #failingSince'
+          : `SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt ${END_RESUME}`,
+        ConditionExpression: 'attribute_exists(#name)',
+        ExpressionAttributeNames: {
+          ...STATE_CHANGE_NAMES,
+          ...(enabling ? { '#failures': H.failures, '#failingSince': H.failingSince } : {}),
+        },
+        ExpressionAttributeValues: {
+          ':state': state,
+          ':stateChange': stateChange,
+          ':updatedAt': change.at,
+          ...(enabling ? { ':rate': resumeRate, ':zero': 0 } : {}),
+        },
+        ReturnValues: 'ALL_NEW',
+      },
+    });
+    if (!result.written) throw new EndpointNotFoundError(name, { cause: result.cause });
+    return this.#table.recordFrom(result.item);
   }
 
   async remove(name: string): Promise<void> {

@@ -3,9 +3,7 @@
  * the release begun at `since` still being the endpoint's, so a newer `enable`, or a `disable`, is
  * never undone.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { END_RESUME, KEY, NAMES, RESUME_NAMES, type RegistryTable } from './dynamodb-registry-table';
+import { END_RESUME, NAMES, RESUME_NAMES, type RegistryTable } from './dynamodb-registry-table';
 import type { ResumeStore } from '../resume';
 import { quoted } from '../terminal';
 
@@ -48,14 +46,7 @@ export class DynamoDbResumeStore implements ResumeStore {
   ): Promise<boolean> {
     const text = `${update.UpdateExpression} ${update.ConditionExpression}`;
     const names = Object.fromEntries(Object.entries({ ...RESUME_NAMES, '#state': NAMES['#state'] }).filter(([placeholder]) => text.includes(placeholder)));
-    try {
-      await this.#table.guard(`${what} endpoint ${quoted(name)}`, () =>
-        this.#table.client.send(new UpdateCommand({ TableName: this.#table.name, Key: { [KEY]: name }, ...update, ExpressionAttributeNames: names })),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    const result = await this.#table.write(name, `${what} endpoint ${quoted(name)}`, { update: { ...update, ExpressionAttributeNames: names } });
+    return result.written;
   }
 }
