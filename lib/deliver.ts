@@ -110,8 +110,8 @@ export interface QueueMessage {
 }
 
 /**
- * Delivers one queue message. Throws only when the ledger is unavailable (the message then
- * returns to the queue untouched); every other failure is a decision.
+ * Delivers one queue message. Throws only when the ledger is unavailable or the record it wrote
+ * went missing (the message then returns to the queue untouched); every other failure is a decision.
  *
  * The order is the design:
  * 1. Validate. Bad input is dead-lettered with its reason and never reaches the receiver.

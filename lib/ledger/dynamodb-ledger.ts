@@ -37,7 +37,7 @@ import {
 } from './dynamodb-expressions';
 import { countShard, queryShard, readRows, rowId } from './dynamodb-listing';
 import { WIRE_NAMES } from './dynamodb-schema';
-import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, ReleaseRefusedError, ReplayRefusedError } from './errors';
+import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, RecordMissingError, ReleaseRefusedError, ReplayRefusedError } from './errors';
 import { claimRefusal, mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
 import {
   isThisClaim,
@@ -65,7 +65,7 @@ import {
   windowRange,
   type ListedState,
 } from './listing';
-import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, holdsNoEvent, isExpired, missingRow, newToken, readRecord } from './rows';
+import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, holdsNoEvent, isExpired, newToken, readRecord } from './rows';
 import { isHeadPartition } from './shipment-heads';
 import { admitChanges, admitInvalidChanges, applyChanges, claimChanges, newRow, parkChanges, type ChangeableRow } from './transitions';
 import type { RetryPolicy } from '../policy';
@@ -124,7 +124,7 @@ export class DynamoDbLedger implements Ledger {
       const result = await this.#update(input, recordSpec(input, lengths));
       if (result.written) return;
       const current = result.current;
-      if (current === undefined) throw missingRow(input.eventId, result.cause);
+      if (current === undefined) throw new RecordMissingError(input.eventId, { cause: result.cause });
       // Delivered twice is one delivery: the first write stands.
       if (input.next.state === 'delivered' && current.state === 'delivered') return;
       // Refused for a domain reason, or only because the history was full: the guard tells which.
@@ -139,7 +139,7 @@ export class DynamoDbLedger implements Ledger {
   async markExhausted(key: DeliveryKey, nowMs: number, body: string): Promise<DeliveryRecord> {
     const result = await this.#update(key, markExhaustedSpec(key, nowMs, body));
     if (result.written) return recordFromItem(result.item);
-    if (result.current === undefined) throw missingRow(key.eventId, result.cause);
+    if (result.current === undefined) throw new RecordMissingError(key.eventId, { cause: result.cause });
     throw new LeaseLostError(result.current, { cause: result.cause });
   }
 

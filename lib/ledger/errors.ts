@@ -99,6 +99,21 @@ function releaseMessage(refusal: ReleaseRefusal, eventId: string, endpoint: stri
   }
 }
 
+/**
+ * A write that needs the event's delivery record found none: deleted by its TTL, or never
+ * admitted. Not a store failure: the store answered, and the row is not there.
+ */
+export class RecordMissingError extends LedgerError {
+  override readonly name = 'RecordMissingError';
+  readonly code = 'record-missing';
+  constructor(
+    readonly eventId: string,
+    options?: ErrorOptions,
+  ) {
+    super(`no delivery record for event ${eventId} to write to`, options);
+  }
+}
+
 /** The store could not be reached or answered with an error the ledger does not expect. */
 export class LedgerUnavailableError extends LedgerError {
   override readonly name = 'LedgerUnavailableError';

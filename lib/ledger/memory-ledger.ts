@@ -7,7 +7,7 @@
  * Rows are deep-copied in and out, so a caller can never change a stored row by mutating what it
  * passed or got back (as with a real store).
  */
-import { ClaimRefusedError, LeaseLostError, ReleaseRefusedError, ReplayRefusedError } from './errors';
+import { ClaimRefusedError, LeaseLostError, RecordMissingError, ReleaseRefusedError, ReplayRefusedError } from './errors';
 import { claimRefusal, MAY_MARK_EXHAUSTED, MAY_RELIST, MAY_UNLIST, MAY_UNPARK, mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
 import type {
   ClaimedRecord,
@@ -32,7 +32,7 @@ import {
   windowRange,
   type ListedState,
 } from './listing';
-import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, holdsNoEvent, isExpired, missingRow, newToken, readRecord } from './rows';
+import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, holdsNoEvent, isExpired, newToken, readRecord } from './rows';
 import {
   admitInvalidChanges,
   applyChanges,
@@ -87,7 +87,7 @@ export class MemoryLedger implements Ledger {
 
   async recordAttempt(input: RecordAttemptInput): Promise<void> {
     const row = this.#rows.get(rowKey(input));
-    if (row === undefined) throw missingRow(input.eventId);
+    if (row === undefined) throw new RecordMissingError(input.eventId);
     const record = toRecord(row);
     // Delivered twice is one delivery: the first write stands.
     if (input.next.state === 'delivered' && record.state === 'delivered') return;
@@ -99,7 +99,7 @@ export class MemoryLedger implements Ledger {
 
   async markExhausted(key: DeliveryKey, nowMs: number, body: string): Promise<DeliveryRecord> {
     const row = this.#rows.get(rowKey(key));
-    if (row === undefined) throw missingRow(key.eventId);
+    if (row === undefined) throw new RecordMissingError(key.eventId);
     if (!MAY_MARK_EXHAUSTED.holds(toRecord(row), { nowMs })) throw new LeaseLostError(toRecord(row));
     applyChanges(row, key, markExhaustedChanges(nowMs, body));
     return toRecord(row);

@@ -4,7 +4,6 @@
  * own rules in `listing.ts`).
  */
 import { randomFillSync } from 'node:crypto';
-import { LedgerUnavailableError } from './errors';
 import type { AuditEntry, DeliveryRecord, ReleaseInput, ReplayInput } from './ledger';
 import type { RetryPolicy } from '../policy';
 
@@ -108,12 +107,6 @@ export function expiresAtSeconds(nowMs: number, retentionSeconds: number): numbe
 /** Rows past their TTL count as absent: DynamoDB deletes them only eventually. */
 export function isExpired(row: Pick<DeliveryRecord, 'expiresAt'>, nowMs: number): boolean {
   return row.expiresAt !== undefined && row.expiresAt * 1000 <= nowMs;
-}
-
-/** A write that needs an existing row found none (deleted by TTL, or never admitted). */
-export function missingRow(eventId: string, cause?: unknown): LedgerUnavailableError {
-  const message = `no delivery record for event ${eventId} to write to`;
-  return new LedgerUnavailableError(message, cause === undefined ? undefined : { cause });
 }
 
 export function checkLimit(limit: number): number {

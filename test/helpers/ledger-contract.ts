@@ -9,7 +9,7 @@ import { parseEvent, type ParsedEvent } from '../../lib/event';
 import {
   ClaimRefusedError,
   LeaseLostError,
-  LedgerUnavailableError,
+  RecordMissingError,
   ReleaseRefusedError,
   ReplayRefusedError,
 } from '../../lib/ledger/errors';
@@ -600,13 +600,14 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(delivered.history.at(-1)).toStrictEqual(entry(1, T0 + 10 * LEASE_MS - 120, ACCEPTED));
       });
 
-      it('throws LedgerUnavailableError when there is no row to record on', async () => {
+      it('throws RecordMissingError, naming the event, when there is no row to record on', async () => {
         const ghost = { ...(await claim(shipmentEvent('evt_real'))), eventId: 'evt_ghost' };
 
-        await rejectionOf(record(ghost, ACCEPTED, { state: 'delivered' }, T0 + 100), LedgerUnavailableError);
+        const error = await rejectionOf(record(ghost, ACCEPTED, { state: 'delivered' }, T0 + 100), RecordMissingError);
+        expect(error).toMatchObject({ eventId: 'evt_ghost', code: 'record-missing' });
         await rejectionOf(
           record(ghost, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 1000 }, T0 + 100),
-          LedgerUnavailableError,
+          RecordMissingError,
         );
         expect(await ledger.get(key('evt_ghost'))).toBeUndefined();
       });
@@ -662,8 +663,8 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect(error.record).toStrictEqual(delivered);
       });
 
-      it('throws LedgerUnavailableError when there is no row', async () => {
-        await rejectionOf(ledger.markExhausted(key('evt_nothing'), T0, shipmentEvent('evt_nothing').body), LedgerUnavailableError);
+      it('throws RecordMissingError when there is no row', async () => {
+        await rejectionOf(ledger.markExhausted(key('evt_nothing'), T0, shipmentEvent('evt_nothing').body), RecordMissingError);
       });
     });
 
