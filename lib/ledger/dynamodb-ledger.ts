@@ -16,7 +16,7 @@
  * with the row, whose `createdAt` the second sorts it by), one refused for a row already parked;
  * `unpark` is one, and reads nothing when refused.
  */
-import { QueryCommand, type ConditionalCheckFailedException, type DynamoDBClient, type GetItemCommandInput, type UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
+import { type ConditionalCheckFailedException, type DynamoDBClient, type GetItemCommandInput, type UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { conditionalWrite, errorName, readItem, type ConditionalWriteResult } from '../dynamodb/conditional-write';
 import { itemOf, keyItem, recordFromItem, rowFromItem, toAttribute, type Item } from './dynamodb-item';
@@ -35,7 +35,7 @@ import {
   type ListLengths,
   type UpdateSpec,
 } from './dynamodb-expressions';
-import { countShard, queryShard, readRows, rowId } from './dynamodb-listing';
+import { countListed, listPage, queryDeliveries, type ListingStore } from './dynamodb-listing';
 import { WIRE_NAMES } from './dynamodb-schema';
 import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, RecordMissingError, ReleaseRefusedError, ReplayRefusedError } from './errors';
 import { claimRefusal, mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
@@ -55,17 +55,8 @@ import {
   type ReleaseInput,
   type ReplayInput,
 } from './ledger';
-import {
-  belongsIn,
-  checkListedState,
-  comesAfter,
-  decodeCursor,
-  encodeCursor,
-  listingShards,
-  windowRange,
-  type ListedState,
-} from './listing';
-import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, holdsNoEvent, isExpired, newToken, readRecord } from './rows';
+import type { ListedState } from './listing';
+import { auditEntry, holdsNoEvent, isExpired, newToken, readRecord } from './rows';
 import { isHeadPartition } from './shipment-heads';
 import { admitChanges, admitInvalidChanges, applyChanges, claimChanges, newRow, parkChanges, type ChangeableRow } from './transitions';
 import type { RetryPolicy } from '../policy';
@@ -275,77 +266,24 @@ export class DynamoDbLedger implements Ledger {
     return record === undefined || isExpired(record, this.#now()) ? undefined : record;
   }
 
-  /**
-   * One strongly consistent Query on the partition key (the event ID), page by page: the table's
-   * sort key is the endpoint, so the rows come in endpoint order. An event has one row per endpoint
-   * it was routed to, so this reads a handful of rows, never a scan.
-   */
   async deliveriesOf(eventId: string): Promise<DeliveryRecord[]> {
     // No event ID starts with `#`: such a partition holds a shipment's heads (`shipment-heads.ts`), no deliveries.
     if (isHeadPartition(eventId)) return [];
-    const records: DeliveryRecord[] = [];
-    let startKey: Item | undefined;
-    do {
-      const output = await this.#guard(eventId, () =>
-        this.#client.send(
-          new QueryCommand({
-            TableName: this.#tableName,
-            KeyConditionExpression: '#id = :id',
-            ExpressionAttributeNames: { '#id': W.eventId },
-            ExpressionAttributeValues: { ':id': { S: eventId } },
-            ConsistentRead: true,
-            ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
-          }),
-        ),
-      );
-      for (const item of output.Items ?? []) records.push(recordFromItem(item));
-      startKey = output.LastEvaluatedKey;
-    } while (startKey !== undefined);
+    const records = await this.#guard(eventId, () => queryDeliveries(this.#client, this.#tableName, eventId));
     const nowMs = this.#now();
     return records.filter((record) => !isExpired(record, nowMs));
   }
 
-  /**
-   * A page of one listing: each shard's next `limit + 1` index entries after the cursor (keys
-   * only; within the window and of the endpoint when asked), merged in order, the first `limit`
-   * read whole from the table. One more than a page per
-   * shard tells exactly whether anything follows. Rows gone, expired or no longer in the listed
-   * state (the index is eventually consistent) are left out, so a page may hold fewer.
-   */
-  async listByState(state: ListedState, options: ListOptions = {}): Promise<Page> {
-    const listed = checkListedState(state, options.endpoint);
-    const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
-    const newestFirst = options.newestFirst === true;
-    const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, listed, newestFirst);
-    const window = windowRange(options.sinceMs, options.untilMs);
-    const shards = listingShards(listed, options.endpoint);
-    // A parked shard holds its endpoint's entries alone; the others are chosen from by endpoint.
-    const endpoint = listed === 'parked' ? undefined : options.endpoint;
-    const query = (shard: string) =>
-      this.#guard(`${listed} rows`, () =>
-        queryShard(this.#client, this.#tableName, { shard, after, window, endpoint, newestFirst, limit: limit + 1 }),
-      );
-    const entries = (await Promise.all(shards.map(query))).flat();
-    entries.sort((a, b) => (comesAfter(a.sort, b.sort, newestFirst) ? 1 : -1));
-    const page = entries.slice(0, limit);
-    const rows = await this.#guard('listed rows', () => readRows(this.#client, this.#tableName, page.map((entry) => entry.key)));
-    const nowMs = this.#now();
-    const records = page
-      .map((entry) => rows.get(rowId(entry.key)))
-      .filter((record): record is DeliveryRecord => record !== undefined && belongsIn(record, listed) && !isExpired(record, nowMs));
-    const last = page.at(-1);
-    return entries.length > limit && last !== undefined ? { records, cursor: encodeCursor(listed, newestFirst, last.sort) } : { records };
+  listByState(state: ListedState, options: ListOptions = {}): Promise<Page> {
+    return listPage(this.#store(), state, options);
   }
 
-  /** Each shard's index entries counted by the store (`Select: COUNT`): keys read, no rows. */
-  async countByState(state: ListedState, options: Pick<ListOptions, 'endpoint'> = {}): Promise<number> {
-    const listed = checkListedState(state, options.endpoint);
-    const shards = listingShards(listed, options.endpoint);
-    const endpoint = listed === 'parked' ? undefined : options.endpoint;
-    const counts = await Promise.all(
-      shards.map((shard) => this.#guard(`${listed} rows`, () => countShard(this.#client, this.#tableName, shard, endpoint))),
-    );
-    return counts.reduce((sum, count) => sum + count, 0);
+  countByState(state: ListedState, options: Pick<ListOptions, 'endpoint'> = {}): Promise<number> {
+    return countListed(this.#store(), state, options.endpoint);
+  }
+
+  #store(): ListingStore {
+    return { client: this.#client, tableName: this.#tableName, nowMs: this.#now(), guard: (subject, call) => this.#guard(subject, call) };
   }
 
   /**

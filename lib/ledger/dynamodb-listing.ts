@@ -1,24 +1,108 @@
 /**
- * The store calls behind the listing (`listing.ts` says which rows are listed): one shard's index
- * entries after a position, one shard's count, and the page's rows read whole. The index projects
- * keys only, so a query returns each entry's table key and sort position, nothing more.
+ * The ledger's reads on DynamoDB: an event's deliveries, and the listing (`listing.ts` says which
+ * rows are listed): one shard's index entries after a position, one shard's count, and the page's
+ * rows read whole. The index projects keys only, so a query returns each entry's table key and
+ * sort position, nothing more.
  */
 import { BatchGetItemCommand, QueryCommand, type BatchGetItemCommandOutput, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { keyItem, recordFromItem, type Item } from './dynamodb-item';
 import { LEDGER_SCHEMA, WIRE_NAMES } from './dynamodb-schema';
-import type { DeliveryKey, DeliveryRecord } from './ledger';
-import { rangeAfter, type SortRange } from './listing';
+import type { DeliveryKey, DeliveryRecord, ListOptions, Page } from './ledger';
+import {
+  belongsIn,
+  checkListedState,
+  comesAfter,
+  decodeCursor,
+  encodeCursor,
+  listingShards,
+  rangeAfter,
+  windowRange,
+  type ListedState,
+  type SortRange,
+} from './listing';
+import { checkLimit, DEFAULT_PAGE_LIMIT, isExpired } from './rows';
 
 const INDEX = LEDGER_SCHEMA.listingIndex;
 /** BatchGetItem's limit. */
 const MAX_KEYS_PER_BATCH = 100;
 
-export interface ShardEntry {
+/** The ledger's table as its reads see it: every store call goes through `guard`, which names its failure. */
+export interface ListingStore {
+  readonly client: DynamoDBClient;
+  readonly tableName: string;
+  readonly nowMs: number;
+  readonly guard: <T>(subject: string, call: () => Promise<T>) => Promise<T>;
+}
+
+/**
+ * An event's rows, expired or not: one strongly consistent Query on the partition key, page by page.
+ * The sort key is the endpoint, so the rows come in endpoint order; an event has one row per
+ * endpoint it was routed to, so this reads a handful of rows, never a scan.
+ */
+export async function queryDeliveries(client: DynamoDBClient, tableName: string, eventId: string): Promise<DeliveryRecord[]> {
+  const records: DeliveryRecord[] = [];
+  let startKey: Item | undefined;
+  do {
+    const output = await client.send(
+      new QueryCommand({
+        TableName: tableName,
+        KeyConditionExpression: '#id = :id',
+        ExpressionAttributeNames: { '#id': WIRE_NAMES.eventId },
+        ExpressionAttributeValues: { ':id': { S: eventId } },
+        ConsistentRead: true,
+        ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
+      }),
+    );
+    for (const item of output.Items ?? []) records.push(recordFromItem(item));
+    startKey = output.LastEvaluatedKey;
+  } while (startKey !== undefined);
+  return records;
+}
+
+/**
+ * A page of one listing: each shard's next `limit + 1` index entries after the cursor (keys only;
+ * within the window and of the endpoint when asked), merged in order, the first `limit` read whole
+ * from the table. One more than a page per shard tells exactly whether anything follows. Rows gone,
+ * expired or no longer in the listed state (the index is eventually consistent) are left out, so a
+ * page may hold fewer.
+ */
+export async function listPage(store: ListingStore, state: ListedState, options: ListOptions): Promise<Page> {
+  const listed = checkListedState(state, options.endpoint);
+  const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
+  const newestFirst = options.newestFirst === true;
+  const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor, listed, newestFirst);
+  const window = windowRange(options.sinceMs, options.untilMs);
+  // A parked shard holds its endpoint's entries alone; the others are chosen from by endpoint.
+  const endpoint = listed === 'parked' ? undefined : options.endpoint;
+  const query = (shard: string) =>
+    store.guard(`${listed} rows`, () => queryShard(store.client, store.tableName, { shard, after, window, endpoint, newestFirst, limit: limit + 1 }));
+  const entries = (await Promise.all(listingShards(listed, options.endpoint).map(query))).flat();
+  entries.sort((a, b) => (comesAfter(a.sort, b.sort, newestFirst) ? 1 : -1));
+  const page = entries.slice(0, limit);
+  const rows = await store.guard('listed rows', () => readRows(store.client, store.tableName, page.map((entry) => entry.key)));
+  const records = page
+    .map((entry) => rows.get(rowId(entry.key)))
+    .filter((record): record is DeliveryRecord => record !== undefined && belongsIn(record, listed) && !isExpired(record, store.nowMs));
+  const last = page.at(-1);
+  return entries.length > limit && last !== undefined ? { records, cursor: encodeCursor(listed, newestFirst, last.sort) } : { records };
+}
+
+/** Each shard's index entries counted by the store (`Select: COUNT`): keys read, no rows. */
+export async function countListed(store: ListingStore, state: ListedState, endpoint?: string): Promise<number> {
+  const listed = checkListedState(state, endpoint);
+  const chosen = listed === 'parked' ? undefined : endpoint;
+  const counts = await Promise.all(
+    listingShards(listed, endpoint).map((shard) => store.guard(`${listed} rows`, () => countShard(store.client, store.tableName, shard, chosen))),
+  );
+  return counts.reduce((sum, count) => sum + count, 0);
+}
+
+interface ShardEntry {
   readonly sort: string;
   readonly key: DeliveryKey;
 }
 
-export interface ShardQuery {
+interface ShardQuery {
   readonly shard: string;
   /** The sort position to start after (exclusive), in the listing's order. */
   readonly after: string | undefined;
@@ -42,7 +126,7 @@ const MAX_EXAMINED_PER_REQUEST = 1000;
  * FilterExpression would cost the same reads; choosing here keeps the query to what every
  * DynamoDB implementation answers alike.)
  */
-export async function queryShard(client: DynamoDBClient, tableName: string, query: ShardQuery): Promise<ShardEntry[]> {
+async function queryShard(client: DynamoDBClient, tableName: string, query: ShardQuery): Promise<ShardEntry[]> {
   const { shard, after, newestFirst, limit, endpoint } = query;
   const range = rangeAfter(query.window ?? {}, after, newestFirst);
   const names: Record<string, string> = { '#k': INDEX.partitionKey };
@@ -96,7 +180,7 @@ export async function queryShard(client: DynamoDBClient, tableName: string, quer
  * `endpoint` when given, chosen from the entries' table keys as `queryShard` chooses them (the
  * same reads: a count is billed by the entries it examines).
  */
-export async function countShard(client: DynamoDBClient, tableName: string, shard: string, endpoint?: string): Promise<number> {
+async function countShard(client: DynamoDBClient, tableName: string, shard: string, endpoint?: string): Promise<number> {
   let count = 0;
   let startKey: Item | undefined;
   do {
@@ -118,7 +202,7 @@ export async function countShard(client: DynamoDBClient, tableName: string, shar
 }
 
 /** Rows by key, read whole (eventually consistent), unprocessed keys asked again; by `rowId`. */
-export async function readRows(client: DynamoDBClient, tableName: string, keys: readonly DeliveryKey[]): Promise<Map<string, DeliveryRecord>> {
+async function readRows(client: DynamoDBClient, tableName: string, keys: readonly DeliveryKey[]): Promise<Map<string, DeliveryRecord>> {
   const rows = new Map<string, DeliveryRecord>();
   for (let start = 0; start < keys.length; start += MAX_KEYS_PER_BATCH) {
     let pending: Item[] | undefined = keys.slice(start, start + MAX_KEYS_PER_BATCH).map(keyItem);
@@ -135,6 +219,6 @@ export async function readRows(client: DynamoDBClient, tableName: string, keys: 
   return rows;
 }
 
-export function rowId(key: DeliveryKey): string {
+function rowId(key: DeliveryKey): string {
   return `${key.eventId} ${key.endpoint}`;
 }
