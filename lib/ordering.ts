@@ -43,6 +43,15 @@ export interface OrderingDeps {
   readonly retentionSeconds: number;
 }
 
+/** An event and the number it holds in its shipment's order at one endpoint. */
+export interface NumberedEvent {
+  readonly sequence: number;
+  readonly eventId: string;
+}
+
+/** What passing a turn on touches: the head, the queue that wakes the next event, the rows it reads. */
+export type PassDeps = Pick<OrderingDeps, 'heads' | 'queue'> & { readonly ledger: Pick<Ledger, 'get'> };
+
 export type Turn =
   /** Send it now (its turn, or a turn already passed: the claim decides what a settled row gets). */
   | { readonly kind: 'go'; readonly sequence: number }
@@ -113,13 +122,7 @@ export function admissionOfRow(row: Pick<DeliveryRecord, 'sequence' | 'attempts'
  * wake-up is a copy, which the claim answers.
  * @throws what the ledger, the head or the queue throw: the caller keeps its message, which returns.
  */
-export async function passTurn(
-  shipmentId: string,
-  endpoint: string,
-  settling: { readonly sequence: number; readonly eventId: string },
-  deps: Pick<OrderingDeps, 'heads' | 'queue'> & { readonly ledger: Pick<Ledger, 'get'> },
-  logger?: Logger,
-): Promise<string | undefined> {
+export async function passTurn(shipmentId: string, endpoint: string, settling: NumberedEvent, deps: PassDeps, logger?: Logger): Promise<string | undefined> {
   let { sequence: settled, eventId } = settling;
   for (;;) {
     const head = await deps.heads.advance(shipmentId, endpoint, settled, eventId);
@@ -160,13 +163,7 @@ export function holdsNumber(row: Pick<DeliveryRecord, 'sequence' | 'shipmentId'>
  * else left waiting at it, to be passed over when its turn comes (`passTurn` finds no row of its own).
  * Returns the event woken, if any. Safe to repeat.
  */
-export async function giveUpNumber(
-  shipmentId: string,
-  endpoint: string,
-  given: { readonly sequence: number; readonly eventId: string },
-  deps: Pick<OrderingDeps, 'heads' | 'queue'> & { readonly ledger: Pick<Ledger, 'get'> },
-  logger?: Logger,
-): Promise<string | undefined> {
+export async function giveUpNumber(shipmentId: string, endpoint: string, given: NumberedEvent, deps: PassDeps, logger?: Logger): Promise<string | undefined> {
   const answer = await deps.heads.wait(shipmentId, endpoint, given.sequence, given.eventId);
   if (answer !== 'its-turn') return undefined;
   return passTurn(shipmentId, endpoint, given, deps, logger);
