@@ -1,214 +1,155 @@
 /**
- * The runs `npm run cost` measures, each on the metering proxy (DynamoDB) and the SQS meter:
+ * The runs `npm run cost` measures on the meter. Each returns what it measured and what the consumer
+ * decided; test/cost/*.test.ts run them small and assert the decisions, since a count means nothing
+ * otherwise.
  *
- * - scenarios: one handoff message at a time through the batch use case (delivered, duplicate,
- *   retried, dead-lettered, identity conflict, invalid), each checked against the queue decisions
- *   it must lead to, since a count means nothing otherwise;
- * - workload: batches of delivered events through one consumer, metered; then timed as Lambda
- *   bills them, the consumers taking turns;
- * - mix: thousands of handoff deliveries at once (mostly delivered, some retried, some dead), for
- *   the writes each partition key value takes.
+ * - scenarios: one handoff message at a time (delivered, duplicate, retried, dead-lettered,
+ *   identity conflict, invalid);
+ * - workload: batches of delivered events through one consumer, metered; then timed as Lambda bills
+ *   them, the consumers taking turns batch by batch;
+ * - mix: thousands of deliveries at once, for the writes each partition key value takes;
+ * - fan-out: producer batches routed through the registry to N endpoints, each endpoint message
+ *   handed back as the event source would, beside the single-URL consumer.
  */
 import { performance } from 'node:perf_hooks';
-import type { SQSRecord } from 'aws-lambda';
+import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import pLimit from 'p-limit';
-import type { DeadLetterReason, DeliveryResult, QueueDecision } from '../../lib/deliver';
-import { sqsRecord } from '../../test/helpers/sqs-records';
 import type { ScriptedResponse, TestReceiver } from '../../test/helpers/receiver';
-import type { Invoke } from './consumers';
-import type { DynamoDbUsage, MeteringProxy } from './metering-proxy';
-import type { SqsMeter, SqsUsage } from './sqs-meter';
+import { sqsRecord } from '../../test/helpers/sqs-records';
+import { lambdaGbSeconds, type UsagePerEvent } from './billing';
+import { handoffConsumer, QUEUE_URLS, type HandoffConsumer, type Invoke } from './consumers';
+import type { DynamoDbUsage, Meter, SentMessage, SqsUsage } from './meter';
 
 export interface Meters {
-  readonly dynamodb: MeteringProxy;
-  readonly sqs: SqsMeter;
+  readonly meter: Meter;
   readonly receiver: TestReceiver;
 }
 
+/** Past any first retry's backoff: the queue's visibility does the waiting, here the clock jumps. */
+export const RETRY_DUE_MS = 60 * 60 * 1000;
+
 /**
- * A valid event (docs/contract.md §2) whose message body is exactly `bytes` long. The padding is
- * pseudo-random letters and digits, fixed by the ID: a run of one repeated character would flatter
- * any compression of the stored body.
+ * A valid event (docs/contract.md §2) whose body is exactly `bytes` long, padded with pseudo-random
+ * letters fixed by the ID: one repeated character would flatter any compression of the stored body.
  */
 export function eventOfSize(id: string, bytes: number, status = 'in_transit', shipmentId = 'shp_1001'): string {
-  const event = {
-    id,
-    shipmentId,
-    status,
-    occurredAt: '2026-12-02T10:15:00Z',
-    data: { carrier: 'acme', hub: 'FRA-3', note: '' },
-  };
+  const event = { id, shipmentId, status, occurredAt: '2026-12-02T10:15:00Z', data: { carrier: 'acme', hub: 'FRA-3', note: '' } };
   const padding = bytes - JSON.stringify(event).length;
   if (padding < 0) throw new Error(`an event with ID ${id} takes more than ${bytes} bytes`);
-  event.data.note = filler(id, padding);
+  let seed = [...id].reduce((hash, char) => (Math.imul(hash, 31) + char.charCodeAt(0)) >>> 0, 7);
+  for (let i = 0; i < padding; i++) {
+    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+    event.data.note += 'abcdefghijklmnopqrstuvwxyz0123456789'[(seed >>> 16) % 36];
+  }
   return JSON.stringify(event);
 }
 
-const FILLER_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
-
-function filler(seedText: string, length: number): string {
-  let seed = [...seedText].reduce((hash, char) => (Math.imul(hash, 31) + char.charCodeAt(0)) >>> 0, 7);
-  let text = '';
-  for (let i = 0; i < length; i++) {
-    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
-    text += FILLER_ALPHABET[(seed >>> 16) % FILLER_ALPHABET.length];
-  }
-  return text;
+/** A record of `bytes`, received `receiveCount` times. */
+export function recordOf(id: string, bytes: number, options: { receiveCount?: number; status?: string; shipmentId?: string } = {}): SQSRecord {
+  const record = sqsRecord(eventOfSize(id, bytes, options.status, options.shipmentId));
+  record.attributes.ApproximateReceiveCount = String(options.receiveCount ?? 1);
+  return record;
 }
 
-/** Invokes with one batch and tells the event-source meter what Lambda's poller did for it. */
-export async function invokeBatch(invoke: Invoke, records: readonly SQSRecord[], meters: Pick<Meters, 'sqs'>) {
+/** A message the consumer put on the delivery queue, as Lambda's event source hands it over. */
+export function recordOfSent(message: SentMessage): SQSRecord {
+  const messageAttributes: SQSMessageAttributes = {};
+  for (const [name, value] of Object.entries(message.attributes)) {
+    messageAttributes[name] = { dataType: value.DataType ?? 'String', stringValue: value.StringValue, stringListValues: [], binaryListValues: [] };
+  }
+  return sqsRecord(message.body, { messageAttributes });
+}
+
+/** Invokes with one batch and bills what Lambda's poller did for it. */
+export async function invokeBatch(invoke: Invoke, records: readonly SQSRecord[], meter: Meter) {
   const startedAt = performance.now();
   const response = await invoke(records);
   const durationMs = performance.now() - startedAt;
-  meters.sqs.eventSource(records, response.batchItemFailures.length);
+  meter.sqs.eventSource(records, response.batchItemFailures.length);
   return { response, durationMs };
 }
 
-// --- scenarios --------------------------------------------------------------------------------
+// --- scenarios ------------------------------------------------------------------------------------
 
-export interface ScenarioClock {
-  ms: number;
-}
-
-type Send = (body: string) => Promise<QueueDecision>;
+export const SCENARIO_EVENT_BYTES = 300;
+type Send = (body: string) => Promise<void>;
+const event = (id: string, status?: string) => eventOfSize(id, SCENARIO_EVENT_BYTES, status);
 
 export interface Scenario {
   readonly name: string;
   /** The receiver's answers, in order. */
   readonly answers: readonly ScriptedResponse[];
-  /** Work done before counting starts (the first delivery a duplicate repeats). */
-  readonly prepare?: (send: Send, eventId: string) => Promise<void>;
-  /** The counted messages. */
-  readonly run: (send: Send, eventId: string, clock: ScenarioClock) => Promise<void>;
-  /** The decisions expected, as `action:why-or-reason`. */
+  /** Done before counting starts (the delivery a duplicate repeats). */
+  readonly prepare?: (send: Send, id: string) => Promise<void>;
+  /** The counted messages, one per invocation. */
+  readonly messages: (id: string) => readonly string[];
+  /** The decisions it must lead to, `action:why-or-reason`. */
   readonly expected: readonly string[];
 }
 
-export const SCENARIO_EVENT_BYTES = 300;
-
-const event = (id: string, status?: string) => eventOfSize(id, SCENARIO_EVENT_BYTES, status);
-
 export const SCENARIOS: readonly Scenario[] = [
-  {
-    name: 'delivered on the first attempt',
-    answers: [200],
-    run: async (send, id) => void (await send(event(id))),
-    expected: ['ack:delivered'],
-  },
+  { name: 'delivered on the first attempt', answers: [200], messages: (id) => [event(id)], expected: ['ack:delivered'] },
   {
     name: 'duplicate message after delivery',
     answers: [200],
-    prepare: async (send, id) => void (await send(event(id))),
-    run: async (send, id) => void (await send(event(id))),
+    prepare: (send, id) => send(event(id)),
+    messages: (id) => [event(id)],
     expected: ['ack:duplicate'],
   },
   {
     name: 'retried: 503, 503, then 200',
     answers: [503, 503, 200],
-    run: async (send, id, clock) => {
-      for (let attempt = 1; attempt <= 3; attempt++) {
-        const decision = await send(event(id));
-        // The queue's visibility timeout does the waiting; here the clock jumps instead.
-        if (decision.action === 'retry') clock.ms += decision.afterSeconds * 1000;
-      }
-    },
+    messages: (id) => [event(id), event(id), event(id)],
     expected: ['retry:temporary', 'retry:temporary', 'ack:delivered'],
   },
   {
     name: 'dead-lettered: 400',
     answers: [{ status: 400, body: '{"error":"unknown carrier"}' }],
-    run: async (send, id) => void (await send(event(id))),
+    messages: (id) => [event(id)],
     expected: ['dead-letter:rejected'],
   },
   {
     name: 'identity conflict after delivery',
     answers: [200],
-    prepare: async (send, id) => void (await send(event(id))),
-    run: async (send, id) => void (await send(event(id, 'exception'))),
+    prepare: (send, id) => send(event(id)),
+    messages: (id) => [event(id, 'exception')],
     expected: ['dead-letter:identity-conflict'],
   },
-  {
-    name: 'invalid message with a readable ID',
-    answers: [],
-    run: async (send, id) => void (await send(JSON.stringify({ id, status: 'lost' }))),
-    expected: ['dead-letter:invalid'],
-  },
+  { name: 'invalid message with a readable ID', answers: [], messages: (id) => [JSON.stringify({ id, status: 'lost' })], expected: ['dead-letter:invalid'] },
 ];
 
 export interface ScenarioResult {
   readonly scenario: Scenario;
   readonly dynamodb: DynamoDbUsage;
   readonly sqs: SqsUsage;
+  readonly decisions: readonly string[];
 }
 
-/**
- * Runs a scenario through `invoke` (a handoff consumer on `clock`, reporting its results to
- * `results`), one message per invocation.
- */
-export async function runScenario(
-  scenario: Scenario,
-  eventId: string,
-  handoff: { invoke: Invoke; clock: ScenarioClock; results: DeliveryResult[] },
-  meters: Meters,
-): Promise<ScenarioResult> {
-  handoff.clock.ms = Date.now();
-  if (scenario.answers.length > 0) meters.receiver.respondTo(eventId, ...scenario.answers);
+/** Runs each scenario through one handoff consumer on `ledgerTable`, the clock moving past each retry. */
+export async function runScenarios(ledgerTable: string, { meter, receiver }: Meters, prefix = 'evt_cost'): Promise<ScenarioResult[]> {
+  const clock = { offsetMs: 0 };
+  const consumer = handoffConsumer({ ledgerTable, webhookUrl: receiver.url, nowMs: () => Date.now() + clock.offsetMs });
   const send: Send = async (body) => {
-    handoff.results.length = 0;
-    meters.sqs.takeSent();
-    await invokeBatch(handoff.invoke, [sqsRecord(body)], meters);
-    const result = handoff.results[0];
-    if (result !== undefined) return result.decision;
-    // An invalid message is dead-lettered by routing, never reaching the delivery: its dead letter says so.
-    const letter = meters.sqs.takeSent().find((message) => message.attributes.reason?.StringValue !== undefined);
-    if (letter !== undefined) {
-      return {
-        action: 'dead-letter',
-        reason: letter.attributes.reason!.StringValue as DeadLetterReason,
-        eventId: letter.attributes.eventId?.StringValue,
-        detail: '',
-      };
-    }
-    throw new Error(`${scenario.name}: the delivery threw (see the ledger and the receiver)`);
+    await invokeBatch(consumer.invoke, [sqsRecord(body)], meter);
+    clock.offsetMs += RETRY_DUE_MS;
   };
-  const decisions: string[] = [];
-  const recording: Send = async (body) => {
-    const decision = await send(body);
-    decisions.push(describeDecision(decision));
-    return decision;
-  };
-  // The preparation is counted apart and dropped.
-  meters.dynamodb.start();
-  meters.sqs.start();
-  await scenario.prepare?.(send, eventId);
-  const dynamodb = meters.dynamodb.start();
-  const sqs = meters.sqs.start();
-  await scenario.run(recording, eventId, handoff.clock);
-  if (JSON.stringify(decisions) !== JSON.stringify(scenario.expected)) {
-    throw new Error(`${scenario.name}: expected ${scenario.expected.join(', ')}, got ${decisions.join(', ')}`);
+  const results: ScenarioResult[] = [];
+  for (const [index, scenario] of SCENARIOS.entries()) {
+    const id = `${prefix}_${index}`;
+    if (scenario.answers.length > 0) receiver.respondTo(id, ...scenario.answers);
+    // The preparation is counted apart and dropped.
+    meter.dynamodb.start();
+    await scenario.prepare?.(send, id);
+    const dynamodb = meter.dynamodb.start();
+    const sqs = meter.sqs.start();
+    consumer.decisions.length = 0;
+    for (const body of scenario.messages(id)) await send(body);
+    results.push({ scenario, dynamodb, sqs, decisions: [...consumer.decisions] });
   }
-  return { scenario, dynamodb, sqs };
+  return results;
 }
 
-function describeDecision(decision: QueueDecision): string {
-  switch (decision.action) {
-    case 'ack':
-    case 'retry':
-      return `${decision.action}:${decision.why}`;
-    case 'dead-letter':
-      return `${decision.action}:${decision.reason}`;
-  }
-}
-
-// --- workload ---------------------------------------------------------------------------------
-
-export interface WorkloadResult {
-  readonly delivered: number;
-  readonly invocations: number;
-  readonly dynamodb: DynamoDbUsage;
-  readonly sqs: SqsUsage;
-}
+// --- workload -------------------------------------------------------------------------------------
 
 export interface WorkloadOptions {
   readonly prefix: string;
@@ -217,57 +158,51 @@ export interface WorkloadOptions {
   readonly batchSize: number;
 }
 
-function workloadBatch(options: WorkloadOptions, pass: string, round: number): SQSRecord[] {
-  return Array.from({ length: options.batchSize }, (_, i) =>
-    sqsRecord(eventOfSize(`${options.prefix}_${pass}${round}_${i}`, options.eventBytes)),
-  );
+export interface WorkloadResult {
+  readonly delivered: number;
+  readonly invocations: number;
+  /** Records reported failed: none when every event is delivered. */
+  readonly failed: number;
+  readonly dynamodb: DynamoDbUsage;
+  readonly sqs: SqsUsage;
 }
 
-/**
- * `batches` batches of `batchSize` new events of `eventBytes`, all accepted by the receiver, one
- * batch at a time, metered, after an unmetered warm-up batch.
- */
-export async function meterWorkload(invoke: Invoke, options: WorkloadOptions, meters: Meters): Promise<WorkloadResult> {
-  meters.dynamodb.start();
-  meters.sqs.start();
-  await invokeBatch(invoke, workloadBatch(options, 'w', 0), meters);
-  const dynamodb = meters.dynamodb.start();
-  const sqs = meters.sqs.start();
+const workloadBatch = (o: WorkloadOptions, pass: string, round: number) =>
+  Array.from({ length: o.batchSize }, (_, i) => recordOf(`${o.prefix}_${pass}${round}_${i}`, o.eventBytes));
+
+/** `batches` batches of new events, all accepted, one at a time, metered after an unmetered warm-up batch. */
+export async function meterWorkload(invoke: Invoke, options: WorkloadOptions, meter: Meter): Promise<WorkloadResult> {
+  meter.dynamodb.start();
+  await invokeBatch(invoke, workloadBatch(options, 'w', 0), meter);
+  const dynamodb = meter.dynamodb.start();
+  const sqs = meter.sqs.start();
   let failed = 0;
   for (let round = 0; round < options.batches; round++) {
-    const { response } = await invokeBatch(invoke, workloadBatch(options, 'm', round), meters);
-    failed += response.batchItemFailures.length;
+    failed += (await invokeBatch(invoke, workloadBatch(options, 'm', round), meter)).response.batchItemFailures.length;
   }
-  if (failed > 0) throw new Error(`${options.prefix}: ${failed} records failed where every event should be delivered`);
-  return { delivered: options.batches * options.batchSize, invocations: options.batches, dynamodb, sqs };
+  return { delivered: options.batches * options.batchSize, invocations: options.batches, failed, dynamodb, sqs };
 }
 
 /**
- * Each invocation's wall time, ms (what Lambda bills), for batches like `meterWorkload`'s, with the
- * meter passing requests through (its reads of each item are not in the handler's time). The
- * consumers take turns batch by batch, so load from elsewhere on a shared machine falls on each
- * alike.
+ * Each invocation's wall time, ms (what Lambda bills), the meter passing requests through (its own
+ * reads stay out of the handler's time), the consumers taking turns so a shared machine's load falls
+ * on each alike.
  */
 export async function timeWorkloads<Name extends string>(
   consumers: readonly { readonly name: Name; readonly invoke: Invoke; readonly options: WorkloadOptions }[],
-  meters: Meters,
+  meter: Meter,
 ): Promise<Record<Name, number[]>> {
-  meters.dynamodb.passThrough();
-  meters.sqs.start();
+  meter.dynamodb.passThrough();
   const durations = Object.fromEntries(consumers.map((c) => [c.name, [] as number[]])) as Record<Name, number[]>;
-  const rounds = Math.max(...consumers.map((c) => c.options.batches));
-  for (let round = 0; round < rounds; round++) {
-    for (const consumer of consumers) {
-      if (round >= consumer.options.batches) continue;
-      const { response, durationMs } = await invokeBatch(consumer.invoke, workloadBatch(consumer.options, 't', round), meters);
-      if (response.batchItemFailures.length > 0) throw new Error(`${consumer.options.prefix}: a timed batch had failures`);
-      durations[consumer.name].push(durationMs);
+  for (let round = 0; round < Math.max(...consumers.map((c) => c.options.batches)); round++) {
+    for (const c of consumers) {
+      if (round < c.options.batches) durations[c.name].push((await invokeBatch(c.invoke, workloadBatch(c.options, 't', round), meter)).durationMs);
     }
   }
   return durations;
 }
 
-// --- the mix, for hot partitions ---------------------------------------------------------------
+// --- the mix, for hot partitions ------------------------------------------------------------------
 
 export interface MixResult {
   readonly deliveries: number;
@@ -284,84 +219,155 @@ export function mixOutcome(index: number): 'dead' | 'retried' | 'delivered' {
   return slot < 3 ? 'dead' : slot < 10 ? 'retried' : 'delivered';
 }
 
-/**
- * `deliveries` events through a handoff consumer on `clock`, `concurrency` batches at once. Records a
- * retry leaves on the queue go round again once the clock has moved past their wait.
- */
-export async function runMix(
-  invoke: Invoke,
-  clock: { offsetMs: number },
-  options: { readonly prefix: string; readonly deliveries: number; readonly batchSize: number; readonly concurrency: number },
-  meters: Meters,
-): Promise<MixResult> {
-  const records = Array.from({ length: options.deliveries }, (_, i) => {
+/** `deliveries` events through a handoff consumer, `concurrency` batches at once; retries go round again once due. */
+export async function runMix(ledgerTable: string, options: { prefix: string; deliveries: number; batchSize: number; concurrency: number }, { meter, receiver }: Meters): Promise<MixResult> {
+  const clock = { offsetMs: 0 };
+  const consumer = handoffConsumer({ ledgerTable, webhookUrl: receiver.url, nowMs: () => Date.now() + clock.offsetMs });
+  const outcomes = Array.from({ length: options.deliveries }, (_, i) => mixOutcome(i));
+  const records = outcomes.map((outcome, i) => {
     const id = `${options.prefix}_${i}`;
-    const outcome = mixOutcome(i);
-    if (outcome === 'dead') meters.receiver.respondTo(id, 400);
-    if (outcome === 'retried') meters.receiver.respondTo(id, 503);
-    return sqsRecord(eventOfSize(id, SCENARIO_EVENT_BYTES));
+    if (outcome !== 'delivered') receiver.respondTo(id, outcome === 'dead' ? 400 : 503);
+    return recordOf(id, SCENARIO_EVENT_BYTES);
   });
-  const dynamodb = meters.dynamodb.start({ partitions: true });
-  meters.sqs.start();
+  // Created empty and written only from here, through the meter.
+  const dynamodb = meter.dynamodb.start({ partitions: true });
+  meter.dynamodb.seesEveryWrite(ledgerTable);
   const startedAt = performance.now();
   const limit = pLimit(options.concurrency);
   let waiting = records;
   for (let round = 1; waiting.length > 0; round++) {
     if (round > 3) throw new Error(`${options.prefix}: ${waiting.length} records still failing after ${round - 1} rounds`);
-    const batches: SQSRecord[][] = [];
-    for (let i = 0; i < waiting.length; i += options.batchSize) batches.push(waiting.slice(i, i + options.batchSize));
     const failedIds = new Set<string>();
+    const batches = Array.from({ length: Math.ceil(waiting.length / options.batchSize) }, (_, i) => waiting.slice(i * options.batchSize, (i + 1) * options.batchSize));
     await Promise.all(
-      batches.map((batch) =>
-        limit(async () => {
-          const { response } = await invokeBatch(invoke, batch, meters);
-          for (const failure of response.batchItemFailures) failedIds.add(failure.itemIdentifier);
-        }),
-      ),
+      batches.map((batch) => limit(async () => (await invokeBatch(consumer.invoke, batch, meter)).response.batchItemFailures.forEach((f) => failedIds.add(f.itemIdentifier)))),
     );
     waiting = waiting.filter((record) => failedIds.has(record.messageId));
-    // The first retry waits 30 s under the default policy: the queue holds the message that long.
-    clock.offsetMs += 60 * 60 * 1000;
+    clock.offsetMs += RETRY_DUE_MS;
   }
+  const count = (o: string) => outcomes.filter((x) => x === o).length;
   const seconds = (performance.now() - startedAt) / 1000;
-  const outcomes = records.map((_, i) => mixOutcome(i));
-  return {
-    deliveries: options.deliveries,
-    delivered: outcomes.filter((o) => o !== 'dead').length,
-    retried: outcomes.filter((o) => o === 'retried').length,
-    dead: outcomes.filter((o) => o === 'dead').length,
-    seconds,
-    dynamodb,
-  };
-}
-
-export interface PartitionShare {
-  /** `table` or `table/index`. */
-  readonly scope: string;
-  readonly units: number;
-  readonly values: number;
-  readonly largestValue: string;
-  readonly largestUnits: number;
+  return { deliveries: options.deliveries, delivered: options.deliveries - count('dead'), retried: count('retried'), dead: count('dead'), seconds, dynamodb };
 }
 
 /**
- * Per table and index: the write units on its busiest partition key value. A partition key value
- * takes about 1,000 write units a second at most, so what matters is its share of all the run's
- * writes: that share of the table's traffic lands on one partition, whatever the traffic.
+ * Per table and index: the units on its busiest partition key value. A key value takes about 1,000
+ * write units a second at most, so what matters is its share of all the run's writes.
  */
-export function partitionShares(usage: DynamoDbUsage): { total: number; scopes: PartitionShare[] } {
-  const scopes: PartitionShare[] = [];
-  let total = 0;
-  for (const [scope, values] of usage.partitions ?? []) {
-    let units = 0;
-    let largestValue = '';
-    let largestUnits = 0;
-    for (const [value, n] of values) {
-      units += n;
-      if (n > largestUnits) [largestValue, largestUnits] = [value, n];
-    }
-    total += units;
-    scopes.push({ scope, units, values: values.size, largestValue, largestUnits });
+export function partitionShares(usage: DynamoDbUsage) {
+  const scopes = [...(usage.partitions ?? [])].map(([scope, values]) => {
+    const [largestValue, largestUnits] = [...values].reduce((top, entry) => (entry[1] > top[1] ? entry : top), ['', 0]);
+    return { scope, units: [...values.values()].reduce((a, b) => a + b, 0), values: values.size, largestValue, largestUnits };
+  });
+  return { total: scopes.reduce((sum, s) => sum + s.units, 0), scopes };
+}
+
+// --- fan-out --------------------------------------------------------------------------------------
+
+export const FAN_OUT_ENDPOINTS = [1, 3, 10] as const;
+export const FAN_OUT_EVENT_BYTES = 300;
+
+export interface FanOutRun {
+  readonly label: string;
+  /** Endpoints each event goes to (1 for the single-URL consumer). */
+  readonly endpoints: number;
+  readonly registry: boolean;
+  readonly consumer: HandoffConsumer;
+  readonly prefix: string;
+  /** Its endpoints' receivers (one each: a receiver's idempotency store is its own). */
+  readonly receivers: readonly { readonly requests: readonly unknown[] }[];
+}
+
+export interface FanOutOptions {
+  readonly rounds: number;
+  readonly batchSize: number;
+}
+
+export interface RoundResult {
+  readonly deliveries: number;
+  /** Endpoint messages the producer batch put on the queue (none with one endpoint). */
+  readonly sent: readonly SentMessage[];
+  /** Requests the receivers got, and records reported failed. */
+  readonly received: number;
+  readonly failed: number;
+  readonly producerMs: number;
+  readonly endpointMs: readonly number[];
+}
+
+/** One producer batch through the consumer, then every endpoint message it sent, in batches. */
+export async function runRound(run: FanOutRun, options: FanOutOptions, pass: string, round: number, meter: Meter): Promise<RoundResult> {
+  meter.sqs.takeSent();
+  const received = () => run.receivers.reduce((sum, receiver) => sum + receiver.requests.length, 0);
+  const before = received();
+  const batch = Array.from({ length: options.batchSize }, (_, i) => recordOf(`${run.prefix}_${pass}${round}_${i}`, FAN_OUT_EVENT_BYTES));
+  const producer = await invokeBatch(run.consumer.invoke, batch, meter);
+  let failed = producer.response.batchItemFailures.length;
+  const sent = meter.sqs.takeSent();
+  const endpointMs: number[] = [];
+  const toEndpoints = sent.filter((m) => m.queueUrl === QUEUE_URLS.queue);
+  for (let i = 0; i < toEndpoints.length; i += options.batchSize) {
+    const { response, durationMs } = await invokeBatch(run.consumer.invoke, toEndpoints.slice(i, i + options.batchSize).map(recordOfSent), meter);
+    failed += response.batchItemFailures.length;
+    endpointMs.push(durationMs);
   }
-  return { total, scopes };
+  return { deliveries: options.batchSize * run.endpoints, sent, received: received() - before, failed, producerMs: producer.durationMs, endpointMs };
+}
+
+export interface FanOutMetered {
+  readonly run: FanOutRun;
+  readonly events: number;
+  readonly deliveries: number;
+  readonly producerInvocations: number;
+  readonly endpointInvocations: number;
+  readonly dynamodb: DynamoDbUsage;
+  readonly sqs: SqsUsage;
+}
+
+/** `rounds` producer batches, metered, after an unmetered warm-up round (cold senders, the registry's first read). */
+export async function meterFanOut(run: FanOutRun, options: FanOutOptions, meter: Meter): Promise<FanOutMetered> {
+  meter.dynamodb.start();
+  await runRound(run, options, 'w', 0, meter);
+  const dynamodb = meter.dynamodb.start();
+  const sqs = meter.sqs.start();
+  let deliveries = 0;
+  let endpointInvocations = 0;
+  for (let round = 0; round < options.rounds; round++) {
+    const result = await runRound(run, options, 'm', round, meter);
+    deliveries += result.deliveries;
+    endpointInvocations += result.endpointMs.length;
+  }
+  return { run, events: options.rounds * options.batchSize, deliveries, producerInvocations: options.rounds, endpointInvocations, dynamodb, sqs };
+}
+
+/** Wall times of rounds like `meterFanOut`'s, the meter passing through, the runs taking turns. */
+export async function timeFanOuts(runs: readonly FanOutRun[], options: FanOutOptions, meter: Meter): Promise<Map<FanOutRun, RoundResult[]>> {
+  meter.dynamodb.passThrough();
+  const timings = new Map<FanOutRun, RoundResult[]>(runs.map((run) => [run, []]));
+  for (let round = 0; round < options.rounds; round++) for (const run of runs) timings.get(run)!.push(await runRound(run, options, 't', round, meter));
+  return timings;
+}
+
+export function median(values: readonly number[]): number {
+  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+}
+
+/** Per (event, endpoint) delivered; each invocation kind billed at its median batch time. */
+export function perDelivery(metered: FanOutMetered, timed: readonly RoundResult[], memoryMb: number) {
+  const n = metered.deliveries;
+  const producerMedianMs = median(timed.map((r) => r.producerMs));
+  const endpointMedianMs = median(timed.flatMap((r) => r.endpointMs));
+  const billed = [...Array<number>(metered.producerInvocations).fill(producerMedianMs), ...Array<number>(metered.endpointInvocations).fill(endpointMedianMs)];
+  const usage: UsagePerEvent = {
+    writeUnits: metered.dynamodb.writeUnits / n,
+    readUnits: metered.dynamodb.readUnits / n,
+    sqsRequests: metered.sqs.billedRequests / n,
+    lambdaGbSeconds: lambdaGbSeconds(billed, memoryMb) / n,
+    lambdaInvocations: (metered.producerInvocations + metered.endpointInvocations) / n,
+  };
+  return { usage, sqsByOperation: perOperation(metered.sqs, n), producerMedianMs, endpointMedianMs };
+}
+
+/** SQS requests per delivery by operation, the event source's marked `*`. */
+export function perOperation(sqs: Pick<SqsUsage, 'requests'>, n: number): Record<string, number> {
+  return Object.fromEntries(Object.entries(sqs.requests).map(([operation, count]) => [operation.replace(' (event source)', '*'), count / n]));
 }
