@@ -107,11 +107,11 @@ Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
     })
     .showSuggestionAfterError();
 
-  withTarget(
-    program
-      .command('send')
-      .description('validate events and put them on the delivery queue (--ordered: the ordered intake)')
-      .argument('[file]', 'a JSON event, or NDJSON (one event per line); "-" or omitted: stdin'),
+  targetCommand(
+    program,
+    'send',
+    'validate events and put them on the delivery queue (--ordered: the ordered intake)',
+    ['[file]', 'a JSON event, or NDJSON (one event per line); "-" or omitted: stdin'],
   )
     .option('--ordered', "to the ordered intake (a FIFO queue): each shipment's events in input order, deduplicated by event ID")
     .option('--ordered-queue-url <url>', "the ordered intake's FIFO queue URL")
@@ -126,11 +126,11 @@ Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
       });
     });
 
-  withTarget(
-    program
-      .command('status')
-      .description("show an event's deliveries, one per endpoint: state, attempts with their outcomes, replays")
-      .argument('<eventId>', 'the event ID'),
+  targetCommand(
+    program,
+    'status',
+    "show an event's deliveries, one per endpoint: state, attempts with their outcomes, replays",
+    ['<eventId>', 'the event ID'],
   )
     .option('--endpoint <name>', 'only the delivery to this endpoint', endpointName)
     .option('--body', 'print only the event as stored (canonical JSON), e.g. to pipe into handoff send')
@@ -143,7 +143,7 @@ Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
       await run(options, (ctx) => statusCommand(ctx, eventId, options));
     });
 
-  withTarget(program.command('dead').description('list dead deliveries, a page at a time, oldest death first'))
+  targetCommand(program, 'dead', 'list dead deliveries, a page at a time, oldest death first')
     .option('--endpoint <name>', "only this endpoint's dead deliveries", endpointName)
     .option('--limit <n>', `records per page (1–${DEAD_PAGE_MAX})`, wholeNumber(1, DEAD_PAGE_MAX), DEAD_PAGE_DEFAULT)
     .option('--cursor <cursor>', 'continue from where the previous page ended')
@@ -155,11 +155,11 @@ Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
       await run(options, (ctx) => deadCommand(ctx, options));
     });
 
-  withTarget(
-    program
-      .command('replay')
-      .description("return dead deliveries to pending and enqueue their event again, each for its own endpoint")
-      .argument('[eventId]', 'the event whose dead deliveries to replay (omit for a bulk replay)'),
+  targetCommand(
+    program,
+    'replay',
+    "return dead deliveries to pending and enqueue their event again, each for its own endpoint",
+    ['[eventId]', 'the event whose dead deliveries to replay (omit for a bulk replay)'],
   )
     .requiredOption('--reason <text>', 'why it is safe to deliver again (kept in the audit trail)')
     .requiredOption('--operator <name>', 'who is replaying (kept in the audit trail)')
@@ -189,11 +189,11 @@ Examples:
       await run(options, (ctx) => replayCommand(ctx, eventId, options));
     });
 
-  withTarget(
-    program
-      .command('release')
-      .description("let a shipment held by its dead event go on without it (an endpoint ordered per shipment, onDead hold)")
-      .argument('<eventId>', 'the dead event holding its shipment'),
+  targetCommand(
+    program,
+    'release',
+    "let a shipment held by its dead event go on without it (an endpoint ordered per shipment, onDead hold)",
+    ['<eventId>', 'the dead event holding its shipment'],
   )
     .requiredOption('--endpoint <name>', 'the endpoint ordered per shipment where it died', endpointName)
     .requiredOption('--reason <text>', 'why the shipment may go on without it (kept in the audit trail)')
@@ -215,10 +215,10 @@ Example:
       await run(options, (ctx) => releaseCommand(ctx, eventId, options));
     });
 
-  withTarget(
-    program
-      .command('stats')
-      .description('pending count (on the queues), oldest message received, retry rate, dead count, parked per endpoint, delivery latency, queue depths'),
+  targetCommand(
+    program,
+    'stats',
+    'pending count (on the queues), oldest message received, retry rate, dead count, parked per endpoint, delivery latency, queue depths',
   )
     .option('--endpoint <name>', "this endpoint's figures (no pending count: the queues are shared; their depths stay the whole queues')", endpointName)
     .option(
@@ -249,6 +249,17 @@ Examples:
   addEndpointCommands(program, run, withTarget);
 
   return program;
+}
+
+/** `program`'s subcommand `name` with the target options (withTarget), after its positional argument if it takes one. */
+function targetCommand(
+  program: Command,
+  name: string,
+  description: string,
+  argument?: readonly [name: string, description: string],
+): Command {
+  const command = program.command(name).description(description);
+  return withTarget(argument === undefined ? command : command.argument(...argument));
 }
 
 function withTarget(command: Command): Command {
