@@ -6,8 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { testApp, WARM_UP_MS } from './cdk-context';
+import { testApp, WARM_UP_MS, STAND_IN_ENTRY, WEBHOOK_URL } from './cdk-context';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,9 +22,6 @@ import {
   webhookUrlPattern,
   type HandoffStackProps,
 } from '../../infra/app';
-
-const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
-const WEBHOOK_URL = 'https://receiver.example.com/hooks';
 
 function contextOf(values: Record<string, unknown>) {
   return (key: string) => values[key];

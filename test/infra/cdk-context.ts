@@ -4,6 +4,7 @@
  * this repository, with bundling skipped unless a test asks for it.
  */
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
 
 /** cdk.json's `context`. */
@@ -20,3 +21,9 @@ export function testApp(context: Record<string, unknown> = {}, options: { bundle
  * in a `beforeAll` with this timeout, so no test's own 30 s pays for it.
  */
 export const WARM_UP_MS = 240_000;
+
+/** The Lambda entry the tests deploy in place of functions/consumer.ts (bundling is skipped). */
+export const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
+
+/** The webhook URL of a test deployment's default endpoint. */
+export const WEBHOOK_URL = 'https://receiver.example.com/hooks';

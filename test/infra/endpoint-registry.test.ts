@@ -9,7 +9,6 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -30,10 +29,8 @@ import {
   type EndpointDeclaration,
   type WebhookDeliveryProps,
 } from '../../infra/webhook-delivery';
-import { testApp, WARM_UP_MS } from './cdk-context';
+import { testApp, WARM_UP_MS, STAND_IN_ENTRY, WEBHOOK_URL } from './cdk-context';
 
-const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
-const WEBHOOK_URL = 'https://receiver.example.com/hooks';
 const ACME_SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:handoff-acme-AbCdEf';
 
 type Resource = { Type: string; Properties: Record<string, any>; DependsOn?: string[] };

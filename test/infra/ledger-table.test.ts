@@ -4,15 +4,12 @@
  * only listed rows carry, spread over shards, and projects keys only. Asserted with `Match` on the
  * synthesized template, never by logical ID.
  */
-import { fileURLToPath } from 'node:url';
 import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { WebhookDelivery } from '../../infra/webhook-delivery';
 import { LEDGER_SCHEMA, LEDGER_TABLE_DEFINITION, WIRE_NAMES } from '../../lib/ledger/dynamodb-schema';
-import { testApp, WARM_UP_MS } from './cdk-context';
-
-const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
+import { testApp, WARM_UP_MS, STAND_IN_ENTRY } from './cdk-context';
 
 function ledgerTable(): Record<string, unknown> {
   const app = testApp();

@@ -5,7 +5,6 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Duration, Stack, type App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -37,10 +36,7 @@ import {
   type WebhookDeliveryProps,
 } from '../../infra/webhook-delivery';
 import { RECOVERY_ENV, RECOVERY_LIMIT } from '../../lib/recovery';
-import { testApp, WARM_UP_MS } from './cdk-context';
-
-const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', import.meta.url));
-const WEBHOOK_URL = 'https://receiver.example.com/hooks';
+import { testApp, WARM_UP_MS, STAND_IN_ENTRY, WEBHOOK_URL } from './cdk-context';
 
 interface Built {
   readonly app: App;
@@ -115,6 +111,20 @@ function actionsOf(template: Template): string[] {
 }
 
 type HasResource = { node: { defaultChild?: unknown } };
+
+/** A key schema of a partition key and a sort key, and the definitions of both as strings. */
+function stringKeys(partitionKey: string, sortKey: string) {
+  return {
+    KeySchema: [
+      { AttributeName: partitionKey, KeyType: 'HASH' },
+      { AttributeName: sortKey, KeyType: 'RANGE' },
+    ],
+    AttributeDefinitions: Match.arrayWith([
+      { AttributeName: partitionKey, AttributeType: 'S' },
+      { AttributeName: sortKey, AttributeType: 'S' },
+    ]),
+  };
+}
 
 /** A resource's properties, found by its construct. */
 function propertiesOf(built: Built, construct: HasResource): Record<string, unknown> {
@@ -449,16 +459,7 @@ describe('WebhookDelivery', () => {
     it('is keyed by event ID and endpoint as LEDGER_SCHEMA says', () => {
       const { template } = build();
 
-      template.hasResourceProperties('AWS::DynamoDB::Table', {
-        KeySchema: [
-          { AttributeName: LEDGER_SCHEMA.partitionKey, KeyType: 'HASH' },
-          { AttributeName: LEDGER_SCHEMA.sortKey, KeyType: 'RANGE' },
-        ],
-        AttributeDefinitions: Match.arrayWith([
-          { AttributeName: LEDGER_SCHEMA.partitionKey, AttributeType: 'S' },
-          { AttributeName: LEDGER_SCHEMA.sortKey, AttributeType: 'S' },
-        ]),
-      });
+      template.hasResourceProperties('AWS::DynamoDB::Table', stringKeys(LEDGER_SCHEMA.partitionKey, LEDGER_SCHEMA.sortKey));
     });
 
     it('bills on demand and keeps point-in-time recovery', () => {
@@ -481,22 +482,11 @@ describe('WebhookDelivery', () => {
     it('has the sparse listing index, keys only, as the one table definition says (the sandbox builds from it too)', () => {
       const { template } = build();
       const index = LEDGER_SCHEMA.listingIndex;
+      const { KeySchema, AttributeDefinitions } = stringKeys(index.partitionKey, index.sortKey);
 
       template.hasResourceProperties('AWS::DynamoDB::Table', {
-        GlobalSecondaryIndexes: [
-          {
-            IndexName: index.name,
-            KeySchema: [
-              { AttributeName: index.partitionKey, KeyType: 'HASH' },
-              { AttributeName: index.sortKey, KeyType: 'RANGE' },
-            ],
-            Projection: { ProjectionType: 'KEYS_ONLY' },
-          },
-        ],
-        AttributeDefinitions: Match.arrayWith([
-          { AttributeName: index.partitionKey, AttributeType: 'S' },
-          { AttributeName: index.sortKey, AttributeType: 'S' },
-        ]),
+        GlobalSecondaryIndexes: [{ IndexName: index.name, KeySchema, Projection: { ProjectionType: 'KEYS_ONLY' } }],
+        AttributeDefinitions,
       });
     });
 
@@ -1072,45 +1062,120 @@ describe('WebhookDelivery', () => {
     const functionName = (built: Built, fn: HasResource) => [{ Name: 'FunctionName', Value: { Ref: built.stack.getLogicalId(fn.node.defaultChild as never) } }];
     const consumerMetricDimensions = Object.entries(METRICS.dimensions).map(([Name, Value]) => ({ Name, Value }));
 
-    it('alarms on each new dead letter: messages sent to the dead-letter queue in 5 minutes (the consumer and recovery send them), not its depth', () => {
+    /** Any of it in one 5-minute period. */
+    const anyInFiveMinutes = { Statistic: 'Sum', Period: 300, EvaluationPeriods: 1, Threshold: 0 };
+    const queueName = (built: Built, queue: HasResource) => [{ Name: 'QueueName', Value: attOf(built, queue, 'QueueName') }];
+
+    /**
+     * The alarms on one metric, by case: the properties each alarm it names has (besides `notifying`,
+     * which every one has), and what else the case asserts.
+     */
+    const metricAlarms: { name: string; alarms: (built: Built) => Record<string, unknown>[]; also?: (built: Built) => void }[] = [
+      {
+        name: 'alarms on each new dead letter: messages sent to the dead-letter queue in 5 minutes (the consumer and recovery send them), not its depth',
+        alarms: (built) => [
+          {
+            MetricName: 'NumberOfMessagesSent',
+            Namespace: 'AWS/SQS',
+            Dimensions: queueName(built, built.delivery.deadLetterQueue),
+            ...anyInFiveMinutes,
+            AlarmDescription: Match.stringLikeRegexp('`handoff dead`.*`handoff replay`'),
+          },
+        ],
+        also: (built) => {
+          // No alarm stays in ALARM on a dead-letter queue's depth (it would never notify again while undrained).
+          built.template.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { MetricName: 'ApproximateNumberOfMessagesVisible' }, 0);
+          expect(alarmOf(built, built.delivery.alarms.deadLetters).MetricName).toBe('NumberOfMessagesSent');
+        },
+      },
+      {
+        name: 'alarms when a dead letter on either dead-letter queue is 10 days old, 4 days before SQS deletes it',
+        alarms: (built) =>
+          [built.delivery.deadLetterQueue, built.delivery.orderedDeadLetterQueue].map((queue) => ({
+            MetricName: 'ApproximateAgeOfOldestMessage',
+            Namespace: 'AWS/SQS',
+            Dimensions: queueName(built, queue),
+            Statistic: 'Maximum',
+            Period: 900,
+            EvaluationPeriods: 1,
+            Threshold: 10 * 24 * 60 * 60,
+          })),
+        also: (built) => {
+          expect(DEAD_LETTER_AGE_ALARM.toDays()).toBe(10);
+          expect(alarmOf(built, built.delivery.alarms.deadLettersAgeing).Dimensions).toEqual(queueName(built, built.delivery.deadLetterQueue));
+          expect(alarmOf(built, built.delivery.alarms.orderedDeadLettersAgeing).Dimensions).toEqual(queueName(built, built.delivery.orderedDeadLetterQueue));
+        },
+      },
+      {
+        name: 'alarms on any consumer invocation error in 5 minutes',
+        alarms: (built) => [{ MetricName: 'Errors', Namespace: 'AWS/Lambda', Dimensions: functionName(built, built.delivery.consumer), ...anyInFiveMinutes }],
+      },
+      {
+        name: 'alarms on any consumer throttle in 5 minutes',
+        alarms: (built) => [
+          {
+            MetricName: 'Throttles',
+            Namespace: 'AWS/Lambda',
+            Dimensions: functionName(built, built.delivery.consumer),
+            ...anyInFiveMinutes,
+            AlarmDescription: Match.stringLikeRegexp('reservedConcurrency'),
+          },
+        ],
+      },
+      {
+        name: "alarms when the consumer's p99 duration stays above 80 % of its timeout for 15 minutes",
+        alarms: (built) => [
+          {
+            MetricName: 'Duration',
+            Namespace: 'AWS/Lambda',
+            Dimensions: functionName(built, built.delivery.consumer),
+            ExtendedStatistic: 'p99',
+            Period: 300,
+            EvaluationPeriods: 3,
+            DatapointsToAlarm: 3,
+            Threshold: derivedTimings(defaults).functionTimeoutSeconds * 1000 * 0.8,
+          },
+        ],
+        also: () => {
+          const longer = build({ settings: { attemptTimeoutMs: 60_000 } });
+          expect(alarmOf(longer, longer.delivery.alarms.consumerDuration).Threshold).toBe(80 * 1000 * 0.8);
+        },
+      },
+      {
+        name: 'alarms when the recovery function fails in two runs in a row (errors in two recovery intervals)',
+        alarms: (built) => [
+          {
+            MetricName: 'Errors',
+            Namespace: 'AWS/Lambda',
+            Dimensions: functionName(built, built.delivery.recovery),
+            Statistic: 'Sum',
+            Period: 300,
+            EvaluationPeriods: 2,
+            DatapointsToAlarm: 2,
+            Threshold: 0,
+          },
+        ],
+        also: () => {
+          const everyTenMinutes = build({ recoveryInterval: Duration.minutes(10) });
+          expect(alarmOf(everyTenMinutes, everyTenMinutes.delivery.alarms.recoveryErrors).Period).toBe(600);
+        },
+      },
+      {
+        name: 'alarms on any unrouted event in 5 minutes where an endpoint takes every event (default, from webhookUrl)',
+        alarms: () => [{ MetricName: METRICS.names.unrouted, Namespace: METRICS.namespace, Dimensions: consumerMetricDimensions, ...anyInFiveMinutes }],
+      },
+      {
+        name: "alarms on any delivery held in 5 minutes because an endpoint's secret or registry entry could not be read (EndpointUnresolved)",
+        alarms: () => [{ MetricName: 'EndpointUnresolved', Namespace: METRICS.namespace, Dimensions: consumerMetricDimensions, ...anyInFiveMinutes }],
+        also: () => expect(ENDPOINT_UNRESOLVED_METRIC).toBe('EndpointUnresolved'),
+      },
+    ];
+
+    it.each(metricAlarms)('$name', ({ alarms, also }) => {
       const built = build();
 
-      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        ...notifying(built),
-        MetricName: 'NumberOfMessagesSent',
-        Namespace: 'AWS/SQS',
-        Dimensions: [{ Name: 'QueueName', Value: attOf(built, built.delivery.deadLetterQueue, 'QueueName') }],
-        Statistic: 'Sum',
-        Period: 300,
-        EvaluationPeriods: 1,
-        Threshold: 0,
-        AlarmDescription: Match.stringLikeRegexp('`handoff dead`.*`handoff replay`'),
-      });
-      // No alarm stays in ALARM on a dead-letter queue's depth (it would never notify again while undrained).
-      built.template.resourcePropertiesCountIs('AWS::CloudWatch::Alarm', { MetricName: 'ApproximateNumberOfMessagesVisible' }, 0);
-      expect(alarmOf(built, built.delivery.alarms.deadLetters).MetricName).toBe('NumberOfMessagesSent');
-    });
-
-    it('alarms when a dead letter on either dead-letter queue is 10 days old, 4 days before SQS deletes it', () => {
-      const built = build();
-
-      expect(DEAD_LETTER_AGE_ALARM.toDays()).toBe(10);
-      for (const queue of [built.delivery.deadLetterQueue, built.delivery.orderedDeadLetterQueue]) {
-        built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-          ...notifying(built),
-          MetricName: 'ApproximateAgeOfOldestMessage',
-          Namespace: 'AWS/SQS',
-          Dimensions: [{ Name: 'QueueName', Value: attOf(built, queue, 'QueueName') }],
-          Statistic: 'Maximum',
-          Period: 900,
-          EvaluationPeriods: 1,
-          Threshold: 10 * 24 * 60 * 60,
-        });
-      }
-      expect(alarmOf(built, built.delivery.alarms.deadLettersAgeing).Dimensions).toEqual([{ Name: 'QueueName', Value: attOf(built, built.delivery.deadLetterQueue, 'QueueName') }]);
-      expect(alarmOf(built, built.delivery.alarms.orderedDeadLettersAgeing).Dimensions).toEqual([
-        { Name: 'QueueName', Value: attOf(built, built.delivery.orderedDeadLetterQueue, 'QueueName') },
-      ]);
+      for (const alarm of alarms(built)) built.template.hasResourceProperties('AWS::CloudWatch::Alarm', { ...notifying(built), ...alarm });
+      also?.(built);
     });
 
     it('alarms when the oldest queued message is older than 15 minutes by default', () => {
@@ -1166,89 +1231,6 @@ describe('WebhookDelivery', () => {
       });
     });
 
-    it('alarms on any consumer invocation error in 5 minutes', () => {
-      const built = build();
-
-      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        ...notifying(built),
-        MetricName: 'Errors',
-        Namespace: 'AWS/Lambda',
-        Dimensions: functionName(built, built.delivery.consumer),
-        Statistic: 'Sum',
-        Period: 300,
-        EvaluationPeriods: 1,
-        Threshold: 0,
-      });
-    });
-
-    it('alarms on any consumer throttle in 5 minutes', () => {
-      const built = build();
-
-      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        ...notifying(built),
-        MetricName: 'Throttles',
-        Namespace: 'AWS/Lambda',
-        Dimensions: functionName(built, built.delivery.consumer),
-        Statistic: 'Sum',
-        Period: 300,
-        EvaluationPeriods: 1,
-        Threshold: 0,
-        AlarmDescription: Match.stringLikeRegexp('reservedConcurrency'),
-      });
-    });
-
-    it("alarms when the consumer's p99 duration stays above 80 % of its timeout for 15 minutes", () => {
-      const built = build();
-      const { functionTimeoutSeconds } = derivedTimings(defaults);
-      const longer = build({ settings: { attemptTimeoutMs: 60_000 } });
-
-      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        ...notifying(built),
-        MetricName: 'Duration',
-        Namespace: 'AWS/Lambda',
-        Dimensions: functionName(built, built.delivery.consumer),
-        ExtendedStatistic: 'p99',
-        Period: 300,
-        EvaluationPeriods: 3,
-        DatapointsToAlarm: 3,
-        Threshold: functionTimeoutSeconds * 1000 * 0.8,
-      });
-      expect(alarmOf(longer, longer.delivery.alarms.consumerDuration).Threshold).toBe(80 * 1000 * 0.8);
-    });
-
-    it('alarms when the recovery function fails in two runs in a row (errors in two recovery intervals)', () => {
-      const built = build();
-      const everyTenMinutes = build({ recoveryInterval: Duration.minutes(10) });
-
-      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        ...notifying(built),
-        MetricName: 'Errors',
-        Namespace: 'AWS/Lambda',
-        Dimensions: functionName(built, built.delivery.recovery),
-        Statistic: 'Sum',
-        Period: 300,
-        EvaluationPeriods: 2,
-        DatapointsToAlarm: 2,
-        Threshold: 0,
-      });
-      expect(alarmOf(everyTenMinutes, everyTenMinutes.delivery.alarms.recoveryErrors).Period).toBe(600);
-    });
-
-    it('alarms on any unrouted event in 5 minutes where an endpoint takes every event (default, from webhookUrl)', () => {
-      const built = build();
-
-      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        ...notifying(built),
-        MetricName: METRICS.names.unrouted,
-        Namespace: METRICS.namespace,
-        Dimensions: consumerMetricDimensions,
-        Statistic: 'Sum',
-        Period: 300,
-        EvaluationPeriods: 1,
-        Threshold: 0,
-      });
-    });
-
     it('alarms above 100 unrouted events in 5 minutes where only filtered endpoints are declared, or at the threshold it is given', () => {
       const filtered = { name: 'acme', url: 'https://acme.example.com/', eventTypes: ['shipment.delivered'] };
       const catchAll = { name: 'all', url: 'https://all.example.com/', eventTypes: ['*'] };
@@ -1265,22 +1247,6 @@ describe('WebhookDelivery', () => {
       expect(threshold({ endpoints: [filtered, catchAll] })).toBe(0);
       expect(threshold({ endpoints: [filtered], unroutedAlarmThreshold: 500 })).toBe(500);
       expect(() => threshold({ endpoints: [filtered], unroutedAlarmThreshold: -1 })).toThrow(/^unroutedAlarmThreshold must be a whole number, 0 or more/);
-    });
-
-    it("alarms on any delivery held in 5 minutes because an endpoint's secret or registry entry could not be read (EndpointUnresolved)", () => {
-      const built = build();
-
-      expect(ENDPOINT_UNRESOLVED_METRIC).toBe('EndpointUnresolved');
-      built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        ...notifying(built),
-        MetricName: 'EndpointUnresolved',
-        Namespace: METRICS.namespace,
-        Dimensions: consumerMetricDimensions,
-        Statistic: 'Sum',
-        Period: 300,
-        EvaluationPeriods: 1,
-        Threshold: 0,
-      });
     });
 
     it('alarms on throttled requests to the ledger (table and listing index, reads and writes) in two 5-minute periods in a row', () => {
