@@ -1,6 +1,7 @@
 /**
- * DynamoDB's billing rules as `npm run cost` applies them (scripts/cost/billing.ts): table write
- * units, the writes each global secondary index takes, and read units. Sizes worked out by hand:
+ * The billing rules `npm run cost` applies (scripts/cost/billing.ts): DynamoDB table write units,
+ * the writes each global secondary index takes, read units; SQS's 64 KB chunks and message sizes;
+ * Lambda's GB-seconds; dollars per million at the published prices. Sizes worked out by hand:
  * `{ eventId: 'e1', endpoint: 'default' }` is 7 + 2 + 8 + 7 = 24 bytes; `state: 'pending'` 12;
  * `state: 'dead'` 9; `stateSince: 1000` 10 + 2 = 12; `attempts: 1` 8 + 2 = 10; a 2,000-character
  * `body` 4 + 2,000 = 2,004.
@@ -14,10 +15,15 @@ import {
   tableShape,
   tableWriteUnits,
   writeUnits,
+  costPerMillionEvents,
+  lambdaGbSeconds,
+  PRICES,
+  sqsBilledRequests,
+  sqsMessageBytes,
   type IndexShape,
+  type Item,
   type TableShape,
 } from '../../scripts/cost/billing';
-import type { Item } from '../../scripts/cost/item-size';
 
 const KEY: Item = { eventId: { S: 'e1' }, endpoint: { S: 'default' } };
 const BODY: Item = { body: { S: 'x'.repeat(2000) } };
@@ -195,5 +201,50 @@ describe('Function: tableShape', () => {
       LocalSecondaryIndexes: [{ IndexName: 'local' }],
     };
     expect(() => tableShape(description)).toThrow('table ledger: local secondary indexes are not modelled');
+  });
+});
+
+describe('Function: sqsBilledRequests', () => {
+  it('bills each started 64 KB of payload as one request, and at least one', () => {
+    expect([sqsBilledRequests(0), sqsBilledRequests(65_536), sqsBilledRequests(65_537), sqsBilledRequests(200_000)]).toEqual([
+      1, 1, 2, 4,
+    ]);
+  });
+});
+
+describe('Function: sqsMessageBytes', () => {
+  it('counts the body and each attribute name, type and value in UTF-8 bytes, binary values raw', () => {
+    // 'é' is 2 bytes; 'reason' 6 + 'String' 6 + 'invalid' 7; 'sig' 3 + 'Binary' 6 + 4 raw bytes.
+    expect(sqsMessageBytes('hé', { reason: { type: 'String', value: 'invalid' }, sig: { type: 'Binary', value: new Uint8Array(4) } })).toBe(3 + 19 + 13);
+  });
+});
+
+describe('Function: lambdaGbSeconds', () => {
+  it('rounds each invocation up to the millisecond and scales by memory', () => {
+    // (11 + 20) ms at 256 MB = 0.031 s × 0.25 GB.
+    expect(lambdaGbSeconds([10.2, 20], 256)).toBeCloseTo(0.00775, 12);
+  });
+});
+
+describe('Function: costPerMillionEvents', () => {
+  it('prices each service at the published rates', () => {
+    const cost = costPerMillionEvents({
+      writeUnits: 2,
+      readUnits: 4,
+      sqsRequests: 0.2,
+      lambdaGbSeconds: 0.00075,
+      lambdaInvocations: 0.1,
+    });
+    // DynamoDB: 2 × 0.625 + 4 × 0.125 = 1.75. SQS: 0.2 × 0.40 = 0.08.
+    // Lambda: 750 GB-s per million × 0.0000133334 = 0.01000005, plus 100,000 invocations × 0.20 / 1e6 = 0.02.
+    expect(cost.dynamodb).toBeCloseTo(1.75, 10);
+    expect(cost.sqs).toBeCloseTo(0.08, 10);
+    expect(cost.lambda).toBeCloseTo(0.03000005, 10);
+    expect(cost.total).toBeCloseTo(1.86000005, 10);
+  });
+
+  it('names the region and the date of its prices', () => {
+    expect(PRICES.region).toBe('us-east-1');
+    expect(PRICES.asOf).toMatch(/^\d{4}-\d{2}-\d{2}$/);
   });
 });

@@ -3,7 +3,7 @@
  * item it meters: each figure below is worked out by hand from the rules, attribute names included.
  */
 import { describe, expect, it } from 'vitest';
-import { itemSizeBytes, numberSizeBytes, valueSizeBytes } from '../../scripts/cost/item-size';
+import { itemSizeBytes, numberSizeBytes, valueSizeBytes } from '../../lib/ledger/item-size';
 
 describe('Function: itemSizeBytes', () => {
   it('counts the UTF-8 bytes of each name and string value', () => {

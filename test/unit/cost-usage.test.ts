@@ -1,11 +1,11 @@
 /**
- * How `npm run cost` adds up what it meters (scripts/cost/metering-proxy.ts, runs.ts): units per
+ * How `npm run cost` adds up what it meters (scripts/cost/meter.ts, runs.ts): units per
  * table and index, the capacity cross-check with dynalite, write units per partition key value and
  * the busiest value's share, and the events it sends.
  */
 import { describe, expect, it } from 'vitest';
 import { parseEvent } from '../../lib/event';
-import { DynamoDbUsage, type MeteredWrite } from '../../scripts/cost/metering-proxy';
+import { DynamoDbUsage, type MeteredWrite } from '../../scripts/cost/meter';
 import { eventOfSize, mixOutcome, partitionShares } from '../../scripts/cost/runs';
 
 const claim: MeteredWrite = {
