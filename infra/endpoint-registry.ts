@@ -23,32 +23,30 @@
  * template holds no secret. Removing a declaration leaves its endpoint in the registry (remove it
  * with `handoff endpoint remove`): a delete call there could race a renamed resource's create.
  *
- * The seeds run on one small function of this construct (SEED_HANDLER, inline in the template: no
- * asset), one custom resource per endpoint. It logs the endpoint's name and the outcome, never the
- * call (the URL may carry a token in its query; no secret value is in it).
+ * The seeds run on one small function of this construct (infra/registry/seed-function.ts, inline in
+ * the template: no asset), one custom resource per endpoint. It logs the endpoint's name and the
+ * outcome, never the call (the URL may carry a token in its query; no secret value is in it). What
+ * a declaration becomes (its checked fields, the UpdateItem) is infra/registry/seed-call.ts.
  *
  * **Operators** need, on the table's ARN, `dynamodb:GetItem`, `PutItem`, `UpdateItem`,
  * `DeleteItem`, `Scan` (and `Query`), and on the key's ARN `kms:Encrypt`, `kms:Decrypt`,
  * `kms:GenerateDataKey`: `grantEndpointAdmin(grantee)` adds exactly these.
  */
-import { createHash } from 'node:crypto';
-import { CustomResource, Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
+import { CustomResource, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
-import * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
-import {
-  DEFAULT_ENDPOINT_NAME,
-  EndpointError,
-  parseEndpointFields,
-  resolveEndpoint,
-  type DeploymentSettings,
-  type EndpointFields,
-} from '../lib/endpoints/endpoint';
+import { DEFAULT_ENDPOINT_NAME, type DeploymentSettings, type EndpointFields } from '../lib/endpoints/endpoint';
+import { EndpointError } from '../lib/errors';
 import { REGISTRY_SCHEMA } from '../lib/endpoints/registry-schema';
+import { checkDeclaredFields, seedCall } from './registry/seed-call';
+import { createSeedFunction } from './registry/seed-function';
+
+export { DECLARED_ATTRIBUTE } from './registry/seed-call';
 
 /**
  * An endpoint the construct declares: the fields of lib/endpoints/endpoint.ts, except that its
@@ -60,67 +58,6 @@ export interface EndpointDeclaration extends Omit<EndpointFields, 'secret' | 'pr
   readonly secret?: secretsmanager.ISecret;
   readonly previousSecret?: secretsmanager.ISecret;
 }
-
-/**
- * The attribute a seeded item keeps its declaration's digest in (beside the fields the registry
- * uses): SHA-256 of the fields as declared, then each value known only at deploy time (the
- * `WebhookUrl` parameter, a generated secret's ARN) as CloudFormation resolves it.
- */
-export const DECLARED_ATTRIBUTE = REGISTRY_SCHEMA.attributes.declared;
-
-/**
- * The seed function (CommonJS, inline in the template; the Node.js runtime's AWS SDK v3). A Create or
- * Update runs the resource's `Call` (a DynamoDB UpdateItem as JSON) with `:now` set to `SeededAt`
- * when given, else the function's clock; a ConditionalCheckFailedException is the declaration already
- * applied (`unchanged`), not a failure. A Delete does nothing (see the module's comment). It answers
- * CloudFormation at the request's ResponseURL itself, and logs the endpoint's name and the outcome,
- * never the call.
- */
-export const SEED_HANDLER = `'use strict';
-const { DynamoDBClient, UpdateItemCommand } = require('@aws-sdk/client-dynamodb');
-const dynamodb = new DynamoDBClient({});
-exports.handler = async (event) => {
-  const props = event.ResourceProperties || {};
-  const answer = { Status: 'SUCCESS', Reason: 'see the seed function log', PhysicalResourceId: event.PhysicalResourceId || 'endpoint:' + props.Endpoint, StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId };
-  let outcome = 'nothing to do';
-  try {
-    if (event.RequestType === 'Create' || event.RequestType === 'Update') {
-      const call = JSON.parse(props.Call);
-      call.ExpressionAttributeValues[':now'] = { N: props.SeededAt ? String(props.SeededAt) : String(Date.now()) };
-      try {
-        await dynamodb.send(new UpdateItemCommand(call));
-        outcome = 'applied';
-      } catch (error) {
-        if (!error || error.name !== 'ConditionalCheckFailedException') throw error;
-        outcome = 'unchanged';
-      }
-    }
-  } catch (error) {
-    outcome = 'failed';
-    answer.Status = 'FAILED';
-    answer.Reason = String((error && error.name) || 'Error') + ': ' + String((error && error.message) || error).slice(0, 500);
-  }
-  console.log(JSON.stringify({ endpoint: props.Endpoint, request: event.RequestType, outcome, reason: answer.Status === 'FAILED' ? answer.Reason : undefined }));
-  await respond(event.ResponseURL, JSON.stringify(answer));
-  return outcome;
-};
-function respond(responseUrl, body) {
-  const url = new URL(responseUrl);
-  const transport = require(url.protocol === 'http:' ? 'node:http' : 'node:https');
-  return new Promise((resolve, reject) => {
-    const request = transport.request(url, { method: 'PUT', headers: { 'content-type': '', 'content-length': Buffer.byteLength(body) } }, (response) => {
-      response.resume();
-      response.on('end', resolve);
-    });
-    request.on('error', reject);
-    request.end(body);
-  });
-}
-`;
-
-/** Stand-ins for values known only at deploy time, so synth can still check what it can. */
-const DEPLOY_TIME_URL = 'https://deploy-time.invalid/';
-const DEPLOY_TIME_SECRET_ARN = 'arn:aws:secretsmanager:deploy-time:000000000000:secret:deploy-time';
 
 export interface EndpointRegistryProps {
   /** The deployment's settings: an endpoint's defaults and the limits its own settings must keep. */
@@ -213,11 +150,14 @@ export class EndpointRegistry extends Construct {
     const arnOf = (value: secretsmanager.ISecret | undefined) => (value ? (value.secretFullArn ?? value.secretArn) : undefined);
     const secretArn = arnOf(secret);
     const previousSecretArn = arnOf(previousSecret);
-    const fields = this.check({
-      ...rest,
-      ...(secretArn !== undefined ? { secret: secretArn } : {}),
-      ...(previousSecretArn !== undefined ? { previousSecret: previousSecretArn } : {}),
-    });
+    const fields = checkDeclaredFields(
+      {
+        ...rest,
+        ...(secretArn !== undefined ? { secret: secretArn } : {}),
+        ...(previousSecretArn !== undefined ? { previousSecret: previousSecretArn } : {}),
+      },
+      this.#deployment,
+    );
     if (this.#seeds.some((seed) => seed.name === fields.name)) {
       const why = fields.name === DEFAULT_ENDPOINT_NAME ? ' (the single-URL settings, webhookUrl, declare "default")' : '';
       throw new EndpointError(fields.name, 'name', `is declared twice${why}`);
@@ -290,44 +230,9 @@ export class EndpointRegistry extends Construct {
     return table.combine(key);
   }
 
-  /** parseEndpointFields, then resolveEndpoint, with stand-ins for deploy-time values. */
-  private check(fields: EndpointFields): EndpointFields {
-    const deployTime = (value: string | undefined, standIn: string) =>
-      value !== undefined && Token.isUnresolved(value) ? standIn : value;
-    const url = deployTime(fields.url, DEPLOY_TIME_URL);
-    const secret = deployTime(fields.secret, DEPLOY_TIME_SECRET_ARN);
-    const checked = parseEndpointFields({ ...fields, url, ...(secret !== undefined ? { secret } : {}) });
-    // A deploy-time URL passes the stand-in's check here; the WebhookUrl parameter's pattern and the
-    // consumer's guard check the real one.
-    resolveEndpoint({ fields: checked, state: 'enabled', createdAt: 0, updatedAt: 0 }, this.#deployment);
-    // The fields as checked (parsing normalizes: event types deduplicated), with the real values back.
-    return { ...checked, url: fields.url, ...(fields.secret !== undefined ? { secret: fields.secret } : {}) };
-  }
 
   private seedResource(fields: EndpointFields): CustomResource {
-    const a = REGISTRY_SCHEMA.attributes;
-    const item = toAttributeValue(fields);
-    // `:now` is set by the seed function (SEED_HANDLER) when it runs: the template holds no time.
-    const call = {
-      TableName: this.table.tableName,
-      Key: { [REGISTRY_SCHEMA.partitionKey]: { S: fields.name } },
-      UpdateExpression:
-        'SET #fields = :fields, #declared = :declared, #updatedAt = :now, ' +
-        '#state = if_not_exists(#state, :enabled), #createdAt = if_not_exists(#createdAt, :now)',
-      ConditionExpression: 'attribute_not_exists(#declared) OR #declared <> :declared',
-      ExpressionAttributeNames: {
-        '#fields': a.fields,
-        '#declared': DECLARED_ATTRIBUTE,
-        '#state': a.state,
-        '#createdAt': a.createdAt,
-        '#updatedAt': a.updatedAt,
-      },
-      ExpressionAttributeValues: {
-        ':fields': item,
-        ':declared': { S: declarationDigest(fields) },
-        ':enabled': { S: 'enabled' },
-      },
-    };
+    const call = seedCall(this.table.tableName, fields);
     // No removal: a Delete does nothing (see the module's comment).
     return new CustomResource(this, `Seed-${fields.name}`, {
       resourceType: 'Custom::HandoffEndpoint',
@@ -341,63 +246,9 @@ export class EndpointRegistry extends Construct {
     });
   }
 
-  /**
-   * The seed function, made once for the construct (SEED_HANDLER, inline), with a role of its own
-   * rather than the default one, which attaches the AWSLambdaBasicExecutionRole managed policy
-   * (logs on `*`): this one writes to its own log group and updates the registry's items, nothing else.
-   */
+  /** The seed function, made once for the construct, at its first seed. */
   private seedFunction(): lambda.Function {
-    if (this.#seedFunction) return this.#seedFunction;
-    const role = new iam.Role(this, 'SeedRole', {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'handoff: seeds the endpoints the stack declares into the endpoint registry',
-    });
-    const logGroup = new logs.LogGroup(this, 'SeedLogs', { retention: this.#logRetention });
-    logGroup.grantWrite(role);
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({ sid: 'EndpointSeedWrite', actions: ['dynamodb:UpdateItem'], resources: [this.table.tableArn] }),
-    );
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'EndpointSeedEncrypt',
-        actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],
-        resources: [this.encryptionKey.keyArn],
-      }),
-    );
-    this.#seedFunction = new lambda.Function(this, 'SeedFunction', {
-      runtime: lambda.Runtime.NODEJS_24_X,
-      architecture: lambda.Architecture.ARM_64,
-      memorySize: 128,
-      timeout: Duration.minutes(1),
-      code: lambda.Code.fromInline(SEED_HANDLER),
-      handler: 'index.handler',
-      role,
-      logGroup,
-      description: 'handoff: seeds a declared endpoint into the endpoint registry (one UpdateItem, stamped at deploy)',
-    });
+    this.#seedFunction ??= createSeedFunction(this, this, this.#logRetention);
     return this.#seedFunction;
   }
-}
-
-/** What DECLARED_ATTRIBUTE holds for `fields`: the same text for the same declaration at every synth. */
-export function declarationDigest(fields: EndpointFields): string {
-  const deployTime: string[] = [];
-  const text = JSON.stringify(fields, (_key, value: unknown) => {
-    if (typeof value !== 'string' || !Token.isUnresolved(value)) return value;
-    deployTime.push(value);
-    return '<deploy-time>';
-  });
-  return [createHash('sha256').update(text).digest('base64url'), ...deployTime].join(' ');
-}
-
-/** A value in DynamoDB's AttributeValue form (lists as L, objects as M). Strings may be tokens. */
-export function toAttributeValue(value: unknown): Record<string, unknown> {
-  if (typeof value === 'string') return { S: value };
-  if (typeof value === 'number') return { N: String(value) };
-  if (typeof value === 'boolean') return { BOOL: value };
-  if (Array.isArray(value)) return { L: value.map(toAttributeValue) };
-  if (value !== null && typeof value === 'object') {
-    return { M: Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, toAttributeValue(v)])) };
-  }
-  throw new TypeError(`cannot store ${String(value)} in the endpoint registry`);
 }

@@ -37,6 +37,9 @@ export function createDashboard(
 ): cloudwatch.Dashboard {
   const metric = (name: MetricName, statistic: string, label: string) =>
     scope.consumerMetric(name, { statistic, label });
+  // A half-width graph of the consumer's own metrics, each [name, statistic, label].
+  const consumerGraph = (title: string, metrics: readonly (readonly [MetricName, string, string])[]) =>
+    new cloudwatch.GraphWidget({ title, left: metrics.map((args) => metric(...args)), width: 12 });
   const dashboard = new cloudwatch.Dashboard(scope, 'Dashboard', {
     dashboardName: props.dashboardName ?? defaultDashboardName(scope),
   });
@@ -60,14 +63,10 @@ export function createDashboard(
       ],
       width: 12,
     }),
-    new cloudwatch.GraphWidget({
-      title: 'Deliveries and retries',
-      left: [
-        metric(METRICS.names.delivered, cloudwatch.Stats.SUM, 'Delivered'),
-        metric(METRICS.names.retries, cloudwatch.Stats.SUM, 'Retries'),
-      ],
-      width: 12,
-    }),
+    consumerGraph('Deliveries and retries', [
+      [METRICS.names.delivered, cloudwatch.Stats.SUM, 'Delivered'],
+      [METRICS.names.retries, cloudwatch.Stats.SUM, 'Retries'],
+    ]),
     new cloudwatch.GraphWidget({
       title: 'Dead letters',
       left: [metric(METRICS.names.deadLetters, cloudwatch.Stats.SUM, 'Dead-lettered')],
@@ -83,38 +82,26 @@ export function createDashboard(
       ],
       width: 12,
     }),
-    new cloudwatch.GraphWidget({
-      title: 'Delivery latency (ms)',
-      left: [
-        metric(METRICS.names.deliveryLatency, cloudwatch.Stats.p(50), 'p50'),
-        metric(METRICS.names.deliveryLatency, cloudwatch.Stats.p(99), 'p99'),
-      ],
-      width: 12,
-    }),
+    consumerGraph('Delivery latency (ms)', [
+      [METRICS.names.deliveryLatency, cloudwatch.Stats.p(50), 'p50'],
+      [METRICS.names.deliveryLatency, cloudwatch.Stats.p(99), 'p99'],
+    ]),
   );
   // Routing (docs/contract.md §11): events no endpoint wanted, fanned-out deliveries, dropped deaths.
   dashboard.addWidgets(
-    new cloudwatch.GraphWidget({
-      title: 'Routing',
-      left: [
-        metric(METRICS.names.unrouted, cloudwatch.Stats.SUM, 'Unrouted'),
-        metric(METRICS.names.fannedOut, cloudwatch.Stats.SUM, 'Fanned out'),
-        metric(METRICS.names.dropped, cloudwatch.Stats.SUM, 'Dropped'),
-        metric(ENDPOINT_UNRESOLVED_METRIC, cloudwatch.Stats.SUM, 'Held: endpoint unresolved'),
-      ],
-      width: 12,
-    }),
+    consumerGraph('Routing', [
+      [METRICS.names.unrouted, cloudwatch.Stats.SUM, 'Unrouted'],
+      [METRICS.names.fannedOut, cloudwatch.Stats.SUM, 'Fanned out'],
+      [METRICS.names.dropped, cloudwatch.Stats.SUM, 'Dropped'],
+      [ENDPOINT_UNRESOLVED_METRIC, cloudwatch.Stats.SUM, 'Held: endpoint unresolved'],
+    ]),
     // Endpoint health (docs/contract.md §12): deliveries held, parked, released and rate-limited, no attempt spent.
-    new cloudwatch.GraphWidget({
-      title: 'Held for an endpoint',
-      left: [
-        metric(METRICS.names.paused, cloudwatch.Stats.SUM, 'Paused'),
-        metric(METRICS.names.parked, cloudwatch.Stats.SUM, 'Parked'),
-        metric(METRICS.names.resumed, cloudwatch.Stats.SUM, 'Released'),
-        metric(METRICS.names.rateLimited, cloudwatch.Stats.SUM, 'Rate-limited'),
-      ],
-      width: 12,
-    }),
+    consumerGraph('Held for an endpoint', [
+      [METRICS.names.paused, cloudwatch.Stats.SUM, 'Paused'],
+      [METRICS.names.parked, cloudwatch.Stats.SUM, 'Parked'],
+      [METRICS.names.resumed, cloudwatch.Stats.SUM, 'Released'],
+      [METRICS.names.rateLimited, cloudwatch.Stats.SUM, 'Rate-limited'],
+    ]),
   );
   // Stuck-work recovery (docs/contract.md §12): deliveries the recovery function enqueued again.
   dashboard.addWidgets(

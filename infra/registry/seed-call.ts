@@ -1,0 +1,89 @@
+/**
+ * What a declared endpoint becomes at synth (infra/endpoint-registry.ts): its fields checked as the
+ * registry and the consumer will check them, and the DynamoDB UpdateItem its seed runs at deploy,
+ * conditioned on the declaration's digest so a deploy applies it only when it changed.
+ */
+import { createHash } from 'node:crypto';
+import { Token } from 'aws-cdk-lib';
+import { parseEndpointFields, resolveEndpoint, type DeploymentSettings, type EndpointFields } from '../../lib/endpoints/endpoint';
+import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
+
+/**
+ * The attribute a seeded item keeps its declaration's digest in (beside the fields the registry
+ * uses): SHA-256 of the fields as declared, then each value known only at deploy time (the
+ * `WebhookUrl` parameter, a generated secret's ARN) as CloudFormation resolves it.
+ */
+export const DECLARED_ATTRIBUTE = REGISTRY_SCHEMA.attributes.declared;
+
+/** Stand-ins for values known only at deploy time, so synth can still check what it can. */
+const DEPLOY_TIME_URL = 'https://deploy-time.invalid/';
+const DEPLOY_TIME_SECRET_ARN = 'arn:aws:secretsmanager:deploy-time:000000000000:secret:deploy-time';
+
+/**
+ * parseEndpointFields, then resolveEndpoint against `deployment`, with stand-ins for deploy-time
+ * values; returns the fields as checked (parsing normalizes: event types deduplicated) with the
+ * real values back. @throws EndpointError naming the endpoint and the field
+ */
+export function checkDeclaredFields(fields: EndpointFields, deployment: DeploymentSettings): EndpointFields {
+  const deployTime = (value: string | undefined, standIn: string) => (value !== undefined && Token.isUnresolved(value) ? standIn : value);
+  const url = deployTime(fields.url, DEPLOY_TIME_URL);
+  const secret = deployTime(fields.secret, DEPLOY_TIME_SECRET_ARN);
+  const checked = parseEndpointFields({ ...fields, url, ...(secret !== undefined ? { secret } : {}) });
+  // A deploy-time URL passes the stand-in's check here; the WebhookUrl parameter's pattern and the
+  // consumer's guard check the real one.
+  resolveEndpoint({ fields: checked, state: 'enabled', createdAt: 0, updatedAt: 0 }, deployment);
+  return { ...checked, url: fields.url, ...(fields.secret !== undefined ? { secret: fields.secret } : {}) };
+}
+
+/**
+ * The UpdateItem that seeds `fields` into `tableName`: the fields and their digest written, `state`
+ * and `createdAt` only when absent. `:now` is set by the seed function when it runs (SEED_HANDLER):
+ * the template holds no time.
+ */
+export function seedCall(tableName: string, fields: EndpointFields) {
+  const a = REGISTRY_SCHEMA.attributes;
+  const item = toAttributeValue(fields);
+  return {
+    TableName: tableName,
+    Key: { [REGISTRY_SCHEMA.partitionKey]: { S: fields.name } },
+    UpdateExpression:
+      'SET #fields = :fields, #declared = :declared, #updatedAt = :now, ' +
+      '#state = if_not_exists(#state, :enabled), #createdAt = if_not_exists(#createdAt, :now)',
+    ConditionExpression: 'attribute_not_exists(#declared) OR #declared <> :declared',
+    ExpressionAttributeNames: {
+      '#fields': a.fields,
+      '#declared': DECLARED_ATTRIBUTE,
+      '#state': a.state,
+      '#createdAt': a.createdAt,
+      '#updatedAt': a.updatedAt,
+    },
+    ExpressionAttributeValues: {
+      ':fields': item,
+      ':declared': { S: declarationDigest(fields) },
+      ':enabled': { S: 'enabled' },
+    },
+  };
+}
+
+/** What DECLARED_ATTRIBUTE holds for `fields`: the same text for the same declaration at every synth. */
+export function declarationDigest(fields: EndpointFields): string {
+  const deployTime: string[] = [];
+  const text = JSON.stringify(fields, (_key, value: unknown) => {
+    if (typeof value !== 'string' || !Token.isUnresolved(value)) return value;
+    deployTime.push(value);
+    return '<deploy-time>';
+  });
+  return [createHash('sha256').update(text).digest('base64url'), ...deployTime].join(' ');
+}
+
+/** A value in DynamoDB's AttributeValue form (lists as L, objects as M). Strings may be tokens. */
+export function toAttributeValue(value: unknown): Record<string, unknown> {
+  if (typeof value === 'string') return { S: value };
+  if (typeof value === 'number') return { N: String(value) };
+  if (typeof value === 'boolean') return { BOOL: value };
+  if (Array.isArray(value)) return { L: value.map(toAttributeValue) };
+  if (value !== null && typeof value === 'object') {
+    return { M: Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, toAttributeValue(v)])) };
+  }
+  throw new TypeError(`cannot store ${String(value)} in the endpoint registry`);
+}
