@@ -9,19 +9,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import { HANDLER_PATHS } from './workload';
 import { MessageSeal } from '../lib/queue/seal';
+import { HANDLER_PATHS, median } from './harness';
 
-export type BundleName = 'handoff' | 'empty' | 'sdk-clients' | 'naive' | 'powertools';
-
-export interface BundleResult {
-  readonly name: BundleName;
-  readonly bytes: number;
-  /** The largest inputs, bytes in the output. */
-  readonly largestInputs: readonly { readonly path: string; readonly bytes: number }[];
-  readonly initMs: readonly number[];
-  readonly initMedianMs: number;
-}
+export type BundleName = keyof typeof HANDLER_PATHS;
+export type BundleResult = Awaited<ReturnType<typeof measureBundles>>[number];
 
 /** Where bundles are written: under node_modules, so the external SDK resolves from them. */
 const OUT_DIR = fileURLToPath(new URL('../node_modules/.cache/handoff-bench/', import.meta.url));
@@ -51,7 +43,8 @@ await import(process.argv[1]);
 process.stdout.write(String(performance.now() - startedAt));
 `;
 
-async function bundle(name: BundleName): Promise<{ path: string; bytes: number; largestInputs: BundleResult['largestInputs'] }> {
+/** Writes the bundle; its size and its six largest inputs (bytes in the output). */
+async function bundle(name: BundleName) {
   const result = await build({
     entryPoints: [HANDLER_PATHS[name]],
     bundle: true,
@@ -70,46 +63,26 @@ async function bundle(name: BundleName): Promise<{ path: string; bytes: number; 
   if (!output) throw new Error(`esbuild wrote nothing for ${name}`);
   const path = join(OUT_DIR, `${name}.mjs`);
   writeFileSync(path, output.contents);
-  const inputs = Object.values(result.metafile.outputs)[0]?.inputs ?? {};
-  const largestInputs = Object.entries(inputs)
-    .map(([input, { bytesInOutput }]) => ({ path: input, bytes: bytesInOutput }))
-    .sort((a, b) => b.bytes - a.bytes)
-    .slice(0, 6);
-  return { path, bytes: output.contents.byteLength, largestInputs };
+  const inputs = Object.entries(Object.values(result.metafile.outputs)[0]?.inputs ?? {});
+  const largestInputs = inputs.map(([input, { bytesInOutput }]) => ({ path: input, bytes: bytesInOutput })).sort((a, b) => b.bytes - a.bytes);
+  return { path, bytes: output.contents.byteLength, largestInputs: largestInputs.slice(0, 6) };
 }
 
-export async function measureBundles(
-  names: readonly BundleName[],
-  runs: number,
-  progress: (line: string) => void,
-): Promise<BundleResult[]> {
+export async function measureBundles(names: readonly BundleName[], runs: number, progress: (line: string) => void) {
   mkdirSync(OUT_DIR, { recursive: true });
-  const bundles = new Map<BundleName, Awaited<ReturnType<typeof bundle>>>();
-  for (const name of names) bundles.set(name, await bundle(name));
-  const initMs = new Map<BundleName, number[]>(names.map((name) => [name, []]));
+  const bundles = [];
+  for (const name of names) bundles.push({ name, ...(await bundle(name)), initMs: [] as number[] });
   for (let run = 0; run < runs; run += 1) {
-    for (const name of names) {
-      const child = spawnSync(process.execPath, ['--input-type=module', '-e', TIMER, pathToFileURL(bundles.get(name)!.path).href], {
+    for (const b of bundles) {
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', TIMER, pathToFileURL(b.path).href], {
         env: { PATH: process.env.PATH ?? '', ...INIT_ENV },
         encoding: 'utf8',
       });
       const ms = Number(child.stdout);
-      if (child.status !== 0 || !Number.isFinite(ms)) {
-        throw new Error(`init of the ${name} bundle failed: ${child.stderr.split('\n').slice(0, 3).join(' ')}`);
-      }
-      initMs.get(name)!.push(ms);
+      if (child.status !== 0 || !Number.isFinite(ms)) throw new Error(`init of the ${b.name} bundle failed: ${child.stderr.split('\n').slice(0, 3).join(' ')}`);
+      b.initMs.push(ms);
     }
     progress(`[bundle] module init: ${run + 1}/${runs} rounds`);
   }
-  return names.map((name) => {
-    const times = initMs.get(name)!;
-    return { name, bytes: bundles.get(name)!.bytes, largestInputs: bundles.get(name)!.largestInputs, initMs: times, initMedianMs: median(times) };
-  });
-}
-
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return bundles.map(({ name, bytes, largestInputs, initMs }) => ({ name, bytes, largestInputs, initMs, initMedianMs: median(initMs) }));
 }

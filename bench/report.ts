@@ -1,40 +1,27 @@
 /**
- * From raw runs to the bench's result: per-event figures, the ratios, the targets of issue 4,
- * and the Markdown table docs/cost-and-benchmarks.md shows. Pure functions over the measurements.
+ * The full run's figures as a report: issue 4's targets, each beside its measurement, and the
+ * Markdown tables docs/cost-and-benchmarks.md shows; and the table and number formats every
+ * scenario prints with. Pure functions over the measurements.
  */
-import type { BatchConcurrencyResult } from './batch-concurrency';
-import { median, type BundleResult } from './bundle';
-import { CLI_STARTUP_GOAL_MS, type CliStartupResult } from './cli-startup';
-import { summarize } from './counting';
-import type { SlowNeighbourResult } from './slow-neighbour';
-import type { ConsumerName, ConsumerRun } from './workload';
+import type { BundleResult } from './bundle';
+import type { CliStartupResult } from './cli-startup';
+import { median, type ConsumerName } from './harness';
+import type { BatchConcurrencyResult, ConsumerFigures, ratios } from './throughput';
 
-export interface ConsumerFigures {
-  readonly delivered: number;
-  readonly complete: boolean;
-  readonly dynamodbWritesPerEvent: number;
-  readonly dynamodbReadsPerEvent: number;
-  /** DynamoDB request and response bodies, bytes: what the handler serializes and parses. */
-  readonly dynamodbBytesPerEvent: number;
-  readonly dynamodbBytesSentPerEvent: number;
-  readonly dynamodbBytesReceivedPerEvent: number;
-  /** The handler's own SQS calls (visibility changes, dead letters): billed to the consumer. */
-  readonly handlerSqsPerEvent: number;
-  /** Receives and deletes: what Lambda's event source does for the function. */
-  readonly pollerSqsPerEvent: number;
-  readonly handlerCpuMsPerEvent: number;
-  /** The bench process's CPU (emulators, poller, producer, receiver): see ConsumerRun. */
-  readonly sandboxCpuMsPerEvent: number;
-  readonly eventsPerSecond: number;
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly unloadedP50Ms: number;
-  readonly unloadedP99Ms: number;
-  readonly invocations: number;
-  readonly repeats: number;
-  readonly failedBatches: number;
-  readonly handlerRequests: Record<string, number>;
-  readonly pollerRequests: Record<string, number>;
+/** The installed command's `--help` start-up goal. */
+export const CLI_STARTUP_GOAL_MS = 300;
+
+export const fixed = (digits: number) => (x: number) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
+const [f0, f1, f2] = [fixed(0), fixed(1), fixed(2)];
+export const times = (x: number) => `${f2(x)}x`;
+const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+const ms = (x: number) => `${f1(x)} ms`;
+const pct = (x: number) => `${Math.round(x * 100)}%`;
+
+/** A Markdown table; `align` a letter per column, l or r; by default the first column left, the others (numbers) right. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[], align = `l${'r'.repeat(header.length - 1)}`): string[] {
+  const row = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  return [row(header), row([...align].map((a) => (a === 'r' ? '--:' : '---'))), ...rows.map(row)];
 }
 
 export interface Target {
@@ -46,256 +33,90 @@ export interface Target {
   readonly verdict: string;
 }
 
+/** A target: `measured` against `limit` by `op`; a miss says by how much. */
+export function target(name: string, measured: number, op: '≤' | '≥' | '<', limit: number, show: (x: number) => string): Target {
+  const met = op === '≤' ? measured <= limit : op === '<' ? measured < limit : measured >= limit;
+  const missedBy = op === '≥' ? 1 - measured / limit : measured / limit - 1;
+  return { name, target: `${op} ${show(limit)}`, measured: show(measured), met, verdict: met ? 'met' : `missed by ${pct(missedBy)}` };
+}
+
 export interface BenchResult {
-  readonly machine: {
-    readonly node: string;
-    readonly cpu: string;
-    readonly cores: number;
-    readonly platform: string;
-    readonly loadAverageAtStart: readonly number[];
-    readonly loadAverageAtEnd: readonly number[];
-    readonly date: string;
-  };
-  readonly workload: {
-    /** Per consumer and round. */
-    readonly events: number;
-    readonly rounds: number;
-    readonly unloadedEvents: number;
-    readonly window: number;
-    readonly batchSize: number;
-    readonly maxConcurrency: number;
-    readonly order: readonly ConsumerName[];
-  };
+  readonly machine: { readonly node: string; readonly cpu: string; readonly cores: number; readonly platform: string; readonly loadAverageAtStart: readonly number[]; readonly loadAverageAtEnd: readonly number[]; readonly date: string };
+  /** `events` per consumer and round. */
+  readonly workload: { readonly events: number; readonly rounds: number; readonly unloadedEvents: number; readonly window: number; readonly batchSize: number; readonly maxConcurrency: number; readonly order: readonly ConsumerName[] };
   /** Medians over the rounds (`delivered`, `repeats`, `failedBatches`: totals). */
   readonly consumers: Record<ConsumerName, ConsumerFigures>;
   readonly rounds: Record<ConsumerName, readonly ConsumerFigures[]>;
-  readonly ratios: {
-    readonly handoffOverNaive: Ratios;
-    readonly handoffOverPowertools: Ratios;
-  };
-  /** The batch of 10 at 200 ms, per consumer; the target is handoff's. */
+  readonly ratios: { readonly handoffOverNaive: ReturnType<typeof ratios>; readonly handoffOverPowertools: ReturnType<typeof ratios> };
+  /** The batch at 200 ms, per consumer; the target is handoff's. */
   readonly batches: Record<ConsumerName, BatchConcurrencyResult>;
-  /** handoff alone: a healthy endpoint's rate beside an answering neighbour, then a timing-out one (issue 26). */
-  readonly slowNeighbour: SlowNeighbourResult;
   readonly bundles: readonly BundleResult[];
   /** `handoff --help` as installed (compiled), from the sources through tsx, and `node -e 0`. */
   readonly cliStartup: CliStartupResult;
-  readonly targets: readonly Target[];
-  readonly durationSeconds: number;
 }
 
-export interface Ratios {
-  readonly handlerCpuPerEvent: number;
-  readonly eventsPerSecond: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly unloadedP50: number;
-}
-
-export function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  // Nearest rank: the smallest value with at least p% of values at or below it.
-  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
-  return sorted[rank - 1]!;
-}
-
-export function figures(run: ConsumerRun): ConsumerFigures {
-  const delivered = run.loaded.delivered;
-  const per = (n: number) => (delivered > 0 ? n / delivered : Number.NaN);
-  const handler = summarize(run.requests.handler);
-  const poller = summarize(run.requests.poller);
-  return {
-    delivered,
-    complete: run.loaded.complete && run.unloaded.complete,
-    dynamodbWritesPerEvent: per(handler.dynamodbWrites),
-    dynamodbReadsPerEvent: per(handler.dynamodbReads),
-    dynamodbBytesPerEvent: per(handler.dynamodbBytesSent + handler.dynamodbBytesReceived),
-    dynamodbBytesSentPerEvent: per(handler.dynamodbBytesSent),
-    dynamodbBytesReceivedPerEvent: per(handler.dynamodbBytesReceived),
-    handlerSqsPerEvent: per(handler.sqs),
-    pollerSqsPerEvent: per(poller.sqs),
-    handlerCpuMsPerEvent: per(run.handlerCpuMicros / 1000),
-    sandboxCpuMsPerEvent: per(run.sandboxCpuMicros / 1000),
-    eventsPerSecond: run.loaded.wallSeconds > 0 ? delivered / run.loaded.wallSeconds : Number.NaN,
-    p50Ms: percentile(run.loaded.latenciesMs, 50),
-    p99Ms: percentile(run.loaded.latenciesMs, 99),
-    unloadedP50Ms: percentile(run.unloaded.latenciesMs, 50),
-    unloadedP99Ms: percentile(run.unloaded.latenciesMs, 99),
-    invocations: run.invocations,
-    repeats: run.repeats,
-    failedBatches: run.failedBatches,
-    handlerRequests: run.requests.handler,
-    pollerRequests: run.requests.poller,
-  };
-}
-
-/**
- * One figure set from several rounds of the same consumer: the median of each number (so one
- * round disturbed by the shared machine does not decide), counts by operation from the first.
- */
-export function combine(rounds: readonly ConsumerFigures[]): ConsumerFigures {
-  const first = rounds[0];
-  if (!first) throw new Error('no rounds to combine');
-  const out: Record<string, unknown> = { ...first };
-  for (const [key, value] of Object.entries(first)) {
-    if (typeof value === 'number') out[key] = median(rounds.map((round) => round[key as keyof ConsumerFigures] as number));
-  }
-  out.complete = rounds.every((round) => round.complete);
-  out.delivered = rounds.reduce((sum, round) => sum + round.delivered, 0);
-  out.repeats = rounds.reduce((sum, round) => sum + round.repeats, 0);
-  out.failedBatches = rounds.reduce((sum, round) => sum + round.failedBatches, 0);
-  return out as unknown as ConsumerFigures;
-}
-
-export function ratios(a: ConsumerFigures, b: ConsumerFigures): Ratios {
-  return {
-    handlerCpuPerEvent: a.handlerCpuMsPerEvent / b.handlerCpuMsPerEvent,
-    eventsPerSecond: a.eventsPerSecond / b.eventsPerSecond,
-    p50: a.p50Ms / b.p50Ms,
-    p99: a.p99Ms / b.p99Ms,
-    unloadedP50: a.unloadedP50Ms / b.unloadedP50Ms,
-  };
-}
-
-const pct = (x: number) => `${Math.round(x * 100)}%`;
-
-/** A target of the form measured <= limit. */
-function atMost(name: string, measured: number, limit: number, show: (x: number) => string): Target {
-  const met = measured <= limit;
-  return { name, target: `≤ ${show(limit)}`, measured: show(measured), met, verdict: met ? 'met' : `missed by ${pct(measured / limit - 1)}` };
-}
-
-/** A target of the form measured >= limit. */
-function atLeast(name: string, measured: number, limit: number, show: (x: number) => string): Target {
-  const met = measured >= limit;
-  return { name, target: `≥ ${show(limit)}`, measured: show(measured), met, verdict: met ? 'met' : `missed by ${pct(1 - measured / limit)}` };
-}
-
-/** A target of the form measured < limit. */
-function below(name: string, measured: number, limit: number, show: (x: number) => string): Target {
-  const met = measured < limit;
-  return { name, target: `< ${show(limit)}`, measured: show(measured), met, verdict: met ? 'met' : `missed by ${pct(measured / limit - 1)}` };
-}
-
-const fixed = (digits: number) => (x: number) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
-const times = (x: number) => `${fixed(2)(x)}x`;
-const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
-const ms = (x: number) => `${fixed(1)(x)} ms`;
-
-export function targets(
-  consumers: Record<ConsumerName, ConsumerFigures>,
-  batch: BatchConcurrencyResult,
-  bundles: readonly BundleResult[],
-  cliStartup: CliStartupResult,
-): Target[] {
-  const { handoff, powertools } = consumers;
-  const bundle = (name: BundleResult['name']) => bundles.find((b) => b.name === name);
-  const out: Target[] = [
-    atMost('DynamoDB writes per delivered event', handoff.dynamodbWritesPerEvent, 2, fixed(2)),
-    atMost('DynamoDB reads per delivered event', handoff.dynamodbReadsPerEvent, 0, fixed(2)),
-    atLeast('Throughput, handoff / Powertools', handoff.eventsPerSecond / powertools.eventsPerSecond, 1.2, times),
-    below('Handler CPU per event, handoff / Powertools', handoff.handlerCpuMsPerEvent / powertools.handlerCpuMsPerEvent, 1, times),
-    atMost(
-      `Batch of ${batch.batchSize} at ${batch.receiverDelayMs} ms / slowest single delivery`,
-      batch.ratio,
-      1.2,
-      times,
-    ),
+export function targets(result: Pick<BenchResult, 'consumers' | 'batches' | 'bundles' | 'cliStartup'>): Target[] {
+  const { handoff, powertools } = result.consumers;
+  const batch = result.batches.handoff;
+  const bundle = (name: BundleResult['name']) => result.bundles.find((b) => b.name === name);
+  const [consumer, empty, withClients] = [bundle('handoff'), bundle('empty'), bundle('sdk-clients')];
+  return [
+    target('DynamoDB writes per delivered event', handoff.dynamodbWritesPerEvent, '≤', 2, f2),
+    target('DynamoDB reads per delivered event', handoff.dynamodbReadsPerEvent, '≤', 0, f2),
+    target('Throughput, handoff / Powertools', handoff.eventsPerSecond / powertools.eventsPerSecond, '≥', 1.2, times),
+    target('Handler CPU per event, handoff / Powertools', handoff.handlerCpuMsPerEvent / powertools.handlerCpuMsPerEvent, '<', 1, times),
+    target(`Batch of ${batch.batchSize} at ${batch.receiverDelayMs} ms / slowest single delivery`, batch.ratio, '≤', 1.2, times),
+    ...(consumer ? [target('Consumer bundle (SDK external)', consumer.bytes, '≤', 60 * 1024, kb)] : []),
+    ...(consumer && empty ? [target('Module init, consumer / empty handler', consumer.initMedianMs / empty.initMedianMs, '≤', 1.5, times)] : []),
+    ...(consumer && withClients
+      ? [target('(context) Module init, consumer / empty handler + SDK clients', consumer.initMedianMs / withClients.initMedianMs, '≤', 1.5, times)]
+      : []),
+    target('handoff --help start-up, installed command', result.cliStartup.medianMs.compiled, '≤', CLI_STARTUP_GOAL_MS, ms),
   ];
-  const consumer = bundle('handoff');
-  const empty = bundle('empty');
-  if (consumer) out.push(atMost('Consumer bundle (SDK external)', consumer.bytes, 60 * 1024, kb));
-  if (consumer && empty) {
-    out.push(atMost('Module init, consumer / empty handler', consumer.initMedianMs / empty.initMedianMs, 1.5, times));
-  }
-  const withClients = bundle('sdk-clients');
-  if (consumer && withClients) {
-    out.push(
-      atMost('(context) Module init, consumer / empty handler + SDK clients', consumer.initMedianMs / withClients.initMedianMs, 1.5, times),
-    );
-  }
-  out.push(atMost('handoff --help start-up, installed command', cliStartup.medianMs.compiled, CLI_STARTUP_GOAL_MS, ms));
-  return out;
 }
 
-function row(cells: readonly string[]): string {
-  return `| ${cells.join(' | ')} |`;
-}
-
-const NAMES: Record<ConsumerName, string> = {
-  handoff: 'handoff',
-  naive: 'naive (POST, no ledger)',
-  powertools: 'Powertools BatchProcessor + makeIdempotent',
+const NAMES: Record<ConsumerName, string> = { handoff: 'handoff', naive: 'naive (POST, no ledger)', powertools: 'Powertools BatchProcessor + makeIdempotent' };
+const BUNDLE_NAMES: Record<BundleResult['name'], string> = {
+  handoff: 'handoff consumer',
+  empty: 'empty handler',
+  'sdk-clients': 'empty handler + SDK clients',
+  naive: 'naive',
+  powertools: 'Powertools',
 };
+const CONSUMERS = ['handoff', 'naive', 'powertools'] as const;
 
-export function markdown(result: BenchResult): string {
-  const { machine, workload, consumers, batches, bundles } = result;
+export function markdown(result: BenchResult & { readonly targets: readonly Target[] }): string {
+  const { machine, workload, consumers, batches, bundles, cliStartup: startup } = result;
   const batch = batches.handoff;
-  const f2 = fixed(2);
-  const f1 = fixed(1);
-  const f0 = fixed(0);
-  const lines: string[] = [];
-  lines.push(
+  const byRound = (names: readonly ConsumerName[], pick: (f: ConsumerFigures) => string) =>
+    names.map((name) => `${name} ${result.rounds[name].map(pick).join(' / ')}`).join('; ');
+  const ratioRow = (label: string, r: ReturnType<typeof ratios>) => [label, ...[r.handlerCpuPerEvent, r.eventsPerSecond, r.p50, r.p99, r.unloadedP50].map(times)];
+  return [
     `${workload.events} events per consumer and round, ${workload.rounds} round(s) taking turns, medians shown ` +
       `(window ${workload.window}, batches of ${workload.batchSize}, ${workload.maxConcurrency} at once), Node ${machine.node}, ${machine.cpu} × ${machine.cores}, ` +
       `load average ${machine.loadAverageAtStart.map(f1).join('/')} at start, ${machine.date.slice(0, 10)}.`,
     '',
-    row([
-      'consumer',
-      'DDB writes/event',
-      'DDB reads/event',
-      'handler SQS req/event',
-      'poller SQS req/event',
-      'handler CPU ms/event',
-      'events/s',
-      'p50 ms',
-      'p99 ms',
-      'idle p50 ms',
-      'idle p99 ms',
-      'DDB KB/event',
-      'emulator CPU ms/event',
-    ]),
-    row(['---', ...Array<string>(12).fill('--:')]),
-  );
-  for (const name of ['handoff', 'naive', 'powertools'] as const) {
-    const c = consumers[name];
-    lines.push(
-      row([
-        NAMES[name] + (c.complete ? '' : ' (incomplete)'),
-        f2(c.dynamodbWritesPerEvent),
-        f2(c.dynamodbReadsPerEvent),
-        f2(c.handlerSqsPerEvent),
-        f2(c.pollerSqsPerEvent),
-        f2(c.handlerCpuMsPerEvent),
-        f0(c.eventsPerSecond),
-        f0(c.p50Ms),
-        f0(c.p99Ms),
-        f1(c.unloadedP50Ms),
-        f1(c.unloadedP99Ms),
-        f1(c.dynamodbBytesPerEvent / 1024),
-        f2(c.sandboxCpuMsPerEvent),
-      ]),
-    );
-  }
-  if (workload.rounds > 1) {
-    lines.push(
-      '',
-      `events/s by round: ${(['handoff', 'naive', 'powertools'] as const)
-        .map((name) => `${name} ${result.rounds[name].map((round) => f0(round.eventsPerSecond)).join(' / ')}`)
-        .join('; ')}. ` +
-        `handler CPU ms/event by round: ${(['handoff', 'powertools'] as const)
-          .map((name) => `${name} ${result.rounds[name].map((round) => f2(round.handlerCpuMsPerEvent)).join(' / ')}`)
-          .join('; ')}.`,
-    );
-  }
-  const r = result.ratios;
-  lines.push(
+    ...table(
+      ['consumer', 'DDB writes/event', 'DDB reads/event', 'handler SQS req/event', 'poller SQS req/event', 'handler CPU ms/event', 'events/s', 'p50 ms', 'p99 ms', 'idle p50 ms', 'idle p99 ms', 'DDB KB/event', 'emulator CPU ms/event'],
+      CONSUMERS.map((name) => {
+        const c = consumers[name];
+        return [
+          NAMES[name] + (c.complete ? '' : ' (incomplete)'),
+          ...[c.dynamodbWritesPerEvent, c.dynamodbReadsPerEvent, c.handlerSqsPerEvent, c.pollerSqsPerEvent, c.handlerCpuMsPerEvent].map(f2),
+          ...[c.eventsPerSecond, c.p50Ms, c.p99Ms].map(f0),
+          ...[c.unloadedP50Ms, c.unloadedP99Ms, c.dynamodbBytesPerEvent / 1024].map(f1),
+          f2(c.sandboxCpuMsPerEvent),
+        ];
+      }),
+    ),
+    ...(workload.rounds > 1
+      ? ['', `events/s by round: ${byRound(CONSUMERS, (f) => f0(f.eventsPerSecond))}. handler CPU ms/event by round: ${byRound(['handoff', 'powertools'], (f) => f2(f.handlerCpuMsPerEvent))}.`]
+      : []),
     '',
-    row(['ratio', 'handler CPU/event', 'events/s', 'p50', 'p99', 'idle p50']),
-    row(['---', '--:', '--:', '--:', '--:', '--:']),
-    row(['handoff / naive', ...[r.handoffOverNaive.handlerCpuPerEvent, r.handoffOverNaive.eventsPerSecond, r.handoffOverNaive.p50, r.handoffOverNaive.p99, r.handoffOverNaive.unloadedP50].map(times)]),
-    row(['handoff / Powertools', ...[r.handoffOverPowertools.handlerCpuPerEvent, r.handoffOverPowertools.eventsPerSecond, r.handoffOverPowertools.p50, r.handoffOverPowertools.p99, r.handoffOverPowertools.unloadedP50].map(times)]),
+    ...table(['ratio', 'handler CPU/event', 'events/s', 'p50', 'p99', 'idle p50'], [
+      ratioRow('handoff / naive', result.ratios.handoffOverNaive),
+      ratioRow('handoff / Powertools', result.ratios.handoffOverPowertools),
+    ]),
     '',
     `A batch of ${batch.batchSize} against a receiver answering in ${batch.receiverDelayMs} ms, invoked directly: the ` +
       `median of ${batch.batchesMs.length} batches over the slowest of ${batch.singlesMs.length} single deliveries. ` +
@@ -303,42 +124,23 @@ export function markdown(result: BenchResult): string {
       `would take ${(batch.batchSize - 1) * batch.receiverDelayMs} ms or more). "Before send": ms from invoking to the ` +
       `first request, median.`,
     '',
-    row(['consumer', 'slowest single ms', 'batch ms', 'batch / single', 'spread ms', 'before send, single ms', 'before send, batch ms']),
-    row(['---', '--:', '--:', '--:', '--:', '--:', '--:']),
-    ...(['handoff', 'naive', 'powertools'] as const).map((name) => {
-      const b = batches[name];
-      return row([
-        NAMES[name],
-        f0(b.slowestSingleMs),
-        f0(b.batchMs),
-        times(b.ratio),
-        f0(median(b.arrivalSpreadsMs)),
-        f0(median(b.singlesBeforeSendMs)),
-        f0(median(b.batchesBeforeSendMs)),
-      ]);
-    }),
+    ...table(
+      ['consumer', 'slowest single ms', 'batch ms', 'batch / single', 'spread ms', 'before send, single ms', 'before send, batch ms'],
+      CONSUMERS.map((name) => {
+        const b = batches[name];
+        return [NAMES[name], f0(b.slowestSingleMs), f0(b.batchMs), times(b.ratio), ...[b.arrivalSpreadsMs, b.singlesBeforeSendMs, b.batchesBeforeSendMs].map((x) => f0(median(x)))];
+      }),
+    ),
     '',
-    row(['handler', 'bundle (SDK external)', `module init, median of ${bundles[0]?.initMs.length ?? 0}`]),
-    row(['---', '--:', '--:']),
-  );
-  const bundleNames: Record<BundleResult['name'], string> = {
-    handoff: 'handoff consumer',
-    empty: 'empty handler',
-    'sdk-clients': 'empty handler + SDK clients',
-    naive: 'naive',
-    powertools: 'Powertools',
-  };
-  for (const b of bundles) lines.push(row([bundleNames[b.name], kb(b.bytes), ms(b.initMedianMs)]));
-  const startup = result.cliStartup;
-  lines.push(
+    ...table(['handler', 'bundle (SDK external)', `module init, median of ${bundles[0]?.initMs.length ?? 0}`], bundles.map((b) => [BUNDLE_NAMES[b.name], kb(b.bytes), ms(b.initMedianMs)])),
     '',
-    row(['`handoff --help`', `start-up, median of ${startup.runs}`]),
-    row(['---', '--:']),
-    row(['installed (dist/cli.js)', ms(startup.medianMs.compiled)]),
-    row(['from the sources (tsx)', ms(startup.medianMs.sources)]),
-    row(['`node -e 0`', ms(startup.medianMs.node)]),
-  );
-  lines.push('', row(['target', 'goal', 'measured', 'result']), row(['---', '---', '--:', '---']));
-  for (const t of result.targets) lines.push(row([t.name, t.target, t.measured, t.verdict]));
-  return `${lines.join('\n')}\n`;
+    ...table(['`handoff --help`', `start-up, median of ${startup.runs}`], [
+      ['installed (dist/cli.js)', ms(startup.medianMs.compiled)],
+      ['from the sources (tsx)', ms(startup.medianMs.sources)],
+      ['`node -e 0`', ms(startup.medianMs.node)],
+    ]),
+    '',
+    ...table(['target', 'goal', 'measured', 'result'], result.targets.map((t) => [t.name, t.target, t.measured, t.verdict]), 'llrl'),
+    '',
+  ].join('\n');
 }

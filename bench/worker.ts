@@ -1,22 +1,15 @@
 /**
- * A consumer execution environment for the bench: the sandbox's worker runtime (one batch at a
- * time, over IPC, driven by sandbox/worker-pool.ts), plus one measurement line per invocation
- * on stderr: the handler's CPU time and wall time.
- *
- * The process does nothing but run the handler, one invocation at a time, so the delta of
- * `process.cpuUsage()` around an invocation is that invocation's CPU (the emulators, receiver,
- * producer and poller all live in the parent). That is why handlers run here and not in the
- * bench's own process, where concurrent batches and the emulators would share one counter.
+ * A consumer's execution environment for the bench: the sandbox's worker runtime (one batch at a
+ * time over IPC, from sandbox/worker-pool.ts) that also writes, per invocation, a `@@bench {json}`
+ * line on stderr with the handler's CPU and wall time (bench/harness.ts reads it). The process runs
+ * nothing but the handler, so the CPU around an invocation is that invocation's; in the bench's own
+ * process concurrent batches and the emulators would share one counter.
  *
  * argv[2]: the handler module; it must export `handler`.
  */
 import { runWorker } from '../sandbox/worker-runtime';
-import { MEASUREMENT_PREFIX, type Measurement } from './measurement';
 
 await runWorker({
   functionName: 'bench-consumer',
-  onInvoked(invocation) {
-    const measurement: Measurement = { ...invocation, pid: process.pid };
-    process.stderr.write(`${MEASUREMENT_PREFIX}${JSON.stringify(measurement)}\n`);
-  },
+  onInvoked: (invocation) => process.stderr.write(`@@bench ${JSON.stringify({ ...invocation, pid: process.pid })}\n`),
 });

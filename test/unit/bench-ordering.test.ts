@@ -45,7 +45,7 @@ describe('Function: throughputRatio and orderingMarkdown', () => {
     outOfSequence: 0,
     sequenced: mode === 'none' ? 0 : 100,
     repeats: 0,
-    perDelivery: { dynamodbWrites: 2, dynamodbReads: 0, handlerSqs: 0.1, pollerSqs: 0.2 },
+    perDelivery: { dynamodbWrites: 2, dynamodbReads: 0, dynamodbBytesSent: 900, dynamodbBytesReceived: 300, handlerSqs: 0.1, pollerSqs: 0.2 },
     requests: { handler: {}, poller: {}, producer: {}, setup: {} },
     failedBatches: 0,
   });

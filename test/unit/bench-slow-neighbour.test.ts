@@ -29,7 +29,7 @@ describe('Function: neighbourRatio and slowNeighbourMarkdown', () => {
     batches: { count: 600, medianMs: 120, p90Ms: 300, atLeastTimeout: mode === 'answers' ? 0 : 20 },
     pausedLines: mode === 'answers' ? 0 : 9,
     timeline: { healthyPerTenSeconds: [], slowBatchesAt: [] },
-    perHealthyDelivery: { dynamodbWrites: 2.5, dynamodbReads: 0, handlerSqs: 0.1, handlerCpuMs: 6 },
+    perHealthyDelivery: { dynamodbWrites: 2.5, dynamodbReads: 0, dynamodbBytesSent: 900, dynamodbBytesReceived: 300, handlerSqs: 0.1, pollerSqs: 0.2, handlerCpuMs: 6 },
     requests: { handler: {}, poller: {}, producer: {}, setup: {} },
     repeats: 0,
     failedBatches: 0,
