@@ -162,6 +162,24 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       return Math.floor(nowMs / 1000) + retentionSeconds;
     }
 
+    /** What a new event's row has from its first write at `atMs` (pending, no history, replay or audit), the rest per case. */
+    function newRow(eventId: string, endpoint: string, event: ParsedEvent, atMs: number) {
+      return {
+        eventId,
+        endpoint,
+        state: 'pending',
+        contentHash: event.contentHash,
+        eventType: 'shipment.in_transit',
+        maxAttempts: 3,
+        policy: POLICY,
+        history: [],
+        replays: 0,
+        audit: [],
+        createdAt: atMs,
+        stateSince: atMs,
+      } as const;
+    }
+
     describe('Method: claim', () => {
       it('admits a new event as pending, counts the attempt and takes the lease, storing its hash but not its body', async () => {
         // Prepare
@@ -172,22 +190,11 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
 
         // Assess: the body stays on the message until a failure may need it (recordAttempt below).
         const expected: DeliveryRecord = {
-          eventId: 'evt_new',
-          endpoint: DEFAULT_ENDPOINT,
-          state: 'pending',
-          contentHash: event.contentHash,
-          eventType: 'shipment.in_transit',
+          ...newRow('evt_new', DEFAULT_ENDPOINT, event, T0),
           attempts: 1,
-          maxAttempts: 3,
-          policy: POLICY,
-          history: [],
-          replays: 0,
-          audit: [],
           leaseOwner: WORKER_A,
           leaseExpiresAt: T0 + LEASE_MS,
           claimToken: ANY_TOKEN,
-          createdAt: T0,
-          stateSince: T0,
           expiresAt: expiresAt(T0),
         };
         expect(claimed).toStrictEqual(expected);
@@ -720,22 +727,12 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
 
         // Assess
         const expected: DeliveryRecord = {
-          eventId: 'evt_poisoned',
-          endpoint: DEFAULT_ENDPOINT,
-          state: 'pending',
-          contentHash: event.contentHash,
-          eventType: 'shipment.in_transit',
+          ...newRow('evt_poisoned', DEFAULT_ENDPOINT, event, T0 + 100),
           attempts: 1,
-          maxAttempts: 3,
-          policy: POLICY,
-          history: [],
-          replays: 0,
           audit: [{ at: T0, action: 'invalid-message', operator: 'consumer', reason: 'not JSON' }],
           leaseOwner: WORKER_A,
           leaseExpiresAt: T0 + 100 + LEASE_MS,
           claimToken: claimed.claimToken,
-          createdAt: T0 + 100,
-          stateSince: T0 + 100,
           expiresAt: expiresAt(T0 + 100),
         };
         expect(claimed).toStrictEqual(expected);
@@ -1577,23 +1574,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           const parked = await park(event);
 
           // Assess
-          const expected: DeliveryRecord = {
-            eventId: 'evt_park_new',
-            endpoint: ACME,
-            state: 'pending',
-            body: event.body,
-            contentHash: event.contentHash,
-            eventType: 'shipment.in_transit',
-            attempts: 0,
-            maxAttempts: 3,
-            policy: POLICY,
-            history: [],
-            replays: 0,
-            audit: [],
-            createdAt: T0,
-            stateSince: T0,
-            parkedAt: T0,
-          };
+          const expected: DeliveryRecord = { ...newRow('evt_park_new', ACME, event, T0), body: event.body, attempts: 0, parkedAt: T0 };
           expect(parked).toStrictEqual(expected);
           expect(await stored('evt_park_new')).toStrictEqual(expected);
           expect(await parkedIds()).toStrictEqual(['evt_park_new']);
@@ -1706,20 +1687,9 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
 
           // Assess
           const expected: DeliveryRecord = {
-            eventId: 'evt_admit_new',
-            endpoint: ACME,
-            state: 'pending',
+            ...newRow('evt_admit_new', ACME, event, T0),
             body: event.body,
-            contentHash: event.contentHash,
-            eventType: 'shipment.in_transit',
             attempts: 0,
-            maxAttempts: 3,
-            policy: POLICY,
-            history: [],
-            replays: 0,
-            audit: [],
-            createdAt: T0,
-            stateSince: T0,
             expiresAt: expiresAt(T0),
             sequence: 3,
             shipmentId: 'shp_1001',

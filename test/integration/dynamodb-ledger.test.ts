@@ -35,6 +35,7 @@ import {
   type ClaimInput,
   type DeliveryRecord,
   type ParkInput,
+  type RecordAttemptInput,
 } from '../../lib/ledger/ledger';
 import type { AttemptOutcome } from '../../lib/outcome';
 import { DEFAULT_RETRY_POLICY, retryPolicy } from '../../lib/policy';
@@ -66,6 +67,32 @@ useDynalite((started) => {
 
 const freshTable = () => freshLedgerTable(client, 'ledger-test');
 const dropTable = (tableName: string) => dropTableOf(client, tableName);
+
+/**
+ * What the consumer records of an attempt on a claimed row: its entry from the outcome (the claim's
+ * attempt number and `shipmentEvent`'s body unless told), the attempt taking `durationMs` (40 unless
+ * told) up to `nowMs` unless it started `at` another time.
+ */
+function attemptInput(
+  claimed: ClaimedRecord,
+  outcome: AttemptOutcome,
+  next: AttemptNext,
+  nowMs: number,
+  options: { attempt?: number; at?: number; durationMs?: number; body?: string } = {},
+): RecordAttemptInput {
+  const { attempt = claimed.attempts, durationMs = 40, at = nowMs - durationMs, body = shipmentEvent(claimed.eventId).body } = options;
+  const status = 'status' in outcome ? outcome.status : undefined;
+  return {
+    eventId: claimed.eventId,
+    endpoint: claimed.endpoint,
+    claimToken: claimed.claimToken,
+    body,
+    attempt: { attempt, at, outcome: outcome.kind, status, durationMs },
+    outcome,
+    next,
+    nowMs,
+  };
+}
 
 /**
  * Makes `lossy` lose the answer to its first `commandName` request: the request reaches the store
@@ -188,16 +215,9 @@ describe('DynamoDbLedger on dynalite', () => {
     it('returns the replayed row when the SDK retries a replay whose write was applied', async () => {
       // Prepare: a dead row; then a replay whose first answer is lost.
       const claimed = await ledger.claim(claimInput('evt_lost_replay'));
-      await ledger.recordAttempt({
-        eventId: 'evt_lost_replay',
-        endpoint: DEFAULT_ENDPOINT,
-        claimToken: claimed.claimToken,
-        body: shipmentEvent(claimed.eventId).body,
-        attempt: { attempt: claimed.attempts, at: T0, outcome: 'rejected', status: 400, durationMs: 40 },
-        outcome: { kind: 'rejected', status: 400, responseStart: '' },
-        next: { state: 'dead', reason: 'rejected', detail: 'rejected (400)' },
-        nowMs: T0 + 40,
-      });
+      await ledger.recordAttempt(
+        attemptInput(claimed, { kind: 'rejected', status: 400, responseStart: '' }, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 40),
+      );
       const updates = loseFirstAnswer(lossy, 'UpdateItemCommand');
       const lossyLedger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(lossy), tableName, now: () => T0 });
 
@@ -237,16 +257,7 @@ describe('DynamoDbLedger on dynalite', () => {
   describe('Request cost', () => {
     it('claims and records a delivery in 2 writes and 0 reads', async () => {
       const claimed = await ledger.claim(claimInput('evt_cheap'));
-      await ledger.recordAttempt({
-        eventId: 'evt_cheap',
-        endpoint: DEFAULT_ENDPOINT,
-        claimToken: claimed.claimToken,
-        body: shipmentEvent(claimed.eventId).body,
-        attempt: { attempt: claimed.attempts, at: T0, outcome: 'accepted', status: 200, durationMs: 40 },
-        outcome: { kind: 'accepted', status: 200 },
-        next: { state: 'delivered' },
-        nowMs: T0 + 40,
-      });
+      await ledger.recordAttempt(attemptInput(claimed, { kind: 'accepted', status: 200 }, { state: 'delivered' }, T0 + 40));
 
       expect(counter.counts()).toStrictEqual({ UpdateItem: 2 });
       expect(readsAndWrites(counter.counts())).toStrictEqual({ reads: 0, writes: 2 });
@@ -283,31 +294,15 @@ describe('DynamoDbLedger on dynalite', () => {
       const policy = retryPolicy(MAX_HISTORY + 1, [1]);
       for (let n = 1; n <= MAX_HISTORY; n++) {
         const attempt = await ledger.claim(claimInput('evt_full', { policy, nowMs: T0 + n * 1000 }));
-        await ledger.recordAttempt({
-          eventId: 'evt_full',
-          endpoint: DEFAULT_ENDPOINT,
-          claimToken: attempt.claimToken,
-          body: shipmentEvent(attempt.eventId).body,
-          attempt: { attempt: n, at: T0 + n * 1000, outcome: 'temporary', status: 503, durationMs: 40 },
-          outcome: { kind: 'temporary', status: 503 },
-          next: { state: 'pending', nextAttemptAt: T0 + (n + 1) * 1000 },
-          nowMs: T0 + n * 1000 + 40,
-        });
+        await ledger.recordAttempt(
+          attemptInput(attempt, { kind: 'temporary', status: 503 }, { state: 'pending', nextAttemptAt: T0 + (n + 1) * 1000 }, T0 + n * 1000 + 40, { attempt: n }),
+        );
       }
       const claimed = await ledger.claim(claimInput('evt_full', { policy, nowMs: T0 + (MAX_HISTORY + 1) * 1000 }));
       counter.reset();
 
       // Act
-      await ledger.recordAttempt({
-        eventId: 'evt_full',
-        endpoint: DEFAULT_ENDPOINT,
-        claimToken: claimed.claimToken,
-        body: shipmentEvent(claimed.eventId).body,
-        attempt: { attempt: claimed.attempts, at: T0 + 100_000, outcome: 'accepted', status: 200, durationMs: 40 },
-        outcome: { kind: 'accepted', status: 200 },
-        next: { state: 'delivered' },
-        nowMs: T0 + 100_040,
-      });
+      await ledger.recordAttempt(attemptInput(claimed, { kind: 'accepted', status: 200 }, { state: 'delivered' }, T0 + 100_040));
 
       // Assess
       expect(counter.counts()).toStrictEqual({ UpdateItem: 2, GetItem: 1 });
@@ -361,16 +356,12 @@ describe('DynamoDbLedger on dynalite', () => {
       const endpoints = ['e1', 'e2', 'e3', 'e4', 'e5'];
       for (const endpoint of endpoints) {
         const claimed = await ledger.claim({ ...claimInput('evt_fan_big', { endpoint }), event: parsed.value });
-        await ledger.recordAttempt({
-          eventId: 'evt_fan_big',
-          endpoint,
-          claimToken: claimed.claimToken,
-          body: parsed.value.body,
-          attempt: { attempt: 1, at: T0, outcome: 'rejected', status: 400, durationMs: 40 },
-          outcome: { kind: 'rejected', status: 400, responseStart: 'no' },
-          next: { state: 'dead', reason: 'rejected', detail: 'rejected (400): no' },
-          nowMs: T0 + 40,
-        });
+        await ledger.recordAttempt(
+          attemptInput(claimed, { kind: 'rejected', status: 400, responseStart: 'no' }, { state: 'dead', reason: 'rejected', detail: 'rejected (400): no' }, T0 + 40, {
+            attempt: 1,
+            body: parsed.value.body,
+          }),
+        );
       }
       counter.reset();
 
@@ -443,16 +434,7 @@ describe('DynamoDbLedger on dynalite', () => {
     it('adds nothing to a row never parked: a delivery claimed and recorded delivered has its attributes, the body (`b`) not among them', async () => {
       const claimed = await ledger.claim(claimInput('evt_never_parked', { endpoint: ACME }));
       const whileClaimed = Object.keys(await storedItem('evt_never_parked')).sort();
-      await ledger.recordAttempt({
-        eventId: 'evt_never_parked',
-        endpoint: ACME,
-        claimToken: claimed.claimToken,
-        body: shipmentEvent(claimed.eventId).body,
-        attempt: { attempt: 1, at: T0, outcome: 'accepted', status: 200, durationMs: 40 },
-        outcome: { kind: 'accepted', status: 200 },
-        next: { state: 'delivered' },
-        nowMs: T0 + 40,
-      });
+      await ledger.recordAttempt(attemptInput(claimed, { kind: 'accepted', status: 200 }, { state: 'delivered' }, T0 + 40, { attempt: 1 }));
       const delivered = Object.keys(await storedItem('evt_never_parked')).sort();
 
       expect(whileClaimed).toStrictEqual(['c', 'ct', 'endpoint', 'eventId', 'h', 'hi', 'le', 'lo', 'm', 'n', 'na', 'p', 'rs', 's', 't', 'x']);
@@ -481,16 +463,9 @@ describe('DynamoDbLedger on dynalite', () => {
     it('parks an existing row in two writes and no read where refusals carry the row (AWS); a parked one in one refused write', async () => {
       // Prepare: a pending row after a failed attempt.
       const claimed = await ledger.claim(claimInput('evt_park_existing', { endpoint: ACME }));
-      await ledger.recordAttempt({
-        eventId: 'evt_park_existing',
-        endpoint: ACME,
-        claimToken: claimed.claimToken,
-        body: shipmentEvent(claimed.eventId).body,
-        attempt: { attempt: 1, at: T0, outcome: 'temporary', status: 503, durationMs: 40 },
-        outcome: { kind: 'temporary', status: 503 },
-        next: { state: 'pending', nextAttemptAt: T0 + 30_000 },
-        nowMs: T0 + 40,
-      });
+      await ledger.recordAttempt(
+        attemptInput(claimed, { kind: 'temporary', status: 503 }, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 40, { attempt: 1 }),
+      );
       const aws = awsLikeLedger();
 
       // Act
@@ -625,16 +600,13 @@ describe('DynamoDbLedger on dynalite', () => {
       // Prepare: 80 dead rows of a busy endpoint and 3 of a rare one, written as the consumer writes them.
       const dieAt = async (eventId: string, endpoint: string, atMs: number) => {
         const claimed = await ledger.claim(claimInput(eventId, { endpoint, nowMs: atMs - 10 }));
-        await ledger.recordAttempt({
-          eventId,
-          endpoint,
-          claimToken: claimed.claimToken,
-          body: shipmentEvent(claimed.eventId).body,
-          attempt: { attempt: 1, at: atMs - 10, outcome: 'rejected', status: 400, durationMs: 5 },
-          outcome: { kind: 'rejected', status: 400, responseStart: 'no' },
-          next: { state: 'dead', reason: 'rejected', detail: 'rejected (400)' },
-          nowMs: atMs,
-        });
+        await ledger.recordAttempt(
+          attemptInput(claimed, { kind: 'rejected', status: 400, responseStart: 'no' }, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, atMs, {
+            attempt: 1,
+            at: atMs - 10,
+            durationMs: 5,
+          }),
+        );
       };
       for (let i = 0; i < 80; i++) await dieAt(`evt_busy_${String(i).padStart(2, '0')}`, 'busy', T0 + i);
       for (const [i, id] of ['evt_rare_a', 'evt_rare_b', 'evt_rare_c'].entries()) await dieAt(id, 'rare', T0 + 20 * i + 5);
@@ -663,14 +635,8 @@ describe('DynamoDbLedger on dynalite', () => {
         await rejectionOf(ledger.markExhausted({ eventId: 'evt_domain', endpoint: DEFAULT_ENDPOINT }, T0, shipmentEvent('evt_domain').body), LeaseLostError),
         await rejectionOf(
           ledger.recordAttempt({
-            eventId: 'evt_domain',
-            endpoint: DEFAULT_ENDPOINT,
+            ...attemptInput(claimed, { kind: 'temporary', status: 503 }, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 40),
             claimToken: 'not-this-claim',
-            body: shipmentEvent('evt_domain').body,
-            attempt: { attempt: claimed.attempts, at: T0, outcome: 'temporary', status: 503, durationMs: 40 },
-            outcome: { kind: 'temporary', status: 503 },
-            next: { state: 'pending', nextAttemptAt: T0 + 30_000 },
-            nowMs: T0 + 40,
           }),
           LeaseLostError,
         ),
@@ -773,17 +739,7 @@ describe('DynamoDbLedger on dynalite', () => {
     const bodyOf = (claimed: ClaimedRecord) => sized.get(claimed.eventId) ?? shipmentEvent(claimed.eventId).body;
 
     async function record(claimed: ClaimedRecord, body: string, outcome: AttemptOutcome, next: AttemptNext, nowMs: number): Promise<void> {
-      const status = 'status' in outcome ? outcome.status : undefined;
-      await ledger.recordAttempt({
-        eventId: claimed.eventId,
-        endpoint: claimed.endpoint,
-        claimToken: claimed.claimToken,
-        body,
-        attempt: { attempt: claimed.attempts, at: nowMs - 120, outcome: outcome.kind, status, durationMs: 120 },
-        outcome,
-        next,
-        nowMs,
-      });
+      await ledger.recordAttempt(attemptInput(claimed, outcome, next, nowMs, { body, durationMs: 120 }));
     }
 
     it('keeps the row of a 500-byte event within one write unit (1 KB) through the default policy: five failures, then delivery', async () => {
