@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CloudWatchMetricsReader } from '../../lib/metrics/cloudwatch-reader';
 import { MetricsUnavailableError } from '../../lib/metrics/metrics-reader';
 import { startCloudWatchStub, type CloudWatchStub } from '../helpers/cloudwatch-stub';
+import { deliveryMetrics } from '../helpers/delivery-metrics';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -44,36 +45,18 @@ describe('Class: CloudWatchMetricsReader (SDK on loopback)', () => {
     const metrics = await new CloudWatchMetricsReader({ client: clientFor(stub.url) }).read({ startMs: END_MS - DAY_MS, endMs: END_MS });
 
     // Assess
-    expect(metrics).toEqual({
-      delivered: 120,
-      attempts: 150,
-      retriedAttempts: 30,
-      deadLettered: 2,
-      latency: { samples: 120, p50Ms: 84, p99Ms: 2_210 },
-      oldestPendingAgeMs: 95_000,
-    });
+    expect(metrics).toEqual(deliveryMetrics({ delivered: 120, attempts: 150, retriedAttempts: 30, deadLettered: 2, latency: [120, 84, 2_210], oldestPendingAgeMs: 95_000 }));
     expect(stub.requests).toHaveLength(1);
     const [request] = stub.requests;
     expect(request!.StartTime).toBe((END_MS - DAY_MS) / 1000);
     expect(request!.EndTime).toBe(END_MS / 1000);
-    expect(request!.MetricDataQueries[5]).toEqual({
-      Id: 'latencyP50',
-      MetricStat: {
-        Metric: { Namespace: 'Handoff', MetricName: 'DeliveryLatency', Dimensions: [{ Name: 'Service', Value: 'handoff' }] },
-        Period: 86_400,
-        Stat: 'p50',
-      },
+    const dailyQuery = (Id: string, MetricName: string, Stat: string) => ({
+      Id,
+      MetricStat: { Metric: { Namespace: 'Handoff', MetricName, Dimensions: [{ Name: 'Service', Value: 'handoff' }] }, Period: 86_400, Stat },
       ReturnData: true,
     });
-    expect(request!.MetricDataQueries[7]).toEqual({
-      Id: 'oldestPendingAge',
-      MetricStat: {
-        Metric: { Namespace: 'Handoff', MetricName: 'PendingAge', Dimensions: [{ Name: 'Service', Value: 'handoff' }] },
-        Period: 86_400,
-        Stat: 'Maximum',
-      },
-      ReturnData: true,
-    });
+    expect(request!.MetricDataQueries[5]).toEqual(dailyQuery('latencyP50', 'DeliveryLatency', 'p50'));
+    expect(request!.MetricDataQueries[7]).toEqual(dailyQuery('oldestPendingAge', 'PendingAge', 'Maximum'));
   });
 
   it("sends one endpoint's request with the Endpoint dimension beside Service, the largest PendingAge's too", async () => {

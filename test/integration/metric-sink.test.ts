@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MetricsUnavailableError } from '../../lib/metrics/metrics-reader';
 import { MetricsRecorder } from '../../lib/observability';
 import { metricsFileFor, MetricSink, SandboxMetricsReader } from '../../sandbox/metric-sink';
+import { deliveryMetrics } from '../helpers/delivery-metrics';
 
 const NOW_MS = Date.UTC(2026, 11, 2, 12, 0, 0);
 const DAY_MS = 86_400_000;
@@ -84,14 +85,7 @@ describe('Class: MetricSink', () => {
 
     // Assess
     expect(accepted).toEqual([true, false, true]);
-    expect(metrics).toEqual({
-      delivered: 3,
-      attempts: 4,
-      retriedAttempts: 1,
-      deadLettered: 0,
-      latency: { samples: 3, p50Ms: 40, p99Ms: 2_000 },
-      oldestPendingAgeMs: null,
-    });
+    expect(metrics).toEqual(deliveryMetrics({ delivered: 3, attempts: 4, retriedAttempts: 1, deadLettered: 0, latency: [3, 40, 2_000], oldestPendingAgeMs: null }));
     expect(sink.totals()).toEqual({ delivered: 3 });
   });
 

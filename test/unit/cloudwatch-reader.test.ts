@@ -7,6 +7,7 @@ import type { CloudWatchClient, GetMetricDataCommand, MetricDataResult } from '@
 import { describe, expect, it } from 'vitest';
 import { CloudWatchMetricsReader, metricDataRequest, parseMetricData } from '../../lib/metrics/cloudwatch-reader';
 import { MetricsUnavailableError } from '../../lib/metrics/metrics-reader';
+import { deliveryMetrics, NO_METRICS } from '../helpers/delivery-metrics';
 
 const MINUTE_MS = 60_000;
 const END_MS = Date.UTC(2026, 11, 2, 12, 0, 30);
@@ -75,28 +76,14 @@ describe('Function: parseMetricData', () => {
       result('oldestPendingAge', [183.5]),
     ]);
 
-    expect(metrics).toEqual({
-      delivered: 120,
-      attempts: 150,
-      retriedAttempts: 30,
-      deadLettered: 2,
-      latency: { samples: 120, p50Ms: 84.5, p99Ms: 2_210 },
-      oldestPendingAgeMs: 183_500,
-    });
+    expect(metrics).toEqual(deliveryMetrics({ delivered: 120, attempts: 150, retriedAttempts: 30, deadLettered: 2, latency: [120, 84.5, 2_210], oldestPendingAgeMs: 183_500 }));
   });
 
   it('reads a metric with no data points as 0, the percentiles as null when nothing was delivered, and the oldest message as null when none was received', () => {
     const ids = ['delivered', 'attempts', 'retriedAttempts', 'deadLettered', 'latencySamples', 'latencyP50', 'latencyP99', 'oldestPendingAge'];
     const metrics = parseMetricData(ids.map((id) => result(id, [])));
 
-    expect(metrics).toEqual({
-      delivered: 0,
-      attempts: 0,
-      retriedAttempts: 0,
-      deadLettered: 0,
-      latency: { samples: 0, p50Ms: null, p99Ms: null },
-      oldestPendingAgeMs: null,
-    });
+    expect(metrics).toEqual(NO_METRICS);
   });
 
   it('sums counts over pages and data points, and keeps the largest of split percentiles (an upper bound) and of split maxima', () => {
@@ -137,14 +124,7 @@ describe('Class: CloudWatchMetricsReader', () => {
 
     // Assess
     expect(sent.map((c) => c.input.NextToken)).toEqual([undefined, 'page-2']);
-    expect(metrics).toEqual({
-      delivered: 7,
-      attempts: 9,
-      retriedAttempts: 2,
-      deadLettered: 0,
-      latency: { samples: 7, p50Ms: 40, p99Ms: 80 },
-      oldestPendingAgeMs: null,
-    });
+    expect(metrics).toEqual(deliveryMetrics({ delivered: 7, attempts: 9, retriedAttempts: 2, deadLettered: 0, latency: [7, 40, 80], oldestPendingAgeMs: null }));
   });
 
   it('turns a failed call into MetricsUnavailableError naming the error', async () => {

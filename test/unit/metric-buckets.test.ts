@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HOUR_MS, MINUTE_MS, MetricBuckets, parseBucket, summarizeBuckets } from '../../lib/metrics/metric-buckets';
+import { deliveryMetrics } from '../helpers/delivery-metrics';
 
 /** The start of an hour. */
 const T0 = 1_800_000_000_000 - (1_800_000_000_000 % HOUR_MS);
@@ -83,14 +84,7 @@ describe('Function: summarizeBuckets', () => {
 
     const summary = summarizeBuckets(buckets.list(), { startMs: T0 + 30_000, endMs: T0 + 2 * MINUTE_MS });
 
-    expect(summary).toEqual({
-      delivered: 4,
-      attempts: 6,
-      retriedAttempts: 2,
-      deadLettered: 1,
-      latency: { samples: 4, p50Ms: 100, p99Ms: 400 },
-      oldestPendingAgeMs: 7_000,
-    });
+    expect(summary).toEqual(deliveryMetrics({ delivered: 4, attempts: 6, retriedAttempts: 2, deadLettered: 1, latency: [4, 100, 400], oldestPendingAgeMs: 7_000 }));
   });
 });
 

@@ -11,6 +11,7 @@ import {
   type MetricsWindow,
   type DeliveryMetrics,
 } from '../../lib/metrics/metrics-reader';
+import { deliveryMetrics } from '../helpers/delivery-metrics';
 
 describe('Function: parseSince', () => {
   it('reads minutes, hours and days', () => {
@@ -111,14 +112,7 @@ describe('Function: statsCommand', () => {
     return { ctx, windows, listed, listOptions, reads, counted, askedQueues };
   }
 
-  const metrics: DeliveryMetrics = {
-    delivered: 8,
-    attempts: 10,
-    retriedAttempts: 2,
-    deadLettered: 1,
-    latency: { samples: 8, p50Ms: 50, p99Ms: 900 },
-    oldestPendingAgeMs: 185_000,
-  };
+  const metrics = deliveryMetrics({ delivered: 8, attempts: 10, retriedAttempts: 2, deadLettered: 1, latency: [8, 50, 900], oldestPendingAgeMs: 185_000 });
   const depth = (visible: number, inFlight: number, delayed: number) => ({
     ApproximateNumberOfMessages: String(visible),
     ApproximateNumberOfMessagesNotVisible: String(inFlight),

@@ -1,19 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { DeliveryMetrics } from '../../lib/metrics/metrics-reader';
 import { deadByEndpoint, deliveryStartedAt, deliveryStats, messagesOn, pendingCount, retryRate } from '../../lib/stats';
+import { NO_METRICS } from '../helpers/delivery-metrics';
 
 const NOW_MS = 1_800_000_000_000;
 
 function metrics(overrides: Partial<DeliveryMetrics> = {}): DeliveryMetrics {
-  return {
-    delivered: 0,
-    attempts: 0,
-    retriedAttempts: 0,
-    deadLettered: 0,
-    latency: { samples: 0, p50Ms: null, p99Ms: null },
-    oldestPendingAgeMs: null,
-    ...overrides,
-  };
+  return { ...NO_METRICS, ...overrides };
 }
 
 describe('Function: pendingCount', () => {
