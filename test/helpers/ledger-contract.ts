@@ -162,6 +162,11 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
       return Math.floor(nowMs / 1000) + retentionSeconds;
     }
 
+    /** The lease a claim at `atMs` takes (and the expiry it moves): `owner`'s, with its claim token. */
+    function leased(owner: string, atMs: number, claimToken: string) {
+      return { leaseOwner: owner, leaseExpiresAt: atMs + LEASE_MS, claimToken, expiresAt: expiresAt(atMs) };
+    }
+
     /** What a new event's row has from its first write at `atMs` (pending, no history, replay or audit), the rest per case. */
     function newRow(eventId: string, endpoint: string, event: ParsedEvent, atMs: number) {
       return {
@@ -192,10 +197,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         const expected: DeliveryRecord = {
           ...newRow('evt_new', DEFAULT_ENDPOINT, event, T0),
           attempts: 1,
-          leaseOwner: WORKER_A,
-          leaseExpiresAt: T0 + LEASE_MS,
-          claimToken: ANY_TOKEN,
-          expiresAt: expiresAt(T0),
+          ...leased(WORKER_A, T0, ANY_TOKEN),
         };
         expect(claimed).toStrictEqual(expected);
         expect(await ledger.get(key('evt_new'))).toStrictEqual(expected);
@@ -314,10 +316,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         const expected: DeliveryRecord = {
           ...pending,
           attempts: 2,
-          leaseOwner: WORKER_B,
-          leaseExpiresAt: T0 + 1000 + LEASE_MS,
-          claimToken: second.claimToken,
-          expiresAt: expiresAt(T0 + 1000),
+          ...leased(WORKER_B, T0 + 1000, second.claimToken),
         };
         expect(second).toStrictEqual(expected);
         expect(await ledger.get(key('evt_whole_row'))).toStrictEqual(expected);
@@ -730,10 +729,7 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
           ...newRow('evt_poisoned', DEFAULT_ENDPOINT, event, T0 + 100),
           attempts: 1,
           audit: [{ at: T0, action: 'invalid-message', operator: 'consumer', reason: 'not JSON' }],
-          leaseOwner: WORKER_A,
-          leaseExpiresAt: T0 + 100 + LEASE_MS,
-          claimToken: claimed.claimToken,
-          expiresAt: expiresAt(T0 + 100),
+          ...leased(WORKER_A, T0 + 100, claimed.claimToken),
         };
         expect(claimed).toStrictEqual(expected);
         expect(await ledger.get(key('evt_poisoned'))).toStrictEqual(expected);
