@@ -74,7 +74,8 @@ export function handoffConsumer(options: { ledgerTable: string; webhookUrl?: str
   const deps = consumerDeps(env);
   const handler = createConsumer({
     ...deps,
-    delivery: { ...deps.delivery, now: options.nowMs ?? Date.now },
+    // A claim's owner as long as a Lambda log stream's ID and pid, or longer: the row is not flattered.
+    delivery: { ...deps.delivery, now: options.nowMs ?? Date.now, owner: `cost:${randomUUID()}` },
     logger,
     metrics: new MetricsRecorder({ service: 'handoff', write: () => {} }),
   });

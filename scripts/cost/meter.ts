@@ -188,7 +188,10 @@ export async function startMeter(dynaliteEndpoint: string, direct: DynamoDBClien
     }
     return shapes.get(table)!;
   };
+  // A kept-alive socket dynalite has just closed resets the request: sent again once on a new one.
   const forward = (request: IncomingMessage, body: Buffer): Promise<Answer> =>
+    send(request, body).catch((error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' ? send(request, body) : Promise.reject(error)));
+  const send = (request: IncomingMessage, body: Buffer): Promise<Answer> =>
     new Promise((resolve, reject) => {
       const headers = { ...request.headers, host: target.host, 'content-length': String(body.length) };
       const outgoing = http.request({ host: target.hostname, port: target.port, method: request.method, path: request.url, agent, headers }, (response) => {

@@ -139,6 +139,7 @@ export async function runScenarios(ledgerTable: string, { meter, receiver }: Met
     if (scenario.answers.length > 0) receiver.respondTo(id, ...scenario.answers);
     // The preparation is counted apart and dropped.
     meter.dynamodb.start();
+    meter.sqs.start();
     await scenario.prepare?.(send, id);
     const dynamodb = meter.dynamodb.start();
     const sqs = meter.sqs.start();
@@ -173,6 +174,7 @@ const workloadBatch = (o: WorkloadOptions, pass: string, round: number) =>
 /** `batches` batches of new events, all accepted, one at a time, metered after an unmetered warm-up batch. */
 export async function meterWorkload(invoke: Invoke, options: WorkloadOptions, meter: Meter): Promise<WorkloadResult> {
   meter.dynamodb.start();
+  meter.sqs.start();
   await invokeBatch(invoke, workloadBatch(options, 'w', 0), meter);
   const dynamodb = meter.dynamodb.start();
   const sqs = meter.sqs.start();
@@ -193,6 +195,7 @@ export async function timeWorkloads<Name extends string>(
   meter: Meter,
 ): Promise<Record<Name, number[]>> {
   meter.dynamodb.passThrough();
+  meter.sqs.start();
   const durations = Object.fromEntries(consumers.map((c) => [c.name, [] as number[]])) as Record<Name, number[]>;
   for (let round = 0; round < Math.max(...consumers.map((c) => c.options.batches)); round++) {
     for (const c of consumers) {
@@ -326,6 +329,7 @@ export interface FanOutMetered {
 /** `rounds` producer batches, metered, after an unmetered warm-up round (cold senders, the registry's first read). */
 export async function meterFanOut(run: FanOutRun, options: FanOutOptions, meter: Meter): Promise<FanOutMetered> {
   meter.dynamodb.start();
+  meter.sqs.start();
   await runRound(run, options, 'w', 0, meter);
   const dynamodb = meter.dynamodb.start();
   const sqs = meter.sqs.start();
@@ -342,6 +346,7 @@ export async function meterFanOut(run: FanOutRun, options: FanOutOptions, meter:
 /** Wall times of rounds like `meterFanOut`'s, the meter passing through, the runs taking turns. */
 export async function timeFanOuts(runs: readonly FanOutRun[], options: FanOutOptions, meter: Meter): Promise<Map<FanOutRun, RoundResult[]>> {
   meter.dynamodb.passThrough();
+  meter.sqs.start();
   const timings = new Map<FanOutRun, RoundResult[]>(runs.map((run) => [run, []]));
   for (let round = 0; round < options.rounds; round++) for (const run of runs) timings.get(run)!.push(await runRound(run, options, 't', round, meter));
   return timings;
