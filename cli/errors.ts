@@ -2,10 +2,9 @@
  * How the `handoff` command fails (docs/contract.md §10): exit 2 for a usage error, exit 1 for a refusal or
  * a failure, always with one line a person can act on and never a stack trace.
  */
-import { InvalidEventError } from '../lib/event';
+import { InvalidEventError, QueueUnavailableError, ReplayEnqueueError, ReplayInputError } from '../lib/errors';
 import { LedgerError, ReplayRefusedError } from '../lib/ledger/errors';
-import { QueueUnavailableError } from '../lib/queue/queue';
-import { auditTextProblem, ReplayEnqueueError, ReplayInputError } from '../lib/replay';
+import { auditTextProblem } from '../lib/replay';
 import { safe } from '../lib/terminal';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;

@@ -5,7 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ConfigError } from '../lib/config';
+import { ConfigError } from '../lib/errors';
 import { ENDPOINT_NAME } from '../lib/endpoints/endpoint';
 import { safe } from '../lib/terminal';
 import { deadCommand } from './commands/dead';

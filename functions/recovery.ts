@@ -17,7 +17,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ConfigError, RESOURCE_ENV } from '../lib/config';
+import { RESOURCE_ENV } from '../lib/config';
+import { ConfigError } from '../lib/errors';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import { createLogger, SERVICE_NAME } from '../lib/observability';
 import { sealFromEnvironment, sealSource } from '../lib/queue/seal';

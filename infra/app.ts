@@ -24,8 +24,9 @@ import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
-import { ConfigError, readSettings, SETTING_VARIABLES, type Settings } from '../lib/config';
-import { deploymentToJson, EndpointError, parseEndpointFields, type EndpointFields } from '../lib/endpoints/endpoint';
+import { readSettings, SETTING_VARIABLES, type Settings } from '../lib/config';
+import { ConfigError, EndpointError } from '../lib/errors';
+import { deploymentToJson, parseEndpointFields, type EndpointFields } from '../lib/endpoints/endpoint';
 import { STACK_OUTPUTS } from '../lib/stack-outputs';
 import { WebhookDelivery, type EndpointDeclaration, type WebhookDeliveryProps } from './webhook-delivery';
 

@@ -5,10 +5,11 @@
 import type { RetryPolicy } from './policy';
 import { ReceiverRetentionError } from './receiver/errors';
 import { checkReceiverRetention } from './receiver/retention';
-import { EndpointGuard, EndpointRefusedError, parseCidr } from './webhook/endpoint-guard';
+import { EndpointGuard, parseCidr } from './webhook/endpoint-guard';
+import { ConfigError, EndpointRefusedError, SigningSecretError } from './errors';
 import { redactUrl } from './webhook/redact-url';
-import { createSigner, SECRET_PREFIX, SigningSecretError } from './webhook/signing-secret';
-import { ConfigError, PROPERTY_NAMES, type SettingNames, type Settings } from './config-settings';
+import { createSigner, SECRET_PREFIX } from './webhook/signing-secret';
+import { PROPERTY_NAMES, type SettingNames, type Settings } from './config-settings';
 import { DAY_SECONDS, minimumRetentionDays, QUEUE_RETENTION_SECONDS } from './config-timings';
 
 /** Lambda runs at most 900 s and an invocation needs 20 s beyond its attempt (derivedTimings). */

@@ -16,7 +16,8 @@ import {
   parseUrl,
   validateSettings,
 } from './config-checks';
-import { ConfigError, DEFAULT_SETTINGS, type SettingNames, type Settings } from './config-settings';
+import { DEFAULT_SETTINGS, type SettingNames, type Settings } from './config-settings';
+import { ConfigError } from './errors';
 
 /**
  * Each setting's `HANDOFF_*` variable, by its CDK context key (infra/app.ts reads context through

@@ -51,18 +51,6 @@ export const DEFAULT_SETTINGS: Settings = {
   allowHttp: false,
 };
 
-/** A setting that cannot be used. Its message names the variable (and any other setting it conflicts with). */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  readonly code = 'invalid-setting';
-  constructor(
-    readonly variable: string,
-    problem: string,
-  ) {
-    super(`${variable} ${problem}`);
-  }
-}
-
 /** What each setting is called where it is given: a construct property or a `HANDOFF_*` variable. */
 export type SettingNames = Readonly<Record<keyof Settings, string>>;
 

@@ -7,7 +7,8 @@
  * `HANDOFF_*` variables) and config-timings.ts (what follows from them); those import each other,
  * never this file.
  */
-export { ConfigError, DEFAULT_SETTINGS, PROPERTY_NAMES, type SettingNames, type Settings } from './config-settings';
+export { DEFAULT_SETTINGS, PROPERTY_NAMES, type SettingNames, type Settings } from './config-settings';
+export { ConfigError } from './errors';
 export { checkEndpoint, checkLifetimes, MAX_PAYLOAD_LIMIT_BYTES, validateSettings } from './config-checks';
 export { readSettings, RESOURCE_ENV, SETTING_VARIABLES, settingsToEnvironment, VARIABLE_NAMES } from './config-environment';
 export {

@@ -3,7 +3,8 @@
  * the queue must do with it (docs/contract.md §1, §4).
  */
 import type { OnDead } from './endpoints/endpoint';
-import { parseEvent, type InvalidEventError, type ParsedEvent } from './event';
+import { parseEvent, type ParsedEvent } from './event';
+import { type InvalidEventError } from './errors';
 import { ClaimRefusedError, LeaseLostError } from './ledger/errors';
 import { claimRefusal, type ClaimRefusal } from './ledger/guards';
 import {

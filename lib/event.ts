@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
+import { InvalidEventError } from './errors';
 
 export const SHIPMENT_STATUSES = [
   'label_created',
@@ -62,19 +63,6 @@ const EventSchema = v.strictObject(
 );
 
 export type ShipmentEvent = v.InferOutput<typeof EventSchema>;
-
-/** A message that is not a valid event. `eventId` is set when an ID could still be read. */
-export class InvalidEventError extends Error {
-  override readonly name = 'InvalidEventError';
-  readonly code = 'invalid';
-  constructor(
-    message: string,
-    readonly field: string | undefined,
-    readonly eventId: string | undefined,
-  ) {
-    super(message);
-  }
-}
 
 /** An admitted event: the parsed value, the exact bytes every attempt sends, and their hash. */
 export interface ParsedEvent {

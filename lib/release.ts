@@ -31,6 +31,7 @@ import type { Logger } from './observability';
 import { passTurn } from './ordering';
 import type { DeliveryQueue } from './queue/queue';
 import { checkReplayInput } from './replay';
+import { NothingToReleaseError } from './errors';
 
 export interface ReleaseDeps {
   readonly ledger: Pick<Ledger, 'get' | 'release' | 'admit'>;
@@ -58,27 +59,6 @@ export interface Released {
    * consumer dying it under `onDead: continue`, stopped before passing the turn): no second entry.
    */
   readonly recordedBefore: boolean;
-}
-
-/**
- * Why nothing is released, the delivery being dead: its endpoint holds no shipments, it has no
- * sequence, or its shipment is not waiting on it (its turn has not come, or was passed on).
- */
-export type NothingToReleaseReason = 'not-ordered' | 'not-sequenced' | 'not-holding' | 'released';
-
-export class NothingToReleaseError extends Error {
-  override readonly name = 'NothingToReleaseError';
-  readonly code = 'nothing-to-release';
-  constructor(
-    readonly reason: NothingToReleaseReason,
-    readonly eventId: string,
-    readonly endpoint: string,
-    message: string,
-    /** The shipment's head as found (`not-holding`, `released`). */
-    readonly head?: Pick<ShipmentHead, 'next' | 'assigned'>,
-  ) {
-    super(message);
-  }
 }
 
 /**

@@ -15,6 +15,7 @@
 import { ReplayRefusedError } from './ledger/errors';
 import type { DeadReason, DeliveryRecord, Ledger, ReplayInput } from './ledger/ledger';
 import type { DeliveryQueue } from './queue/queue';
+import { NothingToReplayError, ReplayEnqueueError, ReplayInputError } from './errors';
 
 /**
  * The audit entry's texts are bounded, so a row stays small and an entry stays readable: the
@@ -33,18 +34,6 @@ export type AuditTextField = keyof typeof AUDIT_TEXT_LIMITS;
  * entry is shown to the next operator, and must read as what it says.
  */
 const HIDDEN_OR_CONTROL = /[\p{Cc}\p{Cf}\u2028\u2029]/u;
-
-/** An operator name, reason or caller that an audit entry cannot keep. Its message names the field. */
-export class ReplayInputError extends Error {
-  override readonly name = 'ReplayInputError';
-  readonly code = 'invalid-replay-input';
-  constructor(
-    readonly field: AuditTextField,
-    problem: string,
-  ) {
-    super(`${field} ${problem}`);
-  }
-}
 
 /** Why an audit text is refused (`"is empty"`, `"is 600 characters, …"`), or undefined if it may be kept. */
 export function auditTextProblem(field: AuditTextField, value: string): string | undefined {
@@ -75,21 +64,6 @@ export interface ReplayDeps {
   readonly queue: Pick<DeliveryQueue, 'enqueue'>;
 }
 
-/** The ledger recorded the replay, but the event could not be put on the queue. */
-export class ReplayEnqueueError extends Error {
-  override readonly name = 'ReplayEnqueueError';
-  readonly code = 'replay-enqueue-failed';
-  constructor(
-    readonly record: DeliveryRecord,
-    options?: ErrorOptions,
-  ) {
-    super(
-      `event ${record.eventId} is pending again (replay ${record.replays} recorded) but could not be enqueued`,
-      options,
-    );
-  }
-}
-
 /**
  * Replays a dead record and enqueues its event. Returns the row as the ledger left it (pending).
  * @throws ReplayInputError before anything is written, when the operator, reason or caller cannot be kept.
@@ -117,23 +91,6 @@ export type ReplayActor = Pick<ReplayInput, 'operator' | 'reason' | 'caller'>;
 export type ReplayResult =
   | { readonly endpoint: string; readonly eventId: string; readonly replayed: DeliveryRecord }
   | { readonly endpoint: string; readonly eventId: string; readonly enqueueFailed: DeliveryRecord; readonly error: ReplayEnqueueError };
-
-/** An event has deliveries, none of them dead with an event to send. */
-export class NothingToReplayError extends Error {
-  override readonly name = 'NothingToReplayError';
-  readonly code = 'nothing-to-replay';
-  constructor(
-    readonly eventId: string,
-    readonly deliveries: readonly DeliveryRecord[],
-  ) {
-    const states = deliveries.map((d) => `${d.endpoint}: ${d.state === 'dead' && d.deadReason ? `dead (${d.deadReason})` : d.state}`);
-    super(
-      deliveries.length === 0
-        ? `no delivery record for event ${eventId}`
-        : `event ${eventId} has no dead delivery with an event to replay (${states.join(', ')})`,
-    );
-  }
-}
 
 /**
  * Replays every dead delivery of one event that holds the event (an invalid message's row does

@@ -13,7 +13,8 @@ import {
   type EndpointRecord,
 } from './endpoints/endpoint';
 import { unreadableOf, type Subscription } from './endpoints/registry';
-import { SecretCache, SecretUnavailableError, type SecretVersions } from './endpoints/secret';
+import { SecretCache, type SecretVersions } from './endpoints/secret';
+import { SecretUnavailableError } from './errors';
 import { isEncryptedSecret, schemeOf, type EndpointSecretCipher } from './endpoints/secret-cipher';
 import { errorFields, type Logger } from './observability';
 import type { RetryPolicy } from './policy';

@@ -10,9 +10,9 @@
  * field, quote what the file holds inert (`quoted`), and never show a secret.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { ConfigError, VARIABLE_NAMES, type Settings } from '../lib/config';
+import { VARIABLE_NAMES, type Settings } from '../lib/config';
+import { ConfigError, EndpointError, SigningSecretError } from '../lib/errors';
 import {
-  EndpointError,
   parseEndpointFields,
   resolveEndpoint,
   type DeploymentSettings,
@@ -22,8 +22,7 @@ import {
 import { SECRET_FIELDS } from '../lib/endpoints/fields';
 import { quoted } from '../lib/terminal';
 import { redactUrl } from '../lib/webhook/redact-url';
-import { createSigner, SECRET_PREFIX, SigningSecretError } from '../lib/webhook/signing-secret';
-
+import { createSigner, SECRET_PREFIX } from '../lib/webhook/signing-secret';
 export const ENDPOINTS_FILE_ENV = 'HANDOFF_ENDPOINTS_FILE';
 /** A file this large is not a list of endpoints someone wrote by hand. */
 const MAX_FILE_BYTES = 1024 * 1024;

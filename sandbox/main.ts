@@ -10,12 +10,14 @@
  * 1 when start-up fails otherwise.
  */
 import { rmSync } from 'node:fs';
-import { ConfigError, readSettings } from '../lib/config';
+import { readSettings } from '../lib/config';
+import { ConfigError } from '../lib/errors';
 import { CRASH_POINTS } from '../lib/deliver';
 import { quoted, safe } from '../lib/terminal';
 import { Display } from './counters';
 import { ENDPOINTS_FILE_ENV } from './endpoints-file';
-import { CRASH_AT_ENV, startSandbox, type Sandbox } from './sandbox';
+import { startSandbox, type Sandbox } from './sandbox';
+import { CRASH_AT_ENV } from './worker-environment';
 import { sandboxStateFile, writeSandboxState } from './state-file';
 
 /** Sandbox-only variables; the stack has no such settings. */

@@ -16,7 +16,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ConfigError } from '../lib/config';
+import { ConfigError } from '../lib/errors';
 import { DynamoDbLedger } from '../lib/ledger/dynamodb-ledger';
 import type { Fields, Logger } from '../lib/observability';
 import type { MessageSeal } from '../lib/queue/seal';

@@ -6,14 +6,13 @@
 import { readSettings, SETTING_VARIABLES, type Settings } from '../../lib/config';
 import {
   ENDPOINT_NAME,
-  EndpointError,
   parseEndpointFields,
   resolveEndpoint,
   type DeploymentSettings,
   type EndpointFields,
   type EndpointRecord,
 } from '../../lib/endpoints/endpoint';
-import { EndpointConflictError, EndpointNotFoundError } from '../../lib/endpoints/registry';
+import { EndpointConflictError, EndpointError, EndpointNotFoundError } from '../../lib/errors';
 import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';

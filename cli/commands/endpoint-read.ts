@@ -4,7 +4,8 @@
  * progress and the settings in effect against the deployment's.
  */
 import pLimit from 'p-limit';
-import { EndpointError, resolveEndpoint, type Endpoint } from '../../lib/endpoints/endpoint';
+import { resolveEndpoint, type Endpoint } from '../../lib/endpoints/endpoint';
+import { EndpointError } from '../../lib/errors';
 import { redactUrl } from '../../lib/webhook/redact-url';
 import type { CommandContext } from '../context';
 import { table } from '../format';

@@ -12,7 +12,8 @@
 import { isEventId } from '../../lib/event';
 import { ReleaseRefusedError } from '../../lib/ledger/errors';
 import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
-import { NothingToReleaseError, releaseDelivery, type Released } from '../../lib/release';
+import { releaseDelivery, type Released } from '../../lib/release';
+import { NothingToReleaseError } from '../../lib/errors';
 import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
 import { checkAuditText, CommandFailedError, UsageError } from '../errors';

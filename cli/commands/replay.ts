@@ -20,7 +20,6 @@ import { isEventId } from '../../lib/event';
 import { ReplayRefusedError } from '../../lib/ledger/errors';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import {
-  NothingToReplayError,
   replayDeadDeliveries,
   replayDelivery,
   replayEvent,
@@ -28,6 +27,7 @@ import {
   type DeadSelection,
   type ReplayActor,
 } from '../../lib/replay';
+import { NothingToReplayError } from '../../lib/errors';
 import type { CommandContext } from '../context';
 import { checkAuditText, CommandFailedError, UsageError } from '../errors';
 import { formatDuration } from '../format';

@@ -13,7 +13,8 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { ConfigError, RESOURCE_ENV, SETTING_VARIABLES, derivedTimings, settingsToEnvironment, type Settings } from '../../lib/config';
+import { RESOURCE_ENV, SETTING_VARIABLES, derivedTimings, settingsToEnvironment, type Settings } from '../../lib/config';
+import { ConfigError } from '../../lib/errors';
 import { RECOVERY_ENV, RECOVERY_LIMIT, recoveryGraceMs } from '../../lib/recovery';
 import type { WebhookDelivery, WebhookDeliveryProps } from '../webhook-delivery';
 

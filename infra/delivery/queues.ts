@@ -15,7 +15,8 @@
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { ConfigError, QUEUE_RETENTION_SECONDS, type derivedTimings } from '../../lib/config';
+import { QUEUE_RETENTION_SECONDS, type derivedTimings } from '../../lib/config';
+import { ConfigError } from '../../lib/errors';
 import type { WebhookDelivery, WebhookDeliveryProps } from '../webhook-delivery';
 
 /** SQS's longest message retention; every queue of the construct keeps messages this long. */

@@ -6,9 +6,10 @@
 import type { SQSRecord } from 'aws-lambda';
 import type { BatchDeps } from '../batch';
 import { route, subscribes, type Endpoint } from '../endpoints/endpoint';
-import { parseEvent, type InvalidEventError, type ParsedEvent } from '../event';
+import { parseEvent, type ParsedEvent } from '../event';
+import { type InvalidEventError } from '../errors';
 import { fromFifoQueue } from '../fifo';
-import { SequenceLimitError } from '../ledger/shipment-heads';
+import { SequenceLimitError } from '../ledger/errors';
 import { errorFields } from '../observability';
 import { admissionFrom, admissionOfRow, admitOrdered } from '../ordering';
 import { admissionOf, ENDPOINT_ATTRIBUTE, type Admission, type EndpointMessage } from '../queue/queue';

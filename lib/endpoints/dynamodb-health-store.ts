@@ -6,7 +6,7 @@
  */
 import type { StateChange } from './endpoint';
 import type { EndpointHealth, HealthRecord, HealthStore, ProbeClaim } from './health-rules';
-import { EndpointNotFoundError } from './registry';
+import { EndpointNotFoundError } from '../errors';
 import {
   END_RESUME,
   HEALTH_ATTRIBUTES as H,

@@ -31,7 +31,6 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { conditionalWrite, errorName, type Item } from '../dynamodb/conditional-write';
 import {
   RATE_HORIZON_MS,
-  RateLimitError,
   slotIntervalMs,
   slotsFrom,
   slotsWithin,
@@ -41,6 +40,7 @@ import {
   type RateLimiter,
   type Reservation,
 } from './rate-limit';
+import { RateLimitError } from '../errors';
 import { REGISTRY_SCHEMA } from './registry-schema';
 
 export interface DynamoDbRateLimiterOptions {

@@ -10,9 +10,10 @@ import { ConditionalCheckFailedException, type DynamoDBClient, type PutItemComma
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { conditionalWrite, errorName, type ConditionalWriteInput, type Item as StoredItem } from '../dynamodb/conditional-write';
-import { ENDPOINT_STATES, EndpointError, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
+import { ENDPOINT_STATES, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
+import { EndpointError, EndpointRegistryError } from '../errors';
 import type { EndpointHealth, HealthRecord } from './health-rules';
-import { EndpointRegistryError, type Subscription } from './registry';
+import { type Subscription } from './registry';
 import { REGISTRY_SCHEMA } from './registry-schema';
 import { quoted } from '../terminal';
 

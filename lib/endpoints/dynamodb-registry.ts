@@ -25,12 +25,10 @@ import { ENDPOINT_STATES, parseEndpointFields, type EndpointFields, type Endpoin
 import type { EndpointHealth, HealthRecord, HealthStore, ProbeClaim } from './health-rules';
 import type { EndpointSecretCipher } from './secret-cipher';
 import {
-  EndpointConflictError,
-  EndpointNotFoundError,
-  EndpointRegistryError,
   withUnreadable,
   type EndpointRegistry,
 } from './registry';
+import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError } from '../errors';
 import { DEFAULT_RESUME_RATE, type ResumeStore } from '../resume';
 import { quoted } from '../terminal';
 import { SECRET_PREFIX } from '../webhook/signing-secret';

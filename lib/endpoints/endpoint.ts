@@ -7,7 +7,8 @@
  */
 import * as v from 'valibot';
 import type { ShipmentEvent } from '../event';
-import { checkEndpoint, ConfigError, validateSettings, type SettingNames, type Settings } from '../config';
+import { checkEndpoint, validateSettings, type SettingNames, type Settings } from '../config';
+import { ConfigError, EndpointError } from '../errors';
 import { MAX_WAIT_SECONDS, retryPolicy, type RetryPolicy } from '../policy';
 import { quoted, safe } from '../terminal';
 import { ALL_EVENT_TYPES, type MatchValue } from './field-schemas';
@@ -22,7 +23,6 @@ import {
   type ResolvedSettings,
   type SettingName,
 } from './fields';
-
 export {
   ALL_EVENT_TYPES,
   ENDPOINT_NAME,
@@ -83,22 +83,6 @@ export type DeploymentSettings = Pick<
   Settings,
   'retryPolicy' | 'attemptTimeoutMs' | 'retentionDays' | 'allowPrivateCidrs' | 'allowHttp'
 >;
-
-/**
- * An endpoint setting that cannot be used; the message names the endpoint and the field, and
- * quotes what was given inert (lib/terminal.ts), whatever file or option it came from.
- */
-export class EndpointError extends Error {
-  override readonly name = 'EndpointError';
-  readonly code = 'invalid-endpoint';
-  constructor(
-    readonly endpoint: string,
-    readonly field: string,
-    problem: string,
-  ) {
-    super(`endpoint ${quoted(endpoint)}: ${field} ${problem}`);
-  }
-}
 
 /**
  * Checks the shape of every field of an endpoint as given (JSON from a file, the CLI's options,

@@ -9,7 +9,8 @@ import * as v from 'valibot';
 import { FORBIDDEN_KEYS, SHIPMENT_STATUSES } from '../event';
 import { MAX_WAIT_SECONDS } from '../policy';
 import { quoted } from '../terminal';
-import { createSigner, SECRET_PREFIX, SigningSecretError } from '../webhook/signing-secret';
+import { createSigner, SECRET_PREFIX } from '../webhook/signing-secret';
+import { SigningSecretError } from '../errors';
 import { ENCRYPTED_SECRET } from './secret-cipher';
 
 export const ENDPOINT_NAME = /^[a-z0-9-]{1,64}$/;

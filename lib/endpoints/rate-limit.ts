@@ -48,24 +48,6 @@ export interface RateLimiter {
 }
 
 /**
- * The schedule could not be advanced: its store is unavailable (`rate-limit-unavailable`), the
- * endpoint's item is gone (`endpoint-not-found`), or other consumers kept changing it for every
- * round allowed (`rate-limit-contention`). Nothing was reserved; the caller holds the deliveries
- * (fails closed): a request sent without a slot could exceed the limit.
- */
-export class RateLimitError extends Error {
-  override readonly name = 'RateLimitError';
-  constructor(
-    readonly code: 'rate-limit-unavailable' | 'endpoint-not-found' | 'rate-limit-contention',
-    readonly endpoint: string,
-    message: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
-}
-
-/**
  * Schedule values are whole microseconds (ms with three decimals), and the interval between slots is
  * rounded up to one: a 3-per-second limit's slots are 333.334 ms apart, so `rate` slots always span
  * at least a second and no rounding ever lets one more in.

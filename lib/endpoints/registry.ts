@@ -11,6 +11,7 @@
 import type { Endpoint, EndpointFields, EndpointRecord, StateChange } from './endpoint';
 import type { HealthRecord } from './health-rules';
 import { quoted } from '../terminal';
+import { EndpointRegistryError } from '../errors';
 
 export interface EndpointRegistry {
   /** Every endpoint, secrets included, with its health (lib/endpoints/health-rules.ts): the consumer's read (cached, `cachedEndpoints`). */
@@ -32,58 +33,6 @@ export interface EndpointRegistry {
   setState(name: string, state: EndpointRecord['state'], change: StateChange, resumeRate?: number): Promise<EndpointRecord>;
   /** @throws EndpointNotFoundError */
   remove(name: string): Promise<void>;
-}
-
-export class EndpointNotFoundError extends Error {
-  override readonly name = 'EndpointNotFoundError';
-  readonly code = 'endpoint-not-found';
-  constructor(
-    readonly endpoint: string,
-    options?: ErrorOptions,
-  ) {
-    super(`no endpoint named ${quoted(endpoint)}`, options);
-  }
-}
-
-export class EndpointConflictError extends Error {
-  override readonly name = 'EndpointConflictError';
-  readonly code = 'endpoint-conflict';
-  constructor(
-    readonly endpoint: string,
-    problem: string,
-    options?: ErrorOptions,
-  ) {
-    super(`endpoint ${quoted(endpoint)} ${problem}`, options);
-  }
-}
-
-/**
- * The registry's table could not be used: unreachable, throttled, missing, or holding an item this
- * code cannot read (`registry-item-invalid`: written by hand, or by a newer version). The message
- * names the table, the operation and the endpoint, never a secret.
- */
-export class EndpointRegistryError extends Error {
-  override readonly name = 'EndpointRegistryError';
-  constructor(
-    readonly code: 'registry-unavailable' | 'registry-item-invalid',
-    message: string,
-    options?: ErrorOptions & {
-      /** `registry-item-invalid`: the item's key, the endpoint's name. */
-      readonly endpoint?: string;
-      /**
-       * `registry-item-invalid`: what the item subscribes to, when its `eventTypes` and `match` can be
-       * read (routing needs nothing else to know which events would go to it). Unset: unknown.
-       */
-      readonly subscription?: Subscription;
-    },
-  ) {
-    super(message, options);
-    this.endpoint = options?.endpoint;
-    this.subscription = options?.subscription;
-  }
-
-  readonly endpoint: string | undefined;
-  readonly subscription: Subscription | undefined;
 }
 
 /** What an endpoint subscribes to: all routing needs to know whether an event goes to it. */

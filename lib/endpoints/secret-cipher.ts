@@ -19,8 +19,7 @@
  * local cipher where the sandbox's key is in its environment (`HANDOFF_ENDPOINT_SECRETS_KEY`).
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { SecretUnavailableError } from './secret';
-
+import { SecretEncryptionError, SecretUnavailableError } from '../errors';
 export type CipherScheme = 'kms' | 'local';
 
 /** A secret field holding a ciphertext: `encrypted:<scheme>:<base64>`. */
@@ -33,12 +32,6 @@ export function isEncryptedSecret(value: string): boolean {
 /** The scheme a stored ciphertext needs; undefined for anything else. */
 export function schemeOf(value: string): CipherScheme | undefined {
   return isEncryptedSecret(value) ? (value.split(':')[1] as CipherScheme) : undefined;
-}
-
-/** A secret that could not be encrypted (the key refused, none given): nothing is written. Names the endpoint, never the secret. */
-export class SecretEncryptionError extends Error {
-  override readonly name = 'SecretEncryptionError';
-  readonly code = 'secret-unencryptable';
 }
 
 export interface EndpointSecretCipher {

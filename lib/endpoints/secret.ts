@@ -11,8 +11,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { errorFields, type Logger } from '../observability';
-import { createSigner, SECRET_PREFIX, SigningSecretError, type PreviousSecret } from '../webhook/signing-secret';
-
+import { createSigner, SECRET_PREFIX, type PreviousSecret } from '../webhook/signing-secret';
+import { SecretUnavailableError, SigningSecretError } from '../errors';
 export const GENERATED_SECRET_BYTES = 32;
 
 export function generateSecret(): string {
@@ -45,18 +45,6 @@ export const SECRET_ROTATION_OVERLAP_MS = 24 * 60 * 60_000;
 export interface SecretVersions {
   readonly current: string;
   readonly previous?: PreviousSecret;
-}
-
-/** A secret that cannot be used now: its read failed (outage, throttle, access denied, deleted), or its value cannot sign. */
-export class SecretUnavailableError extends Error {
-  override readonly name = 'SecretUnavailableError';
-  constructor(
-    readonly code: 'secret-unreadable' | 'secret-invalid' | 'secret-expired',
-    message: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
 }
 
 /** Secrets Manager's GetSecretValue, as much of it as is used: the SDK client's call in AWS, a stub in tests. */

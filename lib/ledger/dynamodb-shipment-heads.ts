@@ -21,7 +21,7 @@ import type { AttributeValue, DynamoDBClient, GetItemCommandInput, ReturnValue }
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { conditionalWrite, errorName, readItem, type ConditionalWriteResult, type Item } from '../dynamodb/conditional-write';
 import { HEAD_WIRE_NAMES } from './dynamodb-schema';
-import { LedgerUnavailableError } from './errors';
+import { LedgerUnavailableError, SequenceLimitError } from './errors';
 import {
   ADVANCE,
   ASSIGN,
@@ -33,7 +33,6 @@ import {
   HEAD_PARTITION_PREFIX,
   headPartition,
   refusalOf,
-  SequenceLimitError,
   WAIT,
   type Assignment,
   type HeadWrite,
@@ -41,7 +40,6 @@ import {
   type ShipmentHeads,
   type WaitAnswer,
 } from './shipment-heads';
-
 export interface DynamoDbShipmentHeadsOptions {
   /** A DynamoDB client (a document client is one, with the same configuration). */
   readonly client: DynamoDBDocumentClient | DynamoDBClient;

@@ -114,6 +114,22 @@ export class RecordMissingError extends LedgerError {
   }
 }
 
+/** A shipment's events for one endpoint reached the limit (MAX_SEQUENCE): no further event gets a number. */
+export class SequenceLimitError extends LedgerError {
+  override readonly name = 'SequenceLimitError';
+  readonly code = 'sequence-limit';
+  constructor(
+    readonly shipmentId: string,
+    readonly endpoint: string,
+    readonly eventId: string,
+    readonly max: number,
+    options?: ErrorOptions,
+  ) {
+    // The shipment ID is the producer's data: the message names the event alone.
+    super(`event ${eventId} gets no sequence: its shipment has ${max} events for endpoint ${endpoint}, the most it may order`, options);
+  }
+}
+
 /** The store could not be reached or answered with an error the ledger does not expect. */
 export class LedgerUnavailableError extends LedgerError {
   override readonly name = 'LedgerUnavailableError';

@@ -13,7 +13,6 @@ import {
   checkSequence,
   emptyHead,
   refusalOf,
-  SequenceLimitError,
   WAIT,
   type Assignment,
   type MutableHead,
@@ -21,6 +20,7 @@ import {
   type ShipmentHeads,
   type WaitAnswer,
 } from './shipment-heads';
+import { SequenceLimitError } from './errors';
 
 export interface MemoryShipmentHeadsOptions {
   /** Sequences per head at most: MAX_SEQUENCE unless less is given. */

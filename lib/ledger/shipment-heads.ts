@@ -119,22 +119,6 @@ export interface ShipmentHeads {
   get(shipmentId: string, endpoint: string): Promise<ShipmentHead | undefined>;
 }
 
-/** A shipment's events for one endpoint reached the limit (MAX_SEQUENCE): no further event gets a number. */
-export class SequenceLimitError extends LedgerError {
-  override readonly name = 'SequenceLimitError';
-  readonly code = 'sequence-limit';
-  constructor(
-    readonly shipmentId: string,
-    readonly endpoint: string,
-    readonly eventId: string,
-    readonly max: number,
-    options?: ErrorOptions,
-  ) {
-    // The shipment ID is the producer's data: the message names the event alone.
-    super(`event ${eventId} gets no sequence: its shipment has ${max} events for endpoint ${endpoint}, the most it may order`, options);
-  }
-}
-
 /** The ledger table's partition of a shipment's heads. */
 export function headPartition(shipmentId: string): string {
   return `${HEAD_PARTITION_PREFIX}${shipmentId}`;

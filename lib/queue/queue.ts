@@ -148,18 +148,6 @@ export interface RedriveQueue<M extends RedrivenMessage = RedrivenMessage> {
   giveUp(messages: readonly M[]): Promise<void>;
 }
 
-/** The queue could not carry out a call. `cause` keeps the underlying error. */
-export class QueueUnavailableError extends Error {
-  override readonly name = 'QueueUnavailableError';
-  readonly code = 'queue-unavailable';
-  constructor(
-    readonly operation: 'retry-after' | 'dead-letter' | 'enqueue' | 'fan-out' | 'redrive-receive' | 'redrive-send',
-    options?: ErrorOptions,
-  ) {
-    super(`queue ${operation} failed`, options);
-  }
-}
-
 /**
  * SQS counts a message's 12 h visibility limit from its receive, and the consumer sets the wait
  * up to one invocation (at most 15 min) later. A longer wait brings the message back a little

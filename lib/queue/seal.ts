@@ -14,7 +14,8 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
-import { ConfigError, RESOURCE_ENV } from '../config';
+import { RESOURCE_ENV } from '../config';
+import { ConfigError, SealKeyError } from '../errors';
 import { secretsManagerClient, type GetSecretValue } from '../endpoints/secret';
 import {
   ENDPOINT_ATTRIBUTE,
@@ -24,7 +25,6 @@ import {
   RESERVED_SLOT_ATTRIBUTE,
   SEQUENCE_ATTRIBUTE,
 } from './queue';
-
 /** The message attribute carrying the seal (base64url of the HMAC). */
 export const SEAL_ATTRIBUTE = 'seal';
 
@@ -47,12 +47,6 @@ export type ControlValues = Partial<Record<ControlAttribute, string>>;
 
 /** A seal key's bytes: 32, drawn at random. */
 export const SEAL_KEY_BYTES = 32;
-
-/** A key that cannot seal: too short, or not base64. */
-export class SealKeyError extends Error {
-  override readonly name = 'SealKeyError';
-  readonly code = 'seal-key';
-}
 
 export class MessageSeal {
   readonly #key: Buffer;

@@ -11,12 +11,12 @@ import {
   clampVisibilitySeconds,
   controlOfMessage,
   ENDPOINT_ATTRIBUTE,
-  QueueUnavailableError,
   type DeadLetterInfo,
   type DeliveryQueue,
   type EndpointMessage,
   type EnqueueOptions,
 } from './queue';
+import { QueueUnavailableError } from '../errors';
 import { sealedAttributes, type MessageSeal } from './seal';
 /** SQS's most messages per SendMessageBatch. */
 const SEND_BATCH_SIZE = 10;

@@ -10,13 +10,13 @@ import {
 import { isEventId } from '../event';
 import {
   ENDPOINT_ATTRIBUTE,
-  QueueUnavailableError,
   RECOVERIES_ATTRIBUTE,
   RESERVED_RATE_ATTRIBUTE,
   RESERVED_SLOT_ATTRIBUTE,
   type RedriveQueue,
   type RedrivenMessage,
 } from './queue';
+import { QueueUnavailableError } from '../errors';
 import { CONTROL_ATTRIBUTES, SEAL_ATTRIBUTE, sealedAttributes, type ControlValues, type MessageSeal } from './seal';
 
 export interface SqsRedriveQueueOptions {

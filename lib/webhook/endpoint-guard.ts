@@ -13,22 +13,7 @@
  */
 import dns from 'node:dns';
 import net from 'node:net';
-
-export type EndpointRefusedCode = 'invalid-url' | 'insecure-scheme' | 'blocked-address';
-
-/** An endpoint the guard will not let the sender reach. Decide on `code`, not the message. */
-export class EndpointRefusedError extends Error {
-  override readonly name = 'EndpointRefusedError';
-  constructor(
-    readonly code: EndpointRefusedCode,
-    message: string,
-    /** The refused address, for `blocked-address`. */
-    readonly address?: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
-}
+import { EndpointRefusedError } from '../errors';
 
 export interface EndpointGuardOptions {
   /** CIDRs reachable even though they are in a blocked range, e.g. `['127.0.0.0/8', '::1/128']`. */

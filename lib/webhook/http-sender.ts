@@ -15,7 +15,8 @@ import { urlToHttpOptions } from 'node:url';
 // A named import lets bundlers keep only this one field of package.json.
 import { version } from '../../package.json';
 import { classifyResponse, type AttemptOutcome, type NotSentCause } from '../outcome';
-import { EndpointGuard, EndpointRefusedError } from './endpoint-guard';
+import { EndpointGuard } from './endpoint-guard';
+import { EndpointRefusedError } from '../errors';
 import type { AttemptResult, WebhookRequest, WebhookSender } from './sender';
 import { RequestSigner } from './signing-secret';
 

@@ -6,23 +6,11 @@
  * Messages name the problem, never the secret or any part of it.
  */
 import { Webhook } from 'standardwebhooks';
+import { SigningSecretError } from '../errors';
 
 /** Standard Webhooks' shortest key; a shorter HMAC key is guessable. */
 export const MIN_SIGNING_KEY_BYTES = 24;
 export const SECRET_PREFIX = 'whsec_';
-
-export type SigningSecretProblem = 'empty' | 'not-base64' | 'too-short';
-
-/** A secret that cannot sign. Decide on `code`; the message never contains the secret. */
-export class SigningSecretError extends Error {
-  override readonly name = 'SigningSecretError';
-  constructor(
-    readonly code: SigningSecretProblem,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /**
  * The signer for a secret: `whsec_<base64>` or the bare base64 key (what Secrets Manager can

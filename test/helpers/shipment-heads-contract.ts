@@ -6,7 +6,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ClaimedRecord, Ledger } from '../../lib/ledger/ledger';
-import { SequenceLimitError, type ShipmentHead, type ShipmentHeads } from '../../lib/ledger/shipment-heads';
+import { type ShipmentHead, type ShipmentHeads } from '../../lib/ledger/shipment-heads';
+import { SequenceLimitError } from '../../lib/ledger/errors';
 import { retryPolicy } from '../../lib/policy';
 import { rejectionOf, shipmentEvent, T0 } from './ledger-contract';
 

@@ -10,8 +10,9 @@ import { testApp, WARM_UP_MS, STAND_IN_ENTRY, WEBHOOK_URL } from './cdk-context'
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_SETTINGS } from '../../lib/config';
-import { deploymentFromJson, deploymentToJson, EndpointError } from '../../lib/endpoints/endpoint';
+import { DEFAULT_SETTINGS } from '../../lib/config';
+import { ConfigError, EndpointError } from '../../lib/errors';
+import { deploymentFromJson, deploymentToJson } from '../../lib/endpoints/endpoint';
 import { retryPolicy } from '../../lib/policy';
 import {
   buildApp,

@@ -18,7 +18,7 @@ import { ConditionalCheckFailedException, UpdateItemCommand, type DynamoDBClient
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS, RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
-import { EndpointError } from '../../lib/endpoints/endpoint';
+import { EndpointError } from '../../lib/errors';
 import { REGISTRY_SCHEMA, REGISTRY_TABLE_DEFINITION } from '../../lib/endpoints/registry-schema';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { emulatorDynamoDbClient, startDynalite, type Dynalite } from '../helpers/dynalite';

@@ -10,10 +10,11 @@ import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { defaultEndpointFields, type EndpointFields } from '../../lib/endpoints/endpoint';
-import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError, unreadableOf } from '../../lib/endpoints/registry';
+import { unreadableOf } from '../../lib/endpoints/registry';
+import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError, SecretEncryptionError } from '../../lib/errors';
 import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { generateSecret } from '../../lib/endpoints/secret';
-import { LocalSecretCipher, SecretEncryptionError } from '../../lib/endpoints/secret-cipher';
+import { LocalSecretCipher } from '../../lib/endpoints/secret-cipher';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import {
   readsAndWrites,

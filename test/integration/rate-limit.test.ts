@@ -13,7 +13,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { DynamoDbRateLimiter } from '../../lib/endpoints/dynamodb-rate-limit';
-import { MemoryRateLimiter, RateLimitError, slotIntervalMs, type Reservation } from '../../lib/endpoints/rate-limit';
+import { MemoryRateLimiter, slotIntervalMs, type Reservation } from '../../lib/endpoints/rate-limit';
+import { RateLimitError } from '../../lib/errors';
 import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';

@@ -7,10 +7,9 @@ import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import pkg from '../../package.json' with { type: 'json' };
-import { EndpointGuard, EndpointRefusedError, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
+import { EndpointGuard, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
+import { EndpointRefusedError, SigningSecretError } from '../../lib/errors';
 import { HttpWebhookSender, type HttpWebhookSenderOptions } from '../../lib/webhook/http-sender';
-import { SigningSecretError } from '../../lib/webhook/signing-secret';
-
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 /** Fixed, but close to the real clock: `Webhook.verify` refuses timestamps over 5 min away. */
 const ATTEMPT_MS = Math.floor(Date.now() / 1000) * 1000 + 250;

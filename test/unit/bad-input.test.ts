@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_PAYLOAD_LIMIT_BYTES, InvalidEventError, parseEvent } from '../../lib/event';
+import { DEFAULT_PAYLOAD_LIMIT_BYTES, parseEvent } from '../../lib/event';
+import { InvalidEventError } from '../../lib/errors';
 import { BAD_INPUT_CORPUS, sqsCanCarry } from '../fixtures/bad-input/corpus';
 
 const invalidCases = BAD_INPUT_CORPUS.filter((c) => c.reason === 'invalid');

@@ -14,11 +14,11 @@ import type { DeliverDeps, DeliveryResult, QueueDecision, QueueMessage } from '.
 import type { Endpoint, StateChange } from '../../lib/endpoints/endpoint';
 import { GONE_REASON, HealthTracker } from '../../lib/endpoints/health';
 import { MemoryHealthStore } from '../helpers/health';
-import { MemoryRateLimiter, RateLimitError, type RateLimiter } from '../../lib/endpoints/rate-limit';
+import { MemoryRateLimiter, type RateLimiter } from '../../lib/endpoints/rate-limit';
+import { EndpointRegistryError, QueueUnavailableError, RateLimitError } from '../../lib/errors';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
 import {
   clampVisibilitySeconds,
-  QueueUnavailableError,
   type DeadLetterInfo,
   type DeliveryQueue,
   type EndpointMessage,
@@ -26,7 +26,6 @@ import {
 import { MemoryLedger } from '../../lib/ledger/memory-ledger';
 import { MemoryShipmentHeads } from '../../lib/ledger/memory-shipment-heads';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
-import { EndpointRegistryError } from '../../lib/endpoints/registry';
 import { singleEndpoint, staticRouting, type Routes, type Routing, type UnresolvedEndpoint } from '../../lib/routing';
 import { deliverCopiesInOneBatch, T0 } from '../helpers/ledger-contract';
 import { sealedRecord, sqsRecord, TEST_SEAL } from '../helpers/sqs-records';

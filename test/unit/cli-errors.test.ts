@@ -3,7 +3,7 @@ import { CommandFailedError, describeFailure, networkErrorCode, UsageError } fro
 import { ReplayRefusedError } from '../../lib/ledger/errors';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
-import { ReplayEnqueueError, ReplayInputError } from '../../lib/replay';
+import { ReplayEnqueueError, ReplayInputError } from '../../lib/errors';
 
 const pending: DeliveryRecord = {
   eventId: 'evt_9',

@@ -22,7 +22,7 @@ import {
 import { writeSandboxState, type SandboxState } from '../../sandbox/state-file';
 import { deploymentFromJson, deploymentToJson } from '../../lib/endpoints/endpoint';
 import { retryPolicy } from '../../lib/policy';
-import { ConfigError } from '../../lib/config';
+import { ConfigError } from '../../lib/errors';
 import { STACK_OUTPUTS } from '../../lib/stack-outputs';
 import { LocalSecretCipher } from '../../lib/endpoints/secret-cipher';
 

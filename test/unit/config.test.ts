@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
   checkEndpoint,
-  ConfigError,
   DEFAULT_SETTINGS,
   derivedTimings,
   longestDeliverySeconds,
@@ -12,6 +11,7 @@ import {
   settingsToEnvironment,
   validateSettings,
 } from '../../lib/config';
+import { ConfigError } from '../../lib/errors';
 import { DEFAULT_RETRY_POLICY, retryPolicy } from '../../lib/policy';
 
 describe('Function: readSettings', () => {

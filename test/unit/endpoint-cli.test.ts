@@ -26,10 +26,10 @@ import {
 import { fieldOptions } from '../../cli/commands/endpoint-options';
 import type { CommandContext } from '../../cli/context';
 import { CommandFailedError, UsageError } from '../../cli/errors';
-import { ConfigError, DEFAULT_SETTINGS } from '../../lib/config';
+import { DEFAULT_SETTINGS } from '../../lib/config';
+import { ConfigError, EndpointConflictError } from '../../lib/errors';
 import { deploymentFromJson, deploymentToJson, parseEndpointFields, type EndpointFields, type EndpointRecord } from '../../lib/endpoints/endpoint';
 import { CLEARABLE_FIELDS, FIELD_NAMES, FIELD_SPECS } from '../../lib/endpoints/fields';
-import { EndpointConflictError } from '../../lib/endpoints/registry';
 import { retryPolicy } from '../../lib/policy';
 import { DEFAULT_RESUME_RATE, type Resume } from '../../lib/resume';
 

@@ -7,7 +7,8 @@ import Ajv2020 from 'ajv/dist/2020';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS } from '../../lib/config';
-import { effectiveSettings, EndpointError, parseEndpointFields, resolveEndpoint } from '../../lib/endpoints/endpoint';
+import { effectiveSettings, parseEndpointFields, resolveEndpoint } from '../../lib/endpoints/endpoint';
+import { EndpointError } from '../../lib/errors';
 import { CLEARABLE_FIELDS, FIELD_NAMES, FIELD_SPECS, isFieldName, SETTING_DEFAULTS, SETTING_NAMES } from '../../lib/endpoints/fields';
 import { endpointJsonSchema, type JsonSchema } from '../../lib/endpoints/json-schema';
 

@@ -10,7 +10,6 @@ import {
   defaultEndpointFields,
   deploymentFromJson,
   deploymentToJson,
-  EndpointError,
   parseEndpointFields,
   resolveEndpoint,
   route,
@@ -20,6 +19,7 @@ import {
   type EndpointFields,
   type EndpointRecord,
 } from '../../lib/endpoints/endpoint';
+import { EndpointError } from '../../lib/errors';
 import { generateSecret } from '../../lib/endpoints/secret';
 import type { ShipmentEvent } from '../../lib/event';
 import { retryPolicy } from '../../lib/policy';

@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../lib/config';
+import { ConfigError } from '../../lib/errors';
 import type { DeploymentSettings } from '../../lib/endpoints/endpoint';
 import { DEFAULT_RETRY_POLICY, retryPolicy } from '../../lib/policy';
 import { ENDPOINTS_FILE_ENV, exposedSecretsWarning, parseEndpointsFile, readEndpointsFile, refuseSingleUrlSettings } from '../../sandbox/endpoints-file';

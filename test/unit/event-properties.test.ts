@@ -10,11 +10,11 @@ import { mulberry32 } from '../helpers/prng';
 import {
   canonicalJson,
   DEFAULT_PAYLOAD_LIMIT_BYTES,
-  InvalidEventError,
   parseEvent,
   SHIPMENT_STATUSES,
   type ParseResult,
 } from '../../lib/event';
+import { InvalidEventError } from '../../lib/errors';
 
 const KNOWN_FIELDS = ['id', 'shipmentId', 'status', 'occurredAt', 'data'] as const;
 const FORBIDDEN_KEYS = ['__proto__', 'constructor', 'prototype'];

@@ -8,8 +8,8 @@ import type { DeliveryKey } from '../../lib/ledger/ledger';
 import { MemoryLedger } from '../../lib/ledger/memory-ledger';
 import { createLogger, SERVICE_NAME } from '../../lib/observability';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
-import { QueueUnavailableError, type EndpointMessage } from '../../lib/queue/queue';
-import { type RedriveQueue, type RedrivenMessage } from '../../lib/queue/queue';
+import { type EndpointMessage, type RedrivenMessage, type RedriveQueue } from '../../lib/queue/queue';
+import { QueueUnavailableError } from '../../lib/errors';
 import { isStranded, MAX_RECOVERIES, recoveredMetricDocument, recoverStuck, recoveryGraceMs, sendBackRedriven, type RecoveryDeps } from '../../lib/recovery';
 import { recoveryIntervalMs } from '../../sandbox/recovery-timer';
 

@@ -11,9 +11,8 @@ import { MemoryLedger } from '../../lib/ledger/memory-ledger';
 import { MemoryShipmentHeads } from '../../lib/ledger/memory-shipment-heads';
 import { takeTurn, passTurn, type OrderingDeps } from '../../lib/ordering';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
-import { NothingToReleaseError, releaseDelivery, type ReleaseRequest } from '../../lib/release';
-import { ReplayInputError } from '../../lib/replay';
-
+import { releaseDelivery, type ReleaseRequest } from '../../lib/release';
+import { NothingToReleaseError, ReplayInputError } from '../../lib/errors';
 const T0 = 1_796_200_000_000;
 const ENDPOINT = { name: 'carrier-acme', policy: DEFAULT_RETRY_POLICY };
 const SHIPMENT = 'shp_secret_4711';

@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseEvent, type ParsedEvent } from '../../lib/event';
-import { ReplayRefusedError } from '../../lib/ledger/errors';
+import { LedgerUnavailableError, ReplayRefusedError } from '../../lib/ledger/errors';
 import { DEFAULT_ENDPOINT } from '../../lib/ledger/ledger';
 import { MemoryLedger } from '../../lib/ledger/memory-ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
-import { LedgerUnavailableError } from '../../lib/ledger/errors';
 import {
   CALLER_MAX_CHARS,
   OPERATOR_MAX_CHARS,
@@ -12,10 +11,9 @@ import {
   REASON_MAX_CHARS,
   replayDeadDeliveries,
   replayDelivery,
-  ReplayEnqueueError,
-  ReplayInputError,
   type BulkReplayTally,
 } from '../../lib/replay';
+import { ReplayEnqueueError, ReplayInputError } from '../../lib/errors';
 import type { Ledger, ReplayInput } from '../../lib/ledger/ledger';
 
 const NOW_MS = 1_800_000_000_000;

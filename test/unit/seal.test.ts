@@ -1,18 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../lib/config';
+import { ConfigError, SealKeyError } from '../../lib/errors';
 import {
   CONTROL_ATTRIBUTES,
   MessageSeal,
   SEAL_ATTRIBUTE,
   SEAL_KEY_MAX_AGE_MS,
   SEAL_KEY_RETRY_AFTER_MS,
-  SealKeyError,
   sealedAttributes,
   sealFromEnvironment,
   sealSource,
   type ControlValues,
 } from '../../lib/queue/seal';
-
 const KEY = Buffer.alloc(32, 1).toString('base64');
 const seal = new MessageSeal(KEY);
 const BODY = '{"id":"evt_1","shipmentId":"shp_1","status":"delivered","occurredAt":"2026-12-04T10:00:00Z"}';

@@ -11,10 +11,10 @@ import {
   SECRET_RETRY_AFTER_MS,
   SECRET_ROTATION_OVERLAP_MS,
   SecretCache,
-  SecretUnavailableError,
   secretsManagerVersions,
   type GetSecretValue,
 } from '../../lib/endpoints/secret';
+import { SecretUnavailableError } from '../../lib/errors';
 
 const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff/acme-AbCdEf';
 const NEW = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;

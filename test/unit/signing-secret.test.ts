@@ -3,7 +3,8 @@
  * enough; refusals never show the secret.
  */
 import { describe, expect, it } from 'vitest';
-import { createSigner, MIN_SIGNING_KEY_BYTES, SigningSecretError } from '../../lib/webhook/signing-secret';
+import { createSigner, MIN_SIGNING_KEY_BYTES } from '../../lib/webhook/signing-secret';
+import { SigningSecretError } from '../../lib/errors';
 
 /** 24 bytes of key, base64. */
 const KEY_24 = 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';

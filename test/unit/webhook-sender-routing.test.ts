@@ -12,7 +12,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { DeploymentSettings, Endpoint, EndpointRecord } from '../../lib/endpoints/endpoint';
-import { EndpointRegistryError, withUnreadable } from '../../lib/endpoints/registry';
+import { withUnreadable } from '../../lib/endpoints/registry';
+import { EndpointRegistryError } from '../../lib/errors';
 import { SECRET_RETRY_AFTER_MS, SecretCache, type SecretVersions } from '../../lib/endpoints/secret';
 import type { Logger } from '../../lib/observability';
 import { registryRouting } from '../../lib/routing';

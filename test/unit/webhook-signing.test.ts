@@ -8,7 +8,8 @@ import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { EndpointGuard, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
 import { HttpWebhookSender } from '../../lib/webhook/http-sender';
-import { RequestSigner, SigningSecretError } from '../../lib/webhook/signing-secret';
+import { RequestSigner } from '../../lib/webhook/signing-secret';
+import { SigningSecretError } from '../../lib/errors';
 
 const NEW_SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 const OLD_SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
