@@ -117,32 +117,16 @@ describe('Function: parseRetryAfter', () => {
     expect(parseRetryAfter(' 0 ', NOW_MS)).toBe(0);
   });
 
-  it('caps delay-seconds at 12 h', () => {
-    expect(parseRetryAfter('999999999', NOW_MS)).toBe(43_200);
-  });
-
-  it('reads an HTTP-date as seconds from now', () => {
-    expect(parseRetryAfter('Wed, 02 Dec 2026 10:17:00 GMT', NOW_MS)).toBe(120);
-  });
-
-  it('rounds a part second up, so the wait is never shorter than asked', () => {
-    expect(parseRetryAfter('Wed, 02 Dec 2026 10:17:00 GMT', NOW_MS + 400)).toBe(120);
-  });
-
-  it('reads the obsolete HTTP-date forms', () => {
-    expect(parseRetryAfter('Wednesday, 02-Dec-26 10:17:00 GMT', NOW_MS)).toBe(120);
-  });
-
-  it('reads a date in the past as no wait', () => {
-    expect(parseRetryAfter('Wed, 02 Dec 2026 10:00:00 GMT', NOW_MS)).toBe(0);
-  });
-
-  it('caps a far-future date at 12 h', () => {
-    expect(parseRetryAfter('Fri, 01 Jan 2027 00:00:00 GMT', NOW_MS)).toBe(43_200);
-  });
-
-  it('reads the asctime form', () => {
-    expect(parseRetryAfter('Wed Dec  2 10:17:00 2026', NOW_MS)).toBe(120);
+  it.each([
+    ['caps delay-seconds at 12 h', '999999999', NOW_MS, 43_200],
+    ['reads an HTTP-date as seconds from now', 'Wed, 02 Dec 2026 10:17:00 GMT', NOW_MS, 120],
+    ['rounds a part second up, so the wait is never shorter than asked', 'Wed, 02 Dec 2026 10:17:00 GMT', NOW_MS + 400, 120],
+    ['reads the obsolete HTTP-date forms', 'Wednesday, 02-Dec-26 10:17:00 GMT', NOW_MS, 120],
+    ['reads a date in the past as no wait', 'Wed, 02 Dec 2026 10:00:00 GMT', NOW_MS, 0],
+    ['caps a far-future date at 12 h', 'Fri, 01 Jan 2027 00:00:00 GMT', NOW_MS, 43_200],
+    ['reads the asctime form', 'Wed Dec  2 10:17:00 2026', NOW_MS, 120],
+  ])('%s', (_case, header, nowMs, seconds) => {
+    expect(parseRetryAfter(header, nowMs)).toBe(seconds);
   });
 
   it.each(['', 'soon', 'in a minute', '12abc', '1e3', '0x10', '1.5', '-5', 'Friday 2030'])('ignores the unreadable value "%s"', (header) => {

@@ -6,50 +6,17 @@ import { describe, expect, it } from 'vitest';
 import { UNPARSABLE_URL, redactUrl } from '../../lib/webhook/redact-url';
 
 describe('Function: redactUrl', () => {
-  it('keeps a URL without secrets as it is', () => {
-    expect(redactUrl('https://hooks.example.com/v1/events')).toBe(
-      'https://hooks.example.com/v1/events',
-    );
-  });
-
-  it('replaces the userinfo (user and password) with ***', () => {
-    expect(redactUrl('https://alice:s3cr3t@hooks.example.com/in')).toBe(
-      'https://***@hooks.example.com/in',
-    );
-  });
-
-  it('replaces a userinfo with only a user name with ***', () => {
-    expect(redactUrl('https://tokenonly@hooks.example.com/in')).toBe(
-      'https://***@hooks.example.com/in',
-    );
-  });
-
-  it('replaces each query value with *** and keeps the keys', () => {
-    expect(redactUrl('https://hooks.example.com/in?token=s3cr3t&tenant=acme')).toBe(
-      'https://hooks.example.com/in?token=***&tenant=***',
-    );
-  });
-
-  it('redacts a query part without = whole, since it may be a bare token', () => {
-    expect(redactUrl('https://hooks.example.com/in?s3cr3t&a=1')).toBe(
-      'https://hooks.example.com/in?***&a=***',
-    );
-  });
-
-  it('redacts a value that itself contains =', () => {
-    expect(redactUrl('https://hooks.example.com/in?sig=abc==')).toBe(
-      'https://hooks.example.com/in?sig=***',
-    );
-  });
-
-  it('redacts the fragment whole', () => {
-    expect(redactUrl('https://hooks.example.com/in#access_token=s3cr3t')).toBe(
-      'https://hooks.example.com/in#***',
-    );
-  });
-
-  it('keeps the port and an IPv6 literal host', () => {
-    expect(redactUrl('http://u:p@[::1]:8443/hook?k=v')).toBe('http://***@[::1]:8443/hook?k=***');
+  it.each([
+    ['keeps a URL without secrets as it is', 'https://hooks.example.com/v1/events', 'https://hooks.example.com/v1/events'],
+    ['replaces the userinfo (user and password) with ***', 'https://alice:s3cr3t@hooks.example.com/in', 'https://***@hooks.example.com/in'],
+    ['replaces a userinfo with only a user name with ***', 'https://tokenonly@hooks.example.com/in', 'https://***@hooks.example.com/in'],
+    ['replaces each query value with *** and keeps the keys', 'https://hooks.example.com/in?token=s3cr3t&tenant=acme', 'https://hooks.example.com/in?token=***&tenant=***'],
+    ['redacts a query part without = whole, since it may be a bare token', 'https://hooks.example.com/in?s3cr3t&a=1', 'https://hooks.example.com/in?***&a=***'],
+    ['redacts a value that itself contains =', 'https://hooks.example.com/in?sig=abc==', 'https://hooks.example.com/in?sig=***'],
+    ['redacts the fragment whole', 'https://hooks.example.com/in#access_token=s3cr3t', 'https://hooks.example.com/in#***'],
+    ['keeps the port and an IPv6 literal host', 'http://u:p@[::1]:8443/hook?k=v', 'http://***@[::1]:8443/hook?k=***'],
+  ])('%s', (_case, url, shown) => {
+    expect(redactUrl(url)).toBe(shown);
   });
 
   it('redacts userinfo and query together on a loopback URL', () => {
