@@ -29,13 +29,7 @@ const UNMODELLED = new Set(['BatchWriteItem', 'TransactWriteItems', 'TransactGet
 const CONTROL = new Set(['CreateTable', 'DescribeTable', 'DeleteTable', 'UpdateTable', 'ListTables', 'UpdateTimeToLive']);
 
 /** One table's part of a usage (index units included in `writeUnits`). */
-export interface TableUsage {
-  writeRequests: number;
-  readRequests: number;
-  writeUnits: number;
-  indexUnits: number;
-  readUnits: number;
-}
+export type TableUsage = Record<'writeRequests' | 'readRequests' | 'writeUnits' | 'indexUnits' | 'readUnits', number>;
 
 export interface MeteredWrite {
   readonly operation: string;
@@ -85,10 +79,7 @@ export class DynamoDbUsage {
   }
 
   addRead(table: string, units: number): void {
-    this.readRequests += 1;
-    this.readUnits += units;
-    this.table(table).readRequests += 1;
-    this.table(table).readUnits += units;
+    for (const part of [this, this.table(table)]) [part.readRequests, part.readUnits] = [part.readRequests + 1, part.readUnits + units];
   }
 
   addWrite(write: MeteredWrite): void {
@@ -164,11 +155,7 @@ export interface Meter {
   close(): Promise<void>;
 }
 
-interface Answer {
-  readonly status: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly body: Buffer;
-}
+type Answer = { readonly status: number; readonly headers: IncomingHttpHeaders; readonly body: Buffer };
 
 export async function startMeter(dynaliteEndpoint: string, direct: DynamoDBClient): Promise<Meter> {
   const target = new URL(dynaliteEndpoint);
@@ -358,22 +345,9 @@ export async function startMeter(dynaliteEndpoint: string, direct: DynamoDBClien
   };
 }
 
-interface WriteInput {
-  TableName: string;
-  Key?: Item;
-  Item?: Item;
-  ReturnConsumedCapacity?: string;
-  ReturnValuesOnConditionCheckFailure?: string;
-}
+type WriteInput = { TableName: string; Key?: Item; Item?: Item; ReturnConsumedCapacity?: string; ReturnValuesOnConditionCheckFailure?: string };
 
-interface SqsInput {
-  Id?: string;
-  QueueUrl?: string;
-  MessageBody?: string;
-  DelaySeconds?: number;
-  MessageAttributes?: Record<string, WireAttribute>;
-  Entries?: SqsInput[];
-}
+type SqsInput = { Id?: string; QueueUrl?: string; MessageBody?: string; DelaySeconds?: number; MessageAttributes?: Record<string, WireAttribute>; Entries?: SqsInput[] };
 
 function parseJson(body: Buffer): unknown {
   try {
