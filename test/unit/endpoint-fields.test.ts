@@ -11,6 +11,7 @@ import { effectiveSettings, parseEndpointFields, resolveEndpoint } from '../../l
 import { EndpointError } from '../../lib/errors';
 import { CLEARABLE_FIELDS, FIELD_NAMES, FIELD_SPECS, isFieldName, SETTING_DEFAULTS, SETTING_NAMES } from '../../lib/endpoints/fields';
 import { endpointJsonSchema, type JsonSchema } from '../../lib/endpoints/json-schema';
+import { thrownBy } from '../helpers/thrown';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const OLD_SECRET = 'whsec_T7ojJeNsUogA3D9W+2rOXCHVIoj2XRbaCCjTarhNdhk=';
@@ -42,15 +43,8 @@ function described(endpoint: unknown): string[] {
   return validate(endpoint) ? [] : validate.errors!.map((e) => `${e.instancePath || '/'} ${e.keyword}`);
 }
 
-function refusal(endpoint: unknown): EndpointError {
-  try {
-    parseEndpointFields(endpoint);
-  } catch (error) {
-    if (error instanceof EndpointError) return error;
-    throw error;
-  }
-  throw new Error('not refused');
-}
+/** The EndpointError `parseEndpointFields` refuses `endpoint` with. */
+const refusal = (endpoint: unknown) => thrownBy(() => parseEndpointFields(endpoint), EndpointError);
 
 describe('The fields table', () => {
   it('gives each default as a value its own field accepts', () => {

@@ -25,6 +25,7 @@ import type { ShipmentEvent } from '../../lib/event';
 import { retryPolicy } from '../../lib/policy';
 import { createSigner } from '../../lib/webhook/signing-secret';
 import { DEFAULT_DEPLOYMENT } from '../helpers/deployment';
+import { thrownBy } from '../helpers/thrown';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff/acme-AbCdEf';
@@ -45,15 +46,7 @@ function record(fields: Partial<EndpointFields>, state: EndpointRecord['state'] 
 }
 
 /** The EndpointError `act` throws (fails the test when it throws nothing or something else). */
-function refusal(act: () => unknown): EndpointError {
-  try {
-    act();
-  } catch (error) {
-    expect(error).toBeInstanceOf(EndpointError);
-    return error as EndpointError;
-  }
-  throw new Error('expected an EndpointError, got none');
-}
+const refusal = (act: () => unknown) => thrownBy(act, EndpointError);
 
 function event(status: ShipmentEvent['status'], data?: Record<string, unknown>, shipmentId = 'shp_1'): ShipmentEvent {
   return { id: `evt_${status}`, shipmentId, status, occurredAt: '2026-12-02T10:15:00Z', ...(data !== undefined ? { data } : {}) };

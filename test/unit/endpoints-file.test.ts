@@ -6,6 +6,7 @@ import { ConfigError } from '../../lib/errors';
 import type { DeploymentSettings } from '../../lib/endpoints/endpoint';
 import { DEFAULT_RETRY_POLICY, retryPolicy } from '../../lib/policy';
 import { ENDPOINTS_FILE_ENV, exposedSecretsWarning, parseEndpointsFile, readEndpointsFile, refuseSingleUrlSettings } from '../../sandbox/endpoints-file';
+import { thrownBy } from '../helpers/thrown';
 
 const FILE = '/home/dev/endpoints.json';
 const SECRET_A = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -27,15 +28,7 @@ function parse(json: unknown): ReturnType<typeof parseEndpointsFile> {
 }
 
 /** The ConfigError `run` throws (fails the test when it throws nothing or something else). */
-function refusal(run: () => unknown): ConfigError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError, got none');
-}
+const refusal = (run: () => unknown) => thrownBy(run, ConfigError);
 
 describe('Endpoints file: a valid file', () => {
   it('gives each endpoint as written and resolved with the deployment defaults, in file order', () => {

@@ -5,19 +5,13 @@
 import { describe, expect, it } from 'vitest';
 import { createSigner, MIN_SIGNING_KEY_BYTES } from '../../lib/webhook/signing-secret';
 import { SigningSecretError } from '../../lib/errors';
+import { thrownBy } from '../helpers/thrown';
 
 /** 24 bytes of key, base64. */
 const KEY_24 = 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
-function refusal(secret: string): SigningSecretError {
-  try {
-    createSigner(secret);
-  } catch (error) {
-    if (error instanceof SigningSecretError) return error;
-    throw error;
-  }
-  throw new Error('the secret was accepted');
-}
+/** The SigningSecretError `createSigner` refuses `secret` with. */
+const refusal = (secret: string) => thrownBy(() => createSigner(secret), SigningSecretError);
 
 describe('Function: createSigner', () => {
   it('signs with a whsec_ secret of 24 bytes', () => {
