@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { MessageSeal } from '../lib/queue/seal';
-import { HANDLER_PATHS, median } from './harness';
+import { median } from './harness';
+import { HANDLER_PATHS } from './pipeline';
 
 export type BundleName = keyof typeof HANDLER_PATHS;
 export type BundleResult = Awaited<ReturnType<typeof measureBundles>>[number];

@@ -16,7 +16,8 @@
  */
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { BATCH_SIZE, countsBetween, eventBody, MAX_CONCURRENCY, perDelivery, produce, startConsumer, startReceiver, type Bench } from './harness';
+import { countsBetween, perDelivery, startReceiver, type Bench } from './harness';
+import { BATCH_SIZE, eventBody, MAX_CONCURRENCY, produce, startConsumer } from './pipeline';
 import { fixed, table } from './report';
 
 export type OrderingMode = 'none' | 'per-shipment';

@@ -5,7 +5,8 @@
  */
 import type { BundleResult } from './bundle';
 import type { CliStartupResult } from './cli-startup';
-import { median, type ConsumerName } from './harness';
+import { median } from './harness';
+import { type ConsumerName } from './pipeline';
 import type { BatchConcurrencyResult, ConsumerFigures, ratios } from './throughput';
 
 /** The installed command's `--help` start-up goal. */

@@ -19,7 +19,8 @@
  * what the neighbour was sent; and the consumers' lines about it (`endpoint paused`).
  */
 import { performance } from 'node:perf_hooks';
-import { BATCH_SIZE, countsBetween, eventBody, MAX_CONCURRENCY, median, percentile, perDelivery, produce, startConsumer, startReceiver, type Bench } from './harness';
+import { countsBetween, median, percentile, perDelivery, startReceiver, type Bench } from './harness';
+import { BATCH_SIZE, eventBody, MAX_CONCURRENCY, produce, startConsumer } from './pipeline';
 import { fixed, table } from './report';
 
 export type NeighbourMode = 'answers' | 'times-out';
@@ -167,19 +168,8 @@ export function slowNeighbourMarkdown(result: Pick<SlowNeighbourResult, 'options
       `the neighbour's attempt timeout ${options.attemptTimeoutMs} ms, retries after ${RETRY_SCHEDULE.join(', ')} s, batches of ${BATCH_SIZE}, ${MAX_CONCURRENCY} at once.`,
     '',
     ...table(
-      [
-        'neighbour',
-        'healthy delivered / sent',
-        'healthy/s',
-        'healthy/s, 2nd half',
-        'neighbour requests / events',
-        'batches (≥ timeout)',
-        'batch ms median / p90',
-        '`endpoint paused` lines',
-        'DDB writes / handler SQS per healthy delivery',
-        'handler CPU ms per healthy delivery',
-        'repeats / failed batches',
-      ],
+      ['neighbour', 'healthy delivered / sent', 'healthy/s', 'healthy/s, 2nd half', 'neighbour requests / events', 'batches (≥ timeout)', 'batch ms median / p90',
+        '`endpoint paused` lines', 'DDB writes / handler SQS per healthy delivery', 'handler CPU ms per healthy delivery', 'repeats / failed batches'],
       runs.map((r) => [
         r.mode === 'answers' ? 'answers 200' : `times out (${options.attemptTimeoutMs} ms)`,
         `${r.healthyDelivered}/${r.healthySent}`,

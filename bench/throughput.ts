@@ -13,12 +13,13 @@
  * delivery; a batch whose records go out at once takes about as long, one by one ten times as long.
  */
 import { performance } from 'node:perf_hooks';
-import { countsBetween, eventBody, median, percentile, perDelivery, produce, startConsumer, syntheticRecord, waitFor, type Bench, type Consumer, type ConsumerName } from './harness';
+import { countsBetween, median, percentile, perDelivery, type Bench } from './harness';
+import { eventBody, produce, startConsumer, syntheticRecord, waitFor, type Consumer, type ConsumerName } from './pipeline';
 
-export type ConsumerFigures = ReturnType<typeof figures>;
+export type ConsumerFigures = Awaited<ReturnType<typeof runConsumer>>;
 export type BatchConcurrencyResult = Awaited<ReturnType<typeof runBatchConcurrency>>;
 
-/** One consumer through the workload: figures per delivered event over the loaded phase. */
+/** One consumer through the workload: figures per delivered event over the loaded phase, latencies of both. */
 export async function runConsumer(name: ConsumerName, bench: Bench, options: { readonly events: number; readonly unloadedEvents: number; readonly window: number }) {
   const consumer = await startConsumer(bench, name, { label: `[${name}]` });
   const repeatsBefore = bench.receiver.repeats;
@@ -45,17 +46,34 @@ export async function runConsumer(name: ConsumerName, bench: Bench, options: { r
     const requests = countsBetween(countsBefore, bench.emulators.snapshot());
     const invocations = consumer.measurements.slice(measuredBefore);
     const unloaded = await runPhase(bench, consumer, 'idle', options.unloadedEvents, 1, `[${name}] unloaded`);
-    return figures({
-      loaded,
-      unloaded,
-      requests,
-      handlerCpuMicros: invocations.reduce((sum, m) => sum + m.cpuMicros, 0),
-      // The bench process's own CPU: the emulators answering, the poller, the producer, the receiver.
-      sandboxCpuMicros: sandboxCpu.user + sandboxCpu.system,
+    const delivered = loaded.delivered;
+    const per = (n: number) => (delivered > 0 ? n / delivered : Number.NaN);
+    const p = perDelivery(requests, delivered);
+    // The bench process's own CPU: the emulators answering, the poller, the producer, the receiver.
+    const sandboxCpuMicros = sandboxCpu.user + sandboxCpu.system;
+    return {
+      delivered,
+      complete: loaded.complete && unloaded.complete,
+      dynamodbWritesPerEvent: p.dynamodbWrites,
+      dynamodbReadsPerEvent: p.dynamodbReads,
+      dynamodbBytesPerEvent: p.dynamodbBytesSent + p.dynamodbBytesReceived,
+      dynamodbBytesSentPerEvent: p.dynamodbBytesSent,
+      dynamodbBytesReceivedPerEvent: p.dynamodbBytesReceived,
+      handlerSqsPerEvent: p.handlerSqs,
+      pollerSqsPerEvent: p.pollerSqs,
+      handlerCpuMsPerEvent: per(invocations.reduce((sum, m) => sum + m.cpuMicros, 0) / 1000),
+      sandboxCpuMsPerEvent: per(sandboxCpuMicros / 1000),
+      eventsPerSecond: loaded.wallSeconds > 0 ? delivered / loaded.wallSeconds : Number.NaN,
+      p50Ms: percentile(loaded.latenciesMs, 50),
+      p99Ms: percentile(loaded.latenciesMs, 99),
+      unloadedP50Ms: percentile(unloaded.latenciesMs, 50),
+      unloadedP99Ms: percentile(unloaded.latenciesMs, 99),
       invocations: invocations.length,
       repeats: bench.receiver.repeats - repeatsBefore,
       failedBatches: consumer.counts.failedBatches,
-    });
+      handlerRequests: requests.handler,
+      pollerRequests: requests.poller,
+    };
   } finally {
     await consumer.close();
   }
@@ -83,47 +101,6 @@ async function runPhase(bench: Bench, consumer: Consumer, phase: string, events:
   const latenciesMs = [...sentAt].flatMap(([id, sent]) => (receiver.arrivals.has(id) ? [receiver.arrivals.get(id)! - sent] : []));
   const lastAt = Math.max(firstSendAt, ...[...sentAt.keys()].map((id) => receiver.arrivals.get(id) ?? firstSendAt));
   return { events, delivered: latenciesMs.length, wallSeconds: (lastAt - firstSendAt) / 1000, latenciesMs, complete };
-}
-
-type Phase = Awaited<ReturnType<typeof runPhase>>;
-
-/** Per delivered event, from one run's loaded and unloaded phases. */
-export function figures(run: {
-  readonly loaded: Phase;
-  readonly unloaded: Phase;
-  readonly requests: ReturnType<typeof countsBetween>;
-  readonly handlerCpuMicros: number;
-  readonly sandboxCpuMicros: number;
-  readonly invocations: number;
-  readonly repeats: number;
-  readonly failedBatches: number;
-}) {
-  const delivered = run.loaded.delivered;
-  const per = (n: number) => (delivered > 0 ? n / delivered : Number.NaN);
-  const requests = perDelivery(run.requests, delivered);
-  return {
-    delivered,
-    complete: run.loaded.complete && run.unloaded.complete,
-    dynamodbWritesPerEvent: requests.dynamodbWrites,
-    dynamodbReadsPerEvent: requests.dynamodbReads,
-    dynamodbBytesPerEvent: requests.dynamodbBytesSent + requests.dynamodbBytesReceived,
-    dynamodbBytesSentPerEvent: requests.dynamodbBytesSent,
-    dynamodbBytesReceivedPerEvent: requests.dynamodbBytesReceived,
-    handlerSqsPerEvent: requests.handlerSqs,
-    pollerSqsPerEvent: requests.pollerSqs,
-    handlerCpuMsPerEvent: per(run.handlerCpuMicros / 1000),
-    sandboxCpuMsPerEvent: per(run.sandboxCpuMicros / 1000),
-    eventsPerSecond: run.loaded.wallSeconds > 0 ? delivered / run.loaded.wallSeconds : Number.NaN,
-    p50Ms: percentile(run.loaded.latenciesMs, 50),
-    p99Ms: percentile(run.loaded.latenciesMs, 99),
-    unloadedP50Ms: percentile(run.unloaded.latenciesMs, 50),
-    unloadedP99Ms: percentile(run.unloaded.latenciesMs, 99),
-    invocations: run.invocations,
-    repeats: run.repeats,
-    failedBatches: run.failedBatches,
-    handlerRequests: run.requests.handler,
-    pollerRequests: run.requests.poller,
-  };
 }
 
 /**

@@ -28,7 +28,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { measureBundles } from '../bench/bundle';
 import { measureCliStartup } from '../bench/cli-startup';
-import { BATCH_SIZE, MAX_CONCURRENCY, startCountingEmulators, startReceiver, type Bench, type ConsumerName } from '../bench/harness';
+import { startCountingEmulators, startReceiver, type Bench } from '../bench/harness';
+import { BATCH_SIZE, MAX_CONCURRENCY, type ConsumerName } from '../bench/pipeline';
 import { FAULT_MIX, ORDERING_DEFAULTS, orderingMarkdown, runOrdering, type OrderingRun } from '../bench/ordering';
 import { markdown, targets, type BenchResult } from '../bench/report';
 import { runSlowNeighbour, SLOW_NEIGHBOUR_DEFAULTS, slowNeighbourMarkdown } from '../bench/slow-neighbour';
@@ -47,20 +48,11 @@ function fail(message: string): never {
 function options() {
   let parsed;
   try {
-    const option = { type: 'string' } as const;
-    const flag = { type: 'boolean', default: false } as const;
+    const [number, flag] = [{ type: 'string' }, { type: 'boolean', default: false }] as const;
     parsed = parseArgs({
       options: {
-        events: option,
-        rounds: option,
-        quick: flag,
-        ordering: flag,
-        shipments: option,
-        'slow-neighbour': flag,
-        seconds: option,
-        'timeout-ms': option,
-        out: option,
-        help: { ...flag, short: 'h' },
+        ...{ events: number, rounds: number, shipments: number, seconds: number, 'timeout-ms': number, out: number },
+        ...{ quick: flag, ordering: flag, 'slow-neighbour': flag, help: { ...flag, short: 'h' } },
       },
     }).values;
   } catch (error) {

@@ -4,12 +4,10 @@
  * event both send it. The floor for what delivery costs.
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { eventIdOf, postEvent, webhookUrl } from './post';
-
-const url = webhookUrl();
+import { postEvent } from './post';
 
 export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
-  const results = await Promise.allSettled(event.Records.map((record) => postEvent(url, eventIdOf(record.body), record.body)));
+  const results = await Promise.allSettled(event.Records.map((record) => postEvent(record.body)));
   return {
     batchItemFailures: event.Records.filter((_, i) => results[i]?.status === 'rejected').map((record) => ({
       itemIdentifier: record.messageId,

@@ -11,9 +11,8 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { eventIdOf, postEvent, webhookUrl } from './post';
+import { postEvent } from './post';
 
-const url = webhookUrl();
 const tableName = process.env.IDEMPOTENCY_TABLE;
 if (!tableName) throw new Error('IDEMPOTENCY_TABLE must be set');
 
@@ -22,7 +21,7 @@ const persistenceStore = new DynamoDBPersistenceLayer({ tableName });
 const config = new IdempotencyConfig({ eventKeyJmesPath: 'powertools_json(body).id' });
 
 const deliverRecord = makeIdempotent(
-  async (record: SQSRecord) => postEvent(url, eventIdOf(record.body), record.body),
+  async (record: SQSRecord) => postEvent(record.body),
   { persistenceStore, config },
 );
 

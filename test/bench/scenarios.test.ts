@@ -6,7 +6,8 @@
  * delivers. No timings are asserted: those are the bench's figures, beside their baselines.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCountingEmulators, startReceiver, type Bench, type ConsumerName } from '../../bench/harness';
+import { startCountingEmulators, startReceiver, type Bench } from '../../bench/harness';
+import { type ConsumerName } from '../../bench/pipeline';
 import { runOrdering } from '../../bench/ordering';
 import { runSlowNeighbour } from '../../bench/slow-neighbour';
 import { runBatchConcurrency, runConsumer } from '../../bench/throughput';
@@ -60,7 +61,8 @@ describe('Scenario: ordering', () => {
     const run = await runOrdering('per-shipment', bench, { shipments: 10, eventsPerShipment: 3, interleave: 5, window: 20 });
 
     expect(run).toMatchObject({ complete: true, events: 30, delivered: 30, outOfSequence: 0, sequenced: 30, failedBatches: 0 });
-    expect(run.answers.ok).toBeGreaterThanOrEqual(30);
+    // Every event got a 2xx: at once or slow (a first attempt's 503s and timeouts were retried).
+    expect(run.answers.ok + run.answers.slow).toBeGreaterThanOrEqual(30);
   }, SCENARIO_MS);
 
   it('an unordered endpoint gets every event, none numbered', async () => {
