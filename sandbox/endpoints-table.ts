@@ -2,37 +2,16 @@
  * The endpoint registry's table for the sandbox and the tests, from the same definition the CDK
  * construct deploys (`REGISTRY_TABLE_DEFINITION`), and the endpoints the sandbox puts in it at start.
  */
-import {
-  CreateTableCommand,
-  DescribeTableCommand,
-  ResourceInUseException,
-  type AttributeDefinition,
-  type DynamoDBClient,
-  type KeySchemaElement,
-} from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { EndpointFields, EndpointRecord } from '../lib/endpoints/endpoint';
-import { EndpointConflictError, type EndpointRegistry } from '../lib/endpoints/registry';
+import { type EndpointRegistry } from '../lib/endpoints/registry';
+import { EndpointConflictError } from '../lib/errors';
 import { REGISTRY_TABLE_DEFINITION } from '../lib/endpoints/registry-schema';
+import { createTable } from './create-table';
 
 /** Creates the table on demand (an existing one is kept) and waits until it is active. */
 export async function createEndpointsTable(client: DynamoDBClient, tableName: string): Promise<void> {
-  try {
-    await client.send(
-      new CreateTableCommand({
-        TableName: tableName,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: REGISTRY_TABLE_DEFINITION.AttributeDefinitions as unknown as AttributeDefinition[],
-        KeySchema: REGISTRY_TABLE_DEFINITION.KeySchema as unknown as KeySchemaElement[],
-      }),
-    );
-  } catch (error) {
-    if (!(error instanceof ResourceInUseException)) throw error;
-  }
-  for (;;) {
-    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
-    if (Table?.TableStatus === 'ACTIVE') return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await createTable(client, tableName, REGISTRY_TABLE_DEFINITION);
 }
 
 /**

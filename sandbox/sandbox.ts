@@ -5,7 +5,8 @@
  * The ordered intake (docs/contract.md §13) as the stack has it: a FIFO queue with a FIFO dead-letter
  * queue, polled as Lambda polls a FIFO queue, into the same workers.
  *
- * The endpoints (docs/contract.md §11), seeded into the registry at start, come from one of:
+ * The endpoints (docs/contract.md §11), seeded into the registry at start (sandbox/sandbox-endpoints.ts),
+ * come from one of:
  * - the endpoints file `HANDOFF_ENDPOINTS_FILE` (sandbox/endpoints-file.ts);
  * - the single-URL settings `HANDOFF_WEBHOOK_URL` (+ `HANDOFF_WEBHOOK_SECRET`): the endpoint `default`, type `*`;
  * - neither: the demo, two demo receivers on loopback with overlapping subscriptions
@@ -13,102 +14,31 @@
  *
  * The emulators live in this process, so their state survives a worker that crashes.
  */
-import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import {
-  checkEndpoint,
-  ConfigError,
-  derivedTimings,
-  QUEUE_RETENTION_SECONDS,
-  RESOURCE_ENV,
-  settingsToEnvironment,
-  VARIABLE_NAMES,
-  type Settings,
-} from '../lib/config';
-import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
+import { checkEndpoint, derivedTimings, VARIABLE_NAMES, type Settings } from '../lib/config';
 import { LocalSecretCipher } from '../lib/endpoints/secret-cipher';
 import { MessageSeal } from '../lib/queue/seal';
-import {
-  defaultEndpointFields,
-  deploymentToJson,
-  resolveEndpoint,
-  type DeploymentSettings,
-  type DeploymentSettingsJson,
-  type EndpointFields,
-} from '../lib/endpoints/endpoint';
-import { SECRET_PREFIX } from '../lib/webhook/signing-secret';
-import { exposedSecretsWarning, readEndpointsFile, refuseSingleUrlSettings } from './endpoints-file';
-import { createEndpointsTable, seedEndpoints } from './endpoints-table';
+import { deploymentToJson, type DeploymentSettingsJson } from '../lib/endpoints/endpoint';
+import { readEndpointsFile, refuseSingleUrlSettings } from './endpoints-file';
+import { createEndpointsTable } from './endpoints-table';
 import { createLedgerTable } from './ledger-table';
-import { SANDBOX_GUARD_OPTIONS } from '../lib/webhook/endpoint-guard';
-import { redactUrl } from '../lib/webhook/redact-url';
 import { Display, watchCounts } from './counters';
-import { startDemoReceiver, type DemoReceiver } from './demo-receiver';
 import { startEmulators, type Emulators } from './emulators';
 import { startPoller, type Poller } from './poller';
 import { metricsFileFor, MetricSink } from './metric-sink';
 import { startRecoveryTimer } from './recovery-timer';
+import { seedSandboxEndpoints } from './sandbox-endpoints';
+import { SANDBOX_NAMES, sandboxDeployment, sandboxEndpointsCacheMs } from './settings';
 import { SANDBOX_CREDENTIALS, SANDBOX_REGION, sandboxStateFile, type SandboxState } from './state-file';
 import { WorkerPool } from './worker-pool';
+import { workerEnvironment } from './worker-environment';
 import { describeWorkerLine } from './worker-lines';
-import { createQueue, ORDERED_QUEUE_ATTRIBUTES, queueArn } from './queues';
+import { createSandboxQueues } from './queues';
 
-export { ORDERED_QUEUE_ATTRIBUTES };
-
-export const SANDBOX_NAMES = {
-  queue: 'handoff-deliveries',
-  deadLetterQueue: 'handoff-dead-letters',
-  redriveQueue: 'handoff-redrive',
-  orderedQueue: 'handoff-ordered.fifo',
-  orderedDeadLetterQueue: 'handoff-ordered-dead-letters.fifo',
-  ledgerTable: 'handoff-ledger',
-  endpointsTable: 'handoff-endpoints',
-} as const;
-
-/**
- * How long the sandbox's workers keep their copy of the registry: an `endpoint` command's change
- * reaches the next deliveries within a second (AWS: ENDPOINTS_CACHE_MS).
- */
-export const SANDBOX_ENDPOINTS_CACHE_MS = 1000;
-
-/**
- * How long the workers keep their copy of the registry: `endpointsCacheMs`, else the sandbox's own
- * `HANDOFF_ENDPOINTS_CACHE_MS` (0: every batch reads it, so a pause or a disabling one worker
- * writes holds every other worker's next batch; tests of endpoint health use it), else
- * SANDBOX_ENDPOINTS_CACHE_MS. @throws ConfigError naming the variable
- */
-export function sandboxEndpointsCacheMs(options: Pick<SandboxOptions, 'endpointsCacheMs'>, env: NodeJS.ProcessEnv = process.env): number {
-  if (options.endpointsCacheMs !== undefined) return options.endpointsCacheMs;
-  const raw = env[RESOURCE_ENV.endpointsCacheMs];
-  if (raw === undefined || raw === '') return SANDBOX_ENDPOINTS_CACHE_MS;
-  if (!/^\d{1,6}$/.test(raw) || Number(raw) > 300_000) {
-    throw new ConfigError(RESOURCE_ENV.endpointsCacheMs, `must be whole milliseconds up to 300000, got "${raw.slice(0, 40)}"`);
-  }
-  return Number(raw);
-}
-
-/**
- * The demo's endpoints, each on a demo receiver of its own: a carrier's system that wants its own
- * shipments on the move, and a notification service that wants every delivery and exception. One
- * `shipment.delivered` event of carrier `acme` goes to both; an `in_transit` one of `acme` to the
- * first only; a `packed` one to neither (acknowledged, counted as unrouted).
- */
-export const DEMO_ENDPOINTS: readonly Omit<EndpointFields, 'url' | 'secret'>[] = [
-  {
-    name: 'carrier-acme',
-    eventTypes: ['shipment.in_transit', 'shipment.out_for_delivery', 'shipment.delivered'],
-    match: { 'data.carrier': ['acme'] },
-  },
-  { name: 'notifications', eventTypes: ['shipment.delivered', 'shipment.exception'] },
-];
-
-/**
- * The consumer's fault-injection variable (functions/consumer.ts CRASH_AT_ENV), spelled out here
- * because importing that module runs its cold start, which needs a consumer's environment.
- */
-export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
+// The tests read the ordered intake's attributes here.
+export { ORDERED_QUEUE_ATTRIBUTES } from './queues';
 
 export interface SandboxOptions {
   readonly settings: Settings;
@@ -155,20 +85,6 @@ export interface Sandbox {
   stop(): Promise<void>;
 }
 
-/**
- * The deployment's settings as the sandbox runs them: its receivers are local, so the consumer may
- * reach loopback over plain http. Every endpoint is checked against these, here and by `handoff endpoint`.
- */
-export function sandboxDeployment(settings: Settings): DeploymentSettings & Pick<Settings, 'allowPrivateCidrs' | 'allowHttp'> {
-  return {
-    retryPolicy: settings.retryPolicy,
-    attemptTimeoutMs: settings.attemptTimeoutMs,
-    retentionDays: settings.retentionDays,
-    allowPrivateCidrs: [...new Set([...settings.allowPrivateCidrs, ...(SANDBOX_GUARD_OPTIONS.allowPrivateCidrs ?? [])])],
-    allowHttp: true,
-  };
-}
-
 export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const { settings, display } = options;
   const timings = derivedTimings(settings);
@@ -194,75 +110,21 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       dynamodb.destroy();
     });
 
-    // Both queues keep messages as long as the stack's do: the ledger's retention is checked against it.
-    const deadLetterQueueUrl = await createQueue(sqs, SANDBOX_NAMES.deadLetterQueue, {
-      MessageRetentionPeriod: String(QUEUE_RETENTION_SECONDS),
-    });
-    // SQS's redrive of a message the consumer kept failing on (the ledger dead-letters with a reason
-    // first); the recovery timer sends it back (docs/contract.md §12 "Stuck work").
-    const redriveQueueUrl = await createQueue(sqs, SANDBOX_NAMES.redriveQueue, {
-      MessageRetentionPeriod: String(QUEUE_RETENTION_SECONDS),
-    });
+
     const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? timings.visibilityTimeoutSeconds;
-    const queueUrl = await createQueue(sqs, SANDBOX_NAMES.queue, {
-      VisibilityTimeout: String(visibilityTimeoutSeconds),
-      MessageRetentionPeriod: String(QUEUE_RETENTION_SECONDS),
-      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(sqs, redriveQueueUrl), maxReceiveCount: timings.maxReceiveCount }),
-    });
-    const deliveryQueueArn = await queueArn(sqs, queueUrl);
-    // The ordered intake: FIFO, deduplicated by the producer's MessageDeduplicationId (the event ID),
-    // per shipment as the stack's is (high throughput), with its own FIFO dead-letter queue.
-    const orderedDeadLetterQueueUrl = await createQueue(sqs, SANDBOX_NAMES.orderedDeadLetterQueue, {
-      FifoQueue: 'true',
-      MessageRetentionPeriod: String(QUEUE_RETENTION_SECONDS),
-    });
-    const orderedQueueUrl = await createQueue(sqs, SANDBOX_NAMES.orderedQueue, {
-      ...ORDERED_QUEUE_ATTRIBUTES,
-      VisibilityTimeout: String(visibilityTimeoutSeconds),
-      MessageRetentionPeriod: String(QUEUE_RETENTION_SECONDS),
-      RedrivePolicy: JSON.stringify({
-        deadLetterTargetArn: await queueArn(sqs, orderedDeadLetterQueueUrl),
-        maxReceiveCount: timings.maxReceiveCount,
-      }),
-    });
-    const orderedQueueArn = await queueArn(sqs, orderedQueueUrl);
+    const queues = await createSandboxQueues(sqs, { visibilityTimeoutSeconds, maxReceiveCount: timings.maxReceiveCount });
+    const { queueUrl, deadLetterQueueUrl, redriveQueueUrl, orderedQueueUrl } = queues;
     await createLedgerTable(dynamodb, SANDBOX_NAMES.ledgerTable);
     await createEndpointsTable(dynamodb, SANDBOX_NAMES.endpointsTable);
-
-    // The endpoints, and what READY shows of each URL: a demo receiver's is the sandbox's own and
-    // holds no secret, shown exactly so it can be reached; a configured URL may carry a token,
-    // shown redacted here, in READY, the state file and the log (the registry and the workers have it exact).
-    let endpoints: EndpointFields[];
-    const receivers: Record<string, string> = {};
-    if (fileEndpoints !== undefined) {
-      const warning = exposedSecretsWarning(options.endpointsFile!, fileEndpoints);
-      if (warning !== undefined) display.log(`warning: ${warning}`);
-      endpoints = fileEndpoints.map(({ fields }) => fields);
-      for (const { name, url } of endpoints) receivers[name] = redactUrl(url);
-    } else if (settings.webhookUrl !== undefined) {
-      endpoints = [defaultEndpointFields(settings.webhookUrl, settings.webhookSecret)];
-      receivers[endpoints[0]!.name] = redactUrl(settings.webhookUrl);
-    } else {
-      endpoints = [];
-      for (const demo of DEMO_ENDPOINTS) {
-        // Each its own secret, as every endpoint has (HANDOFF_WEBHOOK_SECRET, when set, for all):
-        // the demo receivers verify every request. Never shown.
-        const secret = settings.webhookSecret ?? `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`;
-        const receiver: DemoReceiver = await startDemoReceiver({ secret, log: (line) => display.log(`receiver ${demo.name}: ${line}`) });
-        closers.push(() => receiver.close());
-        endpoints.push({ ...demo, url: receiver.url, secret });
-        receivers[demo.name] = receiver.url;
-      }
-    }
-    // The file's endpoints are resolved already; the others are the sandbox's own and pass too,
-    // checked all the same: READY must not name an endpoint every attempt would fail.
-    for (const fields of endpoints) resolveEndpoint({ fields, state: 'enabled', createdAt: 0, updatedAt: 0 }, deployment);
-    const registry = new DynamoDbEndpointRegistry({ client: dynamodb, tableName: SANDBOX_NAMES.endpointsTable });
-    await seedEndpoints(registry, endpoints, Date.now());
-    for (const { name, eventTypes, match } of endpoints) {
-      const filter = Object.entries(match ?? {}).map(([path, values]) => `; ${path} ${values.join(' | ')}`).join('');
-      display.log(`endpoint ${name}: ${receivers[name]} (${eventTypes.join(', ')}${filter})`);
-    }
+    const { endpoints, receivers } = await seedSandboxEndpoints({
+      settings,
+      deployment,
+      file: fileEndpoints !== undefined ? { path: options.endpointsFile!, endpoints: fileEndpoints } : undefined,
+      dynamodb,
+      tableName: SANDBOX_NAMES.endpointsTable,
+      display,
+      closers,
+    });
 
     // The single-URL settings stay in the workers' environment where they were given (the consumer
     // reads its endpoints from the registry; `default` is seeded there from them).
@@ -285,27 +147,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const pool = new WorkerPool({
       workerPath: fileURLToPath(new URL('./worker.ts', import.meta.url)),
       handlerPath: options.handlerPath ?? fileURLToPath(new URL('../functions/consumer.ts', import.meta.url)),
-      env: {
-        ...inheritedEnvironment(),
-        AWS_REGION: SANDBOX_REGION,
-        AWS_ACCESS_KEY_ID: SANDBOX_CREDENTIALS.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: SANDBOX_CREDENTIALS.secretAccessKey,
-        AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
-        AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
-        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-        ...settingsToEnvironment(consumerSettings),
-        ...(settings.webhookUrl !== undefined && settings.webhookSecret !== undefined
-          ? { [VARIABLE_NAMES.webhookSecret]: settings.webhookSecret }
-          : {}),
-        [RESOURCE_ENV.ledgerTable]: SANDBOX_NAMES.ledgerTable,
-        [RESOURCE_ENV.endpointsTable]: SANDBOX_NAMES.endpointsTable,
-        [RESOURCE_ENV.endpointsCacheMs]: String(endpointsCacheMs),
-        [RESOURCE_ENV.deadLetterQueueUrl]: deadLetterQueueUrl,
-        [RESOURCE_ENV.queueUrl]: queueUrl,
-        [RESOURCE_ENV.sealKey]: sealKey,
-        [RESOURCE_ENV.endpointSecretsKey]: secretsKey,
-        ...(options.crashAt ? { [CRASH_AT_ENV]: options.crashAt } : {}),
-      },
+      env: workerEnvironment({ emulators, settings, consumerSettings, queues, endpointsCacheMs, sealKey, secretsKey, crashAt: options.crashAt }),
       timeoutMs: timings.functionTimeoutSeconds * 1000,
       onOutput: (line, pid) => {
         if (metricSink.accept(line)) return;
@@ -319,7 +161,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const poller: Poller = startPoller({
       sqs,
       queueUrl,
-      source: { queueArn: deliveryQueueArn, region: SANDBOX_REGION },
+      source: { queueArn: queues.queueArn, region: SANDBOX_REGION },
       batchSize: settings.batchSize,
       maxConcurrency: settings.maxConcurrency,
       invoke: (event) => pool.invoke(event),
@@ -333,7 +175,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const orderedPoller: Poller = startPoller({
       sqs,
       queueUrl: orderedQueueUrl,
-      source: { queueArn: orderedQueueArn, region: SANDBOX_REGION },
+      source: { queueArn: queues.orderedQueueArn, region: SANDBOX_REGION },
       batchSize: settings.batchSize,
       maxConcurrency: settings.maxConcurrency,
       invoke: (event) => pool.invoke(event),
@@ -389,19 +231,4 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     await closeAll();
     throw error;
   }
-}
-
-/**
- * The ordered intake's FIFO attributes, as the stack sets them (infra/webhook-delivery.ts): no
- * content-based deduplication (the event ID is the deduplication ID), deduplication and throughput
- * per message group.
- */
-/**
- * The parent's environment without its handoff and AWS settings: the consumer gets exactly the
- * sandbox's, never a profile or endpoint that points somewhere real.
- */
-function inheritedEnvironment(): NodeJS.ProcessEnv {
-  return Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith('HANDOFF_') && !name.startsWith('AWS_')),
-  );
 }
