@@ -1,22 +1,16 @@
 /**
- * One slow endpoint and its neighbours (issue 26): a healthy endpoint's delivery rate with a
- * neighbour that answers, then with the same neighbour timing out on every request, the load mix
- * otherwise the same, on the bench's machinery (bench/harness.ts: batches of 10, 5 at once).
+ * One slow endpoint and its neighbours (issue 26): a healthy endpoint's delivery rate beside a
+ * neighbour that answers, then beside the same neighbour timing out on every request, the load
+ * otherwise the same, on the bench's pipeline (batches of 10, 5 at once).
  *
- * Two endpoints in a registry, each subscribed to one event type, so each event goes to one of them
- * on the producer's own message: `healthy` (its receiver answers 200 at once) and `neighbour` (200 at
- * once, or no answer at all: every request runs into the attempt timeout). The neighbour's attempt
- * timeout is short (1 s) and both retry after 1, 2 and 4 s, so the scenario takes seconds, not
- * minutes; the healthy endpoint keeps the deployment's 10 s (it answers at once: a short timeout
- * would only add false timeouts on a busy machine). The producer sends batches of 10 with
- * `neighbourPerTen` of them for the neighbour (2: nearly every consumer batch holds one), keeping at
- * most `window` healthy events sent but not yet answered (the neighbour's are never waited for), for
- * `seconds`.
- *
- * Measured: the healthy endpoint's first arrivals within the window, per second (over the whole
- * window, and over its second half, once the start-up of whatever the consumer does about the
- * neighbour is behind it); the batches' wall times (a batch lasts as long as its slowest record);
- * what the neighbour was sent; and the consumers' lines about it (`endpoint paused`).
+ * Two endpoints in a registry, one event type each. The neighbour's attempt timeout is short (1 s)
+ * and both retry after 1, 2 and 4 s, so a run takes seconds; the healthy one keeps the deployment's
+ * 10 s, as a short one would only add false timeouts on a busy machine. Each send of 10 holds
+ * `neighbourPerTen` events for the neighbour (2: nearly every batch holds one); at most `window`
+ * healthy events are in flight (the neighbour's are never waited for), for `seconds`. Measured: the
+ * healthy endpoint's first arrivals per second (over the window and its second half, once whatever
+ * the consumer does about the neighbour has started), the batches' wall times, what the neighbour
+ * was sent, and the consumers' `endpoint paused` lines about it.
  */
 import { performance } from 'node:perf_hooks';
 import { countsBetween, median, percentile, perDelivery, startReceiver, type Bench } from './harness';
