@@ -120,12 +120,9 @@ export async function runOrdering(mode: OrderingMode, bench: Bench, options: Ord
       complete,
       /** Attempts the receiver answered, by how. */
       answers,
-      /** 2xx answered for an event before every earlier-sent event of its shipment had one. */
-      outOfSendOrder: checks.outOfSendOrder,
-      /** 2xx answered for a `webhook-sequence` before every lower one of its shipment had one (the ordered endpoint's promise: 0). */
-      outOfSequence: checks.outOfSequence,
-      /** 2xx answered with a `webhook-sequence` header. */
-      sequenced: checks.sequenced,
+      // 2xx answered before every earlier-sent event of the shipment had one; before every lower `webhook-sequence`
+      // of the shipment had one (the ordered endpoint's promise: 0); with a `webhook-sequence` at all.
+      ...checks,
       /** Events answered 2xx more than once. */
       repeats: receiver.repeats,
       perDelivery: perDelivery(requests, delivered),

@@ -23,6 +23,7 @@ import { createLedgerTable } from '../sandbox/ledger-table';
 import { startPoller, type Invocation } from '../sandbox/poller';
 import { WorkerPool } from '../sandbox/worker-pool';
 import type { Invocation as Measurement } from '../sandbox/worker-runtime';
+import { sqsRecord } from '../test/helpers/sqs-records';
 import type { Bench, Role } from './harness';
 
 export type ConsumerName = 'handoff' | 'naive' | 'powertools';
@@ -63,20 +64,7 @@ export function eventBody(id: string, shipmentId = `shp_${id.slice(-8)}`, status
 }
 
 /** A made-up SQS record for direct invocations (success paths never use its receipt handle). */
-export function syntheticRecord(id: string, queueArn: string): SQSRecord {
-  const now = String(Date.now());
-  return {
-    messageId: randomUUID(),
-    receiptHandle: `bench-${randomUUID()}`,
-    body: eventBody(id),
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: now, SenderId: 'BENCH', ApproximateFirstReceiveTimestamp: now },
-    messageAttributes: {},
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: queueArn,
-    awsRegion: REGION,
-  };
-}
+export const syntheticRecord = (id: string, queueArn: string): SQSRecord => sqsRecord(eventBody(id), { eventSourceARN: queueArn });
 
 export type Consumer = Awaited<ReturnType<typeof startConsumer>>;
 

@@ -6,7 +6,7 @@
 import type { BundleResult } from './bundle';
 import type { CliStartupResult } from './cli-startup';
 import { median } from './harness';
-import { type ConsumerName } from './pipeline';
+import type { ConsumerName } from './pipeline';
 import type { BatchConcurrencyResult, ConsumerFigures, ratios } from './throughput';
 
 /** The installed command's `--help` start-up goal. */
@@ -25,19 +25,13 @@ export function table(header: readonly string[], rows: readonly (readonly string
   return [row(header), row([...align].map((a) => (a === 'r' ? '--:' : '---'))), ...rows.map(row)];
 }
 
-export interface Target {
-  readonly name: string;
-  readonly target: string;
-  readonly measured: string;
-  readonly met: boolean;
-  /** "met", or "missed by N%". */
-  readonly verdict: string;
-}
+export type Target = ReturnType<typeof target>;
 
 /** A target: `measured` against `limit` by `op`; a miss says by how much. */
-export function target(name: string, measured: number, op: '≤' | '≥' | '<', limit: number, show: (x: number) => string): Target {
+export function target(name: string, measured: number, op: '≤' | '≥' | '<', limit: number, show: (x: number) => string) {
   const met = op === '≤' ? measured <= limit : op === '<' ? measured < limit : measured >= limit;
   const missedBy = op === '≥' ? 1 - measured / limit : measured / limit - 1;
+  // The verdict: "met", or "missed by N%".
   return { name, target: `${op} ${show(limit)}`, measured: show(measured), met, verdict: met ? 'met' : `missed by ${pct(missedBy)}` };
 }
 
