@@ -12,9 +12,9 @@
  * first test made; the next gives the endpoint a 20-s retry to catch a delivery between its
  * attempts; the last disables the endpoint to park a delivery): run the file, not a single test.
  */
-import { spawn } from 'node:child_process';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runHandoffWith, type CliRun } from '../helpers/cli';
 import { startCloudWatchStub } from '../helpers/cloudwatch-stub';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
@@ -22,7 +22,6 @@ import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 /** Each CLI run starts Node and tsx; the deliveries wait out two 1 s retries. Bounds, not expectations. */
 const TEST_TIMEOUT_MS = 180_000;
 const WAIT_MS = 120_000;
@@ -43,27 +42,9 @@ let receiver: TestReceiver;
 let sandbox: SandboxProcess;
 let clients: SandboxClients;
 
-interface CliRun {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 /** Runs `handoff` with a clean environment that names only this test's sandbox. */
 function handoff(args: readonly string[], env: Record<string, string> = { HANDOFF_SANDBOX_FILE: sandbox.stateFile }): Promise<CliRun> {
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith('HANDOFF_') && !name.startsWith('AWS_')),
-  );
-  const child = spawn(process.execPath, [join(ROOT, 'bin/handoff.js'), ...args], {
-    cwd: ROOT,
-    env: { ...inherited, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  return new Promise((resolvePromise) => child.once('close', (code) => resolvePromise({ code, stdout, stderr })));
+  return runHandoffWith(args, env);
 }
 
 /** `handoff stats --json` against the sandbox, parsed; throws when it fails. */

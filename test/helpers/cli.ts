@@ -15,12 +15,17 @@ export interface CliRun {
 }
 
 export function runHandoff(args: readonly string[], stateFile: string): Promise<CliRun> {
+  return runHandoffWith(args, { HANDOFF_SANDBOX_FILE: stateFile });
+}
+
+/** `handoff <args>` with only `env` of the HANDOFF_ and AWS_ variables (a sandbox's state file, or a target on AWS). */
+export function runHandoffWith(args: readonly string[], env: Record<string, string>): Promise<CliRun> {
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !name.startsWith('HANDOFF_') && !name.startsWith('AWS_')),
   );
   const child = spawn(process.execPath, [join(ROOT, 'bin/handoff.js'), ...args], {
     cwd: ROOT,
-    env: { ...inherited, HANDOFF_SANDBOX_FILE: stateFile },
+    env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
