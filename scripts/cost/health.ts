@@ -81,11 +81,16 @@ export interface HealthFigures {
 }
 
 const zero = (): TableUsage => ({ writeRequests: 0, readRequests: 0, writeUnits: 0, indexUnits: 0, readUnits: 0 });
-const scaled = (u: TableUsage | undefined, k: number): TableUsage => {
+const perDelivery = (u: TableUsage | undefined, n: number): TableUsage => {
   const out = zero();
-  for (const key of Object.keys(out) as (keyof TableUsage)[]) out[key] = (u?.[key] ?? 0) * k;
+  for (const key of Object.keys(out) as (keyof TableUsage)[]) out[key] = (u?.[key] ?? 0) / n;
   return out;
 };
+const unitsOf = (ledger: TableUsage, registry: TableUsage, sqsRequests: number) => ({
+  writeUnits: ledger.writeUnits + registry.writeUnits,
+  readUnits: ledger.readUnits + registry.readUnits,
+  sqsRequests,
+});
 
 /** A measure's figures per delivery. Pure. */
 export function healthFigures(measure: HealthMeasure, prices: Prices = PRICES): HealthFigures {
@@ -93,12 +98,11 @@ export function healthFigures(measure: HealthMeasure, prices: Prices = PRICES): 
   if (!(n > 0)) throw new RangeError(`${measure.name}: deliveries must be over 0, got ${n}`);
   const others = Object.keys(measure.dynamodb.byTable).filter((t) => t !== measure.ledgerTable && t !== measure.registryTable);
   if (others.length > 0) throw new Error(`${measure.name}: requests to tables outside the scenario (${others.join(', ')})`);
-  const ledger = scaled(measure.dynamodb.byTable[measure.ledgerTable], 1 / n);
-  const registry = scaled(measure.dynamodb.byTable[measure.registryTable], 1 / n);
+  const ledger = perDelivery(measure.dynamodb.byTable[measure.ledgerTable], n);
+  const registry = perDelivery(measure.dynamodb.byTable[measure.registryTable], n);
   const indexOps = { put: 0, delete: 0, update: 0 };
   for (const counts of Object.values(measure.dynamodb.indexWriteCounts)) for (const kind of ['put', 'delete', 'update'] as const) indexOps[kind] += counts[kind] / n;
   const sqsRequests = measure.sqs.billedRequests / n;
-  const usage = { writeUnits: ledger.writeUnits + registry.writeUnits, readUnits: ledger.readUnits + registry.readUnits, sqsRequests };
   return {
     name: measure.name,
     deliveries: n,
@@ -109,15 +113,16 @@ export function healthFigures(measure: HealthMeasure, prices: Prices = PRICES): 
     refusedWrites: measure.dynamodb.refusedWrites / n,
     sqsRequests,
     sqsByOperation: perOperation(measure.sqs, n),
-    cost: costPerMillionEvents(usage, prices),
+    cost: costPerMillionEvents(unitsOf(ledger, registry, sqsRequests), prices),
   };
 }
 
 /**
- * Σ coefficient × figures (all per delivery, so they add). Pure. With `decisions`, the terms'
- * decisions are added up (a batch and its put-backs); otherwise the row has none of its own.
+ * Σ coefficient × figures (all per delivery, so they add). Pure. `parts`: the terms are steps of the
+ * same deliveries (a release and its delivery, a batch and its put-backs): their decisions add up
+ * and the row is priced on its units; otherwise it has no decisions and its dollars are the sum.
  */
-export function linearFigures(name: string, terms: readonly (readonly [HealthFigures, number])[], options: { decisions?: boolean } = {}): HealthFigures {
+export function linearFigures(name: string, terms: readonly (readonly [HealthFigures, number])[], options: { parts?: boolean } = {}): HealthFigures {
   const first = terms[0];
   if (first === undefined) throw new RangeError(`${name}: no terms`);
   const add = (pick: (f: HealthFigures) => number) => terms.reduce((sum, [f, k]) => sum + k * pick(f), 0);
@@ -132,19 +137,20 @@ export function linearFigures(name: string, terms: readonly (readonly [HealthFig
     for (const [key, n] of Object.entries(out)) if (Math.abs(n) < 1e-9) delete out[key];
     return out;
   };
-  const n = first[0].deliveries;
+  const [ledger, registry, sqsRequests] = [table((f) => f.ledger), table((f) => f.registry), add((f) => f.sqsRequests)];
+  const summed = { dynamodb: add((f) => f.cost.dynamodb), sqs: add((f) => f.cost.sqs), lambda: add((f) => f.cost.lambda), total: add((f) => f.cost.total) };
   return {
     name,
-    deliveries: n,
+    deliveries: first[0].deliveries,
     // Counts, not per delivery: each term's decisions were made once.
-    decisions: options.decisions ? sums((f) => f.decisions ?? {}, () => 1) : undefined,
-    ledger: table((f) => f.ledger),
-    registry: table((f) => f.registry),
+    decisions: options.parts ? sums((f) => f.decisions ?? {}, () => 1) : undefined,
+    ledger,
+    registry,
     indexOps: { put: add((f) => f.indexOps.put), delete: add((f) => f.indexOps.delete), update: add((f) => f.indexOps.update) },
     refusedWrites: add((f) => f.refusedWrites),
-    sqsRequests: add((f) => f.sqsRequests),
+    sqsRequests,
     sqsByOperation: sums((f) => f.sqsByOperation, (c) => c),
-    cost: { dynamodb: add((f) => f.cost.dynamodb), sqs: add((f) => f.cost.sqs), lambda: add((f) => f.cost.lambda), total: add((f) => f.cost.total) },
+    cost: options.parts ? costPerMillionEvents(unitsOf(ledger, registry, sqsRequests)) : summed,
   };
 }
 
@@ -305,10 +311,10 @@ export function healthRows(measures: readonly HealthMeasure[]): HealthFigures[] 
   const figures = measures.map((m) => healthFigures(m));
   const byName = (prefix: string) => figures.find((f) => f.name.startsWith(prefix))!;
   const rows = [...figures];
-  const resumed = linearFigures('resumed: release and delivery, in all', [[byName('resumed: released'), 1], [byName('resumed: then'), 1]], { decisions: true });
+  const resumed = linearFigures('resumed: release and delivery, in all', [[byName('resumed: released'), 1], [byName('resumed: then'), 1]], { parts: true });
   rows.splice(rows.indexOf(byName('resumed: then')) + 1, 0, resumed);
   const [batch, later] = [byName(`rate-limited (${RATE_LIMIT}/s): the batch`), byName(`rate-limited (${RATE_LIMIT}/s): put back`)];
-  const limited = linearFigures(`rate-limited (${RATE_LIMIT}/s): the batch and its put-backs, per delivery`, [[batch, 1], [later, later.deliveries / batch.deliveries]], { decisions: true });
+  const limited = linearFigures(`rate-limited (${RATE_LIMIT}/s): the batch and its put-backs, per delivery`, [[batch, 1], [later, later.deliveries / batch.deliveries]], { parts: true });
   rows.splice(rows.indexOf(later) + 1, 0, limited);
   return rows;
 }

@@ -118,7 +118,7 @@ describe('Function: linearFigures', () => {
     );
 
   it('adds steps of the same deliveries, their decisions counted together when asked', () => {
-    const both = linearFigures('in all', [[release, 1], [delivery(10), 1]], { decisions: true });
+    const both = linearFigures('in all', [[release, 1], [delivery(10), 1]], { parts: true });
     expect(both.ledger).toEqual(usage({ writeRequests: 3, writeUnits: 6, indexUnits: 2, readUnits: 2.1 }));
     expect(both.registry.writeUnits).toBeCloseTo(0.2);
     expect(both.sqsByOperation).toEqual({ SendMessage: 1, 'ReceiveMessage*': 0.1, 'DeleteMessageBatch*': 0.1 });
