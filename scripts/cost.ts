@@ -23,7 +23,7 @@ import { createEndpointsTable, seedEndpoints } from '../sandbox/endpoints-table'
 import { createLedgerTable } from '../sandbox/ledger-table';
 import { emulatorDynamoDbClient, startDynalite } from '../test/helpers/dynalite';
 import { startTestReceiver, type TestReceiver } from '../test/helpers/receiver';
-import { costPerMillionEvents, lambdaGbSeconds, MEMORY, PRICES } from './cost/billing';
+import { costPerMillionEvents, MEMORY, PRICES } from './cost/billing';
 import { benchConsumer, createPowertoolsTable, handoffConsumer, pointAwsAt, SETTINGS, type ConsumerName, type Invoke } from './cost/consumers';
 import { healthFigures, healthRows, runHealthScenarios, runOrderingScenarios, type HealthMeasure } from './cost/health';
 import { DynamoDbUsage, startMeter } from './cost/meter';
@@ -105,15 +105,8 @@ async function main(): Promise<number> {
       const durations = await runs.timeWorkloads(workloads, meter);
       for (const [i, consumer] of CONSUMERS.entries()) {
         const run = metered[i]!;
-        const n = run.delivered;
         // Every invocation billed at the median batch time: a few stalled batches would otherwise decide it.
-        const perEvent = {
-          writeUnits: run.dynamodb.writeUnits / n,
-          readUnits: run.dynamodb.readUnits / n,
-          sqsRequests: run.sqs.billedRequests / n,
-          lambdaGbSeconds: lambdaGbSeconds(Array<number>(run.invocations).fill(runs.median(durations[consumer])), memoryMb) / n,
-          lambdaInvocations: run.invocations / n,
-        };
+        const perEvent = runs.usagePer(run.delivered, run, Array<number>(run.invocations).fill(runs.median(durations[consumer])), memoryMb);
         priced.push({ consumer, eventBytes, run, durationsMs: durations[consumer], perEvent, cost: costPerMillionEvents(perEvent) });
       }
     }
@@ -128,29 +121,25 @@ async function main(): Promise<number> {
 
     // --- fan-out through the registry ---
     const fanOutOptions = { rounds: FAN_OUT_ROUNDS, batchSize: SETTINGS.batchSize };
-    const single = await newReceiver();
-    const fanOutRuns: runs.FanOutRun[] = [
-      {
-        label: 'single-URL (no registry)',
-        endpoints: 1,
-        registry: false,
-        consumer: handoffConsumer({ ledgerTable: TABLES.fanOut, webhookUrl: single.url }),
-        prefix: 'evt_fan_single',
-        receivers: [single],
-      },
-    ];
+    const fanOutRuns: runs.FanOutRun[] = [];
     const registryReads = new Map<runs.FanOutRun, number>();
     const registryReader = emulatorDynamoDbClient(meter.endpoint);
-    for (const endpoints of runs.FAN_OUT_ENDPOINTS) {
+    // The single-URL consumer (no registry), then the registry routing to 1, 3 and 10 endpoints.
+    for (const endpoints of [0, ...runs.FAN_OUT_ENDPOINTS]) {
+      const endpointReceivers: TestReceiver[] = [];
+      for (let i = 0; i < Math.max(1, endpoints); i++) endpointReceivers.push(await newReceiver());
+      const common = { registry: endpoints > 0, endpoints: Math.max(1, endpoints), receivers: endpointReceivers };
+      if (endpoints === 0) {
+        const consumer = handoffConsumer({ ledgerTable: TABLES.fanOut, webhookUrl: endpointReceivers[0]!.url });
+        fanOutRuns.push({ ...common, label: 'single-URL (no registry)', consumer, prefix: 'evt_fan_single' });
+        continue;
+      }
       const table = TABLES.registry(endpoints);
       await createEndpointsTable(direct, table);
-      const endpointReceivers: TestReceiver[] = [];
-      for (let i = 0; i < endpoints; i++) endpointReceivers.push(await newReceiver());
       const fields = endpointReceivers.map((r, i) => ({ name: `endpoint-${i + 1}`, url: r.url, eventTypes: ['*'] }));
       await seedEndpoints(new DynamoDbEndpointRegistry({ client: direct, tableName: table }), fields, Date.now());
       const consumer = handoffConsumer({ ledgerTable: TABLES.fanOut, registryTable: table });
-      const label = `${endpoints} endpoint${endpoints === 1 ? '' : 's'} (registry)`;
-      const run: runs.FanOutRun = { label, endpoints, registry: true, consumer, prefix: `evt_fan_${endpoints}`, receivers: endpointReceivers };
+      const run: runs.FanOutRun = { ...common, label: `${endpoints} endpoint${endpoints === 1 ? '' : 's'} (registry)`, consumer, prefix: `evt_fan_${endpoints}` };
       fanOutRuns.push(run);
       // What one read of the registry costs (the consumer's, every ENDPOINTS_CACHE_MS per container).
       const read = meter.dynamodb.start();

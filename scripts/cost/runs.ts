@@ -362,14 +362,18 @@ export function perDelivery(metered: FanOutMetered, timed: readonly RoundResult[
   const producerMedianMs = median(timed.map((r) => r.producerMs));
   const endpointMedianMs = median(timed.flatMap((r) => r.endpointMs));
   const billed = [...Array<number>(metered.producerInvocations).fill(producerMedianMs), ...Array<number>(metered.endpointInvocations).fill(endpointMedianMs)];
-  const usage: UsagePerEvent = {
+  return { usage: usagePer(n, metered, billed, memoryMb), sqsByOperation: perOperation(metered.sqs, n), producerMedianMs, endpointMedianMs };
+}
+
+/** Per delivery: the metered units, and Lambda billing each invocation its duration in `billedMs`. */
+export function usagePer(n: number, metered: { dynamodb: DynamoDbUsage; sqs: SqsUsage }, billedMs: readonly number[], memoryMb: number): UsagePerEvent {
+  return {
     writeUnits: metered.dynamodb.writeUnits / n,
     readUnits: metered.dynamodb.readUnits / n,
     sqsRequests: metered.sqs.billedRequests / n,
-    lambdaGbSeconds: lambdaGbSeconds(billed, memoryMb) / n,
-    lambdaInvocations: (metered.producerInvocations + metered.endpointInvocations) / n,
+    lambdaGbSeconds: lambdaGbSeconds(billedMs, memoryMb) / n,
+    lambdaInvocations: billedMs.length / n,
   };
-  return { usage, sqsByOperation: perOperation(metered.sqs, n), producerMedianMs, endpointMedianMs };
 }
 
 /** SQS requests per delivery by operation, the event source's marked `*`. */
