@@ -63,6 +63,13 @@ async function failedOnce(ledger: MemoryLedger, id: string, atMs: number, endpoi
   return { eventId: id, endpoint };
 }
 
+/** A ledger read at `nowMs` holding `count` rows failed once (`evt_0` at T0, `evt_1` at T0 + 1, …), and an empty queue. */
+async function failedRows(count: number, nowMs: number): Promise<{ ledger: MemoryLedger; queue: FakeQueue }> {
+  const ledger = new MemoryLedger({ now: () => nowMs });
+  for (let i = 0; i < count; i++) await failedOnce(ledger, `evt_${i}`, T0 + i);
+  return { ledger, queue: new FakeQueue() };
+}
+
 type AttemptRecord = Parameters<MemoryLedger['recordAttempt']>[0];
 
 /** `id` claimed at `atMs` and answered `status` 10 ms later, as `outcome`, leaving it `next`. */
@@ -208,10 +215,8 @@ describe('Function: recoverStuck', () => {
 
   it('reads at most `limit` rows per run and carries the cursor to the next, starting over after the end, where a row it sent is read again only a grace later', async () => {
     // Prepare: five stranded rows.
-    const ledger = new MemoryLedger({ now: () => STRANDED_AT + 100 });
-    const queue = new FakeQueue();
-    for (let i = 0; i < 5; i++) await failedOnce(ledger, `evt_${i}`, T0 + i);
     const nowMs = STRANDED_AT + 100;
+    const { ledger, queue } = await failedRows(5, nowMs);
 
     // Act
     const first = await recoverStuck(deps(ledger, queue, nowMs, { limit: 2 }));
@@ -248,10 +253,8 @@ describe('Function: recoverStuck', () => {
 
   it('stops at a page the queue refused, keeping the cursor before it, and the next run enqueues it', async () => {
     // Prepare
-    const ledger = new MemoryLedger({ now: () => STRANDED_AT + 10 });
-    const queue = new FakeQueue();
-    for (let i = 0; i < 3; i++) await failedOnce(ledger, `evt_${i}`, T0 + i);
     const nowMs = STRANDED_AT + 10;
+    const { ledger, queue } = await failedRows(3, nowMs);
     const first = await recoverStuck(deps(ledger, queue, nowMs, { limit: 1 }));
     queue.failNext = true;
 
