@@ -7,12 +7,14 @@ import { performance } from 'node:perf_hooks';
 import { startEmulators } from '../sandbox/emulators';
 import { listenOnLoopback } from '../test/helpers/loopback';
 
+/** Who made a request: the bench's clients mark theirs in the user agent (`bench-role/<role>`); `handler` is the consumer under test. */
 export type Role = 'handler' | 'poller' | 'producer' | 'setup';
 /** Requests per role and operation (`DynamoDB.UpdateItem`), and DynamoDB body bytes sent and received. */
 export type RequestCounts = Record<Role, Record<string, number>>;
 const MARKED = ['poller', 'producer', 'setup'] as const;
 const SENT = 'DynamoDB bytes sent';
 const RECEIVED = 'DynamoDB bytes received';
+
 export interface Bench {
   readonly emulators: Awaited<ReturnType<typeof startCountingEmulators>>;
   readonly receiver: Receiver;
@@ -107,7 +109,10 @@ export async function startReceiver(answer: (id: string) => Answer = () => ({ st
       const respond = () => {
         if (status === 0) return void response.destroy();
         if (status < 300 && applied.has(id)) state.repeats += 1;
-        else if (status < 300) applied.set(id, (onApplied?.(id, request), performance.now()));
+        else if (status < 300) {
+          onApplied?.(id, request);
+          applied.set(id, performance.now());
+        }
         response.writeHead(status, { 'content-length': '0' });
         response.end();
       };
