@@ -75,6 +75,16 @@ export function receiverStoreContract(name: string, create: () => Promise<StoreU
       await underTest.close();
     });
 
+    /** Makes the action wait for the gate it answers, then answer 200 with `body`. */
+    function answerOnceOpened(body: string): ReturnType<typeof gate> {
+      const action = gate();
+      answer = async () => {
+        await action.opened;
+        return { status: 200, body };
+      };
+      return action;
+    }
+
     it('answers a repeat with the stored response, byte for byte, without running the action', async () => {
       const eventId = id('replay');
       answer = () => ({ status: 201, body: '{"ok":true,  "note":"spacing kept"}', contentType: 'application/vnd.acme+json' });
@@ -105,11 +115,7 @@ export function receiverStoreContract(name: string, create: () => Promise<StoreU
 
     it('runs the action once for 20 concurrent copies of one request; the others get 425', async () => {
       const eventId = id('concurrent');
-      const action = gate();
-      answer = async () => {
-        await action.opened;
-        return { status: 200, body: 'applied' };
-      };
+      const action = answerOnceOpened('applied');
 
       const copies = Array.from({ length: 20 }, () => receive(signedRequest(eventId, nowMs)));
       const settledEarly: WebhookResponse[] = [];
@@ -128,11 +134,7 @@ export function receiverStoreContract(name: string, create: () => Promise<StoreU
 
     it('answers 425 to a repeat while the first is still running, and the stored response once it is done', async () => {
       const eventId = id('running');
-      const action = gate();
-      answer = async () => {
-        await action.opened;
-        return { status: 200, body: 'done' };
-      };
+      const action = answerOnceOpened('done');
 
       const first = receive(signedRequest(eventId, nowMs));
       await expect.poll(() => runs.length).toBe(1);
