@@ -1,24 +1,16 @@
 /**
- * `npm run bench`: one workload, three consumers, one process run on the sandbox's emulators
- * (issue 4). handoff, a naive consumer that POSTs with no ledger, and Powertools'
- * BatchProcessor + makeIdempotent on DynamoDB; then a batch of 10 against a slow receiver, the
- * slow neighbour, and bundle size and module init beside an empty handler's. It asserts nothing
- * (test/bench/ does): it reports the figures beside their baselines, the ratios and the targets met.
+ * `npm run bench` (issue 4): handoff beside a naive consumer (POST, no ledger) and Powertools'
+ * BatchProcessor + makeIdempotent, one workload on the sandbox's emulators, rounds taking turns; a
+ * batch of 10 against a slow receiver; the slow neighbour; bundle size and module init beside an
+ * empty handler's; the command's start-up. It prints each figure beside its baselines, the ratios
+ * and the targets met, and asserts nothing (test/bench/ does). Progress on stderr, tables on stdout.
  *
- *   npm run bench                  3 rounds of 1000 events per consumer, taking turns; medians;
- *                                  writes bench/results/latest.{json,md}
+ *   npm run bench                      3 rounds × 1000 events; writes bench/results/latest.{json,md}
  *   npm run bench -- --events 5000 --rounds 5
- *   npm run bench -- --quick       1 round of 200 events, fewer init rounds; writes to the temp directory
- *   npm run bench -- --ordering    only ordering's throughput (bench/ordering.ts): 1,000 shipments × 5
- *                                  events with a receiver fault mix to an unordered endpoint, then to
- *                                  one ordered per shipment; writes ordering.{json,md} to --out
+ *   npm run bench -- --quick           1 round × 200 events, fewer init rounds; to the temp directory
+ *   npm run bench -- --ordering        only ordering (bench/ordering.ts): ordering.{json,md} to --out
  *   npm run bench -- --slow-neighbour [--seconds N] [--timeout-ms N]
- *                                  only the slow neighbour (bench/slow-neighbour.ts): a healthy
- *                                  endpoint's rate beside a neighbour that answers, then one that times
- *                                  out on every request; writes slow-neighbour.{json,md} to --out.
- *                                  The full run includes it too (in latest.{json,md}).
- *
- * Progress goes to stderr, the table to stdout.
+ *                                      only the slow neighbour (bench/slow-neighbour.ts): slow-neighbour.{json,md} to --out
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, tmpdir } from 'node:os';
