@@ -104,6 +104,13 @@ const logLines = () => lines.map((line) => JSON.parse(line) as Record<string, un
 /** The service's EndpointUnresolved, summed over the invocations' metric documents. */
 const unresolvedCount = () => logLines().filter((l) => '_aws' in l && l.Endpoint !== undefined).reduce((sum, l) => sum + Number(l.EndpointUnresolved ?? 0), 0);
 
+
+/** The first request `receiver` got for `eventId` carries one signature per secret, each verifying on its own. */
+function expectSignedByEach(receiver: TestReceiver, eventId: string, secrets: readonly string[]): void {
+  const [request] = receiver.requestsFor(eventId);
+  expect(String(request!.headers['webhook-signature']).split(' ')).toHaveLength(secrets.length);
+  for (const secret of secrets) expect(receiver.verify(request!, secret)).toBe(true);
+}
 describe('Handler: consumer, an endpoint whose signing secret cannot be read', () => {
   const failures = Object.keys(SECRETS_MANAGER_FAILURES) as SecretsManagerFailure[];
 
@@ -240,10 +247,7 @@ describe('Handler: consumer, an endpoint whose signing secret cannot be read', (
 
     // Assess: two signatures, new first; each secret alone verifies the request
     expect(response.batchItemFailures).toEqual([]);
-    const [request] = crm.requestsFor('evt_rotated');
-    expect(String(request!.headers['webhook-signature']).split(' ')).toHaveLength(2);
-    expect(crm.verify(request!, newSecret)).toBe(true);
-    expect(crm.verify(request!, oldSecret)).toBe(true);
+    expectSignedByEach(crm, 'evt_rotated', [newSecret, oldSecret]);
     expect(secretsManager.calls.filter((call) => call.startsWith(arnOf('crm-rotated')))).toEqual([
       `${arnOf('crm-rotated')} AWSCURRENT`,
       `${arnOf('crm-rotated')} AWSPREVIOUS`,
@@ -277,9 +281,7 @@ describe('Handler: consumer, an endpoint whose signing secret the registry holds
     // Assess: each request signed with the plaintext; KMS asked once, with crm's context and no key
     expect([first.batchItemFailures, second.batchItemFailures]).toEqual([[], []]);
     for (const n of [1, 2]) {
-      const [request] = crm.requestsFor(`evt_kms_${n}`);
-      expect(String(request!.headers['webhook-signature']).split(' ')).toHaveLength(1);
-      expect(crm.verify(request!, crmSecret)).toBe(true);
+      expectSignedByEach(crm, `evt_kms_${n}`, [crmSecret]);
       expect(billing.verify(billing.requestsFor(`evt_plain_${n}`)[0]!, billingSecret)).toBe(true);
     }
     expect(kms.calls).toEqual([`Decrypt ${JSON.stringify(secretContext('crm'))}`]);
@@ -306,10 +308,7 @@ describe('Handler: consumer, an endpoint whose signing secret the registry holds
 
     // Assess
     expect(response.batchItemFailures).toEqual([]);
-    const [request] = crm.requestsFor('evt_kms_rotated');
-    expect(String(request!.headers['webhook-signature']).split(' ')).toHaveLength(2);
-    expect(crm.verify(request!, newSecret)).toBe(true);
-    expect(crm.verify(request!, oldSecret)).toBe(true);
+    expectSignedByEach(crm, 'evt_kms_rotated', [newSecret, oldSecret]);
   });
 
   it('holds its deliveries while KMS refuses (a revoked grant) or the ciphertext is another endpoint\'s, and delivers once it decrypts', async () => {
