@@ -19,14 +19,15 @@
  * the file, not a single test. Timings shortened: waits of 1 s; 5 s attempts, so a receiver
  * starved of CPU for a second does not turn an attempt into a timeout (an extra request).
  */
-import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { describe, expect, it } from 'vitest';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { runHandoff, type CliRun } from '../helpers/cli';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
-import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
-import { eventually, SandboxClients } from '../helpers/sandbox-clients';
+import type { SandboxProcess } from '../helpers/sandbox';
+import { useSandboxProcess } from '../helpers/sandbox-suite';
+import { eventually, SandboxClients, type DeadLetter } from '../helpers/sandbox-clients';
 
 const SECRETS = {
   'carrier-acme': 'whsec_T7ojJeNsUogA3D9W+2rOXCHVIoj2XRbaCCjTarhNdhk=',
@@ -60,33 +61,32 @@ const EVENTS = {
   evt_fan_none: { body: shipment('evt_fan_none', 'in_transit', 'zephyr'), to: [] },
 } as const satisfies Record<string, { body: string; to: readonly Name[] }>;
 
-beforeAll(async () => {
-  for (const name of NAMES) receivers[name] = await startTestReceiver();
-  receivers.billing.answerByDefault({ status: 400, body: 'unknown shipment' });
-  receivers.notifications.respondTo('evt_fan_all', 503, 503);
-  const endpoints: EndpointFields[] = [
-    {
-      name: 'carrier-acme',
-      url: receivers['carrier-acme'].url,
-      eventTypes: ['shipment.in_transit', 'shipment.out_for_delivery', 'shipment.delivered'],
-      match: { 'data.carrier': ['acme'] },
-      secret: SECRETS['carrier-acme'],
-    },
-    { name: 'notifications', url: receivers.notifications.url, eventTypes: ['shipment.delivered', 'shipment.exception'], secret: SECRETS.notifications },
-    { name: 'billing', url: receivers.billing.url, eventTypes: ['shipment.delivered', 'shipment.returned'], secret: SECRETS.billing },
-  ];
-  sandbox = await startSandboxProcess({
-    endpoints,
-    env: { HANDOFF_RETRY_SCHEDULE: '1,1,1', HANDOFF_MAX_ATTEMPTS: '4', HANDOFF_ATTEMPT_TIMEOUT_MS: '5000', HANDOFF_MAX_CONCURRENCY: '2' },
-  });
-  clients = new SandboxClients(sandbox.ready);
-}, 90_000);
-
-afterAll(async () => {
-  clients?.close();
-  await sandbox?.stop('SIGKILL');
-  for (const receiver of Object.values(receivers)) await receiver.close();
-});
+useSandboxProcess(
+  async () => {
+    for (const name of NAMES) receivers[name] = await startTestReceiver();
+    receivers.billing.answerByDefault({ status: 400, body: 'unknown shipment' });
+    receivers.notifications.respondTo('evt_fan_all', 503, 503);
+    const endpoints: EndpointFields[] = [
+      {
+        name: 'carrier-acme',
+        url: receivers['carrier-acme'].url,
+        eventTypes: ['shipment.in_transit', 'shipment.out_for_delivery', 'shipment.delivered'],
+        match: { 'data.carrier': ['acme'] },
+        secret: SECRETS['carrier-acme'],
+      },
+      { name: 'notifications', url: receivers.notifications.url, eventTypes: ['shipment.delivered', 'shipment.exception'], secret: SECRETS.notifications },
+      { name: 'billing', url: receivers.billing.url, eventTypes: ['shipment.delivered', 'shipment.returned'], secret: SECRETS.billing },
+    ];
+    return {
+      endpoints,
+      env: { HANDOFF_RETRY_SCHEDULE: '1,1,1', HANDOFF_MAX_ATTEMPTS: '4', HANDOFF_ATTEMPT_TIMEOUT_MS: '5000', HANDOFF_MAX_CONCURRENCY: '2' },
+    };
+  },
+  (started) => ({ sandbox, clients } = started),
+  async () => {
+    for (const receiver of Object.values(receivers)) await receiver.close();
+  },
+);
 
 function row(eventId: string, endpoint: string): Promise<DeliveryRecord | undefined> {
   return clients.ledger.get({ eventId, endpoint });
@@ -124,37 +124,6 @@ function requestedIds(name: Name): string[] {
 
 function handoff(args: readonly string[]): Promise<CliRun> {
   return runHandoff(args, sandbox.stateFile);
-}
-
-interface DeadLetter {
-  readonly body: string;
-  readonly reason: string | undefined;
-  readonly eventId: string | undefined;
-  readonly endpoint: string | undefined;
-}
-
-/** Every message on the dead-letter queue with its attributes, read once (kept hidden afterwards). */
-async function readDeadLetters(): Promise<DeadLetter[]> {
-  const found: DeadLetter[] = [];
-  for (;;) {
-    const { Messages = [] } = await clients.sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: sandbox.ready.deadLetterQueueUrl,
-        MaxNumberOfMessages: 10,
-        VisibilityTimeout: 600,
-        MessageAttributeNames: ['All'],
-      }),
-    );
-    if (Messages.length === 0) return found;
-    for (const m of Messages) {
-      found.push({
-        body: m.Body ?? '',
-        reason: m.MessageAttributes?.reason?.StringValue,
-        eventId: m.MessageAttributes?.eventId?.StringValue,
-        endpoint: m.MessageAttributes?.endpoint?.StringValue,
-      });
-    }
-  }
 }
 
 /** Rows as they settled in the first test, to show later that replay left them alone. */
@@ -213,7 +182,7 @@ describe('Fan-out: one event, each endpoint its own delivery', { timeout: TEST_T
   it('dead-letters the rejected deliveries with their reason and endpoint, and only those', async () => {
     // Act
     await eventually('2 dead letters', async () => (await clients.queueDepth(sandbox.ready.deadLetterQueueUrl)) >= 2, { timeoutMs: SETTLE_MS });
-    const deadLetters = await readDeadLetters();
+    const deadLetters = await clients.readDeadLetters();
 
     // Assess
     const order = (list: DeadLetter[]) => [...list].sort((a, b) => String(a.eventId).localeCompare(String(b.eventId)));

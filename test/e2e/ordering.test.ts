@@ -26,14 +26,15 @@
  * Timings shortened: waits of 1 s, 1 s attempts.
  */
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { runHandoff, type CliRun } from '../helpers/cli';
 import { startTestReceiver, type ReceivedRequest, type ScriptedResponse, type TestReceiver } from '../helpers/receiver';
 import { mulberry32 } from '../helpers/prng';
-import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+import type { SandboxProcess } from '../helpers/sandbox';
+import { useSandboxProcess } from '../helpers/sandbox-suite';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 
 const SHIPMENTS = 50;
@@ -85,42 +86,41 @@ let clients: SandboxClients;
 /** Faults scripted at `ordered`, by kind: to show the mix was met. */
 const faults = { '503': 0, 'commit-then-hang': 0, '503, commit-then-hang': 0 };
 
-beforeAll(async () => {
-  receivers.ordered = await startTestReceiver();
-  receivers.held = await startTestReceiver();
-  receivers.unordered = await startTestReceiver();
-  for (const shipment of shipments) {
-    for (const id of shipment.sent) {
-      const draw = random();
-      const script: ScriptedResponse[] =
-        draw < 0.2 ? [503] : draw < 0.3 ? ['commit-then-hang'] : draw < 0.35 ? [503, 'commit-then-hang'] : [];
-      if (script.length > 0) {
-        receivers.ordered.respondTo(id, ...script);
-        faults[script.join(', ') as keyof typeof faults] += 1;
+useSandboxProcess(
+  async () => {
+    receivers.ordered = await startTestReceiver();
+    receivers.held = await startTestReceiver();
+    receivers.unordered = await startTestReceiver();
+    for (const shipment of shipments) {
+      for (const id of shipment.sent) {
+        const draw = random();
+        const script: ScriptedResponse[] =
+          draw < 0.2 ? [503] : draw < 0.3 ? ['commit-then-hang'] : draw < 0.35 ? [503, 'commit-then-hang'] : [];
+        if (script.length > 0) {
+          receivers.ordered.respondTo(id, ...script);
+          faults[script.join(', ') as keyof typeof faults] += 1;
+        }
+        if (random() < 0.15) receivers.unordered.respondTo(id, 503);
       }
-      if (random() < 0.15) receivers.unordered.respondTo(id, 503);
     }
-  }
-  receivers.ordered.respondTo(CONTINUED.sent[2]!, { status: 422, body: 'unknown status' });
-  receivers.held.respondTo(HELD.sent[1]!, { status: 400, body: 'unknown status' });
-  const endpoints: EndpointFields[] = [
-    { name: 'ordered', url: receivers.ordered.url, eventTypes: ['*'], match: { 'data.lane': ['main'] }, ordering: 'per-shipment', onDead: 'continue' },
-    { name: 'held', url: receivers.held.url, eventTypes: ['*'], match: { 'data.lane': ['hold'] }, ordering: 'per-shipment', onDead: 'hold' },
-    { name: 'unordered', url: receivers.unordered.url, eventTypes: ['*'] },
-  ];
-  sandbox = await startSandboxProcess({
-    endpoints,
-    // Verbose: the workers' delivery lines on stderr, to count the events that waited for their turn.
-    env: { HANDOFF_RETRY_SCHEDULE: '1,1,1,1,1', HANDOFF_MAX_ATTEMPTS: '6', HANDOFF_ATTEMPT_TIMEOUT_MS: '1000', HANDOFF_SANDBOX_VERBOSE: '1' },
-  });
-  clients = new SandboxClients(sandbox.ready);
-}, 90_000);
-
-afterAll(async () => {
-  clients?.close();
-  await sandbox?.stop('SIGKILL');
-  for (const receiver of Object.values(receivers)) await receiver?.close();
-});
+    receivers.ordered.respondTo(CONTINUED.sent[2]!, { status: 422, body: 'unknown status' });
+    receivers.held.respondTo(HELD.sent[1]!, { status: 400, body: 'unknown status' });
+    const endpoints: EndpointFields[] = [
+      { name: 'ordered', url: receivers.ordered.url, eventTypes: ['*'], match: { 'data.lane': ['main'] }, ordering: 'per-shipment', onDead: 'continue' },
+      { name: 'held', url: receivers.held.url, eventTypes: ['*'], match: { 'data.lane': ['hold'] }, ordering: 'per-shipment', onDead: 'hold' },
+      { name: 'unordered', url: receivers.unordered.url, eventTypes: ['*'] },
+    ];
+    return {
+      endpoints,
+      // Verbose: the workers' delivery lines on stderr, to count the events that waited for their turn.
+      env: { HANDOFF_RETRY_SCHEDULE: '1,1,1,1,1', HANDOFF_MAX_ATTEMPTS: '6', HANDOFF_ATTEMPT_TIMEOUT_MS: '1000', HANDOFF_SANDBOX_VERBOSE: '1' },
+    };
+  },
+  (started) => ({ sandbox, clients } = started),
+  async () => {
+    for (const receiver of Object.values(receivers)) await receiver?.close();
+  },
+);
 
 /** Sends one shipment's events to the ordered intake, in the order given, as one batch. */
 async function sendOrdered(shipmentId: string, bodies: readonly { id: string; body: string }[]): Promise<void> {

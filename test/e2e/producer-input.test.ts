@@ -14,11 +14,12 @@
  * Timings shortened: waits of 2 s, 5 s attempts.
  */
 import { SendMessageCommand, type MessageAttributeValue } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { startTestReceiver, type ReceivedRequest, type TestReceiver } from '../helpers/receiver';
-import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+import type { SandboxProcess } from '../helpers/sandbox';
+import { useSandboxProcess } from '../helpers/sandbox-suite';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 
 const SETTLE_MS = 60_000;
@@ -28,28 +29,27 @@ const receivers = {} as Record<'ordered' | 'filtered' | 'paced', TestReceiver>;
 let sandbox: SandboxProcess;
 let clients: SandboxClients;
 
-beforeAll(async () => {
-  receivers.ordered = await startTestReceiver();
-  receivers.filtered = await startTestReceiver();
-  receivers.paced = await startTestReceiver();
-  receivers.ordered.respondTo('evt_seq_1', 503, 503);
-  const endpoints: EndpointFields[] = [
-    { name: 'ordered', url: receivers.ordered.url, eventTypes: ['*'], match: { 'data.lane': ['ordered'] }, ordering: 'per-shipment', onDead: 'continue' },
-    { name: 'filtered', url: receivers.filtered.url, eventTypes: ['shipment.returned'], match: { 'data.carrier': ['acme'] } },
-    { name: 'paced', url: receivers.paced.url, eventTypes: ['*'], match: { 'data.lane': ['paced'] }, rateLimitPerSecond: 2 },
-  ];
-  sandbox = await startSandboxProcess({
-    endpoints,
-    env: { HANDOFF_RETRY_SCHEDULE: '2,2,2,2', HANDOFF_MAX_ATTEMPTS: '6', HANDOFF_ATTEMPT_TIMEOUT_MS: '5000' },
-  });
-  clients = new SandboxClients(sandbox.ready);
-}, 90_000);
-
-afterAll(async () => {
-  clients?.close();
-  await sandbox?.stop('SIGKILL');
-  for (const receiver of Object.values(receivers)) await receiver.close();
-});
+useSandboxProcess(
+  async () => {
+    receivers.ordered = await startTestReceiver();
+    receivers.filtered = await startTestReceiver();
+    receivers.paced = await startTestReceiver();
+    receivers.ordered.respondTo('evt_seq_1', 503, 503);
+    const endpoints: EndpointFields[] = [
+      { name: 'ordered', url: receivers.ordered.url, eventTypes: ['*'], match: { 'data.lane': ['ordered'] }, ordering: 'per-shipment', onDead: 'continue' },
+      { name: 'filtered', url: receivers.filtered.url, eventTypes: ['shipment.returned'], match: { 'data.carrier': ['acme'] } },
+      { name: 'paced', url: receivers.paced.url, eventTypes: ['*'], match: { 'data.lane': ['paced'] }, rateLimitPerSecond: 2 },
+    ];
+    return {
+      endpoints,
+      env: { HANDOFF_RETRY_SCHEDULE: '2,2,2,2', HANDOFF_MAX_ATTEMPTS: '6', HANDOFF_ATTEMPT_TIMEOUT_MS: '5000' },
+    };
+  },
+  (started) => ({ sandbox, clients } = started),
+  async () => {
+    for (const receiver of Object.values(receivers)) await receiver.close();
+  },
+);
 
 function event(id: string, shipmentId: string, status: string, data: Record<string, unknown>): string {
   return JSON.stringify({ id, shipmentId, status, occurredAt: '2026-12-04T10:00:00Z', data });

@@ -24,10 +24,11 @@
  */
 import { createServer } from 'node:http';
 import { PurgeQueueCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { listenOnLoopback, type Listening } from '../helpers/loopback';
-import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+import type { SandboxProcess } from '../helpers/sandbox';
+import { useSandboxProcess } from '../helpers/sandbox-suite';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 import { MessageSeal, sealedAttributes } from '../../lib/queue/seal';
 
@@ -39,37 +40,36 @@ const arrivals: { eventId: string; status: number }[] = [];
 let sandbox: SandboxProcess;
 let clients: SandboxClients;
 
-beforeAll(async () => {
-  // To an event's first request 503 (400 for the one to replay), 200 afterwards.
-  receiver = await listenOnLoopback(
-    createServer((request, response) => {
-      request.resume();
-      request.on('end', () => {
-        const eventId = String(request.headers['idempotency-key'] ?? '');
-        const status = arrivals.some((a) => a.eventId === eventId) ? 200 : eventId === 'evt_replayed' ? 400 : 503;
-        arrivals.push({ eventId, status });
-        response.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'no');
-      });
-    }),
-  );
-  sandbox = await startSandboxProcess({
-    endpoints: [{ name: 'billing', url: receiver.url, eventTypes: ['*'] }],
-    env: {
-      HANDOFF_RETRY_SCHEDULE: '8',
-      HANDOFF_MAX_ATTEMPTS: '3',
-      HANDOFF_ATTEMPT_TIMEOUT_MS: '1000',
-      HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '10',
-      HANDOFF_RECOVERY_INTERVAL_MS: '500',
-    },
-  });
-  clients = new SandboxClients(sandbox.ready);
-}, 90_000);
-
-afterAll(async () => {
-  clients?.close();
-  await sandbox?.stop('SIGKILL');
-  await receiver?.close();
-});
+useSandboxProcess(
+  async () => {
+    // To an event's first request 503 (400 for the one to replay), 200 afterwards.
+    receiver = await listenOnLoopback(
+      createServer((request, response) => {
+        request.resume();
+        request.on('end', () => {
+          const eventId = String(request.headers['idempotency-key'] ?? '');
+          const status = arrivals.some((a) => a.eventId === eventId) ? 200 : eventId === 'evt_replayed' ? 400 : 503;
+          arrivals.push({ eventId, status });
+          response.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'no');
+        });
+      }),
+    );
+    return {
+      endpoints: [{ name: 'billing', url: receiver.url, eventTypes: ['*'] }],
+      env: {
+        HANDOFF_RETRY_SCHEDULE: '8',
+        HANDOFF_MAX_ATTEMPTS: '3',
+        HANDOFF_ATTEMPT_TIMEOUT_MS: '1000',
+        HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '10',
+        HANDOFF_RECOVERY_INTERVAL_MS: '500',
+      },
+    };
+  },
+  (started) => ({ sandbox, clients } = started),
+  async () => {
+    await receiver?.close();
+  },
+);
 
 describe('Stuck-work recovery in the sandbox', () => {
   it(

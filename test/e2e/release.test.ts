@@ -16,12 +16,13 @@
  * Timings shortened: waits of 1 s; 5 s attempts, so a receiver starved of CPU for a second does
  * not turn an attempt into a timeout (an extra request).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { runHandoff, type CliRun } from '../helpers/cli';
 import { startTestReceiver, type ReceivedRequest, type TestReceiver } from '../helpers/receiver';
-import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+import type { SandboxProcess } from '../helpers/sandbox';
+import { useSandboxProcess } from '../helpers/sandbox-suite';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 
 const SETTLE_MS = 60_000;
@@ -40,27 +41,26 @@ function body(index: number): string {
   return JSON.stringify({ id: EVENTS[index], shipmentId: SHIPMENT, status: STATUSES[index], occurredAt: `2026-12-03T08:0${index}:00Z` });
 }
 
-beforeAll(async () => {
-  held = await startTestReceiver();
-  plain = await startTestReceiver();
-  held.respondTo(FIRST, { status: 422, body: 'unknown status' });
-  const endpoints: EndpointFields[] = [
-    { name: 'held', url: held.url, eventTypes: ['*'], ordering: 'per-shipment', onDead: 'hold' },
-    { name: 'plain', url: plain.url, eventTypes: ['*'] },
-  ];
-  sandbox = await startSandboxProcess({
-    endpoints,
-    env: { HANDOFF_RETRY_SCHEDULE: '1', HANDOFF_MAX_ATTEMPTS: '3', HANDOFF_ATTEMPT_TIMEOUT_MS: '5000' },
-  });
-  clients = new SandboxClients(sandbox.ready);
-}, 90_000);
-
-afterAll(async () => {
-  clients?.close();
-  await sandbox?.stop('SIGKILL');
-  await held?.close();
-  await plain?.close();
-});
+useSandboxProcess(
+  async () => {
+    held = await startTestReceiver();
+    plain = await startTestReceiver();
+    held.respondTo(FIRST, { status: 422, body: 'unknown status' });
+    const endpoints: EndpointFields[] = [
+      { name: 'held', url: held.url, eventTypes: ['*'], ordering: 'per-shipment', onDead: 'hold' },
+      { name: 'plain', url: plain.url, eventTypes: ['*'] },
+    ];
+    return {
+      endpoints,
+      env: { HANDOFF_RETRY_SCHEDULE: '1', HANDOFF_MAX_ATTEMPTS: '3', HANDOFF_ATTEMPT_TIMEOUT_MS: '5000' },
+    };
+  },
+  (started) => ({ sandbox, clients } = started),
+  async () => {
+    await held?.close();
+    await plain?.close();
+  },
+);
 
 /** `handoff <args>` as an operator runs it, against the sandbox. */
 function handoff(args: readonly string[]): Promise<CliRun> {

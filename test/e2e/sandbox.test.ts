@@ -9,25 +9,23 @@
  * Settings are shortened for a test run: waits of 1 s, 5 s attempts, a 10 s visibility timeout
  * (the sandbox-only override) so that a batch lost with a killed worker comes back soon.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
-  SQSClient,
+  type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { recordDetails } from '../../cli/commands/record-view';
-import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { DEFAULT_ENDPOINT, type DeliveryRecord } from '../../lib/ledger/ledger';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
-import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
+import type { SandboxProcess } from '../helpers/sandbox';
+import { useSandboxProcess } from '../helpers/sandbox-suite';
 import { eventually } from '../helpers/sandbox-clients';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 /** A crash leaves a claim whose lease (function timeout: 5 s attempt + 20 s) must lapse first. */
 const CRASH_TEST_TIMEOUT_MS = 90_000;
 /** How long a wait may take before it fails with what it saw; below the test's own timeout. */
@@ -39,36 +37,32 @@ let receiver: TestReceiver;
 let sandbox: SandboxProcess;
 let sqs: SQSClient;
 let ledger: DynamoDbLedger;
-let documents: DynamoDBDocumentClient;
 
-beforeAll(async () => {
-  receiver = await startTestReceiver();
-  sandbox = await startSandboxProcess({
-    env: {
-      HANDOFF_WEBHOOK_URL: receiver.url,
-      HANDOFF_WEBHOOK_SECRET: SECRET,
-      HANDOFF_RETRY_SCHEDULE: '1,1,1',
-      HANDOFF_MAX_ATTEMPTS: '4',
-      // Not shorter: a receiver starved of CPU for a second must not turn an attempt into a timeout
-      // (an extra request), nor a worker's cold start hand a copy of its message to another.
-      HANDOFF_ATTEMPT_TIMEOUT_MS: '5000',
-      HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '10',
-      HANDOFF_MAX_CONCURRENCY: '2',
-    },
-  });
-  sqs = new SQSClient({ region: 'us-east-1', endpoint: sandbox.ready.sqsEndpoint, credentials });
-  documents = DynamoDBDocumentClient.from(
-    new DynamoDBClient({ region: 'us-east-1', endpoint: sandbox.ready.dynamodbEndpoint, credentials }),
-  );
-  ledger = new DynamoDbLedger({ client: documents, tableName: sandbox.ready.ledgerTable });
-}, 90_000);
-
-afterAll(async () => {
-  await sandbox?.stop('SIGKILL');
-  sqs?.destroy();
-  documents?.destroy();
-  await receiver?.close();
-});
+useSandboxProcess(
+  async () => {
+    receiver = await startTestReceiver();
+    return {
+      env: {
+        HANDOFF_WEBHOOK_URL: receiver.url,
+        HANDOFF_WEBHOOK_SECRET: SECRET,
+        HANDOFF_RETRY_SCHEDULE: '1,1,1',
+        HANDOFF_MAX_ATTEMPTS: '4',
+        // Not shorter: a receiver starved of CPU for a second must not turn an attempt into a timeout
+        // (an extra request), nor a worker's cold start hand a copy of its message to another.
+        HANDOFF_ATTEMPT_TIMEOUT_MS: '5000',
+        HANDOFF_VISIBILITY_TIMEOUT_SECONDS: '10',
+        HANDOFF_MAX_CONCURRENCY: '2',
+      },
+    };
+  },
+  (started) => {
+    sandbox = started.sandbox;
+    ({ sqs, ledger } = started.clients);
+  },
+  async () => {
+    await receiver?.close();
+  },
+);
 
 function shipment(id: string, status = 'in_transit') {
   return { id, shipmentId: `shp_${id}`, status, occurredAt: '2026-12-02T10:15:00Z' };
@@ -98,17 +92,20 @@ function describeRow(record: DeliveryRecord | undefined): string {
   return `${record.state}, ${record.attempts} attempt(s) [${outcomes}]${record.deadReason ? `, ${record.deadReason}` : ''}`;
 }
 
+/** The messages on a queue, visible or in flight. */
+async function depthOf(queueUrl: string): Promise<number> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return Number(Attributes?.ApproximateNumberOfMessages) + Number(Attributes?.ApproximateNumberOfMessagesNotVisible);
+}
+
 /** Waits until the delivery queue holds no message, visible or in flight. */
 async function queueDrains(): Promise<void> {
-  const depth = async () => {
-    const { Attributes } = await sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: sandbox.ready.queueUrl,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-      }),
-    );
-    return Number(Attributes?.ApproximateNumberOfMessages) + Number(Attributes?.ApproximateNumberOfMessagesNotVisible);
-  };
+  const depth = () => depthOf(sandbox.ready.queueUrl);
   await eventually('the delivery queue to drain', async () => (await depth()) === 0, {
     timeoutMs: SETTLE_MS,
     describe: async () => `${await depth()} message(s)`,
@@ -117,15 +114,7 @@ async function queueDrains(): Promise<void> {
 
 /** Waits until the dead-letter queue holds `count` messages. */
 async function deadLettersReach(count: number): Promise<void> {
-  const depth = async () => {
-    const { Attributes } = await sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: sandbox.ready.deadLetterQueueUrl,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-      }),
-    );
-    return Number(Attributes?.ApproximateNumberOfMessages) + Number(Attributes?.ApproximateNumberOfMessagesNotVisible);
-  };
+  const depth = () => depthOf(sandbox.ready.deadLetterQueueUrl);
   await eventually(`${count} dead letters`, async () => (await depth()) >= count, {
     timeoutMs: SETTLE_MS,
     describe: async () => `${await depth()} dead letter(s)`,
