@@ -32,9 +32,9 @@ export interface DeadLetter {
   readonly reason: string | undefined;
   readonly eventId: string | undefined;
   /** The endpoint whose delivery died (docs/contract.md §11); absent for a message never routed. */
-  readonly endpoint: string | undefined;
+  readonly endpoint?: string | undefined;
   /** At an endpoint ordered per shipment (docs/contract.md §13): `continued` or `held`. */
-  readonly ordering: string | undefined;
+  readonly ordering?: string | undefined;
 }
 
 export class SandboxClients {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
-import type { EndpointDeadLetter } from '../helpers/soak/dead-letters';
+import type { DeadLetter } from '../helpers/sandbox-clients';
 import { endpointFields, routeOf, THREE_ENDPOINTS, THREE_ENDPOINTS_ONE_ORDERED } from '../helpers/soak/endpoints';
 import { checkInvariants, EXPECTED_END, type Observed, type OutageObserved } from '../helpers/soak/invariants';
 import { answerFor, deliveriesOf, planSoak, summarize, type Fate, type PlannedDelivery, type SoakPlan } from '../helpers/soak/plan';
@@ -51,7 +51,7 @@ function receiverCounts(endpoint: string, effects: Map<string, number>): Receive
 /** The end state of a run that went exactly to plan. */
 function cleanEnd(of: SoakPlan = plan): Observed {
   const rows: DeliveryRecord[] = [];
-  const deadLetters: EndpointDeadLetter[] = [];
+  const deadLetters: DeadLetter[] = [];
   const effects = new Map<string, Map<string, number>>((of.endpoints ?? [{ name: 'default' }]).map((e) => [e.name, new Map()]));
   for (const d of deliveriesOf(of)) {
     const end = EXPECTED_END[d.fate];
@@ -625,7 +625,7 @@ describe('Function: planSoak and checkInvariants, an endpoint ordered per shipme
 
   it("flags a dead letter of the ordered endpoint not saying its shipment continued, and one elsewhere saying anything of ordering", () => {
     const observed = orderedEnd();
-    const letters = (change: (letter: EndpointDeadLetter) => EndpointDeadLetter, endpoint: string) => ({
+    const letters = (change: (letter: DeadLetter) => DeadLetter, endpoint: string) => ({
       ...observed,
       deadLetters: observed.deadLetters.map((letter, i) => (i === observed.deadLetters.findIndex((l) => l.endpoint === endpoint) ? change(letter) : letter)),
     });

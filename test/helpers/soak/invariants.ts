@@ -5,7 +5,7 @@
  */
 import { parseEvent } from '../../../lib/event';
 import type { DeliveryRecord } from '../../../lib/ledger/ledger';
-import type { EndpointDeadLetter } from './dead-letters';
+import type { DeadLetter } from '../sandbox-clients';
 import type { DisabledInterval } from './outage';
 import { DEFAULT_SOAK_ENDPOINT } from './endpoints';
 import { deliveriesOf, deliveryKey, endpointsOf, type Fate, type PlannedConflict, type PlannedDelivery, type SoakPlan } from './plan';
@@ -15,7 +15,7 @@ export interface Observed {
   /** Every ledger row at the end. */
   readonly rows: readonly DeliveryRecord[];
   /** Everything on the dead-letter queue at the end. */
-  readonly deadLetters: readonly EndpointDeadLetter[];
+  readonly deadLetters: readonly DeadLetter[];
   /** Each endpoint's receiver. */
   readonly receivers: readonly ReceiverCounts[];
   /** Messages left on the delivery queue (visible, in flight or delayed). */
@@ -81,7 +81,7 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
   const names = endpointsOf(plan).map((e) => e.name);
   // Before issue 10's routing, dead letters of the single-URL settings had no endpoint attribute.
   const single = plan.endpoints === undefined;
-  const letterEndpoint = (letter: EndpointDeadLetter) => letter.endpoint ?? (single ? DEFAULT_SOAK_ENDPOINT.name : undefined);
+  const letterEndpoint = (letter: DeadLetter) => letter.endpoint ?? (single ? DEFAULT_SOAK_ENDPOINT.name : undefined);
 
   const lost = planned
     .filter((d) => {
@@ -590,12 +590,12 @@ function firstAccepted(requests: readonly LoggedRequest[] | undefined): number |
 }
 
 /** The planned reused ID a dead letter is the identity conflict of (its ID, its body, reason `identity-conflict`). */
-function plannedConflictOf(plan: SoakPlan, letter: EndpointDeadLetter): PlannedConflict | undefined {
+function plannedConflictOf(plan: SoakPlan, letter: DeadLetter): PlannedConflict | undefined {
   if (letter.reason !== 'identity-conflict') return undefined;
   return plan.conflicts?.find((conflict) => conflict.eventId === letter.eventId && conflict.body === letter.body);
 }
 
-function isPlannedConflict(plan: SoakPlan, letter: EndpointDeadLetter): boolean {
+function isPlannedConflict(plan: SoakPlan, letter: DeadLetter): boolean {
   return plannedConflictOf(plan, letter) !== undefined;
 }
 

@@ -14,9 +14,8 @@ import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { DeliveryRecord } from '../../../lib/ledger/ledger';
-import { ownerPid, SandboxClients } from '../sandbox-clients';
+import { ownerPid, SandboxClients, type DeadLetter } from '../sandbox-clients';
 import { startSandboxProcess, type SandboxProcess } from '../sandbox';
-import { readEndpointDeadLetters, type EndpointDeadLetter } from './dead-letters';
 import { endpointFields, soakSecret, THREE_ENDPOINTS, THREE_ENDPOINTS_ONE_ORDERED, writeEndpointsFile } from './endpoints';
 import { checkInvariants, type Invariant, type ParkedSighting } from './invariants';
 import { driveOutage, OUTAGE, type OutageControl } from './outage';
@@ -350,7 +349,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
 
     const [rows, deadLetters, queueDepth, orderedDepth] = await Promise.all([
       clients.scanLedger(),
-      readEndpointDeadLetters(clients.sqs, sandbox.ready.deadLetterQueueUrl),
+      clients.readDeadLetters(),
       clients.queueDepth(),
       ordered ? clients.queueDepth(orderedQueueUrl) : Promise.resolve(0),
     ]);
@@ -506,7 +505,7 @@ function figures(input: {
   sandbox: SandboxProcess;
   durationMs: number;
   progress: { sent: number; kills: number };
-  deadLetters: readonly EndpointDeadLetter[];
+  deadLetters: readonly DeadLetter[];
   timedOut: boolean;
 }): SoakFigures {
   const { rows, counts, sandbox } = input;
