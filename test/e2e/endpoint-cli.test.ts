@@ -196,10 +196,12 @@ function json<T = Record<string, unknown>>(run: CliRun): T {
   return JSON.parse(run.stdout) as T;
 }
 
-/** The one secret line an output holds. */
-function printedSecret(run: CliRun): string {
+/** The secret the command generated, from the one secret line its output holds; kept in `secrets` and `generated`. */
+function generatedSecret(run: CliRun): string {
   const match = /signing secret: (whsec_\S+)/.exec(run.stdout);
   if (!match?.[1]) throw new Error(`no secret in: ${run.stdout}`);
+  secrets.push(match[1]);
+  generated.push(match[1]);
   return match[1];
 }
 
@@ -283,9 +285,7 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
 
     expect(run.code).toBe(0);
     expect(run.stderr).toBe('');
-    acmeSecret = printedSecret(run);
-    secrets.push(acmeSecret);
-    generated.push(acmeSecret);
+    acmeSecret = generatedSecret(run);
     expect(run.stdout.split(acmeSecret)).toHaveLength(2);
     expect(run.stdout).toContain('shown once');
     expect(run.stdout).toContain('url          https://hooks.acme.example/handoff?token=***');
@@ -551,9 +551,7 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
     const run = await handoff(['rotate-secret', 'acme']);
 
     expect(run.code).toBe(0);
-    const fresh = printedSecret(run);
-    secrets.push(fresh);
-    generated.push(fresh);
+    const fresh = generatedSecret(run);
     expect(fresh).not.toBe(acmeSecret);
     expect(run.stdout).not.toContain(acmeSecret);
     expect(run.stdout).toMatch(/^rotated the signing secret of endpoint acme: until \S+Z \(in 1 d\) each request is signed with both the new and the old secret, then with the new one only$/m);
@@ -771,6 +769,12 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     });
   }
 
+  /** Sends an in-transit event of carrier acme's and answers the request acme received for it. */
+  async function acmeRequestFor(eventId: string): Promise<ReceivedRequest> {
+    await clients.send(shipment(eventId, 'in_transit', 'acme'));
+    return requestFor(acme, eventId);
+  }
+
   async function queueDrains(): Promise<void> {
     await eventually('the delivery queue to drain', async () => (await clients.queueDepth()) === 0, {
       timeoutMs: SETTLE_MS,
@@ -804,9 +808,7 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
   it('adds an endpoint whose events then arrive signed with the secret add printed, and only its events', async () => {
     const added = await handoff(['add', '--name', 'acme', '--url', acme.url, '--event-types', '*', '--match', 'data.carrier=acme']);
     expect(added.code).toBe(0);
-    acmeSecret = printedSecret(added);
-    secrets.push(acmeSecret);
-    generated.push(acmeSecret);
+    acmeSecret = generatedSecret(added);
 
     await clients.sendAll([shipment('evt_cli_ep_zephyr', 'in_transit', 'zephyr'), shipment('evt_cli_ep_acme', 'in_transit', 'acme')]);
     const request = await requestFor(acme, 'evt_cli_ep_acme');
@@ -862,12 +864,8 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
   it('rotates its secret with --overlap 1h: the next event is signed with both, each verifying on its own', async () => {
     const rotated = await handoff(['rotate-secret', 'acme', '--overlap', '1h']);
     expect(rotated.code).toBe(0);
-    const fresh = printedSecret(rotated);
-    secrets.push(fresh);
-    generated.push(fresh);
-
-    await clients.send(shipment('evt_cli_ep_overlap', 'in_transit', 'acme'));
-    const request = await requestFor(acme, 'evt_cli_ep_overlap');
+    const fresh = generatedSecret(rotated);
+    const request = await acmeRequestFor('evt_cli_ep_overlap');
 
     expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(2);
     expect(acme.verify(request, fresh)).toBe(true);
@@ -885,12 +883,8 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     const rotated = await handoff(['rotate-secret', 'acme', '--overlap', '0']);
     expect(rotated.code).toBe(0);
     expect(rotated.stdout).toMatch(/^rotated the signing secret of endpoint acme: the old one no longer signs$/m);
-    const newest = printedSecret(rotated);
-    secrets.push(newest);
-    generated.push(newest);
-
-    await clients.send(shipment('evt_cli_ep_rotated', 'in_transit', 'acme'));
-    const request = await requestFor(acme, 'evt_cli_ep_rotated');
+    const newest = generatedSecret(rotated);
+    const request = await acmeRequestFor('evt_cli_ep_rotated');
 
     expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(1);
     expect(acme.verify(request, newest)).toBe(true);
