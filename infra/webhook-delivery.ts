@@ -2,14 +2,15 @@
  * WebhookDelivery: the reusable construct behind handoff (docs/contract.md §1, §4, §5, §7), composed
  * of the parts in infra/delivery/:
  *
- *   queues.ts     the delivery queue, its redrive and dead-letter queues, the ordered FIFO intake
- *   ledger.ts     the ledger table
- *   secrets.ts    the signing secret and the seal key
- *   functions.ts  the consumer and the stuck-work recovery function, their event sources and schedule
- *   grants.ts     what each function's role may do
- *   alarms.ts     the alarms and the topic they notify
- *   dashboard.ts  the dashboard
- *   metrics.ts    the metrics the alarms and the dashboard read
+ *   queues.ts       the delivery queue, its redrive and dead-letter queues, the ordered FIFO intake
+ *   ledger.ts       the ledger table
+ *   secrets.ts      the signing secret and the seal key
+ *   functions.ts    the consumer and the stuck-work recovery function, their event sources and schedule
+ *   grants.ts       what each function's role may do
+ *   alarms.ts       the alarms
+ *   alarm-topic.ts  the topic they notify
+ *   dashboard.ts    the dashboard
+ *   metrics.ts      the metrics the alarms and the dashboard read
  *
  * Producers send events to the delivery queue; the consumer Lambda claims each event in the
  * ledger table, sends the webhook, records the outcome, and only then lets the queue forget the
@@ -47,7 +48,8 @@ import { checkEndpoint, DEFAULT_SETTINGS, derivedTimings, validateSettings, type
 import { ConfigError } from '../lib/errors';
 import { ALL_EVENT_TYPES, DEFAULT_ENDPOINT_NAME } from '../lib/endpoints/endpoint';
 import type { MetricName } from '../lib/observability';
-import { createAlarms, createAlarmTopic, type DeliveryAlarms } from './delivery/alarms';
+import { createAlarmTopic } from './delivery/alarm-topic';
+import { createAlarms, type DeliveryAlarms } from './delivery/alarms';
 import { createDashboard } from './delivery/dashboard';
 import { createConsumer, createRecovery, type FunctionSource } from './delivery/functions';
 import { grantConsumerAccess, grantRecoveryAccess } from './delivery/grants';

@@ -1,15 +1,11 @@
 /**
- * The alarms and the topic they notify: the one given, or one made here (SSE with a key of its own,
- * TLS only). The dashboard (infra/delivery/dashboard.ts) shows their state beside the metrics they
- * watch.
+ * The alarms; the topic they notify is infra/delivery/alarm-topic.ts. The dashboard
+ * (infra/delivery/dashboard.ts) shows their state beside the metrics they watch.
  */
-import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import * as iam from 'aws-cdk-lib/aws-iam';
-import * as kms from 'aws-cdk-lib/aws-kms';
-import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { derivedTimings, type Settings } from '../../lib/config';
@@ -75,47 +71,6 @@ type AlarmedParts = Pick<
   | 'alarmTopic'
   | 'consumerMetric'
 >;
-
-/**
- * The topic the alarms notify: the one given, or one made here, encrypted with a key of its own (an
- * AWS-managed key cannot be used: CloudWatch must be allowed in the key's policy), TLS only, which
- * CloudWatch's alarms of this account may publish to. The key goes with the stack (it keeps nothing).
- */
-export function createAlarmTopic(scope: Construct, given: sns.ITopic | undefined): { topic: sns.ITopic; key: kms.Key | undefined } {
-  if (given) return { topic: given, key: undefined };
-  const stack = Stack.of(scope);
-  const key = new kms.Key(scope, 'AlarmTopicKey', {
-    description: "handoff: encrypts the alarm topic's messages",
-    enableKeyRotation: true,
-    removalPolicy: RemovalPolicy.DESTROY,
-  });
-  key.addToResourcePolicy(
-    new iam.PolicyStatement({
-      sid: 'CloudWatchAlarmsPublish',
-      principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
-      actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
-      resources: ['*'],
-    }),
-  );
-  const topic = new sns.Topic(scope, 'AlarmTopic', {
-    displayName: 'handoff alarms',
-    masterKey: key,
-    enforceSSL: true,
-  });
-  topic.addToResourcePolicy(
-    new iam.PolicyStatement({
-      sid: 'CloudWatchAlarmsPublish',
-      principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
-      actions: ['sns:Publish'],
-      resources: [topic.topicArn],
-      conditions: {
-        StringEquals: { 'aws:SourceAccount': stack.account },
-        ArnLike: { 'aws:SourceArn': stack.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: '*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
-      },
-    }),
-  );
-  return { topic, key };
-}
 
 /**
  * The alarms (docs/operating.md), each saying in its description what to do. Every one treats
