@@ -29,7 +29,13 @@ const UNMODELLED = new Set(['BatchWriteItem', 'TransactWriteItems', 'TransactGet
 const CONTROL = new Set(['CreateTable', 'DescribeTable', 'DeleteTable', 'UpdateTable', 'ListTables', 'UpdateTimeToLive']);
 
 /** One table's part of a usage (index units included in `writeUnits`). */
-export type TableUsage = Record<'writeRequests' | 'readRequests' | 'writeUnits' | 'indexUnits' | 'readUnits', number>;
+export interface TableUsage {
+  writeRequests: number;
+  readRequests: number;
+  writeUnits: number;
+  indexUnits: number;
+  readUnits: number;
+}
 
 export interface MeteredWrite {
   readonly operation: string;
@@ -79,7 +85,10 @@ export class DynamoDbUsage {
   }
 
   addRead(table: string, units: number): void {
-    for (const part of [this, this.table(table)]) [part.readRequests, part.readUnits] = [part.readRequests + 1, part.readUnits + units];
+    this.readRequests += 1;
+    this.readUnits += units;
+    this.table(table).readRequests += 1;
+    this.table(table).readUnits += units;
   }
 
   addWrite(write: MeteredWrite): void {
@@ -155,7 +164,11 @@ export interface Meter {
   close(): Promise<void>;
 }
 
-type Answer = { readonly status: number; readonly headers: IncomingHttpHeaders; readonly body: Buffer };
+interface Answer {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+}
 
 export async function startMeter(dynaliteEndpoint: string, direct: DynamoDBClient): Promise<Meter> {
   const target = new URL(dynaliteEndpoint);
@@ -345,9 +358,22 @@ export async function startMeter(dynaliteEndpoint: string, direct: DynamoDBClien
   };
 }
 
-type WriteInput = { TableName: string; Key?: Item; Item?: Item; ReturnConsumedCapacity?: string; ReturnValuesOnConditionCheckFailure?: string };
+interface WriteInput {
+  TableName: string;
+  Key?: Item;
+  Item?: Item;
+  ReturnConsumedCapacity?: string;
+  ReturnValuesOnConditionCheckFailure?: string;
+}
 
-type SqsInput = { Id?: string; QueueUrl?: string; MessageBody?: string; DelaySeconds?: number; MessageAttributes?: Record<string, WireAttribute>; Entries?: SqsInput[] };
+interface SqsInput {
+  Id?: string;
+  QueueUrl?: string;
+  MessageBody?: string;
+  DelaySeconds?: number;
+  MessageAttributes?: Record<string, WireAttribute>;
+  Entries?: SqsInput[];
+}
 
 function parseJson(body: Buffer): unknown {
   try {

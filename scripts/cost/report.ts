@@ -95,7 +95,12 @@ export function printScenarios(results: readonly ScenarioResult[]): void {
       .map(([operation, n]) => `${operation.replace(' (event source)', '*')} ${n}`)
       .join(', ')})`,
   ]);
-  console.log(formatTable(['scenario', 'messages', 'DDB writes', 'DDB reads', 'table WU', 'index WU (ops)', 'total WU', 'RU', 'SQS requests'], rows));
+  console.log(
+    formatTable(
+      ['scenario', 'messages', 'DDB writes', 'DDB reads', 'table WU', 'index WU (ops)', 'total WU', 'RU', 'SQS requests'],
+      rows,
+    ),
+  );
   console.log(
     '\nRefused conditional writes are billed on the item that is there (at least 1 unit) and change no index. AWS returns\n' +
       'the row with a refusal (ALL_OLD) at no read cost, so no GetItem follows (dynalite would need one). * Lambda\'s event\n' +
@@ -119,11 +124,34 @@ export function printWorkloads(priced: readonly PricedWorkload[], memoryMb: numb
       fixed(p.perEvent.sqsRequests),
       typicalMs.toFixed(1),
       (p.perEvent.lambdaGbSeconds * 1e6).toFixed(0),
-      ...[p.cost.dynamodb, p.cost.sqs, p.cost.lambda, p.cost.total].map(dollars),
+      dollars(p.cost.dynamodb),
+      dollars(p.cost.sqs),
+      dollars(p.cost.lambda),
+      dollars(p.cost.total),
       base === undefined ? '-' : `${(p.cost.total / base.cost.total).toFixed(2)}x`,
     ];
   });
-  console.log(formatTable(['consumer', 'event', 'DDB writes', 'WU (table + index)', 'RU', 'row bytes', 'SQS req', 'batch ms (median)', `µGB-s @${memoryMb} MB`, 'DynamoDB $/M', 'SQS $/M', 'Lambda $/M', 'total $/M', 'vs Powertools'], rows));
+  console.log(
+    formatTable(
+      [
+        'consumer',
+        'event',
+        'DDB writes',
+        'WU (table + index)',
+        'RU',
+        'row bytes',
+        'SQS req',
+        'batch ms (median)',
+        `µGB-s @${memoryMb} MB`,
+        'DynamoDB $/M',
+        'SQS $/M',
+        'Lambda $/M',
+        'total $/M',
+        'vs Powertools',
+      ],
+      rows,
+    ),
+  );
   const per100Ms = lambdaPerMillion(100, SETTINGS.batchSize, memoryMb);
   console.log(
     [
@@ -187,11 +215,33 @@ export function printFanOuts(fanOuts: readonly PricedFanOut[], memoryMb: number)
       fixed(per.usage.lambdaInvocations, 3),
       `${per.producerMedianMs.toFixed(1)}${metered.endpointInvocations > 0 ? ` / ${per.endpointMedianMs.toFixed(1)}` : ''}`,
       (per.usage.lambdaGbSeconds * 1e6).toFixed(0),
-      ...[cost.dynamodb, cost.sqs, cost.lambda, cost.total].map(dollars),
+      dollars(cost.dynamodb),
+      dollars(cost.sqs),
+      dollars(cost.lambda),
+      dollars(cost.total),
       base === undefined ? '-' : `${(cost.total / base.cost.total).toFixed(2)}x`,
     ];
   });
-  console.log(formatTable(['run', 'deliveries', 'WU (table + index)', 'RU', 'SQS req (send batch / receive* / delete* / visibility)', 'invocations', 'batch ms (producer / per-endpoint)', `µGB-s @${memoryMb} MB`, 'DynamoDB $/M', 'SQS $/M', 'Lambda $/M', 'total $/M', 'vs single-URL'], rows));
+  console.log(
+    formatTable(
+      [
+        'run',
+        'deliveries',
+        'WU (table + index)',
+        'RU',
+        'SQS req (send batch / receive* / delete* / visibility)',
+        'invocations',
+        'batch ms (producer / per-endpoint)',
+        `µGB-s @${memoryMb} MB`,
+        'DynamoDB $/M',
+        'SQS $/M',
+        'Lambda $/M',
+        'total $/M',
+        'vs single-URL',
+      ],
+      rows,
+    ),
+  );
   const reads = fanOuts
     .filter((f) => f.registryReadUnits !== undefined)
     .map((f) => `${f.metered.run.endpoints}: ${fixed(f.registryReadUnits!, 2)} RU`)
@@ -294,7 +344,9 @@ function healthTable(rows: readonly HealthFigures[]): string {
         fixed(f.registry.writeUnits, 3),
         fixed(f.registry.readUnits, 3),
         sqsText(f),
-        ...[f.cost.dynamodb, f.cost.sqs, f.cost.total].map(dollars),
+        dollars(f.cost.dynamodb),
+        dollars(f.cost.sqs),
+        dollars(f.cost.total),
       ]),
     );
 }
