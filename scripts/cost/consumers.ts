@@ -82,7 +82,7 @@ export function handoffConsumer(options: { ledgerTable: string; webhookUrl?: str
   return { invoke: (records) => handler({ Records: [...records] }, lambdaContext('handoff')), decisions };
 }
 
-/** The Powertools consumer's idempotency table, as bench/workload.ts creates it. */
+/** The Powertools consumer's idempotency table, as bench/pipeline.ts creates it. */
 export async function createPowertoolsTable(client: DynamoDBClient, tableName: string): Promise<void> {
   await client.send(
     new CreateTableCommand({
