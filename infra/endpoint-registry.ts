@@ -40,11 +40,12 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
-import { DEFAULT_ENDPOINT_NAME, type DeploymentSettings, type EndpointFields } from '../lib/endpoints/endpoint';
+import type { DeploymentSettings, EndpointFields } from '../lib/endpoints/endpoint';
 import { EndpointError } from '../lib/errors';
 import { REGISTRY_SCHEMA } from '../lib/endpoints/registry-schema';
 import { checkDeclaredFields, seedCall } from './registry/seed-call';
 import { createSeedFunction } from './registry/seed-function';
+import { DEFAULT_ENDPOINT } from '../lib/ledger/delivery-record';
 
 export { DECLARED_ATTRIBUTE } from './registry/seed-call';
 
@@ -159,7 +160,7 @@ export class EndpointRegistry extends Construct {
       this.#deployment,
     );
     if (this.#seeds.some((seed) => seed.name === fields.name)) {
-      const why = fields.name === DEFAULT_ENDPOINT_NAME ? ' (the single-URL settings, webhookUrl, declare "default")' : '';
+      const why = fields.name === DEFAULT_ENDPOINT ? ' (the single-URL settings, webhookUrl, declare "default")' : '';
       throw new EndpointError(fields.name, 'name', `is declared twice${why}`);
     }
     const resource = this.seedResource(fields);

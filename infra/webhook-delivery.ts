@@ -46,7 +46,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { checkEndpoint, DEFAULT_SETTINGS, derivedTimings, validateSettings, type Settings } from '../lib/config';
 import { ConfigError } from '../lib/errors';
-import { ALL_EVENT_TYPES, DEFAULT_ENDPOINT_NAME } from '../lib/endpoints/endpoint';
+import { ALL_EVENT_TYPES } from '../lib/endpoints/endpoint';
 import type { MetricName } from '../lib/observability';
 import { createAlarmTopic } from './delivery/alarm-topic';
 import { createAlarms, type DeliveryAlarms } from './delivery/alarms';
@@ -58,6 +58,7 @@ import { METRICS } from './delivery/metrics';
 import { createQueues, orderedMaxReceiveCount } from './delivery/queues';
 import { createSealKey, createSigningSecret } from './delivery/secrets';
 import { EndpointRegistry, type EndpointDeclaration } from './endpoint-registry';
+import { DEFAULT_ENDPOINT } from '../lib/ledger/delivery-record';
 
 export { DECLARED_ATTRIBUTE, EndpointRegistry, type EndpointDeclaration } from './endpoint-registry';
 export { DEAD_LETTER_AGE_ALARM, UNROUTED_ALARM_THRESHOLD } from './delivery/alarms';
@@ -239,7 +240,7 @@ export class WebhookDelivery extends Construct {
     });
     if (settings.webhookUrl !== undefined) {
       this.endpointRegistry.seed({
-        name: DEFAULT_ENDPOINT_NAME,
+        name: DEFAULT_ENDPOINT,
         url: settings.webhookUrl,
         eventTypes: [ALL_EVENT_TYPES],
         ...(this.signingSecret ? { secret: this.signingSecret } : {}),

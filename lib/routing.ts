@@ -5,7 +5,6 @@
  */
 import {
   ALL_EVENT_TYPES,
-  DEFAULT_ENDPOINT_NAME,
   resolveEndpoint,
   SETTING_DEFAULTS,
   type DeploymentSettings,
@@ -19,6 +18,7 @@ import { isEncryptedSecret, schemeOf, type EndpointSecretCipher } from './endpoi
 import { errorFields, type Logger } from './observability';
 import type { RetryPolicy } from './policy';
 import type { WebhookSender } from './webhook/sender';
+import { DEFAULT_ENDPOINT } from './ledger/delivery-record';
 
 export interface Routing {
   /**
@@ -239,7 +239,7 @@ export function singleEndpoint(options: {
   readonly attemptTimeoutMs: number;
 }): Endpoint {
   return {
-    name: options.name ?? DEFAULT_ENDPOINT_NAME,
+    name: options.name ?? DEFAULT_ENDPOINT,
     url: options.url,
     eventTypes: [ALL_EVENT_TYPES],
     match: {},

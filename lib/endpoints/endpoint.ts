@@ -23,6 +23,7 @@ import {
   type ResolvedSettings,
   type SettingName,
 } from './fields';
+import { DEFAULT_ENDPOINT } from '../ledger/delivery-record';
 export {
   ALL_EVENT_TYPES,
   ENDPOINT_NAME,
@@ -37,8 +38,6 @@ export {
 } from './field-schemas';
 export { SETTING_DEFAULTS, type EndpointFields } from './fields';
 
-/** The endpoint of the single-URL settings (`HANDOFF_WEBHOOK_URL`, the construct's `webhookUrl`). */
-export const DEFAULT_ENDPOINT_NAME = 'default';
 export const ENDPOINT_STATES = ['enabled', 'disabled'] as const;
 export type EndpointState = (typeof ENDPOINT_STATES)[number];
 
@@ -242,7 +241,7 @@ export function route<E extends Pick<Endpoint, 'name' | 'eventTypes' | 'match'>>
 
 /** The single-URL settings as an endpoint: `default`, subscribed to every event type. */
 export function defaultEndpointFields(url: string, secret?: string): EndpointFields {
-  return { name: DEFAULT_ENDPOINT_NAME, url, eventTypes: [ALL_EVENT_TYPES], ...(secret !== undefined ? { secret } : {}) };
+  return { name: DEFAULT_ENDPOINT, url, eventTypes: [ALL_EVENT_TYPES], ...(secret !== undefined ? { secret } : {}) };
 }
 
 function fieldAt(event: ShipmentEvent, path: string): unknown {

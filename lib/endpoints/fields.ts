@@ -8,7 +8,7 @@
  * the code that acts on it.
  *
  * The order is the order parsed fields are built in, which the digest of an endpoint the construct
- * declares hashes (infra/endpoint-registry.ts): moving an entry makes a deploy apply them again.
+ * declares hashes (infra/registry/seed-call.ts): moving an entry makes a deploy apply them again.
  */
 import type * as v from 'valibot';
 import * as s from './field-schemas';

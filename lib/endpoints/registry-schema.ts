@@ -17,7 +17,7 @@ export const REGISTRY_SCHEMA = {
     updatedAt: 'updatedAt',
     /**
      * Only on endpoints the construct declares: a digest of the declaration, so a deploy applies it
-     * only when it changed (infra/endpoint-registry.ts). Writes keep it: they update, never replace, an item.
+     * only when it changed (infra/registry/seed-call.ts). Writes keep it: they update, never replace, an item.
      */
     declared: 'declared',
     /**
