@@ -137,6 +137,11 @@ describe('Package: the packed tarball in a fresh CDK app', () => {
     console.log(`handoff in a fresh CDK app, beyond aws-cdk-lib and constructs: ${describeFootprint(footprint)}`);
     expect(developmentOnly).toEqual([]);
     expect(footprint.packages.map(({ name }) => name)).toContain('handoff');
+    // The README states it: about N MB in M packages, held to within a megabyte and two packages.
+    const stated = /adds about (\d+) MB\s+in (\d+) packages/.exec(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+    expect(stated, 'the README states the footprint').not.toBeNull();
+    expect(Math.abs(footprint.bytes / 1e6 - Number(stated![1]))).toBeLessThanOrEqual(1);
+    expect(Math.abs(footprint.packages.length - Number(stated![2]))).toBeLessThanOrEqual(2);
   });
 
   it('synthesizes new WebhookDelivery(stack, "Delivery", { ... }) offline, typed by the installed declarations', async () => {
