@@ -45,6 +45,7 @@ import { writeSandboxState } from '../../sandbox/state-file';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually } from '../helpers/sandbox-clients';
+import { startCallerIdentity } from '../helpers/sts-stub';
 
 // This test's own SDK clients: the Node 22 notice is noise here.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -727,26 +728,6 @@ describe('handoff replay', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   });
 });
 
-/**
- * STS's GetCallerIdentity on loopback, in its query protocol (XML): the identity an audit entry
- * records against AWS, where the sandbox has none.
- */
-async function startCallerIdentity(arn: string): Promise<{ url: string; server: Server }> {
-  const server = createServer((request, response) => {
-    request.resume();
-    request.on('end', () => {
-      response.setHeader('content-type', 'text/xml');
-      response.end(
-        '<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult>' +
-          `<Arn>${arn}</Arn><UserId>AIDAEXAMPLE</UserId><Account>000000000000</Account>` +
-          '</GetCallerIdentityResult><ResponseMetadata><RequestId>r3</RequestId></ResponseMetadata></GetCallerIdentityResponse>',
-      );
-    });
-  });
-  await new Promise<void>((resolvePromise) => server.listen(0, '127.0.0.1', resolvePromise));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
-
 describe('per delivery: an event routed to several endpoints', { timeout: 4 * CLI_TEST_TIMEOUT_MS }, () => {
   const CALLER = 'arn:aws:iam::000000000000:user/alice';
   let probe: string;
@@ -757,7 +738,7 @@ describe('per delivery: an event routed to several endpoints', { timeout: 4 * CL
   beforeAll(async () => {
     const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: 'cli-replay-probe' }));
     probe = QueueUrl!;
-    sts = await startCallerIdentity(CALLER);
+    sts = await startCallerIdentity(CALLER, '000000000000');
     explicit = {
       AWS_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'test',

@@ -30,8 +30,7 @@
  * Within each block the tests share one registry and run in order: later ones use endpoints
  * earlier ones added. Run the file, not a single test.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { Command, CommanderError } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,6 +55,7 @@ import { startKmsStub, type KmsStub } from '../helpers/kms';
 import { startTestReceiver, type ReceivedRequest, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
+import { startCallerIdentity } from '../helpers/sts-stub';
 
 const TABLE = 'handoff-endpoints-cli';
 /** The ledger the parked counts are read from. */
@@ -63,23 +63,6 @@ const LEDGER_TABLE = 'handoff-ledger-cli';
 const CALLER_ARN = 'arn:aws:iam::123456789012:user/ops';
 /** The registry's KMS key, as the stack output EndpointsKeyArn names it. */
 const KEY_ARN = 'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
-
-/** STS's GetCallerIdentity on loopback, answering for CALLER_ARN (the query protocol's XML). */
-async function startCallerIdentity(): Promise<{ endpoint: string; server: Server }> {
-  const server = createServer((request, response) => {
-    request.resume();
-    request.on('end', () => {
-      response.writeHead(200, { 'content-type': 'text/xml' });
-      response.end(
-        '<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult>' +
-          `<Arn>${CALLER_ARN}</Arn><UserId>AIDAEXAMPLE</UserId><Account>123456789012</Account>` +
-          '</GetCallerIdentityResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></GetCallerIdentityResponse>',
-      );
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
 
 interface CliRun {
   readonly code: number;
@@ -228,14 +211,14 @@ describe('handoff endpoint (against a registry named with --endpoints-table)', (
 
   beforeAll(async () => {
     dynalite = await startDynalite();
-    const callerIdentity = await startCallerIdentity();
+    const callerIdentity = await startCallerIdentity(CALLER_ARN, '123456789012');
     sts = callerIdentity.server;
     kms = await startKmsStub();
     // The standard AWS environment, pointed at the emulator: how an operator names a deployment;
     // the registry's key named as the stack output EndpointsKeyArn would.
     Object.assign(process.env, {
       AWS_ENDPOINT_URL_DYNAMODB: dynalite.endpoint,
-      AWS_ENDPOINT_URL_STS: callerIdentity.endpoint,
+      AWS_ENDPOINT_URL_STS: callerIdentity.url,
       AWS_ENDPOINT_URL_KMS: kms.url,
       AWS_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'test',
