@@ -21,6 +21,9 @@ import { createConsumer } from '../../lib/consumer/consumer';
 import { consumerDeps } from '../../lib/consumer/environment';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createLedgerTable } from '../../sandbox/ledger-table';
+import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
+import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { startEmulators, type Emulators } from '../../sandbox/emulators';
 import { startTestReceiver, type TestReceiver } from './receiver';
 import { queueArnFromUrl, recordFromMessage, sqsEvent, TEST_SEAL_KEY } from './sqs-records';
@@ -162,6 +165,27 @@ export function coldStartOnRegistry(harness: ConsumerHarness, queues: Queues, ta
     [RESOURCE_ENV.endpointsCacheMs]: '0',
     ...env,
   });
+}
+
+/** A handler cold-started on fresh queues. */
+export interface ColdStarted extends Queues {
+  readonly handler: Handler;
+}
+
+let registryTables = 0;
+
+/** A fresh endpoint registry table on the harness's DynamoDB (`handoff-endpoints-<name>-<n>`), seeded with `fields`. */
+export async function seededRegistry(
+  harness: ConsumerHarness,
+  name: string,
+  fields: readonly EndpointFields[],
+): Promise<{ registry: DynamoDbEndpointRegistry; tableName: string }> {
+  registryTables += 1;
+  const tableName = `handoff-endpoints-${name}-${registryTables}`;
+  await createEndpointsTable(harness.dynamodb, tableName);
+  const registry = new DynamoDbEndpointRegistry({ client: harness.dynamodb, tableName });
+  await seedEndpoints(registry, fields, Date.now());
+  return { registry, tableName };
 }
 
 /** A Lambda context as the runtime hands the consumer one, with 60 s left. */

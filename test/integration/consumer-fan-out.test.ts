@@ -13,8 +13,7 @@ import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry'
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { generateSecret } from '../../lib/endpoints/secret';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
-import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { coldStartOnRegistry, isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { coldStartOnRegistry, isolateEachTest, seededRegistry, useConsumerHarness, type ColdStarted, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 
 const QUEUE_VISIBILITY_SECONDS = 30;
@@ -28,7 +27,6 @@ let dynamodb: DynamoDBClient;
 let acme: TestReceiver;
 let notify: TestReceiver;
 let strict: TestReceiver;
-let tableCount = 0;
 
 useConsumerHarness('consumer-fan-out', async (started) => {
   harness = started;
@@ -52,13 +50,11 @@ function endpoints(): EndpointFields[] {
 }
 
 /** Fresh queues, a fresh registry table seeded with `fields`, and a cold start reading it with no cache. */
-async function start(fields: EndpointFields[] = endpoints()): Promise<{ handler: Handler; queueUrl: string; deadLetterQueueUrl: string }> {
+async function start(fields: EndpointFields[] = endpoints()): Promise<ColdStarted> {
   const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
-  tableCount += 1;
-  const tableName = `handoff-endpoints-${tableCount}`;
-  await createEndpointsTable(dynamodb, tableName);
-  registry = new DynamoDbEndpointRegistry({ client: dynamodb, tableName });
-  await seedEndpoints(registry, fields, Date.now());
+  const seeded = await seededRegistry(harness, 'fan-out', fields);
+  registry = seeded.registry;
+  const tableName = seeded.tableName;
   const handler = await coldStartOnRegistry(harness, queues, tableName);
   return { handler, ...queues };
 }

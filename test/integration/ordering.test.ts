@@ -32,8 +32,7 @@ import { itemSizeBytes } from '../../lib/ledger/item-size';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { replayEvent } from '../../lib/replay';
 import { ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/sandbox';
-import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { coldStartOnRegistry, isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { coldStartOnRegistry, isolateEachTest, seededRegistry, useConsumerHarness, type ColdStarted, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import type { TestReceiver } from '../helpers/receiver';
 import { TEST_SEAL } from '../helpers/sqs-records';
 
@@ -134,10 +133,7 @@ afterAll(async () => {
 
 isolateEachTest((lines) => (stdout = lines));
 
-interface Started {
-  readonly handler: Handler;
-  readonly queueUrl: string;
-  readonly deadLetterQueueUrl: string;
+interface Started extends ColdStarted {
   /** The ordered intake: a FIFO queue of its own (its records' ARN ends in `.fifo`). */
   readonly orderedQueueUrl: string;
   /** The registry the handler reads (no cache): a change is seen by the next invocation. */
@@ -151,11 +147,8 @@ async function start(onDead: 'continue' | 'hold'): Promise<Started> {
   const { QueueUrl: orderedQueueUrl } = await sqs.send(
     new CreateQueueCommand({ QueueName: `ordering-test-intake-${tableCount}.fifo`, Attributes: { ...ORDERED_QUEUE_ATTRIBUTES, VisibilityTimeout: '30' } }),
   );
-  const tableName = `handoff-endpoints-ordering-${tableCount}`;
-  await createEndpointsTable(dynamodb, tableName);
-  const registry = new DynamoDbEndpointRegistry({ client: dynamodb, tableName });
   const fields: EndpointFields[] = [{ name: ENDPOINT, url: acme.url, eventTypes: ['*'], ordering: 'per-shipment', onDead }];
-  await seedEndpoints(registry, fields, Date.now());
+  const { registry, tableName } = await seededRegistry(harness, 'ordering', fields);
   const handler = await coldStartOnRegistry(harness, queues, tableName, {
     HANDOFF_RETRY_SCHEDULE: '1,1,1',
     HANDOFF_MAX_ATTEMPTS: '4',

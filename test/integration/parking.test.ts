@@ -18,8 +18,7 @@ import { createLogger, SERVICE_NAME } from '../../lib/observability';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { registryEndpoints } from '../../lib/recovery';
 import { releaseResuming } from '../../lib/resume';
-import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
-import { coldStartOnRegistry, isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
+import { coldStartOnRegistry, isolateEachTest, seededRegistry, useConsumerHarness, type ColdStarted, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { TEST_SEAL } from '../helpers/sqs-records';
 
@@ -31,7 +30,6 @@ let ledger: DynamoDbLedger;
 let dynamodb: DynamoDBClient;
 let acme: TestReceiver;
 let notify: TestReceiver;
-let tableCount = 0;
 let stdout: string[] = [];
 
 useConsumerHarness('parking-test', async (started) => {
@@ -46,10 +44,7 @@ afterAll(async () => {
 
 isolateEachTest((lines) => (stdout = lines));
 
-interface Started {
-  readonly handler: Handler;
-  readonly queueUrl: string;
-  readonly deadLetterQueueUrl: string;
+interface Started extends ColdStarted {
   readonly registry: DynamoDbEndpointRegistry;
   readonly tableName: string;
 }
@@ -57,11 +52,7 @@ interface Started {
 /** Fresh queues, a fresh registry with `fields` and `disabled` among them disabled, and a cold start reading it with no cache. */
 async function start(fields: EndpointFields[], disabled: readonly string[]): Promise<Started> {
   const queues = await harness.createQueues(QUEUE_VISIBILITY_SECONDS);
-  tableCount += 1;
-  const tableName = `handoff-endpoints-parking-${tableCount}`;
-  await createEndpointsTable(dynamodb, tableName);
-  const registry = new DynamoDbEndpointRegistry({ client: dynamodb, tableName });
-  await seedEndpoints(registry, fields, Date.now());
+  const { registry, tableName } = await seededRegistry(harness, 'parking', fields);
   for (const name of disabled) await registry.setState(name, 'disabled', { by: 'test', reason: 'receiver down', at: Date.now() });
   const handler = await coldStartOnRegistry(harness, queues, tableName);
   return { handler, ...queues, registry, tableName };
