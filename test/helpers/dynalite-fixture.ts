@@ -4,7 +4,7 @@
  * outside vitest import too.
  */
 import { DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { countCommands, emulatorDynamoDbClient, startDynalite, type CommandCounter, type Dynalite } from './dynalite';
 
@@ -38,4 +38,19 @@ export async function freshLedgerTable(client: DynamoDBClient, prefix: string): 
 
 export async function dropTable(client: DynamoDBClient, tableName: string): Promise<void> {
   await client.send(new DeleteTableCommand({ TableName: tableName }));
+}
+
+/**
+ * A fresh ledger table for each test of the block (`freshLedgerTable(client(), prefix)`), its name
+ * handed to `onCreate` before the test; dropped after it.
+ */
+export function freshTableEachTest(client: () => DynamoDBClient, prefix: string, onCreate: (tableName: string) => void): void {
+  let tableName: string | undefined;
+  beforeEach(async () => {
+    tableName = await freshLedgerTable(client(), prefix);
+    onCreate(tableName);
+  });
+  afterEach(async () => {
+    if (tableName !== undefined) await dropTable(client(), tableName);
+  });
 }

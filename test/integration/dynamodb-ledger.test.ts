@@ -48,7 +48,7 @@ import {
   type CommandCounter,
   type Dynalite,
 } from '../helpers/dynalite';
-import { dropTable as dropTableOf, freshLedgerTable, useDynalite } from '../helpers/dynalite-fixture';
+import { dropTable as dropTableOf, freshLedgerTable, freshTableEachTest, useDynalite } from '../helpers/dynalite-fixture';
 import { deliverCopiesInOneBatch, ledgerContract, rejectionOf, shipmentEvent, T0 } from '../helpers/ledger-contract';
 
 const LEASE_MS = 30_000;
@@ -127,14 +127,10 @@ describe('DynamoDbLedger on dynalite', () => {
   let tableName: string;
   let ledger: DynamoDbLedger;
 
-  beforeEach(async () => {
-    tableName = await freshTable();
+  freshTableEachTest(() => client, 'ledger-test', (created) => {
+    tableName = created;
     ledger = new DynamoDbLedger({ client: documents, tableName, now: () => T0 });
     counter.reset();
-  });
-
-  afterEach(async () => {
-    await dropTable(tableName);
   });
 
   function claimInput(eventId: string, overrides: Partial<ClaimInput> = {}): ClaimInput {

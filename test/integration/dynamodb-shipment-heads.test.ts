@@ -11,7 +11,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
 import { LedgerUnavailableError } from '../../lib/ledger/errors';
@@ -26,7 +26,7 @@ import {
   type CommandCounter,
   type Dynalite,
 } from '../helpers/dynalite';
-import { dropTable as dropTableOf, freshLedgerTable, useDynalite } from '../helpers/dynalite-fixture';
+import { dropTable as dropTableOf, freshLedgerTable, freshTableEachTest, useDynalite } from '../helpers/dynalite-fixture';
 import { rejectionOf, shipmentEvent, T0 } from '../helpers/ledger-contract';
 import { shipmentHeadsContract } from '../helpers/shipment-heads-contract';
 
@@ -59,14 +59,10 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
   let tableName: string;
   let heads: DynamoDbShipmentHeads;
 
-  beforeEach(async () => {
-    tableName = await freshTable();
+  freshTableEachTest(() => client, 'heads-test', (created) => {
+    tableName = created;
     heads = new DynamoDbShipmentHeads({ client, tableName });
     counter.reset();
-  });
-
-  afterEach(async () => {
-    await dropTable(tableName);
   });
 
   async function storedItem(eventId: string, endpoint: string): Promise<Record<string, AttributeValue>> {
