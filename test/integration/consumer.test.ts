@@ -19,8 +19,8 @@ import { describe, expect, it } from 'vitest';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { isolateEachTest, lambdaContext, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import type { TestReceiver } from '../helpers/receiver';
+import { TEST_SECRET as SECRET } from '../helpers/secrets';
 
-const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 /** Appears only inside event payloads and a receiver's response: it must never reach a log. */
 const PAYLOAD_MARKER = 'front-desk-7f3a9c';
 const SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:handoff-signing-AbCdEf';

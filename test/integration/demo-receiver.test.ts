@@ -1,8 +1,8 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startDemoReceiver, type DemoReceiver } from '../../sandbox/demo-receiver';
+import { TEST_SECRET as SECRET } from '../helpers/secrets';
 
-const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 let receiver: DemoReceiver | undefined;
 
 afterEach(async () => {

@@ -21,9 +21,9 @@ import {
   type CommandCounter,
 } from '../helpers/dynalite';
 import { useDynalite } from '../helpers/dynalite-fixture';
+import { TEST_SECRET as SECRET } from '../helpers/secrets';
 
 const T0 = Date.parse('2026-12-03T04:00:00Z');
-const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff/acme-AbCdEf';
 
 let client: DynamoDBClient;

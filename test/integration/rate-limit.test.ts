@@ -26,9 +26,9 @@ import {
   startDynalite,
   type Dynalite,
 } from '../helpers/dynalite';
+import { TEST_SECRET as SECRET } from '../helpers/secrets';
 
 const T0 = Date.parse('2026-12-03T08:00:00Z');
-const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 let dynalite: Dynalite;
 let client: DynamoDBClient;

@@ -27,8 +27,8 @@ import { MAX_RECOVERIES, RECOVERY_ENV, recoverStuck, registryEndpoints, sendBack
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { CREDENTIALS, isolateEachTest, lambdaContext, REGION, useConsumerHarness, type ConsumerHarness, type Handler, type Queues } from '../helpers/consumer-harness';
 import { TEST_SEAL } from '../helpers/sqs-records';
+import { TEST_SECRET as SECRET } from '../helpers/secrets';
 
-const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const QUEUE_VISIBILITY_SECONDS = 30;
 const GRACE_MS = 2_000;
 /** How far ahead of the real clock the recovery runs are told it is: past the grace. */

@@ -12,8 +12,8 @@ import { EndpointError } from '../../lib/errors';
 import { CLEARABLE_FIELDS, FIELD_NAMES, FIELD_SPECS, isFieldName, SETTING_DEFAULTS, SETTING_NAMES } from '../../lib/endpoints/fields';
 import { endpointJsonSchema, type JsonSchema } from '../../lib/endpoints/json-schema';
 import { thrownBy } from '../helpers/thrown';
+import { TEST_SECRET as SECRET } from '../helpers/secrets';
 
-const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const OLD_SECRET = 'whsec_T7ojJeNsUogA3D9W+2rOXCHVIoj2XRbaCCjTarhNdhk=';
 const minimal = { name: 'acme', url: 'https://hooks.acme.example/handoff', eventTypes: ['shipment.delivered'] };
 const complete = {

@@ -26,8 +26,8 @@ import { retryPolicy } from '../../lib/policy';
 import { createSigner } from '../../lib/webhook/signing-secret';
 import { DEFAULT_DEPLOYMENT } from '../helpers/deployment';
 import { thrownBy } from '../helpers/thrown';
+import { TEST_SECRET as SECRET } from '../helpers/secrets';
 
-const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:handoff/acme-AbCdEf';
 /** A rotation's old secret, and the end of its overlap. */
 const OLD_SECRET = 'whsec_T7ojJeNsUogA3D9W+2rOXCHVIoj2XRbaCCjTarhNdhk=';
