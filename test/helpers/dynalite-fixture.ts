@@ -40,6 +40,12 @@ export async function dropTable(client: DynamoDBClient, tableName: string): Prom
   await client.send(new DeleteTableCommand({ TableName: tableName }));
 }
 
+/** A new ledger table (`freshLedgerTable(client, prefix)`), and what drops it. */
+export async function droppableLedgerTable(client: DynamoDBClient, prefix: string): Promise<{ tableName: string; drop: () => Promise<void> }> {
+  const tableName = await freshLedgerTable(client, prefix);
+  return { tableName, drop: () => dropTable(client, tableName) };
+}
+
 /**
  * A fresh ledger table for each test of the block (`freshLedgerTable(client(), prefix)`), its name
  * handed to `onCreate` before the test; dropped after it.

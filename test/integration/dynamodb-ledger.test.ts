@@ -48,7 +48,7 @@ import {
   type CommandCounter,
   type Dynalite,
 } from '../helpers/dynalite';
-import { dropTable as dropTableOf, freshLedgerTable, freshTableEachTest, useDynalite } from '../helpers/dynalite-fixture';
+import { droppableLedgerTable, freshTableEachTest, useDynalite } from '../helpers/dynalite-fixture';
 import { deliverCopiesInOneBatch, ledgerContract, rejectionOf, shipmentEvent, T0 } from '../helpers/ledger-contract';
 
 const LEASE_MS = 30_000;
@@ -65,8 +65,6 @@ useDynalite((started) => {
   documents = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
 });
 
-const freshTable = () => freshLedgerTable(client, 'ledger-test');
-const dropTable = (tableName: string) => dropTableOf(client, tableName);
 
 /**
  * What the consumer records of an attempt on a claimed row: its entry from the outcome (the claim's
@@ -116,11 +114,8 @@ function loseFirstAnswer(lossy: DynamoDBClient, commandName: string): { sent(): 
 }
 
 ledgerContract('DynamoDbLedger on dynalite', async ({ now }) => {
-  const tableName = await freshTable();
-  return {
-    ledger: new DynamoDbLedger({ client: documents, tableName, now }),
-    close: () => dropTable(tableName),
-  };
+  const { tableName, drop } = await droppableLedgerTable(client, 'ledger-test');
+  return { ledger: new DynamoDbLedger({ client: documents, tableName, now }), close: drop };
 });
 
 describe('DynamoDbLedger on dynalite', () => {

@@ -26,7 +26,7 @@ import {
   type CommandCounter,
   type Dynalite,
 } from '../helpers/dynalite';
-import { dropTable as dropTableOf, freshLedgerTable, freshTableEachTest, useDynalite } from '../helpers/dynalite-fixture';
+import { droppableLedgerTable, freshTableEachTest, useDynalite } from '../helpers/dynalite-fixture';
 import { rejectionOf, shipmentEvent, T0 } from '../helpers/ledger-contract';
 import { shipmentHeadsContract } from '../helpers/shipment-heads-contract';
 
@@ -42,16 +42,14 @@ useDynalite((started) => {
   ({ dynalite, client, counter } = started);
 });
 
-const freshTable = () => freshLedgerTable(client, 'heads-test');
-const dropTable = (tableName: string) => dropTableOf(client, tableName);
 
 shipmentHeadsContract('DynamoDbShipmentHeads on dynalite', async (options = {}) => {
-  const tableName = await freshTable();
+  const { tableName, drop } = await droppableLedgerTable(client, 'heads-test');
   const documents = DynamoDBDocumentClient.from(client);
   return {
     heads: new DynamoDbShipmentHeads({ client: documents, tableName, ...options }),
     ledger: new DynamoDbLedger({ client: documents, tableName, now: () => T0 }),
-    close: () => dropTable(tableName),
+    close: drop,
   };
 });
 
