@@ -218,16 +218,22 @@ export function captureStdout(): string[] {
 
 /**
  * The file-level hooks the in-process consumer tests share: a harness started before all the
- * file's tests (handed to `onStart`) and closed after them. An `afterAll` the file registers after
- * this call runs before the harness closes (after hooks run in reverse order).
+ * file's tests (handed to `onStart`) and closed after them. What `onStart` answers (stopping what
+ * it started beside the harness) runs first; so does an `afterAll` the file registers after this
+ * call (after hooks run in reverse order).
  */
-export function useConsumerHarness(name: string, onStart: (harness: ConsumerHarness) => void | Promise<void>): void {
+export function useConsumerHarness(
+  name: string,
+  onStart: (harness: ConsumerHarness) => void | Promise<void> | Promise<() => Promise<void>>,
+): void {
   let harness: ConsumerHarness | undefined;
+  let stop: (() => Promise<void>) | undefined;
   beforeAll(async () => {
     harness = await startConsumerHarness(name);
-    await onStart(harness);
+    stop = (await onStart(harness)) ?? undefined;
   });
   afterAll(async () => {
+    await stop?.();
     await harness?.close();
   });
 }

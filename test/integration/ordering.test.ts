@@ -23,7 +23,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
@@ -125,10 +125,7 @@ useConsumerHarness('ordering-test', async (started) => {
   ({ sqs, ledger, dynamodb, receiver: acme } = harness);
   heads = new DynamoDbShipmentHeads({ client: DynamoDBDocumentClient.from(dynamodb), tableName: 'handoff-ledger-ordering-test' });
   proxy = await startCountingProxy({ dynamodb: harness.emulators.dynamodbEndpoint, sqs: harness.emulators.sqsEndpoint });
-});
-
-afterAll(async () => {
-  await proxy?.close();
+  return () => proxy.close();
 });
 
 isolateEachTest((lines) => (stdout = lines));

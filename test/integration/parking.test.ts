@@ -9,7 +9,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { generateSecret } from '../../lib/endpoints/secret';
@@ -36,10 +36,7 @@ useConsumerHarness('parking-test', async (started) => {
   harness = started;
   ({ sqs, ledger, dynamodb, receiver: acme } = harness);
   notify = await startTestReceiver();
-});
-
-afterAll(async () => {
-  await notify?.close();
+  return () => notify.close();
 });
 
 isolateEachTest((lines) => (stdout = lines));
