@@ -44,8 +44,30 @@ export const REGISTRY_SCHEMA = {
      * request slot, advanced by every consumer's reservation with a conditional write.
      */
     rateNext: 'rateNext',
+    /**
+     * Reading by change (docs/contract.md §20): epoch ms of the item's last change that consumers
+     * must see (its fields, its state, its removal; of its health, a run of failures beginning, a
+     * pause, a recovery), the change index's sort key. Health's counts, the probe's claim, a
+     * release's window and the rate limit's schedule never set it. `feed` is the index's partition
+     * key, the same value on every item (CHANGE_FEED), set by every write that sets `changedAt`.
+     */
+    changedAt: 'changedAt',
+    feed: 'feed',
+    /** The endpoint's `owner` field (docs/contract.md §20), copied to the top level for the owner index; absent when it has none. */
+    owner: 'owner',
+    /** Only on a removed endpoint's item, kept as a tombstone so copies learn of the removal: epoch ms it was removed. */
+    removedAt: 'removedAt',
+    /** Epoch seconds; DynamoDB's TTL deletes a tombstone some time after. */
+    expiresAt: 'expiresAt',
   },
+  /** Changes, oldest first, keys only: what a consumer's copy reads to stay current (lib/endpoints/registry.ts). */
+  changeIndex: { name: 'changes', partitionKey: 'feed', sortKey: 'changedAt', projection: 'KEYS_ONLY' },
+  /** An owner's endpoints by name, keys only: sparse, only items with an owner are in it. */
+  ownerIndex: { name: 'owners', partitionKey: 'owner', sortKey: 'name', projection: 'KEYS_ONLY' },
 } as const;
+
+/** The change index's one partition key value. */
+export const CHANGE_FEED = 'endpoints';
 
 /** The table as CreateTable (sandbox) and CloudFormation (the construct) both describe it. */
 export const REGISTRY_TABLE_DEFINITION = {
