@@ -54,6 +54,7 @@ import { createDashboard } from './delivery/dashboard';
 import { createConsumer, createRecovery, type FunctionSource } from './delivery/functions';
 import { grantConsumerAccess, grantRecoveryAccess } from './delivery/grants';
 import { createLedgerTable } from './delivery/ledger';
+import type { LedgerCapacity } from './delivery/capacity';
 import { METRICS } from './delivery/metrics';
 import { createQueues, orderedMaxReceiveCount } from './delivery/queues';
 import { createSealKey, createSigningSecret } from './delivery/secrets';
@@ -62,6 +63,7 @@ import { DEFAULT_ENDPOINT } from '../lib/ledger/delivery-record';
 
 export { DECLARED_ATTRIBUTE, EndpointRegistry, type EndpointDeclaration } from './endpoint-registry';
 export { DEAD_LETTER_AGE_ALARM, UNROUTED_ALARM_THRESHOLD } from './delivery/alarms';
+export type { CapacityRange, LedgerCapacity, ProvisionedLedgerCapacity } from './delivery/capacity';
 export { CONSUMER_MEMORY_MB, DEFAULT_RECOVERY_INTERVAL, FIFO_MAX_BATCH_SIZE } from './delivery/functions';
 export { ENDPOINT_UNRESOLVED_METRIC, METRICS, RECOVERED_METRIC, endpointSearch } from './delivery/metrics';
 
@@ -142,6 +144,14 @@ export interface WebhookDeliveryProps {
    * false for throwaway test stacks, whose retained tables are then deleted by hand.
    */
   readonly deletionProtection?: boolean;
+  /**
+   * The ledger's billing mode: `'on-demand'` (default), or `{ provisioned: { minReadUnits, maxReadUnits,
+   * minWriteUnits, maxWriteUnits, targetUtilizationPercent? } }`: provisioned capacity with target-tracking
+   * auto scaling (default target 70 %) on the table and on each of its indexes, each in that range or
+   * its own (`indexes`), and an alarm when consumed capacity nears the maximum (infra/delivery/capacity.ts). At a steady load it
+   * bills writes at about 40 % of on-demand's price; past the maximum, requests are throttled.
+   */
+  readonly ledgerCapacity?: LedgerCapacity;
   /**
    * Reserved concurrency for the consumer. Default none: the event sources' maximum concurrency
    * (`maxConcurrency` each, so twice it in all) bounds it, and a reservation below that would

@@ -11,8 +11,8 @@ import type { Construct } from 'constructs';
 import { derivedTimings, type Settings } from '../../lib/config';
 import { ConfigError } from '../../lib/errors';
 import { ALL_EVENT_TYPES, type EndpointFields } from '../../lib/endpoints/endpoint';
-import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import type { WebhookDelivery, WebhookDeliveryProps } from '../webhook-delivery';
+import { capacityCeilingAlarm, globalIndexNames } from './capacity';
 import { DEFAULT_RECOVERY_INTERVAL } from './functions';
 import { ENDPOINT_UNRESOLVED_METRIC, METRICS } from './metrics';
 
@@ -51,8 +51,10 @@ export interface DeliveryAlarms {
   readonly unrouted: cloudwatch.Alarm;
   /** Deliveries held because an endpoint's secret or registry entry could not be read. */
   readonly endpointUnresolved: cloudwatch.Alarm;
-  /** Throttled requests on the ledger (table or listing index) in two 5-minute periods in a row. */
+  /** Throttled requests on the ledger (the table or any of its indexes) in two 5-minute periods in a row. */
   readonly ledgerThrottles: cloudwatch.Alarm;
+  /** Provisioned ledger only (`ledgerCapacity`): consumed capacity near the auto scaling maximum (infra/delivery/capacity.ts). */
+  readonly ledgerCapacityCeiling?: cloudwatch.Alarm;
   /** Throttled requests on the endpoint registry in two 5-minute periods in a row. */
   readonly registryThrottles: cloudwatch.Alarm;
 }
@@ -82,7 +84,7 @@ type AlarmedParts = Pick<
  */
 export function createAlarms(
   scope: Construct & AlarmedParts,
-  props: Pick<WebhookDeliveryProps, 'pendingAgeAlarmThreshold' | 'recoveryInterval' | 'unroutedAlarmThreshold' | 'endpoints'>,
+  props: Pick<WebhookDeliveryProps, 'pendingAgeAlarmThreshold' | 'recoveryInterval' | 'unroutedAlarmThreshold' | 'endpoints' | 'ledgerCapacity'>,
   settings: Settings,
   orderedMaxReceiveCount: number,
 ): DeliveryAlarms {
@@ -242,11 +244,20 @@ export function createAlarms(
     return { read: m('ReadThrottleEvents'), write: m('WriteThrottleEvents') };
   };
   const ledger = throttles(scope.ledgerTable);
-  const listing = throttles(scope.ledgerTable, LEDGER_SCHEMA.listingIndex.name);
+  // Every index too: a throttled index throttles the table's writes (provisioned, one at its maximum).
+  const ledgerThrottleMetrics: Record<string, cloudwatch.IMetric> = { ledgerRead: ledger.read, ledgerWrite: ledger.write };
+  for (const index of globalIndexNames(scope.ledgerTable)) {
+    const id = index.replace(/[^A-Za-z0-9_]/g, '_');
+    const indexThrottles = throttles(scope.ledgerTable, index);
+    ledgerThrottleMetrics[`${id}Read`] = indexThrottles.read;
+    ledgerThrottleMetrics[`${id}Write`] = indexThrottles.write;
+  }
   const registry = throttles(scope.endpointRegistry.table);
   const ledgerThrottleSum = new cloudwatch.MathExpression({
-    expression: 'FILL(ledgerRead, 0) + FILL(ledgerWrite, 0) + FILL(listingRead, 0) + FILL(listingWrite, 0)',
-    usingMetrics: { ledgerRead: ledger.read, ledgerWrite: ledger.write, listingRead: listing.read, listingWrite: listing.write },
+    expression: Object.keys(ledgerThrottleMetrics)
+      .map((id) => `FILL(${id}, 0)`)
+      .join(' + '),
+    usingMetrics: ledgerThrottleMetrics,
     period: fiveMinutes,
     label: 'Ledger throttle events',
   });
@@ -259,7 +270,7 @@ export function createAlarms(
   const ledgerThrottles = alarm(
     'LedgerThrottlesAlarm',
     ledgerThrottleSum,
-    'the ledger table (or its listing index) throttled requests in two 5-minute periods in a row: deliveries slow down and retry. A hot key (one shipment head, one event) or a traffic jump past twice the previous peak; see the dashboard and CloudWatch Contributor Insights for the table.',
+    'the ledger table (or one of its indexes) throttled requests in two 5-minute periods in a row: deliveries slow down and retry. A hot key (one shipment head, one event) or a traffic jump past twice the previous peak; with provisioned capacity (ledgerCapacity), consumption past the units auto scaling has reached or may reach (its ceiling alarm). See the dashboard and CloudWatch Contributor Insights for the table.',
     0,
     { periods: 2 },
   );
@@ -270,6 +281,8 @@ export function createAlarms(
     0,
     { periods: 2 },
   );
+
+  const ledgerCapacityCeiling = capacityCeilingAlarm(scope, scope.ledgerTable, props.ledgerCapacity);
 
   const alarms = {
     deadLetters,
@@ -287,6 +300,7 @@ export function createAlarms(
     endpointUnresolved,
     ledgerThrottles,
     registryThrottles,
+    ...(ledgerCapacityCeiling === undefined ? {} : { ledgerCapacityCeiling }),
   };
   const action = new SnsAction(scope.alarmTopic);
   for (const each of Object.values(alarms)) {

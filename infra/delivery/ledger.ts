@@ -7,12 +7,13 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import type { WebhookDeliveryProps } from '../webhook-delivery';
+import { ledgerBilling, scaleLedger } from './capacity';
 
-export function createLedgerTable(scope: Construct, props: Pick<WebhookDeliveryProps, 'deletionProtection'>): dynamodb.Table {
+export function createLedgerTable(scope: Construct, props: Pick<WebhookDeliveryProps, 'deletionProtection' | 'ledgerCapacity'>): dynamodb.Table {
   const table = new dynamodb.Table(scope, 'Ledger', {
     partitionKey: { name: LEDGER_SCHEMA.partitionKey, type: dynamodb.AttributeType.STRING },
     sortKey: { name: LEDGER_SCHEMA.sortKey, type: dynamodb.AttributeType.STRING },
-    billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+    ...ledgerBilling(props.ledgerCapacity),
     pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
     encryption: dynamodb.TableEncryption.AWS_MANAGED,
     timeToLiveAttribute: LEDGER_SCHEMA.ttlAttribute,
@@ -30,5 +31,7 @@ export function createLedgerTable(scope: Construct, props: Pick<WebhookDeliveryP
     sortKey: { name: listing.sortKey, type: dynamodb.AttributeType.STRING },
     projectionType: dynamodb.ProjectionType[listing.projection],
   });
+  // Provisioned: auto scaling on the table and every index above, so this stays after the last index.
+  scaleLedger(table, props.ledgerCapacity);
   return table;
 }
