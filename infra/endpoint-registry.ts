@@ -114,7 +114,20 @@ export class EndpointRegistry extends Construct {
       encryptionKey: this.encryptionKey,
       removalPolicy,
       deletionProtection: props.deletionProtection ?? true,
+      // A removed endpoint's tombstone goes some time after its `expiresAt` (lib/endpoints/registry-schema.ts).
+      timeToLiveAttribute: REGISTRY_SCHEMA.attributes.expiresAt,
     });
+    // The change index (what a consumer's copy reads to stay current) and the owner index (an
+    // owner's endpoints in one query), keys only, from the one definition the sandbox creates too.
+    for (const index of [REGISTRY_SCHEMA.changeIndex, REGISTRY_SCHEMA.ownerIndex]) {
+      const sortType = index.sortKey === REGISTRY_SCHEMA.changeIndex.sortKey ? dynamodb.AttributeType.NUMBER : dynamodb.AttributeType.STRING;
+      this.table.addGlobalSecondaryIndex({
+        indexName: index.name,
+        partitionKey: { name: index.partitionKey, type: dynamodb.AttributeType.STRING },
+        sortKey: { name: index.sortKey, type: sortType },
+        projectionType: dynamodb.ProjectionType[index.projection],
+      });
+    }
   }
 
   /** The seeds' custom resources, in declaration order (the consumer is deployed after them). */
@@ -168,17 +181,20 @@ export class EndpointRegistry extends Construct {
   }
 
   /**
-   * The consumer's read: Scan (its cached copy of every endpoint, lib/endpoints/dynamodb-registry.ts)
-   * and GetItem (an endpoint's item: its rate-limit schedule) on the table, Decrypt with its key.
-   * Nothing else: the consumer never queries the registry.
+   * The consumer's read of its copy (lib/endpoints/registry-copy.ts): Scan at its cold start,
+   * BatchGetItem for the changed endpoints and GetItem (an endpoint's item: its rate-limit schedule)
+   * on the table, Query on the change index alone; Decrypt with its key.
    */
   grantRead(grantee: iam.IGrantable): void {
     grantee.grantPrincipal.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'EndpointRegistryRead',
-        actions: ['dynamodb:GetItem', 'dynamodb:Scan'],
+        actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Scan'],
         resources: [this.table.tableArn],
       }),
+    );
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'EndpointRegistryChanges', actions: ['dynamodb:Query'], resources: [this.indexArn(REGISTRY_SCHEMA.changeIndex.name)] }),
     );
     grantee.grantPrincipal.addToPrincipalPolicy(
       new iam.PolicyStatement({ sid: 'EndpointRegistryDecrypt', actions: ['kms:Decrypt'], resources: [this.encryptionKey.keyArn] }),
@@ -216,13 +232,18 @@ export class EndpointRegistry extends Construct {
     );
   }
 
-  /** What `handoff endpoint …` needs: read and write every item, encrypt and decrypt with the key. */
+  /** The ARN of one of the table's indexes. */
+  indexArn(indexName: string): string {
+    return `${this.table.tableArn}/index/${indexName}`;
+  }
+
+  /** What `handoff endpoint …` needs: read and write every item (its listing by owner too), encrypt and decrypt with the key. */
   grantEndpointAdmin(grantee: iam.IGrantable): iam.Grant {
     const table = iam.Grant.addToPrincipal({
       grantee,
-      actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:Scan', 'dynamodb:UpdateItem'],
+      actions: ['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:Scan', 'dynamodb:UpdateItem'],
       resourceArns: [this.table.tableArn],
-    });
+    }).combine(iam.Grant.addToPrincipal({ grantee, actions: ['dynamodb:Query'], resourceArns: [this.indexArn(REGISTRY_SCHEMA.ownerIndex.name)] }));
     const key = iam.Grant.addToPrincipal({
       grantee,
       actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey'],

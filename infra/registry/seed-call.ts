@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { Token } from 'aws-cdk-lib';
 import { parseEndpointFields, resolveEndpoint, type DeploymentSettings, type EndpointFields } from '../../lib/endpoints/endpoint';
-import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
+import { CHANGE_FEED, REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 
 /**
  * The attribute a seeded item keeps its declaration's digest in (beside the fields the registry
@@ -47,8 +47,12 @@ export function seedCall(tableName: string, fields: EndpointFields) {
     TableName: tableName,
     Key: { [REGISTRY_SCHEMA.partitionKey]: { S: fields.name } },
     UpdateExpression:
-      'SET #fields = :fields, #declared = :declared, #updatedAt = :now, ' +
-      '#state = if_not_exists(#state, :enabled), #createdAt = if_not_exists(#createdAt, :now)',
+      'SET #fields = :fields, #declared = :declared, #updatedAt = :now, #changedAt = :now, #feed = :feed, ' +
+      '#state = if_not_exists(#state, :enabled), #createdAt = if_not_exists(#createdAt, :now)' +
+      // The owner index's key follows the field (lib/endpoints/registry-schema.ts).
+      (fields.owner !== undefined ? ', #owner = :owner' : '') +
+      // Over a removed endpoint's tombstone the declaration brings it back.
+      ` REMOVE #removedAt, #expiresAt${fields.owner !== undefined ? '' : ', #owner'}`,
     ConditionExpression: 'attribute_not_exists(#declared) OR #declared <> :declared',
     ExpressionAttributeNames: {
       '#fields': a.fields,
@@ -56,11 +60,18 @@ export function seedCall(tableName: string, fields: EndpointFields) {
       '#state': a.state,
       '#createdAt': a.createdAt,
       '#updatedAt': a.updatedAt,
+      '#changedAt': a.changedAt,
+      '#feed': a.feed,
+      '#removedAt': a.removedAt,
+      '#expiresAt': a.expiresAt,
+      '#owner': a.owner,
     },
     ExpressionAttributeValues: {
       ':fields': item,
       ':declared': { S: declarationDigest(fields) },
       ':enabled': { S: 'enabled' },
+      ':feed': { S: CHANGE_FEED },
+      ...(fields.owner !== undefined ? { ':owner': toAttributeValue(fields.owner) } : {}),
     },
   };
 }

@@ -14,7 +14,7 @@ import { ENDPOINT_STATES, parseEndpointFields, type EndpointFields, type Endpoin
 import { EndpointError, EndpointRegistryError } from '../errors';
 import type { EndpointHealth, HealthRecord } from './health-rules';
 import { type Subscription } from './registry';
-import { REGISTRY_SCHEMA } from './registry-schema';
+import { CHANGE_FEED, REGISTRY_SCHEMA } from './registry-schema';
 import { quoted } from '../terminal';
 
 const A = REGISTRY_SCHEMA.attributes;
@@ -36,6 +36,18 @@ export const NAMES = {
   '#stateChange': A.stateChange,
   '#updatedAt': A.updatedAt,
 } as const;
+
+/** What marks a write consumers must see (the change index's keys): `changedAt` then `feed`. */
+export const CHANGE_NAMES = { '#changedAt': A.changedAt, '#feed': A.feed } as const;
+export const SET_CHANGE = '#changedAt = :changedAt, #feed = :feed';
+export function changeValues(changedAt: number): { ':changedAt': number; ':feed': string } {
+  return { ':changedAt': changedAt, ':feed': CHANGE_FEED };
+}
+
+/** A removed endpoint's item (registry-schema.ts `removedAt`): every read takes it as absent. */
+export function isTombstone(item: Item): boolean {
+  return item[A.removedAt] !== undefined;
+}
 
 /** A release of parked deliveries (lib/resume.ts): its attributes, and the clause that ends one. */
 export const RESUME_NAMES = { '#resumeSince': A.resumeSince, '#resumeRate': A.resumeRate, '#resumeUntil': A.resumeUntil } as const;
@@ -68,12 +80,12 @@ export class RegistryTable {
     readonly name: string,
   ) {}
 
-  /** One endpoint's item as a record, read consistently. @throws EndpointRegistryError */
+  /** One endpoint's item as a record, read consistently (a tombstone: none). @throws EndpointRegistryError */
   async get(name: string): Promise<HealthRecord | undefined> {
     const { Item } = await this.guard(`read endpoint ${quoted(name)}`, () =>
       this.client.send(new GetCommand({ TableName: this.name, Key: { [KEY]: name }, ConsistentRead: true })),
     );
-    return Item === undefined ? undefined : this.recordFrom(Item);
+    return Item === undefined || isTombstone(Item) ? undefined : this.recordFrom(Item);
   }
 
   /** An item as a record, checked as the fields of a new endpoint are. @throws EndpointRegistryError */
@@ -138,9 +150,12 @@ export class RegistryTable {
     } else {
       input = { put: { ...write.put, TableName: this.name, Item: toStored(write.put.Item) } };
     }
-    const result = await conditionalWrite<HealthRecord>(this.client as unknown as DynamoDBClient, input, {
+    const result = await conditionalWrite<HealthRecord | undefined>(this.client as unknown as DynamoDBClient, input, {
       unavailable: (error, call) => this.#unavailable(call === 'write' ? subject : `read endpoint ${quoted(name)}`, error),
-      decode: (item) => this.recordFrom(fromStored(item)),
+      decode: (item) => {
+        const stored = fromStored(item);
+        return isTombstone(stored) ? undefined : this.recordFrom(stored);
+      },
       ...(readRefused ? { read: { TableName: this.name, Key: key, ConsistentRead: true } } : {}),
     });
     return result.written ? { written: true, item: fromStored(result.item) } : result;
@@ -180,7 +195,8 @@ function subscriptionOf(fields: unknown): Subscription | undefined {
   }
 }
 
-export function itemOf(record: EndpointRecord): Item {
+/** A new endpoint's item, marked as a change (`changedAt`) and with its owner at the top level for the owner index. */
+export function itemOf(record: EndpointRecord, changedAt: number): Item {
   return {
     [KEY]: record.fields.name,
     [A.fields]: record.fields,
@@ -188,8 +204,25 @@ export function itemOf(record: EndpointRecord): Item {
     ...(record.stateChange !== undefined ? { [A.stateChange]: record.stateChange } : {}),
     [A.createdAt]: record.createdAt,
     [A.updatedAt]: record.updatedAt,
+    [A.changedAt]: changedAt,
+    [A.feed]: CHANGE_FEED,
+    ...(record.fields.owner !== undefined ? { [A.owner]: record.fields.owner } : {}),
   };
 }
+
+/** A removed endpoint's item: its key and when, so copies learn of the removal, gone by TTL a day later. */
+export function tombstoneOf(name: string, changedAt: number): Item {
+  return {
+    [KEY]: name,
+    [A.removedAt]: changedAt,
+    [A.expiresAt]: Math.floor(changedAt / 1000) + TOMBSTONE_SECONDS,
+    [A.changedAt]: changedAt,
+    [A.feed]: CHANGE_FEED,
+  };
+}
+
+/** How long a tombstone is kept: far longer than any copy goes without reading the changes. */
+export const TOMBSTONE_SECONDS = 24 * 60 * 60;
 
 /**
  * The health an item holds, if any. Consumers write it, so a value they could not have written is

@@ -16,17 +16,38 @@
  * `ResumeStore` (dynamodb-resume-store.ts): those writes are made there, on the same table
  * (dynamodb-registry-table.ts: the items, their attribute names, how a store call fails).
  */
-import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbHealthStore } from './dynamodb-health-store';
-import { END_RESUME, HEALTH_ATTRIBUTES as H, itemOf, KEY, NAMES, RegistryTable, STATE_CHANGE_NAMES, type Item } from './dynamodb-registry-table';
+import {
+  CHANGE_NAMES,
+  changeValues,
+  END_RESUME,
+  HEALTH_ATTRIBUTES as H,
+  isTombstone,
+  itemOf,
+  KEY,
+  NAMES,
+  RegistryTable,
+  SET_CHANGE,
+  STATE_CHANGE_NAMES,
+  tombstoneOf,
+  type Item,
+} from './dynamodb-registry-table';
 import { DynamoDbResumeStore } from './dynamodb-resume-store';
 import { ENDPOINT_STATES, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
 import type { EndpointHealth, HealthRecord, HealthStore, ProbeClaim } from './health-rules';
+import { REGISTRY_SCHEMA } from './registry-schema';
 import type { EndpointSecretCipher } from './secret-cipher';
+import { RegistryListing } from './dynamodb-registry-listing';
 import {
   withUnreadable,
+  type ChangeMark,
   type EndpointRegistry,
+  type RegistryChanges,
+  type RegistryEntry,
+  type RegistryPage,
+  type RegistryPageOptions,
 } from './registry';
 import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError } from '../errors';
 import { DEFAULT_RESUME_RATE, type ResumeStore } from '../resume';
@@ -41,6 +62,8 @@ export interface DynamoDbEndpointRegistryOptions {
   readonly tableName: string;
   /** Items per Scan request (default: as many as fit DynamoDB's 1 MB page). */
   readonly scanPageSize?: number;
+  /** Segments a scan of every item reads in parallel (default SCAN_SEGMENTS). */
+  readonly scanSegments?: number;
   /**
    * Told of each item `list` cannot use (written by hand, or by a newer version), which `list` then
    * leaves out, so one bad item does not stop delivery to every other endpoint; the list it returns
@@ -56,6 +79,13 @@ export interface DynamoDbEndpointRegistryOptions {
    * the write, which writes nothing. Unset: secrets are stored as given (the sandbox's seeding).
    */
   readonly cipher?: Pick<EndpointSecretCipher, 'encrypt'>;
+  /**
+   * Epoch ms a write marks as its change (`changedAt`, the change index's sort key). Default: this
+   * machine's clock corrected by the SDK client's `systemClockOffset` (set when AWS answered a
+   * request with a skewed-clock error), so a command run on a late laptop still writes a time
+   * within the copies' lookback (lib/endpoints/registry-copy.ts).
+   */
+  readonly now?: () => number;
 }
 
 /** Every item of the table: those it can use, and why each other one cannot be. */
@@ -64,13 +94,14 @@ export interface RegistryScan {
   readonly unreadable: EndpointRegistryError[];
 }
 
-export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, ResumeStore {
+export class DynamoDbEndpointRegistry implements EndpointRegistry, RegistryChanges, HealthStore, ResumeStore {
   readonly #table: RegistryTable;
   readonly #health: DynamoDbHealthStore;
   readonly #resume: DynamoDbResumeStore;
-  readonly #scanPageSize: number | undefined;
+  readonly #listing: RegistryListing;
   readonly #onUnreadable: ((error: EndpointRegistryError) => void) | undefined;
   readonly #cipher: Pick<EndpointSecretCipher, 'encrypt'> | undefined;
+  readonly #changeClock: () => number;
 
   constructor(options: DynamoDbEndpointRegistryOptions) {
     const client =
@@ -80,9 +111,11 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     this.#table = new RegistryTable(client, options.tableName);
     this.#health = new DynamoDbHealthStore(this.#table);
     this.#resume = new DynamoDbResumeStore(this.#table);
-    this.#scanPageSize = options.scanPageSize;
+    this.#listing = new RegistryListing(this.#table, { scanPageSize: options.scanPageSize, segments: options.scanSegments });
     this.#onUnreadable = options.onUnreadable;
     this.#cipher = options.cipher;
+    const config = client.config as { systemClockOffset?: number };
+    this.#changeClock = options.now ?? (() => Date.now() + (config.systemClockOffset ?? 0));
   }
 
   /** @throws EndpointRegistryError for an item it cannot use, unless `onUnreadable` is given */
@@ -97,23 +130,31 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
   async scan(): Promise<RegistryScan> {
     const records: HealthRecord[] = [];
     const unreadable: EndpointRegistryError[] = [];
-    let startKey: Item | undefined;
-    do {
-      const page = await this.#table.guard('list endpoints', () =>
-        this.#table.client.send(new ScanCommand({ TableName: this.#table.name, ConsistentRead: true, ExclusiveStartKey: startKey, Limit: this.#scanPageSize })),
-      );
-      for (const item of page.Items ?? []) {
-        try {
-          records.push(this.#table.recordFrom(item));
-        } catch (error) {
-          if (!(error instanceof EndpointRegistryError)) throw error;
-          unreadable.push(error);
-        }
-      }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
+    for (const entry of await this.#listing.readAll()) {
+      if (entry.record !== undefined) records.push(entry.record);
+      else if (entry.unreadable !== undefined) unreadable.push(entry.unreadable);
+    }
     records.sort((a, b) => (a.fields.name < b.fields.name ? -1 : a.fields.name > b.fields.name ? 1 : 0));
     return { records, unreadable };
+  }
+
+  // The reads by change a consumer's copy makes (registry-copy.ts), and the paged listing (dynamodb-registry-listing.ts).
+
+  readAll(): Promise<RegistryEntry[]> {
+    return this.#listing.readAll();
+  }
+
+  changedSince(sinceMs: number): Promise<ChangeMark[]> {
+    return this.#listing.changedSince(sinceMs);
+  }
+
+  readNames(names: readonly string[]): Promise<RegistryEntry[]> {
+    return this.#listing.readNames(names);
+  }
+
+  /** @throws RangeError for a cursor it did not issue with these filters, or a limit outside 1–100 */
+  page(options: RegistryPageOptions): Promise<RegistryPage> {
+    return this.#listing.page(options);
   }
 
   async get(name: string): Promise<HealthRecord | undefined> {
@@ -124,7 +165,12 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     const checked = await this.#storedForm(parseEndpointFields(fields));
     const record: EndpointRecord = { fields: checked, state: 'enabled', createdAt: nowMs, updatedAt: nowMs };
     const result = await this.#table.write(checked.name, `add endpoint ${quoted(checked.name)}`, {
-      put: { Item: itemOf(record), ConditionExpression: 'attribute_not_exists(#name)', ExpressionAttributeNames: { '#name': NAMES['#name'] } },
+      put: {
+        Item: itemOf(record, this.#changeClock()),
+        // The name is free, or held only by a removed endpoint's tombstone, which the put replaces.
+        ConditionExpression: 'attribute_not_exists(#name) OR attribute_exists(#removedAt)',
+        ExpressionAttributeNames: { '#name': NAMES['#name'], '#removedAt': REGISTRY_SCHEMA.attributes.removedAt },
+      },
     });
     if (!result.written) {
       throw new EndpointConflictError(checked.name, 'already exists: change it with endpoint update, or remove it first', { cause: result.cause });
@@ -141,10 +187,18 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
       `update endpoint ${quoted(checked.name)}`,
       {
         update: {
-          UpdateExpression: 'SET #fields = :fields, #updatedAt = :updatedAt',
+          // The owner index's key follows the field: set with it, removed when it is cleared.
+          UpdateExpression: `SET #fields = :fields, #updatedAt = :updatedAt, ${SET_CHANGE}${checked.owner !== undefined ? ', #owner = :owner' : ' REMOVE #owner'}`,
+          // A tombstone has no `updatedAt`: updating a removed endpoint is refused, and reads as not found.
           ConditionExpression: 'attribute_exists(#name) AND #updatedAt = :expected',
-          ExpressionAttributeNames: { '#name': NAMES['#name'], '#fields': NAMES['#fields'], '#updatedAt': NAMES['#updatedAt'] },
-          ExpressionAttributeValues: { ':fields': checked, ':updatedAt': updatedAt, ':expected': expectedUpdatedAt },
+          ExpressionAttributeNames: { '#name': NAMES['#name'], '#fields': NAMES['#fields'], '#updatedAt': NAMES['#updatedAt'], '#owner': REGISTRY_SCHEMA.attributes.owner, ...CHANGE_NAMES },
+          ExpressionAttributeValues: {
+            ':fields': checked,
+            ':updatedAt': updatedAt,
+            ':expected': expectedUpdatedAt,
+            ...changeValues(this.#changeClock()),
+            ...(checked.owner !== undefined ? { ':owner': checked.owner } : {}),
+          },
           ReturnValues: 'ALL_NEW',
         },
       },
@@ -169,17 +223,21 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
         // Enabling also starts its health afresh: failures from before it was back do not count
         // towards disabling it again (docs/contract.md §12).
         UpdateExpression: enabling
-          ? 'SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt, #resumeSince = :updatedAt, #resumeRate = :rate, #failures = :zero REMOVE #resumeUntil, #failingSince'
-          : `SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt ${END_RESUME}`,
-        ConditionExpression: 'attribute_exists(#name)',
+          ? `SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt, ${SET_CHANGE}, #resumeSince = :updatedAt, #resumeRate = :rate, #failures = :zero REMOVE #resumeUntil, #failingSince`
+          : `SET #state = :state, #stateChange = :stateChange, #updatedAt = :updatedAt, ${SET_CHANGE} ${END_RESUME}`,
+        // A removed endpoint's tombstone has no state to change: not found.
+        ConditionExpression: 'attribute_exists(#name) AND attribute_not_exists(#removedAt)',
         ExpressionAttributeNames: {
           ...STATE_CHANGE_NAMES,
+          ...CHANGE_NAMES,
+          '#removedAt': REGISTRY_SCHEMA.attributes.removedAt,
           ...(enabling ? { '#failures': H.failures, '#failingSince': H.failingSince } : {}),
         },
         ExpressionAttributeValues: {
           ':state': state,
           ':stateChange': stateChange,
           ':updatedAt': change.at,
+          ...changeValues(this.#changeClock()),
           ...(enabling ? { ':rate': resumeRate, ':zero': 0 } : {}),
         },
         ReturnValues: 'ALL_NEW',
@@ -189,22 +247,21 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, HealthStore, 
     return this.#table.recordFrom(result.item);
   }
 
+  /**
+   * Replaces the item with a tombstone (its key, `removedAt`, `expiresAt`, the change): its fields
+   * and secrets go at once, and every copy learns of the removal from the change index (a deleted
+   * item would leave nothing there to read). DynamoDB's TTL deletes the tombstone a day later.
+   */
   async remove(name: string): Promise<void> {
-    try {
-      await this.#table.guard(`remove endpoint ${quoted(name)}`, () =>
-        this.#table.client.send(
-          new DeleteCommand({
-            TableName: this.#table.name,
-            Key: { [KEY]: name },
-            ConditionExpression: 'attribute_exists(#name)',
-            ExpressionAttributeNames: { '#name': NAMES['#name'] },
-          }),
-        ),
-      );
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) throw new EndpointNotFoundError(name, { cause: error });
-      throw error;
-    }
+    const result = await this.#table.write(name, `remove endpoint ${quoted(name)}`, {
+      put: {
+        Item: tombstoneOf(name, this.#changeClock()),
+        // An endpoint, not already a tombstone.
+        ConditionExpression: 'attribute_exists(#name) AND attribute_not_exists(#removedAt)',
+        ExpressionAttributeNames: { '#name': NAMES['#name'], '#removedAt': REGISTRY_SCHEMA.attributes.removedAt },
+      },
+    });
+    if (!result.written) throw new EndpointNotFoundError(name, { cause: result.cause });
   }
 
   // The consumers' health writes (dynamodb-health-store.ts).

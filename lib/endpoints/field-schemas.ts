@@ -60,6 +60,14 @@ export const yesNo = v.boolean('must be true or false');
 const NAME_PROBLEM = 'must be 1–64 characters of a-z 0-9 -';
 export const name = v.pipe(v.string(NAME_PROBLEM), v.regex(ENDPOINT_NAME, NAME_PROBLEM));
 
+/**
+ * Who an endpoint belongs to (a merchant, a carrier account, a team): the owner index's key, so a
+ * conservative charset, the same in a URL path, a shell and a DynamoDB key without escaping.
+ */
+export const OWNER = /^[A-Za-z0-9._:@+=-]{1,128}$/;
+const OWNER_PROBLEM = 'must be 1–128 characters of A-Z a-z 0-9 . _ : @ + = -';
+export const owner = v.pipe(v.string(OWNER_PROBLEM), v.regex(OWNER, OWNER_PROBLEM));
+
 // Its length alone is named: a URL may carry a credential (docs/contract.md §3). Whether it is
 // absolute and allowed is the endpoint guard's to say (resolveEndpoint).
 const URL_PROBLEM = 'must be an absolute https URL';

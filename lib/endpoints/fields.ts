@@ -182,6 +182,11 @@ export const ENDPOINT_FIELDS = {
         on ? `after ${settings.disableAfterSeconds} s without an accepted request and ${settings.disableAfterFailures} failed attempts` : 'off',
     },
   }),
+  owner: field(s.owner, {
+    clearable: true,
+    doc: 'the account it belongs to (a merchant, a carrier account, a team): 1–128 of A-Z a-z 0-9 . _ : @ + = -; endpoint list --owner finds them',
+    cli: { flag: '--owner <owner>', label: 'owner' },
+  }),
 };
 
 type Fields = typeof ENDPOINT_FIELDS;

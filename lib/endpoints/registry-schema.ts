@@ -71,7 +71,30 @@ export const CHANGE_FEED = 'endpoints';
 
 /** The table as CreateTable (sandbox) and CloudFormation (the construct) both describe it. */
 export const REGISTRY_TABLE_DEFINITION = {
-  AttributeDefinitions: [{ AttributeName: REGISTRY_SCHEMA.partitionKey, AttributeType: 'S' }],
+  AttributeDefinitions: [
+    { AttributeName: REGISTRY_SCHEMA.partitionKey, AttributeType: 'S' },
+    { AttributeName: REGISTRY_SCHEMA.changeIndex.partitionKey, AttributeType: 'S' },
+    { AttributeName: REGISTRY_SCHEMA.changeIndex.sortKey, AttributeType: 'N' },
+    { AttributeName: REGISTRY_SCHEMA.ownerIndex.partitionKey, AttributeType: 'S' },
+  ],
   KeySchema: [{ AttributeName: REGISTRY_SCHEMA.partitionKey, KeyType: 'HASH' }],
+  GlobalSecondaryIndexes: [
+    {
+      IndexName: REGISTRY_SCHEMA.changeIndex.name,
+      KeySchema: [
+        { AttributeName: REGISTRY_SCHEMA.changeIndex.partitionKey, KeyType: 'HASH' },
+        { AttributeName: REGISTRY_SCHEMA.changeIndex.sortKey, KeyType: 'RANGE' },
+      ],
+      Projection: { ProjectionType: REGISTRY_SCHEMA.changeIndex.projection },
+    },
+    {
+      IndexName: REGISTRY_SCHEMA.ownerIndex.name,
+      KeySchema: [
+        { AttributeName: REGISTRY_SCHEMA.ownerIndex.partitionKey, KeyType: 'HASH' },
+        { AttributeName: REGISTRY_SCHEMA.ownerIndex.sortKey, KeyType: 'RANGE' },
+      ],
+      Projection: { ProjectionType: REGISTRY_SCHEMA.ownerIndex.projection },
+    },
+  ],
 } as const;
 

@@ -35,6 +35,44 @@ export interface EndpointRegistry {
   remove(name: string): Promise<void>;
 }
 
+/**
+ * The registry as a consumer's copy reads it (registry-copy.ts): every item once, then what changed.
+ * `changedAt` is the item's last change consumers must see (0: written before changes were marked).
+ */
+export interface RegistryChanges {
+  /** Every endpoint, and every item that cannot be used. */
+  readAll(): Promise<RegistryEntry[]>;
+  /** The names changed after `sinceMs`, each with its change's time (eventually consistent: a change may show late). */
+  changedSince(sinceMs: number): Promise<ChangeMark[]>;
+  /** The named items as they stand (consistent): a removed or missing one comes back with neither `record` nor `unreadable`. */
+  readNames(names: readonly string[]): Promise<RegistryEntry[]>;
+}
+
+export interface ChangeMark {
+  readonly name: string;
+  readonly changedAt: number;
+}
+
+/** One item as read: its record, why it cannot be used, or neither (removed). */
+export interface RegistryEntry extends ChangeMark {
+  readonly record?: HealthRecord;
+  readonly unreadable?: EndpointRegistryError;
+}
+
+/** A page of the registry's endpoints (`endpoint list --limit`): `next` is an opaque cursor, absent on the last page. */
+export interface RegistryPage {
+  readonly items: EndpointRecord[];
+  readonly next?: string;
+}
+
+export interface RegistryPageOptions {
+  /** 1–100 (default 100). */
+  readonly limit?: number;
+  readonly cursor?: string;
+  readonly owner?: string;
+  readonly state?: EndpointRecord['state'];
+}
+
 /** What an endpoint subscribes to: all routing needs to know whether an event goes to it. */
 export type Subscription = Pick<Endpoint, 'eventTypes' | 'match'>;
 

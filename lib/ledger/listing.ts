@@ -18,6 +18,7 @@
  */
 import { LISTING_SHARDS } from './dynamodb-schema';
 import type { DeliveryKey, DeliveryRecord } from './ledger';
+import { cursorJson, encodeCursorJson } from '../cursor';
 
 export const LISTED_STATES = ['pending', 'dead', 'parked'] as const;
 export type ListedState = (typeof LISTED_STATES)[number];
@@ -101,19 +102,13 @@ export function checkListedState(state: string, endpoint?: string): ListedState 
 
 /** The cursor: the listing, order and sort position of a page's last row. Opaque to callers. */
 export function encodeCursor(state: ListedState, newestFirst: boolean, after: string): string {
-  return Buffer.from(JSON.stringify({ state, newestFirst, after })).toString('base64url');
+  return encodeCursorJson({ state, newestFirst, after });
 }
 
 /** @throws RangeError when the cursor is not one a listing of `state` rows in this order issued. */
 export function decodeCursor(cursor: string, state: ListedState, newestFirst: boolean): string {
-  let position: unknown;
-  try {
-    position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    position = undefined;
-  }
-  const p = position as Partial<Record<string, unknown>> | undefined;
-  if (typeof p !== 'object' || p === null || p.state !== state || p.newestFirst !== newestFirst || typeof p.after !== 'string') {
+  const p = cursorJson(cursor);
+  if (p === undefined || p.state !== state || p.newestFirst !== newestFirst || typeof p.after !== 'string') {
     throw new RangeError(`cursor is not one this ledger issued for ${state} rows in this order`);
   }
   return p.after;

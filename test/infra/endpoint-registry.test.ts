@@ -134,13 +134,14 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
   beforeAll(() => void build(), WARM_UP_MS);
 
   describe('table and key', () => {
-    it('is keyed by endpoint name as the one registry definition says (the sandbox builds from it too)', () => {
+    it('is keyed by endpoint name, with the change and owner indexes and the tombstones\' TTL, as the one registry definition says (the sandbox builds from it too)', () => {
       const { template, delivery, ref } = build();
       const table = template.toJSON().Resources[ref(delivery.endpointRegistry.table)] as Resource;
 
       expect(table.Properties.KeySchema).toStrictEqual(REGISTRY_TABLE_DEFINITION.KeySchema);
       expect(table.Properties.AttributeDefinitions).toStrictEqual(REGISTRY_TABLE_DEFINITION.AttributeDefinitions);
-      expect(table.Properties.GlobalSecondaryIndexes).toBeUndefined();
+      expect(table.Properties.GlobalSecondaryIndexes).toStrictEqual(REGISTRY_TABLE_DEFINITION.GlobalSecondaryIndexes);
+      expect(table.Properties.TimeToLiveSpecification).toStrictEqual({ AttributeName: REGISTRY_SCHEMA.attributes.expiresAt, Enabled: true });
     });
 
     it('bills on demand, keeps point-in-time recovery and is encrypted with the stack-owned key', () => {
@@ -196,13 +197,14 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
   });
 
   describe('permissions', () => {
-    it('lets the consumer read the registry (Scan, GetItem: it never queries it), update items (health) and use its key, and nothing more', () => {
+    it('lets the consumer read the registry (Scan, GetItem, BatchGetItem; Query on the change index alone), update items (health) and use its key, and nothing more', () => {
       const { template, delivery, ref } = build();
       const consumer = statementsOf(template, /ConsumerRole/);
       const tableArn = { 'Fn::GetAtt': [ref(delivery.endpointRegistry.table), 'Arn'] };
       const keyArn = { 'Fn::GetAtt': [ref(delivery.endpointRegistry.encryptionKey), 'Arn'] };
 
-      expect(actionsOn(consumer, tableArn)).toEqual(['dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:UpdateItem']);
+      expect(actionsOn(consumer, tableArn)).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:UpdateItem']);
+      expect(actionsOn(consumer, { 'Fn::Join': ['', [tableArn, '/index/changes']] })).toEqual(['dynamodb:Query']);
       expect(actionsOn(consumer, keyArn)).toEqual(['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey']);
     });
 
@@ -253,7 +255,9 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
       });
       const statements = statementsOf(template, /Operator/);
 
+      expect(actionsOn(statements, { 'Fn::Join': ['', [{ 'Fn::GetAtt': [ref(delivery.endpointRegistry.table), 'Arn'] }, '/index/owners']] })).toEqual(['dynamodb:Query']);
       expect(actionsOn(statements, { 'Fn::GetAtt': [ref(delivery.endpointRegistry.table), 'Arn'] })).toEqual([
+        'dynamodb:BatchGetItem',
         'dynamodb:DeleteItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',

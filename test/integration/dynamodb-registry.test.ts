@@ -12,7 +12,7 @@ import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry'
 import { defaultEndpointFields, type EndpointFields } from '../../lib/endpoints/endpoint';
 import { unreadableOf } from '../../lib/endpoints/registry';
 import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError, SecretEncryptionError } from '../../lib/errors';
-import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
+import { REGISTRY_SCHEMA, REGISTRY_TABLE_DEFINITION } from '../../lib/endpoints/registry-schema';
 import { generateSecret } from '../../lib/endpoints/secret';
 import { LocalSecretCipher } from '../../lib/endpoints/secret-cipher';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
@@ -351,7 +351,8 @@ describe('Class: DynamoDbEndpointRegistry health writes', () => {
 
     expect(first).toEqual({ failures: 1, failingSince: T0 + 1_000 });
     expect(second).toEqual({ failures: 2, failingSince: T0 + 1_000 });
-    expect(readsAndWrites(counter.counts())).toEqual({ reads: 0, writes: 2 });
+    // One write each, and one more for the first: the run's beginning marked for the change index.
+    expect(readsAndWrites(counter.counts())).toEqual({ reads: 0, writes: 3 });
     const read = await registry.get('acme');
     expect(read).toEqual({ ...added, health: { failures: 2, failingSince: T0 + 1_000 } });
     // An operator's update on the version read before the failures still goes through.
@@ -453,14 +454,18 @@ describe('Class: DynamoDbEndpointRegistry health writes', () => {
 });
 
 describe('Function: createEndpointsTable', () => {
-  it('creates the table keyed by name, and keeps an existing one with its items', async () => {
+  it('creates the table keyed by name, with its change and owner indexes, and keeps an existing one with its items', async () => {
     await registry.add(acme, T0);
 
     await createEndpointsTable(client, tableName);
 
     const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
     expect(Table?.KeySchema).toEqual([{ AttributeName: 'name', KeyType: 'HASH' }]);
-    expect(Table?.AttributeDefinitions).toEqual([{ AttributeName: 'name', AttributeType: 'S' }]);
+    expect(Table?.AttributeDefinitions).toEqual(REGISTRY_TABLE_DEFINITION.AttributeDefinitions);
+    expect(Table?.GlobalSecondaryIndexes?.map((index) => [index.IndexName, index.Projection?.ProjectionType])).toEqual([
+      ['changes', 'KEYS_ONLY'],
+      ['owners', 'KEYS_ONLY'],
+    ]);
     expect(await registry.get('acme')).toBeDefined();
     await client.send(new DeleteTableCommand({ TableName: tableName }));
   });

@@ -1,0 +1,118 @@
+/**
+ * A consumer container's copy of the registry, kept current by change (docs/contract.md §11, §20):
+ * its cold start reads every item once; each refresh after that asks the change index for the names
+ * changed since a little before the newest change the copy holds, and reads only those whose change
+ * differs from the copy's. With nothing changed a refresh is one empty Query of a keys-only index:
+ * 0.5 read units whatever the number of endpoints.
+ *
+ * Why it misses nothing: a change's time (`changedAt`) is its writer's clock, which SigV4 keeps
+ * within 5 minutes of AWS's, and the index shows it a moment late. Each refresh asks from
+ * CHANGE_LOOKBACK_MS (15 minutes) before the newest change it holds (or now, if that is later: a
+ * writer ahead of time must not move the window forward), so a change stamped up to 5 minutes early
+ * still falls in the window of every refresh within 10 minutes of it. A copy that went longer than
+ * that without a successful refresh (FULL_READ_AFTER_MS) reads everything again instead.
+ *
+ * It hands out a new array only when something changed, holding the same record objects for the
+ * endpoints that did not: routing and the health tracker compare identity to know there is nothing
+ * to do, and routing applies the changed names alone (`changesOf`).
+ */
+import type { EndpointRegistryError } from '../errors';
+import type { HealthRecord } from './health-rules';
+import { withUnreadable, type ChangeMark, type RegistryChanges, type RegistryEntry } from './registry';
+
+/** How far before the newest change a refresh asks from: the writers' clock skew (at most 5 min) and the index's lag, with room. */
+export const CHANGE_LOOKBACK_MS = 15 * 60_000;
+/** The most a writer's clock may be behind AWS's and still sign a request (SigV4). */
+export const MAX_CLOCK_SKEW_MS = 5 * 60_000;
+/** Without a successful refresh for this long, the next reads every item again: a change may have left the window. */
+export const FULL_READ_AFTER_MS = CHANGE_LOOKBACK_MS - MAX_CLOCK_SKEW_MS - 60_000;
+
+/** What changed between an array the copy handed out and the one before it. */
+export interface CopyChanges<R> {
+  readonly from: readonly R[];
+  /** The endpoints added, changed or removed (readable or not). */
+  readonly names: ReadonlySet<string>;
+}
+
+const CHANGES = new WeakMap<object, CopyChanges<unknown>>();
+
+/** What changed since the array before `records`, when the copy made it from that one. */
+export function changesOf<R>(records: readonly R[]): CopyChanges<R> | undefined {
+  return CHANGES.get(records) as CopyChanges<R> | undefined;
+}
+
+export class RegistryCopy {
+  readonly #source: RegistryChanges;
+  readonly #now: () => number;
+  /** Every item the copy holds (readable or not), by name. */
+  #entries = new Map<string, RegistryEntry>();
+  /** Endpoints removed, with their tombstone's change, while it can still show in the window. */
+  readonly #gone = new Map<string, number>();
+  #records: HealthRecord[] | undefined;
+  /** The newest change the copy holds. */
+  #highWater = 0;
+  /** When the last successful refresh began. */
+  #refreshedAt = 0;
+
+  constructor(source: RegistryChanges, options: { readonly now?: () => number } = {}) {
+    this.#source = source;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * The registry's endpoints as of this refresh (the items that cannot be used travel with the array:
+   * `unreadableOf`). The same array as the last call's when nothing changed.
+   * @throws EndpointRegistryError when the registry cannot be read (the copy is kept as it was)
+   */
+  async list(): Promise<HealthRecord[]> {
+    const startedAt = this.#now();
+    if (this.#records === undefined || startedAt - this.#refreshedAt > FULL_READ_AFTER_MS) {
+      this.#apply(await this.#source.readAll(), true);
+    } else {
+      const since = Math.min(this.#highWater, startedAt) - CHANGE_LOOKBACK_MS;
+      const stale = (await this.#source.changedSince(since)).filter((mark) => this.#known(mark) !== mark.changedAt);
+      if (stale.length > 0) this.#apply(await this.#source.readNames(stale.map((mark) => mark.name)), false);
+      for (const [name, changedAt] of this.#gone) if (changedAt <= since) this.#gone.delete(name);
+    }
+    this.#refreshedAt = startedAt;
+    return this.#records!;
+  }
+
+  /** The change the copy holds for an endpoint: its item's, its tombstone's, or none. */
+  #known(mark: ChangeMark): number | undefined {
+    return this.#entries.get(mark.name)?.changedAt ?? this.#gone.get(mark.name);
+  }
+
+  /** Takes what was read; `complete`: every item, so a name not among them is gone. */
+  #apply(read: readonly RegistryEntry[], complete: boolean): void {
+    const names = new Set<string>();
+    const entries = complete ? new Map<string, RegistryEntry>() : this.#entries;
+    for (const entry of read) {
+      this.#highWater = Math.max(this.#highWater, entry.changedAt);
+      const before = this.#entries.get(entry.name);
+      if (entry.record === undefined && entry.unreadable === undefined) {
+        if (entries.delete(entry.name) || before !== undefined) names.add(entry.name);
+        if (entry.changedAt > 0) this.#gone.set(entry.name, entry.changedAt);
+        continue;
+      }
+      this.#gone.delete(entry.name);
+      // The same change read again (a stale index entry, a full read) keeps the record the copy holds.
+      const same = before !== undefined && before.changedAt === entry.changedAt && entry.changedAt > 0 && (before.record === undefined) === (entry.record === undefined);
+      entries.set(entry.name, same ? before : entry);
+      if (!same) names.add(entry.name);
+    }
+    if (complete) {
+      for (const name of this.#entries.keys()) if (!entries.has(name)) names.add(name);
+      this.#entries = entries;
+    }
+    if (this.#records !== undefined && names.size === 0) return;
+    const records: HealthRecord[] = [];
+    const unreadable: EndpointRegistryError[] = [];
+    for (const entry of this.#entries.values()) {
+      if (entry.record !== undefined) records.push(entry.record);
+      else if (entry.unreadable !== undefined) unreadable.push(entry.unreadable);
+    }
+    if (this.#records !== undefined) CHANGES.set(records, { from: this.#records, names });
+    this.#records = withUnreadable(records, unreadable);
+  }
+}
