@@ -87,7 +87,8 @@ export interface WebhookDeliveryProps {
   /**
    * Settings over DEFAULT_SETTINGS (lib/config.ts). `webhookUrl` is the endpoint `default` (every
    * event type, signed with `signingSecret`); required in AWS unless `endpoints` declares some.
-   * `webhookSecret` is for the local sandbox only: in AWS use `signingSecret`.
+   * `webhookSecret` is for the local sandbox only: in AWS use `signingSecret`. `shipmentIndex: false`
+   * leaves the ledger's shipment index out (docs/contract.md §5): no index, no write to it.
    */
   readonly settings: Partial<Settings>;
   /**
@@ -232,7 +233,7 @@ export class WebhookDelivery extends Construct {
     this.orderedDeadLetterQueue = queues.orderedDeadLetterQueue;
     this.orderedQueue = queues.orderedQueue;
 
-    this.ledgerTable = createLedgerTable(this, props);
+    this.ledgerTable = createLedgerTable(this, props, settings);
 
     // It signs for `default`: without a webhook URL there is nothing for a generated one to sign.
     this.signingSecret = createSigningSecret(this, props.signingSecret ?? (settings.webhookUrl === undefined ? 'none' : 'generate'));

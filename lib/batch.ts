@@ -112,7 +112,7 @@ export interface BatchDeps {
   /** Records delivered at once. At least the batch size, so a batch takes one attempt's time. */
   readonly concurrency: number;
   /** Endpoint health (lib/endpoints/health.ts). Unset: no pauses, nothing recorded (single-URL mode). */
-  readonly health?: Pick<HealthTracker, 'refresh' | 'pausedFor' | 'admit' | 'afterAttempt'>;
+  readonly health?: Pick<HealthTracker, 'refresh' | 'pausedFor' | 'admit' | 'afterAttempt' | 'settled'>;
   /** The delivery queue's `maxReceiveCount` (its redrive): a held message near it is put back fresh. */
   readonly receiveLimit?: number;
   /** The use case; replaceable so tests can script decisions. */
@@ -164,6 +164,8 @@ async function processRecords(records: readonly SQSRecord[], deps: BatchDeps): P
       }
     }),
   );
+  // Health's writes in flight (a flush, a pause) land before Lambda has the answer and may freeze the container.
+  await deps.health?.settled();
   return failuresOf(records, reported);
 }
 

@@ -35,6 +35,7 @@ export const SETTING_VARIABLES = {
   receiverRetentionSeconds: 'HANDOFF_RECEIVER_RETENTION_SECONDS',
   allowPrivateCidrs: 'HANDOFF_ALLOW_PRIVATE_CIDRS',
   allowHttp: 'HANDOFF_ALLOW_HTTP',
+  shipmentIndex: 'HANDOFF_SHIPMENT_INDEX',
 } as const;
 
 const { retrySchedule: _retrySchedule, maxAttempts: _maxAttempts, ...SAME_NAMED } = SETTING_VARIABLES;
@@ -71,6 +72,7 @@ export function readSettings(env: Env = process.env): Settings {
       receiverRetentionSeconds: optional(env, V.receiverRetentionSeconds, int(1, MAX_RECEIVER_RETENTION_SECONDS)),
       allowPrivateCidrs: optional(env, V.allowPrivateCidrs, parseCidrList) ?? d.allowPrivateCidrs,
       allowHttp: optional(env, V.allowHttp, parseBoolean) ?? d.allowHttp,
+      shipmentIndex: optional(env, V.shipmentIndex, parseBoolean) ?? d.shipmentIndex,
     },
     VARIABLE_NAMES,
   );
@@ -122,6 +124,8 @@ export function settingsToEnvironment(settings: Settings): Record<string, string
   if (settings.webhookUrl !== undefined) env[V.webhookUrl] = settings.webhookUrl;
   if (settings.allowPrivateCidrs.length > 0) env[V.allowPrivateCidrs] = settings.allowPrivateCidrs.join(',');
   if (settings.allowHttp) env[V.allowHttp] = 'true';
+  // Said only when off: the consumer then writes no key of an index the table does not have.
+  if (!settings.shipmentIndex) env[V.shipmentIndex] = 'false';
   return env;
 }
 

@@ -35,6 +35,12 @@ export interface Settings {
   readonly allowPrivateCidrs: readonly string[];
   /** Allow a plain-http endpoint. Off by default; the sandbox turns it on. */
   readonly allowHttp: boolean;
+  /**
+   * The ledger's shipment index (docs/contract.md §5): every delivery findable by its event's
+   * shipment (`handoff status --shipment`), for 1 write unit a delivery. On by default; off, the
+   * table has no such index and rows carry no key of it.
+   */
+  readonly shipmentIndex: boolean;
 }
 
 export const DEFAULT_SETTINGS: Settings = {
@@ -49,6 +55,7 @@ export const DEFAULT_SETTINGS: Settings = {
   receiverRetentionSeconds: undefined,
   allowPrivateCidrs: [],
   allowHttp: false,
+  shipmentIndex: true,
 };
 
 /** What each setting is called where it is given: a construct property or a `HANDOFF_*` variable. */
@@ -67,4 +74,5 @@ export const PROPERTY_NAMES: SettingNames = {
   receiverRetentionSeconds: 'receiverRetentionSeconds',
   allowPrivateCidrs: 'allowPrivateCidrs',
   allowHttp: 'allowHttp',
+  shipmentIndex: 'shipmentIndex',
 };

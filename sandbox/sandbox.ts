@@ -114,7 +114,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? timings.visibilityTimeoutSeconds;
     const queues = await createSandboxQueues(sqs, { visibilityTimeoutSeconds, maxReceiveCount: timings.maxReceiveCount });
     const { queueUrl, deadLetterQueueUrl, redriveQueueUrl, orderedQueueUrl } = queues;
-    await createLedgerTable(dynamodb, SANDBOX_NAMES.ledgerTable);
+    await createLedgerTable(dynamodb, SANDBOX_NAMES.ledgerTable, { shipmentIndex: settings.shipmentIndex });
     await createEndpointsTable(dynamodb, SANDBOX_NAMES.endpointsTable);
     const { endpoints, receivers } = await seedSandboxEndpoints({
       settings,

@@ -5,11 +5,12 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
-import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
+import { LEDGER_SCHEMA, ledgerTableDefinition } from '../../lib/ledger/dynamodb-schema';
+import type { Settings } from '../../lib/config';
 import type { WebhookDeliveryProps } from '../webhook-delivery';
 import { ledgerBilling, scaleLedger } from './capacity';
 
-export function createLedgerTable(scope: Construct, props: Pick<WebhookDeliveryProps, 'deletionProtection' | 'ledgerCapacity'>): dynamodb.Table {
+export function createLedgerTable(scope: Construct, props: Pick<WebhookDeliveryProps, 'deletionProtection' | 'ledgerCapacity'>, settings: Pick<Settings, 'shipmentIndex'>): dynamodb.Table {
   const table = new dynamodb.Table(scope, 'Ledger', {
     partitionKey: { name: LEDGER_SCHEMA.partitionKey, type: dynamodb.AttributeType.STRING },
     sortKey: { name: LEDGER_SCHEMA.sortKey, type: dynamodb.AttributeType.STRING },
@@ -22,15 +23,24 @@ export function createLedgerTable(scope: Construct, props: Pick<WebhookDeliveryP
     removalPolicy: RemovalPolicy.RETAIN,
     deletionProtection: props.deletionProtection ?? true,
   });
-  // The sparse, sharded listing index (lib/ledger/dynamodb-schema.ts): only rows that need
-  // listing have its keys, so a delivered event costs nothing in it; keys only are projected.
-  const listing = LEDGER_SCHEMA.listingIndex;
-  table.addGlobalSecondaryIndex({
-    indexName: listing.name,
-    partitionKey: { name: listing.partitionKey, type: dynamodb.AttributeType.STRING },
-    sortKey: { name: listing.sortKey, type: dynamodb.AttributeType.STRING },
-    projectionType: dynamodb.ProjectionType[listing.projection],
-  });
+  // The indexes of the one schema (lib/ledger/dynamodb-schema.ts), sparse and keys only: the sharded
+  // listing (only rows that need listing have its keys, so a delivered event costs nothing in it)
+  // and, unless `shipmentIndex` is false, the shipment index (keys written once per delivery, at its
+  // admission); with it off the table has none, and the consumer's environment says so.
+  const definition = ledgerTableDefinition(settings);
+  const keyOf = (key: { readonly AttributeName: string }) => {
+    const type = definition.AttributeDefinitions.find((attribute) => attribute.AttributeName === key.AttributeName)?.AttributeType;
+    return { name: key.AttributeName, type: type === 'N' ? dynamodb.AttributeType.NUMBER : dynamodb.AttributeType.STRING };
+  };
+  for (const index of definition.GlobalSecondaryIndexes) {
+    const [partition, sort] = index.KeySchema;
+    table.addGlobalSecondaryIndex({
+      indexName: index.IndexName,
+      partitionKey: keyOf(partition),
+      sortKey: keyOf(sort),
+      projectionType: dynamodb.ProjectionType[index.Projection.ProjectionType],
+    });
+  }
   // Provisioned: auto scaling on the table and every index above, so this stays after the last index.
   scaleLedger(table, props.ledgerCapacity);
   return table;

@@ -40,11 +40,15 @@ export function registryConsumer(
     readonly cacheMs: number;
     /** Tells operators of an endpoint this consumer disables, beyond the log line. */
     readonly notify?: ((notice: DisabledNotice) => Promise<void>) | undefined;
+    /** Where health is written, when not through the registry itself (DynamoDbHealthStore on its table). */
+    readonly store?: HealthStore;
+    /** Health's clock (the delivery's). */
+    readonly now?: () => number;
   },
 ): { routing: Routing; health: HealthTracker } {
-  const { cacheMs, notify, ...routing } = options;
+  const { cacheMs, notify, store, now, ...routing } = options;
   let records: (() => Promise<readonly HealthRecord[]>) | undefined;
-  const health = new HealthTracker({ store: registry, records: () => records!(), notify });
+  const health = new HealthTracker({ store: store ?? registry, records: () => records!(), notify, ...(now !== undefined ? { now } : {}) });
   records = cachedEndpoints(health.listing(registry), { ttlMs: cacheMs });
   return { routing: registryRouting({ ...routing, records }), health };
 }

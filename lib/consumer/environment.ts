@@ -12,6 +12,8 @@ import { checkEndpoint, derivedTimings, readSettings, RESOURCE_ENV } from '../co
 import { ConfigError } from '../errors';
 import { CRASH_POINTS, type CrashPoint } from '../deliver';
 import { DynamoDbEndpointRegistry } from '../endpoints/dynamodb-registry';
+import { DynamoDbHealthStore } from '../endpoints/dynamodb-health-store';
+import { RegistryTable } from '../endpoints/dynamodb-registry-table';
 import { DynamoDbRateLimiter } from '../endpoints/dynamodb-rate-limit';
 import { defaultEndpointFields, type EndpointRecord } from '../endpoints/endpoint';
 import { disabledNotifier } from '../endpoints/health';
@@ -36,7 +38,9 @@ import { registryConsumer, type ConsumerDeps } from './consumer';
  */
 export const CRASH_AT_ENV = 'HANDOFF_CRASH_AT';
 
-export function consumerDeps(env: NodeJS.ProcessEnv): ConsumerDeps {
+/** `now`: the clock every stage reads (a test's or a simulation's; Date.now by default). */
+export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: () => number } = {}): ConsumerDeps {
+  const now = options.now ?? Date.now;
   const settings = readSettings(env);
   const timings = derivedTimings(settings);
   const endpointsTable = env[RESOURCE_ENV.endpointsTable] || undefined;
@@ -51,6 +55,8 @@ export function consumerDeps(env: NodeJS.ProcessEnv): ConsumerDeps {
   const ledger = new DynamoDbLedger({
     client: dynamodb,
     tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable),
+    // As the table was made: off, the rows get no key of an index it does not have.
+    shipmentIndex: settings.shipmentIndex,
   });
   // Shipment heads live in the ledger's table (docs/contract.md §13): used for endpoints ordered per shipment only.
   const heads = new DynamoDbShipmentHeads({ client: dynamodb, tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable) });
@@ -102,6 +108,9 @@ export function consumerDeps(env: NodeJS.ProcessEnv): ConsumerDeps {
       onUnreadable: () => {},
     });
     ({ routing, health } = registryConsumer(registry, {
+      // Health's writes straight on the table: each flush adds its count in one write.
+      store: new DynamoDbHealthStore(new RegistryTable(dynamodb, endpointsTable)),
+      now,
       cacheMs: cacheMs(env[RESOURCE_ENV.endpointsCacheMs]),
       notify: disabledNotifier({ eventBus: env[RESOURCE_ENV.eventBus] || undefined, alarmTopicArn: env[RESOURCE_ENV.alarmTopicArn] || undefined }),
       deployment: settings,
@@ -126,7 +135,7 @@ export function consumerDeps(env: NodeJS.ProcessEnv): ConsumerDeps {
   return {
     delivery: {
       ledger,
-      now: Date.now,
+      now,
       owner: worker,
       policy: settings.retryPolicy,
       payloadLimitBytes: settings.payloadLimitBytes,

@@ -62,7 +62,9 @@ export async function settle(record: SQSRecord, plan: Deliver | Invalid, deliver
     ...(rateWaitMs ? { rateWaitMs } : {}),
   };
   if (attempt !== undefined && endpoint !== undefined && deps.health !== undefined) {
-    await deps.health.afterAttempt(endpoint, attempt.outcome, logger);
+    // Not waited for: what it holds back it holds at once, and its writes are the batch's to wait for
+    // (`settled`), never this delivery's.
+    void deps.health.afterAttempt(endpoint, attempt.outcome, logger);
   }
   if (attempt !== undefined) metrics.attempted(attempt.number, name);
   if (attempt?.outcome.kind === 'accepted') metrics.add('DeliveryLatency', attempt.sinceStartMs, name);

@@ -3,12 +3,23 @@
  * consumers: each one conditional UpdateItem on an existing item that touches only health's own
  * attributes (HEALTH_ATTRIBUTES), never `fields` or `updatedAt`, so an operator's update is never
  * refused because a consumer counted a failure. Disabling alone writes the state as well.
+ *
+ * The change index (registry-schema.ts `changedAt`, `feed`): the writes other consumers must see
+ * mark the item changed, so every copy of the registry reads it again: a pause, a recovery, a
+ * disabling, and the write that begins a run of failures. Counting (`recordFailure`, a consumer's
+ * flush, about once a second in an outage) and probe claims never do, or every copy would re-read
+ * the item each second. Which flush begins a run is known only from its answer (the item's
+ * `failingSince` is the flush's own time), so that flush is followed by one small write of the
+ * mark: once per run, not per flush.
  */
 import type { StateChange } from './endpoint';
 import type { EndpointHealth, HealthRecord, HealthStore, ProbeClaim } from './health-rules';
 import { EndpointNotFoundError } from '../errors';
 import {
+  CHANGE_NAMES,
+  changeValues,
   END_RESUME,
+  SET_CHANGE,
   HEALTH_ATTRIBUTES as H,
   healthFrom,
   NAMES,
@@ -17,6 +28,7 @@ import {
   type RegistryTable,
   type RegistryWriteResult,
 } from './dynamodb-registry-table';
+import { REGISTRY_SCHEMA } from './registry-schema';
 import { quoted } from '../terminal';
 
 export class DynamoDbHealthStore implements HealthStore {
@@ -26,42 +38,48 @@ export class DynamoDbHealthStore implements HealthStore {
     this.#table = table;
   }
 
-  /** A failed attempt: failures + 1, and failingSince set when unset. @throws EndpointNotFoundError */
-  async recordFailure(name: string, nowMs: number): Promise<EndpointHealth> {
-    return this.#written(
+  /**
+   * `count` failed attempts (a consumer's flush): failures + count, failingSince = nowMs when unset.
+   * Not a change for the index, unless it began the run: then one more write marks it.
+   * @throws EndpointNotFoundError
+   */
+  async recordFailure(name: string, nowMs: number, count = 1): Promise<EndpointHealth> {
+    const health = this.#written(
       name,
-      await this.#writeHealth(name, 'record a failure of', {
-        UpdateExpression: 'SET #failures = if_not_exists(#failures, :zero) + :one, #failingSince = if_not_exists(#failingSince, :now)',
+      await this.#writeHealth(name, 'record failures of', {
+        UpdateExpression: 'SET #failures = if_not_exists(#failures, :zero) + :count, #failingSince = if_not_exists(#failingSince, :now)',
         ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince },
-        ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': nowMs },
+        ExpressionAttributeValues: { ':zero': 0, ':count': count, ':now': nowMs },
       }),
     );
+    if (health.failingSince === nowMs) await this.#markRunBegun(name, nowMs);
+    return health;
   }
 
-  /** The first accepted attempt after failures: failures 0, failingSince removed, lastAcceptedAt. @throws EndpointNotFoundError */
+  /** The first accepted attempt after failures: failures 0, failingSince removed, lastAcceptedAt; a change. @throws EndpointNotFoundError */
   async recordRecovery(name: string, nowMs: number): Promise<EndpointHealth> {
     return this.#written(
       name,
       await this.#writeHealth(name, 'record the recovery of', {
-        UpdateExpression: 'SET #failures = :zero, #lastAcceptedAt = :now REMOVE #failingSince, #probeUntil',
-        ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince, '#lastAcceptedAt': H.lastAcceptedAt, '#probeUntil': H.probeUntil },
-        ExpressionAttributeValues: { ':zero': 0, ':now': nowMs },
+        UpdateExpression: `SET #failures = :zero, #lastAcceptedAt = :now, ${SET_CHANGE} REMOVE #failingSince, #probeUntil`,
+        ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince, '#lastAcceptedAt': H.lastAcceptedAt, '#probeUntil': H.probeUntil, ...CHANGE_NAMES },
+        ExpressionAttributeValues: { ':zero': 0, ':now': nowMs, ...changeValues(nowMs) },
       }),
     );
   }
 
   /**
-   * Pauses until `untilMs`, unless a later pause is set already. Resolves to the pause in force.
-   * @throws EndpointNotFoundError
+   * Pauses until `untilMs`, unless a later pause is set already: a shorter pause never overwrites a
+   * longer one. A change, at `nowMs`. Resolves to the pause in force. @throws EndpointNotFoundError
    */
-  async pause(name: string, untilMs: number): Promise<number> {
+  async pause(name: string, untilMs: number, nowMs = Date.now()): Promise<number> {
     const result = await this.#writeHealth(
       name,
       'pause',
       {
-        UpdateExpression: 'SET #pausedUntil = :until',
-        ExpressionAttributeNames: { '#pausedUntil': H.pausedUntil },
-        ExpressionAttributeValues: { ':until': untilMs },
+        UpdateExpression: `SET #pausedUntil = :until, ${SET_CHANGE}`,
+        ExpressionAttributeNames: { '#pausedUntil': H.pausedUntil, ...CHANGE_NAMES },
+        ExpressionAttributeValues: { ':until': untilMs, ...changeValues(nowMs) },
       },
       'attribute_not_exists(#pausedUntil) OR #pausedUntil < :until',
     );
@@ -99,13 +117,28 @@ export class DynamoDbHealthStore implements HealthStore {
     const stateChange: StateChange = { by: change.by, reason: change.reason, at: change.at };
     const result = await this.#table.write(name, `disable endpoint ${quoted(name)}`, {
       update: {
-        UpdateExpression: `SET #state = :disabled, #stateChange = :stateChange, #updatedAt = :updatedAt ${END_RESUME}`,
+        UpdateExpression: `SET #state = :disabled, #stateChange = :stateChange, #updatedAt = :updatedAt, ${SET_CHANGE} ${END_RESUME}`,
         ConditionExpression: 'attribute_exists(#name) AND #state = :enabled',
-        ExpressionAttributeNames: STATE_CHANGE_NAMES,
-        ExpressionAttributeValues: { ':disabled': 'disabled', ':enabled': 'enabled', ':stateChange': stateChange, ':updatedAt': change.at },
+        ExpressionAttributeNames: { ...STATE_CHANGE_NAMES, ...CHANGE_NAMES },
+        ExpressionAttributeValues: { ':disabled': 'disabled', ':enabled': 'enabled', ':stateChange': stateChange, ':updatedAt': change.at, ...changeValues(change.at) },
       },
     });
     return result.written;
+  }
+
+  /**
+   * The change index learns of a run of failures begun at `sinceMs`, while it lasts: refused (and
+   * left so) when a recovery ended it meanwhile, which marked the item itself.
+   */
+  async #markRunBegun(name: string, sinceMs: number): Promise<void> {
+    await this.#table.write(name, `mark the failures of endpoint ${quoted(name)}`, {
+      update: {
+        UpdateExpression: `SET ${SET_CHANGE}`,
+        ConditionExpression: 'attribute_exists(#name) AND #failingSince = :since',
+        ExpressionAttributeNames: { '#name': NAMES['#name'], '#failingSince': H.failingSince, ...CHANGE_NAMES },
+        ExpressionAttributeValues: { ':since': sinceMs, ...changeValues(sinceMs) },
+      },
+    });
   }
 
   /**
@@ -124,8 +157,9 @@ export class DynamoDbHealthStore implements HealthStore {
       {
         update: {
           UpdateExpression: update.UpdateExpression,
-          ConditionExpression: `attribute_exists(#name)${condition ? ` AND (${condition})` : ''}`,
-          ExpressionAttributeNames: { '#name': NAMES['#name'], ...update.ExpressionAttributeNames },
+          // An endpoint's item, never a removed one's tombstone (registry-schema.ts `removedAt`).
+          ConditionExpression: `attribute_exists(#name) AND attribute_not_exists(#removedAt)${condition ? ` AND (${condition})` : ''}`,
+          ExpressionAttributeNames: { '#name': NAMES['#name'], '#removedAt': REGISTRY_SCHEMA.attributes.removedAt, ...update.ExpressionAttributeNames },
           ExpressionAttributeValues: update.ExpressionAttributeValues,
           ReturnValues: 'ALL_NEW',
         },

@@ -271,6 +271,7 @@ function settingsShape(s: DeploymentSettings & { receiverRetentionSeconds: numbe
     receiverRetentionSeconds: s.receiverRetentionSeconds,
     allowPrivateCidrs: s.allowPrivateCidrs,
     allowHttp: s.allowHttp,
+    shipmentIndex: true,
   };
 }
 
@@ -287,6 +288,7 @@ const FIELD_NAMES_AS_SETTINGS: SettingNames = {
   receiverRetentionSeconds: 'receiverRetentionSeconds',
   allowPrivateCidrs: 'allowPrivateCidrs',
   allowHttp: 'allowHttp',
+  shipmentIndex: 'shipmentIndex',
 };
 
 /** The deployment's settings as the sandbox's state file and the stack's `EndpointDefaults` output carry them. */

@@ -28,6 +28,13 @@
  *   spell one probe claim per consumer that has the endpoint's deliveries, a failure and a pause
  *   write per failed probe, the recovery: never one per failed attempt of an outage. The rest
  *   of a run is counted in the consumer's memory only, so `failures` on the item counts these.
+ *
+ * No hot item in an outage (docs/contract.md §20). A consumer counts failed attempts in memory and
+ * writes them as one addition (`HealthStore.recordFailure` with a count) at most once per
+ * FLUSH_INTERVAL_MS per endpoint, the first of a run at once; a pause is written only when it ends
+ * PAUSE_EXTENSION_MS or more after the pause the consumer knows of; a recovery once per run. So
+ * one consumer writes an endpoint's item about once a second whatever its failure rate, and the
+ * automatic rule, checked on each write's answer, disables within about a second of its period.
  */
 import type { AttemptOutcome } from '../outcome';
 import { MAX_WAIT_SECONDS } from '../policy';
@@ -64,14 +71,18 @@ export const MAX_PAUSE_SECONDS = MAX_WAIT_SECONDS;
 export const HANDOFF_ACTOR = 'handoff';
 export const GONE_REASON = 'HTTP 410 Gone from the endpoint';
 
-/** The registry's health writes (DynamoDbEndpointRegistry): each one conditional write on an existing item. */
+/**
+ * The registry's health writes (DynamoDbHealthStore): each one conditional write on an existing
+ * item. Those other consumers must see (a run's beginning, a pause, a recovery, disabling) also
+ * mark the item changed for the registry's change index; counting and probe claims never do.
+ */
 export interface HealthStore {
-  /** failures + 1; failingSince set if unset. Resolves to the health after the write. */
-  recordFailure(name: string, nowMs: number): Promise<EndpointHealth>;
+  /** failures + `count` (1 if not given); failingSince = nowMs if unset. Resolves to the health after the write. */
+  recordFailure(name: string, nowMs: number, count?: number): Promise<EndpointHealth>;
   /** failures 0, failingSince removed, lastAcceptedAt = nowMs. */
   recordRecovery(name: string, nowMs: number): Promise<EndpointHealth>;
-  /** Pauses until `untilMs` unless a later pause is set; resolves to the pause in force. */
-  pause(name: string, untilMs: number): Promise<number>;
+  /** Pauses until `untilMs` unless a later pause is set, at `nowMs` (the clock's now if not given); resolves to the pause in force. */
+  pause(name: string, untilMs: number, nowMs?: number): Promise<number>;
   /** Takes the probe until `untilMs` while the endpoint is failing, not paused and not probed by another consumer. */
   claimProbe(name: string, nowMs: number, untilMs: number): Promise<ProbeClaim>;
   /** Disables an enabled endpoint with who, why and when; false when it was not enabled (or is gone). */
@@ -91,6 +102,11 @@ export function pauseAfter(outcome: AttemptOutcome, nowMs: number, firstWaitSeco
   if (seconds === undefined || !(seconds > 0)) return undefined;
   return nowMs + Math.min(seconds, MAX_PAUSE_SECONDS) * 1000;
 }
+
+/** One consumer writes an endpoint's counted failures at most once per this long (a run's first at once). */
+export const FLUSH_INTERVAL_MS = 1_000;
+/** A pause is written only when it ends at least this long after the pause the consumer knows of. */
+export const PAUSE_EXTENSION_MS = 1_000;
 
 /** Unreachable attempts in a row, in one consumer, that open the breaker. */
 export const BREAKER_FAILURES = 3;

@@ -3,6 +3,18 @@
  * list, applies the rules of health-rules.ts after each attempt and makes their writes. What it
  * writes it notes in its own copy at once, so the pause it wrote holds its next deliveries without
  * waiting for the next read.
+ *
+ * Coalesced (docs/contract.md §20): failed attempts are counted here per endpoint and written as one
+ * addition (a flush) at most once per FLUSH_INTERVAL_MS, the run's first at once; a flush in flight
+ * is shared, and counts made meanwhile wait for the next, due a second after it began (made by the
+ * next failure then, or by `settled` at the batch's end). Its answer, the item as it is now, is what
+ * the automatic rule is checked on. A pause is written only when it extends the pause this consumer
+ * knows of by PAUSE_EXTENSION_MS; a recovery once per run (a batch's accepted attempts share it). A
+ * consumer that stops loses the counts not yet flushed: at most its last second's.
+ *
+ * No write holds up a delivery: the batch tells the tracker of each attempt without waiting, and
+ * waits for the writes still in flight only before it answers Lambda (`settled`), so the container
+ * is not frozen with a write half made.
  */
 import { errorFields, type Logger } from '../observability';
 import { unreachable, type AttemptOutcome } from '../outcome';
@@ -13,12 +25,14 @@ import {
   breakerStep,
   endsFailures,
   extendRun,
+  FLUSH_INTERVAL_MS,
   GONE_REASON,
   HANDOFF_ACTOR,
   HEALTHY,
   noAcceptedSince,
   pauseAfter,
   pauseSecondsLeft,
+  PAUSE_EXTENSION_MS,
   PROBE_MARGIN_MS,
   tripped,
   type EndpointHealth,
@@ -63,6 +77,14 @@ export class HealthTracker {
   /** Probes this consumer holds (until when), and its claims in flight, shared by a batch's deliveries. */
   readonly #probes = new Map<string, number>();
   readonly #claiming = new Map<string, Promise<number>>();
+  /** Failed attempts counted here and not yet written, per endpoint (the endpoint as last seen, for the automatic rule). */
+  readonly #unflushed = new Map<string, Counted>();
+  /** The flush in flight per endpoint, and what it adds (known here before its answer). */
+  readonly #flushing = new Map<string, { readonly counted: Counted; readonly written: Promise<EndpointHealth | undefined> }>();
+  /** When each endpoint's last flush began: the next is due FLUSH_INTERVAL_MS after. */
+  readonly #flushedAt = new Map<string, number>();
+  /** Every write (and attempt's aftermath) in flight, for `settled`. */
+  readonly #inFlight = new Set<Promise<unknown>>();
 
   constructor(options: HealthTrackerOptions) {
     this.#store = options.store;
@@ -104,9 +126,9 @@ export class HealthTracker {
     for (const record of records) if (record.state === 'enabled') this.#disabled.delete(record.fields.name);
   }
 
-  /** The endpoint's health as this consumer knows it now. */
+  /** The endpoint's health as this consumer knows it now, its failures not yet written included. */
   current(name: string): EndpointHealth {
-    const base = this.#written.get(name)?.health ?? this.#copy?.byName.get(name) ?? HEALTHY;
+    const base = withCounted(withCounted(this.#stored(name), this.#flushing.get(name)?.counted), this.#unflushed.get(name));
     const local = this.#pauses.get(name);
     if (local === undefined || (base.pausedUntil !== undefined && base.pausedUntil >= local)) return base;
     return { ...base, pausedUntil: local };
@@ -164,13 +186,28 @@ export class HealthTracker {
   }
 
   /**
-   * Records what an attempt to `endpoint` says of its health: an accepted one ends a run of failures
-   * (one write, only then); a failed one is counted (one write) and may pause it (a 429, a 503 with
-   * `Retry-After`: one more) or disable it (a 410, or the automatic rule); an unreachable one counts
-   * towards the breaker (`#unreachable`). Never throws: a write that fails is logged, and the
-   * delivery's own outcome stands.
+   * Flushes the counts that are due and waits for every write in flight: the batch's last step, so
+   * Lambda never freezes the container with a health write half made.
    */
-  async afterAttempt(endpoint: Endpoint, outcome: AttemptOutcome, logger: Logger): Promise<void> {
+  async settled(): Promise<void> {
+    const nowMs = this.#now();
+    for (const [name, counted] of this.#unflushed) if (this.#due(name, nowMs)) void this.#flush(name, counted.logger);
+    while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
+  }
+
+  /**
+   * Records what an attempt to `endpoint` says of its health: an accepted one ends a run of failures
+   * (one write, only then); a failed one is counted (written with the next flush) and may pause it
+   * (a 429, a 503 with `Retry-After`: a write when it extends the pause known here) or disable it (a
+   * 410, or the automatic rule); an unreachable one counts towards the breaker (`#unreachable`).
+   * What it holds back it holds at once, before any write. Resolves when the writes it began are
+   * made; never throws: a write that fails is logged, and the delivery's own outcome stands.
+   */
+  afterAttempt(endpoint: Endpoint, outcome: AttemptOutcome, logger: Logger): Promise<void> {
+    return this.#track(this.#afterAttempt(endpoint, outcome, logger));
+  }
+
+  async #afterAttempt(endpoint: Endpoint, outcome: AttemptOutcome, logger: Logger): Promise<void> {
     const name = endpoint.name;
     const nowMs = this.#now();
     try {
@@ -199,14 +236,18 @@ export class HealthTracker {
       const pausedUntil = pauseAfter(outcome, nowMs, endpoint.policy.waitsSeconds[0] ?? 0);
       let pausing: Promise<unknown> | undefined;
       if (pausedUntil !== undefined) {
-        // Held at once by this consumer; the others see it on their next read of the registry.
+        // Held at once by this consumer; the others see it on their next read of the registry. Written
+        // only when it extends what this consumer knows (a batch's 429s together: one write).
+        const known = Math.max(this.#pauses.get(name) ?? 0, this.current(name).pausedUntil ?? 0);
         if ((this.#pauses.get(name) ?? 0) < pausedUntil) this.#pauses.set(name, pausedUntil);
-        logger.warn('endpoint paused', { endpoint: name, pausedUntil: new Date(pausedUntil).toISOString(), status: 'status' in outcome ? outcome.status : undefined });
-        pausing = this.#store.pause(name, pausedUntil).catch((error: unknown) => {
-          logger.warn('endpoint health write failed', { endpoint: name, write: 'pause', ...errorFields(error) });
-        });
+        if (pausedUntil >= known + PAUSE_EXTENSION_MS) {
+          logger.warn('endpoint paused', { endpoint: name, pausedUntil: new Date(pausedUntil).toISOString(), status: 'status' in outcome ? outcome.status : undefined });
+          pausing = this.#store.pause(name, pausedUntil, nowMs).catch((error: unknown) => {
+            logger.warn('endpoint health write failed', { endpoint: name, write: 'pause', ...errorFields(error) });
+          });
+        }
       }
-      await this.#recordFailure(endpoint, nowMs, logger, pausing);
+      await Promise.all([pausing, this.#count(endpoint, nowMs, logger)]);
     } catch (error) {
       logger.warn('endpoint health write failed', { endpoint: name, ...errorFields(error) });
     }
@@ -225,7 +266,7 @@ export class HealthTracker {
     const step = breakerStep(run, this.current(name), nowMs, endpoint.attemptTimeoutMs);
     if (step.kind === 'held') return;
     if (step.kind === 'count') {
-      if (step.record) await this.#recordFailure(endpoint, nowMs, logger);
+      if (step.record) await this.#count(endpoint, nowMs, logger);
       return;
     }
     this.#pauses.set(name, step.untilMs);
@@ -234,8 +275,8 @@ export class HealthTracker {
       // A failed probe is counted (so a long outage still reaches automatic disabling), and its
       // write returns the item: another consumer's re-open is adopted rather than written again.
       // (No pause was in force as this consumer knew it, or the step would be `held`.)
-      const theirs = step.kind === 'reopen' ? (await this.#recordFailure(endpoint, nowMs, logger)).pausedUntil : undefined;
-      inForce = theirs !== undefined && theirs > this.#now() ? theirs : await this.#store.pause(name, step.untilMs);
+      const theirs = step.kind === 'reopen' ? (await this.#count(endpoint, nowMs, logger, 'now'))?.pausedUntil : undefined;
+      inForce = theirs !== undefined && theirs > this.#now() ? theirs : await this.#store.pause(name, step.untilMs, nowMs);
       // Known as the item's from now on, so the endpoint stays tripped here once the pause is over.
       this.#notePause(name, inForce);
     } catch (error) {
@@ -255,20 +296,83 @@ export class HealthTracker {
 
   /** The first accepted attempt after failures: the recovery written (closing the breaker, if it was open). */
   async #recover(name: string, before: EndpointHealth, nowMs: number, logger: Logger): Promise<void> {
+    // The failures counted here and not written came before it: the recovery clears them anyway.
+    this.#unflushed.delete(name);
     const health = await this.#store.recordRecovery(name, nowMs);
     this.#note(name, health);
     if (tripped(before)) logger.info('endpoint recovered', { endpoint: name, failures: before.failures, since: iso(noAcceptedSince(before)) });
   }
 
-  /** One failed attempt written (after `pausing`, a pause write in flight), then the automatic rule. The health after it. */
-  async #recordFailure(endpoint: Endpoint, nowMs: number, logger: Logger, pausing?: Promise<unknown>): Promise<EndpointHealth> {
+  /**
+   * One failed attempt counted here, then flushed if due: at once when it begins a run as this
+   * consumer knows it, or `now` (a failed probe, whose write must answer with the item), else when a
+   * second has passed since the last flush began. The item's health the flush it began or joined
+   * left (undefined when none, or when it failed).
+   */
+  async #count(endpoint: Endpoint, nowMs: number, logger: Logger, when: 'due' | 'now' = 'due'): Promise<EndpointHealth | undefined> {
     const name = endpoint.name;
-    const health = await this.#store.recordFailure(name, nowMs);
+    const begins = !endsFailures(this.current(name));
+    const counted = this.#unflushed.get(name);
+    this.#unflushed.set(name, { count: (counted?.count ?? 0) + 1, sinceMs: counted?.sinceMs ?? nowMs, endpoint, logger });
+    if (!begins && when === 'due' && !this.#due(name, nowMs)) return undefined;
+    return this.#flush(name, logger);
+  }
+
+  /** Whether an endpoint's counts may be written now: no flush in flight, and the last began FLUSH_INTERVAL_MS ago. */
+  #due(name: string, nowMs: number): boolean {
+    return !this.#flushing.has(name) && nowMs - (this.#flushedAt.get(name) ?? -Infinity) >= FLUSH_INTERVAL_MS;
+  }
+
+  /** Writes the endpoint's counts in one addition (a flush in flight is shared); then the automatic rule on the item's answer. */
+  #flush(name: string, logger: Logger): Promise<EndpointHealth | undefined> {
+    const running = this.#flushing.get(name);
+    if (running !== undefined) return running.written;
+    const counted = this.#unflushed.get(name);
+    if (counted === undefined) return Promise.resolve(undefined);
+    this.#unflushed.delete(name);
+    const nowMs = this.#now();
+    this.#flushedAt.set(name, nowMs);
+    const written = this.#writeFailures(counted, nowMs, logger);
+    this.#flushing.set(name, { counted, written });
+    return this.#track(written);
+  }
+
+  async #writeFailures(counted: Counted, nowMs: number, logger: Logger): Promise<EndpointHealth | undefined> {
+    const { endpoint, count } = counted;
+    const name = endpoint.name;
+    let health: EndpointHealth;
+    try {
+      health = await this.#store.recordFailure(name, nowMs, count);
+    } catch (error) {
+      this.#flushing.delete(name);
+      // Counted again, with the next flush: a write that fails loses no count.
+      const later = this.#unflushed.get(name);
+      this.#unflushed.set(name, { ...(later ?? counted), count: count + (later?.count ?? 0), sinceMs: Math.min(counted.sinceMs, later?.sinceMs ?? Infinity) });
+      logger.warn('endpoint health write failed', { endpoint: name, write: 'failures', failures: count, ...errorFields(error) });
+      return undefined;
+    }
+    this.#flushing.delete(name);
     this.#note(name, health);
-    await pausing;
     const reason = autoDisableReason(endpoint, health, this.#now());
-    if (reason !== undefined) await this.#disable(endpoint, reason, health, logger);
+    try {
+      if (reason !== undefined) await this.#disable(endpoint, reason, health, logger);
+    } catch (error) {
+      logger.warn('endpoint health write failed', { endpoint: name, write: 'disable', ...errorFields(error) });
+    }
     return health;
+  }
+
+  /** Keeps `promise` among the writes in flight until it settles. */
+  #track<T>(promise: Promise<T>): Promise<T> {
+    this.#inFlight.add(promise);
+    const done = () => void this.#inFlight.delete(promise);
+    promise.then(done, done);
+    return promise;
+  }
+
+  /** The health the item holds as this consumer knows it: its own last write, else the registry's copy. */
+  #stored(name: string): EndpointHealth {
+    return this.#written.get(name)?.health ?? this.#copy?.byName.get(name) ?? HEALTHY;
   }
 
   #note(name: string, health: EndpointHealth): void {
@@ -277,7 +381,7 @@ export class HealthTracker {
 
   /** A pause the item holds (written, or found there), noted over what this consumer knew. */
   #notePause(name: string, untilMs: number): void {
-    const base = this.#written.get(name)?.health ?? this.#copy?.byName.get(name) ?? HEALTHY;
+    const base = this.#stored(name);
     if ((base.pausedUntil ?? 0) < untilMs) this.#note(name, { ...base, pausedUntil: untilMs });
   }
 
@@ -301,6 +405,20 @@ export class HealthTracker {
       await this.#notify(notice).catch((error: unknown) => logger.error('endpoint disabled: notification failed', { endpoint: name, ...errorFields(error) }));
     }
   }
+}
+
+/** Failed attempts counted and not yet written: how many, since when (epoch ms), and for which endpoint. */
+interface Counted {
+  readonly count: number;
+  readonly sinceMs: number;
+  readonly endpoint: Endpoint;
+  readonly logger: Logger;
+}
+
+/** `health` with failures counted here added: the run begun at the first of them if none is known. */
+function withCounted(health: EndpointHealth, counted: Counted | undefined): EndpointHealth {
+  if (counted === undefined) return health;
+  return { ...health, failures: health.failures + counted.count, failingSince: health.failingSince ?? counted.sinceMs };
 }
 
 function iso(ms: number | undefined): string | null {

@@ -45,11 +45,20 @@ export interface UpdateSpec {
 export type ListLengths = Partial<Record<'history' | 'audit', number>>;
 
 /** The claim under `claimToken`. For a new event, nothing comes back (the adapter knows the row it created). */
-export function claimSpec(input: ClaimInput, claimToken: string): UpdateSpec {
+export function claimSpec(input: ClaimInput, claimToken: string, indexShipment = false): UpdateSpec {
   const condition = { ':contentHash': hashValue(input.event.contentHash), ':pending': 'pending', ':now': input.nowMs };
   const key = { eventId: input.event.event.id, endpoint: input.endpoint };
-  const shape = input.sequence === undefined ? 'claim' : 'claim sequenced';
-  return updateSpec(shape, key, claimChanges(input, claimToken), CLAIM_CONDITION, condition, 'ALL_OLD');
+  const shape = creationShape('claim', input.sequence, indexShipment);
+  return updateSpec(shape, key, claimChanges(input, claimToken, indexShipment), CLAIM_CONDITION, condition, 'ALL_OLD');
+}
+
+/**
+ * The shape of a write that may create a row (`updateSpec`): its new-row fields hold the sequence
+ * and its shipment, or the shipment alone (the shipment index's key), or neither.
+ */
+function creationShape(write: string, sequence: number | undefined, indexShipment: boolean): string {
+  if (sequence !== undefined) return `${write} sequenced`;
+  return indexShipment ? `${write} indexed` : write;
 }
 
 /** The write of one attempt's outcome; a 2xx needs no lease, any other outcome this claim's. */
@@ -86,17 +95,17 @@ export function releaseSpec(input: ReleaseInput, entry: AuditEntry, lengths: Lis
  * Parking's first write: the row created (or an invalid message's taken over) parked, listed at
  * now. Answers with the row before it (ALL_OLD): nothing for a new event, whose row the adapter knows.
  */
-export function parkNewSpec(input: ParkInput): UpdateSpec {
+export function parkNewSpec(input: ParkInput, indexShipment = false): UpdateSpec {
   const key = { eventId: input.event.event.id, endpoint: input.endpoint };
-  const shape = input.sequence === undefined ? 'park new' : 'park new sequenced';
-  return updateSpec(shape, key, parkChanges(input, undefined), PARK_NEW_CONDITION, {}, 'ALL_OLD');
+  const shape = creationShape('park new', input.sequence, indexShipment);
+  return updateSpec(shape, key, parkChanges(input, undefined, indexShipment), PARK_NEW_CONDITION, {}, 'ALL_OLD');
 }
 
 /** An event admitted without a claim (`Ledger.admit`): only where the row is new or holds no event. */
-export function admitSpec(input: ParkInput): UpdateSpec {
+export function admitSpec(input: ParkInput, indexShipment = false): UpdateSpec {
   const key = { eventId: input.event.event.id, endpoint: input.endpoint };
-  const shape = input.sequence === undefined ? 'admit' : 'admit sequenced';
-  return updateSpec(shape, key, admitChanges(input), PARK_NEW_CONDITION, {}, 'ALL_OLD');
+  const shape = creationShape('admit', input.sequence, indexShipment);
+  return updateSpec(shape, key, admitChanges(input, indexShipment), PARK_NEW_CONDITION, {}, 'ALL_OLD');
 }
 
 /**

@@ -35,9 +35,9 @@ import {
   type ListLengths,
   type UpdateSpec,
 } from './dynamodb-expressions';
-import { countListed, listPage, queryDeliveries, type ListingStore } from './dynamodb-listing';
+import { countListed, listPage, queryDeliveries, shipmentPage, type ListingStore } from './dynamodb-listing';
 import { WIRE_NAMES } from './dynamodb-schema';
-import { ClaimRefusedError, LeaseLostError, LedgerUnavailableError, RecordMissingError, ReleaseRefusedError, ReplayRefusedError } from './errors';
+import { ClaimRefusedError, LeaseLostError, LedgerError, LedgerUnavailableError, RecordMissingError, ReleaseRefusedError, ReplayRefusedError } from './errors';
 import { claimRefusal, mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
 import {
   isThisClaim,
@@ -54,11 +54,13 @@ import {
   type RecordAttemptInput,
   type ReleaseInput,
   type ReplayInput,
+  type ShipmentPage,
+  type ShipmentPageOptions,
 } from './ledger';
 import type { ListedState } from './listing';
 import { auditEntry, holdsNoEvent, isExpired, newToken, readRecord } from './rows';
 import { isHeadPartition } from './shipment-heads';
-import { admitChanges, admitInvalidChanges, applyChanges, claimChanges, newRow, parkChanges, type ChangeableRow } from './transitions';
+import { admitChanges, admitInvalidChanges, applyChanges, claimChanges, newRow, parkChanges, type Change, type ChangeableRow } from './transitions';
 import type { RetryPolicy } from '../policy';
 
 export interface DynamoDbLedgerOptions {
@@ -67,6 +69,11 @@ export interface DynamoDbLedgerOptions {
   readonly tableName: string;
   /** Epoch ms, for deciding which rows have expired on reads. Defaults to the system clock. */
   readonly now?: () => number;
+  /**
+   * Whether the rows it creates get the shipment index's keys (docs/contract.md §5): as the table
+   * was made (`ledgerTableDefinition`). Default true; false writes no key of it.
+   */
+  readonly shipmentIndex?: boolean;
 }
 
 /**
@@ -82,21 +89,23 @@ export class DynamoDbLedger implements Ledger {
   readonly #client: DynamoDBClient;
   readonly #tableName: string;
   readonly #now: () => number;
+  readonly #shipmentIndex: boolean;
 
   constructor(options: DynamoDbLedgerOptions) {
     // Items are marshalled here, in their compact shape: the low-level client is all that is used.
     this.#client = options.client as DynamoDBClient;
     this.#tableName = options.tableName;
     this.#now = options.now ?? Date.now;
+    this.#shipmentIndex = options.shipmentIndex ?? true;
   }
 
   async claim(input: ClaimInput): Promise<ClaimedRecord> {
     const key = { eventId: input.event.event.id, endpoint: input.endpoint };
     const claimToken = newToken();
-    const spec = claimSpec(input, claimToken);
+    const spec = claimSpec(input, claimToken, this.#shipmentIndex);
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
       const result = await this.#update(key, spec);
-      if (result.written) return afterClaim(result.item, key, input, claimToken);
+      if (result.written) return rowAfter(result.item, key, claimChanges(input, claimToken, this.#shipmentIndex));
       // The SDK retried this very claim after its answer was lost (a timeout, a reset, a 500), and
       // the lease its first write took refused it: that write stands, with the attempt counted.
       if (result.current !== undefined && isThisClaim(result.current, claimToken)) return result.current;
@@ -209,8 +218,8 @@ export class DynamoDbLedger implements Ledger {
     let cause: ConditionalCheckFailedException | undefined;
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
       if (current === undefined || holdsNoEvent(current)) {
-        const result = await this.#update(key, parkNewSpec(input));
-        if (result.written) return afterPark(result.item, key, input);
+        const result = await this.#update(key, parkNewSpec(input, this.#shipmentIndex));
+        if (result.written) return rowAfter(result.item, key, parkChanges(input, undefined, this.#shipmentIndex));
         ({ current, cause } = result);
         // The row went away (TTL) between the write and the read: the first write may succeed now.
         if (current === undefined || holdsNoEvent(current)) continue;
@@ -232,8 +241,8 @@ export class DynamoDbLedger implements Ledger {
   async admit(input: ParkInput): Promise<DeliveryRecord> {
     const key = { eventId: input.event.event.id, endpoint: input.endpoint };
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
-      const result = await this.#update(key, admitSpec(input));
-      if (result.written) return afterAdmit(result.item, key, input);
+      const result = await this.#update(key, admitSpec(input, this.#shipmentIndex));
+      if (result.written) return rowAfter(result.item, key, admitChanges(input, this.#shipmentIndex));
       // The row went away (TTL) between the write and the read: the write may succeed now.
       if (result.current !== undefined && !holdsNoEvent(result.current)) return result.current;
     }
@@ -276,6 +285,10 @@ export class DynamoDbLedger implements Ledger {
 
   listByState(state: ListedState, options: ListOptions = {}): Promise<Page> {
     return listPage(this.#store(), state, options);
+  }
+
+  deliveriesOfShipment(shipmentId: string, options: ShipmentPageOptions = {}): Promise<ShipmentPage> {
+    return shipmentPage(this.#store(), shipmentId, options);
   }
 
   countByState(state: ListedState, options: Pick<ListOptions, 'endpoint'> = {}): Promise<number> {
@@ -324,11 +337,15 @@ export class DynamoDbLedger implements Ledger {
     return { TableName: this.#tableName, Key: keyItem(key), ConsistentRead: true };
   }
 
-  /** Runs one store call: every failure is the store being unavailable. Messages name the event, never its content. */
+  /**
+   * Runs one store call: every failure is the store being unavailable, but for a domain error the
+   * call itself decided on (no shipment index). Messages name the event, never its content.
+   */
   async #guard<T>(subject: string, call: () => Promise<T>): Promise<T> {
     try {
       return await call();
     } catch (error) {
+      if (error instanceof LedgerError) throw error;
       throw this.#unavailable(subject)(error);
     }
   }
@@ -341,27 +358,14 @@ export class DynamoDbLedger implements Ledger {
 }
 
 /**
- * The row after a claim: its changes applied to the row before it (ALL_OLD), as the store applied
- * them. For a new event there was none, so the claim nearly every event makes answers with no item
- * and reads nothing.
+ * The row after a write that may create it (a claim, an admission, parking's first write): its
+ * changes applied to the row before it (ALL_OLD), as the store applied them. For a new event there
+ * was none, so the claim nearly every event makes answers with no item and reads nothing.
  */
-function afterClaim(before: Item, key: DeliveryKey, input: ClaimInput, claimToken: string): ClaimedRecord {
+function rowAfter(before: Item, key: DeliveryKey, changes: readonly Change[]): ClaimedRecord {
   const row = before[W.eventId] === undefined ? newRow(key) : rowFromItem(before);
-  applyChanges(row, key, claimChanges(input, claimToken));
+  applyChanges(row, key, changes);
   return readRecord(row) as ClaimedRecord;
-}
-
-/** The row after parking's first write: created (or an invalid message's taken over) parked. */
-function afterAdmit(before: Item, key: DeliveryKey, input: ParkInput): DeliveryRecord {
-  const row = before[W.eventId] === undefined ? newRow(key) : rowFromItem(before);
-  applyChanges(row, key, admitChanges(input));
-  return readRecord(row);
-}
-
-function afterPark(before: Item, key: DeliveryKey, input: ParkInput): DeliveryRecord {
-  const row = before[W.eventId] === undefined ? newRow(key) : rowFromItem(before);
-  applyChanges(row, key, parkChanges(input, undefined));
-  return readRecord(row);
 }
 
 function contention(eventId: string): LedgerUnavailableError {

@@ -1,13 +1,14 @@
 /**
- * The ledger's reads on DynamoDB: an event's deliveries, and the listing (`listing.ts` says which
- * rows are listed): one shard's index entries after a position, one shard's count, and the page's
- * rows read whole. The index projects keys only, so a query returns each entry's table key and
- * sort position, nothing more.
+ * The ledger's reads on DynamoDB: an event's deliveries, a shipment's (its index), and the listing
+ * (`listing.ts` says which rows are listed): one shard's index entries after a position, one shard's
+ * count, and the page's rows read whole. Both indexes project keys only, so a query returns each
+ * entry's table key and sort position, nothing more.
  */
 import { BatchGetItemCommand, QueryCommand, type BatchGetItemCommandOutput, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { keyItem, recordFromItem, type Item } from './dynamodb-item';
 import { LEDGER_SCHEMA, WIRE_NAMES } from './dynamodb-schema';
-import type { DeliveryKey, DeliveryRecord, ListOptions, Page } from './ledger';
+import { ShipmentIndexOffError } from './errors';
+import type { DeliveryKey, DeliveryRecord, ListOptions, Page, ShipmentPage, ShipmentPageOptions } from './ledger';
 import {
   belongsIn,
   checkListedState,
@@ -21,8 +22,10 @@ import {
   type SortRange,
 } from './listing';
 import { checkLimit, DEFAULT_PAGE_LIMIT, isExpired } from './rows';
+import { decodeShipmentCursor, encodeShipmentCursor, isOfShipment, type ShipmentPosition } from './shipment-index';
 
 const INDEX = LEDGER_SCHEMA.listingIndex;
+const SHIPMENT_INDEX = LEDGER_SCHEMA.shipmentIndex;
 /** BatchGetItem's limit. */
 const MAX_KEYS_PER_BATCH = 100;
 
@@ -201,14 +204,83 @@ async function countShard(client: DynamoDBClient, tableName: string, shard: stri
   return count;
 }
 
-/** Rows by key, read whole (eventually consistent), unprocessed keys asked again; by `rowId`. */
-async function readRows(client: DynamoDBClient, tableName: string, keys: readonly DeliveryKey[]): Promise<Map<string, DeliveryRecord>> {
+/**
+ * A page of a shipment's deliveries (`Ledger.deliveriesOfShipment`): the shipment index's next
+ * `limit + 1` entries, newest admission first, after the cursor's position (keys only), then the
+ * first `limit` rows read whole and consistently. One more than a page tells exactly whether
+ * anything follows. Rows gone or expired since their entry was read are left out, so a page may
+ * hold fewer. A table without the index answers `ShipmentIndexOffError`.
+ */
+export async function shipmentPage(store: ListingStore, shipmentId: string, options: ShipmentPageOptions): Promise<ShipmentPage> {
+  const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
+  const after = options.cursor === undefined ? undefined : decodeShipmentCursor(options.cursor, shipmentId);
+  const entries = await store.guard("a shipment's deliveries", () => queryShipment(store, shipmentId, after, limit + 1));
+  const page = entries.slice(0, limit);
+  const rows = await store.guard("a shipment's rows", () => readRows(store.client, store.tableName, page, true));
+  const items = page
+    .map((entry) => rows.get(rowId(entry)))
+    .filter((record): record is DeliveryRecord => record !== undefined && isOfShipment(record, shipmentId) && !isExpired(record, store.nowMs));
+  const last = page.at(-1);
+  return entries.length > limit && last !== undefined ? { items, next: encodeShipmentCursor(shipmentId, last) } : { items };
+}
+
+/** The shipment's next `count` index entries, newest first, after `after` (the query's exclusive start). */
+async function queryShipment(store: ListingStore, shipmentId: string, after: ShipmentPosition | undefined, count: number): Promise<ShipmentPosition[]> {
+  const positions: ShipmentPosition[] = [];
+  let startKey: Item | undefined = after === undefined ? undefined : shipmentEntryKey(shipmentId, after);
+  do {
+    const output = await store.client
+      .send(
+        new QueryCommand({
+          TableName: store.tableName,
+          IndexName: SHIPMENT_INDEX.name,
+          KeyConditionExpression: '#s = :s',
+          ExpressionAttributeNames: { '#s': SHIPMENT_INDEX.partitionKey },
+          ExpressionAttributeValues: { ':s': { S: shipmentId } },
+          ScanIndexForward: false,
+          Limit: count - positions.length,
+          ...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
+        }),
+      )
+      .catch((error: unknown) => {
+        throw isMissingIndex(error) ? new ShipmentIndexOffError(store.tableName, { cause: error }) : error;
+      });
+    for (const item of output.Items ?? []) {
+      positions.push({
+        createdAt: Number(item[SHIPMENT_INDEX.sortKey]?.N),
+        eventId: item[WIRE_NAMES.eventId]?.S ?? '',
+        endpoint: item[WIRE_NAMES.endpoint]?.S ?? '',
+      });
+    }
+    startKey = output.LastEvaluatedKey;
+  } while (startKey !== undefined && positions.length < count);
+  return positions;
+}
+
+/** An index entry's whole key, as the query's exclusive start: the index's keys and the table's. */
+function shipmentEntryKey(shipmentId: string, position: ShipmentPosition): Item {
+  return {
+    ...keyItem(position),
+    [SHIPMENT_INDEX.partitionKey]: { S: shipmentId },
+    [SHIPMENT_INDEX.sortKey]: { N: String(position.createdAt) },
+  };
+}
+
+/** DynamoDB's (and dynalite's) answer to a query of an index the table does not have. */
+function isMissingIndex(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ValidationException' && /specified index/i.test(error.message);
+}
+
+/** Rows by key, read whole (consistently when asked), unprocessed keys asked again; by `rowId`. */
+async function readRows(client: DynamoDBClient, tableName: string, keys: readonly DeliveryKey[], consistent = false): Promise<Map<string, DeliveryRecord>> {
   const rows = new Map<string, DeliveryRecord>();
   for (let start = 0; start < keys.length; start += MAX_KEYS_PER_BATCH) {
     let pending: Item[] | undefined = keys.slice(start, start + MAX_KEYS_PER_BATCH).map(keyItem);
     while (pending !== undefined && pending.length > 0) {
       const request: Item[] = pending;
-      const output: BatchGetItemCommandOutput = await client.send(new BatchGetItemCommand({ RequestItems: { [tableName]: { Keys: request } } }));
+      const output: BatchGetItemCommandOutput = await client.send(
+        new BatchGetItemCommand({ RequestItems: { [tableName]: { Keys: request, ...(consistent ? { ConsistentRead: true } : {}) } } }),
+      );
       for (const item of output.Responses?.[tableName] ?? []) {
         const record = recordFromItem(item);
         rows.set(rowId(record), record);

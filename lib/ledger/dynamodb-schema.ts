@@ -11,6 +11,12 @@
  * read without the others'): the writes to any one key value are a fixed 1/LISTING_SHARDS of the
  * listed rows', however large the traffic. It projects keys only; a listing reads the page's rows
  * from the table.
+ *
+ * The shipment index (docs/contract.md §5, on unless `shipmentIndex` is off) is sparse too: its keys
+ * are the row's shipment (`shipmentId`) and its admission time (`createdAt`), both written once, by
+ * the write that creates the row, and never changed after, so a delivery puts one keys-only entry
+ * (1 write unit) and no later write touches the index again. A row without an event (an invalid
+ * message's: no `createdAt`, no shipment) and a shipment head (neither attribute) are not in it.
  */
 export const LISTING_SHARDS = 16;
 
@@ -26,6 +32,15 @@ export const LEDGER_SCHEMA = {
     sortKey: 'ls',
     projection: 'KEYS_ONLY',
     shards: LISTING_SHARDS,
+  },
+  /** Every delivery of a shipment's events, newest admission first (`Ledger.deliveriesOfShipment`). */
+  shipmentIndex: {
+    name: 'shipment',
+    /** String: the event's shipment ID (the record's `shipmentId`). */
+    partitionKey: 'sh',
+    /** Number: the epoch ms the row was admitted (the record's `createdAt`). */
+    sortKey: 'c',
+    projection: 'KEYS_ONLY',
   },
   /** Epoch seconds; DynamoDB's TTL deletes a row some time after. */
   ttlAttribute: 'x',
@@ -55,7 +70,7 @@ export const WIRE_NAMES = {
   audit: 'au',
   deadReason: 'dr',
   deadDetail: 'dd',
-  createdAt: 'c',
+  createdAt: LEDGER_SCHEMA.shipmentIndex.sortKey,
   deliveredAt: 'da',
   deadAt: 'xa',
   expiresAt: LEDGER_SCHEMA.ttlAttribute,
@@ -63,8 +78,11 @@ export const WIRE_NAMES = {
   parkedAt: 'pa',
   /** Only on a row of an ordered endpoint (docs/contract.md §13): any other row has no such attribute. */
   sequence: 'sq',
-  /** Beside it: the shipment whose head gave that number. */
-  shipmentId: 'sh',
+  /**
+   * The event's shipment: on every row the shipment index covers (written at its creation), and
+   * beside `sequence` on a row of an ordered endpoint (the shipment whose head gave that number).
+   */
+  shipmentId: LEDGER_SCHEMA.shipmentIndex.partitionKey,
   /** Only on a released row (docs/contract.md §13, `handoff release`): any other row has no such attribute. */
   releasedAt: 'rl',
   /** Not a record field: the retention of the latest claim, which later writes extend the expiry by. */
@@ -97,26 +115,44 @@ export const HEAD_WIRE_NAMES = {
   waitingPrefix: 'w:',
 } as const;
 
-/** The table as CreateTable (sandbox) and CloudFormation (the construct) both describe it. */
-export const LEDGER_TABLE_DEFINITION = {
-  AttributeDefinitions: [
-    { AttributeName: LEDGER_SCHEMA.partitionKey, AttributeType: 'S' },
-    { AttributeName: LEDGER_SCHEMA.sortKey, AttributeType: 'S' },
-    { AttributeName: LEDGER_SCHEMA.listingIndex.partitionKey, AttributeType: 'S' },
-    { AttributeName: LEDGER_SCHEMA.listingIndex.sortKey, AttributeType: 'S' },
-  ],
-  KeySchema: [
-    { AttributeName: LEDGER_SCHEMA.partitionKey, KeyType: 'HASH' },
-    { AttributeName: LEDGER_SCHEMA.sortKey, KeyType: 'RANGE' },
-  ],
-  GlobalSecondaryIndexes: [
-    {
-      IndexName: LEDGER_SCHEMA.listingIndex.name,
-      KeySchema: [
-        { AttributeName: LEDGER_SCHEMA.listingIndex.partitionKey, KeyType: 'HASH' },
-        { AttributeName: LEDGER_SCHEMA.listingIndex.sortKey, KeyType: 'RANGE' },
-      ],
-      Projection: { ProjectionType: LEDGER_SCHEMA.listingIndex.projection },
-    },
-  ],
-} as const;
+/** An index as CreateTable (sandbox) and CloudFormation (the construct) both describe it. */
+function indexDefinition(index: typeof LEDGER_SCHEMA.listingIndex | typeof LEDGER_SCHEMA.shipmentIndex) {
+  return {
+    IndexName: index.name,
+    KeySchema: [
+      { AttributeName: index.partitionKey, KeyType: 'HASH' },
+      { AttributeName: index.sortKey, KeyType: 'RANGE' },
+    ],
+    Projection: { ProjectionType: index.projection },
+  } as const;
+}
+
+/**
+ * The table as CreateTable (sandbox) and CloudFormation (the construct) both describe it: with the
+ * shipment index unless `shipmentIndex` is false.
+ */
+export function ledgerTableDefinition(options: { readonly shipmentIndex: boolean }) {
+  const shipment = LEDGER_SCHEMA.shipmentIndex;
+  return {
+    AttributeDefinitions: [
+      { AttributeName: LEDGER_SCHEMA.partitionKey, AttributeType: 'S' },
+      { AttributeName: LEDGER_SCHEMA.sortKey, AttributeType: 'S' },
+      { AttributeName: LEDGER_SCHEMA.listingIndex.partitionKey, AttributeType: 'S' },
+      { AttributeName: LEDGER_SCHEMA.listingIndex.sortKey, AttributeType: 'S' },
+      ...(options.shipmentIndex
+        ? [
+            { AttributeName: shipment.partitionKey, AttributeType: 'S' },
+            { AttributeName: shipment.sortKey, AttributeType: 'N' },
+          ]
+        : []),
+    ],
+    KeySchema: [
+      { AttributeName: LEDGER_SCHEMA.partitionKey, KeyType: 'HASH' },
+      { AttributeName: LEDGER_SCHEMA.sortKey, KeyType: 'RANGE' },
+    ],
+    GlobalSecondaryIndexes: [indexDefinition(LEDGER_SCHEMA.listingIndex), ...(options.shipmentIndex ? [indexDefinition(shipment)] : [])],
+  } as const;
+}
+
+/** The table with every index: the default. */
+export const LEDGER_TABLE_DEFINITION = ledgerTableDefinition({ shipmentIndex: true });

@@ -135,3 +135,18 @@ export class LedgerUnavailableError extends LedgerError {
   override readonly name = 'LedgerUnavailableError';
   readonly code = 'ledger-unavailable';
 }
+
+/**
+ * The ledger has no shipment index (docs/contract.md §5): the deployment turned it off
+ * (`shipmentIndex: false`, `HANDOFF_SHIPMENT_INDEX=false`), so deliveries cannot be found by shipment.
+ */
+export class ShipmentIndexOffError extends LedgerError {
+  override readonly name = 'ShipmentIndexOffError';
+  readonly code = 'shipment-index-off';
+  constructor(tableName: string, options?: ErrorOptions) {
+    super(
+      `ledger ${tableName} has no shipment index: this deployment turned it off (shipmentIndex: false, HANDOFF_SHIPMENT_INDEX=false), so deliveries are found by event ID only`,
+      options,
+    );
+  }
+}

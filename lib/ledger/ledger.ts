@@ -154,6 +154,21 @@ export interface ListOptions {
   readonly untilMs?: number;
 }
 
+/** Which page of a shipment's deliveries (`Ledger.deliveriesOfShipment`). */
+export interface ShipmentPageOptions {
+  /** A positive integer; DEFAULT_PAGE_LIMIT (25) when not given. */
+  readonly limit?: number;
+  /** From the page before, of the same shipment. */
+  readonly cursor?: string;
+}
+
+/** A page of a shipment's deliveries, newest admission first. */
+export interface ShipmentPage {
+  readonly items: readonly DeliveryRecord[];
+  /** Opaque; pass it back as `cursor` for the next page. Absent on the last page. */
+  readonly next?: string;
+}
+
 export interface Ledger {
   /**
    * Admits a new event or claims a pending one, in one conditional write, and counts the
@@ -283,6 +298,17 @@ export interface Ledger {
    * empty or malformed window, or `parked` without an endpoint.
    */
   listByState(state: ListedState, options?: ListOptions): Promise<Page>;
+
+  /**
+   * Every delivery of a shipment's events (one row per event and endpoint), newest admission first,
+   * a page at a time, from the shipment index (docs/contract.md §5): the page's index entries (keys
+   * only), then its rows read whole and consistently. A row created while the index was off, and an
+   * invalid message's row (no event), are not in it. Rows gone or past their expiry are left out, so
+   * a page may hold fewer than `limit`; it has `next` exactly when more entries follow it.
+   * @throws ShipmentIndexOffError when the ledger has no shipment index.
+   * @throws RangeError for a cursor not issued for this shipment, or a limit that is not a positive integer.
+   */
+  deliveriesOfShipment(shipmentId: string, options?: ShipmentPageOptions): Promise<ShipmentPage>;
 
   /**
    * How many rows the listing of `state` holds, or those of one endpoint when asked (`parked`

@@ -7,7 +7,7 @@
  * Rows are deep-copied in and out, so a caller can never change a stored row by mutating what it
  * passed or got back (as with a real store).
  */
-import { ClaimRefusedError, LeaseLostError, RecordMissingError, ReleaseRefusedError, ReplayRefusedError } from './errors';
+import { ClaimRefusedError, LeaseLostError, RecordMissingError, ReleaseRefusedError, ReplayRefusedError, ShipmentIndexOffError } from './errors';
 import { claimRefusal, MAY_MARK_EXHAUSTED, MAY_RELIST, MAY_UNLIST, MAY_UNPARK, mayRecord, parkRefusal, releaseRefusal, replayRefusal } from './guards';
 import type {
   ClaimedRecord,
@@ -21,6 +21,8 @@ import type {
   RecordAttemptInput,
   ReleaseInput,
   ReplayInput,
+  ShipmentPage,
+  ShipmentPageOptions,
 } from './ledger';
 import {
   belongsIn,
@@ -33,6 +35,7 @@ import {
   type ListedState,
 } from './listing';
 import { auditEntry, checkLimit, DEFAULT_PAGE_LIMIT, holdsNoEvent, isExpired, newToken, readRecord } from './rows';
+import { decodeShipmentCursor, encodeShipmentCursor, inShipmentOrder, newerInShipment, type ShipmentPosition } from './shipment-index';
 import {
   admitInvalidChanges,
   applyChanges,
@@ -57,14 +60,18 @@ type Row = ChangeableRow;
 export interface MemoryLedgerOptions {
   /** Epoch ms, for deciding which rows have expired on reads. Defaults to the system clock. */
   readonly now?: () => number;
+  /** Whether rows are created in the shipment index (docs/contract.md §5). Default true. */
+  readonly shipmentIndex?: boolean;
 }
 
 export class MemoryLedger implements Ledger {
   readonly #rows = new Map<string, Row>();
   readonly #now: () => number;
+  readonly #shipmentIndex: boolean;
 
   constructor(options: MemoryLedgerOptions = {}) {
     this.#now = options.now ?? Date.now;
+    this.#shipmentIndex = options.shipmentIndex ?? true;
   }
 
   async claim(input: ClaimInput): Promise<ClaimedRecord> {
@@ -80,7 +87,7 @@ export class MemoryLedger implements Ledger {
       if (refusal !== undefined) throw new ClaimRefusedError(record, refusal);
     }
     const row = stored ?? newRow(key);
-    applyChanges(row, key, claimChanges(input, newToken()));
+    applyChanges(row, key, claimChanges(input, newToken(), this.#shipmentIndex));
     this.#rows.set(rowKey(key), row);
     return toRecord(row) as ClaimedRecord;
   }
@@ -153,7 +160,7 @@ export class MemoryLedger implements Ledger {
       if (refusal !== undefined) throw new ClaimRefusedError(existing, refusal);
     }
     const row = stored ?? newRow(key);
-    applyChanges(row, key, parkChanges(input, existing));
+    applyChanges(row, key, parkChanges(input, existing, this.#shipmentIndex));
     this.#rows.set(rowKey(key), row);
     return toRecord(row);
   }
@@ -163,7 +170,7 @@ export class MemoryLedger implements Ledger {
     const stored = this.#rows.get(rowKey(key));
     if (stored !== undefined && !holdsNoEvent(stored)) return toRecord(stored);
     const row = stored ?? newRow(key);
-    applyChanges(row, key, admitChanges(input));
+    applyChanges(row, key, admitChanges(input, this.#shipmentIndex));
     this.#rows.set(rowKey(key), row);
     return toRecord(row);
   }
@@ -202,6 +209,21 @@ export class MemoryLedger implements Ledger {
       .map(toRecord)
       .filter((record) => !isExpired(record, nowMs))
       .sort((a, b) => (a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0));
+  }
+
+  async deliveriesOfShipment(shipmentId: string, options: ShipmentPageOptions = {}): Promise<ShipmentPage> {
+    if (!this.#shipmentIndex) throw new ShipmentIndexOffError('in memory');
+    const limit = checkLimit(options.limit ?? DEFAULT_PAGE_LIMIT);
+    const after = options.cursor === undefined ? undefined : decodeShipmentCursor(options.cursor, shipmentId);
+    // The index's entries: the rows created with the shipment's key (an invalid message's has none).
+    const entries = inShipmentOrder(
+      [...this.#rows.values()].filter((row): row is Row & ShipmentPosition => row.shipmentId === shipmentId && row.createdAt !== undefined),
+    ).filter((row) => after === undefined || newerInShipment(after, row));
+    const page = entries.slice(0, limit);
+    const nowMs = this.#now();
+    const items = page.map(toRecord).filter((record) => !isExpired(record, nowMs));
+    const last = page.at(-1);
+    return entries.length > limit && last !== undefined ? { items, next: encodeShipmentCursor(shipmentId, last) } : { items };
   }
 
   async countByState(state: ListedState, options: Pick<ListOptions, 'endpoint'> = {}): Promise<number> {

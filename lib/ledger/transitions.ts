@@ -68,12 +68,15 @@ function keepBody(body: string): Change {
   return { op: 'init', field: 'body', value: body };
 }
 
-/** The claim of a row (the one a new event gets, where there was none) under `claimToken`. */
-export function claimChanges(input: ClaimInput, claimToken: string): Change[] {
+/**
+ * The claim of a row (the one a new event gets, where there was none) under `claimToken`;
+ * `indexShipment`: the row is created in the shipment index (`newRowFields`).
+ */
+export function claimChanges(input: ClaimInput, claimToken: string, indexShipment = false): Change[] {
   const { nowMs } = input;
   return [
     // Not the body (see above).
-    ...newRowFields(input),
+    ...newRowFields(input, indexShipment),
     // Pending: a claimable row already is; a taken-over invalid row becomes so, and sheds its dead
     // fields (no other claimable row has them).
     { op: 'set', field: 'state', value: 'pending' },
@@ -210,9 +213,9 @@ export function releaseChanges(input: ReleaseInput, entry: AuditEntry): Change[]
  * message: the claim's new-row fields with no attempt counted, pending, no lease, due now, expiring
  * as the claim's row does, and not listed (it waits for its turn, not for attention).
  */
-export function admitChanges(input: ParkInput): Change[] {
+export function admitChanges(input: ParkInput, indexShipment = false): Change[] {
   return [
-    ...unclaimedRow(input),
+    ...unclaimedRow(input, indexShipment),
     { op: 'set', field: 'state', value: 'pending' },
     { op: 'remove', fields: DEAD_FIELDS },
     { op: 'set', field: 'retentionSeconds', value: input.retentionSeconds },
@@ -231,7 +234,7 @@ export function admitChanges(input: ParkInput): Change[] {
  * claim ends here: its failure can no longer be recorded, a 2xx still can), the row's own due time
  * kept, and the listing moved to the endpoint's parked rows.
  */
-export function parkChanges(input: ParkInput, existing: { readonly createdAt: number } | undefined): Change[] {
+export function parkChanges(input: ParkInput, existing: { readonly createdAt: number } | undefined, indexShipment = false): Change[] {
   const { nowMs } = input;
   const marker: Change[] = [
     { op: 'set', field: 'state', value: 'pending' },
@@ -248,20 +251,24 @@ export function parkChanges(input: ParkInput, existing: { readonly createdAt: nu
   // Its release sends the event from the row (the message is acknowledged now): an existing row
   // between attempts holds no body yet.
   if (existing !== undefined) return [...marker, keepBody(input.event.body)];
-  return [...unclaimedRow(input), ...marker];
+  return [...unclaimedRow(input, indexShipment), ...marker];
 }
 
 /** A new row's fields as the claim's (`claimChanges`), with the body, but with nothing claimed: no attempt counted. */
-function unclaimedRow(input: ParkInput): Change[] {
-  return [keepBody(input.event.body), ...newRowFields(input), { op: 'init', field: 'attempts', value: 0 }];
+function unclaimedRow(input: ParkInput, indexShipment: boolean): Change[] {
+  return [keepBody(input.event.body), ...newRowFields(input, indexShipment), { op: 'init', field: 'attempts', value: 0 }];
 }
 
 /**
  * A new row's fields, for every write that may create one. An existing row keeps its own: its
  * content, and above all the policy it was created with, which a replay must follow too.
  * `createdAt` is absent on an invalid message's row, so the event that takes it over sets it.
+ *
+ * The shipment index's keys are two of them (`shipmentId`, `createdAt`: dynamodb-schema.ts): written
+ * here once, with the row, so a delivery puts one index entry at its admission and no later write
+ * changes a key of it (nor writes the index again: it projects keys only).
  */
-function newRowFields(input: ClaimInput | ParkInput): Change[] {
+function newRowFields(input: ClaimInput | ParkInput, indexShipment: boolean): Change[] {
   return [
     { op: 'init', field: 'contentHash', value: input.event.contentHash },
     { op: 'init', field: 'eventType', value: input.event.type },
@@ -269,7 +276,7 @@ function newRowFields(input: ClaimInput | ParkInput): Change[] {
     { op: 'init', field: 'maxAttempts', value: input.policy.maxAttempts },
     { op: 'init', field: 'history', value: [] },
     { op: 'init', field: 'createdAt', value: input.nowMs },
-    ...sequenceChanges(input.sequence, input.event.event.shipmentId),
+    ...shipmentChanges(input.sequence, input.event.event.shipmentId, indexShipment),
   ];
 }
 
@@ -296,18 +303,17 @@ export function unparkChanges(nowMs: number, listedSinceMs: number): Change[] {
 }
 
 /**
- * The shipment sequence of a row of an ordered endpoint (docs/contract.md §13) and its shipment:
- * new-row fields, written where the row has none, never changed after. Nothing where there is no
- * sequence, so a row of any other endpoint carries neither (the DynamoDB shapes of these writes are
- * told apart by it: `dynamodb-expressions.ts`).
+ * The shipment sequence of a row of an ordered endpoint (docs/contract.md §13), and the row's
+ * shipment where it is numbered or indexed: new-row fields, written where the row has none, never
+ * changed after. Neither where there is no sequence and no index, so such a row carries not one
+ * byte more (the DynamoDB shapes of these writes are told apart by both: `dynamodb-expressions.ts`).
  */
-function sequenceChanges(sequence: number | undefined, shipmentId: string): Change[] {
-  if (sequence === undefined) return [];
-  // The shipment beside the number: which head gave it (lib/ordering.ts `holdsNumber`).
-  return [
-    { op: 'init', field: 'sequence', value: sequence },
-    { op: 'init', field: 'shipmentId', value: shipmentId },
-  ];
+function shipmentChanges(sequence: number | undefined, shipmentId: string, indexShipment: boolean): Change[] {
+  const changes: Change[] = [];
+  if (sequence !== undefined) changes.push({ op: 'init', field: 'sequence', value: sequence });
+  // Beside a number, which head gave it (lib/ordering.ts `holdsNumber`); either way the index's key.
+  if (sequence !== undefined || indexShipment) changes.push({ op: 'init', field: 'shipmentId', value: shipmentId });
+  return changes;
 }
 
 /** Dead from now, listed as dead from now, with no lease and no wait. */

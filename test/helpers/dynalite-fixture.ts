@@ -28,11 +28,11 @@ export function useDynalite(onStart: (started: { dynalite: Dynalite; client: Dyn
 
 let ledgerTables = 0;
 
-/** A new ledger table, named `<prefix>-<n>` (n counts the file's tables). */
-export async function freshLedgerTable(client: DynamoDBClient, prefix: string): Promise<string> {
+/** A new ledger table, named `<prefix>-<n>` (n counts the file's tables); with the shipment index unless told otherwise. */
+export async function freshLedgerTable(client: DynamoDBClient, prefix: string, options = { shipmentIndex: true }): Promise<string> {
   ledgerTables += 1;
   const tableName = `${prefix}-${ledgerTables}`;
-  await createLedgerTable(client, tableName);
+  await createLedgerTable(client, tableName, options);
   return tableName;
 }
 
@@ -41,8 +41,12 @@ export async function dropTable(client: DynamoDBClient, tableName: string): Prom
 }
 
 /** A new ledger table (`freshLedgerTable(client, prefix)`), and what drops it. */
-export async function droppableLedgerTable(client: DynamoDBClient, prefix: string): Promise<{ tableName: string; drop: () => Promise<void> }> {
-  const tableName = await freshLedgerTable(client, prefix);
+export async function droppableLedgerTable(
+  client: DynamoDBClient,
+  prefix: string,
+  options = { shipmentIndex: true },
+): Promise<{ tableName: string; drop: () => Promise<void> }> {
+  const tableName = await freshLedgerTable(client, prefix, options);
   return { tableName, drop: () => dropTable(client, tableName) };
 }
 

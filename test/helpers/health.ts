@@ -14,10 +14,10 @@ export class MemoryHealthStore implements HealthStore {
   fail = false;
   pauseGate: Promise<void> | undefined;
 
-  async recordFailure(name: string, nowMs: number) {
-    this.#check('failure', name);
+  async recordFailure(name: string, nowMs: number, count = 1) {
+    this.#check(count === 1 ? 'failure' : `failure ×${count}`, name);
     const h = this.health.get(name) ?? { failures: 0 };
-    const next = { ...h, failures: h.failures + 1, failingSince: h.failingSince ?? nowMs };
+    const next = { ...h, failures: h.failures + count, failingSince: h.failingSince ?? nowMs };
     this.health.set(name, next);
     return next;
   }

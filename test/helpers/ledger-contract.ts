@@ -12,6 +12,7 @@ import {
   RecordMissingError,
   ReleaseRefusedError,
   ReplayRefusedError,
+  ShipmentIndexOffError,
 } from '../../lib/ledger/errors';
 import {
   DEFAULT_ENDPOINT,
@@ -46,7 +47,8 @@ export interface LedgerClock {
   readonly now: () => number;
 }
 
-export type MakeLedger = (clock: LedgerClock) => Promise<LedgerUnderTest>;
+/** `shipmentIndex: false`: a ledger (and table) without the shipment index; with it by default. */
+export type MakeLedger = (clock: LedgerClock, options?: { readonly shipmentIndex?: boolean }) => Promise<LedgerUnderTest>;
 
 /** 2027-01-15T12:00:00Z: a fixed instant, so every time in an assertion is exact. */
 export const T0 = Date.UTC(2027, 0, 15, 12, 0, 0);
@@ -168,11 +170,13 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
     }
 
     /** What a new event's row has from its first write at `atMs` (pending, no history, replay or audit), the rest per case. */
+    /** A new row as the claim (or park) writes it: in the shipment index (on by default), so with its shipment. */
     function newRow(eventId: string, endpoint: string, event: ParsedEvent, atMs: number) {
       return {
         eventId,
         endpoint,
         state: 'pending',
+        shipmentId: event.event.shipmentId,
         contentHash: event.contentHash,
         eventType: 'shipment.in_transit',
         maxAttempts: 3,
@@ -1187,6 +1191,163 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         copy.attempts = 99;
 
         expect((await ledger.deliveriesOf('evt_fan_copy'))[0]?.attempts).toBe(1);
+      });
+    });
+
+    describe('Method: deliveriesOfShipment (the shipment index, docs/contract.md §5)', () => {
+      /** Every page of a shipment's deliveries, each page's rows as `eventId@endpoint`. */
+      async function shipmentPages(shipmentId: string, limit: number): Promise<string[][]> {
+        const pages: string[][] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await ledger.deliveriesOfShipment(shipmentId, { limit, ...(cursor === undefined ? {} : { cursor }) });
+          pages.push(page.items.map((d) => `${d.eventId}@${d.endpoint}`));
+          cursor = page.next;
+        } while (cursor !== undefined);
+        return pages;
+      }
+
+      it("returns a shipment's deliveries across its events and endpoints, newest admission first, as get reads them; no other shipment's", async () => {
+        // Prepare: two events of shp_2001 to two endpoints each, admitted one after another, and a neighbour shipment.
+        const first = shipmentEvent('evt_ship_first', { shipmentId: 'shp_2001' });
+        const second = shipmentEvent('evt_ship_second', { shipmentId: 'shp_2001' });
+        const acme = await claim(first, { endpoint: 'carrier-acme', nowMs: T0 });
+        await record(acme, ACCEPTED, { state: 'delivered' }, T0 + 50);
+        await claim(first, { endpoint: 'notifications', nowMs: T0 + 100 });
+        await claim(second, { endpoint: 'carrier-acme', nowMs: T0 + 200 });
+        await claim(second, { endpoint: 'notifications', nowMs: T0 + 300 });
+        await claim(shipmentEvent('evt_ship_other', { shipmentId: 'shp_2002' }), { nowMs: T0 + 400 });
+
+        // Act
+        const page = await ledger.deliveriesOfShipment('shp_2001');
+
+        // Assess
+        expect(page.items.map((d) => [d.eventId, d.endpoint, d.createdAt])).toStrictEqual([
+          ['evt_ship_second', 'notifications', T0 + 300],
+          ['evt_ship_second', 'carrier-acme', T0 + 200],
+          ['evt_ship_first', 'notifications', T0 + 100],
+          ['evt_ship_first', 'carrier-acme', T0],
+        ]);
+        expect(page.items[3]).toStrictEqual(await ledger.get(key('evt_ship_first', 'carrier-acme')));
+        expect(page.items[3]).toMatchObject({ state: 'delivered', shipmentId: 'shp_2001' });
+        expect(page.next).toBeUndefined();
+      });
+
+      it('pages with an opaque cursor: every delivery once, in order, and no cursor after the last page', async () => {
+        // Prepare: five deliveries, two admitted in the same millisecond.
+        const times = [T0, T0 + 10, T0 + 10, T0 + 20, T0 + 30];
+        for (const [i, atMs] of times.entries()) await claim(shipmentEvent(`evt_ship_page_${i}`, { shipmentId: 'shp_pages' }), { nowMs: atMs });
+
+        // Act
+        const pages = await shipmentPages('shp_pages', 2);
+
+        // Assess
+        expect(pages.map((page) => page.length)).toStrictEqual([2, 2, 1]);
+        const all = pages.flat();
+        expect(all.slice(0, 1)).toStrictEqual([`evt_ship_page_4@${DEFAULT_ENDPOINT}`]);
+        expect(all.at(-1)).toBe(`evt_ship_page_0@${DEFAULT_ENDPOINT}`);
+        expect([...all].sort()).toStrictEqual(times.map((_, i) => `evt_ship_page_${i}@${DEFAULT_ENDPOINT}`));
+      });
+
+      it('indexes a parked row and one admitted to wait its turn, as it indexes a claimed one', async () => {
+        const parked = shipmentEvent('evt_ship_parked', { shipmentId: 'shp_waits' });
+        const waiting = shipmentEvent('evt_ship_waiting', { shipmentId: 'shp_waits' });
+        await ledger.park({ event: parked, endpoint: 'carrier-acme', nowMs: T0, policy: POLICY, retentionSeconds: RETENTION_SECONDS });
+        await ledger.admit({ event: waiting, endpoint: 'carrier-acme', nowMs: T0 + 1, policy: POLICY, retentionSeconds: RETENTION_SECONDS, sequence: 2 });
+
+        expect(await shipmentPages('shp_waits', 10)).toStrictEqual([['evt_ship_waiting@carrier-acme', 'evt_ship_parked@carrier-acme']]);
+      });
+
+      it("does not index an invalid message's row (it holds no event, so no shipment); the valid event that takes it over is", async () => {
+        // Prepare
+        await ledger.admitInvalid(key('evt_ship_invalid'), 'not JSON', POLICY, T0, RETENTION_SECONDS);
+        const before = await ledger.get(key('evt_ship_invalid'));
+
+        // Act
+        await claim(shipmentEvent('evt_ship_invalid', { shipmentId: 'shp_taken_over' }), { nowMs: T0 + 100 });
+
+        // Assess
+        expect(before?.shipmentId).toBeUndefined();
+        expect(await shipmentPages('shp_taken_over', 10)).toStrictEqual([[`evt_ship_invalid@${DEFAULT_ENDPOINT}`]]);
+      });
+
+      it('keeps the shipment a row was created with: a later claim of other content under its ID changes nothing', async () => {
+        const row = await claim(shipmentEvent('evt_ship_kept', { shipmentId: 'shp_kept' }));
+        await record(row, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 100);
+
+        await rejectionOf(claim(shipmentEvent('evt_ship_kept', { shipmentId: 'shp_other' }), { nowMs: T0 + 30_000 }), ClaimRefusedError);
+
+        expect((await ledger.deliveriesOfShipment('shp_kept')).items.map((d) => d.eventId)).toStrictEqual(['evt_ship_kept']);
+        expect((await ledger.deliveriesOfShipment('shp_other')).items).toStrictEqual([]);
+      });
+
+      it('leaves out a delivery past its expiry, as get does', async () => {
+        const event = shipmentEvent('evt_ship_expiry', { shipmentId: 'shp_expiry' });
+        await claim(event, { endpoint: 'short', retentionSeconds: 60 });
+        await claim(event, { endpoint: 'long', nowMs: T0 + 1 });
+
+        clockMs = T0 + 60_000;
+        const after = await ledger.deliveriesOfShipment('shp_expiry');
+
+        expect(after.items.map((d) => d.endpoint)).toStrictEqual(['long']);
+      });
+
+      it('returns an empty page for a shipment without deliveries', async () => {
+        expect(await ledger.deliveriesOfShipment('shp_unknown')).toStrictEqual({ items: [] });
+      });
+
+      it("refuses a cursor another shipment's page issued", async () => {
+        for (const i of [1, 2]) await claim(shipmentEvent(`evt_ship_cursor_${i}`, { shipmentId: 'shp_cursor' }), { nowMs: T0 + i });
+        const { next } = await ledger.deliveriesOfShipment('shp_cursor', { limit: 1 });
+        if (next === undefined) throw new Error('expected a next page');
+
+        await rejectionOf(ledger.deliveriesOfShipment('shp_elsewhere', { cursor: next }), RangeError);
+        await rejectionOf(ledger.deliveriesOfShipment('shp_cursor', { cursor: 'not-a-cursor' }), RangeError);
+      });
+    });
+
+    describe('With the shipment index off (shipmentIndex: false)', () => {
+      let unindexed: LedgerUnderTest;
+
+      beforeEach(async () => {
+        unindexed = await makeLedger({ now: () => clockMs }, { shipmentIndex: false });
+      });
+
+      afterEach(async () => {
+        await unindexed.close();
+      });
+
+      it("writes no key of the index: a claimed, parked or admitted row of an unordered endpoint carries no shipment", async () => {
+        const off = unindexed.ledger;
+        const claimed = await off.claim({ event: shipmentEvent('evt_off_claimed'), endpoint: DEFAULT_ENDPOINT, owner: WORKER_A, nowMs: T0, leaseMs: LEASE_MS, policy: POLICY, retentionSeconds: RETENTION_SECONDS });
+        const parked = await off.park({ event: shipmentEvent('evt_off_parked'), endpoint: 'carrier-acme', nowMs: T0, policy: POLICY, retentionSeconds: RETENTION_SECONDS });
+        const admitted = await off.admit({ event: shipmentEvent('evt_off_admitted'), endpoint: 'carrier-acme', nowMs: T0, policy: POLICY, retentionSeconds: RETENTION_SECONDS });
+
+        for (const row of [claimed, parked, admitted, await off.get(key('evt_off_claimed'))]) expect(row?.shipmentId).toBeUndefined();
+      });
+
+      it('still keeps the shipment beside the sequence of an ordered endpoint\'s row (docs/contract.md §13)', async () => {
+        const claimed = await unindexed.ledger.claim({
+          event: shipmentEvent('evt_off_ordered'),
+          endpoint: 'carrier-acme',
+          owner: WORKER_A,
+          nowMs: T0,
+          leaseMs: LEASE_MS,
+          policy: POLICY,
+          retentionSeconds: RETENTION_SECONDS,
+          sequence: 1,
+        });
+
+        expect(claimed).toMatchObject({ sequence: 1, shipmentId: 'shp_1001' });
+      });
+
+      it('refuses a lookup by shipment, saying the index is off', async () => {
+        await unindexed.ledger.claim({ event: shipmentEvent('evt_off_lookup'), endpoint: DEFAULT_ENDPOINT, owner: WORKER_A, nowMs: T0, leaseMs: LEASE_MS, policy: POLICY, retentionSeconds: RETENTION_SECONDS });
+
+        const error = await rejectionOf(unindexed.ledger.deliveriesOfShipment('shp_1001'), ShipmentIndexOffError);
+
+        expect(error.code).toBe('shipment-index-off');
+        expect(error.message).toMatch(/has no shipment index/);
       });
     });
 

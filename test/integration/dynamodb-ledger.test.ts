@@ -113,9 +113,11 @@ function loseFirstAnswer(lossy: DynamoDBClient, commandName: string): { sent(): 
   return { sent: () => sent };
 }
 
-ledgerContract('DynamoDbLedger on dynalite', async ({ now }) => {
-  const { tableName, drop } = await droppableLedgerTable(client, 'ledger-test');
-  return { ledger: new DynamoDbLedger({ client: documents, tableName, now }), close: drop };
+ledgerContract('DynamoDbLedger on dynalite', async ({ now }, options = {}) => {
+  // Without the index, the table has none either, as a deployment with it off.
+  const shipmentIndex = options.shipmentIndex ?? true;
+  const { tableName, drop } = await droppableLedgerTable(client, 'ledger-test', { shipmentIndex });
+  return { ledger: new DynamoDbLedger({ client: documents, tableName, now, shipmentIndex }), close: drop };
 });
 
 describe('DynamoDbLedger on dynalite', () => {
@@ -428,8 +430,9 @@ describe('DynamoDbLedger on dynalite', () => {
       await ledger.recordAttempt(attemptInput(claimed, { kind: 'accepted', status: 200 }, { state: 'delivered' }, T0 + 40, { attempt: 1 }));
       const delivered = Object.keys(await storedItem('evt_never_parked')).sort();
 
-      expect(whileClaimed).toStrictEqual(['c', 'ct', 'endpoint', 'eventId', 'h', 'hi', 'le', 'lo', 'm', 'n', 'na', 'p', 'rs', 's', 't', 'x']);
-      expect(delivered).toStrictEqual(['c', 'da', 'endpoint', 'eventId', 'h', 'hi', 'm', 'n', 'o', 'p', 'rs', 's', 't', 'x']);
+      // `sh` and `c`: the shipment index's keys (on by default).
+      expect(whileClaimed).toStrictEqual(['c', 'ct', 'endpoint', 'eventId', 'h', 'hi', 'le', 'lo', 'm', 'n', 'na', 'p', 'rs', 's', 'sh', 't', 'x']);
+      expect(delivered).toStrictEqual(['c', 'da', 'endpoint', 'eventId', 'h', 'hi', 'm', 'n', 'o', 'p', 'rs', 's', 'sh', 't', 'x']);
     });
 
     it('keeps a parked 300-byte event within one write unit, and its index entry to keys alone', async () => {
@@ -685,7 +688,7 @@ describe('DynamoDbLedger on dynalite', () => {
   });
 
   describe('Function: createLedgerTable', () => {
-    it('creates the table with its sparse, keys-only listing index, and keeps an existing one', async () => {
+    it('creates the table with its sparse, keys-only listing and shipment indexes, and keeps an existing one', async () => {
       await ledger.claim(claimInput('evt_kept'));
 
       await createLedgerTable(client, tableName);
@@ -698,6 +701,14 @@ describe('DynamoDbLedger on dynalite', () => {
           [
             { AttributeName: 'lk', KeyType: 'HASH' },
             { AttributeName: 'ls', KeyType: 'RANGE' },
+          ],
+          { ProjectionType: 'KEYS_ONLY' },
+        ],
+        [
+          'shipment',
+          [
+            { AttributeName: 'sh', KeyType: 'HASH' },
+            { AttributeName: 'c', KeyType: 'RANGE' },
           ],
           { ProjectionType: 'KEYS_ONLY' },
         ],
@@ -784,6 +795,33 @@ describe('DynamoDbLedger on dynalite', () => {
       expect(row?.replays).toBe(2 * MAX_AUDIT);
       expect(row?.audit).toHaveLength(MAX_AUDIT);
       expect(Math.max(...sizes)).toBeLessThan(400 * 1024);
+    });
+
+    it('writes the shipment index keys once, at admission: no later write of a retried, delivered, dead or replayed row changes them', async () => {
+      // Prepare: the index entry as DynamoDB sizes it, the keys of the table and the index plus 100 bytes.
+      const entryBytes = (item: Record<string, AttributeValue>) => {
+        const keys = [LEDGER_SCHEMA.partitionKey, LEDGER_SCHEMA.sortKey, LEDGER_SCHEMA.shipmentIndex.partitionKey, LEDGER_SCHEMA.shipmentIndex.sortKey];
+        return itemSizeBytes(Object.fromEntries(keys.map((name) => [name, item[name]!]))) + 100;
+      };
+      const indexKeys = (item: Record<string, AttributeValue>) => [item[LEDGER_SCHEMA.shipmentIndex.partitionKey], item[LEDGER_SCHEMA.shipmentIndex.sortKey]];
+      const items: Record<string, AttributeValue>[] = [];
+
+      // Act: 503, then 200 at the retry; then a second row of the event rejected and replayed.
+      const first = await ledger.claim(claimInput('evt_indexed_once', { nowMs: T0 }));
+      items.push(await storedItem('evt_indexed_once'));
+      await record(first, bodyOf(first), { kind: 'temporary', status: 503 }, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 100);
+      items.push(await storedItem('evt_indexed_once'));
+      const second = await ledger.claim(claimInput('evt_indexed_once', { nowMs: T0 + 30_000 }));
+      items.push(await storedItem('evt_indexed_once'));
+      await record(second, bodyOf(second), { kind: 'rejected', status: 400, responseStart: 'bad carrier' }, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 30_100);
+      items.push(await storedItem('evt_indexed_once'));
+      await ledger.replay({ eventId: 'evt_indexed_once', endpoint: DEFAULT_ENDPOINT, operator: 'ops', reason: 'fixed', nowMs: T0 + 40_000 });
+      items.push(await storedItem('evt_indexed_once'));
+
+      // Assess: the keys of the first write on every later one; the entry, keys only, within 1 KB.
+      expect(indexKeys(items[0]!)).toStrictEqual([{ S: 'shp_1001' }, { N: String(T0) }]);
+      for (const item of items) expect(indexKeys(item)).toStrictEqual(indexKeys(items[0]!));
+      expect(entryBytes(items[0]!)).toBeLessThanOrEqual(1024);
     });
 
     it('writes no listing index key on an event delivered at its first attempt', async () => {

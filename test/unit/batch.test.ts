@@ -562,7 +562,8 @@ describe('Function: processBatch endpoint health', () => {
   /** Scripted deliver by event ID (the records are producer-free endpoint messages holding an event). */
   function withHealth(script: Record<string, DeliveryResult>, endpoints: Endpoint[], concurrency = 1) {
     const store = new MemoryHealthStore();
-    const health = new HealthTracker({ store, now: () => NOW_MS });
+    const clock = { now: NOW_MS };
+    const health = new HealthTracker({ store, now: () => clock.now });
     const delivered: string[] = [];
     const { deps, queue, lines, metrics } = setup({}, concurrency, endpoints);
     const deps2: BatchDeps = {
@@ -576,7 +577,7 @@ describe('Function: processBatch endpoint health', () => {
         return result;
       },
     };
-    return { deps: deps2, store, queue, lines, metrics, delivered };
+    return { deps: deps2, store, queue, lines, metrics, delivered, clock };
   }
   const to = (id: string, name: string) => forEndpoint(eventRecord(id, 'delivered').body, name);
   const acme = endpoint('acme');
@@ -672,11 +673,13 @@ describe('Function: processBatch endpoint health', () => {
       decision: { action: 'retry', eventId: id, afterSeconds: 30, why: 'temporary' },
       attempt: attempt({ kind: 'temporary', status: 503 }),
     });
-    const { deps, store, lines } = withHealth({ evt_1: failed('evt_1'), evt_2: failed('evt_2'), evt_3: failed('evt_3') }, [strict]);
-    store.health.set('acme', { failures: 0, failingSince: NOW_MS - 60_000 });
+    const { deps, store, lines, clock } = withHealth({ evt_1: failed('evt_1'), evt_2: failed('evt_2'), evt_3: failed('evt_3') }, [strict]);
+    store.health.set('acme', { failures: 0, failingSince: NOW_MS - 59_000 });
 
     await processBatch([to('evt_1', 'acme'), to('evt_2', 'acme')], deps);
     expect(store.state.size).toBe(0);
+    // A second on: the failures counted since the first write are written with the next, which disables it.
+    clock.now = NOW_MS + 1_000;
     await processBatch([to('evt_3', 'acme')], deps);
 
     expect(store.state.get('acme')?.change?.reason).toBe('no accepted request for 60 s and 3 failed attempts (autoDisable: 60 s and 3 attempts)');

@@ -149,7 +149,7 @@ describe('Class: HealthTracker', () => {
     expect(store.writes).toEqual([]);
   });
 
-  it('writes nothing for a healthy endpoint, counts each failure, and writes the recovery once after them', async () => {
+  it("writes nothing for a healthy endpoint, a run's first failure at once, the others of its second together after it, and the recovery once", async () => {
     const store = new MemoryHealthStore();
     const clock = { now: T0 };
     const { health, logger } = tracker(store, clock);
@@ -161,12 +161,55 @@ describe('Class: HealthTracker', () => {
 
     await health.afterAttempt(acme, { kind: 'temporary', status: 500 }, logger);
     await health.afterAttempt(acme, { kind: 'unknown', cause: 'timeout' }, logger);
+    await health.afterAttempt(acme, { kind: 'temporary', status: 502 }, logger);
+    // Within a second of the run's first write: counted here, and known here.
+    expect(store.writes).toEqual(['failure acme']);
+    expect(health.current('acme')).toEqual({ failures: 3, failingSince: T0 });
+    clock.now = T0 + 1_000;
+    await health.afterAttempt(acme, { kind: 'temporary', status: 500 }, logger);
+    expect(store.health.get('acme')).toEqual({ failures: 4, failingSince: T0 });
     clock.now = T0 + 5_000;
     await health.afterAttempt(acme, ok, logger);
     await health.afterAttempt(acme, ok, logger);
 
-    expect(store.writes).toEqual(['failure acme', 'failure acme', 'recovery acme']);
+    expect(store.writes).toEqual(['failure acme', 'failure ×3 acme', 'recovery acme']);
     expect(store.health.get('acme')).toEqual({ failures: 0, lastAcceptedAt: T0 + 5_000 });
+  });
+
+  it('writes the failures of one endpoint at most once a second whatever their rate, losing none, and the batch writes those due when it ends', async () => {
+    const store = new MemoryHealthStore();
+    const clock = { now: T0 };
+    const { health, logger } = tracker(store, clock);
+
+    // 1,000 failed attempts a second for 10 s, ten at once every 10 ms, the batch's end after each ten.
+    for (let tick = 0; tick < 1_000; tick++) {
+      clock.now = T0 + tick * 10;
+      await Promise.all(Array.from({ length: 10 }, () => health.afterAttempt(acme, { kind: 'temporary', status: 503 }, logger)));
+      await health.settled();
+    }
+    clock.now = T0 + 10_000;
+    await health.settled();
+
+    // One write at the first, then one each second: 11 for 10,000 failures, every one counted.
+    expect(store.writes).toHaveLength(11);
+    expect(store.health.get('acme')).toEqual({ failures: 10_000, failingSince: T0 });
+  });
+
+  it('writes a pause only when it extends the one it knows of: a batch of 429s, one write', async () => {
+    const store = new MemoryHealthStore();
+    const clock = { now: T0 };
+    const { health, logger } = tracker(store, clock);
+    const tooMany = { kind: 'temporary', status: 429, retryAfterSeconds: 30 } as const;
+
+    await Promise.all(Array.from({ length: 10 }, () => health.afterAttempt(acme, tooMany, logger)));
+    clock.now = T0 + 500;
+    await health.afterAttempt(acme, tooMany, logger);
+    clock.now = T0 + 1_000;
+    await health.afterAttempt(acme, { ...tooMany, retryAfterSeconds: 60 }, logger);
+
+    expect(store.writes.filter((w) => w.startsWith('pause'))).toEqual(['pause acme', 'pause acme']);
+    expect(store.health.get('acme')?.pausedUntil).toBe(T0 + 61_000);
+    expect(health.pausedFor('acme')).toBe(60);
   });
 
   it('keeps its own writes over a copy read before them, and drops them for a copy read after', async () => {
