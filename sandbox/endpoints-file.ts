@@ -24,8 +24,11 @@ import { quoted } from '../lib/terminal';
 import { redactUrl } from '../lib/webhook/redact-url';
 import { createSigner, SECRET_PREFIX } from '../lib/webhook/signing-secret';
 export const ENDPOINTS_FILE_ENV = 'HANDOFF_ENDPOINTS_FILE';
-/** A file this large is not a list of endpoints someone wrote by hand. */
-const MAX_FILE_BYTES = 1024 * 1024;
+/**
+ * A file this large is not a list of endpoints: 100,000 endpoints of about 600 bytes each fit
+ * (docs/contract.md §20), a file that would take the sandbox minutes to read does not.
+ */
+const MAX_FILE_BYTES = 64 * 1024 * 1024;
 
 /** One endpoint of the file: its fields as written and as resolved against the deployment. */
 export interface FileEndpoint {

@@ -49,6 +49,9 @@ export interface SeedOptions {
   readonly closers: (() => Promise<unknown>)[];
 }
 
+/** The endpoints the start-up log names one by one; a file of thousands is summed up after them. */
+const LOGGED_ENDPOINTS = 50;
+
 /** Chooses the endpoints, starts the demo's receivers if it is the demo, seeds the registry, logs each. */
 export async function seedSandboxEndpoints(options: SeedOptions): Promise<SandboxEndpoints> {
   const { settings, file, display } = options;
@@ -82,9 +85,11 @@ export async function seedSandboxEndpoints(options: SeedOptions): Promise<Sandbo
   for (const fields of endpoints) resolveEndpoint({ fields, state: 'enabled', createdAt: 0, updatedAt: 0 }, options.deployment);
   const registry = new DynamoDbEndpointRegistry({ client: options.dynamodb, tableName: options.tableName });
   await seedEndpoints(registry, endpoints, Date.now());
-  for (const { name, eventTypes, match } of endpoints) {
+  for (const { name, eventTypes, match } of endpoints.slice(0, LOGGED_ENDPOINTS)) {
     const filter = Object.entries(match ?? {}).map(([path, values]) => `; ${path} ${values.join(' | ')}`).join('');
     display.log(`endpoint ${name}: ${receivers[name]} (${eventTypes.join(', ')}${filter})`);
   }
+  const unlogged = endpoints.length - LOGGED_ENDPOINTS;
+  if (unlogged > 0) display.log(`… and ${unlogged} more endpoints (handoff endpoint list shows them)`);
   return { endpoints, receivers };
 }

@@ -11,6 +11,9 @@
  *   npm run bench -- --ordering        only ordering (bench/ordering.ts): ordering.{json,md} to --out
  *   npm run bench -- --slow-neighbour [--seconds N] [--timeout-ms N]
  *                                      only the slow neighbour (bench/slow-neighbour.ts): slow-neighbour.{json,md} to --out
+ *   npm run bench -- --sandbox-scale [--endpoints N] [--seconds N]
+ *                                      only the sandbox with 10 and N (10,000) endpoints (bench/sandbox-scale.ts),
+ *                                      idle for --seconds (60): sandbox-scale.{json,md} to --out
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, tmpdir } from 'node:os';
@@ -24,13 +27,14 @@ import { startCountingEmulators, startReceiver, type Bench } from '../bench/harn
 import { BATCH_SIZE, MAX_CONCURRENCY, type ConsumerName } from '../bench/pipeline';
 import { FAULT_MIX, ORDERING_DEFAULTS, orderingMarkdown, runOrdering, type OrderingRun } from '../bench/ordering';
 import { markdown, targets, type BenchResult } from '../bench/report';
+import { runSandboxScale, SANDBOX_SCALE_DEFAULTS, sandboxScaleMarkdown } from '../bench/sandbox-scale';
 import { runSlowNeighbour, SLOW_NEIGHBOUR_DEFAULTS, slowNeighbourMarkdown } from '../bench/slow-neighbour';
 import { combine, ratios, runBatchConcurrency, runConsumer, type BatchConcurrencyResult, type ConsumerFigures } from '../bench/throughput';
 import { safe } from '../lib/terminal';
 import { Display } from '../sandbox/counters';
 
 const USAGE =
-  'usage: npm run bench -- [--events N] [--rounds N] [--quick] [--ordering [--shipments N]] [--slow-neighbour] [--seconds N] [--timeout-ms N] [--out DIR]';
+  'usage: npm run bench -- [--events N] [--rounds N] [--quick] [--ordering [--shipments N]] [--slow-neighbour] [--sandbox-scale [--endpoints N]] [--seconds N] [--timeout-ms N] [--out DIR]';
 
 function fail(message: string): never {
   console.error(`${message}\n${USAGE}`);
@@ -43,8 +47,8 @@ function options() {
     const [number, flag] = [{ type: 'string' }, { type: 'boolean', default: false }] as const;
     parsed = parseArgs({
       options: {
-        ...{ events: number, rounds: number, shipments: number, seconds: number, 'timeout-ms': number, out: number },
-        ...{ quick: flag, ordering: flag, 'slow-neighbour': flag, help: { ...flag, short: 'h' } },
+        ...{ events: number, rounds: number, shipments: number, seconds: number, 'timeout-ms': number, endpoints: number, out: number },
+        ...{ quick: flag, ordering: flag, 'slow-neighbour': flag, 'sandbox-scale': flag, help: { ...flag, short: 'h' } },
       },
     }).values;
   } catch (error) {
@@ -79,6 +83,12 @@ function options() {
       // At most the deployment's attempt timeout, which the bench's consumer keeps at its default.
       attemptTimeoutMs: whole('timeout-ms', SLOW_NEIGHBOUR_DEFAULTS.attemptTimeoutMs, 100, 10_000),
     },
+    sandboxScaleOnly: parsed['sandbox-scale'],
+    sandboxScale: {
+      ...SANDBOX_SCALE_DEFAULTS,
+      sizes: [SANDBOX_SCALE_DEFAULTS.sizes[0]!, whole('endpoints', SANDBOX_SCALE_DEFAULTS.sizes.at(-1)!, 11, 100_000)],
+      idleSeconds: whole('seconds', SANDBOX_SCALE_DEFAULTS.idleSeconds, 5, 3600),
+    },
   };
 }
 
@@ -109,6 +119,8 @@ function write(out: string, name: string, json: unknown, table: string): string 
 }
 
 const loads = (values: readonly number[]) => values.map((n) => n.toFixed(2)).join(' ');
+const about = (machine: { date: string; cores: number; loadAverage: number[]; loadAverageAtEnd: number[] }) =>
+  `${machine.date}, ${machine.cores} cores, load average ${loads(machine.loadAverage)} at start, ${loads(machine.loadAverageAtEnd)} at end.`;
 
 async function main(): Promise<void> {
   const opts = options();
@@ -130,12 +142,22 @@ async function main(): Promise<void> {
     const written = write(opts.out, 'ordering', json, table);
     return void process.stdout.write(`\n${table}\nLoad average at end ${loads(machine.loadAverageAtEnd)}. ${written}.\n`);
   }
+  if (opts.sandboxScaleOnly) {
+    // Sandboxes of their own: no shared emulators, the machine otherwise as it is.
+    const display = new Display();
+    const loadAverage = loadavg();
+    const runs = await runSandboxScale(opts.sandboxScale, (line) => display.log(line));
+    display.close();
+    const machine = { date: new Date().toISOString(), loadAverage, loadAverageAtEnd: loadavg(), cores: cpus().length, node: process.versions.node };
+    const table = sandboxScaleMarkdown(runs);
+    const written = write(opts.out, 'sandbox-scale', { machine, options: opts.sandboxScale, runs }, table);
+    return void process.stdout.write(`\n${table}\n${about(machine)} ${written}.\n`);
+  }
   if (opts.slowNeighbourOnly) {
     const { result, machine } = await onEmulators((bench) => runSlowNeighbour(bench, opts.slowNeighbour));
     const table = slowNeighbourMarkdown(result);
     const written = write(opts.out, 'slow-neighbour', { machine, ...result }, table);
-    const about = `${machine.date}, ${machine.cores} cores, load average ${loads(machine.loadAverage)} at start, ${loads(machine.loadAverageAtEnd)} at end.`;
-    return void process.stdout.write(`\n${table}\n${about} ${written}.\n`);
+    return void process.stdout.write(`\n${table}\n${about(machine)} ${written}.\n`);
   }
 
   const startedAt = performance.now();

@@ -1,11 +1,12 @@
 /**
  * The bench's pure plumbing: requests per delivered event from the emulators' counts
  * (bench/harness.ts), rounds combined into one figure set (bench/throughput.ts), and targets and
- * tables as printed (bench/report.ts).
+ * tables as printed (bench/report.ts); the sandbox-scale run's endpoints, events and ratio (bench/sandbox-scale.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { countsBetween, median, percentile, perDelivery, type RequestCounts } from '../../bench/harness';
 import { table, target } from '../../bench/report';
+import { eventFor, idleCpuRatio, sandboxScaleMarkdown, scaleEndpoints, type SandboxScaleRun } from '../../bench/sandbox-scale';
 import { combine, type ConsumerFigures } from '../../bench/throughput';
 
 const counts = (handler: Record<string, number>, poller: Record<string, number> = {}): RequestCounts => ({ handler, poller, producer: {}, setup: {} });
@@ -66,5 +67,39 @@ describe('Function: target and table', () => {
   it('aligns the first column left and the others right unless told', () => {
     expect(table(['a', 'b'], [['x', '1']])).toEqual(['| a | b |', '| --- | --: |', '| x | 1 |']);
     expect(table(['a', 'b', 'c'], [], 'llr')[1]).toBe('| --- | --- | --: |');
+  });
+});
+
+describe('Function: scaleEndpoints, eventFor, idleCpuRatio', () => {
+  it('gives endpoint i a type and a merchant of its own, which only its event matches', () => {
+    const endpoints = scaleEndpoints(3, 'http://127.0.0.1:9/webhook');
+    const event = JSON.parse(eventFor(1, 'e-1')) as { status: string; data: { merchant: string } };
+
+    expect(endpoints[1]).toEqual({
+      name: 'merchant-1',
+      url: 'http://127.0.0.1:9/webhook/merchant-1',
+      eventTypes: [`shipment.${event.status}`],
+      match: { 'data.merchant': ['m-1'] },
+    });
+    expect(endpoints.filter((e) => e.match?.['data.merchant']?.includes(event.data.merchant))).toHaveLength(1);
+  });
+
+  it("divides the largest run's idle CPU by the smallest's, and says which targets are met", () => {
+    const run = (endpoints: number, idleCpuSeconds: number, readySeconds: number): SandboxScaleRun => ({
+      endpoints,
+      readySeconds,
+      idleCpuSeconds,
+      idleSeconds: 60,
+      events: 20,
+      right: 20,
+      wrong: 0,
+      deliveredSeconds: 2,
+    });
+    const runs = [run(10, 4, 2), run(10_000, 5, 30)];
+
+    expect(idleCpuRatio(runs)).toBe(1.25);
+    expect(idleCpuRatio([run(10, 0, 2), run(10_000, 5, 30)])).toBeNaN();
+    expect(sandboxScaleMarkdown(runs)).toContain('1.25x (target ≤ 1.5x: met); READY at 10,000: 30.0 s (target < 60 s: met)');
+    expect(sandboxScaleMarkdown([run(10, 4, 2), run(10_000, 8, 70)])).toContain('2.00x (target ≤ 1.5x: NOT met); READY at 10,000: 70.0 s (target < 60 s: NOT met)');
   });
 });
