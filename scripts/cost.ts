@@ -10,14 +10,18 @@
  *
  * Prints: the schema priced; billed units per handoff scenario; per consumer and event size, units
  * and dollars per million delivered events; the busiest partition key value over runs of 1,000 and
- * 10,000 deliveries; fan-out through the registry to 1, 3 and 10 endpoints beside the single-URL
- * consumer; endpoint health and per-shipment ordering per delivery (scripts/cost/health.ts;
+ * 10,000 deliveries; the cost per million at a steady 100 and 1,000 deliveries a second with the
+ * ledger on demand and provisioned, beside EventBridge API destinations (scripts/cost/steady.ts);
+ * fan-out through the registry to 1, 3 and 10 endpoints beside the single-URL consumer; a consumer
+ * container's registry reads at 10 to 100,000 endpoints (scripts/cost/registry.ts; `-- --registry`
+ * alone); endpoint health and per-shipment ordering per delivery (scripts/cost/health.ts;
  * `-- --health`, `-- --ordering` alone; `-- --quick` a smoke run); and the targets, MET or MISSED.
  * The decisions each run must lead to are asserted by test/cost/*.test.ts.
  *
  * Exits 1 when the happy path takes more than 2 write requests or any read on AWS (a regression).
  */
 import { performance } from 'node:perf_hooks';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
 import { createEndpointsTable, seedEndpoints } from '../sandbox/endpoints-table';
 import { createLedgerTable } from '../sandbox/ledger-table';
@@ -26,15 +30,19 @@ import { startTestReceiver, type TestReceiver } from '../test/helpers/receiver';
 import { costPerMillionEvents, MEMORY, PRICES } from './cost/billing';
 import { benchConsumer, createPowertoolsTable, handoffConsumer, pointAwsAt, SETTINGS, type ConsumerName, type Invoke } from './cost/consumers';
 import { healthFigures, healthRows, runHealthScenarios, runOrderingScenarios, type HealthMeasure } from './cost/health';
-import { DynamoDbUsage, startMeter } from './cost/meter';
+import { DynamoDbUsage, startMeter, type Meter } from './cost/meter';
 import * as report from './cost/report';
+import { printRegistry, printSteady, registryTargets } from './cost/report-scale';
+import { CONTAINER_READERS, MEASURED_REGISTRY_SIZES, measureRegistries, type RegistryReadFigures } from './cost/registry';
 import * as runs from './cost/runs';
+import { measuredDelivery, shipmentIndexOf, steadyRows } from './cost/steady';
 import { assessFanOutTargets, assessHealthTargets, assessTargets, EVENT_SIZES, HAPPY_PATH_MAX_READS, HAPPY_PATH_MAX_WRITES } from './cost/targets';
 
 const WORKLOAD_BATCHES = 20;
 const QUICK = process.argv.includes('--quick');
 const MIX_SIZES = QUICK ? [200, 1_000] : [1_000, 10_000];
 const FAN_OUT_ROUNDS = QUICK ? 10 : 20;
+const REGISTRY_SIZES = QUICK ? MEASURED_REGISTRY_SIZES.slice(0, 2) : MEASURED_REGISTRY_SIZES;
 const CONSUMERS: readonly ConsumerName[] = ['handoff', 'powertools', 'naive'];
 const TABLES = {
   scenarios: 'handoff-ledger-cost-scenarios',
@@ -43,6 +51,7 @@ const TABLES = {
   powertools: 'powertools-idempotency-cost',
   fanOut: 'handoff-ledger-cost-fan-out',
   registry: (endpoints: number) => `handoff-endpoints-cost-${endpoints}`,
+  scale: 'handoff-endpoints-cost-scale',
 };
 
 async function main(): Promise<number> {
@@ -78,6 +87,10 @@ async function main(): Promise<number> {
       report.printOrdering(measures.map((m) => healthFigures(m)));
       return finish([], usages(measures), startedAt);
     }
+    if (process.argv.includes('--registry')) {
+      const figures = await containerRegistryReads(meter, direct);
+      return finish(registryTargets(figures, CONTAINER_READERS), [], startedAt);
+    }
     if (process.argv.includes('--health')) {
       const measures = await runHealthScenarios(health);
       report.printHealth(healthRows(measures), memoryMb);
@@ -111,6 +124,13 @@ async function main(): Promise<number> {
       }
     }
     report.printWorkloads(priced, memoryMb);
+
+    // --- at a steady load: the 300-byte handoff workload's units, on demand and provisioned ---
+    const steady = priced.find((p) => p.consumer === 'handoff' && p.eventBytes === EVENT_SIZES[0]);
+    if (steady === undefined) throw new Error('no handoff workload to price at a steady load');
+    const ledgerShape = await meter.dynamodb.shapeOf(TABLES.workload);
+    const measured = measuredDelivery(steady.run, steady.perEvent, ledgerShape);
+    printSteady(steadyRows(measured), measured, ledgerShape, shipmentIndexOf(ledgerShape));
 
     const mixes: runs.MixResult[] = [];
     for (const deliveries of MIX_SIZES) {
@@ -155,6 +175,7 @@ async function main(): Promise<number> {
     });
     report.printFanOuts(fanOuts, memoryMb);
     registryReader.destroy();
+    const registryFigures = await containerRegistryReads(meter, direct);
 
     const healthMeasures = await runHealthScenarios(health);
     const healthTable = healthRows(healthMeasures);
@@ -170,7 +191,12 @@ async function main(): Promise<number> {
       ...usages(healthMeasures),
       ...usages(orderingMeasures),
     ];
-    const targets = [...assessTargets(scenarios, priced, mixes), ...assessFanOutTargets(fanOuts), ...assessHealthTargets(healthTable, healthMeasures)];
+    const targets = [
+      ...assessTargets(scenarios, priced, mixes),
+      ...assessFanOutTargets(fanOuts),
+      ...registryTargets(registryFigures, CONTAINER_READERS),
+      ...assessHealthTargets(healthTable, healthMeasures),
+    ];
     return finish(targets, all, startedAt);
   } finally {
     direct.destroy();
@@ -190,6 +216,18 @@ function finish(targets: readonly report.Target[], usages: readonly DynamoDbUsag
   if (!targets.some((t) => !t.met && t.failsRun)) return 0;
   console.error(`\nFAIL: the happy path must take at most ${HAPPY_PATH_MAX_WRITES} write requests and ${HAPPY_PATH_MAX_READS} reads on AWS`);
   return 1;
+}
+
+/** A container's registry reads at each size (scripts/cost/registry.ts), printed. */
+async function containerRegistryReads(meter: Meter, direct: DynamoDBClient): Promise<RegistryReadFigures[]> {
+  const reading = emulatorDynamoDbClient(meter.endpoint);
+  try {
+    const figures = await measureRegistries({ meter, direct, reading, sizes: REGISTRY_SIZES, prefix: TABLES.scale });
+    printRegistry(figures, CONTAINER_READERS);
+    return figures;
+  } finally {
+    reading.destroy();
+  }
 }
 
 function usages(measures: readonly HealthMeasure[]): DynamoDbUsage[] {

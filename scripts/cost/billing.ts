@@ -36,6 +36,29 @@ export const PRICES = {
 } as const;
 export type Prices = Omit<typeof PRICES, 'region' | 'asOf'>;
 
+/**
+ * DynamoDB provisioned capacity, us-east-1, per unit-hour, as published on
+ * https://aws.amazon.com/dynamodb/pricing/provisioned/ (unchanged by the November 2024 cut, which was
+ * on-demand's). A unit provisioned is billed every hour whether it is used or not.
+ */
+export const PROVISIONED_PRICES = {
+  source: 'aws.amazon.com/dynamodb/pricing/provisioned/',
+  dynamodbPerWriteUnitHour: 0.00065,
+  dynamodbPerReadUnitHour: 0.00013,
+} as const;
+
+/**
+ * Amazon EventBridge, us-east-1, as published on https://aws.amazon.com/eventbridge/pricing/: custom
+ * events put on a bus $1.00 per million, API destinations $0.20 per million invocations, each 64 KB
+ * of payload one event (one invocation). What a delivery to one HTTP endpoint costs on EventBridge:
+ * the event's ingestion and one invocation; a retry is another invocation; rules are not billed apart.
+ */
+export const EVENTBRIDGE_PRICES = {
+  source: 'aws.amazon.com/eventbridge/pricing/',
+  customEventsPerMillion: 1.0,
+  apiDestinationInvocationsPerMillion: 0.2,
+} as const;
+
 /** The consumer's memory as the stack sets it by default: the cost follows the stack. */
 export const MEMORY = {
   memoryMb: CONSUMER_MEMORY_MB,

@@ -56,6 +56,9 @@ export class DynamoDbUsage {
   refusedWrites = 0;
   tableWriteUnits = 0;
   readUnits = 0;
+  /** Items the reads returned, and their bytes as billed (an index's entries as it projects them). */
+  itemsRead = 0;
+  itemBytesRead = 0;
   readonly indexWriteUnits: Record<string, number> = {};
   readonly indexWriteCounts: Record<string, Record<IndexWriteKind, number>> = {};
   /** The largest item written, bytes (the row as it grows). */
@@ -84,9 +87,11 @@ export class DynamoDbUsage {
     return (this.byTable[name] ??= { writeRequests: 0, readRequests: 0, writeUnits: 0, indexUnits: 0, readUnits: 0 });
   }
 
-  addRead(table: string, units: number): void {
+  addRead(table: string, units: number, items: readonly number[] = []): void {
     this.readRequests += 1;
     this.readUnits += units;
+    this.itemsRead += items.length;
+    this.itemBytesRead += items.reduce((sum, bytes) => sum + bytes, 0);
     this.table(table).readRequests += 1;
     this.table(table).readUnits += units;
   }
@@ -263,14 +268,16 @@ export async function startMeter(dynaliteEndpoint: string, direct: DynamoDBClien
       const output = parseJson(answer.body) as { Responses?: Record<string, Item[]>; UnprocessedKeys?: Record<string, { Keys?: Item[] }> };
       for (const [table, asked] of Object.entries(input.RequestItems ?? {})) {
         const keysRead = (asked.Keys ?? []).length - (output.UnprocessedKeys?.[table]?.Keys ?? []).length;
-        usage.addRead(table, billing.batchGetReadUnits(bytes(output.Responses?.[table]), keysRead, asked.ConsistentRead === true));
+        const found = bytes(output.Responses?.[table]);
+        usage.addRead(table, billing.batchGetReadUnits(found, keysRead, asked.ConsistentRead === true), found);
       }
       return answer;
     }
     const input = parseJson(body) as { ConsistentRead?: boolean; TableName?: string };
     const output = parseJson(answer.body) as { Item?: Item; Items?: Item[] };
-    const total = bytes(output.Item !== undefined ? [output.Item] : output.Items).reduce((sum, n) => sum + n, 0);
-    usage.addRead(input.TableName ?? '(unnamed)', billing.readUnits(total, input.ConsistentRead === true));
+    const items = bytes(output.Item !== undefined ? [output.Item] : output.Items);
+    const total = items.reduce((sum, n) => sum + n, 0);
+    usage.addRead(input.TableName ?? '(unnamed)', billing.readUnits(total, input.ConsistentRead === true), items);
     return answer;
   };
 
