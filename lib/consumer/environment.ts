@@ -15,6 +15,7 @@ import { DynamoDbEndpointRegistry } from '../endpoints/dynamodb-registry';
 import { DynamoDbHealthStore } from '../endpoints/dynamodb-health-store';
 import { RegistryTable } from '../endpoints/dynamodb-registry-table';
 import { DynamoDbRateLimiter } from '../endpoints/dynamodb-rate-limit';
+import { BlockRateLimiter } from '../endpoints/rate-limit';
 import { defaultEndpointFields, type EndpointRecord } from '../endpoints/endpoint';
 import { disabledNotifier } from '../endpoints/health';
 import { ENDPOINTS_CACHE_MS } from '../endpoints/registry';
@@ -87,7 +88,8 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
     });
 
   // The rate limit's schedule, on the registry's table (with a registry only).
-  const rateLimiter = endpointsTable !== undefined ? new DynamoDbRateLimiter({ client: dynamodb, tableName: endpointsTable }) : undefined;
+  // Reserved in blocks (a second's demand at once), so the item is written about once a second per container.
+  const rateLimiter = endpointsTable !== undefined ? new BlockRateLimiter(new DynamoDbRateLimiter({ client: dynamodb, tableName: endpointsTable })) : undefined;
   // Signing secrets named by ARN (the registry's, or `HANDOFF_WEBHOOK_SECRET_ARN`): read from Secrets
   // Manager with a rotation's previous version, each kept for at most 5 minutes, and while its reads
   // fail for at most an hour (lib/endpoints/secret.ts). One cache per container.

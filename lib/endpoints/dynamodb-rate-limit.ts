@@ -62,7 +62,9 @@ const MAX_ROUNDS = 4;
 
 const KEY = REGISTRY_SCHEMA.partitionKey;
 const NEXT = REGISTRY_SCHEMA.attributes.rateNext;
-const NAMES = { '#name': KEY, '#next': NEXT } as const;
+const NAMES = { '#name': KEY, '#next': NEXT, '#removedAt': REGISTRY_SCHEMA.attributes.removedAt } as const;
+/** An endpoint's item, never a removed one's tombstone (registry-schema.ts `removedAt`). */
+const EXISTS = 'attribute_exists(#name) AND attribute_not_exists(#removedAt)';
 
 type Write = { readonly written: true; readonly next: number } | { readonly written: false; readonly current: number | undefined };
 
@@ -99,18 +101,18 @@ export class DynamoDbRateLimiter implements RateLimiter {
       const result = implausible
         ? await this.#write(endpoint, {
             UpdateExpression: 'SET #next = :next',
-            ConditionExpression: 'attribute_exists(#name) AND #next = :seen',
+            ConditionExpression: `${EXISTS} AND #next = :seen`,
             ExpressionAttributeValues: { ':next': number(toScheduleMs(nowMs + span)), ':seen': number(known!) },
           })
         : idle
         ? await this.#write(endpoint, {
             UpdateExpression: 'SET #next = :next',
-            ConditionExpression: 'attribute_exists(#name) AND (attribute_not_exists(#next) OR #next <= :now)',
+            ConditionExpression: `${EXISTS} AND (attribute_not_exists(#next) OR #next <= :now)`,
             ExpressionAttributeValues: { ':next': number(toScheduleMs(nowMs + span)), ':now': number(nowMs) },
           })
         : await this.#write(endpoint, {
             UpdateExpression: 'SET #next = #next + :span',
-            ConditionExpression: 'attribute_exists(#name) AND #next > :now AND #next <= :latest',
+            ConditionExpression: `${EXISTS} AND #next > :now AND #next <= :latest`,
             ExpressionAttributeValues: {
               ':span': number(span),
               ':now': number(nowMs),
@@ -156,10 +158,10 @@ export class DynamoDbRateLimiter implements RateLimiter {
       },
       {
         unavailable: (error, call) => this.#unavailable(endpoint, call === 'write' ? 'reserve slots for' : 'read the schedule of', error),
-        decode: (item) => ({ next: valueOf(item) }),
+        decode: (item) => (item[REGISTRY_SCHEMA.attributes.removedAt] !== undefined ? undefined : { next: valueOf(item) }),
         // AWS returns the item with the refusal; where a store does not, or no item is there (the
         // endpoint was removed), one consistent read tells which.
-        read: { TableName: this.#tableName, Key: key, ConsistentRead: true, ProjectionExpression: '#name, #next', ExpressionAttributeNames: NAMES },
+        read: { TableName: this.#tableName, Key: key, ConsistentRead: true, ProjectionExpression: '#name, #next, #removedAt', ExpressionAttributeNames: NAMES },
       },
     );
     if (result.written) {
@@ -167,7 +169,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
       if (next === undefined) throw this.#unreadable(endpoint);
       return { written: true, next };
     }
-    // No item at all, not even in a consistent read: the endpoint is gone.
+    // No item at all, not even in a consistent read, or its tombstone: the endpoint is gone.
     if (result.current === undefined) {
       throw new RateLimitError('endpoint-not-found', endpoint, `rate limit: no endpoint named ${JSON.stringify(endpoint)} in ${this.#tableName}`, {
         cause: result.cause,

@@ -18,6 +18,17 @@
  *
  * A slot reserved and then not used (the delivery turned out to be done already, its consumer
  * died) is lost: the endpoint then gets fewer requests than the limit, never more.
+ *
+ * **Blocks** (`BlockRateLimiter`, docs/contract.md §20: no hot item). The schedule is one attribute
+ * of one item, so a reservation per batch would write it as often as batches come: 100 times a
+ * second at 1,000 deliveries a second. A consumer reserves instead a block: what the batch needs and
+ * as many more as it was asked for in the last second (at most a second's slots at the limit), and
+ * hands them out to its next batches, each the earliest not yet passed. A slot that passes unused is
+ * lost, never handed out late or twice, so the schedule's rule above still bounds every second. At
+ * a steady rate with the endpoint at its limit, a block's slots lie ahead and all are used: about
+ * one write a second per consumer. Far below the limit a block's slots start now and pass in less
+ * than a second; the slots lost then move the schedule ahead until its blocks are used (the cost: an
+ * unused slot, where the endpoint had room).
  */
 
 /** How far ahead slots are reserved. */
@@ -131,5 +142,86 @@ export class MemoryRateLimiter implements RateLimiter {
   /** The endpoint's next free slot, if it was ever used. */
   nextFree(endpoint: string): number | undefined {
     return this.#next.get(endpoint);
+  }
+}
+
+/** How long a consumer's demand is measured for, to size its next block (a second's worth). */
+export const BLOCK_DEMAND_MS = 1_000;
+
+/** A consumer's slots of one endpoint, reserved and not yet handed out, and what it was asked for lately. */
+interface Block {
+  readonly perSecond: number;
+  /** Ascending; those passed are dropped at the next ask. */
+  slots: number[];
+  /** From the last reservation that fell short of the horizon: until the next slot would come within it. */
+  waitMs: number | undefined;
+  reservedAtMs: number;
+  /** Slots asked for in the current and the previous demand window (BLOCK_DEMAND_MS each). */
+  windowStartMs: number;
+  asked: number;
+  askedBefore: number;
+}
+
+/**
+ * Reserves on `inner` (the shared schedule) in blocks, handing slots out here (see the module
+ * header). One reservation at a time per endpoint: batches asking meanwhile take from the block it
+ * makes. A block of another rate (the limit changed) is dropped: its slots were spaced for it.
+ */
+export class BlockRateLimiter implements RateLimiter {
+  readonly #inner: RateLimiter;
+  readonly #blocks = new Map<string, Block>();
+  readonly #queue = new Map<string, Promise<unknown>>();
+
+  constructor(inner: RateLimiter) {
+    this.#inner = inner;
+  }
+
+  reserve(endpoint: string, count: number, perSecond: number, nowMs: number): Promise<Reservation> {
+    const mine = (this.#queue.get(endpoint) ?? Promise.resolve()).then(() => this.#reserve(endpoint, count, perSecond, nowMs));
+    this.#queue.set(
+      endpoint,
+      mine.catch(() => undefined),
+    );
+    return mine;
+  }
+
+  async #reserve(endpoint: string, count: number, perSecond: number, nowMs: number): Promise<Reservation> {
+    if (!Number.isInteger(count) || count < 1) throw new RangeError(`count must be a whole number from 1, got ${count}`);
+    const block = this.#current(endpoint, perSecond, nowMs);
+    block.asked += count;
+    const short = count - block.slots.length;
+    if (short > 0) {
+      // What this batch lacks, and up to a second's demand more (never less than it lacks): the last
+      // second's, or this one's so far at its pace (counted over a tenth of a second at least).
+      const pace = (block.asked * BLOCK_DEMAND_MS) / Math.max(nowMs - block.windowStartMs, BLOCK_DEMAND_MS / 10);
+      const demand = Math.ceil(Math.max(block.askedBefore, block.asked === count ? count : pace));
+      const size = Math.max(short, Math.min(perSecond, demand) - block.slots.length);
+      const reservation = await this.#inner.reserve(endpoint, size, perSecond, nowMs);
+      block.slots.push(...reservation.slots);
+      block.waitMs = reservation.waitMs;
+      block.reservedAtMs = nowMs;
+    }
+    const slots = block.slots.splice(0, count);
+    if (slots.length === count) return { slots };
+    // The schedule is booked to its horizon: the rest wait as the reservation said, from when it was made.
+    return { slots, waitMs: Math.max(0, (block.waitMs ?? 0) - (nowMs - block.reservedAtMs)) };
+  }
+
+  /** The endpoint's block as of `nowMs`: passed slots dropped, its demand window moved on. */
+  #current(endpoint: string, perSecond: number, nowMs: number): Block {
+    let block = this.#blocks.get(endpoint);
+    if (block === undefined || block.perSecond !== perSecond) {
+      block = { perSecond, slots: [], waitMs: undefined, reservedAtMs: nowMs, windowStartMs: nowMs, asked: 0, askedBefore: 0 };
+      this.#blocks.set(endpoint, block);
+    }
+    const passed = block.slots.findIndex((slot) => slot >= nowMs);
+    block.slots.splice(0, passed === -1 ? block.slots.length : passed);
+    if (nowMs - block.windowStartMs >= BLOCK_DEMAND_MS) {
+      // The window just ended counts as the previous one only if it was the last second.
+      block.askedBefore = nowMs - block.windowStartMs < 2 * BLOCK_DEMAND_MS ? block.asked : 0;
+      block.asked = 0;
+      block.windowStartMs = nowMs;
+    }
+    return block;
   }
 }

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  BlockRateLimiter,
   MemoryRateLimiter,
   RATE_HORIZON_MS,
   reserveOn,
@@ -127,5 +128,77 @@ describe('Class: MemoryRateLimiter', () => {
     expect(b.slots).toEqual([NOW]);
     expect(c.slots).toEqual([NOW + 200]);
     expect(limiter.nextFree('acme')).toBe(NOW + 300);
+  });
+});
+
+describe('Class: BlockRateLimiter', () => {
+  /** The shared schedule, counting each consumer's reservations on it per second. */
+  function sharedSchedule() {
+    const schedule = new MemoryRateLimiter();
+    const writes: string[] = [];
+    const consumer = (id: string) =>
+      new BlockRateLimiter({
+        reserve: (endpoint, count, perSecond, nowMs) => {
+          writes.push(`${id} ${Math.floor((nowMs - NOW) / 1000)}`);
+          return schedule.reserve(endpoint, count, perSecond, nowMs);
+        },
+      });
+    /** The most writes one consumer made in one second, from second `from` on. */
+    const mostPerSecond = (from = 0) => {
+      const counted = writes.filter((w) => Number(w.split(' ')[1]) >= from);
+      return Math.max(...[...new Set(counted)].map((w) => counted.filter((x) => x === w).length));
+    };
+    return { consumer, writes, mostPerSecond };
+  }
+
+  it('reserves the first batch exactly, then a second of its demand at once, handing the slots out to the next batches', async () => {
+    const { consumer, writes } = sharedSchedule();
+    const limiter = consumer('a');
+
+    const first = await limiter.reserve('acme', 3, 100, NOW);
+    const second = await limiter.reserve('acme', 3, 100, NOW + 5);
+    const third = await limiter.reserve('acme', 3, 100, NOW + 10);
+
+    expect(first.slots).toEqual([NOW, NOW + 10, NOW + 20]);
+    // Short by 3 at +5: asked for 6 this second, so 6 reserved, 3 kept for the next batch.
+    expect(second.slots).toEqual([NOW + 30, NOW + 40, NOW + 50]);
+    expect(third.slots).toEqual([NOW + 60, NOW + 70, NOW + 80]);
+    expect(writes).toHaveLength(2);
+  });
+
+  it('drops slots that passed unused, never handing one out late', async () => {
+    const { consumer } = sharedSchedule();
+    const limiter = consumer('a');
+    await limiter.reserve('acme', 5, 10, NOW);
+    await limiter.reserve('acme', 5, 10, NOW + 1);
+
+    const later = await limiter.reserve('acme', 2, 10, NOW + 1_150);
+
+    expect(later.slots.every((slot) => slot >= NOW + 1_150)).toBe(true);
+  });
+
+  it('writes the schedule about once a second per consumer at the limit, and hands out no slot twice, early, nor more than the rate in any second', async () => {
+    // Four consumers, each a batch of 10 every 40 ms (1,000 a second in all) for 10 s, at a limit of 1,000.
+    const { consumer, writes, mostPerSecond } = sharedSchedule();
+    const consumers = ['a', 'b', 'c', 'd'].map(consumer);
+    const handed: number[] = [];
+    for (let tick = 0; tick < 250; tick++) {
+      const now = NOW + tick * 40;
+      for (const limiter of consumers) {
+        const { slots } = await limiter.reserve('acme', 10, 1_000, now);
+        for (const slot of slots) expect(slot).toBeGreaterThanOrEqual(now);
+        handed.push(...slots);
+      }
+    }
+
+    const sorted = [...handed].sort((x, y) => x - y);
+    expect(new Set(sorted).size).toBe(sorted.length);
+    expect(mostInWindow(sorted, 1000)).toBeLessThanOrEqual(1_000);
+    // Per batch it would be 25 a second per consumer: here a few while the first second's demand is
+    // learnt, then about one a second (a block of 250 slots, all used as the schedule is booked ahead).
+    expect(handed).toHaveLength(10_000);
+    expect(mostPerSecond()).toBeLessThanOrEqual(4);
+    expect(mostPerSecond(1)).toBeLessThanOrEqual(2);
+    expect(writes.filter((w) => !w.endsWith(' 0')).length).toBeLessThanOrEqual(4 * 9);
   });
 });
