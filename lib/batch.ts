@@ -91,7 +91,7 @@ import type { MessageSeal } from './queue/seal';
 import type { Routes, Routing } from './routing';
 import { deliver } from './consumer/deliver';
 import { pace, reserveSlots, type Slot } from './consumer/pace';
-import { controlOf, fanOut, planOf, registryUnavailable, type Deliver, type Invalid, type Unresolved, type Unrouted } from './consumer/plan';
+import { controlOf, fanOut, planOf, registryUnavailable, scopeOf, type Deliver, type Invalid, type Unresolved, type Unrouted } from './consumer/plan';
 import { fannedOut, settle, settlePaced, unplanned, unresolvable, unrouted } from './consumer/settle';
 
 export { beyondHorizonSeconds, IN_PROCESS_WAIT_MS, LATE_SLOT_MS, RATE_LIMIT_UNAVAILABLE_SECONDS } from './consumer/pace';
@@ -141,7 +141,7 @@ async function processRecords(records: readonly SQSRecord[], deps: BatchDeps): P
   const controls = records.map((record) => controlOf(record, deps.seal));
   let routes: Routes;
   try {
-    [routes] = await Promise.all([deps.routing.routes(), deps.health?.refresh()]);
+    [routes] = await Promise.all([deps.routing.routes(scopeOf(records, controls)), deps.health?.refresh()]);
   } catch (error) {
     // The registry could not be read and no copy of it is at hand: every message is held, none decided.
     deps.logger.error('routing failed', { action: 'error', ...errorFields(error) });

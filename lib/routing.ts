@@ -1,17 +1,22 @@
 /**
  * Where a message goes (docs/contract.md §11): the endpoints the consumer delivers to, and each
- * one's sender. `registryRouting` reads them from the endpoint registry (cached); `staticRouting`
- * is a fixed list, such as the single-URL settings' one endpoint `default`.
+ * one's sender. `registryRouting` reads them from the consumer's copy of the endpoint registry,
+ * finding an event's endpoints by its type (lib/endpoints/subscriptions.ts) and resolving each only
+ * when a message first goes to it; `staticRouting` is a fixed list, such as the single-URL settings'
+ * one endpoint `default`.
  */
 import {
   ALL_EVENT_TYPES,
   resolveEndpoint,
   SETTING_DEFAULTS,
+  subscribes,
   type DeploymentSettings,
   type Endpoint,
   type EndpointRecord,
 } from './endpoints/endpoint';
 import { unreadableOf, type Subscription } from './endpoints/registry';
+import type { ShipmentEvent } from './event';
+import { SubscriptionIndex } from './endpoints/subscriptions';
 import { SecretCache, type SecretVersions } from './endpoints/secret';
 import { SecretUnavailableError } from './errors';
 import { isEncryptedSecret, schemeOf, type EndpointSecretCipher } from './endpoints/secret-cipher';
@@ -22,12 +27,20 @@ import { DEFAULT_ENDPOINT } from './ledger/delivery-record';
 
 export interface Routing {
   /**
-   * Every endpoint by name (enabled and disabled) as of the last read of the registry, and those it
-   * holds that cannot be resolved now. @throws when the registry cannot be read and no copy of it is at hand
+   * Where the messages of a batch can go, as of the last read of the registry: the endpoints `scope`
+   * names and those subscribed to its event types (every endpoint when no scope is given), enabled
+   * and disabled, and those of them that cannot be resolved now.
+   * @throws when the registry cannot be read and no copy of it is at hand
    */
-  routes(): Promise<Routes>;
+  routes(scope?: RouteScope): Promise<Routes>;
   /** The sender for an endpoint's requests: its URL, secrets and attempt timeout. */
   sender(endpoint: Endpoint): Promise<WebhookSender>;
+}
+
+/** What a batch may route to: its producers' events and the endpoints its messages name. */
+export interface RouteScope {
+  readonly events: readonly ShipmentEvent[];
+  readonly endpoints: readonly string[];
 }
 
 /** Where messages can go now. */
@@ -39,6 +52,11 @@ export interface Routes {
    * the queue (lib/consumer/plan.ts): only an endpoint the registry no longer holds is unrouted.
    */
   readonly unresolved: ReadonlyMap<string, UnresolvedEndpoint>;
+  /**
+   * These routes and the named endpoints' too (a message received again goes where its rows were
+   * routed before). Unset: these routes hold every endpoint already.
+   */
+  readonly including?: (names: readonly string[]) => Promise<Routes>;
 }
 
 /** An endpoint the registry holds that cannot be resolved now. */
@@ -59,7 +77,11 @@ const NONE_UNRESOLVED: ReadonlyMap<string, UnresolvedEndpoint> = new Map();
 
 /** A fixed set of endpoints. */
 export function staticRouting(endpoints: readonly Endpoint[], createSender: SenderFactory): Routing {
-  const routes: Routes = { endpoints: new Map(endpoints.map((endpoint) => [endpoint.name, endpoint])), unresolved: NONE_UNRESOLVED };
+  const routes: Routes = {
+    endpoints: new Map(endpoints.map((endpoint) => [endpoint.name, endpoint])),
+    unresolved: NONE_UNRESOLVED,
+    including: () => Promise.resolve(routes),
+  };
   const senders = new SenderCache(createSender);
   return {
     routes: () => Promise.resolve(routes),
@@ -68,7 +90,7 @@ export function staticRouting(endpoints: readonly Endpoint[], createSender: Send
 }
 
 export interface RegistryRoutingOptions {
-  /** The registry's endpoints, cached (lib/endpoints/registry.ts `cachedEndpoints`). */
+  /** The registry's endpoints as the consumer's copy holds them (lib/endpoints/registry-copy.ts, cached by `cachedEndpoints`). */
   readonly records: () => Promise<readonly EndpointRecord[]>;
   readonly deployment: DeploymentSettings;
   /**
@@ -86,15 +108,23 @@ export interface RegistryRoutingOptions {
   readonly ciphers?: readonly EndpointSecretCipher[];
   readonly createSender: SenderFactory;
   readonly logger: Logger;
-  /** Epoch ms; default Date.now. Whether a rotation's overlap lasts, and the secrets' ages, as of each read. */
+  /** Epoch ms; default Date.now. Whether a rotation's overlap lasts, and the secrets' ages, as of each resolution. */
   readonly now?: () => number;
 }
 
+/** An endpoint resolved (or not), for the record it was resolved from, until its secrets are due to be read again. */
+interface Resolution {
+  readonly record: EndpointRecord;
+  readonly result: Promise<Endpoint | undefined>;
+  dueAt: number;
+}
+
 /**
- * The endpoints of the registry, resolved against the deployment's settings and their secrets read.
- * Resolved again at each new read of the registry, and when a secret's copy is due to be read again
- * (`SecretCache.dueAt`: it turned stale, or a failed read may be tried again), so an endpoint whose
- * secret could not be read is tried again within seconds, not at the registry's next read.
+ * The endpoints of the registry, resolved against the deployment's settings and their secrets read,
+ * lazily: an endpoint is resolved when a batch first routes to it (its event types' subscribers, the
+ * endpoints its messages name), and again only when its item changed or a secret's copy is due to be
+ * read again (`SecretCache.dueAt`: it turned stale, or a failed read may be tried again within
+ * seconds). A cold start with 100,000 endpoints reads no secret until an event goes to one.
  *
  * An endpoint that does not resolve (its secret cannot be read or cannot sign, its item cannot be
  * decoded, a URL the deployment's guard now refuses) is `unresolved`, logged by name at each
@@ -123,7 +153,11 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
     },
     { now, logger: options.logger, rereadAfterMs: Infinity },
   );
-  let resolved: { records: readonly EndpointRecord[]; routes: Promise<Routes>; dueAt: number } | undefined;
+  const index = new SubscriptionIndex();
+  const resolutions = new Map<string, Resolution>();
+  let unreadable: readonly UnresolvedEndpoint[] = [];
+  /** Every endpoint's routes, for as long as none of them is due to be resolved again (`routes()` without a scope). */
+  let whole: { records: readonly EndpointRecord[]; routes: Promise<Routes>; dueAt: number } | undefined;
 
   /** A secret field's value: itself (a `whsec_…` value), read by ARN (cached), or decrypted (cached). */
   const secretOf = (secret: string | undefined, endpoint: string, refs: string[]): Promise<SecretVersions | undefined> => {
@@ -164,49 +198,94 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
     return { ...endpoint, previousSecret: rotated.secret, previousSecretUntil: rotated.untilMs };
   };
 
-  const resolveAll = async (records: readonly EndpointRecord[]): Promise<{ routes: Routes; dueAt: number }> => {
-    const endpoints = new Map<string, Endpoint>();
-    const unresolved = new Map<string, UnresolvedEndpoint>();
+  /** The endpoint's resolution: the one held while its record is the same and nothing of it is due; else made now. */
+  const resolution = (record: EndpointRecord): Resolution => {
+    const name = record.fields.name;
+    const held = resolutions.get(name);
+    if (held !== undefined && held.record === record && now() < held.dueAt) return held;
     const refs: string[] = [];
-    const nowMs = now();
-    await Promise.all(
-      records.map(async (record) => {
-        const { name, eventTypes, match } = record.fields;
-        try {
-          endpoints.set(name, await resolveOne(record, nowMs, refs));
-        } catch (error) {
-          unresolved.set(name, { name, subscription: { eventTypes, match: match ?? {} } });
+    const made: Resolution = {
+      record,
+      dueAt: Infinity,
+      result: resolveOne(record, now(), refs).then(
+        (endpoint) => endpoint,
+        (error: unknown) => {
           options.logger.error('endpoint unresolved', { endpoint: name, ...errorFields(error) });
-        }
-      }),
-    );
-    for (const error of unreadableOf(records)) {
-      const name = error.endpoint ?? '?';
-      unresolved.set(name, { name, subscription: error.subscription });
-      options.logger.error('endpoint unresolved', { endpoint: name, ...errorFields(error) });
+          return undefined;
+        },
+      ),
+    };
+    resolutions.set(name, made);
+    void made.result.then(() => {
+      for (const ref of refs) made.dueAt = Math.min(made.dueAt, dueAt(ref));
+    });
+    return made;
+  };
+
+  /** Takes the copy: the changed endpoints indexed again and their resolutions dropped; the unreadable items logged. */
+  const sync = (records: readonly EndpointRecord[]): void => {
+    const changed = index.sync(records);
+    if (changed?.size === 0) return;
+    if (changed === undefined) {
+      for (const name of resolutions.keys()) if (index.get(name) === undefined) resolutions.delete(name);
+    } else {
+      for (const name of changed) if (index.get(name) === undefined) resolutions.delete(name);
     }
+    unreadable = unreadableOf(records).map((error) => {
+      const name = error.endpoint ?? '?';
+      options.logger.error('endpoint unresolved', { endpoint: name, ...errorFields(error) });
+      return { name, subscription: error.subscription };
+    });
+  };
+
+  /** The routes of these endpoints (names the registry does not hold left out), with every unreadable item. */
+  const routesOf = async (names: Iterable<string>, base?: Routes): Promise<{ routes: Routes; dueAt: number }> => {
+    const endpoints = new Map<string, Endpoint>(base?.endpoints);
+    const unresolved = new Map<string, UnresolvedEndpoint>(base?.unresolved);
+    const held: Resolution[] = [];
+    for (const name of names) {
+      const record = index.get(name);
+      if (record !== undefined && !endpoints.has(name) && !unresolved.has(name)) held.push(resolution(record));
+    }
+    const results = await Promise.all(held.map((r) => r.result));
     let due = Infinity;
-    for (const ref of refs) due = Math.min(due, dueAt(ref));
-    return { routes: { endpoints, unresolved: unresolved.size === 0 ? NONE_UNRESOLVED : unresolved }, dueAt: due };
+    held.forEach(({ record, dueAt: resolvedDue }, i) => {
+      const { name, eventTypes, match } = record.fields;
+      const endpoint = results[i];
+      if (endpoint !== undefined) endpoints.set(name, endpoint);
+      else unresolved.set(name, { name, subscription: { eventTypes, match: match ?? {} } });
+      due = Math.min(due, resolvedDue);
+    });
+    for (const item of unreadable) unresolved.set(item.name, item);
+    const routes: Routes = {
+      endpoints,
+      unresolved: unresolved.size === 0 ? NONE_UNRESOLVED : unresolved,
+      including: async (more) => (more.every((name) => endpoints.has(name) || unresolved.has(name)) ? routes : (await routesOf(more, routes)).routes),
+    };
+    return { routes, dueAt: due };
   };
 
   return {
-    async routes() {
+    async routes(scope) {
       const records = await options.records();
-      // The cache hands back the same array until it reads again: resolve once per read, and again
-      // when a secret is due to be read again.
-      if (resolved?.records !== records || now() >= resolved.dueAt) {
-        const resolving = resolveAll(records);
-        const current = { records, routes: resolving.then((r) => r.routes), dueAt: Infinity };
-        resolved = current;
-        resolving.then(
-          (r) => (current.dueAt = r.dueAt),
-          () => {
-            if (resolved === current) resolved = undefined;
-          },
-        );
+      sync(records);
+      if (scope !== undefined) {
+        // Its events' types' subscribers whose `match` one of them passes: the endpoints they go to.
+        const types = scope.events.map((event) => `shipment.${event.status}`);
+        const wanted = [...index.candidates(types)].filter((name) => {
+          const { eventTypes, match } = index.get(name)!.fields;
+          return scope.events.some((event) => subscribes({ eventTypes, match: match ?? {} }, event));
+        });
+        return (await routesOf(new Set([...wanted, ...scope.endpoints]))).routes;
       }
-      return resolved.routes;
+      // Every endpoint: resolved once per copy, and again when a secret is due to be read again.
+      if (whole?.records !== records || now() >= whole.dueAt) {
+        const resolving = routesOf([...index.names()]);
+        const current = { records, routes: resolving.then((r) => r.routes), dueAt: Infinity };
+        whole = current;
+        void resolving.then((r) => (current.dueAt = r.dueAt));
+      }
+      return whole.routes;
     },
     sender: (endpoint) => Promise.resolve(senders.get(endpoint)),
   };

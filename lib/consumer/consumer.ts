@@ -8,7 +8,8 @@ import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { processBatch, type BatchDeps } from '../batch';
 import { HealthTracker, type DisabledNotice, type HealthRecord, type HealthStore } from '../endpoints/health';
-import { cachedEndpoints } from '../endpoints/registry';
+import { cachedEndpoints, type RegistryChanges } from '../endpoints/registry';
+import { RegistryCopy } from '../endpoints/registry-copy';
 import type { MessageSeal } from '../queue/seal';
 import { registryRouting, type RegistryRoutingOptions, type Routing } from '../routing';
 
@@ -31,11 +32,12 @@ export function createConsumer(deps: ConsumerDeps): ConsumerHandler {
 }
 
 /**
- * Routing and endpoint health on an endpoint registry: one cached read of it serves both, and
- * health writes go to the same items.
+ * Routing and endpoint health on an endpoint registry: one copy of it, kept current by change
+ * (lib/endpoints/registry-copy.ts) and refreshed at most every `cacheMs`, serves both, and health
+ * writes go to the same items.
  */
 export function registryConsumer(
-  registry: HealthStore & { list(): Promise<HealthRecord[]> },
+  registry: HealthStore & RegistryChanges,
   options: Omit<RegistryRoutingOptions, 'records'> & {
     readonly cacheMs: number;
     /** Tells operators of an endpoint this consumer disables, beyond the log line. */
@@ -49,6 +51,6 @@ export function registryConsumer(
   const { cacheMs, notify, store, now, ...routing } = options;
   let records: (() => Promise<readonly HealthRecord[]>) | undefined;
   const health = new HealthTracker({ store: store ?? registry, records: () => records!(), notify, ...(now !== undefined ? { now } : {}) });
-  records = cachedEndpoints(health.listing(registry), { ttlMs: cacheMs });
+  records = cachedEndpoints(health.listing(new RegistryCopy(registry)), { ttlMs: cacheMs });
   return { routing: registryRouting({ ...routing, records }), health };
 }

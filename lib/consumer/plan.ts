@@ -6,7 +6,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import type { BatchDeps } from '../batch';
 import { route, subscribes, type Endpoint } from '../endpoints/endpoint';
-import { parseEvent, type ParsedEvent } from '../event';
+import { parseEvent, type ParsedEvent, type ShipmentEvent } from '../event';
 import { type InvalidEventError } from '../errors';
 import { fromFifoQueue } from '../fifo';
 import { SequenceLimitError } from '../ledger/errors';
@@ -14,7 +14,7 @@ import { errorFields } from '../observability';
 import { admissionFrom, admissionOfRow, admitOrdered } from '../ordering';
 import { admissionOf, ENDPOINT_ATTRIBUTE, type Admission, type EndpointMessage } from '../queue/queue';
 import type { ControlValues, MessageSeal } from '../queue/seal';
-import type { Routes, UnresolvedEndpoint } from '../routing';
+import type { RouteScope, Routes, UnresolvedEndpoint } from '../routing';
 
 /** What routing made of a record. */
 export type Plan = Deliver | Invalid | FanOut | Unrouted | Unresolved | Unplanned;
@@ -139,11 +139,13 @@ async function routed(record: SQSRecord, control: ControlValues, routes: Routes,
   const admissions = new Map<string, Admission>();
   if (Number(record.attributes?.ApproximateReceiveCount) > 1) {
     const rows = await deps.delivery.ledger.deliveriesOf(event.id);
+    // The batch's routes hold its event types' subscribers: the rows' endpoints are resolved too.
+    const known = (await routes.including?.(rows.map((row) => row.endpoint))) ?? routes;
     // Routed before to an endpoint that cannot be resolved now: held as above.
-    const held = unresolved.size === 0 ? [] : rows.filter((row) => unresolved.has(row.endpoint)).map((row) => row.endpoint);
+    const held = known.unresolved.size === 0 ? [] : rows.filter((row) => known.unresolved.has(row.endpoint)).map((row) => row.endpoint);
     if (held.length > 0) return { kind: 'unresolved', why: 'endpoint-unresolved', eventId: event.id, endpoints: held };
     for (const row of rows) {
-      const endpoint = endpoints.get(row.endpoint);
+      const endpoint = known.endpoints.get(row.endpoint);
       if (endpoint !== undefined && !routedTo.includes(endpoint)) routedTo.push(endpoint);
       const admission = admissionOfRow(row);
       if (admission !== undefined) admissions.set(row.endpoint, admission);
@@ -182,6 +184,36 @@ export function isOrdered(endpoint: Endpoint): boolean {
 /** The endpoints among `unresolved` an event would go to: those it subscribes to, and those whose subscription is unknown. */
 function unresolvedFor(event: ParsedEvent['event'], unresolved: readonly UnresolvedEndpoint[]): string[] {
   return unresolved.filter(({ subscription }) => subscription === undefined || subscribes(subscription, event)).map(({ name }) => name);
+}
+
+/**
+ * What a batch may route to (routing's scope): the endpoints its sealed messages name, and its
+ * producers' events, peeked from their bodies. A body that is a valid event reads the same here as
+ * parsed (the schema keeps every field as it is); one that is not is invalid and routed nowhere.
+ */
+export function scopeOf(records: readonly SQSRecord[], controls: readonly ControlValues[]): RouteScope {
+  const endpoints = new Set<string>();
+  const events: ShipmentEvent[] = [];
+  records.forEach((record, i) => {
+    const target = controls[i]?.[ENDPOINT_ATTRIBUTE];
+    if (target !== undefined) {
+      endpoints.add(target);
+      return;
+    }
+    const event = peekEvent(record.body);
+    if (event !== undefined) events.push(event);
+  });
+  return { endpoints: [...endpoints], events };
+}
+
+function peekEvent(body: string): ShipmentEvent | undefined {
+  try {
+    const json = JSON.parse(body) as unknown;
+    const status = typeof json === 'object' && json !== null ? (json as { status?: unknown }).status : undefined;
+    return typeof status === 'string' ? (json as ShipmentEvent) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A record of a batch whose routing could not be read: held, for its endpoint if it is an endpoint message. */

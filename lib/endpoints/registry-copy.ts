@@ -30,8 +30,8 @@ export const FULL_READ_AFTER_MS = CHANGE_LOOKBACK_MS - MAX_CLOCK_SKEW_MS - 60_00
 /** What changed between an array the copy handed out and the one before it. */
 export interface CopyChanges<R> {
   readonly from: readonly R[];
-  /** The endpoints added, changed or removed (readable or not). */
-  readonly names: ReadonlySet<string>;
+  /** The endpoints added, changed or removed, by name: each one's record now (none: removed, or it cannot be used). */
+  readonly changed: ReadonlyMap<string, R | undefined>;
 }
 
 const CHANGES = new WeakMap<object, CopyChanges<unknown>>();
@@ -85,13 +85,13 @@ export class RegistryCopy {
 
   /** Takes what was read; `complete`: every item, so a name not among them is gone. */
   #apply(read: readonly RegistryEntry[], complete: boolean): void {
-    const names = new Set<string>();
+    const names = new Map<string, HealthRecord | undefined>();
     const entries = complete ? new Map<string, RegistryEntry>() : this.#entries;
     for (const entry of read) {
       this.#highWater = Math.max(this.#highWater, entry.changedAt);
       const before = this.#entries.get(entry.name);
       if (entry.record === undefined && entry.unreadable === undefined) {
-        if (entries.delete(entry.name) || before !== undefined) names.add(entry.name);
+        if (entries.delete(entry.name) || before !== undefined) names.set(entry.name, undefined);
         if (entry.changedAt > 0) this.#gone.set(entry.name, entry.changedAt);
         continue;
       }
@@ -99,10 +99,10 @@ export class RegistryCopy {
       // The same change read again (a stale index entry, a full read) keeps the record the copy holds.
       const same = before !== undefined && before.changedAt === entry.changedAt && entry.changedAt > 0 && (before.record === undefined) === (entry.record === undefined);
       entries.set(entry.name, same ? before : entry);
-      if (!same) names.add(entry.name);
+      if (!same) names.set(entry.name, entry.record);
     }
     if (complete) {
-      for (const name of this.#entries.keys()) if (!entries.has(name)) names.add(name);
+      for (const name of this.#entries.keys()) if (!entries.has(name)) names.set(name, undefined);
       this.#entries = entries;
     }
     if (this.#records !== undefined && names.size === 0) return;
@@ -112,7 +112,7 @@ export class RegistryCopy {
       if (entry.record !== undefined) records.push(entry.record);
       else if (entry.unreadable !== undefined) unreadable.push(entry.unreadable);
     }
-    if (this.#records !== undefined) CHANGES.set(records, { from: this.#records, names });
+    if (this.#records !== undefined) CHANGES.set(records, { from: this.#records, changed: names });
     this.#records = withUnreadable(records, unreadable);
   }
 }

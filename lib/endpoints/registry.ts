@@ -98,7 +98,8 @@ export function unreadableOf(records: readonly unknown[]): readonly EndpointRegi
 export const ENDPOINTS_CACHE_MS = 15_000;
 
 /**
- * The registry as the consumer reads it: one `list` per `ttlMs`, shared by the concurrent callers of
+ * The registry as the consumer reads it: one `list` per `ttlMs` (the consumer's: a refresh of its
+ * copy, registry-copy.ts, one Query when nothing changed), shared by the concurrent callers of
  * a container. A failed first read fails its callers and is retried on the next call. While a copy
  * exists, a failed refresh keeps using it for another `ttlMs` before reading again: an outage of
  * the registry's table must not stop delivery to known endpoints, nor make every batch wait for

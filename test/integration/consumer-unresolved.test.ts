@@ -24,6 +24,7 @@ import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry'
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { generateSecret, SECRET_READ_TIMEOUT_MS } from '../../lib/endpoints/secret';
 import { LocalSecretCipher, secretContext } from '../../lib/endpoints/secret-cipher';
+import { CHANGE_FEED, REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { coldStartOnRegistry, isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
@@ -440,8 +441,16 @@ describe('Handler: consumer, a registry that cannot be read', () => {
     expect(await ledger.deliveriesOf('evt_item_held')).toEqual([]);
     expect(logLines().find((l) => l.message === 'endpoint unresolved')).toMatchObject({ endpoint: 'crm', errorCode: 'registry-item-invalid' });
 
-    // Act: an operator fixes the item
-    await documents.send(new UpdateCommand({ TableName: tableName, Key: { name: 'crm' }, UpdateExpression: 'SET #s = :s', ExpressionAttributeNames: { '#s': 'state' }, ExpressionAttributeValues: { ':s': 'enabled' } }));
+    // Act: an operator fixes the item, marking the change as every write consumers must see does
+    await documents.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { name: 'crm' },
+        UpdateExpression: 'SET #s = :s, #c = :c, #f = :f',
+        ExpressionAttributeNames: { '#s': 'state', '#c': REGISTRY_SCHEMA.attributes.changedAt, '#f': REGISTRY_SCHEMA.attributes.feed },
+        ExpressionAttributeValues: { ':s': 'enabled', ':c': Date.now(), ':f': CHANGE_FEED },
+      }),
+    );
     const routed = await invoke(handler, queueUrl, await harness.receive(queueUrl, 1));
     const delivered = await invoke(handler, queueUrl, await harness.receive(queueUrl, 2));
 

@@ -12,7 +12,13 @@ import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { CHANGE_LOOKBACK_MS, FULL_READ_AFTER_MS, RegistryCopy, changesOf } from '../../lib/endpoints/registry-copy';
 import { CHANGE_FEED, REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { EndpointNotFoundError } from '../../lib/errors';
+import type { ShipmentEvent } from '../../lib/event';
+import { createLogger } from '../../lib/observability';
+import { registryRouting } from '../../lib/routing';
+import type { WebhookSender } from '../../lib/webhook/sender';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
+import { DEFAULT_DEPLOYMENT } from '../helpers/deployment';
+import { TEST_SECRET } from '../helpers/secrets';
 import type { CommandCounter } from '../helpers/dynalite';
 import { useDynalite } from '../helpers/dynalite-fixture';
 
@@ -99,7 +105,7 @@ describe('Class: RegistryCopy on DynamoDB', () => {
     expect(after).not.toBe(before);
     expect(after.find((r) => r.fields.name === 'acme')?.health?.pausedUntil).toBe(nowMs + 30_000);
     expect(after.find((r) => r.fields.name === 'zephyr')).toBe(before.find((r) => r.fields.name === 'zephyr'));
-    expect([...changesOf(after)!.names]).toEqual(['acme']);
+    expect([...changesOf(after)!.changed.keys()]).toEqual(['acme']);
   });
 
   it('refreshes with nothing changed in exactly one Query, reading no item, and hands out the same array', async () => {
@@ -162,6 +168,32 @@ describe('Class: RegistryCopy on DynamoDB', () => {
     await expect(new RegistryCopy(broken).list()).rejects.toThrow(/no-such-table/);
     expect(await names()).toEqual(['acme']);
     expect(await copy.list()).toBe(await copy.list());
+  });
+});
+
+describe('Function: registryRouting over a copy of the registry on DynamoDB', () => {
+  it('routes nowhere once an endpoint is removed (its tombstone read), and to it again once its name is added back', async () => {
+    await registry.add(endpoint('acme', { secret: TEST_SECRET }), nowMs);
+    const copy = new RegistryCopy(registry, { now: () => nowMs });
+    const routing = registryRouting({
+      records: () => copy.list(),
+      deployment: DEFAULT_DEPLOYMENT,
+      createSender: () => ({ send: () => Promise.reject(new Error('not sent')) }) as WebhookSender,
+      logger: createLogger({ service: 'handoff', write: () => {} }),
+      now: () => nowMs,
+    });
+    const delivered: ShipmentEvent = { id: 'evt_1', shipmentId: 'shp_1', status: 'delivered', occurredAt: '2026-12-04T10:00:00Z' };
+    const routed = async () => [...(await routing.routes({ events: [delivered], endpoints: ['acme'] })).endpoints.keys()];
+
+    const before = await routed();
+    nowMs += 15_000;
+    await registry.remove('acme');
+    const removed = await routed();
+    nowMs += 15_000;
+    await registry.add(endpoint('acme', { secret: TEST_SECRET }), nowMs);
+    const again = await routed();
+
+    expect([before, removed, again]).toEqual([['acme'], [], ['acme']]);
   });
 });
 
