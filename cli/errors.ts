@@ -27,6 +27,19 @@ export function checkAuditText(operator: string, reason: string): void {
   }
 }
 
+/**
+ * A page read with `--cursor`: a cursor the ledger did not issue for this listing (its RangeError)
+ * is a usage error, naming the flag.
+ */
+export async function readPage<T>(cursor: string | undefined, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof RangeError && cursor !== undefined) throw new UsageError(`--cursor: ${error.message}; start again without --cursor`);
+    throw error;
+  }
+}
+
 /** The command ran and was refused or failed, for a reason already phrased for the operator. */
 export class CommandFailedError extends Error {
   override readonly name = 'CommandFailedError';

@@ -15,7 +15,7 @@ import { DEFAULT_REPLAY_RATE, isoTime, replayCommand, type ReplayOptions } from 
 import type { CommandResult } from './commands/result';
 import { payloadLimitFor, readInput, sendCommand } from './commands/send';
 import { DEFAULT_STATS_SINCE_MS, sinceOption, statsCommand } from './commands/stats';
-import { statusCommand } from './commands/status';
+import { statusOf, type StatusCommandOptions } from './commands/shipment-status';
 import { CommandContext } from './context';
 import { describeFailure, EXIT, type ExitCode } from './errors';
 import { jsonText } from './format';
@@ -129,18 +129,22 @@ Exit status: 0 done, 1 refused or failed (one line on stderr), 2 usage.`,
   targetCommand(
     program,
     'status',
-    "show an event's deliveries, one per endpoint: state, attempts with their outcomes, replays",
-    ['<eventId>', 'the event ID'],
+    "show an event's deliveries, one per endpoint: state, attempts with their outcomes, replays; or a shipment's (--shipment)",
+    ['[eventId]', 'the event ID (omit with --shipment)'],
   )
     .option('--endpoint <name>', 'only the delivery to this endpoint', endpointName)
     .option('--body', 'print only the event as stored (canonical JSON), e.g. to pipe into handoff send')
+    .option('--shipment <id>', "every delivery of this shipment's events, newest first, a page at a time (the shipment index)")
+    .option('--limit <n>', `with --shipment: deliveries per page (1–${DEAD_PAGE_MAX})`, wholeNumber(1, DEAD_PAGE_MAX), DEAD_PAGE_DEFAULT)
+    .option('--cursor <cursor>', 'with --shipment: continue from where the previous page ended')
     .addHelpText(
       'after',
-      '\nWith --json: {"eventId", "deliveries": [ … ]}, or with --endpoint that one delivery\'s object.\n\n' +
-        'Examples:\n  handoff status evt_42\n  handoff status evt_42 --endpoint billing --json\n  handoff status evt_42 --body | handoff send',
+      '\nWith --json: {"eventId", "deliveries": [ … ]}, or with --endpoint that one delivery\'s object;\n' +
+        'with --shipment: {"shipmentId", "deliveries": [ … ], "next"}, next the cursor of the next page or null.\n\n' +
+        'Examples:\n  handoff status evt_42\n  handoff status evt_42 --endpoint billing --json\n  handoff status evt_42 --body | handoff send\n  handoff status --shipment shp_1001',
     )
-    .action(async (eventId: string, options: CommonOptions & { endpoint?: string; body?: boolean }) => {
-      await run(options, (ctx) => statusCommand(ctx, eventId, options));
+    .action(async (eventId: string | undefined, options: CommonOptions & StatusCommandOptions) => {
+      await run(options, (ctx) => statusOf(ctx, eventId, options));
     });
 
   targetCommand(program, 'dead', 'list dead deliveries, a page at a time, oldest death first')

@@ -36,15 +36,17 @@ const DATE_TIME_WITH_ZONE =
 /** Keys that would reach an object's prototype if anyone ever assigned them naively. */
 export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 
+const ShipmentIdSchema = v.pipe(
+  v.string(),
+  v.check((s) => s.trim().length > 0, 'must not be empty'),
+  v.check((s) => [...s].length <= 128, 'must be at most 128 characters'),
+  v.check((s) => s.isWellFormed() && PRINTABLE.test(s), 'must be printable characters'),
+);
+
 const EventSchema = v.strictObject(
   {
     id: v.pipe(v.string(), v.regex(EVENT_ID, 'must be 1–128 characters of A-Z a-z 0-9 _ - . :')),
-    shipmentId: v.pipe(
-      v.string(),
-      v.check((s) => s.trim().length > 0, 'must not be empty'),
-      v.check((s) => [...s].length <= 128, 'must be at most 128 characters'),
-      v.check((s) => s.isWellFormed() && PRINTABLE.test(s), 'must be printable characters'),
-    ),
+    shipmentId: ShipmentIdSchema,
     status: v.picklist(SHIPMENT_STATUSES, `must be one of ${SHIPMENT_STATUSES.join(', ')}`),
     occurredAt: v.pipe(
       v.string(),
@@ -155,6 +157,11 @@ function invalid(message: string, field: string | undefined, eventId: string | u
 /** Whether a text is a valid event ID (docs/contract.md §2). */
 export function isEventId(text: unknown): text is string {
   return typeof text === 'string' && EVENT_ID.test(text);
+}
+
+/** Whether a text is a valid shipment ID (docs/contract.md §2): 1–128 printable characters, not only spaces. */
+export function isShipmentId(text: unknown): text is string {
+  return v.is(ShipmentIdSchema, text);
 }
 
 /** The `id` of an invalid message, when it is itself a valid ID: enough to find or mark its row. */

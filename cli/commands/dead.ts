@@ -6,7 +6,7 @@
  */
 import type { Page } from '../../lib/ledger/ledger';
 import type { CommandContext } from '../context';
-import { UsageError } from '../errors';
+import { readPage } from '../errors';
 import { formatInstant, table, truncate } from '../format';
 import type { CommandResult } from './result';
 import { recordJson } from './record-view';
@@ -18,16 +18,9 @@ export interface DeadOptions {
 }
 
 export async function deadCommand(ctx: CommandContext, options: DeadOptions): Promise<CommandResult> {
-  let page: Page;
-  try {
-    page = await ctx.ledger().listByState('dead', { limit: options.limit, cursor: options.cursor, endpoint: options.endpoint });
-  } catch (error) {
-    // The ledger refuses a cursor it did not issue for dead rows with a RangeError.
-    if (error instanceof RangeError && options.cursor !== undefined) {
-      throw new UsageError(`--cursor: ${error.message}; start again without --cursor`);
-    }
-    throw error;
-  }
+  const page: Page = await readPage(options.cursor, () =>
+    ctx.ledger().listByState('dead', { limit: options.limit, cursor: options.cursor, endpoint: options.endpoint }),
+  );
   const nowMs = ctx.now();
   const rows = page.records.map((r) => [
     r.eventId,

@@ -247,6 +247,40 @@ describe('Fan-out: replaying one endpoint\'s delivery', { timeout: TEST_TIMEOUT_
     expect(status.deliveries.find((d) => d.endpoint === 'notifications')).toMatchObject({ attempts: 3 });
     expect(JSON.parse(one.stdout)).toEqual(status.deliveries.find((d) => d.endpoint === 'billing'));
   });
+
+  it("status --shipment finds a shipment's deliveries across its events and endpoints, newest first, a page at a time", async () => {
+    // Prepare: two events of one shipment, to one endpoint each (in transit: the carrier; an exception: notifications).
+    const lookup = (id: string, status: string) =>
+      JSON.stringify({ id, shipmentId: 'shp_fan_lookup', status, occurredAt: '2026-12-02T10:15:00Z', data: { carrier: 'acme' } });
+    await clients.sendAll([lookup('evt_fan_lookup_1', 'in_transit')]);
+    await settled('evt_fan_lookup_1', 'carrier-acme');
+    await clients.sendAll([lookup('evt_fan_lookup_2', 'exception')]);
+    await settled('evt_fan_lookup_2', 'notifications');
+
+    // Act
+    const all = await handoff(['status', '--shipment', 'shp_fan_lookup', '--json']);
+    const first = await handoff(['status', '--shipment', 'shp_fan_lookup', '--limit', '1', '--json']);
+    const firstPage = JSON.parse(first.stdout) as { next: string | null };
+    const second = await handoff(['status', '--shipment', 'shp_fan_lookup', '--limit', '1', '--cursor', String(firstPage.next), '--json']);
+    const human = await handoff(['status', '--shipment', 'shp_fan_lookup']);
+    const event = await handoff(['status', 'evt_fan_lookup_2', '--json']);
+
+    // Assess
+    expect([all.code, first.code, second.code, human.code, event.code], all.stderr + first.stderr + second.stderr + human.stderr).toEqual([0, 0, 0, 0, 0]);
+    const status = JSON.parse(all.stdout) as { shipmentId: string; deliveries: { eventId: string; endpoint: string; state: string }[]; next: string | null };
+    expect(status.shipmentId).toBe('shp_fan_lookup');
+    expect(status.deliveries.map(({ eventId, endpoint, state }) => [eventId, endpoint, state])).toEqual([
+      ['evt_fan_lookup_2', 'notifications', 'delivered'],
+      ['evt_fan_lookup_1', 'carrier-acme', 'delivered'],
+    ]);
+    expect(status.next).toBeNull();
+    // Each delivery as `status --json` shows it.
+    expect(status.deliveries[0]).toEqual((JSON.parse(event.stdout) as { deliveries: unknown[] }).deliveries[0]);
+    expect(firstPage.next).toEqual(expect.any(String));
+    expect([...(JSON.parse(first.stdout) as typeof status).deliveries, ...(JSON.parse(second.stdout) as typeof status).deliveries]).toEqual(status.deliveries);
+    expect((JSON.parse(second.stdout) as typeof status).next).toBeNull();
+    expect(human.stdout).toContain('shipment shp_fan_lookup: 2 deliveries, newest first');
+  });
 });
 
 describe('Fan-out: copies of one producer message', { timeout: TEST_TIMEOUT_MS }, () => {
