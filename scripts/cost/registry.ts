@@ -1,7 +1,8 @@
 /**
  * What one consumer container's reads of the endpoint registry cost (issue 21, docs/contract.md §20):
  * N endpoints seeded into a registry table on dynalite through the real adapter, then one container's
- * reader (CONTAINER_READERS: the consumer's Scan, and the copy kept by change) run for a simulated
+ * reader (CONTAINER_READERS: the copy kept by change, as the consumer reads, and the whole-table Scan
+ * it read with before) run for a simulated
  * minute on an injected clock: its cold start, then a refresh every ENDPOINTS_CACHE_MS. Every request goes through the meter
  * (meter.ts), which bills each read from the items it returns (a Query of an index on the index's
  * entries, eventually consistent at half; a Scan page or a BatchGetItem item by item).
@@ -44,18 +45,21 @@ export interface ContainerReader {
   make(registry: DynamoDbEndpointRegistry, now: () => number): RegistryRead;
 }
 
-/** How the consumer reads the registry (lib/consumer/consumer.ts `registryConsumer`): every item, once per cache period. */
+/** How the consumer read the registry before it read by change: every item, once per cache period. */
 export const SCAN_READER: ContainerReader = {
   name: 'Scan',
-  label: `the consumer's cachedEndpoints over list(): a consistent Scan of every item, at most once per ${ENDPOINTS_CACHE_MS / 1000} s`,
+  label: `the consumer's reader before it read by change: cachedEndpoints over list(), a consistent Scan of every item, at most once per ${ENDPOINTS_CACHE_MS / 1000} s`,
   byChange: false,
   make: (registry, now) => cachedEndpoints(registry, { ttlMs: ENDPOINTS_CACHE_MS, now }),
 };
 
-/** The copy kept by change (lib/endpoints/registry-copy.ts), refreshed at most once per cache period. */
+/**
+ * How the consumer reads the registry (lib/consumer/consumer.ts `registryConsumer`): the copy kept by
+ * change (lib/endpoints/registry-copy.ts), refreshed at most once per cache period.
+ */
 export const COPY_READER: ContainerReader = {
   name: 'RegistryCopy',
-  label: `RegistryCopy (lib/endpoints/registry-copy.ts) under cachedEndpoints: every item at its cold start, then the change index's Query and the changed items, at most once per ${ENDPOINTS_CACHE_MS / 1000} s`,
+  label: `the consumer's: RegistryCopy (lib/endpoints/registry-copy.ts) under cachedEndpoints, every item at its cold start, then the change index's Query and the changed items, at most once per ${ENDPOINTS_CACHE_MS / 1000} s`,
   byChange: true,
   make: (registry, now) => cachedEndpoints(new RegistryCopy(registry, { now }), { ttlMs: ENDPOINTS_CACHE_MS, now }),
 };

@@ -20,7 +20,7 @@ export interface PricedFanOut {
   readonly metered: FanOutMetered;
   readonly per: ReturnType<typeof perDelivery>;
   readonly cost: CostPerMillion;
-  /** One read of its registry (a consistent Scan of its endpoints), when it has one. */
+  /** One full read of its registry (a consistent Scan of its endpoints, a container's cold start), when it has one. */
   readonly registryReadUnits: number | undefined;
 }
 
@@ -253,8 +253,8 @@ export function printFanOuts(fanOuts: readonly PricedFanOut[], memoryMb: number)
       "endpoints a producer's batch is routed (one SendMessageBatch per 10 endpoint messages), then each endpoint message is",
       'received, delivered and deleted on its own; with 1 the message is delivered as it is. Lambda: each invocation billed at',
       'its kind\'s median batch time (producer batches and per-endpoint batches), from a pass with the runs taking turns.',
-      `The registry is read once per container per ${ENDPOINTS_CACHE_MS / 1000} s (a consistent Scan; by endpoints: ${reads}), not per`,
-      "delivery: any read inside the metered rounds is in RU. The meter answers SQS at once: on AWS a routing invocation also",
+      `The registry is read in full at a container's cold start (a consistent Scan; by endpoints: ${reads}), then by change at most`,
+      `once per ${ENDPOINTS_CACHE_MS / 1000} s (below), not per delivery: any read inside the metered rounds is in RU. The meter answers SQS at once: on AWS a routing invocation also`,
       `waits for its SendMessageBatch calls (sent at once), ${dollars(lambdaPerMillion(10, SETTINGS.batchSize * 3, memoryMb))}/M deliveries per 10 ms they add to a batch routed to 3`,
       "endpoints. Left out, as above: the producer's SendMessage, the event source's idle polls.",
       '',
