@@ -4,7 +4,12 @@
  * progress and the settings in effect against the deployment's.
  */
 import pLimit from 'p-limit';
-import { resolveEndpoint, type Endpoint } from '../../lib/endpoints/endpoint';
+import type { RegistryScan } from '../../lib/endpoints/dynamodb-registry';
+import { MAX_PAGE_LIMIT } from '../../lib/endpoints/dynamodb-registry-listing';
+import { resolveEndpoint, type Endpoint, type EndpointRecord } from '../../lib/endpoints/endpoint';
+import { OWNER } from '../../lib/endpoints/field-schemas';
+import { quoted } from '../../lib/terminal';
+import { readPage, UsageError } from '../errors';
 import { EndpointError } from '../../lib/errors';
 import { redactUrl } from '../../lib/webhook/redact-url';
 import type { CommandContext } from '../context';
@@ -16,9 +21,19 @@ import type { CommandResult } from './result';
 /** Endpoints whose parked deliveries `list` counts at once (each count is one query per listing shard). */
 export const PARKED_COUNT_CONCURRENCY = 4;
 
-export async function endpointListCommand(ctx: CommandContext): Promise<CommandResult> {
-  // Items it cannot use are named after the list (exit 1), not allowed to hide the others.
-  const { records, unreadable } = await registryCall(ctx, (registry) => registry.scan());
+/** `endpoint list`'s paging: any of them given, the list is one page (`--json`: `{items, next}`). */
+export interface ListOptions {
+  readonly limit?: number;
+  readonly cursor?: string;
+  readonly owner?: string;
+  readonly state?: EndpointRecord['state'];
+}
+
+export async function endpointListCommand(ctx: CommandContext, options: ListOptions = {}): Promise<CommandResult> {
+  const paged = Object.values(options).some((value) => value !== undefined);
+  // Unpaged: every item; those it cannot use are named after the list (exit 1), not allowed to hide
+  // the others. Paged: one page of the usable ones (a page cannot say what it left out of a scan).
+  const { records, unreadable, next } = paged ? await pageOf(ctx, options) : { ...(await registryCall(ctx, (registry) => registry.scan())), next: undefined };
   const nowMs = ctx.now();
   // Each count reads the endpoint's 16 listing shards: a few endpoints at a time.
   const limit = pLimit(PARKED_COUNT_CONCURRENCY);
@@ -37,7 +52,7 @@ export async function endpointListCommand(ctx: CommandContext): Promise<CommandR
     .map((r) => `${r.fields.name}: secret ${secretText(r.fields, nowMs)}`);
   const human =
     rows.length === 0
-      ? `no endpoints in ${ctx.target.description}`
+      ? `no endpoints${paged ? ' on this page' : ''} in ${ctx.target.description}`
       : table(
           [{ header: 'name' }, { header: 'state' }, { header: 'url' }, { header: 'event types' }, { header: 'match' }, { header: 'parked', align: 'right' }],
           rows,
@@ -47,11 +62,27 @@ export async function endpointListCommand(ctx: CommandContext): Promise<CommandR
       ? undefined
       : `the registry holds ${unreadable.length} item(s) that cannot be used (endpoint remove NAME, then add it again): ${unreadable.map((e) => e.message).join('; ')}`;
   const noLedger = parked.some((count) => count === null) ? `\n\nparked: n/a, no ledger table in ${ctx.target.description} (--table NAME)` : '';
+  const items = records.map((r, i) => endpointJson(r, nowMs, parked[i] ?? null));
+  const more = next === undefined ? '' : `\n\nmore: ${listCommandText({ ...options, limit: options.limit ?? MAX_PAGE_LIMIT, cursor: next })}`;
   return {
-    json: records.map((r, i) => endpointJson(r, nowMs, parked[i] ?? null)),
-    human: rows.length === 0 ? human : human + noLedger,
+    json: paged ? { items, next: next ?? null } : items,
+    human: (rows.length === 0 ? human : human + noLedger) + more,
     ...(failure !== undefined ? { failure } : {}),
   };
+}
+
+async function pageOf(ctx: CommandContext, options: ListOptions): Promise<RegistryScan & { next: string | undefined }> {
+  if (options.owner !== undefined && !OWNER.test(options.owner)) throw new UsageError(`--owner: ${quoted(options.owner)} is not an owner: 1–128 of A-Z a-z 0-9 . _ : @ + = -`);
+  const page = await readPage(options.cursor, () => registryCall(ctx, (registry) => registry.page(options)));
+  return { records: page.items, unreadable: [], next: page.next };
+}
+
+/** The command that reads the page after this one. */
+function listCommandText(options: ListOptions): string {
+  const parts = ['handoff endpoint list', `--limit ${options.limit}`, `--cursor ${options.cursor}`];
+  if (options.owner !== undefined) parts.push(`--owner ${options.owner}`);
+  if (options.state !== undefined) parts.push(`--state ${options.state}`);
+  return parts.join(' ');
 }
 
 export async function endpointShowCommand(ctx: CommandContext, name: string): Promise<CommandResult> {

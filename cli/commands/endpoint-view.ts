@@ -27,6 +27,8 @@ export function endpointJson(record: EndpointRecord, nowMs: number = Date.now(),
     state: record.state,
     eventTypes: record.fields.eventTypes,
     match: record.fields.match ?? {},
+    /** The account it belongs to (`--owner`), or null. */
+    owner: record.fields.owner ?? null,
     secret: record.fields.secret === undefined ? 'unset' : 'set',
     /** While a rotation's overlap lasts: when the previous secret stops signing (ISO). */
     previousSecretUntil: overlapUntil === undefined ? null : new Date(overlapUntil).toISOString(),

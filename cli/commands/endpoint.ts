@@ -22,12 +22,14 @@
  * endpoint-secret.ts: rotate-secret), the options of add and update are read off the fields table
  * (endpoint-options.ts), and every output is made by endpoint-view.ts.
  */
-import type { Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { MAX_PAGE_LIMIT } from '../../lib/endpoints/dynamodb-registry-listing';
+import { ENDPOINT_STATES } from '../../lib/endpoints/endpoint';
 import { DEFAULT_RESUME_RATE } from '../../lib/resume';
 import type { CommandContext } from '../context';
 import type { TargetOptions } from '../target';
 import { fieldOptions, type EndpointFieldOptions } from './endpoint-options';
-import { endpointListCommand, endpointShowCommand } from './endpoint-read';
+import { endpointListCommand, endpointShowCommand, type ListOptions } from './endpoint-read';
 import { DEFAULT_OVERLAP, endpointRotateSecretCommand, type RotateOptions } from './endpoint-secret';
 import { ENABLE_REASON, endpointSetStateCommand, MAX_RESUME_RATE, type StateOptions } from './endpoint-state';
 import { endpointAddCommand, endpointRemoveCommand, endpointUpdateCommand } from './endpoint-write';
@@ -76,10 +78,18 @@ A signing secret is printed once (add, rotate-secret) and never again.`,
     );
   const target = (command: Command) => withEndpointsTable(withTarget(command));
 
-  target(group.command('list').description('every endpoint: name, state, URL (redacted), event types'))
-    .addHelpText('after', `\n${PARKED_NOTE}.\n--json: an array, each ${ENDPOINT_JSON_HELP}.\n\nExamples:\n  handoff endpoint list\n  handoff endpoint list --json`)
-    .action(async (options: EndpointCommonOptions) => {
-      await run(options, (ctx) => endpointListCommand(ctx));
+  target(group.command('list').description('the endpoints: name, state, URL (redacted), event types; a page at a time with --limit, --owner or --state'))
+    .option('--limit <n>', `endpoints per page (1–${MAX_PAGE_LIMIT}; default ${MAX_PAGE_LIMIT} with --owner, --state or --cursor)`, pageLimit)
+    .option('--cursor <cursor>', 'the page after the one that printed it (give the same --owner and --state)')
+    .option('--owner <owner>', "that owner's endpoints only, in name order (the owner index: one query a page)")
+    .addOption(new Option('--state <state>', 'enabled or disabled endpoints only').choices([...ENDPOINT_STATES]))
+    .addHelpText(
+      'after',
+      `\n${PARKED_NOTE}.\n--json: an array, each ${ENDPOINT_JSON_HELP}.\nWith --limit, --cursor, --owner or --state: one page, --json {items (that array), next (the cursor of the next page, or null)}.\n\nExamples:\n  handoff endpoint list\n  handoff endpoint list --json\n  handoff endpoint list --owner merchant-42 --limit 20`,
+    )
+    .action(async (options: EndpointCommonOptions & ListOptions) => {
+      const { limit, cursor, owner, state } = options;
+      await run(options, (ctx) => endpointListCommand(ctx, { limit, cursor, owner, state }));
     });
 
   target(group.command('show').description("one endpoint: its fields, its state and who set it, the settings in effect").argument('<name>', 'the endpoint'))
@@ -215,4 +225,11 @@ Examples:
 function withEndpointsTable(command: Command): Command {
   if (command.options.some((option) => option.long === '--endpoints-table')) return command;
   return command.option('--endpoints-table <name>', 'the endpoint registry table name');
+}
+
+/** `--limit`: a whole number from 1 to MAX_PAGE_LIMIT. */
+function pageLimit(raw: string): number {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < 1 || n > MAX_PAGE_LIMIT) throw new InvalidArgumentError(`must be a whole number from 1 to ${MAX_PAGE_LIMIT}.`);
+  return n;
 }

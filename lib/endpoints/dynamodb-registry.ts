@@ -81,9 +81,9 @@ export interface DynamoDbEndpointRegistryOptions {
   readonly cipher?: Pick<EndpointSecretCipher, 'encrypt'>;
   /**
    * Epoch ms a write marks as its change (`changedAt`, the change index's sort key). Default: this
-   * machine's clock corrected by the SDK client's `systemClockOffset` (set when AWS answered a
-   * request with a skewed-clock error), so a command run on a late laptop still writes a time
-   * within the copies' lookback (lib/endpoints/registry-copy.ts).
+   * machine's clock, corrected by the SDK client's `systemClockOffset` when that is a minute or more
+   * (`clockCorrection`), so a command run on a late laptop still writes a time within the copies'
+   * lookback (lib/endpoints/registry-copy.ts).
    */
   readonly now?: () => number;
 }
@@ -115,7 +115,7 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, RegistryChang
     this.#onUnreadable = options.onUnreadable;
     this.#cipher = options.cipher;
     const config = client.config as { systemClockOffset?: number };
-    this.#changeClock = options.now ?? (() => Date.now() + (config.systemClockOffset ?? 0));
+    this.#changeClock = options.now ?? (() => Date.now() + clockCorrection(config.systemClockOffset));
   }
 
   /** @throws EndpointRegistryError for an item it cannot use, unless `onUnreadable` is given */
@@ -312,4 +312,14 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, RegistryChang
       ...(previousSecret !== undefined ? { previousSecret } : {}),
     });
   }
+}
+
+/**
+ * The SDK's `systemClockOffset` as a correction of this machine's clock: only an offset of a minute
+ * or more. The SDK sets it from each answer's Date header, whole seconds, so a smaller one is mostly
+ * that rounding: applied, it would stamp every change of a second with the same time, and a copy
+ * that read the first would take the second for it. A clock off by less is well within the lookback.
+ */
+export function clockCorrection(offsetMs: number | undefined): number {
+  return offsetMs !== undefined && Math.abs(offsetMs) >= 60_000 ? offsetMs : 0;
 }

@@ -887,6 +887,27 @@ describe('handoff endpoint (against the running sandbox)', { timeout: 120_000 },
     expect(acme.requests).toHaveLength(before);
     expect(json<Record<string, unknown>[]>(await handoff(['list', '--json'])).map((e) => e.name)).toEqual(['ops']);
   });
+
+  it("pages an owner's endpoints with --owner, --limit and --cursor, and refuses a cursor it did not issue", async () => {
+    for (const name of ['m7-a', 'm7-b', 'm7-c']) {
+      expect((await handoff(['add', '--name', name, '--url', acme.url, '--event-types', '*', '--owner', 'merchant-7', '--unsigned'])).code).toBe(0);
+    }
+    expect((await handoff(['add', '--name', 'm8-a', '--url', acme.url, '--event-types', '*', '--owner', 'merchant-8', '--unsigned'])).code).toBe(0);
+
+    const first = json<{ items: { name: string; owner: string }[]; next: string | null }>(await handoff(['list', '--owner', 'merchant-7', '--limit', '2', '--json']));
+    const second = json<{ items: { name: string }[]; next: string | null }>(await handoff(['list', '--owner', 'merchant-7', '--limit', '2', '--cursor', first.next!, '--json']));
+    const human = await handoff(['list', '--owner', 'merchant-7', '--limit', '2']);
+    const refused = await handoff(['list', '--owner', 'merchant-8', '--limit', '2', '--cursor', first.next!]);
+
+    expect(first.items.map((e) => [e.name, e.owner])).toEqual([
+      ['m7-a', 'merchant-7'],
+      ['m7-b', 'merchant-7'],
+    ]);
+    expect(second).toEqual({ items: [expect.objectContaining({ name: 'm7-c' })], next: null });
+    expect(human.stdout).toContain(`more: handoff endpoint list --limit 2 --cursor ${first.next} --owner merchant-7`);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--cursor: cursor is not one this listing issued with these --owner and --state filters');
+  });
 });
 
 describe('secrets in the output', () => {

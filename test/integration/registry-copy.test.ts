@@ -7,7 +7,7 @@
  */
 import { GetItemCommand, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { clockCorrection, DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { CHANGE_LOOKBACK_MS, FULL_READ_AFTER_MS, RegistryCopy, changesOf } from '../../lib/endpoints/registry-copy';
 import { CHANGE_FEED, REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
@@ -145,6 +145,22 @@ describe('Class: RegistryCopy on DynamoDB', () => {
     await late.add(endpoint('late'), nowMs);
 
     expect(await names()).toEqual(['acme', 'fresh', 'late']);
+  });
+
+  it('sees two changes of one endpoint made within a second by a writer on its own clock (the SDK\'s whole-second offset not applied)', async () => {
+    const writer = new DynamoDbEndpointRegistry({ client, tableName });
+    await writer.add(endpoint('acme'), Date.now());
+    const copy = new RegistryCopy(writer);
+    await copy.list();
+
+    const first = (await writer.get('acme'))!;
+    const second = await writer.update({ ...first.fields, url: 'https://acme.example/1' }, first.updatedAt, Date.now());
+    const seenFirst = (await copy.list())[0]?.fields.url;
+    await writer.update({ ...second.fields, url: 'https://acme.example/2' }, second.updatedAt, Date.now());
+    const seenSecond = (await copy.list())[0]?.fields.url;
+
+    expect([seenFirst, seenSecond]).toEqual(['https://acme.example/1', 'https://acme.example/2']);
+    expect([clockCorrection(-370), clockCorrection(-240_000)]).toEqual([0, -240_000]);
   });
 
   it('reads everything again after going longer than the lookback allows without a refresh', async () => {

@@ -204,6 +204,7 @@ describe('Function: endpointJson', () => {
       state: 'disabled',
       eventTypes: ['*'],
       match: {},
+      owner: null,
       secret: 'set',
       previousSecretUntil: null,
       parked: null,
