@@ -35,6 +35,7 @@ import {
   WebhookDelivery,
   type WebhookDeliveryProps,
 } from '../../infra/webhook-delivery';
+import { globalIndexNames } from '../../infra/delivery/capacity';
 import { RECOVERY_ENV, RECOVERY_LIMIT } from '../../lib/recovery';
 import { testApp, WARM_UP_MS, STAND_IN_ENTRY, WEBHOOK_URL } from './cdk-context';
 
@@ -1251,22 +1252,24 @@ describe('WebhookDelivery', () => {
       expect(() => threshold({ endpoints: [filtered], unroutedAlarmThreshold: -1 })).toThrow(/^unroutedAlarmThreshold must be a whole number, 0 or more/);
     });
 
-    it('alarms on throttled requests to the ledger (table and listing index, reads and writes) in two 5-minute periods in a row', () => {
+    it('alarms on throttled requests to the ledger (the table and every index, reads and writes) in two 5-minute periods in a row', () => {
       const built = build();
       const table = { Ref: built.stack.getLogicalId(built.delivery.ledgerTable.node.defaultChild as never) };
       const throttle = (id: string, metricName: string, dimensions: unknown[]) =>
         Match.objectLike({ Id: id, ReturnData: false, MetricStat: { Metric: { Namespace: 'AWS/DynamoDB', MetricName: metricName, Dimensions: dimensions }, Period: 300, Stat: 'Sum' } });
       const onTable = [{ Name: 'TableName', Value: table }];
-      const onIndex = [{ Name: 'GlobalSecondaryIndexName', Value: LEDGER_SCHEMA.listingIndex.name }, { Name: 'TableName', Value: table }];
+      const onIndex = (index: string) => [{ Name: 'GlobalSecondaryIndexName', Value: index }, { Name: 'TableName', Value: table }];
+      const indexes = globalIndexNames(built.delivery.ledgerTable);
+      const ids = ['ledger', ...indexes].flatMap((scope) => [`${scope}Read`, `${scope}Write`]);
 
+      expect(indexes).toContain(LEDGER_SCHEMA.listingIndex.name);
       expect(alarmOf(built, built.delivery.alarms.ledgerThrottles)).toMatchObject({ ...notifying(built), EvaluationPeriods: 2, DatapointsToAlarm: 2, Threshold: 0 });
       built.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         Metrics: Match.arrayWith([
-          Match.objectLike({ Expression: 'FILL(ledgerRead, 0) + FILL(ledgerWrite, 0) + FILL(listingRead, 0) + FILL(listingWrite, 0)', ReturnData: true }),
+          Match.objectLike({ Expression: ids.map((id) => `FILL(${id}, 0)`).join(' + '), ReturnData: true }),
           throttle('ledgerRead', 'ReadThrottleEvents', onTable),
           throttle('ledgerWrite', 'WriteThrottleEvents', onTable),
-          throttle('listingRead', 'ReadThrottleEvents', onIndex),
-          throttle('listingWrite', 'WriteThrottleEvents', onIndex),
+          ...indexes.flatMap((index) => [throttle(`${index}Read`, 'ReadThrottleEvents', onIndex(index)), throttle(`${index}Write`, 'WriteThrottleEvents', onIndex(index))]),
         ]),
       });
     });
