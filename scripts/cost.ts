@@ -36,7 +36,8 @@ import { printRegistry, printSteady, registryTargets } from './cost/report-scale
 import { CONTAINER_READERS, MEASURED_REGISTRY_SIZES, measureRegistries, type RegistryReadFigures } from './cost/registry';
 import * as runs from './cost/runs';
 import { measuredDelivery, shipmentIndexOf, steadyRows } from './cost/steady';
-import { assessFanOutTargets, assessHealthTargets, assessTargets, EVENT_SIZES, HAPPY_PATH_MAX_READS, HAPPY_PATH_MAX_WRITES } from './cost/targets';
+import { assessFanOutTargets, assessHealthTargets, assessHotItemTarget, assessTargets, EVENT_SIZES, HAPPY_PATH_MAX_READS, HAPPY_PATH_MAX_WRITES } from './cost/targets';
+import { describeHotItems, runHotItems } from './cost/hot-item';
 
 const WORKLOAD_BATCHES = 20;
 const QUICK = process.argv.includes('--quick');
@@ -90,6 +91,11 @@ async function main(): Promise<number> {
     if (process.argv.includes('--registry')) {
       const figures = await containerRegistryReads(meter, direct);
       return finish(registryTargets(figures, CONTAINER_READERS), [], startedAt);
+    }
+    if (process.argv.includes('--hot-item')) {
+      const hotItems = await runHotItems({ meter, direct, prefix: 'handoff-cost-hot', quick: QUICK });
+      console.log(`Hot item, simulated outages (scripts/cost/hot-item.ts):\n${describeHotItems(hotItems).join('\n')}`);
+      return finish([assessHotItemTarget(hotItems)], [], startedAt);
     }
     if (process.argv.includes('--health')) {
       const measures = await runHealthScenarios(health);
@@ -182,6 +188,8 @@ async function main(): Promise<number> {
     report.printHealth(healthTable, memoryMb);
     const orderingMeasures = await runOrderingScenarios(ordering);
     report.printOrdering(orderingMeasures.map((m) => healthFigures(m)));
+    const hotItems = await runHotItems({ meter, direct, prefix: 'handoff-cost-hot', quick: QUICK });
+    console.log(`\nHot item, simulated outages (scripts/cost/hot-item.ts):\n${describeHotItems(hotItems).join('\n')}`);
 
     const all = [
       ...scenarios.map((s) => s.dynamodb),
@@ -196,6 +204,7 @@ async function main(): Promise<number> {
       ...assessFanOutTargets(fanOuts),
       ...registryTargets(registryFigures, CONTAINER_READERS),
       ...assessHealthTargets(healthTable, healthMeasures),
+      assessHotItemTarget(hotItems),
     ];
     return finish(targets, all, startedAt);
   } finally {

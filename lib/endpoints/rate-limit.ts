@@ -192,9 +192,10 @@ export class BlockRateLimiter implements RateLimiter {
     const short = count - block.slots.length;
     if (short > 0) {
       // What this batch lacks, and up to a second's demand more (never less than it lacks): the last
-      // second's, or this one's so far at its pace (counted over a tenth of a second at least).
+      // second's, or this one's so far at its pace (counted over a tenth of a second at least, so a
+      // first batch takes ten batches' slots).
       const pace = (block.asked * BLOCK_DEMAND_MS) / Math.max(nowMs - block.windowStartMs, BLOCK_DEMAND_MS / 10);
-      const demand = Math.ceil(Math.max(block.askedBefore, block.asked === count ? count : pace));
+      const demand = Math.ceil(Math.max(block.askedBefore, pace));
       const size = Math.max(short, Math.min(perSecond, demand) - block.slots.length);
       const reservation = await this.#inner.reserve(endpoint, size, perSecond, nowMs);
       block.slots.push(...reservation.slots);

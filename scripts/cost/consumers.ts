@@ -51,8 +51,17 @@ export interface HandoffConsumer {
   readonly decisions: string[];
 }
 
-/** handoff's consumer on `ledgerTable`, to `webhookUrl` or through `registryTable`, at `nowMs`. */
-export function handoffConsumer(options: { ledgerTable: string; webhookUrl?: string; registryTable?: string; nowMs?: () => number }): HandoffConsumer {
+/**
+ * handoff's consumer on `ledgerTable`, to `webhookUrl` or through `registryTable`, at `nowMs` (every
+ * stage's clock); `sleep` replaces the wait for a rate-limit slot (a simulated clock does not wait).
+ */
+export function handoffConsumer(options: {
+  ledgerTable: string;
+  webhookUrl?: string;
+  registryTable?: string;
+  nowMs?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}): HandoffConsumer {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     [RESOURCE_ENV.ledgerTable]: options.ledgerTable,
@@ -71,9 +80,10 @@ export function handoffConsumer(options: { ledgerTable: string; webhookUrl?: str
       if (entry.message === 'delivery' && entry.action !== undefined) decisions.push(`${entry.action}:${entry.why ?? entry.reason ?? ''}`);
     },
   });
-  const deps = consumerDeps(env);
+  const deps = consumerDeps(env, options.nowMs !== undefined ? { now: options.nowMs } : {});
   const handler = createConsumer({
     ...deps,
+    ...(options.sleep !== undefined ? { sleep: options.sleep } : {}),
     // A claim's owner as long as a Lambda log stream's ID and pid, or longer: the row is not flattered.
     delivery: { ...deps.delivery, now: options.nowMs ?? Date.now, owner: `cost:${randomUUID()}` },
     logger,

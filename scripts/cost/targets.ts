@@ -2,6 +2,7 @@
 import { writeUnits } from './billing';
 import { describeIndexWrites, dollars, fixed, percent, truncate, type PricedFanOut, type PricedWorkload, type Target } from './report';
 import type { HealthFigures, HealthMeasure } from './health';
+import { HOT_ITEM_TARGET, type HotItemResult } from './hot-item';
 import type { ConsumerName } from './consumers';
 import { partitionShares, type MixResult, type ScenarioResult } from './runs';
 
@@ -176,4 +177,15 @@ export function assessHealthTargets(health: readonly HealthFigures[], measures: 
       met: heldDynamoDb === 0,
     },
   ];
+}
+
+/** The hot item (scripts/cost/hot-item.ts): the most writes a second on one item in each simulated outage. */
+export function assessHotItemTarget(results: readonly HotItemResult[]): Target {
+  const most = Math.max(...results.map((r) => r.any.writes));
+  return {
+    name: 'Most writes/s on one item, 1,000/s outage',
+    goal: `≤ ${HOT_ITEM_TARGET}`,
+    measured: results.map((r) => `${r.any.writes}, ${r.afterFirstSecond.writes} after the first second (${r.name})`).join('; '),
+    met: most <= HOT_ITEM_TARGET,
+  };
 }
