@@ -8,9 +8,9 @@
  * mark the item changed, so every copy of the registry reads it again: a pause, a recovery, a
  * disabling, and the write that begins a run of failures. Counting (`recordFailure`, a consumer's
  * flush, about once a second in an outage) and probe claims never do, or every copy would re-read
- * the item each second. Which flush begins a run is known only from its answer (the item's
- * `failingSince` is the flush's own time), so that flush is followed by one small write of the
- * mark: once per run, not per flush.
+ * the item each second. Which flush begins a run is known only from its answer (the item holds its
+ * count alone, since its own time), so that flush is followed by one small write of the mark: once
+ * per run, not per flush, even when consumers flush in the same millisecond.
  */
 import type { StateChange } from './endpoint';
 import type { EndpointHealth, HealthRecord, HealthStore, ProbeClaim } from './health-rules';
@@ -52,7 +52,8 @@ export class DynamoDbHealthStore implements HealthStore {
         ExpressionAttributeValues: { ':zero': 0, ':count': count, ':now': nowMs },
       }),
     );
-    if (health.failingSince === nowMs) await this.#markRunBegun(name, nowMs);
+    // It began the run if the item had no failures before it: its count is all there is, from its time.
+    if (health.failingSince === nowMs && health.failures === count) await this.#markRunBegun(name, nowMs);
     return health;
   }
 
