@@ -202,12 +202,16 @@ export class EndpointRegistry extends Construct {
   }
 
   /**
-   * The recovery function's read (lib/recovery.ts `registryEndpointNames`): Scan on the table (it
-   * projects the key alone), Decrypt with its key, as DynamoDB requires for any read of it.
+   * The recovery function's read (lib/recovery-endpoints.ts: names, states, pauses and releases,
+   * never fields): Scan at a container's first run and BatchGetItem on the table, Query on the change
+   * index alone; Decrypt with its key, as DynamoDB requires for any read of it.
    */
   grantNamesRead(grantee: iam.IGrantable): void {
     grantee.grantPrincipal.addToPrincipalPolicy(
-      new iam.PolicyStatement({ sid: 'EndpointNamesRead', actions: ['dynamodb:Scan'], resources: [this.table.tableArn] }),
+      new iam.PolicyStatement({ sid: 'EndpointNamesRead', actions: ['dynamodb:BatchGetItem', 'dynamodb:Scan'], resources: [this.table.tableArn] }),
+    );
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'EndpointNamesChanges', actions: ['dynamodb:Query'], resources: [this.indexArn(REGISTRY_SCHEMA.changeIndex.name)] }),
     );
     grantee.grantPrincipal.addToPrincipalPolicy(
       new iam.PolicyStatement({ sid: 'EndpointNamesDecrypt', actions: ['kms:Decrypt'], resources: [this.encryptionKey.keyArn] }),

@@ -63,13 +63,13 @@
  * A parked row (docs/contract.md §12) is never read here: it is in its endpoint's parked listing,
  * not the pending one, until its release lists it as pending again (lib/resume.ts, run beside this).
  */
-import { ScanCommand, type DynamoDBDocumentClient, type ScanCommandOutput } from '@aws-sdk/lib-dynamodb';
-import { REGISTRY_SCHEMA } from './endpoints/registry-schema';
 import type { ListOptions, DeliveryRecord, Ledger } from './ledger/ledger';
 import { leaseIsLive } from './ledger/ledger';
 import { METRICS_NAMESPACE, SERVICE_NAME, errorFields, type Logger } from './observability';
 import type { DeliveryQueue, EndpointMessage, RedriveQueue, RedrivenMessage } from './queue/queue';
 import type { Resume } from './resume';
+
+export { registryEndpoints } from './recovery-endpoints';
 
 /** The scheduled function's settings (functions/recovery.ts), set by the construct. */
 export const RECOVERY_ENV = {
@@ -281,56 +281,6 @@ function who(message: RedrivenMessage): { eventId?: string; endpoint?: string } 
   return {
     ...(message.eventId !== undefined ? { eventId: message.eventId } : {}),
     ...(message.endpoint !== undefined ? { endpoint: message.endpoint } : {}),
-  };
-}
-
-/**
- * The endpoints in the registry table, their pauses and releases, reading only those attributes of
- * each item (ProjectionExpression): never an endpoint's fields, so never its secret.
- */
-export function registryEndpoints(client: DynamoDBDocumentClient, tableName: string): () => Promise<ReadonlyMap<string, EndpointView>> {
-  const { partitionKey, attributes } = REGISTRY_SCHEMA;
-  return async () => {
-    const endpoints = new Map<string, EndpointView>();
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page: ScanCommandOutput = await client.send(
-        new ScanCommand({
-          TableName: tableName,
-          ProjectionExpression: '#name, #paused, #state, #since, #rate, #until',
-          ExpressionAttributeNames: {
-            '#name': partitionKey,
-            '#paused': attributes.pausedUntil,
-            '#state': attributes.state,
-            '#since': attributes.resumeSince,
-            '#rate': attributes.resumeRate,
-            '#until': attributes.resumeUntil,
-          },
-          ConsistentRead: true,
-          ...(startKey !== undefined ? { ExclusiveStartKey: startKey } : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        const name = item[partitionKey];
-        if (typeof name !== 'string') continue;
-        const [pausedUntil, state, since, rate, until] = [
-          item[attributes.pausedUntil],
-          item[attributes.state],
-          item[attributes.resumeSince],
-          item[attributes.resumeRate],
-          item[attributes.resumeUntil],
-        ];
-        endpoints.set(name, {
-          ...(typeof pausedUntil === 'number' ? { pausedUntil } : {}),
-          ...(typeof state === 'string' ? { state } : {}),
-          ...(typeof since === 'number' && typeof rate === 'number'
-            ? { resume: { since, rate, ...(typeof until === 'number' ? { until } : {}) } }
-            : {}),
-        });
-      }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
-    return endpoints;
   };
 }
 

@@ -35,8 +35,16 @@ export class RegistryListing {
 
   /** Every item (tombstones left out), in segments read in parallel. @throws EndpointRegistryError (the store) */
   async readAll(): Promise<RegistryEntry[]> {
+    return (await this.scanItems()).map((item) => this.#entryOf(item));
+  }
+
+  /**
+   * Every item but tombstones as stored, only `attributes` of each when given (the recovery
+   * function reads no endpoint's fields), in segments read in parallel.
+   */
+  async scanItems(attributes?: readonly string[]): Promise<Item[]> {
     const segments = Math.max(1, this.options.segments ?? SCAN_SEGMENTS);
-    const parts = await Promise.all(Array.from({ length: segments }, (_, segment) => this.#scanSegment(segment, segments)));
+    const parts = await Promise.all(Array.from({ length: segments }, (_, segment) => this.#scanSegment(segment, segments, attributes)));
     return parts.flat();
   }
 
@@ -71,11 +79,15 @@ export class RegistryListing {
    */
   async readNames(names: readonly string[]): Promise<RegistryEntry[]> {
     const unique = [...new Set(names)];
-    const batches: string[][] = [];
-    for (let i = 0; i < unique.length; i += BATCH_GET_KEYS) batches.push(unique.slice(i, i + BATCH_GET_KEYS));
-    const items = (await Promise.all(batches.map((batch) => this.#batchGet(batch)))).flat();
-    const found = new Map(items.map((item) => [item[KEY] as string, this.#entryOf(item)]));
+    const found = new Map((await this.readItems(unique)).map((item) => [item[KEY] as string, this.#entryOf(item)]));
     return unique.map((name) => found.get(name) ?? { name, changedAt: 0 });
+  }
+
+  /** The named items as stored (tombstones too; a missing one left out), only `attributes` when given, 100 keys a call. */
+  async readItems(names: readonly string[], attributes?: readonly string[]): Promise<Item[]> {
+    const batches: string[][] = [];
+    for (let i = 0; i < names.length; i += BATCH_GET_KEYS) batches.push(names.slice(i, i + BATCH_GET_KEYS));
+    return (await Promise.all(batches.map((batch) => this.#batchGet(batch, attributes)))).flat();
   }
 
   /**
@@ -129,8 +141,8 @@ export class RegistryListing {
     return this.table.guard(`read the ${indexName} index`, () => this.table.client.send(new QueryCommand({ ...input, TableName: this.table.name, IndexName: indexName })));
   }
 
-  async #scanSegment(segment: number, segments: number): Promise<RegistryEntry[]> {
-    const entries: RegistryEntry[] = [];
+  async #scanSegment(segment: number, segments: number, attributes: readonly string[] | undefined): Promise<Item[]> {
+    const items: Item[] = [];
     let startKey: Item | undefined;
     do {
       const page = await this.table.guard('list endpoints', () =>
@@ -141,23 +153,24 @@ export class RegistryListing {
             ExclusiveStartKey: startKey,
             Limit: this.options.scanPageSize,
             ...(segments > 1 ? { Segment: segment, TotalSegments: segments } : {}),
+            ...projection(attributes),
           }),
         ),
       );
-      for (const item of page.Items ?? []) if (!isTombstone(item)) entries.push(this.#entryOf(item));
+      for (const item of page.Items ?? []) if (!isTombstone(item)) items.push(item);
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
-    return entries;
+    return items;
   }
 
-  async #batchGet(names: readonly string[]): Promise<Item[]> {
+  async #batchGet(names: readonly string[], attributes: readonly string[] | undefined): Promise<Item[]> {
     const items: Item[] = [];
     let keys: Item[] = names.map((name) => ({ [KEY]: name }));
     for (let round = 0; keys.length > 0; round += 1) {
       if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 25 * 2 ** round)));
       const asked = keys;
       const answer = await this.table.guard('read endpoints', () =>
-        this.table.client.send(new BatchGetCommand({ RequestItems: { [this.table.name]: { Keys: asked, ConsistentRead: true } } })),
+        this.table.client.send(new BatchGetCommand({ RequestItems: { [this.table.name]: { Keys: asked, ConsistentRead: true, ...projection(attributes) } } })),
       );
       items.push(...(answer.Responses?.[this.table.name] ?? []));
       keys = answer.UnprocessedKeys?.[this.table.name]?.Keys ?? [];
@@ -179,6 +192,13 @@ export class RegistryListing {
       return { name, changedAt, unreadable: error };
     }
   }
+}
+
+/** A read of only these attributes (and always the key and what tells a tombstone). */
+function projection(attributes: readonly string[] | undefined): { ProjectionExpression?: string; ExpressionAttributeNames?: Record<string, string> } {
+  if (attributes === undefined) return {};
+  const all = [...new Set([KEY, A.removedAt, A.changedAt, ...attributes])];
+  return { ProjectionExpression: all.map((_, i) => `#p${i}`).join(', '), ExpressionAttributeNames: Object.fromEntries(all.map((name, i) => [`#p${i}`, name])) };
 }
 
 type PageFilter = Pick<RegistryPageOptions, 'owner' | 'state'>;

@@ -1,9 +1,11 @@
 /**
  * The releases' writes on the registry's items (lib/resume.ts `ResumeStore`): each conditional on
  * the release begun at `since` still being the endpoint's, so a newer `enable`, or a `disable`, is
- * never undone.
+ * never undone. Beginning and ending one mark the item's change (registry-schema.ts `changedAt`): the
+ * recovery function's copy learns of them by change (lib/recovery.ts `registryEndpoints`); the
+ * windows taken in between do not, and that copy reads its releases' items at each run.
  */
-import { END_RESUME, NAMES, RESUME_NAMES, type RegistryTable } from './dynamodb-registry-table';
+import { CHANGE_NAMES, changeValues, END_RESUME, NAMES, RESUME_NAMES, SET_CHANGE, type RegistryTable } from './dynamodb-registry-table';
 import type { ResumeStore } from '../resume';
 import { quoted } from '../terminal';
 
@@ -24,17 +26,17 @@ export class DynamoDbResumeStore implements ResumeStore {
 
   async finishResume(name: string, since: number): Promise<boolean> {
     return this.#writeResume(name, 'end the release of', {
-      UpdateExpression: END_RESUME,
+      UpdateExpression: `SET ${SET_CHANGE} ${END_RESUME}`,
       ConditionExpression: '#resumeSince = :since',
-      ExpressionAttributeValues: { ':since': since },
+      ExpressionAttributeValues: { ':since': since, ...changeValues(Date.now()) },
     });
   }
 
   async beginResume(name: string, since: number, rate: number): Promise<boolean> {
     return this.#writeResume(name, 'begin a release of', {
-      UpdateExpression: 'SET #resumeSince = :since, #resumeRate = :rate',
+      UpdateExpression: `SET #resumeSince = :since, #resumeRate = :rate, ${SET_CHANGE}`,
       ConditionExpression: '#state = :enabled AND attribute_not_exists(#resumeSince)',
-      ExpressionAttributeValues: { ':since': since, ':rate': rate, ':enabled': 'enabled' },
+      ExpressionAttributeValues: { ':since': since, ':rate': rate, ':enabled': 'enabled', ...changeValues(since) },
     });
   }
 
@@ -45,7 +47,7 @@ export class DynamoDbResumeStore implements ResumeStore {
     update: { UpdateExpression: string; ConditionExpression: string; ExpressionAttributeValues: Record<string, unknown> },
   ): Promise<boolean> {
     const text = `${update.UpdateExpression} ${update.ConditionExpression}`;
-    const names = Object.fromEntries(Object.entries({ ...RESUME_NAMES, '#state': NAMES['#state'] }).filter(([placeholder]) => text.includes(placeholder)));
+    const names = Object.fromEntries(Object.entries({ ...RESUME_NAMES, ...CHANGE_NAMES, '#state': NAMES['#state'] }).filter(([placeholder]) => text.includes(placeholder)));
     const result = await this.#table.write(name, `${what} endpoint ${quoted(name)}`, { update: { ...update, ExpressionAttributeNames: names } });
     return result.written;
   }

@@ -955,10 +955,16 @@ describe('WebhookDelivery', () => {
           Sid: 'RedriveQueueDrain',
         },
         {
-          Action: 'dynamodb:Scan',
+          Action: ['dynamodb:BatchGetItem', 'dynamodb:Scan'],
           Effect: 'Allow',
           Resource: { 'Fn::GetAtt': [stack.getLogicalId(registry.table.node.defaultChild as never), 'Arn'] },
           Sid: 'EndpointNamesRead',
+        },
+        {
+          Action: 'dynamodb:Query',
+          Effect: 'Allow',
+          Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [stack.getLogicalId(registry.table.node.defaultChild as never), 'Arn'] }, '/index/changes']] },
+          Sid: 'EndpointNamesChanges',
         },
         {
           Action: 'kms:Decrypt',

@@ -6,6 +6,7 @@
  * paged listing by owner and state.
  */
 import { GetItemCommand, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { clockCorrection, DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
@@ -14,6 +15,7 @@ import { CHANGE_FEED, REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schem
 import { EndpointNotFoundError } from '../../lib/errors';
 import type { ShipmentEvent } from '../../lib/event';
 import { createLogger } from '../../lib/observability';
+import { registryEndpoints } from '../../lib/recovery';
 import { registryRouting } from '../../lib/routing';
 import type { WebhookSender } from '../../lib/webhook/sender';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
@@ -210,6 +212,37 @@ describe('Function: registryRouting over a copy of the registry on DynamoDB', ()
     const again = await routed();
 
     expect([before, removed, again]).toEqual([['acme'], [], ['acme']]);
+  });
+});
+
+describe('Function: registryEndpoints (the recovery runs\' reader)', () => {
+  it('reads every item once, then with nothing changed one Query a run; a pause, a release and a removal on the next run', async () => {
+    await registry.add(endpoint('acme'), nowMs);
+    await registry.add(endpoint('zephyr'), nowMs);
+    const documents = DynamoDBDocumentClient.from(client);
+    const endpoints = registryEndpoints(documents, tableName, { now: () => nowMs });
+    await endpoints();
+    counter.reset();
+
+    nowMs += 60_000;
+    const quiet = await endpoints();
+    const quietCounts = counter.counts();
+    nowMs += 1000;
+    await registry.setState('acme', 'disabled', { by: 'ops', reason: 'r', at: nowMs });
+    nowMs += 1000;
+    await registry.setState('acme', 'enabled', { by: 'ops', reason: 'r', at: nowMs }, 5);
+    await registry.remove('zephyr');
+    const changed = await endpoints();
+    await registry.takeWindow('acme', nowMs, undefined, nowMs + 60_000);
+    counter.reset();
+    const windowMoved = await endpoints();
+
+    expect(quietCounts).toEqual({ Query: 1 });
+    expect([...quiet.keys()].sort()).toEqual(['acme', 'zephyr']);
+    expect([...changed.keys()]).toEqual(['acme']);
+    expect(changed.get('acme')).toEqual({ state: 'enabled', resume: { since: nowMs, rate: 5 } });
+    expect(windowMoved.get('acme')?.resume).toEqual({ since: nowMs, rate: 5, until: nowMs + 60_000 });
+    expect(counter.counts()).toEqual({ Query: 1, BatchGetItem: 1 });
   });
 });
 
