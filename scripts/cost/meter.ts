@@ -7,7 +7,8 @@
  * the table's shape from DescribeTable; writes to one item pass one at a time, so each pair is that
  * write's, and an item's last image is kept. It asks dynalite for ConsumedCapacity and compares
  * (dynalite reports the table only). A refusal asking ALL_OLD gets the item, as AWS answers at no
- * read cost (dynalite does not). Reads are billed from the items they return; batch writes and
+ * read cost (dynalite does not). Reads are billed from the items they read (a projection
+ * or a filter set aside); batch writes and
  * transactions are listed as unmetered, and the script refuses to print costs then.
  *
  * SQS requests are counted and answered here, never sent: the records a run hands the consumer are
@@ -47,8 +48,6 @@ export interface MeteredWrite {
   readonly afterBytes: number | undefined;
   /** dynalite's ConsumedCapacity for the table, when it sent one. */
   readonly reportedUnits: number | undefined;
-  /** An UpdateItem's expression: what the write changed (scripts/cost/hot-item.ts tells health's from the schedule's). */
-  readonly updateExpression?: string;
 }
 
 /** What the DynamoDB requests since `start` used. */
@@ -71,13 +70,10 @@ export class DynamoDbUsage {
   readonly unmetered: Record<string, number> = {};
   /** Write units per partition key value, by `table` or `table/index` (when asked for). */
   readonly partitions: Map<string, Map<string, number>> | undefined;
-  /** Every write, in the order they landed (when asked for). */
-  readonly writes: MeteredWrite[] | undefined;
   readonly byTable: Record<string, TableUsage> = {};
 
-  constructor(options: { partitions?: boolean; writes?: boolean } = {}) {
+  constructor(options: { partitions?: boolean } = {}) {
     this.partitions = options.partitions ? new Map() : undefined;
-    this.writes = options.writes ? [] : undefined;
   }
 
   get indexUnits(): number {
@@ -109,7 +105,6 @@ export class DynamoDbUsage {
     part.indexUnits += indexUnits;
     this.writeRequests += 1;
     if (write.refused) this.refusedWrites += 1;
-    this.writes?.push(write);
     this.tableWriteUnits += write.tableUnits;
     this.#partition(write.table, write.partitionKeyValue, write.tableUnits);
     for (const entry of write.indexWrites) {
@@ -158,7 +153,7 @@ export interface Meter {
   readonly endpoint: string;
   readonly dynamodb: {
     /** A fresh count; everything until the next start lands there. */
-    start(options?: { partitions?: boolean; writes?: boolean }): DynamoDbUsage;
+    start(options?: { partitions?: boolean }): DynamoDbUsage;
     /** Forwards uncounted, reading no images, until the next start: for timing handlers. */
     passThrough(): void;
     /** The table is empty and every write from now passes here: an unseen item does not exist. */
@@ -260,7 +255,6 @@ export async function startMeter(dynaliteEndpoint: string, direct: DynamoDBClien
         indexWrites: refused ? [] : billing.indexWrites(shape, before, after),
         afterBytes: after === undefined ? undefined : billing.itemSizeBytes(after),
         reportedUnits: refused ? undefined : parsed.ConsumedCapacity?.CapacityUnits,
-        ...(input.UpdateExpression !== undefined ? { updateExpression: input.UpdateExpression } : {}),
       });
       return refused ? refusedWithItem(answer, input, before) : answer;
     });
@@ -269,19 +263,24 @@ export async function startMeter(dynaliteEndpoint: string, direct: DynamoDBClien
   const read = async (operation: string, request: IncomingMessage, body: Buffer): Promise<Answer> => {
     const answer = await forward(request, body);
     if (answer.status !== 200) return answer;
+    // DynamoDB bills what a read read, not what it returned: whole items under a projection on the
+    // table, every item evaluated under a filter. Such a read is priced from the same read without them.
+    const whole = wholeRead(operation, parseJson(body) as Record<string, unknown>);
+    const read = whole === undefined ? answer : await forward(request, Buffer.from(JSON.stringify(whole)));
     const bytes = (items: readonly Item[] | undefined) => (items ?? []).map((item) => billing.itemSizeBytes(fromWire(item)));
     if (operation === 'BatchGetItem') {
       const input = parseJson(body) as { RequestItems?: Record<string, { Keys?: Item[]; ConsistentRead?: boolean }> };
-      const output = parseJson(answer.body) as { Responses?: Record<string, Item[]>; UnprocessedKeys?: Record<string, { Keys?: Item[] }> };
+      const output = parseJson(answer.body) as { UnprocessedKeys?: Record<string, { Keys?: Item[] }> };
+      const responses = (parseJson(read.body) as { Responses?: Record<string, Item[]> }).Responses;
       for (const [table, asked] of Object.entries(input.RequestItems ?? {})) {
         const keysRead = (asked.Keys ?? []).length - (output.UnprocessedKeys?.[table]?.Keys ?? []).length;
-        const found = bytes(output.Responses?.[table]);
+        const found = bytes(responses?.[table]);
         usage.addRead(table, billing.batchGetReadUnits(found, keysRead, asked.ConsistentRead === true), found);
       }
       return answer;
     }
     const input = parseJson(body) as { ConsistentRead?: boolean; TableName?: string };
-    const output = parseJson(answer.body) as { Item?: Item; Items?: Item[] };
+    const output = parseJson(read.body) as { Item?: Item; Items?: Item[] };
     const items = bytes(output.Item !== undefined ? [output.Item] : output.Items);
     const total = items.reduce((sum, n) => sum + n, 0);
     usage.addRead(input.TableName ?? '(unnamed)', billing.readUnits(total, input.ConsistentRead === true), items);
@@ -374,7 +373,6 @@ export async function startMeter(dynaliteEndpoint: string, direct: DynamoDBClien
 
 interface WriteInput {
   TableName: string;
-  UpdateExpression?: string;
   Key?: Item;
   Item?: Item;
   ReturnConsumedCapacity?: string;
@@ -388,6 +386,35 @@ interface SqsInput {
   DelaySeconds?: number;
   MessageAttributes?: Record<string, WireAttribute>;
   Entries?: SqsInput[];
+}
+
+/** What narrows what a read returns but not what it reads (and bills). */
+const NARROWING = ['ProjectionExpression', 'AttributesToGet', 'FilterExpression', 'QueryFilter', 'ScanFilter', 'ConditionalOperator', 'Select'];
+
+/**
+ * The read as DynamoDB bills it, `input` without what narrows its answer (an index's Query then
+ * returns what the index projects, which is what it bills); undefined when nothing does. Limit counts
+ * the items evaluated, so a page is the same page.
+ */
+export function wholeRead(operation: string, input: Record<string, unknown>): Record<string, unknown> | undefined {
+  const narrowed = (read: Record<string, unknown>) => NARROWING.some((name) => read[name] !== undefined && read[name] !== 'ALL_ATTRIBUTES');
+  if (operation !== 'BatchGetItem') return narrowed(input) ? widened(input) : undefined;
+  const tables = (input.RequestItems ?? {}) as Record<string, Record<string, unknown>>;
+  if (!Object.values(tables).some(narrowed)) return undefined;
+  return { ...input, RequestItems: Object.fromEntries(Object.entries(tables).map(([table, read]) => [table, widened(read)])) };
+}
+
+/** A read without its narrowing, and without the placeholders only those used (DynamoDB refuses unused ones). */
+function widened(read: Record<string, unknown>): Record<string, unknown> {
+  const kept = Object.fromEntries(Object.entries(read).filter(([name]) => !NARROWING.includes(name)));
+  const expression = String(read.KeyConditionExpression ?? '');
+  const used = (placeholder: string) => new RegExp(`${placeholder.replace(/[^A-Za-z0-9_]/g, '\\$&')}(?![A-Za-z0-9_])`).test(expression);
+  for (const map of ['ExpressionAttributeNames', 'ExpressionAttributeValues']) {
+    const entries = Object.entries((read[map] ?? {}) as Record<string, unknown>).filter(([placeholder]) => used(placeholder));
+    if (entries.length > 0) kept[map] = Object.fromEntries(entries);
+    else delete kept[map];
+  }
+  return kept;
 }
 
 function parseJson(body: Buffer): unknown {
