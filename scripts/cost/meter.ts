@@ -48,6 +48,8 @@ export interface MeteredWrite {
   readonly afterBytes: number | undefined;
   /** dynalite's ConsumedCapacity for the table, when it sent one. */
   readonly reportedUnits: number | undefined;
+  /** An UpdateItem's expression: what the write changed (scripts/cost/hot-item.ts tells health's from the schedule's). */
+  readonly updateExpression?: string;
 }
 
 /** What the DynamoDB requests since `start` used. */
@@ -70,10 +72,13 @@ export class DynamoDbUsage {
   readonly unmetered: Record<string, number> = {};
   /** Write units per partition key value, by `table` or `table/index` (when asked for). */
   readonly partitions: Map<string, Map<string, number>> | undefined;
+  /** Every write, in the order they landed (when asked for). */
+  readonly writes: MeteredWrite[] | undefined;
   readonly byTable: Record<string, TableUsage> = {};
 
-  constructor(options: { partitions?: boolean } = {}) {
+  constructor(options: { partitions?: boolean; writes?: boolean } = {}) {
     this.partitions = options.partitions ? new Map() : undefined;
+    this.writes = options.writes ? [] : undefined;
   }
 
   get indexUnits(): number {
@@ -105,6 +110,7 @@ export class DynamoDbUsage {
     part.indexUnits += indexUnits;
     this.writeRequests += 1;
     if (write.refused) this.refusedWrites += 1;
+    this.writes?.push(write);
     this.tableWriteUnits += write.tableUnits;
     this.#partition(write.table, write.partitionKeyValue, write.tableUnits);
     for (const entry of write.indexWrites) {
@@ -153,7 +159,7 @@ export interface Meter {
   readonly endpoint: string;
   readonly dynamodb: {
     /** A fresh count; everything until the next start lands there. */
-    start(options?: { partitions?: boolean }): DynamoDbUsage;
+    start(options?: { partitions?: boolean; writes?: boolean }): DynamoDbUsage;
     /** Forwards uncounted, reading no images, until the next start: for timing handlers. */
     passThrough(): void;
     /** The table is empty and every write from now passes here: an unseen item does not exist. */
@@ -255,6 +261,7 @@ export async function startMeter(dynaliteEndpoint: string, direct: DynamoDBClien
         indexWrites: refused ? [] : billing.indexWrites(shape, before, after),
         afterBytes: after === undefined ? undefined : billing.itemSizeBytes(after),
         reportedUnits: refused ? undefined : parsed.ConsumedCapacity?.CapacityUnits,
+        ...(input.UpdateExpression !== undefined ? { updateExpression: input.UpdateExpression } : {}),
       });
       return refused ? refusedWithItem(answer, input, before) : answer;
     });
@@ -373,6 +380,7 @@ export async function startMeter(dynaliteEndpoint: string, direct: DynamoDBClien
 
 interface WriteInput {
   TableName: string;
+  UpdateExpression?: string;
   Key?: Item;
   Item?: Item;
   ReturnConsumedCapacity?: string;
