@@ -60,7 +60,13 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
     shipmentIndex: settings.shipmentIndex,
   });
   // Shipment heads live in the ledger's table (docs/contract.md §13): used for endpoints ordered per shipment only.
-  const heads = new DynamoDbShipmentHeads({ client: dynamodb, tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable) });
+  // A settled head expires by the rows' retention, from the advance that settled it (lib/ledger/shipment-heads.ts).
+  const heads = new DynamoDbShipmentHeads({
+    client: dynamodb,
+    tableName: required(env[RESOURCE_ENV.ledgerTable], RESOURCE_ENV.ledgerTable),
+    now,
+    retentionSeconds: timings.retentionSeconds,
+  });
   // Calls go to the configured endpoint (AWS_ENDPOINT_URL_SQS or the region's), not to the host
   // in the queue URL: emulators return queue URLs whose host does not resolve.
   const sqs = new SQSClient({ useQueueUrlAsEndpoint: false });

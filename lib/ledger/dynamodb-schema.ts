@@ -95,8 +95,8 @@ export type WireField = keyof typeof WIRE_NAMES;
 
 /**
  * A shipment head's attributes (`shipment-heads.ts`), on its own item of the ledger table: the
- * partition key is `#` and the shipment ID, the sort key the endpoint's name; no listing attributes
- * (never in the index), no expiry. Each event's sequence and each waiting event is an attribute of
+ * partition key is `#` and the shipment ID, the sort key the endpoint's name; no index attributes
+ * (in no index); the table's TTL attribute only while the head is settled. Each event's sequence and each waiting event is an attribute of
  * its own, named by a prefix and the event ID or the sequence (`s:evt_1`, `w:3`), not a member of a
  * map: an update may set a new top-level attribute on an item that does not exist yet, so the
  * head's first write is the same single UpdateItem as every other (a map member cannot be set
@@ -113,6 +113,10 @@ export const HEAD_WIRE_NAMES = {
   seqPrefix: 's:',
   /** `w:<sequence>`, a string: the event waiting at that sequence. */
   waitingPrefix: 'w:',
+  /** Number, epoch seconds: the table's TTL attribute, only on a settled head (`shipment-heads.ts`). */
+  expiresAt: LEDGER_SCHEMA.ttlAttribute,
+  /** Number: the retention a settled head expires by, the latest assignment's. */
+  retentionSeconds: 'hr',
 } as const;
 
 /** An index as CreateTable (sandbox) and CloudFormation (the construct) both describe it. */

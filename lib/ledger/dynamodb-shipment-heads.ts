@@ -4,13 +4,18 @@
  * write is one conditional UpdateItem with the condition and update `shipment-heads.ts` defines; a
  * refused condition becomes the domain answer, any other store failure `LedgerUnavailableError`.
  *
+ * Expiry: the head's TTL attribute is removed by each assignment and set by the advance that
+ * settles it (`shipment-heads.ts` says why a head expires only then).
+ *
  * Requests, on AWS (no reads on any path but `get`):
  *   assign    one UpdateItem, the head's first included (it creates the item). Answers with the
  *             updated attributes only. Refused because the event has its number: the head comes
  *             back with the refusal (`ReturnValuesOnConditionCheckFailure: ALL_OLD`), no read.
  *   wait      one UpdateItem; refused, nothing more is needed (the answer is false).
- *   advance   one UpdateItem answering with the head after (ALL_NEW); refused, the head as it is
- *             comes back with the refusal (ALL_OLD).
+ *   advance   one UpdateItem answering with the head after (ALL_NEW), the one that settles the head
+ *             (its last number); refused because later numbers are assigned, the plain advance
+ *             follows, knowing so from the head the refusal came back with (ALL_OLD): two then,
+ *             the first refused. Refused otherwise, the head as it is answers.
  *   get       one consistent GetItem.
  * A store that does not return the item with a refusal costs a consistent GetItem after a refused
  * assign or advance, as `dynamodb-ledger.ts` falls back.
@@ -30,9 +35,11 @@ import {
   checkMaxSequence,
   checkSequence,
   conditionOf,
+  DEFAULT_HEAD_RETENTION_SECONDS,
   HEAD_PARTITION_PREFIX,
   headPartition,
   refusalOf,
+  SETTLE,
   WAIT,
   type Assignment,
   type HeadWrite,
@@ -47,6 +54,10 @@ export interface DynamoDbShipmentHeadsOptions {
   readonly tableName: string;
   /** Sequences per head at most: MAX_SEQUENCE unless less is given. */
   readonly maxSequence?: number;
+  /** Epoch ms: the settling advance's time, which the head's expiry counts from. Defaults to the system clock. */
+  readonly now?: () => number;
+  /** A settled head's retention, stored by each assignment: the rows' (DEFAULT_HEAD_RETENTION_SECONDS unless given). */
+  readonly retentionSeconds?: number;
 }
 
 const H = HEAD_WIRE_NAMES;
@@ -58,20 +69,24 @@ export class DynamoDbShipmentHeads implements ShipmentHeads {
   readonly #client: DynamoDBClient;
   readonly #tableName: string;
   readonly #max: number;
+  readonly #now: () => number;
+  readonly #retentionSeconds: number;
 
   constructor(options: DynamoDbShipmentHeadsOptions) {
     this.#client = options.client as DynamoDBClient;
     this.#tableName = options.tableName;
     this.#max = checkMaxSequence(options.maxSequence);
+    this.#now = options.now ?? Date.now;
+    this.#retentionSeconds = options.retentionSeconds ?? DEFAULT_HEAD_RETENTION_SECONDS;
   }
 
   async assign(shipmentId: string, endpoint: string, eventId: string): Promise<Assignment> {
     checkHeadKey(shipmentId, endpoint);
     checkEventId(eventId);
-    const context = { eventId, max: this.#max };
+    const context = { eventId, max: this.#max, retentionSeconds: this.#retentionSeconds };
     const entry = seqName(eventId);
-    const names = { '#assigned': H.assigned, '#next': H.next, '#seqEntry': entry };
-    const values = { ':zero': 0, ':one': 1, ':max': this.#max };
+    const names = { '#assigned': H.assigned, '#next': H.next, '#seqEntry': entry, '#retention': H.retentionSeconds, '#expiry': H.expiresAt };
+    const values = { ':zero': 0, ':one': 1, ':max': this.#max, ':retention': this.#retentionSeconds };
     for (let round = 1; round <= MAX_WRITE_ROUNDS; round++) {
       const result = await this.#write(shipmentId, endpoint, ASSIGN, names, values, 'UPDATED_NEW', true);
       if (result.written) return { sequence: numberOf(result.item[entry]), next: numberOf(result.item[H.next]) };
@@ -100,8 +115,20 @@ export class DynamoDbShipmentHeads implements ShipmentHeads {
     checkHeadKey(shipmentId, endpoint);
     checkSequence(sequence);
     checkEventId(eventId);
-    const names = { '#next': H.next, '#seqEntry': seqName(eventId), '#waitingEntry': waitingName(sequence) };
-    const values = { ':sequence': sequence, ':following': sequence + 1 };
+    const context = { sequence, eventId, nowMs: this.#now() };
+    const names = {
+      '#next': H.next,
+      '#assigned': H.assigned,
+      '#seqEntry': seqName(eventId),
+      '#waitingEntry': waitingName(sequence),
+      '#expiry': H.expiresAt,
+      '#retention': H.retentionSeconds,
+    };
+    const values = { ':sequence': sequence, ':following': sequence + 1, ':nowSeconds': Math.floor(context.nowMs / 1000), ':retention': this.#retentionSeconds };
+    const settled = await this.#write(shipmentId, endpoint, SETTLE, names, values, 'ALL_NEW', true);
+    if (settled.written) return headFromItem(settled.item);
+    // Later numbers are assigned: the plain advance, which leaves the head without an expiry.
+    if (refusalOf(SETTLE, settled.current, context) !== 'last') return settled.current;
     const result = await this.#write(shipmentId, endpoint, ADVANCE, names, values, 'ALL_NEW', true);
     // Refused: already advanced (or no head). The head as it is, so the caller wakes what is next.
     return result.written ? headFromItem(result.item) : result.current;
@@ -203,5 +230,6 @@ export function headFromItem(item: Item): ShipmentHead {
     next: item[H.next] === undefined ? 1 : numberOf(item[H.next]),
     seq,
     waiting,
+    ...(item[H.expiresAt] === undefined ? {} : { expiresAt: numberOf(item[H.expiresAt]) }),
   };
 }

@@ -47,8 +47,22 @@
  * Where heads live: in the ledger table, under the partition `#` + shipment ID and the endpoint's
  * name as sort key. Event IDs never start with `#` (`lib/event.ts`: letters, digits, `_-.:`), so a
  * head never shares a partition with an event's rows and `deliveriesOf` never meets one; a head has
- * no listing attributes, so it is never in the listing index; it has no expiry.
+ * no listing or shipment index attributes, so it is in no index.
+ *
+ * Expiry (the table's TTL attribute, `expiresAt`): a head expires only once it is settled, a
+ * retention after the write that settled it. A write that leaves every assigned number settled
+ * (next > assigned, so nothing waits) sets it: the advance of the last number assigned. A write
+ * that leaves a number unsettled removes it: an assignment. So a head with an event waiting, being
+ * retried, parked (for however long its endpoint is disabled: a parked row has no expiry either) or
+ * dead and holding its shipment (`onDead: hold`, until an operator replays or releases it) never
+ * goes, whatever its age. The retention is the rows' own (`retentionSeconds`, stored on the head
+ * by each assignment), counted from the settling advance, which comes after the last write of the
+ * row it settles and of every row settled before: the head outlives its shipment's rows. An event
+ * of the shipment that comes after the head is gone starts a new head at 1: by then every row it
+ * could be ordered against has expired too (or, replayed after its shipment settled, was sent out
+ * of turn anyway), so only the numbering starts again, as for a new shipment.
  */
+import { DEFAULT_SETTINGS } from '../config-settings';
 import { LedgerError } from './errors';
 
 /** The partition prefix of heads in the ledger table: no event ID starts with it. */
@@ -59,6 +73,9 @@ export const HEAD_PARTITION_PREFIX = '#';
  * and at most 999 `waiting` ones: about 270 KB with 128-character event IDs, within DynamoDB's 400 KB.
  */
 export const MAX_SEQUENCE = 1000;
+
+/** A settled head's retention when the head holds none (written before heads expired): the rows' default. */
+export const DEFAULT_HEAD_RETENTION_SECONDS = DEFAULT_SETTINGS.retentionDays * 24 * 60 * 60;
 
 export interface ShipmentHeadKey {
   readonly shipmentId: string;
@@ -75,6 +92,8 @@ export interface ShipmentHead extends ShipmentHeadKey {
   readonly seq: Readonly<Record<string, number>>;
   /** Events acknowledged before their turn, by sequence: woken when `next` reaches theirs. */
   readonly waiting: Readonly<Record<number, string>>;
+  /** Epoch seconds after which the head may be deleted (TTL): only while settled (next > assigned). */
+  readonly expiresAt?: number;
 }
 
 /** What `wait` did: recorded the event as waiting, or nothing because its turn came, or because the number is not its. */
@@ -107,7 +126,9 @@ export interface ShipmentHeads {
 
   /**
    * Settles `sequence` for `eventId`: only where the number is that event's and `next = sequence`,
-   * next becomes sequence + 1 and its waiting entry goes. Answers with the head after; the caller
+   * next becomes sequence + 1 and its waiting entry goes; settling the last number assigned, the
+   * head's expiry is set: the retention the assignments stored (the adapter's `retentionSeconds`)
+   * from now, by the adapter's clock. Answers with the head after; the caller
    * wakes `waiting[next]` if there is one. Otherwise (already advanced: this is a retry or another
    * copy's; or not the event's number) nothing is written and the head is answered as it is, so a
    * caller that crashed after settling and runs again wakes the same event. Undefined when there is
@@ -159,12 +180,17 @@ export interface MutableHead {
   next: number;
   seq: Record<string, number>;
   waiting: Record<number, string>;
+  expiresAt?: number;
+  /** The retention a settled head expires by: the latest assignment's. */
+  retentionSeconds?: number;
 }
 
 export interface AssignContext {
   readonly eventId: string;
   /** The most sequences the head may assign (MAX_SEQUENCE unless an adapter was given less). */
   readonly max: number;
+  /** Stored on the head: what its expiry counts by once it is settled. */
+  readonly retentionSeconds: number;
 }
 
 export const ASSIGN = {
@@ -178,12 +204,15 @@ export const ASSIGN = {
     },
   },
   // The new number from the head before the write, twice: DynamoDB evaluates every operand against
-  // the item as it was, so the entry and the counter agree. A new head starts at next = 1.
+  // the item as it was, so the entry and the counter agree. A new head starts at next = 1. The number
+  // is unsettled, so the head no longer expires (an expired head not yet deleted is kept by it).
   update:
-    'SET #assigned = if_not_exists(#assigned, :zero) + :one, #seqEntry = if_not_exists(#assigned, :zero) + :one, #next = if_not_exists(#next, :one)',
-  apply: (head, { eventId }) => {
+    'SET #assigned = if_not_exists(#assigned, :zero) + :one, #seqEntry = if_not_exists(#assigned, :zero) + :one, #next = if_not_exists(#next, :one), #retention = :retention REMOVE #expiry',
+  apply: (head, { eventId, retentionSeconds }) => {
     head.assigned += 1;
     head.seq[eventId] = head.assigned;
+    head.retentionSeconds = retentionSeconds;
+    delete head.expiresAt;
   },
 } as const satisfies HeadWrite<AssignContext>;
 
@@ -208,14 +237,40 @@ export const WAIT = {
 export interface AdvanceContext {
   readonly sequence: number;
   readonly eventId: string;
+  /** Epoch ms of the write: a settled head's expiry counts from it. */
+  readonly nowMs: number;
 }
 
+/** Who may advance the head from `sequence`: the event holding that number, in its turn. */
+const ADVANCE_CLAUSES = {
+  // The number is the settling event's: no other event, whatever number it names, moves the head.
+  owns: { expression: '#seqEntry = :sequence', holds: (head, { sequence, eventId }) => head?.seq[eventId] === sequence },
+  // Only the event whose turn it is settles it: a second advance of the same sequence is refused.
+  turn: { expression: '#next = :sequence', holds: (head, { sequence }) => head !== undefined && head.next === sequence },
+} as const satisfies HeadWrite<AdvanceContext>['clauses'];
+
+/**
+ * The advance that settles the head: of the last number assigned, so nothing is left unsettled or
+ * waiting. The head expires its retention from now (a head from before heads expired holds no
+ * retention: the default's). Refused only by `last`, the plain ADVANCE follows.
+ */
+export const SETTLE = {
+  clauses: {
+    ...ADVANCE_CLAUSES,
+    last: { expression: '#assigned = :sequence', holds: (head, { sequence }) => head !== undefined && head.assigned === sequence },
+  },
+  update: 'SET #next = :following, #expiry = if_not_exists(#retention, :retention) + :nowSeconds REMOVE #waitingEntry',
+  apply: (head, context) => {
+    ADVANCE.apply(head, context);
+    head.expiresAt = Math.floor(context.nowMs / 1000) + (head.retentionSeconds ?? DEFAULT_HEAD_RETENTION_SECONDS);
+  },
+} as const satisfies HeadWrite<AdvanceContext>;
+
+/** An advance that leaves later numbers unsettled: the head keeps no expiry (its assignments removed it). */
 export const ADVANCE = {
   clauses: {
-    // The number is the settling event's: no other event, whatever number it names, moves the head.
-    owns: { expression: '#seqEntry = :sequence', holds: (head, { sequence, eventId }) => head?.seq[eventId] === sequence },
-    // Only the event whose turn it is settles it: a second advance of the same sequence is refused.
-    turn: { expression: '#next = :sequence', holds: (head, { sequence }) => head !== undefined && head.next === sequence },
+    ...ADVANCE_CLAUSES,
+    more: { expression: '#assigned > :sequence', holds: (head, { sequence }) => head !== undefined && head.assigned > sequence },
   },
   update: 'SET #next = :following REMOVE #waitingEntry',
   apply: (head, { sequence }) => {

@@ -18,8 +18,15 @@ export interface ShipmentHeadsUnderTest {
   close(): Promise<void>;
 }
 
-/** `maxSequence`: the adapter's limit of sequences per head (MAX_SEQUENCE when not given). */
-export type MakeShipmentHeads = (options?: { readonly maxSequence?: number }) => Promise<ShipmentHeadsUnderTest>;
+/**
+ * `maxSequence`: the adapter's limit of sequences per head (MAX_SEQUENCE when not given); `now` and
+ * `retentionSeconds`: its clock and a settled head's retention (the system's, the default's).
+ */
+export type MakeShipmentHeads = (options?: {
+  readonly maxSequence?: number;
+  readonly now?: () => number;
+  readonly retentionSeconds?: number;
+}) => Promise<ShipmentHeadsUnderTest>;
 
 const SHIPMENT = 'shp_1001';
 const ACME = 'carrier-acme';
@@ -399,6 +406,78 @@ export function shipmentHeadsContract(name: string, makeHeads: MakeShipmentHeads
           [ACME, 'dead', 1],
         ]);
         expect(await heads.get(SHIPMENT, ACME)).toMatchObject({ assigned: 2, next: 1, waiting: { 2: 'evt_row_2' } });
+      });
+    });
+
+    describe('Expiry (the TTL attribute: only a settled head expires)', () => {
+      const RETENTION_SECONDS = 3600;
+      let clockMs: number;
+      let timed: ShipmentHeadsUnderTest;
+
+      beforeEach(async () => {
+        clockMs = T0;
+        timed = await makeHeads({ now: () => clockMs, retentionSeconds: RETENTION_SECONDS });
+      });
+
+      afterEach(async () => {
+        await timed.close();
+      });
+
+      const expiryAt = (ms: number) => Math.floor(ms / 1000) + RETENTION_SECONDS;
+
+      it('sets the expiry by the advance that settles the last number, its retention from then', async () => {
+        await timed.heads.assign(SHIPMENT, ACME, 'evt_1');
+        clockMs = T0 + 5_000;
+
+        const settled = await timed.heads.advance(SHIPMENT, ACME, 1, 'evt_1');
+
+        expect(settled).toMatchObject({ assigned: 1, next: 2, expiresAt: expiryAt(T0 + 5_000) });
+        expect((await timed.heads.get(SHIPMENT, ACME))?.expiresAt).toBe(expiryAt(T0 + 5_000));
+      });
+
+      it('removes it with each assignment, and sets it later again by the next settling advance: each settled write extends it', async () => {
+        await timed.heads.assign(SHIPMENT, ACME, 'evt_1');
+        await timed.heads.advance(SHIPMENT, ACME, 1, 'evt_1');
+        clockMs = T0 + 60_000;
+
+        await timed.heads.assign(SHIPMENT, ACME, 'evt_2');
+        const unsettled = await timed.heads.get(SHIPMENT, ACME);
+        clockMs = T0 + 120_000;
+        const settledAgain = await timed.heads.advance(SHIPMENT, ACME, 2, 'evt_2');
+
+        expect(unsettled?.expiresAt).toBeUndefined();
+        expect(settledAgain?.expiresAt).toBe(expiryAt(T0 + 120_000));
+      });
+
+      it('sets none while a number is unsettled: an advance with later numbers assigned, a wait, a head held by its dead event', async () => {
+        // Prepare: evt_2 waits behind evt_1; evt_3 comes after.
+        await timed.heads.assign(SHIPMENT, ACME, 'evt_1');
+        await timed.heads.assign(SHIPMENT, ACME, 'evt_2');
+        await timed.heads.wait(SHIPMENT, ACME, 2, 'evt_2');
+        await timed.heads.assign(SHIPMENT, ACME, 'evt_3');
+
+        // Act: evt_1 settles; evt_2 dies under `hold` (the head stays at 2), evt_3 waits behind it.
+        const advanced = await timed.heads.advance(SHIPMENT, ACME, 1, 'evt_1');
+        await timed.heads.wait(SHIPMENT, ACME, 3, 'evt_3');
+        const held = await timed.heads.get(SHIPMENT, ACME);
+
+        // Assess
+        expect(advanced).toMatchObject({ next: 2 });
+        expect(advanced?.expiresAt).toBeUndefined();
+        expect(held).toMatchObject({ assigned: 3, next: 2, waiting: { 3: 'evt_3' } });
+        expect(held?.expiresAt).toBeUndefined();
+      });
+
+      it('sets nothing with a refused advance (a second one, or another event naming the number)', async () => {
+        await timed.heads.assign(SHIPMENT, ACME, 'evt_1');
+        await timed.heads.advance(SHIPMENT, ACME, 1, 'evt_1');
+        clockMs = T0 + 60_000;
+
+        const again = await timed.heads.advance(SHIPMENT, ACME, 1, 'evt_1');
+        const forged = await timed.heads.advance(SHIPMENT, ACME, 2, 'evt_9');
+
+        expect(again?.expiresAt).toBe(expiryAt(T0));
+        expect(forged?.expiresAt).toBe(expiryAt(T0));
       });
     });
   });

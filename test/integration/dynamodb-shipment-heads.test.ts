@@ -17,7 +17,7 @@ import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads'
 import { LedgerUnavailableError } from '../../lib/ledger/errors';
 import { itemSizeBytes } from '../../lib/ledger/item-size';
 import type { ClaimInput } from '../../lib/ledger/ledger';
-import { MAX_SEQUENCE } from '../../lib/ledger/shipment-heads';
+import { DEFAULT_HEAD_RETENTION_SECONDS, MAX_SEQUENCE } from '../../lib/ledger/shipment-heads';
 import { retryPolicy } from '../../lib/policy';
 import {
   countCommands,
@@ -59,7 +59,7 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
 
   freshTableEachTest(() => client, 'heads-test', (created) => {
     tableName = created;
-    heads = new DynamoDbShipmentHeads({ client, tableName });
+    heads = new DynamoDbShipmentHeads({ client, tableName, now: () => T0 });
     counter.reset();
   });
 
@@ -74,11 +74,11 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
     const awsLike = emulatorDynamoDbClient(dynalite.endpoint);
     const awsLikeCounter = countCommands(awsLike);
     returnOldItemOnConditionFailure(awsLike, client);
-    return { heads: new DynamoDbShipmentHeads({ client: awsLike, tableName }), counter: awsLikeCounter, close: () => awsLike.destroy() };
+    return { heads: new DynamoDbShipmentHeads({ client: awsLike, tableName, now: () => T0 }), counter: awsLikeCounter, close: () => awsLike.destroy() };
   }
 
   describe('Stored shape', () => {
-    it('stores a head under `#` + shipment ID and the endpoint: counters, an attribute per event and per waiter, no listing, no expiry', async () => {
+    it('stores a head under `#` + shipment ID and the endpoint: counters, an attribute per event and per waiter, its retention, no index key, no expiry while unsettled', async () => {
       await heads.assign(SHIPMENT, ACME, 'evt_1');
       await heads.assign(SHIPMENT, ACME, 'evt.2:b');
       await heads.wait(SHIPMENT, ACME, 2, 'evt.2:b');
@@ -88,13 +88,14 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
         endpoint: { S: ACME },
         ha: { N: '2' },
         hn: { N: '1' },
+        hr: { N: String(DEFAULT_HEAD_RETENTION_SECONDS) },
         's:evt_1': { N: '1' },
         's:evt.2:b': { N: '2' },
         'w:2': { S: 'evt.2:b' },
       });
     });
 
-    it('drops a waiter on its advance and keeps every event’s number', async () => {
+    it('drops a waiter on its advance and keeps every event’s number; settled, it expires its retention after the settling advance', async () => {
       await heads.assign(SHIPMENT, ACME, 'evt_1');
       await heads.assign(SHIPMENT, ACME, 'evt_2');
       await heads.wait(SHIPMENT, ACME, 2, 'evt_2');
@@ -106,8 +107,10 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
         endpoint: { S: ACME },
         ha: { N: '2' },
         hn: { N: '3' },
+        hr: { N: String(DEFAULT_HEAD_RETENTION_SECONDS) },
         's:evt_1': { N: '1' },
         's:evt_2': { N: '2' },
+        x: { N: String(Math.floor(T0 / 1000) + DEFAULT_HEAD_RETENTION_SECONDS) },
       });
     });
   });
@@ -163,21 +166,26 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
       expect(awsCounts).toStrictEqual({ UpdateItem: 2 });
     });
 
-    it('advances in one UpdateItem; a second advance is one refused UpdateItem on AWS, with the head', async () => {
+    it('advances the last number in one UpdateItem (it settles the head), an earlier one in two on AWS (the first refused, with the head); a second advance is one refused UpdateItem', async () => {
       await heads.assign(SHIPMENT, ACME, 'evt_1');
       await heads.assign(SHIPMENT, ACME, 'evt_2');
-      counter.reset();
       const aws = awsLikeHeads();
+      const counts: Record<string, number>[] = [];
+      const advance = async (sequence: number, eventId: string) => {
+        aws.counter.reset();
+        const head = await aws.heads.advance(SHIPMENT, ACME, sequence, eventId);
+        counts.push(aws.counter.counts());
+        return head;
+      };
 
-      const after = await heads.advance(SHIPMENT, ACME, 1, 'evt_1');
-      const advanceCounts = counter.counts();
-      const again = await aws.heads.advance(SHIPMENT, ACME, 1, 'evt_1');
-      const awsCounts = aws.counter.counts();
+      const earlier = await advance(1, 'evt_1');
+      const last = await advance(2, 'evt_2');
+      const again = await advance(2, 'evt_2');
       aws.close();
 
-      expect(again).toStrictEqual(after);
-      expect(advanceCounts).toStrictEqual({ UpdateItem: 1 });
-      expect(awsCounts).toStrictEqual({ UpdateItem: 1 });
+      expect([earlier?.next, earlier?.expiresAt, last?.next, last?.expiresAt]).toStrictEqual([2, undefined, 3, Math.floor(T0 / 1000) + DEFAULT_HEAD_RETENTION_SECONDS]);
+      expect(again).toStrictEqual(last);
+      expect(counts).toStrictEqual([{ UpdateItem: 2 }, { UpdateItem: 1 }, { UpdateItem: 1 }]);
     });
   });
 
@@ -235,7 +243,7 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
         [4, 8],
       ]);
       // The figures docs/design.md gives (Shipment heads: size and cost).
-      expect(measured.map((m) => m.inOrder)).toStrictEqual([221, 762, 3643]);
+      expect(measured.map((m) => m.inOrder)).toStrictEqual([227, 768, 3649]);
     });
 
     it(`fits a head of ${MAX_SEQUENCE} events with the longest IDs, all but one waiting, in DynamoDB's 400 KB item`, () => {
@@ -292,7 +300,8 @@ describe('DynamoDbShipmentHeads on dynalite', () => {
     }
 
     it('writes a row without a sequence with exactly the attributes it had before; with one, `sq` and its shipment `sh` alone more', async () => {
-      const ledger = new DynamoDbLedger({ client, tableName, now: () => T0 });
+      // The shipment index off: else every row carries its shipment (`sh`) anyway.
+      const ledger = new DynamoDbLedger({ client, tableName, now: () => T0, shipmentIndex: false });
       // Alternating, so a write of each shape (compiled once per process) follows one of the other.
       await ledger.claim(claimInput('evt_with_a', 7));
       await ledger.claim(claimInput('evt_none_a'));
