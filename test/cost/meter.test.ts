@@ -2,42 +2,33 @@
  * The meter bills a read as DynamoDB does: on what it read, not on what it returned. A projection on
  * the table still reads whole items; a filter still reads every item it evaluates.
  */
-import { BatchGetItemCommand, GetItemCommand, PutItemCommand, ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, GetItemCommand, PutItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTable } from '../../sandbox/create-table';
 import { readUnits } from '../../scripts/cost/billing';
-import { startMeter, wholeRead, type Meter } from '../../scripts/cost/meter';
-import { emulatorDynamoDbClient, startDynalite } from '../helpers/dynalite';
+import { wholeRead } from '../../scripts/cost/meter';
+import { startMeteredDynalite, type MeteredDynalite } from '../helpers/metered-dynalite';
 
 const TABLE = 'cost-test-meter-reads';
 /** Three items of about 10 KB: 3 read units each, consistently. */
 const BIG = 'x'.repeat(10_000);
 
-let dynalite: Awaited<ReturnType<typeof startDynalite>>;
-let direct: DynamoDBClient;
-let metered: DynamoDBClient;
-let meter: Meter;
+let emulator: MeteredDynalite;
 
 beforeAll(async () => {
-  dynalite = await startDynalite();
-  direct = emulatorDynamoDbClient(dynalite.endpoint);
-  meter = await startMeter(dynalite.endpoint, direct);
-  metered = emulatorDynamoDbClient(meter.endpoint);
+  emulator = await startMeteredDynalite();
+  const { direct } = emulator;
   await createTable(direct, TABLE, { AttributeDefinitions: [{ AttributeName: 'k', AttributeType: 'S' }], KeySchema: [{ AttributeName: 'k', KeyType: 'HASH' }] });
   for (const k of ['a', 'b', 'c']) await direct.send(new PutItemCommand({ TableName: TABLE, Item: { k: { S: k }, big: { S: BIG } } }));
 });
 
-afterAll(async () => {
-  metered?.destroy();
-  await meter?.close();
-  direct?.destroy();
-  await dynalite?.close();
-});
+afterAll(() => emulator?.close());
 
 const itemUnits = readUnits(1 + 1 + 3 + BIG.length, true);
 
 describe('Meter: reads', () => {
   it('bills a GetItem with a projection on the whole item', async () => {
+    const { meter, metered } = emulator;
     const usage = meter.dynamodb.start();
     const { Item } = await metered.send(new GetItemCommand({ TableName: TABLE, Key: { k: { S: 'a' } }, ConsistentRead: true, ProjectionExpression: 'k' }));
 
@@ -46,6 +37,7 @@ describe('Meter: reads', () => {
   });
 
   it('bills a Scan on every item it evaluates, whatever its filter returns', async () => {
+    const { meter, metered } = emulator;
     const usage = meter.dynamodb.start();
     const { Items } = await metered.send(
       new ScanCommand({ TableName: TABLE, ConsistentRead: true, FilterExpression: '#k = :none', ExpressionAttributeNames: { '#k': 'k' }, ExpressionAttributeValues: { ':none': { S: 'z' } } }),
@@ -56,6 +48,7 @@ describe('Meter: reads', () => {
   });
 
   it('bills a BatchGetItem with a projection item by item, on the whole items', async () => {
+    const { meter, metered } = emulator;
     const usage = meter.dynamodb.start();
     await metered.send(
       new BatchGetItemCommand({ RequestItems: { [TABLE]: { Keys: [{ k: { S: 'a' } }, { k: { S: 'b' } }], ConsistentRead: true, ProjectionExpression: 'k' } } }),

@@ -3,32 +3,19 @@
  * through the real adapter and the meter at small sizes, and the pricing at a steady load. Invariants,
  * not timings: the script prints the full sizes.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENTBRIDGE_PRICES, PRICES, PROVISIONED_PRICES, readUnits, type UsagePerEvent } from '../../scripts/cost/billing';
-import { startMeter, type Meter } from '../../scripts/cost/meter';
 import { COPY_READER, deriveRegistryFigures, measureRegistry, REFRESH_MS, SCAN_READER, type RegistryReadFigures } from '../../scripts/cost/registry';
 import { eventBridgePerMillion, provisionedScopes, steadyRows } from '../../scripts/cost/steady';
-import { emulatorDynamoDbClient, startDynalite } from '../helpers/dynalite';
+import { startMeteredDynalite, type MeteredDynalite } from '../helpers/metered-dynalite';
 
-let dynalite: Awaited<ReturnType<typeof startDynalite>>;
-let direct: DynamoDBClient;
-let reading: DynamoDBClient;
-let meter: Meter;
+let emulator: MeteredDynalite;
 
 beforeAll(async () => {
-  dynalite = await startDynalite();
-  direct = emulatorDynamoDbClient(dynalite.endpoint);
-  meter = await startMeter(dynalite.endpoint, direct);
-  reading = emulatorDynamoDbClient(meter.endpoint);
+  emulator = await startMeteredDynalite();
 });
 
-afterAll(async () => {
-  reading?.destroy();
-  await meter?.close();
-  direct?.destroy();
-  await dynalite?.close();
-});
+afterAll(() => emulator?.close());
 
 /** The figures of each reader, in the order asked. */
 function pair(figures: RegistryReadFigures[]): [RegistryReadFigures, RegistryReadFigures] {
@@ -45,6 +32,7 @@ describe("a container's registry reads", () => {
   let copyAfterBulk: RegistryReadFigures;
 
   beforeAll(async () => {
+    const { meter, direct, metered: reading } = emulator;
     const common = { meter, direct, reading, readers: [SCAN_READER, COPY_READER] };
     [small, copySmall] = pair(await measureRegistry({ ...common, history: 'quiet', tableName: 'cost-test-registry-10', endpoints: 10 }));
     [larger, copyLarger] = pair(await measureRegistry({ ...common, history: 'quiet', tableName: 'cost-test-registry-200', endpoints: 200 }));
