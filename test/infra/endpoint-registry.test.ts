@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS, RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { EndpointError } from '../../lib/errors';
-import { REGISTRY_SCHEMA, REGISTRY_TABLE_DEFINITION } from '../../lib/endpoints/registry-schema';
+import { CHANGE_FEED, REGISTRY_SCHEMA, REGISTRY_TABLE_DEFINITION } from '../../lib/endpoints/registry-schema';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { emulatorDynamoDbClient, startDynalite, type Dynalite } from '../helpers/dynalite';
 import {
@@ -350,6 +350,17 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
           recovery: { S: 'drop' },
         },
       });
+    });
+
+    it('marks the seed as a change consumers must see, and brings back a removed endpoint over its tombstone', () => {
+      const { template, delivery, ref } = build();
+      const refs = { [ref(delivery.endpointRegistry.table)]: 'handoff-endpoints', ...secretRefs(template) };
+      const call = JSON.parse(resolveIntrinsics(seeds(template).get('default')?.call, refs)) as UpdateItemCommandInput;
+
+      expect(call.UpdateExpression).toContain('#changedAt = :now, #feed = :feed');
+      expect(call.UpdateExpression).toMatch(/ REMOVE #removedAt, #expiresAt, #owner$/);
+      expect(call.ExpressionAttributeValues?.[':feed']).toEqual({ S: CHANGE_FEED });
+      expect(call.ExpressionAttributeNames).toMatchObject({ '#changedAt': 'changedAt', '#feed': 'feed', '#removedAt': 'removedAt', '#expiresAt': 'expiresAt' });
     });
 
     it('never resets state or creation time, and applies fields only where the declaration changed', () => {

@@ -9,6 +9,7 @@ import { GetItemCommand, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { clockCorrection, DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { SCAN_SEGMENTS } from '../../lib/endpoints/dynamodb-registry-listing';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { CHANGE_LOOKBACK_MS, FULL_READ_AFTER_MS, RegistryCopy, changesOf } from '../../lib/endpoints/registry-copy';
 import { CHANGE_FEED, REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
@@ -108,6 +109,17 @@ describe('Class: RegistryCopy on DynamoDB', () => {
     expect(after.find((r) => r.fields.name === 'acme')?.health?.pausedUntil).toBe(nowMs + 30_000);
     expect(after.find((r) => r.fields.name === 'zephyr')).toBe(before.find((r) => r.fields.name === 'zephyr'));
     expect([...changesOf(after)!.changed.keys()]).toEqual(['acme']);
+  });
+
+  it('reads every item at its cold start in parallel scan segments, each endpoint once', async () => {
+    for (let i = 0; i < 40; i += 1) await registry.add(endpoint(`ep-${i}`), nowMs);
+    counter.reset();
+
+    const records = await new RegistryCopy(registry, { now: () => nowMs }).list();
+
+    expect(counter.counts()).toEqual({ Scan: SCAN_SEGMENTS });
+    expect(new Set(records.map((r) => r.fields.name)).size).toBe(40);
+    expect(records).toHaveLength(40);
   });
 
   it('refreshes with nothing changed in exactly one Query, reading no item, and hands out the same array', async () => {
