@@ -35,6 +35,9 @@ export type LedgerCapacity = 'on-demand' | { readonly provisioned: ProvisionedLe
 
 export const DEFAULT_TARGET_UTILIZATION_PERCENT = 70;
 
+/** The most metrics one CloudWatch metric math alarm may watch. */
+const MAX_ALARM_METRICS = 10;
+
 /** Consumed capacity above this share of the auto scaling maximum, sustained, raises the ceiling alarm. */
 export const CAPACITY_CEILING_PERCENT = 80;
 
@@ -124,6 +127,10 @@ export function capacityCeilingAlarm(scope: Construct, table: dynamodb.Table, ca
   if (p === undefined) return undefined;
   const minute = Duration.minutes(1);
   const scopes: (string | undefined)[] = [undefined, ...globalIndexNames(table)];
+  // A metric math alarm watches at most 10 metrics: the table and 4 indexes, reads and writes.
+  if (2 * scopes.length > MAX_ALARM_METRICS) {
+    throw new ConfigError('ledgerCapacity', `provisioned: the ceiling alarm watches at most ${MAX_ALARM_METRICS / 2 - 1} indexes, the ledger has ${scopes.length - 1}`);
+  }
   const shares: Record<string, cloudwatch.IMetric> = {};
   for (const [i, index] of scopes.entries()) {
     const range = rangeOf(p, index);
