@@ -6,7 +6,7 @@
  * The listing index is sparse: a row has its key attributes (`listingKey`, `listingSort`) only
  * while it needs listing: dead, pending after a replay or a release (or recovery's send), or parked.
  * A row delivered, at its first attempt or after retries, never has them, so it costs nothing in the
- * index; a settled row drops them. Its partition key is the state's letter and a shard of the row's key (`d07`, `p12`),
+ * listing; a settled row drops them. Its partition key is the state's letter and a shard of the row's key (`d07`, `p12`),
  * and for parked rows the endpoint's name too (`k07:carrier-acme`: one endpoint's parked rows are
  * read without the others'): the writes to any one key value are a fixed 1/LISTING_SHARDS of the
  * listed rows', however large the traffic. It projects keys only; a listing reads the page's rows

@@ -11,8 +11,8 @@
  *
  * The listing (`listing.ts`) is written only by the transitions that make a row need it (death, a
  * replay, parking and its release) and dropped by delivery: neither the claim nor a failed attempt's
- * record touches it, so an event delivered at its first attempt, or after retries, writes no index
- * entry at all.
+ * record touches it, so an event delivered at its first attempt, or after retries, writes no listing
+ * entry at all (the shipment index's keys are new-row fields: `newRowFields`).
  *
  * The event's body is kept the same way: written by the first write after which handoff may have
  * to send the event from its row (death, parking, admission to wait its turn), never by the claim
