@@ -31,6 +31,10 @@ import {
 import { REGISTRY_SCHEMA } from './registry-schema';
 import { quoted } from '../terminal';
 
+/** Failed attempts added (`:count`), and the run begun at `:now` if none is. */
+const ADD_FAILURES = '#failures = if_not_exists(#failures, :zero) + :count, #failingSince = if_not_exists(#failingSince, :now)';
+const FAILURE_NAMES = { '#failures': H.failures, '#failingSince': H.failingSince } as const;
+
 export class DynamoDbHealthStore implements HealthStore {
   readonly #table: RegistryTable;
 
@@ -47,8 +51,8 @@ export class DynamoDbHealthStore implements HealthStore {
     const health = this.#written(
       name,
       await this.#writeHealth(name, 'record failures of', {
-        UpdateExpression: 'SET #failures = if_not_exists(#failures, :zero) + :count, #failingSince = if_not_exists(#failingSince, :now)',
-        ExpressionAttributeNames: { '#failures': H.failures, '#failingSince': H.failingSince },
+        UpdateExpression: `SET ${ADD_FAILURES}`,
+        ExpressionAttributeNames: FAILURE_NAMES,
         ExpressionAttributeValues: { ':zero': 0, ':count': count, ':now': nowMs },
       }),
     );
@@ -71,18 +75,21 @@ export class DynamoDbHealthStore implements HealthStore {
 
   /**
    * Pauses until `untilMs`, unless a later pause is set already: a shorter pause never overwrites a
-   * longer one. A change, at `nowMs`. Resolves to the pause in force. @throws EndpointNotFoundError
+   * longer one (an equal one is written again, so that `count`, the failed attempts it carries, is
+   * added exactly when the pause is written). A change, at `nowMs`. Resolves to the pause in force:
+   * `untilMs` when written. @throws EndpointNotFoundError
    */
-  async pause(name: string, untilMs: number, nowMs = Date.now()): Promise<number> {
+  async pause(name: string, untilMs: number, nowMs = Date.now(), count = 0): Promise<number> {
+    const counting = count > 0;
     const result = await this.#writeHealth(
       name,
       'pause',
       {
-        UpdateExpression: `SET #pausedUntil = :until, ${SET_CHANGE}`,
-        ExpressionAttributeNames: { '#pausedUntil': H.pausedUntil, ...CHANGE_NAMES },
-        ExpressionAttributeValues: { ':until': untilMs, ...changeValues(nowMs) },
+        UpdateExpression: `SET #pausedUntil = :until, ${SET_CHANGE}${counting ? `, ${ADD_FAILURES}` : ''}`,
+        ExpressionAttributeNames: { '#pausedUntil': H.pausedUntil, ...CHANGE_NAMES, ...(counting ? FAILURE_NAMES : {}) },
+        ExpressionAttributeValues: { ':until': untilMs, ...changeValues(nowMs), ...(counting ? { ':zero': 0, ':count': count, ':now': nowMs } : {}) },
       },
-      'attribute_not_exists(#pausedUntil) OR #pausedUntil < :until',
+      'attribute_not_exists(#pausedUntil) OR #pausedUntil <= :until',
     );
     // Refused: the endpoint is gone, or a later pause is set (read: not every DynamoDB returns the item).
     const health = result.written ? healthOf(result.item) : this.#current(name, result).health;

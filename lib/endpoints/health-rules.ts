@@ -23,8 +23,9 @@
  *   PROBE_MARGIN_MS; the others hold the endpoint until then and ask the item again); the first
  *   attempt that finds it unreachable again re-opens it at once, an accepted one closes it (the
  *   recovery write every first success after failures makes);
- * - writes: the run's first failure (as any failure is written), one pause write to open it (none
- *   when the consumer finds a pause in force: its failure write returns the item), per half-open
+ * - writes: one pause write to open it, carrying the run's first failure (when the breaker does not
+ *   open in that batch, the batch's end writes the failure: its answer shows a pause in force, which
+ *   the consumer then takes instead of writing its own), per half-open
  *   spell one probe claim per consumer that has the endpoint's deliveries, a failure and a pause
  *   write per failed probe, the recovery: never one per failed attempt of an outage. The rest
  *   of a run is counted in the consumer's memory only, so `failures` on the item counts these.
@@ -81,8 +82,12 @@ export interface HealthStore {
   recordFailure(name: string, nowMs: number, count?: number): Promise<EndpointHealth>;
   /** failures 0, failingSince removed, lastAcceptedAt = nowMs. */
   recordRecovery(name: string, nowMs: number): Promise<EndpointHealth>;
-  /** Pauses until `untilMs` unless a later pause is set, at `nowMs` (the clock's now if not given); resolves to the pause in force. */
-  pause(name: string, untilMs: number, nowMs?: number): Promise<number>;
+  /**
+   * Pauses until `untilMs` unless a later pause is set, at `nowMs` (the clock's now if not given),
+   * adding `count` failed attempts as `recordFailure` does (the breaker's opening carries its run's
+   * counts). Resolves to the pause in force: `untilMs` when written (an equal pause is written again).
+   */
+  pause(name: string, untilMs: number, nowMs?: number, count?: number): Promise<number>;
   /** Takes the probe until `untilMs` while the endpoint is failing, not paused and not probed by another consumer. */
   claimProbe(name: string, nowMs: number, untilMs: number): Promise<ProbeClaim>;
   /** Disables an enabled endpoint with who, why and when; false when it was not enabled (or is gone). */

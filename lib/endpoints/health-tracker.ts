@@ -266,7 +266,9 @@ export class HealthTracker {
     const step = breakerStep(run, this.current(name), nowMs, endpoint.attemptTimeoutMs);
     if (step.kind === 'held') return;
     if (step.kind === 'count') {
-      if (step.record) await this.#count(endpoint, nowMs, logger);
+      // Counted, not written at once: a batch's unreachable attempts end together, and the pause that
+      // opens the breaker then carries the count in its own write; else the batch's end writes it.
+      if (step.record) this.#tally(endpoint, nowMs, logger);
       return;
     }
     this.#pauses.set(name, step.untilMs);
@@ -276,9 +278,7 @@ export class HealthTracker {
       // write returns the item: another consumer's re-open is adopted rather than written again.
       // (No pause was in force as this consumer knew it, or the step would be `held`.)
       const theirs = step.kind === 'reopen' ? (await this.#count(endpoint, nowMs, logger, 'now'))?.pausedUntil : undefined;
-      inForce = theirs !== undefined && theirs > this.#now() ? theirs : await this.#store.pause(name, step.untilMs, nowMs);
-      // Known as the item's from now on, so the endpoint stays tripped here once the pause is over.
-      this.#notePause(name, inForce);
+      inForce = theirs !== undefined && theirs > this.#now() ? theirs : await this.#pauseCarrying(name, step.untilMs, nowMs);
     } catch (error) {
       logger.warn('endpoint health write failed', { endpoint: name, write: 'pause', ...errorFields(error) });
     }
@@ -312,10 +312,46 @@ export class HealthTracker {
   async #count(endpoint: Endpoint, nowMs: number, logger: Logger, when: 'due' | 'now' = 'due'): Promise<EndpointHealth | undefined> {
     const name = endpoint.name;
     const begins = !endsFailures(this.current(name));
-    const counted = this.#unflushed.get(name);
-    this.#unflushed.set(name, { count: (counted?.count ?? 0) + 1, sinceMs: counted?.sinceMs ?? nowMs, endpoint, logger });
+    this.#tally(endpoint, nowMs, logger);
     if (!begins && when === 'due' && !this.#due(name, nowMs)) return undefined;
     return this.#flush(name, logger);
+  }
+
+  /** One failed attempt counted here, for the next flush. */
+  #tally(endpoint: Endpoint, nowMs: number, logger: Logger): void {
+    const counted = this.#unflushed.get(endpoint.name);
+    this.#unflushed.set(endpoint.name, { count: (counted?.count ?? 0) + 1, sinceMs: counted?.sinceMs ?? nowMs, endpoint, logger });
+  }
+
+  /**
+   * The breaker's pause, carrying the counts not yet written (none while a flush is in flight: they
+   * wait for the next). Written, the item holds them and the pause; refused (a later pause was set),
+   * they go with the next flush. The pause in force, noted as the item's.
+   */
+  async #pauseCarrying(name: string, untilMs: number, nowMs: number): Promise<number> {
+    const counted = this.#flushing.has(name) ? undefined : this.#unflushed.get(name);
+    this.#unflushed.delete(name);
+    let inForce: number;
+    try {
+      inForce = await this.#store.pause(name, untilMs, nowMs, counted?.count ?? 0);
+    } catch (error) {
+      if (counted !== undefined) this.#requeue(counted);
+      throw error;
+    }
+    const carried = counted !== undefined && inForce === untilMs;
+    if (counted !== undefined && !carried) this.#requeue(counted);
+    // Known as the item's from now on, so the endpoint stays tripped here once the pause is over.
+    const base = this.#stored(name);
+    const failing = carried ? withCounted(base, counted) : base;
+    if ((failing.pausedUntil ?? 0) < inForce || carried) this.#note(name, { ...failing, pausedUntil: Math.max(failing.pausedUntil ?? 0, inForce) });
+    return inForce;
+  }
+
+  /** Counts a write did not take, back among those for the next flush. */
+  #requeue(counted: Counted): void {
+    const name = counted.endpoint.name;
+    const later = this.#unflushed.get(name);
+    this.#unflushed.set(name, { ...(later ?? counted), count: counted.count + (later?.count ?? 0), sinceMs: Math.min(counted.sinceMs, later?.sinceMs ?? Infinity) });
   }
 
   /** Whether an endpoint's counts may be written now: no flush in flight, and the last began FLUSH_INTERVAL_MS ago. */
@@ -346,8 +382,7 @@ export class HealthTracker {
     } catch (error) {
       this.#flushing.delete(name);
       // Counted again, with the next flush: a write that fails loses no count.
-      const later = this.#unflushed.get(name);
-      this.#unflushed.set(name, { ...(later ?? counted), count: count + (later?.count ?? 0), sinceMs: Math.min(counted.sinceMs, later?.sinceMs ?? Infinity) });
+      this.#requeue(counted);
       logger.warn('endpoint health write failed', { endpoint: name, write: 'failures', failures: count, ...errorFields(error) });
       return undefined;
     }
@@ -377,12 +412,6 @@ export class HealthTracker {
 
   #note(name: string, health: EndpointHealth): void {
     this.#written.set(name, { health, at: this.#now() });
-  }
-
-  /** A pause the item holds (written, or found there), noted over what this consumer knew. */
-  #notePause(name: string, untilMs: number): void {
-    const base = this.#stored(name);
-    if ((base.pausedUntil ?? 0) < untilMs) this.#note(name, { ...base, pausedUntil: untilMs });
   }
 
   async #disable(endpoint: Endpoint, reason: string, health: EndpointHealth, logger: Logger): Promise<void> {

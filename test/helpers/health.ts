@@ -28,13 +28,14 @@ export class MemoryHealthStore implements HealthStore {
     this.health.set(name, next);
     return next;
   }
-  async pause(name: string, untilMs: number) {
+  async pause(name: string, untilMs: number, nowMs = 0, count = 0) {
     this.#check('pause', name);
     await this.pauseGate;
     const h = this.health.get(name) ?? { failures: 0 };
-    const until = Math.max(h.pausedUntil ?? 0, untilMs);
-    this.health.set(name, { ...h, pausedUntil: until });
-    return until;
+    if ((h.pausedUntil ?? 0) > untilMs) return h.pausedUntil!;
+    const counted = count > 0 ? { failures: h.failures + count, failingSince: h.failingSince ?? nowMs } : {};
+    this.health.set(name, { ...h, ...counted, pausedUntil: untilMs });
+    return untilMs;
   }
   async claimProbe(name: string, nowMs: number, untilMs: number) {
     this.#check('probe', name);

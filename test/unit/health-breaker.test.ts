@@ -114,7 +114,7 @@ describe('Class: HealthTracker, the breaker', () => {
     await Promise.all(Array.from({ length: attempts }, () => t.health.afterAttempt(acme, outcome, t.logger)));
   };
 
-  it('opens after three unreachable attempts in a row, holds the endpoint at once, and writes the first failure and the pause only', async () => {
+  it("opens after three unreachable attempts in a row, holds the endpoint at once, and writes one pause carrying the run's first failure", async () => {
     const store = new MemoryHealthStore();
     const clock = { now: T0 };
     const one = tracker(store, clock);
@@ -123,7 +123,7 @@ describe('Class: HealthTracker, the breaker', () => {
     await outage(one, 10);
 
     expect(one.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
-    expect(store.writes).toEqual(['failure acme', 'pause acme']);
+    expect(store.writes).toEqual(['pause acme']);
     expect(store.health.get('acme')).toEqual({ failures: 1, failingSince: T0, pausedUntil: T0 + 5_000 });
     expect(one.lines.filter((l) => l.message === 'endpoint paused')).toEqual([
       expect.objectContaining({ level: 'warn', endpoint: 'acme', why: 'unreachable', breaker: 'open', cause: 'timeout', unreachableInRow: 3, pauseSeconds: 5 }),
@@ -131,7 +131,8 @@ describe('Class: HealthTracker, the breaker', () => {
     // Attempts that began before the pause and end during it write nothing more.
     clock.now = T0 + 1_000;
     await outage(one, 5);
-    expect(store.writes).toHaveLength(2);
+    await one.health.settled();
+    expect(store.writes).toHaveLength(1);
   });
 
   it('counts a refused connection as a timeout is counted, and never an HTTP answer', async () => {
@@ -143,16 +144,18 @@ describe('Class: HealthTracker, the breaker', () => {
     await outage(t, 2, REFUSED);
 
     // 503 broke the run: four refused connections, never three in a row. The first run's first is
-    // written at once; the 503 and the second run's first are counted, for the next flush.
+    // counted, and written with the 503 (a run's first HTTP failure, at once); the second run's first
+    // is counted for the next write, which the pause that opens the breaker makes.
     expect(t.health.pausedFor('acme')).toBe(0);
-    expect(store.writes).toEqual(['failure acme']);
+    expect(store.writes).toEqual(['failure ×2 acme']);
     expect(t.health.current('acme').failures).toBe(3);
     await outage(t, 1, REFUSED);
     expect(t.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
-    expect(store.writes).toEqual(['failure acme', 'pause acme']);
+    expect(store.writes).toEqual(['failure ×2 acme', 'pause acme']);
+    expect(store.health.get('acme')?.failures).toBe(3);
   });
 
-  /** Two consumers: the first opens the breaker with a batch's three timeouts, then the second sees its first. */
+  /** Two consumers: the first opens the breaker with a batch's three timeouts, then the second sees its first (a batch of one). */
   const twoConsumers = async () => {
     const store = new MemoryHealthStore();
     const clock = { now: T0 };
@@ -160,14 +163,15 @@ describe('Class: HealthTracker, the breaker', () => {
     const two = tracker(store, clock);
     await outage(one, 3);
     await outage(two, 1);
+    await two.health.settled();
     return { store, clock, one, two };
   };
 
-  it('another consumer adopts the pause from the item its first failure write returns, and writes no pause of its own', async () => {
+  it("another consumer adopts the pause from the item its first failure's write returns (at its batch's end), and writes no pause of its own", async () => {
     const { store, two } = await twoConsumers();
 
     expect(two.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
-    expect(store.writes).toEqual(['failure acme', 'pause acme', 'failure acme']);
+    expect(store.writes).toEqual(['pause acme', 'failure acme']);
   });
 
   it('re-opens for longer when the probe after the pause fails, and one consumer writes the re-open', async () => {
@@ -266,8 +270,9 @@ describe('Class: HealthTracker, the breaker', () => {
     await t.health.afterAttempt(acme, OK, t.logger);
     clock.now = T0 + 6_000;
     await outage(t, 2);
+    await t.health.settled();
 
-    expect(store.writes).toEqual(['failure acme', 'pause acme', 'recovery acme', 'failure acme']);
+    expect(store.writes).toEqual(['pause acme', 'recovery acme', 'failure acme']);
     expect(t.health.pausedFor('acme')).toBe(0);
     expect(t.lines.filter((l) => l.message === 'endpoint recovered')).toEqual([
       expect.objectContaining({ level: 'info', endpoint: 'acme', failures: 1, since: '2026-12-04T10:00:00.000Z' }),
@@ -284,6 +289,7 @@ describe('Class: HealthTracker, the breaker', () => {
     for (let i = 0; i < 4; i += 1) {
       clock.now = T0 + i * (BREAKER_WINDOW_MS + 1);
       await outage(t, 1);
+      await t.health.settled();
     }
 
     expect(t.health.pausedFor('acme')).toBe(0);
@@ -318,7 +324,8 @@ describe('Class: HealthTracker, the breaker', () => {
     await outage(t, 3);
 
     expect(t.health.pausedFor('acme')).toBe(BREAKER_MIN_OPEN_SECONDS);
-    // The run's first failure (its flush) and the pause, in whichever order their writes failed.
-    expect(t.lines.filter((l) => l.message === 'endpoint health write failed').map((l) => String(l.write)).sort()).toEqual(['failures', 'pause']);
+    // The pause, which carried the run's first failure: counted still, for the next write.
+    expect(t.lines.filter((l) => l.message === 'endpoint health write failed').map((l) => String(l.write))).toEqual(['pause']);
+    expect(t.health.current('acme').failures).toBe(1);
   });
 });
