@@ -96,6 +96,7 @@ export function showFields(record: EndpointRecord, nowMs: number): string {
 function subscriptionRows(f: EndpointFields, nowMs: number): Row[] {
   return [
     [label('name'), f.name],
+    ...(f.owner !== undefined ? [[label('owner'), f.owner] as Row] : []),
     [label('url'), redactUrl(f.url)],
     [label('eventTypes'), f.eventTypes.join(', ')],
     [label('match'), Object.keys(f.match ?? {}).length === 0 ? '(none)' : matchText(f.match ?? {})],

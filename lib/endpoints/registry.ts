@@ -5,8 +5,9 @@
  * both. A secret given as a `whsec_…` value is stored encrypted with the registry's KMS key (the
  * sandbox: its own key) when the adapter is given a cipher, as `handoff endpoint` gives it
  * (lib/endpoints/secret-cipher.ts), and the table itself is encrypted at rest with that key; only the
- * consumer decrypts a secret (`list`), never a listing the command prints (`EndpointRecord` as the
- * command shows it drops `secret`).
+ * consumer decrypts a secret (lib/routing.ts, when a message first goes to its endpoint), never a
+ * listing the command prints (`EndpointRecord` as the command shows it drops `secret`). A consumer
+ * keeps its copy current by change (`RegistryChanges`, registry-copy.ts).
  */
 import type { Endpoint, EndpointFields, EndpointRecord, StateChange } from './endpoint';
 import type { HealthRecord } from './health-rules';
@@ -14,7 +15,7 @@ import { quoted } from '../terminal';
 import { EndpointRegistryError } from '../errors';
 
 export interface EndpointRegistry {
-  /** Every endpoint, secrets included, with its health (lib/endpoints/health-rules.ts): the consumer's read (cached, `cachedEndpoints`). */
+  /** Every endpoint, secrets included, with its health (lib/endpoints/health-rules.ts), in one read of the whole table (the consumer reads by change instead: `RegistryChanges`). */
   list(): Promise<HealthRecord[]>;
   get(name: string): Promise<HealthRecord | undefined>;
   /** Adds an endpoint, enabled. @throws EndpointConflictError when the name is taken */

@@ -463,6 +463,17 @@ describe('show and update: the settings, from the fields table', () => {
     expect(updates).toEqual([]);
   });
 
+  it('show names the owner when there is one, and update --clear owner takes it away', async () => {
+    const { ctx, stored } = registryContext({ ...acme, owner: 'merchant-42' });
+
+    const shown = await endpointShowCommand(ctx, 'acme');
+    await endpointUpdateCommand(ctx, 'acme', { clear: ['owner'] });
+
+    expect(shown.human).toMatch(/^owner\s+merchant-42$/m);
+    expect(shown.json).toMatchObject({ owner: 'merchant-42' });
+    expect(stored()).not.toHaveProperty('owner');
+  });
+
   it('update --clear unsets a setting, so its default is in effect again', async () => {
     const { ctx, stored } = registryContext({ ...acme, recovery: 'drop' });
 
