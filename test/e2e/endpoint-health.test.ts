@@ -150,14 +150,16 @@ describe('Endpoint health in the sandbox', () => {
       const firstFailure = Date.now() - 61_000;
       await registry.recordFailure('down', firstFailure);
 
-      // Act: its two events fail (503) until the third failure crosses the threshold.
+      // Act: its two events fail (503) until the failures the item counts cross the threshold (3; a
+      // worker adds what it counted at most once a second, so the one that crosses may add two).
       await clients.sendAll([shipment('evt_down_1', 'exception'), shipment('evt_down_2', 'exception')]);
       const line = await sandbox.waitForLog(/"message":"endpoint disabled".*"endpoint":"down"/, SETTLE_MS);
 
       // Assess
       const notice = JSON.parse(line.slice(line.indexOf('{'))) as Record<string, unknown>;
-      expect(notice).toMatchObject({ level: 'error', endpoint: 'down', failures: 3 });
-      const reason = /^no accepted request for (\d+) s and 3 failed attempts \(autoDisable: 60 s and 3 attempts\)$/.exec(String(notice.reason));
+      expect(notice).toMatchObject({ level: 'error', endpoint: 'down' });
+      expect(Number(notice.failures)).toBeGreaterThanOrEqual(3);
+      const reason = new RegExp(`^no accepted request for (\\d+) s and ${String(notice.failures)} failed attempts \\(autoDisable: 60 s and 3 attempts\\)$`).exec(String(notice.reason));
       expect(reason, String(notice.reason)).not.toBeNull();
       // Counted from the first failure to the third: at least the 61 s set up, at most until now.
       expect(Number(reason![1])).toBeGreaterThanOrEqual(61);
