@@ -27,6 +27,7 @@
  */
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_SETTINGS } from '../../lib/config';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { DynamoDbShipmentHeads } from '../../lib/ledger/dynamodb-shipment-heads';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
@@ -286,14 +287,22 @@ describe('Ordering: 50 shipments × 5 events, both intakes, a faulty receiver', 
       expect(rows.get(`${id} held`)).toMatchObject({ state: 'pending', attempts: 0, sequence: i + 1 });
     }
     const heads = new DynamoDbShipmentHeads({ client: clients.documents, tableName: sandbox.ready.ledgerTable });
-    expect(await heads.get(HELD.id, 'held')).toMatchObject({ assigned: 5, next: 2, waiting: { 3: HELD.sent[2], 4: HELD.sent[3], 5: HELD.sent[4] } });
+    const held = await heads.get(HELD.id, 'held');
+    expect(held).toMatchObject({ assigned: 5, next: 2, waiting: { 3: HELD.sent[2], 4: HELD.sent[3], 5: HELD.sent[4] } });
+    // Held by its dead event: the head has no expiry, however long the operator takes.
+    expect(held?.expiresAt).toBeUndefined();
 
     // Act: the operator replays the dead event at that endpoint.
     const replayed = await handoff(['replay', HELD.sent[1]!, '--endpoint', 'held', '--operator', 'e2e', '--reason', 'receiver fixed']);
     expect(replayed.code, replayed.stderr).toBe(0);
     await settle(HELD.sent.map((id) => [id, 'held', 'delivered'] as const));
     await queuesDrain();
-    expect(await heads.get(HELD.id, 'held')).toMatchObject({ next: 6, waiting: {} });
+    const settled = await heads.get(HELD.id, 'held');
+    expect(settled).toMatchObject({ next: 6, waiting: {} });
+    // Settled: it expires the rows' retention after the advance that settled it (within this test's minutes).
+    const retentionSeconds = DEFAULT_SETTINGS.retentionDays * 24 * 60 * 60;
+    expect(settled?.expiresAt).toBeGreaterThan(Math.floor(Date.now() / 1000) + retentionSeconds - 600);
+    expect(settled?.expiresAt).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + retentionSeconds);
 
     // Assess: the dead event (same number) and then the rest, in order, each applied once.
     expect(receivers.held.requests.map((r) => `${r.eventId}:${sequenceOf(r)}`)).toEqual([
