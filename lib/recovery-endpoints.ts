@@ -17,7 +17,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { RegistryListing } from './endpoints/dynamodb-registry-listing';
 import { isTombstone, RegistryTable, type Item } from './endpoints/dynamodb-registry-table';
-import { CHANGE_LOOKBACK_MS, FULL_READ_AFTER_MS } from './endpoints/registry-copy';
+import { changesSince, FULL_READ_AFTER_MS } from './endpoints/registry-copy';
 import { REGISTRY_SCHEMA } from './endpoints/registry-schema';
 import type { EndpointView } from './recovery';
 
@@ -34,7 +34,6 @@ export function registryEndpoints(
   const listing = new RegistryListing(new RegistryTable(client, tableName));
   const now = options.now ?? Date.now;
   let views: Map<string, { view: EndpointView; changedAt: number }> | undefined;
-  let highWater = 0;
   let refreshedAt = 0;
 
   const take = (item: Item, into: Map<string, { view: EndpointView; changedAt: number }>): void => {
@@ -42,7 +41,6 @@ export function registryEndpoints(
     if (typeof name !== 'string') return;
     const stamped = item[A.changedAt];
     const changedAt = typeof stamped === 'number' ? stamped : 0;
-    highWater = Math.max(highWater, changedAt);
     if (isTombstone(item)) into.delete(name);
     else into.set(name, { view: viewOf(item), changedAt });
   };
@@ -55,7 +53,7 @@ export function registryEndpoints(
       views = fresh;
     } else {
       const held = views;
-      const since = Math.min(highWater, startedAt) - CHANGE_LOOKBACK_MS;
+      const since = changesSince(refreshedAt);
       const changed = (await listing.changedSince(since)).filter((mark) => held.get(mark.name)?.changedAt !== mark.changedAt).map((mark) => mark.name);
       const releasing = [...held].filter(([, { view }]) => view.resume !== undefined).map(([name]) => name);
       const names = [...new Set([...changed, ...releasing])];

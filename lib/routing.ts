@@ -270,9 +270,8 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
       const records = await options.records();
       sync(records);
       if (scope !== undefined) {
-        // Its events' types' subscribers whose `match` one of them passes: the endpoints they go to.
-        const types = scope.events.map((event) => `shipment.${event.status}`);
-        const wanted = [...index.candidates(types)].filter((name) => {
+        // The endpoints its events may go to, kept where one of them passes the subscription.
+        const wanted = [...index.candidates(scope.events)].filter((name) => {
           const { eventTypes, match } = index.get(name)!.fields;
           return scope.events.some((event) => subscribes({ eventTypes, match: match ?? {} }, event));
         });

@@ -244,7 +244,7 @@ export function defaultEndpointFields(url: string, secret?: string): EndpointFie
   return { name: DEFAULT_ENDPOINT, url, eventTypes: [ALL_EVENT_TYPES], ...(secret !== undefined ? { secret } : {}) };
 }
 
-function fieldAt(event: ShipmentEvent, path: string): unknown {
+export function fieldAt(event: ShipmentEvent, path: string): unknown {
   let value: unknown = event;
   for (const part of path.split('.')) {
     if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, part)) return undefined;

@@ -6,11 +6,13 @@
  * 0.5 read units whatever the number of endpoints.
  *
  * Why it misses nothing: a change's time (`changedAt`) is its writer's clock, which SigV4 keeps
- * within 5 minutes of AWS's, and the index shows it a moment late. Each refresh asks from
- * CHANGE_LOOKBACK_MS (15 minutes) before the newest change it holds (or now, if that is later: a
- * writer ahead of time must not move the window forward), so a change stamped up to 5 minutes early
- * still falls in the window of every refresh within 10 minutes of it. A copy that went longer than
- * that without a successful refresh (FULL_READ_AFTER_MS) reads everything again instead.
+ * within 5 minutes of AWS's, and the index shows it a moment late. A change the last successful
+ * refresh did not see was written after that refresh began (less the index's lag), so it is stamped
+ * at most 5 minutes before then. Each refresh asks from CHANGE_LOOKBACK_MS (15 minutes) before the
+ * last successful refresh began: the window slides with the refreshes, not with the newest change,
+ * so a quiet registry answers an empty Query even after a bulk load (in the 15 minutes after one,
+ * the load's keys come back with each answer, and are read from the table no more). A copy that went
+ * longer than FULL_READ_AFTER_MS without a successful refresh reads everything again instead.
  *
  * It hands out a new array only when something changed, holding the same record objects for the
  * endpoints that did not: routing and the health tracker compare identity to know there is nothing
@@ -26,6 +28,11 @@ export const CHANGE_LOOKBACK_MS = 15 * 60_000;
 export const MAX_CLOCK_SKEW_MS = 5 * 60_000;
 /** Without a successful refresh for this long, the next reads every item again: a change may have left the window. */
 export const FULL_READ_AFTER_MS = CHANGE_LOOKBACK_MS - MAX_CLOCK_SKEW_MS - 60_000;
+
+/** Where a refresh asks the change index from: the lookback before the last successful refresh began. */
+export function changesSince(lastRefreshStartedAt: number): number {
+  return lastRefreshStartedAt - CHANGE_LOOKBACK_MS;
+}
 
 /** What changed between an array the copy handed out and the one before it. */
 export interface CopyChanges<R> {
@@ -49,8 +56,6 @@ export class RegistryCopy {
   /** Endpoints removed, with their tombstone's change, while it can still show in the window. */
   readonly #gone = new Map<string, number>();
   #records: HealthRecord[] | undefined;
-  /** The newest change the copy holds. */
-  #highWater = 0;
   /** When the last successful refresh began. */
   #refreshedAt = 0;
 
@@ -69,7 +74,7 @@ export class RegistryCopy {
     if (this.#records === undefined || startedAt - this.#refreshedAt > FULL_READ_AFTER_MS) {
       this.#apply(await this.#source.readAll(), true);
     } else {
-      const since = Math.min(this.#highWater, startedAt) - CHANGE_LOOKBACK_MS;
+      const since = changesSince(this.#refreshedAt);
       const stale = (await this.#source.changedSince(since)).filter((mark) => this.#known(mark) !== mark.changedAt);
       if (stale.length > 0) this.#apply(await this.#source.readNames(stale.map((mark) => mark.name)), false);
       for (const [name, changedAt] of this.#gone) if (changedAt <= since) this.#gone.delete(name);
@@ -88,7 +93,6 @@ export class RegistryCopy {
     const names = new Map<string, HealthRecord | undefined>();
     const entries = complete ? new Map<string, RegistryEntry>() : this.#entries;
     for (const entry of read) {
-      this.#highWater = Math.max(this.#highWater, entry.changedAt);
       const before = this.#entries.get(entry.name);
       if (entry.record === undefined && entry.unreadable === undefined) {
         if (entries.delete(entry.name) || before !== undefined) names.set(entry.name, undefined);

@@ -1,17 +1,26 @@
 /**
- * The registry's endpoints by what they subscribe to (docs/contract.md §11): event type to names,
- * and the `*` subscribers, so routing an event looks at its type's subscribers alone, never every
- * endpoint. Kept from the copy of the registry (registry-copy.ts): a copy made from the one before
- * says what changed (`changesOf`), and only those endpoints are indexed again; any other new copy is
- * indexed whole. `match` is checked on the candidates by routing, as ever.
+ * The registry's endpoints by what they subscribe to (docs/contract.md §11), so routing an event
+ * looks at the endpoints that may want it, never every endpoint: by event type (and the `*`
+ * subscribers), and for an endpoint with a `match`, by one of its filters too (the first key in
+ * order, under each of its values), since a platform's endpoints mostly share a few types and differ
+ * by filter (`data.carrier`, a merchant's field). An event then finds its type's endpoints without a
+ * filter, and those whose indexed filter holds its own value at that key.
+ *
+ * Kept from the copy of the registry (registry-copy.ts): a copy made from the one before says what
+ * changed (`changesOf`), and only those endpoints are indexed again; any other new copy is indexed
+ * whole. `match` is checked on the candidates by routing, as ever.
  */
-import { ALL_EVENT_TYPES, type EndpointRecord } from './endpoint';
+import { ALL_EVENT_TYPES, fieldAt, type EndpointRecord } from './endpoint';
+import type { ShipmentEvent } from '../event';
 import { changesOf } from './registry-copy';
 
 export class SubscriptionIndex<R extends EndpointRecord = EndpointRecord> {
   #records: readonly R[] | undefined;
   readonly #byName = new Map<string, R>();
-  readonly #byType = new Map<string, Set<string>>();
+  /** Index key (`type`, or `type` NUL `key` NUL JSON value) to names. */
+  readonly #byKey = new Map<string, Set<string>>();
+  /** The filter keys indexed, with how many endpoints each: those an event's values are looked up at. */
+  readonly #filterKeys = new Map<string, number>();
 
   /** Takes the registry's copy: nothing to do for the copy already held. Returns the names whose record changed (all: undefined). */
   sync(records: readonly R[]): ReadonlySet<string> | undefined {
@@ -24,7 +33,8 @@ export class SubscriptionIndex<R extends EndpointRecord = EndpointRecord> {
       return new Set(delta.changed.keys());
     }
     this.#byName.clear();
-    this.#byType.clear();
+    this.#byKey.clear();
+    this.#filterKeys.clear();
     for (const record of records) this.#set(record.fields.name, record);
     return undefined;
   }
@@ -37,25 +47,63 @@ export class SubscriptionIndex<R extends EndpointRecord = EndpointRecord> {
     return this.#byName.keys();
   }
 
-  /** The endpoints that may take an event of one of these types: their subscribers and the `*` ones (`match` not checked). */
-  candidates(eventTypes: Iterable<string>): Set<string> {
-    const names = new Set<string>(this.#byType.get(ALL_EVENT_TYPES));
-    for (const type of eventTypes) for (const name of this.#byType.get(type) ?? []) names.add(name);
+  /** The endpoints that may take one of these events: a superset of those whose subscription it passes (`match` not checked). */
+  candidates(events: Iterable<ShipmentEvent>): Set<string> {
+    const names = new Set<string>();
+    const add = (key: string) => {
+      for (const name of this.#byKey.get(key) ?? []) names.add(name);
+    };
+    for (const event of events) {
+      for (const type of [`shipment.${event.status}`, ALL_EVENT_TYPES]) {
+        add(type);
+        for (const filter of this.#filterKeys.keys()) add(filterKey(type, filter, fieldAt(event, filter)));
+      }
+    }
     return names;
   }
 
   #set(name: string, record: R | undefined): void {
     const before = this.#byName.get(name);
-    for (const type of before?.fields.eventTypes ?? []) this.#byType.get(type)?.delete(name);
+    if (before !== undefined) {
+      for (const key of keysOf(before)) this.#byKey.get(key)?.delete(name);
+      const filter = indexedFilter(before);
+      if (filter !== undefined) this.#count(filter, -1);
+    }
     if (record === undefined) {
       this.#byName.delete(name);
       return;
     }
     this.#byName.set(name, record);
-    for (const type of record.fields.eventTypes) {
-      let names = this.#byType.get(type);
-      if (names === undefined) this.#byType.set(type, (names = new Set()));
+    for (const key of keysOf(record)) {
+      let names = this.#byKey.get(key);
+      if (names === undefined) this.#byKey.set(key, (names = new Set()));
       names.add(name);
     }
+    const filter = indexedFilter(record);
+    if (filter !== undefined) this.#count(filter, 1);
   }
+
+  #count(filter: string, by: number): void {
+    const count = (this.#filterKeys.get(filter) ?? 0) + by;
+    if (count > 0) this.#filterKeys.set(filter, count);
+    else this.#filterKeys.delete(filter);
+  }
+}
+
+/** The filter an endpoint is indexed by: the first key of its `match`, in order (none: by type alone). */
+function indexedFilter(record: EndpointRecord): string | undefined {
+  const keys = Object.keys(record.fields.match ?? {});
+  return keys.length === 0 ? undefined : keys.sort()[0];
+}
+
+/** Where an endpoint is indexed: under each of its types, or under each type and value of its indexed filter. */
+function keysOf(record: EndpointRecord): string[] {
+  const filter = indexedFilter(record);
+  if (filter === undefined) return [...record.fields.eventTypes];
+  const values = record.fields.match![filter]!;
+  return record.fields.eventTypes.flatMap((type) => values.map((value) => filterKey(type, filter, value)));
+}
+
+function filterKey(type: string, filter: string, value: unknown): string {
+  return `${type}\u0000${filter}\u0000${JSON.stringify(value ?? null)}`;
 }

@@ -135,6 +135,31 @@ describe('Class: RegistryCopy on DynamoDB', () => {
     expect(again).toBe(held);
   });
 
+  it('asks from 15 minutes before its last refresh, so a bulk load\'s keys stop coming back once that has passed', async () => {
+    for (let i = 0; i < 30; i += 1) await registry.add(endpoint(`ep-${i}`), nowMs);
+    const answers: number[] = [];
+    const copy = new RegistryCopy(
+      {
+        readAll: () => registry.readAll(),
+        readNames: (names) => registry.readNames(names),
+        changedSince: async (since) => {
+          const marks = await registry.changedSince(since);
+          answers.push(marks.length);
+          return marks;
+        },
+      },
+      { now: () => nowMs },
+    );
+    await copy.list();
+
+    for (const step of [5 * MINUTE, 5 * MINUTE, 5 * MINUTE, 15_000]) {
+      nowMs += step;
+      await copy.list();
+    }
+
+    expect(answers).toEqual([30, 30, 30, 0]);
+  });
+
   it('reads only the changed endpoints, in one BatchGetItem, after the one Query', async () => {
     for (let i = 0; i < 20; i += 1) await registry.add(endpoint(`ep-${i}`), nowMs);
     const { copy } = await warmCopy();

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { EndpointRecord } from '../../lib/endpoints/endpoint';
 import type { ChangeMark, RegistryChanges, RegistryEntry } from '../../lib/endpoints/registry';
 import { RegistryCopy } from '../../lib/endpoints/registry-copy';
+import { SubscriptionIndex } from '../../lib/endpoints/subscriptions';
 import { createLogger } from '../../lib/observability';
 import { registryRouting, type RouteScope } from '../../lib/routing';
 import { SHIPMENT_STATUSES, type ShipmentEvent } from '../../lib/event';
@@ -85,6 +86,20 @@ function setup(count: number) {
   const scope = (...events: ShipmentEvent[]): RouteScope => ({ events, endpoints: [] });
   return { registry, routing, reads, scope, tick: (ms: number) => (nowMs += ms) };
 }
+
+describe('Class: SubscriptionIndex', () => {
+  it("finds an event's candidates by type and by an endpoint's first filter, not among every subscriber of its type", () => {
+    const index = new SubscriptionIndex();
+    const sameType = Array.from({ length: 5000 }, (_, i) => record(i, { eventTypes: ['shipment.delivered'] }));
+    const unfiltered = record(9001, { eventTypes: ['shipment.delivered'], match: {} });
+    const everything = record(9002, { eventTypes: ['*'], match: { 'data.carrier': ['c-42', 'c-43'] } });
+    index.sync([...sameType, unfiltered, everything]);
+
+    const found = index.candidates([{ ...eventFor(42), status: 'delivered' }]);
+
+    expect([...found].sort()).toEqual(['ep-42', 'ep-9001', 'ep-9002']);
+  });
+});
 
 describe('Function: registryRouting over 5,000 endpoints', () => {
   it('resolves only the endpoints the batch\'s events go to: one secret read for one event, none at the cold start', async () => {
