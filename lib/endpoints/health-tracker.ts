@@ -255,9 +255,10 @@ export class HealthTracker {
 
   /**
    * The breaker (health-rules.ts): an unreachable attempt is counted in this consumer's run; the run's
-   * first is written as any failure; the BREAKER_FAILURES-th opens the breaker, and any after a pause
-   * during the run re-opens it (a failed probe). Opening: the endpoint is held here at once, then one
-   * pause write, unless the item shows a pause in force already (another consumer opened it first).
+   * first is counted as a failure too (carried by the opening pause's write, or by the batch's end);
+   * the BREAKER_FAILURES-th opens the breaker, and any after a pause during the run re-opens it (a
+   * failed probe). Opening: the endpoint is held here at once, then one pause write, unless the item
+   * shows a pause in force already (another consumer opened it first).
    */
   async #unreachable(endpoint: Endpoint, outcome: AttemptOutcome, nowMs: number, logger: Logger): Promise<void> {
     const name = endpoint.name;
@@ -330,7 +331,7 @@ export class HealthTracker {
    */
   async #pauseCarrying(name: string, untilMs: number, nowMs: number): Promise<number> {
     const counted = this.#flushing.has(name) ? undefined : this.#unflushed.get(name);
-    this.#unflushed.delete(name);
+    if (counted !== undefined) this.#unflushed.delete(name);
     let inForce: number;
     try {
       inForce = await this.#store.pause(name, untilMs, nowMs, counted?.count ?? 0);

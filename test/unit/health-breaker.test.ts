@@ -316,6 +316,32 @@ describe('Class: HealthTracker, the breaker', () => {
     });
   });
 
+  it('keeps the counts a flush in flight does not carry when the breaker opens meanwhile, for the next flush', async () => {
+    const store = new MemoryHealthStore();
+    const clock = { now: T0 };
+    const t = tracker(store, clock);
+    let release!: () => void;
+    const slowFlush = new Promise<void>((resolve) => (release = resolve));
+    const recordFailure = store.recordFailure.bind(store);
+    store.recordFailure = async (name, nowMs, count) => {
+      await slowFlush;
+      return recordFailure(name, nowMs, count);
+    };
+
+    // A 503 begins the run (its flush held in flight); then three timeouts open the breaker.
+    const flushing = t.health.afterAttempt(acme, { kind: 'temporary', status: 503 }, t.logger);
+    await outage(t, 3);
+    release();
+    await flushing;
+    clock.now = T0 + 1_000;
+    await t.health.settled();
+
+    // In the order they landed: the pause (carrying nothing: a flush was in flight), the 503's flush,
+    // then a second on the timeouts' run's first, kept for it.
+    expect(store.writes).toEqual(['pause acme', 'failure acme', 'failure acme']);
+    expect(store.health.get('acme')?.failures).toBe(2);
+  });
+
   it('holds the endpoint here when the pause cannot be written, and logs the write', async () => {
     const store = new MemoryHealthStore();
     const t = tracker(store, { now: T0 });
