@@ -59,6 +59,12 @@ export interface DynamoDbRateLimiterOptions {
  * fits before the horizon another; more means the schedule flips between idle and busy under it.
  */
 const MAX_ROUNDS = 4;
+/**
+ * A schedule this process found booked ahead this recently is guessed booked still, though the value
+ * it saw has passed: at a rate near the limit the other consumers keep it ahead, and a reservation
+ * made in blocks (BlockRateLimiter) sees the value only about once a second.
+ */
+const BUSY_GUESS_MS = 2_000;
 
 const KEY = REGISTRY_SCHEMA.partitionKey;
 const NEXT = REGISTRY_SCHEMA.attributes.rateNext;
@@ -75,6 +81,8 @@ export class DynamoDbRateLimiter implements RateLimiter {
   readonly #maxRounds: number;
   /** Per endpoint, the latest value of its schedule this process saw: a lower bound of the value now. */
   readonly #seen = new Map<string, number>();
+  /** Per endpoint, when this process last reserved on it booked ahead. */
+  readonly #busyAt = new Map<string, number>();
 
   constructor(options: DynamoDbRateLimiterOptions) {
     // Attribute values are built here: the low-level client is all that is used.
@@ -92,8 +100,9 @@ export class DynamoDbRateLimiter implements RateLimiter {
       // No consumer reserves beyond its own horizon, so a schedule booked past two horizons from now
       // was written by a clock far ahead (or by hand): it is taken as free, replacing exactly that value.
       const implausible = known !== undefined && known > nowMs + 2 * this.#horizonMs;
-      const idle = known === undefined || known <= nowMs || implausible;
-      const base = idle ? nowMs : known!;
+      const stillBusy = round === 1 && nowMs - (this.#busyAt.get(endpoint) ?? -Infinity) <= BUSY_GUESS_MS;
+      const idle = known === undefined || implausible || (known <= nowMs && !stillBusy);
+      const base = idle ? nowMs : Math.max(known!, nowMs);
       const reserved = slotsWithin(base, count, perSecond, nowMs, this.#horizonMs);
       // Booked beyond the horizon already (the value only grows): nothing to ask the table.
       if (reserved === 0) return { slots: [], waitMs: waitForHorizon(base, nowMs, this.#horizonMs) };
@@ -121,6 +130,8 @@ export class DynamoDbRateLimiter implements RateLimiter {
           });
       if (result.written) {
         this.#note(endpoint, result.next);
+        if (idle || implausible) this.#busyAt.delete(endpoint);
+        else this.#busyAt.set(endpoint, nowMs);
         const slots = slotsFrom(toScheduleMs(result.next - span), reserved, perSecond);
         return reserved === count ? { slots } : { slots, waitMs: waitForHorizon(result.next, nowMs, this.#horizonMs) };
       }
