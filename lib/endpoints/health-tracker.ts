@@ -20,12 +20,12 @@ import { errorFields, type Logger } from '../observability';
 import { unreachable, type AttemptOutcome } from '../outcome';
 import type { DisabledNotice } from './disabled-notifier';
 import type { Endpoint } from './endpoint';
+import { FailureCounts, withCounted, type Counted } from './failure-counts';
 import {
   autoDisableReason,
   breakerStep,
   endsFailures,
   extendRun,
-  FLUSH_INTERVAL_MS,
   GONE_REASON,
   HANDOFF_ACTOR,
   HEALTHY,
@@ -77,12 +77,8 @@ export class HealthTracker {
   /** Probes this consumer holds (until when), and its claims in flight, shared by a batch's deliveries. */
   readonly #probes = new Map<string, number>();
   readonly #claiming = new Map<string, Promise<number>>();
-  /** Failed attempts counted here and not yet written, per endpoint (the endpoint as last seen, for the automatic rule). */
-  readonly #unflushed = new Map<string, Counted>();
-  /** The flush in flight per endpoint, and what it adds (known here before its answer). */
-  readonly #flushing = new Map<string, { readonly counted: Counted; readonly written: Promise<EndpointHealth | undefined> }>();
-  /** When each endpoint's last flush began: the next is due FLUSH_INTERVAL_MS after. */
-  readonly #flushedAt = new Map<string, number>();
+  /** Failed attempts counted here and not yet written, per endpoint (failure-counts.ts). */
+  readonly #counts = new FailureCounts();
   /** Every write (and attempt's aftermath) in flight, for `settled`. */
   readonly #inFlight = new Set<Promise<unknown>>();
 
@@ -128,7 +124,7 @@ export class HealthTracker {
 
   /** The endpoint's health as this consumer knows it now, its failures not yet written included. */
   current(name: string): EndpointHealth {
-    const base = withCounted(withCounted(this.#stored(name), this.#flushing.get(name)?.counted), this.#unflushed.get(name));
+    const base = this.#counts.over(name, this.#stored(name));
     const local = this.#pauses.get(name);
     if (local === undefined || (base.pausedUntil !== undefined && base.pausedUntil >= local)) return base;
     return { ...base, pausedUntil: local };
@@ -191,7 +187,7 @@ export class HealthTracker {
    */
   async settled(): Promise<void> {
     const nowMs = this.#now();
-    for (const [name, counted] of this.#unflushed) if (this.#due(name, nowMs)) void this.#flush(name, counted.logger);
+    for (const counted of this.#counts.dueNow(nowMs)) void this.#flush(counted.endpoint.name, counted.logger);
     while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
   }
 
@@ -269,7 +265,7 @@ export class HealthTracker {
     if (step.kind === 'count') {
       // Counted, not written at once: a batch's unreachable attempts end together, and the pause that
       // opens the breaker then carries the count in its own write; else the batch's end writes it.
-      if (step.record) this.#tally(endpoint, nowMs, logger);
+      if (step.record) this.#counts.add(endpoint, nowMs, logger);
       return;
     }
     this.#pauses.set(name, step.untilMs);
@@ -298,7 +294,7 @@ export class HealthTracker {
   /** The first accepted attempt after failures: the recovery written (closing the breaker, if it was open). */
   async #recover(name: string, before: EndpointHealth, nowMs: number, logger: Logger): Promise<void> {
     // The failures counted here and not written came before it: the recovery clears them anyway.
-    this.#unflushed.delete(name);
+    this.#counts.drop(name);
     const health = await this.#store.recordRecovery(name, nowMs);
     this.#note(name, health);
     if (tripped(before)) logger.info('endpoint recovered', { endpoint: name, failures: before.failures, since: iso(noAcceptedSince(before)) });
@@ -313,15 +309,9 @@ export class HealthTracker {
   async #count(endpoint: Endpoint, nowMs: number, logger: Logger, when: 'due' | 'now' = 'due'): Promise<EndpointHealth | undefined> {
     const name = endpoint.name;
     const begins = !endsFailures(this.current(name));
-    this.#tally(endpoint, nowMs, logger);
-    if (!begins && when === 'due' && !this.#due(name, nowMs)) return undefined;
+    this.#counts.add(endpoint, nowMs, logger);
+    if (!begins && when === 'due' && !this.#counts.due(name, nowMs)) return undefined;
     return this.#flush(name, logger);
-  }
-
-  /** One failed attempt counted here, for the next flush. */
-  #tally(endpoint: Endpoint, nowMs: number, logger: Logger): void {
-    const counted = this.#unflushed.get(endpoint.name);
-    this.#unflushed.set(endpoint.name, { count: (counted?.count ?? 0) + 1, sinceMs: counted?.sinceMs ?? nowMs, endpoint, logger });
   }
 
   /**
@@ -330,17 +320,16 @@ export class HealthTracker {
    * they go with the next flush. The pause in force, noted as the item's.
    */
   async #pauseCarrying(name: string, untilMs: number, nowMs: number): Promise<number> {
-    const counted = this.#flushing.has(name) ? undefined : this.#unflushed.get(name);
-    if (counted !== undefined) this.#unflushed.delete(name);
+    const counted = this.#counts.take(name);
     let inForce: number;
     try {
       inForce = await this.#store.pause(name, untilMs, nowMs, counted?.count ?? 0);
     } catch (error) {
-      if (counted !== undefined) this.#requeue(counted);
+      if (counted !== undefined) this.#counts.putBack(counted);
       throw error;
     }
     const carried = counted !== undefined && inForce === untilMs;
-    if (counted !== undefined && !carried) this.#requeue(counted);
+    if (counted !== undefined && !carried) this.#counts.putBack(counted);
     // Known as the item's from now on, so the endpoint stays tripped here once the pause is over.
     const base = this.#stored(name);
     const failing = carried ? withCounted(base, counted) : base;
@@ -348,30 +337,13 @@ export class HealthTracker {
     return inForce;
   }
 
-  /** Counts a write did not take, back among those for the next flush. */
-  #requeue(counted: Counted): void {
-    const name = counted.endpoint.name;
-    const later = this.#unflushed.get(name);
-    this.#unflushed.set(name, { ...(later ?? counted), count: counted.count + (later?.count ?? 0), sinceMs: Math.min(counted.sinceMs, later?.sinceMs ?? Infinity) });
-  }
-
-  /** Whether an endpoint's counts may be written now: no flush in flight, and the last began FLUSH_INTERVAL_MS ago. */
-  #due(name: string, nowMs: number): boolean {
-    return !this.#flushing.has(name) && nowMs - (this.#flushedAt.get(name) ?? -Infinity) >= FLUSH_INTERVAL_MS;
-  }
-
   /** Writes the endpoint's counts in one addition (a flush in flight is shared); then the automatic rule on the item's answer. */
   #flush(name: string, logger: Logger): Promise<EndpointHealth | undefined> {
-    const running = this.#flushing.get(name);
-    if (running !== undefined) return running.written;
-    const counted = this.#unflushed.get(name);
-    if (counted === undefined) return Promise.resolve(undefined);
-    this.#unflushed.delete(name);
+    const running = this.#counts.inFlight(name);
+    if (running !== undefined) return running;
     const nowMs = this.#now();
-    this.#flushedAt.set(name, nowMs);
-    const written = this.#writeFailures(counted, nowMs, logger);
-    this.#flushing.set(name, { counted, written });
-    return this.#track(written);
+    const written = this.#counts.flush(name, nowMs, (counted) => this.#writeFailures(counted, nowMs, logger));
+    return written === undefined ? Promise.resolve(undefined) : this.#track(written);
   }
 
   async #writeFailures(counted: Counted, nowMs: number, logger: Logger): Promise<EndpointHealth | undefined> {
@@ -381,13 +353,13 @@ export class HealthTracker {
     try {
       health = await this.#store.recordFailure(name, nowMs, count);
     } catch (error) {
-      this.#flushing.delete(name);
+      this.#counts.flushed(name);
       // Counted again, with the next flush: a write that fails loses no count.
-      this.#requeue(counted);
+      this.#counts.putBack(counted);
       logger.warn('endpoint health write failed', { endpoint: name, write: 'failures', failures: count, ...errorFields(error) });
       return undefined;
     }
-    this.#flushing.delete(name);
+    this.#counts.flushed(name);
     this.#note(name, health);
     const reason = autoDisableReason(endpoint, health, this.#now());
     try {
@@ -435,20 +407,6 @@ export class HealthTracker {
       await this.#notify(notice).catch((error: unknown) => logger.error('endpoint disabled: notification failed', { endpoint: name, ...errorFields(error) }));
     }
   }
-}
-
-/** Failed attempts counted and not yet written: how many, since when (epoch ms), and for which endpoint. */
-interface Counted {
-  readonly count: number;
-  readonly sinceMs: number;
-  readonly endpoint: Endpoint;
-  readonly logger: Logger;
-}
-
-/** `health` with failures counted here added: the run begun at the first of them if none is known. */
-function withCounted(health: EndpointHealth, counted: Counted | undefined): EndpointHealth {
-  if (counted === undefined) return health;
-  return { ...health, failures: health.failures + counted.count, failingSince: health.failingSince ?? counted.sinceMs };
 }
 
 function iso(ms: number | undefined): string | null {
