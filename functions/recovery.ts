@@ -26,7 +26,7 @@ import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { SqsRedriveQueue } from '../lib/queue/sqs-redrive-queue';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
 import { RECOVERY_ENV, RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, registryEndpoints, sendBackRedriven, type RecoveryRun } from '../lib/recovery';
-import { releaseResuming } from '../lib/resume';
+import { releaseResuming, StraySweep } from '../lib/resume';
 
 /** The schedule's default (infra/webhook-delivery.ts sets the variable from `recoveryInterval`). */
 const DEFAULT_INTERVAL_MS = 5 * 60_000;
@@ -57,6 +57,8 @@ const intervalMs = wholeNumber(env[RECOVERY_ENV.intervalMs], RECOVERY_ENV.interv
 
 /** Where the last run of this container stopped. */
 let cursor: string | undefined;
+/** Where this container's check of long-enabled endpoints for stray parked deliveries is up to. */
+const sweep = new StraySweep();
 
 export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complete: boolean; resumed: number; sentBack: number; gaveUp: number }> {
   // A short receive samples some of SQS's servers; a second's wait asks them all.
@@ -84,7 +86,7 @@ export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complet
   // Parked deliveries of endpoints enabled again, released up to the next run (lib/resume.ts).
   const releases =
     endpoints !== undefined && registry !== undefined
-      ? await releaseResuming(await endpoints(), { ledger, queue, store: registry, now: Date.now, horizonMs: intervalMs, logger })
+      ? await releaseResuming(await endpoints(), { ledger, queue, store: registry, now: Date.now, horizonMs: intervalMs, logger, sweep })
       : [];
   const resumed = releases.reduce((sum, release) => sum + release.released, 0);
   process.stdout.write(`${recoveredMetricDocument(run.recovered + redriven.sentBack, Date.now(), resumed)}\n`);

@@ -42,7 +42,7 @@ export function registryEndpoints(
     const stamped = item[A.changedAt];
     const changedAt = typeof stamped === 'number' ? stamped : 0;
     if (isTombstone(item)) into.delete(name);
-    else into.set(name, { view: viewOf(item), changedAt });
+    else into.set(name, { view: { ...viewOf(item), changedAt }, changedAt });
   };
 
   return async () => {

@@ -124,6 +124,8 @@ export interface EndpointView {
   readonly pausedUntil?: number;
   readonly state?: string;
   readonly resume?: Resume;
+  /** Epoch ms of its last marked change (0: written before changes were marked). */
+  readonly changedAt?: number;
 }
 
 export interface RecoveryRun {

@@ -18,8 +18,10 @@
  *    once) and puts a message for it on the queue, delayed until its slot;
  * 4. ends the release (removes the attributes) when none is left, once consumers have all seen the
  *    endpoint enabled: one with a stale copy of the registry may still park a delivery meanwhile.
- *    One that parks a delivery even later (a copy kept through a registry outage) is caught by the
- *    next run, which finds the enabled endpoint's parked row and begins a release for it.
+ *    One that parks a delivery even later (a copy kept through a registry outage) is caught by a
+ *    later run, which finds the enabled endpoint's parked row and begins a release for it (`strays`:
+ *    every run checks the endpoints changed within the last hour, and a bounded share of the others
+ *    in turn, so a run's reads do not grow with the number of endpoints).
  *
  * A release interrupted anywhere leaves nothing behind: a released row is listed as pending from
  * its slot on, so if its message is never sent the stuck-work recovery sends one (lib/recovery.ts);
@@ -45,6 +47,14 @@ const SETTLE_MS = 2 * ENDPOINTS_CACHE_MS;
 const CONCURRENCY = 10;
 /** Rows read per listing page. */
 const PAGE_SIZE = 100;
+/**
+ * An enabled endpoint whose last change (its enabling among them) is this recent is checked for
+ * parked deliveries at every run: a consumer's copy is refreshed every ENDPOINTS_CACHE_MS, and a
+ * batch that read it parks within the invocation's 15 minutes at most.
+ */
+export const STRAY_RECENT_MS = 60 * 60_000;
+/** The other enabled endpoints checked per run, in turn (`StraySweep`): each costs one read of its parked listing. */
+export const STRAY_SWEEP_PER_RUN = 100;
 
 /** A release in progress, as the registry holds it. */
 export interface Resume {
@@ -157,20 +167,49 @@ export async function releaseParked(endpoint: string, resume: Resume, deps: Rele
 export interface ResumeView {
   readonly state?: string;
   readonly resume?: Resume;
+  /** Epoch ms of the item's last marked change (lib/endpoints/registry-schema.ts `changedAt`); unknown: treated as recent. */
+  readonly changedAt?: number;
+}
+
+/**
+ * Where the check of long-enabled endpoints for stray parked deliveries is up to, kept by the
+ * process that makes the runs (the scheduled function's container, the sandbox's timer): each run
+ * takes the next STRAY_SWEEP_PER_RUN names after the last one it took, in name order, wrapping
+ * around, so every enabled endpoint is checked once per sweep (100,000 endpoints: 1,000 runs).
+ */
+export class StraySweep {
+  #after = '';
+
+  constructor(readonly perRun: number = STRAY_SWEEP_PER_RUN) {}
+
+  /** The next names to check among `names` (any order), and the sweep moved past them. */
+  take(names: readonly string[]): string[] {
+    const sorted = [...names].sort();
+    const start = sorted.findIndex((name) => name > this.#after);
+    const from = start === -1 ? 0 : start;
+    const taken = [...sorted.slice(from), ...sorted.slice(0, from)].slice(0, this.perRun);
+    this.#after = taken.at(-1) ?? '';
+    return taken;
+  }
 }
 
 /**
  * One run of every release in progress: the enabled endpoints with a `resume`, one after another.
- * An enabled endpoint with none in progress is checked for parked deliveries (one row of its parked
- * listing): a consumer whose copy of the registry was older than the settle time may have parked one
- * after its release ended. If it finds any, it begins a release at the default rate, so no delivery
- * stays parked for an enabled endpoint for longer than one run. A failure of one endpoint's run is
- * logged and the others go on.
+ * An enabled endpoint with none in progress may hold parked deliveries: a consumer whose copy of the
+ * registry was older than the settle time may have parked one after its release ended. Those
+ * changed within STRAY_RECENT_MS are checked at every run (one row of its parked listing), the
+ * others a share at a time (`deps.sweep`; without one, none of them). One found parked begins a
+ * release at the default rate. A failure of one endpoint's run is logged and the others go on.
  */
-export async function releaseResuming(endpoints: ReadonlyMap<string, ResumeView>, deps: ReleaseDeps): Promise<ReleaseRun[]> {
+export async function releaseResuming(endpoints: ReadonlyMap<string, ResumeView>, deps: ReleaseDeps & { readonly sweep?: StraySweep }): Promise<ReleaseRun[]> {
   const runs: ReleaseRun[] = [];
+  const nowMs = deps.now();
+  const recent = (view: ResumeView) => view.changedAt === undefined || nowMs - view.changedAt < STRAY_RECENT_MS;
+  const quiet = [...endpoints].filter(([, view]) => view.state === 'enabled' && view.resume === undefined);
+  const checked = new Set([...quiet.filter(([, view]) => recent(view)).map(([name]) => name), ...(deps.sweep?.take(quiet.filter(([, view]) => !recent(view)).map(([name]) => name)) ?? [])]);
   for (const [name, view] of endpoints) {
     if (view.state !== 'enabled') continue;
+    if (view.resume === undefined && !checked.has(name)) continue;
     try {
       let resume = view.resume;
       if (resume === undefined) {

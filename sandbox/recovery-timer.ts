@@ -24,7 +24,7 @@ import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { SqsRedriveQueue } from '../lib/queue/sqs-redrive-queue';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
 import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs, registryEndpoints, sendBackRedriven } from '../lib/recovery';
-import { releaseResuming } from '../lib/resume';
+import { releaseResuming, StraySweep } from '../lib/resume';
 
 /** The sandbox's setting: ms between two runs of the recovery timer. */
 export const RECOVERY_INTERVAL_ENV = 'HANDOFF_RECOVERY_INTERVAL_MS';
@@ -86,7 +86,7 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
   // Releases of parked deliveries after `endpoint enable` (lib/resume.ts), each run scheduling up to the next.
   const release =
     endpoints !== undefined && options.endpointsTable !== undefined
-      ? { endpoints, deps: { ledger, queue, store: new DynamoDbEndpointRegistry({ client: documents, tableName: options.endpointsTable }) } }
+      ? { endpoints, deps: { ledger, queue, store: new DynamoDbEndpointRegistry({ client: documents, tableName: options.endpointsTable }), sweep: new StraySweep() } }
       : undefined;
   const logger = displayLogger(options.log);
   let cursor: string | undefined;

@@ -277,7 +277,7 @@ describe('Function: registryEndpoints (the recovery runs\' reader)', () => {
     expect(quietCounts).toEqual({ Query: 1 });
     expect([...quiet.keys()].sort()).toEqual(['acme', 'zephyr']);
     expect([...changed.keys()]).toEqual(['acme']);
-    expect(changed.get('acme')).toEqual({ state: 'enabled', resume: { since: nowMs, rate: 5 } });
+    expect(changed.get('acme')).toEqual({ state: 'enabled', resume: { since: nowMs, rate: 5 }, changedAt: expect.any(Number) });
     expect(windowMoved.get('acme')?.resume).toEqual({ since: nowMs, rate: 5, until: nowMs + 60_000 });
     expect(counter.counts()).toEqual({ Query: 1, BatchGetItem: 1 });
   });

@@ -20,7 +20,7 @@ import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import type { DeliveryQueue, EnqueueOptions } from '../../lib/queue/queue';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { registryEndpoints } from '../../lib/recovery';
-import { DEFAULT_RESUME_RATE, releaseParked, releaseResuming, type ReleaseDeps, type Resume } from '../../lib/resume';
+import { DEFAULT_RESUME_RATE, releaseParked, releaseResuming, STRAY_RECENT_MS, StraySweep, type ReleaseDeps, type Resume } from '../../lib/resume';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { useConsumerHarness, type ConsumerHarness, type Queues } from '../helpers/consumer-harness';
 import { TEST_SEAL } from '../helpers/sqs-records';
@@ -72,7 +72,7 @@ async function enable(name: string, at: number, rate: number): Promise<void> {
 }
 
 /** The release in progress as the recovery runs read it from the registry. */
-async function view(name: string): Promise<{ state?: string; resume?: Resume }> {
+async function view(name: string): Promise<{ state?: string; resume?: Resume; changedAt?: number }> {
   const endpoints = await readRegistry();
   const found = endpoints.get(name);
   if (found === undefined) throw new Error(`no endpoint ${name} in the registry`);
@@ -144,7 +144,7 @@ describe('Function: releaseParked, on the emulators', () => {
     const { queue, sent } = recordingQueue(queues);
     const clock = { now: enabledAt };
     const begun = await view(name);
-    expect(begun).toEqual({ state: 'enabled', resume: { since: enabledAt, rate: 8 } });
+    expect(begun).toEqual({ state: 'enabled', resume: { since: enabledAt, rate: 8 }, changedAt: expect.any(Number) });
 
     // Act: the first run schedules 4 s (4 slots, a second apart); a second run at once with the same view.
     const first = await releaseParked(name, begun.resume!, deps(queue, clock, 4_000));
@@ -186,7 +186,7 @@ describe('Function: releaseParked, on the emulators', () => {
 
     // Assess: the release is over; the registry no longer holds it.
     expect(last).toEqual({ endpoint: name, released: 0, finished: true, skipped: false });
-    expect(await view(name)).toEqual({ state: 'enabled' });
+    expect(await view(name)).toEqual({ state: 'enabled', changedAt: expect.any(Number) });
     expect(sent).toHaveLength(6);
     // Every release is on the real queue, once, for its endpoint.
     const messages = await harness.receive(queues.queueUrl, 6, { delete: true });
@@ -236,7 +236,7 @@ describe('Function: releaseParked, on the emulators', () => {
     const runs = await releaseResuming(new Map([[name, await view(name)]]), deps(queue, clock, 1_000));
 
     // Assess
-    expect(await view(name)).toEqual({ state: 'disabled' });
+    expect(await view(name)).toEqual({ state: 'disabled', changedAt: expect.any(Number) });
     expect(stale).toEqual({ endpoint: name, released: 0, finished: false, skipped: true });
     expect(runs).toEqual([]);
     expect(sent).toHaveLength(1);
@@ -281,6 +281,33 @@ describe('Function: releaseParked, on the emulators', () => {
     expect(runs).toEqual([]);
     expect(sent).toEqual([]);
     expect((await view('release-quiet')).resume).toBeUndefined();
+  });
+
+  it('checks an endpoint changed over an hour before the run only in its turn of the sweep, a share of the endpoints per run', async () => {
+    // Prepare: three enabled endpoints, their releases over, a stray parked delivery at the last in name order.
+    const names = ['sweep-a', 'sweep-b', 'sweep-c'];
+    for (const name of names) {
+      await disabledEndpoint(name);
+      await enable(name, T0, 8);
+      await registry.finishResume(name, T0);
+    }
+    await park('sweep-c', [['evt_sweep', T0 + 1_000]]);
+    const endpoints = new Map(await Promise.all(names.map(async (name) => [name, await view(name)] as const)));
+    const later = Math.max(...[...endpoints.values()].map((v) => v.changedAt!)) + STRAY_RECENT_MS + 60_000;
+    const { queue, sent } = recordingQueue(await harness.createQueues(30));
+    const sweep = new StraySweep(2);
+
+    // Act: a run without a sweep; then two runs sharing one, two endpoints a run.
+    const unswept = await releaseResuming(endpoints, deps(queue, { now: later }, 1_000));
+    const first = await releaseResuming(endpoints, { ...deps(queue, { now: later }, 1_000), sweep });
+    const second = await releaseResuming(endpoints, { ...deps(queue, { now: later + 60_000 }, 1_000), sweep });
+
+    // Assess
+    expect(unswept).toEqual([]);
+    expect(first).toEqual([]);
+    expect(second).toEqual([{ endpoint: 'sweep-c', released: 1, finished: false, skipped: false }]);
+    expect(sent.map((s) => [s.eventId, s.endpoint])).toEqual([['evt_sweep', 'sweep-c']]);
+    expect(await parkedIds('sweep-c')).toEqual([]);
   });
 
   it('releases 150 rows across listing pages in admission order, each once, and goes on in the next run where a window holds fewer', async () => {

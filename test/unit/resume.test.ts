@@ -1,10 +1,11 @@
 /**
  * The pure parts of releasing parked deliveries (lib/resume.ts, docs/contract.md §12 "Parking"):
  * the ramp's rate (an eighth of the release's rate at first, at least 1 per second, doubling every
- * minute, capped at the rate) and the slots a window holds at that ramp.
+ * minute, capped at the rate), the slots a window holds at that ramp, and the sweep that shares
+ * the check for stray parked deliveries out over the runs.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RESUME_RATE, MAX_HORIZON_MS, rampRate, slotsIn } from '../../lib/resume';
+import { DEFAULT_RESUME_RATE, MAX_HORIZON_MS, rampRate, slotsIn, StraySweep } from '../../lib/resume';
 
 const SINCE = Date.parse('2026-12-03T06:00:00Z');
 const MINUTE_MS = 60_000;
@@ -109,5 +110,23 @@ describe('Function: slotsIn', () => {
     const from = SINCE + 10 * MINUTE_MS; // past the ramp
 
     expect(slotsIn(resume, from, from + MAX_HORIZON_MS).slots).toHaveLength(20 * (MAX_HORIZON_MS / 1000));
+  });
+});
+
+describe('Class: StraySweep', () => {
+  it('takes the next names in name order each run, wrapping around, each once a sweep', () => {
+    const sweep = new StraySweep(2);
+    const names = ['d', 'b', 'a', 'c', 'e'];
+
+    expect([sweep.take(names), sweep.take(names), sweep.take(names), sweep.take(names)]).toEqual([['a', 'b'], ['c', 'd'], ['e', 'a'], ['b', 'c']]);
+  });
+
+  it('goes on after the last name it took when names come and go', () => {
+    const sweep = new StraySweep(2);
+
+    expect(sweep.take(['a', 'b', 'c'])).toEqual(['a', 'b']);
+    expect(sweep.take(['a', 'c', 'd'])).toEqual(['c', 'd']);
+    expect(sweep.take([])).toEqual([]);
+    expect(sweep.take(['a'])).toEqual(['a']);
   });
 });
