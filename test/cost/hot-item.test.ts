@@ -6,28 +6,20 @@
  * by health at most once a second per consumer (a flush, or the breaker's pause carrying it) and once
  * more for the run's beginning, where one write per failed attempt would be 200.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pointAwsAt } from '../../scripts/cost/consumers';
 import { runHotItem, type HotItemResult } from '../../scripts/cost/hot-item';
-import { startMeter, type Meter } from '../../scripts/cost/meter';
-import { emulatorDynamoDbClient, startDynalite } from '../helpers/dynalite';
+import { startMeteredDynalite, type MeteredDynalite } from '../helpers/metered-dynalite';
 
-let dynalite: Awaited<ReturnType<typeof startDynalite>>;
-let direct: DynamoDBClient;
-let meter: Meter;
+let dynamodb: MeteredDynalite;
 
 beforeAll(async () => {
-  dynalite = await startDynalite();
-  direct = emulatorDynamoDbClient(dynalite.endpoint);
-  meter = await startMeter(dynalite.endpoint, direct);
-  pointAwsAt(meter.endpoint);
+  dynamodb = await startMeteredDynalite();
+  pointAwsAt(dynamodb.meter.endpoint);
 });
 
 afterAll(async () => {
-  await meter?.close();
-  direct?.destroy();
-  await dynalite?.close();
+  await dynamodb?.close();
 });
 
 const small = { perSecond: 200, seconds: 3, consumers: 4 } as const;
@@ -35,7 +27,7 @@ const decided = (r: HotItemResult) => Object.values(r.decisions).reduce((sum, n)
 
 describe('Function: runHotItem', () => {
   it('503 without Retry-After: every delivery retried, the registry item written at most once a second per consumer and once for the run', async () => {
-    const result = await runHotItem({ meter, direct, prefix: 'hot-test-503', failure: '503', ...small });
+    const result = await runHotItem({ meter: dynamodb.meter, direct: dynamodb.direct, prefix: 'hot-test-503', failure: '503', ...small });
 
     expect(result.decisions).toEqual({ 'retry:temporary': 600 });
     expect(result.ledger.writes).toBe(2);
@@ -46,7 +38,7 @@ describe('Function: runHotItem', () => {
   }, 120_000);
 
   it("connection refused: the breaker holds the rest without attempts, each consumer's pause carrying its run's first failure in one write", async () => {
-    const result = await runHotItem({ meter, direct, prefix: 'hot-test-refused', failure: 'refused', ...small });
+    const result = await runHotItem({ meter: dynamodb.meter, direct: dynamodb.direct, prefix: 'hot-test-refused', failure: 'refused', ...small });
 
     expect(decided(result)).toBe(600);
     expect(Object.keys(result.decisions).sort()).toEqual(['retry:paused', 'retry:temporary']);
@@ -55,7 +47,7 @@ describe('Function: runHotItem', () => {
   }, 120_000);
 
   it('503 with a rate limit at the delivery rate: the schedule written at most about once a second per consumer too', async () => {
-    const result = await runHotItem({ meter, direct, prefix: 'hot-test-limited', failure: '503', rateLimitPerSecond: small.perSecond, ...small });
+    const result = await runHotItem({ meter: dynamodb.meter, direct: dynamodb.direct, prefix: 'hot-test-limited', failure: '503', rateLimitPerSecond: small.perSecond, ...small });
 
     expect(decided(result)).toBe(600);
     expect(result.registry.health.writes).toBeLessThanOrEqual(small.consumers + 1);
