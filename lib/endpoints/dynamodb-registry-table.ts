@@ -8,6 +8,7 @@
  */
 import { ConditionalCheckFailedException, type DynamoDBClient, type PutItemCommandInput, type UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { randomInt } from 'node:crypto';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { conditionalWrite, errorName, type ConditionalWriteInput, type Item as StoredItem } from '../dynamodb/conditional-write';
 import { ENDPOINT_STATES, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
@@ -40,8 +41,19 @@ export const NAMES = {
 /** What marks a write consumers must see (the change index's keys): `changedAt` then `feed`. */
 export const CHANGE_NAMES = { '#changedAt': A.changedAt, '#feed': A.feed } as const;
 export const SET_CHANGE = '#changedAt = :changedAt, #feed = :feed';
-export function changeValues(changedAt: number): { ':changedAt': number; ':feed': string } {
-  return { ':changedAt': changedAt, ':feed': CHANGE_FEED };
+export function changeValues(nowMs: number): { ':changedAt': number; ':feed': string } {
+  return { ':changedAt': changeStamp(nowMs), ':feed': CHANGE_FEED };
+}
+
+/**
+ * A change's stamp: the writer's epoch ms and a random thousandth of a millisecond. A copy knows an
+ * item changed by its stamp differing from the one it holds (lib/endpoints/registry-copy.ts), so two
+ * changes of one item within one millisecond (a consumer's pause and an operator's update) must not
+ * share one; with the fraction they do once in a thousand such pairs, not always. Three decimals
+ * keep the value exact through DynamoDB's decimal numbers and back into a double.
+ */
+export function changeStamp(nowMs: number): number {
+  return Math.trunc(nowMs) + randomInt(1, 1000) / 1000;
 }
 
 /** A removed endpoint's item (registry-schema.ts `removedAt`): every read takes it as absent. */
@@ -196,7 +208,7 @@ function subscriptionOf(fields: unknown): Subscription | undefined {
 }
 
 /** A new endpoint's item, marked as a change (`changedAt`) and with its owner at the top level for the owner index. */
-export function itemOf(record: EndpointRecord, changedAt: number): Item {
+export function itemOf(record: EndpointRecord, nowMs: number): Item {
   return {
     [KEY]: record.fields.name,
     [A.fields]: record.fields,
@@ -204,19 +216,19 @@ export function itemOf(record: EndpointRecord, changedAt: number): Item {
     ...(record.stateChange !== undefined ? { [A.stateChange]: record.stateChange } : {}),
     [A.createdAt]: record.createdAt,
     [A.updatedAt]: record.updatedAt,
-    [A.changedAt]: changedAt,
+    [A.changedAt]: changeStamp(nowMs),
     [A.feed]: CHANGE_FEED,
     ...(record.fields.owner !== undefined ? { [A.owner]: record.fields.owner } : {}),
   };
 }
 
 /** A removed endpoint's item: its key and when, so copies learn of the removal, gone by TTL a day later. */
-export function tombstoneOf(name: string, changedAt: number): Item {
+export function tombstoneOf(name: string, nowMs: number): Item {
   return {
     [KEY]: name,
-    [A.removedAt]: changedAt,
-    [A.expiresAt]: Math.floor(changedAt / 1000) + TOMBSTONE_SECONDS,
-    [A.changedAt]: changedAt,
+    [A.removedAt]: nowMs,
+    [A.expiresAt]: Math.floor(nowMs / 1000) + TOMBSTONE_SECONDS,
+    [A.changedAt]: changeStamp(nowMs),
     [A.feed]: CHANGE_FEED,
   };
 }

@@ -14,6 +14,10 @@
  * the load's keys come back with each answer, and are read from the table no more). A copy that went
  * longer than FULL_READ_AFTER_MS without a successful refresh reads everything again instead.
  *
+ * A change is known by its stamp differing from the copy's, so stamps carry a random thousandth of a
+ * millisecond (dynamodb-registry-table.ts `changeStamp`): two changes of one item in one millisecond
+ * share a stamp once in a thousand, not always.
+ *
  * It hands out a new array only when something changed, holding the same record objects for the
  * endpoints that did not: routing and the health tracker compare identity to know there is nothing
  * to do, and routing applies the changed names alone (`changesOf`).

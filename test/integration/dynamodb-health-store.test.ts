@@ -38,11 +38,14 @@ beforeEach(async () => {
   counter.reset();
 });
 
-/** The change index's keys on the item: when it last changed, and its feed. */
+/**
+ * The change index's keys on the item: when it last changed, in whole ms (a stamp's fraction of a
+ * millisecond is random: changeStamp), and its feed.
+ */
 async function mark(): Promise<{ changedAt: number | undefined; feed: string | undefined }> {
   const { Item } = await client.send(new GetItemCommand({ TableName: tableName, Key: { name: { S: 'acme' } }, ConsistentRead: true }));
   const changedAt = Item?.[A.changedAt]?.N;
-  return { changedAt: changedAt === undefined ? undefined : Number(changedAt), feed: Item?.[A.feed]?.S };
+  return { changedAt: changedAt === undefined ? undefined : Math.trunc(Number(changedAt)), feed: Item?.[A.feed]?.S };
 }
 
 describe('Class: DynamoDbHealthStore', () => {
