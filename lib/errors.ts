@@ -108,15 +108,15 @@ export class EndpointRegistryError extends Error {
 }
 
 /**
- * The schedule could not be advanced: its store is unavailable (`rate-limit-unavailable`), the
- * endpoint's item is gone (`endpoint-not-found`), or other consumers kept changing it for every
- * round allowed (`rate-limit-contention`). Nothing was reserved; the caller holds the deliveries
- * (fails closed): a request sent without a slot could exceed the limit.
+ * The schedule could not be advanced: its store is unavailable (`rate-limit-unavailable`), or
+ * other consumers kept changing it for every round allowed (`rate-limit-contention`). Nothing was
+ * reserved; the caller holds the deliveries (fails closed): a request sent without a slot could
+ * exceed the limit.
  */
 export class RateLimitError extends Error {
   override readonly name = 'RateLimitError';
   constructor(
-    readonly code: 'rate-limit-unavailable' | 'endpoint-not-found' | 'rate-limit-contention',
+    readonly code: 'rate-limit-unavailable' | 'rate-limit-contention',
     readonly endpoint: string,
     message: string,
     options?: ErrorOptions,

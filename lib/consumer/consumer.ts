@@ -34,23 +34,23 @@ export function createConsumer(deps: ConsumerDeps): ConsumerHandler {
 /**
  * Routing and endpoint health on an endpoint registry: one copy of it, kept current by change
  * (lib/endpoints/registry-copy.ts) and refreshed at most every `cacheMs`, serves both, and health
- * writes go to the same items.
+ * writes go to `store` (DynamoDbHealthStore on the registry's table: the same items).
  */
 export function registryConsumer(
-  registry: HealthStore & RegistryChanges,
+  registry: RegistryChanges,
   options: Omit<RegistryRoutingOptions, 'records'> & {
     readonly cacheMs: number;
     /** Tells operators of an endpoint this consumer disables, beyond the log line. */
     readonly notify?: ((notice: DisabledNotice) => Promise<void>) | undefined;
-    /** Where health is written, when not through the registry itself (DynamoDbHealthStore on its table). */
-    readonly store?: HealthStore;
+    /** Where health is written (DynamoDbHealthStore on the registry's table). */
+    readonly store: HealthStore;
     /** Health's clock (the delivery's). */
     readonly now?: () => number;
   },
 ): { routing: Routing; health: HealthTracker } {
   const { cacheMs, notify, store, now, ...routing } = options;
   let records: (() => Promise<readonly HealthRecord[]>) | undefined;
-  const health = new HealthTracker({ store: store ?? registry, records: () => records!(), notify, ...(now !== undefined ? { now } : {}) });
+  const health = new HealthTracker({ store, records: () => records!(), notify, ...(now !== undefined ? { now } : {}) });
   records = cachedEndpoints(health.listing(new RegistryCopy(registry)), { ttlMs: cacheMs });
   return { routing: registryRouting({ ...routing, records }), health };
 }

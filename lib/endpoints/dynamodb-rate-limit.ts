@@ -1,12 +1,18 @@
 /**
  * The rate limit's schedule (rate-limit.ts) on the endpoint registry's table: the attribute
- * `rateNext` (REGISTRY_SCHEMA.attributes.rateNext, epoch ms to the microsecond) on the endpoint's
- * own item, written by consumers with UpdateItem beside the fields, never touching `fields` or
- * `updatedAt`, so an operator's update is never refused because a consumer reserved slots. Every
- * write is conditional on the item existing: a removed endpoint's item is never recreated.
+ * `rateNext` (REGISTRY_SCHEMA.attributes.rateNext, epoch ms to the microsecond) on an item of its
+ * own (registry-schema.ts `scheduleKey`: `<endpoint>#rate`), so its writes never land on the item
+ * health writes (docs/contract.md §20) and never touch an endpoint's fields or `updatedAt`. Each
+ * write sets `expiresAt` an hour past the farthest its next slot can be (now and the horizon), so
+ * DynamoDB's TTL removes the schedule of an endpoint idle that long, or removed: a schedule needs no
+ * endpoint item, and one for a removed endpoint is never read again.
  *
- * No reads on AWS, and no compare-and-swap on a value read: two kinds of conditional write, each
+ * No reads on AWS, and no compare-and-swap on a value read: three kinds of conditional write, each
  * one request.
+ * - **New or busy** (what this process has not seen yet): `SET rateNext = if_not_exists(rateNext,
+ *   now) + k·1000/rate` if `rateNext` is absent, or after now and within the horizon as a busy write
+ *   asks. Consumers starting at once on a new schedule all succeed, the first from now, the others
+ *   after it, with no refusal; a schedule that has passed refuses it, and the value learnt decides.
  * - **Idle** (the schedule is free now): `SET rateNext = now + k·1000/rate` if `rateNext` is absent
  *   or not after now. Its slots start now.
  * - **Busy** (the schedule is booked ahead): `SET rateNext = rateNext + k·1000/rate` if `rateNext`
@@ -41,7 +47,7 @@ import {
   type Reservation,
 } from './rate-limit';
 import { RateLimitError } from '../errors';
-import { REGISTRY_SCHEMA } from './registry-schema';
+import { REGISTRY_SCHEMA, scheduleKey } from './registry-schema';
 
 export interface DynamoDbRateLimiterOptions {
   /** The registry table's client; a document client's underlying client is used as it is. */
@@ -68,9 +74,9 @@ const BUSY_GUESS_MS = 2_000;
 
 const KEY = REGISTRY_SCHEMA.partitionKey;
 const NEXT = REGISTRY_SCHEMA.attributes.rateNext;
-const NAMES = { '#name': KEY, '#next': NEXT, '#removedAt': REGISTRY_SCHEMA.attributes.removedAt } as const;
-/** An endpoint's item, never a removed one's tombstone (registry-schema.ts `removedAt`). */
-const EXISTS = 'attribute_exists(#name) AND attribute_not_exists(#removedAt)';
+const NAMES = { '#next': NEXT, '#expiresAt': REGISTRY_SCHEMA.attributes.expiresAt } as const;
+/** How long past the farthest its next slot can be a schedule's item is kept (its `expiresAt`). */
+const SCHEDULE_TTL_SECONDS = 60 * 60;
 
 type Write = { readonly written: true; readonly next: number } | { readonly written: false; readonly current: number | undefined };
 
@@ -101,40 +107,48 @@ export class DynamoDbRateLimiter implements RateLimiter {
       // was written by a clock far ahead (or by hand): it is taken as free, replacing exactly that value.
       const implausible = known !== undefined && known > nowMs + 2 * this.#horizonMs;
       const stillBusy = round === 1 && nowMs - (this.#busyAt.get(endpoint) ?? -Infinity) <= BUSY_GUESS_MS;
-      const idle = known === undefined || implausible || (known <= nowMs && !stillBusy);
-      const base = idle ? nowMs : Math.max(known!, nowMs);
+      const unseen = known === undefined;
+      const idle = !unseen && (implausible || (known! <= nowMs && !stillBusy));
+      const base = unseen || idle ? nowMs : Math.max(known!, nowMs);
       const reserved = slotsWithin(base, count, perSecond, nowMs, this.#horizonMs);
       // Booked beyond the horizon already (the value only grows): nothing to ask the table.
       if (reserved === 0) return { slots: [], waitMs: waitForHorizon(base, nowMs, this.#horizonMs) };
       const span = spanMs(reserved, perSecond);
+      const latest = number(toScheduleMs(nowMs + this.#horizonMs - (reserved - 1) * interval));
       const result = implausible
-        ? await this.#write(endpoint, {
+        ? await this.#write(endpoint, nowMs, {
             UpdateExpression: 'SET #next = :next',
-            ConditionExpression: `${EXISTS} AND #next = :seen`,
+            ConditionExpression: '#next = :seen',
             ExpressionAttributeValues: { ':next': number(toScheduleMs(nowMs + span)), ':seen': number(known!) },
           })
+        : unseen
+        ? await this.#write(endpoint, nowMs, {
+            UpdateExpression: 'SET #next = if_not_exists(#next, :now) + :span',
+            ConditionExpression: 'attribute_not_exists(#next) OR (#next > :now AND #next <= :latest)',
+            ExpressionAttributeValues: { ':span': number(span), ':now': number(nowMs), ':latest': latest },
+          })
         : idle
-        ? await this.#write(endpoint, {
+        ? await this.#write(endpoint, nowMs, {
             UpdateExpression: 'SET #next = :next',
-            ConditionExpression: `${EXISTS} AND (attribute_not_exists(#next) OR #next <= :now)`,
+            ConditionExpression: 'attribute_not_exists(#next) OR #next <= :now',
             ExpressionAttributeValues: { ':next': number(toScheduleMs(nowMs + span)), ':now': number(nowMs) },
           })
-        : await this.#write(endpoint, {
+        : await this.#write(endpoint, nowMs, {
             UpdateExpression: 'SET #next = #next + :span',
-            ConditionExpression: `${EXISTS} AND #next > :now AND #next <= :latest`,
-            ExpressionAttributeValues: {
-              ':span': number(span),
-              ':now': number(nowMs),
-              ':latest': number(toScheduleMs(nowMs + this.#horizonMs - (reserved - 1) * interval)),
-            },
+            ConditionExpression: '#next > :now AND #next <= :latest',
+            ExpressionAttributeValues: { ':span': number(span), ':now': number(nowMs), ':latest': latest },
           });
       if (result.written) {
         this.#note(endpoint, result.next);
-        if (idle || implausible) this.#busyAt.delete(endpoint);
-        else this.#busyAt.set(endpoint, nowMs);
-        const slots = slotsFrom(toScheduleMs(result.next - span), reserved, perSecond);
+        const first = toScheduleMs(result.next - span);
+        // Slots after now: others had booked it ahead, so they likely still do. From now: it was free,
+        // but one this write made new is guessed busy too (consumers starting with it reserve after it).
+        if (first > nowMs || unseen) this.#busyAt.set(endpoint, nowMs);
+        else this.#busyAt.delete(endpoint);
+        const slots = slotsFrom(first, reserved, perSecond);
         return reserved === count ? { slots } : { slots, waitMs: waitForHorizon(result.next, nowMs, this.#horizonMs) };
       }
+      // Refused: the schedule's value learnt (none: its item went, by TTL, meanwhile, and is new again).
       known = result.current;
       if (known !== undefined) this.#note(endpoint, known);
     }
@@ -149,12 +163,14 @@ export class DynamoDbRateLimiter implements RateLimiter {
     this.#seen.set(endpoint, next);
   }
 
-  /** One conditional UpdateItem on the endpoint's item; a refusal answers with the value it met. */
+  /** One conditional UpdateItem on the endpoint's schedule item, refreshing its `expiresAt`; a refusal answers with the value it met. */
   async #write(
     endpoint: string,
+    nowMs: number,
     update: Pick<UpdateItemCommandInput, 'UpdateExpression' | 'ConditionExpression' | 'ExpressionAttributeValues'>,
   ): Promise<Write> {
-    const key = { [KEY]: { S: endpoint } };
+    const key = { [KEY]: { S: scheduleKey(endpoint) } };
+    const expiresAt = Math.floor((nowMs + this.#horizonMs) / 1000) + SCHEDULE_TTL_SECONDS;
     const result = await conditionalWrite(
       this.#client,
       {
@@ -162,6 +178,8 @@ export class DynamoDbRateLimiter implements RateLimiter {
           TableName: this.#tableName,
           Key: key,
           ...update,
+          UpdateExpression: `${update.UpdateExpression}, #expiresAt = :expiresAt`,
+          ExpressionAttributeValues: { ...update.ExpressionAttributeValues, ':expiresAt': number(expiresAt) },
           ExpressionAttributeNames: NAMES,
           ReturnValues: 'UPDATED_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -169,10 +187,9 @@ export class DynamoDbRateLimiter implements RateLimiter {
       },
       {
         unavailable: (error, call) => this.#unavailable(endpoint, call === 'write' ? 'reserve slots for' : 'read the schedule of', error),
-        decode: (item) => (item[REGISTRY_SCHEMA.attributes.removedAt] !== undefined ? undefined : { next: valueOf(item) }),
-        // AWS returns the item with the refusal; where a store does not, or no item is there (the
-        // endpoint was removed), one consistent read tells which.
-        read: { TableName: this.#tableName, Key: key, ConsistentRead: true, ProjectionExpression: '#name, #next, #removedAt', ExpressionAttributeNames: NAMES },
+        decode: (item) => ({ next: valueOf(item) }),
+        // AWS returns the item with the refusal; where a store does not, one consistent read tells the value.
+        read: { TableName: this.#tableName, Key: key, ConsistentRead: true, ProjectionExpression: '#next', ExpressionAttributeNames: { '#next': NEXT } },
       },
     );
     if (result.written) {
@@ -180,13 +197,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
       if (next === undefined) throw this.#unreadable(endpoint);
       return { written: true, next };
     }
-    // No item at all, not even in a consistent read, or its tombstone: the endpoint is gone.
-    if (result.current === undefined) {
-      throw new RateLimitError('endpoint-not-found', endpoint, `rate limit: no endpoint named ${JSON.stringify(endpoint)} in ${this.#tableName}`, {
-        cause: result.cause,
-      });
-    }
-    return { written: false, current: result.current.next };
+    return { written: false, current: result.current?.next };
   }
 
   #unreadable(endpoint: string): RateLimitError {

@@ -4,7 +4,8 @@
  * the command's unpaged list), the change index since a time (what keeps a copy current,
  * registry-copy.ts), named items in batches, and the command's paged listing.
  *
- * Every read takes a removed endpoint's tombstone as absent. Items are read consistently; the
+ * Every read takes a removed endpoint's tombstone as absent, and every scan leaves out the rate
+ * limit's schedule items (registry-schema.ts `isScheduleKey`). Items are read consistently; the
  * indexes (keys only) are eventually consistent, so what they name is read from the table before it
  * is believed.
  */
@@ -13,7 +14,7 @@ import { isTombstone, KEY, type Item, type RegistryTable } from './dynamodb-regi
 import type { EndpointRecord } from './endpoint';
 import type { HealthRecord } from './health-rules';
 import type { ChangeMark, RegistryEntry, RegistryPage, RegistryPageOptions } from './registry';
-import { CHANGE_FEED, REGISTRY_SCHEMA } from './registry-schema';
+import { CHANGE_FEED, isScheduleKey, REGISTRY_SCHEMA } from './registry-schema';
 import { cursorJson, encodeCursorJson } from '../cursor';
 import { EndpointRegistryError } from '../errors';
 
@@ -33,13 +34,13 @@ export class RegistryListing {
     private readonly options: { readonly scanPageSize?: number | undefined; readonly segments?: number | undefined } = {},
   ) {}
 
-  /** Every item (tombstones left out), in segments read in parallel. @throws EndpointRegistryError (the store) */
+  /** Every endpoint's item (tombstones and rate schedules left out), in segments read in parallel. @throws EndpointRegistryError (the store) */
   async readAll(): Promise<RegistryEntry[]> {
     return (await this.scanItems()).map((item) => this.#entryOf(item));
   }
 
   /**
-   * Every item but tombstones as stored, only `attributes` of each when given (the recovery
+   * Every endpoint's item but tombstones as stored, only `attributes` of each when given (the recovery
    * function reads no endpoint's fields), in segments read in parallel.
    */
   async scanItems(attributes?: readonly string[]): Promise<Item[]> {
@@ -132,7 +133,7 @@ export class RegistryListing {
     const page = await this.table.guard('list endpoints', () =>
       this.table.client.send(new ScanCommand({ TableName: this.table.name, ConsistentRead: true, ExclusiveStartKey: startKey, Limit: Math.min(limit, SCAN_PAGE_ITEMS) })),
     );
-    const records = (page.Items ?? []).flatMap((item) => this.#entryOf(item).record ?? []);
+    const records = (page.Items ?? []).flatMap((item) => (isScheduleKey(item[KEY]) ? [] : (this.#entryOf(item).record ?? [])));
     return { records, next: page.LastEvaluatedKey };
   }
 
@@ -157,7 +158,7 @@ export class RegistryListing {
           }),
         ),
       );
-      for (const item of page.Items ?? []) if (!isTombstone(item)) items.push(item);
+      for (const item of page.Items ?? []) if (!isTombstone(item) && !isScheduleKey(item[KEY])) items.push(item);
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
     return items;

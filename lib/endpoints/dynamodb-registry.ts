@@ -12,13 +12,13 @@
  * condition becomes `EndpointNotFoundError` or `EndpointConflictError`; any other store failure
  * `EndpointRegistryError`. Nothing above this file sees an SDK error type.
  *
- * The registry is also the consumers' `HealthStore` (dynamodb-health-store.ts) and the releases'
- * `ResumeStore` (dynamodb-resume-store.ts): those writes are made there, on the same table
- * (dynamodb-registry-table.ts: the items, their attribute names, how a store call fails).
+ * The registry is also the releases' `ResumeStore` (dynamodb-resume-store.ts): those writes are made
+ * there, on the same table (dynamodb-registry-table.ts: the items, their attribute names, how a
+ * store call fails). Health is written by the consumers through `DynamoDbHealthStore`
+ * (dynamodb-health-store.ts) on the same table, not through the registry.
  */
 import { type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DynamoDbHealthStore } from './dynamodb-health-store';
 import {
   CHANGE_NAMES,
   changeValues,
@@ -36,7 +36,7 @@ import {
 } from './dynamodb-registry-table';
 import { DynamoDbResumeStore } from './dynamodb-resume-store';
 import { ENDPOINT_STATES, parseEndpointFields, type EndpointFields, type EndpointRecord, type StateChange } from './endpoint';
-import type { EndpointHealth, HealthRecord, HealthStore, ProbeClaim } from './health-rules';
+import type { HealthRecord } from './health-rules';
 import { REGISTRY_SCHEMA } from './registry-schema';
 import type { EndpointSecretCipher } from './secret-cipher';
 import { RegistryListing } from './dynamodb-registry-listing';
@@ -94,9 +94,8 @@ export interface RegistryScan {
   readonly unreadable: EndpointRegistryError[];
 }
 
-export class DynamoDbEndpointRegistry implements EndpointRegistry, RegistryChanges, HealthStore, ResumeStore {
+export class DynamoDbEndpointRegistry implements EndpointRegistry, RegistryChanges, ResumeStore {
   readonly #table: RegistryTable;
-  readonly #health: DynamoDbHealthStore;
   readonly #resume: DynamoDbResumeStore;
   readonly #listing: RegistryListing;
   readonly #onUnreadable: ((error: EndpointRegistryError) => void) | undefined;
@@ -109,7 +108,6 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, RegistryChang
         ? options.client
         : DynamoDBDocumentClient.from(options.client, { marshallOptions: { removeUndefinedValues: true } });
     this.#table = new RegistryTable(client, options.tableName);
-    this.#health = new DynamoDbHealthStore(this.#table);
     this.#resume = new DynamoDbResumeStore(this.#table);
     this.#listing = new RegistryListing(this.#table, { scanPageSize: options.scanPageSize, segments: options.scanSegments });
     this.#onUnreadable = options.onUnreadable;
@@ -262,28 +260,6 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, RegistryChang
       },
     });
     if (!result.written) throw new EndpointNotFoundError(name, { cause: result.cause });
-  }
-
-  // The consumers' health writes (dynamodb-health-store.ts).
-
-  recordFailure(name: string, nowMs: number): Promise<EndpointHealth> {
-    return this.#health.recordFailure(name, nowMs);
-  }
-
-  recordRecovery(name: string, nowMs: number): Promise<EndpointHealth> {
-    return this.#health.recordRecovery(name, nowMs);
-  }
-
-  pause(name: string, untilMs: number): Promise<number> {
-    return this.#health.pause(name, untilMs);
-  }
-
-  claimProbe(name: string, nowMs: number, untilMs: number): Promise<ProbeClaim> {
-    return this.#health.claimProbe(name, nowMs, untilMs);
-  }
-
-  disableIfEnabled(name: string, change: StateChange): Promise<boolean> {
-    return this.#health.disableIfEnabled(name, change);
   }
 
   // The releases' writes (dynamodb-resume-store.ts).

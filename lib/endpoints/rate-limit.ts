@@ -151,6 +151,8 @@ export const BLOCK_DEMAND_MS = 1_000;
 /** A consumer's slots of one endpoint, reserved and not yet handed out, and what it was asked for lately. */
 interface Block {
   readonly perSecond: number;
+  /** Whether a block was reserved at this rate before: the first is sized before any demand is learnt. */
+  reservedBefore: boolean;
   /** Ascending; those passed are dropped at the next ask. */
   slots: number[];
   /** From the last reservation that fell short of the horizon: until the next slot would come within it. */
@@ -192,10 +194,14 @@ export class BlockRateLimiter implements RateLimiter {
     const short = count - block.slots.length;
     if (short > 0) {
       // What this batch lacks, and up to a second's demand more (never less than it lacks): the last
-      // second's, or this one's so far at its pace (counted over a tenth of a second at least, so a
-      // first batch takes ten batches' slots).
+      // second's, or this one's so far at its pace (counted over a tenth of a second at least).
       const pace = (block.asked * BLOCK_DEMAND_MS) / Math.max(nowMs - block.windowStartMs, BLOCK_DEMAND_MS / 10);
-      const demand = Math.ceil(Math.max(block.askedBefore, pace));
+      // A first block, with no demand learnt yet, is at least half a second of the limit: consumers
+      // starting at once on an endpoint at its limit then write its schedule about once each in their
+      // first second, not once per tenth of a second (docs/contract.md §20).
+      const learnt = Math.max(block.askedBefore, pace, block.reservedBefore ? 0 : perSecond / 2);
+      const demand = Math.ceil(learnt);
+      block.reservedBefore = true;
       const size = Math.max(short, Math.min(perSecond, demand) - block.slots.length);
       const reservation = await this.#inner.reserve(endpoint, size, perSecond, nowMs);
       block.slots.push(...reservation.slots);
@@ -212,7 +218,7 @@ export class BlockRateLimiter implements RateLimiter {
   #current(endpoint: string, perSecond: number, nowMs: number): Block {
     let block = this.#blocks.get(endpoint);
     if (block === undefined || block.perSecond !== perSecond) {
-      block = { perSecond, slots: [], waitMs: undefined, reservedAtMs: nowMs, windowStartMs: nowMs, asked: 0, askedBefore: 0 };
+      block = { perSecond, reservedBefore: false, slots: [], waitMs: undefined, reservedAtMs: nowMs, windowStartMs: nowMs, asked: 0, askedBefore: 0 };
       this.#blocks.set(endpoint, block);
     }
     const passed = block.slots.findIndex((slot) => slot >= nowMs);

@@ -41,7 +41,8 @@ export const REGISTRY_SCHEMA = {
     resumeUntil: 'resumeUntil',
     /**
      * The rate limit's schedule (lib/endpoints/rate-limit.ts): epoch ms of the endpoint's next free
-     * request slot, advanced by every consumer's reservation with a conditional write.
+     * request slot, advanced by every consumer's reservation with a conditional write. Only on the
+     * schedule's own item (`scheduleKey`), never on the endpoint's.
      */
     rateNext: 'rateNext',
     /**
@@ -57,7 +58,7 @@ export const REGISTRY_SCHEMA = {
     owner: 'owner',
     /** Only on a removed endpoint's item, kept as a tombstone so copies learn of the removal: epoch ms it was removed. */
     removedAt: 'removedAt',
-    /** Epoch seconds; DynamoDB's TTL deletes a tombstone some time after. */
+    /** Epoch seconds; DynamoDB's TTL deletes a tombstone, or a rate schedule's item, some time after. */
     expiresAt: 'expiresAt',
   },
   /** Changes, oldest first, keys only: what a consumer's copy reads to stay current (lib/endpoints/registry.ts). */
@@ -65,6 +66,26 @@ export const REGISTRY_SCHEMA = {
   /** An owner's endpoints by name, keys only: sparse, only items with an owner are in it. */
   ownerIndex: { name: 'owners', partitionKey: 'owner', sortKey: 'name', projection: 'KEYS_ONLY' },
 } as const;
+
+/**
+ * The rate limit's schedule of an endpoint has an item of its own in the table (its `name` this key,
+ * `rateNext` and `expiresAt` only), so its writes and the endpoint's health's land on two items, not
+ * one (docs/contract.md §20). Safe: an endpoint's name is 1–64 of `a-z 0-9 -` (ENDPOINT_NAME), so no
+ * endpoint is ever named with a `#`, and a schedule's key can never be an endpoint's. It has no
+ * `feed`/`changedAt` and no `owner`, so it is in neither index; every Scan skips it
+ * (`isScheduleKey`); its `expiresAt` lets DynamoDB's TTL remove an idle or removed endpoint's schedule.
+ */
+const SCHEDULE_KEY_SUFFIX = '#rate';
+
+/** The key of `endpoint`'s rate schedule item. */
+export function scheduleKey(endpoint: string): string {
+  return `${endpoint}${SCHEDULE_KEY_SUFFIX}`;
+}
+
+/** Whether an item's key is a rate schedule's, not an endpoint's: what every Scan of the registry leaves out. */
+export function isScheduleKey(name: unknown): boolean {
+  return typeof name === 'string' && name.endsWith(SCHEDULE_KEY_SUFFIX);
+}
 
 /** The change index's one partition key value. */
 export const CHANGE_FEED = 'endpoints';

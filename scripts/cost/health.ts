@@ -21,6 +21,8 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { DynamoDbHealthStore } from '../../lib/endpoints/dynamodb-health-store';
+import { RegistryTable } from '../../lib/endpoints/dynamodb-registry-table';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createLogger } from '../../lib/observability';
@@ -206,7 +208,9 @@ function stepper(options: HealthRunOptions) {
         await made.invoke([]);
         return made;
       };
-      return { registryTable, admin, consumer };
+      // Health's writes as a consumer makes them, on the same table.
+      const health = new DynamoDbHealthStore(new RegistryTable(DynamoDBDocumentClient.from(direct), registryTable));
+      return { registryTable, admin, health, consumer };
     },
     newEvents: (count: number) => Array.from({ length: count }, () => `evt_health_${prefix}_${(events += 1)}`),
     records: (ids: readonly string[], receiveCount = 1) => ids.map((id) => recordOf(id, HEALTH_EVENT_BYTES, { receiveCount })),
@@ -256,7 +260,7 @@ export async function runHealthScenarios(options: HealthRunOptions): Promise<Hea
   measures.push(await s.step('429 Retry-After: attempt, endpoint paused', w.registryTable, await w.consumer(), s.records([id!]), all('retry:temporary', 1)));
 
   w = await s.world();
-  await w.admin.pause(HEALTH_ENDPOINT, Date.now() + PAUSE_MS);
+  await w.health.pause(HEALTH_ENDPOINT, Date.now() + PAUSE_MS);
   measures.push(await s.step('paused: held (per receive)', w.registryTable, await w.consumer(), batch(), all('retry:paused')));
 
   // Disabled: a new delivery parks; then enabled, released by two recovery runs (one releases, the

@@ -16,9 +16,9 @@
  * second reach the consumers, whatever the machine's speed, and each write falls in the simulated
  * second its batch ran in. Waiting for a rate-limit slot does not sleep: the clock is not real.
  *
- * Reported per simulated second, the most writes on one item: the endpoint's registry item (health's
- * writes, the rate limit's schedule, and both: they are one item), any ledger row, and any item at
- * all. Counted are write requests as the table sees them, refused conditional writes included.
+ * Reported per simulated second, the most writes on one item: the registry's (health's writes on the
+ * endpoint's item, the rate limit's schedule on its own item, and either), any ledger row, and any
+ * item at all. Counted are write requests as the table sees them, refused conditional writes included.
  */
 import { createServer, type Server } from 'node:http';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -63,7 +63,7 @@ export interface HotItemResult {
   readonly deliveries: number;
   /** The consumers' decisions (`action:why`), counted: every delivery decided once. */
   readonly decisions: Readonly<Record<string, number>>;
-  /** The endpoint's registry item: health's writes, the rate limit's schedule's, and both together. */
+  /** The registry's items: health's writes (the endpoint's item), the rate limit's schedule's (its own item), and any one of them. */
   readonly registry: { readonly health: ItemPeak; readonly schedule: ItemPeak; readonly all: ItemPeak };
   /** Any one ledger row. */
   readonly ledger: ItemPeak;
@@ -162,8 +162,8 @@ export function describeHotItems(results: readonly HotItemResult[]): string[] {
     const { perSecond, seconds, consumers } = r.options;
     return (
       `${r.name}, ${perSecond.toLocaleString('en-US')}/s for ${seconds} s over ${consumers} consumers: most writes/s on one item ${at(r.any)}, ` +
-      `after the first second ${at(r.afterFirstSecond)}; registry item ${at(r.registry.all)} (health ${at(r.registry.health)}, ` +
-      `rate schedule ${at(r.registry.schedule)}), any ledger row ${at(r.ledger)}`
+      `after the first second ${at(r.afterFirstSecond)}; busiest registry item ${at(r.registry.all)} (health, the endpoint's item, ${at(r.registry.health)}; ` +
+      `rate schedule, its own item, ${at(r.registry.schedule)}), any ledger row ${at(r.ledger)}`
     );
   });
 }

@@ -53,5 +53,8 @@ describe('Function: runHotItem', () => {
     expect(result.registry.health.writes).toBeLessThanOrEqual(small.consumers + 1);
     expect(result.registry.schedule.writes).toBeGreaterThan(0);
     expect(result.registry.schedule.writes).toBeLessThanOrEqual(4 * small.consumers);
+    // Two items: the schedule's writes never add to health's.
+    expect(result.registry.schedule.item).not.toBe(result.registry.health.item);
+    expect(result.registry.all.writes).toBe(Math.max(result.registry.health.writes, result.registry.schedule.writes));
   }, 120_000);
 });

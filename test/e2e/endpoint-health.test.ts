@@ -20,8 +20,11 @@
  * The workers read the registry on every batch (`endpointsCacheMs: 0`), so a pause one worker
  * writes holds every other worker's next batch. Run the file, not a single test.
  */
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { DynamoDbHealthStore } from '../../lib/endpoints/dynamodb-health-store';
+import { RegistryTable } from '../../lib/endpoints/dynamodb-registry-table';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { GONE_REASON } from '../../lib/endpoints/health';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
@@ -38,6 +41,8 @@ let down: TimedReceiver;
 let sandbox: SandboxProcess;
 let clients: SandboxClients;
 let registry: DynamoDbEndpointRegistry;
+/** Health's writes, as a consumer makes them. */
+let health: DynamoDbHealthStore;
 
 function shipment(id: string, status: string): string {
   return JSON.stringify({ id, shipmentId: `shp_${id}`, status, occurredAt: '2026-12-03T05:00:00Z' });
@@ -59,6 +64,7 @@ beforeAll(async () => {
   });
   clients = new SandboxClients(sandbox.ready);
   registry = new DynamoDbEndpointRegistry({ client: clients.dynamodb, tableName: sandbox.ready.endpointsTable });
+  health = new DynamoDbHealthStore(new RegistryTable(DynamoDBDocumentClient.from(clients.dynamodb), sandbox.ready.endpointsTable));
 }, 90_000);
 
 afterAll(async () => {
@@ -148,7 +154,7 @@ describe('Endpoint health in the sandbox', () => {
     async () => {
       // Prepare: one failure recorded 61 s ago, as if it had been failing since.
       const firstFailure = Date.now() - 61_000;
-      await registry.recordFailure('down', firstFailure);
+      await health.recordFailure('down', firstFailure);
 
       // Act: its two events fail (503) until the failures the item counts cross the threshold (3; a
       // worker adds what it counted at most once a second, so the one that crosses may add two).

@@ -23,9 +23,12 @@
  * through the registry's own health write, as if `flaky` had been failing that long. The workers
  * read the registry on every batch (`endpointsCacheMs: 0`). Run the file, not a single test.
  */
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type Io } from '../../cli/main';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { DynamoDbHealthStore } from '../../lib/endpoints/dynamodb-health-store';
+import { RegistryTable } from '../../lib/endpoints/dynamodb-registry-table';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { GONE_REASON } from '../../lib/endpoints/health';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
@@ -44,6 +47,8 @@ let gone: TimedReceiver;
 let sandbox: SandboxProcess;
 let clients: SandboxClients;
 let registry: DynamoDbEndpointRegistry;
+/** Health's writes, as a consumer makes them. */
+let health: DynamoDbHealthStore;
 const ids = Array.from({ length: EVENTS }, (_, i) => `evt_parking_${String(i).padStart(2, '0')}`);
 
 function shipment(id: string, status = 'delivered'): string {
@@ -91,6 +96,7 @@ beforeAll(async () => {
   });
   clients = new SandboxClients(sandbox.ready);
   registry = new DynamoDbEndpointRegistry({ client: clients.dynamodb, tableName: sandbox.ready.endpointsTable });
+  health = new DynamoDbHealthStore(new RegistryTable(DynamoDBDocumentClient.from(clients.dynamodb), sandbox.ready.endpointsTable));
   process.env.HANDOFF_SANDBOX_FILE = sandbox.stateFile;
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 }, 90_000);
@@ -107,7 +113,7 @@ describe('Parking in the sandbox', () => {
     'auto-disables an endpoint answering 503 with its notification, parks its deliveries (none dead, none lost), and enable delivers each once in admission order; the healthy endpoint is unaffected',
     async () => {
       // Prepare: one failure recorded 61 s ago, as if flaky had been failing since.
-      await registry.recordFailure('flaky', Date.now() - 61_000);
+      await health.recordFailure('flaky', Date.now() - 61_000);
 
       // Act: the events one after another, each admitted for flaky before the next is sent (distinct createdAt).
       for (const id of ids) {

@@ -9,6 +9,8 @@ import { DeleteTableCommand, DescribeTableCommand, PutItemCommand, UpdateItemCom
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { DynamoDbHealthStore } from '../../lib/endpoints/dynamodb-health-store';
+import { RegistryTable } from '../../lib/endpoints/dynamodb-registry-table';
 import { defaultEndpointFields, type EndpointFields } from '../../lib/endpoints/endpoint';
 import { unreadableOf } from '../../lib/endpoints/registry';
 import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError, SecretEncryptionError } from '../../lib/errors';
@@ -341,13 +343,19 @@ describe('Class: DynamoDbEndpointRegistry with a cipher', () => {
   });
 });
 
-describe('Class: DynamoDbEndpointRegistry health writes', () => {
+describe('Class: DynamoDbHealthStore on the registry\'s items', () => {
+  // The consumers' health writes, on the items the registry reads (the registry itself writes no health).
+  let health: DynamoDbHealthStore;
+  beforeEach(() => {
+    health = new DynamoDbHealthStore(new RegistryTable(DynamoDBDocumentClient.from(client), tableName));
+  });
+
   it('counts failures from the first one, in one write each, leaving fields and updatedAt as they were', async () => {
     const added = await registry.add(acme, T0);
     counter.reset();
 
-    const first = await registry.recordFailure('acme', T0 + 1_000);
-    const second = await registry.recordFailure('acme', T0 + 2_000);
+    const first = await health.recordFailure('acme', T0 + 1_000);
+    const second = await health.recordFailure('acme', T0 + 2_000);
 
     expect(first).toEqual({ failures: 1, failingSince: T0 + 1_000 });
     expect(second).toEqual({ failures: 2, failingSince: T0 + 1_000 });
@@ -362,9 +370,9 @@ describe('Class: DynamoDbEndpointRegistry health writes', () => {
 
   it('records the recovery: failures cleared, failingSince removed, lastAcceptedAt set', async () => {
     await registry.add(acme, T0);
-    await registry.recordFailure('acme', T0 + 1_000);
+    await health.recordFailure('acme', T0 + 1_000);
 
-    const recovered = await registry.recordRecovery('acme', T0 + 5_000);
+    const recovered = await health.recordRecovery('acme', T0 + 5_000);
 
     expect(recovered).toEqual({ failures: 0, lastAcceptedAt: T0 + 5_000 });
     expect((await registry.list())[0]?.health).toEqual({ failures: 0, lastAcceptedAt: T0 + 5_000 });
@@ -374,66 +382,66 @@ describe('Class: DynamoDbEndpointRegistry health writes', () => {
     await registry.add(acme, T0);
     counter.reset();
 
-    expect(await registry.pause('acme', T0 + 60_000)).toBe(T0 + 60_000);
+    expect(await health.pause('acme', T0 + 60_000)).toBe(T0 + 60_000);
     expect(readsAndWrites(counter.counts())).toEqual({ reads: 0, writes: 1 });
-    expect(await registry.pause('acme', T0 + 3_000)).toBe(T0 + 60_000);
-    expect(await registry.pause('acme', T0 + 90_000)).toBe(T0 + 90_000);
+    expect(await health.pause('acme', T0 + 3_000)).toBe(T0 + 60_000);
+    expect(await health.pause('acme', T0 + 90_000)).toBe(T0 + 90_000);
 
     expect((await registry.get('acme'))?.health).toEqual({ failures: 0, pausedUntil: T0 + 90_000 });
   });
 
   it("gives the half-open probe to one consumer: refused while another's runs, while paused and once recovered, each refusal with the item's health", async () => {
     await registry.add(acme, T0);
-    await registry.recordFailure('acme', T0 + 1_000);
-    await registry.pause('acme', T0 + 6_000);
+    await health.recordFailure('acme', T0 + 1_000);
+    await health.pause('acme', T0 + 6_000);
 
     // Paused: nobody probes yet.
-    expect(await registry.claimProbe('acme', T0 + 5_000, T0 + 8_000)).toEqual({
+    expect(await health.claimProbe('acme', T0 + 5_000, T0 + 8_000)).toEqual({
       claimed: false,
       health: { failures: 1, failingSince: T0 + 1_000, pausedUntil: T0 + 6_000 },
     });
     // The pause over: of two consumers asking together, one probes, the other is told until when.
-    const [a, b] = await Promise.all([registry.claimProbe('acme', T0 + 6_000, T0 + 9_000), registry.claimProbe('acme', T0 + 6_000, T0 + 9_100)]);
+    const [a, b] = await Promise.all([health.claimProbe('acme', T0 + 6_000, T0 + 9_000), health.claimProbe('acme', T0 + 6_000, T0 + 9_100)]);
     expect([a.claimed, b.claimed].sort()).toEqual([false, true]);
     const probeUntil = (a.claimed ? a : b).health.probeUntil;
     expect((a.claimed ? b : a).health.probeUntil).toBe(probeUntil);
     // The claim lapses: another consumer may take it.
-    expect((await registry.claimProbe('acme', probeUntil!, probeUntil! + 3_000)).claimed).toBe(true);
+    expect((await health.claimProbe('acme', probeUntil!, probeUntil! + 3_000)).claimed).toBe(true);
     // Recovered: no probe is needed, and the claim is cleared.
-    await registry.recordRecovery('acme', T0 + 20_000);
-    expect(await registry.claimProbe('acme', T0 + 21_000, T0 + 24_000)).toEqual({
+    await health.recordRecovery('acme', T0 + 20_000);
+    expect(await health.claimProbe('acme', T0 + 21_000, T0 + 24_000)).toEqual({
       claimed: false,
       health: { failures: 0, pausedUntil: T0 + 6_000, lastAcceptedAt: T0 + 20_000 },
     });
-    await expect(registry.claimProbe('nobody', T0, T0 + 3_000)).rejects.toBeInstanceOf(EndpointNotFoundError);
+    await expect(health.claimProbe('nobody', T0, T0 + 3_000)).rejects.toBeInstanceOf(EndpointNotFoundError);
   });
 
   it('disables an enabled endpoint once, with who, why and when: a second consumer is told it was not enabled', async () => {
     await registry.add(acme, T0);
     const change = { by: 'handoff', reason: 'HTTP 410 Gone from the endpoint', at: T0 + 7_000 };
 
-    const results = await Promise.all([registry.disableIfEnabled('acme', change), registry.disableIfEnabled('acme', change)]);
+    const results = await Promise.all([health.disableIfEnabled('acme', change), health.disableIfEnabled('acme', change)]);
 
     expect(results.sort()).toEqual([false, true]);
     expect(await registry.get('acme')).toMatchObject({ state: 'disabled', stateChange: change, updatedAt: T0 + 7_000 });
-    expect(await registry.disableIfEnabled('nobody', change)).toBe(false);
+    expect(await health.disableIfEnabled('nobody', change)).toBe(false);
   });
 
   it("starts an enabled endpoint's health afresh: failures from before it was back count for nothing", async () => {
     await registry.add(acme, T0);
-    for (let i = 1; i <= 3; i++) await registry.recordFailure('acme', T0 + i * 1_000);
-    await registry.disableIfEnabled('acme', { by: 'handoff', reason: 'failing', at: T0 + 4_000 });
+    for (let i = 1; i <= 3; i++) await health.recordFailure('acme', T0 + i * 1_000);
+    await health.disableIfEnabled('acme', { by: 'handoff', reason: 'failing', at: T0 + 4_000 });
 
     await registry.setState('acme', 'enabled', { by: 'alice', reason: 'receiver back', at: T0 + 10_000 });
-    const next = await registry.recordFailure('acme', T0 + 11_000);
+    const next = await health.recordFailure('acme', T0 + 11_000);
 
     expect(next).toEqual({ failures: 1, failingSince: T0 + 11_000 });
   });
 
   it('creates no item for an endpoint that does not exist', async () => {
-    await expect(registry.recordFailure('nobody', T0)).rejects.toBeInstanceOf(EndpointNotFoundError);
-    await expect(registry.recordRecovery('nobody', T0)).rejects.toBeInstanceOf(EndpointNotFoundError);
-    await expect(registry.pause('nobody', T0 + 1_000)).rejects.toBeInstanceOf(EndpointNotFoundError);
+    await expect(health.recordFailure('nobody', T0)).rejects.toBeInstanceOf(EndpointNotFoundError);
+    await expect(health.recordRecovery('nobody', T0)).rejects.toBeInstanceOf(EndpointNotFoundError);
+    await expect(health.pause('nobody', T0 + 1_000)).rejects.toBeInstanceOf(EndpointNotFoundError);
 
     expect(await registry.list()).toEqual([]);
   });

@@ -18,10 +18,13 @@
  * 11 s) outlasts the second batch on a slow machine. Assertions are on outcomes, never on speed.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ReceiveMessageCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
+import { DynamoDbHealthStore } from '../../lib/endpoints/dynamodb-health-store';
+import { RegistryTable } from '../../lib/endpoints/dynamodb-registry-table';
 import { BREAKER_FAILURES } from '../../lib/endpoints/health';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { captureStdout, isolateEachTest, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
@@ -66,7 +69,8 @@ describe('Function: handler (functions/consumer.ts) with an endpoint that never 
       ],
       Date.now(),
     );
-    await registry.recordFailure('slow', Date.now() - 10_000);
+    // A failure 10 s ago, written as a consumer writes health.
+    await new DynamoDbHealthStore(new RegistryTable(DynamoDBDocumentClient.from(dynamodb), ENDPOINTS_TABLE)).recordFailure('slow', Date.now() - 10_000);
     const handler = await harness.coldStart({
       [RESOURCE_ENV.queueUrl]: queueUrl,
       [RESOURCE_ENV.deadLetterQueueUrl]: deadLetterQueueUrl,

@@ -1,8 +1,8 @@
 /**
  * DynamoDbRateLimiter with the real AWS SDK against dynalite on loopback: consumers reserving at
  * once on one endpoint's schedule never get overlapping slots nor more than the rate in any second;
- * the schedule is one attribute on the registry item, written beside its fields without touching
- * them; a removed endpoint is never recreated; a missing table is a named error. And the real
+ * the schedule is an item of its own in the registry table, never the endpoint's, never listed, and
+ * expiring by itself; a missing table is a named error. And the real
  * consumer handler against fauxqs, dynalite and a loopback receiver: deliveries over the limit are
  * put back carrying their slots, with no ledger write, and delivered on their return without
  * reserving again. Assertions are on the slots handed out, never on how fast anything ran.
@@ -14,8 +14,7 @@ import { RESOURCE_ENV } from '../../lib/config';
 import { DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { DynamoDbRateLimiter } from '../../lib/endpoints/dynamodb-rate-limit';
 import { MemoryRateLimiter, slotIntervalMs, type Reservation } from '../../lib/endpoints/rate-limit';
-import { RateLimitError } from '../../lib/errors';
-import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
+import { REGISTRY_SCHEMA, scheduleKey } from '../../lib/endpoints/registry-schema';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { captureStdout, CREDENTIALS, REGION, startConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import {
@@ -144,7 +143,7 @@ describe('Class: DynamoDbRateLimiter', () => {
     const second = new DynamoDbRateLimiter({ client: own, tableName, horizonMs: 2_000 });
 
     await first.reserve('acme', 10, 5, T0); // slots +0 … +1.8 s; next free +2 s
-    const partly = await second.reserve('acme', 3, 5, T0); // guesses idle: refused, learns +2 s, reserves the one that fits
+    const partly = await second.reserve('acme', 3, 5, T0); // new or busy, all 3 within the horizon: refused, learns +2 s, reserves the one that fits
     const none = await second.reserve('acme', 3, 5, T0 + 100); // knows +2.2 s is beyond +2.1 s: no request
 
     expect(partly).toEqual({ slots: [T0 + 2_000], waitMs: 200 });
@@ -155,26 +154,50 @@ describe('Class: DynamoDbRateLimiter', () => {
   it('reads the schedule once after a refusal where the store does not return the item (dynalite), and reserves all the same', async () => {
     const first = new DynamoDbRateLimiter({ client: consumerClient(false), tableName });
     const own = consumerClient(false);
-    const counter = countCommands(own);
     const second = new DynamoDbRateLimiter({ client: own, tableName });
+    await second.reserve('acme', 1, 10, T0); // its slot passes: it next guesses the schedule idle
+    await first.reserve('acme', 2, 10, T0 + 5_000);
+    const counter = countCommands(own);
 
-    await first.reserve('acme', 2, 10, T0);
-    const reservation = await second.reserve('acme', 2, 10, T0);
+    const reservation = await second.reserve('acme', 2, 10, T0 + 5_000);
 
-    expect(reservation).toEqual({ slots: [T0 + 200, T0 + 300] });
+    expect(reservation).toEqual({ slots: [T0 + 5_200, T0 + 5_300] });
     expect(counter.counts()).toEqual({ UpdateItem: 2, GetItem: 1 });
   });
 
-  it("writes only rateNext on the endpoint's item: its fields, state and updatedAt are as the operator left them", async () => {
+  it('lets consumers starting at once on a new schedule all reserve with one write each, none refused', async () => {
+    const owns = Array.from({ length: 4 }, () => consumerClient());
+    const counters = owns.map((own) => countCommands(own));
+    const limiters = owns.map((own) => new DynamoDbRateLimiter({ client: own, tableName }));
+
+    const reservations = await Promise.all(limiters.map((limiter) => limiter.reserve('acme', 10, 50, T0)));
+
+    const slots = reservations.flatMap((r) => r.slots).sort((a, b) => a - b);
+    expect(slots).toEqual(Array.from({ length: 40 }, (_, i) => T0 + i * 20));
+    expect(counters.map((counter) => counter.counts())).toEqual(owns.map(() => ({ UpdateItem: 1 })));
+  });
+
+  it("keeps the schedule on an item of its own, expiring an hour past its horizon, never the endpoint's: the endpoint is as the operator left it", async () => {
     const before = await registry.get('acme');
     const limiter = new DynamoDbRateLimiter({ client: consumerClient(), tableName });
 
     await limiter.reserve('acme', 4, 50, T0 + 1_000);
     await limiter.reserve('acme', 4, 50, T0 + 1_000);
 
-    const { Item } = await client.send(new GetItemCommand({ TableName: tableName, Key: { name: { S: 'acme' } }, ConsistentRead: true }));
-    expect(Item?.[REGISTRY_SCHEMA.attributes.rateNext]).toEqual({ N: String(T0 + 1_160) });
+    const schedule = await client.send(new GetItemCommand({ TableName: tableName, Key: { name: { S: scheduleKey('acme') } }, ConsistentRead: true }));
+    expect(schedule.Item).toEqual({
+      name: { S: 'acme#rate' },
+      [REGISTRY_SCHEMA.attributes.rateNext]: { N: String(T0 + 1_160) },
+      [REGISTRY_SCHEMA.attributes.expiresAt]: { N: String((T0 + 61_000) / 1000 + 3_600) },
+    });
+    const endpoint = await client.send(new GetItemCommand({ TableName: tableName, Key: { name: { S: 'acme' } }, ConsistentRead: true }));
+    expect(endpoint.Item?.[REGISTRY_SCHEMA.attributes.rateNext]).toBeUndefined();
     expect(await registry.get('acme')).toEqual(before);
+    // Listed nowhere: the registry's scans and pages see one endpoint.
+    expect((await registry.list()).map((r) => r.fields.name)).toEqual(['acme']);
+    expect((await registry.readAll()).map((e) => e.name)).toEqual(['acme']);
+    expect((await registry.page({ limit: 1 })).items.map((r) => r.fields.name)).toEqual(['acme']);
+    expect((await registry.scan()).unreadable).toEqual([]);
     // An operator's update conditioned on the updatedAt it read still succeeds.
     await expect(registry.update({ ...before!.fields, rateLimitPerSecond: 20 }, before!.updatedAt, T0 + 2_000)).resolves.toMatchObject({ updatedAt: T0 + 2_000 });
   });
@@ -191,15 +214,15 @@ describe('Class: DynamoDbRateLimiter', () => {
     expect(next).toEqual({ slots: [T0 + 400] });
   });
 
-  it('never recreates a removed endpoint: its reservation is refused by name', async () => {
+  it("needs no endpoint item: a removed endpoint's schedule is written on its own item, which never brings the endpoint back", async () => {
     const limiter = new DynamoDbRateLimiter({ client: consumerClient(), tableName });
     await registry.remove('acme');
 
-    const refused = limiter.reserve('acme', 1, 5, T0);
+    const reservation = await limiter.reserve('acme', 1, 5, T0);
 
-    await expect(refused).rejects.toThrow(RateLimitError);
-    await expect(refused).rejects.toMatchObject({ code: 'endpoint-not-found', endpoint: 'acme', message: expect.stringContaining('"acme"') });
+    expect(reservation).toEqual({ slots: [T0] });
     expect(await registry.get('acme')).toBeUndefined();
+    expect(await registry.list()).toEqual([]);
   });
 
   it('names the table and the endpoint when the store cannot be used', async () => {
@@ -289,7 +312,7 @@ describe('Function: handler (functions/consumer.ts) with a rate limit', () => {
   });
 
   async function rateNext(table: string): Promise<number> {
-    const { Item } = await dynamodb.send(new GetItemCommand({ TableName: table, Key: { name: { S: 'limited' } }, ConsistentRead: true }));
+    const { Item } = await dynamodb.send(new GetItemCommand({ TableName: table, Key: { name: { S: scheduleKey('limited') } }, ConsistentRead: true }));
     return Number(Item?.[REGISTRY_SCHEMA.attributes.rateNext]?.N);
   }
 });

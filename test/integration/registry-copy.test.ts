@@ -10,6 +10,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { clockCorrection, DynamoDbEndpointRegistry } from '../../lib/endpoints/dynamodb-registry';
 import { SCAN_SEGMENTS } from '../../lib/endpoints/dynamodb-registry-listing';
+import { DynamoDbRateLimiter } from '../../lib/endpoints/dynamodb-rate-limit';
 import { changeStamp } from '../../lib/endpoints/dynamodb-registry-table';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { CHANGE_LOOKBACK_MS, FULL_READ_AFTER_MS, RegistryCopy, changesOf } from '../../lib/endpoints/registry-copy';
@@ -258,6 +259,8 @@ describe('Function: registryEndpoints (the recovery runs\' reader)', () => {
   it('reads every item once, then with nothing changed one Query a run; a pause, a release and a removal on the next run', async () => {
     await registry.add(endpoint('acme'), nowMs);
     await registry.add(endpoint('zephyr'), nowMs);
+    // A rate limit's schedule item beside them: never an endpoint's view.
+    await new DynamoDbRateLimiter({ client, tableName }).reserve('acme', 1, 5, nowMs);
     const documents = DynamoDBDocumentClient.from(client);
     const endpoints = registryEndpoints(documents, tableName, { now: () => nowMs });
     await endpoints();

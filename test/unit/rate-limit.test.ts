@@ -151,7 +151,7 @@ describe('Class: BlockRateLimiter', () => {
     return { consumer, writes, mostPerSecond };
   }
 
-  it("reserves a first batch's slots and nine batches' more at once, handing them out to the next batches", async () => {
+  it("reserves a first batch's slots and half a second of the limit more at once, handing them out to the next batches", async () => {
     const { consumer, writes } = sharedSchedule();
     const limiter = consumer('a');
 
@@ -159,7 +159,7 @@ describe('Class: BlockRateLimiter', () => {
     const second = await limiter.reserve('acme', 3, 100, NOW + 5);
     const third = await limiter.reserve('acme', 3, 100, NOW + 10);
 
-    // 3 asked at once: at that pace over a tenth of a second, 30 a second: 30 reserved, 27 kept.
+    // 3 asked at once, no demand learnt yet: half a second of the limit, 50 reserved, 47 kept.
     expect(first.slots).toEqual([NOW, NOW + 10, NOW + 20]);
     expect(second.slots).toEqual([NOW + 30, NOW + 40, NOW + 50]);
     expect(third.slots).toEqual([NOW + 60, NOW + 70, NOW + 80]);
@@ -199,6 +199,8 @@ describe('Class: BlockRateLimiter', () => {
     expect(handed).toHaveLength(10_000);
     expect(mostPerSecond()).toBeLessThanOrEqual(4);
     expect(mostPerSecond(1)).toBeLessThanOrEqual(2);
+    // All four together in the first second: one first block each, half a second of the limit, and one more.
+    expect(writes.filter((w) => w.endsWith(' 0')).length).toBeLessThanOrEqual(5);
     expect(writes.filter((w) => !w.endsWith(' 0')).length).toBeLessThanOrEqual(4 * 9);
   });
 });
