@@ -25,7 +25,8 @@ import { sealFromEnvironment, sealSource } from '../lib/queue/seal';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { SqsRedriveQueue } from '../lib/queue/sqs-redrive-queue';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
-import { RECOVERY_ENV, RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, registryEndpoints, sendBackRedriven, type RecoveryRun } from '../lib/recovery';
+import { RECOVERY_ENV, RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, sendBackRedriven, type RecoveryRun } from '../lib/recovery';
+import { registryEndpoints } from '../lib/recovery-endpoints';
 import { releaseResuming, StraySweep } from '../lib/resume';
 
 /** The schedule's default (infra/webhook-delivery.ts sets the variable from `recoveryInterval`). */

@@ -1,6 +1,8 @@
 /**
- * What the recovery runs read of the registry (lib/recovery.ts `registryEndpoints`): each endpoint's
- * state, pause and release of parked deliveries, and never its fields, so never its secret.
+ * What the recovery runs read of the registry (`registryEndpoints`, for functions/recovery.ts and
+ * the sandbox's timer): each endpoint's state, pause and release of parked deliveries, and never its
+ * fields, so never its secret. Apart from lib/recovery.ts, which the construct loads: this reads
+ * DynamoDB through the document client, which the construct's package does not carry.
  *
  * Read by change, as a consumer's copy is (lib/endpoints/registry-copy.ts), not by a Scan per run:
  * the scheduled function's warm container, and the sandbox's timer, keep the views between runs. The

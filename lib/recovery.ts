@@ -69,7 +69,6 @@ import { METRICS_NAMESPACE, SERVICE_NAME, errorFields, type Logger } from './obs
 import type { DeliveryQueue, EndpointMessage, RedriveQueue, RedrivenMessage } from './queue/queue';
 import type { Resume } from './resume';
 
-export { registryEndpoints } from './recovery-endpoints';
 
 /** The scheduled function's settings (functions/recovery.ts), set by the construct. */
 export const RECOVERY_ENV = {

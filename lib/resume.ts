@@ -163,7 +163,7 @@ export async function releaseParked(endpoint: string, resume: Resume, deps: Rele
   return { endpoint, released, finished: false, skipped: false };
 }
 
-/** What a run needs of the registry's entries (lib/recovery.ts `registryEndpoints` reads them). */
+/** What a run needs of the registry's entries (lib/recovery-endpoints.ts `registryEndpoints` reads them). */
 export interface ResumeView {
   readonly state?: string;
   readonly resume?: Resume;

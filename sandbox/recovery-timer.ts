@@ -23,7 +23,8 @@ import type { MessageSeal } from '../lib/queue/seal';
 import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { SqsRedriveQueue } from '../lib/queue/sqs-redrive-queue';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
-import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs, registryEndpoints, sendBackRedriven } from '../lib/recovery';
+import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs, sendBackRedriven } from '../lib/recovery';
+import { registryEndpoints } from '../lib/recovery-endpoints';
 import { releaseResuming, StraySweep } from '../lib/resume';
 
 /** The sandbox's setting: ms between two runs of the recovery timer. */

@@ -2,7 +2,7 @@
  * The releases' writes on the registry's items (lib/resume.ts `ResumeStore`): each conditional on
  * the release begun at `since` still being the endpoint's, so a newer `enable`, or a `disable`, is
  * never undone. Beginning and ending one mark the item's change (registry-schema.ts `changedAt`): the
- * recovery function's copy learns of them by change (lib/recovery.ts `registryEndpoints`); the
+ * recovery function's copy learns of them by change (lib/recovery-endpoints.ts `registryEndpoints`); the
  * windows taken in between do not, and that copy reads its releases' items at each run.
  */
 import { CHANGE_NAMES, changeValues, END_RESUME, NAMES, RESUME_NAMES, SET_CHANGE, type RegistryTable } from './dynamodb-registry-table';

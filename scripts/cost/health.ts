@@ -27,7 +27,7 @@ import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createLogger } from '../../lib/observability';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
-import { registryEndpoints } from '../../lib/recovery';
+import { registryEndpoints } from '../../lib/recovery-endpoints';
 import { releaseResuming } from '../../lib/resume';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { createLedgerTable } from '../../sandbox/ledger-table';

@@ -16,7 +16,7 @@ import { generateSecret } from '../../lib/endpoints/secret';
 import type { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { createLogger, SERVICE_NAME } from '../../lib/observability';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
-import { registryEndpoints } from '../../lib/recovery';
+import { registryEndpoints } from '../../lib/recovery-endpoints';
 import { releaseResuming } from '../../lib/resume';
 import { coldStartOnRegistry, isolateEachTest, seededRegistry, useConsumerHarness, type ColdStarted, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';

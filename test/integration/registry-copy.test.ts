@@ -18,7 +18,7 @@ import { CHANGE_FEED, REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schem
 import { EndpointNotFoundError } from '../../lib/errors';
 import type { ShipmentEvent } from '../../lib/event';
 import { createLogger } from '../../lib/observability';
-import { registryEndpoints } from '../../lib/recovery';
+import { registryEndpoints } from '../../lib/recovery-endpoints';
 import { registryRouting } from '../../lib/routing';
 import type { WebhookSender } from '../../lib/webhook/sender';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';

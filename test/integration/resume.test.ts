@@ -2,7 +2,7 @@
  * Releasing parked deliveries (lib/resume.ts, docs/contract.md §12 "Parking") against dynalite and
  * fauxqs: rows parked through the real ledger for a disabled endpoint, `setState(enabled)` on the
  * real registry table (sandbox/endpoints-table.ts), and the release runs as the recovery function
- * and the sandbox's timer make them (the registry read by lib/recovery.ts `registryEndpoints`).
+ * and the sandbox's timer make them (the registry read by lib/recovery-endpoints.ts `registryEndpoints`).
  *
  * The runs are given a clock of their own, so the slots, the message delays and the settle time
  * are exact without the test sleeping; the queue the runs send to is the real one, wrapped to note
@@ -19,7 +19,7 @@ import { createLogger, SERVICE_NAME } from '../../lib/observability';
 import { DEFAULT_RETRY_POLICY } from '../../lib/policy';
 import type { DeliveryQueue, EnqueueOptions } from '../../lib/queue/queue';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
-import { registryEndpoints } from '../../lib/recovery';
+import { registryEndpoints } from '../../lib/recovery-endpoints';
 import { DEFAULT_RESUME_RATE, releaseParked, releaseResuming, STRAY_RECENT_MS, StraySweep, type ReleaseDeps, type Resume } from '../../lib/resume';
 import { createEndpointsTable, seedEndpoints } from '../../sandbox/endpoints-table';
 import { useConsumerHarness, type ConsumerHarness, type Queues } from '../helpers/consumer-harness';
