@@ -720,11 +720,14 @@ describe('WebhookDelivery', () => {
       const { template } = build();
 
       expect(actionsOf(template)).toEqual([
+        // The registry, read by change: BatchGetItem (the changed items), GetItem, Scan (a cold
+        // start), Query on the change index alone; UpdateItem (health, the rate limit's schedule).
+        'dynamodb:BatchGetItem',
         // The ledger: GetItem, PutItem, UpdateItem, Query (on the table's key).
         'dynamodb:GetItem',
-        // The registry: GetItem and Scan (never Query), and UpdateItem (health).
         'dynamodb:GetItem',
         'dynamodb:PutItem',
+        'dynamodb:Query',
         'dynamodb:Query',
         'dynamodb:Scan',
         'dynamodb:UpdateItem',
@@ -997,7 +1000,11 @@ describe('WebhookDelivery', () => {
         },
       ]);
       expect(statements.flatMap((s) => [s.Action].flat()).sort()).toEqual([
+        // The ledger's listed rows, and the registry's changed items.
         'dynamodb:BatchGetItem',
+        'dynamodb:BatchGetItem',
+        // The ledger's listing index, and the registry's change index.
+        'dynamodb:Query',
         'dynamodb:Query',
         'dynamodb:Scan',
         'dynamodb:UpdateItem',
