@@ -44,10 +44,13 @@ const QUICK = process.argv.includes('--quick');
 const MIX_SIZES = QUICK ? [200, 1_000] : [1_000, 10_000];
 const FAN_OUT_ROUNDS = QUICK ? 10 : 20;
 const REGISTRY_SIZES = QUICK ? MEASURED_REGISTRY_SIZES.slice(0, 2) : MEASURED_REGISTRY_SIZES;
-const CONSUMERS: readonly ConsumerName[] = ['handoff', 'powertools', 'naive'];
+const CONSUMERS: readonly ConsumerName[] = ['handoff', 'handoff-unindexed', 'powertools', 'naive'];
 const TABLES = {
   scenarios: 'handoff-ledger-cost-scenarios',
   workload: 'handoff-ledger-cost-workload',
+  /** Made without the shipment index, for a consumer with HANDOFF_SHIPMENT_INDEX=false. */
+  unindexedScenarios: 'handoff-ledger-cost-scenarios-unindexed',
+  unindexedWorkload: 'handoff-ledger-cost-workload-unindexed',
   mix: (deliveries: number) => `handoff-ledger-cost-mix-${deliveries}`,
   powertools: 'powertools-idempotency-cost',
   fanOut: 'handoff-ledger-cost-fan-out',
@@ -72,6 +75,7 @@ async function main(): Promise<number> {
 
   try {
     for (const table of [TABLES.scenarios, TABLES.workload, TABLES.fanOut, ...MIX_SIZES.map(TABLES.mix)]) await createLedgerTable(direct, table);
+    for (const table of [TABLES.unindexedScenarios, TABLES.unindexedWorkload]) await createLedgerTable(direct, table, { shipmentIndex: false });
     await createPowertoolsTable(direct, TABLES.powertools);
     console.log(`Billed cost of delivery on AWS, at on-demand prices for ${PRICES.region} as of ${PRICES.asOf}:`);
     console.log(
@@ -105,10 +109,14 @@ async function main(): Promise<number> {
 
     const scenarios = await runs.runScenarios(TABLES.scenarios, meters);
     report.printScenarios(scenarios);
+    // The delivered event again, the shipment index off: a table made without it, the consumer's setting off.
+    const unindexed = await runs.runScenarios(TABLES.unindexedScenarios, meters, 'evt_cost_unindexed', { scenarios: [runs.SCENARIOS[0]!], shipmentIndex: false });
+    report.printScenarios(unindexed, `the shipment index off (${report.describeShape(await meter.dynamodb.shapeOf(TABLES.unindexedScenarios))})`);
 
     // --- per delivered event, three consumers, two sizes ---
     const invokers: Record<ConsumerName, Invoke> = {
       handoff: handoffConsumer({ ledgerTable: TABLES.workload, webhookUrl: receiver.url }).invoke,
+      'handoff-unindexed': handoffConsumer({ ledgerTable: TABLES.unindexedWorkload, webhookUrl: receiver.url, shipmentIndex: false }).invoke,
       powertools: await benchConsumer('powertools', { webhookUrl: receiver.url, idempotencyTable: TABLES.powertools }),
       naive: await benchConsumer('naive', { webhookUrl: receiver.url, idempotencyTable: TABLES.powertools }),
     };
@@ -193,6 +201,7 @@ async function main(): Promise<number> {
 
     const all = [
       ...scenarios.map((s) => s.dynamodb),
+      ...unindexed.map((s) => s.dynamodb),
       ...priced.map((p) => p.run.dynamodb),
       ...mixes.map((m) => m.dynamodb),
       ...fanOutMetered.map((f) => f.dynamodb),
@@ -200,7 +209,7 @@ async function main(): Promise<number> {
       ...usages(orderingMeasures),
     ];
     const targets = [
-      ...assessTargets(scenarios, priced, mixes),
+      ...assessTargets(scenarios, priced, mixes, unindexed),
       ...assessFanOutTargets(fanOuts),
       ...registryTargets(registryFigures, CONTAINER_READERS),
       ...assessHealthTargets(healthTable, healthMeasures),

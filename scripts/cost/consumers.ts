@@ -11,15 +11,16 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DEFAULT_SETTINGS, derivedTimings, RESOURCE_ENV } from '../../lib/config';
+import { DEFAULT_SETTINGS, derivedTimings, RESOURCE_ENV, SETTING_VARIABLES } from '../../lib/config';
 import { createConsumer } from '../../lib/consumer/consumer';
 import { consumerDeps } from '../../lib/consumer/environment';
 import { createLogger, MetricsRecorder } from '../../lib/observability';
 import { TEST_SEAL_KEY } from '../../test/helpers/sqs-records';
 
-export type ConsumerName = 'handoff' | 'powertools' | 'naive';
+export type ConsumerName = 'handoff' | 'handoff-unindexed' | 'powertools' | 'naive';
 export const CONSUMER_LABELS: Record<ConsumerName, string> = {
   handoff: 'handoff',
+  'handoff-unindexed': 'handoff, shipment index off',
   powertools: 'Powertools BatchProcessor + makeIdempotent',
   naive: 'naive (POST, no ledger)',
 };
@@ -53,7 +54,9 @@ export interface HandoffConsumer {
 
 /**
  * handoff's consumer on `ledgerTable`, to `webhookUrl` or through `registryTable`, at `nowMs` (every
- * stage's clock); `sleep` replaces the wait for a rate-limit slot (a simulated clock does not wait).
+ * stage's clock); `sleep` replaces the wait for a rate-limit slot (a simulated clock does not wait);
+ * `shipmentIndex: false` as a deployment that turned the shipment index off (HANDOFF_SHIPMENT_INDEX=false,
+ * on a ledger table created without it).
  */
 export function handoffConsumer(options: {
   ledgerTable: string;
@@ -61,6 +64,7 @@ export function handoffConsumer(options: {
   registryTable?: string;
   nowMs?: () => number;
   sleep?: (ms: number) => Promise<void>;
+  shipmentIndex?: boolean;
 }): HandoffConsumer {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -71,6 +75,7 @@ export function handoffConsumer(options: {
     HANDOFF_ALLOW_HTTP: 'true',
     HANDOFF_ALLOW_PRIVATE_CIDRS: '127.0.0.0/8',
     ...(options.registryTable !== undefined ? { [RESOURCE_ENV.endpointsTable]: options.registryTable } : { HANDOFF_WEBHOOK_URL: options.webhookUrl }),
+    ...(options.shipmentIndex === false ? { [SETTING_VARIABLES.shipmentIndex]: 'false' } : {}),
   };
   const decisions: string[] = [];
   const logger = createLogger({

@@ -71,17 +71,19 @@ export interface Target {
   readonly met: boolean;
   /** A missed target that fails the script (exit 1). */
   readonly failsRun?: boolean;
+  /** A figure printed beside the targets, with no goal: its result reads `context`, never MET. */
+  readonly context?: boolean;
 }
 
 export function formatTargets(targets: readonly Target[]): string {
   return formatTable(
     ['target', 'goal', 'measured', 'result'],
-    targets.map((t) => [t.name, t.goal, t.measured, t.met ? 'MET' : t.failsRun ? 'MISSED (fails the run)' : 'MISSED']),
+    targets.map((t) => [t.name, t.goal, t.measured, t.context ? 'context' : t.met ? 'MET' : t.failsRun ? 'MISSED (fails the run)' : 'MISSED']),
   );
 }
 
-export function printScenarios(results: readonly ScenarioResult[]): void {
-  console.log(`handoff, one ${SCENARIO_EVENT_BYTES}-byte event per scenario: requests and billed units on AWS\n`);
+export function printScenarios(results: readonly ScenarioResult[], variant?: string): void {
+  console.log(`handoff, one ${SCENARIO_EVENT_BYTES}-byte event per scenario${variant === undefined ? '' : `, ${variant}`}: requests and billed units on AWS\n`);
   const rows = results.map(({ scenario, dynamodb, sqs }) => [
     scenario.name,
     String(scenario.expected.length),
@@ -101,6 +103,7 @@ export function printScenarios(results: readonly ScenarioResult[]): void {
       rows,
     ),
   );
+  if (variant !== undefined) return console.log('');
   console.log(
     '\nRefused conditional writes are billed on the item that is there (at least 1 unit) and change no index. AWS returns\n' +
       'the row with a refusal (ALL_OLD) at no read cost, so no GetItem follows (dynalite would need one). * Lambda\'s event\n' +

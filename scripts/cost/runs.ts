@@ -28,11 +28,26 @@ export interface Meters {
 /** Past any first retry's backoff: the queue's visibility does the waiting, here the clock jumps. */
 export const RETRY_DUE_MS = 60 * 60 * 1000;
 
+/** A shipment's status events in the cost workloads: a parcel's few updates (picked up, in transit, out, delivered). */
+export const EVENTS_PER_SHIPMENT = 4;
+
+/**
+ * The shipment of a cost run's event, from its ID: the events whose IDs differ only in a trailing
+ * number n share `shp_<the rest>_<floor(n / 4)>`, so a shipment has up to 4 events and no shipment
+ * key is hot by construction. An ID without a trailing number is a shipment of its own.
+ */
+export function shipmentOf(id: string): string {
+  const numbered = /^(.*?)(\d+)$/.exec(id);
+  if (numbered === null) return `shp_${id}`;
+  return `shp_${numbered[1]}${Math.floor(Number(numbered[2]) / EVENTS_PER_SHIPMENT)}`;
+}
+
 /**
  * A valid event (docs/contract.md §2) whose body is exactly `bytes` long, padded with pseudo-random
  * letters fixed by the ID: one repeated character would flatter any compression of the stored body.
+ * Its shipment, unless given, is `shipmentOf(id)` (per-shipment ordering passes its own).
  */
-export function eventOfSize(id: string, bytes: number, status = 'in_transit', shipmentId = 'shp_1001'): string {
+export function eventOfSize(id: string, bytes: number, status = 'in_transit', shipmentId = shipmentOf(id)): string {
   const event = { id, shipmentId, status, occurredAt: '2026-12-02T10:15:00Z', data: { carrier: 'acme', hub: 'FRA-3', note: '' } };
   const padding = bytes - JSON.stringify(event).length;
   if (padding < 0) throw new Error(`an event with ID ${id} takes more than ${bytes} bytes`);
@@ -125,16 +140,25 @@ export interface ScenarioResult {
   readonly decisions: readonly string[];
 }
 
-/** Runs each scenario through one handoff consumer on `ledgerTable`, the clock moving past each retry. */
-export async function runScenarios(ledgerTable: string, { meter, receiver }: Meters, prefix = 'evt_cost'): Promise<ScenarioResult[]> {
+/**
+ * Runs each scenario (or those given) through one handoff consumer on `ledgerTable`, the clock moving
+ * past each retry; `shipmentIndex: false` with the consumer's setting off, on a table made without it.
+ */
+export async function runScenarios(
+  ledgerTable: string,
+  { meter, receiver }: Meters,
+  prefix = 'evt_cost',
+  options: { readonly scenarios?: readonly Scenario[]; readonly shipmentIndex?: boolean } = {},
+): Promise<ScenarioResult[]> {
   const clock = { offsetMs: 0 };
-  const consumer = handoffConsumer({ ledgerTable, webhookUrl: receiver.url, nowMs: () => Date.now() + clock.offsetMs });
+  const nowMs = () => Date.now() + clock.offsetMs;
+  const consumer = handoffConsumer({ ledgerTable, webhookUrl: receiver.url, nowMs, ...(options.shipmentIndex === false ? { shipmentIndex: false } : {}) });
   const send: Send = async (body) => {
     await invokeBatch(consumer.invoke, [sqsRecord(body)], meter);
     clock.offsetMs += RETRY_DUE_MS;
   };
   const results: ScenarioResult[] = [];
-  for (const [index, scenario] of SCENARIOS.entries()) {
+  for (const [index, scenario] of (options.scenarios ?? SCENARIOS).entries()) {
     const id = `${prefix}_${index}`;
     if (scenario.answers.length > 0) receiver.respondTo(id, ...scenario.answers);
     // The preparation is counted apart and dropped.

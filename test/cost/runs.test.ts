@@ -11,9 +11,12 @@ import { createLedgerTable } from '../../sandbox/ledger-table';
 import { handoffConsumer, pointAwsAt, QUEUE_URLS, SETTINGS } from '../../scripts/cost/consumers';
 import { HEALTH_BATCH, runHealthScenarios, runOrderingScenarios } from '../../scripts/cost/health';
 import { startMeter, type Meter } from '../../scripts/cost/meter';
-import { meterWorkload, runRound, runScenarios, SCENARIOS, type FanOutRun } from '../../scripts/cost/runs';
+import { EVENTS_PER_SHIPMENT, invokeBatch, meterWorkload, recordOf, runRound, runScenarios, SCENARIOS, shipmentOf, type FanOutRun } from '../../scripts/cost/runs';
+import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import { emulatorDynamoDbClient, startDynalite } from '../helpers/dynalite';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
+
+const SHIPMENT_INDEX = LEDGER_SCHEMA.shipmentIndex.name;
 
 let dynalite: Awaited<ReturnType<typeof startDynalite>>;
 let direct: DynamoDBClient;
@@ -43,11 +46,24 @@ describe('handoff scenarios', () => {
 
     for (const result of results) expect(result.decisions, result.scenario.name).toEqual(result.scenario.expected);
     const delivered = results.find((r) => r.scenario === SCENARIOS[0])!;
-    expect([delivered.dynamodb.writeRequests, delivered.dynamodb.readRequests, delivered.dynamodb.writeUnits]).toEqual([2, 0, 2]);
+    // 2 on the table, 1 on the shipment index (on by default): its entry, put once at admission.
+    expect([delivered.dynamodb.writeRequests, delivered.dynamodb.readRequests, delivered.dynamodb.tableWriteUnits]).toEqual([2, 0, 2]);
+    expect(delivered.dynamodb.indexWriteUnits).toEqual({ [SHIPMENT_INDEX]: 1 });
+    expect(delivered.dynamodb.indexWriteCounts).toEqual({ [SHIPMENT_INDEX]: { put: 1, delete: 0, update: 0 } });
     expect(delivered.sqs.requests).toEqual({ 'ReceiveMessage (event source)': 1, 'DeleteMessageBatch (event source)': 1 });
     // A refusal is answered with the row (ALL_OLD), as AWS does: no read follows.
     const duplicate = results.find((r) => r.scenario.name.startsWith('duplicate'))!;
     expect([duplicate.dynamodb.refusedWrites, duplicate.dynamodb.readRequests]).toEqual([1, 0]);
+  });
+});
+
+describe('the shipment index off', () => {
+  it('bills a delivered event 2 write units on the table and none on any index, in the same requests', async () => {
+    await createLedgerTable(direct, 'cost-test-unindexed', { shipmentIndex: false });
+    const [delivered] = await runScenarios('cost-test-unindexed', { meter, receiver }, 'evt_cost_test_off', { scenarios: [SCENARIOS[0]!], shipmentIndex: false });
+
+    expect(delivered!.decisions).toEqual(['ack:delivered']);
+    expect([delivered!.dynamodb.writeRequests, delivered!.dynamodb.readRequests, delivered!.dynamodb.tableWriteUnits, delivered!.dynamodb.indexUnits]).toEqual([2, 0, 2, 0]);
   });
 });
 
@@ -60,6 +76,20 @@ describe('a workload', () => {
     expect(run.failed).toBe(0);
     expect(consumer.decisions.filter((d) => d === 'ack:delivered')).toHaveLength(3 * SETTINGS.batchSize);
     expect(run.dynamodb.writeRequests).toBe(2 * run.delivered);
+    expect(run.dynamodb.indexWriteUnits).toEqual({ [SHIPMENT_INDEX]: run.delivered });
+  });
+
+  it('gives a shipment 4 consecutive events, so no shipment key takes more than 4 entries', async () => {
+    const consumer = handoffConsumer({ ledgerTable: 'cost-test-workload', webhookUrl: receiver.url });
+    const usage = meter.dynamodb.start({ partitions: true });
+    const batch = Array.from({ length: SETTINGS.batchSize }, (_, i) => recordOf(`evt_cost_shp_m0_${i}`, 300));
+    expect((await invokeBatch(consumer.invoke, batch, meter)).response.batchItemFailures).toEqual([]);
+    const byShipment = [...(usage.partitions?.get(`cost-test-workload/${SHIPMENT_INDEX}`) ?? new Map<string, number>()).values()];
+
+    expect(shipmentOf('evt_x_m3_7')).toBe(shipmentOf('evt_x_m3_4'));
+    expect(shipmentOf('evt_x_m3_8')).not.toBe(shipmentOf('evt_x_m3_7'));
+    // A batch of 10: shipments of 4, 4 and 2 events, one index entry each.
+    expect([Math.max(...byShipment), byShipment.reduce((a, b) => a + b, 0), byShipment.length]).toEqual([EVENTS_PER_SHIPMENT, SETTINGS.batchSize, 3]);
   });
 });
 
