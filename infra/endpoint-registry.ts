@@ -220,7 +220,8 @@ export class EndpointRegistry extends Construct {
 
   /**
    * The consumer's health writes (docs/contract.md §12): UpdateItem on an endpoint's item (its
-   * `health`, and `state` when it disables one; the recovery function's release window), and the
+   * `health`, and `state` when it disables one; the recovery function's release window) and on a rate
+   * limit's schedule item (`<endpoint>#rate`, made by its first UpdateItem: no PutItem), and the
    * key's encryption for what it writes.
    */
   grantHealthWrite(grantee: iam.IGrantable): void {

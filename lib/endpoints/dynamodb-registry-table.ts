@@ -15,7 +15,7 @@ import { ENDPOINT_STATES, parseEndpointFields, type EndpointFields, type Endpoin
 import { EndpointError, EndpointRegistryError } from '../errors';
 import type { EndpointHealth, HealthRecord } from './health-rules';
 import { type Subscription } from './registry';
-import { CHANGE_FEED, REGISTRY_SCHEMA } from './registry-schema';
+import { CHANGE_FEED, isScheduleKey, REGISTRY_SCHEMA } from './registry-schema';
 import { quoted } from '../terminal';
 
 const A = REGISTRY_SCHEMA.attributes;
@@ -92,8 +92,9 @@ export class RegistryTable {
     readonly name: string,
   ) {}
 
-  /** One endpoint's item as a record, read consistently (a tombstone: none). @throws EndpointRegistryError */
+  /** One endpoint's item as a record, read consistently (a tombstone, or a rate schedule's key: none). @throws EndpointRegistryError */
   async get(name: string): Promise<HealthRecord | undefined> {
+    if (isScheduleKey(name)) return undefined;
     const { Item } = await this.guard(`read endpoint ${quoted(name)}`, () =>
       this.client.send(new GetCommand({ TableName: this.name, Key: { [KEY]: name }, ConsistentRead: true })),
     );

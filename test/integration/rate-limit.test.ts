@@ -198,6 +198,7 @@ describe('Class: DynamoDbRateLimiter', () => {
     expect((await registry.readAll()).map((e) => e.name)).toEqual(['acme']);
     expect((await registry.page({ limit: 1 })).items.map((r) => r.fields.name)).toEqual(['acme']);
     expect((await registry.scan()).unreadable).toEqual([]);
+    expect(await registry.get(scheduleKey('acme'))).toBeUndefined();
     // An operator's update conditioned on the updatedAt it read still succeeds.
     await expect(registry.update({ ...before!.fields, rateLimitPerSecond: 20 }, before!.updatedAt, T0 + 2_000)).resolves.toMatchObject({ updatedAt: T0 + 2_000 });
   });
