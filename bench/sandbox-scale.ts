@@ -3,7 +3,8 @@
  * 10,000 endpoints beside one of 10, each figure side by side. Measured per size: the time from
  * spawning the sandbox to its READY line (seeding the registry included), the whole process
  * tree's CPU while idle (the sandbox, its workers and emulators: user + system time from /proc over
- * `idleSeconds`, after `settleSeconds` for start-up work to end), and a delivery check: events
+ * `idleSeconds`, after `settleSeconds` for start-up work to end: the seeding's changes leave the
+ * workers' 30-s look-back of the change index by then), and a delivery check: events
  * that each match one endpoint (by `data.merchant`) arrive there and nowhere else.
  *
  * Endpoint i subscribes to one status's event type and matches `data.merchant` = `m-i`, so an
@@ -22,7 +23,7 @@ import { fixed, table } from './report';
 
 const [f1, f2] = [fixed(1), fixed(2)];
 
-export const SANDBOX_SCALE_DEFAULTS = { sizes: [10, 10_000], settleSeconds: 20, idleSeconds: 60, events: 20 };
+export const SANDBOX_SCALE_DEFAULTS = { sizes: [10, 10_000], settleSeconds: 40, idleSeconds: 60, events: 20 };
 export type SandboxScaleOptions = typeof SANDBOX_SCALE_DEFAULTS;
 export type SandboxScaleRun = Awaited<ReturnType<typeof runSandboxAt>>;
 /** The issue's bounds: READY within a minute at 10,000 endpoints; idle CPU at most 1.5x the 10-endpoint sandbox's. */

@@ -92,6 +92,12 @@ export const RESOURCE_ENV = {
   endpointsTable: 'HANDOFF_ENDPOINTS_TABLE',
   /** How long the consumer keeps its copy of the registry, in ms (default ENDPOINTS_CACHE_MS); the sandbox shortens it. */
   endpointsCacheMs: 'HANDOFF_ENDPOINTS_CACHE_MS',
+  /**
+   * How far back the consumer's copy asks the registry's change index, in ms (default 15 minutes:
+   * writers' clocks may be minutes off); the sandbox, where every writer reads one clock, shortens it
+   * (lib/endpoints/registry-copy.ts `ONE_CLOCK_CHANGE_WINDOW`).
+   */
+  endpointsLookbackMs: 'HANDOFF_ENDPOINTS_LOOKBACK_MS',
   /** The EventBridge bus an endpoint's disabling is published on (the construct: `default`). Unset: none. */
   eventBus: 'HANDOFF_EVENT_BUS',
   /** The SNS topic operators' alarms go to; an endpoint's disabling is published there too. Unset: none. */

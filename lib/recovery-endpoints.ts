@@ -19,22 +19,23 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { RegistryListing } from './endpoints/dynamodb-registry-listing';
 import { isTombstone, RegistryTable, type Item } from './endpoints/dynamodb-registry-table';
-import { changesSince, FULL_READ_AFTER_MS } from './endpoints/registry-copy';
+import { CHANGE_WINDOW, changesSince, type ChangeWindow } from './endpoints/registry-copy';
 import { REGISTRY_SCHEMA } from './endpoints/registry-schema';
 import type { EndpointView } from './recovery';
 
 const A = REGISTRY_SCHEMA.attributes;
 /** The attributes a view is made of. */
-const VIEW_ATTRIBUTES = [A.pausedUntil, A.state, A.resumeSince, A.resumeRate, A.resumeUntil];
+const VIEW_ATTRIBUTES = [A.pausedUntil, A.state, A.resumeSince, A.resumeRate, A.resumeUntil, A.stateChange];
 
 /** The endpoints in the registry table by name, their pauses and releases, kept current by change between calls. */
 export function registryEndpoints(
   client: DynamoDBDocumentClient,
   tableName: string,
-  options: { readonly now?: () => number } = {},
+  options: { readonly now?: () => number; readonly window?: ChangeWindow } = {},
 ): () => Promise<ReadonlyMap<string, EndpointView>> {
   const listing = new RegistryListing(new RegistryTable(client, tableName));
   const now = options.now ?? Date.now;
+  const window = options.window ?? CHANGE_WINDOW;
   let views: Map<string, { view: EndpointView; changedAt: number }> | undefined;
   let refreshedAt = 0;
 
@@ -44,18 +45,18 @@ export function registryEndpoints(
     const stamped = item[A.changedAt];
     const changedAt = typeof stamped === 'number' ? stamped : 0;
     if (isTombstone(item)) into.delete(name);
-    else into.set(name, { view: { ...viewOf(item), changedAt }, changedAt });
+    else into.set(name, { view: viewOf(item), changedAt });
   };
 
   return async () => {
     const startedAt = now();
-    if (views === undefined || startedAt - refreshedAt > FULL_READ_AFTER_MS) {
+    if (views === undefined || startedAt - refreshedAt > window.fullReadAfterMs) {
       const fresh = new Map<string, { view: EndpointView; changedAt: number }>();
       for (const item of await listing.scanItems(VIEW_ATTRIBUTES)) take(item, fresh);
       views = fresh;
     } else {
       const held = views;
-      const since = changesSince(refreshedAt);
+      const since = changesSince(refreshedAt, window);
       const changed = (await listing.changedSince(since)).filter((mark) => held.get(mark.name)?.changedAt !== mark.changedAt).map((mark) => mark.name);
       const releasing = [...held].filter(([, { view }]) => view.resume !== undefined).map(([name]) => name);
       const names = [...new Set([...changed, ...releasing])];
@@ -71,10 +72,13 @@ export function registryEndpoints(
 }
 
 function viewOf(item: Item): EndpointView {
-  const [pausedUntil, state, since, rate, until] = VIEW_ATTRIBUTES.map((attribute) => item[attribute]);
+  const [pausedUntil, state, since, rate, until, change] = VIEW_ATTRIBUTES.map((attribute) => item[attribute]);
+  const at = typeof change === 'object' && change !== null ? (change as { at?: unknown }).at : undefined;
   return {
     ...(typeof pausedUntil === 'number' ? { pausedUntil } : {}),
     ...(typeof state === 'string' ? { state } : {}),
     ...(typeof since === 'number' && typeof rate === 'number' ? { resume: { since, rate, ...(typeof until === 'number' ? { until } : {}) } } : {}),
+    // When it was last enabled by a change of state (an endpoint created enabled has none).
+    ...(state === 'enabled' && typeof at === 'number' ? { enabledAt: at } : {}),
   };
 }

@@ -123,8 +123,8 @@ export interface EndpointView {
   readonly pausedUntil?: number;
   readonly state?: string;
   readonly resume?: Resume;
-  /** Epoch ms of its last marked change (0: written before changes were marked). */
-  readonly changedAt?: number;
+  /** Epoch ms it was enabled again, when its state changed to enabled (an endpoint created enabled has none). */
+  readonly enabledAt?: number;
 }
 
 export interface RecoveryRun {

@@ -19,9 +19,9 @@
  * 4. ends the release (removes the attributes) when none is left, once consumers have all seen the
  *    endpoint enabled: one with a stale copy of the registry may still park a delivery meanwhile.
  *    One that parks a delivery even later (a copy kept through a registry outage) is caught by a
- *    later run, which finds the enabled endpoint's parked row and begins a release for it (`strays`:
- *    every run checks the endpoints changed within the last hour, and a bounded share of the others
- *    in turn, so a run's reads do not grow with the number of endpoints).
+ *    later run, which finds the enabled endpoint's parked row and begins a release for it (every
+ *    run checks the endpoints enabled again within the last hour, and a bounded share of the
+ *    others in turn, so a run's reads do not grow with the number of endpoints).
  *
  * A release interrupted anywhere leaves nothing behind: a released row is listed as pending from
  * its slot on, so if its message is never sent the stuck-work recovery sends one (lib/recovery.ts);
@@ -48,9 +48,10 @@ const CONCURRENCY = 10;
 /** Rows read per listing page. */
 const PAGE_SIZE = 100;
 /**
- * An enabled endpoint whose last change (its enabling among them) is this recent is checked for
- * parked deliveries at every run: a consumer's copy is refreshed every ENDPOINTS_CACHE_MS, and a
- * batch that read it parks within the invocation's 15 minutes at most.
+ * An endpoint enabled again this recently is checked for parked deliveries at every run: a
+ * consumer's copy is refreshed every ENDPOINTS_CACHE_MS, and a batch that read it parks within the
+ * invocation's 15 minutes at most. (One created enabled, a bulk load's thousands, is not: no copy
+ * showed it disabled.)
  */
 export const STRAY_RECENT_MS = 60 * 60_000;
 /** The other enabled endpoints checked per run, in turn (`StraySweep`): each costs one read of its parked listing. */
@@ -167,8 +168,11 @@ export async function releaseParked(endpoint: string, resume: Resume, deps: Rele
 export interface ResumeView {
   readonly state?: string;
   readonly resume?: Resume;
-  /** Epoch ms of the item's last marked change (lib/endpoints/registry-schema.ts `changedAt`); unknown: treated as recent. */
-  readonly changedAt?: number;
+  /**
+   * Epoch ms it was enabled again (its state change's `at`; none for an endpoint created enabled,
+   * which no consumer's copy can have shown disabled).
+   */
+  readonly enabledAt?: number;
 }
 
 /**
@@ -197,14 +201,14 @@ export class StraySweep {
  * One run of every release in progress: the enabled endpoints with a `resume`, one after another.
  * An enabled endpoint with none in progress may hold parked deliveries: a consumer whose copy of the
  * registry was older than the settle time may have parked one after its release ended. Those
- * changed within STRAY_RECENT_MS are checked at every run (one row of its parked listing), the
+ * enabled again within STRAY_RECENT_MS are checked at every run (one row of its parked listing), the
  * others a share at a time (`deps.sweep`; without one, none of them). One found parked begins a
  * release at the default rate. A failure of one endpoint's run is logged and the others go on.
  */
 export async function releaseResuming(endpoints: ReadonlyMap<string, ResumeView>, deps: ReleaseDeps & { readonly sweep?: StraySweep }): Promise<ReleaseRun[]> {
   const runs: ReleaseRun[] = [];
   const nowMs = deps.now();
-  const recent = (view: ResumeView) => view.changedAt === undefined || nowMs - view.changedAt < STRAY_RECENT_MS;
+  const recent = (view: ResumeView) => view.enabledAt !== undefined && nowMs - view.enabledAt < STRAY_RECENT_MS;
   const quiet = [...endpoints].filter(([, view]) => view.state === 'enabled' && view.resume === undefined);
   const checked = new Set([...quiet.filter(([, view]) => recent(view)).map(([name]) => name), ...(deps.sweep?.take(quiet.filter(([, view]) => !recent(view)).map(([name]) => name)) ?? [])]);
   for (const [name, view] of endpoints) {

@@ -24,6 +24,7 @@ import { SqsDeliveryQueue } from '../lib/queue/sqs-queue';
 import { SqsRedriveQueue } from '../lib/queue/sqs-redrive-queue';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
 import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs, sendBackRedriven } from '../lib/recovery';
+import { ONE_CLOCK_CHANGE_WINDOW } from '../lib/endpoints/registry-copy';
 import { registryEndpoints } from '../lib/recovery-endpoints';
 import { releaseResuming, StraySweep } from '../lib/resume';
 
@@ -79,7 +80,8 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
   const now = options.now ?? Date.now;
   const documents = DynamoDBDocumentClient.from(options.dynamodb, { marshallOptions: { removeUndefinedValues: true } });
   const ledger = new DynamoDbLedger({ client: documents, tableName: options.ledgerTable });
-  const endpoints = options.endpointsTable !== undefined ? registryEndpoints(documents, options.endpointsTable) : undefined;
+  // Its registry's writers all read this machine's clock: a short look-back (lib/endpoints/registry-copy.ts).
+  const endpoints = options.endpointsTable !== undefined ? registryEndpoints(documents, options.endpointsTable, { window: ONE_CLOCK_CHANGE_WINDOW }) : undefined;
   const { queueUrl, deadLetterQueueUrl, redriveQueueUrl } = options;
   const { seal } = options;
   const queue = new SqsDeliveryQueue({ client: options.sqs, queueUrl, deadLetterQueueUrl, seal });

@@ -4,6 +4,7 @@
  * parent's AWS or handoff setup.
  */
 import { RESOURCE_ENV, settingsToEnvironment, VARIABLE_NAMES, type Settings } from '../lib/config';
+import { ONE_CLOCK_CHANGE_WINDOW } from '../lib/endpoints/registry-copy';
 import type { SandboxQueues } from './queues';
 import { SANDBOX_NAMES } from './settings';
 import { SANDBOX_CREDENTIALS, SANDBOX_REGION } from './state-file';
@@ -44,6 +45,8 @@ export function workerEnvironment(options: WorkerEnvironmentOptions): NodeJS.Pro
     [RESOURCE_ENV.ledgerTable]: SANDBOX_NAMES.ledgerTable,
     [RESOURCE_ENV.endpointsTable]: SANDBOX_NAMES.endpointsTable,
     [RESOURCE_ENV.endpointsCacheMs]: String(options.endpointsCacheMs),
+    // Every writer of the sandbox's registry reads this machine's clock: a short look-back.
+    [RESOURCE_ENV.endpointsLookbackMs]: String(ONE_CLOCK_CHANGE_WINDOW.lookbackMs),
     [RESOURCE_ENV.deadLetterQueueUrl]: options.queues.deadLetterQueueUrl,
     [RESOURCE_ENV.queueUrl]: options.queues.queueUrl,
     [RESOURCE_ENV.sealKey]: options.sealKey,

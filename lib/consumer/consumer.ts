@@ -9,7 +9,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { processBatch, type BatchDeps } from '../batch';
 import { HealthTracker, type DisabledNotice, type HealthRecord, type HealthStore } from '../endpoints/health';
 import { cachedEndpoints, type RegistryChanges } from '../endpoints/registry';
-import { RegistryCopy } from '../endpoints/registry-copy';
+import { RegistryCopy, type ChangeWindow } from '../endpoints/registry-copy';
 import type { MessageSeal } from '../queue/seal';
 import { registryRouting, type RegistryRoutingOptions, type Routing } from '../routing';
 
@@ -40,6 +40,8 @@ export function registryConsumer(
   registry: RegistryChanges,
   options: Omit<RegistryRoutingOptions, 'records'> & {
     readonly cacheMs: number;
+    /** How far back the copy asks the change index (default CHANGE_WINDOW's). */
+    readonly window?: ChangeWindow;
     /** Tells operators of an endpoint this consumer disables, beyond the log line. */
     readonly notify?: ((notice: DisabledNotice) => Promise<void>) | undefined;
     /** Where health is written (DynamoDbHealthStore on the registry's table). */
@@ -48,9 +50,9 @@ export function registryConsumer(
     readonly now?: () => number;
   },
 ): { routing: Routing; health: HealthTracker } {
-  const { cacheMs, notify, store, now, ...routing } = options;
+  const { cacheMs, window, notify, store, now, ...routing } = options;
   let records: (() => Promise<readonly HealthRecord[]>) | undefined;
   const health = new HealthTracker({ store, records: () => records!(), notify, ...(now !== undefined ? { now } : {}) });
-  records = cachedEndpoints(health.listing(new RegistryCopy(registry)), { ttlMs: cacheMs });
+  records = cachedEndpoints(health.listing(new RegistryCopy(registry, window !== undefined ? { window } : {})), { ttlMs: cacheMs });
   return { routing: registryRouting({ ...routing, records }), health };
 }

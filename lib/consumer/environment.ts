@@ -19,6 +19,7 @@ import { BlockRateLimiter } from '../endpoints/rate-limit';
 import { defaultEndpointFields, type EndpointRecord } from '../endpoints/endpoint';
 import { disabledNotifier } from '../endpoints/health';
 import { ENDPOINTS_CACHE_MS } from '../endpoints/registry';
+import { CHANGE_WINDOW, type ChangeWindow } from '../endpoints/registry-copy';
 import { SecretCache, secretsManagerClient, secretsManagerVersions } from '../endpoints/secret';
 import { kmsClient, KmsSecretCipher, LocalSecretCipher, type EndpointSecretCipher } from '../endpoints/secret-cipher';
 import { DynamoDbLedger } from '../ledger/dynamodb-ledger';
@@ -120,6 +121,7 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
       store: new DynamoDbHealthStore(new RegistryTable(dynamodb, endpointsTable)),
       now,
       cacheMs: cacheMs(env[RESOURCE_ENV.endpointsCacheMs]),
+      window: changeWindow(env[RESOURCE_ENV.endpointsLookbackMs]),
       notify: disabledNotifier({ eventBus: env[RESOURCE_ENV.eventBus] || undefined, alarmTopicArn: env[RESOURCE_ENV.alarmTopicArn] || undefined }),
       deployment: settings,
       secrets,
@@ -171,6 +173,15 @@ function cacheMs(raw: string | undefined): number {
     throw new ConfigError(RESOURCE_ENV.endpointsCacheMs, `must be whole milliseconds up to 300000, got "${raw}"`);
   }
   return Number(raw);
+}
+
+/** The copy's change window: the lookback given (whole ms, 1 s to 15 minutes), else AWS's. */
+function changeWindow(raw: string | undefined): ChangeWindow {
+  if (raw === undefined || raw === '') return CHANGE_WINDOW;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1000 || Number(raw) > CHANGE_WINDOW.lookbackMs) {
+    throw new ConfigError(RESOURCE_ENV.endpointsLookbackMs, `must be whole milliseconds from 1000 to ${CHANGE_WINDOW.lookbackMs}, got "${raw.slice(0, 40)}"`);
+  }
+  return { ...CHANGE_WINDOW, lookbackMs: Number(raw) };
 }
 
 function localCipher(key: string | undefined): EndpointSecretCipher[] {

@@ -33,9 +33,25 @@ export const MAX_CLOCK_SKEW_MS = 5 * 60_000;
 /** Without a successful refresh for this long, the next reads every item again: a change may have left the window. */
 export const FULL_READ_AFTER_MS = CHANGE_LOOKBACK_MS - MAX_CLOCK_SKEW_MS - 60_000;
 
+/** How far back before its last successful refresh a copy asks the change index, and after how long without one it reads everything. */
+export interface ChangeWindow {
+  readonly lookbackMs: number;
+  readonly fullReadAfterMs: number;
+}
+
+/** In AWS: writers' clocks may be minutes off (SigV4 refuses beyond 5), and the index shows a change a moment late. */
+export const CHANGE_WINDOW: ChangeWindow = { lookbackMs: CHANGE_LOOKBACK_MS, fullReadAfterMs: FULL_READ_AFTER_MS };
+
+/**
+ * On one machine (the sandbox: its consumers, its recovery timer and the command read one clock, and
+ * the emulator's indexes have no lag): back far enough for a write stamped just before a refresh
+ * began and landing after it, so a bulk load's keys stop coming back within seconds, not 15 minutes.
+ */
+export const ONE_CLOCK_CHANGE_WINDOW: ChangeWindow = { lookbackMs: 30_000, fullReadAfterMs: FULL_READ_AFTER_MS };
+
 /** Where a refresh asks the change index from: the lookback before the last successful refresh began. */
-export function changesSince(lastRefreshStartedAt: number): number {
-  return lastRefreshStartedAt - CHANGE_LOOKBACK_MS;
+export function changesSince(lastRefreshStartedAt: number, window: ChangeWindow = CHANGE_WINDOW): number {
+  return lastRefreshStartedAt - window.lookbackMs;
 }
 
 /** What changed between an array the copy handed out and the one before it. */
@@ -55,6 +71,7 @@ export function changesOf<R>(records: readonly R[]): CopyChanges<R> | undefined 
 export class RegistryCopy {
   readonly #source: RegistryChanges;
   readonly #now: () => number;
+  readonly #window: ChangeWindow;
   /** Every item the copy holds (readable or not), by name. */
   #entries = new Map<string, RegistryEntry>();
   /** Endpoints removed, with their tombstone's change, while it can still show in the window. */
@@ -63,9 +80,10 @@ export class RegistryCopy {
   /** When the last successful refresh began. */
   #refreshedAt = 0;
 
-  constructor(source: RegistryChanges, options: { readonly now?: () => number } = {}) {
+  constructor(source: RegistryChanges, options: { readonly now?: () => number; readonly window?: ChangeWindow } = {}) {
     this.#source = source;
     this.#now = options.now ?? Date.now;
+    this.#window = options.window ?? CHANGE_WINDOW;
   }
 
   /**
@@ -75,10 +93,10 @@ export class RegistryCopy {
    */
   async list(): Promise<HealthRecord[]> {
     const startedAt = this.#now();
-    if (this.#records === undefined || startedAt - this.#refreshedAt > FULL_READ_AFTER_MS) {
+    if (this.#records === undefined || startedAt - this.#refreshedAt > this.#window.fullReadAfterMs) {
       this.#apply(await this.#source.readAll(), true);
     } else {
-      const since = changesSince(this.#refreshedAt);
+      const since = changesSince(this.#refreshedAt, this.#window);
       const stale = (await this.#source.changedSince(since)).filter((mark) => this.#known(mark) !== mark.changedAt);
       if (stale.length > 0) this.#apply(await this.#source.readNames(stale.map((mark) => mark.name)), false);
       for (const [name, changedAt] of this.#gone) if (changedAt <= since) this.#gone.delete(name);

@@ -65,6 +65,22 @@ describe('Handler: consumer, cold start', () => {
   });
 });
 
+describe('Handler: consumer, the registry copy\'s look-back', () => {
+  it.each([['500'], ['900001'], ['15m']])('fails its cold start on HANDOFF_ENDPOINTS_LOOKBACK_MS=%s, naming it', async (value) => {
+    const { queueUrl, deadLetterQueueUrl } = await harness.createQueues(30);
+
+    const start = harness.coldStart({
+      HANDOFF_QUEUE_URL: queueUrl,
+      HANDOFF_DEAD_LETTER_QUEUE_URL: deadLetterQueueUrl,
+      HANDOFF_ENDPOINTS_TABLE: 'handoff-endpoints-lookback-test',
+      HANDOFF_ENDPOINTS_LOOKBACK_MS: value,
+    });
+
+    await expect(start).rejects.toMatchObject({ name: 'ConfigError', variable: 'HANDOFF_ENDPOINTS_LOOKBACK_MS' });
+    await expect(start).rejects.toThrow(/^HANDOFF_ENDPOINTS_LOOKBACK_MS must be whole milliseconds from 1000 to 900000/);
+  });
+});
+
 describe('Handler: consumer, signing secret', () => {
   it.each([['whsec_abc'], [SHORT_SECRET]])('fails its cold start on HANDOFF_WEBHOOK_SECRET=%s, without showing it', async (secret) => {
     const { queueUrl, deadLetterQueueUrl } = await harness.createQueues(30);

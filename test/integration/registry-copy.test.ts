@@ -13,7 +13,7 @@ import { SCAN_SEGMENTS } from '../../lib/endpoints/dynamodb-registry-listing';
 import { DynamoDbRateLimiter } from '../../lib/endpoints/dynamodb-rate-limit';
 import { changeStamp } from '../../lib/endpoints/dynamodb-registry-table';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
-import { CHANGE_LOOKBACK_MS, FULL_READ_AFTER_MS, RegistryCopy, changesOf } from '../../lib/endpoints/registry-copy';
+import { CHANGE_LOOKBACK_MS, FULL_READ_AFTER_MS, ONE_CLOCK_CHANGE_WINDOW, RegistryCopy, changesOf } from '../../lib/endpoints/registry-copy';
 import { CHANGE_FEED, REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { EndpointNotFoundError } from '../../lib/errors';
 import type { ShipmentEvent } from '../../lib/event';
@@ -163,6 +163,31 @@ describe('Class: RegistryCopy on DynamoDB', () => {
     expect(answers).toEqual([30, 30, 30, 0]);
   });
 
+  it('on one clock (the sandbox\'s window), stops getting a bulk load\'s keys back once its 30 s have passed', async () => {
+    for (let i = 0; i < 30; i += 1) await registry.add(endpoint(`ep-${i}`), nowMs);
+    const answers: number[] = [];
+    const copy = new RegistryCopy(
+      {
+        readAll: () => registry.readAll(),
+        readNames: (names) => registry.readNames(names),
+        changedSince: async (since) => {
+          const marks = await registry.changedSince(since);
+          answers.push(marks.length);
+          return marks;
+        },
+      },
+      { now: () => nowMs, window: ONE_CLOCK_CHANGE_WINDOW },
+    );
+    await copy.list();
+
+    for (const step of [15_000, 15_001, 1_000]) {
+      nowMs += step;
+      await copy.list();
+    }
+
+    expect(answers).toEqual([30, 30, 0]);
+  });
+
   it('reads only the changed endpoints, in one BatchGetItem, after the one Query', async () => {
     for (let i = 0; i < 20; i += 1) await registry.add(endpoint(`ep-${i}`), nowMs);
     const { copy } = await warmCopy();
@@ -282,7 +307,7 @@ describe('Function: registryEndpoints (the recovery runs\' reader)', () => {
     expect(quietCounts).toEqual({ Query: 1 });
     expect([...quiet.keys()].sort()).toEqual(['acme', 'zephyr']);
     expect([...changed.keys()]).toEqual(['acme']);
-    expect(changed.get('acme')).toEqual({ state: 'enabled', resume: { since: nowMs, rate: 5 }, changedAt: expect.any(Number) });
+    expect(changed.get('acme')).toEqual({ state: 'enabled', resume: { since: nowMs, rate: 5 }, enabledAt: nowMs });
     expect(windowMoved.get('acme')?.resume).toEqual({ since: nowMs, rate: 5, until: nowMs + 60_000 });
     expect(counter.counts()).toEqual({ Query: 1, BatchGetItem: 1 });
   });
