@@ -27,7 +27,7 @@ import { SqsRedriveQueue } from '../lib/queue/sqs-redrive-queue';
 import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
 import { RECOVERY_ENV, RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, sendBackRedriven, type RecoveryRun } from '../lib/recovery';
 import { registryEndpoints } from '../lib/recovery-endpoints';
-import { releaseResuming, StraySweep } from '../lib/resume';
+import { releaseResuming, StraySweep, straySweepPerRun } from '../lib/resume';
 
 /** The schedule's default (infra/webhook-delivery.ts sets the variable from `recoveryInterval`). */
 const DEFAULT_INTERVAL_MS = 5 * 60_000;
@@ -59,7 +59,7 @@ const intervalMs = wholeNumber(env[RECOVERY_ENV.intervalMs], RECOVERY_ENV.interv
 /** Where the last run of this container stopped. */
 let cursor: string | undefined;
 /** Where this container's check of long-enabled endpoints for stray parked deliveries is up to. */
-const sweep = new StraySweep();
+const sweep = new StraySweep(straySweepPerRun(intervalMs));
 
 export async function handler(): Promise<Omit<RecoveryRun, 'cursor'> & { complete: boolean; resumed: number; sentBack: number; gaveUp: number }> {
   // A short receive samples some of SQS's servers; a second's wait asks them all.

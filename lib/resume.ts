@@ -54,8 +54,13 @@ const PAGE_SIZE = 100;
  * showed it disabled.)
  */
 export const STRAY_RECENT_MS = 60 * 60_000;
-/** The other enabled endpoints checked per run, in turn (`StraySweep`): each costs one read of its parked listing. */
-export const STRAY_SWEEP_PER_RUN = 100;
+/** The other enabled endpoints checked per minute of runs, in turn (`StraySweep`): each costs one read of its parked listing. */
+export const STRAY_SWEEP_PER_MINUTE = 100;
+
+/** A sweep's share for runs `intervalMs` apart: STRAY_SWEEP_PER_MINUTE a minute (at least one a run). */
+export function straySweepPerRun(intervalMs: number): number {
+  return Math.max(1, Math.ceil((STRAY_SWEEP_PER_MINUTE * intervalMs) / 60_000));
+}
 
 /** A release in progress, as the registry holds it. */
 export interface Resume {
@@ -178,13 +183,14 @@ export interface ResumeView {
 /**
  * Where the check of long-enabled endpoints for stray parked deliveries is up to, kept by the
  * process that makes the runs (the scheduled function's container, the sandbox's timer): each run
- * takes the next STRAY_SWEEP_PER_RUN names after the last one it took, in name order, wrapping
- * around, so every enabled endpoint is checked once per sweep (100,000 endpoints: 1,000 runs).
+ * takes the next `perRun` names after the last one it took, in name order, wrapping around, so
+ * every enabled endpoint is checked once per sweep (100,000 endpoints: about 17 hours at
+ * STRAY_SWEEP_PER_MINUTE, whatever the runs' interval).
  */
 export class StraySweep {
   #after = '';
 
-  constructor(readonly perRun: number = STRAY_SWEEP_PER_RUN) {}
+  constructor(readonly perRun: number) {}
 
   /** The next names to check among `names` (any order), and the sweep moved past them. */
   take(names: readonly string[]): string[] {

@@ -26,7 +26,7 @@ import { DynamoDbEndpointRegistry } from '../lib/endpoints/dynamodb-registry';
 import { RECOVERY_LIMIT, recoverStuck, recoveredMetricDocument, recoveryGraceMs, sendBackRedriven } from '../lib/recovery';
 import { ONE_CLOCK_CHANGE_WINDOW } from '../lib/endpoints/registry-copy';
 import { registryEndpoints } from '../lib/recovery-endpoints';
-import { releaseResuming, StraySweep } from '../lib/resume';
+import { releaseResuming, StraySweep, straySweepPerRun } from '../lib/resume';
 
 /** The sandbox's setting: ms between two runs of the recovery timer. */
 export const RECOVERY_INTERVAL_ENV = 'HANDOFF_RECOVERY_INTERVAL_MS';
@@ -89,7 +89,7 @@ export function startRecoveryTimer(options: RecoveryTimerOptions): RecoveryTimer
   // Releases of parked deliveries after `endpoint enable` (lib/resume.ts), each run scheduling up to the next.
   const release =
     endpoints !== undefined && options.endpointsTable !== undefined
-      ? { endpoints, deps: { ledger, queue, store: new DynamoDbEndpointRegistry({ client: documents, tableName: options.endpointsTable }), sweep: new StraySweep() } }
+      ? { endpoints, deps: { ledger, queue, store: new DynamoDbEndpointRegistry({ client: documents, tableName: options.endpointsTable }), sweep: new StraySweep(straySweepPerRun(intervalMs)) } }
       : undefined;
   const logger = displayLogger(options.log);
   let cursor: string | undefined;

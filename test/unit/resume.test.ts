@@ -5,7 +5,7 @@
  * the check for stray parked deliveries out over the runs.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RESUME_RATE, MAX_HORIZON_MS, rampRate, slotsIn, StraySweep } from '../../lib/resume';
+import { DEFAULT_RESUME_RATE, MAX_HORIZON_MS, rampRate, slotsIn, StraySweep, straySweepPerRun } from '../../lib/resume';
 
 const SINCE = Date.parse('2026-12-03T06:00:00Z');
 const MINUTE_MS = 60_000;
@@ -119,6 +119,12 @@ describe('Class: StraySweep', () => {
     const names = ['d', 'b', 'a', 'c', 'e'];
 
     expect([sweep.take(names), sweep.take(names), sweep.take(names), sweep.take(names)]).toEqual([['a', 'b'], ['c', 'd'], ['e', 'a'], ['b', 'c']]);
+  });
+
+  it('shares 100 endpoints a minute out over the runs: the recovery function\'s every 5 minutes, the sandbox\'s every 5 s', () => {
+    expect(straySweepPerRun(5 * MINUTE_MS)).toBe(500);
+    expect(straySweepPerRun(5_000)).toBe(9);
+    expect(straySweepPerRun(100)).toBe(1);
   });
 
   it('goes on after the last name it took when names come and go', () => {
