@@ -13,7 +13,7 @@ import { SCAN_SEGMENTS } from '../../lib/endpoints/dynamodb-registry-listing';
 import { DynamoDbRateLimiter } from '../../lib/endpoints/dynamodb-rate-limit';
 import { changeStamp } from '../../lib/endpoints/dynamodb-registry-table';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
-import { CHANGE_LOOKBACK_MS, FULL_READ_AFTER_MS, ONE_CLOCK_CHANGE_WINDOW, RegistryCopy, changesOf } from '../../lib/endpoints/registry-copy';
+import { CHANGE_LOOKBACK_MS, FULL_READ_AFTER_MS, ONE_CLOCK_CHANGE_WINDOW, RegistryCopy, changesOf, type ChangeWindow } from '../../lib/endpoints/registry-copy';
 import { CHANGE_FEED, REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { EndpointNotFoundError } from '../../lib/errors';
 import type { ShipmentEvent } from '../../lib/event';
@@ -137,55 +137,35 @@ describe('Class: RegistryCopy on DynamoDB', () => {
     expect(again).toBe(held);
   });
 
-  it('asks from 15 minutes before its last refresh, so a bulk load\'s keys stop coming back once that has passed', async () => {
+  /** 30 endpoints added at once, then a copy refreshed after each step: how many index entries each refresh's Query got back. */
+  async function bulkLoadAnswers(steps: readonly number[], window?: ChangeWindow): Promise<number[]> {
     for (let i = 0; i < 30; i += 1) await registry.add(endpoint(`ep-${i}`), nowMs);
     const answers: number[] = [];
-    const copy = new RegistryCopy(
-      {
-        readAll: () => registry.readAll(),
-        readNames: (names) => registry.readNames(names),
-        changedSince: async (since) => {
-          const marks = await registry.changedSince(since);
-          answers.push(marks.length);
-          return marks;
-        },
+    const source = {
+      readAll: () => registry.readAll(),
+      readNames: (names: readonly string[]) => registry.readNames(names),
+      changedSince: async (since: number) => {
+        const marks = await registry.changedSince(since);
+        answers.push(marks.length);
+        return marks;
       },
-      { now: () => nowMs },
-    );
+    };
+    const copy = new RegistryCopy(source, { now: () => nowMs, ...(window !== undefined ? { window } : {}) });
     await copy.list();
-
-    // The third refresh a millisecond past 15 minutes after the load, so the fourth asks from after its stamps.
-    for (const step of [5 * MINUTE, 5 * MINUTE, 5 * MINUTE + 1, 15_000]) {
+    for (const step of steps) {
       nowMs += step;
       await copy.list();
     }
+    return answers;
+  }
 
-    expect(answers).toEqual([30, 30, 30, 0]);
+  it('asks from 15 minutes before its last refresh, so a bulk load\'s keys stop coming back once that has passed', async () => {
+    // The third refresh a millisecond past 15 minutes after the load, so the fourth asks from after its stamps.
+    expect(await bulkLoadAnswers([5 * MINUTE, 5 * MINUTE, 5 * MINUTE + 1, 15_000])).toEqual([30, 30, 30, 0]);
   });
 
   it('on one clock (the sandbox\'s window), stops getting a bulk load\'s keys back once its 30 s have passed', async () => {
-    for (let i = 0; i < 30; i += 1) await registry.add(endpoint(`ep-${i}`), nowMs);
-    const answers: number[] = [];
-    const copy = new RegistryCopy(
-      {
-        readAll: () => registry.readAll(),
-        readNames: (names) => registry.readNames(names),
-        changedSince: async (since) => {
-          const marks = await registry.changedSince(since);
-          answers.push(marks.length);
-          return marks;
-        },
-      },
-      { now: () => nowMs, window: ONE_CLOCK_CHANGE_WINDOW },
-    );
-    await copy.list();
-
-    for (const step of [15_000, 15_001, 1_000]) {
-      nowMs += step;
-      await copy.list();
-    }
-
-    expect(answers).toEqual([30, 30, 0]);
+    expect(await bulkLoadAnswers([15_000, 15_001, 1_000], ONE_CLOCK_CHANGE_WINDOW)).toEqual([30, 30, 0]);
   });
 
   it('reads only the changed endpoints, in one BatchGetItem, after the one Query', async () => {
