@@ -216,7 +216,9 @@ export async function releaseResuming(endpoints: ReadonlyMap<string, ResumeView>
   const nowMs = deps.now();
   const recent = (view: ResumeView) => view.enabledAt !== undefined && nowMs - view.enabledAt < STRAY_RECENT_MS;
   const quiet = [...endpoints].filter(([, view]) => view.state === 'enabled' && view.resume === undefined);
-  const checked = new Set([...quiet.filter(([, view]) => recent(view)).map(([name]) => name), ...(deps.sweep?.take(quiet.filter(([, view]) => !recent(view)).map(([name]) => name)) ?? [])]);
+  const enabledLately = quiet.filter(([, view]) => recent(view)).map(([name]) => name);
+  const inTurn = deps.sweep?.take(quiet.filter(([, view]) => !recent(view)).map(([name]) => name)) ?? [];
+  const checked = new Set([...enabledLately, ...inTurn]);
   for (const [name, view] of endpoints) {
     if (view.state !== 'enabled') continue;
     if (view.resume === undefined && !checked.has(name)) continue;
