@@ -19,7 +19,7 @@ import { BlockRateLimiter } from '../endpoints/rate-limit';
 import { defaultEndpointFields, type EndpointRecord } from '../endpoints/endpoint';
 import { disabledNotifier } from '../endpoints/health';
 import { ENDPOINTS_CACHE_MS } from '../endpoints/registry';
-import { CHANGE_WINDOW, type ChangeWindow } from '../endpoints/registry-copy';
+import { CHANGE_WINDOW } from '../endpoints/registry-copy';
 import { SecretCache, secretsManagerClient, secretsManagerVersions } from '../endpoints/secret';
 import { kmsClient, KmsSecretCipher, LocalSecretCipher, type EndpointSecretCipher } from '../endpoints/secret-cipher';
 import { DynamoDbLedger } from '../ledger/dynamodb-ledger';
@@ -120,8 +120,9 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
       // Health's writes straight on the table: each flush adds its count in one write.
       store: new DynamoDbHealthStore(new RegistryTable(dynamodb, endpointsTable)),
       now,
-      cacheMs: cacheMs(env[RESOURCE_ENV.endpointsCacheMs]),
-      window: changeWindow(env[RESOURCE_ENV.endpointsLookbackMs]),
+      cacheMs: wholeMs(env, RESOURCE_ENV.endpointsCacheMs, ENDPOINTS_CACHE_MS, 0, 300_000),
+      // The copy's look-back (lib/endpoints/registry-copy.ts): AWS's, unless the sandbox shortens it.
+      window: { ...CHANGE_WINDOW, lookbackMs: wholeMs(env, RESOURCE_ENV.endpointsLookbackMs, CHANGE_WINDOW.lookbackMs, 1000, CHANGE_WINDOW.lookbackMs) },
       notify: disabledNotifier({ eventBus: env[RESOURCE_ENV.eventBus] || undefined, alarmTopicArn: env[RESOURCE_ENV.alarmTopicArn] || undefined }),
       deployment: settings,
       secrets,
@@ -167,21 +168,15 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
   };
 }
 
-function cacheMs(raw: string | undefined): number {
-  if (raw === undefined || raw === '') return ENDPOINTS_CACHE_MS;
-  if (!/^\d+$/.test(raw) || Number(raw) > 300_000) {
-    throw new ConfigError(RESOURCE_ENV.endpointsCacheMs, `must be whole milliseconds up to 300000, got "${raw}"`);
+/** A setting in whole milliseconds from `min` to `max`, or `fallback` when unset. @throws ConfigError naming the variable */
+function wholeMs(env: NodeJS.ProcessEnv, variable: string, fallback: number, min: number, max: number): number {
+  const raw = env[variable];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    const range = min === 0 ? `up to ${max}` : `from ${min} to ${max}`;
+    throw new ConfigError(variable, `must be whole milliseconds ${range}, got "${raw.slice(0, 40)}"`);
   }
   return Number(raw);
-}
-
-/** The copy's change window: the lookback given (whole ms, 1 s to 15 minutes), else AWS's. */
-function changeWindow(raw: string | undefined): ChangeWindow {
-  if (raw === undefined || raw === '') return CHANGE_WINDOW;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1000 || Number(raw) > CHANGE_WINDOW.lookbackMs) {
-    throw new ConfigError(RESOURCE_ENV.endpointsLookbackMs, `must be whole milliseconds from 1000 to ${CHANGE_WINDOW.lookbackMs}, got "${raw.slice(0, 40)}"`);
-  }
-  return { ...CHANGE_WINDOW, lookbackMs: Number(raw) };
 }
 
 function localCipher(key: string | undefined): EndpointSecretCipher[] {
