@@ -1,0 +1,86 @@
+/**
+ * `Idempotency-Key` (docs/contract.md §16): a `POST` repeated with the same key by the same caller
+ * within 24 h gets the first answer, and its use case runs once. The key is claimed before the use
+ * case runs (a conditional write), so two requests racing with one key run it once: the second is
+ * told the first is still running (409) or, once it is done, gets its answer.
+ *
+ * An answer is kept without any signing secret it held: a secret is shown once, when it is made,
+ * and a repeat says it was shown (`secret` replaced by `secretShown: true`).
+ */
+import { createHash } from 'node:crypto';
+
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+/** Keys as callers send them: printable, 1–255 characters (as Stripe and the IETF draft take them). */
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+export interface StoredAnswer {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+export type IdempotencyClaim =
+  /** The key is new: run the use case, then `complete` (or `release` when it failed). */
+  | { readonly kind: 'claimed' }
+  /** The key was used for this same request: its answer. */
+  | { readonly kind: 'answered'; readonly answer: StoredAnswer }
+  /** The key is being used right now by another request. */
+  | { readonly kind: 'in-progress' }
+  /** The key was used for a different request (another method, path or body). */
+  | { readonly kind: 'mismatch' };
+
+export interface IdempotencyStore {
+  /** Claims `key` for a request whose fingerprint is `fingerprint`, unless it is already used. */
+  claim(key: string, fingerprint: string, nowMs: number): Promise<IdempotencyClaim>;
+  /** Keeps the answer for repeats until the key's 24 h are over. */
+  complete(key: string, fingerprint: string, answer: StoredAnswer, nowMs: number): Promise<void>;
+  /** Forgets a claim whose use case failed, so a repeat may try again. */
+  release(key: string): Promise<void>;
+}
+
+/** The stored key: the caller's and the key's hash, so neither a key nor a caller is stored as sent. */
+export function storedKey(caller: string, key: string): string {
+  return createHash('sha256').update(caller).update('\n').update(key).digest('base64url');
+}
+
+/** What makes two requests the same: method, path, query and body. */
+export function fingerprintOf(method: string, path: string, query: Readonly<Record<string, string | undefined>>, body: string | undefined): string {
+  const q = Object.entries(query)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256').update(`${method} ${path}\n${JSON.stringify(q)}\n`).update(body ?? '').digest('base64url');
+}
+
+/** The answer as kept: every `secret` taken out, and `secretShown: true` where it was. */
+export function withoutSecrets(body: unknown): unknown {
+  if (Array.isArray(body)) return body.map(withoutSecrets);
+  if (typeof body !== 'object' || body === null) return body;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) {
+    if (k === 'secret' && typeof v === 'string') out.secretShown = true;
+    else out[k] = withoutSecrets(v);
+  }
+  return out;
+}
+
+/** In memory: for unit tests of the router alone. */
+export class MemoryIdempotencyStore implements IdempotencyStore {
+  readonly #entries = new Map<string, { fingerprint: string; answer?: StoredAnswer; expiresAt: number }>();
+
+  async claim(key: string, fingerprint: string, nowMs: number): Promise<IdempotencyClaim> {
+    const entry = this.#entries.get(key);
+    if (entry !== undefined && entry.expiresAt > nowMs) {
+      if (entry.fingerprint !== fingerprint) return { kind: 'mismatch' };
+      return entry.answer === undefined ? { kind: 'in-progress' } : { kind: 'answered', answer: entry.answer };
+    }
+    this.#entries.set(key, { fingerprint, expiresAt: nowMs + IDEMPOTENCY_TTL_MS });
+    return { kind: 'claimed' };
+  }
+
+  async complete(key: string, fingerprint: string, answer: StoredAnswer, nowMs: number): Promise<void> {
+    this.#entries.set(key, { fingerprint, answer: { status: answer.status, body: withoutSecrets(answer.body) }, expiresAt: nowMs + IDEMPOTENCY_TTL_MS });
+  }
+
+  async release(key: string): Promise<void> {
+    this.#entries.delete(key);
+  }
+}

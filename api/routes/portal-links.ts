@@ -1,0 +1,3 @@
+import type { Route } from '../route';
+
+export const PORTAL_LINK_ROUTES: readonly Route[] = [];

@@ -1,0 +1,3 @@
+import type { Route } from '../route';
+
+export const REPLAY_ROUTES: readonly Route[] = [];

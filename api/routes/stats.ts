@@ -1,0 +1,3 @@
+import type { Route } from '../route';
+
+export const STATS_ROUTES: readonly Route[] = [];
