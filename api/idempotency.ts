@@ -10,6 +10,18 @@
 import { createHash } from 'node:crypto';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+/**
+ * How long a claim whose request never finished (its function timed out or crashed) holds the key:
+ * longer than any request runs (API Gateway gives up after 30 s), so a claim still running is never
+ * taken over, and short enough that a caller whose request died may repeat it with the same key.
+ */
+export const IDEMPOTENCY_CLAIM_MS = 5 * 60 * 1000;
+/**
+ * The largest answer body kept (its JSON, UTF-8 bytes): a DynamoDB item holds at most 400 KB. A
+ * larger answer is not kept; the key remembers that its request was done (`unkept`), so a repeat
+ * neither runs it again nor gets an answer that is not the first.
+ */
+export const MAX_KEPT_ANSWER_BYTES = 300 * 1024;
 /** Keys as callers send them: printable, 1–255 characters (as Stripe and the IETF draft take them). */
 export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -26,12 +38,14 @@ export type IdempotencyClaim =
   /** The key is being used right now by another request. */
   | { readonly kind: 'in-progress' }
   /** The key was used for a different request (another method, path or body). */
-  | { readonly kind: 'mismatch' };
+  | { readonly kind: 'mismatch' }
+  /** The key's request was done, but its answer was over MAX_KEPT_ANSWER_BYTES and not kept. */
+  | { readonly kind: 'unkept'; readonly status: number };
 
 export interface IdempotencyStore {
   /** Claims `key` for a request whose fingerprint is `fingerprint`, unless it is already used. */
   claim(key: string, fingerprint: string, nowMs: number): Promise<IdempotencyClaim>;
-  /** Keeps the answer for repeats until the key's 24 h are over. */
+  /** Keeps the answer (withoutSecrets; a marker when over MAX_KEPT_ANSWER_BYTES) for repeats until the key's 24 h are over. */
   complete(key: string, fingerprint: string, answer: StoredAnswer, nowMs: number): Promise<void>;
   /** Forgets a claim whose use case failed, so a repeat may try again. */
   release(key: string): Promise<void>;
@@ -62,25 +76,40 @@ export function withoutSecrets(body: unknown): unknown {
   return out;
 }
 
-/** In memory: for unit tests of the router alone. */
+/** The answer as kept: its body as JSON without secrets, or undefined when that is over MAX_KEPT_ANSWER_BYTES. */
+export function keptBody(answer: StoredAnswer): string | undefined {
+  const json = JSON.stringify(withoutSecrets(answer.body)) ?? 'null';
+  return Buffer.byteLength(json, 'utf8') > MAX_KEPT_ANSWER_BYTES ? undefined : json;
+}
+
+/** What a claim meets when the key is held: the same request's answer (or its marker), or why not. */
+export function heldClaim(held: { fingerprint: string; status?: number; body?: string }, fingerprint: string): IdempotencyClaim {
+  if (held.fingerprint !== fingerprint) return { kind: 'mismatch' };
+  if (held.status === undefined) return { kind: 'in-progress' };
+  if (held.body === undefined) return { kind: 'unkept', status: held.status };
+  return { kind: 'answered', answer: { status: held.status, body: JSON.parse(held.body) as unknown } };
+}
+
+/** In memory: for unit tests of the router alone; the same rules as DynamoDbIdempotencyStore (api/dynamodb-idempotency.ts). */
 export class MemoryIdempotencyStore implements IdempotencyStore {
-  readonly #entries = new Map<string, { fingerprint: string; answer?: StoredAnswer; expiresAt: number }>();
+  readonly #entries = new Map<string, { fingerprint: string; status?: number; body?: string; expiresAt: number }>();
 
   async claim(key: string, fingerprint: string, nowMs: number): Promise<IdempotencyClaim> {
     const entry = this.#entries.get(key);
-    if (entry !== undefined && entry.expiresAt > nowMs) {
-      if (entry.fingerprint !== fingerprint) return { kind: 'mismatch' };
-      return entry.answer === undefined ? { kind: 'in-progress' } : { kind: 'answered', answer: entry.answer };
-    }
-    this.#entries.set(key, { fingerprint, expiresAt: nowMs + IDEMPOTENCY_TTL_MS });
+    if (entry !== undefined && entry.expiresAt > nowMs) return heldClaim(entry, fingerprint);
+    this.#entries.set(key, { fingerprint, expiresAt: nowMs + IDEMPOTENCY_CLAIM_MS });
     return { kind: 'claimed' };
   }
 
   async complete(key: string, fingerprint: string, answer: StoredAnswer, nowMs: number): Promise<void> {
-    this.#entries.set(key, { fingerprint, answer: { status: answer.status, body: withoutSecrets(answer.body) }, expiresAt: nowMs + IDEMPOTENCY_TTL_MS });
+    const entry = this.#entries.get(key);
+    // Only the claim this request holds, still unanswered: as the DynamoDB store's condition.
+    if (entry === undefined || entry.fingerprint !== fingerprint || entry.status !== undefined) return;
+    const body = keptBody(answer);
+    this.#entries.set(key, { fingerprint, status: answer.status, ...(body === undefined ? {} : { body }), expiresAt: nowMs + IDEMPOTENCY_TTL_MS });
   }
 
   async release(key: string): Promise<void> {
-    this.#entries.delete(key);
+    if (this.#entries.get(key)?.status === undefined) this.#entries.delete(key);
   }
 }

@@ -87,6 +87,12 @@ async function answerOnce(route: Route, request: ApiRequest, params: Record<stri
       throw new ApiProblem(409, 'idempotency-key-in-use', 'a request with this Idempotency-Key is still being answered: repeat it shortly');
     case 'mismatch':
       throw new ApiProblem(409, 'idempotency-key-reused', 'this Idempotency-Key was used within 24 h for a different request');
+    case 'unkept':
+      throw new ApiProblem(
+        409,
+        'idempotency-answer-too-large',
+        `the request with this Idempotency-Key was done (status ${claim.status}), but its answer was too large to keep: read the resource instead of repeating`,
+      );
     case 'claimed':
       break;
   }
