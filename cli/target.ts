@@ -32,6 +32,7 @@ import {
   SANDBOX_REGION,
   SandboxStateError,
   sandboxStateFile,
+  type SandboxState,
 } from '../sandbox/state-file';
 import { CommandFailedError, networkErrorCode, rootCause, UsageError } from './errors';
 
@@ -320,6 +321,14 @@ export function sandboxTarget(path: string): Target | undefined {
     throw new CommandFailedError(`${error.message}: ${next}`, error.code, { cause: error });
   }
   if (state === undefined) return undefined;
+  return targetOfSandboxState(state, path);
+}
+
+/**
+ * A sandbox's state as a target: what the command reads from the state file at `path`, or what the
+ * sandbox itself holds in memory (its API server runs the command's use cases against it).
+ */
+export function targetOfSandboxState(state: SandboxState, path: string): Target {
   return {
     queueUrl: state.queueUrl,
     deadLetterQueueUrl: state.deadLetterQueueUrl,

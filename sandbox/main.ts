@@ -18,12 +18,15 @@ import { Display } from './counters';
 import { ENDPOINTS_FILE_ENV } from './endpoints-file';
 import { startSandbox, type Sandbox } from './sandbox';
 import { CRASH_AT_ENV } from './worker-environment';
+import { API_PORT_ENV } from './settings';
 import { sandboxStateFile, writeSandboxState } from './state-file';
 
 /** Sandbox-only variables; the stack has no such settings. */
 export const SANDBOX_ENV = {
   sqsPort: 'HANDOFF_SQS_PORT',
   dynamodbPort: 'HANDOFF_DYNAMODB_PORT',
+  /** The management API's port (0 or unset: any free port; READY's apiUrl names it). */
+  apiPort: API_PORT_ENV,
   /** Overrides the queue's visibility timeout (seconds) for fast local crash recovery. */
   visibilityTimeout: 'HANDOFF_VISIBILITY_TIMEOUT_SECONDS',
   /** `1`: show the consumer's own log lines, not just its decisions. */
@@ -74,6 +77,7 @@ async function main(): Promise<void> {
     ports = {
       sqs: wholeNumber(SANDBOX_ENV.sqsPort, 0, 65535) ?? DEFAULT_PORTS.sqs,
       dynamodb: wholeNumber(SANDBOX_ENV.dynamodbPort, 0, 65535) ?? DEFAULT_PORTS.dynamodb,
+      api: wholeNumber(SANDBOX_ENV.apiPort, 0, 65535) ?? 0,
     };
     visibilityTimeoutSeconds = wholeNumber(SANDBOX_ENV.visibilityTimeout, 1, 43_200);
     crashPoint = crashAt();
@@ -90,6 +94,7 @@ async function main(): Promise<void> {
       ...(endpointsFile !== undefined ? { endpointsFile } : {}),
       sqsPort: ports.sqs,
       dynamodbPort: ports.dynamodb,
+      apiPort: ports.api,
       ...(visibilityTimeoutSeconds !== undefined ? { visibilityTimeoutSeconds } : {}),
       ...(crashPoint !== undefined ? { crashAt: crashPoint } : {}),
       verbose: process.env[SANDBOX_ENV.verbose] === '1' || process.env[SANDBOX_ENV.verbose] === 'true',
@@ -103,7 +108,7 @@ async function main(): Promise<void> {
     if (code === 'EADDRINUSE') {
       const port = (error as { port?: number }).port;
       fail(
-        `port ${port ?? ''} on 127.0.0.1 is in use: set ${SANDBOX_ENV.sqsPort} / ${SANDBOX_ENV.dynamodbPort} (0 = any free port)`,
+        `port ${port ?? ''} on 127.0.0.1 is in use: set ${SANDBOX_ENV.sqsPort} / ${SANDBOX_ENV.dynamodbPort} / ${SANDBOX_ENV.apiPort} (0 = any free port)`,
         1,
       );
     }
@@ -143,7 +148,7 @@ async function main(): Promise<void> {
   process.on('SIGHUP', stop);
 
   const endpoints = Object.keys(sandbox.state.receivers);
-  display.log(`sandbox up: queue ${sandbox.state.queueUrl}, ordered intake ${sandbox.state.orderedQueueUrl}, endpoint${endpoints.length === 1 ? '' : 's'} ${endpoints.join(', ')}; state in ${stateFile}`);
+  display.log(`sandbox up: queue ${sandbox.state.queueUrl}, ordered intake ${sandbox.state.orderedQueueUrl}, endpoint${endpoints.length === 1 ? '' : 's'} ${endpoints.join(', ')}; API ${sandbox.state.apiUrl}; state in ${stateFile}`);
   process.stdout.write(`READY ${json}\n`);
 }
 

@@ -36,6 +36,11 @@ import { WorkerPool } from './worker-pool';
 import { workerEnvironment } from './worker-environment';
 import { describeWorkerLine } from './worker-lines';
 import { createSandboxQueues } from './queues';
+import { API_OUTPUT, startApiServer } from './api-server';
+import { CommandContext } from '../cli/context';
+import { targetOfSandboxState } from '../cli/target';
+import { MemoryIdempotencyStore } from '../api/idempotency';
+import { createLogger } from '../lib/observability';
 
 // The tests read the ordered intake's attributes here.
 export { ORDERED_QUEUE_ATTRIBUTES } from './queues';
@@ -46,6 +51,8 @@ export interface SandboxOptions {
   readonly endpointsFile?: string;
   /** 0 = any free port. */
   readonly sqsPort: number;
+  /** The management API's port on 127.0.0.1 (`HANDOFF_API_PORT`); 0 or absent: any free port. */
+  readonly apiPort?: number;
   readonly dynamodbPort: number;
   /**
    * Sandbox only: the queue's visibility timeout, in place of the stack's 6x function timeout,
@@ -77,6 +84,10 @@ export interface SandboxReady extends SandboxState {
   readonly sealKey: string;
   /** The key of the endpoint secrets `handoff endpoint` writes to its registry (`encrypted:local:…`), drawn at this start. */
   readonly secretsKey: string;
+  /** The management API (docs/contract.md §16), on loopback: sandbox/api-server.ts. */
+  readonly apiUrl: string;
+  /** Its bearer token, drawn at this start: in READY and the state file only, never logged. */
+  readonly apiToken: string;
 }
 
 export interface Sandbox {
@@ -207,26 +218,36 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       display.close();
     });
 
-    return {
-      state: {
-        sqsEndpoint: emulators.sqsEndpoint,
-        dynamodbEndpoint: emulators.dynamodbEndpoint,
-        queueUrl,
-        deadLetterQueueUrl,
-        redriveQueueUrl,
-        orderedQueueUrl,
-        ledgerTable: SANDBOX_NAMES.ledgerTable,
-        // The first demo receiver's, `default`'s, or the file's first endpoint's (as `receivers` shows it).
-        receiverUrl: receivers[endpoints[0]!.name]!,
-        payloadLimitBytes: settings.payloadLimitBytes,
-        endpointsTable: SANDBOX_NAMES.endpointsTable,
-        deployment: deploymentToJson(deployment),
-        receivers,
-        sealKey,
-        secretsKey,
-      },
-      stop: closeAll,
+    const state: Omit<SandboxReady, 'apiUrl' | 'apiToken'> = {
+      sqsEndpoint: emulators.sqsEndpoint,
+      dynamodbEndpoint: emulators.dynamodbEndpoint,
+      queueUrl,
+      deadLetterQueueUrl,
+      redriveQueueUrl,
+      orderedQueueUrl,
+      ledgerTable: SANDBOX_NAMES.ledgerTable,
+      // The first demo receiver's, `default`'s, or the file's first endpoint's (as `receivers` shows it).
+      receiverUrl: receivers[endpoints[0]!.name]!,
+      payloadLimitBytes: settings.payloadLimitBytes,
+      endpointsTable: SANDBOX_NAMES.endpointsTable,
+      deployment: deploymentToJson(deployment),
+      receivers,
+      sealKey,
+      secretsKey,
     };
+    // The management API runs the command's use cases against this sandbox, as `handoff` does
+    // through the state file: the same target, built from the same state.
+    const context = new CommandContext(targetOfSandboxState(state, sandboxStateFile()), API_OUTPUT);
+    closers.push(async () => context.close());
+    const api = await startApiServer({
+      port: options.apiPort ?? 0,
+      context,
+      idempotency: new MemoryIdempotencyStore(),
+      logger: createLogger({ service: 'handoff-api', write: (line) => display.log(`api: ${line}`) }),
+    });
+    closers.push(() => api.close());
+
+    return { state: { ...state, apiUrl: api.url, apiToken: api.token }, stop: closeAll };
   } catch (error) {
     await closeAll();
     throw error;

@@ -18,6 +18,12 @@ export const SANDBOX_NAMES = {
 } as const;
 
 /**
+ * The management API's port on 127.0.0.1 (sandbox/api-server.ts). Unset or 0: any free port, which
+ * READY's `apiUrl` names; the stack has no such setting (API Gateway gives the API its URL).
+ */
+export const API_PORT_ENV = 'HANDOFF_API_PORT';
+
+/**
  * How long the sandbox's workers keep their copy of the registry: an `endpoint` command's change
  * reaches the next deliveries within a second (AWS: ENDPOINTS_CACHE_MS).
  */

@@ -60,6 +60,16 @@ export interface SandboxState {
    * encrypt with it, the workers decrypt. Absent in the state file of a sandbox started before it.
    */
   readonly secretsKey?: string;
+  /**
+   * The management API's URL (docs/contract.md §16) on loopback: `http://127.0.0.1:<port>`
+   * (sandbox/api-server.ts). Absent in the state file of a sandbox started before the API.
+   */
+  readonly apiUrl?: string;
+  /**
+   * The bearer token the sandbox's API takes (`Authorization: Bearer <apiToken>`), drawn at each
+   * start: kept here (0600) and in READY only, never logged. Absent as `apiUrl` is.
+   */
+  readonly apiToken?: string;
 }
 
 /** The fields whose URLs the CLI connects to, or that name where its messages go: loopback only. */
@@ -237,6 +247,14 @@ export function parseSandboxState(path: string, text: string): SandboxState {
   if (secretsKey !== undefined && (typeof secretsKey !== 'string' || Buffer.from(secretsKey, 'base64').length !== LOCAL_KEY_BYTES)) {
     throw new SandboxStateError('sandbox-state-invalid', path, `has a secretsKey that is not a key (${LOCAL_KEY_BYTES} bytes, base64)`);
   }
+  const apiUrl = fields.apiUrl;
+  if (apiUrl !== undefined && (typeof apiUrl !== 'string' || !isLoopbackUrl(apiUrl))) {
+    throw new SandboxStateError('sandbox-state-untrusted', path, 'is refused: its apiUrl is not on loopback (127.0.0.0/8, ::1, localhost), where the sandbox listens');
+  }
+  const apiToken = fields.apiToken;
+  if (apiToken !== undefined && (typeof apiToken !== 'string' || apiToken === '')) {
+    throw new SandboxStateError('sandbox-state-invalid', path, 'has an apiToken that is not a token');
+  }
   const state: SandboxState = {
     sqsEndpoint: fields.sqsEndpoint as string,
     dynamodbEndpoint: fields.dynamodbEndpoint as string,
@@ -251,6 +269,8 @@ export function parseSandboxState(path: string, text: string): SandboxState {
     ...(deployment !== undefined ? { deployment: deployment as DeploymentSettingsJson } : {}),
     ...(sealKey !== undefined ? { sealKey } : {}),
     ...(secretsKey !== undefined ? { secretsKey } : {}),
+    ...(apiUrl !== undefined ? { apiUrl: apiUrl as string } : {}),
+    ...(apiToken !== undefined ? { apiToken: apiToken as string } : {}),
   };
   return state;
 }

@@ -38,6 +38,8 @@ afterAll(async () => {
 describe('npm start (node --import tsx sandbox/main.ts)', () => {
   it('prints READY with every endpoint and writes the same object to the state file', () => {
     expect(Object.keys(sandbox.ready).sort()).toEqual([
+      'apiToken',
+      'apiUrl',
       'deadLetterQueueUrl',
       'deployment',
       'dynamodbEndpoint',
@@ -55,6 +57,9 @@ describe('npm start (node --import tsx sandbox/main.ts)', () => {
     ]);
     expect(sandbox.ready.sqsEndpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(sandbox.ready.endpointsTable).toBe('handoff-endpoints');
+    // The management API on loopback, and its bearer token: 32 bytes drawn at this start.
+    expect(sandbox.ready.apiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(Buffer.from(sandbox.ready.apiToken, 'base64url')).toHaveLength(32);
     // A key of 32 bytes drawn at this start: it seals the sandbox's own messages (lib/queue/seal.ts).
     expect(Buffer.from(sandbox.ready.sealKey, 'base64')).toHaveLength(32);
     // Another, for the endpoint secrets `handoff endpoint` writes to its registry (encrypted:local:…).
