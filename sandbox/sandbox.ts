@@ -39,7 +39,7 @@ import { createSandboxQueues } from './queues';
 import { API_OUTPUT, startApiServer } from './api-server';
 import { CommandContext } from '../cli/context';
 import { targetOfSandboxState } from '../cli/target';
-import { MemoryIdempotencyStore } from '../api/idempotency';
+import { DynamoDbIdempotencyStore } from '../api/dynamodb-idempotency';
 import { createLogger } from '../lib/observability';
 
 // The tests read the ordered intake's attributes here.
@@ -242,7 +242,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const api = await startApiServer({
       port: options.apiPort ?? 0,
       context,
-      idempotency: new MemoryIdempotencyStore(),
+      // Kept in the ledger table, as the deployment keeps them.
+      idempotency: new DynamoDbIdempotencyStore({ client: dynamodb, tableName: SANDBOX_NAMES.ledgerTable }),
       logger: createLogger({ service: 'handoff-api', write: (line) => display.log(`api: ${line}`) }),
     });
     closers.push(() => api.close());
