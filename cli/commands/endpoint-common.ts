@@ -6,8 +6,9 @@
 import { readSettings, SETTING_VARIABLES, type Settings } from '../../lib/config';
 import {
   ENDPOINT_NAME,
-  parseEndpointFields,
+  endpointProblems,
   resolveEndpoint,
+  type EndpointFieldProblem,
   type DeploymentSettings,
   type EndpointFields,
   type EndpointRecord,
@@ -81,15 +82,29 @@ export function deploymentFor(target: Pick<Target, 'deployment' | 'description'>
   return { settings, source: `${source} (no deployment settings from ${target.description})` };
 }
 
-/** Parses and resolves, as the consumer will. @throws UsageError naming the endpoint and the field */
+/**
+ * An endpoint's fields refused, every bad one named (`problems`): the command prints the first
+ * (its message), the API names each (api/routes/endpoints.ts).
+ */
+export class EndpointFieldsUsageError extends UsageError {
+  constructor(
+    message: string,
+    readonly problems: readonly EndpointFieldProblem[],
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Parses and resolves, as the consumer will.
+ * @throws EndpointFieldsUsageError naming the endpoint and the first field, and holding every problem
+ */
 export function checkFields(raw: Record<string, unknown>, target: Target, nowMs: number, current?: EndpointRecord): { fields: EndpointFields; source: string } {
   const { settings, source } = deploymentFor(target);
-  try {
-    const fields = parseEndpointFields(raw);
-    resolveEndpoint({ fields, state: current?.state ?? 'enabled', createdAt: current?.createdAt ?? nowMs, updatedAt: nowMs }, settings);
-    return { fields, source };
-  } catch (error) {
-    if (error instanceof EndpointError) throw new UsageError(`${error.message} (checked against ${source})`);
-    throw error;
-  }
+  const { fields, problems, name } = endpointProblems(raw, settings);
+  const [first] = problems;
+  if (first !== undefined) throw new EndpointFieldsUsageError(`${new EndpointError(name, first.field, first.problem).message} (checked against ${source})`, problems);
+  // Resolved as the consumer will (its state and times do not bear on the rules just checked).
+  resolveEndpoint({ fields: fields as EndpointFields, state: current?.state ?? 'enabled', createdAt: current?.createdAt ?? nowMs, updatedAt: nowMs }, settings);
+  return { fields: fields as EndpointFields, source };
 }

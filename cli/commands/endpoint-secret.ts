@@ -4,6 +4,7 @@
  * encrypted, as `add` does (cli/context.ts `encryptSecret`), so a stored secret is compared with
  * one given only while it is plain.
  */
+import type { EndpointRecord } from '../../lib/endpoints/endpoint';
 import { generateSecret } from '../../lib/endpoints/secret';
 import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
@@ -32,32 +33,15 @@ const OVERLAP_UNITS_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as 
 export async function endpointRotateSecretCommand(ctx: CommandContext, name: string, options: RotateOptions): Promise<CommandResult> {
   checkName(name);
   const overlapMs = parseOverlap(options.overlap ?? DEFAULT_OVERLAP);
-  const current = await requireEndpoint(ctx, name);
-  const old = current.fields.secret;
-  if (old !== undefined && old.startsWith('arn:')) {
-    throw new CommandFailedError(
-      `endpoint ${name}'s secret is kept in Secrets Manager (its ARN is in the registry): rotate it there`,
-      'secret-in-secrets-manager',
-    );
-  }
-  if (options.secret !== undefined && options.secret === old) throw new UsageError('--secret is the secret the endpoint has now: give a new one, or none to generate one');
-  const secret = options.secret ?? generateSecret();
   const nowMs = ctx.now();
-  const { previousSecret: _previous, previousSecretUntil: _until, ...rest } = current.fields;
-  const overlapUntil = old !== undefined && overlapMs > 0 ? nowMs + overlapMs : undefined;
-  const raw: Record<string, unknown> = { ...rest, secret, ...(overlapUntil !== undefined ? { previousSecret: old, previousSecretUntil: overlapUntil } : {}) };
-  const { fields } = checkFields(raw, ctx.target, nowMs, current);
-  const record = await registryCall(ctx, (registry) => registry.update(fields, current.updatedAt, nowMs));
-  const shown = options.secret === undefined ? secret : undefined;
-  // A rotation during an overlap: the secret before the one replaced stops signing now.
-  const dropped = overlapEnd(current.fields, nowMs) !== undefined;
-  const what =
-    old === undefined
-      ? `set a signing secret for endpoint ${name}: its requests were unsigned until now`
-      : overlapUntil === undefined
-        ? `rotated the signing secret of endpoint ${name}: the old one no longer signs`
-        : `rotated the signing secret of endpoint ${name}: until ${formatInstant(overlapUntil, nowMs)} each request is signed with both the new and the old secret, then with the new one only`;
-  const parked = await parkedAfterWrite(ctx, name);
+  const rotated = await rotateEndpointSecret(ctx, name, { ...(options.secret !== undefined ? { secret: options.secret } : {}), overlapMs }, nowMs);
+  const { record, hadSecret, overlapUntil, dropped, parked } = rotated;
+  const shown = options.secret === undefined ? rotated.secret : undefined;
+  const what = !hadSecret
+    ? `set a signing secret for endpoint ${name}: its requests were unsigned until now`
+    : overlapUntil === undefined
+      ? `rotated the signing secret of endpoint ${name}: the old one no longer signs`
+      : `rotated the signing secret of endpoint ${name}: until ${formatInstant(overlapUntil, nowMs)} each request is signed with both the new and the old secret, then with the new one only`;
   return {
     json: {
       ...endpointJson(record, nowMs, parked),
@@ -70,6 +54,52 @@ export async function endpointRotateSecretCommand(ctx: CommandContext, name: str
       ...(shown !== undefined ? ['', `signing secret: ${shown}`, 'shown once: give it to the receiver now; no command shows it again'] : []),
     ].join('\n'),
   };
+}
+
+/** What a rotation did: the endpoint as written, its new secret (plain: the caller shows it once, or not), and the overlap. */
+export interface Rotation {
+  readonly record: EndpointRecord;
+  /** The new signing secret, as given or generated (the registry holds it encrypted). */
+  readonly secret: string;
+  /** Whether it had a secret before (else its requests were unsigned until now). */
+  readonly hadSecret: boolean;
+  /** Until when the old secret signs beside the new one (epoch ms); undefined: it stopped at once. */
+  readonly overlapUntil: number | undefined;
+  /** A rotation during an overlap: the secret before the one replaced stopped signing now. */
+  readonly dropped: boolean;
+  readonly parked: number | null;
+}
+
+/**
+ * A new signing secret (`endpoint rotate-secret`, `POST /v1/endpoints/{name}/rotate-secret`): the
+ * one given, or a generated one; the old one keeps signing beside it for `overlapMs` (0: it stops at
+ * once). One conditional update of the fields, so a concurrent change is refused, not lost.
+ * @throws CommandFailedError (endpoint-not-found, secret-in-secrets-manager, endpoint-conflict);
+ * UsageError when the secret given is the current one
+ */
+export async function rotateEndpointSecret(
+  ctx: CommandContext,
+  name: string,
+  options: { readonly secret?: string; readonly overlapMs: number },
+  nowMs: number,
+): Promise<Rotation> {
+  const current = await requireEndpoint(ctx, name);
+  const old = current.fields.secret;
+  if (old !== undefined && old.startsWith('arn:')) {
+    throw new CommandFailedError(
+      `endpoint ${name}'s secret is kept in Secrets Manager (its ARN is in the registry): rotate it there`,
+      'secret-in-secrets-manager',
+    );
+  }
+  if (options.secret !== undefined && options.secret === old) throw new UsageError('--secret is the secret the endpoint has now: give a new one, or none to generate one');
+  const secret = options.secret ?? generateSecret();
+  const { previousSecret: _previous, previousSecretUntil: _until, ...rest } = current.fields;
+  const overlapUntil = old !== undefined && options.overlapMs > 0 ? nowMs + options.overlapMs : undefined;
+  const raw: Record<string, unknown> = { ...rest, secret, ...(overlapUntil !== undefined ? { previousSecret: old, previousSecretUntil: overlapUntil } : {}) };
+  const { fields } = checkFields(raw, ctx.target, nowMs, current);
+  const record = await registryCall(ctx, (registry) => registry.update(fields, current.updatedAt, nowMs));
+  const dropped = overlapEnd(current.fields, nowMs) !== undefined;
+  return { record, secret, hadSecret: old !== undefined, overlapUntil, dropped, parked: await parkedAfterWrite(ctx, name) };
 }
 
 /**

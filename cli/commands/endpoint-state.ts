@@ -41,13 +41,7 @@ export async function endpointSetStateCommand(
   const caller = await callerIdentity(ctx.target);
   const by = caller === undefined ? operator : `${operator} (${caller})`;
   const nowMs = ctx.now();
-  const change = { by, reason, at: nowMs };
-  // Enabling: counted first, since a recovery run may begin releasing them as soon as the write is made.
-  const parkedBefore = rate === undefined ? undefined : await parkedCount(ctx, name);
-  const record = await registryCall(ctx, (registry) =>
-    rate === undefined ? registry.setState(name, state, change) : registry.setState(name, state, change, rate),
-  );
-  const parked = parkedBefore ?? (await parkedAfterWrite(ctx, name));
+  const { record, parked } = await setEndpointState(ctx, name, state, { by, reason, ...(rate !== undefined ? { rate } : {}) }, nowMs);
   const done = `endpoint ${name} ${state} by ${by}: ${reason}`;
   const count = parked === null ? 'its parked deliveries (not counted: no ledger table in the target)' : plural(parked, 'parked delivery', 'parked deliveries');
   if (rate === undefined) {
@@ -70,6 +64,30 @@ export async function endpointSetStateCommand(
     json: { ...endpointJson(record, nowMs, parked), release: releaseJson(release, nowMs) },
     human: [done, how, `follow it: handoff endpoint show ${name}`].join('\n'),
   };
+}
+
+/**
+ * Disables or enables an endpoint (`endpoint disable|enable`, `POST /v1/endpoints/{name}/disable|enable`),
+ * recording who (`by`: the name typed and the caller AWS says, or the API's authenticated caller),
+ * why and when. Enabling (`rate` given) begins the release of its parked deliveries at up to `rate`
+ * per second and counts them first, since a recovery run may begin releasing them as soon as the
+ * write is made; disabling counts them after.
+ * @throws CommandFailedError (endpoint-not-found)
+ */
+export async function setEndpointState(
+  ctx: CommandContext,
+  name: string,
+  state: EndpointRecord['state'],
+  change: { readonly by: string; readonly reason: string; readonly rate?: number },
+  nowMs: number,
+): Promise<{ record: EndpointRecord; parked: number | null }> {
+  const { rate } = change;
+  const stateChange = { by: change.by, reason: change.reason, at: nowMs };
+  const parkedBefore = rate === undefined ? undefined : await parkedCount(ctx, name);
+  const record = await registryCall(ctx, (registry) =>
+    rate === undefined ? registry.setState(name, state, stateChange) : registry.setState(name, state, stateChange, rate),
+  );
+  return { record, parked: parkedBefore ?? (await parkedAfterWrite(ctx, name)) };
 }
 
 /**

@@ -4,7 +4,7 @@
  * later. `add` prints a secret it generated, once; nothing else prints one.
  */
 import { readFile } from 'node:fs/promises';
-import { ALL_EVENT_TYPES, type EndpointFields } from '../../lib/endpoints/endpoint';
+import { ALL_EVENT_TYPES, type EndpointFields, type EndpointRecord } from '../../lib/endpoints/endpoint';
 import { generateSecret } from '../../lib/endpoints/secret';
 import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
@@ -27,17 +27,27 @@ export async function endpointAddCommand(ctx: CommandContext, options: EndpointF
   const generated = raw.secret === undefined && !options.unsigned ? generateSecret() : undefined;
   if (generated !== undefined) raw.secret = generated;
   const nowMs = ctx.now();
-  const { fields, source } = checkFields(raw, ctx.target, nowMs);
-  const record = await registryCall(ctx, (registry) => registry.add(fields, nowMs));
+  const { record, source, parked } = await addEndpoint(ctx, raw, nowMs);
   const lines = [`added endpoint ${record.fields.name}, enabled (checked against ${source})`, '', showFields(record, nowMs)];
   if (generated !== undefined) {
     lines.push('', `signing secret: ${generated}`, 'shown once: give it to the receiver now; no command shows it again (rotate-secret makes a new one)');
   }
-  const parked = await parkedAfterWrite(ctx, record.fields.name);
   return {
     json: { ...endpointJson(record, nowMs, parked), ...(generated !== undefined ? { generatedSecret: generated } : {}) },
     human: lines.join('\n'),
   };
+}
+
+/**
+ * Adds an endpoint, enabled, from its fields as given (`endpoint add`, `POST /v1/endpoints`),
+ * checked as the consumer will use it; its plain secret is stored encrypted. Counts its parked
+ * deliveries after (a name used before may have some).
+ * @throws EndpointFieldsUsageError naming every bad field; CommandFailedError (endpoint-conflict) when the name is taken
+ */
+export async function addEndpoint(ctx: CommandContext, raw: Record<string, unknown>, nowMs: number): Promise<{ record: EndpointRecord; source: string; parked: number | null }> {
+  const { fields, source } = checkFields(raw, ctx.target, nowMs);
+  const record = await registryCall(ctx, (registry) => registry.add(fields, nowMs));
+  return { record, source, parked: await parkedAfterWrite(ctx, record.fields.name) };
 }
 
 export async function endpointUpdateCommand(ctx: CommandContext, name: string, options: EndpointFieldOptions): Promise<CommandResult> {
@@ -54,10 +64,34 @@ export async function endpointUpdateCommand(ctx: CommandContext, name: string, o
   const changes: Record<string, unknown> = { ...fromFile, ...fieldsFromOptions(options) };
   delete changes.name;
   if (Object.keys(changes).length === 0 && clear.length === 0) throw new UsageError('nothing to change: give the fields to change, or --clear FIELD');
+  const nowMs = ctx.now();
+  const { record, changed, source, parked } = await updateEndpoint(ctx, name, changes, clear, nowMs);
+  if (changed.length === 0) {
+    return { json: { ...endpointJson(record, nowMs, parked), changed: [] }, human: `endpoint ${name} unchanged: the fields given are what it has` };
+  }
+  return {
+    json: { ...endpointJson(record, nowMs, parked), changed },
+    human: [`updated endpoint ${name}: ${changed.join(', ')} (checked against ${source})`, '', showFields(record, nowMs)].join('\n'),
+  };
+}
+
+/**
+ * Changes an endpoint's fields (`endpoint update`, `PATCH /v1/endpoints/{name}`): `changes` merged
+ * over the current ones, `clear` unset (each a clearable field), the result checked as `add` checks
+ * it, and written with one conditional update (a concurrent change is refused, not lost). Nothing
+ * is written when nothing changes (`changed` empty). Its state and name are kept.
+ * @throws EndpointFieldsUsageError naming every bad field; CommandFailedError (endpoint-not-found, endpoint-conflict)
+ */
+export async function updateEndpoint(
+  ctx: CommandContext,
+  name: string,
+  changes: Readonly<Record<string, unknown>>,
+  clear: readonly string[],
+  nowMs: number,
+): Promise<{ record: EndpointRecord; changed: string[]; source: string; parked: number | null }> {
   const current = await requireEndpoint(ctx, name);
   const merged: Record<string, unknown> = { ...current.fields, ...changes };
   for (const field of clear) delete merged[field];
-  const nowMs = ctx.now();
   // A rotation's old secret goes with an overlap cleared, with a secret replaced here (at once, as
   // the option says; rotate-secret is the way with an overlap) and once its overlap is over.
   const secretReplaced = changes.secret !== undefined && changes.secret !== current.fields.secret && changes.previousSecret === undefined;
@@ -68,16 +102,9 @@ export async function endpointUpdateCommand(ctx: CommandContext, name: string, o
   }
   const { fields, source } = checkFields(merged, ctx.target, nowMs, current);
   const changed = changedFields(current.fields, fields);
-  if (changed.length === 0) {
-    const parked = await parkedAfterWrite(ctx, name);
-    return { json: { ...endpointJson(current, nowMs, parked), changed: [] }, human: `endpoint ${name} unchanged: the fields given are what it has` };
-  }
+  if (changed.length === 0) return { record: current, changed, source, parked: await parkedAfterWrite(ctx, name) };
   const record = await registryCall(ctx, (registry) => registry.update(fields, current.updatedAt, nowMs));
-  const parked = await parkedAfterWrite(ctx, name);
-  return {
-    json: { ...endpointJson(record, nowMs, parked), changed },
-    human: [`updated endpoint ${name}: ${changed.join(', ')} (checked against ${source})`, '', showFields(record, nowMs)].join('\n'),
-  };
+  return { record, changed, source, parked: await parkedAfterWrite(ctx, name) };
 }
 
 export async function endpointRemoveCommand(ctx: CommandContext, name: string): Promise<CommandResult> {

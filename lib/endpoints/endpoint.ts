@@ -83,39 +83,75 @@ export type DeploymentSettings = Pick<
   'retryPolicy' | 'attemptTimeoutMs' | 'retentionDays' | 'allowPrivateCidrs' | 'allowHttp'
 >;
 
+/** One field an endpoint cannot have as given, and why (the words after the field's name). */
+export interface EndpointFieldProblem {
+  /** The field (`url`), or the key inside it a refusal is about (`match.data.carrier`). */
+  readonly field: string;
+  readonly problem: string;
+}
+
+/**
+ * Every field of an endpoint that cannot be used as given, not only the first: an API caller is told
+ * each bad field at once. Its message (and `field`) are the first problem's, as a refusal of one.
+ */
+export class EndpointFieldsError extends EndpointError {
+  constructor(
+    endpoint: string,
+    readonly problems: readonly [EndpointFieldProblem, ...EndpointFieldProblem[]],
+  ) {
+    super(endpoint, problems[0].field, problems[0].problem);
+  }
+}
+
 /**
  * Checks the shape of every field of an endpoint as given (JSON from a file, the CLI's options,
  * construct properties, a registry item) against its schema in fields.ts: unknown fields, types,
- * ranges, the fields that go together. @throws EndpointError naming the field
+ * ranges, the fields that go together. @throws EndpointFieldsError naming every bad field (its
+ * message the first's)
  */
 export function parseEndpointFields(input: unknown): EndpointFields {
+  const { fields, problems, name } = checkEndpointFields(input);
+  if (problems.length > 0) throw new EndpointFieldsError(name, problems as [EndpointFieldProblem, ...EndpointFieldProblem[]]);
+  return fields as EndpointFields;
+}
+
+/**
+ * The fields of an endpoint that parse, and the problem of each that does not, in the order a
+ * refusal of one names them: the name first (every other refusal names the endpoint by it), unknown
+ * fields, each field in the table's order, then the fields that go together. One problem a field.
+ */
+export function checkEndpointFields(input: unknown): { fields: Partial<EndpointFields>; problems: EndpointFieldProblem[]; name: string } {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new EndpointError('?', 'endpoint', 'must be a JSON object');
+    return { fields: {}, problems: [{ field: 'endpoint', problem: 'must be a JSON object' }], name: '?' };
   }
   const raw = input as Record<string, unknown>;
-  // The name first: every other refusal names the endpoint by it.
+  const problems: EndpointFieldProblem[] = [];
   const named = v.safeParse(FIELD_SPECS.name.schema, raw.name);
-  if (!named.success) throw new EndpointError(typeof raw.name === 'string' ? raw.name.slice(0, 64) : '?', 'name', named.issues[0].message);
-  const fail = (field: string, problem: string): never => {
-    throw new EndpointError(raw.name as string, field, problem);
-  };
+  const name = named.success ? (raw.name as string) : typeof raw.name === 'string' ? raw.name.slice(0, 64) : '?';
+  if (!named.success) problems.push({ field: 'name', problem: named.issues[0].message });
   for (const key of Object.keys(raw)) {
-    if (!isFieldName(key)) fail(safe(key.slice(0, 64)), `is not an endpoint field (fields: ${FIELD_NAMES.join(', ')})`);
+    if (!isFieldName(key)) problems.push({ field: safe(key.slice(0, 64)), problem: `is not an endpoint field (fields: ${FIELD_NAMES.join(', ')})` });
   }
-  const fields: Record<string, unknown> = {};
+  const fields: Record<string, unknown> = named.success ? { name: named.output } : {};
   for (const field of FIELD_NAMES) {
+    if (field === 'name') continue;
     const spec = FIELD_SPECS[field];
     if (raw[field] === undefined && spec.required !== true) continue;
     const checked = v.safeParse(spec.schema, raw[field], { abortEarly: true });
-    if (!checked.success) fail(field + keyNamed(checked.issues[0]), checked.issues[0].message);
+    if (!checked.success) problems.push({ field: field + keyNamed(checked.issues[0]), problem: checked.issues[0].message });
     else fields[field] = checked.output;
   }
   for (const field of FIELD_NAMES) {
     if (fields[field] === undefined) continue;
-    for (const [needed, problem] of FIELD_SPECS[field].requires ?? []) if (fields[needed] === undefined) fail(field, problem);
+    // A field given but refused above is named once, for what it is, not again as missing here.
+    for (const [needed, problem] of FIELD_SPECS[field].requires ?? []) {
+      if (fields[needed] === undefined && raw[needed] === undefined) problems.push({ field, problem });
+    }
   }
-  if (fields.previousSecret !== undefined && fields.previousSecret === fields.secret) fail('previousSecret', 'is the same as secret (the value is not shown)');
-  return fields as EndpointFields;
+  if (fields.previousSecret !== undefined && fields.previousSecret === fields.secret) {
+    problems.push({ field: 'previousSecret', problem: 'is the same as secret (the value is not shown)' });
+  }
+  return { fields: fields as Partial<EndpointFields>, problems, name };
 }
 
 /** The key a refusal inside an object field is about (`match.data.carrier`), inert; none for a list's item. */
@@ -141,41 +177,13 @@ export function resolveEndpoint(
   previous: { readonly secret?: string | undefined; readonly nowMs?: number } = {},
 ): Endpoint {
   const f = record.fields;
-  const fail = (field: string, problem: string): never => {
-    throw new EndpointError(f.name, field, problem);
-  };
-  // As for HANDOFF_WEBHOOK_URL (lib/config.ts): userinfo would travel in a header no log redacts.
-  if (hasCredentials(f.url)) {
-    fail('url', 'must not carry credentials (user:password@): a receiver takes a token in the query or checks the signature (the URL is not shown)');
-  }
+  const [first] = ruleProblems(f, deployment);
+  if (first !== undefined) throw new EndpointError(f.name, first.field, first.problem);
   // Only beside a secret: the old one never signs alone.
   const overlapping = secret !== undefined && f.previousSecretUntil !== undefined && (previous.nowMs ?? Date.now()) < f.previousSecretUntil;
   const previousSecret = overlapping ? ('secret' in previous ? previous.secret : whsecValue(f.previousSecret)) : undefined;
-  try {
-    checkEndpoint(f.url, deployment, 'url');
-  } catch (error) {
-    if (error instanceof ConfigError) fail('url', error.message.replace(/^url /, ''));
-    throw error;
-  }
   const attemptTimeoutMs = f.attemptTimeoutMs ?? deployment.attemptTimeoutMs;
-  if (attemptTimeoutMs > deployment.attemptTimeoutMs) {
-    fail('attemptTimeoutMs', `must be at most the deployment's attemptTimeoutMs (${deployment.attemptTimeoutMs}), which the consumer's timeout is built on; got ${attemptTimeoutMs}`);
-  }
-  const policy =
-    f.retrySchedule !== undefined || f.maxAttempts !== undefined
-      ? retryPolicy(f.maxAttempts ?? deployment.retryPolicy.maxAttempts, f.retrySchedule ?? deployment.retryPolicy.waitsSeconds)
-      : deployment.retryPolicy;
-  if (policy !== deployment.retryPolicy || f.receiverRetentionSeconds !== undefined) {
-    // The deployment's own rules (lib/config.ts), applied to this endpoint's policy, naming its fields.
-    // With the deployment's attempt timeout: the queue's visibility timeout, which bounds how long a
-    // message can stay in flight, is built on it, whatever shorter timeout this endpoint's requests use.
-    try {
-      validateSettings(settingsShape({ ...deployment, retryPolicy: policy, receiverRetentionSeconds: f.receiverRetentionSeconds }), FIELD_NAMES_AS_SETTINGS);
-    } catch (error) {
-      if (error instanceof ConfigError) fail(error.variable, error.message.slice(error.variable.length + 1));
-      throw error;
-    }
-  }
+  const policy = policyOf(f, deployment);
   return {
     name: f.name,
     url: f.url,
@@ -190,6 +198,78 @@ export function resolveEndpoint(
     state: record.state,
     stateChange: record.stateChange,
   };
+}
+
+/**
+ * The rules between an endpoint's settings and the deployment's, each broken one named: the URL
+ * passes the endpoint guard and carries no credentials, the attempt timeout fits the consumer's, the
+ * retry window fits the ledger's retention and the queue's, and a receiver's retention outlasts it.
+ * Checks only what `fields` holds: a field left out (refused by its shape) is not judged again.
+ * `resolveEndpoint` refuses with the first.
+ */
+export function ruleProblems(f: Partial<EndpointFields>, deployment: DeploymentSettings): EndpointFieldProblem[] {
+  const problems: EndpointFieldProblem[] = [];
+  if (f.url !== undefined) {
+    const urlProblem = urlRuleProblem(f.url, deployment);
+    if (urlProblem !== undefined) problems.push({ field: 'url', problem: urlProblem });
+  }
+  const attemptTimeoutMs = f.attemptTimeoutMs ?? deployment.attemptTimeoutMs;
+  if (attemptTimeoutMs > deployment.attemptTimeoutMs) {
+    problems.push({
+      field: 'attemptTimeoutMs',
+      problem: `must be at most the deployment's attemptTimeoutMs (${deployment.attemptTimeoutMs}), which the consumer's timeout is built on; got ${attemptTimeoutMs}`,
+    });
+  }
+  const policy = policyOf(f, deployment);
+  if (policy !== deployment.retryPolicy || f.receiverRetentionSeconds !== undefined) {
+    // The deployment's own rules (lib/config.ts), applied to this endpoint's policy, naming its fields.
+    // With the deployment's attempt timeout: the queue's visibility timeout, which bounds how long a
+    // message can stay in flight, is built on it, whatever shorter timeout this endpoint's requests use.
+    try {
+      validateSettings(settingsShape({ ...deployment, retryPolicy: policy, receiverRetentionSeconds: f.receiverRetentionSeconds }), FIELD_NAMES_AS_SETTINGS);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push({ field: error.variable, problem: error.message.slice(error.variable.length + 1) });
+    }
+  }
+  return problems;
+}
+
+/** Why the endpoint guard (or the credentials rule) refuses a URL, or undefined. */
+function urlRuleProblem(url: string, deployment: DeploymentSettings): string | undefined {
+  // As for HANDOFF_WEBHOOK_URL (lib/config.ts): userinfo would travel in a header no log redacts.
+  if (hasCredentials(url)) {
+    return 'must not carry credentials (user:password@): a receiver takes a token in the query or checks the signature (the URL is not shown)';
+  }
+  try {
+    checkEndpoint(url, deployment, 'url');
+  } catch (error) {
+    if (error instanceof ConfigError) return error.message.replace(/^url /, '');
+    throw error;
+  }
+  return undefined;
+}
+
+function policyOf(f: Partial<EndpointFields>, deployment: DeploymentSettings): RetryPolicy {
+  return f.retrySchedule !== undefined || f.maxAttempts !== undefined
+    ? retryPolicy(f.maxAttempts ?? deployment.retryPolicy.maxAttempts, f.retrySchedule ?? deployment.retryPolicy.waitsSeconds)
+    : deployment.retryPolicy;
+}
+
+/**
+ * Every problem an endpoint as given has, of its fields' shapes and of the rules against the
+ * deployment's settings: what the API names, field by field, when it refuses one. A rule is judged
+ * only on fields whose shape is good (a retry window only when neither of its fields is refused).
+ */
+export function endpointProblems(input: unknown, deployment: DeploymentSettings): { fields: Partial<EndpointFields>; problems: EndpointFieldProblem[]; name: string } {
+  const { fields, problems, name } = checkEndpointFields(input);
+  const refused = new Set(problems.map((p) => p.field.split('.')[0]));
+  const judged: Partial<EndpointFields> =
+    refused.has('retrySchedule') || refused.has('maxAttempts') || refused.has('receiverRetentionSeconds')
+      ? { ...fields, retrySchedule: undefined, maxAttempts: undefined, receiverRetentionSeconds: undefined }
+      : fields;
+  const rules = ruleProblems(judged, deployment).filter((p) => !refused.has(p.field));
+  return { fields, problems: [...problems, ...rules], name };
 }
 
 function whsecValue(secret: string | undefined): string | undefined {
