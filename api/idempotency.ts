@@ -64,14 +64,20 @@ export function fingerprintOf(method: string, path: string, query: Readonly<Reco
   return createHash('sha256').update(`${method} ${path}\n${JSON.stringify(q)}\n`).update(body ?? '').digest('base64url');
 }
 
-/** The answer as kept: every `secret` taken out, and `secretShown: true` where it was. */
-export function withoutSecrets(body: unknown): unknown {
-  if (Array.isArray(body)) return body.map(withoutSecrets);
+/** The fields every answer is kept without: a signing secret is shown once. */
+export const SHOWN_ONCE = ['secret'] as const;
+
+/**
+ * The answer as kept: every field named in `shownOnce` (SHOWN_ONCE, plus a route's own, such as a
+ * portal link's `token` and `url`) taken out where it holds a string, and `<name>Shown: true` in its place.
+ */
+export function withoutSecrets(body: unknown, shownOnce: readonly string[] = SHOWN_ONCE): unknown {
+  if (Array.isArray(body)) return body.map((item) => withoutSecrets(item, shownOnce));
   if (typeof body !== 'object' || body === null) return body;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(body)) {
-    if (k === 'secret' && typeof v === 'string') out.secretShown = true;
-    else out[k] = withoutSecrets(v);
+    if ((k === 'secret' || shownOnce.includes(k)) && typeof v === 'string') out[`${k}Shown`] = true;
+    else out[k] = withoutSecrets(v, shownOnce);
   }
   return out;
 }

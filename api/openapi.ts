@@ -7,8 +7,10 @@ import { createRequire } from 'node:module';
 import { PROBLEM_SCHEMA, PROBLEM_STATUSES, type ProblemStatus } from './problem';
 import { pathParameters, type Route } from './route';
 
-/** The problems every route can answer. */
-const COMMON_PROBLEMS: readonly ProblemStatus[] = [400, 401, 413, 429, 500];
+/** The problems every route can answer (403: a portal link's holder on a route not marked for it, api/portal-link.ts). */
+const COMMON_PROBLEMS: readonly ProblemStatus[] = [400, 401, 403, 413, 429, 500];
+/** What every POST can answer besides: 409 for an `Idempotency-Key` in use, reused, or whose answer was too large to keep. */
+const POST_PROBLEMS: readonly ProblemStatus[] = [409];
 
 export type OpenApiDocument = Record<string, unknown> & { readonly paths: Record<string, Record<string, unknown>> };
 
@@ -52,7 +54,7 @@ export function openApiDocument(routes: readonly Route[]): OpenApiDocument {
           ]),
         ),
         ...Object.fromEntries(
-          [...new Set([...COMMON_PROBLEMS, ...(route.problems ?? [])])]
+          [...new Set([...COMMON_PROBLEMS, ...(route.method === 'POST' ? POST_PROBLEMS : []), ...(route.problems ?? [])])]
             .sort()
             .map((status) => [String(status), { $ref: `#/components/responses/Problem${status}` }]),
         ),

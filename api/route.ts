@@ -20,6 +20,15 @@ export interface ApiDeps {
   readonly now: () => number;
   /** One line per request: its ID, route, status and time; never what the caller sent. */
   readonly logger: Logger;
+  /** What portal links are signed with and point at (api/portal-link.ts); without it, POST /v1/portal-links is 503. */
+  readonly portal?: PortalLinkDeps;
+}
+
+export interface PortalLinkDeps {
+  /** The key derived from the deployment's seal key (`portalKeySource`). */
+  readonly key: () => Promise<Buffer>;
+  /** The console's URL; the request's own origin + `/console/` when not given. */
+  readonly consoleBase?: string;
 }
 
 export interface RouteCall {
@@ -30,6 +39,8 @@ export interface RouteCall {
   readonly body: unknown;
   /** Who is calling (the audit's operator): proved by the authorizer, never read from the body. */
   readonly caller: string;
+  /** Set when the caller holds a portal link: the one owner whose endpoints it may see (api/portal-link.ts). */
+  readonly portalOwner?: string;
   readonly deps: ApiDeps;
 }
 
@@ -61,6 +72,17 @@ export interface Route {
   readonly responses: Readonly<Record<number, { readonly description: string; readonly schema?: JsonSchema }>>;
   /** The problems it can answer beyond those every route can (400, 401, 413, 429, 500). */
   readonly problems?: readonly ProblemStatus[];
+  /**
+   * `'owner'`: a portal link's holder may call it, and the route answers only for `call.portalOwner`'s
+   * endpoints (`requireOwner`). Unmarked: a portal caller is refused (403 out-of-scope) before it runs.
+   */
+  readonly portal?: 'owner';
+  /**
+   * Top-level answer fields that are credentials shown once, beyond `secret` (which every answer is
+   * kept without): an `Idempotency-Key` repeat gets `<field>Shown: true` in their place, and the
+   * store never holds them. The response schema must allow both forms.
+   */
+  readonly shownOnce?: readonly string[];
   readonly handle: (call: RouteCall) => Promise<RouteAnswer>;
 }
 

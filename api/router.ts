@@ -7,7 +7,8 @@
 import { errorFields } from '../lib/observability';
 import type { ApiEvent, ApiResult } from './http';
 import { jsonResult, requestOf, type ApiRequest } from './http';
-import { fingerprintOf, IDEMPOTENCY_KEY, storedKey } from './idempotency';
+import { fingerprintOf, IDEMPOTENCY_KEY, storedKey, withoutSecrets } from './idempotency';
+import { outOfScope, portalOwnerOf } from './portal-link';
 import { ApiProblem, invalid, problemOf, problemResult } from './problem';
 import { pathParameters, type ApiDeps, type Route, type RouteAnswer } from './route';
 
@@ -36,7 +37,8 @@ export function createApiHandler(routes: readonly Route[], deps: ApiDeps): ApiHa
       if (request.caller === undefined) throw new ApiProblem(401, 'unauthenticated', 'the request carries no credentials this API takes');
       const { route, params } = match(compiled, request);
       operation = route.operationId;
-      const answer = await answerOnce(route, request, params, request.caller, deps);
+      const portalOwner = portalScope(route, request.caller);
+      const answer = await answerOnce(route, request, params, request.caller, portalOwner, deps);
       result = answer.status === 204 ? { statusCode: 204, headers: { 'cache-control': 'no-store' } } : jsonResult(answer.status, answer.body);
     } catch (error) {
       const problem = problemOf(error);
@@ -70,10 +72,27 @@ function match(compiled: readonly CompiledRoute[], request: ApiRequest): { route
   throw new ApiProblem(404, 'no-such-path', 'no resource at this path (the API is described at /v1/openapi.json)');
 }
 
+/**
+ * The owner a portal link's holder is scoped to (undefined for every other caller), checked before
+ * anything runs: a portal caller reaches only the routes marked for it. @throws ApiProblem 403
+ */
+function portalScope(route: Route, caller: string): string | undefined {
+  const owner = portalOwnerOf(caller);
+  if (owner !== undefined && route.portal !== 'owner') throw outOfScope();
+  return owner;
+}
+
 /** Runs the route once per `Idempotency-Key` (api/idempotency.ts); without one, runs it. */
-async function answerOnce(route: Route, request: ApiRequest, params: Record<string, string>, caller: string, deps: ApiDeps): Promise<RouteAnswer> {
+async function answerOnce(
+  route: Route,
+  request: ApiRequest,
+  params: Record<string, string>,
+  caller: string,
+  portalOwner: string | undefined,
+  deps: ApiDeps,
+): Promise<RouteAnswer> {
   const body = parseBody(route, request);
-  const run = () => route.handle({ request, params, body, caller, deps });
+  const run = () => route.handle({ request, params, body, caller, ...(portalOwner === undefined ? {} : { portalOwner }), deps });
   const key = request.headers['idempotency-key'];
   if (route.method !== 'POST' || key === undefined) return run();
   if (!IDEMPOTENCY_KEY.test(key)) throw invalid([{ path: 'header.Idempotency-Key', message: 'must be 1–255 printable ASCII characters' }]);
@@ -104,7 +123,7 @@ async function answerOnce(route: Route, request: ApiRequest, params: Record<stri
     await deps.idempotency.release(stored).catch(() => {});
     throw error;
   }
-  await deps.idempotency.complete(stored, fingerprint, answer, deps.now());
+  await deps.idempotency.complete(stored, fingerprint, { status: answer.status, body: withoutSecrets(answer.body, route.shownOnce) }, deps.now());
   return answer;
 }
 
