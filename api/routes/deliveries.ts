@@ -1,3 +1,99 @@
-import type { Route } from '../route';
+/**
+ * Deliveries by shipment and the dead ones (docs/contract.md §16), as `handoff status --shipment`
+ * and `handoff dead` read them: the same ledger reads, each delivery the same object
+ * (cli/commands/record-view.ts `recordJson`), a page at a time as `{items, next}`.
+ */
+import { deadPage, ownerEndpoints, type DeadFilter } from '../../cli/commands/dead';
+import { recordJson } from '../../cli/commands/record-view';
+import { ENDPOINT_NAME } from '../../lib/endpoints/endpoint';
+import { OWNER } from '../../lib/endpoints/field-schemas';
+import { isShipmentId } from '../../lib/event';
+import { ShipmentIndexOffError } from '../../lib/ledger/errors';
+import { ApiProblem, invalid } from '../problem';
+import type { QueryParameter, Route } from '../route';
+import { DEAD_REASONS, DELIVERY_SCHEMA, pageSchema } from './delivery-schemas';
+import { CURSOR_PARAMETER, ISO_TIME_SCHEMA, LIMIT_PARAMETER, QueryReader } from './read-query';
 
-export const DELIVERY_ROUTES: readonly Route[] = [];
+const SHIPMENT_QUERY: readonly QueryParameter[] = [CURSOR_PARAMETER, LIMIT_PARAMETER];
+
+const shipmentDeliveries: Route = {
+  method: 'GET',
+  path: '/v1/shipments/{shipmentId}/deliveries',
+  operationId: 'listShipmentDeliveries',
+  summary: "Every delivery of a shipment's events, newest admission first",
+  description:
+    "As `handoff status --shipment ID --json`, from the ledger's shipment index. A deployment that turned the index off (shipmentIndex: false) answers 409 `shipment-index-off`: the request is sound, the deployment's setting refuses it.",
+  tag: 'deliveries',
+  query: SHIPMENT_QUERY,
+  responses: { 200: { description: "A page of the shipment's deliveries", schema: pageSchema(DELIVERY_SCHEMA, "A page of the shipment's deliveries, newest admission first") } },
+  problems: [409],
+  handle: async ({ request, params, deps }) => {
+    const query = new QueryReader(request.query, SHIPMENT_QUERY);
+    const limit = query.limit();
+    const cursor = query.text('cursor');
+    const shipmentId = params.shipmentId!;
+    if (!isShipmentId(shipmentId)) query.pathProblem('shipmentId', 'must be 1–128 printable characters, not only spaces');
+    query.done();
+    try {
+      const page = await deps.context.ledger().deliveriesOfShipment(shipmentId, { limit, ...(cursor === undefined ? {} : { cursor }) });
+      return { status: 200, body: { items: page.items.map(recordJson), next: page.next ?? null } };
+    } catch (error) {
+      if (error instanceof ShipmentIndexOffError) {
+        throw new ApiProblem(409, error.code, 'this deployment keeps no shipment index (shipmentIndex: false): deliveries are found by event ID only', [], { cause: error });
+      }
+      if (error instanceof RangeError && cursor !== undefined) throw invalid([{ path: 'query.cursor', message: 'is not a cursor this listing gave for this shipment: start again without it' }]);
+      throw error;
+    }
+  },
+};
+
+const DEAD_QUERY: readonly QueryParameter[] = [
+  { name: 'endpoint', description: "Only this endpoint's", schema: { type: 'string', pattern: ENDPOINT_NAME.source } },
+  { name: 'owner', description: "Only the deliveries of this owner's endpoints", schema: { type: 'string', pattern: OWNER.source } },
+  { name: 'since', description: 'Only those that died at or after this time', schema: ISO_TIME_SCHEMA },
+  { name: 'until', description: 'Only those that died before this time', schema: ISO_TIME_SCHEMA },
+  { name: 'reason', description: 'Only those that died for this reason', schema: { enum: [...DEAD_REASONS] } },
+  CURSOR_PARAMETER,
+  LIMIT_PARAMETER,
+];
+
+const deadDeliveries: Route = {
+  method: 'GET',
+  path: '/v1/dead',
+  operationId: 'listDeadDeliveries',
+  summary: 'Dead deliveries, oldest death first',
+  description:
+    "As `handoff dead --json`, with filters. An endpoint and a window of death times are read from the ledger's listing; a reason and an owner are checked on the rows, so a page may hold fewer than `limit` (even none) and still have `next`: following `next` to the end yields every match once.",
+  tag: 'deliveries',
+  query: DEAD_QUERY,
+  responses: { 200: { description: 'A page of dead deliveries', schema: pageSchema(DELIVERY_SCHEMA, 'A page of dead deliveries, oldest death first') } },
+  handle: async ({ request, deps }) => {
+    const query = new QueryReader(request.query, DEAD_QUERY);
+    const endpoint = query.text('endpoint', { pattern: ENDPOINT_NAME, message: 'must be an endpoint name: 1–64 of a-z 0-9 -' });
+    const owner = query.text('owner', { pattern: OWNER, message: 'must be 1–128 characters of A-Z a-z 0-9 . _ : @ + = -' });
+    const sinceMs = query.time('since');
+    const untilMs = query.time('until');
+    const deadReason = query.choice('reason', DEAD_REASONS);
+    const cursor = query.text('cursor');
+    const limit = query.limit();
+    if (sinceMs !== undefined && untilMs !== undefined && untilMs <= sinceMs) query.refuse('until', 'must come after since');
+    query.done();
+
+    const filter: DeadFilter = {
+      ...(endpoint === undefined ? {} : { endpoint }),
+      ...(owner === undefined ? {} : { endpoints: await ownerEndpoints(deps.context, owner) }),
+      ...(sinceMs === undefined ? {} : { sinceMs }),
+      ...(untilMs === undefined ? {} : { untilMs }),
+      ...(deadReason === undefined ? {} : { deadReason }),
+    };
+    try {
+      const page = await deadPage(deps.context.ledger(), filter, { limit, cursor });
+      return { status: 200, body: { items: page.records.map(recordJson), next: page.cursor ?? null } };
+    } catch (error) {
+      if (error instanceof RangeError && cursor !== undefined) throw invalid([{ path: 'query.cursor', message: 'is not a cursor the dead listing gave: start again without it' }]);
+      throw error;
+    }
+  },
+};
+
+export const DELIVERY_ROUTES: readonly Route[] = [shipmentDeliveries, deadDeliveries];

@@ -147,8 +147,9 @@ export async function sendCommand(ctx: CommandContext, text: string, options: Se
   }
   const events = parseEvents(text, payloadLimit);
   const ordered = options.ordered === true;
-  const queueUrl = ordered ? requireOrderedQueue(ctx.target) : requireName(ctx.target, 'queueUrl');
-  const sqs = ctx.sqs();
+  // Refused before the progress bar shows (sendEvents asks the same again).
+  if (ordered) requireOrderedQueue(ctx.target);
+  else requireName(ctx.target, 'queueUrl');
 
   const bar =
     events.length > PROGRESS_ABOVE && ctx.output.stderr.isTTY
@@ -158,83 +159,16 @@ export async function sendCommand(ctx: CommandContext, text: string, options: Se
         )
       : undefined;
   bar?.start(events.length, 0);
-
-  const sent: (SentEvent & { position: number })[] = [];
-  const unsent: (UnsentEvent & { position: number })[] = [];
-  // Ordered: one batch at a time, in input order (below).
-  const limit = pLimit(ordered ? 1 : CONCURRENT_BATCHES);
-  /** Ordered: each shipment with an event not sent, by the first such event's ID. */
-  const stopped = new Map<string, string>();
+  let outcome: SendOutcome;
   try {
-    await Promise.all(
-      (ordered ? orderedBatches(events) : batches(events)).map((whole) =>
-        limit(async () => {
-          // Ordered: a shipment with an earlier event not sent sends no later one (its order would break).
-          const batch = whole.filter((item) => {
-            const earlier = ordered ? stopped.get(item.event.event.shipmentId) : undefined;
-            if (earlier === undefined) return true;
-            unsent.push({
-              eventId: item.event.event.id,
-              code: HELD_BACK,
-              message: `not sent: an earlier event of its shipment (${earlier}) was not sent`,
-              position: item.position,
-            });
-            return false;
-          });
-          const notSent = (item: Positioned) => {
-            if (ordered && !stopped.has(item.event.event.shipmentId)) stopped.set(item.event.event.shipmentId, item.event.event.id);
-          };
-          if (batch.length === 0) {
-            bar?.increment(whole.length);
-            return;
-          }
-          // Entry IDs are positions in the batch, not event IDs: a file may hold one event twice
-          // (a duplicate the consumer delivers once), and SQS refuses repeated entry IDs.
-          const entries: SendMessageBatchRequestEntry[] = batch.map((item, i) => ({
-            Id: `e${i}`,
-            MessageBody: item.event.body,
-            ...(ordered
-              ? { MessageGroupId: messageGroupIdFor(item.event.event.shipmentId), MessageDeduplicationId: item.event.event.id }
-              : {}),
-          }));
-          try {
-            const response = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
-            for (const ok of response.Successful ?? []) {
-              const item = batch[entryIndex(ok.Id)];
-              if (item) sent.push({ eventId: item.event.event.id, messageId: ok.MessageId ?? '', position: item.position });
-            }
-            for (const failed of response.Failed ?? []) {
-              const item = batch[entryIndex(failed.Id)];
-              if (item) {
-                notSent(item);
-                unsent.push({
-                  eventId: item.event.event.id,
-                  code: failed.Code ?? 'failed',
-                  message: failed.Message ?? '',
-                  position: item.position,
-                });
-              }
-            }
-          } catch (error) {
-            const e = error instanceof Error ? error : new Error(String(error));
-            for (const item of batch) {
-              notSent(item);
-              unsent.push({ eventId: item.event.event.id, code: e.name, message: e.message, position: item.position });
-            }
-          }
-          bar?.increment(whole.length);
-        }),
-      ),
-    );
+    outcome = await sendEvents(ctx, events, { ordered, onProgress: (settled) => bar?.increment(settled) });
   } finally {
     bar?.stop();
   }
-
-  // Report in input order, whatever order the batches finished in.
-  const inOrder = <T extends { position: number }>(items: T[]): Omit<T, 'position'>[] =>
-    items.sort((a, b) => a.position - b.position).map(({ position: _position, ...rest }) => rest);
-  const sentEvents = inOrder(sent);
-  const unsentEvents = inOrder(unsent);
+  const withoutPosition = <T extends { position: number }>(items: readonly T[]): Omit<T, 'position'>[] =>
+    items.map(({ position: _position, ...rest }) => rest);
+  const sentEvents = withoutPosition(outcome.sent);
+  const unsentEvents = withoutPosition(outcome.unsent);
 
   const human = [
     `sent ${sentEvents.length} of ${events.length} event${events.length === 1 ? '' : 's'} to ${ordered ? 'the ordered intake (in order per shipment)' : 'the delivery queue'}`,
@@ -256,6 +190,106 @@ export async function sendCommand(ctx: CommandContext, text: string, options: Se
       ? `${unsentEvents.length} of ${events.length} events not sent; first: ${first.eventId}: ${first.code} ${first.message}`.trim()
       : undefined,
   };
+}
+
+export interface SendEventsOptions {
+  /** To the ordered intake (docs/contract.md §13), in input order per shipment. */
+  readonly ordered?: boolean;
+  /** Called as each batch is settled, with how many of the events it took (sent, failed or held back). */
+  readonly onProgress?: (settled: number) => void;
+}
+
+/** What became of each event given to `sendEvents`; `position` is its index in the events given. */
+export interface SendOutcome {
+  /** In input order. */
+  readonly sent: readonly (SentEvent & { readonly position: number })[];
+  /** In input order. */
+  readonly unsent: readonly (UnsentEvent & { readonly position: number })[];
+}
+
+/**
+ * The send use case, the command's and the management API's (`POST /v1/events`): events already
+ * parsed put on the delivery queue, or with `ordered` the ordered intake, with the same SQS calls
+ * whoever asks. Every event is either sent or unsent (with SQS's code, or `held-back`), never both;
+ * a failed batch call makes its events unsent and does not stop the others.
+ * @throws UsageError, CommandFailedError when the target names no such queue: nothing is sent
+ */
+export async function sendEvents(ctx: Pick<CommandContext, 'sqs' | 'target'>, events: readonly ParsedEvent[], options: SendEventsOptions = {}): Promise<SendOutcome> {
+  const ordered = options.ordered === true;
+  const queueUrl = ordered ? requireOrderedQueue(ctx.target) : requireName(ctx.target, 'queueUrl');
+  const sqs = ctx.sqs();
+  const progress = options.onProgress ?? (() => {});
+
+  const sent: (SentEvent & { position: number })[] = [];
+  const unsent: (UnsentEvent & { position: number })[] = [];
+  // Ordered: one batch at a time, in input order (below).
+  const limit = pLimit(ordered ? 1 : CONCURRENT_BATCHES);
+  /** Ordered: each shipment with an event not sent, by the first such event's ID. */
+  const stopped = new Map<string, string>();
+  await Promise.all(
+    (ordered ? orderedBatches(events) : batches(events)).map((whole) =>
+      limit(async () => {
+        // Ordered: a shipment with an earlier event not sent sends no later one (its order would break).
+        const batch = whole.filter((item) => {
+          const earlier = ordered ? stopped.get(item.event.event.shipmentId) : undefined;
+          if (earlier === undefined) return true;
+          unsent.push({
+            eventId: item.event.event.id,
+            code: HELD_BACK,
+            message: `not sent: an earlier event of its shipment (${earlier}) was not sent`,
+            position: item.position,
+          });
+          return false;
+        });
+        const notSent = (item: Positioned) => {
+          if (ordered && !stopped.has(item.event.event.shipmentId)) stopped.set(item.event.event.shipmentId, item.event.event.id);
+        };
+        if (batch.length === 0) {
+          progress(whole.length);
+          return;
+        }
+        // Entry IDs are positions in the batch, not event IDs: a file may hold one event twice
+        // (a duplicate the consumer delivers once), and SQS refuses repeated entry IDs.
+        const entries: SendMessageBatchRequestEntry[] = batch.map((item, i) => ({
+          Id: `e${i}`,
+          MessageBody: item.event.body,
+          ...(ordered
+            ? { MessageGroupId: messageGroupIdFor(item.event.event.shipmentId), MessageDeduplicationId: item.event.event.id }
+            : {}),
+        }));
+        try {
+          const response = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
+          for (const ok of response.Successful ?? []) {
+            const item = batch[entryIndex(ok.Id)];
+            if (item) sent.push({ eventId: item.event.event.id, messageId: ok.MessageId ?? '', position: item.position });
+          }
+          for (const failed of response.Failed ?? []) {
+            const item = batch[entryIndex(failed.Id)];
+            if (item) {
+              notSent(item);
+              unsent.push({
+                eventId: item.event.event.id,
+                code: failed.Code ?? 'failed',
+                message: failed.Message ?? '',
+                position: item.position,
+              });
+            }
+          }
+        } catch (error) {
+          const e = error instanceof Error ? error : new Error(String(error));
+          for (const item of batch) {
+            notSent(item);
+            unsent.push({ eventId: item.event.event.id, code: e.name, message: e.message, position: item.position });
+          }
+        }
+        progress(whole.length);
+      }),
+    ),
+  );
+
+  // In input order, whatever order the batches finished in.
+  const byPosition = (a: { position: number }, b: { position: number }) => a.position - b.position;
+  return { sent: sent.sort(byPosition), unsent: unsent.sort(byPosition) };
 }
 
 interface Positioned {

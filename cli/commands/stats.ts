@@ -36,6 +36,8 @@ import type { CommandResult } from './result';
 const PAGE_SIZE = 100;
 /** The metrics window when none is given: the last day. */
 export const DEFAULT_STATS_SINCE_MS = 24 * 60 * 60 * 1000;
+/** The most dead rows read when not told (`--max-rows`'s default; the management API's `GET /v1/stats`). */
+export const DEFAULT_STATS_MAX_ROWS = 5000;
 /** The longest `--since`: CloudWatch's one-minute data (the sandbox keeps less, and says so). */
 const MAX_SINCE_MS = 15 * 24 * 60 * 60 * 1000;
 const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
