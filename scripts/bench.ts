@@ -14,6 +14,8 @@
  *   npm run bench -- --sandbox-scale [--endpoints N] [--seconds N]
  *                                      only the sandbox with 10 and N (10,000) endpoints (bench/sandbox-scale.ts),
  *                                      idle for --seconds (60): sandbox-scale.{json,md} to --out
+ *   npm run bench -- --api [--calls N]  only the management API's overhead (bench/api.ts): each operation's use case, its
+ *                                      handler and the sandbox's HTTP API side by side: api.{json,md} to --out
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, tmpdir } from 'node:os';
@@ -21,6 +23,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { API_BENCH_DEFAULTS, apiBenchMarkdown, runApiBench } from '../bench/api';
 import { measureBundles } from '../bench/bundle';
 import { measureCliStartup } from '../bench/cli-startup';
 import { startCountingEmulators, startReceiver, type Bench } from '../bench/harness';
@@ -34,7 +37,7 @@ import { safe } from '../lib/terminal';
 import { Display } from '../sandbox/counters';
 
 const USAGE =
-  'usage: npm run bench -- [--events N] [--rounds N] [--quick] [--ordering [--shipments N]] [--slow-neighbour] [--sandbox-scale [--endpoints N]] [--seconds N] [--timeout-ms N] [--out DIR]';
+  'usage: npm run bench -- [--events N] [--rounds N] [--quick] [--ordering [--shipments N]] [--slow-neighbour] [--sandbox-scale [--endpoints N]] [--api [--calls N]] [--seconds N] [--timeout-ms N] [--out DIR]';
 
 function fail(message: string): never {
   console.error(`${message}\n${USAGE}`);
@@ -47,8 +50,8 @@ function options() {
     const [number, flag] = [{ type: 'string' }, { type: 'boolean', default: false }] as const;
     parsed = parseArgs({
       options: {
-        ...{ events: number, rounds: number, shipments: number, seconds: number, 'timeout-ms': number, endpoints: number, out: number },
-        ...{ quick: flag, ordering: flag, 'slow-neighbour': flag, 'sandbox-scale': flag, help: { ...flag, short: 'h' } },
+        ...{ events: number, rounds: number, shipments: number, seconds: number, 'timeout-ms': number, endpoints: number, calls: number, out: number },
+        ...{ quick: flag, ordering: flag, 'slow-neighbour': flag, 'sandbox-scale': flag, api: flag, help: { ...flag, short: 'h' } },
       },
     }).values;
   } catch (error) {
@@ -83,6 +86,8 @@ function options() {
       // At most the deployment's attempt timeout, which the bench's consumer keeps at its default.
       attemptTimeoutMs: whole('timeout-ms', SLOW_NEIGHBOUR_DEFAULTS.attemptTimeoutMs, 100, 10_000),
     },
+    apiOnly: parsed.api,
+    api: { ...API_BENCH_DEFAULTS, calls: whole('calls', quick ? 50 : API_BENCH_DEFAULTS.calls, 10, 10_000) },
     sandboxScaleOnly: parsed['sandbox-scale'],
     sandboxScale: {
       ...SANDBOX_SCALE_DEFAULTS,
@@ -141,6 +146,17 @@ async function main(): Promise<void> {
     const table = orderingMarkdown(runs, machine);
     const written = write(opts.out, 'ordering', json, table);
     return void process.stdout.write(`\n${table}\nLoad average at end ${loads(machine.loadAverageAtEnd)}. ${written}.\n`);
+  }
+  if (opts.apiOnly) {
+    // The sandbox of its own (npm start), the machine otherwise as it is.
+    const display = new Display();
+    const loadAverage = loadavg();
+    const result = await runApiBench(opts.api, (line) => display.log(line));
+    display.close();
+    const machine = { date: new Date().toISOString(), loadAverage, loadAverageAtEnd: loadavg(), cores: cpus().length, node: process.versions.node };
+    const table = apiBenchMarkdown(result, machine);
+    const written = write(opts.out, 'api', { machine, options: opts.api, ...result }, table);
+    return void process.stdout.write(`\n${table}\n${about(machine)} ${written}.\n`);
   }
   if (opts.sandboxScaleOnly) {
     // Sandboxes of their own: no shared emulators, the machine otherwise as it is.
