@@ -165,10 +165,30 @@ export interface PostEventsOptions extends PostOptions {
   readonly ordered?: boolean;
 }
 
+export interface AcceptedEvent {
+  /** Its position in what was sent (0 for a single event). */
+  readonly index: number;
+  readonly eventId: string;
+  /** The queue's message ID. */
+  readonly messageId: string;
+}
+
+export interface RefusedEvent {
+  /** Its position in what was sent (0 for a single event). */
+  readonly index: number;
+  readonly eventId?: string;
+  /** `invalid-event`, `held-back` (on the ordered intake, after an earlier event of its shipment was refused), or the queue's own code. */
+  readonly code: string;
+  /** The bad field of an invalid event (`events.3.status`). */
+  readonly path?: string;
+  readonly error: string;
+}
+
+/** What became of each event, in input order. A single event that is invalid is a 400 instead (nothing was sent). */
 export interface PostEventsAnswer {
-  readonly accepted: readonly { readonly eventId: string; readonly messageId: string }[];
-  /** Events refused, by their index in what was sent; the others were accepted all the same. */
-  readonly refused: readonly { readonly index: number; readonly error: string; readonly [more: string]: unknown }[];
+  readonly accepted: readonly AcceptedEvent[];
+  /** Events refused; the others were accepted all the same. */
+  readonly refused: readonly RefusedEvent[];
 }
 
 // Deliveries (docs/contract.md §5, §10)
@@ -220,11 +240,17 @@ export interface Delivery {
   readonly deadAt?: number;
   readonly stateSince: number;
   readonly nextAttemptAt?: number;
+  /** The worker sending it now, and until when its claim holds. */
+  readonly leaseOwner?: string;
+  readonly leaseExpiresAt?: number;
+  /** The current claim's identity (not a credential). */
+  readonly claimToken?: string;
+  /** When the row may be deleted (epoch seconds). */
+  readonly expiresAt?: number;
   readonly parkedAt?: number;
   readonly sequence?: number;
   readonly shipmentId?: string;
   readonly releasedAt?: number;
-  readonly [more: string]: unknown;
 }
 
 export interface EventDeliveries {
@@ -270,8 +296,8 @@ export interface ReplayAnswer {
 
 export interface StatsFilters {
   readonly endpoint?: string;
-  /** How far back the metrics go: as the command's `--since` (`1h`, `30m`, an ISO time). */
-  readonly since?: string | Date;
+  /** The metrics window, as the command's `--since`: the last `30m`, `24h`, `7d` (1m to 15d; default 24h). */
+  readonly since?: string;
 }
 
 export interface QueueDepth {
@@ -287,7 +313,10 @@ export interface Stats {
   readonly oldestPendingAgeMs: number | null;
   readonly deadCount: number;
   readonly parkedCount: number | null;
-  readonly byEndpoint?: Readonly<Record<string, { readonly deadCount: number; readonly parkedCount?: number; readonly [more: string]: unknown }>>;
+  /** Whether the dead count stopped at `maxRowsPerState` rows. */
+  readonly capped: { readonly dead: boolean };
+  readonly maxRowsPerState: number;
+  readonly byEndpoint?: Readonly<Record<string, { readonly deadCount: number; readonly parkedCount?: number }>>;
   readonly deliveredCount: number | null;
   readonly attempts: number | null;
   readonly retriedAttempts: number | null;
@@ -298,8 +327,11 @@ export interface Stats {
   readonly queue: QueueDepth | null;
   readonly redriveQueue: QueueDepth | null;
   readonly deadLetterQueue: QueueDepth | null;
+  /** Where each figure comes from, in words. */
+  readonly sources: Readonly<Record<'pending' | 'dead' | 'parked' | 'metrics' | 'percentiles' | 'oldestPendingAge' | 'queues', string>>;
   readonly window: { readonly since: string; readonly startMs: number; readonly endMs: number };
-  readonly [more: string]: unknown;
+  /** Why the metrics could not be read (their figures are then null). */
+  readonly metricsError?: string;
 }
 
 // Portal links
@@ -311,9 +343,11 @@ export interface PortalLinkRequest {
 }
 
 export interface PortalLink {
+  /** The console's address with the token: give it to the owner; whoever holds it sees that owner's endpoints until it expires. */
   readonly url: string;
+  /** The signed token the link carries. */
+  readonly token: string;
   readonly owner: string;
   /** ISO time. */
   readonly expiresAt: string;
-  readonly [more: string]: unknown;
 }
