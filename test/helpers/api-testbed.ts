@@ -114,7 +114,7 @@ export async function startTestbed(name: string): Promise<Testbed> {
       const endpointsTable = `endpoints-${tag}`;
       await createLedgerTable(dynamodb, ledgerTable, { shipmentIndex: options.shipmentIndex ?? true });
       await createEndpointsTable(dynamodb, endpointsTable);
-      const size = options.maxMessageBytes === undefined ? {} : { MaximumMessageSize: String(options.maxMessageBytes) };
+      const size: Record<string, string> = options.maxMessageBytes === undefined ? {} : { MaximumMessageSize: String(options.maxMessageBytes) };
       const target: Target = {
         description: 'the test emulators',
         // The sandbox's kind of connection: clients aimed at the emulators, whatever the environment says.
