@@ -18,7 +18,7 @@ interface Caught {
 /** A client whose fetch records the request and answers `{items: [], next: null}`. */
 function recordingClient(): { client: HandoffClient; caught: Caught[] } {
   const caught: Caught[] = [];
-  const fetch = (async (input: URL | RequestInfo, init?: RequestInit) => {
+  const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
     caught.push({ method: String(init?.method), url: new URL(String(input)), body: init?.body === undefined ? undefined : String(init.body) });
     return new Response(JSON.stringify({ items: [], next: null }), { status: 200, headers: { 'content-type': 'application/json' } });
   }) as typeof globalThis.fetch;
