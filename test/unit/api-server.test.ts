@@ -1,0 +1,157 @@
+/**
+ * The sandbox's API server (sandbox/api-server.ts) as an adapter only: the bearer check, the HTTP
+ * API event it builds (as API Gateway's payload format 2.0 has it), and on a real loopback server
+ * that every answer is the router's (401 without the token, 404, 413 for a body over the limit
+ * with the rest left unread). The routes' use cases are not reached here: the e2e test
+ * (test/e2e/api.test.ts) drives them against a sandbox.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_BODY_BYTES, requestOf } from '../../api/http';
+import { MemoryIdempotencyStore } from '../../api/idempotency';
+import { CommandContext } from '../../cli/context';
+import { targetOfSandboxState } from '../../cli/target';
+import { createLogger } from '../../lib/observability';
+import { API_OUTPUT, apiEventOf, bearerMatches, generateApiToken, startApiServer, type ApiServer, type ReadRequest } from '../../sandbox/api-server';
+import { parseSandboxState, SandboxStateError, type SandboxState } from '../../sandbox/state-file';
+
+const STATE: SandboxState = {
+  sqsEndpoint: 'http://127.0.0.1:1',
+  dynamodbEndpoint: 'http://127.0.0.1:1',
+  queueUrl: 'http://sqs.us-east-1.localhost:1/000000000000/handoff-deliveries',
+  deadLetterQueueUrl: 'http://sqs.us-east-1.localhost:1/000000000000/handoff-dead-letters',
+  ledgerTable: 'handoff-ledger',
+  receiverUrl: 'http://127.0.0.1:4000/hooks',
+  payloadLimitBytes: 4096,
+};
+
+function read(overrides: Partial<ReadRequest> = {}): ReadRequest {
+  return { method: 'get', url: '/v1/endpoints', headers: { host: '127.0.0.1:9' }, sourceIp: '127.0.0.1', body: Buffer.alloc(0), overflowed: false, ...overrides };
+}
+
+describe('Function: bearerMatches', () => {
+  it('takes exactly `Bearer <token>`, the scheme in any case, and nothing else', () => {
+    const token = generateApiToken();
+    expect(bearerMatches(`Bearer ${token}`, token)).toBe(true);
+    expect(bearerMatches(`bearer ${token}`, token)).toBe(true);
+    expect(bearerMatches(`Bearer ${token}x`, token)).toBe(false);
+    expect(bearerMatches(`Bearer ${token.slice(1)}`, token)).toBe(false);
+    expect(bearerMatches(token, token)).toBe(false);
+    expect(bearerMatches(`Basic ${token}`, token)).toBe(false);
+    expect(bearerMatches('Bearer ', token)).toBe(false);
+    expect(bearerMatches(undefined, token)).toBe(false);
+  });
+
+  it('draws a new token of 32 random bytes each time', () => {
+    const [a, b] = [generateApiToken(), generateApiToken()];
+    expect(Buffer.from(a, 'base64url')).toHaveLength(32);
+    expect(a).not.toBe(b);
+  });
+});
+
+describe('Function: apiEventOf', () => {
+  it('builds the HTTP API event: path, query (repeats joined by commas), lower-case headers, the body, the caller', () => {
+    // Act
+    const event = apiEventOf(
+      read({ method: 'post', url: '/v1/endpoints/a%2Fb/disable?x=1&y=2&x=3', headers: { Host: 'h', 'X-Many': ['a', 'b'] } as never, body: Buffer.from('{"reason":"é"}') }),
+      true,
+      'req-1',
+      Date.UTC(2026, 11, 5),
+    );
+
+    // Assess
+    expect(event).toMatchObject({
+      version: '2.0',
+      rawPath: '/v1/endpoints/a%2Fb/disable',
+      rawQueryString: 'x=1&y=2&x=3',
+      queryStringParameters: { x: '1,3', y: '2' },
+      headers: { host: 'h', 'x-many': 'a,b' },
+      body: '{"reason":"é"}',
+      isBase64Encoded: false,
+      requestContext: { requestId: 'req-1', http: { method: 'POST', path: '/v1/endpoints/a%2Fb/disable' }, authorizer: { lambda: { principal: 'sandbox' } }, timeEpoch: Date.UTC(2026, 11, 5) },
+    });
+    expect(requestOf(event)).toMatchObject({ method: 'POST', caller: 'sandbox', body: '{"reason":"é"}', query: { x: '1,3', y: '2' } });
+  });
+
+  it('carries no authorizer, so no caller, when the token did not match', () => {
+    const event = apiEventOf(read(), false, 'req-2', 0);
+    expect(event.requestContext.authorizer).toBeUndefined();
+    expect(requestOf(event).caller).toBeUndefined();
+    expect(event.body).toBeUndefined();
+    expect(event.queryStringParameters).toBeUndefined();
+  });
+
+  it('passes a body over the limit as its bytes, so the router counts them as sent', () => {
+    const bytes = Buffer.alloc(MAX_BODY_BYTES + 1, 0xc3);
+    const event = apiEventOf(read({ method: 'post', body: bytes, overflowed: true }), true, 'req-3', 0);
+    expect(event.isBase64Encoded).toBe(true);
+    expect(() => requestOf(event)).toThrow(`the request body is ${MAX_BODY_BYTES + 1} bytes`);
+  });
+});
+
+describe('Function: parseSandboxState (the API fields)', () => {
+  it('keeps apiUrl and apiToken, and refuses an apiUrl off loopback', () => {
+    const state = { ...STATE, apiUrl: 'http://127.0.0.1:4100', apiToken: 'tok' };
+    expect(parseSandboxState('/s.json', JSON.stringify(state))).toEqual(state);
+    const act = () => parseSandboxState('/s.json', JSON.stringify({ ...state, apiUrl: 'http://203.0.113.7:4100' }));
+    expect(act).toThrow(SandboxStateError);
+    expect(act).toThrow('its apiUrl is not on loopback');
+    expect(() => parseSandboxState('/s.json', JSON.stringify({ ...state, apiToken: '' }))).toThrow('has an apiToken that is not a token');
+  });
+});
+
+describe('Function: startApiServer', () => {
+  let server: ApiServer;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    // A target whose emulators are not there: no request here reaches a use case.
+    const context = new CommandContext(targetOfSandboxState(STATE, '/nonexistent/sandbox.json'), API_OUTPUT);
+    server = await startApiServer({ port: 0, context, idempotency: new MemoryIdempotencyStore(), logger: createLogger({ service: 'test', write: (line) => lines.push(line) }) });
+  });
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('listens on 127.0.0.1 and answers 401, a problem document, to a request without the token', async () => {
+    // Act
+    const response = await fetch(`${server.url}/v1/openapi.json`);
+
+    // Assess
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(response.status).toBe(401);
+    expect(response.headers.get('content-type')).toBe('application/problem+json');
+    expect(((await response.json()) as { type: string }).type).toBe('https://handoff.dev/problems/unauthenticated');
+  });
+
+  it('answers with the router for a request with the token: the document, and 404 for an unknown path', async () => {
+    const headers = { authorization: `Bearer ${server.token}` };
+    const document = await fetch(`${server.url}/v1/openapi.json`, { headers });
+    const unknown = await fetch(`${server.url}/v1/nothing`, { headers });
+    expect(document.status).toBe(200);
+    expect(((await document.json()) as { openapi: string }).openapi).toBe('3.1.0');
+    expect(unknown.status).toBe(404);
+    await unknown.body?.cancel();
+  });
+
+  it('answers 413 to a body over the limit, closing the connection rather than reading the rest', async () => {
+    // Act
+    const response = await fetch(`${server.url}/v1/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+      body: Buffer.alloc(4 * MAX_BODY_BYTES, 0x20),
+    });
+
+    // Assess
+    expect(response.status).toBe(413);
+    expect(response.headers.get('connection')).toBe('close');
+    expect(((await response.json()) as { type: string }).type).toBe('https://handoff.dev/problems/too-large');
+  });
+
+  it('logs one line per request with its ID and status, never the token', () => {
+    for (const line of lines) expect(line).not.toContain(server.token);
+    const logged = lines.map((line) => JSON.parse(line) as { requestId: string; status: number });
+    expect(logged.map((l) => l.status)).toEqual([401, 200, 404, 413]);
+    for (const l of logged) expect(l.requestId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
