@@ -9,6 +9,7 @@ import { ENDPOINT_NAME } from '../../lib/endpoints/endpoint';
 import { OWNER } from '../../lib/endpoints/field-schemas';
 import { isShipmentId } from '../../lib/event';
 import { ShipmentIndexOffError } from '../../lib/ledger/errors';
+import { requireOwner } from '../portal-link';
 import { ApiProblem, invalid } from '../problem';
 import type { QueryParameter, Route } from '../route';
 import { DEAD_REASONS, DELIVERY_SCHEMA, pageSchema } from './delivery-schemas';
@@ -63,14 +64,19 @@ const deadDeliveries: Route = {
   operationId: 'listDeadDeliveries',
   summary: 'Dead deliveries, oldest death first',
   description:
-    "As `handoff dead --json`, with filters. An endpoint and a window of death times are read from the ledger's listing; a reason and an owner are checked on the rows, so a page may hold fewer than `limit` (even none) and still have `next`: following `next` to the end yields every match once.",
+    "As `handoff dead --json`, with filters. An endpoint and a window of death times are read from the ledger's listing; a reason and an owner are checked on the rows, so a page may hold fewer than `limit` (even none) and still have `next`: following `next` to the end yields every match once. " +
+    "A portal link's holder sees its owner's only (`owner` is then that owner, or 403).",
   tag: 'deliveries',
   query: DEAD_QUERY,
+  portal: 'owner',
+  problems: [403],
   responses: { 200: { description: 'A page of dead deliveries', schema: pageSchema(DELIVERY_SCHEMA, 'A page of dead deliveries, oldest death first') } },
-  handle: async ({ request, deps }) => {
+  handle: async (call) => {
+    const { request, deps } = call;
     const query = new QueryReader(request.query, DEAD_QUERY);
     const endpoint = query.text('endpoint', { pattern: ENDPOINT_NAME, message: 'must be an endpoint name: 1–64 of a-z 0-9 -' });
-    const owner = query.text('owner', { pattern: OWNER, message: 'must be 1–128 characters of A-Z a-z 0-9 . _ : @ + = -' });
+    // A portal link's holder: its owner's dead deliveries, whether it names the owner or not.
+    const owner = query.text('owner', { pattern: OWNER, message: 'must be 1–128 characters of A-Z a-z 0-9 . _ : @ + = -' }) ?? call.portalOwner;
     const sinceMs = query.time('since');
     const untilMs = query.time('until');
     const deadReason = query.choice('reason', DEAD_REASONS);
@@ -78,6 +84,7 @@ const deadDeliveries: Route = {
     const limit = query.limit();
     if (sinceMs !== undefined && untilMs !== undefined && untilMs <= sinceMs) query.refuse('until', 'must come after since');
     query.done();
+    requireOwner(call, owner);
 
     const filter: DeadFilter = {
       ...(endpoint === undefined ? {} : { endpoint }),
