@@ -166,8 +166,6 @@ export interface PostEventsOptions extends PostOptions {
 }
 
 export interface AcceptedEvent {
-  /** Its position in what was sent (0 for a single event). */
-  readonly index: number;
   readonly eventId: string;
   /** The queue's message ID. */
   readonly messageId: string;
@@ -176,11 +174,10 @@ export interface AcceptedEvent {
 export interface RefusedEvent {
   /** Its position in what was sent (0 for a single event). */
   readonly index: number;
-  readonly eventId?: string;
-  /** `invalid-event`, `held-back` (on the ordered intake, after an earlier event of its shipment was refused), or the queue's own code. */
-  readonly code: string;
-  /** The bad field of an invalid event (`events.3.status`). */
-  readonly path?: string;
+  /**
+   * Why, in one line: the check it failed, naming the field; the queue's code and message; or, on
+   * the ordered intake, that an earlier event of its shipment was not sent (held back, so its order holds).
+   */
   readonly error: string;
 }
 
