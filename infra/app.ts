@@ -10,6 +10,11 @@
  * a Secrets Manager secret (a value would land in the template). With it, `webhookUrl` is optional:
  * given, it adds the endpoint `default`; absent, no `WebhookUrl` parameter is asked for.
  *
+ * The management API (docs/contract.md §16) is always deployed behind IAM (output `ApiUrl`). For
+ * people with tokens (`apiAuth.jwt`, docs/deploying.md): `apiJwtIssuer` and `apiJwtAudience`
+ * (comma-separated) for an OIDC issuer's tokens, or `apiUserPool=true` for a Cognito user pool the
+ * stack makes; either adds `ApiJwtUrl`.
+ *
  * Settings come from CDK context and pass through lib/config.ts's `readSettings`, the same parser
  * the local sandbox applies to its `HANDOFF_*` variables:
  *
@@ -26,6 +31,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import { readSettings, SETTING_VARIABLES, type Settings } from '../lib/config';
 import { ConfigError, EndpointError } from '../lib/errors';
+import type { ApiAuth } from './delivery/api';
 import { deploymentToJson, parseEndpointFields, type EndpointFields } from '../lib/endpoints/endpoint';
 import { STACK_OUTPUTS } from '../lib/stack-outputs';
 import { WebhookDelivery, type EndpointDeclaration, type WebhookDeliveryProps } from './webhook-delivery';
@@ -186,7 +192,41 @@ export class HandoffStack extends Stack {
       description: 'handoff endpoint add/update/rotate-secret encrypt signing secrets with it (kms:Encrypt)',
     });
     new CfnOutput(this, STACK_OUTPUTS.alarmTopicArn, { value: d.alarmTopic.topicArn, description: 'Alarms notify here: subscribe the on-call (email, chat, pager)' });
+    new CfnOutput(this, STACK_OUTPUTS.apiUrl, { value: d.apiUrl, description: 'The management API (IAM: SigV4 with execute-api:Invoke); described at /v1/openapi.json' });
+    if (d.apiJwtUrl !== undefined) {
+      new CfnOutput(this, STACK_OUTPUTS.apiJwtUrl, { value: d.apiJwtUrl, description: 'The management API for people: a JWT as the bearer token' });
+    }
+    if (d.apiUserPool !== undefined && d.apiUserPoolClient !== undefined) {
+      new CfnOutput(this, STACK_OUTPUTS.apiUserPoolId, { value: d.apiUserPool.userPoolId, description: "The API's people: add them here (admin-create-user)" });
+      new CfnOutput(this, STACK_OUTPUTS.apiUserPoolClientId, { value: d.apiUserPoolClient.userPoolClientId });
+    }
   }
+}
+
+/**
+ * The management API's JWT authorization from context: `apiUserPool=true`, or `apiJwtIssuer` with
+ * `apiJwtAudience` (comma-separated). Undefined: IAM alone. @throws ConfigError naming the context key
+ */
+export function apiAuthFromContext(context: ContextReader): ApiAuth | undefined {
+  const userPool = contextString(context('apiUserPool'));
+  const issuer = contextString(context('apiJwtIssuer'));
+  const audience = contextString(context('apiJwtAudience'))
+    ?.split(',')
+    .map((a) => a.trim())
+    .filter((a) => a !== '');
+  if (userPool !== undefined && userPool !== 'true' && userPool !== 'false') {
+    throw new ConfigError('apiUserPool', `(CDK context) must be true or false, got ${JSON.stringify(userPool.slice(0, 40))}`);
+  }
+  if (userPool === 'true') {
+    if (issuer !== undefined) throw new ConfigError('apiJwtIssuer', '(CDK context) cannot be given with apiUserPool=true: the user pool is the issuer');
+    return { jwt: { userPool: true } };
+  }
+  if (issuer === undefined) {
+    if (audience !== undefined) throw new ConfigError('apiJwtAudience', '(CDK context) needs apiJwtIssuer');
+    return undefined;
+  }
+  if (audience === undefined || audience.length === 0) throw new ConfigError('apiJwtAudience', '(CDK context) must name the audience apiJwtIssuer issues tokens for');
+  return { jwt: { issuer, audience } };
 }
 
 /** Builds the app from its context; `cdk synth` runs this file through cdk.json. */
@@ -196,11 +236,12 @@ export function buildApp(app = new App()): App {
   const alarmTopicArn = contextString(context('alarmTopicArn'));
   const signingSecret = contextString(context('signingSecret'));
   const endpointsFile = contextString(context('endpointsFile'));
+  const apiAuth = apiAuthFromContext(context);
 
   new HandoffStack(app, stackName, {
     stackName,
     description: 'handoff: durable, idempotent webhook delivery (SQS, Lambda, DynamoDB)',
-    delivery: { settings: settingsFromContext(context) },
+    delivery: { settings: settingsFromContext(context), ...(apiAuth !== undefined ? { apiAuth } : {}) },
     ...(alarmTopicArn ? { alarmTopicArn } : {}),
     ...(signingSecret ? { signingSecret } : {}),
     ...(endpointsFile ? { endpoints: endpointsFromFile(endpointsFile) } : {}),

@@ -5,7 +5,9 @@
  *   queues.ts       the delivery queue, its redrive and dead-letter queues, the ordered FIFO intake
  *   ledger.ts       the ledger table
  *   secrets.ts      the signing secret and the seal key
- *   functions.ts    the consumer and the stuck-work recovery function, their event sources and schedule
+ *   functions.ts    the consumer, the stuck-work recovery function and the management API's function,
+ *                   their event sources and schedule
+ *   api.ts          the management API (docs/contract.md §16): API Gateway HTTP API, IAM (and JWT) auth
  *   grants.ts       what each function's role may do
  *   alarms.ts       the alarms
  *   alarm-topic.ts  the topic they notify
@@ -43,16 +45,20 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import type * as cognito from 'aws-cdk-lib/aws-cognito';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { checkEndpoint, DEFAULT_SETTINGS, derivedTimings, validateSettings, type Settings } from '../lib/config';
 import { ConfigError } from '../lib/errors';
 import { ALL_EVENT_TYPES } from '../lib/endpoints/endpoint';
 import type { MetricName } from '../lib/observability';
 import { createAlarmTopic } from './delivery/alarm-topic';
+import { createManagementApi, type ApiAlarms, type ApiAuth, type ApiThrottle } from './delivery/api';
 import { createAlarms, type DeliveryAlarms } from './delivery/alarms';
 import { createDashboard } from './delivery/dashboard';
-import { createConsumer, createRecovery, type FunctionSource } from './delivery/functions';
-import { grantConsumerAccess, grantRecoveryAccess } from './delivery/grants';
+import { createApiFunction, createConsumer, createRecovery, type FunctionSource } from './delivery/functions';
+import { grantApiAccess, grantConsumerAccess, grantRecoveryAccess } from './delivery/grants';
 import { createLedgerTable } from './delivery/ledger';
 import type { LedgerCapacity } from './delivery/capacity';
 import { METRICS } from './delivery/metrics';
@@ -64,7 +70,8 @@ import { DEFAULT_ENDPOINT } from '../lib/ledger/delivery-record';
 export { DECLARED_ATTRIBUTE, EndpointRegistry, type EndpointDeclaration } from './endpoint-registry';
 export { DEAD_LETTER_AGE_ALARM, UNROUTED_ALARM_THRESHOLD } from './delivery/alarms';
 export type { CapacityRange, LedgerCapacity, ProvisionedLedgerCapacity } from './delivery/capacity';
-export { CONSUMER_MEMORY_MB, DEFAULT_RECOVERY_INTERVAL, FIFO_MAX_BATCH_SIZE } from './delivery/functions';
+export { API_MEMORY_MB, CONSUMER_MEMORY_MB, DEFAULT_RECOVERY_INTERVAL, FIFO_MAX_BATCH_SIZE } from './delivery/functions';
+export { ACCESS_LOG_FIELDS, API_ROUTE_KEYS, DEFAULT_API_THROTTLE, type ApiAlarms, type ApiAuth, type ApiThrottle } from './delivery/api';
 export { ENDPOINT_UNRESOLVED_METRIC, METRICS, RECOVERED_METRIC, endpointSearch } from './delivery/metrics';
 
 // The functions' code is found relative to this module, which the package build bundles into
@@ -74,14 +81,18 @@ export { ENDPOINT_UNRESOLVED_METRIC, METRICS, RECOVERED_METRIC, endpointSearch }
 export const CONSUMER_ENTRY = fileURLToPath(new URL('../functions/consumer.ts', import.meta.url));
 /** The stuck-work recovery function's entry (docs/contract.md §12). */
 export const RECOVERY_ENTRY = fileURLToPath(new URL('../functions/recovery.ts', import.meta.url));
+/** The management API's function (docs/contract.md §16). */
+export const API_ENTRY = fileURLToPath(new URL('../functions/api.ts', import.meta.url));
 
 /**
  * The functions pre-bundled by the package build (scripts/build.ts, with the bundling settings of
  * infra/delivery/functions.ts), beside this module once it is compiled into dist/: `index.mjs` the
- * consumer, `recovery.mjs` the recovery function, one asset for both. Absent in a clone.
+ * consumer, `recovery.mjs` the recovery function, `api.mjs` the management API, one asset for all.
+ * Absent in a clone.
  */
 const PREBUILT_CONSUMER_DIR = fileURLToPath(new URL('./consumer', import.meta.url));
 const PREBUILT_RECOVERY_FILE = 'recovery.mjs';
+const PREBUILT_API_FILE = 'api.mjs';
 
 export interface WebhookDeliveryProps {
   /**
@@ -182,6 +193,18 @@ export interface WebhookDeliveryProps {
    * `<stack name>-<construct id>-<region>`, unique per stack, construct and region.
    */
   readonly dashboardName?: string;
+  /**
+   * How the management API's callers prove who they are (docs/contract.md §16, docs/deploying.md).
+   * Always: IAM (SigV4) on every route of the API at `apiUrl` (grant callers with `grantApiInvoke`).
+   * `jwt`: a second API, `apiJwtUrl`, with the same routes behind a JWT authorizer, for people:
+   * an OIDC issuer's tokens (`{ issuer, audience }`) or those of a Cognito user pool made here
+   * (`{ userPool: true }`).
+   */
+  readonly apiAuth?: ApiAuth;
+  /** The management API's stage throttling. Default DEFAULT_API_THROTTLE: 50 requests a second, bursts of 100. */
+  readonly apiThrottle?: ApiThrottle;
+  /** The management API's function entry. Default `functions/api.ts`; tests point it at a stand-in. */
+  readonly apiEntry?: string;
 }
 
 export class WebhookDelivery extends Construct {
@@ -215,8 +238,20 @@ export class WebhookDelivery extends Construct {
    * the consumer and the recovery function; operators who replay or release need GetSecretValue on it.
    */
   readonly sealKey: secretsmanager.Secret;
+  /** The management API's function (functions/api.ts): the command's use cases behind API Gateway. */
+  readonly apiFunction: lambda.Function;
+  /** The management API: every route IAM-authorized (docs/contract.md §16). */
+  readonly api: apigw.HttpApi;
+  /** Its URL (`https://{id}.execute-api.{region}.amazonaws.com/`), the stack output `ApiUrl`. */
+  readonly apiUrl: string;
+  /** The same routes behind the JWT authorizer, and its URL (`apiAuth.jwt`); undefined without it. */
+  readonly jwtApi: apigw.HttpApi | undefined;
+  readonly apiJwtUrl: string | undefined;
+  /** The user pool and app client made for the API's people (`apiAuth.jwt.userPool`); undefined otherwise. */
+  readonly apiUserPool: cognito.UserPool | undefined;
+  readonly apiUserPoolClient: cognito.UserPoolClient | undefined;
   /** Every alarm, each notifying `alarmTopic` on alarm and on OK (docs/operating.md). */
-  readonly alarms: DeliveryAlarms;
+  readonly alarms: DeliveryAlarms & ApiAlarms;
   readonly dashboard: cloudwatch.Dashboard;
 
   constructor(scope: Construct, id: string, props: WebhookDeliveryProps) {
@@ -280,8 +315,32 @@ export class WebhookDelivery extends Construct {
     this.recoverySchedule = recovery.schedule;
     grantRecoveryAccess(recovery.role, this);
 
-    this.alarms = createAlarms(this, props, settings, orderedReceives);
+    const apiSource: FunctionSource =
+      props.apiEntry === undefined && existsSync(`${PREBUILT_CONSUMER_DIR}/${PREBUILT_API_FILE}`)
+        ? { assetDir: PREBUILT_CONSUMER_DIR, handler: 'api.handler' }
+        : { entry: props.apiEntry ?? API_ENTRY };
+    const apiFunction = createApiFunction(this, props, settings, apiSource);
+    this.apiFunction = apiFunction.function;
+    grantApiAccess(apiFunction.role, this, { shipmentIndex: settings.shipmentIndex });
+    const api = createManagementApi(this, this.apiFunction, apiFunction.role, this.alarmTopic, props);
+    this.api = api.api;
+    this.apiUrl = api.url;
+    this.jwtApi = api.jwtApi;
+    this.apiJwtUrl = api.jwtUrl;
+    this.apiUserPool = api.userPool;
+    this.apiUserPoolClient = api.userPoolClient;
+
+    this.alarms = { ...createAlarms(this, props, settings, orderedReceives), ...api.alarms };
     this.dashboard = createDashboard(this, props, settings);
+  }
+
+  /**
+   * Lets `grantee` call every route of the management API at `apiUrl` (execute-api:Invoke, SigV4):
+   * what the typed client (`handoff/client`) and `curl --aws-sigv4` need. The API's function then
+   * records the grantee's principal as the operator of what it does.
+   */
+  grantApiInvoke(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({ grantee, actions: ['execute-api:Invoke'], resourceArns: [this.api.arnForExecuteApi()] });
   }
 
   /** A metric the consumer emits (EMF), with its `Service` dimension. */

@@ -112,6 +112,15 @@ export const RESOURCE_ENV = {
    * decrypts `encrypted:kms:…`, named by the ciphertext itself.
    */
   endpointSecretsKey: 'HANDOFF_ENDPOINT_SECRETS_KEY',
+  /** The ordered intake's FIFO queue (docs/contract.md §13): the management API puts `?ordered=true` events there. */
+  orderedQueueUrl: 'HANDOFF_ORDERED_QUEUE_URL',
+  /**
+   * The registry's KMS key (its ARN), which the management API encrypts the signing secrets it
+   * writes with (kms:Encrypt); the same variable the command reads (cli/target.ts ENDPOINTS_KEY_ARN_ENV).
+   */
+  endpointsKeyArn: 'HANDOFF_ENDPOINTS_KEY_ARN',
+  /** The settings an endpoint's defaults and limits come from, as the `EndpointDefaults` output holds them (JSON). */
+  endpointDefaults: 'HANDOFF_ENDPOINT_DEFAULTS',
 } as const;
 
 /** The environment a consumer process (Lambda or sandbox) reads its settings from. */

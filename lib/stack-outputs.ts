@@ -27,4 +27,11 @@ export const STACK_OUTPUTS = {
   endpointsKeyArn: 'EndpointsKeyArn',
   /** The SNS topic the alarms (and endpoint-disabled and recovery-failure notices) go to: the one given, or the stack's own. */
   alarmTopicArn: 'AlarmTopicArn',
+  /** The management API (docs/contract.md §16): its URL, every route behind IAM (SigV4) authorization. */
+  apiUrl: 'ApiUrl',
+  /** The management API for people (`apiAuth.jwt`): the same routes behind the JWT authorizer. Absent without it. */
+  apiJwtUrl: 'ApiJwtUrl',
+  /** The Cognito user pool made for the API's people (`apiAuth.jwt.userPool`), and its app client. Absent without it. */
+  apiUserPoolId: 'ApiUserPoolId',
+  apiUserPoolClientId: 'ApiUserPoolClientId',
 } as const;

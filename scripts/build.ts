@@ -15,7 +15,8 @@
  *                   with plain node
  *   consumer/       the Lambda functions, bundled as the construct bundles them at synth, so an
  *                   installed construct deploys them with Code.fromAsset (no esbuild in the user's
- *                   app): index.mjs the consumer, recovery.mjs the stuck-work recovery; one asset
+ *                   app): index.mjs the consumer, recovery.mjs the stuck-work recovery, api.mjs the
+ *                   management API (docs/contract.md §16); one asset
  *   types/          declarations
  */
 import { execFileSync } from 'node:child_process';
@@ -158,6 +159,7 @@ export async function buildPackage(): Promise<void> {
     ...[
       ['functions/consumer.ts', 'consumer/index.mjs'],
       ['functions/recovery.ts', 'consumer/recovery.mjs'],
+      ['functions/api.ts', 'consumer/api.mjs'],
     ].map(([entry, outfile]) =>
       built({ ...CONSUMER, entryPoints: [join(ROOT, entry!)], outfile: join(DIST, outfile!) }, inLambdaRuntime, 'bundled, and not the AWS SDK the Lambda runtime provides'),
     ),

@@ -15,6 +15,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { RESOURCE_ENV, SETTING_VARIABLES, derivedTimings, settingsToEnvironment, type Settings } from '../../lib/config';
 import { ConfigError } from '../../lib/errors';
+import { deploymentToJson } from '../../lib/endpoints/endpoint';
 import { RECOVERY_ENV, RECOVERY_LIMIT, recoveryGraceMs } from '../../lib/recovery';
 import type { WebhookDelivery, WebhookDeliveryProps } from '../webhook-delivery';
 
@@ -198,6 +199,64 @@ export function createRecovery(
   });
   return { function: fn, role, schedule };
 }
+
+type ApiParts = Pick<
+  WebhookDelivery,
+  'ledgerTable' | 'queue' | 'deadLetterQueue' | 'redriveQueue' | 'orderedQueue' | 'endpointRegistry' | 'sealKey'
+>;
+
+/** The management API function's memory, MB: JSON and SDK calls per request, where a person waits on the answer. */
+export const API_MEMORY_MB = 512;
+
+/**
+ * The management API's one function (functions/api.ts, docs/contract.md §16), behind API Gateway.
+ * Its environment names the resources the command's use cases run against, as the stack's outputs
+ * name them to `handoff … --stack` (functions/api-target.ts); secrets by ARN only.
+ */
+export function createApiFunction(
+  scope: Construct & ApiParts,
+  props: Pick<WebhookDeliveryProps, 'logRetention'>,
+  settings: Settings,
+  source: FunctionSource,
+): { function: lambda.Function; role: iam.Role } {
+  const { logGroup, role } = logsAndRole(
+    scope,
+    'Api',
+    'handoff management API: the endpoint registry, the ledger, sends to the queues, the seal key, the metrics and its log group',
+    props.logRetention,
+  );
+  const fn = handoffFunction(
+    scope,
+    'ApiFunction',
+    {
+      memorySize: API_MEMORY_MB,
+      // Under API Gateway's 30 s integration limit, so a slow call ends as this function's error
+      // (the 5xx alarm), not as a gateway timeout with the work still running.
+      timeout: Duration.seconds(API_FUNCTION_TIMEOUT_SECONDS),
+      role,
+      logGroup,
+      environment: {
+        [RESOURCE_ENV.ledgerTable]: scope.ledgerTable.tableName,
+        [RESOURCE_ENV.queueUrl]: scope.queue.queueUrl,
+        [RESOURCE_ENV.deadLetterQueueUrl]: scope.deadLetterQueue.queueUrl,
+        [RESOURCE_ENV.redriveQueueUrl]: scope.redriveQueue.queueUrl,
+        [RESOURCE_ENV.orderedQueueUrl]: scope.orderedQueue.queueUrl,
+        [RESOURCE_ENV.endpointsTable]: scope.endpointRegistry.table.tableName,
+        [RESOURCE_ENV.sealKeyArn]: scope.sealKey.secretArn,
+        [RESOURCE_ENV.endpointsKeyArn]: scope.endpointRegistry.encryptionKey.keyArn,
+        [RESOURCE_ENV.endpointDefaults]: JSON.stringify(deploymentToJson(settings)),
+        [SETTING_VARIABLES.payloadLimitBytes]: String(settings.payloadLimitBytes),
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+      description: "handoff: the management API (docs/contract.md §16), the command's use cases over HTTP",
+    },
+    source,
+  );
+  return { function: fn, role };
+}
+
+/** The management API function's timeout: API Gateway (HTTP API) waits at most 30 s for it. */
+export const API_FUNCTION_TIMEOUT_SECONDS = 28;
 
 /**
  * A function's log group, and a role of its own that may write to it: the default role would attach

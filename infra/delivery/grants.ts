@@ -138,3 +138,62 @@ export function grantRecoveryAccess(role: iam.IRole, parts: RecoveryGrantParts):
   // Its on-failure destination: a run that failed every attempt, told to whoever takes the alarms.
   grantAlarmTopicPublish(role, 'RecoveryFailureNotice', parts);
 }
+
+export type ApiGrantParts = Pick<
+  WebhookDelivery,
+  'ledgerTable' | 'queue' | 'orderedQueue' | 'deadLetterQueue' | 'redriveQueue' | 'sealKey' | 'endpointRegistry'
+>;
+
+/** The ledger actions the management API's use cases call on the table itself (every one on exact keys). */
+export const API_LEDGER_ACTIONS = [
+  'dynamodb:BatchGetItem',
+  'dynamodb:DeleteItem',
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:Query',
+  'dynamodb:UpdateItem',
+] as const;
+
+/**
+ * The management API (functions/api.ts): what `handoff` itself does, on this deployment's
+ * resources alone.
+ * - The ledger: an event's deliveries (Query on its key), replays and releases (UpdateItem), the
+ *   rows a listing names (BatchGetItem); the `Idempotency-Key` items it keeps there for 24 h
+ *   (api/dynamodb-idempotency.ts: PutItem to claim, UpdateItem to complete, DeleteItem to release,
+ *   GetItem to answer a repeat); Query on the listing index (dead and parked deliveries) and on
+ *   the shipment index when the ledger has it (a shipment's deliveries). No Scan.
+ * - The registry: `grantEndpointAdmin`, what `handoff endpoint …` needs (the owner index, the key
+ *   to encrypt the secrets it writes).
+ * - SendMessage to the delivery queue (events, test events, replays) and the ordered intake
+ *   (`?ordered=true`); GetQueueAttributes on the delivery, redrive and dead-letter queues (stats'
+ *   depths). Nothing receives or deletes.
+ * - GetSecretValue on the seal key: replays and releases are sealed as the consumer's own messages
+ *   are, and portal links are signed with a key derived from it.
+ * - cloudwatch:GetMetricData (stats): CloudWatch has no resource for it, so `*`, read-only.
+ */
+export function grantApiAccess(role: iam.IRole, parts: ApiGrantParts, options: { readonly shipmentIndex: boolean }): void {
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({ sid: 'LedgerReadWrite', actions: [...API_LEDGER_ACTIONS], resources: [parts.ledgerTable.tableArn] }),
+  );
+  const indexes = [LEDGER_SCHEMA.listingIndex.name, ...(options.shipmentIndex ? [LEDGER_SCHEMA.shipmentIndex.name] : [])];
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'LedgerIndexQuery',
+      actions: ['dynamodb:Query'],
+      resources: indexes.map((name) => `${parts.ledgerTable.tableArn}/index/${name}`),
+    }),
+  );
+  parts.endpointRegistry.grantEndpointAdmin(role);
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({ sid: 'QueueSend', actions: ['sqs:SendMessage'], resources: [parts.queue.queueArn, parts.orderedQueue.queueArn] }),
+  );
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'QueueDepthRead',
+      actions: ['sqs:GetQueueAttributes'],
+      resources: [parts.queue.queueArn, parts.redriveQueue.queueArn, parts.deadLetterQueue.queueArn],
+    }),
+  );
+  grantSealKeyRead(role, parts);
+  role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'MetricsRead', actions: ['cloudwatch:GetMetricData'], resources: ['*'] }));
+}

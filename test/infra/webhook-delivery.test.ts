@@ -666,13 +666,14 @@ describe('WebhookDelivery', () => {
   });
 
   describe('seal key', () => {
-    it('is a generated secret that the consumer and the recovery function alone may read, told to both by its ARN in HANDOFF_SEAL_KEY_ARN and never as a value', () => {
+    it('is a generated secret that the consumer, the recovery function and the management API alone may read, told to each by its ARN in HANDOFF_SEAL_KEY_ARN and never as a value', () => {
       // Prepare / Act
       const built = build();
       const { template, stack, delivery } = built;
       const sealKey = sealKeyRef(built);
       const roleOf = (fn: { role?: { node: { defaultChild?: unknown } } }) => stack.getLogicalId(fn.role!.node.defaultChild as never);
-      const readers = [roleOf(delivery.consumer), roleOf(delivery.recovery)];
+      // The management API's function too: its replays and releases are sealed, its portal links signed (test/infra/api.test.ts).
+      const readers = [roleOf(delivery.consumer), roleOf(delivery.recovery), roleOf(delivery.apiFunction)];
       // Every identity-policy statement in the stack that names the seal key, with the roles it is on.
       const grantsOnKey = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((policy) =>
         (policy.Properties.PolicyDocument.Statement as Statement[])
@@ -702,7 +703,7 @@ describe('WebhookDelivery', () => {
       template.resourceCountIs('AWS::IAM::ManagedPolicy', 0);
       template.resourceCountIs('AWS::SecretsManager::ResourcePolicy', 0);
       template.allResourcesProperties('AWS::IAM::Role', { Policies: Match.absent() });
-      // Both functions are told its ARN; no function's environment holds a key.
+      // Each of them is told its ARN; no function's environment holds a key.
       for (const role of readers) {
         template.hasResourceProperties('AWS::Lambda::Function', {
           Role: { 'Fn::GetAtt': [role, 'Arn'] },
@@ -757,12 +758,15 @@ describe('WebhookDelivery', () => {
       ]);
     });
 
-    it('names exact resources in every statement, never a wildcard', () => {
+    it('names exact resources in every statement, never a wildcard, but cloudwatch:GetMetricData (which has no resource)', () => {
       const { template } = build();
       const statements = policyStatements(template);
+      const metricsRead = { Sid: 'MetricsRead', Effect: 'Allow', Action: 'cloudwatch:GetMetricData', Resource: '*' };
 
       expect(statements.length).toBeGreaterThan(0);
-      for (const statement of statements) {
+      // The management API's stats (test/infra/api.test.ts: acknowledged on its role alone, with the reason).
+      expect(statements.filter((s) => literals(s.Resource).some((r) => r.includes('*')))).toEqual([metricsRead]);
+      for (const statement of statements.filter((s) => s.Sid !== metricsRead.Sid)) {
         expect(statement.Effect).toBe('Allow');
         expect(literals(statement.Resource).filter((s) => s.includes('*'))).toEqual([]);
       }
@@ -1336,6 +1340,8 @@ describe('WebhookDelivery', () => {
       const { delivery } = build();
 
       expect(Object.keys(delivery.alarms).sort()).toEqual([
+        'apiErrors',
+        'apiServerErrors',
         'consumerDuration',
         'consumerErrors',
         'consumerThrottles',
@@ -1564,7 +1570,8 @@ describe('WebhookDelivery', () => {
       const functions = Object.values(built.template.findResources('AWS::Lambda::Function'));
       const forbidden = [SETTING_VARIABLES.webhookUrl, 'HANDOFF_WEBHOOK_SECRET', RESOURCE_ENV.sealKey];
 
-      expect(functions).toHaveLength(3);
+      // The consumer, the recovery function, the API's function and the seeds' function.
+      expect(functions).toHaveLength(4);
       for (const fn of functions) {
         const variables = (fn.Properties.Environment?.Variables ?? {}) as Record<string, unknown>;
         for (const name of forbidden) expect(variables).not.toHaveProperty(name);
@@ -1674,8 +1681,9 @@ describe('WebhookDelivery', () => {
         .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
         .flatMap((m) => Object.entries(m.data as Record<string, string>));
 
-      // SMG4 twice: the signing secret's and the seal key's (rotation).
+      // SMG4 twice: the signing secret's and the seal key's (rotation); IAM5 on the API's role (GetMetricData).
       expect(acknowledged.map(([id]) => id).sort()).toEqual([
+        'Annotation::AwsSolutions-IAM5[Resource::*]',
         'Annotation::AwsSolutions-SMG4',
         'Annotation::AwsSolutions-SMG4',
         'Annotation::AwsSolutions-SQS3',

@@ -1,0 +1,42 @@
+/**
+ * The management API's Lambda (docs/contract.md §16), behind API Gateway's HTTP API
+ * (infra/delivery/api.ts): the one router every route shares (api/router.ts), run on API Gateway's
+ * event as the sandbox runs it on its own. Thin by design, like functions/consumer.ts: wired once
+ * per container, then one request per invocation.
+ *
+ * - The deployment: the Target the environment names (functions/api-target.ts), the resources the
+ *   command reaches through `--stack`, and a CommandContext over it, so each route runs the command's
+ *   own use case. Clients are built on first use; the seal key is read from Secrets Manager when a
+ *   route first seals a message (never from an environment variable).
+ * - `Idempotency-Key` answers in the ledger table (api/dynamodb-idempotency.ts).
+ * - The caller: the principal API Gateway's authorizer proved (IAM, or a JWT's subject), read from
+ *   the event by the router; never from the request's body.
+ * - Logs: one JSON line per request, IDs only (api/router.ts).
+ *
+ * A missing or bad variable fails the cold start naming it (ConfigError), before any request.
+ */
+import { Writable } from 'node:stream';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { CommandContext, type Output } from '../cli/context';
+import { DynamoDbIdempotencyStore } from '../api/dynamodb-idempotency';
+import { createApiHandler } from '../api/router';
+import { ROUTES } from '../api/routes/index';
+import { createLogger, SERVICE_NAME } from '../lib/observability';
+import { targetFromEnvironment } from './api-target';
+
+/** The command's output streams: the API answers with the use case's JSON, never its text. */
+function discarded(): Output {
+  const sink = () => Object.assign(new Writable({ write: (_chunk, _encoding, done) => done() }), { isTTY: false });
+  return { stdout: sink(), stderr: sink() as unknown as NodeJS.WriteStream };
+}
+
+const target = targetFromEnvironment(process.env);
+const context = new CommandContext(target, discarded(), Date.now);
+const idempotency = new DynamoDbIdempotencyStore({
+  client: DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } }),
+  tableName: target.ledgerTable!,
+});
+const logger = createLogger({ service: SERVICE_NAME, fields: { function: 'api' } });
+
+export const handler = createApiHandler(ROUTES, { context, idempotency, now: Date.now, logger });
