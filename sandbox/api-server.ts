@@ -7,7 +7,9 @@
  *
  * Authentication: `Authorization: Bearer <apiToken>`, the token drawn at each start and kept only in
  * READY and the 0600 state file. A request carrying it is passed with the authorizer a Lambda
- * authorizer would add (`principal: 'sandbox'`, the audit's operator); any other request is passed
+ * authorizer would add (`principal: 'sandbox'`, the audit's operator). A bearer that is a portal
+ * link's token this sandbox signed (POST /v1/portal-links, api/portal-link.ts) is passed as that
+ * owner's portal caller, whom the router keeps to the owner's endpoints. Any other request is passed
  * with no authorizer at all, which the router answers 401.
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
@@ -17,7 +19,8 @@ import { Writable } from 'node:stream';
 import type { CommandContext, Output } from '../cli/context';
 import { MAX_BODY_BYTES, type ApiEvent, type ApiResult } from '../api/http';
 import type { IdempotencyStore } from '../api/idempotency';
-import type { ApiDeps } from '../api/route';
+import { PortalTokenError, portalCallerOf, verifyPortalToken } from '../api/portal-link';
+import type { ApiDeps, PortalLinkDeps } from '../api/route';
 import { createApiHandler, type ApiHandler } from '../api/router';
 import { ROUTES } from '../api/routes';
 import type { Logger } from '../lib/observability';
@@ -34,6 +37,8 @@ export interface ApiServerOptions {
   readonly logger: Logger;
   /** The bearer token taken; drawn here when not given. */
   readonly token?: string;
+  /** What portal links are signed with (the sandbox's seal key); without it, no portal links. */
+  readonly portal?: PortalLinkDeps;
   readonly now?: () => number;
 }
 
@@ -52,15 +57,36 @@ export function generateApiToken(): string {
   return randomBytes(32).toString('base64url');
 }
 
+/** The credential of `Authorization: Bearer <credential>`, or undefined for any other header. */
+export function bearerOf(authorization: string | undefined): string | undefined {
+  return /^Bearer[ ]+(\S+)[ ]*$/i.exec(authorization ?? '')?.[1];
+}
+
 /**
  * Whether `authorization` is `Bearer <token>`. Both sides are hashed before the constant-time
  * compare, so neither the token's content nor its length shows in the time taken.
  */
 export function bearerMatches(authorization: string | undefined, token: string): boolean {
-  const match = /^Bearer[ ]+(\S+)[ ]*$/i.exec(authorization ?? '');
-  if (match === null) return false;
+  const given = bearerOf(authorization);
+  if (given === undefined) return false;
   const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
-  return timingSafeEqual(digest(match[1]!), digest(token));
+  return timingSafeEqual(digest(given), digest(token));
+}
+
+/**
+ * Who the request's credential proves the caller is: `sandbox` for the API token, a portal caller
+ * for a portal link's token this sandbox signed and that has not expired, else nobody.
+ */
+export async function callerOfBearer(authorization: string | undefined, token: string, portal: PortalLinkDeps | undefined, nowMs: number): Promise<string | undefined> {
+  if (bearerMatches(authorization, token)) return SANDBOX_API_PRINCIPAL;
+  const given = bearerOf(authorization);
+  if (given === undefined || portal === undefined) return undefined;
+  try {
+    return portalCallerOf(verifyPortalToken(given, await portal.key(), nowMs).owner);
+  } catch (error) {
+    if (error instanceof PortalTokenError) return undefined;
+    throw error;
+  }
 }
 
 /** The request as it was read: its body's bytes, at most MAX_BODY_BYTES + 1 (more were not read). */
@@ -78,9 +104,11 @@ export interface ReadRequest {
 /**
  * The HTTP API event (payload format 2.0) API Gateway would build for this request: header names in
  * lower case, repeated ones joined by commas as API Gateway joins them, repeated query parameters
- * too, the path as sent. `authorized`: the bearer token matched, so the event carries the caller.
+ * too, the path as sent. `principal`: who the credential proved the caller is (`true`: the API
+ * token's holder, `sandbox`); undefined or false: nobody, so the event carries no authorizer.
  */
-export function apiEventOf(request: ReadRequest, authorized: boolean, requestId: string, nowMs: number): ApiEvent {
+export function apiEventOf(request: ReadRequest, principal: string | boolean | undefined, requestId: string, nowMs: number): ApiEvent {
+  const caller = principal === true ? SANDBOX_API_PRINCIPAL : principal === false ? undefined : principal;
   const questionMark = request.url.indexOf('?');
   const rawPath = questionMark === -1 ? request.url : request.url.slice(0, questionMark);
   const rawQueryString = questionMark === -1 ? '' : request.url.slice(questionMark + 1);
@@ -113,7 +141,7 @@ export function apiEventOf(request: ReadRequest, authorized: boolean, requestId:
       stage: '$default',
       time: new Date(nowMs).toISOString(),
       timeEpoch: nowMs,
-      ...(authorized ? { authorizer: { lambda: { principal: SANDBOX_API_PRINCIPAL } } } : {}),
+      ...(caller !== undefined ? { authorizer: { lambda: { principal: caller } } } : {}),
     },
     ...(body !== undefined ? { body } : {}),
     isBase64Encoded: request.overflowed && body !== undefined,
@@ -164,7 +192,13 @@ export const API_OUTPUT: Output = discardingOutput();
 export async function startApiServer(options: ApiServerOptions): Promise<ApiServer> {
   const token = options.token ?? generateApiToken();
   const now = options.now ?? Date.now;
-  const deps: ApiDeps = { context: options.context, idempotency: options.idempotency, now, logger: options.logger };
+  const deps: ApiDeps = {
+    context: options.context,
+    idempotency: options.idempotency,
+    now,
+    logger: options.logger,
+    ...(options.portal !== undefined ? { portal: options.portal } : {}),
+  };
   const handler = createApiHandler(ROUTES, deps);
 
   const answer = async (req: IncomingMessage, res: ServerResponse) => {
@@ -177,7 +211,9 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       body,
       overflowed,
     };
-    const event = apiEventOf(request, bearerMatches(req.headers.authorization, token), randomUUID(), now());
+    const nowMs = now();
+    const caller = await callerOfBearer(req.headers.authorization, token, options.portal, nowMs);
+    const event = apiEventOf(request, caller, randomUUID(), nowMs);
     writeResult(res, await handler(event), overflowed);
     if (overflowed) res.once('finish', () => req.destroy());
   };

@@ -40,6 +40,7 @@ import { API_OUTPUT, startApiServer } from './api-server';
 import { CommandContext } from '../cli/context';
 import { targetOfSandboxState } from '../cli/target';
 import { DynamoDbIdempotencyStore } from '../api/dynamodb-idempotency';
+import { portalKeySource } from '../api/portal-link';
 import { createLogger } from '../lib/observability';
 
 // The tests read the ordered intake's attributes here.
@@ -244,6 +245,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       context,
       // Kept in the ledger table, as the deployment keeps them.
       idempotency: new DynamoDbIdempotencyStore({ client: dynamodb, tableName: SANDBOX_NAMES.ledgerTable }),
+      // Portal links signed with a key derived from this start's seal key: they end with the sandbox.
+      portal: { key: portalKeySource({ key: sealKey }) },
       logger: createLogger({ service: 'handoff-api', write: (line) => display.log(`api: ${line}`) }),
     });
     closers.push(() => api.close());

@@ -380,6 +380,26 @@ describe('the management API in the sandbox', { timeout: 90_000 }, () => {
     for (const item of items) expect(JSON.stringify(item)).not.toMatch(/whsec_/);
   });
 
+  it("gives stats, and a portal link whose token reaches only its owner's endpoints", async () => {
+    // Act
+    const stats = await call('GET', '/v1/stats?endpoint=hooks');
+    const link = await call('POST', '/v1/portal-links', { body: { owner: 'acme-corp', ttlSeconds: 600 } });
+    const portalToken = link.json.token as string;
+    const own = await call('GET', '/v1/endpoints?owner=acme-corp', { token: portalToken });
+    const others = await call('GET', '/v1/endpoints?owner=pager', { token: portalToken });
+    const minting = await call('POST', '/v1/portal-links', { body: { owner: 'pager' }, token: portalToken });
+
+    // Assess
+    expect(stats.status).toBe(200);
+    expect(link.status).toBe(201);
+    expect(link.json).toMatchObject({ owner: 'acme-corp', url: expect.stringContaining(`#portal=${portalToken}`) });
+    expect(own.status).toBe(200);
+    expect(own.json.items.map((e: { name: string }) => e.name)).toEqual(['hooks']);
+    expect(others.status).toBe(403);
+    expect(minting.status).toBe(403);
+    secrets.push(portalToken);
+  });
+
   it('answered every request as the document describes it, and never showed a secret or the token again', () => {
     // Assess
     expect(answers.filter((a) => !a.check.valid)).toEqual([]);

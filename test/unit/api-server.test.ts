@@ -11,7 +11,9 @@ import { MemoryIdempotencyStore } from '../../api/idempotency';
 import { CommandContext } from '../../cli/context';
 import { targetOfSandboxState } from '../../cli/target';
 import { createLogger } from '../../lib/observability';
-import { API_OUTPUT, apiEventOf, bearerMatches, generateApiToken, startApiServer, type ApiServer, type ReadRequest } from '../../sandbox/api-server';
+import { mintPortalToken, portalKeyFrom } from '../../api/portal-link';
+import { MessageSeal } from '../../lib/queue/seal';
+import { API_OUTPUT, apiEventOf, bearerMatches, callerOfBearer, generateApiToken, startApiServer, type ApiServer, type ReadRequest } from '../../sandbox/api-server';
 import { parseSandboxState, SandboxStateError, type SandboxState } from '../../sandbox/state-file';
 
 const STATE: SandboxState = {
@@ -45,6 +47,28 @@ describe('Function: bearerMatches', () => {
     const [a, b] = [generateApiToken(), generateApiToken()];
     expect(Buffer.from(a, 'base64url')).toHaveLength(32);
     expect(a).not.toBe(b);
+  });
+});
+
+describe('Function: callerOfBearer', () => {
+  const token = generateApiToken();
+  const key = portalKeyFrom(MessageSeal.generateKey());
+  const portal = { key: async () => key };
+  const nowMs = Date.UTC(2026, 11, 5, 1);
+
+  it("proves the API token's holder as `sandbox`, and a portal link's token as that owner's portal caller", async () => {
+    const link = mintPortalToken('acme-corp', key, nowMs, 600).token;
+    expect(await callerOfBearer(`Bearer ${token}`, token, portal, nowMs)).toBe('sandbox');
+    expect(await callerOfBearer(`Bearer ${link}`, token, portal, nowMs)).toBe('portal:acme-corp');
+  });
+
+  it('proves nobody for a portal token expired, signed with another key, or with no portal key given', async () => {
+    const link = mintPortalToken('acme-corp', key, nowMs, 600).token;
+    const foreign = mintPortalToken('acme-corp', portalKeyFrom(MessageSeal.generateKey()), nowMs, 600).token;
+    expect(await callerOfBearer(`Bearer ${link}`, token, portal, nowMs + 600_000)).toBeUndefined();
+    expect(await callerOfBearer(`Bearer ${foreign}`, token, portal, nowMs)).toBeUndefined();
+    expect(await callerOfBearer(`Bearer ${link}`, token, undefined, nowMs)).toBeUndefined();
+    expect(await callerOfBearer(undefined, token, portal, nowMs)).toBeUndefined();
   });
 });
 
