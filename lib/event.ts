@@ -20,6 +20,16 @@ export const SHIPMENT_STATUSES = [
 ] as const;
 export type ShipmentStatus = (typeof SHIPMENT_STATUSES)[number];
 
+/**
+ * handoff's own test event (`POST /v1/endpoints/{name}/test`), of type `handoff.test`: status `test`,
+ * sent sealed (lib/queue/seal.ts) to one endpoint alone through the normal pipeline. Accepted only
+ * in a sealed message (`parseEvent`'s `sealed`): a producer's message with this status is invalid,
+ * as any unknown status is, so no producer sends one and fan-out never routes one.
+ */
+export const TEST_STATUS = 'test';
+export const TEST_EVENT_TYPE = 'handoff.test';
+const STATUS_PROBLEM = `must be one of ${SHIPMENT_STATUSES.join(', ')}`;
+
 export const DEFAULT_PAYLOAD_LIMIT_BYTES = 64 * 1024;
 /** Nesting deeper than this inside `data` is refused: nobody's carrier details need more. */
 export const MAX_DATA_DEPTH = 16;
@@ -47,7 +57,7 @@ const EventSchema = v.strictObject(
   {
     id: v.pipe(v.string(), v.regex(EVENT_ID, 'must be 1–128 characters of A-Z a-z 0-9 _ - . :')),
     shipmentId: ShipmentIdSchema,
-    status: v.picklist(SHIPMENT_STATUSES, `must be one of ${SHIPMENT_STATUSES.join(', ')}`),
+    status: v.picklist([...SHIPMENT_STATUSES, TEST_STATUS], STATUS_PROBLEM),
     occurredAt: v.pipe(
       v.string(),
       v.regex(DATE_TIME_WITH_ZONE, 'must be an ISO-8601 date-time with a zone (Z or ±hh:mm, at most ±23:59)'),
@@ -72,17 +82,21 @@ export interface ParsedEvent {
   /** Canonical JSON of the event: the webhook body, byte-identical on every attempt. */
   readonly body: string;
   readonly contentHash: string;
-  readonly type: `shipment.${ShipmentStatus}`;
+  readonly type: `shipment.${ShipmentStatus}` | typeof TEST_EVENT_TYPE;
 }
 
 export type ParseResult =
   | { readonly ok: true; readonly value: ParsedEvent }
   | { readonly ok: false; readonly error: InvalidEventError };
 
-/** Parses and validates one message body. Never throws: bad input is a value, not an exception. */
+/**
+ * Parses and validates one message body. Never throws: bad input is a value, not an exception.
+ * `sealed`: the body is handoff's own message to one endpoint, which may be a test event (TEST_STATUS).
+ */
 export function parseEvent(
   body: string,
   payloadLimitBytes: number = DEFAULT_PAYLOAD_LIMIT_BYTES,
+  options: { readonly sealed?: boolean } = {},
 ): ParseResult {
   let json: unknown;
   try {
@@ -113,6 +127,7 @@ export function parseEvent(
     return invalid(`${inexact.path} ${INEXACT_NUMBER}`, inexact.path, readableId(json as object));
   }
   const event = result.output;
+  if (event.status === TEST_STATUS && options.sealed !== true) return invalid(`status ${STATUS_PROBLEM}`, 'status', event.id);
   const canonical = canonicalJson(event);
   // The limit bounds what is stored and sent, not only what arrived: numbers written out in full
   // (`1e15` is sixteen digits) can make the canonical body the longer one.
@@ -127,7 +142,7 @@ export function parseEvent(
       event,
       body: canonical,
       contentHash: sha256(canonical),
-      type: `shipment.${event.status}`,
+      type: event.status === TEST_STATUS ? TEST_EVENT_TYPE : `shipment.${event.status}`,
     },
   };
 }
@@ -152,6 +167,20 @@ export function sha256(text: string): string {
 
 function invalid(message: string, field: string | undefined, eventId: string | undefined): ParseResult {
   return { ok: false, error: new InvalidEventError(message, field, eventId) };
+}
+
+/**
+ * A test event's body for `endpoint` (canonical, as sent): its shipment its own (`handoff.test:<id>`),
+ * so it never waits on, nor holds, another event at an endpoint ordered per shipment.
+ */
+export function testEventBody(eventId: string, endpoint: string, nowMs: number): string {
+  return canonicalJson({
+    id: eventId,
+    shipmentId: `${TEST_EVENT_TYPE}:${eventId}`,
+    status: TEST_STATUS,
+    occurredAt: new Date(nowMs).toISOString(),
+    data: { type: TEST_EVENT_TYPE, endpoint },
+  });
 }
 
 /** Whether a text is a valid event ID (docs/contract.md §2). */

@@ -117,7 +117,8 @@ export async function releaseDelivery(request: ReleaseRequest, deps: ReleaseDeps
 
 /** The shipment ID from the stored body (canonical JSON of a valid event: its limit was checked on admission). */
 function shipmentOf(body: string, eventId: string): string {
-  const parsed = parseEvent(body, Number.MAX_SAFE_INTEGER);
+  // The ledger's own copy of an admitted event: a test event's too (lib/event.ts TEST_STATUS).
+  const parsed = parseEvent(body, Number.MAX_SAFE_INTEGER, { sealed: true });
   if (!parsed.ok) throw new Error(`event ${eventId}: the stored event no longer reads as one (${parsed.error.field ?? 'body'})`);
   return parsed.value.event.shipmentId;
 }

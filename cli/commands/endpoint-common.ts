@@ -82,6 +82,16 @@ export function deploymentFor(target: Pick<Target, 'deployment' | 'description'>
   return { settings, source: `${source} (no deployment settings from ${target.description})` };
 }
 
+/** A listing's `--owner` or `--cursor` refused: the API names the query parameter by `option`. */
+export class ListOptionError extends UsageError {
+  constructor(
+    readonly option: 'owner' | 'cursor',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /**
  * An endpoint's fields refused, every bad one named (`problems`): the command prints the first
  * (its message), the API names each (api/routes/endpoints.ts).

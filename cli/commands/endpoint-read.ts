@@ -9,12 +9,12 @@ import { MAX_PAGE_LIMIT } from '../../lib/endpoints/dynamodb-registry-listing';
 import { resolveEndpoint, type Endpoint, type EndpointRecord } from '../../lib/endpoints/endpoint';
 import { OWNER } from '../../lib/endpoints/field-schemas';
 import { quoted } from '../../lib/terminal';
-import { readPage, UsageError } from '../errors';
+
 import { EndpointError } from '../../lib/errors';
 import { redactUrl } from '../../lib/webhook/redact-url';
 import type { CommandContext } from '../context';
 import { table } from '../format';
-import { checkName, deploymentFor, parkedCount, registryCall, requireEndpoint } from './endpoint-common';
+import { checkName, deploymentFor, ListOptionError, parkedCount, registryCall, requireEndpoint } from './endpoint-common';
 import { effectiveJson, endpointJson, matchText, overlapEnd, releaseJson, secretText, showText } from './endpoint-view';
 import type { CommandResult } from './result';
 
@@ -72,8 +72,17 @@ export async function endpointListCommand(ctx: CommandContext, options: ListOpti
 }
 
 async function pageOf(ctx: CommandContext, options: ListOptions): Promise<RegistryScan & { next: string | undefined }> {
-  if (options.owner !== undefined && !OWNER.test(options.owner)) throw new UsageError(`--owner: ${quoted(options.owner)} is not an owner: 1–128 of A-Z a-z 0-9 . _ : @ + = -`);
-  const page = await readPage(options.cursor, () => registryCall(ctx, (registry) => registry.page(options)));
+  if (options.owner !== undefined && !OWNER.test(options.owner)) {
+    throw new ListOptionError('owner', `--owner: ${quoted(options.owner)} is not an owner: 1–128 of A-Z a-z 0-9 . _ : @ + = -`);
+  }
+  let page;
+  try {
+    page = await registryCall(ctx, (registry) => registry.page(options));
+  } catch (error) {
+    // A cursor the listing did not issue (for these filters): as readPage (cli/errors.ts) says it, by its option.
+    if (error instanceof RangeError && options.cursor !== undefined) throw new ListOptionError('cursor', `--cursor: ${error.message}; start again without --cursor`);
+    throw error;
+  }
   return { records: page.items, unreadable: [], next: page.next };
 }
 

@@ -94,7 +94,8 @@ async function routed(record: SQSRecord, control: ControlValues, routes: Routes,
   const target = control[ENDPOINT_ATTRIBUTE];
   if (target !== undefined) {
     const endpoint = endpoints.get(target);
-    const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes);
+    // Sealed: handoff's own message, which may be a test event for this endpoint alone.
+    const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes, { sealed: true });
     // Parsed here once (deliver takes it): a held delivery's log line names its event.
     // A number whose turn had not come says only that on its first receive: received again, it was
     // sent meanwhile (its wait refused) or held, and asking the head costs less than waiting anew.
@@ -219,7 +220,7 @@ function peekEvent(body: string): ShipmentEvent | undefined {
 /** A record of a batch whose routing could not be read: held, for its endpoint if it is an endpoint message. */
 export function registryUnavailable(record: SQSRecord, control: ControlValues, deps: BatchDeps): Unresolved {
   const target = control[ENDPOINT_ATTRIBUTE];
-  const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes);
+  const parsed = parseEvent(record.body, deps.delivery.payloadLimitBytes, { sealed: target !== undefined });
   const admission = target !== undefined ? admissionOf(control) : undefined;
   return {
     kind: 'unresolved',

@@ -6,7 +6,7 @@
  * and the rules between settings). Errors name the endpoint and the field.
  */
 import * as v from 'valibot';
-import type { ShipmentEvent } from '../event';
+import { TEST_STATUS, type ShipmentEvent } from '../event';
 import { checkEndpoint, validateSettings, type SettingNames, type Settings } from '../config';
 import { ConfigError, EndpointError } from '../errors';
 import { MAX_WAIT_SECONDS, retryPolicy, type RetryPolicy } from '../policy';
@@ -302,6 +302,8 @@ export function effectiveSettings(endpoint: Endpoint): Readonly<Record<SettingNa
 
 /** Whether `endpoint` subscribes to `event`: its type is among `eventTypes`, and every `match` key holds one of its values. */
 export function subscribes(endpoint: Pick<Endpoint, 'eventTypes' | 'match'>, event: ShipmentEvent): boolean {
+  // A test event is addressed to one endpoint (sealed), never routed to subscribers, even of '*'.
+  if (event.status === TEST_STATUS) return false;
   const type = `shipment.${event.status}`;
   if (!endpoint.eventTypes.includes(ALL_EVENT_TYPES) && !endpoint.eventTypes.includes(type)) return false;
   for (const [path, values] of Object.entries(endpoint.match)) {
