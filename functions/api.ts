@@ -9,6 +9,7 @@
  *   own use case. Clients are built on first use; the seal key is read from Secrets Manager when a
  *   route first seals a message (never from an environment variable).
  * - `Idempotency-Key` answers in the ledger table (api/dynamodb-idempotency.ts).
+ * - Portal links signed with a key derived from the seal key (api/portal-link.ts).
  * - The caller: the principal API Gateway's authorizer proved (IAM, or a JWT's subject), read from
  *   the event by the router; never from the request's body.
  * - Logs: one JSON line per request, IDs only (api/router.ts).
@@ -20,6 +21,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CommandContext, type Output } from '../cli/context';
 import { DynamoDbIdempotencyStore } from '../api/dynamodb-idempotency';
+import { portalKeySource } from '../api/portal-link';
 import { createApiHandler } from '../api/router';
 import { ROUTES } from '../api/routes/index';
 import { createLogger, SERVICE_NAME } from '../lib/observability';
@@ -39,4 +41,8 @@ const idempotency = new DynamoDbIdempotencyStore({
 });
 const logger = createLogger({ service: SERVICE_NAME, fields: { function: 'api' } });
 
-export const handler = createApiHandler(ROUTES, { context, idempotency, now: Date.now, logger });
+// Portal links are signed with a key derived from the seal key (api/portal-link.ts), read from
+// Secrets Manager at the first link and kept for the container.
+const portal = { key: portalKeySource(target.sealKey!) };
+
+export const handler = createApiHandler(ROUTES, { context, idempotency, now: Date.now, logger, portal });

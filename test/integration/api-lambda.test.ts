@@ -1,0 +1,265 @@
+/**
+ * The management API's Lambda entry (functions/api.ts) as AWS runs it: wired once from the
+ * environment the construct gives it (infra/delivery/functions.ts createApiFunction), with the SDK's
+ * standard AWS connection aimed by `AWS_ENDPOINT_URL_*` at real emulators (fauxqs, dynalite) and at
+ * loopback stand-ins for Secrets Manager (the seal key, by ARN). Each request is API Gateway's HTTP
+ * API event with the IAM authorizer's principal, as API Gateway sends it.
+ */
+import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { IDEMPOTENCY_PARTITION_PREFIX } from '../../api/dynamodb-idempotency';
+import type { ApiEvent, ApiResult } from '../../api/http';
+import { portalKeyFrom, verifyPortalToken } from '../../api/portal-link';
+import { API_TARGET_DESCRIPTION, targetFromEnvironment } from '../../functions/api-target';
+import { DEFAULT_SETTINGS, RESOURCE_ENV, SETTING_VARIABLES } from '../../lib/config';
+import { deploymentToJson } from '../../lib/endpoints/endpoint';
+import { ConfigError } from '../../lib/errors';
+import { startEmulators, type Emulators } from '../../sandbox/emulators';
+import { createEndpointsTable } from '../../sandbox/endpoints-table';
+import { createLedgerTable } from '../../sandbox/ledger-table';
+import { createQueue, ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/queues';
+import { startSecretsManagerStub, type SecretsManagerStub } from '../helpers/secrets-manager';
+import { TEST_SEAL_KEY } from '../helpers/sqs-records';
+
+const REGION = 'us-east-1';
+const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
+const SEAL_KEY_ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:handoff-seal-AbCdEf';
+const ENDPOINTS_KEY_ARN = 'arn:aws:kms:us-east-1:123456789012:key/00000000-0000-0000-0000-000000000000';
+const CALLER = 'arn:aws:iam::123456789012:role/ops';
+
+/** The environment the construct gives the function, for these resources. */
+function functionEnvironment(names: { ledgerTable: string; endpointsTable: string; queueUrl: string; deadLetterQueueUrl: string; redriveQueueUrl: string; orderedQueueUrl: string }) {
+  return {
+    [RESOURCE_ENV.ledgerTable]: names.ledgerTable,
+    [RESOURCE_ENV.endpointsTable]: names.endpointsTable,
+    [RESOURCE_ENV.queueUrl]: names.queueUrl,
+    [RESOURCE_ENV.deadLetterQueueUrl]: names.deadLetterQueueUrl,
+    [RESOURCE_ENV.redriveQueueUrl]: names.redriveQueueUrl,
+    [RESOURCE_ENV.orderedQueueUrl]: names.orderedQueueUrl,
+    [RESOURCE_ENV.sealKeyArn]: SEAL_KEY_ARN,
+    [RESOURCE_ENV.endpointsKeyArn]: ENDPOINTS_KEY_ARN,
+    [RESOURCE_ENV.endpointDefaults]: JSON.stringify(deploymentToJson(DEFAULT_SETTINGS)),
+    [SETTING_VARIABLES.payloadLimitBytes]: String(DEFAULT_SETTINGS.payloadLimitBytes),
+  };
+}
+
+const NAMES = {
+  ledgerTable: 'api-lambda-ledger',
+  endpointsTable: 'api-lambda-endpoints',
+  queueUrl: '',
+  deadLetterQueueUrl: '',
+  redriveQueueUrl: '',
+  orderedQueueUrl: '',
+};
+
+let requests = 0;
+
+/** API Gateway's event for a request, the caller as its IAM authorizer proved it (null: none). */
+function apiEvent(method: string, path: string, options: { body?: unknown; headers?: Record<string, string>; query?: Record<string, string>; caller?: string | null } = {}): ApiEvent {
+  requests += 1;
+  const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+  const query = options.query ?? {};
+  return {
+    version: '2.0',
+    routeKey: `${method} ${path}`,
+    rawPath: path,
+    rawQueryString: new URLSearchParams(query).toString(),
+    headers: { host: 'abc123.execute-api.us-east-1.amazonaws.com', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...options.headers },
+    ...(Object.keys(query).length === 0 ? {} : { queryStringParameters: query }),
+    requestContext: {
+      accountId: '123456789012',
+      apiId: 'abc123',
+      domainName: 'abc123.execute-api.us-east-1.amazonaws.com',
+      domainPrefix: 'abc123',
+      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '192.0.2.1', userAgent: 'test' },
+      requestId: `lambda-req-${requests}`,
+      routeKey: `${method} ${path}`,
+      stage: '$default',
+      time: '05/Dec/2026:00:00:00 +0000',
+      timeEpoch: 0,
+      ...(options.caller === null ? {} : { authorizer: { iam: { userArn: options.caller ?? CALLER } } }),
+    },
+    ...(body === undefined ? {} : { body }),
+    isBase64Encoded: false,
+  } as unknown as ApiEvent;
+}
+
+function bodyOf(result: ApiResult): any {
+  return typeof result.body === 'string' && result.body !== '' ? JSON.parse(result.body) : undefined;
+}
+
+describe('functions/api.ts: the API Lambda wired from its environment', () => {
+  let emulators: Emulators;
+  let secrets: SecretsManagerStub;
+  let sqs: SQSClient;
+  let dynamodb: DynamoDBClient;
+  let handler: (event: ApiEvent) => Promise<ApiResult>;
+  const saved = { ...process.env };
+
+  beforeAll(async () => {
+    emulators = await startEmulators();
+    secrets = await startSecretsManagerStub();
+    secrets.answer(SEAL_KEY_ARN, { value: TEST_SEAL_KEY });
+    sqs = new SQSClient({ region: REGION, endpoint: emulators.sqsEndpoint, credentials: CREDENTIALS, useQueueUrlAsEndpoint: false });
+    dynamodb = new DynamoDBClient({ region: REGION, endpoint: emulators.dynamodbEndpoint, credentials: CREDENTIALS });
+    await createLedgerTable(dynamodb, NAMES.ledgerTable, { shipmentIndex: true });
+    await createEndpointsTable(dynamodb, NAMES.endpointsTable);
+    NAMES.queueUrl = await createQueue(sqs, 'api-lambda-queue', {});
+    NAMES.deadLetterQueueUrl = await createQueue(sqs, 'api-lambda-dlq', {});
+    NAMES.redriveQueueUrl = await createQueue(sqs, 'api-lambda-redrive', {});
+    NAMES.orderedQueueUrl = await createQueue(sqs, 'api-lambda-ordered.fifo', { ...ORDERED_QUEUE_ATTRIBUTES });
+    // What Lambda gives the function: its region and role's credentials; here the endpoints too.
+    Object.assign(process.env, functionEnvironment(NAMES), {
+      AWS_REGION: REGION,
+      AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
+      AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.url,
+    });
+    ({ handler } = await import('../../functions/api'));
+  });
+
+  afterAll(async () => {
+    process.env = saved;
+    sqs?.destroy();
+    dynamodb?.destroy();
+    await secrets?.close();
+    await emulators?.close();
+  });
+
+  async function receiveAll(queueUrl: string): Promise<Message[]> {
+    const messages: Message[] = [];
+    for (;;) {
+      const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+      if (Messages.length === 0) return messages;
+      for (const m of Messages) await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
+      messages.push(...Messages);
+    }
+  }
+
+  it('answers a caller its authorizer proved with the OpenAPI document', async () => {
+    const result = await handler(apiEvent('GET', '/v1/openapi.json'));
+
+    expect(result.statusCode).toBe(200);
+    expect(bodyOf(result)).toMatchObject({ openapi: expect.stringMatching(/^3\.1\./), paths: expect.objectContaining({ '/v1/events': expect.any(Object) }) });
+  });
+
+  it('answers 401 as a problem document when no authorizer proved a caller', async () => {
+    const result = await handler(apiEvent('GET', '/v1/openapi.json', { caller: null }));
+
+    expect(result.statusCode).toBe(401);
+    expect(result.headers?.['content-type']).toBe('application/problem+json');
+    expect(bodyOf(result)).toMatchObject({ status: 401 });
+  });
+
+  it('puts a posted event on the delivery queue its environment names once for a repeated Idempotency-Key, keeping the answer in its ledger table, and logs IDs only', async () => {
+    // Prepare
+    const event = { id: 'evt_lambda_1', shipmentId: 'shp_lambda_1', status: 'in_transit', occurredAt: '2026-12-01T10:00:00Z', data: { note: 'fragile-cargo-note' } };
+    const lines: string[] = [];
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    });
+
+    // Act
+    let first: ApiResult;
+    let second: ApiResult;
+    try {
+      first = await handler(apiEvent('POST', '/v1/events', { body: event, headers: { 'idempotency-key': 'lambda-key-1' } }));
+      second = await handler(apiEvent('POST', '/v1/events', { body: event, headers: { 'idempotency-key': 'lambda-key-1' } }));
+    } finally {
+      write.mockRestore();
+    }
+    const messages = await receiveAll(NAMES.queueUrl);
+    const { Items = [] } = await dynamodb.send(new ScanCommand({ TableName: NAMES.ledgerTable }));
+
+    // Assess
+    expect(first.statusCode).toBe(202);
+    expect(messages.map((m) => JSON.parse(m.Body!).id)).toEqual(['evt_lambda_1']);
+    expect(bodyOf(first)).toEqual({ accepted: [{ eventId: 'evt_lambda_1', messageId: messages[0]!.MessageId }], refused: [] });
+    expect({ status: second.statusCode, body: bodyOf(second) }).toEqual({ status: 202, body: bodyOf(first) });
+    expect(Items.map((item) => item.eventId?.S).filter((id) => id?.startsWith(IDEMPOTENCY_PARTITION_PREFIX))).toHaveLength(1);
+    const logged = lines.filter((line) => line.includes('"api request"'));
+    expect(logged).toHaveLength(2);
+    for (const line of logged) {
+      expect(JSON.parse(line)).toMatchObject({ function: 'api', operation: expect.any(String), status: 202, requestId: expect.stringMatching(/^lambda-req-/) });
+      expect(line).not.toContain('fragile-cargo-note');
+      expect(line).not.toContain('lambda-key-1');
+      expect(line).not.toContain(CALLER);
+    }
+  });
+
+  it('puts an event posted with ordered=true on the ordered intake its environment names, grouped by its shipment', async () => {
+    const event = { id: 'evt_lambda_ordered', shipmentId: 'shp_lambda_ordered', status: 'packed', occurredAt: '2026-12-01T10:00:00Z' };
+
+    const result = await handler(apiEvent('POST', '/v1/events', { body: event, query: { ordered: 'true' } }));
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: NAMES.orderedQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['MessageGroupId'] }),
+    );
+
+    expect(result.statusCode).toBe(202);
+    expect(Messages.map((m) => [JSON.parse(m.Body!).id, m.Attributes?.MessageGroupId])).toEqual([['evt_lambda_ordered', 'shp_lambda_ordered']]);
+    expect(await receiveAll(NAMES.queueUrl)).toEqual([]);
+  });
+
+  it('signs portal links with the key derived from the seal key, read from Secrets Manager by its ARN once for the container', async () => {
+    const before = secrets.calls.length;
+
+    const results = [
+      await handler(apiEvent('POST', '/v1/portal-links', { body: { owner: 'acme' } })),
+      await handler(apiEvent('POST', '/v1/portal-links', { body: { owner: 'acme', ttlSeconds: 600 } })),
+    ];
+
+    expect(results.map((r) => r.statusCode)).toEqual([201, 201]);
+    for (const result of results) {
+      expect(verifyPortalToken(bodyOf(result).token, portalKeyFrom(TEST_SEAL_KEY), Date.now())).toMatchObject({ owner: 'acme' });
+    }
+    expect(secrets.calls.slice(before)).toEqual([`${SEAL_KEY_ARN} AWSCURRENT`]);
+  });
+});
+
+describe('targetFromEnvironment', () => {
+  const names = { ledgerTable: 'l', endpointsTable: 'e', queueUrl: 'https://q', deadLetterQueueUrl: 'https://d', redriveQueueUrl: 'https://r', orderedQueueUrl: 'https://o.fifo' };
+
+  it("is the deployment the stack's outputs describe: its resources, the seal key and registry key by ARN, its payload limit and endpoint defaults, in AWS", () => {
+    const target = targetFromEnvironment(functionEnvironment(names));
+
+    expect(target).toEqual({
+      ...names,
+      sealKey: { secretArn: SEAL_KEY_ARN },
+      endpointSecretsKey: { keyArn: ENDPOINTS_KEY_ARN },
+      payloadLimitBytes: DEFAULT_SETTINGS.payloadLimitBytes,
+      deployment: {
+        retryPolicy: DEFAULT_SETTINGS.retryPolicy,
+        attemptTimeoutMs: DEFAULT_SETTINGS.attemptTimeoutMs,
+        retentionDays: DEFAULT_SETTINGS.retentionDays,
+        allowPrivateCidrs: DEFAULT_SETTINGS.allowPrivateCidrs,
+        allowHttp: DEFAULT_SETTINGS.allowHttp,
+      },
+      description: API_TARGET_DESCRIPTION,
+      connection: { kind: 'aws' },
+    });
+  });
+
+  it('refuses an environment without one of its resources, naming the variable', () => {
+    const { [RESOURCE_ENV.orderedQueueUrl]: _omitted, ...rest } = functionEnvironment(names);
+
+    const act = () => targetFromEnvironment(rest);
+
+    expect(act).toThrow(ConfigError);
+    expect(act).toThrow(`${RESOURCE_ENV.orderedQueueUrl} must be set`);
+  });
+
+  it('refuses endpoint defaults that are not the JSON the stack writes, and a payload limit that is not a number, naming each', () => {
+    const env = functionEnvironment(names);
+
+    expect(() => targetFromEnvironment({ ...env, [RESOURCE_ENV.endpointDefaults]: '{"retrySchedule":"soon"}' })).toThrow(
+      new RegExp(`^${RESOURCE_ENV.endpointDefaults} must hold the deployment's endpoint defaults as JSON`),
+    );
+    expect(() => targetFromEnvironment({ ...env, [SETTING_VARIABLES.payloadLimitBytes]: '64k' })).toThrow(
+      `${SETTING_VARIABLES.payloadLimitBytes} must be a whole number of bytes, got "64k"`,
+    );
+  });
+});
