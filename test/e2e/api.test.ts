@@ -54,7 +54,7 @@ let validator: OpenApiValidator;
 let document: { paths: Record<string, Record<string, { operationId: string }>> };
 /** Receives the events of the endpoints the tests create. */
 let hooks: TestReceiver;
-/** Rejects what it gets (410 Gone): its deliveries die. */
+/** Rejects what it gets (400: rejected, dead at once, §4; a 410 would disable its endpoint too). */
 let refuser: TestReceiver;
 /** Every answer the API gave, each with what the validator said of it. */
 const answers: { method: string; path: string; status: number; check: AnswerCheck }[] = [];
@@ -122,7 +122,7 @@ async function allPages(path: string): Promise<{ pages: number; items: any[] }> 
 beforeAll(async () => {
   hooks = await startTestReceiver();
   refuser = await startTestReceiver();
-  refuser.answerByDefault(410);
+  refuser.answerByDefault(400);
   const seed: EndpointFields = { name: 'seed', url: hooks.url, eventTypes: ['shipment.label_created'], secret: SEED_SECRET } as EndpointFields;
   sandbox = await startSandboxProcess({
     endpoints: [seed],
@@ -265,7 +265,7 @@ describe('the management API in the sandbox', { timeout: 90_000 }, () => {
     expect(delivered.json.deliveries).toHaveLength(1);
     const [delivery] = delivered.json.deliveries;
     expect(delivery).toMatchObject({ eventId: 'evt_api_two', endpoint: 'hooks', state: 'delivered', attempts: 1 });
-    expect(delivery.history).toEqual([expect.objectContaining({ attempt: 1, outcome: 'success', status: 200 })]);
+    expect(delivery.history).toEqual([expect.objectContaining({ attempt: 1, outcome: 'accepted', status: 200 })]);
     expect((await call('GET', '/v1/events/evt_api_never')).status).toBe(404);
   });
 
@@ -287,7 +287,7 @@ describe('the management API in the sandbox', { timeout: 90_000 }, () => {
   });
 
   it('lists a dead delivery, counts it in a dry-run bulk replay, and replays it once with the caller as operator', async () => {
-    // Prepare: an endpoint whose receiver answers 410 (rejected: dead at once, §4).
+    // Prepare: an endpoint whose receiver answers 400 (rejected: dead at once, §4).
     const startedAt = new Date(Date.now() - 1000).toISOString();
     const created = await call('POST', '/v1/endpoints', { body: { name: 'refuser', url: refuser.url, eventTypes: ['shipment.exception'] } });
     expect(created.status).toBe(201);
@@ -324,9 +324,46 @@ describe('the management API in the sandbox', { timeout: 90_000 }, () => {
     expect(after.json.deliveries[0]).toMatchObject({ state: 'delivered', replays: 1 });
     expect(after.json.deliveries[0].audit).toEqual([expect.objectContaining({ action: 'replay', operator: 'sandbox', reason: 'receiver fixed' })]);
     // Rejected once, delivered once on the replay: two requests, one applied.
-    expect(refuser.requestsFor('evt_api_dead').map((r) => r.answer)).toEqual([410, 200]);
+    expect(refuser.requestsFor('evt_api_dead').map((r) => r.answer)).toEqual([400, 200]);
     expect(refuser.applied.filter((id) => id === 'evt_api_dead')).toHaveLength(1);
     expect(signedWith(refuser.requestsFor('evt_api_dead')[1]!, secrets[1]!)).toBe(true);
+  });
+
+  it('changes, disables and enables an endpoint as the caller, rotates its secret, sends it a test event signed with the new one, and removes it', async () => {
+    // Prepare
+    const created = await call('POST', '/v1/endpoints', { body: { name: 'lifecycle', url: hooks.url, eventTypes: ['shipment.out_for_delivery'] } });
+    expect(created.status).toBe(201);
+    secrets.push(created.json.secret as string);
+
+    // Act
+    const changed = await call('PATCH', '/v1/endpoints/lifecycle', { body: { eventTypes: ['shipment.out_for_delivery', 'shipment.returned'] } });
+    const disabled = await call('POST', '/v1/endpoints/lifecycle/disable', { body: { reason: 'receiver maintenance' } });
+    const enabled = await call('POST', '/v1/endpoints/lifecycle/enable', { body: {} });
+    const rotated = await call('POST', '/v1/endpoints/lifecycle/rotate-secret', { body: { overlapSeconds: 0 } });
+    const newSecret = rotated.json.secret as string;
+    secrets.push(newSecret);
+    const tested = await call('POST', '/v1/endpoints/lifecycle/test');
+    const [testRequest] = await requestsOf(hooks, tested.json.eventId as string);
+    const removed = await call('DELETE', '/v1/endpoints/lifecycle');
+
+    // Assess
+    expect(changed.status).toBe(200);
+    expect(changed.json.eventTypes).toEqual(['shipment.out_for_delivery', 'shipment.returned']);
+    expect(disabled.status).toBe(200);
+    expect(disabled.json).toMatchObject({ state: 'disabled', stateChange: { by: 'sandbox', reason: 'receiver maintenance' } });
+    expect(enabled.status).toBe(200);
+    expect(enabled.json).toMatchObject({ state: 'enabled' });
+    expect(rotated.status).toBe(200);
+    expect(newSecret).toMatch(/^whsec_/);
+    expect(newSecret).not.toBe(created.json.secret);
+    expect(tested.status).toBe(202);
+    // Overlap 0: the new secret alone signs.
+    expect(signedWith(testRequest!, newSecret)).toBe(true);
+    expect(signedWith(testRequest!, created.json.secret as string)).toBe(false);
+    expect(JSON.parse(testRequest!.body)).toMatchObject({ status: 'test', data: { type: 'handoff.test' } });
+    expect(removed.status).toBe(204);
+    expect(removed.text).toBe('');
+    expect((await call('GET', '/v1/endpoints/lifecycle')).status).toBe(404);
   });
 
   it('answers a repeated POST with the same Idempotency-Key with the first answer, doing nothing twice', async () => {
@@ -385,8 +422,8 @@ describe('the management API in the sandbox', { timeout: 90_000 }, () => {
     const stats = await call('GET', '/v1/stats?endpoint=hooks');
     const link = await call('POST', '/v1/portal-links', { body: { owner: 'acme-corp', ttlSeconds: 600 } });
     const portalToken = link.json.token as string;
-    const own = await call('GET', '/v1/endpoints?owner=acme-corp', { token: portalToken });
-    const others = await call('GET', '/v1/endpoints?owner=pager', { token: portalToken });
+    const own = await call('GET', '/v1/dead?owner=acme-corp', { token: portalToken });
+    const others = await call('GET', '/v1/dead?owner=pager', { token: portalToken });
     const minting = await call('POST', '/v1/portal-links', { body: { owner: 'pager' }, token: portalToken });
 
     // Assess
@@ -394,7 +431,8 @@ describe('the management API in the sandbox', { timeout: 90_000 }, () => {
     expect(link.status).toBe(201);
     expect(link.json).toMatchObject({ owner: 'acme-corp', url: expect.stringContaining(`#portal=${portalToken}`) });
     expect(own.status).toBe(200);
-    expect(own.json.items.map((e: { name: string }) => e.name)).toEqual(['hooks']);
+    // acme-corp's endpoint (hooks) has no dead delivery; refuser's (no owner) is not its to see.
+    expect(own.json).toEqual({ items: [], next: null });
     expect(others.status).toBe(403);
     expect(minting.status).toBe(403);
     secrets.push(portalToken);
