@@ -147,6 +147,21 @@ export interface BulkReplayOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Called after each delivery is settled (replayed, skipped or failed), with the tally so far. */
   readonly onProgress?: (tally: BulkReplayTally) => void;
+  /**
+   * Stop, at the end of a page of the listing, once this many deliveries matched: one bounded part of
+   * a long run (the management API's, which must answer within a request). The answer's `cursor`
+   * continues it. Unbounded when absent.
+   */
+  readonly maxMatched?: number;
+  /** Stop likewise, at the end of a page, once this many dead rows were read (matching or not). */
+  readonly maxRead?: number;
+  /** Where a bounded run stopped (its answer's `cursor`): continue from there. */
+  readonly cursor?: string;
+}
+
+/** What a bulk replay did, and where it stopped when bounded (`cursor`: more may follow). */
+export interface BulkReplayRun extends BulkReplayTally {
+  readonly cursor?: string;
 }
 
 export interface BulkReplayTally {
@@ -179,7 +194,7 @@ export async function replayDeadDeliveries(
   actor: ReplayActor,
   deps: ReplayDeps & { readonly ledger: Pick<Ledger, 'replay' | 'listByState'> },
   options: BulkReplayOptions,
-): Promise<BulkReplayTally> {
+): Promise<BulkReplayRun> {
   checkReplayInput(actor);
   if (!(Number.isFinite(options.ratePerSecond) && options.ratePerSecond > 0)) {
     throw new RangeError(`ratePerSecond must be above 0, not ${options.ratePerSecond}`);
@@ -188,15 +203,20 @@ export async function replayDeadDeliveries(
   const pace = pacer(options.ratePerSecond, now, options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))));
   const tally = { matched: 0, replayed: 0, enqueueFailed: [] as string[], noLongerDead: 0, withoutEvent: 0 };
   const report = () => options.onProgress?.({ ...tally, enqueueFailed: [...tally.enqueueFailed] });
-  let cursor: string | undefined;
+  let cursor = options.cursor;
+  let read = 0;
   do {
+    // Bounded, a page holds no more rows than may still match: the bound is met at a page's end,
+    // where the listing's cursor says exactly where the rest begins.
+    const room = options.maxMatched === undefined ? BULK_PAGE : Math.min(BULK_PAGE, Math.max(1, options.maxMatched - tally.matched));
     const page = await deps.ledger.listByState('dead', {
       endpoint: selection.endpoint,
       sinceMs: selection.sinceMs,
       untilMs: selection.untilMs,
-      limit: BULK_PAGE,
+      limit: room,
       cursor,
     });
+    read += page.records.length;
     for (const record of page.records) {
       if (!matches(record, selection)) continue;
       if (record.body === undefined) {
@@ -217,6 +237,8 @@ export async function replayDeadDeliveries(
       report();
     }
     cursor = page.cursor;
+    const bounded = (options.maxMatched !== undefined && tally.matched >= options.maxMatched) || (options.maxRead !== undefined && read >= options.maxRead);
+    if (bounded && cursor !== undefined) return { ...tally, enqueueFailed: [...tally.enqueueFailed], cursor };
   } while (cursor !== undefined);
   return { ...tally, enqueueFailed: [...tally.enqueueFailed] };
 }

@@ -49,6 +49,21 @@ export interface ReplayOptions {
   readonly deadReason?: 'exhausted' | 'rejected';
   readonly dryRun?: boolean;
   readonly rate?: number;
+  /**
+   * Who is calling, as something else already proved it (the management API's authenticated
+   * caller). Absent, the target's own credentials are asked (STS), as the command asks them.
+   */
+  readonly caller?: string;
+  /**
+   * A bulk replay in bounded parts (the management API's, which must answer within a request): stop
+   * at the end of a page of the listing once this many deliveries matched, and answer `next`, the
+   * listing's cursor, to continue from. Unbounded (the command) when absent.
+   */
+  readonly maxReplays?: number;
+  /** With `maxReplays`: stop likewise once this many dead rows were read. */
+  readonly maxRead?: number;
+  /** With `maxReplays`: a `next` answered before, to continue from. */
+  readonly cursor?: string;
 }
 
 export async function replayCommand(ctx: CommandContext, eventId: string | undefined, options: ReplayOptions): Promise<CommandResult> {
@@ -76,7 +91,7 @@ export async function replayCommand(ctx: CommandContext, eventId: string | undef
   const actor = checkedActor(options);
 
   if (eventId === undefined) return bulkReplay(ctx, actor, options);
-  const caller = await callerIdentity(ctx.target);
+  const caller = options.caller ?? (await callerIdentity(ctx.target));
   const who = describeWho(ctx, actor.operator, caller);
   return options.endpoint === undefined
     ? eventReplay(ctx, eventId, { ...actor, caller }, who)
@@ -207,8 +222,9 @@ async function bulkReplay(ctx: CommandContext, actor: { operator: string; reason
     enqueueFailed: tally.enqueueFailed,
   });
   const ledger = ctx.ledger();
+  if (options.maxReplays !== undefined) return boundedBulkReplay(ctx, actor, options, selection, { ratePerSecond, what, summary });
   const count = await replayDeadDeliveries(selection, actor, { ledger, queue: { enqueue: unused } }, { ratePerSecond, dryRun: true });
-  const skippedNote = count.withoutEvent === 0 ? '' : `; ${plural(count.withoutEvent, 'invalid message')} left out (no event to send)`;
+  const skippedNote = withoutEventNote(count);
   if (options.dryRun) {
     return {
       json: { ...summary(count), ratePerSecond },
@@ -218,7 +234,7 @@ async function bulkReplay(ctx: CommandContext, actor: { operator: string; reason
     };
   }
 
-  const caller = await callerIdentity(ctx.target);
+  const caller = options.caller ?? (await callerIdentity(ctx.target));
   const stderr = ctx.output.stderr;
   let lastReportMs = startMs;
   let latest: BulkReplayTally = { matched: 0, replayed: 0, enqueueFailed: [], noLongerDead: 0, withoutEvent: 0 };
@@ -262,6 +278,49 @@ async function bulkReplay(ctx: CommandContext, actor: { operator: string; reason
             `put each on the queue with: handoff status EVENT_ID --body | handoff send`,
         }),
   };
+}
+
+/**
+ * One bounded part of a bulk replay (`maxReplays`): no count of the whole window first and no
+ * progress lines, which a part too short to report on does not need; `next` says where the rest
+ * begins (null: nothing follows). A dry run counts a part likewise.
+ */
+async function boundedBulkReplay(
+  ctx: CommandContext,
+  actor: { operator: string; reason: string },
+  options: ReplayOptions,
+  selection: DeadSelection,
+  shared: { ratePerSecond: number; what: string; summary: (tally: BulkReplayTally) => Record<string, unknown> },
+): Promise<CommandResult> {
+  const { ratePerSecond, what, summary } = shared;
+  const bounds = {
+    ...(options.maxReplays === undefined ? {} : { maxMatched: options.maxReplays }),
+    ...(options.maxRead === undefined ? {} : { maxRead: options.maxRead }),
+    ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+  };
+  const ledger = ctx.ledger();
+  const next = (cursor: string | undefined) => ({ next: cursor ?? null });
+  const more = (cursor: string | undefined) => (cursor === undefined ? '' : '; more follow: continue from next');
+  if (options.dryRun) {
+    const count = await replayDeadDeliveries(selection, actor, { ledger, queue: { enqueue: unused } }, { ratePerSecond, dryRun: true, ...bounds });
+    return {
+      json: { ...summary(count), ratePerSecond, ...next(count.cursor) },
+      human: `would replay ${plural(count.matched, 'delivery', 'deliveries')}: ${what}${withoutEventNote(count)}; nothing written${more(count.cursor)}`,
+    };
+  }
+  const caller = options.caller ?? (await callerIdentity(ctx.target));
+  const run = await replayDeadDeliveries(selection, { ...actor, caller }, { ledger, queue: ctx.queue() }, { ratePerSecond, now: ctx.now, ...bounds });
+  return {
+    json: { ...summary(run), ratePerSecond, operator: actor.operator, caller: caller ?? null, reason: actor.reason, ...next(run.cursor) },
+    human: `replayed ${plural(run.replayed, 'delivery', 'deliveries')} (${describeWho(ctx, actor.operator, caller)}): ${what}${withoutEventNote(run)}${more(run.cursor)}`,
+    ...(run.enqueueFailed.length === 0
+      ? {}
+      : { failure: `${plural(run.enqueueFailed.length, 'replayed delivery', 'replayed deliveries')} could not be enqueued: ${run.enqueueFailed.join(', ')}` }),
+  };
+}
+
+function withoutEventNote(tally: BulkReplayTally): string {
+  return tally.withoutEvent === 0 ? '' : `; ${plural(tally.withoutEvent, 'invalid message')} left out (no event to send)`;
 }
 
 function describeWho(ctx: CommandContext, operator: string, caller: string | undefined): string {

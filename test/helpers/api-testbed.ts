@@ -16,6 +16,8 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { expect } from 'vitest';
 import type { ApiEvent } from '../../api/http';
 import { MemoryIdempotencyStore } from '../../api/idempotency';
+import { portalKeySource } from '../../api/portal-link';
+import { MessageSeal } from '../../lib/queue/seal';
 import { createApiHandler, type ApiHandler } from '../../api/router';
 import { apiDocument, ROUTES } from '../../api/routes';
 import { CommandContext } from '../../cli/context';
@@ -126,12 +128,15 @@ export async function startTestbed(name: string): Promise<Testbed> {
         ledgerTable,
         endpointsTable,
         payloadLimitBytes: TESTBED_PAYLOAD_LIMIT_BYTES,
+        // What a replay's message is sealed with, and portal links are signed with (a key derived from it), as in the sandbox.
+        sealKey: { key: MessageSeal.generateKey() },
       };
       const silent = () => new PassThrough() as unknown as NodeJS.WriteStream;
       const context = new CommandContext(target, { stdout: silent(), stderr: silent() });
       const handler = createApiHandler(ROUTES, {
         context,
         idempotency: new MemoryIdempotencyStore(),
+        portal: { key: portalKeySource(target.sealKey!) },
         now: Date.now,
         logger: createLogger({ service: 'handoff-api-test', write: () => {} }),
       });
