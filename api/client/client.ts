@@ -17,15 +17,25 @@ import {
   type Query,
 } from './request';
 import type {
+  BulkReplayAnswer,
+  BulkReplayRequest,
   DeadFilters,
   Delivery,
+  DeliveryReplayAnswer,
+  DeliveryReplayRequest,
   DisableRequest,
   EnableRequest,
   Endpoint,
   EndpointCreate,
+  EndpointDetail,
+  EndpointEnabled,
   EndpointListFilters,
+  EndpointStateAnswer,
   EndpointUpdate,
+  EndpointUpdated,
   EndpointWithSecret,
+  EventReplayAnswer,
+  EventReplayRequest,
   EventDeliveries,
   Page,
   PageOptions,
@@ -98,6 +108,15 @@ export class HandoffClient {
     dead: (filters: DeadFilters = {}): AsyncGenerator<Delivery> => this.#items((cursor) => this.listDead({ ...filters, cursor }), filters.cursor),
     shipmentDeliveries: (shipmentId: string, options: PageOptions = {}): AsyncGenerator<Delivery> =>
       this.#items((cursor) => this.shipmentDeliveries(shipmentId, { ...options, cursor }), options.cursor),
+    /**
+     * Each part of a bulk replay (or of its dry run) to the end of the selection: the same request
+     * again with `cursor: next` until `next` is null. A part repeated replays only what is still dead.
+     */
+    bulkReplay: (request: BulkReplayRequest): AsyncGenerator<BulkReplayAnswer> =>
+      this.#items(async (cursor) => {
+        const part = await this.replay({ ...request, ...(cursor === undefined ? {} : { cursor }) });
+        return { items: [part], next: part.next };
+      }, request.cursor),
   };
 
   /** @throws HandoffClientConfigError when the URL, the credentials or the region are not usable */
@@ -126,12 +145,13 @@ export class HandoffClient {
     return this.request('POST', '/v1/endpoints', { body: fields, ...options });
   }
 
-  getEndpoint(name: string): Promise<Endpoint> {
+  /** One endpoint, as `handoff endpoint show --json`. */
+  getEndpoint(name: string): Promise<EndpointDetail> {
     return this.request('GET', pathOf('/v1/endpoints/{name}', { name }));
   }
 
   /** Changes the fields given; `null` clears one. */
-  updateEndpoint(name: string, changes: EndpointUpdate): Promise<Endpoint> {
+  updateEndpoint(name: string, changes: EndpointUpdate): Promise<EndpointUpdated> {
     return this.request('PATCH', pathOf('/v1/endpoints/{name}', { name }), { body: changes });
   }
 
@@ -140,12 +160,12 @@ export class HandoffClient {
   }
 
   /** Disables it (its deliveries are parked), audited with the caller's identity and the reason. */
-  disableEndpoint(name: string, request: DisableRequest, options: PostOptions = {}): Promise<Endpoint> {
+  disableEndpoint(name: string, request: DisableRequest, options: PostOptions = {}): Promise<EndpointStateAnswer> {
     return this.request('POST', pathOf('/v1/endpoints/{name}/disable', { name }), { body: request, ...options });
   }
 
-  /** Enables it, releasing what was parked at `rate` a second. */
-  enableEndpoint(name: string, request: EnableRequest = {}, options: PostOptions = {}): Promise<Endpoint> {
+  /** Enables it, releasing what was parked at up to `rate` a second, audited with the caller's identity. */
+  enableEndpoint(name: string, request: EnableRequest = {}, options: PostOptions = {}): Promise<EndpointEnabled> {
     return this.request('POST', pathOf('/v1/endpoints/{name}/enable', { name }), { body: request, ...options });
   }
 
@@ -188,7 +208,15 @@ export class HandoffClient {
     return this.request('GET', '/v1/dead', { query: { endpoint, owner, since, until, reason, cursor, limit } });
   }
 
-  /** A single or bulk replay (or its dry run); the operator recorded is the authenticated caller. */
+  /**
+   * Replays one delivery (`eventId` and `endpoint`), an event's dead deliveries (`eventId`), or one
+   * part of a bulk replay (`endpoint`, `deadSince`…; `dryRun` counts only). The operator recorded is
+   * the authenticated caller.
+   */
+  replay(request: DeliveryReplayRequest, options?: PostOptions): Promise<DeliveryReplayAnswer>;
+  replay(request: EventReplayRequest, options?: PostOptions): Promise<EventReplayAnswer>;
+  replay(request: BulkReplayRequest, options?: PostOptions): Promise<BulkReplayAnswer>;
+  replay(request: ReplayRequest, options?: PostOptions): Promise<ReplayAnswer>;
   replay(request: ReplayRequest, options: PostOptions = {}): Promise<ReplayAnswer> {
     return this.request('POST', '/v1/replays', { body: request, ...options });
   }

@@ -113,14 +113,53 @@ export interface Endpoint {
   readonly settings: EndpointSettings;
   readonly createdAt: string;
   readonly updatedAt: string;
-  readonly [more: string]: unknown;
 }
 
-/** The answer of a create or a rotation: the endpoint and its new signing secret, shown this once. */
-export type EndpointWithSecret = Omit<Endpoint, 'secret'> & {
-  /** The signing secret (`whsec_…`): give it to the receiver now; no answer shows it again. */
-  readonly secret: string;
-};
+/**
+ * An answer to a POST as an `Idempotency-Key` repeat may give it: the first answer with each field
+ * shown once (a secret, a portal link) replaced by `<field>Shown: true`. The API does this to every
+ * `secret` string it keeps, `"set"` and `"unset"` included.
+ */
+export type Repeatable<T, K extends keyof T & string = 'secret' & keyof T & string> = Omit<T, K> &
+  ({ readonly [F in K]: T[F] } & { readonly [F in K as `${F}Shown`]?: never } | { readonly [F in K]?: never } & { readonly [F in K as `${F}Shown`]: true });
+
+/**
+ * The answer of a create or a rotation: the endpoint and its signing secret (`whsec_…`), shown this
+ * once: give it to the receiver now, no answer shows it again. (`"set"` when the endpoint was created
+ * with a Secrets Manager ARN: the secret is not the API's to show.) A repeat has `secretShown: true` instead.
+ */
+export type EndpointWithSecret = Repeatable<Omit<Endpoint, 'secret'> & { readonly secret: string }>;
+
+/** A release of parked deliveries in progress (§12). */
+export interface Release {
+  readonly since: string;
+  /** The most released per second. */
+  readonly rate: number;
+  /** The ramp's rate now. */
+  readonly rateNow: number;
+  readonly scheduledUntil: string | null;
+}
+
+/** One endpoint as `handoff endpoint show --json`: also its release, and every setting in effect against the deployment. */
+export interface EndpointDetail extends Endpoint {
+  readonly release: Release | null;
+  /** Every setting in effect (null: none); null when it cannot be used with the deployment (`problem` says why). */
+  readonly effective: Readonly<Record<string, unknown>> | null;
+  readonly problem?: string;
+  /** Where the deployment settings it was checked against came from. */
+  readonly settingsFrom: string;
+}
+
+/** The answer of a change: the endpoint, and the fields that changed (none: nothing was written). */
+export interface EndpointUpdated extends Endpoint {
+  readonly changed: readonly string[];
+}
+
+/** The answer of a disable (a repeat: `secretShown` for `secret`). */
+export type EndpointStateAnswer = Repeatable<Endpoint>;
+
+/** The answer of an enable: the endpoint and the release of its parked deliveries it began. */
+export type EndpointEnabled = Repeatable<Endpoint & { readonly release: Release | null }>;
 
 export interface EndpointListFilters extends PageOptions {
   readonly owner?: string;
@@ -133,7 +172,9 @@ export interface DisableRequest {
 }
 
 export interface EnableRequest {
-  /** Deliveries per second the parked backlog is released at (ramping up to it). */
+  /** Why (default: "enabled by an operator"), kept with the caller's identity. */
+  readonly reason?: string;
+  /** The most parked deliveries released per second (the release ramps up to it). */
   readonly rate?: number;
 }
 
@@ -143,9 +184,8 @@ export interface RotateSecretRequest {
 }
 
 export interface TestEventAnswer {
-  /** The `handoff.test` event sent to that endpoint alone. */
+  /** The `handoff.test` event sent to that endpoint alone: `getEvent(eventId)` follows its delivery. */
   readonly eventId: string;
-  readonly [more: string]: unknown;
 }
 
 // Events (docs/contract.md §2)
@@ -267,27 +307,96 @@ export interface DeadFilters extends PageOptions {
 
 // Replays (docs/contract.md §6)
 
-/**
- * One event's dead deliveries (`eventId`, with `endpoint`: that one), or in bulk an endpoint's
- * deliveries that died in a window (`endpoint`, `deadSince`, `until?`, `deadReason?`). The
- * operator recorded is the authenticated caller, never a field of the request.
- */
-export interface ReplayRequest {
-  readonly eventId?: string;
-  readonly endpoint?: string;
-  readonly deadSince?: string | Date;
-  readonly until?: string | Date;
-  readonly deadReason?: 'exhausted' | 'rejected';
-  /** Count what would be replayed; do nothing. */
-  readonly dryRun?: boolean;
+/** Replay one delivery: the event's to that endpoint. */
+export interface DeliveryReplayRequest {
+  readonly eventId: string;
+  readonly endpoint: string;
   /** Why it is safe to deliver again: the audit's reason. */
   readonly reason: string;
 }
 
-/** What a replay did (or, dry, would do): its shape depends on the kind of replay; see the OpenAPI document. */
-export interface ReplayAnswer {
-  readonly [field: string]: unknown;
+/** Replay every dead delivery of one event. */
+export interface EventReplayRequest {
+  readonly eventId: string;
+  readonly endpoint?: undefined;
+  readonly reason: string;
 }
+
+/**
+ * Replay, in bulk, one endpoint's deliveries that died from `deadSince` to `until` (default: now),
+ * paced by the API. One request does one bounded part; its answer's `next`, sent back as `cursor`
+ * with the same selection, continues it (`client.paginate.bulkReplay` does so to the end).
+ */
+export interface BulkReplayRequest {
+  readonly eventId?: undefined;
+  readonly endpoint: string;
+  /** ISO time (with its zone) or a UTC date, or a Date. */
+  readonly deadSince: string | Date;
+  readonly until?: string | Date;
+  readonly deadReason?: 'exhausted' | 'rejected';
+  /** Count what would be replayed; write nothing. */
+  readonly dryRun?: boolean;
+  readonly reason: string;
+  /** The previous part's `next`. */
+  readonly cursor?: string;
+  /** At most this many in this part (replays: at most 100; a dry run counts up to 2000). */
+  readonly limit?: number;
+}
+
+/** What a replay takes; the operator recorded is the authenticated caller, never a field of the request. */
+export type ReplayRequest = DeliveryReplayRequest | EventReplayRequest | BulkReplayRequest;
+
+interface ReplayAudit {
+  /** The authenticated caller (its last characters when longer than an operator name may be). */
+  readonly operator: string;
+  /** The authenticated caller, whole. */
+  readonly caller: string | null;
+  readonly reason: string;
+}
+
+export interface DeliveryReplayAnswer extends ReplayAudit {
+  readonly eventId: string;
+  readonly endpoint: string;
+  readonly state: 'pending';
+  readonly attempts: number;
+  readonly replays: number;
+  readonly enqueued: true;
+}
+
+export interface EventReplayAnswer extends ReplayAudit {
+  readonly eventId: string;
+  readonly deliveries: readonly {
+    readonly endpoint: string;
+    readonly state: 'pending';
+    readonly attempts: number;
+    readonly replays: number;
+    /** False: pending again, but its message could not be sent (send the event again). */
+    readonly enqueued: boolean;
+  }[];
+}
+
+/** One part of a bulk replay (or of its dry run's count). */
+export interface BulkReplayAnswer extends Partial<ReplayAudit> {
+  readonly endpoint: string;
+  readonly deadSince: string;
+  readonly until: string;
+  readonly deadReason: 'exhausted' | 'rejected' | null;
+  readonly dryRun: boolean;
+  /** Dead deliveries this part found in the selection (a dry run: what it would replay). */
+  readonly matched: number;
+  readonly replayed: number;
+  /** Replayed or delivered by something else before their turn: left as they were. */
+  readonly noLongerDead: number;
+  /** Invalid messages' rows: dead, with no event to send. */
+  readonly withoutEvent: number;
+  /** Event IDs pending again whose message could not be sent. */
+  readonly enqueueFailed: readonly string[];
+  readonly ratePerSecond: number;
+  /** More may follow: send the same request with `cursor` set to this. Null: the selection is done. */
+  readonly next: string | null;
+}
+
+export type ReplayAnswer = DeliveryReplayAnswer | EventReplayAnswer | BulkReplayAnswer;
 
 // Stats (docs/contract.md §10)
 
@@ -339,12 +448,18 @@ export interface PortalLinkRequest {
   readonly ttlSeconds?: number;
 }
 
-export interface PortalLink {
-  /** The console's address with the token: give it to the owner; whoever holds it sees that owner's endpoints until it expires. */
-  readonly url: string;
-  /** The signed token the link carries. */
-  readonly token: string;
-  readonly owner: string;
-  /** ISO time. */
-  readonly expiresAt: string;
-}
+/**
+ * A console link for one owner. `url` (the console's address with the token) and `token` are shown
+ * in this answer only: whoever holds them sees that owner's endpoints until `expiresAt`. An
+ * `Idempotency-Key` repeat has `urlShown` and `tokenShown` instead.
+ */
+export type PortalLink = Repeatable<
+  {
+    readonly owner: string;
+    /** ISO time. */
+    readonly expiresAt: string;
+    readonly url: string;
+    readonly token: string;
+  },
+  'url' | 'token'
+>;

@@ -371,6 +371,40 @@ describe('Class: HandoffClient', () => {
       ]);
     });
 
+    it('sends a bulk replay again with each part’s next as its cursor until the selection is done', async () => {
+      // Prepare: three parts.
+      const part = (replayed: number, next: string | null) => ({
+        endpoint: 'orders',
+        deadSince: '2026-12-01T00:00:00.000Z',
+        until: '2026-12-02T00:00:00.000Z',
+        deadReason: null,
+        dryRun: false,
+        matched: replayed,
+        replayed,
+        noLongerDead: 0,
+        withoutEvent: 0,
+        enqueueFailed: [],
+        ratePerSecond: 10,
+        operator: 'alice',
+        caller: 'arn:aws:iam::123456789012:user/alice',
+        reason: 'fixed',
+        next,
+      });
+      answer = (r) => {
+        const cursor = (JSON.parse(r.body) as { cursor?: string }).cursor;
+        return { status: 202, body: cursor === undefined ? part(100, 'p2') : cursor === 'p2' ? part(100, 'p3') : part(7, null) };
+      };
+      const request = { endpoint: 'orders', deadSince: '2026-12-01T00:00:00Z', until: '2026-12-02T00:00:00Z', reason: 'fixed' };
+
+      // Act
+      const replayed: number[] = [];
+      for await (const done of bearerClient().paginate.bulkReplay(request)) replayed.push(done.replayed);
+
+      // Assess
+      expect(replayed).toEqual([100, 100, 7]);
+      expect(requests.map((r) => JSON.parse(r.body))).toEqual([request, { ...request, cursor: 'p2' }, { ...request, cursor: 'p3' }]);
+    });
+
     it('stops with an error when the API answers a cursor it answered before, rather than page forever', async () => {
       // Prepare
       answer = (r) => ({ status: 200, body: { items: [endpoint(r.url)], next: 'same' } });
