@@ -12,9 +12,9 @@
  * rotated its secret; `Idempotency-Key` repeats get `secretShown: true` instead (api/idempotency.ts).
  * Who disables or enables an endpoint is the authenticated caller, never a name in the body.
  */
-import { randomUUID } from 'node:crypto';
 import { endpointListCommand, endpointShowCommand } from '../../cli/commands/endpoint-read';
-import { EndpointFieldsUsageError, requireEndpoint, ListOptionError } from '../../cli/commands/endpoint-common';
+import { EndpointFieldsUsageError, ListOptionError } from '../../cli/commands/endpoint-common';
+import { sendTestEvent } from '../../cli/commands/endpoint-test';
 import { rotateEndpointSecret } from '../../cli/commands/endpoint-secret';
 import { ENABLE_REASON, setEndpointState } from '../../cli/commands/endpoint-state';
 import { endpointJson, releaseJson } from '../../cli/commands/endpoint-view';
@@ -24,7 +24,7 @@ import { OWNER } from '../../lib/endpoints/field-schemas';
 import { CLEARABLE_FIELDS } from '../../lib/endpoints/fields';
 import { generateSecret } from '../../lib/endpoints/secret';
 import { SECRET_PREFIX } from '../../lib/webhook/signing-secret';
-import { TEST_EVENT_TYPE, testEventBody } from '../../lib/event';
+import { TEST_EVENT_TYPE } from '../../lib/event';
 import { auditTextProblem } from '../../lib/replay';
 import { DEFAULT_RESUME_RATE } from '../../lib/resume';
 import { ApiProblem, invalid, type FieldProblem } from '../problem';
@@ -248,12 +248,7 @@ const testEndpoint: Route = {
   responses: { 202: { description: 'On the queue: its event ID', schema: TEST_SENT_SCHEMA } },
   problems: [404],
   handle: async ({ params, deps }) => {
-    const name = nameOf(params);
-    const ctx = deps.context;
-    await requireEndpoint(ctx, name);
-    const eventId = `test_${randomUUID().replace(/-/g, '')}`;
-    // Sealed for this endpoint (cli/context.ts `queue`): the one way a message reaches one endpoint alone.
-    await ctx.queue().enqueue(testEventBody(eventId, name, ctx.now()), { endpoint: name });
+    const { eventId } = await sendTestEvent(deps.context, nameOf(params));
     return { status: 202, body: { eventId } };
   },
 };

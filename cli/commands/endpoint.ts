@@ -1,7 +1,7 @@
 /**
  * `handoff endpoint …` (docs/contract.md §11): the endpoints of a deployment, in its registry.
  *
- * list, show, add, update, disable, enable, remove, rotate-secret, against AWS and the sandbox
+ * list, show, add, update, disable, enable, remove, rotate-secret, test, against AWS and the sandbox
  * alike (the registry's table is on the target). Every endpoint written is first checked as the
  * consumer will use it: `parseEndpointFields` for each field's shape, then `resolveEndpoint` with
  * the deployment's settings (its defaults, its attempt timeout, its retention), so a refusal names
@@ -33,6 +33,7 @@ import { endpointListCommand, endpointShowCommand, type ListOptions } from './en
 import { DEFAULT_OVERLAP, endpointRotateSecretCommand, type RotateOptions } from './endpoint-secret';
 import { ENABLE_REASON, endpointSetStateCommand, MAX_RESUME_RATE, type StateOptions } from './endpoint-state';
 import { endpointAddCommand, endpointRemoveCommand, endpointUpdateCommand } from './endpoint-write';
+import { endpointTestCommand } from './endpoint-test';
 import type { CommandResult } from './result';
 
 export { deploymentFor, parkedCount } from './endpoint-common';
@@ -42,6 +43,7 @@ export { DEFAULT_OVERLAP, endpointRotateSecretCommand, MAX_OVERLAP_MS, parseOver
 export { endpointSetStateCommand, MAX_RESUME_RATE, parseResumeRate, type StateOptions } from './endpoint-state';
 export { endpointJson, releaseJson } from './endpoint-view';
 export { endpointAddCommand, endpointRemoveCommand, endpointUpdateCommand } from './endpoint-write';
+export { endpointTestCommand, sendTestEvent } from './endpoint-test';
 
 export interface EndpointCommonOptions extends TargetOptions {
   readonly json?: boolean;
@@ -69,7 +71,7 @@ rateNow (the ramp's rate now), scheduledUntil}`;
 export function addEndpointCommands(program: Command, run: EndpointRunner, withTarget: (command: Command) => Command): Command {
   const group = program
     .command('endpoint')
-    .description('the endpoints events are delivered to: list, show, add, update, disable, enable, remove, rotate-secret')
+    .description('the endpoints events are delivered to: list, show, add, update, disable, enable, remove, rotate-secret, test')
     .addHelpText(
       'after',
       `
@@ -217,6 +219,23 @@ Examples:
     )
     .action(async (name: string, options: EndpointCommonOptions & RotateOptions) => {
       await run(options, (ctx) => endpointRotateSecretCommand(ctx, name, options));
+    });
+
+  target(group.command('test').description('send a signed handoff.test event to one endpoint alone, through the queue and the consumer').argument('<name>', 'the endpoint'))
+    .addHelpText(
+      'after',
+      `
+The event (status "test", data.type "handoff.test") is put on the delivery queue addressed to this
+endpoint alone, sealed as handoff's own messages are: the consumer delivers it as any delivery,
+signed with the endpoint's secret, retried, parked while the endpoint is disabled. No other
+endpoint gets it. Follow it with handoff status EVENT_ID.
+--json: {name, eventId}.
+
+Example:
+  handoff endpoint test acme`,
+    )
+    .action(async (name: string, options: EndpointCommonOptions) => {
+      await run(options, (ctx) => endpointTestCommand(ctx, name));
     });
 
   return group;

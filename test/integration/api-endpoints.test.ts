@@ -18,6 +18,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryIdempotencyStore } from '../../api/idempotency';
 import { createApiHandler, type ApiHandler } from '../../api/router';
 import { apiDocument, ROUTES } from '../../api/routes';
+import { endpointTestCommand } from '../../cli/commands/endpoint';
 import { CommandContext } from '../../cli/context';
 import type { Target } from '../../cli/target';
 import { RESOURCE_ENV } from '../../lib/config';
@@ -48,6 +49,7 @@ let everything: TestReceiver;
 let started: Queues;
 let registry: DynamoDbEndpointRegistry;
 let handler: ApiHandler;
+let context: CommandContext;
 let validator: OpenApiValidator;
 /** The API's clock: set to the time at each test's start, so each time it writes is known. */
 let clock = Date.now();
@@ -79,7 +81,7 @@ useConsumerHarness(NAME, async (h) => {
     sealKey: { key: TEST_SEAL_KEY },
     endpointSecretsKey: { key: SECRETS_KEY },
   };
-  const context = new CommandContext(target, { stdout: process.stdout, stderr: process.stderr }, () => clock);
+  context = new CommandContext(target, { stdout: process.stdout, stderr: process.stderr }, () => clock);
   handler = createApiHandler(ROUTES, { context, idempotency: new MemoryIdempotencyStore(), now: () => clock, logger: createLogger({ service: 'api-test', write: () => {} }) });
   validator = await OpenApiValidator.of(apiDocument());
   started = queues;
@@ -122,6 +124,20 @@ async function create(body: Record<string, unknown>): Promise<Answer> {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+describe('Document: /v1/openapi.json', () => {
+  it('is a valid OpenAPI 3.1 document describing every endpoint route', async () => {
+    // Act
+    const check = await OpenApiValidator.checkDocument(apiDocument());
+
+    // Assess
+    expect(check.errors).toEqual([]);
+    const paths = (apiDocument() as { paths: Record<string, Record<string, unknown>> }).paths;
+    expect(Object.keys(paths['/v1/endpoints']!).sort()).toEqual(['get', 'post']);
+    expect(Object.keys(paths['/v1/endpoints/{name}']!).sort()).toEqual(['delete', 'get', 'patch']);
+    for (const action of ['disable', 'enable', 'rotate-secret', 'test']) expect(Object.keys(paths[`/v1/endpoints/{name}/${action}`]!)).toEqual(['post']);
+  });
+});
 
 describe('Route: the endpoints, without credentials', () => {
   it('answers 401 with a problem document and does nothing', async () => {
@@ -450,6 +466,25 @@ describe('Route: POST /v1/endpoints/{name}/test', () => {
     expect(deadLetters[0]?.Body).toBe(body);
     expect(deadLetters[0]?.MessageAttributes?.reason?.StringValue).toBe('invalid');
     expect(everything.requestsFor('evt_forged_test')).toHaveLength(0);
+  });
+
+  it('is the use case `handoff endpoint test` runs: the same event, addressed the same way', async () => {
+    // Prepare
+    const created = await create({ name: 'cli-tested', url: acme.url, eventTypes: ['shipment.packed'] });
+    const consumer = await coldStartOnRegistry(harness, started, ENDPOINTS_TABLE, { [RESOURCE_ENV.endpointSecretsKey]: SECRETS_KEY });
+
+    // Act
+    const result = await endpointTestCommand(context, 'cli-tested');
+    const messages = await harness.receive(started.queueUrl, 1);
+    await harness.invoke(consumer, started.queueUrl, messages);
+
+    // Assess
+    const { eventId } = result.json as { name: string; eventId: string };
+    expect(result.json).toEqual({ name: 'cli-tested', eventId: expect.stringMatching(/^test_[0-9a-f]{32}$/) });
+    expect(result.human).toBe(`sent a handoff.test event to endpoint cli-tested: ${eventId}\nfollow it: handoff status ${eventId}`);
+    expect(messages[0]?.MessageAttributes?.endpoint?.StringValue).toBe('cli-tested');
+    expect(acme.requestsFor(eventId)).toHaveLength(1);
+    expect(acme.verify(acme.requestsFor(eventId)[0]!, created.body.secret)).toBe(true);
   });
 
   it('answers 404 for an endpoint that does not exist, sending nothing', async () => {
