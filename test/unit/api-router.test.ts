@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ApiEvent, ApiResult } from '../../api/http';
-import { MemoryIdempotencyStore } from '../../api/idempotency';
+import { MAX_KEPT_ANSWER_BYTES, MemoryIdempotencyStore } from '../../api/idempotency';
 import { portalCallerOf, requireOwner } from '../../api/portal-link';
 import type { ApiDeps, Route } from '../../api/route';
 import { createApiHandler } from '../../api/router';
@@ -81,6 +81,18 @@ function bed(): Bed {
       handle: async () => {
         runs.push('link');
         return { status: 201, body: { owner: 'm', url: 'https://c.example/#portal=t', token: 't' } };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/huge',
+      operationId: 'huge',
+      summary: 'an answer too large to keep',
+      tag: 'things',
+      responses: { 202: { description: 'done' } },
+      handle: async () => {
+        runs.push('huge');
+        return { status: 202, body: { blob: 'x'.repeat(MAX_KEPT_ANSWER_BYTES) } };
       },
     },
     {
@@ -262,6 +274,18 @@ describe('the API router', () => {
     expect(failed).toMatchObject({ status: 500, body: { type: 'https://handoff.dev/problems/internal', instance: expect.stringMatching(/^req-/) } });
     expect(retried).toMatchObject({ status: 201, body: { n: 1 } });
     expect(bedded.runs).toHaveLength(1);
+  });
+
+  it('tells the repeat of a request whose answer was too large to keep that it was done, running it once', async () => {
+    const { handler, runs } = bed();
+    const send = () => handler(event('POST', '/v1/huge', { headers: { 'idempotency-key': 'huge-1' } }));
+
+    const first = parsed(await send());
+    const repeat = parsed(await send());
+
+    expect(first.status).toBe(202);
+    expect(repeat).toMatchObject({ status: 409, body: { type: 'https://handoff.dev/problems/idempotency-answer-too-large', detail: expect.stringContaining('status 202') } });
+    expect(runs).toEqual(['huge']);
   });
 
   it('refuses an Idempotency-Key that is not printable ASCII, naming the header', async () => {

@@ -245,6 +245,59 @@ describe('Function: replayDeadDeliveries', () => {
     expect(progress).toEqual([{ matched: 1, replayed: 1, enqueueFailed: [], noLongerDead: 0, withoutEvent: 0 }]);
   });
 
+  /** A ledger holding a dead row for each ID, dying 1 ms apart in the order given. */
+  async function ledgerWithDead(ids: readonly string[]): Promise<MemoryLedger> {
+    const ledger = new MemoryLedger({ now: () => NOW_MS });
+    for (const [i, id] of ids.entries()) {
+      const result = parseEvent(JSON.stringify({ id, shipmentId: 'shp_1', status: 'packed', occurredAt: '2026-12-02T10:15:00Z' }));
+      if (!result.ok) throw result.error;
+      const at = NOW_MS + i;
+      const { claimToken } = await ledger.claim({ event: result.value, endpoint: DEFAULT_ENDPOINT, owner: 'w1', nowMs: at, leaseMs: 30_000, policy: DEFAULT_RETRY_POLICY, retentionSeconds: 86_400 });
+      await ledger.recordAttempt({
+        eventId: id,
+        endpoint: DEFAULT_ENDPOINT,
+        claimToken,
+        body: result.value.body,
+        nowMs: at,
+        attempt: { attempt: 1, at, outcome: 'rejected', status: 400, durationMs: 10 },
+        outcome: { kind: 'rejected', status: 400, responseStart: 'no' },
+        next: { state: 'dead', reason: 'rejected', detail: '400 no' },
+      });
+    }
+    return ledger;
+  }
+
+  it('stops a bounded run at a page end once maxMatched matched, and its cursor continues without repeats or gaps', async () => {
+    // Prepare
+    const ids = ['evt_a', 'evt_b', 'evt_c', 'evt_d', 'evt_e'];
+    const ledger = await ledgerWithDead(ids);
+    const enqueued: string[] = [];
+    const deps = { ledger, queue: { enqueue: async (body: string) => void enqueued.push((JSON.parse(body) as { id: string }).id) } };
+
+    // Act
+    const runs = [await replayDeadDeliveries(selection, actor, deps, { ratePerSecond: 100, sleep: noSleep, maxMatched: 2 })];
+    while (runs.at(-1)!.cursor !== undefined && runs.length < 10) {
+      runs.push(await replayDeadDeliveries(selection, actor, deps, { ratePerSecond: 100, sleep: noSleep, maxMatched: 2, cursor: runs.at(-1)!.cursor }));
+    }
+
+    // Assess
+    expect(runs.map((r) => r.replayed)).toEqual([2, 2, 1]);
+    expect(runs.map((r) => r.cursor === undefined)).toEqual([false, false, true]);
+    expect(enqueued).toEqual(ids);
+  });
+
+  it('counts a bounded dry run likewise, and stops after maxRead rows read whether they matched or not', async () => {
+    const ledger = await ledgerWithDead(['evt_a', 'evt_b', 'evt_c']);
+    const deps = { ledger, queue: { enqueue: async () => {} } };
+
+    const counted = await replayDeadDeliveries(selection, actor, deps, { ratePerSecond: 1, dryRun: true, maxMatched: 2 });
+    const none = await replayDeadDeliveries({ ...selection, deadReason: 'exhausted' }, actor, deps, { ratePerSecond: 1, dryRun: true, maxMatched: 2, maxRead: 1 });
+
+    expect(counted).toMatchObject({ matched: 2, replayed: 0, cursor: expect.any(String) });
+    expect(none).toMatchObject({ matched: 0, cursor: expect.any(String) });
+    expect((await ledger.get({ eventId: 'evt_a', endpoint: DEFAULT_ENDPOINT }))?.state).toBe('dead');
+  });
+
   it('refuses a rate that is not above 0 and audit texts it cannot keep, before reading anything', async () => {
     const ledger = await ledgerWith('dead');
     const deps = { ledger, queue: { enqueue: async () => {} } };
