@@ -2,10 +2,11 @@
  * The management API's Lambda entry (functions/api.ts) as AWS runs it: wired once from the
  * environment the construct gives it (infra/delivery/functions.ts createApiFunction), with the SDK's
  * standard AWS connection aimed by `AWS_ENDPOINT_URL_*` at real emulators (fauxqs, dynalite) and at
- * loopback stand-ins for Secrets Manager (the seal key, by ARN). Each request is API Gateway's HTTP
+ * loopback stand-ins for Secrets Manager (the seal key, by ARN) and KMS (the registry's key). Each request is API Gateway's HTTP
  * API event with the IAM authorizer's principal, as API Gateway sends it.
  */
-import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, GetItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { IDEMPOTENCY_PARTITION_PREFIX } from '../../api/dynamodb-idempotency';
@@ -19,6 +20,7 @@ import { startEmulators, type Emulators } from '../../sandbox/emulators';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { createQueue, ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/queues';
+import { startKmsStub, type KmsStub } from '../helpers/kms';
 import { startSecretsManagerStub, type SecretsManagerStub } from '../helpers/secrets-manager';
 import { TEST_SEAL_KEY } from '../helpers/sqs-records';
 
@@ -92,6 +94,7 @@ function bodyOf(result: ApiResult): any {
 describe('functions/api.ts: the API Lambda wired from its environment', () => {
   let emulators: Emulators;
   let secrets: SecretsManagerStub;
+  let kms: KmsStub;
   let sqs: SQSClient;
   let dynamodb: DynamoDBClient;
   let handler: (event: ApiEvent) => Promise<ApiResult>;
@@ -101,6 +104,7 @@ describe('functions/api.ts: the API Lambda wired from its environment', () => {
     emulators = await startEmulators();
     secrets = await startSecretsManagerStub();
     secrets.answer(SEAL_KEY_ARN, { value: TEST_SEAL_KEY });
+    kms = await startKmsStub();
     sqs = new SQSClient({ region: REGION, endpoint: emulators.sqsEndpoint, credentials: CREDENTIALS, useQueueUrlAsEndpoint: false });
     dynamodb = new DynamoDBClient({ region: REGION, endpoint: emulators.dynamodbEndpoint, credentials: CREDENTIALS });
     await createLedgerTable(dynamodb, NAMES.ledgerTable, { shipmentIndex: true });
@@ -117,6 +121,7 @@ describe('functions/api.ts: the API Lambda wired from its environment', () => {
       AWS_ENDPOINT_URL_SQS: emulators.sqsEndpoint,
       AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbEndpoint,
       AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.url,
+      AWS_ENDPOINT_URL_KMS: kms.url,
     });
     ({ handler } = await import('../../functions/api'));
   });
@@ -126,6 +131,7 @@ describe('functions/api.ts: the API Lambda wired from its environment', () => {
     sqs?.destroy();
     dynamodb?.destroy();
     await secrets?.close();
+    await kms?.close();
     await emulators?.close();
   });
 
@@ -202,6 +208,24 @@ describe('functions/api.ts: the API Lambda wired from its environment', () => {
     expect(result.statusCode).toBe(202);
     expect(Messages.map((m) => [JSON.parse(m.Body!).id, m.Attributes?.MessageGroupId])).toEqual([['evt_lambda_ordered', 'shp_lambda_ordered']]);
     expect(await receiveAll(NAMES.queueUrl)).toEqual([]);
+  });
+
+  it("creates an endpoint with its new secret encrypted by the registry's key its environment names, the secret shown in the 201 alone", async () => {
+    // Act
+    const created = await handler(apiEvent('POST', '/v1/endpoints', { body: { name: 'lambda-hooks', url: 'https://receiver.example.com/hooks', eventTypes: ['*'] } }));
+    const read = await handler(apiEvent('GET', '/v1/endpoints/lambda-hooks'));
+    const { Item } = await dynamodb.send(new GetItemCommand({ TableName: NAMES.endpointsTable, Key: { [REGISTRY_SCHEMA.partitionKey]: { S: 'lambda-hooks' } }, ConsistentRead: true }));
+
+    // Assess
+    expect(created.statusCode).toBe(201);
+    const secret = bodyOf(created).secret as string;
+    expect(secret).toMatch(/^whsec_/);
+    expect(kms.calls).toEqual([expect.stringMatching(new RegExp(`^Encrypt ${ENDPOINTS_KEY_ARN} `))]);
+    expect(JSON.stringify(Item)).toContain('encrypted:kms:');
+    expect(JSON.stringify(Item)).not.toContain(secret.slice('whsec_'.length));
+    expect(read.statusCode).toBe(200);
+    expect(bodyOf(read)).toMatchObject({ name: 'lambda-hooks' });
+    expect(read.body).not.toContain(secret.slice('whsec_'.length));
   });
 
   it('signs portal links with the key derived from the seal key, read from Secrets Manager by its ARN once for the container', async () => {
