@@ -3,8 +3,9 @@
  * handler over every route, on real emulators (fauxqs, dynalite) with rows the real ledger wrote.
  * What the client encodes is what the router decodes (a `:` in an event ID, the query of a filter),
  * its credentials are the server's bearer token, a refusal comes back as a HandoffApiError naming
- * each bad field, lists are followed to the end, and a POST repeated with its Idempotency-Key is
- * answered the first answer with nothing done twice.
+ * each bad field, lists are followed to the end, a POST repeated with its Idempotency-Key is
+ * answered the first answer with nothing done twice, and what an operator does is recorded as the
+ * sandbox's authenticated caller.
  */
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -13,9 +14,13 @@ import { HandoffApiError } from '../../api/client/errors';
 import type { ShipmentEvent } from '../../api/client/types';
 import { MemoryIdempotencyStore } from '../../api/idempotency';
 import { CommandContext } from '../../cli/context';
+import type { Target } from '../../cli/target';
+import { LocalSecretCipher } from '../../lib/endpoints/secret-cipher';
 import { createLogger } from '../../lib/observability';
-import { startApiServer, type ApiServer } from '../../sandbox/api-server';
+import { SANDBOX_API_PRINCIPAL, startApiServer, type ApiServer } from '../../sandbox/api-server';
 import { parsed, settledDelivery, shipmentEvent, startTestbed, type Testbed } from '../helpers/api-testbed';
+import { DEFAULT_DEPLOYMENT } from '../helpers/deployment';
+import { TEST_SEAL_KEY } from '../helpers/sqs-records';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
 const SECOND = 1000;
@@ -40,7 +45,9 @@ beforeEach(async () => {
   context?.close();
   await bed.reset();
   const silent = () => new PassThrough() as unknown as NodeJS.WriteStream;
-  context = new CommandContext(bed.target, { stdout: silent(), stderr: silent() });
+  // The sandbox's own: a seal key for handoff's messages to one endpoint, a key for the secrets it stores.
+  const target: Target = { ...bed.target, deployment: DEFAULT_DEPLOYMENT, sealKey: { key: TEST_SEAL_KEY }, endpointSecretsKey: { key: LocalSecretCipher.generateKey() } };
+  context = new CommandContext(target, { stdout: silent(), stderr: silent() });
   server = await startApiServer({
     port: 0,
     context,
@@ -157,5 +164,43 @@ describe('HandoffClient against the sandbox API', () => {
     expect([reused?.status, reused?.code]).toEqual([409, 'idempotency-key-reused']);
     await bed.receive(bed.target.queueUrl!, 1);
     expect(await bed.isEmpty(bed.target.queueUrl!)).toBe(true);
+  });
+
+  it('is refused a create naming both bad fields, then creates with the secret shown in that answer only', async () => {
+    // Act
+    const refused = await client.createEndpoint({ name: 'orders', url: 'ftp://hooks.example.com/in', eventTypes: ['*'], attemptTimeoutMs: 5 }).then(
+      () => undefined,
+      (caught: unknown) => caught as HandoffApiError,
+    );
+    const created = await client.createEndpoint({ name: 'orders', url: 'https://hooks.example.com/in', eventTypes: ['*'], owner: 'acme' });
+    const read = await client.getEndpoint('orders');
+    const listed = await client.listEndpoints({ owner: 'acme' });
+
+    // Assess
+    expect(refused).toBeInstanceOf(HandoffApiError);
+    expect([refused!.status, refused!.code]).toEqual([400, 'invalid-request']);
+    expect(refused!.errors.map((e) => e.path).sort()).toEqual(['attemptTimeoutMs', 'url']);
+    expect(created.secret).toMatch(/^whsec_/);
+    expect([read.secret, listed.items.map((e) => [e.name, e.secret])]).toEqual(['set', [['orders', 'set']]]);
+    expect(JSON.stringify([read, listed])).not.toContain(created.secret!);
+  });
+
+  it("records the server's authenticated caller as who disabled an endpoint and who replayed its delivery", async () => {
+    // Prepare
+    await client.createEndpoint({ name: 'billing', url: 'https://hooks.example.com/billing', eventTypes: ['*'] });
+    await settledDelivery(bed.ledger, parsed(shipmentEvent('evt_r1')), 'billing', T0, 'exhausted');
+    await settledDelivery(bed.ledger, parsed(shipmentEvent('evt_r2')), 'billing', T0 + SECOND, 'exhausted');
+
+    // Act
+    const disabled = await client.disableEndpoint('billing', { reason: 'receiver down' });
+    const counted = await client.replay({ endpoint: 'billing', deadSince: new Date(T0 - SECOND), until: new Date(T0 + 10 * SECOND), dryRun: true, reason: 'receiver fixed' });
+    const replayed = await client.replay({ eventId: 'evt_r1', endpoint: 'billing', reason: 'receiver fixed' });
+    const after = await client.getEvent('evt_r1');
+
+    // Assess
+    expect([disabled.state, disabled.stateChange?.by, disabled.stateChange?.reason]).toEqual(['disabled', SANDBOX_API_PRINCIPAL, 'receiver down']);
+    expect([counted.dryRun, counted.matched, counted.replayed, counted.next]).toEqual([true, 2, 0, null]);
+    expect([replayed.state, replayed.operator, replayed.caller, replayed.enqueued]).toEqual(['pending', SANDBOX_API_PRINCIPAL, SANDBOX_API_PRINCIPAL, true]);
+    expect(after.deliveries[0]!.audit.map((a) => [a.action, a.operator, a.reason])).toEqual([['replay', SANDBOX_API_PRINCIPAL, 'receiver fixed']]);
   });
 });
