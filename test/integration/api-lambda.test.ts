@@ -22,7 +22,11 @@ import { createLedgerTable } from '../../sandbox/ledger-table';
 import { createQueue, ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/queues';
 import { startKmsStub, type KmsStub } from '../helpers/kms';
 import { startSecretsManagerStub, type SecretsManagerStub } from '../helpers/secrets-manager';
-import { TEST_SEAL_KEY } from '../helpers/sqs-records';
+import { TEST_SEAL, TEST_SEAL_KEY } from '../helpers/sqs-records';
+import { parsed, settledDelivery, shipmentEvent } from '../helpers/api-testbed';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
+import { ENDPOINT_ATTRIBUTE } from '../../lib/queue/queue';
 
 const REGION = 'us-east-1';
 const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -226,6 +230,33 @@ describe('functions/api.ts: the API Lambda wired from its environment', () => {
     expect(read.statusCode).toBe(200);
     expect(bodyOf(read)).toMatchObject({ name: 'lambda-hooks' });
     expect(read.body).not.toContain(secret.slice('whsec_'.length));
+  });
+
+  it('replays a dead delivery with the proved caller as operator, sealed with the seal key read by its ARN, for that endpoint alone', async () => {
+    // Prepare: a delivery dead at acme, in the ledger the function's environment names.
+    const ledger = new DynamoDbLedger({ client: DynamoDBDocumentClient.from(dynamodb), tableName: NAMES.ledgerTable });
+    const event = parsed(shipmentEvent('evt_lambda_dead'));
+    await settledDelivery(ledger, event, 'acme', Date.now() - 60_000, 'rejected');
+
+    // Act
+    const result = await handler(apiEvent('POST', '/v1/replays', { body: { eventId: 'evt_lambda_dead', endpoint: 'acme', reason: 'acme fixed their 422' } }));
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: NAMES.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ['All'] }),
+    );
+
+    // Assess
+    expect(result.statusCode).toBe(202);
+    expect(bodyOf(result)).toMatchObject({ eventId: 'evt_lambda_dead', endpoint: 'acme', operator: CALLER, caller: CALLER, enqueued: true });
+    expect((await ledger.get({ eventId: 'evt_lambda_dead', endpoint: 'acme' }))?.audit).toEqual([
+      expect.objectContaining({ action: 'replay', operator: CALLER, caller: CALLER, reason: 'acme fixed their 422' }),
+    ]);
+    expect(Messages).toHaveLength(1);
+    const message = Messages[0]!;
+    await sqs.send(new DeleteMessageCommand({ QueueUrl: NAMES.queueUrl, ReceiptHandle: message.ReceiptHandle }));
+    expect(message.Body).toBe(event.body);
+    // Only a message sealed with the deployment's key steers the consumer to one endpoint.
+    expect(TEST_SEAL.controlOf(message.Body!, (name) => message.MessageAttributes?.[name]?.StringValue)).toMatchObject({ [ENDPOINT_ATTRIBUTE]: 'acme' });
+    expect(secrets.calls).toContain(`${SEAL_KEY_ARN} AWSCURRENT`);
   });
 
   it('signs portal links with the key derived from the seal key, read from Secrets Manager by its ARN once for the container', async () => {
