@@ -13,7 +13,7 @@
  * Who disables or enables an endpoint is the authenticated caller, never a name in the body.
  */
 import { endpointListCommand, endpointShowCommand } from '../../cli/commands/endpoint-read';
-import { EndpointFieldsUsageError, ListOptionError } from '../../cli/commands/endpoint-common';
+import { EndpointFieldsUsageError, ListOptionError, requireEndpoint } from '../../cli/commands/endpoint-common';
 import { sendTestEvent } from '../../cli/commands/endpoint-test';
 import { rotateEndpointSecret } from '../../cli/commands/endpoint-secret';
 import { ENABLE_REASON, setEndpointState } from '../../cli/commands/endpoint-state';
@@ -27,6 +27,7 @@ import { SECRET_PREFIX } from '../../lib/webhook/signing-secret';
 import { TEST_EVENT_TYPE } from '../../lib/event';
 import { auditTextProblem } from '../../lib/replay';
 import { DEFAULT_RESUME_RATE } from '../../lib/resume';
+import { outOfScope, requireOwner } from '../portal-link';
 import { ApiProblem, invalid, type FieldProblem } from '../problem';
 import type { QueryParameter, Route, RouteCall } from '../route';
 import {
@@ -71,8 +72,16 @@ const listEndpoints: Route = {
   tag: TAG,
   query: LIST_QUERY,
   responses: { 200: { description: 'A page of endpoints; `next` is null on the last', schema: ENDPOINT_PAGE_SCHEMA } },
-  handle: async ({ request, deps }) => {
+  problems: [403],
+  portal: 'owner',
+  handle: async (call) => {
+    const { request, deps } = call;
     const query = listQuery(request.query);
+    // A portal link's holder lists its owner's endpoints alone, whatever owner it names.
+    if (call.portalOwner !== undefined) {
+      requireOwner(call, query.owner ?? call.portalOwner);
+      query.owner = call.portalOwner;
+    }
     try {
       const result = await endpointListCommand(deps.context, query);
       return { status: 200, body: result.json };
@@ -118,8 +127,11 @@ const readEndpoint: Route = {
   summary: 'One endpoint: its fields, state, health, parked deliveries and release, the settings in effect',
   tag: TAG,
   responses: { 200: { description: 'The endpoint, as `handoff endpoint show --json`', schema: ENDPOINT_DETAIL_SCHEMA } },
-  problems: [404],
-  handle: async ({ params, deps }) => {
+  problems: [403, 404],
+  portal: 'owner',
+  handle: async (call) => {
+    const { params, deps } = call;
+    await inScope(call, nameOf(params));
     const result = await endpointShowCommand(deps.context, nameOf(params));
     return { status: 200, body: result.json };
   },
@@ -135,10 +147,15 @@ const updateEndpointRoute: Route = {
   tag: TAG,
   body: { schema: UPDATE_BODY_SCHEMA, required: true },
   responses: { 200: { description: 'The endpoint as changed, and the fields that changed (none: nothing written)', schema: UPDATED_SCHEMA } },
-  problems: [404, 409],
-  handle: async ({ params, body, deps }) => {
+  problems: [403, 404, 409],
+  portal: 'owner',
+  handle: async (call) => {
+    const { params, body, deps } = call;
     const name = nameOf(params);
     const given = objectBody(body);
+    await inScope(call, name);
+    // A portal link changes an endpoint's URL alone: of its fields, the console's portal mode edits only that.
+    if (call.portalOwner !== undefined && Object.keys(given).some((field) => field !== 'url' && !(field === 'name' && given.name === name))) throw outOfScope();
     const changes: Record<string, unknown> = {};
     const clear: string[] = [];
     const problems: FieldProblem[] = [];
@@ -224,10 +241,13 @@ const rotateSecret: Route = {
   tag: TAG,
   body: { schema: ROTATE_BODY_SCHEMA },
   responses: { 200: { description: 'Rotated: the endpoint and its new signing secret (shown once)', schema: ROTATED_SCHEMA } },
-  problems: [404, 409],
-  handle: async ({ params, body, deps }) => {
+  problems: [403, 404, 409],
+  portal: 'owner',
+  handle: async (call) => {
+    const { params, body, deps } = call;
     const name = nameOf(params);
     const given = objectBody(body ?? {});
+    await inScope(call, name);
     const problems = unknownFields(given, ['overlapSeconds']);
     const overlapSeconds = wholeField(given, 'overlapSeconds', 0, MAX_OVERLAP_SECONDS, problems) ?? DEFAULT_OVERLAP_SECONDS;
     if (problems.length > 0) throw invalid(problems);
@@ -246,9 +266,12 @@ const testEndpoint: Route = {
   description: `The event (status "test", data.type "${TEST_EVENT_TYPE}") goes on the delivery queue addressed to this endpoint alone, as handoff's own messages are (sealed): the consumer delivers it as any delivery, signed, retried, parked while the endpoint is disabled. GET /v1/events/{eventId} follows it.`,
   tag: TAG,
   responses: { 202: { description: 'On the queue: its event ID', schema: TEST_SENT_SCHEMA } },
-  problems: [404],
-  handle: async ({ params, deps }) => {
-    const { eventId } = await sendTestEvent(deps.context, nameOf(params));
+  problems: [403, 404],
+  portal: 'owner',
+  handle: async (call) => {
+    const name = nameOf(call.params);
+    await inScope(call, name);
+    const { eventId } = await sendTestEvent(call.deps.context, name);
     return { status: 202, body: { eventId } };
   },
 };
@@ -280,6 +303,16 @@ function nameOf(params: Readonly<Record<string, string>>): string {
   const name = params.name ?? '';
   if (!ENDPOINT_NAME.test(name)) throw new ApiProblem(404, 'endpoint-not-found', 'no endpoint has this name (1–64 characters of a-z 0-9 -)');
   return name;
+}
+
+/**
+ * For a portal link's holder: the endpoint must be its owner's (403 otherwise; 404 when there is
+ * none). Every other caller reaches every endpoint.
+ */
+async function inScope(call: RouteCall, name: string): Promise<void> {
+  if (call.portalOwner === undefined) return;
+  const record = await requireEndpoint(call.deps.context, name);
+  requireOwner(call, record.fields.owner);
 }
 
 /** The body as an object of fields. @throws ApiProblem 400 */

@@ -15,6 +15,8 @@ export interface ApiEventSpec {
   readonly headers?: Readonly<Record<string, string>>;
   /** The IAM principal's ARN; null: the request carries no credentials. */
   readonly caller?: string | null;
+  /** Who proved the caller: API Gateway's IAM authorizer (default), or a Lambda authorizer's principal (a portal link's, the sandbox's token). */
+  readonly authorizer?: 'iam' | 'lambda';
 }
 
 /** The caller of every event unless told. */
@@ -44,7 +46,9 @@ export function apiEvent(spec: ApiEventSpec): ApiEvent {
       stage: '$default',
       time: '04/Dec/2026:00:00:00 +0000',
       timeEpoch: 0,
-      ...(spec.caller === null ? {} : { authorizer: { iam: { userArn: spec.caller ?? DEFAULT_CALLER } } }),
+      ...(spec.caller === null
+        ? {}
+        : { authorizer: spec.authorizer === 'lambda' ? { lambda: { principal: spec.caller ?? DEFAULT_CALLER } } : { iam: { userArn: spec.caller ?? DEFAULT_CALLER } } }),
     },
     ...(body === undefined ? {} : { body }),
     isBase64Encoded: false,

@@ -16,6 +16,7 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryIdempotencyStore } from '../../api/idempotency';
+import { portalCallerOf } from '../../api/portal-link';
 import { createApiHandler, type ApiHandler } from '../../api/router';
 import { apiDocument, ROUTES } from '../../api/routes';
 import { endpointTestCommand } from '../../cli/commands/endpoint';
@@ -413,6 +414,49 @@ describe('Route: POST /v1/endpoints/{name}/rotate-secret', () => {
     expect(await cipher.decrypt(stored!.fields.secret!, 'rotated')).toBe(rotated.body.secret);
     expect(await cipher.decrypt(stored!.fields.previousSecret!, 'rotated')).toBe(old);
     expect(stored?.fields.previousSecretUntil).toBe(clock + 3_600_000);
+  });
+});
+
+describe('Routes: the endpoints, for a portal link', () => {
+  it("lists, reads, tests, rotates and changes the URL of its owner's endpoints only; anything else is 403", async () => {
+    // Prepare
+    await create({ name: 'portal-mine', url: acme.url, eventTypes: ['shipment.packed'], owner: 'merchant-7' });
+    await create({ name: 'portal-theirs', url: acme.url, eventTypes: ['shipment.packed'], owner: 'merchant-8' });
+    const portal = { caller: portalCallerOf('merchant-7'), authorizer: 'lambda' } as const;
+
+    // Act
+    const listed = await call({ method: 'GET', path: '/v1/endpoints', ...portal });
+    const listedOther = await call({ method: 'GET', path: '/v1/endpoints', query: { owner: 'merchant-8' }, ...portal });
+    const read = await call({ method: 'GET', path: '/v1/endpoints/portal-mine', ...portal });
+    const readOther = await call({ method: 'GET', path: '/v1/endpoints/portal-theirs', ...portal });
+    const moved = await call({ method: 'PATCH', path: '/v1/endpoints/portal-mine', body: { url: `${acme.url}/moved` }, ...portal });
+    const retuned = await call({ method: 'PATCH', path: '/v1/endpoints/portal-mine', body: { maxAttempts: 3 }, ...portal });
+    const rotated = await call({ method: 'POST', path: '/v1/endpoints/portal-mine/rotate-secret', body: { overlapSeconds: 0 }, ...portal });
+    shown.push({ secret: rotated.body.secret, text: rotated.text });
+    const tested = await call({ method: 'POST', path: '/v1/endpoints/portal-mine/test', ...portal });
+    const sent = await harness.receive(started.queueUrl, 1, { delete: true });
+    const testedOther = await call({ method: 'POST', path: '/v1/endpoints/portal-theirs/test', ...portal });
+    const disabled = await call({ method: 'POST', path: '/v1/endpoints/portal-mine/disable', body: { reason: 'no' }, ...portal });
+    const removed = await call({ method: 'DELETE', path: '/v1/endpoints/portal-mine', ...portal });
+    const added = await call({ method: 'POST', path: '/v1/endpoints', body: { name: 'portal-new', url: acme.url, eventTypes: ['*'] }, ...portal });
+
+    // Assess
+    expect(listed.status).toBe(200);
+    expect(listed.body.items.map((item: { name: string }) => item.name)).toEqual(['portal-mine']);
+    expect(read.status).toBe(200);
+    expect(moved.status).toBe(200);
+    expect(moved.body.changed).toEqual(['url']);
+    expect(rotated.status).toBe(200);
+    expect(tested.status).toBe(202);
+    expect(sent[0]?.MessageAttributes?.endpoint?.StringValue).toBe('portal-mine');
+    for (const answer of [listedOther, readOther, retuned, testedOther, disabled, removed, added]) {
+      expect(answer.status).toBe(403);
+      expect(answer.body.type).toBe('https://handoff.dev/problems/out-of-scope');
+    }
+    expect((await registry.get('portal-mine'))?.fields).toMatchObject({ url: `${acme.url}/moved`, owner: 'merchant-7' });
+    expect((await registry.get('portal-mine'))?.state).toBe('enabled');
+    expect((await registry.get('portal-mine'))?.fields.maxAttempts).toBeUndefined();
+    expect(await registry.get('portal-new')).toBeUndefined();
   });
 });
 
