@@ -114,7 +114,9 @@ export function apiEventOf(request: ReadRequest, principal: string | boolean | u
   const rawQueryString = questionMark === -1 ? '' : request.url.slice(questionMark + 1);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(request.headers)) {
-    if (value === undefined) continue;
+    // The credential stops here: the authorizer's verdict is `principal`, and nothing past this
+    // point (the router, a route, a log line) has any use for the token itself.
+    if (value === undefined || name.toLowerCase() === 'authorization') continue;
     headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
   }
   const query: Record<string, string> = {};

@@ -96,6 +96,12 @@ describe('Function: apiEventOf', () => {
     expect(requestOf(event)).toMatchObject({ method: 'POST', caller: 'sandbox', body: '{"reason":"é"}', query: { x: '1,3', y: '2' } });
   });
 
+  it('leaves the Authorization header out: the credential ends at the bearer check', () => {
+    const event = apiEventOf(read({ headers: { authorization: 'Bearer secret-token', host: 'h' } }), true, 'req-4', 0);
+    expect(event.headers).toEqual({ host: 'h' });
+    expect(JSON.stringify(event)).not.toContain('secret-token');
+  });
+
   it('carries no authorizer, so no caller, when the token did not match', () => {
     const event = apiEventOf(read(), false, 'req-2', 0);
     expect(event.requestContext.authorizer).toBeUndefined();
