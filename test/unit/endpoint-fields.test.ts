@@ -1,13 +1,14 @@
 /**
  * The table of endpoint fields (lib/endpoints/fields.ts) and what is derived from it: the settings
  * of a resolved endpoint and their defaults, and the JSON Schema of an endpoint, which a standard
- * validator (Ajv, draft 2020-12) holds to the same verdicts as parseEndpointFields.
+ * validator (Ajv, draft 2020-12) holds to the same verdicts as parseEndpointFields; every bad field
+ * of an endpoint named at once (checkEndpointFields, endpointProblems), as the management API names them.
  */
 import Ajv2020 from 'ajv/dist/2020';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS } from '../../lib/config';
-import { effectiveSettings, parseEndpointFields, resolveEndpoint } from '../../lib/endpoints/endpoint';
+import { checkEndpointFields, effectiveSettings, EndpointFieldsError, endpointProblems, parseEndpointFields, resolveEndpoint } from '../../lib/endpoints/endpoint';
 import { EndpointError } from '../../lib/errors';
 import { CLEARABLE_FIELDS, FIELD_NAMES, FIELD_SPECS, isFieldName, SETTING_DEFAULTS, SETTING_NAMES } from '../../lib/endpoints/fields';
 import { endpointJsonSchema, type JsonSchema } from '../../lib/endpoints/json-schema';
@@ -149,5 +150,50 @@ describe('Function: endpointJsonSchema', () => {
   ])('describes what is wrong with %s where parseEndpointFields refuses that field', (_case, endpoint, field, error) => {
     expect(refusal(endpoint).field).toBe(field);
     expect(described(endpoint)).toContain(error);
+  });
+});
+
+describe('Function: checkEndpointFields and endpointProblems', () => {
+  const deployment = {
+    retryPolicy: DEFAULT_SETTINGS.retryPolicy,
+    attemptTimeoutMs: DEFAULT_SETTINGS.attemptTimeoutMs,
+    retentionDays: DEFAULT_SETTINGS.retentionDays,
+    allowPrivateCidrs: [],
+    allowHttp: false,
+  };
+
+  it('names every bad field, in the order a refusal of one names them; parseEndpointFields refuses with the first', () => {
+    // Prepare
+    const input = { name: 'acme', url: 42, eventTypes: [], colour: 'red', maxAttempts: 0 };
+
+    // Act
+    const { problems, name } = checkEndpointFields(input);
+    const error = thrownBy(() => parseEndpointFields(input), EndpointFieldsError);
+
+    // Assess
+    expect(name).toBe('acme');
+    expect(problems.map((p) => p.field)).toEqual(['colour', 'url', 'eventTypes', 'maxAttempts']);
+    expect(error.problems).toEqual(problems);
+    expect(error.message).toBe(`endpoint "acme": colour ${problems[0]!.problem}`);
+  });
+
+  it('names a field given but refused once, not again as missing beside the field that needs it', () => {
+    // Act
+    const { problems } = checkEndpointFields({ ...minimal, secret: SECRET, previousSecret: 'not-a-secret', previousSecretUntil: 1 });
+
+    // Assess
+    expect(problems.map((p) => p.field)).toEqual(['previousSecret']);
+  });
+
+  it("adds the rules against the deployment's settings for the fields whose shape is good: the endpoint guard beside a bad field", () => {
+    // Act
+    const both = endpointProblems({ ...minimal, url: 'http://hooks.acme.example/handoff', maxAttempts: 0 }, deployment);
+    const scheduleRefused = endpointProblems({ ...minimal, retrySchedule: 'soon', maxAttempts: 100 }, deployment);
+
+    // Assess
+    expect(both.problems.map((p) => p.field)).toEqual(['maxAttempts', 'url']);
+    // The retry window is not judged with one of its fields refused.
+    expect(scheduleRefused.problems.map((p) => p.field)).toEqual(['retrySchedule']);
+    expect(endpointProblems(minimal, deployment).problems).toEqual([]);
   });
 });
