@@ -427,6 +427,8 @@ describe('the management API in the sandbox', { timeout: 90_000 }, () => {
     const own = await call('GET', '/v1/dead?owner=acme-corp', { token: portalToken });
     const others = await call('GET', '/v1/dead?owner=pager', { token: portalToken });
     const minting = await call('POST', '/v1/portal-links', { body: { owner: 'pager' }, token: portalToken });
+    const ownEndpoints = await call('GET', '/v1/endpoints', { token: portalToken });
+    const otherEndpoint = await call('GET', '/v1/endpoints/page-00', { token: portalToken });
 
     // Assess
     expect(stats.status).toBe(200);
@@ -437,6 +439,9 @@ describe('the management API in the sandbox', { timeout: 90_000 }, () => {
     expect(own.json).toEqual({ items: [], next: null });
     expect(others.status).toBe(403);
     expect(minting.status).toBe(403);
+    expect(ownEndpoints.status).toBe(200);
+    expect(ownEndpoints.json.items.map((e: { name: string }) => e.name)).toEqual(['hooks']);
+    expect(otherEndpoint.status).toBe(403);
     secrets.push(portalToken);
   });
 
