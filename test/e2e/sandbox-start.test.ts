@@ -207,6 +207,8 @@ describe('npm start with an invalid setting', () => {
     { variable: 'HANDOFF_CRASH_AT', value: 'before-send@' },
     // More than a ledger row can hold beside the rest of the row.
     { variable: 'HANDOFF_PAYLOAD_LIMIT_BYTES', value: '450000' },
+    // The management API's port (sandbox/api-server.ts).
+    { variable: 'HANDOFF_API_PORT', value: '70000' },
   ])('exits 2 with one line naming $variable for $value, printing no READY', async ({ variable, value }) => {
     const { code, stdout, stderr } = await runSandboxToExit({ env: { [variable]: value } });
 
