@@ -9,7 +9,7 @@ import { AccountRootPrincipal, Role } from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES } from '../../api/routes/index';
-import { HandoffStack } from '../../infra/app';
+import { apiAuthFromContext, HandoffStack } from '../../infra/app';
 import {
   ACCESS_LOG_FIELDS,
   API_ROUTE_KEYS,
@@ -382,6 +382,29 @@ describe('WebhookDelivery: the management API', () => {
       expect(outputs(people)).toEqual(
         expect.arrayContaining([STACK_OUTPUTS.apiUrl, STACK_OUTPUTS.apiJwtUrl, STACK_OUTPUTS.apiUserPoolId, STACK_OUTPUTS.apiUserPoolClientId]),
       );
+    });
+  });
+
+  describe('CDK context (infra/app.ts)', () => {
+    const contextOf = (values: Record<string, unknown>) => (key: string) => values[key];
+
+    it('asks for no JWT authorization without apiUserPool or apiJwtIssuer', () => {
+      expect(apiAuthFromContext(contextOf({}))).toBeUndefined();
+      expect(apiAuthFromContext(contextOf({ apiUserPool: 'false' }))).toBeUndefined();
+    });
+
+    it('reads apiUserPool=true as a user pool, and apiJwtIssuer with a comma-separated apiJwtAudience as an issuer', () => {
+      expect(apiAuthFromContext(contextOf({ apiUserPool: true }))).toEqual({ jwt: { userPool: true } });
+      expect(apiAuthFromContext(contextOf({ apiJwtIssuer: 'https://login.example.com', apiJwtAudience: 'handoff-api, console' }))).toEqual({
+        jwt: { issuer: 'https://login.example.com', audience: ['handoff-api', 'console'] },
+      });
+    });
+
+    it('refuses an issuer without an audience, an audience without an issuer, and an issuer beside the user pool, naming the context key', () => {
+      expect(() => apiAuthFromContext(contextOf({ apiJwtIssuer: 'https://login.example.com' }))).toThrow(/^apiJwtAudience \(CDK context\) must name the audience/);
+      expect(() => apiAuthFromContext(contextOf({ apiJwtAudience: 'a' }))).toThrow(/^apiJwtAudience \(CDK context\) needs apiJwtIssuer$/);
+      expect(() => apiAuthFromContext(contextOf({ apiUserPool: 'true', apiJwtIssuer: 'https://login.example.com' }))).toThrow(/^apiJwtIssuer \(CDK context\) cannot be given with apiUserPool=true/);
+      expect(() => apiAuthFromContext(contextOf({ apiUserPool: 'yes' }))).toThrow(/^apiUserPool \(CDK context\) must be true or false, got "yes"$/);
     });
   });
 
