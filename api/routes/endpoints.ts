@@ -16,7 +16,7 @@ import { endpointListCommand, endpointShowCommand } from '../../cli/commands/end
 import { EndpointFieldsUsageError, ListOptionError, requireEndpoint } from '../../cli/commands/endpoint-common';
 import { sendTestEvent } from '../../cli/commands/endpoint-test';
 import { rotateEndpointSecret } from '../../cli/commands/endpoint-secret';
-import { ENABLE_REASON, setEndpointState } from '../../cli/commands/endpoint-state';
+import { ENABLE_REASON, MAX_RESUME_RATE, setEndpointState } from '../../cli/commands/endpoint-state';
 import { endpointJson, releaseJson } from '../../cli/commands/endpoint-view';
 import { addEndpoint, endpointRemoveCommand, updateEndpoint } from '../../cli/commands/endpoint-write';
 import { ENDPOINT_NAME, ENDPOINT_STATES, type EndpointState } from '../../lib/endpoints/endpoint';
@@ -49,7 +49,6 @@ import {
   UPDATED_SCHEMA,
   unshared,
 } from './endpoint-schemas';
-import { MAX_RESUME_RATE } from '../../cli/commands/endpoint-state';
 
 const TAG = 'endpoints';
 
