@@ -179,6 +179,8 @@ function readBody(req: IncomingMessage): Promise<{ body: Buffer; overflowed: boo
     req.on('data', onData);
     req.once('end', () => resolve({ body: Buffer.concat(chunks), overflowed: false }));
     req.once('error', reject);
+    // A client gone before its body ended: nothing to answer (a settled promise ignores this).
+    req.once('close', () => reject(new Error('the request closed before its body ended')));
   });
 }
 
