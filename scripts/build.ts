@@ -11,6 +11,7 @@
  * dist/
  *   cdk.js          handoff/cdk: the WebhookDelivery construct (aws-cdk-lib, constructs: peers)
  *   receiver.js     handoff/receiver: the receiver kit
+ *   client.js       handoff/client: the management API's typed client
  *   cli.js          the handoff command's program with its dependencies, run by bin/handoff.js
  *                   with plain node
  *   consumer/       the Lambda functions, bundled as the construct bundles them at synth, so an
@@ -42,6 +43,7 @@ export const LIBRARY_ENTRIES: Readonly<Record<string, Readonly<Record<string, re
     'lib/policy': ['DEFAULT_RETRY_POLICY', 'retryPolicy', 'type RetryPolicy'],
   },
   receiver: { 'lib/receiver/index': ['*'] },
+  client: { 'api/client/index': ['*'] },
 };
 
 /** `export … from '<prefix><module><suffix>'` lines for one entry point. */

@@ -40,6 +40,7 @@ import { App, Stack } from 'aws-cdk-lib';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { retryPolicy, WebhookDelivery, type WebhookDeliveryProps } from 'handoff/cdk';
 import { checkReceiverRetention, createReceiver, MemoryIdempotencyStore } from 'handoff/receiver';
+import { HandoffApiError, HandoffClient } from 'handoff/client';
 
 const app = new App({ outdir: 'cdk.out' });
 const stack = new Stack(app, 'PackedApp');
@@ -65,6 +66,12 @@ const receive = createReceiver({
   action: () => ({ status: 200 }),
 });
 checkReceiverRetention(delivery.settings.retryPolicy, receive.retentionSeconds);
+
+// The management API's client, typed from the package (a deployed stack's ApiUrl output is such a URL).
+const api = new HandoffClient({ url: 'https://abc123.execute-api.eu-west-1.amazonaws.com/', credentials: { token: 'a-token' } });
+const isProblem = (error: unknown): boolean => error instanceof HandoffApiError && error.status === 404;
+void api;
+void isProblem;
 app.synth();
 `;
 
@@ -122,7 +129,7 @@ describe('Package: the packed tarball in a fresh CDK app', () => {
     const { stdout } = await run('tar', ['-tzf', tarball]);
     const files = stdout.trim().split('\n').map((line) => line.replace(/^package\//, ''));
 
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/handoff.js', 'dist/cdk.js', 'dist/cdk.d.ts', 'dist/receiver.js', 'dist/receiver.d.ts', 'dist/cli.js', 'dist/consumer/index.mjs']));
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/handoff.js', 'dist/cdk.js', 'dist/cdk.d.ts', 'dist/receiver.js', 'dist/receiver.d.ts', 'dist/client.js', 'dist/client.d.ts', 'dist/cli.js', 'dist/consumer/index.mjs', 'dist/consumer/api.mjs']));
     expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
     expect(files.filter((file) => /(^|\/)(test|tests|__tests__)\//.test(file) || /\.test\./.test(file))).toEqual([]);
   });
