@@ -67,6 +67,9 @@ export function fingerprintOf(method: string, path: string, query: Readonly<Reco
 /** The fields every answer is kept without: a signing secret is shown once. */
 export const SHOWN_ONCE = ['secret'] as const;
 
+/** What an endpoint's view says in `secret` (whether it has one): no secret, so kept as it is. */
+const SECRET_STATES: ReadonlySet<unknown> = new Set(['set', 'unset']);
+
 /**
  * The answer as kept: every field named in `shownOnce` (SHOWN_ONCE, plus a route's own, such as a
  * portal link's `token` and `url`) taken out where it holds a string, and `<name>Shown: true` in its place.
@@ -76,7 +79,8 @@ export function withoutSecrets(body: unknown, shownOnce: readonly string[] = SHO
   if (typeof body !== 'object' || body === null) return body;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(body)) {
-    if ((k === 'secret' || shownOnce.includes(k)) && typeof v === 'string') out[`${k}Shown`] = true;
+    const shown = (k === 'secret' && !SECRET_STATES.has(v)) || (k !== 'secret' && shownOnce.includes(k));
+    if (shown && typeof v === 'string') out[`${k}Shown`] = true;
     else out[k] = withoutSecrets(v, shownOnce);
   }
   return out;

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ApiEvent, ApiResult } from '../../api/http';
-import { MAX_KEPT_ANSWER_BYTES, MemoryIdempotencyStore } from '../../api/idempotency';
+import { MAX_KEPT_ANSWER_BYTES, MemoryIdempotencyStore, withoutSecrets } from '../../api/idempotency';
 import { portalCallerOf, requireOwner } from '../../api/portal-link';
 import type { ApiDeps, Route } from '../../api/route';
 import { createApiHandler } from '../../api/router';
@@ -329,5 +329,32 @@ describe('the API router', () => {
     expect(logLines[0]).not.toContain('acme-private');
     expect(logLines[0]).not.toContain('secret-key-text');
     expect(logLines[0]).not.toContain('whsec_');
+  });
+});
+
+describe('Function: withoutSecrets', () => {
+  it('takes out a secret wherever it is, and leaves an endpoint view saying whether one is set', () => {
+    // Prepare
+    const answer = {
+      created: { name: 'acme', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
+      views: [
+        { name: 'a', secret: 'set' },
+        { name: 'b', secret: 'unset' },
+      ],
+      link: { url: 'https://console.example/#portal=x', token: 'v1.x.y' },
+    };
+
+    // Act
+    const kept = withoutSecrets(answer, ['url', 'token']);
+
+    // Assess
+    expect(kept).toEqual({
+      created: { name: 'acme', secretShown: true },
+      views: [
+        { name: 'a', secret: 'set' },
+        { name: 'b', secret: 'unset' },
+      ],
+      link: { urlShown: true, tokenShown: true },
+    });
   });
 });
