@@ -14,7 +14,6 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { expect } from 'vitest';
-import type { ApiEvent } from '../../api/http';
 import { MemoryIdempotencyStore } from '../../api/idempotency';
 import { portalKeySource } from '../../api/portal-link';
 import { MessageSeal } from '../../lib/queue/seal';
@@ -34,6 +33,7 @@ import { startEmulators, type Emulators } from '../../sandbox/emulators';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { createQueue, ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/queues';
+import { apiEvent, DEFAULT_CALLER } from './api-events';
 import { OpenApiValidator } from './openapi-validator';
 
 const REGION = 'us-east-1';
@@ -41,7 +41,8 @@ const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
 /** The payload limit the target states: what the API checks events against. */
 export const TESTBED_PAYLOAD_LIMIT_BYTES = 2048;
 /** The caller every request is made as, unless told. */
-export const TEST_CALLER = 'arn:aws:iam::123456789012:user/alice';
+/** The IAM caller every call is made as unless told. */
+export const TEST_CALLER = DEFAULT_CALLER;
 
 export interface ApiRequestSpec {
   readonly method: string;
@@ -88,7 +89,6 @@ export async function startTestbed(name: string): Promise<Testbed> {
   const validator = await OpenApiValidator.of(apiDocument());
   let generation = 0;
   let state: { target: Target; ledger: DynamoDbLedger; registry: DynamoDbEndpointRegistry; context: CommandContext; handler: ApiHandler } | undefined;
-  let requests = 0;
 
   const current = () => {
     if (state === undefined) throw new Error('call reset() first');
@@ -149,33 +149,8 @@ export async function startTestbed(name: string): Promise<Testbed> {
       };
     },
     async call(spec) {
-      requests += 1;
-      const query = spec.query ?? {};
-      const rawQueryString = new URLSearchParams(query).toString();
-      const body = spec.body === undefined ? undefined : typeof spec.body === 'string' ? spec.body : JSON.stringify(spec.body);
-      const event = {
-        version: '2.0',
-        routeKey: '$default',
-        rawPath: spec.path,
-        rawQueryString,
-        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...spec.headers },
-        ...(Object.keys(query).length === 0 ? {} : { queryStringParameters: { ...query } }),
-        requestContext: {
-          accountId: '123456789012',
-          apiId: 'test',
-          domainName: 'api.test',
-          domainPrefix: 'api',
-          http: { method: spec.method, path: spec.path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' },
-          requestId: `req-${requests}`,
-          routeKey: '$default',
-          stage: '$default',
-          time: '04/Dec/2026:00:00:00 +0000',
-          timeEpoch: 0,
-          ...(spec.caller === null ? {} : { authorizer: { iam: { userArn: spec.caller ?? TEST_CALLER } } }),
-        },
-        ...(body === undefined ? {} : { body }),
-        isBase64Encoded: false,
-      } as unknown as ApiEvent;
+      const event = apiEvent({ ...spec, caller: spec.caller === null ? null : (spec.caller ?? TEST_CALLER) });
+      const rawQueryString = event.rawQueryString;
       const result = await current().handler(event);
       const text = typeof result.body === 'string' ? result.body : '';
       const contentType = result.headers?.['content-type'] as string | undefined;
