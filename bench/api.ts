@@ -21,7 +21,7 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { endpointShowCommand } from '../cli/commands/endpoint-read';
-import { sendEvents } from '../cli/commands/send';
+import { sendEvents } from '../cli/commands/send-events';
 import { CommandContext } from '../cli/context';
 import { targetOfSandboxState } from '../cli/target';
 import { DynamoDbIdempotencyStore } from '../api/dynamodb-idempotency';

@@ -13,8 +13,9 @@ import { addEndpointCommands } from './commands/endpoint';
 import { releaseCommand, type ReleaseOptions } from './commands/release';
 import { DEFAULT_REPLAY_RATE, isoTime, replayCommand, type ReplayOptions } from './commands/replay';
 import type { CommandResult } from './commands/result';
-import { payloadLimitFor, readInput, sendCommand } from './commands/send';
-import { DEFAULT_STATS_SINCE_MS, sinceOption, statsCommand } from './commands/stats';
+import { readInput, sendCommand } from './commands/send';
+import { payloadLimitFor } from './commands/send-events';
+import { DEFAULT_STATS_SINCE_MS, parseSince, statsCommand } from './commands/stats';
 import { statusOf, type StatusCommandOptions } from './commands/shipment-status';
 import { CommandContext } from './context';
 import { describeFailure, EXIT, type ExitCode } from './errors';
@@ -301,4 +302,13 @@ function wholeNumber(min: number, max: number) {
 function packageVersion(): string {
   const require = createRequire(import.meta.url);
   return (require('../package.json') as { version: string }).version;
+}
+
+/** `parseSince` as commander's option parser: its refusal names the option and the value. */
+export function sinceOption(raw: string): number {
+  try {
+    return parseSince(raw);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }

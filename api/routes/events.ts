@@ -12,7 +12,7 @@
  * order holds). So 202 says what was done event by event, whatever it was.
  */
 import { isEventId, type ParsedEvent, parseEvent } from '../../lib/event';
-import { HELD_BACK, payloadLimitFor, sendEvents } from '../../cli/commands/send';
+import { HELD_BACK, payloadLimitFor, sendEvents } from '../../cli/commands/send-events';
 import { statusCommand } from '../../cli/commands/status';
 import { invalid, type FieldProblem } from '../problem';
 import type { QueryParameter, Route } from '../route';

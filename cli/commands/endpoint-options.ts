@@ -5,7 +5,9 @@
  * whole stays text, for the field's own check to name. A field of another shape (`match`) says here
  * how it is written.
  */
-import { Option, type Command } from 'commander';
+// Options are made by the command they belong to (`createOption`): this file, which the management
+// API's use cases import for the fields' reading, loads no CLI framework of its own.
+import type { Command } from 'commander';
 import { CLEARABLE_FIELDS, FIELD_NAMES, FIELD_SPECS, type FieldName } from '../../lib/endpoints/fields';
 import { jsonSchemaOf } from '../../lib/endpoints/json-schema';
 import { quoted } from '../../lib/terminal';
@@ -55,7 +57,7 @@ export function fieldOptions(command: Command, mode: 'add' | 'update'): Command 
   for (const name of OPTION_FIELDS) {
     const spec = FIELD_SPECS[name];
     const kind = KINDS[name];
-    const option = new Option(spec.cli!.flag, helpOf(name, kind));
+    const option = command.createOption(spec.cli!.flag, helpOf(name, kind));
     // commander keys each option by its flag: the flag must name the field.
     if (option.attributeName() !== name) throw new Error(`${spec.cli!.flag} is not the option of endpoint field ${name}`);
     if (kind.choices !== undefined) option.choices(kind.choices);
@@ -63,7 +65,7 @@ export function fieldOptions(command: Command, mode: 'add' | 'update'): Command 
     // An endpoint cannot be renamed: update takes the name as its argument.
     if (name === 'name' && mode === 'update') option.hideHelp();
     command.addOption(option);
-    if (kind.flag) command.addOption(new Option(`--no-${option.long!.slice(2)}`, spec.cli!.off ?? `the opposite of ${option.long}`));
+    if (kind.flag) command.addOption(command.createOption(`--no-${option.long!.slice(2)}`, spec.cli!.off ?? `the opposite of ${option.long}`));
     if (name === 'secret') command.option('--unsigned', 'add it without a signing secret (requests are not signed)');
   }
   command.option('--from-file <path>', 'the fields as a JSON object (options given override them)');

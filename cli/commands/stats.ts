@@ -23,14 +23,13 @@
  * the totals, and each endpoint's dead and parked counts.
  */
 import { GetQueueAttributesCommand, type QueueAttributeName } from '@aws-sdk/client-sqs';
-import { InvalidArgumentError } from 'commander';
 import pLimit from 'p-limit';
 import type { DeliveryRecord, Ledger } from '../../lib/ledger/ledger';
 import { MetricsUnavailableError, type MetricsWindow } from '../../lib/metrics/metrics-reader';
 import { deadByEndpoint, deliveryStats, pendingCount, type DeliveryStats, type EndpointBacklog, type QueueDepth } from '../../lib/stats';
 import type { CommandContext } from '../context';
 import { formatDuration, formatPercent, keyValues } from '../format';
-import { PARKED_COUNT_CONCURRENCY } from './endpoint';
+import { PARKED_COUNT_CONCURRENCY } from './endpoint-read';
 import type { CommandResult } from './result';
 
 const PAGE_SIZE = 100;
@@ -63,15 +62,6 @@ export function parseSince(text: string): number {
   const ms = match ? Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS] : NaN;
   if (!(ms >= UNIT_MS.m && ms <= MAX_SINCE_MS)) throw new RangeError('must be a duration like 30m, 24h or 7d, from 1m to 15d.');
   return ms;
-}
-
-/** `parseSince` as commander's option parser: its refusal names the option and the value. */
-export function sinceOption(raw: string): number {
-  try {
-    return parseSince(raw);
-  } catch (error) {
-    throw new InvalidArgumentError((error as Error).message);
-  }
 }
 
 /** `24 h`, `90 min`, `7 d`: a window in its largest whole unit (hours up to a day), for the output. */

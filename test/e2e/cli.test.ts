@@ -29,7 +29,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HELD_BACK, payloadLimitFor, sendCommand } from '../../cli/commands/send';
+import { sendCommand } from '../../cli/commands/send';
+import { HELD_BACK, payloadLimitFor } from '../../cli/commands/send-events';
 import { CommandContext } from '../../cli/context';
 import { describeFailure } from '../../cli/errors';
 import { sandboxTarget, type Target } from '../../cli/target';

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { payloadLimitFor } from '../../cli/commands/send';
+import { payloadLimitFor } from '../../cli/commands/send-events';
 import { CommandContext } from '../../cli/context';
 import { CommandFailedError, describeFailure } from '../../cli/errors';
 import {

@@ -1,7 +1,8 @@
 import type { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from 'commander';
-import { describeSince, parseSince, sinceOption, statsCommand } from '../../cli/commands/stats';
+import { describeSince, parseSince, statsCommand } from '../../cli/commands/stats';
+import { sinceOption } from '../../cli/main';
 import type { CommandContext } from '../../cli/context';
 import type { DeliveryRecord, DeliveryState, ListOptions, Page } from '../../lib/ledger/ledger';
 import {
