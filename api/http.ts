@@ -25,7 +25,7 @@ export interface ApiRequest {
   readonly method: string;
   /** The path, decoded, without the query. */
   readonly path: string;
-  /** The query's parameters, the last value of each (a repeated one is not a list here). */
+  /** The query's parameters as API Gateway gives them: a repeated one's values joined by commas. */
   readonly query: Readonly<Record<string, string | undefined>>;
   /** Header names in lower case. */
   readonly headers: Readonly<Record<string, string | undefined>>;

@@ -50,16 +50,23 @@ export class ApiProblem extends Error {
     readonly code: string,
     detail: string,
     readonly errors: readonly FieldProblem[] = [],
-    options?: ErrorOptions,
+    options?: ErrorOptions & { readonly headers?: Readonly<Record<string, string>> },
   ) {
     super(detail, options);
+    this.headers = options?.headers ?? {};
   }
+
+  /** Headers the answer needs beside the document (a 405's `Allow`). */
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 /** 400 naming each bad field. */
 export function invalid(errors: readonly FieldProblem[], detail?: string): ApiProblem {
   return new ApiProblem(400, 'invalid-request', detail ?? `${errors.length === 1 ? 'one field is' : `${errors.length} fields are`} invalid: ${errors.map((e) => e.path).join(', ')}`, errors);
 }
+
+/** A bad field's path as answered: a caller's key is echoed inert and cut to this many characters. */
+const MAX_PATH_CHARS = 128;
 
 /** The problem's `type`: a URI naming the code, stable across versions. */
 export const PROBLEM_TYPE_BASE = 'https://handoff.dev/problems/';
@@ -103,11 +110,11 @@ export function problemResult(problem: ApiProblem, requestId: string): ApiResult
     // Inert: a detail may quote what the caller sent (a name, a field), never as an instruction to a terminal.
     detail: safe(problem.message),
     instance: requestId,
-    ...(problem.errors.length > 0 ? { errors: problem.errors.map((e) => ({ path: e.path, message: safe(e.message) })) } : {}),
+    ...(problem.errors.length > 0 ? { errors: problem.errors.map((e) => ({ path: safe(e.path).slice(0, MAX_PATH_CHARS), message: safe(e.message) })) } : {}),
   };
   return {
     statusCode: problem.status,
-    headers: { 'content-type': 'application/problem+json', 'cache-control': 'no-store', ...(problem.status === 401 ? { 'www-authenticate': 'Bearer' } : {}) },
+    headers: { 'content-type': 'application/problem+json', 'cache-control': 'no-store', ...(problem.status === 401 ? { 'www-authenticate': 'Bearer' } : {}), ...problem.headers },
     body: JSON.stringify(body),
   };
 }

@@ -5,6 +5,7 @@
  * the request ID, the route, the status and the time taken; nothing the caller sent.
  */
 import { errorFields } from '../lib/observability';
+import { auditTextProblem } from '../lib/replay';
 import type { ApiEvent, ApiResult } from './http';
 import { jsonResult, requestOf, type ApiRequest } from './http';
 import { fingerprintOf, IDEMPOTENCY_KEY, storedKey, withoutSecrets } from './idempotency';
@@ -35,6 +36,10 @@ export function createApiHandler(routes: readonly Route[], deps: ApiDeps): ApiHa
     try {
       const request = requestOf(event);
       if (request.caller === undefined) throw new ApiProblem(401, 'unauthenticated', 'the request carries no credentials this API takes');
+      // The caller is every audited change's operator: an identity an audit cannot keep is refused.
+      if (auditTextProblem('caller', request.caller) !== undefined) {
+        throw new ApiProblem(401, 'caller-unrecordable', 'the identity the credentials prove cannot be kept in an audit (too long, or holding control characters)');
+      }
       const { route, params } = match(compiled, request);
       operation = route.operationId;
       const portalOwner = portalScope(route, request.caller);
@@ -52,11 +57,11 @@ export function createApiHandler(routes: readonly Route[], deps: ApiDeps): ApiHa
 
 /** The route the method and path name, with its path's parameters. @throws ApiProblem 404, 405 */
 function match(compiled: readonly CompiledRoute[], request: ApiRequest): { route: Route; params: Record<string, string> } {
-  let pathKnown = false;
+  const allowed: string[] = [];
   for (const { route, pattern, names } of compiled) {
     const found = pattern.exec(request.path);
     if (found === null) continue;
-    pathKnown = true;
+    allowed.push(route.method);
     if (route.method !== request.method) continue;
     const params: Record<string, string> = {};
     names.forEach((name, i) => {
@@ -68,7 +73,9 @@ function match(compiled: readonly CompiledRoute[], request: ApiRequest): { route
     });
     return { route, params };
   }
-  if (pathKnown) throw new ApiProblem(405, 'method-not-allowed', `${request.method} is not allowed on this path`);
+  if (allowed.length > 0) {
+    throw new ApiProblem(405, 'method-not-allowed', `${request.method} is not allowed on this path`, [], { headers: { allow: allowed.join(', ') } });
+  }
   throw new ApiProblem(404, 'no-such-path', 'no resource at this path (the API is described at /v1/openapi.json)');
 }
 
@@ -123,7 +130,13 @@ async function answerOnce(
     await deps.idempotency.release(stored).catch(() => {});
     throw error;
   }
-  await deps.idempotency.complete(stored, fingerprint, { status: answer.status, body: withoutSecrets(answer.body, route.shownOnce) }, deps.now());
+  try {
+    await deps.idempotency.complete(stored, fingerprint, { status: answer.status, body: withoutSecrets(answer.body, route.shownOnce) }, deps.now());
+  } catch (error) {
+    // The use case ran: its answer (a secret shown once among it) goes back whatever the store did.
+    // The key stays claimed, so a repeat meanwhile is told it is in use rather than run again at once.
+    deps.logger.warn('idempotency answer not kept', { requestId: request.requestId, operation: route.operationId, ...errorFields(error) });
+  }
   return answer;
 }
 

@@ -28,6 +28,7 @@ import { TEST_EVENT_TYPE } from '../../lib/event';
 import { auditTextProblem } from '../../lib/replay';
 import { DEFAULT_RESUME_RATE } from '../../lib/resume';
 import { outOfScope, requireOwner } from '../portal-link';
+import { operatorOf } from './replays';
 import { ApiProblem, invalid, type FieldProblem } from '../problem';
 import type { QueryParameter, Route, RouteCall } from '../route';
 import {
@@ -362,7 +363,7 @@ function wholeField(given: Readonly<Record<string, unknown>>, field: string, min
 async function stateChanged(call: RouteCall, name: string, state: EndpointState, reason: string, rate?: number) {
   const ctx = call.deps.context;
   const nowMs = ctx.now();
-  const { record, parked } = await setEndpointState(ctx, name, state, { by: call.caller, reason, ...(rate !== undefined ? { rate } : {}) }, nowMs);
+  const { record, parked } = await setEndpointState(ctx, name, state, { by: operatorOf(call.caller), reason, ...(rate !== undefined ? { rate } : {}) }, nowMs);
   const body = endpointJson(record, nowMs, parked);
   return { status: 200, body: rate === undefined ? body : { ...body, release: releaseJson({ since: nowMs, rate }, nowMs) } };
 }

@@ -14,6 +14,7 @@
 import { isEventId, type ParsedEvent, parseEvent } from '../../lib/event';
 import { HELD_BACK, payloadLimitFor, sendEvents } from '../../cli/commands/send-events';
 import { statusCommand } from '../../cli/commands/status';
+import { safe } from '../../lib/terminal';
 import { invalid, type FieldProblem } from '../problem';
 import type { QueryParameter, Route } from '../route';
 import {
@@ -82,7 +83,7 @@ const postEvents: Route = {
     const accepted: Accepted[] = outcome.sent.map((s) => ({ eventId: s.eventId, messageId: s.messageId }));
     for (const u of outcome.unsent) {
       // `held-back`'s message says why itself; SQS's is its code and message.
-      refused.push({ index: valid[u.position]!.index, error: u.code === HELD_BACK ? u.message : `${u.code}: ${u.message}`.replace(/: $/, '') });
+      refused.push({ index: valid[u.position]!.index, error: u.code === HELD_BACK ? u.message : sqsReason(u.code, u.message) });
     }
     refused.sort((a, b) => a.index - b.index);
     return { status: 202, body: { accepted, refused } };
@@ -132,3 +133,12 @@ const getEvent: Route = {
 };
 
 export const EVENT_ROUTES: readonly Route[] = [postEvents, getEvent];
+
+/**
+ * What SQS said of an entry it did not take, for the caller: its code and its reason (a message too
+ * large, say), made inert, with any ARN in it (a role's, a queue's: an AccessDenied names them) left out.
+ */
+export function sqsReason(code: string, message: string): string {
+  const reason = safe(message.replace(/arn:[\w-]+:[^\s,;)"']+/g, '(an ARN)')).slice(0, 300);
+  return reason === '' ? code : `${code}: ${reason}`;
+}

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { eventTexts } from '../../api/routes/event-input';
+import { sqsReason } from '../../api/routes/events';
 
 describe('Function: eventTexts', () => {
   it("cuts each element of the batch's events out of the body as it was sent, spacing and spelling kept", () => {
@@ -37,5 +38,19 @@ describe('Function: eventTexts', () => {
     // Act / Assess
     expect(eventTexts('{"events":[]}')).toEqual([]);
     expect(eventTexts('{"\\u0065vents":[ true , null ]}')).toEqual(['true', 'null']);
+  });
+});
+
+describe('Function: sqsReason', () => {
+  it("keeps SQS's reason for an entry it refused, with the ARNs it names left out and its text inert", () => {
+    expect(sqsReason('InvalidParameterValue', 'Message must be shorter than 1024 bytes.')).toBe('InvalidParameterValue: Message must be shorter than 1024 bytes.');
+    expect(
+      sqsReason(
+        'AccessDenied',
+        'User: arn:aws:sts::123456789012:assumed-role/handoff-api/fn is not authorized to perform: sqs:sendmessage on resource: arn:aws:sqs:eu-west-1:123456789012:handoff-deliveries',
+      ),
+    ).toBe('AccessDenied: User: (an ARN) is not authorized to perform: sqs:sendmessage on resource: (an ARN)');
+    expect(sqsReason('Odd', 'a\u001b[2Jb')).toBe('Odd: a?[2Jb');
+    expect(sqsReason('Empty', '')).toBe('Empty');
   });
 });

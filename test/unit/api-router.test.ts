@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ApiEvent, ApiResult } from '../../api/http';
-import { MAX_KEPT_ANSWER_BYTES, MemoryIdempotencyStore, withoutSecrets } from '../../api/idempotency';
+import { MAX_KEPT_ANSWER_BYTES, MemoryIdempotencyStore, withoutSecrets, type IdempotencyStore, type StoredAnswer } from '../../api/idempotency';
 import { portalCallerOf, requireOwner } from '../../api/portal-link';
 import type { ApiDeps, Route } from '../../api/route';
 import { createApiHandler } from '../../api/router';
@@ -25,7 +25,7 @@ interface Bed {
   failNext: boolean;
 }
 
-function bed(): Bed {
+function bed(idempotency: IdempotencyStore = new MemoryIdempotencyStore()): Bed {
   const runs: string[] = [];
   const logLines: string[] = [];
   let finish: () => void = () => {};
@@ -112,7 +112,7 @@ function bed(): Bed {
   const deps: ApiDeps = {
     // The routes here read nothing of a deployment: no clients are ever asked for.
     context: {} as CommandContext,
-    idempotency: new MemoryIdempotencyStore(),
+    idempotency,
     now: () => Date.parse('2026-12-04T21:00:00Z'),
     logger: createLogger({ service: 'api-router-test', write: (line) => void logLines.push(line) }),
   };
@@ -182,6 +182,45 @@ describe('the API router', () => {
 
     expect(unknown).toMatchObject({ status: 404, body: { type: 'https://handoff.dev/problems/no-such-path' } });
     expect(wrongMethod).toMatchObject({ status: 405, body: { type: 'https://handoff.dev/problems/method-not-allowed' } });
+  });
+
+  it("names a path's methods in a 405's Allow header", async () => {
+    const { handler } = bed();
+
+    const result = await handler(event('DELETE', '/v1/things/a'));
+
+    expect(result.statusCode).toBe(405);
+    expect(result.headers?.allow).toBe('GET');
+  });
+
+  it('refuses 401 a caller whose identity an audit cannot keep, running nothing', async () => {
+    const { handler, runs } = bed();
+
+    const answer = parsed(await handler(event('POST', '/v1/things', { body: '{}', caller: 'sandbox\u202eevil' })));
+
+    expect(answer).toMatchObject({ status: 401, body: { type: 'https://handoff.dev/problems/caller-unrecordable' } });
+    expect(runs).toEqual([]);
+  });
+
+  it("answers what the use case did when its answer cannot be kept, and runs it no second time at once", async () => {
+    // Prepare: a store that claims but fails to keep answers (a throttled table)
+    class Unkeeping extends MemoryIdempotencyStore {
+      override async complete(_key: string, _fingerprint: string, _answer: StoredAnswer, _nowMs: number): Promise<void> {
+        throw new Error('ProvisionedThroughputExceededException');
+      }
+    }
+    const { handler, runs, logLines } = bed(new Unkeeping());
+    const request = () => event('POST', '/v1/things', { body: '{"a":1}', headers: { 'idempotency-key': 'k-1' } });
+
+    // Act
+    const first = parsed(await handler(request()));
+    const repeat = parsed(await handler(request()));
+
+    // Assess
+    expect(first).toEqual({ status: 201, type: 'application/json', body: { n: 1, secret: 'whsec_1' } });
+    expect(repeat).toMatchObject({ status: 409, body: { type: 'https://handoff.dev/problems/idempotency-key-in-use' } });
+    expect(runs).toHaveLength(1);
+    expect(logLines.some((line) => line.includes('idempotency answer not kept') && !line.includes('whsec_'))).toBe(true);
   });
 
   it('decodes the path\'s parameters', async () => {
