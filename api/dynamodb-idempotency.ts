@@ -13,10 +13,8 @@ import { ConditionalCheckFailedException, DeleteItemCommand, type AttributeValue
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { conditionalWrite, type Item } from '../lib/dynamodb/conditional-write';
 import { LEDGER_SCHEMA } from '../lib/ledger/dynamodb-schema';
-import { heldClaim, IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, keptBody, type IdempotencyClaim, type IdempotencyStore, type StoredAnswer } from './idempotency';
+import { heldClaim, IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_PARTITION_PREFIX, IDEMPOTENCY_TTL_MS, keptBody, type IdempotencyClaim, type IdempotencyStore, type StoredAnswer } from './idempotency';
 
-/** The partition of a key's item: `#` keeps it apart from every event ID. */
-export const IDEMPOTENCY_PARTITION_PREFIX = 'api-idempotency#';
 const SORT_KEY_VALUE = '-';
 /** Attribute names on the wire: the fingerprint, the answer's status and body (JSON), the expiry. */
 const FINGERPRINT = 'f';

@@ -9,6 +9,12 @@
  */
 import { createHash } from 'node:crypto';
 
+/**
+ * The partition of a key's item in the ledger table (api/dynamodb-idempotency.ts): `#` keeps it
+ * apart from every event ID. Here, with no SDK import, so the stack's grant can name it.
+ */
+export const IDEMPOTENCY_PARTITION_PREFIX = 'api-idempotency#';
+
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 /**
  * How long a claim whose request never finished (its function timed out or crashed) holds the key:

@@ -162,6 +162,9 @@ function writeResult(res: ServerResponse, result: ApiResult, closeAfter: boolean
   res.end(body);
 }
 
+/** How long a connection refused 413 may go on sending the rest of its body, read and dropped. */
+const LINGER_MS = 5_000;
+
 /** Reads at most MAX_BODY_BYTES + 1 bytes of the body, then stops reading. */
 function readBody(req: IncomingMessage): Promise<{ body: Buffer; overflowed: boolean }> {
   return new Promise((resolve, reject) => {
@@ -219,7 +222,16 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     const caller = await callerOfBearer(req.headers.authorization, token, options.portal, nowMs);
     const event = apiEventOf(request, caller, randomUUID(), nowMs);
     writeResult(res, await handler(event), overflowed);
-    if (overflowed) res.once('finish', () => req.destroy());
+    if (overflowed) {
+      // A lingering close: what the client still sends is read and dropped, not left unread, since
+      // closing a socket with unread bytes resets the connection, and a reset can discard the 413
+      // before the client reads it. The connection ends once the client has sent its body (the
+      // answer said `connection: close`), or after LINGER_MS whatever it does.
+      res.once('finish', () => {
+        req.resume();
+        setTimeout(() => req.destroy(), LINGER_MS).unref();
+      });
+    }
   };
 
   const server: Server = createServer((req, res) => {

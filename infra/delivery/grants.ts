@@ -7,6 +7,7 @@
  */
 import { Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import { IDEMPOTENCY_PARTITION_PREFIX } from '../../api/idempotency';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import type { WebhookDelivery } from '../webhook-delivery';
 
@@ -145,22 +146,23 @@ export type ApiGrantParts = Pick<
 >;
 
 /** The ledger actions the management API's use cases call on the table itself (every one on exact keys). */
-export const API_LEDGER_ACTIONS = [
-  'dynamodb:BatchGetItem',
-  'dynamodb:DeleteItem',
-  'dynamodb:GetItem',
-  'dynamodb:PutItem',
-  'dynamodb:Query',
-  'dynamodb:UpdateItem',
-] as const;
+export const API_LEDGER_ACTIONS = ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'] as const;
+
+/**
+ * What only the `Idempotency-Key` store does, on its own items alone: a claim is a PutItem and a
+ * release a DeleteItem, of a partition starting `api-idempotency#` (api/dynamodb-idempotency.ts).
+ * No delivery row can be put or deleted by the API.
+ */
+export const API_IDEMPOTENCY_ACTIONS = ['dynamodb:DeleteItem', 'dynamodb:PutItem'] as const;
+export const API_IDEMPOTENCY_KEYS = `${IDEMPOTENCY_PARTITION_PREFIX}*`;
 
 /**
  * The management API (functions/api.ts): what `handoff` itself does, on this deployment's
  * resources alone.
  * - The ledger: an event's deliveries (Query on its key), replays and releases (UpdateItem), the
  *   rows a listing names (BatchGetItem); the `Idempotency-Key` items it keeps there for 24 h
- *   (api/dynamodb-idempotency.ts: PutItem to claim, UpdateItem to complete, DeleteItem to release,
- *   GetItem to answer a repeat); Query on the listing index (dead and parked deliveries) and on
+ *   (api/dynamodb-idempotency.ts: UpdateItem to complete, GetItem to answer a repeat, and PutItem
+ *   to claim and DeleteItem to release on those items' keys alone); Query on the listing index (dead and parked deliveries) and on
  *   the shipment index when the ledger has it (a shipment's deliveries). No Scan.
  * - The registry: `grantEndpointAdmin`, what `handoff endpoint …` needs (the owner index, the key
  *   to encrypt the secrets it writes).
@@ -174,6 +176,14 @@ export const API_LEDGER_ACTIONS = [
 export function grantApiAccess(role: iam.IRole, parts: ApiGrantParts, options: { readonly shipmentIndex: boolean }): void {
   role.addToPrincipalPolicy(
     new iam.PolicyStatement({ sid: 'LedgerReadWrite', actions: [...API_LEDGER_ACTIONS], resources: [parts.ledgerTable.tableArn] }),
+  );
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'IdempotencyItems',
+      actions: [...API_IDEMPOTENCY_ACTIONS],
+      resources: [parts.ledgerTable.tableArn],
+      conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [API_IDEMPOTENCY_KEYS] } },
+    }),
   );
   const indexes = [LEDGER_SCHEMA.listingIndex.name, ...(options.shipmentIndex ? [LEDGER_SCHEMA.shipmentIndex.name] : [])];
   role.addToPrincipalPolicy(

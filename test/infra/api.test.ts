@@ -43,7 +43,7 @@ function build(props: Partial<WebhookDeliveryProps> = {}): Built {
 }
 
 type HasResource = { node: { defaultChild?: unknown } };
-type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Sid?: string };
+type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Sid?: string; Condition?: unknown };
 
 const ref = (built: Built, construct: HasResource) => ({ Ref: built.stack.getLogicalId(construct.node.defaultChild as never) });
 const att = (built: Built, construct: HasResource, attribute = 'Arn') => ({
@@ -206,6 +206,13 @@ describe('WebhookDelivery: the management API', () => {
 
       expect(normalized(statements.filter((s) => !logs.includes(s)))).toEqual(normalized([
         { Sid: 'LedgerReadWrite', Effect: 'Allow', Action: [...API_LEDGER_ACTIONS], Resource: ledger },
+        {
+          Sid: 'IdempotencyItems',
+          Effect: 'Allow',
+          Action: ['dynamodb:DeleteItem', 'dynamodb:PutItem'],
+          Resource: ledger,
+          Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['api-idempotency#*'] } },
+        },
         {
           Sid: 'LedgerIndexQuery',
           Effect: 'Allow',

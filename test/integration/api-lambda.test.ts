@@ -9,7 +9,7 @@ import { DynamoDBClient, GetItemCommand, ScanCommand } from '@aws-sdk/client-dyn
 import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { IDEMPOTENCY_PARTITION_PREFIX } from '../../api/dynamodb-idempotency';
+import { IDEMPOTENCY_PARTITION_PREFIX } from '../../api/idempotency';
 import type { ApiEvent, ApiResult } from '../../api/http';
 import { portalKeyFrom, verifyPortalToken } from '../../api/portal-link';
 import { API_TARGET_DESCRIPTION, targetFromEnvironment } from '../../functions/api-target';

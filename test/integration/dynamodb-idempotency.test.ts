@@ -7,7 +7,8 @@
 import { GetItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { DynamoDbIdempotencyStore, IDEMPOTENCY_PARTITION_PREFIX } from '../../api/dynamodb-idempotency';
+import { DynamoDbIdempotencyStore } from '../../api/dynamodb-idempotency';
+import { IDEMPOTENCY_PARTITION_PREFIX } from '../../api/idempotency';
 import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, MAX_KEPT_ANSWER_BYTES, storedKey } from '../../api/idempotency';
 import { DynamoDbLedger } from '../../lib/ledger/dynamodb-ledger';
 import { useDynalite, freshTableEachTest } from '../helpers/dynalite-fixture';

@@ -165,7 +165,7 @@ describe('Function: startApiServer', () => {
     await unknown.body?.cancel();
   });
 
-  it('answers 413 to a body over the limit, closing the connection rather than reading the rest', async () => {
+  it('answers 413 to a body over the limit while it is still being sent, and closes the connection', async () => {
     // Act: a body announced at 4 MiB, of which only the limit and a little more is ever sent; the
     // answer must come while the request is still open (a client racing to upload the rest of a
     // large body may see the connection reset first, which is the point of not reading it).
