@@ -132,3 +132,20 @@ export function outOfScope(): ApiProblem {
 export function portalUrl(consoleBase: string, token: string): string {
   return `${consoleBase.replace(/#.*$/, '')}#${PORTAL_FRAGMENT}=${token}`;
 }
+
+/** The fields that name who operated a deployment: a state change's `by`, an audit entry's `operator` and `caller`. */
+const OPERATOR_FIELDS: ReadonlySet<string> = new Set(['by', 'operator', 'caller']);
+/** What a portal link's holder reads in their place. */
+export const OPERATOR_SHOWN_TO_PORTAL = 'an operator';
+
+/**
+ * An answer as a portal link's holder gets it: every string naming an operator (an IAM principal's
+ * ARN holds the account, the role and the session) replaced by OPERATOR_SHOWN_TO_PORTAL.
+ */
+export function withoutOperators(body: unknown): unknown {
+  if (Array.isArray(body)) return body.map(withoutOperators);
+  if (typeof body !== 'object' || body === null) return body;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) out[k] = OPERATOR_FIELDS.has(k) && typeof v === 'string' ? OPERATOR_SHOWN_TO_PORTAL : withoutOperators(v);
+  return out;
+}

@@ -9,7 +9,7 @@ import { auditTextProblem } from '../lib/replay';
 import type { ApiEvent, ApiResult } from './http';
 import { jsonResult, requestOf, type ApiRequest } from './http';
 import { fingerprintOf, IDEMPOTENCY_KEY, storedKey, withoutSecrets } from './idempotency';
-import { outOfScope, portalOwnerOf } from './portal-link';
+import { outOfScope, portalOwnerOf, withoutOperators } from './portal-link';
 import { ApiProblem, invalid, problemOf, problemResult } from './problem';
 import { pathParameters, type ApiDeps, type Route, type RouteAnswer } from './route';
 
@@ -44,7 +44,9 @@ export function createApiHandler(routes: readonly Route[], deps: ApiDeps): ApiHa
       operation = route.operationId;
       const portalOwner = portalScope(route, request.caller);
       const answer = await answerOnce(route, request, params, request.caller, portalOwner, deps);
-      result = answer.status === 204 ? { statusCode: 204, headers: { 'cache-control': 'no-store' } } : jsonResult(answer.status, answer.body);
+      // A portal link's holder is outside the deployment: who operated it (IAM principals) is not theirs to see.
+      const body = portalOwner === undefined ? answer.body : withoutOperators(answer.body);
+      result = answer.status === 204 ? { statusCode: 204, headers: { 'cache-control': 'no-store' } } : jsonResult(answer.status, body);
     } catch (error) {
       const problem = problemOf(error);
       if (problem.status >= 500) deps.logger.error('api request failed', { requestId, operation, ...errorFields(error) });

@@ -105,7 +105,7 @@ function bed(idempotency: IdempotencyStore = new MemoryIdempotencyStore()): Bed 
       responses: { 200: { description: 'the owner' } },
       handle: async (call) => {
         requireOwner(call, call.params.owner);
-        return { status: 200, body: { owner: call.params.owner, portalOwner: call.portalOwner ?? null } };
+        return { status: 200, body: { owner: call.params.owner, portalOwner: call.portalOwner ?? null, stateChange: { by: CALLER }, audit: [{ operator: 'alice', caller: CALLER }] } };
       },
     },
   ];
@@ -336,7 +336,7 @@ describe('the API router', () => {
     expect(runs).toEqual([]);
   });
 
-  it("lets a portal link's holder call a route marked for portal links, for its own owner only", async () => {
+  it("lets a portal link's holder call a route marked for portal links, for its own owner only, without the operators' names", async () => {
     const { handler } = bed();
     const portal = portalCallerOf('merchant-42');
 
@@ -344,9 +344,18 @@ describe('the API router', () => {
     const other = parsed(await handler(event('GET', '/v1/owners/merchant-43', { caller: portal })));
     const operator = parsed(await handler(event('GET', '/v1/owners/merchant-43')));
 
-    expect(own).toEqual({ status: 200, type: 'application/json', body: { owner: 'merchant-42', portalOwner: 'merchant-42' } });
+    // The holder reads who operated as 'an operator', never the principal; the deployment's own callers read it.
+    expect(own).toEqual({
+      status: 200,
+      type: 'application/json',
+      body: { owner: 'merchant-42', portalOwner: 'merchant-42', stateChange: { by: 'an operator' }, audit: [{ operator: 'an operator', caller: 'an operator' }] },
+    });
     expect(other).toMatchObject({ status: 403, body: { type: 'https://handoff.dev/problems/out-of-scope' } });
-    expect(operator).toEqual({ status: 200, type: 'application/json', body: { owner: 'merchant-43', portalOwner: null } });
+    expect(operator).toEqual({
+      status: 200,
+      type: 'application/json',
+      body: { owner: 'merchant-43', portalOwner: null, stateChange: { by: CALLER }, audit: [{ operator: 'alice', caller: CALLER }] },
+    });
   });
 
   it("refuses a portal link's holder on any route not marked for it, before it runs", async () => {
