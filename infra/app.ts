@@ -210,23 +210,29 @@ export class HandoffStack extends Stack {
 export function apiAuthFromContext(context: ContextReader): ApiAuth | undefined {
   const userPool = contextString(context('apiUserPool'));
   const issuer = contextString(context('apiJwtIssuer'));
-  const audience = contextString(context('apiJwtAudience'))
-    ?.split(',')
-    .map((a) => a.trim())
-    .filter((a) => a !== '');
+  const list = (key: string) =>
+    contextString(context(key))
+      ?.split(',')
+      .map((a) => a.trim())
+      .filter((a) => a !== '');
+  const audience = list('apiJwtAudience');
+  // A token must grant one of these OAuth scopes as well (apiAuth.jwt.scopes).
+  const scopes = list('apiJwtScopes');
+  const withScopes = scopes !== undefined && scopes.length > 0 ? { scopes } : {};
   if (userPool !== undefined && userPool !== 'true' && userPool !== 'false') {
     throw new ConfigError('apiUserPool', `(CDK context) must be true or false, got ${JSON.stringify(userPool.slice(0, 40))}`);
   }
   if (userPool === 'true') {
     if (issuer !== undefined) throw new ConfigError('apiJwtIssuer', '(CDK context) cannot be given with apiUserPool=true: the user pool is the issuer');
-    return { jwt: { userPool: true } };
+    return { jwt: { userPool: true, ...withScopes } };
   }
   if (issuer === undefined) {
     if (audience !== undefined) throw new ConfigError('apiJwtAudience', '(CDK context) needs apiJwtIssuer');
+    if (scopes !== undefined) throw new ConfigError('apiJwtScopes', '(CDK context) needs apiJwtIssuer or apiUserPool=true');
     return undefined;
   }
   if (audience === undefined || audience.length === 0) throw new ConfigError('apiJwtAudience', '(CDK context) must name the audience apiJwtIssuer issues tokens for');
-  return { jwt: { issuer, audience } };
+  return { jwt: { issuer, audience, ...withScopes } };
 }
 
 /** Builds the app from its context; `cdk synth` runs this file through cdk.json. */

@@ -75,8 +75,12 @@ export interface ApiAuth {
    * - `{ userPool: true }`: a Cognito user pool the construct makes (no self sign-up, MFA required,
    *   12-character passwords) and an app client, whose tokens it takes.
    * The caller recorded is `jwt:<sub>`. Unset: IAM alone.
+   * `scopes`: a token must also grant one of these OAuth scopes (its `scope` claim) on every route,
+   * so an issuer that serves other applications too can give this API only to whom it says.
    */
-  readonly jwt?: { readonly issuer: string; readonly audience: readonly string[] } | { readonly userPool: true };
+  readonly jwt?:
+    | { readonly issuer: string; readonly audience: readonly string[]; readonly scopes?: readonly string[] }
+    | { readonly userPool: true; readonly scopes?: readonly string[] };
 }
 
 /** The stage's throttling: requests a second on average, and the burst above it. */
@@ -154,6 +158,7 @@ export function createManagementApi(
     jwtApi = httpApi(scope, 'ApiJwt', {
       description: 'handoff management API for people (docs/contract.md §16): JWT authorization on every route',
       authorizer,
+      scopes: checkScopes(jwt.scopes),
       fn,
       throttle,
       logRetention: props.logRetention,
@@ -222,6 +227,8 @@ function httpApi(
   options: {
     description: string;
     authorizer: apigw.IHttpRouteAuthorizer;
+    /** OAuth scopes a token must grant one of, on every route (JWT only). */
+    scopes?: readonly string[];
     fn: lambda.IFunction;
     throttle: ApiThrottle;
     logRetention: logs.RetentionDays | undefined;
@@ -234,6 +241,7 @@ function httpApi(
     description: options.description,
     createDefaultStage: false,
     defaultAuthorizer: options.authorizer,
+    ...(options.scopes !== undefined ? { defaultAuthorizationScopes: [...options.scopes] } : {}),
     // The catch-all: an unknown path or method, answered by the router as a problem document.
     defaultIntegration: integration,
   });
@@ -328,4 +336,13 @@ function checkAudience(audience: readonly string[]): string[] {
     throw new ConfigError('apiAuth', 'jwt.audience must name at least one audience, none empty');
   }
   return [...audience];
+}
+
+/** @throws ConfigError naming apiAuth when a scope is empty or holds a space (a scope claim is space-separated) */
+function checkScopes(scopes: readonly string[] | undefined): readonly string[] | undefined {
+  if (scopes === undefined) return undefined;
+  if (scopes.length === 0 || scopes.some((scope) => !/^[\x21-\x7e]+$/.test(scope))) {
+    throw new ConfigError('apiAuth', 'jwt.scopes must name at least one scope, each printable and without spaces');
+  }
+  return scopes;
 }

@@ -338,6 +338,18 @@ describe('WebhookDelivery: the management API', () => {
       built.template.resourceCountIs('AWS::Cognito::UserPool', 0);
     });
 
+    it('asks every route of the JWT API for one of the scopes given, and the IAM API for none', () => {
+      const built = build({ apiAuth: { jwt: { issuer, audience: ['handoff-api'], scopes: ['handoff/admin', 'handoff/support'] } } });
+      const routes = Object.values(built.template.findResources('AWS::ApiGatewayV2::Route')) as { Properties: { ApiId: unknown; AuthorizationScopes?: string[] } }[];
+      const onJwt = routes.filter((r) => JSON.stringify(r.Properties.ApiId) === JSON.stringify(ref(built, built.delivery.jwtApi!)));
+      const onIam = routes.filter((r) => JSON.stringify(r.Properties.ApiId) === JSON.stringify(ref(built, built.delivery.api)));
+
+      expect(onJwt).toHaveLength(API_ROUTE_KEYS.length + 1);
+      for (const route of onJwt) expect(route.Properties.AuthorizationScopes).toEqual(['handoff/admin', 'handoff/support']);
+      for (const route of onIam) expect(route.Properties.AuthorizationScopes).toBeUndefined();
+      expect(() => build({ apiAuth: { jwt: { issuer, audience: ['a'], scopes: ['two words'] } } })).toThrow(/^apiAuth jwt\.scopes must name at least one scope/);
+    });
+
     it('refuses an issuer that is not an https URL, or an empty audience, naming apiAuth', () => {
       expect(() => build({ apiAuth: { jwt: { issuer: 'http://login.example.com', audience: ['a'] } } })).toThrow(/^apiAuth jwt\.issuer must be an https URL/);
       expect(() => build({ apiAuth: { jwt: { issuer, audience: [] } } })).toThrow(/^apiAuth jwt\.audience must name at least one audience/);
@@ -405,6 +417,14 @@ describe('WebhookDelivery: the management API', () => {
       expect(apiAuthFromContext(contextOf({ apiJwtIssuer: 'https://login.example.com', apiJwtAudience: 'handoff-api, console' }))).toEqual({
         jwt: { issuer: 'https://login.example.com', audience: ['handoff-api', 'console'] },
       });
+    });
+
+    it('reads a comma-separated apiJwtScopes as the scopes a token must grant, with either issuer', () => {
+      expect(apiAuthFromContext(contextOf({ apiUserPool: 'true', apiJwtScopes: 'handoff/admin' }))).toEqual({ jwt: { userPool: true, scopes: ['handoff/admin'] } });
+      expect(apiAuthFromContext(contextOf({ apiJwtIssuer: 'https://login.example.com', apiJwtAudience: 'a', apiJwtScopes: 'x, y' }))).toEqual({
+        jwt: { issuer: 'https://login.example.com', audience: ['a'], scopes: ['x', 'y'] },
+      });
+      expect(() => apiAuthFromContext(contextOf({ apiJwtScopes: 'x' }))).toThrow(/^apiJwtScopes \(CDK context\) needs apiJwtIssuer or apiUserPool=true$/);
     });
 
     it('refuses an issuer without an audience, an audience without an issuer, and an issuer beside the user pool, naming the context key', () => {
