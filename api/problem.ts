@@ -72,7 +72,7 @@ const MAX_PATH_CHARS = 128;
 export const PROBLEM_TYPE_BASE = 'https://handoff.dev/problems/';
 
 /** The codes that are conflicts with what exists rather than bad input. */
-const CONFLICT_CODES = new Set(['endpoint-conflict', 'not-dead', 'released', 'nothing-to-replay', 'secret-in-secrets-manager']);
+const CONFLICT_CODES = new Set(['endpoint-conflict', 'not-dead', 'released', 'nothing-to-replay', 'secret-in-secrets-manager', 'no-ordered-queue']);
 /** The codes that mean the thing named is not there. */
 const NOT_FOUND_CODES = new Set(['endpoint-not-found', 'not-found', 'no-event', 'event-not-found']);
 
