@@ -22,14 +22,14 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { endpointShowCommand } from '../cli/commands/endpoint-read';
 import { sendEvents } from '../cli/commands/send-events';
-import { CommandContext } from '../cli/context';
+import { CommandContext, DISCARDED_OUTPUT } from '../cli/context';
 import { targetOfSandboxState } from '../cli/target';
 import { DynamoDbIdempotencyStore } from '../api/dynamodb-idempotency';
 import { createApiHandler } from '../api/router';
 import { ROUTES } from '../api/routes';
 import { parseEvent } from '../lib/event';
 import { createLogger } from '../lib/observability';
-import { API_OUTPUT, apiEventOf } from '../sandbox/api-server';
+import { apiEventOf } from '../sandbox/api-server';
 import { SandboxClients } from '../test/helpers/sandbox-clients';
 import { startSandboxProcess } from '../test/helpers/sandbox';
 import { fixed, table } from './report';
@@ -78,7 +78,7 @@ export async function runApiBench(options: { calls: number; warmUp: number }, lo
   log('starting the sandbox (npm start)');
   const sandbox = await startSandboxProcess({ endpointsCacheMs: 1000 });
   const { ready } = sandbox;
-  const context = new CommandContext(targetOfSandboxState(ready, sandbox.stateFile), API_OUTPUT);
+  const context = new CommandContext(targetOfSandboxState(ready, sandbox.stateFile), DISCARDED_OUTPUT);
   const clients = new SandboxClients(ready);
   const handler = createApiHandler(ROUTES, {
     context,

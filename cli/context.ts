@@ -3,6 +3,7 @@
  * where output goes. Commands never build clients themselves, so every one of them talks to the
  * same target the same way.
  */
+import { Writable } from 'node:stream';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -29,6 +30,15 @@ export interface Output {
   readonly stdout: NodeJS.WritableStream;
   readonly stderr: NodeJS.WriteStream;
 }
+
+/**
+ * Where a use case's printed progress goes when the management API runs it (functions/api.ts, the
+ * sandbox's API server): nowhere, since the API answers with the use case's JSON, never its text.
+ */
+export const DISCARDED_OUTPUT: Output = (() => {
+  const sink = () => Object.assign(new Writable({ write: (_chunk, _encoding, done) => done() }), { isTTY: false });
+  return { stdout: sink(), stderr: sink() as unknown as NodeJS.WriteStream };
+})();
 
 export class CommandContext {
   readonly #target: Target;

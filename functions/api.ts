@@ -16,10 +16,9 @@
  *
  * A missing or bad variable fails the cold start naming it (ConfigError), before any request.
  */
-import { Writable } from 'node:stream';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { CommandContext, type Output } from '../cli/context';
+import { CommandContext, DISCARDED_OUTPUT } from '../cli/context';
 import { DynamoDbIdempotencyStore } from '../api/dynamodb-idempotency';
 import { portalKeySource } from '../api/portal-link';
 import { createApiHandler } from '../api/router';
@@ -27,14 +26,8 @@ import { ROUTES } from '../api/routes/index';
 import { createLogger, SERVICE_NAME } from '../lib/observability';
 import { targetFromEnvironment } from './api-target';
 
-/** The command's output streams: the API answers with the use case's JSON, never its text. */
-function discarded(): Output {
-  const sink = () => Object.assign(new Writable({ write: (_chunk, _encoding, done) => done() }), { isTTY: false });
-  return { stdout: sink(), stderr: sink() as unknown as NodeJS.WriteStream };
-}
-
 const target = targetFromEnvironment(process.env);
-const context = new CommandContext(target, discarded(), Date.now);
+const context = new CommandContext(target, DISCARDED_OUTPUT, Date.now);
 const idempotency = new DynamoDbIdempotencyStore({
   client: DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } }),
   tableName: target.ledgerTable!,

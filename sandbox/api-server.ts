@@ -15,8 +15,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
-import type { CommandContext, Output } from '../cli/context';
+import type { CommandContext } from '../cli/context';
 import { MAX_BODY_BYTES, type ApiEvent, type ApiResult } from '../api/http';
 import type { IdempotencyStore } from '../api/idempotency';
 import { PortalTokenError, portalCallerOf, verifyPortalToken } from '../api/portal-link';
@@ -187,14 +186,6 @@ function readBody(req: IncomingMessage): Promise<{ body: Buffer; overflowed: boo
   });
 }
 
-/** The command's output has nowhere to go here: a use case's answer is its JSON, not what it prints. */
-function discardingOutput(): Output {
-  const sink = () => Object.assign(new Writable({ write: (_chunk, _encoding, done) => done() }), { isTTY: false });
-  return { stdout: sink(), stderr: sink() as unknown as NodeJS.WriteStream };
-}
-
-/** The output a CommandContext built for the API writes to: none. */
-export const API_OUTPUT: Output = discardingOutput();
 
 export async function startApiServer(options: ApiServerOptions): Promise<ApiServer> {
   const token = options.token ?? generateApiToken();

@@ -36,8 +36,8 @@ import { WorkerPool } from './worker-pool';
 import { workerEnvironment } from './worker-environment';
 import { describeWorkerLine } from './worker-lines';
 import { createSandboxQueues } from './queues';
-import { API_OUTPUT, startApiServer } from './api-server';
-import { CommandContext } from '../cli/context';
+import { startApiServer } from './api-server';
+import { CommandContext, DISCARDED_OUTPUT } from '../cli/context';
 import { targetOfSandboxState } from '../cli/target';
 import { DynamoDbIdempotencyStore } from '../api/dynamodb-idempotency';
 import { portalKeySource } from '../api/portal-link';
@@ -238,7 +238,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     };
     // The management API runs the command's use cases against this sandbox, as `handoff` does
     // through the state file: the same target, built from the same state.
-    const context = new CommandContext(targetOfSandboxState(state, sandboxStateFile()), API_OUTPUT);
+    const context = new CommandContext(targetOfSandboxState(state, sandboxStateFile()), DISCARDED_OUTPUT);
     closers.push(async () => context.close());
     const api = await startApiServer({
       port: options.apiPort ?? 0,

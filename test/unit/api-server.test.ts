@@ -9,12 +9,12 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BODY_BYTES, requestOf } from '../../api/http';
 import { MemoryIdempotencyStore } from '../../api/idempotency';
-import { CommandContext } from '../../cli/context';
+import { CommandContext, DISCARDED_OUTPUT } from '../../cli/context';
 import { targetOfSandboxState } from '../../cli/target';
 import { createLogger } from '../../lib/observability';
 import { mintPortalToken, portalKeyFrom } from '../../api/portal-link';
 import { MessageSeal } from '../../lib/queue/seal';
-import { API_OUTPUT, apiEventOf, bearerMatches, callerOfBearer, generateApiToken, startApiServer, type ApiServer, type ReadRequest } from '../../sandbox/api-server';
+import { apiEventOf, bearerMatches, callerOfBearer, generateApiToken, startApiServer, type ApiServer, type ReadRequest } from '../../sandbox/api-server';
 import { parseSandboxState, SandboxStateError, type SandboxState } from '../../sandbox/state-file';
 
 const STATE: SandboxState = {
@@ -136,7 +136,7 @@ describe('Function: startApiServer', () => {
 
   beforeAll(async () => {
     // A target whose emulators are not there: no request here reaches a use case.
-    const context = new CommandContext(targetOfSandboxState(STATE, '/nonexistent/sandbox.json'), API_OUTPUT);
+    const context = new CommandContext(targetOfSandboxState(STATE, '/nonexistent/sandbox.json'), DISCARDED_OUTPUT);
     server = await startApiServer({ port: 0, context, idempotency: new MemoryIdempotencyStore(), logger: createLogger({ service: 'test', write: (line) => lines.push(line) }) });
   });
 
