@@ -16,10 +16,9 @@
  * so an event posted after a change meets it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Webhook } from 'standardwebhooks';
 import type { EndpointFields } from '../../lib/endpoints/endpoint';
 import { OpenApiValidator, type AnswerCheck } from '../helpers/openapi-validator';
-import { startTestReceiver, type ReceivedRequest, type TestReceiver } from '../helpers/receiver';
+import { signedWith, startTestReceiver, type ReceivedRequest, type TestReceiver } from '../helpers/receiver';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox';
 import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 
@@ -80,20 +79,6 @@ async function call(method: string, path: string, options: CallOptions = {}): Pr
 
 function shipmentEvent(id: string, status: string, shipmentId = `shp_${id}`): Record<string, unknown> {
   return { id, shipmentId, status, occurredAt: '2026-12-04T10:15:00Z', data: { carrier: 'acme' } };
-}
-
-/** Whether `request` is signed with `secret` (Standard Webhooks, as a receiver checks it). */
-function signedWith(request: ReceivedRequest, secret: string): boolean {
-  try {
-    new Webhook(secret).verify(request.body, {
-      'webhook-id': String(request.headers['webhook-id']),
-      'webhook-timestamp': String(request.headers['webhook-timestamp']),
-      'webhook-signature': String(request.headers['webhook-signature']),
-    });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function requestsOf(receiver: TestReceiver, eventId: string): Promise<readonly ReceivedRequest[]> {

@@ -66,6 +66,20 @@ export interface TestReceiver {
   close(): Promise<void>;
 }
 
+/** Whether `request` is signed with `secret` (Standard Webhooks, as a receiver checks it). */
+export function signedWith(request: ReceivedRequest, secret: string): boolean {
+  try {
+    new Webhook(secret).verify(request.body, {
+      'webhook-id': String(request.headers['webhook-id']),
+      'webhook-timestamp': String(request.headers['webhook-timestamp']),
+      'webhook-signature': String(request.headers['webhook-signature']),
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function startTestReceiver(): Promise<TestReceiver> {
   const requests: ReceivedRequest[] = [];
   const applied: string[] = [];
@@ -127,18 +141,7 @@ export async function startTestReceiver(): Promise<TestReceiver> {
     },
     waitForRequests: (count) =>
       requests.length >= count ? Promise.resolve() : new Promise((resolve) => waiters.push({ count, resolve })),
-    verify(request, secret) {
-      try {
-        new Webhook(secret).verify(request.body, {
-          'webhook-id': String(request.headers['webhook-id']),
-          'webhook-timestamp': String(request.headers['webhook-timestamp']),
-          'webhook-signature': String(request.headers['webhook-signature']),
-        });
-        return true;
-      } catch {
-        return false;
-      }
-    },
+    verify: signedWith,
     async close() {
       await listening.close();
     },
