@@ -57,6 +57,23 @@ type ConsumerParts = Pick<
 type RecoveryParts = Pick<WebhookDelivery, 'ledgerTable' | 'queue' | 'redriveQueue' | 'deadLetterQueue' | 'endpointRegistry' | 'sealKey' | 'alarmTopic'>;
 
 /**
+ * What every function reads of the deployment, by the variables lib/config.ts names (RESOURCE_ENV):
+ * the ledger, the delivery and dead-letter queues, the registry, and the seal key by its ARN (a
+ * secret's value is never in an environment).
+ */
+function resourceEnvironment(
+  scope: Pick<WebhookDelivery, 'ledgerTable' | 'queue' | 'deadLetterQueue' | 'endpointRegistry' | 'sealKey'>,
+): Record<string, string> {
+  return {
+    [RESOURCE_ENV.ledgerTable]: scope.ledgerTable.tableName,
+    [RESOURCE_ENV.queueUrl]: scope.queue.queueUrl,
+    [RESOURCE_ENV.deadLetterQueueUrl]: scope.deadLetterQueue.queueUrl,
+    [RESOURCE_ENV.endpointsTable]: scope.endpointRegistry.table.tableName,
+    [RESOURCE_ENV.sealKeyArn]: scope.sealKey.secretArn,
+  };
+}
+
+/**
  * The consumer: routes each event to its endpoints and delivers it, recording every attempt in the
  * ledger. Both queues feed it through event sources with a maximum concurrency each.
  */
@@ -76,10 +93,7 @@ export function createConsumer(
 
   const environment: Record<string, string> = {
     ...settingsToEnvironment(settings),
-    [RESOURCE_ENV.ledgerTable]: scope.ledgerTable.tableName,
-    [RESOURCE_ENV.deadLetterQueueUrl]: scope.deadLetterQueue.queueUrl,
-    [RESOURCE_ENV.queueUrl]: scope.queue.queueUrl,
-    [RESOURCE_ENV.endpointsTable]: scope.endpointRegistry.table.tableName,
+    ...resourceEnvironment(scope),
     // esbuild's source map is only read when Node is told to.
     NODE_OPTIONS: '--enable-source-maps',
   };
@@ -89,7 +103,6 @@ export function createConsumer(
   delete environment[SETTING_VARIABLES.webhookUrl];
   // The secrets' ARNs, never their values: the consumer reads the values at cold start.
   if (scope.signingSecret) environment[RESOURCE_ENV.webhookSecretArn] = scope.signingSecret.secretArn;
-  environment[RESOURCE_ENV.sealKeyArn] = scope.sealKey.secretArn;
   // An endpoint the consumer disables is announced on the default bus, and to the alarm topic.
   environment[RESOURCE_ENV.eventBus] = 'default';
   environment[RESOURCE_ENV.alarmTopicArn] = scope.alarmTopic.topicArn;
@@ -175,12 +188,8 @@ export function createRecovery(
       role,
       logGroup,
       environment: {
-        [RESOURCE_ENV.ledgerTable]: scope.ledgerTable.tableName,
-        [RESOURCE_ENV.queueUrl]: scope.queue.queueUrl,
+        ...resourceEnvironment(scope),
         [RESOURCE_ENV.redriveQueueUrl]: scope.redriveQueue.queueUrl,
-        [RESOURCE_ENV.deadLetterQueueUrl]: scope.deadLetterQueue.queueUrl,
-        [RESOURCE_ENV.endpointsTable]: scope.endpointRegistry.table.tableName,
-        [RESOURCE_ENV.sealKeyArn]: scope.sealKey.secretArn,
         [RECOVERY_ENV.graceMs]: String(recoveryGraceMs(derivedTimings(settings).visibilityTimeoutSeconds)),
         [RECOVERY_ENV.limit]: String(RECOVERY_LIMIT),
         [RECOVERY_ENV.intervalMs]: String(minutes * 60_000),
@@ -236,13 +245,9 @@ export function createApiFunction(
       role,
       logGroup,
       environment: {
-        [RESOURCE_ENV.ledgerTable]: scope.ledgerTable.tableName,
-        [RESOURCE_ENV.queueUrl]: scope.queue.queueUrl,
-        [RESOURCE_ENV.deadLetterQueueUrl]: scope.deadLetterQueue.queueUrl,
+        ...resourceEnvironment(scope),
         [RESOURCE_ENV.redriveQueueUrl]: scope.redriveQueue.queueUrl,
         [RESOURCE_ENV.orderedQueueUrl]: scope.orderedQueue.queueUrl,
-        [RESOURCE_ENV.endpointsTable]: scope.endpointRegistry.table.tableName,
-        [RESOURCE_ENV.sealKeyArn]: scope.sealKey.secretArn,
         [RESOURCE_ENV.endpointsKeyArn]: scope.endpointRegistry.encryptionKey.keyArn,
         [RESOURCE_ENV.endpointDefaults]: JSON.stringify(deploymentToJson(settings)),
         [SETTING_VARIABLES.payloadLimitBytes]: String(settings.payloadLimitBytes),
