@@ -33,7 +33,7 @@ import { startEmulators, type Emulators } from '../../sandbox/emulators';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { createQueue, ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/queues';
-import { apiEvent, DEFAULT_CALLER } from './api-events';
+import { apiEvent, DEFAULT_CALLER, type ApiEventSpec } from './api-events';
 import { OpenApiValidator } from './openapi-validator';
 
 const REGION = 'us-east-1';
@@ -44,16 +44,8 @@ export const TESTBED_PAYLOAD_LIMIT_BYTES = 2048;
 /** The IAM caller every call is made as unless told. */
 export const TEST_CALLER = DEFAULT_CALLER;
 
-export interface ApiRequestSpec {
-  readonly method: string;
-  readonly path: string;
-  readonly query?: Readonly<Record<string, string>>;
-  /** Sent as JSON text; a string is sent as it is. */
-  readonly body?: unknown;
-  readonly headers?: Readonly<Record<string, string>>;
-  /** Null: no authorizer said anything (no credentials). */
-  readonly caller?: string | null;
-}
+/** A call as the IAM authorizer's caller (null: no credentials); api-events.ts builds its event. */
+export type ApiRequestSpec = Omit<ApiEventSpec, 'authorizer'>;
 
 export interface ApiAnswer {
   readonly status: number;
