@@ -13,6 +13,10 @@
  * - The caller: the principal API Gateway's authorizer proved (IAM, or a JWT's subject), read from
  *   the event by the router; never from the request's body.
  * - Logs: one JSON line per request, IDs only (api/router.ts).
+ * - The console (docs/contract.md §17) at /console/: its files from `console/` beside this bundle
+ *   (the package build and the construct's bundling write them there), sign-in from
+ *   `HANDOFF_CONSOLE_SIGN_IN`, portal links pointing at `HANDOFF_PORTAL_CONSOLE_URL` when set. A
+ *   bundle without the files still serves /v1, and says at /console/ what is missing (logged once).
  *
  * A missing or bad variable fails the cold start naming it (ConfigError), before any request.
  */
@@ -24,6 +28,7 @@ import { portalKeySource } from '../api/portal-link';
 import { createApiHandler } from '../api/router';
 import { ROUTES } from '../api/routes/index';
 import { createLogger, SERVICE_NAME } from '../lib/observability';
+import { consoleConfigFromEnvironment, consoleSite, portalConsoleUrlFromEnvironment, readConsoleFiles, withConsole } from '../console/site';
 import { targetFromEnvironment } from './api-target';
 
 const target = targetFromEnvironment(process.env);
@@ -35,7 +40,17 @@ const idempotency = new DynamoDbIdempotencyStore({
 const logger = createLogger({ service: SERVICE_NAME, fields: { function: 'api' } });
 
 // Portal links are signed with a key derived from the seal key (api/portal-link.ts), read from
-// Secrets Manager at the first link and kept for the container.
-const portal = { key: portalKeySource(target.sealKey!) };
+// Secrets Manager at the first link and kept for the container; they point at the portal's console
+// when the construct names one, else at the request's own /console/.
+const portalConsoleUrl = portalConsoleUrlFromEnvironment(process.env);
+const portal = { key: portalKeySource(target.sealKey!), ...(portalConsoleUrl !== undefined ? { consoleBase: portalConsoleUrl } : {}) };
 
-export const handler = createApiHandler(ROUTES, { context, idempotency, now: Date.now, logger, portal });
+// The console's files, read once for the container.
+const consoleDir = new URL('./console/', import.meta.url);
+const consoleFiles = readConsoleFiles(consoleDir);
+if (consoleFiles === undefined) logger.warn('console files missing: /console/ answers 404', { dir: consoleDir.pathname });
+const site = consoleSite(consoleFiles, consoleConfigFromEnvironment(process.env), {
+  missing: "The console's files are not in this function's bundle (console/ beside its code), so it cannot be served here. The API at /v1 works without them.",
+});
+
+export const handler = withConsole(createApiHandler(ROUTES, { context, idempotency, now: Date.now, logger, portal }), site);

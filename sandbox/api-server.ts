@@ -11,6 +11,9 @@
  * link's token this sandbox signed (POST /v1/portal-links, api/portal-link.ts) is passed as that
  * owner's portal caller, whom the router keeps to the owner's endpoints. Any other request is passed
  * with no authorizer at all, which the router answers 401.
+ *
+ * The console (docs/contract.md §17) is served beside it at /console/ (console/site.ts
+ * `withConsole`): its files need no credential, since they hold no data; the page calls /v1 with one.
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -22,6 +25,7 @@ import { PortalTokenError, portalCallerOf, verifyPortalToken } from '../api/port
 import type { ApiDeps, PortalLinkDeps } from '../api/route';
 import { createApiHandler, type ApiHandler } from '../api/router';
 import { ROUTES } from '../api/routes';
+import { withConsole, type ConsoleSite } from '../console/site';
 import type { Logger } from '../lib/observability';
 
 /** The caller every request with the sandbox's token is, as the audit records it. */
@@ -38,6 +42,8 @@ export interface ApiServerOptions {
   readonly token?: string;
   /** What portal links are signed with (the sandbox's seal key); without it, no portal links. */
   readonly portal?: PortalLinkDeps;
+  /** The console served at /console/ (console/site.ts); without it, /console is the API's 404. */
+  readonly console?: ConsoleSite;
   readonly now?: () => number;
 }
 
@@ -198,6 +204,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     ...(options.portal !== undefined ? { portal: options.portal } : {}),
   };
   const handler = createApiHandler(ROUTES, deps);
+  const served = options.console === undefined ? handler : withConsole(handler, options.console);
 
   const answer = async (req: IncomingMessage, res: ServerResponse) => {
     const { body, overflowed } = await readBody(req);
@@ -212,7 +219,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     const nowMs = now();
     const caller = await callerOfBearer(req.headers.authorization, token, options.portal, nowMs);
     const event = apiEventOf(request, caller, randomUUID(), nowMs);
-    writeResult(res, await handler(event), overflowed);
+    writeResult(res, await served(event), overflowed);
     if (overflowed) {
       // A lingering close: what the client still sends is read and dropped, not left unread, since
       // closing a socket with unread bytes resets the connection, and a reset can discard the 413

@@ -149,6 +149,9 @@ async function main(): Promise<void> {
 
   const endpoints = Object.keys(sandbox.state.receivers);
   display.log(`sandbox up: queue ${sandbox.state.queueUrl}, ordered intake ${sandbox.state.orderedQueueUrl}, endpoint${endpoints.length === 1 ? '' : 's'} ${endpoints.join(', ')}; API ${sandbox.state.apiUrl}; state in ${stateFile}`);
+  // The console's URL for the person who started the sandbox: open it in a browser (its fragment
+  // holds the API's token, which the page keeps and takes out of the address bar).
+  display.log(`console: ${sandbox.state.consoleUrl}`);
   process.stdout.write(`READY ${json}\n`);
 }
 

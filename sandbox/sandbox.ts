@@ -42,6 +42,8 @@ import { targetOfSandboxState } from '../cli/target';
 import { DynamoDbIdempotencyStore } from '../api/dynamodb-idempotency';
 import { portalKeySource } from '../api/portal-link';
 import { createLogger } from '../lib/observability';
+import { buildConsole } from '../console/build';
+import { consoleSite } from '../console/site';
 
 // The tests read the ordered intake's attributes here.
 export { ORDERED_QUEUE_ATTRIBUTES } from './queues';
@@ -87,14 +89,24 @@ export interface SandboxReady extends SandboxState {
   readonly secretsKey: string;
   /** The management API (docs/contract.md §16), on loopback: sandbox/api-server.ts. */
   readonly apiUrl: string;
-  /** Its bearer token, drawn at this start: in READY and the state file only, never logged. */
+  /**
+   * Its bearer token, drawn at this start: in READY, the state file and the console's URL only
+   * (which the sandbox prints for the person who started it), never in a log line.
+   */
   readonly apiToken: string;
+  /** The console (docs/contract.md §17): `<apiUrl>/console/#token=<apiToken>`, the token in its fragment. */
+  readonly consoleUrl: string;
 }
 
 export interface Sandbox {
   readonly state: SandboxReady;
   /** Stops polling, lets batches in flight finish (bounded), then closes everything. */
   stop(): Promise<void>;
+}
+
+/** The console's URL with the API's token in its fragment: the page takes it from there, and no server ever sees it in a URL. */
+export function sandboxConsoleUrl(apiUrl: string, apiToken: string): string {
+  return `${apiUrl}/console/#token=${apiToken}`;
 }
 
 export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
@@ -107,6 +119,9 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   if (options.endpointsFile !== undefined) refuseSingleUrlSettings(settings);
   const fileEndpoints = options.endpointsFile !== undefined ? readEndpointsFile(options.endpointsFile, deployment) : undefined;
   if (settings.webhookUrl !== undefined) checkEndpoint(settings.webhookUrl, deployment, VARIABLE_NAMES.webhookUrl);
+  // Built before anything starts: a console that does not build stops the start (ConsoleBuildError,
+  // one line), as a bad setting does. The sandbox runs from a clone, where esbuild is.
+  const site = consoleSite(await buildConsole(), {});
   const closers: (() => Promise<unknown>)[] = [];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close().catch(() => {});
@@ -219,7 +234,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       display.close();
     });
 
-    const state: Omit<SandboxReady, 'apiUrl' | 'apiToken'> = {
+    const state: Omit<SandboxReady, 'apiUrl' | 'apiToken' | 'consoleUrl'> = {
       sqsEndpoint: emulators.sqsEndpoint,
       dynamodbEndpoint: emulators.dynamodbEndpoint,
       queueUrl,
@@ -248,10 +263,12 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       // Portal links signed with a key derived from this start's seal key: they end with the sandbox.
       portal: { key: portalKeySource({ key: sealKey }) },
       logger: createLogger({ service: 'handoff-api', write: (line) => display.log(`api: ${line}`) }),
+      console: site,
     });
     closers.push(() => api.close());
 
-    return { state: { ...state, apiUrl: api.url, apiToken: api.token }, stop: closeAll };
+    const consoleUrl = sandboxConsoleUrl(api.url, api.token);
+    return { state: { ...state, apiUrl: api.url, apiToken: api.token, consoleUrl }, stop: closeAll };
   } catch (error) {
     await closeAll();
     throw error;

@@ -70,6 +70,11 @@ export interface SandboxState {
    * start: kept here (0600) and in READY only, never logged. Absent as `apiUrl` is.
    */
   readonly apiToken?: string;
+  /**
+   * The console's URL (docs/contract.md §17), `<apiUrl>/console/#token=<apiToken>`: on loopback, the
+   * token in its fragment. Absent in the state file of a sandbox started before the console.
+   */
+  readonly consoleUrl?: string;
 }
 
 /** The fields whose URLs the CLI connects to, or that name where its messages go: loopback only. */
@@ -255,6 +260,10 @@ export function parseSandboxState(path: string, text: string): SandboxState {
   if (apiToken !== undefined && (typeof apiToken !== 'string' || apiToken === '')) {
     throw new SandboxStateError('sandbox-state-invalid', path, 'has an apiToken that is not a token');
   }
+  const consoleUrl = fields.consoleUrl;
+  if (consoleUrl !== undefined && (typeof consoleUrl !== 'string' || !isLoopbackUrl(consoleUrl))) {
+    throw new SandboxStateError('sandbox-state-untrusted', path, 'is refused: its consoleUrl is not on loopback (127.0.0.0/8, ::1, localhost), where the sandbox listens');
+  }
   const state: SandboxState = {
     sqsEndpoint: fields.sqsEndpoint as string,
     dynamodbEndpoint: fields.dynamodbEndpoint as string,
@@ -271,6 +280,7 @@ export function parseSandboxState(path: string, text: string): SandboxState {
     ...(secretsKey !== undefined ? { secretsKey } : {}),
     ...(apiUrl !== undefined ? { apiUrl: apiUrl as string } : {}),
     ...(apiToken !== undefined ? { apiToken: apiToken as string } : {}),
+    ...(consoleUrl !== undefined ? { consoleUrl: consoleUrl as string } : {}),
   };
   return state;
 }

@@ -17,7 +17,8 @@
  *   consumer/       the Lambda functions, bundled as the construct bundles them at synth, so an
  *                   installed construct deploys them with Code.fromAsset (no esbuild in the user's
  *                   app): index.mjs the consumer, recovery.mjs the stuck-work recovery, api.mjs the
- *                   management API (docs/contract.md §16); one asset
+ *                   management API (docs/contract.md §16), and console/ the console's files
+ *                   (docs/contract.md §17, console/build.ts) that api.mjs serves; one asset
  *   types/          declarations
  */
 import { execFileSync } from 'node:child_process';
@@ -26,9 +27,12 @@ import { isBuiltin } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type BuildOptions, type Metafile } from 'esbuild';
+import { buildConsole, describeSizes, writeConsoleFiles } from '../console/build';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = join(ROOT, 'dist');
+/** The console's files in dist/, beside the API's function that serves them. */
+export const CONSOLE_DIR = 'consumer/console';
 
 /**
  * What each public entry point (a subpath of the package.json `exports` map) exports: source
@@ -165,6 +169,11 @@ export async function buildPackage(): Promise<void> {
     ].map(([entry, outfile]) =>
       built({ ...CONSUMER, entryPoints: [join(ROOT, entry!)], outfile: join(DIST, outfile!) }, inLambdaRuntime, 'bundled, and not the AWS SDK the Lambda runtime provides'),
     ),
+    // The console beside api.mjs, which reads it at cold start (functions/api.ts): users run no build.
+    buildConsole().then((files) => {
+      writeConsoleFiles(files, join(DIST, CONSOLE_DIR));
+      process.stdout.write(`${CONSOLE_DIR}/\n${describeSizes(files).map((line) => `  ${line}`).join('\n')}\n`);
+    }),
   ]);
   execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], {
     cwd: ROOT,

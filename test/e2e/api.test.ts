@@ -434,7 +434,10 @@ describe('the management API in the sandbox', { timeout: 90_000 }, () => {
     // Assess
     expect(answers.filter((a) => !a.check.valid)).toEqual([]);
     expect(answers.length).toBeGreaterThan(40);
-    const log = sandbox.stderr().join('\n');
+    // The one line that shows the token: the console's URL, printed at start for whoever started the sandbox.
+    const consoleLine = `console: ${sandbox.ready.consoleUrl}`;
+    expect(sandbox.stderr().filter((line) => line.includes(sandbox.ready.apiToken))).toEqual([consoleLine]);
+    const log = sandbox.stderr().filter((line) => line !== consoleLine).join('\n');
     for (const secret of [...secrets, SEED_SECRET, sandbox.ready.apiToken]) expect(log).not.toContain(secret);
     // The API's lines: one per request, naming its ID and route, nothing the caller sent (no URL,
     // no owner, no event's contents).

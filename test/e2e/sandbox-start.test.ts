@@ -40,6 +40,7 @@ describe('npm start (node --import tsx sandbox/main.ts)', () => {
     expect(Object.keys(sandbox.ready).sort()).toEqual([
       'apiToken',
       'apiUrl',
+      'consoleUrl',
       'deadLetterQueueUrl',
       'deployment',
       'dynamodbEndpoint',
@@ -60,6 +61,9 @@ describe('npm start (node --import tsx sandbox/main.ts)', () => {
     // The management API on loopback, and its bearer token: 32 bytes drawn at this start.
     expect(sandbox.ready.apiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(Buffer.from(sandbox.ready.apiToken, 'base64url')).toHaveLength(32);
+    // The console beside it, the token in the URL's fragment (never sent to a server), printed for whoever started it.
+    expect(sandbox.ready.consoleUrl).toBe(`${sandbox.ready.apiUrl}/console/#token=${sandbox.ready.apiToken}`);
+    expect(sandbox.stderr()).toContain(`console: ${sandbox.ready.consoleUrl}`);
     // A key of 32 bytes drawn at this start: it seals the sandbox's own messages (lib/queue/seal.ts).
     expect(Buffer.from(sandbox.ready.sealKey, 'base64')).toHaveLength(32);
     // Another, for the endpoint secrets `handoff endpoint` writes to its registry (encrypted:local:…).
