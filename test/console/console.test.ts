@@ -26,7 +26,7 @@ async function tabTo(page: Page, label: string): Promise<void> {
   const link = navLink(page, label);
   for (const key of ['Tab', 'Shift+Tab']) {
     for (let i = 0; i < 25; i++) {
-      if (await link.evaluate((element) => element === document.activeElement)) return;
+      if (await link.evaluate((element) => element.ownerDocument.activeElement === element)) return;
       await page.keyboard.press(key);
     }
   }

@@ -1,112 +1,23 @@
 /**
- * The console's browser tests (test/console/): a real headless Chromium (Debian's `chromium`,
- * driven by playwright-core) against a real sandbox (`npm start`'s process, test/helpers/sandbox.ts).
+ * The console's browser tests (test/console/): a real headless Chromium (test/helpers/chromium.ts)
+ * against a real sandbox (`npm start`'s process, test/helpers/sandbox.ts).
  *
  * - One browser per test file (`useConsole` launches it in `beforeAll`, closes it in `afterAll`).
  * - One sandbox per test file, with its clients; `consoleUrl` is READY's, the token in its fragment.
- * - Every page opened through `openPage` holds the console's rules, checked after each test (a
- *   broken rule fails the test that broke it):
- *   - no request to any origin but the sandbox's (such a request is aborted before it leaves and recorded);
- *   - no console error and no uncaught exception (a CSP violation is one);
- *   - none of the console's own files answered with an error, and no answer of 500 or more.
- *   An API answer of 4xx is the page's to handle (a lookup that finds nothing is a 404), so the
- *   browser's "Failed to load resource" line for it is not counted as an error.
- *
- * Chromium runs with `--no-sandbox` (CI runs as root in a container) and with its own background
- * traffic off, so the only requests are the page's.
+ * - Every page opened through the suite is watched for the console's rules (no request to another
+ *   origin, no console error, no failed file: test/helpers/chromium.ts), checked after each test:
+ *   a broken rule fails the test that broke it.
  */
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { launchChromium, openWatchedPage, type ConsolePage, type PageOptions } from './chromium';
 import { useSandboxProcess, type StartedSandbox } from './sandbox-suite';
 import type { StartOptions } from './sandbox';
 
-/** Debian's Chromium (`.ci/run` installs it when missing); playwright's own download is not used. */
-export const CHROMIUM_PATH = '/usr/bin/chromium';
+export { CHROMIUM_PATH, DESKTOP, PHONE, launchChromium, openWatchedPage, type ConsolePage, type PageOptions } from './chromium';
 
-export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-gpu', '--disable-component-update', '--no-first-run'];
-
-/** The widths the console must be readable at (docs/contract.md §17). */
-export const DESKTOP = { width: 1280, height: 800 } as const;
-export const PHONE = { width: 390, height: 844 } as const;
-
-/** Launch and page load on a busy machine: Chromium's start-up, the sandbox answering alongside. */
+/** Chromium's start-up on a busy machine. */
 const LAUNCH_TIMEOUT_MS = 60_000;
-
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: LAUNCH_TIMEOUT_MS });
-}
-
-export interface PageOptions {
-  /** The viewport; default DESKTOP. */
-  readonly viewport?: { readonly width: number; readonly height: number };
-  /** Console errors a test provokes on purpose, by their text. */
-  readonly allowConsoleErrors?: readonly RegExp[];
-}
-
-/** A page in its own browser context (its own sessionStorage), watched for the console's rules. */
-export interface ConsolePage {
-  readonly page: Page;
-  readonly context: BrowserContext;
-  /** The requests made to another origin (aborted), by URL. */
-  externalRequests(): readonly string[];
-  /** Every answer from the sandbox, in order: `GET /v1/endpoints 200` (the path without its query). */
-  responses(): readonly string[];
-  /** Every rule broken so far, one line each: external requests, console errors, failed answers. */
-  problems(): readonly string[];
-  close(): Promise<void>;
-}
-
-/**
- * A new page allowed to reach `origin` alone. Requests elsewhere are aborted and recorded, as are
- * console errors, uncaught exceptions, a console file answered >= 400 and any answer >= 500.
- */
-export async function openWatchedPage(browser: Browser, origin: string, options: PageOptions = {}): Promise<ConsolePage> {
-  const context = await browser.newContext({ viewport: options.viewport ?? DESKTOP, serviceWorkers: 'block' });
-  const external: string[] = [];
-  const problems: string[] = [];
-  const responses: string[] = [];
-  await context.route('**/*', async (route) => {
-    const url = route.request().url();
-    if (originOf(url) === origin) return route.continue();
-    external.push(url);
-    problems.push(`request to another origin: ${url}`);
-    return route.abort('blockedbyclient');
-  });
-  const page = await context.newPage();
-  page.on('console', (message) => {
-    if (message.type() !== 'error') return;
-    const text = message.text();
-    // An HTTP error's line: judged by the response rule below, not as a script error.
-    if (text.startsWith('Failed to load resource: the server responded with a status of')) return;
-    if (options.allowConsoleErrors?.some((allowed) => allowed.test(text))) return;
-    problems.push(`console error: ${text}`);
-  });
-  page.on('pageerror', (error) => problems.push(`uncaught exception: ${error.message}`));
-  page.on('response', (response) => {
-    const url = new URL(response.url());
-    if (url.origin !== origin) return;
-    const status = response.status();
-    responses.push(`${response.request().method()} ${url.pathname} ${status}`);
-    if (status >= 500) problems.push(`answered ${status}: ${response.request().method()} ${url.pathname}`);
-    else if (status >= 400 && url.pathname.startsWith('/console')) problems.push(`console file answered ${status}: ${url.pathname}`);
-  });
-  return {
-    page,
-    context,
-    externalRequests: () => [...external],
-    responses: () => [...responses],
-    problems: () => [...problems],
-    close: () => context.close(),
-  };
-}
-
-function originOf(url: string): string | undefined {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return undefined;
-  }
-}
 
 export interface ConsoleSuite {
   /** The sandbox and its clients (available in tests and in `beforeAll` after `useConsole`'s). */
