@@ -50,6 +50,8 @@ import type {
   ShipmentEvent,
   Stats,
   StatsFilters,
+  StatsMinutes,
+  StatsMinutesFilters,
   TestEventAnswer,
 } from './types';
 
@@ -226,6 +228,12 @@ export class HandoffClient {
   stats(filters: StatsFilters = {}): Promise<Stats> {
     const { endpoint, since } = filters;
     return this.request('GET', '/v1/stats', { query: { endpoint, since } });
+  }
+
+  /** Deliveries and failed attempts minute by minute (`since`: `30m`, `1h`, `24h`; at most a day). */
+  statsMinutes(filters: StatsMinutesFilters = {}): Promise<StatsMinutes> {
+    const { endpoint, since } = filters;
+    return this.request('GET', '/v1/stats/minutes', { query: { endpoint, since } });
   }
 
   /** A link to the console scoped to one owner's endpoints, valid at most 24 h. */

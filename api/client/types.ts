@@ -440,6 +440,32 @@ export interface Stats {
   readonly metricsError?: string;
 }
 
+export interface StatsMinutesFilters {
+  readonly endpoint?: string;
+  /** The window: the last `30m`, `1h`, `24h` as whole minutes, the current one last (1m to 24h; default 1h). */
+  readonly since?: string;
+}
+
+/** One minute of `GET /v1/stats/minutes`. */
+export interface MinutePoint {
+  /** The minute's start, ISO 8601 (UTC). */
+  readonly at: string;
+  /** `Delivered` in the minute. */
+  readonly delivered: number;
+  /** `Attempts` less `Delivered` in the minute: attempts that did not deliver. */
+  readonly failed: number;
+}
+
+/** Deliveries and failed attempts minute by minute, every minute of the window, oldest first. */
+export interface StatsMinutes {
+  readonly endpoint: string | null;
+  readonly periodSeconds: 60;
+  readonly source: string;
+  /** Empty when the metrics could not be read (`metricsError` says why). */
+  readonly points: readonly MinutePoint[];
+  readonly metricsError?: string;
+}
+
 // Portal links
 
 export interface PortalLinkRequest {

@@ -9,10 +9,12 @@ import { ENDPOINT_NAME } from '../../lib/endpoints/endpoint';
 import { OWNER } from '../../lib/endpoints/field-schemas';
 import { isShipmentId } from '../../lib/event';
 import { ShipmentIndexOffError } from '../../lib/ledger/errors';
+import type { ShipmentPage } from '../../lib/ledger/ledger';
 import { requireOwner } from '../portal-link';
 import { ApiProblem, invalid } from '../problem';
 import type { QueryParameter, Route } from '../route';
 import { DEAD_REASONS, DELIVERY_SCHEMA, pageSchema } from './delivery-schemas';
+import { inPortalScope } from './portal-scope';
 import { CURSOR_PARAMETER, ISO_TIME_SCHEMA, LIMIT_PARAMETER, QueryReader } from './read-query';
 
 const SHIPMENT_QUERY: readonly QueryParameter[] = [CURSOR_PARAMETER, LIMIT_PARAMETER];
@@ -23,21 +25,24 @@ const shipmentDeliveries: Route = {
   operationId: 'listShipmentDeliveries',
   summary: "Every delivery of a shipment's events, newest admission first",
   description:
-    "As `handoff status --shipment ID --json`, from the ledger's shipment index. A deployment that turned the index off (shipmentIndex: false) answers 409 `shipment-index-off`: the request is sound, the deployment's setting refuses it.",
+    "As `handoff status --shipment ID --json`, from the ledger's shipment index. A deployment that turned the index off (shipmentIndex: false) answers 409 `shipment-index-off`: the request is sound, the deployment's setting refuses it. " +
+    "A portal link's holder gets its owner's endpoints' deliveries only, checked on each page: a page may hold fewer than `limit` (even none) and still have `next`.",
   tag: 'deliveries',
   query: SHIPMENT_QUERY,
+  portal: 'owner',
   responses: { 200: { description: "A page of the shipment's deliveries", schema: pageSchema(DELIVERY_SCHEMA, "A page of the shipment's deliveries, newest admission first") } },
   problems: [409],
-  handle: async ({ request, params, deps }) => {
+  handle: async (call) => {
+    const { request, params, deps } = call;
     const query = new QueryReader(request.query, SHIPMENT_QUERY);
     const limit = query.limit();
     const cursor = query.text('cursor');
     const shipmentId = params.shipmentId!;
     if (!isShipmentId(shipmentId)) query.pathProblem('shipmentId', 'must be 1–128 printable characters, not only spaces');
     query.done();
+    let page: ShipmentPage;
     try {
-      const page = await deps.context.ledger().deliveriesOfShipment(shipmentId, { limit, ...(cursor === undefined ? {} : { cursor }) });
-      return { status: 200, body: { items: page.items.map(recordJson), next: page.next ?? null } };
+      page = await deps.context.ledger().deliveriesOfShipment(shipmentId, { limit, ...(cursor === undefined ? {} : { cursor }) });
     } catch (error) {
       if (error instanceof ShipmentIndexOffError) {
         throw new ApiProblem(409, error.code, 'this deployment keeps no shipment index (shipmentIndex: false): deliveries are found by event ID only', [], { cause: error });
@@ -45,6 +50,9 @@ const shipmentDeliveries: Route = {
       if (error instanceof RangeError && cursor !== undefined) throw invalid([{ path: 'query.cursor', message: 'is not a cursor this listing gave for this shipment: start again without it' }]);
       throw error;
     }
+    // A portal link's holder: the page's deliveries to its owner's endpoints; `next` goes on from where the page ended.
+    const items = await inPortalScope(call, page.items);
+    return { status: 200, body: { items: items.map(recordJson), next: page.next ?? null } };
   },
 };
 

@@ -279,3 +279,35 @@ export const STATS_SCHEMA: JsonSchema = {
   },
   additionalProperties: false,
 };
+
+/** `GET /v1/stats/minutes`: the consumer's counts minute by minute, for the console's chart. */
+export const STATS_MINUTES_SCHEMA: JsonSchema = {
+  type: 'object',
+  description:
+    'Deliveries and failed attempts minute by minute, from the same metrics as `handoff stats` (CloudWatch, or the sandbox\'s metric sink). ' +
+    'One point for every minute of the window, oldest first, the last the current minute (still filling); a minute with nothing published is zeros.',
+  required: ['endpoint', 'periodSeconds', 'source', 'points'],
+  properties: {
+    endpoint: { type: ['string', 'null'], description: "The endpoint whose figures these are; null: every endpoint's together" },
+    periodSeconds: { const: 60, description: 'Each point covers this many seconds' },
+    source: { type: 'string', description: 'Where the figures come from' },
+    points: {
+      type: 'array',
+      description: 'Every minute of the window, oldest first; empty when the metrics could not be read (`metricsError` says why)',
+      items: {
+        type: 'object',
+        required: ['at', 'delivered', 'failed'],
+        properties: {
+          at: { type: 'string', format: 'date-time', description: "The minute's start (ISO 8601, UTC)" },
+          delivered: count('`Delivered`: deliveries the receiver accepted in the minute'),
+          failed: count(
+            '`Attempts` less `Delivered` in the minute (never below 0): attempts that did not deliver, whether retried later or dead (a refusal, a timeout, an error). Attempts, not deliveries: a delivery that failed three times before it was accepted counts three here.',
+          ),
+        },
+        additionalProperties: false,
+      },
+    },
+    metricsError: { type: 'string', description: 'Why the metrics could not be read (`points` is then empty)' },
+  },
+  additionalProperties: false,
+};

@@ -14,6 +14,7 @@
 import { isEventId, type ParsedEvent, parseEvent } from '../../lib/event';
 import { HELD_BACK, payloadLimitFor, sendEvents } from '../../cli/commands/send-events';
 import { statusCommand } from '../../cli/commands/status';
+import { CommandFailedError } from '../../cli/errors';
 import { safe } from '../../lib/terminal';
 import { invalid, type FieldProblem } from '../problem';
 import type { QueryParameter, Route } from '../route';
@@ -24,6 +25,7 @@ import {
   POST_EVENTS_BODY_SCHEMA,
 } from './delivery-schemas';
 import { eventTexts } from './event-input';
+import { inPortalScope } from './portal-scope';
 import { QueryReader } from './read-query';
 
 interface Accepted {
@@ -117,18 +119,26 @@ const getEvent: Route = {
   operationId: 'getEvent',
   summary: "An event's deliveries, each with its attempt history",
   description:
-    'As `handoff status EVENT --json`: one delivery per endpoint the event was routed to, with its state, its latest attempts (`history`; `attempts` counts all) and its audit trail. Never the event itself.',
+    'As `handoff status EVENT --json`: one delivery per endpoint the event was routed to, with its state, its latest attempts (`history`; `attempts` counts all) and its audit trail. Never the event itself. ' +
+    "A portal link's holder gets its owner's endpoints' deliveries only; an event with none of them is a 404, as an unknown event is.",
   tag: 'events',
+  portal: 'owner',
   responses: { 200: { description: "The event's deliveries", schema: EVENT_DELIVERIES_SCHEMA } },
   problems: [404],
-  handle: async ({ request, params, deps }) => {
+  handle: async (call) => {
+    const { request, params, deps } = call;
     const query = new QueryReader(request.query, []);
     const eventId = params.eventId!;
     if (!isEventId(eventId)) query.pathProblem('eventId', 'must be 1–128 characters of A-Z a-z 0-9 _ - . :');
     query.done();
     // `status`'s own refusal (`not-found`) is the 404.
     const result = await statusCommand(deps.context, eventId, {});
-    return { status: 200, body: result.json };
+    if (call.portalOwner === undefined) return { status: 200, body: result.json };
+    const { deliveries } = result.json as { eventId: string; deliveries: { endpoint: string }[] };
+    const own = await inPortalScope(call, deliveries);
+    // The same refusal as for an event no one has: a link learns nothing of other owners' deliveries.
+    if (own.length === 0) throw new CommandFailedError(`no delivery record for event ${eventId}`, 'not-found');
+    return { status: 200, body: { eventId, deliveries: own } };
   },
 };
 

@@ -12,12 +12,17 @@
  * most ROWS_READ_PER_REQUEST dead rows, and answers `next` when more follow; the same body with
  * `cursor: next` continues where it stopped. The window's end is fixed by the first part (`until`,
  * now when not given) and carried by the cursor, so the parts together are one replay of one window.
+ *
+ * A portal link's holder replays its owner's deliveries only: it must name `endpoint`, one of its
+ * owner's endpoints (403 otherwise), so with `eventId` it replays that one delivery, never an
+ * event's deliveries to other owners' endpoints.
  */
 import { isEventId } from '../../lib/event';
 import { ENDPOINT_NAME } from '../../lib/endpoints/field-schemas';
 import type { JsonSchema } from '../../lib/endpoints/json-schema';
 import { auditTextProblem, CALLER_MAX_CHARS, OPERATOR_MAX_CHARS, REASON_MAX_CHARS } from '../../lib/replay';
 import { DEFAULT_REPLAY_RATE, isoTime, replayCommand, type ReplayOptions } from '../../cli/commands/replay';
+import { outOfScope, requireOwner } from '../portal-link';
 import { invalid, type FieldProblem } from '../problem';
 import type { Route, RouteCall } from '../route';
 
@@ -131,14 +136,16 @@ export const REPLAY_ROUTES: readonly Route[] = [
     description:
       'With `eventId` (and `endpoint`): that delivery, or every dead delivery of the event. Without: every delivery of `endpoint` that died from `deadSince` to `until` ' +
       `(and for \`deadReason\`), paced at ${DEFAULT_REPLAY_RATE} a second, at most ${BULK_REPLAYS_PER_REQUEST} a request (a dry run counts at most ${DRY_RUN_COUNT_PER_REQUEST}); ` +
-      'the answer\'s `next` continues it. Each replay is audited with the authenticated caller as its operator. 409: the delivery is not dead; 404: no such event or delivery.',
+      'the answer\'s `next` continues it. Each replay is audited with the authenticated caller as its operator. 409: the delivery is not dead; 404: no such event or delivery. ' +
+      "A portal link's holder must name `endpoint`, one of its owner's (403 otherwise): with `eventId`, that one delivery.",
     tag: 'replays',
+    portal: 'owner',
     body: { schema: REQUEST_SCHEMA, required: true },
     responses: {
       200: { description: 'A dry run: what would be replayed', schema: BULK_REPLAY_SCHEMA },
       202: { description: 'Replayed: pending again, and its event on the queue', schema: { oneOf: [DELIVERY_REPLAY_SCHEMA, EVENT_REPLAY_SCHEMA, BULK_REPLAY_SCHEMA] } },
     },
-    problems: [404, 409],
+    problems: [403, 404, 409],
     handle: replay,
   },
 ];
@@ -167,6 +174,12 @@ interface BulkCursor {
 
 async function replay(call: RouteCall) {
   const input = parseReplayRequest(call.body);
+  if (call.portalOwner !== undefined) {
+    // An event's deliveries may go to other owners' endpoints: a portal link's holder names its own.
+    if (input.endpoint === undefined) throw outOfScope();
+    // An endpoint that is not there is no one's: out of scope too, so a link learns nothing of other owners' names.
+    requireOwner(call, (await call.deps.context.registry().get(input.endpoint))?.fields.owner);
+  }
   const caller = call.caller.slice(0, CALLER_MAX_CHARS);
   const common: Pick<ReplayOptions, 'reason' | 'operator' | 'caller'> = { reason: input.reason, operator: operatorOf(caller), caller };
   const context = call.deps.context;

@@ -5,6 +5,8 @@
  * delivery's document carries both dimension sets). The window is one period, so each statistic is
  * one value over the whole window: the percentiles are CloudWatch's own over every latency value
  * published in it, and the oldest message received is `PendingAge`'s `Maximum` (published in seconds).
+ * Minute by minute (`readMinutes`), the same call asks for `Delivered` and `Attempts` (`Sum`) with
+ * a period of 60 s: one value a minute that had data points, the others none (zeros in the series).
  */
 import {
   GetMetricDataCommand,
@@ -21,9 +23,9 @@ import {
   type MetricsReadOptions,
   type MetricsWindow,
   type DeliveryMetrics,
+  type MinuteMetrics,
 } from './metrics-reader';
-
-const MINUTE_MS = 60_000;
+import { MINUTE_MS, minuteOf, minuteSeries } from './minute-series';
 
 /** Each query's ID (what GetMetricData answers by), the metric and the statistic it asks for. */
 const QUERIES = {
@@ -44,10 +46,9 @@ type QueryId = keyof typeof QUERIES;
  * requires, so every statistic comes back as one value.
  */
 export function metricDataRequest(window: MetricsWindow, options: MetricsReadOptions = {}): GetMetricDataCommandInput {
-  const startMs = Math.floor(window.startMs / MINUTE_MS) * MINUTE_MS;
+  const startMs = minuteOf(window.startMs);
   const periodSeconds = Math.max(1, Math.ceil((window.endMs - startMs) / MINUTE_MS)) * 60;
-  const dimensions: { Name: string; Value: string }[] = Object.entries(METRIC_DIMENSIONS).map(([Name, Value]) => ({ Name, Value }));
-  if (options.endpoint !== undefined) dimensions.push({ Name: ENDPOINT_DIMENSION, Value: options.endpoint });
+  const dimensions = dimensionsOf(options);
   const queries: MetricDataQuery[] = (Object.keys(QUERIES) as QueryId[]).map((id) => ({
     Id: id,
     MetricStat: {
@@ -63,6 +64,69 @@ export function metricDataRequest(window: MetricsWindow, options: MetricsReadOpt
     EndTime: new Date(startMs + periodSeconds * 1000),
     ScanBy: 'TimestampDescending',
   };
+}
+
+/** `Service` (the totals), and `Endpoint` beside it for one endpoint's figures. */
+function dimensionsOf(options: MetricsReadOptions): { Name: string; Value: string }[] {
+  const dimensions: { Name: string; Value: string }[] = Object.entries(METRIC_DIMENSIONS).map(([Name, Value]) => ({ Name, Value }));
+  if (options.endpoint !== undefined) dimensions.push({ Name: ENDPOINT_DIMENSION, Value: options.endpoint });
+  return dimensions;
+}
+
+/** The per-minute queries' IDs, and the metric each sums. */
+const MINUTE_QUERIES = {
+  delivered: 'Delivered',
+  attempts: 'Attempts',
+} as const satisfies Record<string, MetricName>;
+type MinuteQueryId = keyof typeof MINUTE_QUERIES;
+
+/**
+ * The request for a window minute by minute: `Delivered` and `Attempts` summed over periods of
+ * 60 s, from the start of the minute the window starts in to the end of the minute it ends in
+ * (CloudWatch's one-minute data, kept 15 days), oldest first.
+ */
+export function minuteDataRequest(window: MetricsWindow, options: MetricsReadOptions = {}): GetMetricDataCommandInput {
+  const dimensions = dimensionsOf(options);
+  const queries: MetricDataQuery[] = (Object.keys(MINUTE_QUERIES) as MinuteQueryId[]).map((id) => ({
+    Id: id,
+    MetricStat: {
+      Metric: { Namespace: METRICS_NAMESPACE, MetricName: MINUTE_QUERIES[id], Dimensions: dimensions },
+      Period: 60,
+      Stat: 'Sum',
+    },
+    ReturnData: true,
+  }));
+  return {
+    MetricDataQueries: queries,
+    StartTime: new Date(minuteOf(window.startMs)),
+    EndTime: new Date(minuteOf(window.endMs - 1) + MINUTE_MS),
+    ScanBy: 'TimestampAscending',
+  };
+}
+
+/**
+ * Every minute of the window from GetMetricData's results (every page's, concatenated): each
+ * value in the minute of its timestamp (the period's start), the minutes with none as zeros.
+ */
+export function parseMinuteData(window: MetricsWindow, results: readonly MetricDataResult[]): MinuteMetrics[] {
+  const counts: MinuteMetrics[] = [];
+  for (const result of results) {
+    const id = result.Id as MinuteQueryId;
+    if (!(id in MINUTE_QUERIES)) continue;
+    if (result.StatusCode === 'Forbidden' || result.StatusCode === 'InternalError') {
+      throw new MetricsUnavailableError(`CloudWatch answered ${result.StatusCode} for ${MINUTE_QUERIES[id]} (Sum)`);
+    }
+    const timestamps = result.Timestamps ?? [];
+    const values = result.Values ?? [];
+    if (timestamps.length !== values.length) {
+      throw new MetricsUnavailableError(`CloudWatch answered ${values.length} values for ${MINUTE_QUERIES[id]} with ${timestamps.length} timestamps`);
+    }
+    values.forEach((value, i) => {
+      const startMs = new Date(timestamps[i]!).getTime();
+      counts.push({ startMs, delivered: id === 'delivered' ? value : 0, attempts: id === 'attempts' ? value : 0 });
+    });
+  }
+  return minuteSeries(window, counts);
 }
 
 /**
@@ -117,7 +181,15 @@ export class CloudWatchMetricsReader implements MetricsReader {
   }
 
   async read(window: MetricsWindow, options: MetricsReadOptions = {}): Promise<DeliveryMetrics> {
-    const request = metricDataRequest(window, options);
+    return parseMetricData(await this.#results(metricDataRequest(window, options)));
+  }
+
+  async readMinutes(window: MetricsWindow, options: MetricsReadOptions = {}): Promise<MinuteMetrics[]> {
+    return parseMinuteData(window, await this.#results(minuteDataRequest(window, options)));
+  }
+
+  /** Every page's results. @throws MetricsUnavailableError naming AWS's error */
+  async #results(request: GetMetricDataCommandInput): Promise<MetricDataResult[]> {
     const results: MetricDataResult[] = [];
     let nextToken: string | undefined;
     try {
@@ -132,6 +204,6 @@ export class CloudWatchMetricsReader implements MetricsReader {
         cause: error,
       });
     }
-    return parseMetricData(results);
+    return results;
   }
 }

@@ -3,8 +3,10 @@
  * hour, then a bucket per hour, each holding its counts, a latency histogram and the largest
  * `PendingAge` (CloudWatch's `Maximum`: the oldest message received), kept for
  * `retentionMs`. Whatever the traffic, that is at most 60 + one per hour of retention buckets,
- * each of bounded size. Pure: the sandbox's metric sink fills and persists these; its reader
- * summarizes them over a window.
+ * each of bounded size. Beside them, for the console's per-minute chart, each minute's `Delivered`
+ * and `Attempts` alone, kept minute by minute for the whole retention (two numbers a minute that
+ * had any: at most 1,440 a day, where a bucket's histogram would be hundreds of bins). Pure: the
+ * sandbox's metric sink fills and persists these; its reader summarizes them over a window.
  */
 import type { MetricDocument, MetricName } from '../observability';
 import {
@@ -15,7 +17,7 @@ import {
   parseHistogram,
   type LatencyHistogram,
 } from './latency-histogram';
-import { PENDING_AGE_UNIT_MS, type MetricsWindow, type DeliveryMetrics } from './metrics-reader';
+import { PENDING_AGE_UNIT_MS, type MetricsWindow, type DeliveryMetrics, type MinuteMetrics } from './metrics-reader';
 
 export const MINUTE_MS = 60_000;
 export const HOUR_MS = 3_600_000;
@@ -53,6 +55,8 @@ export class MetricBuckets {
   readonly #retentionMs: number;
   /** By start; a minute's and an hour's bucket never share a start (see `roll`). */
   readonly #buckets = new Map<number, MetricBucket>();
+  /** Each minute's `Delivered` and `Attempts`, by the minute's start; never folded into an hour. */
+  readonly #minutes = new Map<number, MinuteMetrics>();
 
   constructor(retentionMs: number) {
     this.#retentionMs = retentionMs;
@@ -66,6 +70,14 @@ export class MetricBuckets {
     const latency = addValues(EMPTY_HISTOGRAM, document.values.DeliveryLatency ?? []);
     const pendingAgeMax = largest(document.values.PendingAge ?? []);
     this.#merge(emptyBucket(startMs, MINUTE_MS), { counts, latency, ...(pendingAgeMax === null ? {} : { pendingAgeMax }) });
+    if (counts.Delivered > 0 || counts.Attempts > 0) {
+      const minute = this.#minutes.get(startMs);
+      this.#minutes.set(startMs, {
+        startMs,
+        delivered: (minute?.delivered ?? 0) + counts.Delivered,
+        attempts: (minute?.attempts ?? 0) + counts.Attempts,
+      });
+    }
   }
 
   /**
@@ -82,11 +94,19 @@ export class MetricBuckets {
     for (const bucket of [...this.#buckets.values()]) {
       if (bucket.startMs + bucket.spanMs <= nowMs - this.#retentionMs) this.#buckets.delete(bucket.startMs);
     }
+    for (const startMs of [...this.#minutes.keys()]) {
+      if (startMs + MINUTE_MS <= nowMs - this.#retentionMs) this.#minutes.delete(startMs);
+    }
   }
 
   /** Oldest first. */
   list(): MetricBucket[] {
     return [...this.#buckets.values()].sort((a, b) => a.startMs - b.startMs);
+  }
+
+  /** The minutes with a delivery or an attempt in them, oldest first. */
+  minutes(): MinuteMetrics[] {
+    return [...this.#minutes.values()].sort((a, b) => a.startMs - b.startMs);
   }
 
   /**
@@ -137,6 +157,24 @@ export function parseBucket(value: unknown): MetricBucket {
     throw new TypeError(`metric bucket ${b.startMs}: bad pendingAgeMax`);
   }
   return { startMs: b.startMs, spanMs: b.spanMs, counts, latency: parseHistogram(b.latency), ...(pendingAgeMax === undefined ? {} : { pendingAgeMax }) };
+}
+
+/** A minute as the sink's file keeps it: `[startMs, delivered, attempts]`, three numbers. */
+export type StoredMinute = readonly [startMs: number, delivered: number, attempts: number];
+
+export function storedMinute(minute: MinuteMetrics): StoredMinute {
+  return [minute.startMs, minute.delivered, minute.attempts];
+}
+
+/** A minute read back from JSON, or a TypeError naming what is wrong with it. */
+export function parseMinute(value: unknown): MinuteMetrics {
+  if (!Array.isArray(value) || value.length !== 3) throw new TypeError('a metric minute must be [startMs, delivered, attempts]');
+  const [startMs, delivered, attempts] = value as unknown[];
+  if (typeof startMs !== 'number' || !Number.isInteger(startMs) || startMs % MINUTE_MS !== 0) throw new TypeError('a metric minute must start at a whole minute');
+  for (const [name, n] of [['delivered', delivered], ['attempts', attempts]] as const) {
+    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new TypeError(`metric minute ${startMs}: bad count ${name}`);
+  }
+  return { startMs, delivered: delivered as number, attempts: attempts as number };
 }
 
 /** The largest of the values given; null when there are none. */

@@ -2,7 +2,8 @@
  * The port `handoff stats` reads delivery figures through: the consumer's own metrics over a
  * window, never the ledger's delivered rows (a delivered row is in no index, docs/contract.md §5).
  * Adapters: CloudWatch (`cloudwatch-reader.ts`) for a deployed stack, the sandbox's metric sink
- * (`sandbox/metric-sink.ts`) locally. Both read the metrics lib/observability.ts names.
+ * (`sandbox/metric-sink.ts`) locally. Both read the metrics lib/observability.ts names, as one
+ * summary of a window (`read`) or minute by minute (`readMinutes`, the console's chart).
  */
 
 /** Epoch ms, start inclusive, end exclusive. */
@@ -42,6 +43,16 @@ export interface MetricsReadOptions {
   readonly endpoint?: string;
 }
 
+/** One minute's counts: what the consumer published in it. */
+export interface MinuteMetrics {
+  /** Epoch ms of the minute's start (a whole minute). */
+  readonly startMs: number;
+  /** `Delivered` in the minute. */
+  readonly delivered: number;
+  /** `Attempts` in the minute, whatever their outcome. */
+  readonly attempts: number;
+}
+
 export interface MetricsReader {
   /** Where the figures come from, for the operator: "CloudWatch (namespace Handoff, Service=handoff)". */
   readonly source: string;
@@ -50,6 +61,12 @@ export interface MetricsReader {
   /** The longest window it can answer for: how long its source keeps the figures it reads. */
   readonly maxWindowMs: number;
   read(window: MetricsWindow, options?: MetricsReadOptions): Promise<DeliveryMetrics>;
+  /**
+   * The counts of every minute the window touches, oldest first: from the minute its start falls
+   * in to the one its last millisecond falls in, a minute with nothing published in it as zeros
+   * (lib/metrics/minute-series.ts `minuteSeries`).
+   */
+  readMinutes(window: MetricsWindow, options?: MetricsReadOptions): Promise<MinuteMetrics[]>;
 }
 
 /** The metrics could not be read: no permission, no such file, a malformed answer. */

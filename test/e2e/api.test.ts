@@ -149,6 +149,7 @@ describe('the management API in the sandbox', { timeout: 90_000 }, () => {
       '/v1/replays',
       '/v1/shipments/{shipmentId}/deliveries',
       '/v1/stats',
+      '/v1/stats/minutes',
     ]);
   });
 
@@ -428,6 +429,66 @@ describe('the management API in the sandbox', { timeout: 90_000 }, () => {
     expect(ownEndpoints.json.items.map((e: { name: string }) => e.name)).toEqual(['hooks']);
     expect(otherEndpoint.status).toBe(403);
     secrets.push(portalToken);
+  });
+
+  it('charts deliveries minute by minute from the metric sink: an operator any endpoint or all, a portal link its owner\'s endpoints', async () => {
+    // Act: hooks got evt_api_one, evt_api_two and evt_api_idem in the last hour, each delivered at once.
+    const minutes = await eventually(
+      "hooks' deliveries in the series",
+      async () => {
+        const answer = await call('GET', '/v1/stats/minutes?endpoint=hooks');
+        const delivered = (answer.json.points ?? []).reduce((sum: number, p: { delivered: number }) => sum + p.delivered, 0);
+        return delivered >= 3 ? answer : undefined;
+      },
+      { timeoutMs: SETTLE_MS },
+    );
+    const totals = await call('GET', '/v1/stats/minutes?since=24h');
+    const link = await call('POST', '/v1/portal-links', { body: { owner: 'acme-corp', ttlSeconds: 600 } });
+    const portalToken = link.json.token as string;
+    secrets.push(portalToken);
+    const ownMinutes = await call('GET', '/v1/stats/minutes?endpoint=hooks', { token: portalToken });
+    const allMinutes = await call('GET', '/v1/stats/minutes', { token: portalToken });
+
+    // Assess
+    expect(minutes.status).toBe(200);
+    expect(minutes.json).toMatchObject({ endpoint: 'hooks', periodSeconds: 60 });
+    expect(minutes.json.metricsError).toBeUndefined();
+    expect(minutes.json.points).toHaveLength(60);
+    const at = (minutes.json.points as { at: string }[]).map((p) => Date.parse(p.at));
+    expect(at.every((t, i) => i === 0 || t - at[i - 1]! === 60_000)).toBe(true);
+    expect(Date.now() - at.at(-1)!).toBeLessThan(2 * 60_000);
+    // refuser rejected evt_api_dead once: a failed attempt among the totals.
+    expect(totals.json.points).toHaveLength(1440);
+    expect(totals.json.points.reduce((sum: number, p: { failed: number }) => sum + p.failed, 0)).toBeGreaterThanOrEqual(1);
+    expect(ownMinutes.status).toBe(200);
+    expect(allMinutes.status).toBe(403);
+  });
+
+  it("shows a portal link its owner's deliveries of an event and a shipment only, and replays none of another's", async () => {
+    // Prepare: hooks is acme-corp's; refuser has no owner.
+    const link = await call('POST', '/v1/portal-links', { body: { owner: 'acme-corp', ttlSeconds: 600 } });
+    const portalToken = link.json.token as string;
+    secrets.push(portalToken);
+
+    // Act
+    const own = await call('GET', '/v1/events/evt_api_two', { token: portalToken });
+    const other = await call('GET', '/v1/events/evt_api_dead', { token: portalToken });
+    const shipment = await call('GET', '/v1/shipments/shp_api_1/deliveries', { token: portalToken });
+    const replayOther = await call('POST', '/v1/replays', { body: { eventId: 'evt_api_dead', endpoint: 'refuser', reason: 'not ours' }, token: portalToken });
+    const replayAll = await call('POST', '/v1/replays', { body: { eventId: 'evt_api_dead', reason: 'every endpoint' }, token: portalToken });
+    const replayOwn = await call('POST', '/v1/replays', { body: { eventId: 'evt_api_two', endpoint: 'hooks', reason: 'ours' }, token: portalToken });
+
+    // Assess
+    expect(own.status).toBe(200);
+    expect(own.json.deliveries.map((d: { endpoint: string }) => d.endpoint)).toEqual(['hooks']);
+    expect(other.status).toBe(404);
+    expect(shipment.status).toBe(200);
+    expect(shipment.json.items.map((d: { endpoint: string }) => d.endpoint)).toEqual(['hooks', 'hooks']);
+    expect(replayOther.status).toBe(403);
+    expect(replayAll.status).toBe(403);
+    // In scope, and refused for what it is: a delivered delivery is not dead.
+    expect(replayOwn.status).toBe(409);
+    expect(replayOwn.json.type).toBe('https://handoff.dev/problems/not-dead');
   });
 
   it('answered every request as the document describes it, and never showed a secret or the token again', () => {

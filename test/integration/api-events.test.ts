@@ -2,14 +2,15 @@
  * The management API's events (docs/contract.md §16) through its one handler, against real
  * emulators: `POST /v1/events` checks each event as `handoff send` does and puts it on the delivery
  * queue (or the ordered intake) with the same SQS calls; `GET /v1/events/{eventId}` answers what
- * `handoff status EVENT --json` prints. Every answer is checked against the API's OpenAPI document.
+ * `handoff status EVENT --json` prints, to a portal link's holder its owner's deliveries only.
+ * Every answer is checked against the API's OpenAPI document.
  */
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { statusCommand } from '../../cli/commands/status';
 import { CommandContext } from '../../cli/context';
 import { messageGroupIdFor } from '../../lib/fifo';
-import { parsed, settledDelivery, shipmentEvent, startTestbed, TESTBED_PAYLOAD_LIMIT_BYTES, type Testbed } from '../helpers/api-testbed';
+import { ownedEndpoint, parsed, settledDelivery, shipmentEvent, startTestbed, TESTBED_PAYLOAD_LIMIT_BYTES, type Testbed } from '../helpers/api-testbed';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
 
@@ -217,6 +218,34 @@ describe('GET /v1/events/{eventId}', () => {
     expect(answer.body.deliveries[1].deadReason).toBe('rejected');
     // What happened, never what was sent.
     expect(JSON.stringify(answer.body)).not.toContain('"body"');
+  });
+
+  it("answers a portal link's holder its owner's deliveries only, and 404 as for an unknown event when it has none", async () => {
+    // Prepare: evt_mixed went to o1's billing and o2's crm; evt_theirs to crm alone; old-billing's owner was o1 but it is gone from the registry.
+    await bed.registry.add(ownedEndpoint('billing', 'o1'), T0);
+    await bed.registry.add(ownedEndpoint('crm', 'o2'), T0);
+    const mixed = parsed(shipmentEvent('evt_mixed'));
+    await settledDelivery(bed.ledger, mixed, 'billing', T0, 'delivered');
+    await settledDelivery(bed.ledger, mixed, 'crm', T0, 'rejected');
+    await settledDelivery(bed.ledger, mixed, 'old-billing', T0, 'rejected');
+    await settledDelivery(bed.ledger, parsed(shipmentEvent('evt_theirs')), 'crm', T0, 'delivered');
+
+    // Act
+    const operator = await bed.call({ method: 'GET', path: '/v1/events/evt_mixed' });
+    const own = await bed.call({ method: 'GET', path: '/v1/events/evt_mixed', caller: 'portal:o1' });
+    const theirs = await bed.call({ method: 'GET', path: '/v1/events/evt_theirs', caller: 'portal:o1' });
+    const unknown = await bed.call({ method: 'GET', path: '/v1/events/evt_never', caller: 'portal:o1' });
+
+    // Assess
+    expect(operator.body.deliveries.map((d: { endpoint: string }) => d.endpoint)).toEqual(['billing', 'crm', 'old-billing']);
+    expect(own.status).toBe(200);
+    expect(own.body).toEqual({ eventId: 'evt_mixed', deliveries: [operator.body.deliveries[0]] });
+    // Nothing tells an event with no delivery of the owner's from an event no one has.
+    expect(theirs.status).toBe(404);
+    expect(unknown.status).toBe(404);
+    const { instance: _theirs, ...theirsProblem } = theirs.body;
+    const { instance: _unknown, ...unknownProblem } = unknown.body;
+    expect(theirsProblem).toEqual({ ...unknownProblem, detail: unknownProblem.detail.replace('evt_never', 'evt_theirs') });
   });
 
   it('answers 404 for an event without deliveries, and 400 naming the path for what is no event ID', async () => {

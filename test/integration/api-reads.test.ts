@@ -1,17 +1,28 @@
 /**
  * The management API's read routes (docs/contract.md §16) through its one handler, against real
  * emulators and rows the real ledger wrote: a shipment's deliveries (newest first), the dead ones
- * (oldest death first, by endpoint, owner, window and reason), and stats as `handoff stats --json`.
- * Pages are followed by `next` to the end; every answer is checked against the OpenAPI document.
+ * (oldest death first, by endpoint, owner, window and reason), stats as `handoff stats --json`, and
+ * the per-minute series from the sandbox's metric sink on a real file. Pages are followed by `next`
+ * to the end; every answer is checked against the OpenAPI document.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MemoryIdempotencyStore } from '../../api/idempotency';
+import { createApiHandler } from '../../api/router';
+import { apiDocument, ROUTES } from '../../api/routes';
 import { recordJson } from '../../cli/commands/record-view';
 import { statsCommand } from '../../cli/commands/stats';
 import { CommandContext } from '../../cli/context';
 import type { DeliveryRecord } from '../../lib/ledger/ledger';
-import { ownedEndpoint, parsed, settledDelivery, shipmentEvent, startTestbed, type ApiAnswer, type Testbed } from '../helpers/api-testbed';
+import { createLogger, MetricsRecorder } from '../../lib/observability';
+import { metricsFileFor, MetricSink } from '../../sandbox/metric-sink';
+import { apiEvent } from '../helpers/api-events';
+import { ownedEndpoint, parsed, settledDelivery, shipmentEvent, startTestbed, TEST_CALLER, type ApiAnswer, type ApiRequestSpec, type Testbed } from '../helpers/api-testbed';
+import { OpenApiValidator } from '../helpers/openapi-validator';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
 const SECOND = 1000;
@@ -68,6 +79,29 @@ describe('GET /v1/shipments/{shipmentId}/deliveries', () => {
     expect(keys(items)).toEqual(['evt_r3@crm', 'evt_r3@billing', 'evt_r2@crm', 'evt_r2@billing', 'evt_r1@crm', 'evt_r1@billing']);
     const byKey = new Map(rows.map((r) => [`${r.eventId}@${r.endpoint}`, r]));
     expect(items).toEqual(shown(keys(items).map((k) => byKey.get(k)!)));
+  });
+
+  it("shows a portal link's holder its owner's deliveries only, page by page, `next` going on where each page ended", async () => {
+    // Prepare: four events of shp_p, each to o1's billing and o2's crm (crm's row 100 ms later, so first in the listing).
+    await bed.registry.add(ownedEndpoint('billing', 'o1'), T0);
+    await bed.registry.add(ownedEndpoint('crm', 'o2'), T0);
+    for (const [i, id] of ['evt_p1', 'evt_p2', 'evt_p3', 'evt_p4'].entries()) {
+      for (const [j, endpoint] of ['billing', 'crm'].entries()) {
+        await settledDelivery(bed.ledger, parsed(shipmentEvent(id, 'shp_p')), endpoint, T0 + i * SECOND + j * 100, 'delivered');
+      }
+    }
+
+    // Act: pages of 3 of the listing's 8 rows.
+    const own = await allPages('/v1/shipments/shp_p/deliveries', { limit: '3' }, 'portal:o1');
+    const operator = await allPages('/v1/shipments/shp_p/deliveries', { limit: '3' });
+    const none = await allPages('/v1/shipments/shp_p/deliveries', {}, 'portal:o3');
+
+    // Assess: the same pages as the operator's, each without crm's rows.
+    expect(operator.sizes).toEqual([3, 3, 2]);
+    expect(own.sizes).toEqual([1, 2, 1]);
+    expect(keys(own.items)).toEqual(['evt_p4@billing', 'evt_p3@billing', 'evt_p2@billing', 'evt_p1@billing']);
+    expect(own.items).toEqual(operator.items.filter((d) => d.endpoint === 'billing'));
+    expect(none.items).toEqual([]);
   });
 
   it('answers 409 shipment-index-off where the deployment keeps no shipment index', async () => {
@@ -290,5 +324,168 @@ describe('GET /v1/stats', () => {
     expect(own.body.endpoint).toBe('a');
     expect(other.status).toBe(403);
     expect(totals.status).toBe(403);
+  });
+});
+
+describe('GET /v1/stats/minutes', () => {
+  const NOW = Date.parse('2026-12-01T10:37:25Z');
+  const minute = (iso: string) => Date.parse(iso);
+  let validator: OpenApiValidator;
+  let directory: string;
+  let closers: (() => void)[] = [];
+
+  beforeAll(async () => {
+    validator = await OpenApiValidator.of(apiDocument());
+  });
+
+  beforeEach(() => {
+    directory = mkdtempSync(join(tmpdir(), 'handoff-api-minutes-'));
+  });
+
+  afterEach(() => {
+    for (const close of closers) close();
+    closers = [];
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  /**
+   * The API over the testbed's queues and tables as a sandbox whose state file is in `directory`,
+   * at the clock `NOW`, and that sandbox's metric sink (the file the API's reader reads). Each
+   * answer is checked against the OpenAPI document, as the testbed checks its own.
+   */
+  function sandboxWithMetrics(): { sink: MetricSink; call: (spec: ApiRequestSpec) => Promise<ApiAnswer> } {
+    const { connection } = bed.target;
+    if (connection.kind !== 'sandbox') throw new Error('the testbed is a sandbox target');
+    const stateFile = join(directory, 'sandbox.json');
+    const silent = () => new PassThrough() as unknown as NodeJS.WriteStream;
+    const context = new CommandContext({ ...bed.target, connection: { ...connection, stateFile } }, { stdout: silent(), stderr: silent() }, () => NOW);
+    const sink = new MetricSink({ path: metricsFileFor(stateFile), now: () => NOW });
+    closers.push(() => context.close(), () => sink.close());
+    const handler = createApiHandler(ROUTES, {
+      context,
+      idempotency: new MemoryIdempotencyStore(),
+      now: () => NOW,
+      logger: createLogger({ service: 'handoff-api-test', write: () => {} }),
+    });
+    return {
+      sink,
+      call: async (spec) => {
+        const event = apiEvent({ ...spec, caller: spec.caller === null ? null : (spec.caller ?? TEST_CALLER) });
+        const result = await handler(event);
+        const text = typeof result.body === 'string' ? result.body : '';
+        const contentType = result.headers?.['content-type'] as string | undefined;
+        const url = event.rawQueryString === '' ? spec.path : `${spec.path}?${event.rawQueryString}`;
+        const check = validator.check({ method: spec.method, url, status: result.statusCode ?? 200, contentType, body: text });
+        expect(check.errors, `${spec.method} ${url} answered ${result.statusCode} ${text}`).toEqual([]);
+        return { status: result.statusCode ?? 200, contentType, body: text === '' ? undefined : JSON.parse(text) };
+      },
+    };
+  }
+
+  /** The metric documents a consumer writes at `atMs` for these attempts (each delivered or not) at their endpoints. */
+  function attemptsAt(sink: MetricSink, atMs: number, attempts: readonly { endpoint: string; delivered: boolean }[]): void {
+    const lines: string[] = [];
+    const metrics = new MetricsRecorder({ service: 'handoff', write: (line) => void lines.push(line), now: () => atMs });
+    for (const attempt of attempts) {
+      metrics.attempted(1, attempt.endpoint);
+      if (attempt.delivered) {
+        metrics.add('Delivered', 1, attempt.endpoint);
+        metrics.add('DeliveryLatency', 50, attempt.endpoint);
+      }
+    }
+    metrics.flush();
+    for (const line of lines) sink.accept(line);
+    sink.flush();
+  }
+
+  it('answers every minute of the last hour, oldest first, delivered and failed (Attempts less Delivered) from the metrics', async () => {
+    // Prepare: at 10:37 billing delivers 2 and fails 1, crm fails 2; at 10:05 billing delivers 1; at 09:30 (before the hour) billing delivers 4.
+    const api = sandboxWithMetrics();
+    const deliveries = (endpoint: string, delivered: number, failed: number) => [
+      ...Array.from({ length: delivered }, () => ({ endpoint, delivered: true })),
+      ...Array.from({ length: failed }, () => ({ endpoint, delivered: false })),
+    ];
+    attemptsAt(api.sink, minute('2026-12-01T09:30:10Z'), deliveries('billing', 4, 0));
+    attemptsAt(api.sink, minute('2026-12-01T10:05:59Z'), deliveries('billing', 1, 0));
+    attemptsAt(api.sink, minute('2026-12-01T10:37:01Z'), [...deliveries('billing', 2, 1), ...deliveries('crm', 0, 2)]);
+
+    // Act
+    const totals = await api.call({ method: 'GET', path: '/v1/stats/minutes' });
+    const billing = await api.call({ method: 'GET', path: '/v1/stats/minutes', query: { endpoint: 'billing', since: '90m' } });
+
+    // Assess
+    expect(totals.status).toBe(200);
+    expect(totals.body).toMatchObject({ endpoint: null, periodSeconds: 60, source: expect.stringMatching(/^the sandbox's metric sink \(/) });
+    expect(totals.body.metricsError).toBeUndefined();
+    const points = totals.body.points as { at: string; delivered: number; failed: number }[];
+    expect(points).toHaveLength(60);
+    expect([points[0]!.at, points.at(-1)!.at]).toEqual(['2026-12-01T09:38:00.000Z', '2026-12-01T10:37:00.000Z']);
+    expect(points.filter((p) => p.delivered + p.failed > 0)).toEqual([
+      { at: '2026-12-01T10:05:00.000Z', delivered: 1, failed: 0 },
+      { at: '2026-12-01T10:37:00.000Z', delivered: 2, failed: 3 },
+    ]);
+    expect(billing.body).toMatchObject({ endpoint: 'billing', source: expect.stringMatching(/, endpoint billing only$/) });
+    const billingPoints = billing.body.points as { at: string; delivered: number; failed: number }[];
+    expect(billingPoints).toHaveLength(90);
+    expect(billingPoints[0]!.at).toBe('2026-12-01T09:08:00.000Z');
+    expect(billingPoints.filter((p) => p.delivered + p.failed > 0)).toEqual([
+      { at: '2026-12-01T09:30:00.000Z', delivered: 4, failed: 0 },
+      { at: '2026-12-01T10:05:00.000Z', delivered: 1, failed: 0 },
+      { at: '2026-12-01T10:37:00.000Z', delivered: 2, failed: 1 },
+    ]);
+  });
+
+  it('answers a day as 1,440 minutes, and no points with metricsError when the metrics cannot be read', async () => {
+    // Prepare
+    const api = sandboxWithMetrics();
+
+    // Act
+    const day = await api.call({ method: 'GET', path: '/v1/stats/minutes', query: { since: '24h' } });
+    const unread = await bed.call({ method: 'GET', path: '/v1/stats/minutes', query: { endpoint: 'billing' } });
+
+    // Assess
+    expect(day.body.points).toHaveLength(1440);
+    expect(day.body.points.every((p: { delivered: number; failed: number }) => p.delivered === 0 && p.failed === 0)).toBe(true);
+    expect(unread.status).toBe(200);
+    expect(unread.body).toMatchObject({ endpoint: 'billing', periodSeconds: 60, points: [] });
+    expect(unread.body.metricsError).toMatch(/^no sandbox metrics file /);
+  });
+
+  it('refuses a window over a day or not a duration, and a parameter it does not take, naming each', async () => {
+    // Act
+    const long = await bed.call({ method: 'GET', path: '/v1/stats/minutes', query: { since: '25h' } });
+    const week = await bed.call({ method: 'GET', path: '/v1/stats/minutes', query: { since: '7d' } });
+    const several = await bed.call({ method: 'GET', path: '/v1/stats/minutes', query: { since: '1s', endpoint: 'Not A Name', period: '5m' } });
+
+    // Assess
+    for (const answer of [long, week]) {
+      expect(answer.status).toBe(400);
+      expect(answer.body.errors).toEqual([{ path: 'query.since', message: 'must be a duration like 30m, 1h or 24h, from 1m to 24h.' }]);
+    }
+    expect(several.body.errors).toEqual([
+      { path: 'query.period', message: 'is not a parameter of this operation (it takes endpoint, since)' },
+      { path: 'query.endpoint', message: 'must be an endpoint name: 1–64 of a-z 0-9 -' },
+      { path: 'query.since', message: 'must be a duration like 30m, 1h or 24h, from 1m to 24h.' },
+    ]);
+  });
+
+  it("lets a portal link's holder read one of its owner's endpoints only", async () => {
+    // Prepare
+    await bed.registry.add(ownedEndpoint('a', 'o1'), T0);
+    await bed.registry.add(ownedEndpoint('c', 'o2'), T0);
+
+    // Act
+    const own = await bed.call({ method: 'GET', path: '/v1/stats/minutes', query: { endpoint: 'a' }, caller: 'portal:o1' });
+    const other = await bed.call({ method: 'GET', path: '/v1/stats/minutes', query: { endpoint: 'c' }, caller: 'portal:o1' });
+    const unknown = await bed.call({ method: 'GET', path: '/v1/stats/minutes', query: { endpoint: 'zz' }, caller: 'portal:o1' });
+    const totals = await bed.call({ method: 'GET', path: '/v1/stats/minutes', caller: 'portal:o1' });
+
+    // Assess
+    expect(own.status).toBe(200);
+    expect(own.body.endpoint).toBe('a');
+    for (const answer of [other, unknown, totals]) {
+      expect(answer.status).toBe(403);
+      expect(answer.body.type).toBe('https://handoff.dev/problems/out-of-scope');
+    }
   });
 });

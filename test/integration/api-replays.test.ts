@@ -3,13 +3,15 @@
  * (test/helpers/api-testbed.ts: fauxqs and dynalite, the command's own CommandContext): a replay is
  * `handoff replay`'s use case, audited with the authenticated caller as operator, its event back on
  * the delivery queue for that endpoint alone; a bulk replay is counted by a dry run and done in
- * bounded parts continued by `next`; bad input is a 400 naming each field. Every answer is checked
- * against the API's OpenAPI document.
+ * bounded parts continued by `next`; bad input is a 400 naming each field; a portal link's holder
+ * replays its owner's endpoints' deliveries only. Every answer is checked against the API's OpenAPI
+ * document.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { portalKeyFrom, verifyPortalToken } from '../../api/portal-link';
 import { ENDPOINT_ATTRIBUTE } from '../../lib/queue/queue';
-import { parsed, settledDelivery, shipmentEvent, startTestbed, TEST_CALLER, type Testbed } from '../helpers/api-testbed';
+import { OPERATOR_SHOWN_TO_PORTAL } from '../../api/portal-link';
+import { ownedEndpoint, parsed, settledDelivery, shipmentEvent, startTestbed, TEST_CALLER, type Testbed } from '../helpers/api-testbed';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
 const MINUTE = 60_000;
@@ -226,6 +228,82 @@ describe('POST /v1/replays: in bulk', () => {
     const again = await bed.call({ method: 'POST', path: '/v1/replays', body: { ...WINDOW, dryRun: true, reason: 'anything left?' } });
 
     expect(again.body).toMatchObject({ matched: 0, next: null });
+  });
+});
+
+describe("POST /v1/replays: a portal link's holder", () => {
+  /** evt_both died at o1's acme and o2's beta; evt_gone at gone (in no registry). */
+  async function prepareOwners() {
+    await bed.registry.add(ownedEndpoint('acme', 'o1'), T0);
+    await bed.registry.add(ownedEndpoint('beta', 'o2'), T0);
+    const both = parsed(shipmentEvent('evt_both'));
+    await settledDelivery(bed.ledger, both, 'acme', T0, 'rejected');
+    await settledDelivery(bed.ledger, both, 'beta', T0, 'rejected');
+    await deadDelivery('evt_gone', 'gone', T0);
+  }
+  const portal = 'portal:o1';
+
+  it("replays one delivery to its owner's endpoint, leaving the event's delivery to another owner's dead", async () => {
+    // Prepare
+    await prepareOwners();
+
+    // Act
+    const answer = await bed.call({ method: 'POST', path: '/v1/replays', body: { eventId: 'evt_both', endpoint: 'acme', reason: 'fixed our receiver' }, caller: portal });
+
+    // Assess: the audit keeps the caller; the holder reads who operated as an operator.
+    expect(answer.status).toBe(202);
+    expect(answer.body).toMatchObject({ eventId: 'evt_both', endpoint: 'acme', state: 'pending', operator: OPERATOR_SHOWN_TO_PORTAL, caller: OPERATOR_SHOWN_TO_PORTAL });
+    expect((await bed.ledger.get({ eventId: 'evt_both', endpoint: 'acme' }))?.audit).toEqual([expect.objectContaining({ action: 'replay', operator: portal, caller: portal })]);
+    expect((await bed.ledger.get({ eventId: 'evt_both', endpoint: 'beta' }))?.state).toBe('dead');
+    const [message] = await bed.receive(bed.target.queueUrl!, 1);
+    expect(endpointOf(message!)).toBe('acme');
+  });
+
+  it("counts and replays its owner's endpoint in bulk, dry runs too", async () => {
+    // Prepare
+    await prepareOwners();
+    const window = { endpoint: 'acme', deadSince: '2026-12-01T09:00:00Z', until: '2026-12-01T11:00:00Z' };
+
+    // Act
+    const dryRun = await bed.call({ method: 'POST', path: '/v1/replays', body: { ...window, dryRun: true, reason: 'how many' }, caller: portal });
+    const bulk = await bed.call({ method: 'POST', path: '/v1/replays', body: { ...window, reason: 'all of ours' }, caller: portal });
+
+    // Assess
+    expect(dryRun.status).toBe(200);
+    expect(dryRun.body).toMatchObject({ endpoint: 'acme', dryRun: true, matched: 1, replayed: 0 });
+    expect(bulk.status).toBe(202);
+    expect(bulk.body).toMatchObject({ endpoint: 'acme', matched: 1, replayed: 1, operator: OPERATOR_SHOWN_TO_PORTAL });
+    expect((await bed.ledger.get({ eventId: 'evt_both', endpoint: 'beta' }))?.state).toBe('dead');
+  });
+
+  it("refuses, with 403 and nothing replayed, an event without its endpoint, another owner's endpoint, and one no registry holds", async () => {
+    // Prepare
+    await prepareOwners();
+
+    // Act
+    const refused = [
+      await bed.call({ method: 'POST', path: '/v1/replays', body: { eventId: 'evt_both', reason: 'all of it' }, caller: portal }),
+      await bed.call({ method: 'POST', path: '/v1/replays', body: { eventId: 'evt_both', endpoint: 'beta', reason: 'theirs' }, caller: portal }),
+      await bed.call({ method: 'POST', path: '/v1/replays', body: { endpoint: 'beta', deadSince: '2026-12-01', dryRun: true, reason: 'count theirs' }, caller: portal }),
+      await bed.call({ method: 'POST', path: '/v1/replays', body: { eventId: 'evt_gone', endpoint: 'gone', reason: 'no one' }, caller: portal }),
+    ];
+
+    // Assess
+    for (const answer of refused) {
+      expect(answer.status).toBe(403);
+      expect(answer.body.type).toBe('https://handoff.dev/problems/out-of-scope');
+    }
+    for (const [eventId, endpoint] of [['evt_both', 'acme'], ['evt_both', 'beta'], ['evt_gone', 'gone']] as const) {
+      expect((await bed.ledger.get({ eventId, endpoint }))?.state).toBe('dead');
+    }
+    expect(await bed.isEmpty(bed.target.queueUrl!)).toBe(true);
+  });
+
+  it('still names bad input in a 400 before anything else', async () => {
+    const answer = await bed.call({ method: 'POST', path: '/v1/replays', body: { endpoint: 'acme', reason: '' }, caller: portal });
+
+    expect(answer.status).toBe(400);
+    expect(answer.body.errors.map((e: { path: string }) => e.path)).toEqual(['reason', 'deadSince']);
   });
 });
 

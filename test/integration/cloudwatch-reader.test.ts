@@ -74,6 +74,33 @@ describe('Class: CloudWatchMetricsReader (SDK on loopback)', () => {
     }
   });
 
+  it('asks for the minutes of the window in periods of 60 s, and puts each value in the minute of its timestamp', async () => {
+    // Prepare: the stub answers each value at the request's StartTime, so all in the first minute.
+    stub = await startCloudWatchStub({ 'Delivered/Sum': [5, 2], 'Attempts/Sum': [9] });
+    const start = END_MS - 3 * 60_000;
+
+    // Act
+    const minutes = await new CloudWatchMetricsReader({ client: clientFor(stub.url) }).readMinutes({ startMs: start, endMs: END_MS }, { endpoint: 'billing' });
+
+    // Assess
+    expect(minutes).toEqual([
+      { startMs: start, delivered: 7, attempts: 9 },
+      { startMs: start + 60_000, delivered: 0, attempts: 0 },
+      { startMs: start + 120_000, delivered: 0, attempts: 0 },
+    ]);
+    expect(stub.requests).toHaveLength(1);
+    const [request] = stub.requests;
+    expect([request!.StartTime, request!.EndTime, request!.ScanBy]).toEqual([start / 1000, END_MS / 1000, 'TimestampAscending']);
+    const dimensions = [
+      { Name: 'Service', Value: 'handoff' },
+      { Name: 'Endpoint', Value: 'billing' },
+    ];
+    expect(request!.MetricDataQueries).toEqual([
+      { Id: 'delivered', MetricStat: { Metric: { Namespace: 'Handoff', MetricName: 'Delivered', Dimensions: dimensions }, Period: 60, Stat: 'Sum' }, ReturnData: true },
+      { Id: 'attempts', MetricStat: { Metric: { Namespace: 'Handoff', MetricName: 'Attempts', Dimensions: dimensions }, Period: 60, Stat: 'Sum' }, ReturnData: true },
+    ]);
+  });
+
   it('reports a refused call as MetricsUnavailableError naming AWS’s error', async () => {
     stub = await startCloudWatchStub({}, { status: 403, error: 'AccessDenied' });
 

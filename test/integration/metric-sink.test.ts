@@ -215,6 +215,59 @@ describe('Class: MetricSink', () => {
   });
 });
 
+describe('Class: MetricSink, minute by minute', () => {
+  it("reads every minute of the window back, the totals' and each endpoint's, minutes folded into an hour's bucket still one by one", async () => {
+    // Prepare: billing delivers once (and fails once) three hours ago; crm fails twice, then delivers, in the current minute.
+    let nowMs = NOW_MS - 3 * 3_600_000;
+    const path = join(directory, 'sandbox.metrics.json');
+    const sink = new MetricSink({ path, now: () => nowMs });
+    for (const line of invocationLines([{ number: 1 }, { number: 2, latencyMs: 40 }].map((a) => ({ ...a, endpoint: 'billing' })), nowMs)) sink.accept(line);
+    nowMs = NOW_MS;
+    for (const line of invocationLines([{ number: 1 }, { number: 2 }, { number: 3, latencyMs: 80 }].map((a) => ({ ...a, endpoint: 'crm' })), nowMs)) sink.accept(line);
+
+    // Act: the write folds the three-hour-old minute into its hour's bucket.
+    sink.flush();
+    const reader = new SandboxMetricsReader({ path });
+    const lastFourHours = { startMs: NOW_MS - 4 * 3_600_000, endMs: NOW_MS + 60_000 };
+    const [totals, billing, crm, nobody] = await Promise.all([
+      reader.readMinutes(lastFourHours),
+      reader.readMinutes(lastFourHours, { endpoint: 'billing' }),
+      reader.readMinutes(lastFourHours, { endpoint: 'crm' }),
+      reader.readMinutes(lastFourHours, { endpoint: 'nobody' }),
+    ]);
+
+    // Assess
+    const file = JSON.parse(readFileSync(path, 'utf8')) as { buckets: { spanMs: number }[] };
+    expect(file.buckets.map((b) => b.spanMs)).toEqual([3_600_000, 60_000]);
+    const busy = (series: { delivered: number; attempts: number; startMs: number }[]) => series.filter((m) => m.delivered > 0 || m.attempts > 0);
+    for (const series of [totals, billing, crm, nobody]) {
+      expect(series).toHaveLength(4 * 60 + 1);
+      expect(series[0]!.startMs).toBe(NOW_MS - 4 * 3_600_000);
+      expect(series.at(-1)!.startMs).toBe(NOW_MS);
+    }
+    expect(busy(totals)).toEqual([
+      { startMs: NOW_MS - 3 * 3_600_000, delivered: 1, attempts: 2 },
+      { startMs: NOW_MS, delivered: 1, attempts: 3 },
+    ]);
+    expect(busy(billing)).toEqual([{ startMs: NOW_MS - 3 * 3_600_000, delivered: 1, attempts: 2 }]);
+    expect(busy(crm)).toEqual([{ startMs: NOW_MS, delivered: 1, attempts: 3 }]);
+    expect(busy(nobody)).toEqual([]);
+  });
+
+  it('keeps the file small however many documents a minute brings: two numbers a minute', async () => {
+    const path = join(directory, 'sandbox.metrics.json');
+    const sink = new MetricSink({ path, now: () => NOW_MS });
+    const lines = invocationLines([{ number: 1, latencyMs: 123, endpoint: 'billing' }]);
+
+    for (let i = 0; i < 5_000; i += 1) for (const line of lines) sink.accept(line);
+    sink.flush();
+
+    const file = JSON.parse(readFileSync(path, 'utf8')) as { minutes: unknown; endpointMinutes: unknown };
+    expect(file.minutes).toEqual([[NOW_MS, 5_000, 5_000]]);
+    expect(file.endpointMinutes).toEqual({ billing: [[NOW_MS, 5_000, 5_000]] });
+  });
+});
+
 describe('Class: SandboxMetricsReader', () => {
   it('throws MetricsUnavailableError naming the file when there is none', async () => {
     const path = join(directory, 'sandbox.metrics.json');
@@ -251,6 +304,29 @@ describe('Class: SandboxMetricsReader', () => {
 
     await expect(new SandboxMetricsReader({ path }).read(LAST_DAY)).rejects.toThrow(
       new MetricsUnavailableError(`the sandbox metrics file ${path} is malformed (metric bucket 0: bad pendingAgeMax)`),
+    );
+  });
+
+  it('says a file written before the sink kept minutes holds no series, and reads one malformed minute as a malformed file', async () => {
+    const path = join(directory, 'sandbox.metrics.json');
+    const reader = new SandboxMetricsReader({ path });
+    writeFileSync(path, '{"version":2,"retentionMs":86400000,"buckets":[],"endpoints":{}}');
+
+    await expect(reader.readMinutes(LAST_DAY)).rejects.toThrow(
+      new MetricsUnavailableError(`the sandbox metrics file ${path} is malformed (it keeps no figures minute by minute: restart the sandbox)`),
+    );
+    writeFileSync(path, '{"version":2,"retentionMs":86400000,"buckets":[],"endpoints":{},"minutes":[],"endpointMinutes":{"billing":[[1,2,3]]}}');
+    expect(await reader.readMinutes({ startMs: NOW_MS, endMs: NOW_MS + 60_000 })).toEqual([{ startMs: NOW_MS, delivered: 0, attempts: 0 }]);
+    await expect(reader.readMinutes(LAST_DAY, { endpoint: 'billing' })).rejects.toThrow(
+      new MetricsUnavailableError(`the sandbox metrics file ${path} is malformed (a metric minute must start at a whole minute)`),
+    );
+  });
+
+  it('throws MetricsUnavailableError naming the file when there is none, minute by minute too', async () => {
+    const path = join(directory, 'sandbox.metrics.json');
+
+    await expect(new SandboxMetricsReader({ path }).readMinutes(LAST_DAY)).rejects.toThrow(
+      new MetricsUnavailableError(`no sandbox metrics file ${path}: the sandbox writes it while it runs`),
     );
   });
 

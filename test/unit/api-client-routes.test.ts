@@ -47,6 +47,7 @@ const CALLS: Readonly<Record<string, (client: HandoffClient) => Promise<unknown>
   'GET /v1/dead': (c) => c.listDead({ endpoint: 'orders', owner: 'acme', since: '2026-12-01T00:00:00Z', until: '2026-12-02T00:00:00Z', reason: 'exhausted', cursor: 'c', limit: 10 }),
   'POST /v1/replays': (c) => c.replay({ endpoint: 'orders', deadSince: '2026-12-01T00:00:00Z', until: '2026-12-02T00:00:00Z', deadReason: 'exhausted', dryRun: true, reason: 'fixed' }),
   'GET /v1/stats': (c) => c.stats({ endpoint: 'orders', since: '24h' }),
+  'GET /v1/stats/minutes': (c) => c.statsMinutes({ endpoint: 'orders', since: '1h' }),
   'POST /v1/portal-links': (c) => c.createPortalLink({ owner: 'acme', ttlSeconds: 600 }),
   'GET /v1/openapi.json': (c) => c.openApiDocument(),
 };

@@ -5,7 +5,7 @@
  */
 import type { CloudWatchClient, GetMetricDataCommand, MetricDataResult } from '@aws-sdk/client-cloudwatch';
 import { describe, expect, it } from 'vitest';
-import { CloudWatchMetricsReader, metricDataRequest, parseMetricData } from '../../lib/metrics/cloudwatch-reader';
+import { CloudWatchMetricsReader, metricDataRequest, minuteDataRequest, parseMetricData, parseMinuteData } from '../../lib/metrics/cloudwatch-reader';
 import { MetricsUnavailableError } from '../../lib/metrics/metrics-reader';
 import { deliveryMetrics, NO_METRICS } from '../helpers/delivery-metrics';
 
@@ -109,6 +109,71 @@ describe('Function: parseMetricData', () => {
   });
 });
 
+describe('Function: minuteDataRequest', () => {
+  it('asks for Delivered and Attempts summed over periods of 60 s, from the minute the window starts in to the end of the minute it ends in', () => {
+    const start = Date.UTC(2026, 11, 2, 11, 0, 0);
+    const request = minuteDataRequest({ startMs: start, endMs: start + 60 * MINUTE_MS });
+
+    expect(request.StartTime).toEqual(new Date(start));
+    expect(request.EndTime).toEqual(new Date(start + 60 * MINUTE_MS));
+    expect(request.ScanBy).toBe('TimestampAscending');
+    const dimensions = [{ Name: 'Service', Value: 'handoff' }];
+    expect(request.MetricDataQueries).toEqual([
+      { Id: 'delivered', MetricStat: { Metric: { Namespace: 'Handoff', MetricName: 'Delivered', Dimensions: dimensions }, Period: 60, Stat: 'Sum' }, ReturnData: true },
+      { Id: 'attempts', MetricStat: { Metric: { Namespace: 'Handoff', MetricName: 'Attempts', Dimensions: dimensions }, Period: 60, Stat: 'Sum' }, ReturnData: true },
+    ]);
+  });
+
+  it("asks for one endpoint's minutes under the Service and Endpoint dimensions, as `read` does", () => {
+    const request = minuteDataRequest({ startMs: END_MS - 90_000, endMs: END_MS }, { endpoint: 'billing' });
+
+    // From 11:59:00 to 12:00:30: the minutes 11:59 and 12:00, the last to its end.
+    expect(request.StartTime).toEqual(new Date(END_MS - 30_000 - MINUTE_MS));
+    expect(request.EndTime).toEqual(new Date(END_MS - 30_000 + MINUTE_MS));
+    for (const query of request.MetricDataQueries ?? []) {
+      expect(query.MetricStat?.Metric?.Dimensions).toEqual([
+        { Name: 'Service', Value: 'handoff' },
+        { Name: 'Endpoint', Value: 'billing' },
+      ]);
+    }
+  });
+});
+
+describe('Function: parseMinuteData', () => {
+  const start = Date.UTC(2026, 11, 2, 11, 0, 0);
+  const window = { startMs: start, endMs: start + 3 * MINUTE_MS };
+  const minute = (i: number) => new Date(start + i * MINUTE_MS);
+
+  it("puts each value in its timestamp's minute, zeros in the minutes CloudWatch had no data points for", () => {
+    const series = parseMinuteData(window, [
+      { Id: 'delivered', Timestamps: [minute(0), minute(2)], Values: [4, 9], StatusCode: 'Complete' },
+      { Id: 'attempts', Timestamps: [minute(0), minute(2)], Values: [6, 9], StatusCode: 'Complete' },
+    ]);
+
+    expect(series).toEqual([
+      { startMs: start, delivered: 4, attempts: 6 },
+      { startMs: start + MINUTE_MS, delivered: 0, attempts: 0 },
+      { startMs: start + 2 * MINUTE_MS, delivered: 9, attempts: 9 },
+    ]);
+  });
+
+  it("adds a minute's values from several pages", () => {
+    const series = parseMinuteData(window, [
+      { Id: 'attempts', Timestamps: [minute(1)], Values: [2], StatusCode: 'PartialData' },
+      { Id: 'attempts', Timestamps: [minute(1)], Values: [3], StatusCode: 'Complete' },
+    ]);
+
+    expect(series[1]).toEqual({ startMs: start + MINUTE_MS, delivered: 0, attempts: 5 });
+  });
+
+  it('throws MetricsUnavailableError naming the metric CloudWatch refused, and an answer whose values and timestamps disagree', () => {
+    expect(() => parseMinuteData(window, [{ Id: 'attempts', StatusCode: 'Forbidden' }])).toThrow(new MetricsUnavailableError('CloudWatch answered Forbidden for Attempts (Sum)'));
+    expect(() => parseMinuteData(window, [{ Id: 'delivered', Timestamps: [minute(0)], Values: [1, 2], StatusCode: 'Complete' }])).toThrow(
+      new MetricsUnavailableError('CloudWatch answered 2 values for Delivered with 1 timestamps'),
+    );
+  });
+});
+
 describe('Class: CloudWatchMetricsReader', () => {
   it('follows NextToken and reads every page', async () => {
     // Prepare: a client that answers in two pages.
@@ -125,6 +190,30 @@ describe('Class: CloudWatchMetricsReader', () => {
     // Assess
     expect(sent.map((c) => c.input.NextToken)).toEqual([undefined, 'page-2']);
     expect(metrics).toEqual(deliveryMetrics({ delivered: 7, attempts: 9, retriedAttempts: 2, deadLettered: 0, latency: [7, 40, 80], oldestPendingAgeMs: null }));
+  });
+
+  it('reads the minutes over every page', async () => {
+    // Prepare
+    const start = Date.UTC(2026, 11, 2, 11, 0, 0);
+    const sent: GetMetricDataCommand[] = [];
+    const pages = [
+      { MetricDataResults: [{ Id: 'delivered', Timestamps: [new Date(start)], Values: [3], StatusCode: 'PartialData' }], NextToken: 'page-2' },
+      { MetricDataResults: [{ Id: 'attempts', Timestamps: [new Date(start + MINUTE_MS)], Values: [1], StatusCode: 'Complete' }] },
+    ];
+    const client = { send: async (command: GetMetricDataCommand) => (sent.push(command), pages[sent.length - 1]) } as unknown as CloudWatchClient;
+
+    // Act
+    const minutes = await new CloudWatchMetricsReader({ client }).readMinutes({ startMs: start, endMs: start + 2 * MINUTE_MS }, { endpoint: 'billing' });
+
+    // Assess
+    expect(sent.map((c) => [c.input.NextToken, c.input.MetricDataQueries?.[0]?.MetricStat?.Period])).toEqual([
+      [undefined, 60],
+      ['page-2', 60],
+    ]);
+    expect(minutes).toEqual([
+      { startMs: start, delivered: 3, attempts: 0 },
+      { startMs: start + MINUTE_MS, delivered: 0, attempts: 1 },
+    ]);
   });
 
   it('turns a failed call into MetricsUnavailableError naming the error', async () => {

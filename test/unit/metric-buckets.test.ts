@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HOUR_MS, MINUTE_MS, MetricBuckets, parseBucket, summarizeBuckets } from '../../lib/metrics/metric-buckets';
+import { HOUR_MS, MINUTE_MS, MetricBuckets, parseBucket, parseMinute, storedMinute, summarizeBuckets } from '../../lib/metrics/metric-buckets';
 import { deliveryMetrics } from '../helpers/delivery-metrics';
 
 /** The start of an hour. */
@@ -72,6 +72,64 @@ describe('Class: MetricBuckets', () => {
     buckets.roll(T0 + 3 * HOUR_MS + MINUTE_MS);
 
     expect(buckets.list().map((b) => b.startMs)).toEqual([T0 + 2 * HOUR_MS]);
+  });
+});
+
+describe('Class: MetricBuckets, minute by minute', () => {
+  it("keeps each minute's Delivered and Attempts after its bucket is folded into its hour, for the whole retention", () => {
+    // Prepare: a document in every minute of three hours, then the roll an hour after they end.
+    const buckets = new MetricBuckets(DAY_MS);
+    for (let minute = 0; minute < 180; minute += 1) {
+      buckets.add({ timestampMs: T0 + minute * MINUTE_MS + 5_000, values: { Delivered: [minute % 3], Attempts: [2], DeliveryLatency: [40] } });
+    }
+
+    // Act
+    buckets.roll(T0 + 4 * HOUR_MS);
+
+    // Assess: the buckets are hours now; the minutes are as they were, 180 of them.
+    expect(buckets.list().map((b) => b.spanMs)).toEqual([HOUR_MS, HOUR_MS, HOUR_MS]);
+    const minutes = buckets.minutes();
+    expect(minutes).toHaveLength(180);
+    expect(minutes.slice(0, 3)).toEqual([
+      { startMs: T0, delivered: 0, attempts: 2 },
+      { startMs: T0 + MINUTE_MS, delivered: 1, attempts: 2 },
+      { startMs: T0 + 2 * MINUTE_MS, delivered: 2, attempts: 2 },
+    ]);
+  });
+
+  it('adds the documents of one minute together, and keeps no minute that had neither a delivery nor an attempt', () => {
+    const buckets = new MetricBuckets(DAY_MS);
+
+    buckets.add({ timestampMs: T0 + 1_000, values: { Delivered: [1], Attempts: [1] } });
+    buckets.add({ timestampMs: T0 + 50_000, values: { Attempts: [2] } });
+    buckets.add({ timestampMs: T0 + MINUTE_MS, values: { PendingAge: [4], DeadLetters: [1] } });
+
+    expect(buckets.minutes()).toEqual([{ startMs: T0, delivered: 1, attempts: 3 }]);
+  });
+
+  it('drops the minutes that ended more than the retention ago, and holds at most one a minute of it', () => {
+    const buckets = new MetricBuckets(DAY_MS);
+    for (let minute = 0; minute < 2 * 24 * 60; minute += 1) buckets.add({ timestampMs: T0 + minute * MINUTE_MS, values: { Attempts: [1] } });
+
+    buckets.roll(T0 + 2 * DAY_MS);
+
+    const minutes = buckets.minutes();
+    expect(minutes).toHaveLength(24 * 60);
+    expect(minutes[0]!.startMs).toBe(T0 + DAY_MS);
+  });
+});
+
+describe('Function: parseMinute', () => {
+  it('reads back what the file keeps of a minute', () => {
+    const minute = { startMs: T0 + MINUTE_MS, delivered: 3, attempts: 5 };
+
+    expect(parseMinute(JSON.parse(JSON.stringify(storedMinute(minute))))).toEqual(minute);
+  });
+
+  it('throws naming what is wrong', () => {
+    expect(() => parseMinute({ startMs: T0 })).toThrow('a metric minute must be [startMs, delivered, attempts]');
+    expect(() => parseMinute([T0 + 1, 0, 0])).toThrow('a metric minute must start at a whole minute');
+    expect(() => parseMinute([T0, 1, -2])).toThrow(`metric minute ${T0}: bad count attempts`);
   });
 });
 

@@ -106,6 +106,7 @@ describe('Function: statsCommand', () => {
         source: 'the test reader',
         percentileMethod: 'exact',
         maxWindowMs: 24 * HOUR_MS,
+        readMinutes: async () => [],
         ...reader,
         read: (window, options = {}) => (windows.push(window), reads.push(options), reader.read(window)),
       }),
