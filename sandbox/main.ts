@@ -3,8 +3,9 @@
  *
  * Standard output carries exactly one line, `READY <json>`, once everything is up; the same
  * JSON goes to the state file (sandbox/state-file.ts) for the operator CLI, and is removed on
- * shutdown. Everything else (receiver and worker lines, the counters) goes to standard error,
- * each line through the terminal sanitiser (lib/terminal.ts): here, and in `Display`.
+ * shutdown. Everything else (receiver and worker lines, the counters, the console's URL to open)
+ * goes to standard error, each line through the terminal sanitiser (lib/terminal.ts): here, and in
+ * `Display`. A console that does not build (console/build.ts) stops the start with one line saying why.
  *
  * Exit status: 0 after a clean stop, 2 for an invalid setting (one line naming the variable),
  * 1 when start-up fails otherwise.

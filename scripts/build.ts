@@ -170,9 +170,10 @@ export async function buildPackage(): Promise<void> {
       built({ ...CONSUMER, entryPoints: [join(ROOT, entry!)], outfile: join(DIST, outfile!) }, inLambdaRuntime, 'bundled, and not the AWS SDK the Lambda runtime provides'),
     ),
     // The console beside api.mjs, which reads it at cold start (functions/api.ts): users run no build.
+    // Its sizes on stderr: `npm pack --json` (prepack runs this) keeps stdout for its JSON.
     buildConsole().then((files) => {
       writeConsoleFiles(files, join(DIST, CONSOLE_DIR));
-      process.stdout.write(`${CONSOLE_DIR}/\n${describeSizes(files).map((line) => `  ${line}`).join('\n')}\n`);
+      process.stderr.write(`${CONSOLE_DIR}/\n${describeSizes(files).map((line) => `  ${line}`).join('\n')}\n`);
     }),
   ]);
   execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], {

@@ -7,18 +7,22 @@
  * It prints what the package adds to the app beyond its peers, and holds none of the development
  * and sandbox tools (emulators, tsx, esbuild).
  *
+ * The installed function (api.mjs) serves the console from the files beside it.
+ *
  * Slow by nature (a pack, an install, a tsc run and a synth): about a minute on a quiet machine.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { DEFAULT_SETTINGS, RESOURCE_ENV, SETTING_VARIABLES } from '../../lib/config';
+import { deploymentToJson } from '../../lib/endpoints/endpoint';
 import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import { emulatorDynamoDbClient, startDynalite } from '../helpers/dynalite';
@@ -33,6 +37,23 @@ const SLOW_MS = 10 * 60_000;
 function offlineEnv(): NodeJS.ProcessEnv {
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('AWS_') && !name.startsWith('CDK_')));
   return { ...env, AWS_EC2_METADATA_DISABLED: 'true', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+}
+
+/** What the construct gives the API's function: its resources named, never reached by the requests made here. */
+function lambdaEnvironment(): NodeJS.ProcessEnv {
+  return {
+    [RESOURCE_ENV.ledgerTable]: 'ledger',
+    [RESOURCE_ENV.endpointsTable]: 'endpoints',
+    [RESOURCE_ENV.queueUrl]: 'https://sqs.us-east-1.amazonaws.com/123456789012/q',
+    [RESOURCE_ENV.deadLetterQueueUrl]: 'https://sqs.us-east-1.amazonaws.com/123456789012/dlq',
+    [RESOURCE_ENV.redriveQueueUrl]: 'https://sqs.us-east-1.amazonaws.com/123456789012/redrive',
+    [RESOURCE_ENV.orderedQueueUrl]: 'https://sqs.us-east-1.amazonaws.com/123456789012/ordered.fifo',
+    [RESOURCE_ENV.sealKeyArn]: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:seal-AbCdEf',
+    [RESOURCE_ENV.endpointsKeyArn]: 'arn:aws:kms:us-east-1:123456789012:key/00000000-0000-0000-0000-000000000000',
+    [RESOURCE_ENV.endpointDefaults]: JSON.stringify(deploymentToJson(DEFAULT_SETTINGS)),
+    [SETTING_VARIABLES.payloadLimitBytes]: String(DEFAULT_SETTINGS.payloadLimitBytes),
+    AWS_REGION: 'us-east-1',
+  };
 }
 
 const APP_TS = `
@@ -129,7 +150,7 @@ describe('Package: the packed tarball in a fresh CDK app', () => {
     const { stdout } = await run('tar', ['-tzf', tarball]);
     const files = stdout.trim().split('\n').map((line) => line.replace(/^package\//, ''));
 
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/handoff.js', 'dist/cdk.js', 'dist/cdk.d.ts', 'dist/receiver.js', 'dist/receiver.d.ts', 'dist/client.js', 'dist/client.d.ts', 'dist/cli.js', 'dist/consumer/index.mjs', 'dist/consumer/api.mjs']));
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/handoff.js', 'dist/cdk.js', 'dist/cdk.d.ts', 'dist/receiver.js', 'dist/receiver.d.ts', 'dist/client.js', 'dist/client.d.ts', 'dist/cli.js', 'dist/consumer/index.mjs', 'dist/consumer/api.mjs', 'dist/consumer/console/index.html', 'dist/consumer/console/app.js', 'dist/consumer/console/app.css']));
     expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
     expect(files.filter((file) => /(^|\/)(test|tests|__tests__)\//.test(file) || /\.test\./.test(file))).toEqual([]);
   });
@@ -215,6 +236,44 @@ describe('Package: the packed tarball in a fresh CDK app', () => {
     expect(assets).toHaveLength(1);
     expect(readFileSync(join(out, assets[0]!, 'index.mjs'), 'utf8')).toBe(bundled);
   });
+
+  it("serves the console from the installed api.mjs: the files beside it in the function's asset", async () => {
+    // Prepare: the installed function's directory (api.mjs and console/) where the AWS SDK resolves,
+    // as the Lambda runtime provides it (here the repository's node_modules; the app has no SDK clients).
+    const installedFunction = join(installed, 'dist/consumer');
+    const lambda = mkdtempSync(join(ROOT, 'node_modules/.cache-handoff-lambda-'));
+    try {
+      cpSync(join(installedFunction, 'api.mjs'), join(lambda, 'api.mjs'));
+      cpSync(join(installedFunction, 'console'), join(lambda, 'console'), { recursive: true });
+      const invoke = `
+        const { handler } = await import(${JSON.stringify(pathToFileURL(join(lambda, 'api.mjs')).href)});
+        const answers = {};
+        for (const path of ['/console', '/console/', '/console/app.js', '/console/app.css', '/console/config.json', '/v1/openapi.json']) {
+          const answer = await handler({ version: '2.0', routeKey: '$default', rawPath: path, rawQueryString: '', headers: {}, requestContext: { http: { method: 'GET', path }, requestId: 'packed' }, isBase64Encoded: false });
+          answers[path] = { statusCode: answer.statusCode, headers: answer.headers, body: answer.body };
+        }
+        process.stderr.write('ANSWERS ' + JSON.stringify(answers) + '\\n');
+      `;
+
+      // Act: the function's module loaded as Lambda loads it (cold start), then one request per path.
+      const { stderr } = await run(process.execPath, ['--input-type=module', '-e', invoke], { cwd: lambda, env: { ...offlineEnv(), ...lambdaEnvironment() } });
+      const answers = JSON.parse(/^ANSWERS (.*)$/m.exec(stderr)![1]!) as Record<string, { statusCode: number; headers: Record<string, string>; body?: string }>;
+
+      // Assess: each file as the package holds it, with the console's headers; /v1 is still the API's.
+      const file = (name: string) => readFileSync(join(installedFunction, 'console', name), 'utf8');
+      expect(answers['/console']!.statusCode).toBe(308);
+      expect(answers['/console/']).toMatchObject({ statusCode: 200, body: file('index.html'), headers: { 'content-type': 'text/html; charset=utf-8' } });
+      expect(answers['/console/app.js']).toMatchObject({ statusCode: 200, body: file('app.js'), headers: { 'content-type': 'text/javascript; charset=utf-8' } });
+      expect(answers['/console/app.css']).toMatchObject({ statusCode: 200, body: file('app.css') });
+      expect(JSON.parse(answers['/console/config.json']!.body!)).toEqual({});
+      expect(answers['/console/']!.headers['content-security-policy']).toMatch(/^default-src 'none'; script-src 'self';/);
+      // No credential on the request: the API's 401, not the console's.
+      expect(answers['/v1/openapi.json']!.statusCode).toBe(401);
+      expect(stderr).not.toContain('console files missing');
+    } finally {
+      rmSync(lambda, { recursive: true, force: true });
+    }
+  }, SLOW_MS);
 
   it('runs the installed handoff --help and handoff send --help from the app', async () => {
     const bin = join(app, 'node_modules/.bin/handoff');

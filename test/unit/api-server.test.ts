@@ -2,10 +2,12 @@
  * The sandbox's API server (sandbox/api-server.ts) as an adapter only: the bearer check, the HTTP
  * API event it builds (as API Gateway's payload format 2.0 has it), and on a real loopback server
  * that every answer is the router's (401 without the token, 404, 413 for a body over the limit
- * with the rest left unread). The routes' use cases are not reached here: the e2e test
- * (test/e2e/api.test.ts) drives them against a sandbox.
+ * with the rest left unread), and the console served beside it with no credential (its answers
+ * written as the site makes them: gzip bytes, 304 and HEAD without a body). The routes' use cases
+ * are not reached here: the e2e test (test/e2e/api.test.ts) drives them against a sandbox.
  */
 import { request } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BODY_BYTES, requestOf } from '../../api/http';
 import { MemoryIdempotencyStore } from '../../api/idempotency';
@@ -14,6 +16,7 @@ import { targetOfSandboxState } from '../../cli/target';
 import { createLogger } from '../../lib/observability';
 import { mintPortalToken, portalKeyFrom } from '../../api/portal-link';
 import { MessageSeal } from '../../lib/queue/seal';
+import { consoleFile, consoleSite } from '../../console/site';
 import { apiEventOf, bearerMatches, callerOfBearer, generateApiToken, startApiServer, type ApiServer, type ReadRequest } from '../../sandbox/api-server';
 import { parseSandboxState, SandboxStateError, type SandboxState } from '../../sandbox/state-file';
 
@@ -128,6 +131,14 @@ describe('Function: parseSandboxState (the API fields)', () => {
     expect(act).toThrow('its apiUrl is not on loopback');
     expect(() => parseSandboxState('/s.json', JSON.stringify({ ...state, apiToken: '' }))).toThrow('has an apiToken that is not a token');
   });
+
+  it("keeps the console's URL, and refuses one off loopback (the page would take the token to another host)", () => {
+    const state = { ...STATE, apiUrl: 'http://127.0.0.1:4100', apiToken: 'tok', consoleUrl: 'http://127.0.0.1:4100/console/#token=tok' };
+    expect(parseSandboxState('/s.json', JSON.stringify(state))).toEqual(state);
+    const act = () => parseSandboxState('/s.json', JSON.stringify({ ...state, consoleUrl: 'https://console.example/#token=tok' }));
+    expect(act).toThrow(SandboxStateError);
+    expect(act).toThrow('its consoleUrl is not on loopback');
+  });
 });
 
 describe('Function: startApiServer', () => {
@@ -195,5 +206,67 @@ describe('Function: startApiServer', () => {
     const logged = lines.map((line) => JSON.parse(line) as { requestId: string; status: number });
     expect(logged.map((l) => l.status)).toEqual([401, 200, 404, 413]);
     for (const l of logged) expect(l.requestId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('Function: startApiServer with the console', () => {
+  const SCRIPT = Buffer.from(`console.log(${JSON.stringify('handoff '.repeat(200))});`);
+  let server: ApiServer;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    const context = new CommandContext(targetOfSandboxState(STATE, '/nonexistent/sandbox.json'), DISCARDED_OUTPUT);
+    const site = consoleSite([consoleFile('index.html', Buffer.from('<!doctype html><title>console</title>')), consoleFile('app.js', SCRIPT)], {});
+    server = await startApiServer({
+      port: 0,
+      context,
+      idempotency: new MemoryIdempotencyStore(),
+      logger: createLogger({ service: 'test', write: (line) => lines.push(line) }),
+      console: site,
+    });
+  });
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  /** One request, its body as the bytes sent (no decoding). */
+  function get(path: string, method = 'GET', headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+    return new Promise((resolve, reject) => {
+      const req = request(`${server.url}${path}`, { method, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  it('serves the console without a credential, gzipped bytes as they were made, and leaves /v1 to the router (401)', async () => {
+    const page = await get('/console/');
+    const gzipped = await get('/console/app.js', 'GET', { 'accept-encoding': 'gzip' });
+    const api = await get('/v1/openapi.json');
+
+    expect(page.status).toBe(200);
+    expect(page.body.toString('utf8')).toBe('<!doctype html><title>console</title>');
+    expect(gzipped.headers['content-encoding']).toBe('gzip');
+    expect(Number(gzipped.headers['content-length'])).toBe(gzipped.body.byteLength);
+    expect(gunzipSync(gzipped.body).equals(SCRIPT)).toBe(true);
+    expect(api.status).toBe(401);
+  });
+
+  it('answers 304 and HEAD with no body, and logs no line for the console (the router logs its own requests)', async () => {
+    const etag = (await get('/console/app.js')).headers.etag as string;
+
+    const notModified = await get('/console/app.js', 'GET', { 'if-none-match': etag });
+    const head = await get('/console/app.js', 'HEAD');
+
+    expect(notModified.status).toBe(304);
+    expect(notModified.body.byteLength).toBe(0);
+    expect(head.status).toBe(200);
+    expect(head.headers.etag).toBe(etag);
+    expect(head.body.byteLength).toBe(0);
+    expect(lines.map((line) => (JSON.parse(line) as { status: number }).status)).toEqual([401]);
   });
 });
