@@ -13,7 +13,8 @@
  * The management API (docs/contract.md §16) is always deployed behind IAM (output `ApiUrl`). For
  * people with tokens (`apiAuth.jwt`, docs/deploying.md): `apiJwtIssuer` and `apiJwtAudience`
  * (comma-separated) for an OIDC issuer's tokens, or `apiUserPool=true` for a Cognito user pool the
- * stack makes; either adds `ApiJwtUrl`.
+ * stack makes; either adds `ApiJwtUrl`, and the console on it, `ConsoleUrl` (docs/contract.md §17),
+ * signing in at that issuer. Portal links always open the console at `PortalConsoleUrl`.
  *
  * Settings come from CDK context and pass through lib/config.ts's `readSettings`, the same parser
  * the local sandbox applies to its `HANDOFF_*` variables:
@@ -196,6 +197,13 @@ export class HandoffStack extends Stack {
     if (d.apiJwtUrl !== undefined) {
       new CfnOutput(this, STACK_OUTPUTS.apiJwtUrl, { value: d.apiJwtUrl, description: 'The management API for people: a JWT as the bearer token' });
     }
+    if (d.consoleUrl !== undefined) {
+      new CfnOutput(this, STACK_OUTPUTS.consoleUrl, { value: d.consoleUrl, description: 'The console: open it in a browser and sign in' });
+    }
+    new CfnOutput(this, STACK_OUTPUTS.portalConsoleUrl, {
+      value: d.portalConsoleUrl,
+      description: 'The console portal links open (POST /v1/portal-links answers links to it): one owner, at most 24 h',
+    });
     if (d.apiUserPool !== undefined && d.apiUserPoolClient !== undefined) {
       new CfnOutput(this, STACK_OUTPUTS.apiUserPoolId, { value: d.apiUserPool.userPoolId, description: "The API's people: add them here (admin-create-user)" });
       new CfnOutput(this, STACK_OUTPUTS.apiUserPoolClientId, { value: d.apiUserPoolClient.userPoolClientId });

@@ -5,9 +5,10 @@
  *   queues.ts       the delivery queue, its redrive and dead-letter queues, the ordered FIFO intake
  *   ledger.ts       the ledger table
  *   secrets.ts      the signing secret and the seal key
- *   functions.ts    the consumer, the stuck-work recovery function and the management API's function,
- *                   their event sources and schedule
- *   api.ts          the management API (docs/contract.md §16): API Gateway HTTP API, IAM (and JWT) auth
+ *   functions.ts    the consumer, the stuck-work recovery function, the management API's function and
+ *                   the portal API's authorizer, their event sources and schedule
+ *   api.ts          the management API (docs/contract.md §16): API Gateway HTTP APIs, IAM (and JWT)
+ *                   auth, the portal links' API, the console on the APIs people open (§17)
  *   grants.ts       what each function's role may do
  *   alarms.ts       the alarms
  *   alarm-topic.ts  the topic they notify
@@ -57,8 +58,8 @@ import { createAlarmTopic } from './delivery/alarm-topic';
 import { createManagementApi, type ApiAlarms, type ApiAuth, type ApiThrottle } from './delivery/api';
 import { createAlarms, type DeliveryAlarms } from './delivery/alarms';
 import { createDashboard } from './delivery/dashboard';
-import { createApiFunction, createConsumer, createRecovery, type FunctionSource } from './delivery/functions';
-import { grantApiAccess, grantConsumerAccess, grantRecoveryAccess } from './delivery/grants';
+import { createApiFunction, createConsumer, createPortalAuthorizer, createRecovery, type FunctionSource } from './delivery/functions';
+import { grantApiAccess, grantConsumerAccess, grantPortalAuthorizerAccess, grantRecoveryAccess } from './delivery/grants';
 import { createLedgerTable } from './delivery/ledger';
 import type { LedgerCapacity } from './delivery/capacity';
 import { METRICS } from './delivery/metrics';
@@ -70,8 +71,16 @@ import { DEFAULT_ENDPOINT } from '../lib/ledger/delivery-record';
 export { DECLARED_ATTRIBUTE, EndpointRegistry, type EndpointDeclaration } from './endpoint-registry';
 export { DEAD_LETTER_AGE_ALARM, UNROUTED_ALARM_THRESHOLD } from './delivery/alarms';
 export type { CapacityRange, LedgerCapacity, ProvisionedLedgerCapacity } from './delivery/capacity';
-export { API_MEMORY_MB, CONSUMER_MEMORY_MB, DEFAULT_RECOVERY_INTERVAL, FIFO_MAX_BATCH_SIZE } from './delivery/functions';
-export { ACCESS_LOG_FIELDS, API_ROUTE_KEYS, DEFAULT_API_THROTTLE, type ApiAlarms, type ApiAuth, type ApiThrottle } from './delivery/api';
+export { API_MEMORY_MB, CONSUMER_MEMORY_MB, DEFAULT_RECOVERY_INTERVAL, FIFO_MAX_BATCH_SIZE, PORTAL_AUTHORIZER_MEMORY_MB } from './delivery/functions';
+export {
+  ACCESS_LOG_FIELDS,
+  API_ROUTE_KEYS,
+  CONSOLE_ROUTE_KEYS,
+  DEFAULT_API_THROTTLE,
+  type ApiAlarms,
+  type ApiAuth,
+  type ApiThrottle,
+} from './delivery/api';
 export { ENDPOINT_UNRESOLVED_METRIC, METRICS, RECOVERED_METRIC, endpointSearch } from './delivery/metrics';
 
 // The functions' code is found relative to this module, which the package build bundles into
@@ -83,16 +92,25 @@ export const CONSUMER_ENTRY = fileURLToPath(new URL('../functions/consumer.ts', 
 export const RECOVERY_ENTRY = fileURLToPath(new URL('../functions/recovery.ts', import.meta.url));
 /** The management API's function (docs/contract.md §16). */
 export const API_ENTRY = fileURLToPath(new URL('../functions/api.ts', import.meta.url));
+/** The portal API's Lambda authorizer (portal links' tokens). */
+export const PORTAL_AUTHORIZER_ENTRY = fileURLToPath(new URL('../functions/api-portal-authorizer.ts', import.meta.url));
+/**
+ * The console's build (docs/contract.md §17), run into the API function's bundle when it is bundled
+ * at synth. Absent from the package, whose pre-bundled asset holds the console's files already.
+ */
+const CONSOLE_BUILD_SCRIPT = fileURLToPath(new URL('../console/build.ts', import.meta.url));
 
 /**
  * The functions pre-bundled by the package build (scripts/build.ts, with the bundling settings of
  * infra/delivery/functions.ts), beside this module once it is compiled into dist/: `index.mjs` the
- * consumer, `recovery.mjs` the recovery function, `api.mjs` the management API, one asset for all.
+ * consumer, `recovery.mjs` the recovery function, `api.mjs` the management API (with the console's
+ * files in `console/`), `portal-authorizer.mjs` the portal API's authorizer, one asset for all.
  * Absent in a clone.
  */
 const PREBUILT_CONSUMER_DIR = fileURLToPath(new URL('./consumer', import.meta.url));
 const PREBUILT_RECOVERY_FILE = 'recovery.mjs';
 const PREBUILT_API_FILE = 'api.mjs';
+const PREBUILT_PORTAL_AUTHORIZER_FILE = 'portal-authorizer.mjs';
 
 export interface WebhookDeliveryProps {
   /**
@@ -195,10 +213,12 @@ export interface WebhookDeliveryProps {
   readonly dashboardName?: string;
   /**
    * How the management API's callers prove who they are (docs/contract.md §16, docs/deploying.md).
-   * Always: IAM (SigV4) on every route of the API at `apiUrl` (grant callers with `grantApiInvoke`).
-   * `jwt`: a second API, `apiJwtUrl`, with the same routes behind a JWT authorizer, for people:
-   * an OIDC issuer's tokens (`{ issuer, audience }`) or those of a Cognito user pool made here
-   * (`{ userPool: true }`).
+   * Always: IAM (SigV4) on every route of the API at `apiUrl` (grant callers with `grantApiInvoke`),
+   * and the portal API, whose routes take portal links' tokens, with the console on it
+   * (`portalConsoleUrl`). `jwt`: another API, `apiJwtUrl`, with the same routes behind a JWT
+   * authorizer, for people: an OIDC issuer's tokens (`{ issuer, audience }`) or those of a Cognito
+   * user pool made here (`{ userPool: true }`, with its hosted sign-in); the console on it
+   * (`consoleUrl`) signs in there.
    */
   readonly apiAuth?: ApiAuth;
   /** The management API's stage throttling. Default DEFAULT_API_THROTTLE: 50 requests a second, bursts of 100. */
@@ -247,9 +267,21 @@ export class WebhookDelivery extends Construct {
   /** The same routes behind the JWT authorizer, and its URL (`apiAuth.jwt`); undefined without it. */
   readonly jwtApi: apigw.HttpApi | undefined;
   readonly apiJwtUrl: string | undefined;
-  /** The user pool and app client made for the API's people (`apiAuth.jwt.userPool`); undefined otherwise. */
+  /** The console on the JWT API (`<apiJwtUrl>console/`, the stack output `ConsoleUrl`); undefined without `apiAuth.jwt`. */
+  readonly consoleUrl: string | undefined;
+  /**
+   * The API portal links open: its /v1 routes behind `portalAuthorizer` (a portal token proves
+   * `portal:<owner>`), the console on it at `portalConsoleUrl` (the stack output `PortalConsoleUrl`),
+   * where `POST /v1/portal-links` points its links.
+   */
+  readonly portalApi: apigw.HttpApi;
+  readonly portalApiUrl: string;
+  readonly portalConsoleUrl: string;
+  readonly portalAuthorizer: lambda.Function;
+  /** The user pool, app client and hosted sign-in domain made for the API's people (`apiAuth.jwt.userPool`); undefined otherwise. */
   readonly apiUserPool: cognito.UserPool | undefined;
   readonly apiUserPoolClient: cognito.UserPoolClient | undefined;
+  readonly apiUserPoolDomain: cognito.UserPoolDomain | undefined;
   /** Every alarm, each notifying `alarmTopic` on alarm and on OK (docs/operating.md). */
   readonly alarms: DeliveryAlarms & ApiAlarms;
   readonly dashboard: cloudwatch.Dashboard;
@@ -319,16 +351,35 @@ export class WebhookDelivery extends Construct {
       props.apiEntry === undefined && existsSync(`${PREBUILT_CONSUMER_DIR}/${PREBUILT_API_FILE}`)
         ? { assetDir: PREBUILT_CONSUMER_DIR, handler: 'api.handler' }
         : { entry: props.apiEntry ?? API_ENTRY };
-    const apiFunction = createApiFunction(this, props, settings, apiSource);
+    // Bundled at synth, the API's function gets the console's files from its build; pre-bundled, they are in the asset.
+    const apiFunction = createApiFunction(this, props, settings, apiSource, {
+      ...('entry' in apiSource && existsSync(CONSOLE_BUILD_SCRIPT) ? { consoleBuild: CONSOLE_BUILD_SCRIPT } : {}),
+    });
     this.apiFunction = apiFunction.function;
     grantApiAccess(apiFunction.role, this, { shipmentIndex: settings.shipmentIndex });
-    const api = createManagementApi(this, this.apiFunction, apiFunction.role, this.alarmTopic, props);
+    const portalAuthorizerSource: FunctionSource = existsSync(`${PREBUILT_CONSUMER_DIR}/${PREBUILT_PORTAL_AUTHORIZER_FILE}`)
+      ? { assetDir: PREBUILT_CONSUMER_DIR, handler: 'portal-authorizer.handler' }
+      : { entry: PORTAL_AUTHORIZER_ENTRY };
+    const portalAuthorizer = createPortalAuthorizer(this, props, portalAuthorizerSource);
+    this.portalAuthorizer = portalAuthorizer.function;
+    grantPortalAuthorizerAccess(portalAuthorizer.role, this);
+    const api = createManagementApi(
+      this,
+      { api: this.apiFunction, apiRole: apiFunction.role, portalAuthorizer: this.portalAuthorizer },
+      this.alarmTopic,
+      props,
+    );
     this.api = api.api;
     this.apiUrl = api.url;
     this.jwtApi = api.jwtApi;
     this.apiJwtUrl = api.jwtUrl;
+    this.consoleUrl = api.consoleUrl;
+    this.portalApi = api.portalApi;
+    this.portalApiUrl = api.portalUrl;
+    this.portalConsoleUrl = api.portalConsoleUrl;
     this.apiUserPool = api.userPool;
     this.apiUserPoolClient = api.userPoolClient;
+    this.apiUserPoolDomain = api.userPoolDomain;
 
     this.alarms = { ...createAlarms(this, props, settings, orderedReceives), ...api.alarms };
     this.dashboard = createDashboard(this, props, settings);

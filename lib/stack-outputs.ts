@@ -31,6 +31,10 @@ export const STACK_OUTPUTS = {
   apiUrl: 'ApiUrl',
   /** The management API for people (`apiAuth.jwt`): the same routes behind the JWT authorizer. Absent without it. */
   apiJwtUrl: 'ApiJwtUrl',
+  /** The console (docs/contract.md §17) on the JWT API, `<ApiJwtUrl>console/`: people sign in at the JWT authorizer's issuer. Absent without it. */
+  consoleUrl: 'ConsoleUrl',
+  /** The console on the portal API, where portal links point (`<url>#portal=<token>`); always present. */
+  portalConsoleUrl: 'PortalConsoleUrl',
   /** The Cognito user pool made for the API's people (`apiAuth.jwt.userPool`), and its app client. Absent without it. */
   apiUserPoolId: 'ApiUserPoolId',
   apiUserPoolClientId: 'ApiUserPoolClientId',

@@ -17,8 +17,9 @@
  *   consumer/       the Lambda functions, bundled as the construct bundles them at synth, so an
  *                   installed construct deploys them with Code.fromAsset (no esbuild in the user's
  *                   app): index.mjs the consumer, recovery.mjs the stuck-work recovery, api.mjs the
- *                   management API (docs/contract.md §16), and console/ the console's files
- *                   (docs/contract.md §17, console/build.ts) that api.mjs serves; one asset
+ *                   management API (docs/contract.md §16), portal-authorizer.mjs the portal API's
+ *                   authorizer, and console/ the console's files (docs/contract.md §17,
+ *                   console/build.ts) that api.mjs serves; one asset
  *   types/          declarations
  */
 import { execFileSync } from 'node:child_process';
@@ -166,6 +167,7 @@ export async function buildPackage(): Promise<void> {
       ['functions/consumer.ts', 'consumer/index.mjs'],
       ['functions/recovery.ts', 'consumer/recovery.mjs'],
       ['functions/api.ts', 'consumer/api.mjs'],
+      ['functions/api-portal-authorizer.ts', 'consumer/portal-authorizer.mjs'],
     ].map(([entry, outfile]) =>
       built({ ...CONSUMER, entryPoints: [join(ROOT, entry!)], outfile: join(DIST, outfile!) }, inLambdaRuntime, 'bundled, and not the AWS SDK the Lambda runtime provides'),
     ),

@@ -8,9 +8,19 @@
  * Gateway proved is the caller the audit records. An HTTP API route has one authorizer, so JWTs
  * (`apiAuth.jwt`: an issuer and audience, or a Cognito user pool the construct makes) are taken on a
  * second API with the same routes, function and settings (`ApiJwtUrl`): services sign with IAM,
- * people bring a token, and neither weakens the other's routes. Nothing is open: besides one
- * route per operation, the catch-all `$default` route takes the same authorizer, so an unknown
- * path is answered by the router (404, 405 as problem documents) only for a proven caller.
+ * people bring a token, and neither weakens the other's routes. A third API, always made, is the
+ * one portal links open (`PortalConsoleUrl`): its routes take a Lambda authorizer
+ * (functions/api-portal-authorizer.ts) that lets a portal token's holder in as `portal:<owner>`,
+ * whom the router confines to that owner's endpoints (api/portal-link.ts). Besides one route per
+ * operation, each API's catch-all `$default` route takes the same authorizer, so an unknown path is
+ * answered by the router (404, 405 as problem documents) only for a proven caller.
+ *
+ * **The console** (docs/contract.md §17) is served by the same function on the APIs people open in
+ * a browser, the JWT API (`ConsoleUrl`) and the portal API (`PortalConsoleUrl`): `GET /console` and
+ * `GET /console/{proxy+}` take no authorization, as the page's files hold no data (every call the
+ * page makes goes to /v1, behind the API's authorizer). The function is told how people sign in
+ * (CONSOLE_ENV.signIn: the JWT authorizer's issuer, or the user pool's hosted sign-in made here)
+ * and where portal links point (CONSOLE_ENV.portalConsoleUrl), whichever API mints them.
  *
  * **Limits.** The stage throttles (`apiThrottle`, default DEFAULT_API_THROTTLE) before the function
  * runs; the router bounds bodies (api/http.ts MAX_BODY_BYTES; API Gateway's own limit is 10 MB).
@@ -24,11 +34,23 @@
  *
  * The construct must not import the router (dist/cdk.js holds no AWS SDK): the routes are listed
  * here as route keys, and a test checks the list against api/routes/index.ts.
+ *
+ * No cycle: an API's URL is built from its ID, the region and the URL suffix, never from its stage
+ * or routes, so the function's environment may name the API that invokes it (the API resource
+ * itself names no function; its integration, routes and permission do, and they come after). The
+ * user pool's app client names the JWT API's console URL as its callback, and the JWT authorizer
+ * names the client as its audience: the API, then the client, then the authorizer and the routes.
  */
-import { Duration, Stack, Token, Validations } from 'aws-cdk-lib';
+import { Aws, Duration, Fn, Lazy, Stack, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
-import { HttpIamAuthorizer, HttpJwtAuthorizer, HttpUserPoolAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import {
+  HttpIamAuthorizer,
+  HttpJwtAuthorizer,
+  HttpLambdaAuthorizer,
+  HttpLambdaResponseType,
+  HttpUserPoolAuthorizer,
+} from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -38,6 +60,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
+import { CONSOLE_ENV, type ConsoleSignIn } from '../../console/site';
 import { ConfigError } from '../../lib/errors';
 import { API_FUNCTION_TIMEOUT_SECONDS } from './functions';
 
@@ -62,21 +85,36 @@ export const API_ROUTE_KEYS = [
   'GET /v1/dead',
   'POST /v1/replays',
   'GET /v1/stats',
+  'GET /v1/stats/minutes',
   'POST /v1/portal-links',
   'GET /v1/openapi.json',
 ] as const;
 
+/**
+ * The console's routes (docs/contract.md §17) on the APIs people open in a browser (JWT, portal):
+ * no authorization, since the page's files hold no data. `/console/` (the page itself) takes the
+ * first: API Gateway matches a path with a trailing slash to the route without it, and the function
+ * reads the raw path.
+ */
+export const CONSOLE_ROUTE_KEYS = ['GET /console', 'GET /console/{proxy+}'] as const;
+
 /** How the API's callers prove who they are (docs/deploying.md "The management API"). */
 export interface ApiAuth {
   /**
-   * A second API (`ApiJwtUrl`) with the same routes behind a JWT authorizer, for people:
+   * A second API (`ApiJwtUrl`) with the same routes behind a JWT authorizer, for people, and the
+   * console on it (`ConsoleUrl`), signing in at the same issuer:
    * - `{ issuer, audience }`: tokens of an OIDC issuer (`https://…`, its `/.well-known/openid-configuration`
-   *   must be reachable), with one of `audience` as `aud` (or `client_id`);
+   *   must be reachable), with one of `audience` as `aud` (or `client_id`). The console signs in as
+   *   the first audience (a public client with the authorization code flow and PKCE at the issuer,
+   *   its redirect URI `ConsoleUrl`);
    * - `{ userPool: true }`: a Cognito user pool the construct makes (no self sign-up, MFA required,
-   *   12-character passwords) and an app client, whose tokens it takes.
+   *   12-character passwords), an app client, whose tokens it takes, and the pool's hosted sign-in
+   *   (a Cognito domain) the console sends people to.
    * The caller recorded is `jwt:<sub>`. Unset: IAM alone.
    * `scopes`: a token must also grant one of these OAuth scopes (its `scope` claim) on every route,
-   * so an issuer that serves other applications too can give this API only to whom it says.
+   * so an issuer that serves other applications too can give this API only to whom it says. The
+   * console asks for them, with `openid`. With the user pool, a scope `server/name` is defined on
+   * the pool (a resource server `server`), and the app client may ask for it.
    */
   readonly jwt?:
     | { readonly issuer: string; readonly audience: readonly string[]; readonly scopes?: readonly string[] }
@@ -100,6 +138,8 @@ export interface ApiAlarms {
   readonly apiServerErrors: cloudwatch.Alarm;
   /** 5xx answers of the JWT API (`apiAuth.jwt`) in 5 minutes. */
   readonly apiJwtServerErrors?: cloudwatch.Alarm;
+  /** 5xx answers of the portal API in 5 minutes, its authorizer's failures among them. */
+  readonly apiPortalServerErrors: cloudwatch.Alarm;
   /** Failed invocations of the API function in 5 minutes (a crash or a timeout). */
   readonly apiErrors: cloudwatch.Alarm;
 }
@@ -108,12 +148,18 @@ export interface ManagementApi {
   /** The API services call with SigV4: every route IAM-authorized. */
   readonly api: apigw.HttpApi;
   readonly url: string;
-  /** The API people call with a JWT (`apiAuth.jwt`). */
+  /** The API people call with a JWT (`apiAuth.jwt`), and the console on it (`<jwtUrl>console/`). */
   readonly jwtApi?: apigw.HttpApi;
   readonly jwtUrl?: string;
-  /** The Cognito user pool and app client made for it (`apiAuth.jwt.userPool`). */
+  readonly consoleUrl?: string;
+  /** The API portal links open: its /v1 routes behind the portal authorizer; the console on it. */
+  readonly portalApi: apigw.HttpApi;
+  readonly portalUrl: string;
+  readonly portalConsoleUrl: string;
+  /** The Cognito user pool, app client and sign-in domain made for it (`apiAuth.jwt.userPool`). */
   readonly userPool?: cognito.UserPool;
   readonly userPoolClient?: cognito.UserPoolClient;
+  readonly userPoolDomain?: cognito.UserPoolDomain;
   readonly alarms: ApiAlarms;
 }
 
@@ -123,19 +169,28 @@ export interface ManagementApiProps {
   readonly logRetention?: logs.RetentionDays;
 }
 
+/** The functions behind the APIs: the API's own (and its role), and the portal API's authorizer. */
+export interface ManagementApiFunctions {
+  readonly api: lambda.Function;
+  readonly apiRole: iam.IRole;
+  readonly portalAuthorizer: lambda.IFunction;
+}
+
 /**
- * The API (and the JWT API when asked) in front of `fn`, their access logs and alarms.
+ * The APIs in front of the API function (IAM, the portal's, and the JWT API when asked), their
+ * access logs and alarms; the console's variables on the function.
  * @throws ConfigError naming `apiAuth` or `apiThrottle`
  */
 export function createManagementApi(
   scope: Construct,
-  fn: lambda.IFunction,
-  role: iam.IRole,
+  functions: ManagementApiFunctions,
   alarmTopic: sns.ITopic,
   props: ManagementApiProps,
 ): ManagementApi {
+  const { api: fn, apiRole: role } = functions;
   const throttle = checkThrottle(props.apiThrottle ?? DEFAULT_API_THROTTLE);
   const jwt = props.apiAuth?.jwt;
+  const scopes = jwt !== undefined ? checkScopes(jwt.scopes) : undefined;
   const iamApi = httpApi(scope, 'Api', {
     description: 'handoff management API (docs/contract.md §16): IAM (SigV4) authorization on every route',
     authorizer: new HttpIamAuthorizer(),
@@ -144,25 +199,66 @@ export function createManagementApi(
     logRetention: props.logRetention,
   });
 
+  // Portal links: a Lambda authorizer checks the token on every request (no cache, so a link ends
+  // when it expires, not a cache's lifetime later), and hands the router `portal:<owner>`.
+  const portalApi = httpApi(scope, 'ApiPortal', {
+    description: 'handoff management API for portal links (docs/contract.md §16, §17): a portal token on every /v1 route; the console',
+    authorizer: new HttpLambdaAuthorizer('ApiPortalAuthorizer', functions.portalAuthorizer, {
+      responseTypes: [HttpLambdaResponseType.SIMPLE],
+      identitySource: ['$request.header.Authorization'],
+      resultsCacheTtl: Duration.seconds(0),
+    }),
+    fn,
+    throttle,
+    logRetention: props.logRetention,
+    console: true,
+  });
+  const portalConsoleUrl = `${portalApi.url}console/`;
+  fn.addEnvironment(CONSOLE_ENV.portalConsoleUrl, portalConsoleUrl);
+
   let jwtApi: { api: apigw.HttpApi; url: string } | undefined;
+  let consoleUrl: string | undefined;
   let userPool: cognito.UserPool | undefined;
   let userPoolClient: cognito.UserPoolClient | undefined;
+  let userPoolDomain: cognito.UserPoolDomain | undefined;
   if (jwt !== undefined) {
     let authorizer: apigw.IHttpRouteAuthorizer;
+    let signIn: ConsoleSignIn;
+    const signInScopes = [...new Set(['openid', ...(scopes ?? [])])];
     if ('userPool' in jwt) {
-      ({ userPool, userPoolClient } = apiUserPool(scope));
+      // The client's callback is the console on the API it authorizes: known once that API is made.
+      ({ userPool, userPoolClient, userPoolDomain } = apiUserPool(scope, {
+        consoleUrl: Lazy.string({ produce: () => consoleUrl }),
+        scopes: scopes ?? [],
+      }));
       authorizer = new HttpUserPoolAuthorizer('ApiJwtAuthorizer', userPool, { userPoolClients: [userPoolClient] });
+      const signInBase = userPoolDomain.baseUrl();
+      signIn = {
+        // The issuer API Gateway's user pool authorizer trusts (the tokens' `iss`).
+        issuer: `https://cognito-idp.${Stack.of(scope).region}.amazonaws.com/${userPool.userPoolId}`,
+        clientId: userPoolClient.userPoolClientId,
+        scopes: signInScopes,
+        authorizeUrl: `${signInBase}/oauth2/authorize`,
+        tokenUrl: `${signInBase}/oauth2/token`,
+      };
     } else {
-      authorizer = new HttpJwtAuthorizer('ApiJwtAuthorizer', checkIssuer(jwt.issuer), { jwtAudience: checkAudience(jwt.audience) });
+      const audience = checkAudience(jwt.audience);
+      const issuer = checkIssuer(jwt.issuer);
+      authorizer = new HttpJwtAuthorizer('ApiJwtAuthorizer', issuer, { jwtAudience: audience });
+      // The issuer's discovery document names where to sign in and trade the code.
+      signIn = { issuer, clientId: audience[0]!, scopes: signInScopes };
     }
     jwtApi = httpApi(scope, 'ApiJwt', {
-      description: 'handoff management API for people (docs/contract.md §16): JWT authorization on every route',
+      description: 'handoff management API for people (docs/contract.md §16): JWT authorization on every /v1 route; the console (§17)',
       authorizer,
-      scopes: checkScopes(jwt.scopes),
+      scopes,
       fn,
       throttle,
       logRetention: props.logRetention,
+      console: true,
     });
+    consoleUrl = `${jwtApi.url}console/`;
+    fn.addEnvironment(CONSOLE_ENV.signIn, Stack.of(scope).toJsonString(signIn));
   }
 
   const fiveMinutes = Duration.minutes(5);
@@ -188,6 +284,11 @@ export function createManagementApi(
           ),
         }
       : {}),
+    apiPortalServerErrors: alarm(
+      'ApiPortalServerErrorsAlarm',
+      portalApi.api.metricServerError({ period: fiveMinutes, statistic: cloudwatch.Stats.SUM }),
+      `${serverErrors(' for portal links')} An authorizer that failed (its access log's authorizerError; its own log's \`portal key unreadable\`: the seal key could not be read) answers 500 too.`,
+    ),
     apiErrors: alarm(
       'ApiErrorsAlarm',
       fn.metricErrors({ period: fiveMinutes, statistic: cloudwatch.Stats.SUM }),
@@ -210,16 +311,20 @@ export function createManagementApi(
   return {
     api: iamApi.api,
     url: iamApi.url,
-    ...(jwtApi !== undefined ? { jwtApi: jwtApi.api, jwtUrl: jwtApi.url } : {}),
+    ...(jwtApi !== undefined ? { jwtApi: jwtApi.api, jwtUrl: jwtApi.url, consoleUrl: consoleUrl! } : {}),
+    portalApi: portalApi.api,
+    portalUrl: portalApi.url,
+    portalConsoleUrl,
     ...(userPool !== undefined ? { userPool } : {}),
     ...(userPoolClient !== undefined ? { userPoolClient } : {}),
+    ...(userPoolDomain !== undefined ? { userPoolDomain } : {}),
     alarms,
   };
 }
 
 /**
- * One HTTP API: a route per operation and the catch-all, all on `authorizer`; the `$default` stage,
- * throttled and access-logged.
+ * One HTTP API: a route per operation and the catch-all, all on `authorizer`; with `console`, the
+ * console's routes too, on none; the `$default` stage, throttled and access-logged.
  */
 function httpApi(
   scope: Construct,
@@ -227,11 +332,13 @@ function httpApi(
   options: {
     description: string;
     authorizer: apigw.IHttpRouteAuthorizer;
-    /** OAuth scopes a token must grant one of, on every route (JWT only). */
-    scopes?: readonly string[];
+    /** OAuth scopes a token must grant one of, on every route but the console's (JWT only). */
+    scopes?: readonly string[] | undefined;
     fn: lambda.IFunction;
     throttle: ApiThrottle;
     logRetention: logs.RetentionDays | undefined;
+    /** Serve the console (CONSOLE_ROUTE_KEYS) without authorization. */
+    console?: boolean;
   },
 ): { api: apigw.HttpApi; url: string } {
   // One permission for the API rather than one per route: the function answers every route.
@@ -248,6 +355,19 @@ function httpApi(
   for (const key of API_ROUTE_KEYS) {
     const [method, path] = key.split(' ') as [keyof typeof apigw.HttpMethod, string];
     api.addRoutes({ path, methods: [apigw.HttpMethod[method]], integration });
+  }
+  if (options.console) {
+    for (const key of CONSOLE_ROUTE_KEYS) {
+      const [method, path] = key.split(' ') as [keyof typeof apigw.HttpMethod, string];
+      // No scopes either (an empty list, over the API's default): scopes belong to a JWT route.
+      const [route] = api.addRoutes({ path, methods: [apigw.HttpMethod[method]], integration, authorizer: new apigw.HttpNoneAuthorizer(), authorizationScopes: [] });
+      // On these two routes alone: cdk-nag's finding names each route without authorization.
+      Validations.of(route!).acknowledge({
+        id: 'AwsSolutions-APIG4',
+        reason:
+          "The console's page, script and stylesheet (docs/contract.md §17): files with no data in them, which a browser must load before anyone can sign in or read a portal link's fragment. Every /v1 route, and the catch-all, takes the API's authorizer.",
+      });
+    }
   }
   const accessLogs = new logs.LogGroup(scope, `${id}AccessLogs`, { retention: options.logRetention ?? logs.RetentionDays.ONE_MONTH });
   const stage = api.addStage(`${id}Stage`, {
@@ -268,6 +388,8 @@ export const ACCESS_LOG_FIELDS = {
   ip: '$context.identity.sourceIp',
   caller: '$context.identity.userArn',
   subject: '$context.authorizer.claims.sub',
+  // The portal authorizer's caller (`portal:<owner>`), from the context it answers.
+  portalCaller: '$context.authorizer.principal',
   requestTime: '$context.requestTimeEpoch',
   route: '$context.routeKey',
   status: '$context.status',
@@ -285,8 +407,16 @@ const ACCESS_LOG_FORMAT = AccessLogFormat.custom(JSON.stringify(ACCESS_LOG_FIELD
  * sign-in by email, MFA by an authenticator app (required), passwords of 12 characters of every
  * kind, Plus tier with threat protection enforced (a handful of operators: its price is per active
  * user), retained with the stack as the tables are.
+ *
+ * The console signs in through the pool's hosted sign-in: a Cognito domain (a prefix of its own,
+ * `handoff-<construct>-<stack ID>`: unique in the region, the same at every deploy of the stack) and
+ * the app client's authorization code flow, a public client (no secret, so PKCE), whose only
+ * callback and sign-out URL is the console.
  */
-function apiUserPool(scope: Construct): { userPool: cognito.UserPool; userPoolClient: cognito.UserPoolClient } {
+function apiUserPool(
+  scope: Construct,
+  options: { readonly consoleUrl: string; readonly scopes: readonly string[] },
+): { userPool: cognito.UserPool; userPoolClient: cognito.UserPoolClient; userPoolDomain: cognito.UserPoolDomain } {
   const userPool = new cognito.UserPool(scope, 'ApiUserPool', {
     selfSignUpEnabled: false,
     signInAliases: { email: true },
@@ -304,8 +434,64 @@ function apiUserPool(scope: Construct): { userPool: cognito.UserPool; userPoolCl
     preventUserExistenceErrors: true,
     accessTokenValidity: Duration.hours(1),
     idTokenValidity: Duration.hours(1),
+    supportedIdentityProviders: [cognito.UserPoolClientIdentityProvider.COGNITO],
+    oAuth: {
+      flows: { authorizationCodeGrant: true, implicitCodeGrant: false, clientCredentials: false },
+      scopes: [cognito.OAuthScope.OPENID, ...oAuthScopes(userPool, options.scopes)],
+      callbackUrls: [options.consoleUrl],
+      logoutUrls: [options.consoleUrl],
+    },
   });
-  return { userPool, userPoolClient };
+  // Domain prefixes are global to a region: the stack's ID (a UUID) keeps it unique, the
+  // construct's address tells two constructs of one stack apart.
+  const stackUuid = Fn.select(2, Fn.split('/', Aws.STACK_ID));
+  const construct = scope.node.addr.slice(-8);
+  const userPoolDomain = userPool.addDomain('ApiSignIn', {
+    cognitoDomain: { domainPrefix: Fn.join('-', ['handoff', construct, stackUuid]) },
+  });
+  return { userPool, userPoolClient, userPoolDomain };
+}
+
+/**
+ * The OAuth scopes the app client may ask for besides `openid`: the standard ones by name, and a
+ * custom `server/name` on a resource server `server` made on the pool (a scope Cognito does not
+ * know would fail the deploy). A scope of neither form cannot be a Cognito scope. @throws ConfigError
+ */
+function oAuthScopes(userPool: cognito.UserPool, scopes: readonly string[]): cognito.OAuthScope[] {
+  const standard: Readonly<Record<string, cognito.OAuthScope>> = {
+    openid: cognito.OAuthScope.OPENID,
+    email: cognito.OAuthScope.EMAIL,
+    phone: cognito.OAuthScope.PHONE,
+    profile: cognito.OAuthScope.PROFILE,
+    'aws.cognito.signin.user.admin': cognito.OAuthScope.COGNITO_ADMIN,
+  };
+  const servers = new Map<string, string[]>();
+  const out: cognito.OAuthScope[] = [];
+  for (const name of scopes) {
+    if (name === 'openid') continue;
+    const known = standard[name];
+    if (known !== undefined) {
+      out.push(known);
+      continue;
+    }
+    const slash = name.lastIndexOf('/');
+    if (slash <= 0 || slash === name.length - 1) {
+      throw new ConfigError('apiAuth', `jwt.scopes with userPool must be Cognito scopes (openid, email, phone, profile, aws.cognito.signin.user.admin) or server/name, got ${JSON.stringify(name.slice(0, 80))}`);
+    }
+    const server = name.slice(0, slash);
+    servers.set(server, [...(servers.get(server) ?? []), name.slice(slash + 1)]);
+  }
+  [...servers].forEach(([identifier, names], i) => {
+    const resourceServer = userPool.addResourceServer(`ApiScopes${i}`, {
+      identifier,
+      userPoolResourceServerName: identifier,
+      scopes: names.map((scopeName) => new cognito.ResourceServerScope({ scopeName, scopeDescription: `handoff management API: ${scopeName}` })),
+    });
+    for (const scopeName of names) {
+      out.push(cognito.OAuthScope.resourceServer(resourceServer, new cognito.ResourceServerScope({ scopeName, scopeDescription: `handoff management API: ${scopeName}` })));
+    }
+  });
+  return out;
 }
 
 /** @throws ConfigError */

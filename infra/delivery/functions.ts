@@ -1,10 +1,12 @@
 /**
- * The construct's two functions, each with its own log group and role: the consumer
- * (functions/consumer.ts), fed by the delivery queue and the ordered intake, and the stuck-work
- * recovery (functions/recovery.ts, docs/contract.md §12), run on a schedule. What their roles may
- * do besides writing their logs is granted in infra/delivery/grants.ts.
+ * The construct's functions, each with its own log group and role: the consumer
+ * (functions/consumer.ts), fed by the delivery queue and the ordered intake, the stuck-work
+ * recovery (functions/recovery.ts, docs/contract.md §12), run on a schedule, the management API's
+ * function (functions/api.ts) and the portal API's authorizer (functions/api-portal-authorizer.ts).
+ * What their roles may do besides writing their logs is granted in infra/delivery/grants.ts.
  */
-import { Duration } from 'aws-cdk-lib';
+import { dirname } from 'node:path';
+import { AssetStaging, Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -220,13 +222,20 @@ export const API_MEMORY_MB = 512;
 /**
  * The management API's one function (functions/api.ts, docs/contract.md §16), behind API Gateway.
  * Its environment names the resources the command's use cases run against, as the stack's outputs
- * name them to `handoff … --stack` (functions/api-target.ts); secrets by ARN only.
+ * name them to `handoff … --stack` (functions/api-target.ts); secrets by ARN only. The console's
+ * variables (its sign-in, the portal console's URL) are added by infra/delivery/api.ts, which makes
+ * what they name.
+ *
+ * It serves the console's files too (console/site.ts), from a `console/` folder beside its code: the
+ * package build writes it into the pre-bundled asset (dist/consumer/console/); bundled at synth,
+ * `consoleBuild` (console/build.ts, in a clone) writes it into the bundle after esbuild.
  */
 export function createApiFunction(
   scope: Construct & ApiParts,
   props: Pick<WebhookDeliveryProps, 'logRetention'>,
   settings: Settings,
   source: FunctionSource,
+  options: { readonly consoleBuild?: string } = {},
 ): { function: lambda.Function; role: iam.Role } {
   const { logGroup, role } = logsAndRole(
     scope,
@@ -253,7 +262,67 @@ export function createApiFunction(
         [SETTING_VARIABLES.payloadLimitBytes]: String(settings.payloadLimitBytes),
         NODE_OPTIONS: '--enable-source-maps',
       },
-      description: "handoff: the management API (docs/contract.md §16), the command's use cases over HTTP",
+      description: "handoff: the management API (docs/contract.md §16), the command's use cases over HTTP, and the console (§17)",
+    },
+    source,
+    options.consoleBuild !== undefined ? { commandHooks: consoleHooks(options.consoleBuild) } : {},
+  );
+  return { function: fn, role };
+}
+
+/**
+ * The console's files written into the API function's bundle, after esbuild: console/build.ts run
+ * as a script on the output directory's `console/` (index.html, app.js, app.css). It runs from the
+ * repository `script` is in, with the repository's own tsx and esbuild, only when the function is
+ * bundled (never in tests that skip bundling). In Docker bundling (no local esbuild) the project
+ * root is mounted at the input directory, and the script is found there.
+ */
+export function consoleHooks(script: string): NonNullable<BundlingOptions['commandHooks']> {
+  const root = dirname(dirname(script));
+  return {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (inputDir, outputDir) => [
+      `cd ${shellQuoted(inputDir === AssetStaging.BUNDLING_INPUT_DIR ? inputDir : root)} && node --import tsx console/build.ts ${shellQuoted(`${outputDir}/console`)}`,
+    ],
+  };
+}
+
+/** A path as one word for bash: single quotes, any single quote in it closed, escaped and reopened. */
+function shellQuoted(path: string): string {
+  return `'${path.replaceAll("'", `'\\''`)}'`;
+}
+
+/** The portal authorizer's memory, MB: Lambda's smallest. It checks one HMAC a request. */
+export const PORTAL_AUTHORIZER_MEMORY_MB = 128;
+
+/**
+ * The portal API's Lambda authorizer (functions/api-portal-authorizer.ts): verifies a portal link's
+ * token with the key derived from the seal key, named by its ARN. Its role may read that secret
+ * (infra/delivery/grants.ts) and write its log group.
+ */
+export function createPortalAuthorizer(
+  scope: Construct & Pick<WebhookDelivery, 'sealKey'>,
+  props: Pick<WebhookDeliveryProps, 'logRetention'>,
+  source: FunctionSource,
+): { function: lambda.Function; role: iam.Role } {
+  const { logGroup, role } = logsAndRole(
+    scope,
+    'PortalAuthorizer',
+    "handoff portal API authorizer: reads the seal key (portal links' key is derived from it) and writes its log group",
+    props.logRetention,
+  );
+  const fn = handoffFunction(
+    scope,
+    'PortalAuthorizerFunction',
+    {
+      memorySize: PORTAL_AUTHORIZER_MEMORY_MB,
+      // API Gateway waits at most 10 s for a Lambda authorizer's answer.
+      timeout: Duration.seconds(10),
+      role,
+      logGroup,
+      environment: { [RESOURCE_ENV.sealKeyArn]: scope.sealKey.secretArn, NODE_OPTIONS: '--enable-source-maps' },
+      description: "handoff: the portal API's authorizer, a portal link's token proves its owner",
     },
     source,
   );
@@ -274,12 +343,21 @@ function logsAndRole(scope: Construct, name: string, description: string, retent
   return { logGroup, role };
 }
 
-/** A Node.js function on ARM, from the pre-bundled asset or bundled at synth from its entry. */
-function handoffFunction(scope: Construct, id: string, props: Omit<lambda.FunctionProps, 'runtime' | 'code' | 'handler'>, source: FunctionSource) {
+/**
+ * A Node.js function on ARM, from the pre-bundled asset or bundled at synth from its entry
+ * (`bundling` over BUNDLING, for that case only).
+ */
+function handoffFunction(
+  scope: Construct,
+  id: string,
+  props: Omit<lambda.FunctionProps, 'runtime' | 'code' | 'handler'>,
+  source: FunctionSource,
+  bundling: Partial<BundlingOptions> = {},
+) {
   const common = { ...props, runtime: lambda.Runtime.NODEJS_24_X, architecture: lambda.Architecture.ARM_64 };
   return 'assetDir' in source
     ? new lambda.Function(scope, id, { ...common, code: lambda.Code.fromAsset(source.assetDir), handler: source.handler })
-    : new NodejsFunction(scope, id, { ...common, entry: source.entry, handler: 'handler', bundling: BUNDLING });
+    : new NodejsFunction(scope, id, { ...common, entry: source.entry, handler: 'handler', bundling: { ...BUNDLING, ...bundling } });
 }
 
 /**

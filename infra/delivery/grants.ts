@@ -1,5 +1,5 @@
 /**
- * What the construct's two functions may do, least privilege on exact ARNs. Each function's role is
+ * What the construct's functions may do, least privilege on exact ARNs. Each function's role is
  * its own (infra/delivery/functions.ts): it writes its own log group, and the consumer's event
  * source mappings add their queue's receive actions; everything else is granted here.
  * `table.grant*()` is avoided: it adds an `index/*` resource (every index) where a function needs at
@@ -29,7 +29,7 @@ function grantAlarmTopicPublish(role: iam.IRole, sid: string, parts: AlarmTopicP
   }
 }
 
-/** Lets a role read the seal key (the consumer, the recovery function). */
+/** Lets a role read the seal key (the consumer, the recovery function, the API, the portal authorizer). */
 function grantSealKeyRead(role: iam.IRole, parts: Pick<WebhookDelivery, 'sealKey'>): void {
   role.addToPrincipalPolicy(
     new iam.PolicyStatement({ sid: 'SealKeyRead', actions: ['secretsmanager:GetSecretValue'], resources: [parts.sealKey.secretArn] }),
@@ -206,4 +206,12 @@ export function grantApiAccess(role: iam.IRole, parts: ApiGrantParts, options: {
   );
   grantSealKeyRead(role, parts);
   role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'MetricsRead', actions: ['cloudwatch:GetMetricData'], resources: ['*'] }));
+}
+
+/**
+ * The portal API's authorizer: GetSecretValue on the seal key, the key portal tokens are verified
+ * with is derived from it (api/portal-link.ts). Nothing else: it reads no table and sends nothing.
+ */
+export function grantPortalAuthorizerAccess(role: iam.IRole, parts: Pick<WebhookDelivery, 'sealKey'>): void {
+  grantSealKeyRead(role, parts);
 }

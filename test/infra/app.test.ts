@@ -94,11 +94,11 @@ describe('Function: settingsFromContext', () => {
 describe('HandoffStack', () => {
   beforeAll(() => void stack(), WARM_UP_MS);
 
-  it('outputs the queue URL and ARN, the dead-letter and redrive queue URLs, the ledger and registry tables, the consumer, the endpoint defaults, the ordered intake, the seal key secret (SealKeySecretArn), the alarm topic (AlarmTopicArn) and the registry key (EndpointsKeyArn) by exact key', () => {
+  it('outputs the queue URL and ARN, the dead-letter and redrive queue URLs, the ledger and registry tables, the consumer, the endpoint defaults, the ordered intake, the seal key secret (SealKeySecretArn), the alarm topic (AlarmTopicArn), the registry key (EndpointsKeyArn) and the portal console (PortalConsoleUrl) by exact key', () => {
     const { template } = stack();
 
     // Those of the management API's JWT authorization only with it (test/infra/api.test.ts).
-    const jwtOnly: string[] = [STACK_OUTPUTS.apiJwtUrl, STACK_OUTPUTS.apiUserPoolId, STACK_OUTPUTS.apiUserPoolClientId];
+    const jwtOnly: string[] = [STACK_OUTPUTS.apiJwtUrl, STACK_OUTPUTS.consoleUrl, STACK_OUTPUTS.apiUserPoolId, STACK_OUTPUTS.apiUserPoolClientId];
     expect(Object.keys(template.toJSON().Outputs).sort()).toEqual(
       [...Object.values(STACK_OUTPUTS).filter((key) => !jwtOnly.includes(key)), 'SigningSecretArn'].sort(),
     );
@@ -118,6 +118,8 @@ describe('HandoffStack', () => {
       endpointsKeyArn: 'EndpointsKeyArn',
       apiUrl: 'ApiUrl',
       apiJwtUrl: 'ApiJwtUrl',
+      consoleUrl: 'ConsoleUrl',
+      portalConsoleUrl: 'PortalConsoleUrl',
       apiUserPoolId: 'ApiUserPoolId',
       apiUserPoolClientId: 'ApiUserPoolClientId',
     });

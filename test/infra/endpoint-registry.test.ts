@@ -241,11 +241,11 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
       expect(seedFunctions[0]![1].Properties).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], Role: { 'Fn::GetAtt': [expect.stringMatching(/SeedRole/), 'Arn'] } });
     });
 
-    it('attaches no managed policy to the seed function role (nor to the consumer, recovery and API roles)', () => {
+    it('attaches no managed policy to the seed function role (nor to the consumer, recovery, API and portal authorizer roles)', () => {
       const { template } = build();
       const roles = resources(template, 'AWS::IAM::Role');
 
-      expect(roles).toHaveLength(4);
+      expect(roles).toHaveLength(5);
       for (const [, role] of roles) expect(role.Properties.ManagedPolicyArns).toBeUndefined();
     });
 
@@ -315,10 +315,12 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
         .flatMap((m) => Object.keys(m.data as Record<string, string>));
 
       expect(new AwsSolutionsChecks().validateScope(stack).violations).toEqual([]);
-      // The construct's own four (test/infra/webhook-delivery.test.ts, cdk-nag: the API role's
+      // The construct's own (test/infra/webhook-delivery.test.ts, cdk-nag: the API role's
       // GetMetricData on Resource *, the signing secret's and the seal key's SMG4, the dead-letter
-      // queue's SQS3), none for the endpoints nor their seed function.
+      // queue's SQS3, the portal API's two console routes' APIG4), none for the endpoints nor their seed function.
       expect(acknowledged.sort()).toEqual([
+        'Annotation::AwsSolutions-APIG4',
+        'Annotation::AwsSolutions-APIG4',
         'Annotation::AwsSolutions-IAM5[Resource::*]',
         'Annotation::AwsSolutions-SMG4',
         'Annotation::AwsSolutions-SMG4',

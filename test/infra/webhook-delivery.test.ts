@@ -21,6 +21,7 @@ import {
   settingsToEnvironment,
   type Settings,
 } from '../../lib/config';
+import { CONSOLE_ENV } from '../../console/site';
 import { ConfigError } from '../../lib/errors';
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import { retryPolicy } from '../../lib/policy';
@@ -55,6 +56,13 @@ function build(props: Partial<WebhookDeliveryProps> = {}, options: { bundle?: bo
     settings: { webhookUrl: WEBHOOK_URL, ...props.settings },
   });
   return { app, stack, delivery, template: Template.fromStack(stack) };
+}
+
+/** The one synth that bundles (local esbuild), made once for the tests that read its assets. */
+let bundledBuild: Built | undefined;
+function bundled(): Built {
+  bundledBuild ??= build({}, { bundle: true });
+  return bundledBuild;
 }
 
 /** The settings a default build runs with. */
@@ -588,8 +596,8 @@ describe('WebhookDelivery', () => {
     });
 
     it('bundles the handler as minified ESM with a source map, leaving the AWS SDK out', () => {
-      // Prepare / Act: the one test that bundles (the stand-in entry, with local esbuild).
-      const built = build({}, { bundle: true });
+      // Prepare / Act: the one synth that bundles (the stand-in entry, with local esbuild).
+      const built = bundled();
       const assembly = built.app.synth();
       const fn = consumerFunction(built);
       const assetDir = path.join(assembly.directory, `asset.${String(fn?.Properties.Code.S3Key).replace(/\.zip$/, '')}`);
@@ -600,6 +608,24 @@ describe('WebhookDelivery', () => {
       const code = readFileSync(path.join(assetDir, 'index.mjs'), 'utf8');
       expect(code).toContain('from"@aws-sdk/client-sqs"');
       expect(code).toMatch(/export\{\w+ as handler\}/);
+    });
+
+    it("bundles the API function with the console's files beside it (console/build.ts, after esbuild), and the portal authorizer on its own", () => {
+      // The same bundled synth: the API's and the authorizer's real entries.
+      const built = bundled();
+      const assembly = built.app.synth();
+      const assetOf = (fn: { node: { defaultChild?: unknown } }) => {
+        const key = built.template.toJSON().Resources[built.stack.getLogicalId(fn.node.defaultChild as never)].Properties.Code.S3Key as string;
+        return path.join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`);
+      };
+      const api = assetOf(built.delivery.apiFunction);
+      const authorizer = assetOf(built.delivery.portalAuthorizer);
+
+      expect(readdirSync(api).sort()).toEqual(['console', 'index.mjs', 'index.mjs.map']);
+      expect(readdirSync(path.join(api, 'console')).sort()).toEqual(['app.css', 'app.js', 'index.html']);
+      expect(readFileSync(path.join(api, 'console', 'index.html'), 'utf8')).toContain('app.js');
+      expect(readdirSync(authorizer).sort()).toEqual(['index.mjs', 'index.mjs.map']);
+      expect(readFileSync(path.join(authorizer, 'index.mjs'), 'utf8')).toMatch(/export\{\w+ as handler\}/);
     });
   });
 
@@ -666,14 +692,15 @@ describe('WebhookDelivery', () => {
   });
 
   describe('seal key', () => {
-    it('is a generated secret that the consumer, the recovery function and the management API alone may read, told to each by its ARN in HANDOFF_SEAL_KEY_ARN and never as a value', () => {
+    it('is a generated secret that the consumer, the recovery function, the management API and the portal authorizer alone may read, told to each by its ARN in HANDOFF_SEAL_KEY_ARN and never as a value', () => {
       // Prepare / Act
       const built = build();
       const { template, stack, delivery } = built;
       const sealKey = sealKeyRef(built);
       const roleOf = (fn: { role?: { node: { defaultChild?: unknown } } }) => stack.getLogicalId(fn.role!.node.defaultChild as never);
-      // The management API's function too: its replays and releases are sealed, its portal links signed (test/infra/api.test.ts).
-      const readers = [roleOf(delivery.consumer), roleOf(delivery.recovery), roleOf(delivery.apiFunction)];
+      // The management API's function too: its replays and releases are sealed, its portal links signed;
+      // and the portal API's authorizer, which verifies them (test/infra/api.test.ts).
+      const readers = [roleOf(delivery.consumer), roleOf(delivery.recovery), roleOf(delivery.apiFunction), roleOf(delivery.portalAuthorizer)];
       // Every identity-policy statement in the stack that names the seal key, with the roles it is on.
       const grantsOnKey = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((policy) =>
         (policy.Properties.PolicyDocument.Statement as Statement[])
@@ -1341,6 +1368,7 @@ describe('WebhookDelivery', () => {
 
       expect(Object.keys(delivery.alarms).sort()).toEqual([
         'apiErrors',
+        'apiPortalServerErrors',
         'apiServerErrors',
         'consumerDuration',
         'consumerErrors',
@@ -1570,10 +1598,12 @@ describe('WebhookDelivery', () => {
       const functions = Object.values(built.template.findResources('AWS::Lambda::Function'));
       const forbidden = [SETTING_VARIABLES.webhookUrl, 'HANDOFF_WEBHOOK_SECRET', RESOURCE_ENV.sealKey];
 
-      // The consumer, the recovery function, the API's function and the seeds' function.
-      expect(functions).toHaveLength(4);
+      // The consumer, the recovery function, the API's function, the portal authorizer and the seeds' function.
+      expect(functions).toHaveLength(5);
       for (const fn of functions) {
-        const variables = (fn.Properties.Environment?.Variables ?? {}) as Record<string, unknown>;
+        // The console's address is the deployment's own API (the portal API's /console/), no receiver's.
+        const { [CONSOLE_ENV.portalConsoleUrl]: consoleUrl, ...variables } = (fn.Properties.Environment?.Variables ?? {}) as Record<string, unknown>;
+        if (consoleUrl !== undefined) expect(JSON.stringify(consoleUrl)).toMatch(/^\{"Fn::Join":\["",\["https:\/\/",\{"Ref":"\w*ApiPortal\w*"\},".execute-api.",/);
         for (const name of forbidden) expect(variables).not.toHaveProperty(name);
         const values = literals(variables);
         expect(values.filter((value) => /^[a-z][a-z0-9+.-]*:\/\//i.test(value) || value.includes('whsec_'))).toEqual([]);
@@ -1681,8 +1711,11 @@ describe('WebhookDelivery', () => {
         .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
         .flatMap((m) => Object.entries(m.data as Record<string, string>));
 
-      // SMG4 twice: the signing secret's and the seal key's (rotation); IAM5 on the API's role (GetMetricData).
+      // SMG4 twice: the signing secret's and the seal key's (rotation); IAM5 on the API's role (GetMetricData);
+      // APIG4 on the portal API's two console routes (the page's files, no data: test/infra/api.test.ts).
       expect(acknowledged.map(([id]) => id).sort()).toEqual([
+        'Annotation::AwsSolutions-APIG4',
+        'Annotation::AwsSolutions-APIG4',
         'Annotation::AwsSolutions-IAM5[Resource::*]',
         'Annotation::AwsSolutions-SMG4',
         'Annotation::AwsSolutions-SMG4',
