@@ -150,7 +150,7 @@ describe('Package: the packed tarball in a fresh CDK app', () => {
     const { stdout } = await run('tar', ['-tzf', tarball]);
     const files = stdout.trim().split('\n').map((line) => line.replace(/^package\//, ''));
 
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/handoff.js', 'dist/cdk.js', 'dist/cdk.d.ts', 'dist/receiver.js', 'dist/receiver.d.ts', 'dist/client.js', 'dist/client.d.ts', 'dist/cli.js', 'dist/consumer/index.mjs', 'dist/consumer/api.mjs', 'dist/consumer/console/index.html', 'dist/consumer/console/app.js', 'dist/consumer/console/app.css']));
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/handoff.js', 'dist/cdk.js', 'dist/cdk.d.ts', 'dist/receiver.js', 'dist/receiver.d.ts', 'dist/client.js', 'dist/client.d.ts', 'dist/cli.js', 'dist/consumer/index.mjs', 'dist/consumer/api.mjs', 'dist/consumer/portal-authorizer.mjs', 'dist/consumer/console/index.html', 'dist/consumer/console/app.js', 'dist/consumer/console/app.css']));
     expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
     expect(files.filter((file) => /(^|\/)(test|tests|__tests__)\//.test(file) || /\.test\./.test(file))).toEqual([]);
   });
