@@ -16,6 +16,10 @@
  * stack makes; either adds `ApiJwtUrl`, and the console on it, `ConsoleUrl` (docs/contract.md §17),
  * signing in at that issuer. Portal links always open the console at `PortalConsoleUrl`.
  *
+ * Static egress (`egress`, docs/deploying.md): `egressStaticIps=true` puts the consumer in a VPC whose
+ * two NAT gateways have Elastic IPs, output as `EgressIps` for receivers to allowlist;
+ * `egressExtraPorts` (comma-separated) are ports receivers listen on besides 443 (and 80 with `allowHttp`).
+ *
  * Settings come from CDK context and pass through lib/config.ts's `readSettings`, the same parser
  * the local sandbox applies to its `HANDOFF_*` variables:
  *
@@ -33,6 +37,7 @@ import type { Construct } from 'constructs';
 import { readSettings, SETTING_VARIABLES, type Settings } from '../lib/config';
 import { ConfigError, EndpointError } from '../lib/errors';
 import type { ApiAuth } from './delivery/api';
+import type { EgressOptions } from './delivery/egress';
 import { deploymentToJson, parseEndpointFields, type EndpointFields } from '../lib/endpoints/endpoint';
 import { STACK_OUTPUTS } from '../lib/stack-outputs';
 import { WebhookDelivery, type EndpointDeclaration, type WebhookDeliveryProps } from './webhook-delivery';
@@ -204,6 +209,12 @@ export class HandoffStack extends Stack {
       value: d.portalConsoleUrl,
       description: 'The console portal links open (POST /v1/portal-links answers links to it): one owner, at most 24 h',
     });
+    if (d.egressIps !== undefined) {
+      new CfnOutput(this, STACK_OUTPUTS.egressIps, {
+        value: d.egressIps,
+        description: "The addresses every webhook leaves from (the NAT gateways' Elastic IPs): receivers allowlist these",
+      });
+    }
     if (d.apiUserPool !== undefined && d.apiUserPoolClient !== undefined) {
       new CfnOutput(this, STACK_OUTPUTS.apiUserPoolId, { value: d.apiUserPool.userPoolId, description: "The API's people: add them here (admin-create-user)" });
       new CfnOutput(this, STACK_OUTPUTS.apiUserPoolClientId, { value: d.apiUserPoolClient.userPoolClientId });
@@ -243,6 +254,33 @@ export function apiAuthFromContext(context: ContextReader): ApiAuth | undefined 
   return { jwt: { issuer, audience, ...withScopes } };
 }
 
+/**
+ * Static egress from context: `egressStaticIps=true`, and `egressExtraPorts` (comma-separated TCP
+ * ports) with it. Undefined: no VPC. @throws ConfigError naming the context key
+ */
+export function egressFromContext(context: ContextReader): EgressOptions | undefined {
+  const staticIps = contextString(context('egressStaticIps'));
+  const extra = contextString(context('egressExtraPorts'))
+    ?.split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  if (staticIps !== undefined && staticIps !== 'true' && staticIps !== 'false') {
+    throw new ConfigError('egressStaticIps', `(CDK context) must be true or false, got ${JSON.stringify(staticIps.slice(0, 40))}`);
+  }
+  if (staticIps !== 'true') {
+    if (extra !== undefined) throw new ConfigError('egressExtraPorts', '(CDK context) needs egressStaticIps=true');
+    return undefined;
+  }
+  if (extra === undefined || extra.length === 0) return { staticIps: true };
+  const ports = extra.map((p) => {
+    if (!/^\d{1,5}$/.test(p) || Number(p) < 1 || Number(p) > 65_535) {
+      throw new ConfigError('egressExtraPorts', `(CDK context) must be TCP ports from 1 to 65535, comma-separated, got ${JSON.stringify(p.slice(0, 40))}`);
+    }
+    return Number(p);
+  });
+  return { staticIps: true, extraPorts: ports };
+}
+
 /** Builds the app from its context; `cdk synth` runs this file through cdk.json. */
 export function buildApp(app = new App()): App {
   const context: ContextReader = (key) => app.node.tryGetContext(key);
@@ -251,11 +289,12 @@ export function buildApp(app = new App()): App {
   const signingSecret = contextString(context('signingSecret'));
   const endpointsFile = contextString(context('endpointsFile'));
   const apiAuth = apiAuthFromContext(context);
+  const egress = egressFromContext(context);
 
   new HandoffStack(app, stackName, {
     stackName,
     description: 'handoff: durable, idempotent webhook delivery (SQS, Lambda, DynamoDB)',
-    delivery: { settings: settingsFromContext(context), ...(apiAuth !== undefined ? { apiAuth } : {}) },
+    delivery: { settings: settingsFromContext(context), ...(apiAuth !== undefined ? { apiAuth } : {}), ...(egress !== undefined ? { egress } : {}) },
     ...(alarmTopicArn ? { alarmTopicArn } : {}),
     ...(signingSecret ? { signingSecret } : {}),
     ...(endpointsFile ? { endpoints: endpointsFromFile(endpointsFile) } : {}),

@@ -14,6 +14,8 @@
  *   alarm-topic.ts  the topic they notify
  *   dashboard.ts    the dashboard
  *   metrics.ts      the metrics the alarms and the dashboard read
+ *   egress.ts       static egress (`egress.staticIps`): the consumer in a VPC whose NAT gateways have
+ *                   Elastic IPs, the VPC endpoints that keep AWS traffic off them
  *
  * Producers send events to the delivery queue; the consumer Lambda claims each event in the
  * ledger table, sends the webhook, records the outcome, and only then lets the queue forget the
@@ -58,6 +60,7 @@ import { createAlarmTopic } from './delivery/alarm-topic';
 import { createManagementApi, type ApiAlarms, type ApiAuth, type ApiThrottle } from './delivery/api';
 import { createAlarms, type DeliveryAlarms } from './delivery/alarms';
 import { createDashboard } from './delivery/dashboard';
+import { checkEgressPorts, createStaticEgress, grantNetworkInterfaces, type EgressOptions, type StaticEgress } from './delivery/egress';
 import { createApiFunction, createConsumer, createPortalAuthorizer, createRecovery, type FunctionSource } from './delivery/functions';
 import { grantApiAccess, grantConsumerAccess, grantPortalAuthorizerAccess, grantRecoveryAccess } from './delivery/grants';
 import { createLedgerTable } from './delivery/ledger';
@@ -82,6 +85,7 @@ export {
   type ApiThrottle,
 } from './delivery/api';
 export { ENDPOINT_UNRESOLVED_METRIC, METRICS, RECOVERED_METRIC, endpointSearch } from './delivery/metrics';
+export { EGRESS_INTERFACE_ENDPOINTS, EGRESS_ZONES, NETWORK_INTERFACE_ACTIONS, type EgressOptions, type StaticEgress } from './delivery/egress';
 
 // The functions' code is found relative to this module, which the package build bundles into
 // dist/cdk.js: one folder below the root, as infra/ is, so each path holds in a clone and in the package.
@@ -225,6 +229,14 @@ export interface WebhookDeliveryProps {
   readonly apiThrottle?: ApiThrottle;
   /** The management API's function entry. Default `functions/api.ts`; tests point it at a stand-in. */
   readonly apiEntry?: string;
+  /**
+   * `{ staticIps: true }`: the consumer in a VPC of two zones whose NAT gateways leave from two Elastic
+   * IPs of this stack (`egressIps`), so receivers can allowlist them; VPC endpoints keep its AWS calls
+   * off the NAT gateways (infra/delivery/egress.ts). Its security group reaches TCP 443, 80 with
+   * `allowHttp`, and `extraPorts`; a declared endpoint on another port fails the synth. Priced in
+   * docs/cost-and-benchmarks.md. Default: no VPC.
+   */
+  readonly egress?: EgressOptions;
 }
 
 export class WebhookDelivery extends Construct {
@@ -282,6 +294,10 @@ export class WebhookDelivery extends Construct {
   readonly apiUserPool: cognito.UserPool | undefined;
   readonly apiUserPoolClient: cognito.UserPoolClient | undefined;
   readonly apiUserPoolDomain: cognito.UserPoolDomain | undefined;
+  /** The VPC, NAT gateways, Elastic IPs and endpoints of `egress.staticIps`; undefined without it. */
+  readonly egress: StaticEgress | undefined;
+  /** The addresses every webhook leaves from, comma-separated (the stack output `EgressIps`); undefined without `egress.staticIps`. */
+  readonly egressIps: string | undefined;
   /** Every alarm, each notifying `alarmTopic` on alarm and on OK (docs/operating.md). */
   readonly alarms: DeliveryAlarms & ApiAlarms;
   readonly dashboard: cloudwatch.Dashboard;
@@ -326,15 +342,26 @@ export class WebhookDelivery extends Construct {
     }
     for (const endpoint of props.endpoints ?? []) this.endpointRegistry.seed(endpoint);
 
+    this.egress = createStaticEgress(this, props.egress, settings, props.logRetention);
+    this.egressIps = this.egress?.addresses;
+    if (this.egress) {
+      // A declared receiver on a port the security group shuts out would time out on every attempt.
+      checkEgressPorts(
+        [...(settings.webhookUrl !== undefined ? [{ name: DEFAULT_ENDPOINT, url: settings.webhookUrl }] : []), ...(props.endpoints ?? [])],
+        this.egress,
+      );
+    }
+
     // From an installed package the functions come pre-bundled, so a user's app needs neither
     // esbuild nor this repository's sources; from a clone (or with `entry`) they are bundled at synth.
     const consumerSource: FunctionSource =
       props.entry === undefined && existsSync(PREBUILT_CONSUMER_DIR)
         ? { assetDir: PREBUILT_CONSUMER_DIR, handler: 'index.handler' }
         : { entry: props.entry ?? CONSUMER_ENTRY };
-    const consumer = createConsumer(this, props, settings, consumerSource);
+    const consumer = createConsumer(this, props, settings, consumerSource, this.egress?.functionNetwork);
     this.consumer = consumer.function;
     grantConsumerAccess(consumer.role, this);
+    if (this.egress) grantNetworkInterfaces(consumer.role);
     // On an update from the single-URL consumer, the new one (which routes by the registry) starts
     // only once `default` is in it: an event routed against an empty registry would be dropped.
     for (const seed of this.endpointRegistry.seedResources) this.consumer.node.addDependency(seed);

@@ -38,4 +38,9 @@ export const STACK_OUTPUTS = {
   /** The Cognito user pool made for the API's people (`apiAuth.jwt.userPool`), and its app client. Absent without it. */
   apiUserPoolId: 'ApiUserPoolId',
   apiUserPoolClientId: 'ApiUserPoolClientId',
+  /**
+   * The addresses every webhook leaves from (`egress.staticIps`): the two NAT gateways' Elastic IPs,
+   * comma-separated, for receivers to allowlist. Absent without it.
+   */
+  egressIps: 'EgressIps',
 } as const;

@@ -77,13 +77,15 @@ function resourceEnvironment(
 
 /**
  * The consumer: routes each event to its endpoints and delivers it, recording every attempt in the
- * ledger. Both queues feed it through event sources with a maximum concurrency each.
+ * ledger. Both queues feed it through event sources with a maximum concurrency each. `network` puts it
+ * in a VPC (static egress: infra/delivery/egress.ts); by default it is in none.
  */
 export function createConsumer(
   scope: Construct & ConsumerParts,
   props: Pick<WebhookDeliveryProps, 'logRetention' | 'reservedConcurrency' | 'memorySizeMb' | 'maxBatchingWindow'>,
   settings: Settings,
   source: FunctionSource,
+  network: Pick<lambda.FunctionProps, 'vpc' | 'vpcSubnets' | 'securityGroups'> = {},
 ): { function: lambda.Function; role: iam.Role } {
   const timings = derivedTimings(settings);
   const { logGroup, role } = logsAndRole(
@@ -122,6 +124,8 @@ export function createConsumer(
       environment,
       description: 'handoff: delivers queued events to the webhook, recording each attempt in the ledger',
       ...(reservedConcurrency !== undefined ? { reservedConcurrentExecutions: reservedConcurrency } : {}),
+      // With static egress (infra/delivery/egress.ts): its network interfaces in the VPC's private subnets.
+      ...network,
     },
     source,
   );

@@ -97,10 +97,17 @@ describe('HandoffStack', () => {
   it('outputs the queue URL and ARN, the dead-letter and redrive queue URLs, the ledger and registry tables, the consumer, the endpoint defaults, the ordered intake, the seal key secret (SealKeySecretArn), the alarm topic (AlarmTopicArn), the registry key (EndpointsKeyArn) and the portal console (PortalConsoleUrl) by exact key', () => {
     const { template } = stack();
 
-    // Those of the management API's JWT authorization only with it (test/infra/api.test.ts).
-    const jwtOnly: string[] = [STACK_OUTPUTS.apiJwtUrl, STACK_OUTPUTS.consoleUrl, STACK_OUTPUTS.apiUserPoolId, STACK_OUTPUTS.apiUserPoolClientId];
+    // Those of the management API's JWT authorization only with it (test/infra/api.test.ts), and
+    // EgressIps only with static egress (test/infra/egress.test.ts).
+    const optional: string[] = [
+      STACK_OUTPUTS.apiJwtUrl,
+      STACK_OUTPUTS.consoleUrl,
+      STACK_OUTPUTS.apiUserPoolId,
+      STACK_OUTPUTS.apiUserPoolClientId,
+      STACK_OUTPUTS.egressIps,
+    ];
     expect(Object.keys(template.toJSON().Outputs).sort()).toEqual(
-      [...Object.values(STACK_OUTPUTS).filter((key) => !jwtOnly.includes(key)), 'SigningSecretArn'].sort(),
+      [...Object.values(STACK_OUTPUTS).filter((key) => !optional.includes(key)), 'SigningSecretArn'].sort(),
     );
     expect(STACK_OUTPUTS).toEqual({
       queueUrl: 'QueueUrl',
@@ -122,6 +129,7 @@ describe('HandoffStack', () => {
       portalConsoleUrl: 'PortalConsoleUrl',
       apiUserPoolId: 'ApiUserPoolId',
       apiUserPoolClientId: 'ApiUserPoolClientId',
+      egressIps: 'EgressIps',
     });
   });
 
