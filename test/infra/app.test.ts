@@ -3,7 +3,7 @@
  * operator CLI reads by exact key.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { testApp, WARM_UP_MS, STAND_IN_ENTRY, WEBHOOK_URL } from './cdk-context';
@@ -424,11 +424,19 @@ describe('Command: cdk synth', () => {
 
     // Assess
     expect(result.status, result.stderr).toBe(0);
-    const template = JSON.parse(readFileSync(join(out, 'Handoff.template.json'), 'utf8')) as { Parameters: object };
+    const template = JSON.parse(readFileSync(join(out, 'Handoff.template.json'), 'utf8')) as {
+      Parameters: object;
+      Resources: Record<string, { Type: string; Properties?: { Code?: { S3Key?: unknown } } }>;
+    };
     expect(template.Parameters).toHaveProperty('WebhookUrl');
-    const bundle = readdirSync(out).find((f) => f.startsWith('asset.') && existsSync(join(out, f, 'index.mjs')));
-    expect(bundle).toBeDefined();
-    expect(readFileSync(join(out, bundle!, 'index.mjs'), 'utf8')).toContain('ChangeMessageVisibility');
+    // The consumer's own asset: every function's bundle is an index.mjs, so it is found by its key.
+    const [consumerId, consumer] = Object.entries(template.Resources).find(([id, r]) => r.Type === 'AWS::Lambda::Function' && /Consumer[0-9A-F]{8}$/.test(id)) ?? [];
+    expect(consumerId, 'the consumer function').toBeDefined();
+    const key = consumer!.Properties?.Code?.S3Key;
+    expect(typeof key).toBe('string');
+    const bundle = join(out, `asset.${String(key).replace(/\.zip$/, '')}`, 'index.mjs');
+    expect(existsSync(bundle)).toBe(true);
+    expect(readFileSync(bundle, 'utf8')).toContain('ChangeMessageVisibility');
     rmSync(out, { recursive: true, force: true });
   }, 120_000);
 });
