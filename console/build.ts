@@ -10,7 +10,7 @@
  * anything from elsewhere (a URL left external, a `url(https://…)` in the stylesheet), or when
  * index.html names a script, stylesheet or image by an absolute URL.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -105,9 +105,12 @@ function readIndex(appDir: string): Buffer {
   return Buffer.from(html, 'utf8');
 }
 
-/** Writes the files to `dir`, emptied first. */
+/**
+ * Writes the files to `dir`, made when it is not there: each replaces a file of its name, and
+ * nothing else in `dir` is touched. The directory is the caller's (a command-line argument may name
+ * one that holds anything): a build never removes what it did not write.
+ */
 export function writeConsoleFiles(files: readonly ConsoleFile[], dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   for (const file of files) writeFileSync(join(dir, file.path), file.body);
 }

@@ -3,7 +3,7 @@
  * the files esbuild makes and what it refuses, and every answer of the site (paths, methods,
  * headers, ETag and gzip), with the sign-in's configuration read from the environment.
  */
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -108,6 +108,19 @@ describe('buildConsole', () => {
 
     expect(read?.map((file) => [file.path, file.etag]).sort()).toEqual(FILES.map((file) => [file.path, file.etag]).sort());
     expect(readConsoleFiles(join(dir, 'absent'))).toBeUndefined();
+  });
+
+  it('writes into a directory that holds other files without removing any: only its own files are replaced', () => {
+    const dir = appDir({ 'notes.md': 'mine', 'app.js': 'an older build' });
+    mkdirSync(join(dir, 'src'));
+    writeFileSync(join(dir, 'src', 'main.ts'), 'mine too');
+
+    writeConsoleFiles(FILES, dir);
+
+    expect(readFileSync(join(dir, 'notes.md'), 'utf8')).toBe('mine');
+    expect(readFileSync(join(dir, 'src', 'main.ts'), 'utf8')).toBe('mine too');
+    expect(readFileSync(join(dir, 'app.js')).equals(FILES[1]!.body)).toBe(true);
+    expect(readdirSync(dir).sort()).toEqual(['app.css', 'app.js', 'index.html', 'notes.md', 'src']);
   });
 });
 
