@@ -7,8 +7,10 @@
  *   query kept (a sign-in's `?code&state` comes back to the console's URL).
  * - `/console/` → index.html; `/console/<file>` → one of the built files; `/console/config.json` →
  *   the deployment's `ConsoleConfig`; anything else under /console/ → 404 text. Not GET or HEAD → 405.
+ *   On the portal console's host (`portalConsoleUrl`), the configuration has no sign-in: that API
+ *   takes portal tokens only, so a "Sign in" there could never work.
  * - Every answer: a strict Content-Security-Policy (the page's own script, style and API only, plus
- *   the sign-in issuer's origins when there is one), `nosniff`, `no-referrer`; the files with
+ *   the sign-in issuer's origins where there is a sign-in), `nosniff`, `no-referrer`; the files with
  *   `cache-control: no-cache` and a strong ETag, so a browser revalidates and gets 304 when nothing changed.
  * - gzip when the browser takes it (`vary: accept-encoding`): the size stated for the console is
  *   what is sent.
@@ -191,34 +193,55 @@ export interface ConsoleSite {
 export interface ConsoleSiteOptions {
   /** Why there are no files, for the 404 /console/ answers when `files` is undefined. */
   readonly missing?: string;
+  /**
+   * The console portal links open (`CONSOLE_ENV.portalConsoleUrl`): a request to its host is
+   * answered the configuration without sign-in, and a CSP without the issuer's origins.
+   */
+  readonly portalConsoleUrl?: string;
+}
+
+/** What one host's answers carry: the security headers and config.json. */
+interface SiteView {
+  readonly security: Readonly<Record<string, string>>;
+  readonly config: ConsoleFile;
+}
+
+function siteView(config: ConsoleConfig): SiteView {
+  return {
+    security: {
+      'content-security-policy': contentSecurityPolicy(config),
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
+    },
+    config: consoleFile('config.json', Buffer.from(JSON.stringify(config))),
+  };
 }
 
 /**
  * The console's site over its files and the deployment's configuration. Without files (a bundle
  * built without them), every console path answers 404 with `options.missing`, or a sentence saying so.
+ * With `options.portalConsoleUrl`, requests to that URL's host get the configuration without its
+ * sign-in: the portal API's routes take portal tokens, never the issuer's.
  */
 export function consoleSite(files: readonly ConsoleFile[] | undefined, config: ConsoleConfig, options: ConsoleSiteOptions = {}): ConsoleSite {
-  const security = {
-    'content-security-policy': contentSecurityPolicy(config),
-    'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
-  };
+  const operators = siteView(config);
+  const portalHost = options.portalConsoleUrl === undefined ? undefined : new URL(options.portalConsoleUrl).hostname.toLowerCase();
+  const { signIn: _, ...withoutSignIn } = config;
+  const portal = portalHost === undefined || config.signIn === undefined ? operators : siteView(withoutSignIn);
   const byPath = new Map<string, ConsoleFile>();
-  if (files !== undefined) {
-    for (const file of files) byPath.set(file.path, file);
-    byPath.set('config.json', consoleFile('config.json', Buffer.from(JSON.stringify(config))));
-  }
+  for (const file of files ?? []) byPath.set(file.path, file);
   const missing = options.missing ?? 'The console is not in this deployment: its files were not bundled with the API.';
-  const text = (statusCode: number, body: string, headers: Record<string, string> = {}): ApiResult => ({
-    statusCode,
-    headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...security, ...headers },
-    body: `${body}\n`,
-  });
 
   return {
     answer(event) {
       const path = event.rawPath;
       if (path !== CONSOLE_PATH && !path.startsWith(`${CONSOLE_PATH}/`)) return undefined;
+      const { security, config: configFile } = portalHost !== undefined && hostOf(event) === portalHost ? portal : operators;
+      const text = (statusCode: number, body: string, headers: Record<string, string> = {}): ApiResult => ({
+        statusCode,
+        headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...security, ...headers },
+        body: `${body}\n`,
+      });
       const method = event.requestContext.http.method.toUpperCase();
       if (method !== 'GET' && method !== 'HEAD') return text(405, `${method} is not allowed on the console: its files are read with GET.`, { allow: 'GET, HEAD' });
       if (path === CONSOLE_PATH) {
@@ -227,15 +250,29 @@ export function consoleSite(files: readonly ConsoleFile[] | undefined, config: C
       }
       if (files === undefined) return text(404, missing);
       const name = path.slice(CONSOLE_PATH.length + 1) || 'index.html';
-      const file = byPath.get(name);
+      const file = name === 'config.json' ? configFile : byPath.get(name);
       if (file === undefined) return text(404, 'No such file in the console. The console is at /console/.');
       return fileResult(file, event, method === 'HEAD', security);
     },
   };
 }
 
+/**
+ * The host a request was made to, in lower case without a port: API Gateway's `domainName` (the
+ * API's own, or its custom domain), else the `Host` header (the sandbox's server).
+ */
+function hostOf(event: ApiEvent): string | undefined {
+  const host = event.requestContext.domainName ?? event.headers?.host;
+  if (host === undefined || host === '') return undefined;
+  try {
+    return new URL(`http://${host}`).hostname.toLowerCase();
+  } catch {
+    return undefined;
+  }
+}
+
 /** A file's answer: 304 when the browser's copy is current, gzip when it takes it, no body for HEAD. */
-function fileResult(file: ConsoleFile, event: ApiEvent, head: boolean, security: Record<string, string>): ApiResult {
+function fileResult(file: ConsoleFile, event: ApiEvent, head: boolean, security: Readonly<Record<string, string>>): ApiResult {
   // API Gateway's header names are in lower case, as the sandbox's server gives them (api/http.ts).
   const header = (name: string): string | undefined => event.headers?.[name];
   const gzipped = file.gzip !== undefined && acceptsGzip(header('accept-encoding'));

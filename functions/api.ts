@@ -15,8 +15,9 @@
  * - Logs: one JSON line per request, IDs only (api/router.ts).
  * - The console (docs/contract.md §17) at /console/: its files from `console/` beside this bundle
  *   (the package build and the construct's bundling write them there), sign-in from
- *   `HANDOFF_CONSOLE_SIGN_IN`, portal links pointing at `HANDOFF_PORTAL_CONSOLE_URL` when set. A
- *   bundle without the files still serves /v1, and says at /console/ what is missing (logged once).
+ *   `HANDOFF_CONSOLE_SIGN_IN` (none on the portal console's host), portal links pointing at
+ *   `HANDOFF_PORTAL_CONSOLE_URL` when set. A bundle without the files still serves /v1, and says at
+ *   /console/ what is missing (logged once).
  *
  * A missing or bad variable fails the cold start naming it (ConfigError), before any request.
  */
@@ -45,12 +46,14 @@ const logger = createLogger({ service: SERVICE_NAME, fields: { function: 'api' }
 const portalConsoleUrl = portalConsoleUrlFromEnvironment(process.env);
 const portal = { key: portalKeySource(target.sealKey!), ...(portalConsoleUrl !== undefined ? { consoleBase: portalConsoleUrl } : {}) };
 
-// The console's files, read once for the container.
+// The console's files, read once for the container. On the portal API's host the page is told of
+// no sign-in: that API takes portal tokens only.
 const consoleDir = new URL('./console/', import.meta.url);
 const consoleFiles = readConsoleFiles(consoleDir);
 if (consoleFiles === undefined) logger.warn('console files missing: /console/ answers 404', { dir: consoleDir.pathname });
 const site = consoleSite(consoleFiles, consoleConfigFromEnvironment(process.env), {
   missing: "The console's files are not in this function's bundle (console/ beside its code), so it cannot be served here. The API at /v1 works without them.",
+  ...(portalConsoleUrl !== undefined ? { portalConsoleUrl } : {}),
 });
 
 export const handler = withConsole(createApiHandler(ROUTES, { context, idempotency, now: Date.now, logger, portal }), site);

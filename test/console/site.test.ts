@@ -157,6 +157,27 @@ describe('consoleSite', () => {
     expect(JSON.parse(signedIn.answer(request('GET', '/console/config.json'))!.body!)).toEqual({ signIn: SIGN_IN });
   });
 
+  it("answers the portal console's host the configuration without sign-in, and a CSP without the issuer's origins", () => {
+    const both = consoleSite(FILES, { signIn: SIGN_IN }, { portalConsoleUrl: 'https://portal-api.example.com/console/' });
+    const on = (domainName: string, path: string): ApiResult => {
+      const event = request('GET', path);
+      return both.answer({ ...event, requestContext: { ...event.requestContext, domainName } })!;
+    };
+
+    const portalConfig = on('Portal-API.example.com', '/console/config.json');
+    const portalPage = on('portal-api.example.com', '/console/');
+    const jwtConfig = on('jwt-api.example.com', '/console/config.json');
+    const jwtPage = on('jwt-api.example.com', '/console/');
+
+    expect(JSON.parse(portalConfig.body!)).toEqual({});
+    expect(portalPage.headers?.['content-security-policy']).toContain("connect-src 'self';");
+    expect(JSON.parse(jwtConfig.body!)).toEqual({ signIn: SIGN_IN });
+    expect(jwtPage.headers?.['content-security-policy']).toContain("connect-src 'self' https://login.example.com https://auth.example.net;");
+    // config.json differs between the two, so does its ETag; the page itself is the same file.
+    expect(portalConfig.headers?.etag).not.toBe(jwtConfig.headers?.etag);
+    expect(portalPage.headers?.etag).toBe(jwtPage.headers?.etag);
+  });
+
   it('sends gzip to a browser that takes it, under an ETag of its own, and not to one that refuses it', () => {
     const gzipped = answer(request('GET', '/console/app.js', { 'accept-encoding': 'gzip, deflate, br' }));
     const refused = answer(request('GET', '/console/app.js', { 'accept-encoding': 'gzip;q=0, br' }));
