@@ -5,6 +5,7 @@
  * holds is no one's.
  */
 import pLimit from 'p-limit';
+import { outOfScope, requireOwner } from '../portal-link';
 import type { RouteCall } from '../route';
 
 /** Registry reads at once for one answer's endpoints (a page of deliveries names at most 100). */
@@ -26,4 +27,15 @@ export async function inPortalScope<T extends { readonly endpoint: string }>(cal
   if (call.portalOwner === undefined) return [...items];
   const own = await ownEndpoints(call, items.map((item) => item.endpoint));
   return items.filter((item) => own.has(item.endpoint));
+}
+
+/**
+ * For a portal link's holder: an endpoint must be named, and be its owner's (403 otherwise). An
+ * endpoint that is not there is no one's: out of scope too, so a link learns nothing of other
+ * owners' names. Any other caller may name any endpoint, or none.
+ */
+export async function requireOwnEndpoint(call: Pick<RouteCall, 'deps' | 'portalOwner'>, endpoint: string | undefined): Promise<void> {
+  if (call.portalOwner === undefined) return;
+  if (endpoint === undefined) throw outOfScope();
+  requireOwner(call, (await call.deps.context.registry().get(endpoint))?.fields.owner);
 }

@@ -22,9 +22,9 @@ import { ENDPOINT_NAME } from '../../lib/endpoints/field-schemas';
 import type { JsonSchema } from '../../lib/endpoints/json-schema';
 import { auditTextProblem, CALLER_MAX_CHARS, OPERATOR_MAX_CHARS, REASON_MAX_CHARS } from '../../lib/replay';
 import { DEFAULT_REPLAY_RATE, isoTime, replayCommand, type ReplayOptions } from '../../cli/commands/replay';
-import { outOfScope, requireOwner } from '../portal-link';
 import { invalid, type FieldProblem } from '../problem';
 import type { Route, RouteCall } from '../route';
+import { requireOwnEndpoint } from './portal-scope';
 
 /** Replays one request makes at most: at DEFAULT_REPLAY_RATE a second, about 10 s, inside the function's 28 s. */
 export const BULK_REPLAYS_PER_REQUEST = 100;
@@ -174,12 +174,8 @@ interface BulkCursor {
 
 async function replay(call: RouteCall) {
   const input = parseReplayRequest(call.body);
-  if (call.portalOwner !== undefined) {
-    // An event's deliveries may go to other owners' endpoints: a portal link's holder names its own.
-    if (input.endpoint === undefined) throw outOfScope();
-    // An endpoint that is not there is no one's: out of scope too, so a link learns nothing of other owners' names.
-    requireOwner(call, (await call.deps.context.registry().get(input.endpoint))?.fields.owner);
-  }
+  // An event's deliveries may go to other owners' endpoints: a portal link's holder names its own.
+  await requireOwnEndpoint(call, input.endpoint);
   const caller = call.caller.slice(0, CALLER_MAX_CHARS);
   const common: Pick<ReplayOptions, 'reason' | 'operator' | 'caller'> = { reason: input.reason, operator: operatorOf(caller), caller };
   const context = call.deps.context;

@@ -12,9 +12,9 @@ import { DEFAULT_STATS_MAX_ROWS, DEFAULT_STATS_SINCE_MS, parseSince, statsComman
 import { ENDPOINT_NAME } from '../../lib/endpoints/endpoint';
 import { MetricsUnavailableError } from '../../lib/metrics/metrics-reader';
 import { failedAttempts, lastMinutes, MINUTE_MS } from '../../lib/metrics/minute-series';
-import { outOfScope, requireOwner } from '../portal-link';
-import type { QueryParameter, Route, RouteCall } from '../route';
+import type { QueryParameter, Route } from '../route';
 import { STATS_MINUTES_SCHEMA, STATS_SCHEMA } from './delivery-schemas';
+import { requireOwnEndpoint } from './portal-scope';
 import { QueryReader } from './read-query';
 
 const STATS_QUERY: readonly QueryParameter[] = [
@@ -121,16 +121,5 @@ const getStatsMinutes: Route = {
     }
   },
 };
-
-/**
- * For a portal link's holder: an endpoint must be named, and be its owner's (403 otherwise). An
- * endpoint that is not there is no one's: out of scope too, so a link learns nothing of other
- * owners' names. Every other caller may read any endpoint's figures, or the totals.
- */
-async function requireOwnEndpoint(call: RouteCall, endpoint: string | undefined): Promise<void> {
-  if (call.portalOwner === undefined) return;
-  if (endpoint === undefined) throw outOfScope();
-  requireOwner(call, (await call.deps.context.registry().get(endpoint))?.fields.owner);
-}
 
 export const STATS_ROUTES: readonly Route[] = [getStats, getStatsMinutes];

@@ -18,9 +18,9 @@ import {
   type LatencyHistogram,
 } from './latency-histogram';
 import { PENDING_AGE_UNIT_MS, type MetricsWindow, type DeliveryMetrics, type MinuteMetrics } from './metrics-reader';
+import { MINUTE_MS } from './minute-series';
 
-export const MINUTE_MS = 60_000;
-export const HOUR_MS = 3_600_000;
+export const HOUR_MS = 60 * MINUTE_MS;
 
 /** The counts `handoff stats` reads. */
 const COUNTED = ['Delivered', 'Attempts', 'RetriedAttempts', 'DeadLetters'] as const satisfies readonly MetricName[];

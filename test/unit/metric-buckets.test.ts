@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { HOUR_MS, MINUTE_MS, MetricBuckets, parseBucket, parseMinute, storedMinute, summarizeBuckets } from '../../lib/metrics/metric-buckets';
+import { HOUR_MS, MetricBuckets, parseBucket, parseMinute, storedMinute, summarizeBuckets } from '../../lib/metrics/metric-buckets';
+import { MINUTE_MS } from '../../lib/metrics/minute-series';
 import { deliveryMetrics } from '../helpers/delivery-metrics';
 
 /** The start of an hour. */
