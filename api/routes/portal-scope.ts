@@ -11,22 +11,40 @@ import type { RouteCall } from '../route';
 /** Registry reads at once for one answer's endpoints (a page of deliveries names at most 100). */
 const OWNER_LOOKUPS_AT_ONCE = 8;
 
-/** Those of `names` that are the portal caller's owner's endpoints. */
-export async function ownEndpoints(call: Pick<RouteCall, 'deps' | 'portalOwner'>, names: Iterable<string>): Promise<Set<string>> {
+/** A portal caller's filter over the reads of one answer. */
+export interface PortalFilter {
+  /** The items whose `endpoint` is the portal caller's owner's, in their order; every item for any other caller. */
+  filter<T extends { readonly endpoint: string }>(items: readonly T[]): Promise<T[]>;
+}
+
+/**
+ * The scope of one answer, however many reads it takes: each endpoint's owner is read from the
+ * registry once, the first time a read names it (a shipment's pages name the same few endpoints).
+ */
+export function portalFilter(call: Pick<RouteCall, 'deps' | 'portalOwner'>): PortalFilter {
   const owner = call.portalOwner;
-  const distinct = [...new Set(names)];
-  if (owner === undefined) return new Set(distinct);
-  const registry = call.deps.context.registry();
   const limit = pLimit(OWNER_LOOKUPS_AT_ONCE);
-  const owners = await Promise.all(distinct.map((name) => limit(async () => (await registry.get(name))?.fields.owner)));
-  return new Set(distinct.filter((_, i) => owners[i] === owner));
+  const own = new Map<string, Promise<boolean>>();
+  const isOwn = (name: string): Promise<boolean> => {
+    let known = own.get(name);
+    if (known === undefined) {
+      known = limit(async () => (await call.deps.context.registry().get(name))?.fields.owner === owner);
+      own.set(name, known);
+    }
+    return known;
+  };
+  return {
+    async filter(items) {
+      if (owner === undefined) return [...items];
+      const kept = await Promise.all(items.map((item) => isOwn(item.endpoint)));
+      return items.filter((_, i) => kept[i]);
+    },
+  };
 }
 
 /** The items a portal caller may see: those whose `endpoint` is its owner's; every item for any other caller. */
 export async function inPortalScope<T extends { readonly endpoint: string }>(call: Pick<RouteCall, 'deps' | 'portalOwner'>, items: readonly T[]): Promise<T[]> {
-  if (call.portalOwner === undefined) return [...items];
-  const own = await ownEndpoints(call, items.map((item) => item.endpoint));
-  return items.filter((item) => own.has(item.endpoint));
+  return portalFilter(call).filter(items);
 }
 
 /**

@@ -81,7 +81,7 @@ describe('GET /v1/shipments/{shipmentId}/deliveries', () => {
     expect(items).toEqual(shown(keys(items).map((k) => byKey.get(k)!)));
   });
 
-  it("shows a portal link's holder its owner's deliveries only, page by page, `next` going on where each page ended", async () => {
+  it("shows a portal link's holder its owner's deliveries only, each page reading on past other owners' to hold `limit`", async () => {
     // Prepare: four events of shp_p, each to o1's billing and o2's crm (crm's row 100 ms later, so first in the listing).
     await bed.registry.add(ownedEndpoint('billing', 'o1'), T0);
     await bed.registry.add(ownedEndpoint('crm', 'o2'), T0);
@@ -96,12 +96,41 @@ describe('GET /v1/shipments/{shipmentId}/deliveries', () => {
     const operator = await allPages('/v1/shipments/shp_p/deliveries', { limit: '3' });
     const none = await allPages('/v1/shipments/shp_p/deliveries', {}, 'portal:o3');
 
-    // Assess: the same pages as the operator's, each without crm's rows.
+    // Assess: the operator's rows without crm's, in full pages of 3 but the last; nothing for an owner with none.
     expect(operator.sizes).toEqual([3, 3, 2]);
-    expect(own.sizes).toEqual([1, 2, 1]);
+    expect(own.sizes).toEqual([3, 1]);
     expect(keys(own.items)).toEqual(['evt_p4@billing', 'evt_p3@billing', 'evt_p2@billing', 'evt_p1@billing']);
     expect(own.items).toEqual(operator.items.filter((d) => d.endpoint === 'billing'));
-    expect(none.items).toEqual([]);
+    expect(none).toEqual({ sizes: [0], items: [] });
+  });
+
+  it("never answers a portal link's holder an empty or short page with `next`: other owners' deliveries before, between or after its own leave no trace", async () => {
+    // Prepare: shp_q's listing, newest first: 6 of o2's (crm), then o1's evt_q1 (billing), 4 more of o2's, o1's evt_q0, then 5 of o2's.
+    await bed.registry.add(ownedEndpoint('billing', 'o1'), T0);
+    await bed.registry.add(ownedEndpoint('crm', 'o2'), T0);
+    const order: [string, string][] = [
+      ...[...Array(6).keys()].map((i): [string, string] => [`evt_c${i}`, 'crm']),
+      ['evt_q1', 'billing'],
+      ...[...Array(4).keys()].map((i): [string, string] => [`evt_d${i}`, 'crm']),
+      ['evt_q0', 'billing'],
+      ...[...Array(5).keys()].map((i): [string, string] => [`evt_e${i}`, 'crm']),
+    ];
+    for (const [i, [id, endpoint]] of order.entries()) {
+      await settledDelivery(bed.ledger, parsed(shipmentEvent(id, 'shp_q')), endpoint, T0 + (order.length - i) * SECOND, 'delivered');
+    }
+
+    // Act: pages of 1 and of 2, and another owner's.
+    const ones = await allPages('/v1/shipments/shp_q/deliveries', { limit: '1' }, 'portal:o1');
+    const twos = await allPages('/v1/shipments/shp_q/deliveries', { limit: '2' }, 'portal:o1');
+    const theirs = await allPages('/v1/shipments/shp_q/deliveries', { limit: '10' }, 'portal:o2');
+
+    // Assess: one full page per delivery of o1's, the last with no `next` though o2's follow; o2's 15 in full pages of 10.
+    expect(ones.sizes).toEqual([1, 1]);
+    expect(keys(ones.items)).toEqual(['evt_q1@billing', 'evt_q0@billing']);
+    expect(twos.sizes).toEqual([2]);
+    expect(keys(twos.items)).toEqual(['evt_q1@billing', 'evt_q0@billing']);
+    expect(theirs.sizes).toEqual([10, 5]);
+    expect(theirs.items.every((d) => d.endpoint === 'crm')).toBe(true);
   });
 
   it('answers 409 shipment-index-off where the deployment keeps no shipment index', async () => {
