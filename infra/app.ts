@@ -224,7 +224,9 @@ export class HandoffStack extends Stack {
 
 /**
  * The management API's JWT authorization from context: `apiUserPool=true`, or `apiJwtIssuer` with
- * `apiJwtAudience` (comma-separated). Undefined: IAM alone. @throws ConfigError naming the context key
+ * `apiJwtAudience` (comma-separated) and, for the console's sign-in at that issuer (`jwt.console`),
+ * `apiConsoleClientId`, `apiConsoleAuthorizeUrl` and `apiConsoleTokenUrl`. Undefined: IAM alone.
+ * @throws ConfigError naming the context key
  */
 export function apiAuthFromContext(context: ContextReader): ApiAuth | undefined {
   const userPool = contextString(context('apiUserPool'));
@@ -241,17 +243,31 @@ export function apiAuthFromContext(context: ContextReader): ApiAuth | undefined 
   if (userPool !== undefined && userPool !== 'true' && userPool !== 'false') {
     throw new ConfigError('apiUserPool', `(CDK context) must be true or false, got ${JSON.stringify(userPool.slice(0, 40))}`);
   }
+  // The console's sign-in at the issuer (apiAuth.jwt.console): its client, and the issuer's endpoints, both or neither.
+  const clientId = contextString(context('apiConsoleClientId'));
+  const authorizeUrl = contextString(context('apiConsoleAuthorizeUrl'));
+  const tokenUrl = contextString(context('apiConsoleTokenUrl'));
+  const firstConsoleKey =
+    clientId !== undefined ? 'apiConsoleClientId' : authorizeUrl !== undefined ? 'apiConsoleAuthorizeUrl' : tokenUrl !== undefined ? 'apiConsoleTokenUrl' : undefined;
   if (userPool === 'true') {
     if (issuer !== undefined) throw new ConfigError('apiJwtIssuer', '(CDK context) cannot be given with apiUserPool=true: the user pool is the issuer');
+    if (firstConsoleKey !== undefined) throw new ConfigError(firstConsoleKey, "(CDK context) is for apiJwtIssuer's sign-in: with apiUserPool=true the stack makes the console's client and hosted sign-in");
     return { jwt: { userPool: true, ...withScopes } };
   }
   if (issuer === undefined) {
     if (audience !== undefined) throw new ConfigError('apiJwtAudience', '(CDK context) needs apiJwtIssuer');
     if (scopes !== undefined) throw new ConfigError('apiJwtScopes', '(CDK context) needs apiJwtIssuer or apiUserPool=true');
+    if (firstConsoleKey !== undefined) throw new ConfigError(firstConsoleKey, '(CDK context) needs apiJwtIssuer');
     return undefined;
   }
   if (audience === undefined || audience.length === 0) throw new ConfigError('apiJwtAudience', '(CDK context) must name the audience apiJwtIssuer issues tokens for');
-  return { jwt: { issuer, audience, ...withScopes } };
+  if (authorizeUrl !== undefined && tokenUrl === undefined) throw new ConfigError('apiConsoleTokenUrl', '(CDK context) must be given with apiConsoleAuthorizeUrl');
+  if (tokenUrl !== undefined && authorizeUrl === undefined) throw new ConfigError('apiConsoleAuthorizeUrl', '(CDK context) must be given with apiConsoleTokenUrl');
+  const consoleSignIn = {
+    ...(clientId !== undefined ? { clientId } : {}),
+    ...(authorizeUrl !== undefined && tokenUrl !== undefined ? { authorizeUrl, tokenUrl } : {}),
+  };
+  return { jwt: { issuer, audience, ...withScopes, ...(firstConsoleKey !== undefined ? { console: consoleSignIn } : {}) } };
 }
 
 /**

@@ -19,7 +19,8 @@
  * a browser, the JWT API (`ConsoleUrl`) and the portal API (`PortalConsoleUrl`): `GET /console` and
  * `GET /console/{proxy+}` take no authorization, as the page's files hold no data (every call the
  * page makes goes to /v1, behind the API's authorizer). The function is told how people sign in
- * (CONSOLE_ENV.signIn: the JWT authorizer's issuer, or the user pool's hosted sign-in made here)
+ * (CONSOLE_ENV.signIn: the JWT authorizer's issuer, with the client and endpoints `jwt.console`
+ * names, or the user pool's hosted sign-in made here)
  * and where portal links point (CONSOLE_ENV.portalConsoleUrl), whichever API mints them.
  *
  * **Limits.** The stage throttles (`apiThrottle`, default DEFAULT_API_THROTTLE) before the function
@@ -106,7 +107,11 @@ export interface ApiAuth {
    * - `{ issuer, audience }`: tokens of an OIDC issuer (`https://…`, its `/.well-known/openid-configuration`
    *   must be reachable), with one of `audience` as `aud` (or `client_id`). The console signs in as
    *   the first audience (a public client with the authorization code flow and PKCE at the issuer,
-   *   its redirect URI `ConsoleUrl`);
+   *   its redirect URI `ConsoleUrl`), at the endpoints the issuer's discovery document names, unless
+   *   `console` says otherwise: `clientId`, the client it signs in as, and `authorizeUrl` with
+   *   `tokenUrl` (both or neither), the issuer's endpoints. Give those when the token endpoint is
+   *   on another origin than the issuer: the page's CSP lets it reach the issuer's origin and the
+   *   token URL's, and no other, so a token endpoint only the discovery document names is refused;
    * - `{ userPool: true }`: a Cognito user pool the construct makes (no self sign-up, MFA required,
    *   12-character passwords), an app client, whose tokens it takes, and the pool's hosted sign-in
    *   (a Cognito domain) the console sends people to.
@@ -117,7 +122,20 @@ export interface ApiAuth {
    * the pool (a resource server `server`), and the app client may ask for it.
    */
   readonly jwt?:
-    | { readonly issuer: string; readonly audience: readonly string[]; readonly scopes?: readonly string[] }
+    | {
+        readonly issuer: string;
+        readonly audience: readonly string[];
+        readonly scopes?: readonly string[];
+        /** How the console signs in at the issuer, where the first audience and the discovery document are not enough. */
+        readonly console?: {
+          /** The client the console signs in as: a public one (no secret, PKCE). Default: the first `audience`. */
+          readonly clientId?: string;
+          /** The issuer's authorization endpoint (https), with `tokenUrl`. Default: the discovery document's. */
+          readonly authorizeUrl?: string;
+          /** The issuer's token endpoint (https), with `authorizeUrl`; the page's CSP lets it reach its origin. Default: the discovery document's. */
+          readonly tokenUrl?: string;
+        };
+      }
     | { readonly userPool: true; readonly scopes?: readonly string[] };
 }
 
@@ -226,6 +244,9 @@ export function createManagementApi(
     let signIn: ConsoleSignIn;
     const signInScopes = [...new Set(['openid', ...(scopes ?? [])])];
     if ('userPool' in jwt) {
+      if ((jwt as { readonly console?: unknown }).console !== undefined) {
+        throw new ConfigError('apiAuth', "jwt.console is for an issuer's sign-in: with userPool the stack makes the console's client and hosted sign-in");
+      }
       // The client's callback is the console on the API it authorizes: known once that API is made.
       ({ userPool, userPoolClient, userPoolDomain } = apiUserPool(scope, {
         consoleUrl: Lazy.string({ produce: () => consoleUrl }),
@@ -244,9 +265,16 @@ export function createManagementApi(
     } else {
       const audience = checkAudience(jwt.audience);
       const issuer = checkIssuer(jwt.issuer);
+      const consoleSignIn = checkConsoleSignIn(jwt.console);
       authorizer = new HttpJwtAuthorizer('ApiJwtAuthorizer', issuer, { jwtAudience: audience });
-      // The issuer's discovery document names where to sign in and trade the code.
-      signIn = { issuer, clientId: audience[0]!, scopes: signInScopes };
+      // Without the endpoints, the issuer's discovery document names where to sign in and trade the code.
+      signIn = {
+        issuer,
+        clientId: consoleSignIn.clientId ?? audience[0]!,
+        scopes: signInScopes,
+        ...(consoleSignIn.authorizeUrl !== undefined ? { authorizeUrl: consoleSignIn.authorizeUrl } : {}),
+        ...(consoleSignIn.tokenUrl !== undefined ? { tokenUrl: consoleSignIn.tokenUrl } : {}),
+      };
     }
     jwtApi = httpApi(scope, 'ApiJwt', {
       description: 'handoff management API for people (docs/contract.md §16): JWT authorization on every /v1 route; the console (§17)',
@@ -522,6 +550,38 @@ function checkAudience(audience: readonly string[]): string[] {
     throw new ConfigError('apiAuth', 'jwt.audience must name at least one audience, none empty');
   }
   return [...audience];
+}
+
+/**
+ * The console's sign-in at an issuer (`jwt.console`): a client ID that is not empty, and the
+ * authorize and token URLs as https URLs without a fragment, both or neither (the page reads them
+ * together, or both from the discovery document). @throws ConfigError naming apiAuth
+ */
+function checkConsoleSignIn(given: { readonly clientId?: string; readonly authorizeUrl?: string; readonly tokenUrl?: string } | undefined): {
+  clientId?: string;
+  authorizeUrl?: string;
+  tokenUrl?: string;
+} {
+  if (given === undefined) return {};
+  const { clientId, authorizeUrl, tokenUrl } = given;
+  if (clientId !== undefined && !Token.isUnresolved(clientId) && (typeof clientId !== 'string' || clientId.trim() === '')) {
+    throw new ConfigError('apiAuth', 'jwt.console.clientId must be the OAuth client the console signs in as, not empty');
+  }
+  if ((authorizeUrl === undefined) !== (tokenUrl === undefined)) {
+    throw new ConfigError('apiAuth', 'jwt.console needs authorizeUrl and tokenUrl together (the console reads both, or both from the discovery document)');
+  }
+  for (const [name, url] of [['authorizeUrl', authorizeUrl], ['tokenUrl', tokenUrl]] as const) {
+    // Known at deploy only (a parameter): the function's cold start checks it then.
+    if (url === undefined || Token.isUnresolved(url)) continue;
+    if (!/^https:\/\/[^\s/?#@]+(\/[^\s#]*)?$/.test(url)) {
+      throw new ConfigError('apiAuth', `jwt.console.${name} must be an https URL without a fragment, got ${JSON.stringify(String(url).slice(0, 80))}`);
+    }
+  }
+  return {
+    ...(clientId !== undefined ? { clientId } : {}),
+    ...(authorizeUrl !== undefined ? { authorizeUrl } : {}),
+    ...(tokenUrl !== undefined ? { tokenUrl } : {}),
+  };
 }
 
 /** @throws ConfigError naming apiAuth when a scope is empty or holds a space (a scope claim is space-separated) */

@@ -12,7 +12,7 @@ import { AccountRootPrincipal, Role } from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES } from '../../api/routes/index';
-import { CONSOLE_ENV } from '../../console/site';
+import { CONSOLE_ENV, contentSecurityPolicy, type ConsoleSignIn } from '../../console/site';
 import { apiAuthFromContext, HandoffStack } from '../../infra/app';
 import {
   ACCESS_LOG_FIELDS,
@@ -260,6 +260,32 @@ describe('WebhookDelivery: the management API', () => {
       const variables = apiFunction(built).Environment.Variables as Record<string, unknown>;
 
       expect(JSON.parse(textOf(variables[CONSOLE_ENV.signIn]))).toEqual({ issuer: ISSUER, clientId: 'console-client', scopes: ['openid', 'handoff/admin'] });
+    });
+
+    it('tells the API function the console’s own client and the issuer’s endpoints when jwt.console names them, so the page’s CSP lets it reach a token endpoint on another origin', () => {
+      const signInOf = (console: object) => {
+        const built = build({ apiAuth: { jwt: { issuer: ISSUER, audience: ['handoff-api'], console } } });
+        return JSON.parse(textOf((apiFunction(built).Environment.Variables as Record<string, unknown>)[CONSOLE_ENV.signIn])) as ConsoleSignIn;
+      };
+      const endpoints = { authorizeUrl: 'https://accounts.example.net/o/oauth2/v2/auth', tokenUrl: 'https://oauth2.example.org/token' };
+
+      const both = signInOf({ clientId: 'handoff-console', ...endpoints });
+      const clientOnly = signInOf({ clientId: 'handoff-console' });
+
+      expect(both).toEqual({ issuer: ISSUER, clientId: 'handoff-console', scopes: ['openid'], ...endpoints });
+      expect(contentSecurityPolicy({ signIn: both })).toContain("connect-src 'self' https://login.example.com https://oauth2.example.org;");
+      expect(clientOnly).toEqual({ issuer: ISSUER, clientId: 'handoff-console', scopes: ['openid'] });
+      expect(signInOf(endpoints)).toEqual({ issuer: ISSUER, clientId: 'handoff-api', scopes: ['openid'], ...endpoints });
+    });
+
+    it('refuses a jwt.console with one endpoint of the two, one that is not https, an empty client, or beside a user pool, naming apiAuth', () => {
+      const withConsole = (console: object) => () => build({ apiAuth: { jwt: { issuer: ISSUER, audience: ['a'], console } } });
+
+      expect(withConsole({ tokenUrl: 'https://oauth2.example.org/token' })).toThrow(/^apiAuth jwt\.console needs authorizeUrl and tokenUrl together/);
+      expect(withConsole({ authorizeUrl: 'https://a.example/auth', tokenUrl: 'http://oauth2.example.org/token' })).toThrow(/^apiAuth jwt\.console\.tokenUrl must be an https URL/);
+      expect(withConsole({ authorizeUrl: 'https://a.example/auth#x', tokenUrl: 'https://oauth2.example.org/token' })).toThrow(/^apiAuth jwt\.console\.authorizeUrl must be an https URL/);
+      expect(withConsole({ clientId: ' ' })).toThrow(/^apiAuth jwt\.console\.clientId must be the OAuth client/);
+      expect(() => build({ apiAuth: { jwt: { userPool: true, console: { clientId: 'x' } } as never } })).toThrow(/^apiAuth jwt\.console is for an issuer's sign-in/);
     });
 
     it('with a user pool, makes its hosted sign-in (a Cognito domain named from the stack) and tells the API function the issuer, client and the domain’s authorize and token URLs', () => {
@@ -731,6 +757,26 @@ describe('WebhookDelivery: the management API', () => {
         jwt: { issuer: 'https://login.example.com', audience: ['a'], scopes: ['x', 'y'] },
       });
       expect(() => apiAuthFromContext(contextOf({ apiJwtScopes: 'x' }))).toThrow(/^apiJwtScopes \(CDK context\) needs apiJwtIssuer or apiUserPool=true$/);
+    });
+
+    it('reads apiConsoleClientId, and apiConsoleAuthorizeUrl with apiConsoleTokenUrl, as the console’s sign-in at apiJwtIssuer', () => {
+      const issuer = { apiJwtIssuer: 'https://login.example.com', apiJwtAudience: 'a' };
+      const endpoints = { apiConsoleAuthorizeUrl: 'https://accounts.example.net/auth', apiConsoleTokenUrl: 'https://oauth2.example.org/token' };
+
+      expect(apiAuthFromContext(contextOf({ ...issuer, apiConsoleClientId: 'handoff-console', ...endpoints }))).toEqual({
+        jwt: {
+          issuer: 'https://login.example.com',
+          audience: ['a'],
+          console: { clientId: 'handoff-console', authorizeUrl: 'https://accounts.example.net/auth', tokenUrl: 'https://oauth2.example.org/token' },
+        },
+      });
+      expect(apiAuthFromContext(contextOf({ ...issuer, apiConsoleClientId: 'handoff-console' }))).toEqual({
+        jwt: { issuer: 'https://login.example.com', audience: ['a'], console: { clientId: 'handoff-console' } },
+      });
+      expect(() => apiAuthFromContext(contextOf({ ...issuer, apiConsoleTokenUrl: endpoints.apiConsoleTokenUrl }))).toThrow(/^apiConsoleAuthorizeUrl \(CDK context\) must be given with apiConsoleTokenUrl$/);
+      expect(() => apiAuthFromContext(contextOf({ ...issuer, apiConsoleAuthorizeUrl: endpoints.apiConsoleAuthorizeUrl }))).toThrow(/^apiConsoleTokenUrl \(CDK context\) must be given with apiConsoleAuthorizeUrl$/);
+      expect(() => apiAuthFromContext(contextOf({ apiConsoleClientId: 'x' }))).toThrow(/^apiConsoleClientId \(CDK context\) needs apiJwtIssuer$/);
+      expect(() => apiAuthFromContext(contextOf({ apiUserPool: 'true', ...endpoints }))).toThrow(/^apiConsoleAuthorizeUrl \(CDK context\) is for apiJwtIssuer's sign-in/);
     });
 
     it('refuses an issuer without an audience, an audience without an issuer, and an issuer beside the user pool, naming the context key', () => {
