@@ -87,23 +87,24 @@ export class CommandContext {
       this.#registry = new DynamoDbEndpointRegistry({
         client: this.#documentClient(),
         tableName,
-        cipher: { encrypt: (secret, endpoint) => this.encryptSecret(secret, endpoint) },
+        cipher: { encrypt: (secret, endpoint, header) => this.encryptSecret(secret, endpoint, header) },
       });
     }
     return this.#registry;
   }
 
   /**
-   * An endpoint's signing secret as the registry stores it (lib/endpoints/secret-cipher.ts): in AWS
+   * An endpoint's signing secret (or, `header` given, that header's secret value) as the registry
+   * stores it (lib/endpoints/secret-cipher.ts): in AWS
    * encrypted with the registry's KMS key (`kms:Encrypt`: the stack output `EndpointsKeyArn`, or
    * `HANDOFF_ENDPOINTS_KEY_ARN`), in the sandbox with the key its state file holds. Asked only when a
    * plain secret is written, so a target without a key still takes every other change.
    * @throws CommandFailedError when the target has no key or it refuses: nothing is written
    */
-  async encryptSecret(secret: string, endpoint: string): Promise<string> {
+  async encryptSecret(secret: string, endpoint: string, header?: string): Promise<string> {
     const cipher = this.#cipherForSecrets();
     try {
-      return await cipher.encrypt(secret, endpoint);
+      return await cipher.encrypt(secret, endpoint, header);
     } catch (error) {
       if (!(error instanceof SecretEncryptionError)) throw error;
       const hint =

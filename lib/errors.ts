@@ -143,7 +143,8 @@ export class SecretEncryptionError extends Error {
   readonly code = 'secret-unencryptable';
 }
 
-export type SigningSecretProblem = 'empty' | 'not-base64' | 'too-short';
+/** `wrong-length` and `key-mismatch` are an ed25519 key's (`whsk_`, `whpk_`): not 32 or 64 bytes; a pair whose halves disagree. */
+export type SigningSecretProblem = 'empty' | 'not-base64' | 'too-short' | 'wrong-length' | 'key-mismatch';
 
 /** A secret that cannot sign. Decide on `code`; the message never contains the secret. */
 export class SigningSecretError extends Error {

@@ -20,6 +20,7 @@ import { SubscriptionIndex } from './endpoints/subscriptions';
 import { SecretCache, type SecretVersions } from './endpoints/secret';
 import { SecretUnavailableError } from './errors';
 import { isEncryptedSecret, schemeOf, type EndpointSecretCipher } from './endpoints/secret-cipher';
+import type { HeaderValue } from './endpoints/field-schemas';
 import { errorFields, type Logger } from './observability';
 import type { RetryPolicy } from './policy';
 import type { WebhookSender } from './webhook/sender';
@@ -101,6 +102,12 @@ export interface RegistryRoutingOptions {
   readonly secrets?: SecretCache<SecretVersions>;
   readonly readSecret?: (arn: string) => Promise<string>;
   /**
+   * Reads a header value an endpoint names by ARN (`headers`, `{"secretArn": …}`: Secrets Manager
+   * in AWS, lib/endpoints/secret.ts `secretsManagerHeaderValue`), kept as signing secrets are. Unset:
+   * such an endpoint is unresolved.
+   */
+  readonly readHeaderSecret?: (arn: string) => Promise<string>;
+  /**
    * What decrypts a secret the registry holds encrypted (`encrypted:<scheme>:…`,
    * lib/endpoints/secret-cipher.ts), one per scheme. A secret no cipher given can decrypt leaves its
    * endpoint unresolved.
@@ -126,9 +133,13 @@ interface Resolution {
  * read again (`SecretCache.dueAt`: it turned stale, or a failed read may be tried again within
  * seconds). A cold start with 100,000 endpoints reads no secret until an event goes to one.
  *
- * An endpoint that does not resolve (its secret cannot be read or cannot sign, its item cannot be
- * decoded, a URL the deployment's guard now refuses) is `unresolved`, logged by name at each
- * resolution (`endpoint unresolved`, with the error: an ARN, never a secret): its deliveries wait.
+ * Its headers are resolved with it: a secret one read by ARN or decrypted as its signing secret is,
+ * each kept per container and read again only when due, never per delivery.
+ *
+ * An endpoint that does not resolve (its secret or a secret header cannot be read, its secret cannot
+ * sign, its item cannot be decoded, a URL the deployment's guard now refuses) is `unresolved`, logged
+ * by name at each resolution (`endpoint unresolved`, with the error: an ARN, never a secret): its
+ * deliveries wait.
  */
 export function registryRouting(options: RegistryRoutingOptions): Routing {
   const senders = new SenderCache(options.createSender);
@@ -153,35 +164,75 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
     },
     { now, logger: options.logger, rereadAfterMs: Infinity },
   );
+  const readHeaderSecret = options.readHeaderSecret;
+  const headerSecrets = new SecretCache<string>(
+    (arn) => (readHeaderSecret === undefined ? Promise.reject(new SecretUnavailableError('secret-unreadable', `no secret source for the header secret ${arn}`)) : readHeaderSecret(arn)),
+    { now, logger: options.logger },
+  );
+  // A header's ciphertext, decrypted under the header's own context (lib/endpoints/secret-cipher.ts), once per container.
+  const decryptedHeaders = new SecretCache<string>(
+    async (key) => {
+      const [endpoint, header, stored] = key.split('\n') as [string, string, string];
+      const cipher = ciphers.get(schemeOf(stored)!);
+      if (cipher === undefined) throw new SecretUnavailableError('secret-unreadable', `the header ${header} of endpoint ${endpoint} is encrypted with ${schemeOf(stored)}, which this consumer has no key for`);
+      return cipher.decrypt(stored, endpoint, header);
+    },
+    { now, logger: options.logger, rereadAfterMs: Infinity },
+  );
   const index = new SubscriptionIndex();
   const resolutions = new Map<string, Resolution>();
   let unreadable: readonly UnresolvedEndpoint[] = [];
   /** Every endpoint's routes, for as long as none of them is due to be resolved again (`routes()` without a scope). */
   let whole: { records: readonly EndpointRecord[]; routes: Promise<Routes>; dueAt: number } | undefined;
 
-  /** A secret field's value: itself (a `whsec_…` value), read by ARN (cached), or decrypted (cached). */
-  const secretOf = (secret: string | undefined, endpoint: string, refs: string[]): Promise<SecretVersions | undefined> => {
+  /**
+   * A secret field's value: itself (a `whsec_…` or `whsk_…` value), read by ARN (cached), or
+   * decrypted (cached). `dues` gets when each copy it used is due to be read again.
+   */
+  const secretOf = (secret: string | undefined, endpoint: string, dues: (() => number)[]): Promise<SecretVersions | undefined> => {
     if (secret === undefined) return Promise.resolve(undefined);
     if (secret.startsWith('arn:')) {
-      refs.push(secret);
+      dues.push(() => secrets.dueAt(secret));
       return secrets.get(secret);
     }
     if (isEncryptedSecret(secret)) {
       const key = `${endpoint}\n${secret}`;
-      refs.push(key);
+      dues.push(() => decrypted.dueAt(key));
       return decrypted.get(key);
     }
     return Promise.resolve({ current: secret });
   };
-  const dueAt = (ref: string) => (ref.startsWith('arn:') ? secrets.dueAt(ref) : decrypted.dueAt(ref));
 
-  const resolveOne = async (record: EndpointRecord, nowMs: number, refs: string[]): Promise<Endpoint> => {
+  /** An endpoint's headers as sent: text as it is, a secret read by ARN or decrypted (each cached); undefined for none. */
+  const headersOf = async (
+    headers: Readonly<Record<string, HeaderValue>> | undefined,
+    endpoint: string,
+    dues: (() => number)[],
+  ): Promise<Readonly<Record<string, string>> | undefined> => {
+    if (headers === undefined || Object.keys(headers).length === 0) return undefined;
+    const values = await Promise.all(
+      Object.entries(headers).map(async ([name, value]): Promise<[string, string]> => {
+        if (typeof value === 'string') return [name, value];
+        if ('secretArn' in value) {
+          dues.push(() => headerSecrets.dueAt(value.secretArn));
+          return [name, await headerSecrets.get(value.secretArn)];
+        }
+        if (!isEncryptedSecret(value.secret)) return [name, value.secret];
+        const key = `${endpoint}\n${name.toLowerCase()}\n${value.secret}`;
+        dues.push(() => decryptedHeaders.dueAt(key));
+        return [name, await decryptedHeaders.get(key)];
+      }),
+    );
+    return Object.fromEntries(values);
+  };
+
+  const resolveOne = async (record: EndpointRecord, nowMs: number, dues: (() => number)[]): Promise<Endpoint> => {
     const { secret, previousSecret, previousSecretUntil } = record.fields;
     // A rotation's old secret held by the registry is read only while it still signs. One that cannot
     // be read costs its signature, not the endpoint: the new secret still signs every request.
     const overlapping = previousSecretUntil !== undefined && nowMs < previousSecretUntil;
     const previousRead = overlapping
-      ? secretOf(previousSecret, record.fields.name, refs).then(
+      ? secretOf(previousSecret, record.fields.name, dues).then(
           (versions) => versions?.current,
           (error: unknown) => {
             options.logger.error('previous secret unreadable: signing with the new one only', { endpoint: record.fields.name, ...errorFields(error) });
@@ -189,8 +240,15 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
           },
         )
       : undefined;
-    const [versions, previousValue] = await Promise.all([secretOf(secret, record.fields.name, refs), previousRead]);
-    const endpoint = resolveEndpoint(record, options.deployment, versions?.current, { secret: previousValue, nowMs });
+    // A header that cannot be read holds the endpoint, as its secret does: a request without it
+    // would be refused by a receiver behind it, spending attempts.
+    const [versions, previousValue, headers] = await Promise.all([
+      secretOf(secret, record.fields.name, dues),
+      previousRead,
+      headersOf(record.fields.headers, record.fields.name, dues),
+    ]);
+    const resolved = resolveEndpoint(record, options.deployment, versions?.current, { secret: previousValue, nowMs });
+    const endpoint = headers === undefined ? resolved : { ...resolved, headers };
     // Rotated in Secrets Manager: its previous version signs too, until the overlap from the
     // rotation ends (unless the registry names a previous secret of its own, which signs instead).
     const rotated = versions?.previous;
@@ -203,11 +261,11 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
     const name = record.fields.name;
     const held = resolutions.get(name);
     if (held !== undefined && held.record === record && now() < held.dueAt) return held;
-    const refs: string[] = [];
+    const dues: (() => number)[] = [];
     const made: Resolution = {
       record,
       dueAt: Infinity,
-      result: resolveOne(record, now(), refs).then(
+      result: resolveOne(record, now(), dues).then(
         (endpoint) => endpoint,
         (error: unknown) => {
           options.logger.error('endpoint unresolved', { endpoint: name, ...errorFields(error) });
@@ -217,7 +275,7 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
     };
     resolutions.set(name, made);
     void made.result.then(() => {
-      for (const ref of refs) made.dueAt = Math.min(made.dueAt, dueAt(ref));
+      for (const due of dues) made.dueAt = Math.min(made.dueAt, due());
     });
     return made;
   };
@@ -290,13 +348,14 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
   };
 }
 
-/** One sender per endpoint version: a changed URL, secret, previous secret or timeout gets a new one. */
+/** One sender per endpoint version: a changed URL, secret, previous secret, header or timeout gets a new one. */
 class SenderCache {
   readonly #senders = new Map<string, { key: string; sender: WebhookSender }>();
   constructor(private readonly create: SenderFactory) {}
 
   get(endpoint: Endpoint): WebhookSender {
-    const key = [endpoint.url, endpoint.secret ?? '', endpoint.previousSecret ?? '', endpoint.previousSecretUntil ?? '', endpoint.attemptTimeoutMs].join('\n');
+    const headers = endpoint.headers === undefined ? '' : JSON.stringify(endpoint.headers);
+    const key = [endpoint.url, endpoint.secret ?? '', endpoint.previousSecret ?? '', endpoint.previousSecretUntil ?? '', endpoint.attemptTimeoutMs, headers].join('\n');
     const cached = this.#senders.get(endpoint.name);
     if (cached?.key === key) return cached.sender;
     const sender = this.create(endpoint);

@@ -1,7 +1,7 @@
 /**
  * The sandbox's endpoints file (docs/contract.md §11): `HANDOFF_ENDPOINTS_FILE` names a JSON file
  * `{"endpoints": [ … ]}`, each entry an endpoint's fields as `handoff endpoint add` takes them, with
- * its secret as a `whsec_…` value. It replaces the single-URL settings (`HANDOFF_WEBHOOK_URL`,
+ * its secret as a `whsec_…` (or ed25519 `whsk_…`) value, and a secret header as `{"secret": …}`. It replaces the single-URL settings (`HANDOFF_WEBHOOK_URL`,
  * `HANDOFF_WEBHOOK_SECRET`): giving both is refused.
  *
  * Read once at start-up and checked whole before anything starts: each entry's shape
@@ -22,7 +22,7 @@ import {
 import { SECRET_FIELDS } from '../lib/endpoints/fields';
 import { quoted } from '../lib/terminal';
 import { redactUrl } from '../lib/webhook/redact-url';
-import { createSigner, SECRET_PREFIX } from '../lib/webhook/signing-secret';
+import { createSigner, ED25519_SECRET_PREFIX, isSecretValue, SECRET_PREFIX } from '../lib/webhook/signing-secret';
 export const ENDPOINTS_FILE_ENV = 'HANDOFF_ENDPOINTS_FILE';
 /**
  * A file this large is not a list of endpoints: 100,000 endpoints of about 600 bytes each fit
@@ -107,6 +107,7 @@ export function parseEndpointsFile(source: string, text: string, deployment: Dep
       seen.set(fields.name, index);
       checkUrl(fields);
       checkSecret(fields);
+      checkHeaders(fields);
       const endpoint = resolveEndpoint({ fields, state: 'enabled', createdAt: nowMs, updatedAt: nowMs }, deployment);
       return { fields, endpoint };
     } catch (error) {
@@ -121,7 +122,9 @@ export function parseEndpointsFile(source: string, text: string, deployment: Dep
  * sandbox starts all the same: it is the user's own machine), or undefined.
  */
 export function exposedSecretsWarning(path: string, endpoints: readonly FileEndpoint[]): string | undefined {
-  if (!endpoints.some(({ fields }) => fields.secret !== undefined)) return undefined;
+  const holdsSecret = ({ fields }: FileEndpoint) =>
+    fields.secret !== undefined || Object.values(fields.headers ?? {}).some((value) => typeof value === 'object');
+  if (!endpoints.some(holdsSecret)) return undefined;
   let mode: number;
   try {
     mode = statSync(path).mode;
@@ -145,21 +148,33 @@ function checkUrl(fields: EndpointFields): void {
   if (url.username || url.password) throw new EndpointError(fields.name, 'url', `must not carry credentials (user:password@), got ${redactUrl(fields.url)}`);
 }
 
-/** The sandbox has no Secrets Manager: a secret (and a previous one, in a rotation's overlap) is a `whsec_…` value that can sign. */
+/**
+ * The sandbox has no Secrets Manager: a secret (and a previous one, in a rotation's overlap) is a
+ * `whsec_…` or `whsk_…` value that can sign.
+ */
 function checkSecret(fields: EndpointFields): void {
   for (const field of SECRET_FIELDS) {
     const secret = fields[field];
     if (secret === undefined) continue;
-    if (!secret.startsWith(SECRET_PREFIX)) {
-      throw new EndpointError(fields.name, field, `must be a ${SECRET_PREFIX}… value in the sandbox, which has no Secrets Manager to hold an ARN's`);
+    if (!isSecretValue(secret)) {
+      throw new EndpointError(fields.name, field, `must be a ${SECRET_PREFIX}… value in the sandbox (or an ed25519 ${ED25519_SECRET_PREFIX}… one), which has no Secrets Manager to hold an ARN's`);
     }
     try {
       createSigner(secret);
     } catch (error) {
       if (error instanceof SigningSecretError) {
-        throw new EndpointError(fields.name, field, `must be a Standard Webhooks secret (${SECRET_PREFIX}<base64>): ${error.message} (the value is not shown)`);
+        throw new EndpointError(fields.name, field, `must be a Standard Webhooks secret (${SECRET_PREFIX}<base64> or ${ED25519_SECRET_PREFIX}<base64>): ${error.message} (the value is not shown)`);
       }
       throw error;
+    }
+  }
+}
+
+/** Nor for a header's: a secret header is its value, `{"secret": …}`, never an ARN's. */
+function checkHeaders(fields: EndpointFields): void {
+  for (const [name, value] of Object.entries(fields.headers ?? {})) {
+    if (typeof value === 'object' && 'secretArn' in value) {
+      throw new EndpointError(fields.name, `headers.${name}`, 'names a Secrets Manager secret, which the sandbox has none of: give the value itself, {"secret": "…"}');
     }
   }
 }

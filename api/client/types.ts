@@ -54,7 +54,12 @@ export interface EndpointSettings {
   readonly ordering?: 'none' | 'per-shipment';
   readonly onDead?: 'continue' | 'hold';
   readonly autoDisable?: boolean;
+  /** How requests are signed (§18): `v1` under a `whsec_` secret, or `v1a` under an ed25519 `whsk_` key. */
+  readonly signature?: 'hmac-sha256' | 'ed25519';
 }
+
+/** A header's value (§18): text, or a secret one never shown after it is written. */
+export type HeaderValue = string | { readonly secretArn: string } | { readonly secret: string };
 
 /** What creating an endpoint takes (§11). */
 export interface EndpointCreate extends EndpointSettings {
@@ -64,15 +69,20 @@ export interface EndpointCreate extends EndpointSettings {
   readonly eventTypes: readonly (EventType | '*' | (string & {}))[];
   /** Field path → accepted values, every key required: `{"data.carrier": ["acme"]}`. */
   readonly match?: Readonly<Record<string, readonly unknown[]>>;
-  /** Its own signing secret (`whsec_…`); left out, one is generated and shown once in the answer. */
+  /** Its own signing secret (`whsec_…`, or `whsk_…` for ed25519); left out, one of `signature`'s scheme is generated and shown once in the answer. */
   readonly secret?: string;
   /** The account it belongs to. */
   readonly owner?: string;
+  /** Extra request headers (§18): `{secretArn}` in AWS, `{secret}` in the sandbox for a value never shown again. */
+  readonly headers?: Readonly<Record<string, HeaderValue>>;
 }
 
 /** A partial change: the fields given are set; `null` clears a field that may be cleared. */
 export type EndpointUpdate = {
-  readonly [K in Exclude<keyof EndpointCreate, 'name' | 'secret'>]?: EndpointCreate[K] | null;
+  readonly [K in Exclude<keyof EndpointCreate, 'name' | 'secret' | 'headers'>]?: EndpointCreate[K] | null;
+} & {
+  /** The headers, all of them; `{secret: true}` (as answers show a secret value) keeps the value the header has. */
+  readonly headers?: Readonly<Record<string, HeaderValue | { readonly secret: true }>> | null;
 };
 
 export interface EndpointHealth {
@@ -103,6 +113,10 @@ export interface Endpoint {
   readonly owner: string | null;
   /** Whether a signing secret is set; the secret itself is only in the answer that created or rotated it. */
   readonly secret: 'set' | 'unset';
+  /** An ed25519 secret's public key (`whpk_…`): what the receiver verifies `v1a` signatures with; null for an HMAC secret. */
+  readonly publicKey: string | null;
+  /** Its extra request headers: text as it is, a secret value as `{secret: true}`. */
+  readonly headers: Readonly<Record<string, string | { readonly secret: true }>>;
   /** While a rotation's overlap lasts: when the previous secret stops signing (ISO). */
   readonly previousSecretUntil: string | null;
   /** Deliveries parked for it (§12); null when not counted. */
@@ -181,6 +195,8 @@ export interface EnableRequest {
 export interface RotateSecretRequest {
   /** How long the previous secret still signs beside the new one (0: it stops at once). */
   readonly overlapSeconds?: number;
+  /** The new secret's scheme, which the endpoint signs with from now (default: the endpoint's). */
+  readonly signature?: 'hmac-sha256' | 'ed25519';
 }
 
 export interface TestEventAnswer {

@@ -6,7 +6,7 @@
  */
 import { MAX_PAGE_LIMIT } from '../../lib/endpoints/dynamodb-registry-listing';
 import { ENDPOINT_STATES } from '../../lib/endpoints/endpoint';
-import { OWNER } from '../../lib/endpoints/field-schemas';
+import { OWNER, SIGNATURE_SCHEMES } from '../../lib/endpoints/field-schemas';
 import { CLEARABLE_FIELDS, SETTING_NAMES } from '../../lib/endpoints/fields';
 import { endpointJsonSchema, type JsonSchema } from '../../lib/endpoints/json-schema';
 import { REASON_MAX_CHARS } from '../../lib/replay';
@@ -42,6 +42,25 @@ export const CREATE_BODY_SCHEMA: JsonSchema = (() => {
   };
 })();
 
+/** A secret header's value as every answer shows it, and as an update may send it back to keep it. */
+const SECRET_HEADER_SHOWN: JsonSchema = {
+  type: 'object',
+  required: ['secret'],
+  properties: { secret: { const: true } },
+  additionalProperties: false,
+  description: 'a secret value, never shown',
+};
+
+/** `headers` as an update takes it: each value as `add` takes one, or `{"secret": true}` to keep the secret value the header has. */
+function headersToUpdate(schema: JsonSchema): JsonSchema {
+  const value = schema.additionalProperties as JsonSchema;
+  return {
+    ...schema,
+    description: `${String(schema.description)}; {"secret": true} (as answers show a secret value) keeps the value the header has`,
+    additionalProperties: { anyOf: [...(value.anyOf as JsonSchema[]), { ...SECRET_HEADER_SHOWN, description: 'keeps the secret value this header has' }] },
+  };
+}
+
 /**
  * `PATCH /v1/endpoints/{name}`: the fields to change, each as `add` takes it; `null` unsets an
  * optional field (`endpoint update --clear`), so the deployment's default applies. The name may be
@@ -51,7 +70,8 @@ export const UPDATE_BODY_SCHEMA: JsonSchema = {
   type: 'object',
   description: 'The fields to change; those not given are kept. null unsets an optional field (its default applies again).',
   properties: Object.fromEntries(
-    Object.entries(FIELD_PROPERTIES).map(([name, schema]) => {
+    Object.entries(FIELD_PROPERTIES).map(([name, given]) => {
+      const schema = name === 'headers' ? headersToUpdate(given) : given;
       const { description, default: _default, ...rest } = schema;
       const clearable = (CLEARABLE_FIELDS as readonly string[]).includes(name);
       return [name, clearable ? { description, anyOf: [rest, { type: 'null' }] } : schema];
@@ -93,6 +113,11 @@ export const ROTATE_BODY_SCHEMA: JsonSchema = {
       default: DEFAULT_OVERLAP_SECONDS,
       description: 'how long the old secret keeps signing beside the new one; 0 switches at once',
     },
+    signature: {
+      type: 'string',
+      enum: [...SIGNATURE_SCHEMES],
+      description: "the new secret's scheme, which the endpoint signs with from now (default: the endpoint's); the old secret signs beside it through the overlap, whatever its scheme",
+    },
   },
   additionalProperties: false,
 };
@@ -132,6 +157,16 @@ const ENDPOINT_PROPERTIES: Record<string, JsonSchema> = {
   match: { type: 'object', additionalProperties: { type: 'array', items: { type: ['string', 'number', 'boolean'] } } },
   owner: { type: ['string', 'null'], pattern: OWNER.source },
   secret: { type: 'string', enum: ['set', 'unset'], description: 'whether it signs; never the secret itself' },
+  publicKey: {
+    type: ['string', 'null'],
+    pattern: (FIELD_PROPERTIES.publicKey as { pattern: string }).pattern,
+    description: "an ed25519 secret's public key (whpk_…): what the receiver verifies v1a signatures with; null for an HMAC secret",
+  },
+  headers: {
+    type: 'object',
+    description: 'its extra request headers: a text value as it is, a secret one as {"secret": true}',
+    additionalProperties: { anyOf: [{ type: 'string' }, SECRET_HEADER_SHOWN] },
+  },
   previousSecretUntil: { ...isoTimeOrNull, description: "while a rotation's overlap lasts: when the previous secret stops signing" },
   parked: { type: ['integer', 'null'], minimum: 0, description: 'deliveries parked for it; null when not counted (no ledger table)' },
   health: HEALTH_SCHEMA,
@@ -198,7 +233,7 @@ function repeatable(schema: JsonSchema): JsonSchema {
 
 const SIGNING_SECRET: JsonSchema = {
   type: 'string',
-  description: "its signing secret (whsec_…), shown this once; 'set' when the secret is kept in Secrets Manager (its ARN given)",
+  description: "its signing secret (whsec_…, or an ed25519 key whsk_…, whose public key is `publicKey`), shown this once; 'set' when the secret is kept in Secrets Manager (its ARN given)",
 };
 
 /** `GET /v1/endpoints/{name}`: as `endpoint show --json`. */
@@ -236,7 +271,7 @@ export const STATE_SCHEMA = repeatable(ENDPOINT_SCHEMA);
 export const ENABLED_SCHEMA = repeatable(endpointWith({ release: RELEASE_SCHEMA }));
 
 /** `rotate-secret`: the endpoint (`previousSecretUntil`: the overlap's end) and its new secret, shown once. */
-export const ROTATED_SCHEMA = repeatable(endpointWith({ secret: { type: 'string', description: 'the new signing secret (whsec_…), shown this once' } }, []));
+export const ROTATED_SCHEMA = repeatable(endpointWith({ secret: { type: 'string', description: 'the new signing secret (whsec_…, or whsk_…: its public key is `publicKey`), shown this once' } }, []));
 
 export const TEST_SENT_SCHEMA: JsonSchema = {
   type: 'object',

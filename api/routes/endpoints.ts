@@ -10,6 +10,7 @@
  *
  * A signing secret is in two answers only: the one that created the endpoint and the one that
  * rotated its secret; `Idempotency-Key` repeats get `secretShown: true` instead (api/idempotency.ts).
+ * An ed25519 secret's public key is in every answer (`publicKey`), a secret header never (`{"secret": true}`).
  * Who disables or enables an endpoint is the authenticated caller, never a name in the body.
  */
 import { endpointListCommand, endpointShowCommand } from '../../cli/commands/endpoint-read';
@@ -18,12 +19,12 @@ import { sendTestEvent } from '../../cli/commands/endpoint-test';
 import { rotateEndpointSecret } from '../../cli/commands/endpoint-secret';
 import { ENABLE_REASON, MAX_RESUME_RATE, setEndpointState } from '../../cli/commands/endpoint-state';
 import { endpointJson, releaseJson } from '../../cli/commands/endpoint-view';
-import { addEndpoint, endpointRemoveCommand, updateEndpoint } from '../../cli/commands/endpoint-write';
+import { addEndpoint, endpointRemoveCommand, schemeOf, updateEndpoint } from '../../cli/commands/endpoint-write';
 import { ENDPOINT_NAME, ENDPOINT_STATES, type EndpointState } from '../../lib/endpoints/endpoint';
-import { OWNER } from '../../lib/endpoints/field-schemas';
+import { OWNER, SIGNATURE_SCHEMES } from '../../lib/endpoints/field-schemas';
 import { CLEARABLE_FIELDS } from '../../lib/endpoints/fields';
 import { generateSecret } from '../../lib/endpoints/secret';
-import { SECRET_PREFIX } from '../../lib/webhook/signing-secret';
+import { isSecretValue, type SignatureScheme } from '../../lib/webhook/signing-secret';
 import { TEST_EVENT_TYPE } from '../../lib/event';
 import { auditTextProblem } from '../../lib/replay';
 import { DEFAULT_RESUME_RATE } from '../../lib/resume';
@@ -103,19 +104,19 @@ const createEndpoint: Route = {
   operationId: 'createEndpoint',
   summary: 'Add an endpoint, enabled; its signing secret is in this answer only',
   description:
-    "The fields of docs/contract.md §11 (and owner), checked as the consumer will use them against the deployment's settings. Without a secret one is generated. The answer holds the signing secret, the only time it is shown.",
+    "The fields of docs/contract.md §11 and §18 (and owner), checked as the consumer will use them against the deployment's settings. Without a secret one is generated, of the signature's scheme (ed25519: a key pair, its public key in `publicKey`). The answer holds the signing secret, the only time it is shown.",
   tag: TAG,
   body: { schema: CREATE_BODY_SCHEMA, required: true },
   responses: { 201: { description: 'Added, enabled: the endpoint and its signing secret (shown once)', schema: CREATED_SCHEMA } },
   problems: [409],
   handle: async ({ body, deps }) => {
     const raw = { ...objectBody(body) };
-    if (raw.secret === undefined) raw.secret = generateSecret();
+    if (raw.secret === undefined) raw.secret = generateSecret(schemeOf(raw.signature));
     const ctx = deps.context;
     const nowMs = ctx.now();
     const { record, parked } = await naming(() => addEndpoint(ctx, raw, nowMs));
     // The plain secret it signs with, generated or given; one kept in Secrets Manager is not the registry's to show.
-    const secret = typeof raw.secret === 'string' && raw.secret.startsWith(SECRET_PREFIX) ? raw.secret : undefined;
+    const secret = typeof raw.secret === 'string' && isSecretValue(raw.secret) ? raw.secret : undefined;
     return { status: 201, body: { ...endpointJson(record, nowMs, parked), ...(secret !== undefined ? { secret } : {}) } };
   },
 };
@@ -237,7 +238,7 @@ const rotateSecret: Route = {
   operationId: 'rotateEndpointSecret',
   summary: "Replace an endpoint's signing secret; the new one is in this answer only",
   description:
-    'The old secret keeps signing beside the new one for `overlapSeconds` (default 24 h; 0 switches at once): `previousSecretUntil` says until when. An endpoint whose secret is kept in Secrets Manager is rotated there (409).',
+    "The old secret keeps signing beside the new one for `overlapSeconds` (default 24 h; 0 switches at once): `previousSecretUntil` says until when. The new secret is of the endpoint's signature scheme, or of `signature`, which the endpoint signs with from then (an ed25519 key pair's public key in `publicKey`). An endpoint whose secret is kept in Secrets Manager is rotated there (409).",
   tag: TAG,
   body: { schema: ROTATE_BODY_SCHEMA },
   responses: { 200: { description: 'Rotated: the endpoint and its new signing secret (shown once)', schema: ROTATED_SCHEMA } },
@@ -248,12 +249,13 @@ const rotateSecret: Route = {
     const name = nameOf(params);
     const given = objectBody(body ?? {});
     await inScope(call, name);
-    const problems = unknownFields(given, ['overlapSeconds']);
+    const problems = unknownFields(given, ['overlapSeconds', 'signature']);
     const overlapSeconds = wholeField(given, 'overlapSeconds', 0, MAX_OVERLAP_SECONDS, problems) ?? DEFAULT_OVERLAP_SECONDS;
+    const signature = signatureField(given, problems);
     if (problems.length > 0) throw invalid(problems);
     const ctx = deps.context;
     const nowMs = ctx.now();
-    const rotated = await naming(() => rotateEndpointSecret(ctx, name, { overlapMs: overlapSeconds * 1000 }, nowMs));
+    const rotated = await naming(() => rotateEndpointSecret(ctx, name, { overlapMs: overlapSeconds * 1000, ...(signature !== undefined ? { signature } : {}) }, nowMs));
     return { status: 200, body: { ...endpointJson(rotated.record, nowMs, rotated.parked), secret: rotated.secret } };
   },
 };
@@ -357,6 +359,15 @@ function wholeField(given: Readonly<Record<string, unknown>>, field: string, min
     return undefined;
   }
   return value;
+}
+
+/** A rotation's `signature`, when given. */
+function signatureField(given: Readonly<Record<string, unknown>>, problems: FieldProblem[]): SignatureScheme | undefined {
+  const value = given.signature;
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' && (SIGNATURE_SCHEMES as readonly string[]).includes(value)) return value as SignatureScheme;
+  problems.push({ path: 'signature', message: `must be one of ${SIGNATURE_SCHEMES.join(', ')}` });
+  return undefined;
 }
 
 /** Disables or enables, the caller as who (the audit's operator): never a name the body gives. */

@@ -13,6 +13,7 @@ import {
   type EndpointFields,
   type EndpointRecord,
 } from '../../lib/endpoints/endpoint';
+import { isEncryptedSecret } from '../../lib/endpoints/secret-cipher';
 import { EndpointConflictError, EndpointError, EndpointNotFoundError } from '../../lib/errors';
 import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
@@ -82,6 +83,26 @@ export function deploymentFor(target: Pick<Target, 'deployment' | 'description'>
   return { settings, source: `${source} (no deployment settings from ${target.description})` };
 }
 
+/**
+ * A secret header's value comes from where the deployment keeps secrets (docs/contract.md §18): in
+ * AWS a Secrets Manager secret, named by its ARN (`{"secretArn": …}`); in the sandbox, which has
+ * none, the value itself (`{"secret": …}`, stored encrypted). A value the registry encrypted
+ * already (the endpoint's own, kept by an update) is neither's to refuse.
+ */
+export function headerSourceProblems(fields: Partial<EndpointFields>, target: Pick<Target, 'connection'>): EndpointFieldProblem[] {
+  const sandbox = target.connection.kind === 'sandbox';
+  return Object.entries(fields.headers ?? {}).flatMap(([header, value]): EndpointFieldProblem[] => {
+    if (typeof value === 'string') return [];
+    if ('secretArn' in value && sandbox) {
+      return [{ field: `headers.${header}`, problem: 'names a Secrets Manager secret, which the sandbox has none of: give the value itself, {"secret": "…"} (stored encrypted)' }];
+    }
+    if ('secret' in value && !sandbox && !isEncryptedSecret(value.secret)) {
+      return [{ field: `headers.${header}`, problem: 'holds a secret value: in AWS a secret header is kept in Secrets Manager, named by its ARN, {"secretArn": "arn:aws:secretsmanager:…"} (the value is not shown)' }];
+    }
+    return [];
+  });
+}
+
 /** A listing's `--owner` or `--cursor` refused: the API names the query parameter by `option`. */
 export class ListOptionError extends UsageError {
   constructor(
@@ -106,12 +127,15 @@ export class EndpointFieldsUsageError extends UsageError {
 }
 
 /**
- * Parses and resolves, as the consumer will.
+ * Parses and resolves, as the consumer will; and where a secret header's value may come from on this
+ * target (`headerSourceProblems`).
  * @throws EndpointFieldsUsageError naming the endpoint and the first field, and holding every problem
  */
 export function checkFields(raw: Record<string, unknown>, target: Target, nowMs: number, current?: EndpointRecord): { fields: EndpointFields; source: string } {
   const { settings, source } = deploymentFor(target);
-  const { fields, problems, name } = endpointProblems(raw, settings);
+  const checked = endpointProblems(raw, settings);
+  const { fields, name } = checked;
+  const problems = [...checked.problems, ...headerSourceProblems(fields, target)];
   const [first] = problems;
   if (first !== undefined) throw new EndpointFieldsUsageError(`${new EndpointError(name, first.field, first.problem).message} (checked against ${source})`, problems);
   // Resolved as the consumer will (its state and times do not bear on the rules just checked).

@@ -34,6 +34,7 @@ interface OptionKind {
 /** Fields whose options are written another way than their JSON Schema says. */
 const WRITTEN: Partial<Record<FieldName, OptionKind>> = {
   match: { read: (given) => (Array.isArray(given) && given.length > 0 ? matchFromOptions(given) : undefined), repeatable: true },
+  headers: { read: (given) => (Array.isArray(given) && given.length > 0 ? headersFromOptions(given) : undefined), repeatable: true },
 };
 
 function kindOf(name: FieldName): OptionKind {
@@ -127,6 +128,24 @@ export function matchFromOptions(given: readonly string[]): Record<string, strin
   }
   // Assigning `match['__proto__']` would set the object's prototype instead: no key, no filter.
   return Object.fromEntries(match);
+}
+
+/**
+ * `--headers 'X-Tenant: acme'` (repeatable): each a header's name and its value as text, split at
+ * the first colon (no header name holds one). Names and values are checked by the field, as the
+ * endpoints file's are; a secret value is given in --from-file, never on a command line.
+ */
+export function headersFromOptions(given: readonly string[]): Record<string, string> {
+  const headers = new Map<string, string>();
+  for (const item of given) {
+    const colon = item.indexOf(':');
+    if (colon <= 0) throw new UsageError(`--headers takes 'NAME: VALUE', e.g. 'X-Tenant: acme' (what was given is not shown: it may hold a secret)`);
+    const name = item.slice(0, colon).trim();
+    if (headers.has(name)) throw new UsageError(`--headers names ${quoted(name)} twice: give it once`);
+    headers.set(name, item.slice(colon + 1).trim());
+  }
+  // As --match: every name an own key, `__proto__` too, for the field to refuse in its own words.
+  return Object.fromEntries(headers);
 }
 
 function list(text: string): string[] {

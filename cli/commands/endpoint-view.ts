@@ -1,11 +1,12 @@
 /**
  * An endpoint as the `handoff endpoint` commands print it, in JSON and in text: never its secret
- * nor a rotation's previous one (whether one is set, and until when the previous one signs), its
- * URL redacted (docs/contract.md §3). Its settings, as given and in effect, are listed from the
+ * nor a rotation's previous one (whether one is set, and until when the previous one signs), nor a
+ * secret header value (`{"secret": true}` in its place), its URL redacted (docs/contract.md §3); an
+ * ed25519 secret's public key as it is (docs/contract.md §18). Its settings, as given and in effect, are listed from the
  * fields table (lib/endpoints/fields.ts): each under its field's name in JSON, under its label in
  * `show`, marked `(default)` while the endpoint does not set it.
  */
-import { effectiveSettings, type Endpoint, type EndpointFields, type EndpointRecord } from '../../lib/endpoints/endpoint';
+import { effectiveSettings, type Endpoint, type EndpointFields, type EndpointRecord, type HeaderValue } from '../../lib/endpoints/endpoint';
 import { FIELD_SPECS, SETTING_NAMES, type FieldName } from '../../lib/endpoints/fields';
 import { describeHealth, healthJson, type HealthRecord } from '../../lib/endpoints/health';
 import { rampRate, type Resume } from '../../lib/resume';
@@ -30,6 +31,10 @@ export function endpointJson(record: EndpointRecord, nowMs: number = Date.now(),
     /** The account it belongs to (`--owner`), or null. */
     owner: record.fields.owner ?? null,
     secret: record.fields.secret === undefined ? 'unset' : 'set',
+    /** An ed25519 secret's public key (`whpk_…`), what its receiver verifies with; null for an HMAC secret, or one whose key is not known. */
+    publicKey: record.fields.publicKey ?? null,
+    /** Its extra request headers: text as it is, a secret value as `{"secret": true}`. */
+    headers: headersJson(record.fields.headers),
     /** While a rotation's overlap lasts: when the previous secret stops signing (ISO). */
     previousSecretUntil: overlapUntil === undefined ? null : new Date(overlapUntil).toISOString(),
     /** Deliveries parked for it (docs/contract.md §12); null when not counted. */
@@ -42,6 +47,14 @@ export function endpointJson(record: EndpointRecord, nowMs: number = Date.now(),
     createdAt: new Date(record.createdAt).toISOString(),
     updatedAt: new Date(record.updatedAt).toISOString(),
   };
+}
+
+/** The value every secret header is shown as: whether it is set, never what it is. */
+export const SECRET_HEADER_SHOWN = { secret: true } as const;
+
+/** An endpoint's headers as shown: each text value as it is, each secret one as `{"secret": true}`. */
+export function headersJson(headers: Readonly<Record<string, HeaderValue>> | undefined): Record<string, string | typeof SECRET_HEADER_SHOWN> {
+  return Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name, typeof value === 'string' ? value : SECRET_HEADER_SHOWN]));
 }
 
 /** Every setting in effect, by its field's name (null: none). */
@@ -92,7 +105,10 @@ export function showFields(record: EndpointRecord, nowMs: number): string {
   return keyValues([name!, ['state', record.state], ...subscription, ...settings]);
 }
 
-/** The rows of what it is and subscribes to, and whether it signs: name, url, event types, match, secret. */
+/**
+ * The rows of what it is and subscribes to, how it signs and what it adds: name, url, event types,
+ * match, secret, its public key and headers when it has them.
+ */
 function subscriptionRows(f: EndpointFields, nowMs: number): Row[] {
   return [
     [label('name'), f.name],
@@ -101,7 +117,16 @@ function subscriptionRows(f: EndpointFields, nowMs: number): Row[] {
     [label('eventTypes'), f.eventTypes.join(', ')],
     [label('match'), Object.keys(f.match ?? {}).length === 0 ? '(none)' : matchText(f.match ?? {})],
     [label('secret'), secretText(f, nowMs)],
+    ...(f.publicKey !== undefined ? [['public key', f.publicKey] as Row] : []),
+    ...(f.headers !== undefined && Object.keys(f.headers).length > 0 ? [[label('headers'), headersText(f.headers)] as Row] : []),
   ];
+}
+
+/** Headers as a row shows them: `Name: value`, a secret one's value `(secret)`, never what it is. */
+export function headersText(headers: Readonly<Record<string, HeaderValue>>): string {
+  return Object.entries(headers)
+    .map(([name, value]) => `${name}: ${typeof value === 'string' ? value : 'secretArn' in value ? '(secret, in Secrets Manager)' : '(secret)'}`)
+    .join('; ');
 }
 
 /** A row per setting with a label: the value in effect, `(default)` while neither it nor the settings its row shows are set. */
@@ -153,12 +178,13 @@ function stateText(record: EndpointRecord, nowMs: number): string {
 }
 
 /** Whether a secret is set, and until when a rotation's previous secret still signs; never a secret. */
-export function secretText(fields: Pick<EndpointFields, 'secret' | 'previousSecret' | 'previousSecretUntil'>, nowMs: number): string {
+export function secretText(fields: Pick<EndpointFields, 'secret' | 'previousSecret' | 'previousSecretUntil' | 'publicKey'>, nowMs: number): string {
   const { secret } = fields;
   if (secret === undefined) return 'unset (requests are not signed)';
   const until = overlapEnd(fields, nowMs);
   const notes = [
-    // A value (whsec_, or encrypted with the registry's key: lib/endpoints/secret-cipher.ts) is the registry's own.
+    // A value (whsec_, whsk_, or encrypted with the registry's key: lib/endpoints/secret-cipher.ts) is the registry's own.
+    ...(fields.publicKey !== undefined ? ['ed25519 key pair'] : []),
     ...(secret.startsWith('arn:') ? ['in Secrets Manager'] : []),
     ...(until === undefined ? [] : [`previous secret accepted until ${formatInstant(until, nowMs)}`]),
   ];

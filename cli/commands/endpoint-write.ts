@@ -1,15 +1,17 @@
 /**
  * `handoff endpoint add`, `update` and `remove`. What is written is first checked as the consumer
  * will use it (`checkFields`), so a refusal names the field here rather than failing deliveries
- * later. `add` prints a secret it generated, once; nothing else prints one.
+ * later. `add` prints a secret it generated, once, of the endpoint's signature scheme (an ed25519
+ * key's public key beside it, which every view shows); nothing else prints one, nor a secret header.
  */
 import { readFile } from 'node:fs/promises';
-import { ALL_EVENT_TYPES, type EndpointFields, type EndpointRecord } from '../../lib/endpoints/endpoint';
+import { ALL_EVENT_TYPES, type EndpointFields, type EndpointRecord, type HeaderValue } from '../../lib/endpoints/endpoint';
 import { generateSecret } from '../../lib/endpoints/secret';
+import type { SignatureScheme } from '../../lib/webhook/signing-secret';
 import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
 import { CommandFailedError, UsageError } from '../errors';
-import { checkFields, checkName, parkedAfterWrite, registryCall, requireEndpoint } from './endpoint-common';
+import { checkFields, checkName, EndpointFieldsUsageError, parkedAfterWrite, registryCall, requireEndpoint } from './endpoint-common';
 import { clearedFields, fieldsFromOptions, type EndpointFieldOptions } from './endpoint-options';
 import { endpointJson, showFields } from './endpoint-view';
 import type { CommandResult } from './result';
@@ -24,18 +26,35 @@ export async function endpointAddCommand(ctx: CommandContext, options: EndpointF
     throw new UsageError(`endpoint add needs its event types: --event-types a,b or '${ALL_EVENT_TYPES}' (or "eventTypes" in --from-file)`);
   }
   if (options.unsigned) delete raw.secret;
-  const generated = raw.secret === undefined && !options.unsigned ? generateSecret() : undefined;
+  const generated = raw.secret === undefined && !options.unsigned ? generateSecret(schemeOf(raw.signature)) : undefined;
   if (generated !== undefined) raw.secret = generated;
   const nowMs = ctx.now();
   const { record, source, parked } = await addEndpoint(ctx, raw, nowMs);
   const lines = [`added endpoint ${record.fields.name}, enabled (checked against ${source})`, '', showFields(record, nowMs)];
-  if (generated !== undefined) {
-    lines.push('', `signing secret: ${generated}`, 'shown once: give it to the receiver now; no command shows it again (rotate-secret makes a new one)');
-  }
+  if (generated !== undefined) lines.push('', ...secretShownLines(generated, record.fields.publicKey, '(rotate-secret makes a new one)'));
   return {
     json: { ...endpointJson(record, nowMs, parked), ...(generated !== undefined ? { generatedSecret: generated } : {}) },
     human: lines.join('\n'),
   };
+}
+
+/** The scheme a secret is generated in for a `signature` as given: its own when it is one, else the default (a bad one is the field check's to name). */
+export function schemeOf(signature: unknown): SignatureScheme {
+  return signature === 'ed25519' ? 'ed25519' : 'hmac-sha256';
+}
+
+/**
+ * The lines that show a new secret once: for an ed25519 key, its public key too, which is all the
+ * receiver needs (the secret key stays with handoff; shown only so it can be kept elsewhere too).
+ */
+export function secretShownLines(secret: string, publicKey: string | undefined, more = ''): string[] {
+  const tail = more === '' ? '' : ` ${more}`;
+  if (publicKey === undefined) return [`signing secret: ${secret}`, `shown once: give it to the receiver now; no command shows it again${tail}`];
+  return [
+    `signing secret: ${secret}`,
+    `public key: ${publicKey}`,
+    `the secret key is shown once and no command shows it again${tail}; give the receiver the public key (endpoint show prints it): it verifies v1a signatures with it`,
+  ];
 }
 
 /**
@@ -90,8 +109,18 @@ export async function updateEndpoint(
   nowMs: number,
 ): Promise<{ record: EndpointRecord; changed: string[]; source: string; parked: number | null }> {
   const current = await requireEndpoint(ctx, name);
-  const merged: Record<string, unknown> = { ...current.fields, ...changes };
+  const given = changes.headers === undefined ? changes : { ...changes, headers: keptHeaderSecrets(changes.headers, current.fields.headers) };
+  const merged: Record<string, unknown> = { ...current.fields, ...given };
   for (const field of clear) delete merged[field];
+  // An ed25519 secret's public key is set from it (lib/endpoints/endpoint.ts): a secret replaced
+  // here takes the old key's with it. Given, one must be checkable: beside a secret written plain
+  // here, or one kept in Secrets Manager (an encrypted secret's is the one set when it was written).
+  if (changes.secret !== undefined && changes.publicKey === undefined) delete merged.publicKey;
+  if (changes.publicKey !== undefined && changes.secret === undefined && typeof merged.secret === 'string' && !merged.secret.startsWith('arn:')) {
+    throw new EndpointFieldsUsageError(`endpoint ${quoted(name)}: publicKey is set from the secret: give it only beside a secret kept in Secrets Manager`, [
+      { field: 'publicKey', problem: 'is set from the secret: give it only beside a secret kept in Secrets Manager' },
+    ]);
+  }
   // A rotation's old secret goes with an overlap cleared, with a secret replaced here (at once, as
   // the option says; rotate-secret is the way with an overlap) and once its overlap is over.
   const secretReplaced = changes.secret !== undefined && changes.secret !== current.fields.secret && changes.previousSecret === undefined;
@@ -110,6 +139,27 @@ export async function updateEndpoint(
 export async function endpointRemoveCommand(ctx: CommandContext, name: string): Promise<CommandResult> {
   await registryCall(ctx, (registry) => registry.remove(checkName(name)));
   return { json: { name, removed: true }, human: `removed endpoint ${name}` };
+}
+
+/**
+ * The headers given to an update with each `{"secret": true}` (what every view shows for a secret
+ * value) taken as "keep it": the value the endpoint has under that name (in any case), so headers
+ * read, edited and sent back keep their secrets. One the endpoint has no secret under is left as it
+ * is, for the field's check to refuse.
+ */
+function keptHeaderSecrets(given: unknown, current: Readonly<Record<string, HeaderValue>> | undefined): unknown {
+  if (typeof given !== 'object' || given === null || Array.isArray(given) || current === undefined) return given;
+  const secrets = new Map(Object.entries(current).filter(([, value]) => typeof value === 'object').map(([name, value]) => [name.toLowerCase(), value]));
+  return Object.fromEntries(
+    Object.entries(given).map(([name, value]) => {
+      const kept = isShownSecret(value) ? secrets.get(name.toLowerCase()) : undefined;
+      return [name, kept ?? value];
+    }),
+  );
+}
+
+function isShownSecret(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && Object.keys(value).length === 1 && (value as { secret?: unknown }).secret === true;
 }
 
 function changedFields(before: EndpointFields, after: EndpointFields): string[] {

@@ -58,7 +58,8 @@ export type EndpointRunner = (
 const PARKED_NOTE = `parked: deliveries held for a disabled endpoint (docs/contract.md §12): neither attempted nor dead;
 endpoint enable NAME releases them, oldest first`;
 /** The JSON every endpoint command prints for an endpoint, as the help texts give it. */
-const ENDPOINT_JSON_HELP = `an endpoint as JSON: {name, url (redacted), state, eventTypes, match, secret ("set"|"unset"),
+const ENDPOINT_JSON_HELP = `an endpoint as JSON: {name, url (redacted), state, eventTypes, match, owner, secret ("set"|"unset"),
+publicKey (an ed25519 secret's whpk_…, else null), headers (a secret value as {"secret": true}),
 previousSecretUntil, parked (a count; null when the target names no ledger table), health,
 stateChange, settings, createdAt, updatedAt}`;
 const RELEASE_JSON_HELP = `release: null, or the release of parked deliveries in progress {since, rate (most per second),
@@ -98,7 +99,8 @@ A signing secret is printed once (add, rotate-secret) and never again.`,
     .addHelpText(
       'after',
       `
-The secret is never shown: only whether one is set. The parked count and a release in progress
+The secret is never shown: only whether one is set; an ed25519 secret's public key is, and the
+headers, a secret one's value as (secret). The parked count and a release in progress
 (after endpoint enable: since when, the ramp's rate now and its most) show how a release is going.
 --json: ${ENDPOINT_JSON_HELP}, and effective, settingsFrom and
 ${RELEASE_JSON_HELP}.
@@ -116,6 +118,11 @@ Example:
       `
 Without --secret (or a secret in --from-file), a signing secret is generated and printed once:
 store it with the receiver now; no command shows it again. --unsigned adds one without a secret.
+--signature ed25519 generates an ed25519 key pair instead: requests are signed v1a, and the
+receiver verifies with its public key (whpk_…), which show prints too.
+--headers 'NAME: VALUE' adds a header to every request (repeatable); a secret one goes in
+--from-file: {"headers": {"Authorization": {"secretArn": "arn:aws:secretsmanager:…"}}} in AWS,
+{"secret": "…"} in the sandbox (stored encrypted); no command shows it again.
 The registry stores the secret encrypted with its KMS key (stack output EndpointsKeyArn, or
 HANDOFF_ENDPOINTS_KEY_ARN with names given: the caller needs kms:Encrypt on it); the sandbox
 with its own key.
@@ -123,6 +130,7 @@ with its own key.
 Examples:
   handoff endpoint add --name acme --url https://hooks.acme.example/handoff --event-types shipment.delivered,shipment.exception
   handoff endpoint add --name zephyr-ops --url https://ops.example/hook --event-types '*' --match 'data.carrier=acme,zephyr'
+  handoff endpoint add --name erp --url https://erp.example/in --event-types '*' --signature ed25519 --headers 'X-Tenant: acme'
   handoff endpoint add --from-file endpoint.json`,
     )
     .action(async (options: EndpointCommonOptions & EndpointFieldOptions) => {
@@ -133,8 +141,10 @@ Examples:
     .addHelpText(
       'after',
       `
---match replaces the whole filter; --from-file merges the file's fields over the current ones.
-The state is kept (endpoint disable/enable change it); the secret too (endpoint rotate-secret).
+--match and --headers replace the whole filter or set of headers; --from-file merges the file's
+fields over the current ones (a header given as {"secret": true}, as show prints one, keeps its value).
+The state is kept (endpoint disable/enable change it); the secret too (endpoint rotate-secret, which
+also changes the signature scheme: rotate-secret NAME --signature ed25519).
 
 Examples:
   handoff endpoint update acme --event-types '*'
@@ -199,7 +209,8 @@ Example:
     });
 
   target(group.command('rotate-secret').description("replace an endpoint's signing secret and print the new one once").argument('<name>', 'the endpoint'))
-    .option('--secret <whsec>', 'the new secret (default: a generated one)')
+    .option('--secret <secret>', "the new secret (default: a generated one of the endpoint's signature scheme)")
+    .option('--signature <scheme>', 'hmac-sha256 or ed25519: the new secret is of this scheme, and the endpoint signs with it from now')
     .option('--overlap <duration>', 'how long the old secret keeps signing beside the new one: a number and s, m, h or d, at most 7d; 0 switches at once', DEFAULT_OVERLAP)
     .addHelpText(
       'after',
@@ -210,12 +221,16 @@ at any time within the overlap. Afterwards only the new secret signs. To end an 
   handoff endpoint update NAME --clear previousSecret
 Rotating again during an overlap keeps only the secret being replaced as the previous one.
 The new secret is stored encrypted, as add stores one; the old one is kept as it was stored.
+An ed25519 endpoint gets a new key pair: its public key is printed and shown by show. With
+--signature the scheme changes too, the old secret signing beside the new one as above (an HMAC
+secret and an ed25519 key: v1a and v1 signatures during the overlap).
 An endpoint whose secret is a Secrets Manager ARN is rotated in Secrets Manager, not here.
 
 Examples:
   handoff endpoint rotate-secret acme
   handoff endpoint rotate-secret acme --overlap 2h
-  handoff endpoint rotate-secret acme --overlap 0`,
+  handoff endpoint rotate-secret acme --overlap 0
+  handoff endpoint rotate-secret acme --signature ed25519`,
     )
     .action(async (name: string, options: EndpointCommonOptions & RotateOptions) => {
       await run(options, (ctx) => endpointRotateSecretCommand(ctx, name, options));

@@ -20,7 +20,7 @@ import { defaultEndpointFields, type EndpointRecord } from '../endpoints/endpoin
 import { disabledNotifier } from '../endpoints/health';
 import { ENDPOINTS_CACHE_MS } from '../endpoints/registry';
 import { CHANGE_WINDOW } from '../endpoints/registry-copy';
-import { SecretCache, secretsManagerClient, secretsManagerVersions } from '../endpoints/secret';
+import { SecretCache, secretsManagerClient, secretsManagerHeaderValue, secretsManagerVersions } from '../endpoints/secret';
 import { kmsClient, KmsSecretCipher, LocalSecretCipher, type EndpointSecretCipher } from '../endpoints/secret-cipher';
 import { DynamoDbLedger } from '../ledger/dynamodb-ledger';
 import { DynamoDbShipmentHeads } from '../ledger/dynamodb-shipment-heads';
@@ -90,6 +90,8 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
       // During a rotation's overlap each request is signed with both secrets.
       previousSecret: endpoint.previousSecret,
       previousSecretUntil: endpoint.previousSecretUntil,
+      // Its extra headers (docs/contract.md §18), secret ones read once per container (lib/routing.ts).
+      headers: endpoint.headers,
       timeoutMs: endpoint.attemptTimeoutMs,
       guard,
     });
@@ -100,7 +102,10 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
   // Signing secrets named by ARN (the registry's, or `HANDOFF_WEBHOOK_SECRET_ARN`): read from Secrets
   // Manager with a rotation's previous version, each kept for at most 5 minutes, and while its reads
   // fail for at most an hour (lib/endpoints/secret.ts). One cache per container.
-  const secrets = new SecretCache(secretsManagerVersions(secretsManagerClient(), { logger }), { logger });
+  const getSecretValue = secretsManagerClient();
+  const secrets = new SecretCache(secretsManagerVersions(getSecretValue, { logger }), { logger });
+  // Header values an endpoint names by ARN (`headers`): read the same way, as plain values.
+  const readHeaderSecret = secretsManagerHeaderValue(getSecretValue);
   // What decrypts the secrets the registry holds encrypted: KMS always (its client made at the first
   // `encrypted:kms:` secret; no key ID needed to decrypt), and the sandbox's local key when it is in
   // the environment (a bad one fails the cold start, naming the variable).
@@ -126,6 +131,7 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
       notify: disabledNotifier({ eventBus: env[RESOURCE_ENV.eventBus] || undefined, alarmTopicArn: env[RESOURCE_ENV.alarmTopicArn] || undefined }),
       deployment: settings,
       secrets,
+      readHeaderSecret,
       ciphers,
       createSender,
       logger,

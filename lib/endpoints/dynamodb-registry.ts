@@ -4,10 +4,11 @@
  * each other's changes: `add` only where no endpoint has the name, `update` only while the item is
  * the one its caller read (`updatedAt`), `setState` and `remove` only where it exists.
  *
- * Fields are stored as given (after `parseEndpointFields`), except a plain `whsec_…` secret (or
- * previous secret) when the registry has a `cipher`: that is stored encrypted with it
- * (`encrypted:<scheme>:…`, lib/endpoints/secret-cipher.ts), bound to its endpoint. A Secrets Manager
- * ARN, or a value encrypted already, is stored as it is. Reads are consistent and check every item
+ * Fields are stored as given (after `parseEndpointFields`), except a plain `whsec_…` or `whsk_…`
+ * secret (or previous secret), and a header's plain `{"secret": …}` value, when the registry has a
+ * `cipher`: those are stored encrypted with it (`encrypted:<scheme>:…`,
+ * lib/endpoints/secret-cipher.ts), bound to their endpoint (and header). A Secrets Manager ARN, or a
+ * value encrypted already, is stored as it is. Reads are consistent and check every item
  * the same way, so the consumer and the command never act on an item they cannot read. A refused
  * condition becomes `EndpointNotFoundError` or `EndpointConflictError`; any other store failure
  * `EndpointRegistryError`. Nothing above this file sees an SDK error type.
@@ -52,7 +53,8 @@ import {
 import { EndpointConflictError, EndpointNotFoundError, EndpointRegistryError } from '../errors';
 import { DEFAULT_RESUME_RATE, type ResumeStore } from '../resume';
 import { quoted } from '../terminal';
-import { SECRET_PREFIX } from '../webhook/signing-secret';
+import { isSecretValue } from '../webhook/signing-secret';
+import { isEncryptedSecret } from './secret-cipher';
 
 export { HEALTH_ATTRIBUTES } from './dynamodb-registry-table';
 
@@ -72,7 +74,7 @@ export interface DynamoDbEndpointRegistryOptions {
    */
   readonly onUnreadable?: (error: EndpointRegistryError) => void;
   /**
-   * What encrypts a plain `whsec_…` secret (and previous secret) before `add` or `update` writes it:
+   * What encrypts a plain secret (and previous secret, and a header's secret value) before `add` or `update` writes it:
    * `handoff endpoint` gives the target's (the registry's KMS key, the sandbox's local key), so no
    * write of the command leaves a secret in the clear, and a plain value already stored is encrypted
    * when its endpoint is next written. Its failure (SecretEncryptionError, or what it throws) fails
@@ -276,16 +278,31 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, RegistryChang
     return this.#resume.beginResume(name, since, rate);
   }
 
-  /** The fields as they are written: with a cipher, a plain secret and previous secret encrypted for this endpoint. */
+  /**
+   * The fields as they are written: with a cipher, a plain secret, previous secret and secret header
+   * value encrypted for this endpoint (a header's under its own name). An ed25519 secret's public key
+   * was set from it as it was parsed, so it stays after the secret is encrypted.
+   */
   async #storedForm(fields: EndpointFields): Promise<EndpointFields> {
     const cipher = this.#cipher;
     if (cipher === undefined) return fields;
-    const encrypt = (value: string | undefined) => (value?.startsWith(SECRET_PREFIX) ? cipher.encrypt(value, fields.name) : Promise.resolve(value));
-    const [secret, previousSecret] = await Promise.all([encrypt(fields.secret), encrypt(fields.previousSecret)]);
+    const encrypt = (value: string | undefined) => (value !== undefined && isSecretValue(value) ? cipher.encrypt(value, fields.name) : Promise.resolve(value));
+    const [secret, previousSecret, headers] = await Promise.all([
+      encrypt(fields.secret),
+      encrypt(fields.previousSecret),
+      fields.headers === undefined
+        ? undefined
+        : Promise.all(
+            Object.entries(fields.headers).map(async ([name, value]) =>
+              typeof value === 'object' && 'secret' in value && !isEncryptedSecret(value.secret) ? [name, { secret: await cipher.encrypt(value.secret, fields.name, name) }] : [name, value],
+            ),
+          ).then(Object.fromEntries),
+    ]);
     return parseEndpointFields({
       ...fields,
       ...(secret !== undefined ? { secret } : {}),
       ...(previousSecret !== undefined ? { previousSecret } : {}),
+      ...(headers !== undefined ? { headers } : {}),
     });
   }
 }

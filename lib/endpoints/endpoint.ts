@@ -11,7 +11,9 @@ import { checkEndpoint, validateSettings, type SettingNames, type Settings } fro
 import { ConfigError, EndpointError } from '../errors';
 import { MAX_WAIT_SECONDS, retryPolicy, type RetryPolicy } from '../policy';
 import { quoted, safe } from '../terminal';
+import { isSecretValue, publicKeyOf, schemeOfSecret, type SignatureScheme } from '../webhook/signing-secret';
 import { ALL_EVENT_TYPES, type MatchValue } from './field-schemas';
+import { isEncryptedSecret } from './secret-cipher';
 import {
   FIELD_NAMES,
   FIELD_SPECS,
@@ -31,10 +33,13 @@ export {
   ON_DEAD,
   ORDERINGS,
   RECOVERIES,
+  SIGNATURE_SCHEMES,
+  type HeaderValue,
   type MatchValue,
   type OnDead,
   type Ordering,
   type Recovery,
+  type SignatureScheme,
 } from './field-schemas';
 export { SETTING_DEFAULTS, type EndpointFields } from './fields';
 
@@ -71,6 +76,11 @@ export interface Endpoint extends ResolvedSettings {
    */
   readonly previousSecret: string | undefined;
   readonly previousSecretUntil: number | undefined;
+  /**
+   * Its extra request headers, every value as sent (a secret one read or decrypted): set where its
+   * secrets are read (lib/routing.ts), unset when it has none. Lives in the consumer's memory only.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
   readonly policy: RetryPolicy;
   readonly attemptTimeoutMs: number;
   readonly state: EndpointState;
@@ -151,7 +161,54 @@ export function checkEndpointFields(input: unknown): { fields: Partial<EndpointF
   if (fields.previousSecret !== undefined && fields.previousSecret === fields.secret) {
     problems.push({ field: 'previousSecret', problem: 'is the same as secret (the value is not shown)' });
   }
+  problems.push(...keyProblems(fields, raw));
   return { fields: fields as Partial<EndpointFields>, problems, name };
+}
+
+/**
+ * The signature scheme and the key agree (docs/contract.md §18): an ed25519 secret's public key is
+ * its own (set here from a `whsk_` value, so every write of one carries it), an HMAC secret has
+ * none, and `signature` names the secret's scheme. The scheme of a secret is its prefix; of one the
+ * registry encrypted, whether it has a public key (set when it was written plain); of one kept in
+ * Secrets Manager, unknown here (the consumer checks it when it reads it, resolveEndpoint).
+ * `fields` holds the parsed fields, and gets the public key of a plain `whsk_` secret.
+ */
+function keyProblems(fields: Record<string, unknown>, raw: Readonly<Record<string, unknown>>): EndpointFieldProblem[] {
+  const secret = fields.secret as string | undefined;
+  const given = fields.publicKey as string | undefined;
+  const problems: EndpointFieldProblem[] = [];
+  if (secret !== undefined && isSecretValue(secret)) {
+    const derived = schemeOfSecret(secret) === 'ed25519' ? publicKeyOf(secret) : undefined;
+    if (given !== undefined && given !== derived) {
+      problems.push({
+        field: 'publicKey',
+        problem: derived === undefined ? 'is for an ed25519 secret (whsk_…), and the secret is an HMAC-SHA256 one (whsec_…)' : "is not the secret's public key: leave it out, it is set from the secret",
+      });
+    } else if (derived !== undefined) {
+      fields.publicKey = derived;
+    }
+  }
+  const scheme = schemeOfField(secret, fields.publicKey as string | undefined);
+  const signature = (fields.signature as SignatureScheme | undefined) ?? 'hmac-sha256';
+  // A signature refused by its own check is named once, for that.
+  if (scheme !== undefined && scheme !== signature && (raw.signature === undefined || fields.signature !== undefined)) {
+    problems.push({ field: 'signature', problem: signatureMismatch(signature, scheme, fields.signature !== undefined) });
+  }
+  return problems;
+}
+
+/** The scheme of a secret field's value as far as it can be told without reading it (keyProblems). */
+function schemeOfField(secret: string | undefined, publicKey: string | undefined): SignatureScheme | undefined {
+  if (secret === undefined) return undefined;
+  if (isSecretValue(secret)) return schemeOfSecret(secret);
+  if (isEncryptedSecret(secret)) return publicKey !== undefined ? 'ed25519' : 'hmac-sha256';
+  return publicKey !== undefined ? 'ed25519' : undefined;
+}
+
+function signatureMismatch(signature: SignatureScheme, scheme: SignatureScheme, given: boolean): string {
+  return signature === 'ed25519'
+    ? 'is ed25519, but the secret is an HMAC-SHA256 one (whsec_…): rotate-secret --signature ed25519 replaces it with an ed25519 key pair (a secret kept in Secrets Manager: put a whsk_ key there)'
+    : `is hmac-sha256${given ? '' : ' (the default)'}, but the secret is an ${scheme} key (whsk_…): set signature to ${scheme}`;
 }
 
 /** The key a refusal inside an object field is about (`match.data.carrier`), inert; none for a list's item. */
@@ -167,21 +224,27 @@ function keyNamed(issue: v.BaseIssue<unknown>): string {
  * passes the endpoint guard, the attempt timeout fits the consumer's (its function timeout is the
  * deployment's), the schedule fits the ledger's retention and the queue's, and a receiver's retention
  * outlasts the schedule. A secret given as an ARN must be resolved by the caller first (`secret`,
- * `previous.secret`). A rotation's previous secret is kept while `previous.nowMs` is before its end.
+ * `previous.secret`), and so must its header values (the caller adds `headers`). A rotation's
+ * previous secret is kept while `previous.nowMs` is before its end. A secret given must be of the
+ * endpoint's signature scheme: one read from Secrets Manager is checked only here.
  * @throws EndpointError naming the field
  */
 export function resolveEndpoint(
   record: EndpointRecord,
   deployment: DeploymentSettings,
-  secret: string | undefined = whsecValue(record.fields.secret),
+  secret: string | undefined = secretValue(record.fields.secret),
   previous: { readonly secret?: string | undefined; readonly nowMs?: number } = {},
 ): Endpoint {
   const f = record.fields;
   const [first] = ruleProblems(f, deployment);
   if (first !== undefined) throw new EndpointError(f.name, first.field, first.problem);
+  const signature = f.signature ?? 'hmac-sha256';
+  if (secret !== undefined && schemeOfSecret(secret) !== signature) {
+    throw new EndpointError(f.name, 'signature', signatureMismatch(signature, schemeOfSecret(secret), f.signature !== undefined));
+  }
   // Only beside a secret: the old one never signs alone.
   const overlapping = secret !== undefined && f.previousSecretUntil !== undefined && (previous.nowMs ?? Date.now()) < f.previousSecretUntil;
-  const previousSecret = overlapping ? ('secret' in previous ? previous.secret : whsecValue(f.previousSecret)) : undefined;
+  const previousSecret = overlapping ? ('secret' in previous ? previous.secret : secretValue(f.previousSecret)) : undefined;
   const attemptTimeoutMs = f.attemptTimeoutMs ?? deployment.attemptTimeoutMs;
   const policy = policyOf(f, deployment);
   return {
@@ -272,8 +335,9 @@ export function endpointProblems(input: unknown, deployment: DeploymentSettings)
   return { fields, problems: [...problems, ...rules], name };
 }
 
-function whsecValue(secret: string | undefined): string | undefined {
-  return secret?.startsWith('whsec_') ? secret : undefined;
+/** A secret field's value when it is one itself (`whsec_…`, `whsk_…`), not a reference or a ciphertext. */
+function secretValue(secret: string | undefined): string | undefined {
+  return secret !== undefined && isSecretValue(secret) ? secret : undefined;
 }
 
 function hasCredentials(url: string): boolean {

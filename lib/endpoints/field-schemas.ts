@@ -9,7 +9,8 @@ import * as v from 'valibot';
 import { FORBIDDEN_KEYS, SHIPMENT_STATUSES } from '../event';
 import { MAX_WAIT_SECONDS } from '../policy';
 import { quoted } from '../terminal';
-import { createSigner, SECRET_PREFIX } from '../webhook/signing-secret';
+import { createSigner, ED25519_SECRET_PREFIX, isSecretValue, PUBLIC_KEY_PREFIX, SECRET_PREFIX, SIGNATURE_SCHEMES } from '../webhook/signing-secret';
+import { HEADER_NAME, HEADER_VALUE, MAX_CUSTOM_HEADERS, MAX_HEADER_NAME_CHARS, MAX_HEADER_VALUE_CHARS, refusedHeaderProblem } from '../webhook/custom-headers';
 import { SigningSecretError } from '../errors';
 import { ENCRYPTED_SECRET } from './secret-cipher';
 
@@ -20,6 +21,7 @@ export const ALL_EVENT_TYPES = '*';
 export const RECOVERIES = ['review', 'drop'] as const;
 export const ORDERINGS = ['none', 'per-shipment'] as const;
 export const ON_DEAD = ['continue', 'hold'] as const;
+export { SIGNATURE_SCHEMES, type SignatureScheme } from '../webhook/signing-secret';
 
 export type Recovery = (typeof RECOVERIES)[number];
 export type Ordering = (typeof ORDERINGS)[number];
@@ -35,7 +37,7 @@ const MAX_MATCH_VALUES = 64;
 /** The latest time a JavaScript Date holds, in epoch ms. */
 const MAX_EPOCH_MS = 8_640_000_000_000_000;
 /** A Secrets Manager secret's ARN, in any partition (aws, aws-cn, aws-us-gov). */
-const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}$/;
+export const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}$/;
 /**
  * `match` keys: the event's fields, dotted into `data` (`data.carrier`), none of them a forbidden
  * key (lib/event.ts: no event holds one, so such a filter would match nothing).
@@ -147,16 +149,17 @@ export const match = v.pipe(
 );
 
 const SECRET_PROBLEM =
-  'must be a whsec_… signing secret, the ARN of a Secrets Manager secret holding one, or one the registry encrypted (encrypted:kms:… or encrypted:local:…) (the value is not shown)';
+  'must be a whsec_… signing secret, the ARN of a Secrets Manager secret holding one, or one the registry encrypted (encrypted:kms:… or encrypted:local:…); or an ed25519 key, whsk_… (the value is not shown)';
 /**
- * A signing secret: a whsec value the signer accepts, a Secrets Manager ARN, or a value encrypted
- * with the registry's key (its plaintext is checked where it was encrypted, and decrypted by the
- * consumer alone). Never echoed.
+ * A signing secret: a whsec (HMAC-SHA256) or whsk (ed25519) value the signer accepts, a Secrets
+ * Manager ARN, or a value encrypted with the registry's key (its plaintext is checked where it was
+ * encrypted, and decrypted by the consumer alone). Never echoed.
  */
 export const secret = v.pipe(
   v.union(
     [
       v.pipe(v.string(SECRET_PROBLEM), v.startsWith(SECRET_PREFIX, SECRET_PROBLEM)),
+      v.pipe(v.string(SECRET_PROBLEM), v.startsWith(ED25519_SECRET_PREFIX, SECRET_PROBLEM)),
       v.pipe(v.string(SECRET_PROBLEM), v.regex(SECRET_ARN, SECRET_PROBLEM)),
       v.pipe(v.string(SECRET_PROBLEM), v.regex(ENCRYPTED_SECRET, SECRET_PROBLEM)),
     ],
@@ -164,7 +167,7 @@ export const secret = v.pipe(
   ),
   // A value that cannot sign would fail every attempt: refused here, by the signer itself.
   v.rawCheck(({ dataset, addIssue }) => {
-    if (!dataset.typed || !dataset.value.startsWith(SECRET_PREFIX)) return;
+    if (!dataset.typed || !isSecretValue(dataset.value)) return;
     try {
       createSigner(dataset.value);
     } catch (error) {
@@ -172,4 +175,67 @@ export const secret = v.pipe(
       addIssue({ message: `${error.message} (the value is not shown)` });
     }
   }),
+);
+
+/** The scheme an endpoint signs with (docs/contract.md §18). */
+export const signature = oneOf(SIGNATURE_SCHEMES);
+
+const PUBLIC_KEY_PROBLEM = `must be an ed25519 public key: ${PUBLIC_KEY_PREFIX} and the base64 of its 32 bytes`;
+/** An ed25519 public key, `whpk_` and the base64 of 32 bytes: no secret, shown as it is. */
+export const publicKey = v.pipe(v.string(PUBLIC_KEY_PROBLEM), v.regex(/^whpk_[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/, PUBLIC_KEY_PROBLEM));
+
+const HEADER_VALUE_PROBLEM = `must be a header value: 1–${MAX_HEADER_VALUE_CHARS} visible ASCII characters (spaces within), {"secretArn": "<Secrets Manager secret ARN>"} or {"secret": "<value>"} (the value is not shown)`;
+const headerText = v.pipe(v.string(HEADER_VALUE_PROBLEM), v.maxLength(MAX_HEADER_VALUE_CHARS, HEADER_VALUE_PROBLEM), v.regex(HEADER_VALUE, HEADER_VALUE_PROBLEM));
+/**
+ * A header's value: text sent as it is (no secret: shown by `endpoint show` and the API), or a
+ * secret one, never shown after it is written: the ARN of a Secrets Manager secret holding it (AWS),
+ * or the value itself (the sandbox), which the registry stores encrypted like a signing secret.
+ */
+const headerValue = v.union(
+  [
+    headerText,
+    v.strictObject({ secretArn: v.pipe(v.string(HEADER_VALUE_PROBLEM), v.regex(SECRET_ARN, HEADER_VALUE_PROBLEM)) }, HEADER_VALUE_PROBLEM),
+    v.strictObject({ secret: v.union([v.pipe(v.string(HEADER_VALUE_PROBLEM), v.regex(ENCRYPTED_SECRET, HEADER_VALUE_PROBLEM)), headerText], HEADER_VALUE_PROBLEM) }, HEADER_VALUE_PROBLEM),
+  ],
+  HEADER_VALUE_PROBLEM,
+);
+export type HeaderValue = v.InferOutput<typeof headerValue>;
+
+const HEADER_NAME_PROBLEM = `is not a header name: 1–${MAX_HEADER_NAME_CHARS} of A-Z a-z 0-9 and !#$%&'*+.^_\`|~-`;
+const headerName = v.pipe(v.string(HEADER_NAME_PROBLEM), v.maxLength(MAX_HEADER_NAME_CHARS, HEADER_NAME_PROBLEM), v.regex(HEADER_NAME, HEADER_NAME_PROBLEM));
+/**
+ * Extra request headers, name → value (docs/contract.md §18). Names are HTTP tokens, compared
+ * without case: one name twice is refused, and so is every name the request sets itself or that
+ * frames it (lib/webhook/custom-headers.ts). Each refusal names its header (`headers.Webhook-Id`).
+ */
+export const headers = v.pipe(
+  v.custom<Record<string, unknown>>(
+    (input) => typeof input === 'object' && input !== null && !Array.isArray(input),
+    'must be an object of header name → value, e.g. {"X-Tenant": "acme"}',
+  ),
+  v.maxEntries(MAX_CUSTOM_HEADERS, `may have at most ${MAX_CUSTOM_HEADERS} headers`),
+  // As for `match`: every own key is checked here first (valibot's record would drop __proto__,
+  // constructor and prototype without a word, so they are refused), then the names the request
+  // keeps for itself.
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const input = dataset.value;
+    const seen = new Map<string, string>();
+    for (const key of Object.keys(input)) {
+      const checked = v.safeParse(headerName, key);
+      const lower = key.toLowerCase();
+      const problem = !checked.success
+        ? checked.issues[0].message
+        : FORBIDDEN_KEYS.has(key)
+          ? 'is refused: a forbidden key (lib/event.ts), which no header needs'
+          : (refusedHeaderProblem(key) ?? (seen.has(lower) ? `is the header ${quoted(seen.get(lower))} again: names are case-insensitive` : undefined));
+      if (problem !== undefined) {
+        addIssue({ message: problem, path: [{ type: 'object', origin: 'key', input, key, value: input[key] }] });
+        return;
+      }
+      seen.set(lower, key);
+    }
+  }),
+  v.record(headerName, headerValue),
+  v.readonly(),
 );

@@ -89,10 +89,10 @@ export const ENDPOINT_FIELDS = {
     },
   }),
   secret: field(s.secret, {
-    doc: 'its signing secret (whsec_…) or the ARN of a Secrets Manager secret holding one; never shown; unset: requests are not signed',
+    doc: 'its signing secret (whsec_…, or an ed25519 key whsk_…) or the ARN of a Secrets Manager secret holding one; never shown; unset: requests are not signed',
     cli: {
-      flag: '--secret <whsec>',
-      help: 'add generates one when not given (a value typed here stays in your shell history: prefer --from-file)',
+      flag: '--secret <secret>',
+      help: "add generates one of the signature's scheme when not given (a value typed here stays in your shell history: prefer --from-file)",
       label: 'secret',
     },
   }),
@@ -186,6 +186,30 @@ export const ENDPOINT_FIELDS = {
     clearable: true,
     doc: 'the account it belongs to (a merchant, a carrier account, a team): 1–128 of A-Z a-z 0-9 . _ : @ + = -; endpoint list --owner finds them',
     cli: { flag: '--owner <owner>', label: 'owner' },
+  }),
+  // docs/contract.md §18. Resolved, with their secrets read, by the consumer (lib/routing.ts) and
+  // sent by the sender after the request's own, which they can never replace (lib/webhook/http-sender.ts).
+  headers: field(s.headers, {
+    clearable: true,
+    doc: 'extra request headers, name → value, or → {"secretArn": ARN} (AWS) / {"secret": value} (the sandbox) for one never shown; at most 20; not host, content-length, content-type, user-agent, webhook-*, idempotency-key, traceparent, tracestate nor a hop-by-hop header',
+    cli: {
+      flag: '--headers <header>',
+      help: "'Name: value' (repeatable; replaces every header the endpoint had; a secret value via --from-file)",
+      label: 'headers',
+    },
+  }),
+  signature: field(s.signature, {
+    default: { value: 'hmac-sha256' },
+    clearable: true,
+    doc: "how requests are signed: hmac-sha256 (v1, a whsec_ secret) or ed25519 (v1a, a whsk_ key whose public key the receiver verifies with); must be the secret's scheme",
+    cli: { flag: '--signature <scheme>', help: 'rotate-secret --signature changes the scheme of a signed endpoint', label: 'signature' },
+  }),
+  // Set by handoff from an ed25519 secret whenever one is written (add, update, rotate-secret), so
+  // that neither `show` nor the API reads a secret to show it; given only beside a secret kept in
+  // Secrets Manager, which handoff cannot read.
+  publicKey: field(s.publicKey, {
+    requires: [['secret', 'needs the ed25519 secret it is the public key of']],
+    doc: "the public key (whpk_…) of its ed25519 secret, which receivers verify v1a signatures with: set from the secret; given only with a secret kept in Secrets Manager",
   }),
 };
 

@@ -20,6 +20,7 @@ interface PipeItem {
   readonly item?: FieldSchema;
   readonly key?: FieldSchema;
   readonly value?: FieldSchema;
+  readonly entries?: Readonly<Record<string, FieldSchema>>;
   readonly pipe?: readonly PipeItem[];
 }
 
@@ -93,6 +94,14 @@ function describe(out: JsonSchema, item: PipeItem): void {
       out.type = 'array';
       out.items = jsonSchemaOf(item.item!);
       return;
+    case 'strict_object': {
+      const entries = Object.entries(item.entries ?? {});
+      out.type = 'object';
+      out.properties = Object.fromEntries(entries.map(([key, schema]) => [key, jsonSchemaOf(schema)]));
+      out.required = entries.map(([key]) => key);
+      out.additionalProperties = false;
+      return;
+    }
     case 'record': {
       const { type: _string, ...key } = jsonSchemaOf(item.key!);
       out.type = 'object';

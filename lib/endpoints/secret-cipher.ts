@@ -10,8 +10,11 @@
  * plaintext of a ciphertext never changes: kept for the container's life, lib/routing.ts).
  *
  * Both bind the ciphertext to its endpoint (KMS: the encryption context; local: the GCM's additional
- * data), so a ciphertext copied to another endpoint's item does not decrypt there. Errors name the
- * endpoint, never the secret.
+ * data), so a ciphertext copied to another endpoint's item does not decrypt there. A secret header
+ * value (an endpoint's `headers`, `{"secret": …}`, docs/contract.md §18) is encrypted the same way
+ * under a context of its own, which names the header: a signing secret's ciphertext copied into a
+ * header (where the consumer would send its plaintext to whatever URL the item names) does not
+ * decrypt there, nor one header's into another. Errors name the endpoint, never the secret.
  *
  * Who encrypts: the registry adapter, given a cipher (lib/endpoints/dynamodb-registry.ts `cipher`),
  * turns every plain `whsec_…` value it writes into this form; `handoff endpoint` gives it the
@@ -36,10 +39,10 @@ export function schemeOf(value: string): CipherScheme | undefined {
 
 export interface EndpointSecretCipher {
   readonly scheme: CipherScheme;
-  /** The form to store for `endpoint`'s secret. @throws SecretEncryptionError */
-  encrypt(secret: string, endpoint: string): Promise<string>;
-  /** @throws SecretUnavailableError naming the endpoint: the key refused it, or it was not made for this endpoint */
-  decrypt(stored: string, endpoint: string): Promise<string>;
+  /** The form to store for `endpoint`'s secret (`header`: the value of that header instead). @throws SecretEncryptionError */
+  encrypt(secret: string, endpoint: string, header?: string): Promise<string>;
+  /** @throws SecretUnavailableError naming the endpoint: the key refused it, or it was not made for this endpoint (and header) */
+  decrypt(stored: string, endpoint: string, header?: string): Promise<string>;
 }
 
 /** What KMS is asked, as the SDK's KMSClient takes it (Encrypt, Decrypt); a stub in tests. */
@@ -48,9 +51,14 @@ export interface KmsCalls {
   decrypt(input: { CiphertextBlob: Uint8Array; EncryptionContext: Record<string, string> }): Promise<{ Plaintext?: Uint8Array }>;
 }
 
-/** The encryption context of an endpoint's secret: also what a key policy may condition Decrypt on. */
-export function secretContext(endpoint: string): Record<string, string> {
-  return { 'handoff:purpose': 'endpoint-signing-secret', 'handoff:endpoint': endpoint };
+/**
+ * The encryption context of an endpoint's signing secret, or of the value of its header `header`
+ * (named in lower case: header names are case-insensitive): also what a key policy may condition
+ * Decrypt on.
+ */
+export function secretContext(endpoint: string, header?: string): Record<string, string> {
+  if (header === undefined) return { 'handoff:purpose': 'endpoint-signing-secret', 'handoff:endpoint': endpoint };
+  return { 'handoff:purpose': 'endpoint-header-secret', 'handoff:endpoint': endpoint, 'handoff:header': header.toLowerCase() };
 }
 
 /**
@@ -67,11 +75,11 @@ export class KmsSecretCipher implements EndpointSecretCipher {
     this.#keyId = options.keyId;
   }
 
-  async encrypt(secret: string, endpoint: string): Promise<string> {
+  async encrypt(secret: string, endpoint: string, header?: string): Promise<string> {
     if (this.#keyId === undefined) throw new SecretEncryptionError(`encrypting the secret of endpoint ${endpoint} needs the registry's key (its ARN)`);
     let blob: Uint8Array | undefined;
     try {
-      ({ CiphertextBlob: blob } = await this.#calls.encrypt({ KeyId: this.#keyId, Plaintext: Buffer.from(secret, 'utf8'), EncryptionContext: secretContext(endpoint) }));
+      ({ CiphertextBlob: blob } = await this.#calls.encrypt({ KeyId: this.#keyId, Plaintext: Buffer.from(secret, 'utf8'), EncryptionContext: secretContext(endpoint, header) }));
     } catch (error) {
       const what = error instanceof Error ? error.name : 'error';
       throw new SecretEncryptionError(`KMS could not encrypt the secret of endpoint ${endpoint} with ${this.#keyId}: ${what}`, { cause: error });
@@ -80,11 +88,11 @@ export class KmsSecretCipher implements EndpointSecretCipher {
     return `encrypted:kms:${Buffer.from(blob).toString('base64')}`;
   }
 
-  async decrypt(stored: string, endpoint: string): Promise<string> {
+  async decrypt(stored: string, endpoint: string, header?: string): Promise<string> {
     const blob = payloadOf(stored, 'kms', endpoint);
     let plaintext: Uint8Array | undefined;
     try {
-      ({ Plaintext: plaintext } = await this.#calls.decrypt({ CiphertextBlob: blob, EncryptionContext: secretContext(endpoint) }));
+      ({ Plaintext: plaintext } = await this.#calls.decrypt({ CiphertextBlob: blob, EncryptionContext: secretContext(endpoint, header) }));
     } catch (error) {
       const what = error instanceof Error ? error.name : 'error';
       throw new SecretUnavailableError('secret-unreadable', `KMS could not decrypt the secret of endpoint ${endpoint}: ${what}`, { cause: error });
@@ -113,19 +121,19 @@ export class LocalSecretCipher implements EndpointSecretCipher {
     return randomBytes(LOCAL_KEY_BYTES).toString('base64');
   }
 
-  encrypt(secret: string, endpoint: string): Promise<string> {
+  encrypt(secret: string, endpoint: string, header?: string): Promise<string> {
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
-    cipher.setAAD(aad(endpoint));
+    cipher.setAAD(aad(endpoint, header));
     const body = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
     return Promise.resolve(`encrypted:local:${Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64')}`);
   }
 
-  decrypt(stored: string, endpoint: string): Promise<string> {
+  decrypt(stored: string, endpoint: string, header?: string): Promise<string> {
     try {
       const raw = payloadOf(stored, 'local', endpoint);
       const decipher = createDecipheriv('aes-256-gcm', this.#key, raw.subarray(0, IV_BYTES));
-      decipher.setAAD(aad(endpoint));
+      decipher.setAAD(aad(endpoint, header));
       decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
       return Promise.resolve(Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8'));
     } catch (error) {
@@ -135,9 +143,10 @@ export class LocalSecretCipher implements EndpointSecretCipher {
   }
 }
 
-function aad(endpoint: string): Buffer {
-  const context = secretContext(endpoint);
-  return Buffer.from(`${context['handoff:purpose']}\n${context['handoff:endpoint']}`, 'utf8');
+function aad(endpoint: string, header?: string): Buffer {
+  const context = secretContext(endpoint, header);
+  const named = header === undefined ? '' : `\n${context['handoff:header']}`;
+  return Buffer.from(`${context['handoff:purpose']}\n${context['handoff:endpoint']}${named}`, 'utf8');
 }
 
 /** The ciphertext of a stored secret made by `scheme`. @throws SecretUnavailableError for another form */

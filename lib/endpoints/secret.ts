@@ -3,19 +3,26 @@
  * rotation's previous version (`secretsManagerVersions`), and kept for a bounded age
  * (`SecretCache`).
  *
- * `handoff endpoint add` and `rotate-secret` make one when none is given: `whsec_` and the base64
- * of 32 random bytes, the Standard Webhooks form, longer than the 24-byte minimum the signer
- * enforces (lib/webhook/signing-secret.ts).
+ * `handoff endpoint add` and `rotate-secret` make one when none is given, of the endpoint's
+ * signature scheme: for HMAC-SHA256, `whsec_` and the base64 of 32 random bytes, the Standard
+ * Webhooks form, longer than the 24-byte minimum the signer enforces; for ed25519, a new key pair,
+ * `whsk_` and the base64 of its seed and public key (lib/webhook/signing-secret.ts).
  *
  * Messages and errors name a secret's ARN, never its value.
  */
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { errorFields, type Logger } from '../observability';
-import { createSigner, SECRET_PREFIX, type PreviousSecret } from '../webhook/signing-secret';
+import { HEADER_VALUE, MAX_HEADER_VALUE_CHARS } from '../webhook/custom-headers';
+import { createSigner, ED25519_SECRET_PREFIX, ed25519Values, rawEd25519Key, SECRET_PREFIX, type PreviousSecret, type SignatureScheme } from '../webhook/signing-secret';
 import { SecretUnavailableError, SigningSecretError } from '../errors';
 export const GENERATED_SECRET_BYTES = 32;
 
-export function generateSecret(): string {
+/** A new signing secret of `scheme`: `whsec_…` (HMAC-SHA256, the default) or an ed25519 key pair's `whsk_…`. */
+export function generateSecret(scheme: SignatureScheme = 'hmac-sha256'): string {
+  if (scheme === 'ed25519') {
+    const { seed, publicKey } = rawEd25519Key(generateKeyPairSync('ed25519').privateKey);
+    return ed25519Values(seed, publicKey).secret;
+  }
   return `${SECRET_PREFIX}${randomBytes(GENERATED_SECRET_BYTES).toString('base64')}`;
 }
 
@@ -93,6 +100,31 @@ export function secretsManagerVersions(
 }
 
 /**
+ * Reads a header's value from Secrets Manager (an endpoint's `headers`, `{"secretArn": …}`): the
+ * secret's current string, trimmed, which must be a header value (visible ASCII, spaces within).
+ * No previous version: a header carries one value, and the receiver decides when an old one stops
+ * working. Kept like a signing secret (`SecretCache`: read again every 5 minutes).
+ * @throws SecretUnavailableError naming the ARN, never the value
+ */
+export function secretsManagerHeaderValue(get: GetSecretValue): (arn: string) => Promise<string> {
+  return async (arn) => {
+    let read: { SecretString?: string };
+    try {
+      read = await get({ SecretId: arn });
+    } catch (error) {
+      const what = error instanceof Error ? error.name : 'error';
+      throw new SecretUnavailableError('secret-unreadable', `Secrets Manager could not read the header secret ${arn}: ${what}`, { cause: error });
+    }
+    const value = read.SecretString?.trim();
+    if (value === undefined || value === '') throw new SecretUnavailableError('secret-invalid', `the header secret ${arn} has no string value`);
+    if (value.length > MAX_HEADER_VALUE_CHARS || !HEADER_VALUE.test(value)) {
+      throw new SecretUnavailableError('secret-invalid', `the header secret ${arn} is not a header value: 1–${MAX_HEADER_VALUE_CHARS} visible ASCII characters, spaces within`);
+    }
+    return value;
+  };
+}
+
+/**
  * How long one GetSecretValue request may take (connecting included): a read is awaited by the batch
  * that makes it (at most every 5 minutes a secret), so Secrets Manager hanging must cost that batch
  * seconds, not its whole timeout. A request that times out fails the read like any other.
@@ -112,7 +144,7 @@ export function secretsManagerClient(): GetSecretValue {
   };
 }
 
-/** A secret value as Secrets Manager holds it (`whsec_<base64>` or bare base64), checked by the signer itself. */
+/** A secret value as Secrets Manager holds it (`whsec_<base64>`, bare base64, or `whsk_<base64>`), checked by the signer itself. */
 function signingValue(raw: string | undefined, arn: string): string {
   const secret = raw?.trim();
   if (!secret) throw new SecretUnavailableError('secret-invalid', `the secret ${arn} has no string value`);
@@ -122,7 +154,7 @@ function signingValue(raw: string | undefined, arn: string): string {
     if (!(error instanceof SigningSecretError)) throw error;
     throw new SecretUnavailableError(
       'secret-invalid',
-      `the secret ${arn} cannot sign: its key ${error.message} (the value must be whsec_<base64> or bare base64)`,
+      `the secret ${arn} cannot sign: its key ${error.message} (the value must be ${secret.startsWith(ED25519_SECRET_PREFIX) ? 'an ed25519 whsk_<base64>' : 'whsec_<base64> or bare base64'})`,
       { cause: error },
     );
   }

@@ -13,7 +13,7 @@ export type VerificationProblem =
   | 'bad-timestamp'
   /** The timestamp is further from now than the tolerance, in either direction. */
   | 'stale-timestamp'
-  /** No `v1` signature matches any of the secrets. */
+  /** No `v1` signature matches a secret, nor `v1a` signature a public key. */
   | 'bad-signature';
 
 /** The request is not a genuine, fresh webhook: answered 401, whichever the problem. */

@@ -67,8 +67,9 @@ export type ActionResult = void | {
 
 export interface ReceiverOptions {
   /**
-   * Standard Webhooks secrets (`whsec_…`) accepted now: during a rotation, the new and the old.
-   * Required unless `unsigned` is set.
+   * Standard Webhooks secrets (`whsec_…`, verifying `v1` signatures) and ed25519 public keys
+   * (`whpk_…`, verifying `v1a` ones) accepted now: during a rotation, the new and the old, of
+   * either scheme. Required unless `unsigned` is set.
    */
   readonly secrets?: readonly string[];
   /** Accept requests without verifying them. For local demos and tests only. */

@@ -15,6 +15,7 @@ import { urlToHttpOptions } from 'node:url';
 // A named import lets bundlers keep only this one field of package.json.
 import { version } from '../../package.json';
 import { classifyResponse, type AttemptOutcome, type NotSentCause } from '../outcome';
+import { refusedHeaderProblem } from './custom-headers';
 import { EndpointGuard } from './endpoint-guard';
 import { EndpointRefusedError } from '../errors';
 import type { AttemptResult, WebhookRequest, WebhookSender } from './sender';
@@ -32,7 +33,7 @@ const IDLE_SOCKET_TIMEOUT_MS = 4_000;
 
 export interface HttpWebhookSenderOptions {
   readonly url: string;
-  /** Standard Webhooks secret (`whsec_…`). Unset: requests are not signed. */
+  /** Standard Webhooks secret: `whsec_…` (HMAC-SHA256, `v1`) or `whsk_…` (ed25519, `v1a`). Unset: requests are not signed. */
   readonly secret?: string;
   /**
    * A rotation's old secret (docs/contract.md §12): requests made before `previousSecretUntil`
@@ -41,6 +42,12 @@ export interface HttpWebhookSenderOptions {
   readonly previousSecret?: string;
   /** Epoch ms: the first attempt time at which `previousSecret` no longer signs. */
   readonly previousSecretUntil?: number;
+  /**
+   * The endpoint's extra headers (docs/contract.md §18), each value as sent. Sent before the
+   * request's own, which always win: a name the request keeps for itself is left out here too, as
+   * the endpoint's field refuses it.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
   /** One attempt's budget: connect, write, response headers and the bounded body read. */
   readonly timeoutMs: number;
   readonly userAgent?: string;
@@ -66,6 +73,8 @@ export class HttpWebhookSender implements WebhookSender {
   private readonly transport: typeof http | typeof https;
   private readonly agent: http.Agent;
   private readonly signer: RequestSigner | undefined;
+  /** The endpoint's extra headers, their names in lower case; undefined when it has none (nothing added per request). */
+  private readonly extraHeaders: Readonly<Record<string, string>> | undefined;
   private readonly guard: EndpointGuard;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
@@ -86,6 +95,7 @@ export class HttpWebhookSender implements WebhookSender {
     this.transport = this.url.protocol === 'https:' ? https : http;
     this.agent = new this.transport.Agent({ keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS });
     this.signer = signerFor(options);
+    this.extraHeaders = extraHeadersOf(options.headers);
     if (!(options.timeoutMs > 0)) throw new RangeError(`timeoutMs must be positive, got ${options.timeoutMs}`);
     this.timeoutMs = options.timeoutMs;
     this.userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
@@ -147,7 +157,10 @@ export class HttpWebhookSender implements WebhookSender {
 
   private headers({ eventId, body, sequence }: WebhookRequest, contentLength: number): http.OutgoingHttpHeaders {
     const attemptMs = this.now();
+    // The endpoint's headers first, the request's own after them: no name of the request's can be
+    // replaced, whatever they hold (every name here is lower case, so one key each).
     const headers: http.OutgoingHttpHeaders = {
+      ...this.extraHeaders,
       'content-type': 'application/json',
       'content-length': String(contentLength),
       'idempotency-key': eventId,
@@ -273,6 +286,17 @@ function signerFor(options: HttpWebhookSenderOptions): RequestSigner | undefined
   if (secret === undefined) throw new RangeError('previousSecret needs secret: a rotation signs with the new secret first');
   if (previousSecretUntil === undefined) throw new RangeError('previousSecret needs previousSecretUntil: when the old secret stops signing');
   return new RequestSigner(secret, { secret: previousSecret, untilMs: previousSecretUntil });
+}
+
+/**
+ * The headers an endpoint adds, named in lower case (Node takes names without case; one key each
+ * here), any name the request keeps for itself left out: the field refuses those, and an item
+ * written by hand must not get them past it.
+ */
+function extraHeadersOf(headers: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> | undefined {
+  if (headers === undefined) return undefined;
+  const kept = Object.entries(headers).filter(([name]) => refusedHeaderProblem(name) === undefined);
+  return kept.length === 0 ? undefined : Object.fromEntries(kept.map(([name, value]) => [name.toLowerCase(), value]));
 }
 
 const DNS_ERROR_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME', 'ENODATA']);

@@ -68,6 +68,8 @@ function endpoint(name: string): Endpoint {
     match: {},
     owner: 'acme',
     secret: 'set',
+    publicKey: null,
+    headers: {},
     previousSecretUntil: null,
     parked: 0,
     health: { paused: false, pausedUntil: null, failures: 0, failingSince: null, lastAcceptedAt: null },

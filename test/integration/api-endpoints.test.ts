@@ -194,6 +194,8 @@ describe('Route: POST /v1/endpoints', () => {
       match: {},
       owner: 'acme-corp',
       secret,
+      publicKey: null,
+      headers: {},
       previousSecretUntil: null,
       parked: 0,
       health: { paused: false, pausedUntil: null, failures: 0, failingSince: null, lastAcceptedAt: null },

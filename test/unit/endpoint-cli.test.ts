@@ -206,6 +206,8 @@ describe('Function: endpointJson', () => {
       match: {},
       owner: null,
       secret: 'set',
+      publicKey: null,
+      headers: {},
       previousSecretUntil: null,
       parked: null,
       health: { paused: false, pausedUntil: null, failures: 0, failingSince: null, lastAcceptedAt: null },

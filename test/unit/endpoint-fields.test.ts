@@ -89,6 +89,7 @@ describe('The fields table', () => {
       ordering: 'none',
       onDead: 'continue',
       autoDisable: true,
+      signature: 'hmac-sha256',
     });
     expect(Object.keys(effectiveSettings(set))).toEqual(SETTING_NAMES);
     expect(effectiveSettings(set)).toMatchObject({ recovery: 'drop', rateLimitPerSecond: 7, maxAttempts: 3, retrySchedule: DEFAULT_SETTINGS.retryPolicy.waitsSeconds, attemptTimeoutMs: 10_000 });
@@ -114,13 +115,16 @@ describe('Function: endpointJsonSchema', () => {
     expect(properties.url).toMatchObject({ type: 'string', minLength: 1, maxLength: 2048 });
     expect(properties.eventTypes).toMatchObject({ type: 'array', minItems: 1, items: { type: 'string', enum: expect.arrayContaining(['shipment.delivered', '*']) } });
     expect(properties.match).toMatchObject({ type: 'object', maxProperties: 16, additionalProperties: { type: 'array', minItems: 1, maxItems: 64 } });
-    expect(properties.secret).toMatchObject({ type: 'string', anyOf: [{ pattern: '^whsec_' }, { pattern: expect.stringContaining('secretsmanager') }, { pattern: expect.stringContaining('encrypted') }] });
+    expect(properties.secret).toMatchObject({
+      type: 'string',
+      anyOf: [{ pattern: '^whsec_' }, { pattern: '^whsk_' }, { pattern: expect.stringContaining('secretsmanager') }, { pattern: expect.stringContaining('encrypted') }],
+    });
     expect(properties.retrySchedule).toMatchObject({ type: 'array', minItems: 1, maxItems: 100, items: { type: 'integer', minimum: 0, maximum: 43_200 } });
     expect(properties.maxAttempts).toEqual({ type: 'integer', minimum: 1, maximum: 100, description: "attempts in all; unset: the deployment's" });
     expect(properties.rateLimitPerSecond).toMatchObject({ type: 'integer', minimum: 1, maximum: 10_000 });
     expect(properties.recovery).toMatchObject({ type: 'string', enum: ['review', 'drop'], default: 'review' });
     expect(properties.autoDisable).toMatchObject({ type: 'boolean', default: true });
-    expect(schema.dependentRequired).toEqual({ previousSecret: ['previousSecretUntil', 'secret'], previousSecretUntil: ['previousSecret'] });
+    expect(schema.dependentRequired).toEqual({ previousSecret: ['previousSecretUntil', 'secret'], previousSecretUntil: ['previousSecret'], publicKey: ['secret'] });
   });
 
   it('passes an endpoint parseEndpointFields accepts, the least and the most it may give', () => {

@@ -253,6 +253,7 @@ describe('Function: resolveEndpoint', () => {
       disableAfterFailures: 20,
       rateLimitPerSecond: undefined,
       receiverRetentionSeconds: undefined,
+      signature: 'hmac-sha256',
       state: 'enabled',
       stateChange: undefined,
     });
