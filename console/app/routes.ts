@@ -25,7 +25,13 @@ export const NAV = [
 export function parseRoute(hash: string): Route {
   const [path = '', search = ''] = hash.replace(/^#/, '').split('?', 2);
   const query = new URLSearchParams(search);
-  const parts = path.split('/').filter((part) => part !== '').map((part) => decodeURIComponent(part));
+  let parts: string[];
+  try {
+    parts = path.split('/').filter((part) => part !== '').map((part) => decodeURIComponent(part));
+  } catch {
+    // A malformed escape (`%E0%A4%A`, a lone `%`) names no page: the Overview.
+    return { page: 'overview' };
+  }
   const given = (name: string) => query.get(name) || undefined;
   switch (parts[0]) {
     case 'endpoints':

@@ -9,8 +9,15 @@
  *   the JWT authorizer's issuer, `GET /console/config.json` says where).
  *
  * A fragment never reaches a server, so the token is in no log. The page keeps the credential in
- * sessionStorage (gone with the tab) and takes the fragment out of the address bar at once, so it is
- * not left in the history or shared with a copied link.
+ * sessionStorage (gone with the tab) and replaces the fragment in the address bar at once
+ * (history.replaceState), so a link copied from it or a screen shared shows no token. The browser's
+ * history is another matter: Chromium keeps the address the page was opened with, token and all,
+ * in its History, as other browsers may; on a machine someone else uses, open a link in a private
+ * window, or clear that entry. A portal link's token expires (24 h at most); the sandbox's token
+ * changes at each start.
+ *
+ * Only a fragment that is not a route (`#/…`) is read as a credential: a route's query
+ * (`#/lookup?id=…&token=…`) is a route's, and never replaces the credential the tab holds.
  */
 import type { ConsoleConfig, ConsoleSignIn } from '../config';
 
@@ -59,7 +66,8 @@ export function portalClaims(token: string): { owner: string; expiresAt: number 
  * credential in the fragment replaces the held one, and the fragment becomes the first page's route.
  */
 export function takeCredential(): Credential | undefined {
-  const fragment = new URLSearchParams(location.hash.replace(/^#/, ''));
+  // A route (`#/lookup?id=…`) is not a credential, whatever its query holds.
+  const fragment = new URLSearchParams(location.hash.startsWith('#/') ? '' : location.hash.replace(/^#/, ''));
   const token = fragment.get('token');
   const portal = fragment.get('portal');
   let taken: Credential | undefined;

@@ -1,12 +1,14 @@
 /**
  * The console in a real headless Chromium against a real sandbox (test/helpers/console-browser.ts):
  * READY's consoleUrl opens it with the token taken out of the address bar, the four pages are
- * reachable by their labels with the keyboard alone, a portal link opens it in portal mode, and the
- * page asks nothing of any origin but the sandbox's (checked after every test, with console errors).
+ * reachable by their labels with the keyboard alone, a portal link opens it in portal mode, a
+ * route's query is never taken for a credential, a malformed route opens the Overview, and the
+ * page asks nothing of any origin but the sandbox's (checked after every test, with console errors:
+ * the harness is shown to catch both).
  */
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { useConsole } from '../helpers/console-browser';
+import { openWatchedPage, tabTo, useConsole } from '../helpers/console-browser';
 
 const suite = useConsole();
 
@@ -16,21 +18,6 @@ const ROUTES: Record<(typeof LABELS)[number], string> = { Overview: '#/overview'
 /** The navigation's link with this visible label. */
 function navLink(page: Page, label: string) {
   return page.getByRole('navigation').getByRole('link', { name: label, exact: true });
-}
-
-/**
- * Moves the keyboard focus with Tab (then Shift+Tab, the other way) until the navigation's link
- * `label` has it; fails when neither way reaches it.
- */
-async function tabTo(page: Page, label: string): Promise<void> {
-  const link = navLink(page, label);
-  for (const key of ['Tab', 'Shift+Tab']) {
-    for (let i = 0; i < 25; i++) {
-      if (await link.evaluate((element) => element.ownerDocument.activeElement === element)) return;
-      await page.keyboard.press(key);
-    }
-  }
-  throw new Error(`the keyboard does not reach the navigation's "${label}"`);
 }
 
 describe('the console in Chromium, from the sandbox', { timeout: 60_000 }, () => {
@@ -50,7 +37,7 @@ describe('the console in Chromium, from the sandbox', { timeout: 60_000 }, () =>
     const reached: string[] = [];
 
     for (const label of [...LABELS.slice(1), LABELS[0]]) {
-      await tabTo(page, label);
+      await tabTo(page, navLink(page, label), 25);
       await page.keyboard.press('Enter');
       await page.waitForURL((url) => url.hash.startsWith(ROUTES[label]));
       reached.push(new URL(page.url()).hash);
@@ -86,6 +73,36 @@ describe('the console in Chromium, from the sandbox', { timeout: 60_000 }, () =>
     expect(watched.responses().filter((line) => / 40[13]$/.test(line))).toEqual([]);
   });
 
+  it("never takes a route's query for a credential: `#/lookup?id=…&token=…` is a lookup, the tab's credential kept", async () => {
+    const { page } = await suite.openConsole();
+    const held = () =>
+      page.evaluate(() => {
+        // In the page: its sessionStorage (the root tsconfig has no DOM types).
+        const storage = (globalThis as unknown as { sessionStorage: { getItem(key: string): string | null } }).sessionStorage;
+        return JSON.parse(storage.getItem('handoff.console.credential') ?? '{}') as { kind?: string; token?: string };
+      });
+    const before = await held();
+
+    await page.goto(`${suite.origin}/console/#/lookup?id=evt_nothing&token=not-the-token`);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Lookup' }).waitFor();
+    await page.getByRole('heading', { name: 'Nothing found for evt_nothing' }).waitFor();
+
+    expect(before).toEqual({ kind: 'operator', token: suite.started.sandbox.ready.apiToken });
+    expect(await held()).toEqual(before);
+    expect(new URL(page.url()).hash).toBe('#/lookup?id=evt_nothing&token=not-the-token');
+  });
+
+  it('opens the Overview for a route with a malformed escape, rather than failing', async () => {
+    const { page } = await suite.openConsole();
+
+    await page.goto(`${suite.origin}/console/#/endpoints/%E0%A4%A`);
+    await page.reload();
+
+    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    expect(await page.getByRole('navigation').getByRole('link', { name: 'Overview', exact: true }).getAttribute('aria-current')).toBe('page');
+  });
+
   it('shows how to open the console when there is no credential', async () => {
     const watched = await suite.openConsole(`${suite.origin}/console/`);
 
@@ -114,5 +131,31 @@ describe('the console in Chromium, from the sandbox', { timeout: 60_000 }, () =>
     expect(again.status).toBe(304);
     expect(await config.json()).toEqual({});
     expect(unknown.status).toBe(404);
+  });
+
+  it("is watched: the harness records a request to another origin and a console error (the rules every test is held to)", async () => {
+    // A watched page of its own, not the suite's: the suite fails any test whose pages break a rule.
+    const watched = await openWatchedPage(suite.browser, suite.origin);
+    try {
+      // A page with no Content Security Policy (about:blank): the request leaves for the network, and is stopped there.
+      await watched.page.evaluate(async () => {
+        await fetch('https://example.com/harness-probe').catch(() => undefined);
+        console.error('a planted console error');
+      });
+      // The console's own page: its CSP refuses the request before it leaves, which is a console error of its own.
+      await watched.page.goto(`${suite.origin}/console/`);
+      await watched.page.locator('main').first().waitFor();
+      await watched.page.evaluate(async () => {
+        await fetch('https://example.com/csp-probe').catch(() => undefined);
+      });
+
+      const problems = watched.problems();
+      expect(watched.externalRequests()).toEqual(['https://example.com/harness-probe']);
+      expect(problems).toContain('request to another origin: https://example.com/harness-probe');
+      expect(problems).toContain('console error: a planted console error');
+      expect(problems.some((line) => line.startsWith('console error: ') && line.includes('https://example.com/csp-probe') && /Content Security Policy/.test(line))).toBe(true);
+    } finally {
+      await watched.close();
+    }
   });
 });

@@ -8,7 +8,7 @@
  *   origin, no console error, no failed file: test/helpers/chromium.ts), checked after each test:
  *   a broken rule fails the test that broke it.
  */
-import type { Browser } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { launchChromium, openWatchedPage, type ConsolePage, type PageOptions } from './chromium';
 import { useSandboxProcess, type StartedSandbox } from './sandbox-suite';
@@ -110,4 +110,18 @@ export function useConsole(options: ConsoleSuiteOptions = {}): ConsoleSuite {
     },
   };
   return suite;
+}
+
+/**
+ * Moves the keyboard focus with Tab (then Shift+Tab, the other way) until `target` has it, as a
+ * keyboard user reaches it; fails when `presses` each way do not.
+ */
+export async function tabTo(page: Page, target: Locator, presses = 40): Promise<void> {
+  for (const key of ['Tab', 'Shift+Tab']) {
+    for (let i = 0; i < presses; i++) {
+      if (await target.evaluate((element) => element.ownerDocument.activeElement === element)) return;
+      await page.keyboard.press(key);
+    }
+  }
+  throw new Error('the keyboard does not reach the element');
 }
