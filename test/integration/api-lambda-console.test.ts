@@ -8,29 +8,18 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ApiEvent, ApiResult } from '../../api/http';
 import { CONSOLE_ENV } from '../../console/site';
-import { DEFAULT_SETTINGS, RESOURCE_ENV, SETTING_VARIABLES } from '../../lib/config';
-import { deploymentToJson } from '../../lib/endpoints/endpoint';
 import { ConfigError } from '../../lib/errors';
 import { apiEvent } from '../helpers/api-events';
+import { apiFunctionEnvironment, SEAL_KEY_ARN, UNREACHED_RESOURCES } from '../helpers/api-function-environment';
 import { startSecretsManagerStub, type SecretsManagerStub } from '../helpers/secrets-manager';
 import { TEST_SEAL_KEY } from '../helpers/sqs-records';
 
-const SEAL_KEY_ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:handoff-seal-AbCdEf';
 const PORTAL_CONSOLE_URL = 'https://portal.example.com/console/';
 
 /** The construct's environment, its resources named but never reached (no route here touches them). */
 function functionEnvironment(secretsManager: string): Record<string, string> {
   return {
-    [RESOURCE_ENV.ledgerTable]: 'ledger',
-    [RESOURCE_ENV.endpointsTable]: 'endpoints',
-    [RESOURCE_ENV.queueUrl]: 'https://sqs.us-east-1.amazonaws.com/123456789012/q',
-    [RESOURCE_ENV.deadLetterQueueUrl]: 'https://sqs.us-east-1.amazonaws.com/123456789012/dlq',
-    [RESOURCE_ENV.redriveQueueUrl]: 'https://sqs.us-east-1.amazonaws.com/123456789012/redrive',
-    [RESOURCE_ENV.orderedQueueUrl]: 'https://sqs.us-east-1.amazonaws.com/123456789012/ordered.fifo',
-    [RESOURCE_ENV.sealKeyArn]: SEAL_KEY_ARN,
-    [RESOURCE_ENV.endpointsKeyArn]: 'arn:aws:kms:us-east-1:123456789012:key/00000000-0000-0000-0000-000000000000',
-    [RESOURCE_ENV.endpointDefaults]: JSON.stringify(deploymentToJson(DEFAULT_SETTINGS)),
-    [SETTING_VARIABLES.payloadLimitBytes]: String(DEFAULT_SETTINGS.payloadLimitBytes),
+    ...apiFunctionEnvironment(UNREACHED_RESOURCES),
     [CONSOLE_ENV.portalConsoleUrl]: PORTAL_CONSOLE_URL,
     AWS_REGION: 'us-east-1',
     AWS_ACCESS_KEY_ID: 'test',

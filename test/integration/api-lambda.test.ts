@@ -14,12 +14,12 @@ import type { ApiEvent, ApiResult } from '../../api/http';
 import { portalKeyFrom, verifyPortalToken } from '../../api/portal-link';
 import { API_TARGET_DESCRIPTION, targetFromEnvironment } from '../../functions/api-target';
 import { DEFAULT_SETTINGS, RESOURCE_ENV, SETTING_VARIABLES } from '../../lib/config';
-import { deploymentToJson } from '../../lib/endpoints/endpoint';
 import { ConfigError } from '../../lib/errors';
 import { startEmulators, type Emulators } from '../../sandbox/emulators';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { createLedgerTable } from '../../sandbox/ledger-table';
 import { createQueue, ORDERED_QUEUE_ATTRIBUTES } from '../../sandbox/queues';
+import { apiFunctionEnvironment, ENDPOINTS_KEY_ARN, SEAL_KEY_ARN } from '../helpers/api-function-environment';
 import { startKmsStub, type KmsStub } from '../helpers/kms';
 import { startSecretsManagerStub, type SecretsManagerStub } from '../helpers/secrets-manager';
 import { TEST_SEAL, TEST_SEAL_KEY } from '../helpers/sqs-records';
@@ -30,25 +30,7 @@ import { ENDPOINT_ATTRIBUTE } from '../../lib/queue/queue';
 
 const REGION = 'us-east-1';
 const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
-const SEAL_KEY_ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:handoff-seal-AbCdEf';
-const ENDPOINTS_KEY_ARN = 'arn:aws:kms:us-east-1:123456789012:key/00000000-0000-0000-0000-000000000000';
 const CALLER = 'arn:aws:iam::123456789012:role/ops';
-
-/** The environment the construct gives the function, for these resources. */
-function functionEnvironment(names: { ledgerTable: string; endpointsTable: string; queueUrl: string; deadLetterQueueUrl: string; redriveQueueUrl: string; orderedQueueUrl: string }) {
-  return {
-    [RESOURCE_ENV.ledgerTable]: names.ledgerTable,
-    [RESOURCE_ENV.endpointsTable]: names.endpointsTable,
-    [RESOURCE_ENV.queueUrl]: names.queueUrl,
-    [RESOURCE_ENV.deadLetterQueueUrl]: names.deadLetterQueueUrl,
-    [RESOURCE_ENV.redriveQueueUrl]: names.redriveQueueUrl,
-    [RESOURCE_ENV.orderedQueueUrl]: names.orderedQueueUrl,
-    [RESOURCE_ENV.sealKeyArn]: SEAL_KEY_ARN,
-    [RESOURCE_ENV.endpointsKeyArn]: ENDPOINTS_KEY_ARN,
-    [RESOURCE_ENV.endpointDefaults]: JSON.stringify(deploymentToJson(DEFAULT_SETTINGS)),
-    [SETTING_VARIABLES.payloadLimitBytes]: String(DEFAULT_SETTINGS.payloadLimitBytes),
-  };
-}
 
 const NAMES = {
   ledgerTable: 'api-lambda-ledger',
@@ -118,7 +100,7 @@ describe('functions/api.ts: the API Lambda wired from its environment', () => {
     NAMES.redriveQueueUrl = await createQueue(sqs, 'api-lambda-redrive', {});
     NAMES.orderedQueueUrl = await createQueue(sqs, 'api-lambda-ordered.fifo', { ...ORDERED_QUEUE_ATTRIBUTES });
     // What Lambda gives the function: its region and role's credentials; here the endpoints too.
-    Object.assign(process.env, functionEnvironment(NAMES), {
+    Object.assign(process.env, apiFunctionEnvironment(NAMES), {
       AWS_REGION: REGION,
       AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
       AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
@@ -279,7 +261,7 @@ describe('targetFromEnvironment', () => {
   const names = { ledgerTable: 'l', endpointsTable: 'e', queueUrl: 'https://q', deadLetterQueueUrl: 'https://d', redriveQueueUrl: 'https://r', orderedQueueUrl: 'https://o.fifo' };
 
   it("is the deployment the stack's outputs describe: its resources, the seal key and registry key by ARN, its payload limit and endpoint defaults, in AWS", () => {
-    const target = targetFromEnvironment(functionEnvironment(names));
+    const target = targetFromEnvironment(apiFunctionEnvironment(names));
 
     expect(target).toEqual({
       ...names,
@@ -299,7 +281,7 @@ describe('targetFromEnvironment', () => {
   });
 
   it('refuses an environment without one of its resources, naming the variable', () => {
-    const { [RESOURCE_ENV.orderedQueueUrl]: _omitted, ...rest } = functionEnvironment(names);
+    const { [RESOURCE_ENV.orderedQueueUrl]: _omitted, ...rest } = apiFunctionEnvironment(names);
 
     const act = () => targetFromEnvironment(rest);
 
@@ -308,7 +290,7 @@ describe('targetFromEnvironment', () => {
   });
 
   it('refuses endpoint defaults that are not the JSON the stack writes, and a payload limit that is not a number, naming each', () => {
-    const env = functionEnvironment(names);
+    const env = apiFunctionEnvironment(names);
 
     expect(() => targetFromEnvironment({ ...env, [RESOURCE_ENV.endpointDefaults]: '{"retrySchedule":"soon"}' })).toThrow(
       new RegExp(`^${RESOURCE_ENV.endpointDefaults} must hold the deployment's endpoint defaults as JSON`),
