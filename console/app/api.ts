@@ -3,37 +3,12 @@
  * in and out. An answer that is not 2xx becomes an ApiError holding the problem document (RFC 9457)
  * the API sent, so a form can show each bad field's message next to that field, word for word.
  */
+import { actionKeys } from './action-keys';
+import { ApiError, type FieldProblem } from './errors';
+import { readPages, type Page, type PagesRead } from './paging';
 import { currentCredential } from './session';
 
-/** One bad field of a 400: `path` as the API names it (`url`, `query.limit`, `events[2].type`). */
-export interface FieldProblem {
-  readonly path: string;
-  readonly message: string;
-}
-
-export class ApiError extends Error {
-  override readonly name = 'ApiError';
-  constructor(
-    readonly status: number,
-    readonly type: string,
-    readonly title: string,
-    readonly detail: string,
-    readonly errors: readonly FieldProblem[],
-  ) {
-    super(detail || title || `the API answered ${status}`);
-  }
-
-  /** The messages for one field, as the API wrote them. */
-  messagesFor(path: string): string[] {
-    return this.errors.filter((error) => error.path === path).map((error) => error.message);
-  }
-}
-
-/** Every list the API answers. */
-export interface Page<T> {
-  readonly items: readonly T[];
-  readonly next: string | null;
-}
+export { actionKeys, ApiError, type FieldProblem, type Page };
 
 export type Query = Readonly<Record<string, string | number | boolean | undefined | null>>;
 
@@ -107,19 +82,7 @@ export const api = {
   delete: <T>(path: string) => call<T>('DELETE', path),
 };
 
-/** A fresh Idempotency-Key for one action the person started. */
-export function actionKey(): string {
-  return crypto.randomUUID();
-}
-
-/** Every page of a list, up to `max` items. */
-export async function allPages<T>(path: string, query: Query, max = 1000): Promise<T[]> {
-  const items: T[] = [];
-  let cursor: string | null = null;
-  do {
-    const page: Page<T> = await api.get<Page<T>>(path, { ...query, limit: 100, cursor });
-    items.push(...page.items);
-    cursor = page.next;
-  } while (cursor !== null && items.length < max);
-  return items;
+/** Pages of a list, from its start, up to `maxItems` items in at most `maxRequests` requests of the API's largest page. */
+export function allPages<T>(path: string, query: Query, limits: { maxItems: number; maxRequests: number }): Promise<PagesRead<T>> {
+  return readPages<T>((cursor) => api.get<Page<T>>(path, { ...query, limit: 100, cursor }), limits);
 }

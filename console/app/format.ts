@@ -2,6 +2,7 @@
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 const timeOnly = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
+const timeOfDay = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
 const number = new Intl.NumberFormat();
 
 /** A time from epoch ms or ISO text; an em dash for none. */
@@ -11,8 +12,14 @@ export function formatTime(value: number | string | null | undefined): string {
   return Number.isNaN(date.getTime()) ? String(value) : dateTime.format(date);
 }
 
+/** Hours and minutes: the chart's minutes. */
 export function formatClock(value: number | string): string {
   return timeOnly.format(new Date(value));
+}
+
+/** Hours, minutes and seconds: when the page last read something. */
+export function formatTimeOfDay(value: number | string): string {
+  return timeOfDay.format(new Date(value));
 }
 
 /** A duration in ms: `340 ms`, `2.1 s`, `4 min`, `3 h`. */
@@ -35,4 +42,21 @@ export function formatRelative(value: number | string | null | undefined, now = 
   const delta = at - now;
   const text = formatDuration(Math.abs(delta));
   return delta >= 0 ? `in ${text}` : `${text} ago`;
+}
+
+/** `2026-12-05T10:30` in the reader's zone, for a datetime-local input, from an ISO time. */
+export function localInputOf(iso: string | undefined): string {
+  if (iso === undefined || iso === '') return '';
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) return '';
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())}T${two(at.getHours())}:${two(at.getMinutes())}`;
+}
+
+/** A datetime-local input's value as an ISO time in UTC, which the API takes and any reader's zone reads alike. */
+export function isoOfLocalInput(value: string): string | undefined {
+  if (value === '') return undefined;
+  // A date-time without a zone is the reader's local time.
+  const at = new Date(value);
+  return Number.isNaN(at.getTime()) ? undefined : at.toISOString();
 }

@@ -2,6 +2,7 @@
 import { render } from 'preact';
 import './styles.css';
 import { App } from './app';
+import { toError } from './errors';
 import { completeSignIn, loadConfig, takeCredential } from './session';
 
 async function start(): Promise<void> {
@@ -13,7 +14,7 @@ async function start(): Promise<void> {
     try {
       credential = (await completeSignIn(config.signIn)) ?? credential;
     } catch (error) {
-      signInError = error instanceof Error ? error : new Error(String(error));
+      signInError = toError(error);
     }
   }
   if (!location.hash.startsWith('#/')) history.replaceState(null, '', `${location.pathname}#/overview`);

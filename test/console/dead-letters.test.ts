@@ -3,8 +3,10 @@
  * (test/helpers/console-browser.ts): its filters are kept in the route, so a link opens the same
  * list; filtered by endpoint, rows picked one by one are replayed after a dialog that states their
  * count and asks a reason, and they leave the list; "All matching the filter" is counted by the
- * API's dry run before the same dialog, then replayed in bulk. Each replayed delivery reaches its
- * receiver once more; the other endpoint's dead delivery is left as it was.
+ * API's dry run before the same dialog, then replayed in bulk over the window the dry run counted
+ * (its part after part, `next` followed: test/console/replay.test.ts), and only when the filter
+ * names an endpoint or an owner. Each replayed delivery reaches its receiver once more; the other
+ * endpoint's dead delivery is left as it was.
  *
  * The endpoints are made through the API and take event types the sandbox's demo endpoints do not
  * (returned, packed). The tests share one sandbox and run in order.
@@ -170,15 +172,33 @@ describe('the Dead letters page in Chromium', { timeout: 90_000 }, () => {
     for (const id of ['evt_dl_3', 'evt_dl_4']) expect(refuser.requestsFor(id).map((r) => r.answer)).toEqual([400]);
   });
 
+  it('offers "all matching the filter" only with an endpoint or an owner in the filter, saying so', async () => {
+    const page = await openDeadLetters();
+    await page.locator('table.dead tbody tr').first().waitFor({ timeout: PAGE_MS });
+    const all = page.getByRole('checkbox', { name: 'All matching the filter' });
+    const unfiltered = { disabled: await all.isDisabled(), described: await all.getAttribute('aria-describedby') };
+    const why = await page.locator(`#${unfiltered.described}`).innerText();
+
+    await page.goto(`${suite.origin}/console/#/dead?owner=initech`);
+    await untilListed(page, ['evt_dl_other']);
+
+    expect(unfiltered.disabled).toBe(true);
+    expect(why).toBe('needs an endpoint or an owner in the filter');
+    expect(await all.isDisabled()).toBe(false);
+    expect(await all.getAttribute('aria-describedby')).toBeNull();
+  });
+
   it('replays all matching the filter after a dry run counts them, leaving the other endpoint\'s dead delivery as it was', async () => {
     const page = await openDeadLetters();
     await page.goto(`${suite.origin}/console/#/dead?endpoint=dl-refuser`);
     await untilListed(page, ['evt_dl_3', 'evt_dl_4']);
-    const dryRuns: unknown[] = [];
+    const dryRuns: Record<string, unknown>[] = [];
+    const replays: { body: Record<string, unknown>; key: string | undefined }[] = [];
     page.on('request', (request) => {
-      if (request.method() === 'POST' && new URL(request.url()).pathname === '/v1/replays' && request.postDataJSON()?.dryRun === true) {
-        dryRuns.push(request.postDataJSON());
-      }
+      if (request.method() !== 'POST' || new URL(request.url()).pathname !== '/v1/replays') return;
+      const body = request.postDataJSON() as Record<string, unknown>;
+      if (body.dryRun === true) dryRuns.push(body);
+      else replays.push({ body, key: request.headers()['idempotency-key'] });
     });
 
     // Act
@@ -197,6 +217,11 @@ describe('the Dead letters page in Chromium', { timeout: 90_000 }, () => {
 
     // Assess
     expect(dryRuns).toEqual([expect.objectContaining({ endpoint: 'dl-refuser', dryRun: true, deadSince: '1970-01-01T00:00:00Z' })]);
+    // The replay sends the window the dry run counted, its end included: nothing that died after the count.
+    expect(replays.map((r) => r.body)).toEqual([
+      { endpoint: 'dl-refuser', deadSince: '1970-01-01T00:00:00Z', until: dryRuns[0]!.until, reason: 'receiver fixed, the rest', limit: 20 },
+    ]);
+    expect(replays[0]!.key).toMatch(/^[0-9a-f-]{36}$/);
     expect(summary).toContain('A dry run counted 2 dead deliveries matching the filter');
     for (const delivery of delivered) {
       expect(delivery.audit).toEqual([expect.objectContaining({ action: 'replay', reason: 'receiver fixed, the rest' })]);

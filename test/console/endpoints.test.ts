@@ -2,14 +2,16 @@
  * The console's Endpoints pages in a real headless Chromium against a real sandbox, delivering to a
  * test receiver on loopback: the list filtered by state and owner (kept in the route) and read a
  * page at a time; adding an endpoint, the API's message next to the field it names, then the secret
- * shown once (and it is the one the endpoint signs with); editing; Disable asking a reason, with the
- * mouse and with the keyboard alone; Rotate secret showing the new secret once; Send test event
- * reaching the receiver; portal mode offering only what a portal link may do.
+ * shown once (and it is the one the endpoint signs with); editing, only the fields changed sent;
+ * Disable asking a reason, with the mouse and with the keyboard alone (the focus then on what it
+ * did); a Disable whose answer was lost sent again with its Idempotency-Key; Rotate secret showing
+ * the new secret once; Send test event reaching the receiver; portal mode offering only what a
+ * portal link may do.
  */
 import { randomBytes } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { useConsole, type ConsolePage } from '../helpers/console-browser';
+import { tabTo, useConsole, type ConsolePage, type PageOptions } from '../helpers/console-browser';
 import { signedWith, startTestReceiver, type TestReceiver } from '../helpers/receiver';
 
 let receiver: TestReceiver;
@@ -32,8 +34,8 @@ async function endpoint(fields: Record<string, unknown>): Promise<void> {
 }
 
 /** The console, opened from READY's consoleUrl, then at `route`. */
-async function openAt(route: string, url?: string): Promise<ConsolePage> {
-  const watched = await suite.openConsole(url);
+async function openAt(route: string, url?: string, options?: PageOptions): Promise<ConsolePage> {
+  const watched = await suite.openConsole(url, options);
   await watched.page.goto(`${suite.origin}/console/${route}`);
   return watched;
 }
@@ -57,15 +59,6 @@ async function requestFor(eventId: string) {
     if (Date.now() > deadline) throw new Error(`the receiver got no request for ${eventId} within 20 s`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-}
-
-/** Presses Tab until `target` has the focus; fails when 40 presses do not reach it. */
-async function tabTo(page: Page, target: ReturnType<Page['locator']>): Promise<void> {
-  for (let i = 0; i < 40; i++) {
-    if (await target.evaluate((element) => element.ownerDocument.activeElement === element)) return;
-    await page.keyboard.press('Tab');
-  }
-  throw new Error('the keyboard does not reach the element');
 }
 
 describe('the Endpoints pages in Chromium', { timeout: 90_000 }, () => {
@@ -170,12 +163,18 @@ describe('the Endpoints pages in Chromium', { timeout: 90_000 }, () => {
     expect(await attempts.inputValue()).toBe('5');
     expect(await page.getByLabel('URL').inputValue()).toBe('');
 
+    const patches: unknown[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'PATCH') patches.push({ path: new URL(request.url()).pathname, body: request.postDataJSON() });
+    });
     await attempts.fill('7');
     await page.getByLabel('Owner').fill('');
     await page.getByLabel('Owner').press('Enter');
     await page.waitForURL((u) => u.hash === '#/endpoints/to-edit');
 
     const { json } = await suite.api('GET', '/v1/endpoints/to-edit');
+    // One PATCH with the two fields changed: the owner emptied is unset (null), nothing else sent.
+    expect(patches).toEqual([{ path: '/v1/endpoints/to-edit', body: { maxAttempts: 7, owner: null } }]);
     expect(json.settings.maxAttempts).toBe(7);
     expect(json.owner).toBeNull();
     expect(json.url).toBe(`${receiver.url}/to-edit`);
@@ -225,6 +224,49 @@ describe('the Endpoints pages in Chromium', { timeout: 90_000 }, () => {
     const { json } = await suite.api('GET', '/v1/endpoints/kbd-disable');
     expect(json.state).toBe('disabled');
     expect(json.stateChange.reason).toBe('keyboard only');
+    // Disable's button is gone (Enable is in its place): the focus is on what the action did, not back at the page's start.
+    const notice = page.locator('.endpoint-actions .notice');
+    await expect.poll(() => notice.evaluate((element) => element.ownerDocument.activeElement === element), { timeout: 5000 }).toBe(true);
+    expect(await notice.innerText()).toContain('kbd-disable is disabled');
+    // And the keyboard goes on from there: the next stop is after the actions, not the page's first link.
+    await page.keyboard.press('Shift+Tab');
+    expect(await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string | null } | null } }).document.activeElement?.textContent)).toBe('Remove');
+  });
+
+  it("sends a Disable whose answer was lost again with the same Idempotency-Key: the API answers as it did, acting once", async () => {
+    await endpoint({ name: 'lost-answer' });
+    // The lost answer's line in the browser's console: a network failure this test makes.
+    const { page } = await openAt('#/endpoints/lost-answer', undefined, { allowConsoleErrors: [/net::ERR_FAILED/] });
+    await page.locator('.endpoint-summary .badge').waitFor();
+    const sent: { key: string | undefined; answer: unknown }[] = [];
+    await page.route(
+      (url) => url.pathname === '/v1/endpoints/lost-answer/disable',
+      async (route) => {
+        const response = await route.fetch();
+        sent.push({ key: route.request().headers()['idempotency-key'], answer: await response.json() });
+        // The API disabled it; the first answer is lost on its way back.
+        if (sent.length === 1) await route.abort('failed');
+        else await route.fulfill({ response });
+      },
+    );
+
+    // Act
+    await page.getByRole('button', { name: 'Disable' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Disable lost-answer' });
+    await dialog.getByLabel('Reason').fill('receiver moving');
+    await dialog.getByRole('button', { name: 'Disable' }).click();
+    const failure = await dialog.getByRole('alert').innerText();
+    await dialog.getByRole('button', { name: 'Disable' }).click();
+    await showsState(page, 'disabled');
+    await dialog.waitFor({ state: 'detached' });
+
+    // Assess: the same request, the same key; the answer the first request's, so nothing was done twice.
+    expect(failure).toContain('Failed to fetch');
+    expect(sent).toHaveLength(2);
+    expect(sent[0]!.key).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sent[1]!.key).toBe(sent[0]!.key);
+    expect(sent[1]!.answer).toEqual(sent[0]!.answer);
+    expect((await suite.api('GET', '/v1/endpoints/lost-answer')).json.stateChange.reason).toBe('receiver moving');
   });
 
   it('Rotate secret shows the new secret once, and it is the one the endpoint signs with', async () => {

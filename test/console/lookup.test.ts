@@ -3,8 +3,10 @@
  * (test/helpers/console-browser.ts): an event ID typed into the box labelled "Event or shipment ID"
  * shows each of its deliveries, per endpoint, with the attempt timeline the API keeps (time,
  * outcome, status, duration); a shipment ID shows its events' deliveries; an ID nothing has is said
- * to be so; and a dead delivery replayed from the page, with a reason, reaches its receiver exactly
- * once more, the page following it from pending to delivered without a reload.
+ * to be so; a dead delivery replayed from the page, with a reason, reaches its receiver exactly
+ * once more (its first answer lost and Replay pressed again, the same Idempotency-Key), the page
+ * following it from pending to delivered without a reload; and a result whose deliveries wait (a
+ * retry ten minutes away, a parked one) is not read again meanwhile.
  *
  * The endpoints are made through the API and take event types the sandbox's demo endpoints do not
  * (packed, returned, label_created), so only this file's receivers see these events. The tests
@@ -13,7 +15,8 @@
 import type { Locator, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Delivery, EventDeliveries } from '../../api/client/types';
-import { useConsole } from '../helpers/console-browser';
+import { formatDuration } from '../../console/app/format';
+import { useConsole, type PageOptions } from '../helpers/console-browser';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { eventually } from '../helpers/sandbox-clients';
 
@@ -75,8 +78,8 @@ async function settled(eventId: string, state: Delivery['state'], count: number)
 }
 
 /** The console opened from READY's consoleUrl, then its Lookup page reached by its label. */
-async function openLookup(): Promise<Page> {
-  const { page } = await suite.openConsole();
+async function openLookup(options?: PageOptions): Promise<Page> {
+  const { page } = await suite.openConsole(undefined, options);
   await page.getByRole('navigation').getByRole('link', { name: 'Lookup', exact: true }).click();
   await page.getByRole('heading', { level: 1, name: 'Lookup' }).waitFor();
   return page;
@@ -106,11 +109,6 @@ async function timelineRows(panel: Locator): Promise<{ cells: string[]; at: stri
   return out;
 }
 
-/** The duration as the page writes it (console/app/format.ts): whole ms under a second. */
-function shownDuration(ms: number): string {
-  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
-}
-
 /** The state badge a delivery panel shows. */
 function stateBadge(panel: Locator): Locator {
   return panel.locator('.delivery-head .badge').first();
@@ -138,7 +136,7 @@ describe('the Lookup page in Chromium', { timeout: 90_000 }, () => {
     const expected = (endpoint: string) =>
       deliveries
         .find((d) => d.endpoint === endpoint)!
-        .history.map((a) => ({ at: new Date(a.at).toISOString(), cells: [String(a.attempt), a.outcome, String(a.status), shownDuration(a.durationMs)] }));
+        .history.map((a) => ({ at: new Date(a.at).toISOString(), cells: [String(a.attempt), a.outcome, String(a.status), formatDuration(a.durationMs)] }));
     const shown = (rows: { cells: string[]; at: string | null }[]) =>
       rows.map(({ cells, at }) => ({ at, cells: [cells[0]!, cells[2]!, cells[3]!, cells[4]!] }));
     expect(shown(hooksRows)).toEqual(expected('hooks'));
@@ -180,19 +178,24 @@ describe('the Lookup page in Chromium', { timeout: 90_000 }, () => {
     expect(await page.getByRole('article').count()).toBe(0);
   });
 
-  it('replays a dead delivery with a reason: its receiver gets it exactly once more, and the page follows it to delivered', async () => {
+  it('replays a dead delivery with a reason: its receiver gets it exactly once more, a lost answer and all, and the page follows it to delivered', async () => {
     // Prepare: refuser answers 400 (dead, rejected), then is fixed.
     await postEvent(shipmentEvent('evt_look_dead', 'returned'));
     await settled('evt_look_dead', 'dead', 1);
     expect(refuser.requestsFor('evt_look_dead').map((r) => r.answer)).toEqual([400]);
     refuser.answerByDefault(200);
-    const page = await openLookup();
+    const page = await openLookup({ allowConsoleErrors: [/net::ERR_FAILED/] });
     const replayRequests: { headers: Record<string, string>; body: unknown }[] = [];
-    page.on('request', (request) => {
-      if (request.method() === 'POST' && new URL(request.url()).pathname === '/v1/replays') {
-        replayRequests.push({ headers: request.headers(), body: request.postDataJSON() });
-      }
-    });
+    await page.route(
+      (url) => url.pathname === '/v1/replays',
+      async (route) => {
+        replayRequests.push({ headers: route.request().headers(), body: route.request().postDataJSON() });
+        const response = await route.fetch();
+        // The API replayed it; the first answer is lost on its way back.
+        if (replayRequests.length === 1) await route.abort('failed');
+        else await route.fulfill({ response });
+      },
+    );
     await lookUp(page, 'evt_look_dead');
     const panel = deliveryPanel(page, 'refuser');
     await panel.waitFor({ timeout: PAGE_MS });
@@ -203,6 +206,8 @@ describe('the Lookup page in Chromium', { timeout: 90_000 }, () => {
     const dialog = page.getByRole('dialog', { name: 'Replay evt_look_dead to refuser?' });
     await dialog.getByRole('textbox', { name: 'Reason' }).fill('receiver fixed');
     await dialog.getByRole('button', { name: 'Replay', exact: true }).click();
+    const lost = await dialog.getByRole('alert').innerText();
+    await dialog.getByRole('button', { name: 'Replay', exact: true }).click();
     await dialog.waitFor({ state: 'detached', timeout: PAGE_MS });
     await panel.locator('.delivery-head .badge', { hasText: /^delivered$/ }).waitFor({ timeout: PAGE_MS });
     const rows = await timelineRows(panel);
@@ -212,9 +217,12 @@ describe('the Lookup page in Chromium', { timeout: 90_000 }, () => {
     // Assess: one request refused before, one delivered after the replay: the receiver applied it once.
     expect(refuser.requestsFor('evt_look_dead').map((r) => r.answer)).toEqual([400, 200]);
     expect(refuser.applied.filter((id) => id === 'evt_look_dead')).toHaveLength(1);
-    expect(replayRequests).toHaveLength(1);
-    expect(replayRequests[0]!.body).toEqual({ eventId: 'evt_look_dead', endpoint: 'refuser', reason: 'receiver fixed' });
+    // Pressed twice, the same request with the same key: the API answered the second from the first.
+    expect(lost).toContain('Failed to fetch');
+    expect(replayRequests).toHaveLength(2);
+    for (const request of replayRequests) expect(request.body).toEqual({ eventId: 'evt_look_dead', endpoint: 'refuser', reason: 'receiver fixed' });
     expect(replayRequests[0]!.headers['idempotency-key']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(replayRequests[1]!.headers['idempotency-key']).toBe(replayRequests[0]!.headers['idempotency-key']);
     expect(after!.replays).toBe(1);
     expect(after!.audit).toEqual([expect.objectContaining({ action: 'replay', operator: 'sandbox', reason: 'receiver fixed' })]);
     // The page shows both attempts: the refusal, then the replay's delivery.
@@ -223,5 +231,49 @@ describe('the Lookup page in Chromium', { timeout: 90_000 }, () => {
       ['accepted', '200'],
     ]);
     await expect(page.getByRole('status').filter({ hasText: 'Replayed evt_look_dead to refuser' }).isVisible()).resolves.toBe(true);
+  });
+
+  it('does not read a result again while its deliveries wait: a retry ten minutes away, a parked delivery', async () => {
+    // Prepare: one event to two endpoints: `waiter` answered 503 (its retry in ten minutes), `sleeper` disabled (parked).
+    for (const [name, receiver, extra] of [
+      ['waiter', hooks, { retrySchedule: [600], maxAttempts: 3 }],
+      ['sleeper', mirror, {}],
+    ] as const) {
+      const created = await suite.api('POST', '/v1/endpoints', { name, url: receiver.url, eventTypes: ['shipment.in_transit'], ...extra });
+      expect(created.status, JSON.stringify(created.json)).toBe(201);
+    }
+    expect((await suite.api('POST', '/v1/endpoints/sleeper/disable', { reason: 'test: parked' })).status).toBe(200);
+    hooks.respondTo('evt_look_wait', 503);
+    await postEvent(shipmentEvent('evt_look_wait', 'in_transit'));
+    const waiting = await eventually(
+      'evt_look_wait waiting: a retry scheduled at waiter, parked at sleeper',
+      async () => {
+        const deliveries = ((await suite.api('GET', '/v1/events/evt_look_wait')).json as EventDeliveries | undefined)?.deliveries ?? [];
+        const waiter = deliveries.find((d) => d.endpoint === 'waiter');
+        const sleeper = deliveries.find((d) => d.endpoint === 'sleeper');
+        // The 503 recorded (not merely the attempt begun): its retry scheduled.
+        const retrying = waiter?.state === 'pending' && waiter.attempts === 1 && waiter.nextAttemptAt !== undefined;
+        return retrying && sleeper?.parkedAt !== undefined ? waiter : undefined;
+      },
+      { timeoutMs: SETTLE_MS },
+    );
+    const page = await openLookup();
+    const reads: number[] = [];
+    page.on('request', (request) => {
+      if (new URL(request.url()).pathname === '/v1/events/evt_look_wait') reads.push(Date.now());
+    });
+
+    // Act: looked up, then left open for longer than two of the page's shortest waits (3 s).
+    await lookUp(page, 'evt_look_wait');
+    await deliveryPanel(page, 'sleeper').waitFor({ timeout: PAGE_MS });
+    const note = await page.locator('.refreshing').innerText();
+    await new Promise((resolve) => setTimeout(resolve, 8000));
+
+    // Assess: one read, and the page says when the next will be: at the retry's time.
+    expect(waiting.nextAttemptAt! - Date.now()).toBeGreaterThan(8 * 60_000);
+    expect(reads).toHaveLength(1);
+    expect(note).toMatch(/^A delivery is on its way: this is read again at .+, while the tab is shown\.$/);
+    await expect(stateBadge(deliveryPanel(page, 'waiter')).innerText()).resolves.toBe('pending');
+    expect(await deliveryPanel(page, 'sleeper').locator('.badge', { hasText: /^parked$/ }).count()).toBe(1);
   });
 });

@@ -1,10 +1,11 @@
 /**
  * Modal dialogs on the browser's own `<dialog>`: it keeps focus inside, Escape closes it, and focus
  * returns to what opened it. An action that changes something asks here first (a reason, a
- * confirmation); a secret is shown here once.
+ * confirmation, its fields); a secret is shown here once.
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { useSubmit } from '../hooks';
 import { ErrorNote } from './notes';
 
 export function Dialog({ title, onClose, children }: { title: string; onClose: () => void; children: ComponentChildren }) {
@@ -23,45 +24,33 @@ export function Dialog({ title, onClose, children }: { title: string; onClose: (
 }
 
 /**
- * Asks for a reason (the audit keeps it), then runs `onConfirm(reason)`. A failure stays in the
- * dialog with the API's message; success closes it.
+ * A dialog whose form runs one request (`onConfirm`): busy while it runs, closed when it succeeds,
+ * and on failure the API's problem shown in it, each field's messages placed by `children(error)`.
+ * The form is `novalidate` unless `browserChecks`: the API is the one rule for what it takes.
  */
-export function ReasonDialog(props: {
+export function FormDialog(props: {
   title: string;
-  children?: ComponentChildren;
   confirmLabel: string;
-  onConfirm: (reason: string) => Promise<void>;
+  danger?: boolean;
+  browserChecks?: boolean;
+  onConfirm: () => Promise<void>;
   onClose: () => void;
+  children: (error: Error | undefined) => ComponentChildren;
 }) {
-  const [reason, setReason] = useState('');
-  const [error, setError] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    if (reason.trim() === '') {
-      setError(new Error('A reason is required: it is kept in the audit.'));
-      return;
-    }
-    setBusy(true);
-    try {
-      await props.onConfirm(reason.trim());
-      props.onClose();
-    } catch (failure) {
-      setError(failure instanceof Error ? failure : new Error(String(failure)));
-      setBusy(false);
-    }
-  };
+  const { busy, error, submit } = useSubmit();
   return (
     <Dialog title={props.title} onClose={props.onClose}>
-      <form onSubmit={submit}>
-        {props.children}
-        <label>
-          Reason
-          <textarea name="reason" required rows={3} value={reason} onInput={(e) => setReason(e.currentTarget.value)} autofocus />
-        </label>
+      <form
+        onSubmit={submit(async () => {
+          await props.onConfirm();
+          props.onClose();
+        })}
+        noValidate={props.browserChecks !== true}
+      >
+        {props.children(error)}
         <ErrorNote error={error} />
         <div class="actions">
-          <button type="submit" class="primary" disabled={busy}>
+          <button type="submit" class={props.danger === true ? 'danger' : 'primary'} disabled={busy}>
             {props.confirmLabel}
           </button>
           <button type="button" onClick={props.onClose}>
@@ -70,6 +59,44 @@ export function ReasonDialog(props: {
         </div>
       </form>
     </Dialog>
+  );
+}
+
+/**
+ * Asks for a reason (the audit keeps it), then runs `onConfirm(reason)`. A failure stays in the
+ * dialog with the API's message; success closes it.
+ */
+export function ReasonDialog(props: {
+  title: string;
+  children?: ComponentChildren;
+  confirmLabel: string;
+  danger?: boolean;
+  onConfirm: (reason: string) => Promise<void>;
+  onClose: () => void;
+}) {
+  const [reason, setReason] = useState('');
+  return (
+    <FormDialog
+      title={props.title}
+      confirmLabel={props.confirmLabel}
+      {...(props.danger === undefined ? {} : { danger: props.danger })}
+      browserChecks
+      onClose={props.onClose}
+      onConfirm={async () => {
+        if (reason.trim() === '') throw new Error('A reason is required: it is kept in the audit.');
+        await props.onConfirm(reason.trim());
+      }}
+    >
+      {() => (
+        <>
+          {props.children}
+          <label>
+            Reason
+            <textarea name="reason" required rows={3} value={reason} onInput={(e) => setReason(e.currentTarget.value)} autofocus />
+          </label>
+        </>
+      )}
+    </FormDialog>
   );
 }
 

@@ -3,10 +3,8 @@
  * at a time with "More"), filtered by endpoint, owner, time of death and reason, the filters kept in
  * the route (`#/dead?endpoint&owner&since&until&reason`) so a reload or a shared link shows the same.
  *
- * Replay works on a selection: rows picked one by one (or every row shown), each replayed on its own
- * (`POST /v1/replays {eventId, endpoint, reason}`); or everything matching the filter, as bulk
- * replays (`{endpoint, deadSince, until, deadReason}`, one per endpoint: the filter's, else each of
- * the owner's, else each endpoint's), which the API does a paced part at a time, `next` carrying on.
+ * Replay works on a selection: rows picked one by one (or every row shown), or everything matching
+ * the filter when the filter names an endpoint or an owner (replay.ts says how each is replayed).
  * Before anything is done the page counts what would be replayed (a selection: its rows; all
  * matching: a dry run of the same bulk replays over the same window) and asks for a reason with that
  * count in the question; then it replays, showing how far it got, and says what came of it, the
@@ -14,13 +12,23 @@
  *
  * In portal mode the owner is the portal's, fixed: the API answers only its endpoints' anyway.
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
-import type { BulkReplayAnswer, Delivery, Endpoint } from '../../../api/client/types';
-import { ApiError, actionKey, allPages, api, type Page } from '../api';
+import { useEffect, useState } from 'preact/hooks';
+import type { Delivery, Endpoint } from '../../../api/client/types';
+import { actionKeys, allPages, api, type Page } from '../api';
 import { ReasonDialog } from '../components/dialog';
 import { ErrorNote, FieldMessages } from '../components/notes';
-import { formatCount, formatTime } from '../format';
-import { useLoad } from '../hooks';
+import { toError } from '../errors';
+import { formatCount, formatTime, isoOfLocalInput, localInputOf } from '../format';
+import { useLoad, usePages } from '../hooks';
+import {
+  allMatchingAllowed,
+  BEGINNING,
+  countAllMatching,
+  runReplay,
+  type ReplayCalls,
+  type ReplayOutcome,
+  type ReplayPlan,
+} from '../replay';
 import { endpointHref, href, navigate } from '../routes';
 import { useSession } from '../session-context';
 import './dead-letters.css';
@@ -43,15 +51,17 @@ const PAGE_LIMIT = 100;
  * are checked row by row, so a page may hold none and still have `next`.
  */
 const EMPTY_PAGES_FOLLOWED = 10;
-/** A bulk replay with no `since` filter starts here: every death the ledger still keeps. */
-const BEGINNING = '1970-01-01T00:00:00Z';
-/**
- * Replays per bulk request: well under the API's 100, so each part answers within a few seconds
- * (the API paces about 10 a second) and the progress shown moves as they do.
- */
-const BULK_PART_LIMIT = 20;
-/** The dry run's reason: the API asks one of every replay request, though a dry run writes nothing. */
-const DRY_RUN_REASON = 'counting what a replay would send (dry run)';
+/** The endpoint names the filter offers: the first pages of the list. */
+const NAMES_OFFERED = 1000;
+
+/** The API's calls a replay makes, as the page makes them. */
+const REPLAY_CALLS: ReplayCalls = {
+  replay: (body, idempotencyKey) => api.post('/v1/replays', body, idempotencyKey === undefined ? {} : { idempotencyKey }),
+  endpointsOf: async (owner, max) => {
+    const read = await allPages<Endpoint>('/v1/endpoints', { owner }, { maxItems: max + 1, maxRequests: Math.ceil((max + 1) / 100) });
+    return { names: read.items.slice(0, max).map((e) => e.name), complete: read.next === null && read.items.length <= max };
+  },
+};
 
 const rowKey = (d: Delivery) => `${d.eventId} ${d.endpoint}`;
 
@@ -62,12 +72,20 @@ export function DeadLettersPage({ filters: given }: { filters: Readonly<Record<s
   if (portalOwner !== undefined) filters.owner = portalOwner;
   const filterKey = JSON.stringify(filters);
 
-  const list = useDeadList(filters, filterKey);
-  const endpoints = useLoad(() => allPages<Endpoint>('/v1/endpoints', { owner: filters.owner }), [filters.owner]);
+  const list = usePages((cursor) => api.get<Page<Delivery>>('/v1/dead', { ...filters, limit: PAGE_LIMIT, cursor }), [filterKey], {
+    keyOf: rowKey,
+    followEmpty: EMPTY_PAGES_FOLLOWED,
+  });
+  const endpoints = useLoad(
+    async () => (await allPages<Endpoint>('/v1/endpoints', { owner: filters.owner }, { maxItems: NAMES_OFFERED, maxRequests: NAMES_OFFERED / 100 })).items,
+    [filters.owner],
+  );
+  const canAllMatching = allMatchingAllowed(filters);
 
   const [selected, setSelected] = useState<ReadonlyMap<string, Delivery>>(new Map());
   const [allMatching, setAllMatching] = useState(false);
-  const [plan, setPlan] = useState<ReplayPlan | undefined>(undefined);
+  // The plan asked about, with the Idempotency-Keys of this one opening of its dialog.
+  const [plan, setPlan] = useState<{ plan: ReplayPlan; keyFor: (body: unknown) => string } | undefined>(undefined);
   const [counting, setCounting] = useState<string | undefined>(undefined);
   const [countError, setCountError] = useState<Error | undefined>(undefined);
   const [progress, setProgress] = useState<{ done: number; total: number } | undefined>(undefined);
@@ -91,7 +109,7 @@ export function DeadLettersPage({ filters: given }: { filters: Readonly<Record<s
     setOutcome(undefined);
     setCountError(undefined);
     if (!allMatching) {
-      setPlan({ kind: 'selected', deliveries: [...selected.values()], count: selected.size });
+      setPlan({ plan: { kind: 'selected', deliveries: [...selected.values()], count: selected.size }, keyFor: actionKeys() });
       return;
     }
     if (filters.reason === 'invalid') {
@@ -100,14 +118,14 @@ export function DeadLettersPage({ filters: given }: { filters: Readonly<Record<s
     }
     try {
       setCounting('Counting what would be replayed…');
-      const counted = await countAllMatching(filters, (text) => setCounting(text));
+      const counted = await countAllMatching(filters, REPLAY_CALLS, (text) => setCounting(text));
       if (counted.count === 0) {
         setCountError(new Error('The dry run found nothing to replay: no dead delivery with an event to send matches the filter now.'));
         return;
       }
-      setPlan(counted);
+      setPlan({ plan: counted, keyFor: actionKeys() });
     } catch (error) {
-      setCountError(error instanceof Error ? error : new Error(String(error)));
+      setCountError(toError(error));
     } finally {
       setCounting(undefined);
     }
@@ -115,13 +133,21 @@ export function DeadLettersPage({ filters: given }: { filters: Readonly<Record<s
 
   const run = async (reason: string) => {
     if (plan === undefined) return;
-    setProgress({ done: 0, total: plan.count });
-    const result = await runReplay(plan, reason, (done) => setProgress({ done, total: plan.count }));
+    const total = plan.plan.count;
+    setProgress({ done: 0, total });
+    const result = await runReplay(plan.plan, reason, REPLAY_CALLS, plan.keyFor, (done) => setProgress({ done, total }));
     setProgress(undefined);
     setOutcome(result);
+    list.reload();
+    if (result.unanswered > 0) {
+      // The dialog stays, its keys with it: Replay again sends the same requests, and what the API already did is not done twice.
+      throw new Error(
+        `${formatCount(result.unanswered)} ${result.unanswered === 1 ? 'request' : 'requests'} got no answer (the network failed), so what came of ` +
+          `${result.unanswered === 1 ? 'it' : 'them'} is not known. Replay again sends the same requests: whatever the API already replayed is not replayed twice.`,
+      );
+    }
     setSelected(new Map());
     setAllMatching(false);
-    list.reload();
   };
 
   const selectionSize = allMatching ? undefined : selected.size;
@@ -146,9 +172,20 @@ export function DeadLettersPage({ filters: given }: { filters: Readonly<Record<s
             Select all on this page
           </label>
           <label class="check">
-            <input type="checkbox" checked={allMatching} disabled={rows.length === 0 && list.next === null && !allMatching} onChange={(e) => setAllMatching(e.currentTarget.checked)} />
+            <input
+              type="checkbox"
+              checked={allMatching}
+              disabled={!canAllMatching || (rows.length === 0 && list.next === null && !allMatching)}
+              aria-describedby={canAllMatching ? undefined : 'all-matching-needs'}
+              onChange={(e) => setAllMatching(e.currentTarget.checked)}
+            />
             All matching the filter
           </label>
+          {canAllMatching ? null : (
+            <span class="muted" id="all-matching-needs">
+              needs an endpoint or an owner in the filter
+            </span>
+          )}
           <span class="muted selection-size">
             {selectionSize === undefined ? 'every dead delivery the filter matches' : `${formatCount(selectionSize)} selected`}
           </span>
@@ -190,12 +227,12 @@ export function DeadLettersPage({ filters: given }: { filters: Readonly<Record<s
 
       {plan !== undefined ? (
         <ReasonDialog
-          title={`Replay ${formatCount(plan.count)} dead ${plan.count === 1 ? 'delivery' : 'deliveries'}?`}
+          title={`Replay ${formatCount(plan.plan.count)} dead ${plan.plan.count === 1 ? 'delivery' : 'deliveries'}?`}
           confirmLabel="Replay"
           onClose={() => setPlan(undefined)}
           onConfirm={run}
         >
-          <PlanSummary plan={plan} />
+          <PlanSummary plan={plan.plan} />
           {progress !== undefined ? <Progress {...progress} /> : null}
         </ReasonDialog>
       ) : null}
@@ -305,91 +342,7 @@ function FilterForm({ filters, portalOwner, endpointNames, error }: { filters: F
   );
 }
 
-/** `2026-12-05T10:30` in the reader's zone, for a datetime-local input, from the route's ISO time. */
-export function localInputOf(iso: string | undefined): string {
-  if (iso === undefined || iso === '') return '';
-  const at = new Date(iso);
-  if (Number.isNaN(at.getTime())) return '';
-  const two = (n: number) => String(n).padStart(2, '0');
-  return `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())}T${two(at.getHours())}:${two(at.getMinutes())}`;
-}
-
-/** The route's form of a datetime-local value: an ISO time in UTC, which the API takes and any reader's zone reads alike. */
-export function isoOfLocalInput(value: string): string | undefined {
-  if (value === '') return undefined;
-  // A date-time without a zone is the reader's local time.
-  const at = new Date(value);
-  return Number.isNaN(at.getTime()) ? undefined : at.toISOString();
-}
-
 // The list
-
-interface DeadList {
-  readonly items: readonly Delivery[];
-  readonly next: string | null;
-  readonly loading: boolean;
-  readonly error: Error | undefined;
-  readonly more: () => void;
-  readonly reload: () => void;
-}
-
-/** The dead deliveries matching `filters`, a page at a time; a new filter starts again. */
-function useDeadList(filters: Filters, filterKey: string): DeadList {
-  const [items, setItems] = useState<readonly Delivery[]>([]);
-  const [next, setNext] = useState<string | null>(null);
-  const [loading, setLoading] = useState(true);
-  const [error, setError] = useState<Error | undefined>(undefined);
-  const generation = useRef(0);
-
-  const read = (cursor: string | null, before: readonly Delivery[]) => {
-    const mine = ++generation.current;
-    setLoading(true);
-    (async () => {
-      const found: Delivery[] = [];
-      let at = cursor;
-      let requests = 0;
-      // Pages may come back empty with `next`: read on a little, so "More" is not a click that shows nothing.
-      do {
-        const page: Page<Delivery> = await api.get<Page<Delivery>>('/v1/dead', { ...filters, limit: PAGE_LIMIT, cursor: at });
-        found.push(...page.items);
-        at = page.next;
-        requests += 1;
-      } while (found.length === 0 && at !== null && requests < EMPTY_PAGES_FOLLOWED);
-      return { found, at };
-    })().then(
-      ({ found, at }) => {
-        if (mine !== generation.current) return;
-        const seen = new Set(before.map(rowKey));
-        setItems([...before, ...found.filter((d) => !seen.has(rowKey(d)))]);
-        setNext(at);
-        setError(undefined);
-        setLoading(false);
-      },
-      (failure: unknown) => {
-        if (mine !== generation.current) return;
-        setError(failure instanceof Error ? failure : new Error(String(failure)));
-        setLoading(false);
-      },
-    );
-  };
-
-  useEffect(() => {
-    setItems([]);
-    setNext(null);
-    read(null, []);
-  }, [filterKey]); // eslint-disable-line react-hooks/exhaustive-deps
-
-  return {
-    items,
-    next,
-    loading,
-    error,
-    more: () => {
-      if (next !== null) read(next, items);
-    },
-    reload: () => read(null, []),
-  };
-}
 
 function DeadTable(props: {
   rows: readonly Delivery[];
@@ -457,125 +410,6 @@ function DeadTable(props: {
 }
 
 // Replaying
-
-/** What a replay will do, as counted before the reason is asked. */
-type ReplayPlan =
-  | { readonly kind: 'selected'; readonly deliveries: readonly Delivery[]; readonly count: number }
-  | {
-      readonly kind: 'all';
-      /** Each endpoint's bulk replay, with the dry run's count for it. */
-      readonly parts: readonly { readonly endpoint: string; readonly matched: number }[];
-      readonly deadSince: string;
-      readonly until: string;
-      readonly deadReason: 'rejected' | 'exhausted' | undefined;
-      readonly count: number;
-      /** Invalid messages' rows in the window: dead, with no event to send, so left out. */
-      readonly withoutEvent: number;
-    };
-
-interface ReplayOutcome {
-  readonly total: number;
-  readonly replayed: number;
-  /** Replayed or delivered by something else before their turn. */
-  readonly noLongerDead: number;
-  /** Pending again, but their message could not be sent. */
-  readonly enqueueFailed: readonly string[];
-  /** What the API refused, in its own words. */
-  readonly refused: readonly { readonly what: string; readonly message: string }[];
-}
-
-/** The bulk replays "all matching the filter" makes, and a dry run's count of each. */
-async function countAllMatching(filters: Filters, say: (text: string) => void): Promise<ReplayPlan> {
-  const endpoints =
-    filters.endpoint !== undefined
-      ? [filters.endpoint]
-      : (await allPages<Endpoint>('/v1/endpoints', { owner: filters.owner }, Number.MAX_SAFE_INTEGER)).map((e) => e.name);
-  const deadSince = filters.since ?? BEGINNING;
-  // The window's end is fixed now, so the replay sends what the dry run counted and no death after it.
-  const until = filters.until ?? new Date().toISOString();
-  const deadReason = filters.reason === 'rejected' || filters.reason === 'exhausted' ? filters.reason : undefined;
-  const parts: { endpoint: string; matched: number }[] = [];
-  let withoutEvent = 0;
-  for (const [index, endpoint] of endpoints.entries()) {
-    if (endpoints.length > 1) say(`Counting what would be replayed: endpoint ${index + 1} of ${endpoints.length}…`);
-    let matched = 0;
-    let cursor: string | null = null;
-    do {
-      const answer: BulkReplayAnswer = await api.post<BulkReplayAnswer>('/v1/replays', {
-        endpoint,
-        deadSince,
-        until,
-        ...(deadReason === undefined ? {} : { deadReason }),
-        dryRun: true,
-        reason: DRY_RUN_REASON,
-        ...(cursor === null ? {} : { cursor }),
-      });
-      matched += answer.matched;
-      withoutEvent += answer.withoutEvent;
-      cursor = answer.next;
-    } while (cursor !== null);
-    if (matched > 0) parts.push({ endpoint, matched });
-  }
-  const count = parts.reduce((sum, part) => sum + part.matched, 0);
-  return { kind: 'all', parts, deadSince, until, deadReason, count, withoutEvent };
-}
-
-function problemText(error: unknown): string {
-  if (error instanceof ApiError) return [error.title, error.detail].filter((part) => part !== '').join(': ');
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** Runs the plan with the reason given, reporting how many are done as it goes. Refusals are collected, not thrown. */
-async function runReplay(plan: ReplayPlan, reason: string, report: (done: number) => void): Promise<ReplayOutcome> {
-  let replayed = 0;
-  let noLongerDead = 0;
-  let done = 0;
-  const enqueueFailed: string[] = [];
-  const refused: { what: string; message: string }[] = [];
-  if (plan.kind === 'selected') {
-    // One request each, one after another: each is a single replay with its own key.
-    for (const d of plan.deliveries) {
-      try {
-        await api.post('/v1/replays', { eventId: d.eventId, endpoint: d.endpoint, reason }, { idempotencyKey: actionKey() });
-        replayed += 1;
-      } catch (error) {
-        refused.push({ what: `${d.eventId} to ${d.endpoint}`, message: problemText(error) });
-      }
-      report(++done);
-    }
-    return { total: plan.count, replayed, noLongerDead, enqueueFailed, refused };
-  }
-  // Each endpoint's bulk replay, a paced part at a time, one part after another (parallel parts add up at the receivers).
-  for (const part of plan.parts) {
-    let cursor: string | null = null;
-    try {
-      do {
-        const answer: BulkReplayAnswer = await api.post<BulkReplayAnswer>(
-          '/v1/replays',
-          {
-            endpoint: part.endpoint,
-            deadSince: plan.deadSince,
-            until: plan.until,
-            ...(plan.deadReason === undefined ? {} : { deadReason: plan.deadReason }),
-            reason,
-            limit: BULK_PART_LIMIT,
-            ...(cursor === null ? {} : { cursor }),
-          },
-          { idempotencyKey: actionKey() },
-        );
-        replayed += answer.replayed;
-        noLongerDead += answer.noLongerDead;
-        enqueueFailed.push(...answer.enqueueFailed);
-        done += answer.replayed + answer.noLongerDead;
-        report(done);
-        cursor = answer.next;
-      } while (cursor !== null);
-    } catch (error) {
-      refused.push({ what: `the dead deliveries of ${part.endpoint}`, message: problemText(error) });
-    }
-  }
-  return { total: plan.count, replayed, noLongerDead, enqueueFailed, refused };
-}
 
 function PlanSummary({ plan }: { plan: ReplayPlan }) {
   if (plan.kind === 'selected') {

@@ -17,10 +17,10 @@
  */
 import { useMemo, useState } from 'preact/hooks';
 import type { EndpointDetail, EndpointUpdated, EndpointWithSecret } from '../../../api/client/types';
-import { ApiError, actionKey, api, endpointPath } from '../api';
+import { ApiError, api, endpointPath } from '../api';
 import { ShownOnce } from '../components/dialog';
 import { ErrorNote, FieldMessages } from '../components/notes';
-import { useLoad } from '../hooks';
+import { useActionKeys, useLoad, useSubmit } from '../hooks';
 import { endpointHref, navigate } from '../routes';
 import { useSession } from '../session-context';
 import './endpoints.css';
@@ -213,8 +213,8 @@ function EndpointForm({ fields, endpoint }: { fields: readonly FieldDef[]; endpo
   const editing = endpoint !== undefined;
   const initial = useMemo(() => initialValues(fields, endpoint), [fields, endpoint]);
   const [values, setValues] = useState<Values>(initial);
-  const [error, setError] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, submit } = useSubmit();
+  const keyFor = useActionKeys();
   const [created, setCreated] = useState<{ name: string; secret: string } | undefined>(undefined);
   const shown = fields.filter((field) => !(editing && field.name === 'name'));
   const leading = shown.filter((field) => LEADING.includes(field.name));
@@ -222,42 +222,35 @@ function EndpointForm({ fields, endpoint }: { fields: readonly FieldDef[]; endpo
 
   const set = (field: string, value: Value) => setValues((current) => ({ ...current, [field]: value }));
 
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    try {
-      if (endpoint === undefined) {
-        const body: Record<string, unknown> = {};
-        for (const field of shown) {
-          const value = bodyValue(field, values[field.name]!);
-          if (value !== undefined && !(field.kind === 'choices' && (value as string[]).length === 0 && !field.required)) body[field.name] = value;
-        }
-        const answer = await api.post<EndpointWithSecret>('/v1/endpoints', body, { idempotencyKey: actionKey() });
-        if ('secret' in answer && typeof answer.secret === 'string' && answer.secret.startsWith('whsec_')) {
-          setCreated({ name: answer.name, secret: answer.secret });
-        } else {
-          navigate(endpointHref(answer.name));
-        }
-      } else {
-        const body: Record<string, unknown> = {};
-        for (const field of shown) {
-          const value = values[field.name]!;
-          if (same(value, initial[field.name]!)) continue;
-          const sent = bodyValue(field, value);
-          body[field.name] = sent === undefined ? null : sent;
-        }
-        await api.patch<EndpointUpdated>(endpointPath(endpoint.name), body);
-        navigate(endpointHref(endpoint.name));
+  const save = async () => {
+    if (endpoint === undefined) {
+      const body: Record<string, unknown> = {};
+      for (const field of shown) {
+        const value = bodyValue(field, values[field.name]!);
+        if (value !== undefined && !(field.kind === 'choices' && (value as string[]).length === 0 && !field.required)) body[field.name] = value;
       }
-    } catch (failure) {
-      setError(failure instanceof Error ? failure : new Error(String(failure)));
-      setBusy(false);
+      const answer = await api.post<EndpointWithSecret>('/v1/endpoints', body, { idempotencyKey: keyFor(body) });
+      if ('secret' in answer && typeof answer.secret === 'string' && answer.secret.startsWith('whsec_')) {
+        setCreated({ name: answer.name, secret: answer.secret });
+      } else {
+        navigate(endpointHref(answer.name));
+      }
+    } else {
+      const body: Record<string, unknown> = {};
+      for (const field of shown) {
+        const value = values[field.name]!;
+        if (same(value, initial[field.name]!)) continue;
+        const sent = bodyValue(field, value);
+        body[field.name] = sent === undefined ? null : sent;
+      }
+      await api.patch<EndpointUpdated>(endpointPath(endpoint.name), body);
+      navigate(endpointHref(endpoint.name));
     }
   };
 
   return (
     <>
-      <form class="stacked endpoint-form" onSubmit={submit} noValidate aria-describedby="form-problems">
+      <form class="stacked endpoint-form" onSubmit={submit(save)} noValidate aria-describedby="form-problems">
         {leading.map((field) => (
           <Field key={field.name} field={field} value={values[field.name]!} error={error} onChange={set} current={editing && field.name === 'url' ? endpoint.url : undefined} editing={editing} />
         ))}
@@ -439,23 +432,15 @@ function Field(props: {
 function PortalUrlForm({ name }: { name: string }) {
   const loaded = useLoad(() => api.get<EndpointDetail>(endpointPath(name)), [name]);
   const [url, setUrl] = useState('');
-  const [error, setError] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    try {
-      await api.patch<EndpointUpdated>(endpointPath(name), url === '' ? {} : { url });
-      navigate(endpointHref(name));
-    } catch (failure) {
-      setError(failure instanceof Error ? failure : new Error(String(failure)));
-      setBusy(false);
-    }
+  const { busy, error, submit } = useSubmit();
+  const save = async () => {
+    await api.patch<EndpointUpdated>(endpointPath(name), url === '' ? {} : { url });
+    navigate(endpointHref(name));
   };
   if (loaded.data === undefined) return loaded.error !== undefined ? <ErrorNote error={loaded.error} /> : <p class="loading">Loading…</p>;
   const paths = problemPaths(error, 'url');
   return (
-    <form class="stacked endpoint-form" onSubmit={submit} noValidate>
+    <form class="stacked endpoint-form" onSubmit={submit(save)} noValidate>
       <div class="field">
         <label for="field-url">URL</label>
         <input

@@ -10,17 +10,18 @@
  * shows the last hour's counts and chart, the dead it can read newest first, and sends the reader to
  * Lookup, where any delivery is found by its event or shipment ID.
  */
-import type { ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Delivery, EndpointDetail, EndpointWithSecret, Page, TestEventAnswer } from '../../../api/client/types';
-import { actionKey, api, endpointPath } from '../api';
+import { api, endpointPath } from '../api';
 import { MinuteChart } from '../components/chart';
-import { Dialog, ReasonDialog, ShownOnce } from '../components/dialog';
-import { endpointStats, minuteSeries, settled } from '../components/figures';
+import { FormDialog, ReasonDialog, ShownOnce } from '../components/dialog';
 import { HealthText } from '../components/health';
 import { ErrorNote, FieldMessages, StateBadge } from '../components/notes';
+import { toError } from '../errors';
+import { endpointStats, minuteSeries, settled } from '../figures';
 import { formatCount, formatDuration, formatRelative, formatTime } from '../format';
-import { useLoad } from '../hooks';
+import { useActionKeys, useLoad } from '../hooks';
+import { readPages } from '../paging';
 import { endpointHref, href, navigate } from '../routes';
 import { useSession } from '../session-context';
 import './endpoints.css';
@@ -56,6 +57,16 @@ export function EndpointPage({ name }: { name: string }) {
   const [notice, setNotice] = useState<Notice | undefined>(undefined);
   const [actionError, setActionError] = useState<Error | undefined>(undefined);
   const [testing, setTesting] = useState(false);
+  const noticeRef = useRef<HTMLParagraphElement>(null);
+  // After Disable or Enable the button that opened the dialog is gone (the other one shows in its
+  // place), so the focus would fall back to the page's start: it goes to the notice of what was
+  // done instead, once the dialog is closed (a modal dialog's page takes no focus).
+  const focusNotice = useRef(false);
+  useEffect(() => {
+    if (open !== undefined || !focusNotice.current || noticeRef.current === null) return;
+    focusNotice.current = false;
+    noticeRef.current.focus();
+  }, [notice, open]);
 
   const endpoint = detail.data;
   // A dialog's close event can come after the next one opened (the browser fires it as a task):
@@ -64,6 +75,7 @@ export function EndpointPage({ name }: { name: string }) {
   const done = (text: string) => {
     setActionError(undefined);
     setNotice({ text });
+    focusNotice.current = true;
     detail.reload();
   };
 
@@ -71,12 +83,13 @@ export function EndpointPage({ name }: { name: string }) {
     setTesting(true);
     setNotice(undefined);
     try {
-      const { eventId } = await api.post<TestEventAnswer>(endpointPath(name, 'test'), undefined, { idempotencyKey: actionKey() });
+      // Each click is a test event of its own: no Idempotency-Key to make two clicks one.
+      const { eventId } = await api.post<TestEventAnswer>(endpointPath(name, 'test'), undefined);
       setActionError(undefined);
       setNotice({ text: `Test event ${eventId} is on the queue for ${name}.`, link: { href: href('/lookup', { id: eventId }), label: 'Follow it in Lookup' } });
       figures.reload();
     } catch (error) {
-      setActionError(error instanceof Error ? error : new Error(String(error)));
+      setActionError(toError(error));
     } finally {
       setTesting(false);
     }
@@ -129,7 +142,7 @@ export function EndpointPage({ name }: { name: string }) {
             </div>
             <div aria-live="polite">
               {notice !== undefined ? (
-                <p class="notice">
+                <p class="notice" ref={noticeRef} tabIndex={-1}>
                   {notice.text} {notice.link !== undefined ? <a href={notice.link.href}>{notice.link.label}</a> : null}
                 </p>
               ) : null}
@@ -170,19 +183,7 @@ export function EndpointPage({ name }: { name: string }) {
         </>
       )}
 
-      {open === 'disable' ? (
-        <ReasonDialog
-          title={`Disable ${name}`}
-          confirmLabel="Disable"
-          onClose={close((o) => o === 'disable')}
-          onConfirm={async (reason) => {
-            await api.post(endpointPath(name, 'disable'), { reason }, { idempotencyKey: actionKey() });
-            done(`${name} is disabled: its deliveries are parked until it is enabled.`);
-          }}
-        >
-          <p>New deliveries to it are parked, not sent, until it is enabled again. The reason is kept with it, and who disabled it.</p>
-        </ReasonDialog>
-      ) : null}
+      {open === 'disable' ? <DisableDialog name={name} onClose={close((o) => o === 'disable')} onDone={done} /> : null}
       {open === 'enable' ? <EnableDialog name={name} parked={endpoint?.parked ?? null} onClose={close((o) => o === 'enable')} onDone={done} /> : null}
       {open === 'rotate' ? (
         <RotateDialog
@@ -431,16 +432,8 @@ async function latestDead(name: string): Promise<LatestDead> {
   let last: LatestDead | undefined;
   for (const [window, ms] of [['24 h', 24 * HOUR_MS], ['1 h', HOUR_MS]] as const) {
     const since = new Date(Date.now() - ms).toISOString();
-    const read: Delivery[] = [];
-    let cursor: string | null = null;
-    let pages = 0;
-    do {
-      const page: Page<Delivery> = await api.get<Page<Delivery>>('/v1/dead', { endpoint: name, since, limit: 100, cursor });
-      read.push(...page.items);
-      cursor = page.next;
-      pages += 1;
-    } while (cursor !== null && pages < DEAD_PAGES);
-    last = { items: read.slice(-DEAD_SHOWN).reverse(), window, complete: cursor === null, read: read.length };
+    const read = await readPages((cursor) => api.get<Page<Delivery>>('/v1/dead', { endpoint: name, since, limit: 100, cursor }), { maxRequests: DEAD_PAGES });
+    last = { items: read.items.slice(-DEAD_SHOWN).reverse(), window, complete: read.next === null, read: read.items.length };
     if (last.complete) return last;
   }
   return last!;
@@ -502,51 +495,28 @@ function DeadList({ name, dead, error, loading }: { name: string; dead: LatestDe
   );
 }
 
-/**
- * A dialog whose form runs one request: busy while it runs, the API's problem shown in it on
- * failure (each field's messages by `children(error)`), closed by the caller on success.
- */
-function FormDialog(props: {
-  title: string;
-  confirmLabel: string;
-  danger?: boolean;
-  onConfirm: () => Promise<void>;
-  onClose: () => void;
-  children: (error: Error | undefined) => ComponentChildren;
-}) {
-  const [error, setError] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    try {
-      await props.onConfirm();
-    } catch (failure) {
-      setError(failure instanceof Error ? failure : new Error(String(failure)));
-      setBusy(false);
-    }
-  };
+function DisableDialog({ name, onClose, onDone }: { name: string; onClose: () => void; onDone: (text: string) => void }) {
+  const keyFor = useActionKeys();
   return (
-    <Dialog title={props.title} onClose={props.onClose}>
-      <form onSubmit={submit} noValidate>
-        {props.children(error)}
-        <ErrorNote error={error} />
-        <div class="actions">
-          <button type="submit" class={props.danger === true ? 'danger' : 'primary'} disabled={busy}>
-            {props.confirmLabel}
-          </button>
-          <button type="button" onClick={props.onClose}>
-            Cancel
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    <ReasonDialog
+      title={`Disable ${name}`}
+      confirmLabel="Disable"
+      onClose={onClose}
+      onConfirm={async (reason) => {
+        const body = { reason };
+        await api.post(endpointPath(name, 'disable'), body, { idempotencyKey: keyFor(body) });
+        onDone(`${name} is disabled: its deliveries are parked until it is enabled.`);
+      }}
+    >
+      <p>New deliveries to it are parked, not sent, until it is enabled again. The reason is kept with it, and who disabled it.</p>
+    </ReasonDialog>
   );
 }
 
 function EnableDialog({ name, parked, onClose, onDone }: { name: string; parked: number | null; onClose: () => void; onDone: (text: string) => void }) {
   const [reason, setReason] = useState('');
   const [rate, setRate] = useState('');
+  const keyFor = useActionKeys();
   return (
     <FormDialog
       title={`Enable ${name}`}
@@ -556,8 +526,7 @@ function EnableDialog({ name, parked, onClose, onDone }: { name: string; parked:
         const body: Record<string, unknown> = {};
         if (reason.trim() !== '') body.reason = reason.trim();
         if (rate.trim() !== '') body.rate = Number(rate);
-        await api.post(endpointPath(name, 'enable'), body, { idempotencyKey: actionKey() });
-        onClose();
+        await api.post(endpointPath(name, 'enable'), body, { idempotencyKey: keyFor(body) });
         onDone(`${name} is enabled${parked !== null && parked > 0 ? `: its ${formatCount(parked)} parked deliveries are being released` : ''}.`);
       }}
     >
@@ -585,6 +554,7 @@ function EnableDialog({ name, parked, onClose, onDone }: { name: string; parked:
 
 function RotateDialog({ name, onClose, onRotated }: { name: string; onClose: () => void; onRotated: (answer: EndpointWithSecret) => void }) {
   const [overlap, setOverlap] = useState('');
+  const keyFor = useActionKeys();
   return (
     <FormDialog
       title={`Rotate the secret of ${name}`}
@@ -592,7 +562,7 @@ function RotateDialog({ name, onClose, onRotated }: { name: string; onClose: () 
       onClose={onClose}
       onConfirm={async () => {
         const body = overlap.trim() === '' ? {} : { overlapSeconds: Number(overlap) };
-        onRotated(await api.post<EndpointWithSecret>(endpointPath(name, 'rotate-secret'), body, { idempotencyKey: actionKey() }));
+        onRotated(await api.post<EndpointWithSecret>(endpointPath(name, 'rotate-secret'), body, { idempotencyKey: keyFor(body) }));
       }}
     >
       {(error) => (

@@ -1,9 +1,9 @@
 /**
  * Endpoints: the list (`GET /v1/endpoints`), filtered by owner and state, the filters kept in the
  * route (`#/endpoints?owner=&state=`) so a reload or a shared link shows the same list. A page at a
- * time: "More" reads the next page (the answer's `next`) under the list. Each name opens the
- * endpoint. In portal mode the API lists the owner's endpoints alone, so there is no owner filter
- * and no "Add endpoint".
+ * time: "More" reads the next page (the answer's `next`) under the list; a page that comes after the
+ * filters changed is dropped, not added to the new list. Each name opens the endpoint. In portal
+ * mode the API lists the owner's endpoints alone, so there is no owner filter and no "Add endpoint".
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { Endpoint } from '../../../api/client/types';
@@ -11,7 +11,7 @@ import { api, type Page } from '../api';
 import { HealthText } from '../components/health';
 import { ErrorNote, FieldMessages, StateBadge } from '../components/notes';
 import { formatCount } from '../format';
-import { useLoad } from '../hooks';
+import { usePages } from '../hooks';
 import { endpointHref, href, navigate } from '../routes';
 import { useSession } from '../session-context';
 import './endpoints.css';
@@ -20,47 +20,25 @@ const PAGE_SIZE = 50;
 
 export function EndpointsPage({ owner, state }: { owner?: string | undefined; state?: string | undefined }) {
   const { portalOwner } = useSession();
-  const first = useLoad(() => api.get<Page<Endpoint>>('/v1/endpoints', { owner, state, limit: PAGE_SIZE }), [owner, state]);
-  // Pages read with "More", after the first.
-  const [later, setLater] = useState<{ items: Endpoint[]; next: string | null } | undefined>(undefined);
-  const [moreError, setMoreError] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-  useEffect(() => {
-    setLater(undefined);
-    setMoreError(undefined);
-  }, [owner, state]);
-
-  const items = [...(first.data?.items ?? []), ...(later?.items ?? [])];
-  const next = later !== undefined ? later.next : (first.data?.next ?? null);
-
-  const more = async () => {
-    if (next === null) return;
-    setBusy(true);
-    try {
-      const page = await api.get<Page<Endpoint>>('/v1/endpoints', { owner, state, limit: PAGE_SIZE, cursor: next });
-      setLater({ items: [...(later?.items ?? []), ...page.items], next: page.next });
-      setMoreError(undefined);
-    } catch (error) {
-      setMoreError(error instanceof Error ? error : new Error(String(error)));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const list = usePages((cursor) => api.get<Page<Endpoint>>('/v1/endpoints', { owner, state, limit: PAGE_SIZE, cursor }), [owner, state], {
+    keyOf: (endpoint) => endpoint.name,
+  });
+  const { items, next } = list;
 
   return (
     <>
       <h1 tabIndex={-1}>Endpoints</h1>
       <div class="endpoints-head">
-        <Filters owner={owner} state={state} portal={portalOwner !== undefined} error={first.error} />
+        <Filters owner={owner} state={state} portal={portalOwner !== undefined} error={list.loaded ? undefined : list.error} />
         {portalOwner === undefined ? (
           <a class="button primary" href="#/endpoints/new">
             Add endpoint
           </a>
         ) : null}
       </div>
-      <ErrorNote error={first.error} />
-      {first.data === undefined ? (
-        first.loading ? <p class="loading">Loading…</p> : null
+      {list.loaded ? null : <ErrorNote error={list.error} />}
+      {!list.loaded ? (
+        list.loading ? <p class="loading">Loading…</p> : null
       ) : items.length === 0 ? (
         <p class="muted">No endpoints{owner !== undefined || state !== undefined ? ' match these filters' : ''}.</p>
       ) : (
@@ -106,11 +84,11 @@ export function EndpointsPage({ owner, state }: { owner?: string | undefined; st
               </tbody>
             </table>
           </div>
-          <ErrorNote error={moreError} />
+          <ErrorNote error={list.error} />
           {next !== null ? (
             <div class="actions">
-              <button type="button" onClick={more} disabled={busy}>
-                {busy ? 'Loading…' : 'More'}
+              <button type="button" onClick={list.more} disabled={list.loading}>
+                {list.loading ? 'Loading…' : 'More'}
               </button>
             </div>
           ) : null}

@@ -4,22 +4,33 @@
  * event has that ID, for the shipment's deliveries (GET /v1/shipments/{id}/deliveries, every page).
  * Each delivery is shown per endpoint with its state and attempt timeline; a dead one offers Replay,
  * which asks for a reason (kept in the delivery's audit) and then POSTs /v1/replays for that one
- * delivery. While any delivery shown is pending the result refreshes itself, so a replay is seen
- * going from pending to delivered without a reload.
+ * delivery. While a delivery shown is on its way the result reads itself again, so a replay is seen
+ * going from pending to delivered without a reload: a few seconds after an attempt that is due now,
+ * at a retry's time when the next attempt waits for one, less often while nothing changes, and not
+ * at all for a parked delivery (it waits for its endpoint to be enabled).
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Delivery, EventDeliveries } from '../../../api/client/types';
-import { ApiError, actionKey, api, type Page } from '../api';
+import { ApiError, api, type Page } from '../api';
 import { AttemptTimeline } from '../components/attempts';
 import { ReasonDialog } from '../components/dialog';
 import { ErrorNote, StateBadge } from '../components/notes';
-import { formatRelative, formatTime } from '../format';
-import { useLoad } from '../hooks';
+import { formatRelative, formatTime, formatTimeOfDay } from '../format';
+import { useActionKeys, useLoad } from '../hooks';
+import { readPages } from '../paging';
 import { endpointHref, href, navigate } from '../routes';
 import './lookup.css';
 
-/** How often a result with a pending delivery is read again. */
+/** How soon a result is read again while a delivery's attempt is due now (or being made). */
 const REFRESH_MS = 3000;
+/** A shipment's result, up to ten pages of deliveries, is read again no sooner than this. */
+const SHIPMENT_REFRESH_MS = 10_000;
+/** Reads that may change nothing before the wait grows: an attempt takes a few seconds on a busy day. */
+const PATIENT_READS = 4;
+/** Past those, each read that changed nothing doubles the wait, up to this. */
+const LONGEST_REFRESH_MS = 60_000;
+/** A retry is read this long after its time, once its attempt has had time to be made. */
+const AFTER_DUE_MS = 1000;
 /** A shipment's deliveries read at most (ten pages of the API's largest). */
 const MAX_SHIPMENT_DELIVERIES = 1000;
 /** Requests for one shipment at most: a portal link's pages may hold none of its owner's and still have `next`. */
@@ -48,16 +59,12 @@ async function lookUp(id: string): Promise<Found> {
   } catch (error) {
     if (!notThere(error)) throw error;
   }
-  const deliveries: Delivery[] = [];
-  let cursor: string | null = null;
-  let requests = 0;
+  let read;
   try {
-    do {
-      const page: Page<Delivery> = await api.get<Page<Delivery>>(`/v1/shipments/${encodeURIComponent(id)}/deliveries`, { limit: 100, cursor });
-      deliveries.push(...page.items);
-      cursor = page.next;
-      requests += 1;
-    } while (cursor !== null && deliveries.length < MAX_SHIPMENT_DELIVERIES && requests < MAX_SHIPMENT_REQUESTS);
+    read = await readPages(
+      (cursor) => api.get<Page<Delivery>>(`/v1/shipments/${encodeURIComponent(id)}/deliveries`, { limit: 100, cursor }),
+      { maxItems: MAX_SHIPMENT_DELIVERIES, maxRequests: MAX_SHIPMENT_REQUESTS },
+    );
   } catch (error) {
     if (error instanceof ApiError && error.status === 409 && problemCode(error) === 'shipment-index-off') {
       return { kind: 'none', id, shipmentsOff: error.detail || error.title };
@@ -65,29 +72,52 @@ async function lookUp(id: string): Promise<Found> {
     if (notThere(error)) return { kind: 'none', id };
     throw error;
   }
-  if (deliveries.length === 0) return { kind: 'none', id };
-  return { kind: 'shipment', shipmentId: id, deliveries, more: cursor !== null };
+  if (read.items.length === 0) return { kind: 'none', id };
+  return { kind: 'shipment', shipmentId: id, deliveries: read.items, more: read.next !== null };
+}
+
+/**
+ * How long until the result is read again (undefined: not again): while a delivery is on its way,
+ * not parked. An attempt due now is looked at again soon (a shipment's less soon), then, after a
+ * few reads that changed nothing (`unchanged` of them in a row), twice as long each time; a retry at
+ * its time.
+ */
+export function refreshAfter(found: Found | undefined, unchanged: number, now = Date.now()): number | undefined {
+  if (found === undefined || found.kind === 'none') return undefined;
+  const moving = found.deliveries.filter((d) => d.state === 'pending' && d.parkedAt === undefined);
+  if (moving.length === 0) return undefined;
+  const soonest = Math.min(...moving.map((d) => d.nextAttemptAt ?? now));
+  const floor = found.kind === 'shipment' ? SHIPMENT_REFRESH_MS : REFRESH_MS;
+  const backedOff = Math.min(floor * 2 ** Math.max(0, unchanged - PATIENT_READS), LONGEST_REFRESH_MS);
+  return Math.max(backedOff, soonest + AFTER_DUE_MS - now);
+}
+
+/** What a read of the result found, as far as following it goes: each delivery's state and attempts. */
+function progressOf(found: Found | undefined): string {
+  if (found === undefined || found.kind === 'none') return '';
+  return JSON.stringify(found.deliveries.map((d) => [d.eventId, d.endpoint, d.state, d.attempts, d.nextAttemptAt ?? null]));
 }
 
 export function LookupPage({ id }: { id?: string | undefined }) {
   const [text, setText] = useState(id ?? '');
   useEffect(() => setText(id ?? ''), [id]);
-  const result = useLoad<Found | undefined>(() => (id === undefined ? Promise.resolve(undefined) : lookUp(id)), [id]);
+  // Reads since the result last changed: each one makes the next wait longer.
+  const streak = useRef({ progress: '', unchanged: 0 });
+  const result = useLoad<Found | undefined>(
+    () => (id === undefined ? Promise.resolve(undefined) : lookUp(id)),
+    [id],
+    (found) => {
+      const progress = progressOf(found);
+      streak.current = { progress, unchanged: progress === streak.current.progress ? streak.current.unchanged + 1 : 0 };
+      return refreshAfter(found, streak.current.unchanged);
+    },
+  );
   const [replaying, setReplaying] = useState<Delivery | undefined>(undefined);
   const [notice, setNotice] = useState<string | undefined>(undefined);
   useEffect(() => setNotice(undefined), [id]);
 
-  // A pending delivery is on its way: read the result again until none is.
   const found = result.data;
-  const anyPending = found !== undefined && found.kind !== 'none' && found.deliveries.some((d) => d.state === 'pending');
   const reload = result.reload;
-  useEffect(() => {
-    if (!anyPending) return undefined;
-    const timer = setInterval(() => {
-      if (document.visibilityState === 'visible') reload();
-    }, REFRESH_MS);
-    return () => clearInterval(timer);
-  }, [anyPending, reload]);
 
   const submit = (event: Event) => {
     event.preventDefault();
@@ -129,7 +159,7 @@ export function LookupPage({ id }: { id?: string | undefined }) {
           ) : null}
           <ErrorNote error={result.error} />
           {found !== undefined ? (
-            <Result found={found} onReplay={setReplaying} refreshing={anyPending} />
+            <Result found={found} onReplay={setReplaying} nextRead={result.nextAt} />
           ) : result.error === undefined ? (
             <p class="muted" role="status">
               Looking up <code>{id}</code>…
@@ -151,7 +181,7 @@ export function LookupPage({ id }: { id?: string | undefined }) {
   );
 }
 
-function Result({ found, onReplay, refreshing }: { found: Found; onReplay: (delivery: Delivery) => void; refreshing: boolean }) {
+function Result({ found, onReplay, nextRead }: { found: Found; onReplay: (delivery: Delivery) => void; nextRead: number | undefined }) {
   if (found.kind === 'none') {
     return (
       <>
@@ -168,7 +198,10 @@ function Result({ found, onReplay, refreshing }: { found: Found; onReplay: (deli
       </>
     );
   }
-  const live = refreshing ? <p class="muted refreshing">A delivery is pending: this updates every few seconds.</p> : null;
+  const live =
+    nextRead !== undefined ? (
+      <p class="muted refreshing">A delivery is on its way: this is read again at {formatTimeOfDay(nextRead)}, while the tab is shown.</p>
+    ) : null;
   if (found.kind === 'event') {
     return (
       <>
@@ -323,17 +356,16 @@ function DeliveryCard({ delivery: d, level, onReplay }: { delivery: Delivery; le
 
 /** Asks why the delivery is safe to send again, then replays that one delivery. */
 function ReplayDialog({ delivery, onClose, onReplayed }: { delivery: Delivery; onClose: () => void; onReplayed: () => void }) {
-  // One key per reason given: the same request sent again (a lost answer) replays once; another reason is another request.
-  const keys = useRef(new Map<string, string>());
+  const keyFor = useActionKeys();
   return (
     <ReasonDialog
       title={`Replay ${delivery.eventId} to ${delivery.endpoint}?`}
       confirmLabel="Replay"
       onClose={onClose}
       onConfirm={async (reason) => {
-        const key = keys.current.get(reason) ?? actionKey();
-        keys.current.set(reason, key);
-        await api.post('/v1/replays', { eventId: delivery.eventId, endpoint: delivery.endpoint, reason }, { idempotencyKey: key });
+        // Sent again with the same reason (its answer was lost), the same key: it replays once.
+        const body = { eventId: delivery.eventId, endpoint: delivery.endpoint, reason };
+        await api.post('/v1/replays', body, { idempotencyKey: keyFor(body) });
         onReplayed();
       }}
     >

@@ -1,91 +1,102 @@
 /**
  * Overview: each endpoint's state, health, and delivered, retried, dead and parked counts over the
  * last hour and 24 h, and the per-minute chart of deliveries and failures over the last hour. It
- * loads again every 10 s while the tab is visible, without a reload, and says when it last did.
+ * keeps itself current without a reload while the tab is visible, each part as often as it is
+ * worth its cost, and says how often on the page:
  *
- * The endpoints are the first page of `GET /v1/endpoints` (up to 100; a note says when there are
- * more). Each row's figures are `GET /v1/stats?endpoint&since`: the last hour's every 10 s, the last
- * 24 h's once a minute (they move slowly, and each is a read of the metrics per endpoint). The chart
- * is `GET /v1/stats/minutes` for every endpoint together; in portal mode, where the API answers one
- * of the owner's endpoints at a time, the sum of the owner's endpoints' series.
+ * - the endpoints (`GET /v1/endpoints`, the first page of up to 100; a note says when there are
+ *   more: their state, health and parked count) and the chart (`GET /v1/stats/minutes` for every
+ *   endpoint together; in portal mode, where the API answers one of the owner's endpoints at a
+ *   time, the sum of the owner's endpoints' series): every 10 s;
+ * - each endpoint's last hour (`GET /v1/stats?endpoint&since=1h`, also its dead count now): every
+ *   minute; its 24 h: every 10 minutes. Each of these reads the ledger's dead rows and the metrics
+ *   for one endpoint, so a page of 100 endpoints asks for them 100 at a time, 4 at once.
+ *
+ * Every read starts again only once the one before has answered, so a slow API is not sent more
+ * and more requests; a row shows "…" until its figures first come.
  */
-import { useRef } from 'preact/hooks';
 import type { Endpoint } from '../../../api/client/types';
 import { api, type Page } from '../api';
 import { MinuteChart } from '../components/chart';
-import { endpointStats, mapLimit, minuteSeries, settled, summedSeries, type Series, type Stats } from '../components/figures';
 import { HealthText } from '../components/health';
 import { ErrorNote, StateBadge } from '../components/notes';
-import { formatCount, formatTime } from '../format';
-import { useLoad } from '../hooks';
+import { endpointStats, minuteSeries, settled, summedSeries, type Series, type Stats } from '../figures';
+import { formatCount, formatTimeOfDay } from '../format';
+import { useEach, useLoad } from '../hooks';
 import { endpointHref } from '../routes';
 import { useSession } from '../session-context';
 import './overview.css';
 
-const REFRESH_MS = 10_000;
-const DAY_REFRESH_MS = 60_000;
+/** The endpoints and the chart. */
+const LIST_EVERY_MS = 10_000;
+/** Each endpoint's last hour. */
+const HOUR_EVERY_MS = 60_000;
+/** Each endpoint's last 24 h. */
+const DAY_EVERY_MS = 600_000;
 const MAX_ENDPOINTS = 100;
-/** Per-endpoint calls in flight at once. */
+/** Per-endpoint calls in flight at once, for each window. */
 const FAN_OUT = 4;
 
-interface Row {
-  readonly endpoint: Endpoint;
-  readonly hour: Stats | Error;
-  readonly day: Stats | Error | undefined;
-}
-
-interface Overview {
-  readonly rows: readonly Row[];
+interface Listed {
+  readonly endpoints: readonly Endpoint[];
   readonly more: boolean;
   readonly series: Series | Error;
   readonly loadedAt: number;
-  readonly dayAt: number;
+}
+
+interface Row {
+  readonly endpoint: Endpoint;
+  readonly hour: Stats | Error | undefined;
+  readonly day: Stats | Error | undefined;
 }
 
 export function OverviewPage() {
   const { portalOwner } = useSession();
-  // The 24 h figures, kept between loads and read again once a minute.
-  const day = useRef<{ at: number; byName: Map<string, Stats | Error> }>({ at: 0, byName: new Map() });
-  const loaded = useLoad<Overview>(
+  const listed = useLoad<Listed>(
     async () => {
-      const page = await api.get<Page<Endpoint>>('/v1/endpoints', { limit: MAX_ENDPOINTS });
-      const names = page.items.map((endpoint) => endpoint.name);
-      const now = Date.now();
-      const dayDue = now - day.current.at >= DAY_REFRESH_MS || names.some((name) => !day.current.byName.has(name));
-      const [hours, days, series] = await Promise.all([
-        mapLimit(names, FAN_OUT, (name) => settled(endpointStats(name, '1h'))),
-        dayDue ? mapLimit(names, FAN_OUT, (name) => settled(endpointStats(name, '24h'))) : undefined,
-        settled(portalOwner === undefined ? minuteSeries('1h') : summedSeries('1h', names)),
+      const endpoints = api.get<Page<Endpoint>>('/v1/endpoints', { limit: MAX_ENDPOINTS });
+      // The operator's chart is every endpoint's together, read alongside the list; a portal's is its endpoints' sum.
+      const [page, series] = await Promise.all([
+        endpoints,
+        portalOwner === undefined ? settled(minuteSeries('1h')) : endpoints.then((p) => settled(summedSeries('1h', p.items.map((e) => e.name)))),
       ]);
-      if (days !== undefined) day.current = { at: now, byName: new Map(names.map((name, i) => [name, days[i]!])) };
-      return {
-        rows: page.items.map((endpoint, i) => ({ endpoint, hour: hours[i]!, day: day.current.byName.get(endpoint.name) })),
-        more: page.next !== null,
-        series,
-        loadedAt: Date.now(),
-        dayAt: day.current.at,
-      };
+      return { endpoints: page.items, more: page.next !== null, series, loadedAt: Date.now() };
     },
     [portalOwner],
-    REFRESH_MS,
+    LIST_EVERY_MS,
   );
-  const data = loaded.data;
-  const metricsError = data === undefined ? undefined : firstMetricsError(data);
+  const names = listed.data?.endpoints.map((endpoint) => endpoint.name) ?? [];
+  const hour = useEach(names, (name) => endpointStats(name, '1h'), HOUR_EVERY_MS, FAN_OUT);
+  const day = useEach(names, (name) => endpointStats(name, '24h'), DAY_EVERY_MS, FAN_OUT);
+  const data = listed.data;
+  const rows: Row[] = (data?.endpoints ?? []).map((endpoint) => ({ endpoint, hour: hour.byKey.get(endpoint.name), day: day.byKey.get(endpoint.name) }));
+  const metricsError = firstMetricsError(rows);
 
   return (
     <>
       <h1 tabIndex={-1}>Overview</h1>
       <p class="overview-status">
-        {data === undefined ? (loaded.loading ? 'Loading…' : '') : <>Updated {clock.format(data.loadedAt)} · every 10 s</>}
-        {data !== undefined && loaded.loading ? <span class="muted"> · updating…</span> : null}
+        {data === undefined ? (
+          listed.loading ? (
+            'Loading…'
+          ) : (
+            ''
+          )
+        ) : (
+          <>
+            Updated {formatTimeOfDay(data.loadedAt)} · the endpoints and the chart every 10 s, each endpoint's last hour every minute, its 24 h
+            every 10 minutes
+          </>
+        )}
+        {data !== undefined && listed.loading ? <span class="muted"> · updating…</span> : null}
       </p>
-      <ErrorNote error={loaded.error} />
+      <ErrorNote error={listed.error} />
       {data === undefined ? null : (
         <>
           <section class="panel overview-chart" aria-labelledby="chart-heading">
             <h2 id="chart-heading">
               Deliveries and failures per minute, last hour
-              {portalOwner === undefined ? ', all endpoints' : `, ${portalOwner}'s ${data.rows.length === 1 ? 'endpoint' : `${data.rows.length} endpoints`} together`}
+              {portalOwner === undefined ? ', all endpoints' : `, ${portalOwner}'s ${rows.length === 1 ? 'endpoint' : `${rows.length} endpoints`} together`}
             </h2>
             <ChartPanel series={data.series} label={portalOwner === undefined ? 'All endpoints' : `${portalOwner}'s endpoints`} />
           </section>
@@ -97,10 +108,10 @@ export function OverviewPage() {
                 Metrics unavailable: {metricsError}. Delivered, retried and dead-lettered counts are not shown; dead and parked counts are the ledger's.
               </p>
             ) : null}
-            {data.rows.length === 0 ? (
+            {rows.length === 0 ? (
               <p class="muted">No endpoints{portalOwner === undefined ? '' : ` for ${portalOwner}`}.</p>
             ) : (
-              <EndpointTable rows={data.rows} />
+              <EndpointTable rows={rows} />
             )}
             {data.more ? (
               <p class="notice">
@@ -110,8 +121,9 @@ export function OverviewPage() {
             <p class="muted overview-notes">
               Delivered: accepted by the receiver. Retried: attempts that were not a delivery's first. Dead: sent to the dead-letter queue in
               the window (an endpoint with recovery <code>drop</code> keeps its dead rows without one). Dead now and parked: the ledger's
-              deliveries as they are now. The last hour's figures are read every 10 s, the 24 h figures every minute
-              {data.dayAt > 0 ? ` (last at ${formatTime(data.dayAt)})` : ''}.
+              deliveries as they are now. State, health and parked are read every 10 s; each endpoint's last hour and dead now every minute
+              {hour.readAt !== undefined ? ` (last at ${formatTimeOfDay(hour.readAt)})` : ''}; its 24 h every 10 minutes
+              {day.readAt !== undefined ? ` (last at ${formatTimeOfDay(day.readAt)})` : ''}.
             </p>
           </section>
         </>
@@ -120,10 +132,8 @@ export function OverviewPage() {
   );
 }
 
-const clock = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
-
-function firstMetricsError(data: Overview): string | undefined {
-  for (const row of data.rows) {
+function firstMetricsError(rows: readonly Row[]): string | undefined {
+  for (const row of rows) {
     for (const stats of [row.hour, row.day]) {
       if (stats !== undefined && !(stats instanceof Error) && stats.metricsError !== undefined) return stats.metricsError;
     }
@@ -217,13 +227,25 @@ function EndpointTable({ rows }: { rows: readonly Row[] }) {
               <Figure stats={row.hour} pick={(s) => s.deadLettered} name="dead-1h" />
               <Figure stats={row.day} pick={(s) => s.deadLettered} name="dead-24h" />
               <Figure stats={row.hour} pick={(s) => s.deadCount} name="dead-now" atLeast={(s) => s.capped.dead} />
-              <Figure stats={row.hour} pick={(s) => s.parkedCount ?? row.endpoint.parked} name="parked" />
+              <Parked row={row} />
             </tr>
           ))}
         </tbody>
       </table>
     </div>
   );
+}
+
+/** The parked count: the list's (read every 10 s), else the last hour's stats'. */
+function Parked({ row }: { row: Row }) {
+  if (row.endpoint.parked !== null) {
+    return (
+      <td class="num" data-figure="parked">
+        {formatCount(row.endpoint.parked)}
+      </td>
+    );
+  }
+  return <Figure stats={row.hour} pick={(s) => s.parkedCount} name="parked" />;
 }
 
 /** One figure of a row: the count, "n/a" when its source could not be read, "…" before the first read. */

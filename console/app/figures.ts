@@ -3,9 +3,10 @@
  * and the per-minute series `GET /v1/stats/minutes`, and a bounded fan-out for the per-endpoint calls
  * (a page of 100 endpoints must not open 200 requests at once).
  */
-import type { Stats, StatsMinutes } from '../../../api/client/types';
-import { api } from '../api';
-import type { ChartPoint } from './chart';
+import type { Stats, StatsMinutes } from '../../api/client/types';
+import { api } from './api';
+import type { ChartPoint } from './components/chart';
+import { toError } from './errors';
 
 export type { Stats };
 
@@ -71,5 +72,5 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, work: (
 
 /** Each item's answer or its failure, so one endpoint's refused call does not blank the others. */
 export function settled<R>(promise: Promise<R>): Promise<R | Error> {
-  return promise.catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+  return promise.catch(toError);
 }
