@@ -134,6 +134,11 @@ describe('the Endpoints pages in Chromium', { timeout: 90_000 }, () => {
     expect((await url.getAttribute('aria-describedby'))!.split(' ')).toContain('field-url-error-0');
     // No other field is faulted.
     expect(await page.locator('.field-error').count()).toBe(1);
+    // The problem in full above the buttons: its title and detail, then each field's message in a list (a block of its own, not inside a paragraph).
+    const note = page.locator('#form-problems [role="alert"]');
+    expect(await note.evaluate((element) => element.tagName)).toBe('DIV');
+    expect(await note.locator('li').allInnerTexts()).toEqual([`url ${apiMessage}`]);
+    expect(await page.locator('p ul, p li').count()).toBe(0);
 
     await url.fill(`${receiver.url}/console-added`);
     await page.getByRole('button', { name: 'Add endpoint' }).click();

@@ -1,13 +1,15 @@
 /** How the page shows a failure, and a bad field's messages next to the field. */
-import { ApiError } from '../api';
+import { ApiError, errorText } from '../errors';
 
-/** A failed call, as one line: the API's problem title and detail, or the error's message. */
+/**
+ * A failed call: the API's problem title and detail (or the error's message), and each bad field's
+ * message under it. A `div`, since a list may not sit inside a paragraph.
+ */
 export function ErrorNote({ error }: { error: Error | undefined }) {
   if (error === undefined) return null;
-  const text = error instanceof ApiError ? [error.title, error.detail].filter((part) => part !== '').join(': ') : error.message;
   return (
-    <p class="error" role="alert">
-      {text}
+    <div class="error" role="alert">
+      <p>{errorText(error)}</p>
       {error instanceof ApiError && error.errors.length > 0 ? (
         <ul>
           {error.errors.map((problem) => (
@@ -17,7 +19,7 @@ export function ErrorNote({ error }: { error: Error | undefined }) {
           ))}
         </ul>
       ) : null}
-    </p>
+    </div>
   );
 }
 
