@@ -1,6 +1,7 @@
 /** How the page writes times, durations and counts: in the reader's locale and time zone. */
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const shortDateTime = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
 const timeOnly = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
 const timeOfDay = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
 const number = new Intl.NumberFormat();
@@ -20,6 +21,16 @@ export function formatClock(value: number | string): string {
 /** Hours, minutes and seconds: when the page last read something. */
 export function formatTimeOfDay(value: number | string): string {
   return timeOfDay.format(new Date(value));
+}
+
+/**
+ * A time in a column of times (an attempt timeline), short enough for a phone's width: the time of
+ * day alone when it falls on the same day as `reference` (the row before, or for the first row
+ * today), else with its month and day too.
+ */
+export function formatTimeInColumn(value: number | string, reference: number | string = Date.now()): string {
+  const date = new Date(value);
+  return date.toDateString() === new Date(reference).toDateString() ? timeOfDay.format(date) : shortDateTime.format(date);
 }
 
 /** A duration in ms: `340 ms`, `2.1 s`, `4 min`, `3 h`. */

@@ -5,8 +5,8 @@
  * outcome, status, duration); a shipment ID shows its events' deliveries; an ID nothing has is said
  * to be so; a dead delivery replayed from the page, with a reason, reaches its receiver exactly
  * once more (its first answer lost and Replay pressed again, the same Idempotency-Key), the page
- * following it from pending to delivered without a reload; and a result whose deliveries wait (a
- * retry ten minutes away, a parked one) is not read again meanwhile.
+ * following it from pending to delivered without a reload; a result whose deliveries wait (a retry
+ * ten minutes away, a parked one) is not read again meanwhile; and the timeline reads at 390 px.
  *
  * The endpoints are made through the API and take event types the sandbox's demo endpoints do not
  * (packed, returned, label_created), so only this file's receivers see these events. The tests
@@ -16,7 +16,7 @@ import type { Locator, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Delivery, EventDeliveries } from '../../api/client/types';
 import { formatDuration } from '../../console/app/format';
-import { useConsole, type PageOptions } from '../helpers/console-browser';
+import { PHONE, useConsole, type PageOptions } from '../helpers/console-browser';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
 import { eventually } from '../helpers/sandbox-clients';
 
@@ -275,5 +275,24 @@ describe('the Lookup page in Chromium', { timeout: 90_000 }, () => {
     expect(note).toMatch(/^A delivery is on its way: this is read again at .+, while the tab is shown\.$/);
     await expect(stateBadge(deliveryPanel(page, 'waiter')).innerText()).resolves.toBe('pending');
     expect(await deliveryPanel(page, 'sleeper').locator('.badge', { hasText: /^parked$/ }).count()).toBe(1);
+  });
+
+  it("reads at 390 px wide: the page does not scroll sideways, and the attempt timeline fits, each time on one line", async () => {
+    const { page } = await suite.openConsole(undefined, { viewport: PHONE });
+    await page.goto(`${suite.origin}/console/#/lookup?id=evt_look_one`);
+    const panel = deliveryPanel(page, 'hooks');
+    await panel.waitFor({ timeout: PAGE_MS });
+
+    const widths = await page.locator('html').evaluate((root) => ({ page: root.scrollWidth, view: root.clientWidth }));
+    const times = await panel.locator('tbody time').evaluateAll((elements) => elements.map((element) => element.getClientRects().length));
+    const titles = await panel.locator('tbody time').evaluateAll((elements) => elements.map((element) => element.getAttribute('title') ?? ''));
+    const frame = await panel.locator('.attempts-wrap').evaluate((element) => ({ scroll: element.scrollWidth, client: element.clientWidth }));
+
+    expect(widths.page).toBeLessThanOrEqual(widths.view);
+    expect(times).toEqual([1, 1]);
+    // The timeline fits the phone's width: its frame has nothing to scroll.
+    expect(frame.scroll).toBeLessThanOrEqual(frame.client);
+    // The full date and time is the time's tooltip.
+    for (const title of titles) expect(title).toMatch(/\d{4}/);
   });
 });

@@ -3,9 +3,12 @@
  * status the receiver answered (or why no answer came) and how long it took. The ledger keeps the
  * latest 20 attempts (`history`); `attempts` counts those since the last replay, so a delivery
  * replayed after many attempts can show more entries than its count.
+ *
+ * Each time is short enough for a phone's width: the time of day, with the date only when it is not
+ * the day of the row before (for the first row, today); the full date and time is its tooltip.
  */
 import type { AttemptEntry } from '../../../api/client/types';
-import { formatDuration, formatTime } from '../format';
+import { formatDuration, formatTime, formatTimeInColumn } from '../format';
 import './attempts.css';
 
 /** How each outcome reads (docs/contract.md §4), and the colour it takes. */
@@ -49,7 +52,9 @@ export function AttemptTimeline({ history, attempts, label }: { history: readonl
                   {entry.attempt}
                 </th>
                 <td>
-                  <time dateTime={new Date(entry.at).toISOString()}>{formatTime(entry.at)}</time>
+                  <time dateTime={new Date(entry.at).toISOString()} title={formatTime(entry.at)}>
+                    {formatTimeInColumn(entry.at, index === 0 ? Date.now() : history[index - 1]!.at)}
+                  </time>
                 </td>
                 <td>
                   <span class={`badge ${outcome.tone}`} title={outcome.meaning}>
