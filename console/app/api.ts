@@ -82,6 +82,15 @@ export const api = {
   delete: <T>(path: string) => call<T>('DELETE', path),
 };
 
+/**
+ * The signing secret an answer shows, this once: `whsec_…` (HMAC-SHA256) or an ed25519 key `whsk_…`
+ * (whose public key is the answer's `publicKey`). Undefined for a secret kept in Secrets Manager
+ * (`set`), and for an answer repeated for an Idempotency-Key, which keeps no secret.
+ */
+export function shownSecret(answer: { readonly secret?: unknown }): string | undefined {
+  return typeof answer.secret === 'string' && /^wh(sec|sk)_/.test(answer.secret) ? answer.secret : undefined;
+}
+
 /** Pages of a list, from its start, up to `maxItems` items in at most `maxRequests` requests of the API's largest page. */
 export function allPages<T>(path: string, query: Query, limits: { maxItems: number; maxRequests: number }): Promise<PagesRead<T>> {
   return readPages<T>((cursor) => api.get<Page<T>>(path, { ...query, limit: 100, cursor }), limits);

@@ -5,8 +5,8 @@
  * shown once (and it is the one the endpoint signs with); editing, only the fields changed sent;
  * Disable asking a reason, with the mouse and with the keyboard alone (the focus then on what it
  * did); a Disable whose answer was lost sent again with its Idempotency-Key; Rotate secret showing
- * the new secret once; Send test event reaching the receiver; portal mode offering only what a
- * portal link may do.
+ * the new secret once (an ed25519 key with its public key); Send test event reaching the receiver;
+ * portal mode offering only what a portal link may do.
  */
 import { randomBytes } from 'node:crypto';
 import type { Page } from 'playwright-core';
@@ -298,6 +298,34 @@ describe('the Endpoints pages in Chromium', { timeout: 90_000 }, () => {
     const request = await requestFor(json.eventId);
     expect(signedWith(request, secret)).toBe(true);
     expect(signedWith(request, old)).toBe(true);
+  });
+
+  it("shows an ed25519 endpoint's public key, and Rotate secret its new key once with the public key the receiver verifies with", async () => {
+    await endpoint({ name: 'to-rotate-ed', signature: 'ed25519' });
+    const before = (await suite.api('GET', '/v1/endpoints/to-rotate-ed')).json.publicKey as string;
+    const { page } = await openAt('#/endpoints/to-rotate-ed');
+    const shownKey = page.locator('[data-field="publicKey"]');
+    await shownKey.waitFor();
+    const keyBefore = await shownKey.innerText();
+
+    // Act
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByRole('dialog', { name: 'Rotate the secret of to-rotate-ed' }).getByRole('button', { name: 'Rotate secret' }).click();
+    const shown = page.getByRole('dialog', { name: 'New signing secret of to-rotate-ed' });
+    await shown.waitFor();
+    const secret = await shown.getByLabel('Signing secret').inputValue();
+    const publicKey = await shown.getByLabel('Public key').inputValue();
+    await shown.getByRole('button', { name: 'Done' }).click();
+    await page.locator('[data-field="publicKey"]', { hasText: publicKey }).waitFor();
+
+    // Assess
+    expect(before).toMatch(/^whpk_/);
+    expect(keyBefore).toBe(before);
+    expect(secret).toMatch(/^whsk_/);
+    expect(publicKey).toMatch(/^whpk_/);
+    expect(publicKey).not.toBe(before);
+    expect((await suite.api('GET', '/v1/endpoints/to-rotate-ed')).json.publicKey).toBe(publicKey);
+    expect(await page.content()).not.toContain(secret);
   });
 
   it('Send test event delivers to the receiver, and links to it in Lookup', async () => {

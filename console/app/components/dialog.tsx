@@ -100,16 +100,34 @@ export function ReasonDialog(props: {
   );
 }
 
-/** A value shown once (a new secret): selectable, copyable, gone when the dialog closes. */
-export function ShownOnce({ title, label, value, onClose }: { title: string; label: string; value: string; onClose: () => void }) {
+/**
+ * A value shown once (a new secret): selectable, copyable, gone when the dialog closes. An ed25519
+ * key comes with its public key, which is what the receiver keeps (the endpoint's page shows it).
+ */
+export function ShownOnce(props: { title: string; label: string; value: string; publicKey?: string | null | undefined; onClose: () => void }) {
+  const { title, label, value, onClose } = props;
+  const publicKey = typeof props.publicKey === 'string' ? props.publicKey : undefined;
   const [copied, setCopied] = useState(false);
   return (
     <Dialog title={title} onClose={onClose}>
-      <p>This is the only time it is shown. Keep it where your receiver reads its secret.</p>
+      {publicKey === undefined ? (
+        <p>This is the only time it is shown. Keep it where your receiver reads its secret.</p>
+      ) : (
+        <p>
+          This is the only time the key is shown: handoff signs with it. Your receiver verifies with the public key, which the endpoint's
+          page keeps showing.
+        </p>
+      )}
       <label>
         {label}
         <input class="secret" readOnly value={value} onFocus={(e) => e.currentTarget.select()} />
       </label>
+      {publicKey !== undefined ? (
+        <label>
+          Public key
+          <input class="secret" readOnly value={publicKey} onFocus={(e) => e.currentTarget.select()} />
+        </label>
+      ) : null}
       <div class="actions">
         <button
           type="button"

@@ -17,7 +17,7 @@
  */
 import { useMemo, useState } from 'preact/hooks';
 import type { EndpointDetail, EndpointUpdated, EndpointWithSecret } from '../../../api/client/types';
-import { ApiError, api, endpointPath } from '../api';
+import { ApiError, api, endpointPath, shownSecret } from '../api';
 import { ShownOnce } from '../components/dialog';
 import { ErrorNote, FieldMessages } from '../components/notes';
 import { useActionKeys, useLoad, useSubmit } from '../hooks';
@@ -215,7 +215,7 @@ function EndpointForm({ fields, endpoint }: { fields: readonly FieldDef[]; endpo
   const [values, setValues] = useState<Values>(initial);
   const { busy, error, submit } = useSubmit();
   const keyFor = useActionKeys();
-  const [created, setCreated] = useState<{ name: string; secret: string } | undefined>(undefined);
+  const [created, setCreated] = useState<{ name: string; secret: string; publicKey: string | null } | undefined>(undefined);
   const shown = fields.filter((field) => !(editing && field.name === 'name'));
   const leading = shown.filter((field) => LEADING.includes(field.name));
   const settings = shown.filter((field) => !LEADING.includes(field.name));
@@ -230,8 +230,9 @@ function EndpointForm({ fields, endpoint }: { fields: readonly FieldDef[]; endpo
         if (value !== undefined && !(field.kind === 'choices' && (value as string[]).length === 0 && !field.required)) body[field.name] = value;
       }
       const answer = await api.post<EndpointWithSecret>('/v1/endpoints', body, { idempotencyKey: keyFor(body) });
-      if ('secret' in answer && typeof answer.secret === 'string' && answer.secret.startsWith('whsec_')) {
-        setCreated({ name: answer.name, secret: answer.secret });
+      const secret = shownSecret(answer);
+      if (secret !== undefined) {
+        setCreated({ name: answer.name, secret, publicKey: answer.publicKey ?? null });
       } else {
         navigate(endpointHref(answer.name));
       }
@@ -282,6 +283,7 @@ function EndpointForm({ fields, endpoint }: { fields: readonly FieldDef[]; endpo
           title={`${created.name} is added: its signing secret`}
           label="Signing secret"
           value={created.secret}
+          publicKey={created.publicKey}
           onClose={() => navigate(endpointHref(created.name))}
         />
       ) : null}

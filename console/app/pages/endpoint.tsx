@@ -12,7 +12,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Delivery, EndpointDetail, EndpointWithSecret, Page, TestEventAnswer } from '../../../api/client/types';
-import { api, endpointPath } from '../api';
+import { api, endpointPath, shownSecret } from '../api';
 import { MinuteChart } from '../components/chart';
 import { FormDialog, ReasonDialog, ShownOnce } from '../components/dialog';
 import { HealthText } from '../components/health';
@@ -33,7 +33,7 @@ const DEAD_SHOWN = 10;
 /** Pages of the dead listing read to reach the newest (it lists oldest death first). */
 const DEAD_PAGES = 3;
 
-type Open = 'disable' | 'enable' | 'rotate' | 'remove' | { readonly secret: string } | undefined;
+type Open = 'disable' | 'enable' | 'rotate' | 'remove' | { readonly secret: string; readonly publicKey: string | null } | undefined;
 
 interface Notice {
   readonly text: string;
@@ -192,9 +192,10 @@ export function EndpointPage({ name }: { name: string }) {
           onRotated={(answer) => {
             detail.reload();
             setActionError(undefined);
-            if ('secret' in answer && typeof answer.secret === 'string' && answer.secret.startsWith('whsec_')) {
+            const secret = shownSecret(answer);
+            if (secret !== undefined) {
               setNotice({ text: `The secret of ${name} was rotated.` });
-              setOpen({ secret: answer.secret });
+              setOpen({ secret, publicKey: answer.publicKey ?? null });
             } else {
               setNotice({ text: `The secret of ${name} was rotated; this answer does not show it again.` });
               setOpen(undefined);
@@ -203,7 +204,13 @@ export function EndpointPage({ name }: { name: string }) {
         />
       ) : null}
       {typeof open === 'object' ? (
-        <ShownOnce title={`New signing secret of ${name}`} label="Signing secret" value={open.secret} onClose={close((o) => typeof o === 'object')} />
+        <ShownOnce
+          title={`New signing secret of ${name}`}
+          label="Signing secret"
+          value={open.secret}
+          publicKey={open.publicKey}
+          onClose={close((o) => typeof o === 'object')}
+        />
       ) : null}
       {open === 'remove' ? (
         <FormDialog
@@ -271,6 +278,15 @@ function Fields({ endpoint }: { endpoint: EndpointDetail }) {
         {endpoint.secret === 'set' ? 'set (never shown)' : 'unset: requests are not signed'}
         {endpoint.previousSecretUntil !== null ? <span class="muted"> · the previous one signs too until {formatTime(endpoint.previousSecretUntil)}</span> : null}
       </dd>
+      {typeof endpoint.publicKey === 'string' ? (
+        <>
+          <dt>Public key</dt>
+          <dd>
+            <code data-field="publicKey">{endpoint.publicKey}</code>
+            <span class="muted hint"> (ed25519: the receiver verifies its v1a signatures with it)</span>
+          </dd>
+        </>
+      ) : null}
       <dt>Created</dt>
       <dd>{formatTime(endpoint.createdAt)}</dd>
       <dt>Updated</dt>
