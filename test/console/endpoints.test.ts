@@ -119,6 +119,8 @@ describe('the Endpoints pages in Chromium', { timeout: 90_000 }, () => {
     await page.getByRole('link', { name: 'Add endpoint' }).click();
     await page.waitForURL((url) => url.hash === '#/endpoints/new');
     await page.getByLabel('Name').fill('console-added');
+    // No secret, and no public key: handoff generates the key pair and sets the public key from it.
+    expect(await page.getByLabel(/secret|public key/i).count()).toBe(0);
     await page.getByLabel('URL').fill('ftp://example.com/hook');
     await page.getByRole('checkbox', { name: 'shipment.delivered' }).check();
     await page.getByRole('button', { name: 'Add endpoint' }).click();

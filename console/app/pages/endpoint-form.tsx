@@ -52,8 +52,11 @@ interface FieldDef {
   readonly required: boolean;
 }
 
-/** Fields the form never shows: secrets (generated, or rotated on the endpoint's page) and a rotation's state. */
-const HIDDEN = new Set(['secret', 'previousSecret', 'previousSecretUntil']);
+/**
+ * Fields the form never shows: secrets (generated, or rotated on the endpoint's page), a rotation's
+ * state, and an ed25519 endpoint's public key (handoff sets it from the key it generates).
+ */
+const HIDDEN = new Set(['secret', 'previousSecret', 'previousSecretUntil', 'publicKey']);
 /** Shown first, in this order; every other field follows in the schema's order, under "Delivery settings". */
 const LEADING = ['name', 'url', 'eventTypes', 'owner', 'match'];
 const LABELS: Readonly<Record<string, string>> = {
