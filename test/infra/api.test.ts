@@ -29,25 +29,9 @@ import { DEFAULT_SETTINGS, RESOURCE_ENV, SETTING_VARIABLES } from '../../lib/con
 import { LEDGER_SCHEMA } from '../../lib/ledger/dynamodb-schema';
 import { REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 import { STACK_OUTPUTS } from '../../lib/stack-outputs';
-import { testApp, WARM_UP_MS, STAND_IN_ENTRY, WEBHOOK_URL } from './cdk-context';
+import { buildDelivery, testApp, WARM_UP_MS, STAND_IN_ENTRY, WEBHOOK_URL, type Built } from './cdk-context';
 
-interface Built {
-  readonly stack: Stack;
-  readonly delivery: WebhookDelivery;
-  readonly template: Template;
-}
-
-function build(props: Partial<WebhookDeliveryProps> = {}): Built {
-  const app = testApp();
-  const stack = new Stack(app, 'TestStack');
-  const delivery = new WebhookDelivery(stack, 'Delivery', {
-    entry: STAND_IN_ENTRY,
-    apiEntry: STAND_IN_ENTRY,
-    ...props,
-    settings: { webhookUrl: WEBHOOK_URL, ...props.settings },
-  });
-  return { stack, delivery, template: Template.fromStack(stack) };
-}
+const build = buildDelivery;
 
 type HasResource = { node: { defaultChild?: unknown } };
 type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Sid?: string; Condition?: unknown };

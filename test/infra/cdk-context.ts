@@ -5,7 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { App } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { WebhookDelivery, type WebhookDeliveryProps } from '../../infra/webhook-delivery';
 
 /** cdk.json's `context`. */
 export const CDK_CONTEXT = (JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as { context: Record<string, unknown> }).context;
@@ -27,3 +29,23 @@ export const STAND_IN_ENTRY = fileURLToPath(new URL('./fixtures/consumer.ts', im
 
 /** The webhook URL of a test deployment's default endpoint. */
 export const WEBHOOK_URL = 'https://receiver.example.com/hooks';
+
+/** A synthesized test deployment. */
+export interface Built {
+  readonly stack: Stack;
+  readonly delivery: WebhookDelivery;
+  readonly template: Template;
+}
+
+/** The construct in a stack of its own, with stand-in functions and the test webhook URL, `props` over them. */
+export function buildDelivery(props: Partial<WebhookDeliveryProps> = {}): Built {
+  const app = testApp();
+  const stack = new Stack(app, 'TestStack');
+  const delivery = new WebhookDelivery(stack, 'Delivery', {
+    entry: STAND_IN_ENTRY,
+    apiEntry: STAND_IN_ENTRY,
+    ...props,
+    settings: { webhookUrl: WEBHOOK_URL, ...props.settings },
+  });
+  return { stack, delivery, template: Template.fromStack(stack) };
+}

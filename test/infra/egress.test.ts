@@ -4,7 +4,6 @@
  * group, the `EgressIps` output, and nothing of it without the prop. One behaviour per test, asserted
  * on the synthesized template; bundling is skipped and the functions' entries are the stand-in.
  */
-import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -12,30 +11,12 @@ import { buildApp, egressFromContext, HandoffStack } from '../../infra/app';
 import {
   EGRESS_ZONES,
   NETWORK_INTERFACE_ACTIONS,
-  WebhookDelivery,
-  type WebhookDeliveryProps,
 } from '../../infra/webhook-delivery';
 import { ConfigError, EndpointError } from '../../lib/errors';
 import { STACK_OUTPUTS } from '../../lib/stack-outputs';
-import { testApp, WARM_UP_MS, STAND_IN_ENTRY, WEBHOOK_URL } from './cdk-context';
+import { buildDelivery, testApp, WARM_UP_MS, STAND_IN_ENTRY, WEBHOOK_URL, type Built } from './cdk-context';
 
-interface Built {
-  readonly stack: Stack;
-  readonly delivery: WebhookDelivery;
-  readonly template: Template;
-}
-
-function build(props: Partial<WebhookDeliveryProps> = {}): Built {
-  const app = testApp();
-  const stack = new Stack(app, 'TestStack');
-  const delivery = new WebhookDelivery(stack, 'Delivery', {
-    entry: STAND_IN_ENTRY,
-    apiEntry: STAND_IN_ENTRY,
-    ...props,
-    settings: { webhookUrl: WEBHOOK_URL, ...props.settings },
-  });
-  return { stack, delivery, template: Template.fromStack(stack) };
-}
+const build = buildDelivery;
 
 /** The default build with static egress, made once: most tests only read it. */
 let staticBuild: Built | undefined;
