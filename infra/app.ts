@@ -7,7 +7,8 @@
  * `signingSecret` (the complete ARN of an existing secret, or `none` for unsigned webhooks; unset,
  * the stack generates one), and `endpointsFile`: a JSON file `{"endpoints": [ … ]}` of endpoints
  * the stack seeds into its registry (docs/contract.md §11), each signing secret the complete ARN of
- * a Secrets Manager secret (a value would land in the template). With it, `webhookUrl` is optional:
+ * a Secrets Manager secret (a value would land in the template), and so each header's secret value
+ * (`{"secretArn": …}`, never `{"secret": …}`). With it, `webhookUrl` is optional:
  * given, it adds the endpoint `default`; absent, no `WebhookUrl` parameter is asked for.
  *
  * The management API (docs/contract.md §16) is always deployed behind IAM (output `ApiUrl`). For
@@ -40,6 +41,7 @@ import type { ApiAuth } from './delivery/api';
 import type { EgressOptions } from './delivery/egress';
 import { deploymentToJson, parseEndpointFields, type EndpointFields } from '../lib/endpoints/endpoint';
 import { STACK_OUTPUTS } from '../lib/stack-outputs';
+import { COMPLETE_SECRET_ARN } from './registry/seed-call';
 import { WebhookDelivery, type EndpointDeclaration, type WebhookDeliveryProps } from './webhook-delivery';
 
 /** CDK context key → the `HANDOFF_*` variable lib/config.ts reads for the same setting. */
@@ -81,7 +83,8 @@ export function webhookUrlPattern(allowHttp: boolean): string {
 
 /**
  * Reads the endpoints file the `endpointsFile` context names: `{"endpoints": [ … ]}`, each checked
- * for its shape (the deployment's rules are checked by the construct), each secret an ARN.
+ * for its shape (the deployment's rules are checked by the construct), each secret an ARN, and each
+ * header's secret value too.
  * @throws ConfigError naming the context key and the file, EndpointError naming the endpoint and field
  */
 export function endpointsFromFile(path: string): EndpointFields[] {
@@ -111,12 +114,26 @@ export function endpointsFromFile(path: string): EndpointFields[] {
         );
       }
     }
+    for (const [header, value] of Object.entries(fields.headers ?? {})) {
+      if (typeof value === 'string') continue;
+      if ('secret' in value) {
+        throw new EndpointError(
+          fields.name,
+          `headers.${header}`,
+          `must be {"secretArn": …}, the complete ARN of a Secrets Manager secret, in ${path}, never {"secret": …}: a value would land in the template (the value is not shown)`,
+        );
+      }
+      if (!COMPLETE_SECRET_ARN.test(value.secretArn)) {
+        throw new EndpointError(
+          fields.name,
+          `headers.${header}`,
+          `must name its secret by the complete ARN in ${path}, with the six characters Secrets Manager adds to its name (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)`,
+        );
+      }
+    }
     return fields;
   });
 }
-
-/** A secret's complete ARN: its name ends with the hyphen and six characters Secrets Manager adds. */
-const COMPLETE_SECRET_ARN = /^arn:[a-z-]+:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
 
 /** Context from the command line is a string; from cdk.json it may be a number, boolean or list. */
 function contextString(value: unknown): string | undefined {

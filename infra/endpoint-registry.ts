@@ -20,8 +20,9 @@
  *   applied, is the expected answer, not an error). An operator's `handoff endpoint remove` of a
  *   declared endpoint therefore lasts until its declaration changes, as an `endpoint update` does.
  * A secret is declared as a Secrets Manager secret and seeded as its ARN, never its value, so the
- * template holds no secret. Removing a declaration leaves its endpoint in the registry (remove it
- * with `handoff endpoint remove`): a delete call there could race a renamed resource's create.
+ * template holds no secret; a header's secret value likewise, as `{secretArn}` (never `{secret}`).
+ * Removing a declaration leaves its endpoint in the registry (remove it with `handoff endpoint
+ * remove`): a delete call there could race a renamed resource's create.
  *
  * The seeds run on one small function of this construct (infra/registry/seed-function.ts, inline in
  * the template: no asset), one custom resource per endpoint. It logs the endpoint's name and the
@@ -43,7 +44,7 @@ import { Construct } from 'constructs';
 import type { DeploymentSettings, EndpointFields } from '../lib/endpoints/endpoint';
 import { EndpointError } from '../lib/errors';
 import { REGISTRY_SCHEMA } from '../lib/endpoints/registry-schema';
-import { checkDeclaredFields, seedCall } from './registry/seed-call';
+import { checkDeclaredFields, headerSecretArns, seedCall } from './registry/seed-call';
 import { createSeedFunction } from './registry/seed-function';
 import { DEFAULT_ENDPOINT } from '../lib/ledger/delivery-record';
 
@@ -53,7 +54,9 @@ export { DECLARED_ATTRIBUTE } from './registry/seed-call';
  * An endpoint the construct declares: the fields of lib/endpoints/endpoint.ts, except that its
  * signing secret is a Secrets Manager secret (holding `whsec_<base64>` or a bare base64 key), never
  * a value. Unset: requests to it go unsigned. A rotation's `previousSecret` likewise (with
- * `previousSecretUntil`): the consumer may read both.
+ * `previousSecretUntil`): the consumer may read both. A header's secret value is
+ * `{secretArn}`: a secret's complete ARN, or its deploy-time one (`secret.secretFullArn` of a secret
+ * of the stack); never `{secret}`, a value.
  */
 export interface EndpointDeclaration extends Omit<EndpointFields, 'secret' | 'previousSecret'> {
   readonly secret?: secretsmanager.ISecret;
@@ -82,6 +85,8 @@ interface Seed {
   readonly resource: CustomResource;
   readonly secret: secretsmanager.ISecret | undefined;
   readonly previousSecret: secretsmanager.ISecret | undefined;
+  /** The ARNs its headers' secret values are read from (`{secretArn}`). */
+  readonly headerSecretArns: readonly string[];
 }
 
 export class EndpointRegistry extends Construct {
@@ -140,6 +145,11 @@ export class EndpointRegistry extends Construct {
     return this.#seeds.flatMap((seed) => [seed.secret, seed.previousSecret].filter((secret) => secret !== undefined));
   }
 
+  /** The ARNs of the secrets the seeded endpoints' header values are read from, each once: the consumer must read each. */
+  get seededHeaderSecretArns(): readonly string[] {
+    return [...new Set(this.#seeds.flatMap((seed) => seed.headerSecretArns))];
+  }
+
   /**
    * Checks a declared endpoint as the registry and the consumer will (the field's shape, then the
    * deployment's defaults and rules) and seeds it at deploy. `url` may be a deploy-time token (the
@@ -177,7 +187,7 @@ export class EndpointRegistry extends Construct {
       throw new EndpointError(fields.name, 'name', `is declared twice${why}`);
     }
     const resource = this.seedResource(fields);
-    this.#seeds.push({ name: fields.name, resource, secret, previousSecret });
+    this.#seeds.push({ name: fields.name, resource, secret, previousSecret, headerSecretArns: headerSecretArns(fields) });
   }
 
   /**

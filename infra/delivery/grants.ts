@@ -74,7 +74,7 @@ export function grantConsumerAccess(role: iam.IRole, parts: ConsumerGrantParts):
   }
   grantSealKeyRead(role, parts);
   // The registry: read, and the endpoints' health written (operators write the rest), and the
-  // secrets of the declared endpoints.
+  // secrets of the declared endpoints and of their headers.
   parts.endpointRegistry.grantRead(role);
   parts.endpointRegistry.grantHealthWrite(role);
   // An endpoint it disables, announced on the default bus and to the alarm topic.
@@ -97,6 +97,13 @@ export function grantConsumerAccess(role: iam.IRole, parts: ConsumerGrantParts):
     );
     secret.encryptionKey?.grantDecrypt(role);
   });
+  // The header values declared endpoints name by ARN (`headers`, {"secretArn": …}): those ARNs alone.
+  const headerSecretArns = parts.endpointRegistry.seededHeaderSecretArns;
+  if (headerSecretArns.length > 0) {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ sid: 'EndpointHeaderSecretRead', actions: ['secretsmanager:GetSecretValue'], resources: [...headerSecretArns] }),
+    );
+  }
 }
 
 /**

@@ -387,6 +387,47 @@ describe('Context: endpointsFile', () => {
     expect(() => endpointsFromFile(path)).toThrow(/^endpoint "carrier-acme": secret must be the complete ARN .* \(arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf\)$/);
   });
 
+  describe('headers', () => {
+    const TOKEN_ARN = 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:acme-token-GhIjKl';
+
+    it("seeds a header's secret value by its complete ARN, and lets the consumer read that ARN alone", () => {
+      const template = appWith({
+        endpointsFile: file('headers.json', { endpoints: [{ ...ACME, headers: { 'X-Tenant': 'acme', Authorization: { secretArn: TOKEN_ARN } } }] }),
+      });
+      const call = JSON.stringify(template.findResources('Custom::HandoffEndpoint'));
+
+      expect(call).toContain(`\\"Authorization\\":{\\"M\\":{\\"secretArn\\":{\\"S\\":\\"${TOKEN_ARN}\\"}}}`);
+      template.hasResourceProperties('AWS::IAM::Policy', {
+        PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Sid: 'EndpointHeaderSecretRead', Action: 'secretsmanager:GetSecretValue', Resource: TOKEN_ARN })]) },
+      });
+    });
+
+    it("refuses a header's secret given as a value, naming the endpoint and the header, without showing it", () => {
+      const path = file('header-value.json', { endpoints: [{ ...ACME, headers: { Authorization: { secret: 'Bearer tok_Zq81vXr2' } } }] });
+
+      expect(() => endpointsFromFile(path)).toThrow(EndpointError);
+      expect(() => endpointsFromFile(path)).toThrow(/^endpoint "carrier-acme": headers\.Authorization must be \{"secretArn": …\}, the complete ARN of a Secrets Manager secret, in .*header-value\.json, never \{"secret": …\}: a value would land in the template \(the value is not shown\)$/);
+      expect(() => endpointsFromFile(path)).not.toThrow(/tok_Zq81/);
+    });
+
+    it("refuses a header's partial secret ARN (the consumer could not be granted it), naming the header", () => {
+      const path = file('header-partial.json', {
+        endpoints: [{ ...ACME, headers: { Authorization: { secretArn: 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:acme-token' } } }],
+      });
+
+      expect(() => endpointsFromFile(path)).toThrow(
+        /^endpoint "carrier-acme": headers\.Authorization must name its secret by the complete ARN in .* \(arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf\)$/,
+      );
+    });
+
+    it('takes plain header values as they are, with no secret to read', () => {
+      const template = appWith({ endpointsFile: file('plain-headers.json', { endpoints: [{ ...ACME, secret: undefined, headers: { 'X-Tenant': 'acme' } }] }) });
+      const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement as { Sid?: string }[]);
+
+      expect(statements.map((s) => s.Sid)).not.toContain('EndpointHeaderSecretRead');
+    });
+  });
+
   it('refuses two endpoints of one name, naming it', () => {
     const path = file('twice.json', { endpoints: [ACME, { ...ACME, url: 'https://other.example.com/' }] });
 

@@ -506,6 +506,101 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
     });
   });
 
+  describe('declared headers', () => {
+    const TOKEN_ARN = 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:acme-token-GhIjKl';
+
+    /** Every role's statements that grant GetSecretValue, by the role's logical ID. */
+    function secretReads(template: Template): [string, Statement][] {
+      return resources(template, 'AWS::IAM::Policy').flatMap(([, policy]) =>
+        (policy.Properties.PolicyDocument.Statement as Statement[])
+          .filter((s) => [s.Action].flat().includes('secretsmanager:GetSecretValue'))
+          .flatMap((s) => (policy.Properties.Roles as { Ref: string }[]).map((r): [string, Statement] => [r.Ref, s])),
+      );
+    }
+
+    it("seeds a header's secret value as its ARN, and lets the consumer alone read that ARN, and nothing wider", () => {
+      const { template, delivery, ref } = build({
+        declare: (stack) => [acme(stack, { headers: { 'X-Tenant': 'acme', Authorization: { secretArn: TOKEN_ARN } } })],
+      });
+      const refs = { [ref(delivery.endpointRegistry.table)]: 'handoff-endpoints' };
+      const call = JSON.parse(resolveIntrinsics(seeds(template).get('carrier-acme')?.call, refs)) as UpdateItemCommandInput;
+      const reads = secretReads(template).filter(([, s]) => JSON.stringify(s.Resource).includes('acme-token'));
+
+      expect(call.ExpressionAttributeValues?.[':fields']?.M?.headers).toEqual({ M: { 'X-Tenant': { S: 'acme' }, Authorization: { M: { secretArn: { S: TOKEN_ARN } } } } });
+      expect(reads).toHaveLength(1);
+      expect(reads[0]![0]).toMatch(/ConsumerRole/);
+      expect(reads[0]![1]).toMatchObject({ Sid: 'EndpointHeaderSecretRead', Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: TOKEN_ARN });
+    });
+
+    it('grants each header secret once, however many headers and endpoints name it, beside each signing secret', () => {
+      const { template } = build({
+        declare: (stack) => [
+          acme(stack, { headers: { Authorization: { secretArn: TOKEN_ARN }, 'X-Api-Key': { secretArn: ACME_SECRET_ARN.replace('handoff-acme', 'acme-key') } } }),
+          { name: 'zephyr', url: 'https://zephyr.example.com/', eventTypes: ['*'], headers: { Authorization: { secretArn: TOKEN_ARN } } },
+        ],
+      });
+      const [statement, ...others] = statementsOf(template, /ConsumerRole/).filter((s) => s.Sid === 'EndpointHeaderSecretRead');
+
+      expect(others).toEqual([]);
+      expect([statement?.Resource].flat().sort()).toEqual(['arn:aws:secretsmanager:eu-west-1:111122223333:secret:acme-key-AbCdEf', TOKEN_ARN]);
+      expect(statementsOf(template, /ConsumerRole/)).toEqual(
+        expect.arrayContaining([expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: ACME_SECRET_ARN })]),
+      );
+    });
+
+    it('adds no header statement for plain header values', () => {
+      const { template } = build({ declare: (stack) => [acme(stack, { headers: { 'X-Tenant': 'acme' } })] });
+
+      expect(statementsOf(template, /ConsumerRole/).map((s) => s.Sid)).not.toContain('EndpointHeaderSecretRead');
+    });
+
+    it("takes a secret of the stack by its deploy-time ARN, seeded and granted by reference", () => {
+      let token: Secret | undefined;
+      const { template, stack } = build({
+        declare: (s) => {
+          token = new Secret(s, 'AcmeToken');
+          return [acme(s, { headers: { Authorization: { secretArn: token.secretArn } } })];
+        },
+      });
+      const tokenRef = { Ref: stack.getLogicalId(token!.node.defaultChild as never) };
+
+      expect(JSON.stringify(seeds(template).get('carrier-acme')?.call)).toContain(`\\"Authorization\\":{\\"M\\":{\\"secretArn\\":{\\"S\\":\\"",${JSON.stringify(tokenRef)}`);
+      expect(statementsOf(template, /ConsumerRole/)).toEqual(
+        expect.arrayContaining([expect.objectContaining({ Sid: 'EndpointHeaderSecretRead', Resource: tokenRef })]),
+      );
+    });
+
+    it.each([
+      ['a value', 'Bearer tok_Zq81vXr2'],
+      ['a value encrypted already', 'encrypted:local:tok_Zq81vXr2'],
+    ])("refuses a header's secret given as %s, naming the endpoint and the header, without showing it", (_case, value) => {
+      const act = () => build({ declare: (stack) => [acme(stack, { headers: { 'X-Tenant': 'acme', Authorization: { secret: value } } })] });
+
+      expect(act).toThrow(EndpointError);
+      expect(act).toThrow(
+        /^endpoint "carrier-acme": headers\.Authorization must be \{"secretArn": …\}, the complete ARN of a Secrets Manager secret holding the value, never \{"secret": …\}: a value would land in the template \(the value is not shown\)$/,
+      );
+      expect(act).not.toThrow(/tok_Zq81/);
+    });
+
+    it("refuses a header's partial secret ARN (the consumer could not be granted it), naming the header", () => {
+      const act = () => build({ declare: (stack) => [acme(stack, { headers: { Authorization: { secretArn: 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:acme-token' } } })] });
+
+      expect(act).toThrow(EndpointError);
+      expect(act).toThrow(/^endpoint "carrier-acme": headers\.Authorization must name its secret by the complete ARN/);
+    });
+
+    it('refuses a header the request sets itself, naming it, as the registry does', () => {
+      expect(() => build({ declare: (stack) => [acme(stack, { headers: { 'Webhook-Id': 'x' } })] })).toThrow(/^endpoint "carrier-acme": headers\.Webhook-Id is refused/);
+    });
+
+    it('passes the AwsSolutions rules with a header secret declared', () => {
+      const { stack } = build({ declare: (s) => [acme(s, { headers: { Authorization: { secretArn: TOKEN_ARN } } })] });
+
+      expect(new AwsSolutionsChecks().validateScope(stack).violations).toEqual([]);
+    });
+  });
+
   describe('the seed call, run against DynamoDB (dynalite)', () => {
     let dynalite: Dynalite;
     let client: DynamoDBClient;
@@ -670,6 +765,14 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
           await responses.close();
         }
       });
+    });
+
+    it("seeds a header's secret value as its ARN, which the registry reads back as the consumer will", async () => {
+      const arn = 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:acme-token-GhIjKl';
+      const declaration = { ...declared('with-headers', 'https://partner.example.com/v1'), headers: { 'X-Tenant': 'acme', Authorization: { secretArn: arn } } };
+
+      expect(await deploy(seedCall(declaration, 1_000))).toBe('applied');
+      expect((await registry().get('with-headers'))?.fields.headers).toEqual({ 'X-Tenant': 'acme', Authorization: { secretArn: arn } });
     });
 
     it('puts back a declared endpoint an operator removed, enabled', async () => {
