@@ -87,7 +87,16 @@ async function openOnTestClock(): Promise<ConsolePage> {
  * would hold back Preact's effects too, which wait for the next frame.)
  */
 async function stopClock(page: Page): Promise<void> {
-  await page.clock.pauseAt((await page.evaluate(() => Date.now())) + 10);
+  // The page's clock runs on while the time is read: on a busy machine it can pass the target
+  // before the pause reaches it, which Playwright refuses ("to the past"). Then read it again.
+  for (let tries = 1; ; tries++) {
+    try {
+      await page.clock.pauseAt((await page.evaluate(() => Date.now())) + 50);
+      return;
+    } catch (error) {
+      if (tries >= 5 || !/to the past/.test(String(error))) throw error;
+    }
+  }
 }
 
 describe('the Overview in Chromium', { timeout: 90_000 }, () => {
