@@ -348,14 +348,14 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
   };
 }
 
-/** One sender per endpoint version: a changed URL, secret, previous secret, header or timeout gets a new one. */
+/** One sender per endpoint version: a changed URL, secret, previous secret, header, grant, certificate or timeout gets a new one. */
 class SenderCache {
   readonly #senders = new Map<string, { key: string; sender: WebhookSender }>();
   constructor(private readonly create: SenderFactory) {}
 
   get(endpoint: Endpoint): WebhookSender {
-    const headers = endpoint.headers === undefined ? '' : JSON.stringify(endpoint.headers);
-    const key = [endpoint.url, endpoint.secret ?? '', endpoint.previousSecret ?? '', endpoint.previousSecretUntil ?? '', endpoint.attemptTimeoutMs, headers].join('\n');
+    const { headers, auth, tls } = endpoint;
+    const key = [endpoint.url, endpoint.secret ?? '', endpoint.previousSecret ?? '', endpoint.previousSecretUntil ?? '', endpoint.attemptTimeoutMs, JSON.stringify({ headers, auth, tls })].join('\n');
     const cached = this.#senders.get(endpoint.name);
     if (cached?.key === key) return cached.sender;
     const sender = this.create(endpoint);

@@ -92,6 +92,9 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
       previousSecretUntil: endpoint.previousSecretUntil,
       // Its extra headers (docs/contract.md §18), secret ones read once per container (lib/routing.ts).
       headers: endpoint.headers,
+      // Its OAuth2 grant and client certificate (§18), their secrets read as its headers' are.
+      auth: endpoint.auth,
+      tls: endpoint.tls,
       timeoutMs: endpoint.attemptTimeoutMs,
       guard,
     });

@@ -12,6 +12,7 @@ import { ConfigError, EndpointError } from '../errors';
 import { MAX_WAIT_SECONDS, retryPolicy, type RetryPolicy } from '../policy';
 import { quoted, safe } from '../terminal';
 import { isSecretValue, publicKeyOf, schemeOfSecret, type SignatureScheme } from '../webhook/signing-secret';
+import type { ClientCredentials, ClientTls } from '../webhook/sender';
 import { ALL_EVENT_TYPES, type MatchValue } from './field-schemas';
 import { isEncryptedSecret } from './secret-cipher';
 import {
@@ -81,6 +82,10 @@ export interface Endpoint extends ResolvedSettings {
    * secrets are read (lib/routing.ts), unset when it has none. Lives in the consumer's memory only.
    */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Its OAuth2 grant with the client secret read (`auth`), set where its secrets are read, as `headers` is; unset without one. */
+  readonly auth?: ClientCredentials;
+  /** Its client certificate with the key read (`tls`), set as `auth` is; unset without one. */
+  readonly tls?: ClientTls;
   readonly policy: RetryPolicy;
   readonly attemptTimeoutMs: number;
   readonly state: EndpointState;

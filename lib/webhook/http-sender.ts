@@ -18,7 +18,7 @@ import { classifyResponse, type AttemptOutcome, type NotSentCause } from '../out
 import { refusedHeaderProblem } from './custom-headers';
 import { EndpointGuard } from './endpoint-guard';
 import { EndpointRefusedError } from '../errors';
-import type { AttemptResult, WebhookRequest, WebhookSender } from './sender';
+import type { AttemptResult, ClientCredentials, ClientTls, WebhookRequest, WebhookSender } from './sender';
 import { RequestSigner } from './signing-secret';
 
 export const DEFAULT_USER_AGENT = `handoff/${version}`;
@@ -48,6 +48,12 @@ export interface HttpWebhookSenderOptions {
    * the endpoint's field refuses it.
    */
   readonly headers?: Readonly<Record<string, string>>;
+  /** The endpoint's OAuth2 client-credentials grant (docs/contract.md §18 `auth`): each request carries a bearer token from it. */
+  readonly auth?: ClientCredentials;
+  /** The endpoint's client certificate and private CA (docs/contract.md §18 `tls`). */
+  readonly tls?: ClientTls;
+  /** An HTTP CONNECT proxy every request goes through (docs/contract.md §18 `proxyUrl`); the guard still checks the receiver's address. */
+  readonly proxyUrl?: string;
   /** One attempt's budget: connect, write, response headers and the bounded body read. */
   readonly timeoutMs: number;
   readonly userAgent?: string;
@@ -155,7 +161,7 @@ export class HttpWebhookSender implements WebhookSender {
     this.agent.destroy();
   }
 
-  private headers({ eventId, body, sequence }: WebhookRequest, contentLength: number): http.OutgoingHttpHeaders {
+  private headers({ eventId, body, sequence, traceparent, tracestate }: WebhookRequest, contentLength: number): http.OutgoingHttpHeaders {
     const attemptMs = this.now();
     // The endpoint's headers first, the request's own after them: no name of the request's can be
     // replaced, whatever they hold (every name here is lower case, so one key each).
@@ -169,6 +175,8 @@ export class HttpWebhookSender implements WebhookSender {
       'user-agent': this.userAgent,
     };
     if (sequence !== undefined) headers['webhook-sequence'] = String(sequence);
+    if (traceparent !== undefined) headers.traceparent = traceparent;
+    if (tracestate !== undefined) headers.tracestate = tracestate;
     if (this.signer) headers['webhook-signature'] = this.signer.sign(eventId, attemptMs, body);
     return headers;
   }
