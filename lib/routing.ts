@@ -20,7 +20,8 @@ import { SubscriptionIndex } from './endpoints/subscriptions';
 import { SecretCache, type SecretVersions } from './endpoints/secret';
 import { SecretUnavailableError } from './errors';
 import { isEncryptedSecret, schemeOf, type EndpointSecretCipher } from './endpoints/secret-cipher';
-import type { HeaderValue } from './endpoints/field-schemas';
+import { cipherPlace, secretValuePlaces } from './endpoints/secret-values';
+import { resolvedAuth, resolvedHeaders, resolvedTls } from './endpoints/resolved-locks';
 import { errorFields, type Logger } from './observability';
 import type { RetryPolicy } from './policy';
 import type { WebhookSender } from './webhook/sender';
@@ -102,9 +103,9 @@ export interface RegistryRoutingOptions {
   readonly secrets?: SecretCache<SecretVersions>;
   readonly readSecret?: (arn: string) => Promise<string>;
   /**
-   * Reads a header value an endpoint names by ARN (`headers`, `{"secretArn": …}`: Secrets Manager
-   * in AWS, lib/endpoints/secret.ts `secretsManagerHeaderValue`), kept as signing secrets are. Unset:
-   * such an endpoint is unresolved.
+   * Reads a secret value an endpoint names by ARN besides its signing secrets (`{"secretArn": …}` in
+   * `headers`, `auth` or `tls`: Secrets Manager in AWS, lib/endpoints/secret.ts
+   * `secretsManagerHeaderValue`), kept as signing secrets are. Unset: such an endpoint is unresolved.
    */
   readonly readHeaderSecret?: (arn: string) => Promise<string>;
   /**
@@ -133,11 +134,13 @@ interface Resolution {
  * read again (`SecretCache.dueAt`: it turned stale, or a failed read may be tried again within
  * seconds). A cold start with 100,000 endpoints reads no secret until an event goes to one.
  *
- * Its headers are resolved with it: a secret one read by ARN or decrypted as its signing secret is,
- * each kept per container and read again only when due, never per delivery.
+ * Its headers, OAuth2 grant and client certificate are resolved with it: each secret value read by
+ * ARN or decrypted as its signing secret is, kept per container and read again only when due, never
+ * per delivery; a certificate and key read by ARN checked as a pair (lib/endpoints/resolved-locks.ts).
  *
- * An endpoint that does not resolve (its secret or a secret header cannot be read, its secret cannot
- * sign, its item cannot be decoded, a URL the deployment's guard now refuses) is `unresolved`, logged
+ * An endpoint that does not resolve (its secret or another secret value cannot be read, its secret
+ * cannot sign, a key read is not its certificate's, its item cannot be decoded, a URL or token URL
+ * the deployment's guard now refuses) is `unresolved`, logged
  * by name at each resolution (`endpoint unresolved`, with the error: an ARN, never a secret): its
  * deliveries wait.
  */
@@ -164,18 +167,20 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
     },
     { now, logger: options.logger, rereadAfterMs: Infinity },
   );
-  const readHeaderSecret = options.readHeaderSecret;
-  const headerSecrets = new SecretCache<string>(
-    (arn) => (readHeaderSecret === undefined ? Promise.reject(new SecretUnavailableError('secret-unreadable', `no secret source for the header secret ${arn}`)) : readHeaderSecret(arn)),
+  // Every other secret value (a header's, auth.clientSecret, tls.*: lib/endpoints/secret-values.ts),
+  // by ARN: read with readHeaderSecret and kept as signing secrets are.
+  const readValue = options.readHeaderSecret;
+  const secretValues = new SecretCache<string>(
+    (arn) => (readValue === undefined ? Promise.reject(new SecretUnavailableError('secret-unreadable', `no secret source for the secret value ${arn}`)) : readValue(arn)),
     { now, logger: options.logger },
   );
-  // A header's ciphertext, decrypted under the header's own context (lib/endpoints/secret-cipher.ts), once per container.
-  const decryptedHeaders = new SecretCache<string>(
+  // Or its ciphertext, decrypted under its own place's context (lib/endpoints/secret-cipher.ts), once per container.
+  const decryptedValues = new SecretCache<string>(
     async (key) => {
-      const [endpoint, header, stored] = key.split('\n') as [string, string, string];
+      const [endpoint, path, stored] = key.split('\n') as [string, string, string];
       const cipher = ciphers.get(schemeOf(stored)!);
-      if (cipher === undefined) throw new SecretUnavailableError('secret-unreadable', `the header ${header} of endpoint ${endpoint} is encrypted with ${schemeOf(stored)}, which this consumer has no key for`);
-      return cipher.decrypt(stored, endpoint, header);
+      if (cipher === undefined) throw new SecretUnavailableError('secret-unreadable', `the secret value ${path} of endpoint ${endpoint} is encrypted with ${schemeOf(stored)}, which this consumer has no key for`);
+      return cipher.decrypt(stored, endpoint, cipherPlace(path));
     },
     { now, logger: options.logger, rereadAfterMs: Infinity },
   );
@@ -203,27 +208,23 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
     return Promise.resolve({ current: secret });
   };
 
-  /** An endpoint's headers as sent: text as it is, a secret read by ARN or decrypted (each cached); undefined for none. */
-  const headersOf = async (
-    headers: Readonly<Record<string, HeaderValue>> | undefined,
-    endpoint: string,
-    dues: (() => number)[],
-  ): Promise<Readonly<Record<string, string>> | undefined> => {
-    if (headers === undefined || Object.keys(headers).length === 0) return undefined;
-    const values = await Promise.all(
-      Object.entries(headers).map(async ([name, value]): Promise<[string, string]> => {
-        if (typeof value === 'string') return [name, value];
-        if ('secretArn' in value) {
-          dues.push(() => headerSecrets.dueAt(value.secretArn));
-          return [name, await headerSecrets.get(value.secretArn)];
-        }
-        if (!isEncryptedSecret(value.secret)) return [name, value.secret];
-        const key = `${endpoint}\n${name.toLowerCase()}\n${value.secret}`;
-        dues.push(() => decryptedHeaders.dueAt(key));
-        return [name, await decryptedHeaders.get(key)];
-      }),
-    );
-    return Object.fromEntries(values);
+  /**
+   * Every secret value of an endpoint besides its signing secrets, by path: read by ARN or decrypted
+   * (each cached; a plain one, the sandbox's endpoints file's, as it is).
+   */
+  const secretValuesOf = async (fields: EndpointRecord['fields'], dues: (() => number)[]): Promise<ReadonlyMap<string, string>> => {
+    const read = secretValuePlaces(fields).map(async ({ path, value }): Promise<[string, string]> => {
+      if ('secretArn' in value) {
+        dues.push(() => secretValues.dueAt(value.secretArn));
+        return [path, await secretValues.get(value.secretArn)];
+      }
+      if (!isEncryptedSecret(value.secret)) return [path, value.secret];
+      // A header's name in lower case: one header's value, however its name is written.
+      const key = `${fields.name}\n${path.startsWith('headers.') ? path.toLowerCase() : path}\n${value.secret}`;
+      dues.push(() => decryptedValues.dueAt(key));
+      return [path, await decryptedValues.get(key)];
+    });
+    return new Map(await Promise.all(read));
   };
 
   const resolveOne = async (record: EndpointRecord, nowMs: number, dues: (() => number)[]): Promise<Endpoint> => {
@@ -240,15 +241,19 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
           },
         )
       : undefined;
-    // A header that cannot be read holds the endpoint, as its secret does: a request without it
-    // would be refused by a receiver behind it, spending attempts.
-    const [versions, previousValue, headers] = await Promise.all([
-      secretOf(secret, record.fields.name, dues),
-      previousRead,
-      headersOf(record.fields.headers, record.fields.name, dues),
-    ]);
+    // A secret value that cannot be read (a header's, the client secret, the key) holds the endpoint,
+    // as its secret does: a request without it would be refused by a receiver behind it, spending attempts.
+    const [versions, previousValue, values] = await Promise.all([secretOf(secret, record.fields.name, dues), previousRead, secretValuesOf(record.fields, dues)]);
     const resolved = resolveEndpoint(record, options.deployment, versions?.current, { secret: previousValue, nowMs });
-    const endpoint = headers === undefined ? resolved : { ...resolved, headers };
+    const headers = resolvedHeaders(record.fields, values);
+    const auth = resolvedAuth(record.fields, values);
+    const tls = resolvedTls(record.fields, values);
+    const endpoint: Endpoint = {
+      ...resolved,
+      ...(headers !== undefined ? { headers } : {}),
+      ...(auth !== undefined ? { auth } : {}),
+      ...(tls !== undefined ? { tls } : {}),
+    };
     // Rotated in Secrets Manager: its previous version signs too, until the overlap from the
     // rotation ends (unless the registry names a previous secret of its own, which signs instead).
     const rotated = versions?.previous;

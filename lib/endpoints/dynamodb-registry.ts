@@ -5,9 +5,10 @@
  * the one its caller read (`updatedAt`), `setState` and `remove` only where it exists.
  *
  * Fields are stored as given (after `parseEndpointFields`), except a plain `whsec_…` or `whsk_…`
- * secret (or previous secret), and a header's plain `{"secret": …}` value, when the registry has a
- * `cipher`: those are stored encrypted with it (`encrypted:<scheme>:…`,
- * lib/endpoints/secret-cipher.ts), bound to their endpoint (and header). A Secrets Manager ARN, or a
+ * secret (or previous secret), and every other plain `{"secret": …}` value (a header's,
+ * `auth.clientSecret`, `tls.privateKey`), when the registry has a `cipher`: those are stored
+ * encrypted with it (`encrypted:<scheme>:…`, lib/endpoints/secret-cipher.ts), bound to their
+ * endpoint (and header or path). A Secrets Manager ARN, or a
  * value encrypted already, is stored as it is. Reads are consistent and check every item
  * the same way, so the consumer and the command never act on an item they cannot read. A refused
  * condition becomes `EndpointNotFoundError` or `EndpointConflictError`; any other store failure
@@ -55,6 +56,7 @@ import { DEFAULT_RESUME_RATE, type ResumeStore } from '../resume';
 import { quoted } from '../terminal';
 import { isSecretValue } from '../webhook/signing-secret';
 import { isEncryptedSecret } from './secret-cipher';
+import { cipherPlace, mapSecretValuesAsync } from './secret-values';
 
 export { HEALTH_ATTRIBUTES } from './dynamodb-registry-table';
 
@@ -279,30 +281,26 @@ export class DynamoDbEndpointRegistry implements EndpointRegistry, RegistryChang
   }
 
   /**
-   * The fields as they are written: with a cipher, a plain secret, previous secret and secret header
-   * value encrypted for this endpoint (a header's under its own name). An ed25519 secret's public key
-   * was set from it as it was parsed, so it stays after the secret is encrypted.
+   * The fields as they are written: with a cipher, a plain secret, previous secret and other secret
+   * value (a header's, auth.clientSecret, tls.privateKey: lib/endpoints/secret-values.ts) encrypted
+   * for this endpoint (each of the others under its own place). An ed25519 secret's public key was
+   * set from it as it was parsed, so it stays after the secret is encrypted.
    */
   async #storedForm(fields: EndpointFields): Promise<EndpointFields> {
     const cipher = this.#cipher;
     if (cipher === undefined) return fields;
     const encrypt = (value: string | undefined) => (value !== undefined && isSecretValue(value) ? cipher.encrypt(value, fields.name) : Promise.resolve(value));
-    const [secret, previousSecret, headers] = await Promise.all([
+    const [secret, previousSecret, withValues] = await Promise.all([
       encrypt(fields.secret),
       encrypt(fields.previousSecret),
-      fields.headers === undefined
-        ? undefined
-        : Promise.all(
-            Object.entries(fields.headers).map(async ([name, value]) =>
-              typeof value === 'object' && 'secret' in value && !isEncryptedSecret(value.secret) ? [name, { secret: await cipher.encrypt(value.secret, fields.name, name) }] : [name, value],
-            ),
-          ).then(Object.fromEntries),
+      mapSecretValuesAsync(fields, async ({ path, value }) =>
+        'secret' in value && !isEncryptedSecret(value.secret) ? { secret: await cipher.encrypt(value.secret, fields.name, cipherPlace(path)) } : value,
+      ),
     ]);
     return parseEndpointFields({
-      ...fields,
+      ...withValues,
       ...(secret !== undefined ? { secret } : {}),
       ...(previousSecret !== undefined ? { previousSecret } : {}),
-      ...(headers !== undefined ? { headers } : {}),
     });
   }
 }

@@ -9,7 +9,7 @@ import * as v from 'valibot';
 import { TEST_STATUS, type ShipmentEvent } from '../event';
 import { checkEndpoint, validateSettings, type SettingNames, type Settings } from '../config';
 import { ConfigError, EndpointError } from '../errors';
-import { MAX_WAIT_SECONDS, retryPolicy, type RetryPolicy } from '../policy';
+import { retryPolicy, type RetryPolicy } from '../policy';
 import { quoted, safe } from '../terminal';
 import { isSecretValue, publicKeyOf, schemeOfSecret, type SignatureScheme } from '../webhook/signing-secret';
 import type { ClientCredentials, ClientTls } from '../webhook/sender';
@@ -43,6 +43,7 @@ export {
   type SignatureScheme,
 } from './field-schemas';
 export { SETTING_DEFAULTS, type EndpointFields } from './fields';
+export { AUTH_TYPES, type AuthField, type TlsField } from './lock-schemas';
 
 export const ENDPOINT_STATES = ['enabled', 'disabled'] as const;
 export type EndpointState = (typeof ENDPOINT_STATES)[number];
@@ -229,7 +230,7 @@ function keyNamed(issue: v.BaseIssue<unknown>): string {
  * passes the endpoint guard, the attempt timeout fits the consumer's (its function timeout is the
  * deployment's), the schedule fits the ledger's retention and the queue's, and a receiver's retention
  * outlasts the schedule. A secret given as an ARN must be resolved by the caller first (`secret`,
- * `previous.secret`), and so must its header values (the caller adds `headers`). A rotation's
+ * `previous.secret`), and so must its other secret values (the caller adds `headers`, `auth`, `tls`). A rotation's
  * previous secret is kept while `previous.nowMs` is before its end. A secret given must be of the
  * endpoint's signature scheme: one read from Secrets Manager is checked only here.
  * @throws EndpointError naming the field
@@ -278,8 +279,13 @@ export function resolveEndpoint(
 export function ruleProblems(f: Partial<EndpointFields>, deployment: DeploymentSettings): EndpointFieldProblem[] {
   const problems: EndpointFieldProblem[] = [];
   if (f.url !== undefined) {
-    const urlProblem = urlRuleProblem(f.url, deployment);
+    const urlProblem = urlRuleProblem(f.url, deployment, 'url');
     if (urlProblem !== undefined) problems.push({ field: 'url', problem: urlProblem });
+  }
+  // The token endpoint is asked with the client's secret: the same guard as the receiver's URL.
+  if (f.auth !== undefined) {
+    const tokenUrlProblem = urlRuleProblem(f.auth.tokenUrl, deployment, 'auth.tokenUrl');
+    if (tokenUrlProblem !== undefined) problems.push({ field: 'auth.tokenUrl', problem: tokenUrlProblem });
   }
   const attemptTimeoutMs = f.attemptTimeoutMs ?? deployment.attemptTimeoutMs;
   if (attemptTimeoutMs > deployment.attemptTimeoutMs) {
@@ -303,16 +309,16 @@ export function ruleProblems(f: Partial<EndpointFields>, deployment: DeploymentS
   return problems;
 }
 
-/** Why the endpoint guard (or the credentials rule) refuses a URL, or undefined. */
-function urlRuleProblem(url: string, deployment: DeploymentSettings): string | undefined {
+/** Why the endpoint guard (or the credentials rule) refuses a URL (the field `name`), or undefined. */
+function urlRuleProblem(url: string, deployment: DeploymentSettings, name: string): string | undefined {
   // As for HANDOFF_WEBHOOK_URL (lib/config.ts): userinfo would travel in a header no log redacts.
   if (hasCredentials(url)) {
     return 'must not carry credentials (user:password@): a receiver takes a token in the query or checks the signature (the URL is not shown)';
   }
   try {
-    checkEndpoint(url, deployment, 'url');
+    checkEndpoint(url, deployment, name);
   } catch (error) {
-    if (error instanceof ConfigError) return error.message.replace(/^url /, '');
+    if (error instanceof ConfigError) return error.message.slice(name.length + 1);
     throw error;
   }
   return undefined;
@@ -404,10 +410,6 @@ export function fieldAt(event: ShipmentEvent, path: string): unknown {
   return value;
 }
 
-function isWhole(value: unknown, min: number, max: number): value is number {
-  return typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
-}
-
 /** The deployment settings with an endpoint's policy, in the shape the deployment's own checks take. */
 function settingsShape(s: DeploymentSettings & { receiverRetentionSeconds: number | undefined }): Settings {
   return {
@@ -442,47 +444,4 @@ const FIELD_NAMES_AS_SETTINGS: SettingNames = {
   shipmentIndex: 'shipmentIndex',
 };
 
-/** The deployment's settings as the sandbox's state file and the stack's `EndpointDefaults` output carry them. */
-export interface DeploymentSettingsJson {
-  readonly retrySchedule: readonly number[];
-  readonly maxAttempts: number;
-  readonly attemptTimeoutMs: number;
-  readonly retentionDays: number;
-  readonly allowPrivateCidrs: readonly string[];
-  readonly allowHttp: boolean;
-}
-
-export function deploymentToJson(settings: DeploymentSettings): DeploymentSettingsJson {
-  return {
-    retrySchedule: settings.retryPolicy.waitsSeconds,
-    maxAttempts: settings.retryPolicy.maxAttempts,
-    attemptTimeoutMs: settings.attemptTimeoutMs,
-    retentionDays: settings.retentionDays,
-    allowPrivateCidrs: settings.allowPrivateCidrs,
-    allowHttp: settings.allowHttp,
-  };
-}
-
-/** @throws RangeError naming `source` when the JSON is not what `deploymentToJson` writes */
-export function deploymentFromJson(json: unknown, source: string): DeploymentSettings {
-  const j = json as Partial<DeploymentSettingsJson> | null;
-  const ok =
-    typeof j === 'object' &&
-    j !== null &&
-    Array.isArray(j.retrySchedule) &&
-    j.retrySchedule.every((w) => isWhole(w, 0, MAX_WAIT_SECONDS)) &&
-    isWhole(j.maxAttempts, 1, 100) &&
-    isWhole(j.attemptTimeoutMs, 100, 880_000) &&
-    isWhole(j.retentionDays, 1, 3650) &&
-    Array.isArray(j.allowPrivateCidrs) &&
-    j.allowPrivateCidrs.every((c) => typeof c === 'string') &&
-    typeof j.allowHttp === 'boolean';
-  if (!ok) throw new RangeError(`${source} does not hold the deployment's endpoint defaults`);
-  return {
-    retryPolicy: retryPolicy(j.maxAttempts!, j.retrySchedule!),
-    attemptTimeoutMs: j.attemptTimeoutMs!,
-    retentionDays: j.retentionDays!,
-    allowPrivateCidrs: j.allowPrivateCidrs!,
-    allowHttp: j.allowHttp!,
-  };
-}
+export { deploymentFromJson, deploymentToJson, type DeploymentSettingsJson } from './deployment-json';

@@ -12,6 +12,7 @@
  */
 import type * as v from 'valibot';
 import * as s from './field-schemas';
+import * as locks from './lock-schemas';
 import type { FieldSchema } from './field-schemas';
 
 /** What an unset field means in a resolved endpoint. */
@@ -210,6 +211,16 @@ export const ENDPOINT_FIELDS = {
   publicKey: field(s.publicKey, {
     requires: [['secret', 'needs the ed25519 secret it is the public key of']],
     doc: "the public key (whpk_…) of its ed25519 secret, which receivers verify v1a signatures with: set from the secret; given only with a secret kept in Secrets Manager",
+  }),
+  // docs/contract.md §18. Resolved with their secrets read as `headers` are (lib/routing.ts), used by
+  // the sender (lib/webhook/**). No option: an object with a secret in it is set with --from-file.
+  auth: field(locks.auth, {
+    clearable: true,
+    doc: 'an OAuth2 client-credentials grant whose token every request carries (Authorization: Bearer): {"type": "oauth2-client-credentials", "tokenUrl", "clientId", "clientSecret": {"secretArn": ARN} (AWS) / {"secret": value} (the sandbox), "scope"?, "audience"?}; tokenUrl checked as url is; the client secret never shown; set with --from-file or the API',
+  }),
+  tls: field(locks.tls, {
+    clearable: true,
+    doc: 'a client certificate presented to a receiver that asks for one (mutual TLS): {"clientCertificate": PEM or {"secretArn": ARN}, "privateKey": {"secretArn": ARN} (AWS) / {"secret": PEM} (the sandbox), "ca"?: PEM or {"secretArn": ARN}, trusted for this endpoint alone}; the key must be the certificate\'s and is never shown; set with --from-file or the API',
   }),
 };
 

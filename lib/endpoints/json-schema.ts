@@ -95,10 +95,14 @@ function describe(out: JsonSchema, item: PipeItem): void {
       out.items = jsonSchemaOf(item.item!);
       return;
     case 'strict_object': {
-      const entries = Object.entries(item.entries ?? {});
+      // An optional entry (`auth.scope`) is its wrapped schema, left out of `required`.
+      const entries = Object.entries(item.entries ?? {}).map(([key, schema]) => {
+        const optional = (schema as unknown as PipeItem).type === 'optional';
+        return { key, optional, schema: optional ? (schema as unknown as { wrapped: FieldSchema }).wrapped : schema };
+      });
       out.type = 'object';
-      out.properties = Object.fromEntries(entries.map(([key, schema]) => [key, jsonSchemaOf(schema)]));
-      out.required = entries.map(([key]) => key);
+      out.properties = Object.fromEntries(entries.map(({ key, schema }) => [key, jsonSchemaOf(schema)]));
+      out.required = entries.filter(({ optional }) => !optional).map(({ key }) => key);
       out.additionalProperties = false;
       return;
     }

@@ -14,7 +14,9 @@
  * value (an endpoint's `headers`, `{"secret": …}`, docs/contract.md §18) is encrypted the same way
  * under a context of its own, which names the header: a signing secret's ciphertext copied into a
  * header (where the consumer would send its plaintext to whatever URL the item names) does not
- * decrypt there, nor one header's into another. Errors name the endpoint, never the secret.
+ * decrypt there, nor one header's into another. The other secret values of an endpoint (its OAuth2
+ * client secret, its client certificate's key: `auth.clientSecret`, `tls.privateKey`) are encrypted
+ * under a context naming their path, for the same reason. Errors name the endpoint, never the secret.
  *
  * Who encrypts: the registry adapter, given a cipher (lib/endpoints/dynamodb-registry.ts `cipher`),
  * turns every plain `whsec_…` value it writes into this form; `handoff endpoint` gives it the
@@ -37,12 +39,19 @@ export function schemeOf(value: string): CipherScheme | undefined {
   return isEncryptedSecret(value) ? (value.split(':')[1] as CipherScheme) : undefined;
 }
 
+/**
+ * Where a secret value other than the signing secret is: a header's, by its name, or another field's,
+ * `field:` and its path (`field:auth.clientSecret`: no header name holds a colon, and one may hold a dot).
+ */
+export type SecretPlace = string;
+const FIELD_PLACE = 'field:';
+
 export interface EndpointSecretCipher {
   readonly scheme: CipherScheme;
-  /** The form to store for `endpoint`'s secret (`header`: the value of that header instead). @throws SecretEncryptionError */
-  encrypt(secret: string, endpoint: string, header?: string): Promise<string>;
-  /** @throws SecretUnavailableError naming the endpoint: the key refused it, or it was not made for this endpoint (and header) */
-  decrypt(stored: string, endpoint: string, header?: string): Promise<string>;
+  /** The form to store for `endpoint`'s secret (`place`: the value of that header or field instead). @throws SecretEncryptionError */
+  encrypt(secret: string, endpoint: string, place?: SecretPlace): Promise<string>;
+  /** @throws SecretUnavailableError naming the endpoint: the key refused it, or it was not made for this endpoint (and place) */
+  decrypt(stored: string, endpoint: string, place?: SecretPlace): Promise<string>;
 }
 
 /** What KMS is asked, as the SDK's KMSClient takes it (Encrypt, Decrypt); a stub in tests. */
@@ -52,13 +61,14 @@ export interface KmsCalls {
 }
 
 /**
- * The encryption context of an endpoint's signing secret, or of the value of its header `header`
- * (named in lower case: header names are case-insensitive): also what a key policy may condition
- * Decrypt on.
+ * The encryption context of an endpoint's signing secret, of the value of its header `place` (named
+ * in lower case: header names are case-insensitive), or of another secret field's value (by its
+ * path): also what a key policy may condition Decrypt on.
  */
-export function secretContext(endpoint: string, header?: string): Record<string, string> {
-  if (header === undefined) return { 'handoff:purpose': 'endpoint-signing-secret', 'handoff:endpoint': endpoint };
-  return { 'handoff:purpose': 'endpoint-header-secret', 'handoff:endpoint': endpoint, 'handoff:header': header.toLowerCase() };
+export function secretContext(endpoint: string, place?: SecretPlace): Record<string, string> {
+  if (place === undefined) return { 'handoff:purpose': 'endpoint-signing-secret', 'handoff:endpoint': endpoint };
+  if (place.startsWith(FIELD_PLACE)) return { 'handoff:purpose': 'endpoint-field-secret', 'handoff:endpoint': endpoint, 'handoff:field': place.slice(FIELD_PLACE.length) };
+  return { 'handoff:purpose': 'endpoint-header-secret', 'handoff:endpoint': endpoint, 'handoff:header': place.toLowerCase() };
 }
 
 /**
@@ -75,11 +85,11 @@ export class KmsSecretCipher implements EndpointSecretCipher {
     this.#keyId = options.keyId;
   }
 
-  async encrypt(secret: string, endpoint: string, header?: string): Promise<string> {
+  async encrypt(secret: string, endpoint: string, place?: SecretPlace): Promise<string> {
     if (this.#keyId === undefined) throw new SecretEncryptionError(`encrypting the secret of endpoint ${endpoint} needs the registry's key (its ARN)`);
     let blob: Uint8Array | undefined;
     try {
-      ({ CiphertextBlob: blob } = await this.#calls.encrypt({ KeyId: this.#keyId, Plaintext: Buffer.from(secret, 'utf8'), EncryptionContext: secretContext(endpoint, header) }));
+      ({ CiphertextBlob: blob } = await this.#calls.encrypt({ KeyId: this.#keyId, Plaintext: Buffer.from(secret, 'utf8'), EncryptionContext: secretContext(endpoint, place) }));
     } catch (error) {
       const what = error instanceof Error ? error.name : 'error';
       throw new SecretEncryptionError(`KMS could not encrypt the secret of endpoint ${endpoint} with ${this.#keyId}: ${what}`, { cause: error });
@@ -88,11 +98,11 @@ export class KmsSecretCipher implements EndpointSecretCipher {
     return `encrypted:kms:${Buffer.from(blob).toString('base64')}`;
   }
 
-  async decrypt(stored: string, endpoint: string, header?: string): Promise<string> {
+  async decrypt(stored: string, endpoint: string, place?: SecretPlace): Promise<string> {
     const blob = payloadOf(stored, 'kms', endpoint);
     let plaintext: Uint8Array | undefined;
     try {
-      ({ Plaintext: plaintext } = await this.#calls.decrypt({ CiphertextBlob: blob, EncryptionContext: secretContext(endpoint, header) }));
+      ({ Plaintext: plaintext } = await this.#calls.decrypt({ CiphertextBlob: blob, EncryptionContext: secretContext(endpoint, place) }));
     } catch (error) {
       const what = error instanceof Error ? error.name : 'error';
       throw new SecretUnavailableError('secret-unreadable', `KMS could not decrypt the secret of endpoint ${endpoint}: ${what}`, { cause: error });
@@ -121,19 +131,19 @@ export class LocalSecretCipher implements EndpointSecretCipher {
     return randomBytes(LOCAL_KEY_BYTES).toString('base64');
   }
 
-  encrypt(secret: string, endpoint: string, header?: string): Promise<string> {
+  encrypt(secret: string, endpoint: string, place?: SecretPlace): Promise<string> {
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
-    cipher.setAAD(aad(endpoint, header));
+    cipher.setAAD(aad(endpoint, place));
     const body = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
     return Promise.resolve(`encrypted:local:${Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64')}`);
   }
 
-  decrypt(stored: string, endpoint: string, header?: string): Promise<string> {
+  decrypt(stored: string, endpoint: string, place?: SecretPlace): Promise<string> {
     try {
       const raw = payloadOf(stored, 'local', endpoint);
       const decipher = createDecipheriv('aes-256-gcm', this.#key, raw.subarray(0, IV_BYTES));
-      decipher.setAAD(aad(endpoint, header));
+      decipher.setAAD(aad(endpoint, place));
       decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
       return Promise.resolve(Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8'));
     } catch (error) {
@@ -143,9 +153,9 @@ export class LocalSecretCipher implements EndpointSecretCipher {
   }
 }
 
-function aad(endpoint: string, header?: string): Buffer {
-  const context = secretContext(endpoint, header);
-  const named = header === undefined ? '' : `\n${context['handoff:header']}`;
+function aad(endpoint: string, place?: SecretPlace): Buffer {
+  const context = secretContext(endpoint, place);
+  const named = place === undefined ? '' : `\n${context['handoff:header'] ?? context['handoff:field']}`;
   return Buffer.from(`${context['handoff:purpose']}\n${context['handoff:endpoint']}${named}`, 'utf8');
 }
 

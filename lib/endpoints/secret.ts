@@ -12,7 +12,6 @@
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { errorFields, type Logger } from '../observability';
-import { HEADER_VALUE, MAX_HEADER_VALUE_CHARS } from '../webhook/custom-headers';
 import { createSigner, ED25519_SECRET_PREFIX, ed25519Values, rawEd25519Key, SECRET_PREFIX, type PreviousSecret, type SignatureScheme } from '../webhook/signing-secret';
 import { SecretUnavailableError, SigningSecretError } from '../errors';
 export const GENERATED_SECRET_BYTES = 32;
@@ -100,29 +99,30 @@ export function secretsManagerVersions(
 }
 
 /**
- * Reads a header's value from Secrets Manager (an endpoint's `headers`, `{"secretArn": …}`): the
- * secret's current string, trimmed, which must be a header value (visible ASCII, spaces within).
- * No previous version: a header carries one value, and the receiver decides when an old one stops
- * working. Kept like a signing secret (`SecretCache`: read again every 5 minutes).
+ * Reads a secret value from Secrets Manager that an endpoint names besides its signing secrets (its
+ * `headers`, `auth` and `tls`, `{"secretArn": …}`): the secret's current string, trimmed. What it must
+ * be is its field's to say where it is used (lib/endpoints/resolved-locks.ts: a header value, PEM).
+ * No previous version: each carries one value, and the receiver or token endpoint decides when an
+ * old one stops working. Kept like a signing secret (`SecretCache`: read again every 5 minutes).
  * @throws SecretUnavailableError naming the ARN, never the value
  */
-export function secretsManagerHeaderValue(get: GetSecretValue): (arn: string) => Promise<string> {
+export function secretsManagerValue(get: GetSecretValue): (arn: string) => Promise<string> {
   return async (arn) => {
     let read: { SecretString?: string };
     try {
       read = await get({ SecretId: arn });
     } catch (error) {
       const what = error instanceof Error ? error.name : 'error';
-      throw new SecretUnavailableError('secret-unreadable', `Secrets Manager could not read the header secret ${arn}: ${what}`, { cause: error });
+      throw new SecretUnavailableError('secret-unreadable', `Secrets Manager could not read the secret value ${arn}: ${what}`, { cause: error });
     }
     const value = read.SecretString?.trim();
-    if (value === undefined || value === '') throw new SecretUnavailableError('secret-invalid', `the header secret ${arn} has no string value`);
-    if (value.length > MAX_HEADER_VALUE_CHARS || !HEADER_VALUE.test(value)) {
-      throw new SecretUnavailableError('secret-invalid', `the header secret ${arn} is not a header value: 1–${MAX_HEADER_VALUE_CHARS} visible ASCII characters, spaces within`);
-    }
+    if (value === undefined || value === '') throw new SecretUnavailableError('secret-invalid', `the secret value ${arn} has no string value`);
     return value;
   };
 }
+
+/** The name the consumer's environment reads header values with: every secret value is read alike now. */
+export const secretsManagerHeaderValue = secretsManagerValue;
 
 /**
  * How long one GetSecretValue request may take (connecting included): a read is awaited by the batch

@@ -86,7 +86,7 @@ describe('Function: registryRouting, an endpoint with headers', () => {
   });
 
   it.each([
-    ['Secrets Manager refuses the read', () => Promise.reject(Object.assign(new Error('denied'), { name: 'AccessDeniedException' })), /could not read the header secret .*: AccessDeniedException/],
+    ['Secrets Manager refuses the read', () => Promise.reject(Object.assign(new Error('denied'), { name: 'AccessDeniedException' })), /could not read the secret value .*: AccessDeniedException/],
     ['its value is no header value', () => Promise.resolve({ SecretString: 'Bearer t0k3n\nX-Injected: 1' }), /is not a header value/],
   ])('holds an endpoint whose secret header cannot be used (%s): unresolved, logged by ARN, never a value', async (_why, get, logged) => {
     const { routing, lines } = setup([record('erp', { Authorization: { secretArn: ARN } }), record('plain', undefined)], {
