@@ -4,8 +4,9 @@
  *
  * - accepted:  a 2xx. Delivered, even if it arrives late.
  * - rejected:  the receiver refused the event for good (410, other 3xx/4xx). Dead.
- * - temporary: nothing was sent (refused, DNS, TLS), or the receiver asked for a retry
- *              (408, 425, 429, 5xx). Retry per policy.
+ * - temporary: nothing was sent (refused, DNS, TLS, no token, the proxy's refusal), or the receiver
+ *              asked for a retry (408, 425, 429, 5xx; a 401 where the sender fetches its token).
+ *              Retry per policy.
  * - unknown:   the request was written but no answer came (timeout, reset). The receiver may
  *              have committed it: retry with the same event ID, never count it as failed.
  */
@@ -14,8 +15,13 @@ import { parseRetryAfter } from './policy';
 export const OUTCOME_KINDS = ['accepted', 'rejected', 'temporary', 'unknown'] as const;
 export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
 
-/** Transport failures, named by whether the request could have reached the receiver. */
-export type NotSentCause = 'connection-refused' | 'dns' | 'tls' | 'connect-timeout' | 'blocked-address' | 'network';
+/**
+ * Transport failures, named by whether the request could have reached the receiver. Two are before
+ * the receiver's connection (docs/contract.md §18): `auth`, no token from the endpoint's token
+ * endpoint (its status on the outcome when it answered), and `proxy`, the HTTP CONNECT proxy refused
+ * the tunnel (its status when it answered) or could not be reached.
+ */
+export type NotSentCause = 'connection-refused' | 'dns' | 'tls' | 'connect-timeout' | 'blocked-address' | 'network' | 'auth' | 'proxy';
 export type NoAnswerCause = 'timeout' | 'connection-reset';
 
 export type AttemptOutcome =
@@ -80,6 +86,8 @@ export function describeOutcome(outcome: AttemptOutcome): string {
     case 'rejected':
       return `rejected (${outcome.status})`;
     case 'temporary':
+      // Both when the status is another server's: the token endpoint's (`auth 503`), the proxy's (`proxy 407`).
+      if (outcome.cause !== undefined && outcome.status !== undefined) return `temporary (${outcome.cause} ${outcome.status})`;
       return `temporary (${outcome.status ?? outcome.cause ?? 'error'})`;
     case 'unknown':
       return `unknown (${outcome.cause})`;

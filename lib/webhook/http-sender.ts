@@ -7,6 +7,11 @@
  * failure is `temporary` with a NotSentCause. From `finish` until the first response byte, a
  * timeout or reset is `unknown`: the receiver may have committed the event, and the next attempt
  * must carry the same event ID. `fetch` hides that boundary, so it is not used here.
+ *
+ * Receivers behind locks (docs/contract.md §18) add what comes before that boundary: a bearer token
+ * from the endpoint's token endpoint (oauth2-token.ts; none, and nothing is sent: `auth`), a client
+ * certificate on the handshake (client-tls.ts), a tunnel through an HTTP CONNECT proxy
+ * (connect-proxy.ts; its refusal: `proxy`).
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -15,9 +20,12 @@ import { urlToHttpOptions } from 'node:url';
 // A named import lets bundlers keep only this one field of package.json.
 import { version } from '../../package.json';
 import { classifyResponse, type AttemptOutcome, type NotSentCause } from '../outcome';
+import { isTlsRefusal, secureContextFor, tokenContextFor } from './client-tls';
+import { createAgent, parseProxyUrl, ProxyError, TunnelTlsError, type ConnectProxy } from './connect-proxy';
 import { refusedHeaderProblem } from './custom-headers';
 import { EndpointGuard } from './endpoint-guard';
 import { EndpointRefusedError } from '../errors';
+import { TokenError, TokenSource } from './oauth2-token';
 import type { AttemptResult, ClientCredentials, ClientTls, WebhookRequest, WebhookSender } from './sender';
 import { RequestSigner } from './signing-secret';
 
@@ -48,11 +56,17 @@ export interface HttpWebhookSenderOptions {
    * the endpoint's field refuses it.
    */
   readonly headers?: Readonly<Record<string, string>>;
-  /** The endpoint's OAuth2 client-credentials grant (docs/contract.md §18 `auth`): each request carries a bearer token from it. */
+  /**
+   * The endpoint's OAuth2 client-credentials grant (docs/contract.md §18 `auth`): each request carries
+   * `Authorization: Bearer` and a token from it, which replaces an `authorization` of `headers`.
+   */
   readonly auth?: ClientCredentials;
-  /** The endpoint's client certificate and private CA (docs/contract.md §18 `tls`). */
+  /** The endpoint's client certificate and private CA (docs/contract.md §18 `tls`); needs an https URL. */
   readonly tls?: ClientTls;
-  /** An HTTP CONNECT proxy every request goes through (docs/contract.md §18 `proxyUrl`); the guard still checks the receiver's address. */
+  /**
+   * An HTTP CONNECT proxy every request goes through, token fetches too (`http://[user:password@]host[:port]`,
+   * the deployment's `HANDOFF_PROXY_URL`); the guard still checks the receiver's address.
+   */
   readonly proxyUrl?: string;
   /** One attempt's budget: connect, write, response headers and the bounded body read. */
   readonly timeoutMs: number;
@@ -78,6 +92,11 @@ export class HttpWebhookSender implements WebhookSender {
   private readonly target: http.RequestOptions;
   private readonly transport: typeof http | typeof https;
   private readonly agent: http.Agent;
+  /** For the one retry on a fresh connection: made the same way (tunnel, certificate), never kept. */
+  private readonly freshAgent: http.Agent;
+  /** The bearer token's source, for an endpoint with `auth`. */
+  private readonly tokens: TokenSource | undefined;
+  private readonly tokenAgent: http.Agent | undefined;
   private readonly signer: RequestSigner | undefined;
   /** The endpoint's extra headers, their names in lower case; undefined when it has none (nothing added per request). */
   private readonly extraHeaders: Readonly<Record<string, string>> | undefined;
@@ -90,8 +109,10 @@ export class HttpWebhookSender implements WebhookSender {
   private lastExchangeEndMs = 0;
 
   /**
-   * @throws EndpointRefusedError when the guard refuses the URL; SigningSecretError for a secret that
-   * cannot sign; RangeError for a previous secret without a secret or an end.
+   * @throws EndpointRefusedError when the guard refuses the URL or `auth.tokenUrl`; SigningSecretError
+   * for a secret that cannot sign; ClientTlsError for a certificate, key or CA that cannot be used
+   * (naming the field); RangeError for a previous secret without a secret or an end, `tls` on an
+   * http URL, or a proxy URL that is not one.
    */
   constructor(options: HttpWebhookSenderOptions) {
     this.guard = options.guard ?? new EndpointGuard();
@@ -99,14 +120,25 @@ export class HttpWebhookSender implements WebhookSender {
     this.url = new URL(options.url);
     this.target = urlToHttpOptions(this.url);
     this.transport = this.url.protocol === 'https:' ? https : http;
-    this.agent = new this.transport.Agent({ keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS });
-    this.signer = signerFor(options);
-    this.extraHeaders = extraHeadersOf(options.headers);
     if (!(options.timeoutMs > 0)) throw new RangeError(`timeoutMs must be positive, got ${options.timeoutMs}`);
     this.timeoutMs = options.timeoutMs;
+    if (options.tls !== undefined && this.transport === http) throw new RangeError('tls needs an https URL: a client certificate is presented on a TLS handshake');
+    const proxy = proxyOf(options.proxyUrl);
+    const agents = { guard: this.guard, proxy, connectTimeoutMs: this.timeoutMs };
+    const secureContext = secureContextFor(options.tls);
+    this.agent = createAgent({ ...agents, secure: this.transport === https, keepAlive: true, idleTimeoutMs: IDLE_SOCKET_TIMEOUT_MS, secureContext });
+    this.freshAgent = createAgent({ ...agents, secure: this.transport === https, keepAlive: false, secureContext });
+    this.signer = signerFor(options);
+    this.extraHeaders = extraHeadersOf(options.headers);
     this.userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.now = options.now ?? Date.now;
+    if (options.auth !== undefined) {
+      checkTokenUrl(this.guard, options.auth.tokenUrl);
+      const secure = new URL(options.auth.tokenUrl).protocol === 'https:';
+      this.tokenAgent = createAgent({ ...agents, secure, keepAlive: false, secureContext: secure ? tokenContextFor(options.tls) : undefined });
+      this.tokens = new TokenSource({ credentials: options.auth, agent: this.tokenAgent, userAgent: this.userAgent, now: this.now });
+    }
   }
 
   async send(request: WebhookRequest): Promise<AttemptResult> {
@@ -114,9 +146,17 @@ export class HttpWebhookSender implements WebhookSender {
     const startedMs = performance.now();
     const deadlineMs = startedMs + this.timeoutMs;
     let outcome: AttemptOutcome;
+    let token: string | undefined;
+    try {
+      // No token, no request: nothing reaches the receiver, and the token endpoint's status says why.
+      token = await this.tokens?.token(deadlineMs);
+    } catch (error) {
+      const status = error instanceof TokenError ? error.status : undefined;
+      return this.ended({ kind: 'temporary', cause: 'auth', ...(status !== undefined ? { status } : {}) }, startedMs);
+    }
     try {
       const body = Buffer.from(request.body, 'utf8');
-      const headers = this.headers(request, body.length);
+      const headers = this.headers(request, body.length, token);
       const first = await this.exchange(body, headers, this.agent, deadlineMs);
       outcome = first.outcome;
       /*
@@ -130,7 +170,7 @@ export class HttpWebhookSender implements WebhookSender {
        * "nothing was sent" would no longer be true of the attempt as a whole.
        */
       if (first.staleSocket && performance.now() < deadlineMs) {
-        const retry = await this.exchange(body, headers, false, deadlineMs);
+        const retry = await this.exchange(body, headers, this.freshAgent, deadlineMs);
         const retryNotSent = retry.outcome.kind === 'temporary' && retry.outcome.cause !== undefined;
         outcome = retryNotSent && first.outcome.kind === 'unknown' ? first.outcome : retry.outcome;
       }
@@ -139,7 +179,21 @@ export class HttpWebhookSender implements WebhookSender {
       // are outcomes above), so nothing was sent; send() never throws.
       outcome = { kind: 'temporary', cause: 'network' };
     }
+    /*
+     * A 401 where handoff fetches the token says the token would not do (revoked, or expired early),
+     * not that the event is refused for good: the token is dropped, so the next attempt fetches one,
+     * and the attempt is `temporary`. Dropped only if still held: fifty deliveries refused together
+     * cost one fetch.
+     */
+    if (token !== undefined && outcome.kind === 'rejected' && outcome.status === 401) {
+      this.tokens?.refused(token);
+      outcome = { kind: 'temporary', status: 401 };
+    }
     this.lastExchangeEndMs = this.now();
+    return this.ended(outcome, startedMs);
+  }
+
+  private ended(outcome: AttemptOutcome, startedMs: number): AttemptResult {
     return { outcome, durationMs: Math.round(performance.now() - startedMs) };
   }
 
@@ -159,9 +213,11 @@ export class HttpWebhookSender implements WebhookSender {
   /** Closes idle keep-alive sockets; call when the process stops. */
   close(): void {
     this.agent.destroy();
+    this.freshAgent.destroy();
+    this.tokenAgent?.destroy();
   }
 
-  private headers({ eventId, body, sequence, traceparent, tracestate }: WebhookRequest, contentLength: number): http.OutgoingHttpHeaders {
+  private headers({ eventId, body, sequence, traceparent, tracestate }: WebhookRequest, contentLength: number, token: string | undefined): http.OutgoingHttpHeaders {
     const attemptMs = this.now();
     // The endpoint's headers first, the request's own after them: no name of the request's can be
     // replaced, whatever they hold (every name here is lower case, so one key each).
@@ -174,6 +230,8 @@ export class HttpWebhookSender implements WebhookSender {
       'webhook-timestamp': String(Math.floor(attemptMs / 1000)),
       'user-agent': this.userAgent,
     };
+    // The grant's token replaces an `authorization` of the endpoint's headers: with `auth` set, handoff answers for the credential.
+    if (token !== undefined) headers.authorization = `Bearer ${token}`;
     if (sequence !== undefined) headers['webhook-sequence'] = String(sequence);
     if (traceparent !== undefined) headers.traceparent = traceparent;
     if (tracestate !== undefined) headers.tracestate = tracestate;
@@ -184,7 +242,7 @@ export class HttpWebhookSender implements WebhookSender {
   private exchange(
     body: Buffer,
     headers: http.OutgoingHttpHeaders,
-    agent: http.Agent | false,
+    agent: http.Agent,
     deadlineMs: number,
   ): Promise<Exchange> {
     return new Promise((resolve) => {
@@ -204,8 +262,8 @@ export class HttpWebhookSender implements WebhookSender {
         ...this.target,
         method: 'POST',
         headers,
+        // The agent connects through the guard's lookup (connect-proxy.ts), or tunnels to the address it checked.
         agent,
-        lookup: this.guard.lookup,
       });
       const settle = (outcome: AttemptOutcome, staleSocket = false) => {
         if (settled) return;
@@ -240,13 +298,18 @@ export class HttpWebhookSender implements WebhookSender {
       });
       req.on('error', (error) => {
         if (answered) return; // the response handlers settle it
+        // The server's TLS layer refused our certificate (or its absence) after our side of a TLS 1.3
+        // handshake ended: the request was handed over, but never read (client-tls.ts).
+        if (!req.reusedSocket && isTlsRefusal(error)) {
+          settle({ kind: 'temporary', cause: 'tls' });
+          return;
+        }
         if (isWritten()) {
           const outcome: AttemptOutcome = { kind: 'unknown', cause: timedOut ? 'timeout' : 'connection-reset' };
           settle(outcome, req.reusedSocket && !timedOut);
           return;
         }
-        const cause = notSentCause(error, { connected, secured, timedOut });
-        settle({ kind: 'temporary', cause }, req.reusedSocket && !timedOut);
+        settle(notSent(error, { connected, secured, timedOut }), req.reusedSocket && !timedOut);
       });
       // A destroyed request without an error event (destroy() after the timer) lands here.
       req.on('close', () => {
@@ -254,7 +317,7 @@ export class HttpWebhookSender implements WebhookSender {
         settle(
           isWritten()
             ? { kind: 'unknown', cause: timedOut ? 'timeout' : 'connection-reset' }
-            : { kind: 'temporary', cause: notSentCause(undefined, { connected, secured, timedOut }) },
+            : notSent(undefined, { connected, secured, timedOut }),
         );
       });
 
@@ -307,7 +370,34 @@ function extraHeadersOf(headers: Readonly<Record<string, string>> | undefined): 
   return kept.length === 0 ? undefined : Object.fromEntries(kept.map(([name, value]) => [name.toLowerCase(), value]));
 }
 
+/** The proxy's URL as the agents take it. @throws RangeError naming `proxyUrl` */
+function proxyOf(proxyUrl: string | undefined): ConnectProxy | undefined {
+  if (proxyUrl === undefined) return undefined;
+  try {
+    return parseProxyUrl(proxyUrl);
+  } catch (error) {
+    throw new RangeError(`proxyUrl ${(error as Error).message}`);
+  }
+}
+
+/** The token endpoint is reached as a receiver is: the guard refuses a private or metadata address. @throws EndpointRefusedError naming `auth.tokenUrl` */
+function checkTokenUrl(guard: EndpointGuard, tokenUrl: string): void {
+  try {
+    guard.checkUrl(tokenUrl);
+  } catch (error) {
+    if (!(error instanceof EndpointRefusedError)) throw error;
+    throw new EndpointRefusedError(error.code, `auth.tokenUrl: ${error.message.replace('the webhook URL', 'the URL')}`, error.address);
+  }
+}
+
 const DNS_ERROR_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME', 'ENODATA']);
+
+/** The outcome of a request that was never fully written: the proxy's status, when it refused the tunnel. */
+function notSent(error: unknown, progress: { connected: boolean; secured: boolean; timedOut: boolean }): AttemptOutcome {
+  const cause = notSentCause(error, progress);
+  const status = cause === 'proxy' && error instanceof ProxyError ? error.status : undefined;
+  return status === undefined ? { kind: 'temporary', cause } : { kind: 'temporary', cause, status };
+}
 
 /** Why a request that was never fully written failed, from how far it got. */
 function notSentCause(
@@ -316,6 +406,9 @@ function notSentCause(
 ): NotSentCause {
   if (error instanceof EndpointRefusedError) return 'blocked-address';
   if (progress.timedOut) return progress.connected && progress.secured ? 'network' : 'connect-timeout';
+  // Before the request had a socket, in opening a tunnel (connect-proxy.ts).
+  if (error instanceof ProxyError) return 'proxy';
+  if (error instanceof TunnelTlsError) return 'tls';
   if (progress.connected && !progress.secured) return 'tls';
   if (progress.connected) return 'network';
   const { code, syscall } = (error ?? {}) as { code?: unknown; syscall?: unknown };
