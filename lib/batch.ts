@@ -79,7 +79,7 @@
  * `rate-limit-unavailable`) and counted `RateLimited`.
  */
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import pLimit from 'p-limit';
+import pLimit, { type LimitFunction } from 'p-limit';
 import type { DeliverDeps, DeliveryResult, QueueMessage } from './deliver';
 import type { HealthTracker } from './endpoints/health';
 import type { RateLimiter } from './endpoints/rate-limit';
@@ -87,12 +87,14 @@ import { batchItemFailures, fromFifoQueue, inGroupOrder } from './fifo';
 import type { ShipmentHeads } from './ledger/shipment-heads';
 import { errorFields, type Logger, type MetricsRecorder } from './observability';
 import type { DeliveryQueue } from './queue/queue';
-import type { MessageSeal } from './queue/seal';
+import type { ControlValues, MessageSeal } from './queue/seal';
 import type { Routes, Routing } from './routing';
+import type { ActiveSpan, Tracing } from './tracing/tracing';
 import { deliver } from './consumer/deliver';
-import { pace, reserveSlots, type Slot } from './consumer/pace';
+import { pace, reserveSlots, type Paced, type Slot } from './consumer/pace';
 import { controlOf, fanOut, planOf, registryUnavailable, scopeOf, type Deliver, type Invalid, type Unresolved, type Unrouted } from './consumer/plan';
 import { fannedOut, settle, settlePaced, unplanned, unresolvable, unrouted } from './consumer/settle';
+import { routed, startSpans, traceFields } from './consumer/trace';
 
 export { beyondHorizonSeconds, IN_PROCESS_WAIT_MS, LATE_SLOT_MS, RATE_LIMIT_UNAVAILABLE_SECONDS } from './consumer/pace';
 export { UNRESOLVED_FIRST_WAIT_SECONDS, UNRESOLVED_MAX_WAIT_SECONDS, unresolvedWaitSeconds } from './consumer/settle';
@@ -123,6 +125,10 @@ export interface BatchDeps {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Shipment heads (lib/ledger/shipment-heads.ts), for endpoints ordered per shipment. Unset: no endpoint is ordered. */
   readonly heads?: ShipmentHeads;
+  /** Tracing (docs/contract.md §19, lib/consumer/trace.ts). Unset: off, nothing traced. */
+  readonly tracing?: Tracing;
+  /** The batch's spans, one per record, made here while tracing is on. */
+  readonly spans?: ReadonlyMap<SQSRecord, ActiveSpan>;
 }
 
 export async function processBatch(records: readonly SQSRecord[], deps: BatchDeps): Promise<SQSBatchResponse> {
@@ -136,19 +142,33 @@ export async function processBatch(records: readonly SQSRecord[], deps: BatchDep
   return { batchItemFailures: batchItemFailures(records, reported) };
 }
 
-async function processRecords(records: readonly SQSRecord[], deps: BatchDeps): Promise<SQSBatchResponse> {
-  const limit = pLimit(Math.max(1, deps.concurrency));
-  const controls = records.map((record) => controlOf(record, deps.seal));
+async function processRecords(records: readonly SQSRecord[], batch: BatchDeps): Promise<SQSBatchResponse> {
+  const limit = pLimit(Math.max(1, batch.concurrency));
+  const controls = records.map((record) => controlOf(record, batch.seal));
+  const deps = batch.tracing !== undefined ? { ...batch, spans: startSpans(batch.tracing, records, controls, batch.logger) } : batch;
+  const reported = await routeAndDeliver(records, controls, limit, deps);
+  // Each span ended before the answer: the handler flushes them (lib/consumer/consumer.ts).
+  if (deps.spans !== undefined) {
+    records.forEach((record, i) => {
+      const span = deps.spans!.get(record);
+      span?.set({ 'handoff.kept': reported[i] });
+      span?.end();
+    });
+  }
+  return failuresOf(records, reported);
+}
+
+async function routeAndDeliver(records: readonly SQSRecord[], controls: readonly ControlValues[], limit: LimitFunction, deps: BatchDeps): Promise<boolean[]> {
   let routes: Routes;
   try {
     [routes] = await Promise.all([deps.routing.routes(scopeOf(records, controls)), deps.health?.refresh()]);
   } catch (error) {
     // The registry could not be read and no copy of it is at hand: every message is held, none decided.
     deps.logger.error('routing failed', { action: 'error', ...errorFields(error) });
-    const reported = await Promise.all(records.map((record, i) => limit(() => unresolvable(record, registryUnavailable(record, controls[i]!, deps), deps))));
-    return failuresOf(records, reported);
+    return Promise.all(records.map((record, i) => limit(() => unresolvable(record, registryUnavailable(record, controls[i]!, deps), deps))));
   }
   const plans = await Promise.all(records.map((record, i) => limit(() => planOf(record, controls[i]!, routes, deps))));
+  if (deps.spans !== undefined) plans.forEach((plan, i) => routed(deps.spans!.get(records[i]!), plan));
   const sent = fanOut(records, plans, deps);
   const slots = await reserveSlots(records, controls, plans, deps);
   const reported = await Promise.all(
@@ -166,14 +186,15 @@ async function processRecords(records: readonly SQSRecord[], deps: BatchDeps): P
   );
   // Health's writes in flight (a flush, a pause) land before Lambda has the answer and may freeze the container.
   await deps.health?.settled();
-  return failuresOf(records, reported);
+  return reported;
 }
 
 /** One record's path through the stages. Returns true when Lambda must keep the message (a batch item failure). */
 async function processRecord(record: SQSRecord, plan: Deliver | Invalid | Unrouted | Unresolved, slot: Slot | undefined, deps: BatchDeps): Promise<boolean> {
   const startedAt = deps.delivery.now();
   const endpoint = plan.kind === 'deliver' ? plan.endpoint.name : undefined;
-  const logger = deps.logger.child({ messageId: record.messageId, ...(endpoint ? { endpoint } : {}) });
+  const span = deps.spans?.get(record);
+  const logger = deps.logger.child({ messageId: record.messageId, ...(endpoint ? { endpoint } : {}), ...traceFields(span) });
   const sentAtMs = Number(record.attributes?.SentTimestamp);
   if (Number.isFinite(sentAtMs) && sentAtMs > 0) deps.metrics.add('PendingAge', Math.max(0, (startedAt - sentAtMs) / 1000), endpoint);
   switch (plan.kind) {
@@ -182,13 +203,31 @@ async function processRecord(record: SQSRecord, plan: Deliver | Invalid | Unrout
     case 'unresolved':
       return unresolvable(record, plan, deps);
     case 'invalid':
-      return settle(record, plan, await deliver(record, plan, false, deps), undefined, startedAt, logger, deps);
+      return settle(record, plan, await deliver(record, plan, false, deps, span), undefined, startedAt, logger, deps);
     case 'deliver': {
       const paced = await pace(plan, slot, logger, deps);
+      if (span !== undefined) paceEvent(span, paced);
       if (paced.kind === 'put-back' || paced.kind === 'hold') return settlePaced(record, plan, paced, logger, deps);
-      const delivered = await deliver(record, plan, paced.kind === 'park', deps);
+      const delivered = await deliver(record, plan, paced.kind === 'park', deps, span);
       return settle(record, plan, delivered, paced.kind === 'go' ? paced.rateWaitMs : undefined, startedAt, logger, deps);
     }
+  }
+}
+
+/** The pace stage's answer on a delivery's span: the wait it spent, or why it was not sent now. */
+function paceEvent(span: ActiveSpan, paced: Paced): void {
+  switch (paced.kind) {
+    case 'go':
+      if (paced.rateWaitMs) span.event('rate-wait', { 'handoff.wait_ms': paced.rateWaitMs });
+      return;
+    case 'hold':
+      span.event('held', { 'handoff.why': paced.why, 'handoff.wait_s': paced.seconds });
+      return;
+    case 'put-back':
+      span.event('put-back', { 'handoff.wait_s': paced.delaySeconds });
+      return;
+    case 'park':
+      span.event('parked');
   }
 }
 

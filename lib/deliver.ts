@@ -18,6 +18,7 @@ import {
 import { describeOutcome, type AttemptOutcome } from './outcome';
 import { hasAttemptsLeft, nextWaitSeconds, type RetryPolicy } from './policy';
 import { deliveryStartedAt } from './stats';
+import type { ActiveSpan } from './tracing/tracing';
 import type { WebhookSender } from './webhook/sender';
 
 /** Dead-letter reasons, as the `reason` message attribute on the dead-letter queue. */
@@ -95,6 +96,11 @@ export interface DeliverDeps {
    * fault-injection tests set it (through an environment-gated hook) to kill the process there.
    */
   readonly checkpoint?: (point: CrashPoint) => void;
+  /**
+   * The delivery's span while tracing (docs/contract.md §19): claim, send and record are its events,
+   * the attempt its attributes, and the request carries its context. Unset while tracing is off.
+   */
+  readonly span?: Pick<ActiveSpan, 'carrier' | 'event' | 'set'>;
 }
 
 /**
@@ -149,6 +155,8 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
     throw error;
   }
 
+  const span = deps.span;
+  span?.event('claimed', { 'handoff.attempt': claimed.attempts });
   deps.checkpoint?.('before-send');
   const startedAt = deps.now();
   // The stored body, not this message's: every attempt and replay sends the same bytes. (None is
@@ -159,8 +167,11 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
     eventId: key.eventId,
     body,
     ...(sequence !== undefined ? { sequence } : {}),
+    // The receiver's own tracing continues from this attempt's span.
+    ...span?.carrier(),
   });
   deps.checkpoint?.('after-send');
+  if (span !== undefined) attemptOnSpan(span, claimed.attempts, outcome, durationMs);
 
   const endedAt = deps.now();
   const followed = whatFollows(outcome, claimed, endedAt);
@@ -203,6 +214,7 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
     throw error;
   }
   deps.checkpoint?.('after-record');
+  span?.event('recorded', { 'handoff.state': next.state });
   return about(claimed, decision, attempt);
 }
 
@@ -234,6 +246,14 @@ export async function park(message: QueueMessage, deps: Omit<DeliverDeps, 'sende
     if (error instanceof ClaimRefusedError) return { decision: await decideWithoutSending(error.record, error.reason, event, deps) };
     throw error;
   }
+}
+
+/** An attempt on its delivery's span: its number, outcome and status, and its `sent` event. */
+function attemptOnSpan(span: NonNullable<DeliverDeps['span']>, number: number, outcome: AttemptOutcome, durationMs: number): void {
+  const status = 'status' in outcome ? outcome.status : undefined;
+  const cause = 'cause' in outcome ? outcome.cause : undefined;
+  span.set({ 'handoff.attempt': number, 'handoff.outcome': outcome.kind, 'http.response.status_code': status, 'handoff.cause': cause });
+  span.event('sent', { 'handoff.outcome': outcome.kind, 'http.response.status_code': status, 'handoff.duration_ms': durationMs });
 }
 
 /** From an attempt's outcome to the row's next state and the queue's action. Pure. */

@@ -12,18 +12,34 @@ import { cachedEndpoints, type RegistryChanges } from '../endpoints/registry';
 import { RegistryCopy, type ChangeWindow } from '../endpoints/registry-copy';
 import type { MessageSeal } from '../queue/seal';
 import { registryRouting, type RegistryRoutingOptions, type Routing } from '../routing';
+import { errorFields } from '../observability';
+import { FLUSH_TIMEOUT_MS, type Tracing } from '../tracing/tracing';
 
-export interface ConsumerDeps extends Omit<BatchDeps, 'seal'> {
+export interface ConsumerDeps extends Omit<BatchDeps, 'seal' | 'tracing' | 'spans'> {
   /** The seal key, asked for by each batch (lib/queue/seal.ts `sealSource` keeps it between reads). */
   readonly seal: () => Promise<MessageSeal>;
+  /**
+   * Tracing, loaded by the first batch (lib/tracing/tracing.ts `tracingFromEnvironment`); unset while
+   * it is off. A load that fails leaves that batch untraced, and the next tries again.
+   */
+  readonly tracing?: () => Promise<Tracing>;
 }
 
 export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 
 export function createConsumer(deps: ConsumerDeps): ConsumerHandler {
-  const { seal, logger, metrics } = deps;
-  const consume = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> =>
-    processBatch(event.Records, { ...deps, seal: await seal(), logger: logger.child({ requestId: context.awsRequestId }) });
+  const { seal, logger, metrics, tracing: loadTracing, ...rest } = deps;
+  const consume = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
+    const batchLogger = logger.child({ requestId: context.awsRequestId });
+    const tracing = loadTracing !== undefined ? await loadTracing().catch((error: unknown) => void batchLogger.warn('tracing unavailable', errorFields(error))) : undefined;
+    if (tracing === undefined) return processBatch(event.Records, { ...rest, metrics, seal: await seal(), logger: batchLogger });
+    try {
+      return await processBatch(event.Records, { ...rest, metrics, seal: await seal(), logger: batchLogger, tracing });
+    } finally {
+      // Every span of the batch is ended by now; exported before Lambda may freeze the environment, within a bound.
+      await tracing.flush(FLUSH_TIMEOUT_MS);
+    }
+  };
   return middy<SQSEvent, SQSBatchResponse>(consume).use({
     // Metrics are published whatever the outcome, so a failing batch still shows up.
     after: () => metrics.flush(),

@@ -6,6 +6,7 @@
  */
 import type { BatchDeps } from '../batch';
 import { deadLetterInvalid, deliver as deliverOne, park, type DeliveryResult, type QueueMessage } from '../deliver';
+import type { ActiveSpan } from '../tracing/tracing';
 import type { Deliver, Invalid } from './plan';
 import { takeTurn, type Turn } from './turns';
 
@@ -18,8 +19,17 @@ export type Delivered =
   /** The ledger (or a shipment head) could not be reached, or something unforeseen: its message is left untouched. */
   | { readonly kind: 'failed'; readonly error: unknown };
 
-/** Delivers (or parks) a paced delivery, or dead-letters an invalid message. Never throws. */
-export async function deliver(record: { readonly body: string }, plan: Deliver | Invalid, parking: boolean, deps: BatchDeps): Promise<Delivered> {
+/**
+ * Delivers (or parks) a paced delivery, or dead-letters an invalid message. Never throws. `span`: its
+ * span while tracing (lib/consumer/trace.ts): the attempt's events go on it, and its context on the request.
+ */
+export async function deliver(record: { readonly body: string }, plan: Deliver | Invalid, parking: boolean, deps: BatchDeps, span?: ActiveSpan): Promise<Delivered> {
+  const delivered = await decide(record, plan, parking, deps, span);
+  if (span !== undefined) decided(span, delivered);
+  return delivered;
+}
+
+async function decide(record: { readonly body: string }, plan: Deliver | Invalid, parking: boolean, deps: BatchDeps, span: ActiveSpan | undefined): Promise<Delivered> {
   const { delivery } = deps;
   try {
     if (plan.kind === 'invalid') return { kind: 'decided', result: { decision: await deadLetterInvalid(plan.error, delivery) } };
@@ -31,6 +41,7 @@ export async function deliver(record: { readonly body: string }, plan: Deliver |
       endpoint: plan.endpoint.name,
       policy: plan.endpoint.policy,
       ...(turn.sequence !== undefined ? { sequence: turn.sequence, onDead: plan.endpoint.onDead } : {}),
+      ...(span !== undefined ? { span } : {}),
     };
     const result = parking
       ? await park(message, endpointDeps)
@@ -38,5 +49,28 @@ export async function deliver(record: { readonly body: string }, plan: Deliver |
     return { kind: 'decided', result, turn };
   } catch (error) {
     return { kind: 'failed', error };
+  }
+}
+
+/** What the ledger decided, on the delivery's span: its action and why, or that it failed. */
+function decided(span: ActiveSpan, delivered: Delivered): void {
+  switch (delivered.kind) {
+    case 'decided': {
+      const { decision } = delivered.result;
+      span.set({
+        'handoff.event_id': decision.eventId,
+        'handoff.action': decision.action,
+        'handoff.why': decision.action === 'dead-letter' ? decision.reason : decision.why,
+        ...(decision.action === 'retry' ? { 'handoff.wait_s': decision.afterSeconds } : {}),
+      });
+      return;
+    }
+    case 'wait':
+      span.set({ 'handoff.event_id': delivered.eventId, 'handoff.action': 'ack', 'handoff.why': 'waiting' });
+      span.event('waiting', { 'handoff.sequence': delivered.sequence, 'handoff.waiting_for': delivered.waitingFor });
+      return;
+    case 'failed':
+      span.event('failed', { 'error.type': delivered.error instanceof Error ? delivered.error.name : 'unknown' });
+      span.fail();
   }
 }

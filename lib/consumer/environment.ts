@@ -27,6 +27,7 @@ import { DynamoDbShipmentHeads } from '../ledger/dynamodb-shipment-heads';
 import { createLogger, MetricsRecorder, SERVICE_NAME } from '../observability';
 import { sealFromEnvironment, sealSource } from '../queue/seal';
 import { SqsDeliveryQueue } from '../queue/sqs-queue';
+import { tracingFromEnvironment } from '../tracing/tracing';
 import { registryRouting, singleEndpoint, staticRouting, type Routing, type SenderFactory } from '../routing';
 import { EndpointGuard } from '../webhook/endpoint-guard';
 import { HttpWebhookSender } from '../webhook/http-sender';
@@ -78,6 +79,9 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
   const seal = sealSource(() => sealFromEnvironment(env));
   const queue = new SqsDeliveryQueue({ client: sqs, queueUrl, deadLetterQueueUrl, seal });
   const checkpoint = crashHook(env[CRASH_AT_ENV]);
+  // Traces (docs/contract.md §19) when OpenTelemetry's variables name an OTLP endpoint: its modules
+  // are imported by the first batch then, never while it is off (lib/tracing/tracing.ts).
+  const tracing = tracingFromEnvironment(env, SERVICE_NAME);
   // Who claims, shown on a leased row: the container (the log stream's ID in Lambda, where its logs
   // are; the host elsewhere) and the process. Short, since it is written on every claim; each claim's
   // identity is the token the ledger draws, not this.
@@ -171,6 +175,7 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
     queue,
     logger,
     metrics,
+    ...(tracing !== undefined ? { tracing } : {}),
     // One attempt's time per batch: every record of a batch is in flight at once.
     concurrency: settings.batchSize,
     receiveLimit: timings.maxReceiveCount,

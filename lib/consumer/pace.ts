@@ -8,6 +8,7 @@
  */
 import type { SQSRecord } from 'aws-lambda';
 import type { BatchDeps } from '../batch';
+import { carriedBy } from './trace';
 import type { Endpoint } from '../endpoints/endpoint';
 import { RATE_HORIZON_MS, slotIntervalMs, type Reservation } from '../endpoints/rate-limit';
 import { errorFields, type Logger } from '../observability';
@@ -95,6 +96,7 @@ export async function reserveSlots(
       notBefore: slot,
       ...(perSecond !== undefined ? { reservedRate: perSecond } : {}),
       ...(admission ? { admission } : {}),
+      ...carriedBy(records[index]!, deps),
     };
     putBacks.push({ index, slot, message });
   };

@@ -15,6 +15,7 @@ import { admissionFrom, admissionOfRow, admitOrdered } from '../ordering';
 import { admissionOf, ENDPOINT_ATTRIBUTE, type Admission, type EndpointMessage } from '../queue/queue';
 import type { ControlValues, MessageSeal } from '../queue/seal';
 import type { RouteScope, Routes, UnresolvedEndpoint } from '../routing';
+import { carriedBy } from './trace';
 
 /** What routing made of a record. */
 export type Plan = Deliver | Invalid | FanOut | Unrouted | Unresolved | Unplanned;
@@ -239,7 +240,7 @@ export async function fanOut(records: readonly SQSRecord[], plans: readonly Plan
     if (plan.kind !== 'fan-out') return;
     for (const endpoint of plan.endpoints) {
       const admission = isOrdered(endpoint) ? plan.admissions.get(endpoint.name) : undefined;
-      messages.push({ body: records[i]!.body, endpoint: endpoint.name, ...(admission ? { admission } : {}) });
+      messages.push({ body: records[i]!.body, endpoint: endpoint.name, ...(admission ? { admission } : {}), ...carriedBy(records[i]!, deps) });
     }
   });
   if (messages.length === 0) return true;

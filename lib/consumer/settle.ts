@@ -17,6 +17,7 @@ import type { EnqueueOptions } from '../queue/queue';
 import type { Delivered } from './deliver';
 import type { Paced } from './pace';
 import type { Deliver, FanOut, Invalid, Unresolved, Unrouted } from './plan';
+import { carriedBy } from './trace';
 import { passTurn, type Passed } from './turns';
 
 /**
@@ -243,7 +244,7 @@ async function keep(
 function putBackNearRedrive(record: SQSRecord, options: EnqueueOptions, deps: BatchDeps): Promise<{ sent: true } | { sent: false; error: unknown }> | undefined {
   const nearRedrive = deps.receiveLimit !== undefined && Number(record.attributes?.ApproximateReceiveCount) >= deps.receiveLimit - RECEIVES_KEPT;
   if (!nearRedrive) return undefined;
-  return deps.queue.enqueue(record.body, options).then(
+  return deps.queue.enqueue(record.body, { ...options, ...carriedBy(record, deps) }).then(
     () => ({ sent: true }),
     (error: unknown) => ({ sent: false, error }),
   );

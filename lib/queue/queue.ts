@@ -8,6 +8,7 @@
 import type { DeadLetterReason } from '../deliver';
 import { MAX_WAIT_SECONDS } from '../policy';
 import type { ControlValues } from './seal';
+import { TRACELINK_ATTRIBUTE, type TraceCarrier } from '../tracing/carrier';
 
 export interface DeadLetterInfo {
   readonly reason: DeadLetterReason;
@@ -72,6 +73,10 @@ export interface EndpointMessage {
   readonly reservedRate?: number;
   /** At an endpoint ordered per shipment: what its admission found (SEQUENCE_ATTRIBUTE). */
   readonly admission?: Admission;
+  /** While tracing: the trace context it carries (`traceparent`, `tracestate`), its delivery's parent (docs/contract.md §19). */
+  readonly trace?: TraceCarrier;
+  /** While tracing: the `traceparent` of the trace it comes from, which its delivery's span links to (sealed). */
+  readonly link?: string;
 }
 
 /** What `enqueue` may add to a body. */
@@ -86,6 +91,10 @@ export interface EnqueueOptions {
   readonly reservedRate?: number;
   /** At an endpoint ordered per shipment: what its admission found (SEQUENCE_ATTRIBUTE); only with `endpoint`. */
   readonly admission?: Admission;
+  /** The trace context it carries, as EndpointMessage's. */
+  readonly trace?: TraceCarrier;
+  /** The trace it comes from (a replay's original), as EndpointMessage's: sealed. */
+  readonly link?: string;
 }
 
 export interface DeliveryQueue {
@@ -166,8 +175,8 @@ export function clampDelaySeconds(seconds: number): number {
  * them): its endpoint, and where given its reserved slot (whole epoch ms, rounded up: never earlier
  * than reserved) and the limit it was reserved at, and what an ordered delivery's admission found.
  */
-export function controlOfMessage(message: Omit<EndpointMessage, 'body' | 'delaySeconds'>): ControlValues {
-  const { endpoint, notBefore, reservedRate, admission } = message;
+export function controlOfMessage(message: Omit<EndpointMessage, 'body' | 'delaySeconds' | 'trace'>): ControlValues {
+  const { endpoint, notBefore, reservedRate, admission, link } = message;
   const control: ControlValues = { [ENDPOINT_ATTRIBUTE]: endpoint };
   if (notBefore !== undefined) {
     control[RESERVED_SLOT_ATTRIBUTE] = String(Math.ceil(notBefore));
@@ -177,6 +186,7 @@ export function controlOfMessage(message: Omit<EndpointMessage, 'body' | 'delayS
     control[SEQUENCE_ATTRIBUTE] = String(admission.sequence);
     if (admission.inTurn) control[IN_TURN_ATTRIBUTE] = 'true';
   }
+  if (link !== undefined) control[TRACELINK_ATTRIBUTE] = link;
   return control;
 }
 

@@ -25,6 +25,7 @@ import {
   RESERVED_SLOT_ATTRIBUTE,
   SEQUENCE_ATTRIBUTE,
 } from './queue';
+import { TRACELINK_ATTRIBUTE } from '../tracing/carrier';
 /** The message attribute carrying the seal (base64url of the HMAC). */
 export const SEAL_ATTRIBUTE = 'seal';
 
@@ -42,8 +43,17 @@ export const CONTROL_ATTRIBUTES = [
 ] as const;
 export type ControlAttribute = (typeof CONTROL_ATTRIBUTES)[number];
 
+/**
+ * Attributes the seal covers only when a message carries them, after CONTROL_ATTRIBUTES: a message
+ * sealed before one was added reads the same. `tracelink` (docs/contract.md §19): the trace a replay,
+ * release or put-back comes from, which its delivery's span links to; a producer's steers nothing.
+ */
+export const SEALED_WHEN_PRESENT = [TRACELINK_ATTRIBUTE] as const;
+/** Every attribute a seal may cover. */
+const SEALED_ATTRIBUTES = [...CONTROL_ATTRIBUTES, ...SEALED_WHEN_PRESENT] as const;
+
 /** Control attributes by name, as strings (SQS carries every attribute value as one). */
-export type ControlValues = Partial<Record<ControlAttribute, string>>;
+export type ControlValues = Partial<Record<ControlAttribute | (typeof SEALED_WHEN_PRESENT)[number], string>>;
 
 /** A seal key's bytes: 32, drawn at random. */
 export const SEAL_KEY_BYTES = 32;
@@ -80,7 +90,7 @@ export class MessageSeal {
     const seal = attribute(SEAL_ATTRIBUTE);
     if (seal === undefined) return {};
     const control: ControlValues = {};
-    for (const name of CONTROL_ATTRIBUTES) {
+    for (const name of SEALED_ATTRIBUTES) {
       const value = attribute(name);
       if (value !== undefined) control[name] = value;
     }
@@ -109,6 +119,10 @@ function sealWith(key: Buffer, body: string, control: ControlValues): string {
     // Length-prefixed, so no value can spill into the next name or into the body.
     mac.update(value === undefined ? `${name}-\n` : `${name}=${value.length}:${value}\n`);
   }
+  for (const name of SEALED_WHEN_PRESENT) {
+    const value = control[name];
+    if (value !== undefined) mac.update(`${name}=${value.length}:${value}\n`);
+  }
   return mac.update(body).digest('base64url');
 }
 
@@ -118,7 +132,7 @@ const NUMBER_ATTRIBUTES: ReadonlySet<string> = new Set([SEQUENCE_ATTRIBUTE, RESE
 /** SQS message attributes for `control`, with their seal: what handoff sends on a message of its own. */
 export function sealedAttributes(seal: MessageSeal, body: string, control: ControlValues): Record<string, MessageAttributeValue> {
   const attributes: Record<string, MessageAttributeValue> = {};
-  for (const name of CONTROL_ATTRIBUTES) {
+  for (const name of SEALED_ATTRIBUTES) {
     const value = control[name];
     if (value !== undefined) attributes[name] = { DataType: NUMBER_ATTRIBUTES.has(name) ? 'Number' : 'String', StringValue: value };
   }

@@ -18,6 +18,7 @@ import {
 } from './queue';
 import { QueueUnavailableError } from '../errors';
 import { sealedAttributes, type MessageSeal } from './seal';
+import { TRACELINK_ATTRIBUTE, TRACEPARENT_ATTRIBUTE, TRACESTATE_ATTRIBUTE, type TraceCarrier } from '../tracing/carrier';
 /** SQS's most messages per SendMessageBatch. */
 const SEND_BATCH_SIZE = 10;
 
@@ -84,18 +85,24 @@ export class SqsDeliveryQueue implements DeliveryQueue {
   }
 
   async enqueue(body: string, options: EnqueueOptions = {}): Promise<void> {
-    await this.#call('enqueue', async () =>
-      this.#client.send(
+    await this.#call('enqueue', async () => {
+      // A producer's message to route carries no control values, but a link to the trace it comes from is sealed all the same.
+      const sealed =
+        options.endpoint !== undefined
+          ? sealedAttributes(await this.#sealer(), body, controlOfMessage({ ...options, endpoint: options.endpoint }))
+          : options.link !== undefined
+            ? sealedAttributes(await this.#sealer(), body, { [TRACELINK_ATTRIBUTE]: options.link })
+            : undefined;
+      const attributes = withTrace(sealed, options.trace);
+      return this.#client.send(
         new SendMessageCommand({
           QueueUrl: this.#queueUrl,
           MessageBody: body,
-          ...(options.endpoint !== undefined
-            ? { MessageAttributes: sealedAttributes(await this.#sealer(), body, controlOfMessage({ ...options, endpoint: options.endpoint })) }
-            : {}),
+          ...(attributes !== undefined ? { MessageAttributes: attributes } : {}),
           ...(options.delaySeconds ? { DelaySeconds: clampDelaySeconds(options.delaySeconds) } : {}),
         }),
-      ),
-    );
+      );
+    });
   }
 
   async fanOut(messages: readonly EndpointMessage[]): Promise<void> {
@@ -112,7 +119,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
               Entries: batch.map((message, i) => ({
                 Id: String(i),
                 MessageBody: message.body,
-                MessageAttributes: sealedAttributes(seal, message.body, controlOfMessage(message)),
+                MessageAttributes: withTrace(sealedAttributes(seal, message.body, controlOfMessage(message)), message.trace)!,
                 ...(message.delaySeconds ? { DelaySeconds: clampDelaySeconds(message.delaySeconds) } : {}),
               })),
             }),
@@ -137,4 +144,20 @@ export class SqsDeliveryQueue implements DeliveryQueue {
       throw new QueueUnavailableError(operation, { cause: error });
     }
   }
+}
+
+/**
+ * A message's attributes with the trace context it carries (docs/contract.md §19), unsealed: they
+ * steer nothing but the parent of its delivery's span. Unset while tracing is off.
+ */
+function withTrace(
+  attributes: Record<string, MessageAttributeValue> | undefined,
+  trace: TraceCarrier | undefined,
+): Record<string, MessageAttributeValue> | undefined {
+  if (trace === undefined) return attributes;
+  return {
+    ...attributes,
+    [TRACEPARENT_ATTRIBUTE]: { DataType: 'String', StringValue: trace.traceparent },
+    ...(trace.tracestate !== undefined ? { [TRACESTATE_ATTRIBUTE]: { DataType: 'String', StringValue: trace.tracestate } } : {}),
+  };
 }

@@ -17,7 +17,7 @@ import {
   type RedrivenMessage,
 } from './queue';
 import { QueueUnavailableError } from '../errors';
-import { CONTROL_ATTRIBUTES, SEAL_ATTRIBUTE, sealedAttributes, type ControlValues, type MessageSeal } from './seal';
+import { CONTROL_ATTRIBUTES, SEAL_ATTRIBUTE, SEALED_WHEN_PRESENT, sealedAttributes, type ControlValues, type MessageSeal } from './seal';
 
 export interface SqsRedriveQueueOptions {
   /** Built with `useQueueUrlAsEndpoint: false`, as for SqsDeliveryQueue. */
@@ -123,7 +123,7 @@ export class SqsRedriveQueue implements RedriveQueue<SqsRedrivenMessage> {
 
 /** Whether handoff writes this attribute to steer its own messages (or to seal them). */
 function isControl(name: string): boolean {
-  return name === SEAL_ATTRIBUTE || (CONTROL_ATTRIBUTES as readonly string[]).includes(name);
+  return name === SEAL_ATTRIBUTE || (CONTROL_ATTRIBUTES as readonly string[]).includes(name) || (SEALED_WHEN_PRESENT as readonly string[]).includes(name);
 }
 
 function redriven(message: Message, receiptHandle: string, seal: MessageSeal): SqsRedrivenMessage {

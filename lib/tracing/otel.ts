@@ -1,0 +1,134 @@
+/**
+ * Tracing on OpenTelemetry's JS SDK (lib/tracing/tracing.ts loads this only while tracing is on):
+ * a tracer provider of our own, never registered globally (no context manager, no patched modules:
+ * every span names its parent itself), spans batched and exported over OTLP/HTTP by
+ * OpenTelemetry's exporter, as its variables say (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+ * `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, `OTEL_SERVICE_NAME`, `OTEL_BSP_*`, …).
+ * `flush` is called before each batch's answer, so nothing waits in the buffer when Lambda freezes
+ * the environment.
+ */
+import {
+  createTraceState,
+  defaultTextMapGetter,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  type Context,
+  type Link,
+  type Span,
+  type SpanContext,
+} from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { AWSXRayPropagator } from '@opentelemetry/propagator-aws-xray';
+import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { formatTraceparent, parseTraceparent, type TraceCarrier } from './carrier';
+import type { ActiveSpan, MessageContext, SpanAttributes, Tracing } from './tracing';
+
+/** The tracer's instrumentation scope name. */
+export const TRACER_NAME = 'handoff';
+
+export function otelTracing(options: { readonly service: string }): Tracing {
+  // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (the env detector's) over handoff's own name.
+  const resource = defaultResource().merge(resourceFromAttributes({ 'service.name': options.service })).merge(detectResources({ detectors: [envDetector] }));
+  const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
+  const tracer = provider.getTracer(TRACER_NAME);
+  const xray = new AWSXRayPropagator();
+
+  const parentOf = (from: MessageContext): Context => {
+    if (from.parent !== undefined) {
+      const context = spanContextOf(from.parent);
+      if (context !== undefined) return trace.setSpanContext(ROOT_CONTEXT, context);
+    }
+    if (from.awsTraceHeader !== undefined) return xray.extract(ROOT_CONTEXT, { 'x-amzn-trace-id': from.awsTraceHeader }, defaultTextMapGetter);
+    return ROOT_CONTEXT;
+  };
+
+  return {
+    start(name, from, attributes) {
+      const parent = parentOf(from);
+      const linked = from.link !== undefined ? spanContextOf(from.link) : undefined;
+      const links: Link[] = linked !== undefined ? [{ context: linked, attributes: { 'handoff.link': 'original' } }] : [];
+      const span = tracer.startSpan(name, { kind: SpanKind.CONSUMER, attributes: defined(attributes), links }, parent);
+      const own = carrierOfSpan(span.spanContext());
+      const carried = from.parent ?? (trace.getSpanContext(parent) ? carrierOfSpan(trace.getSpanContext(parent)!) : own);
+      return new OtelSpan(span, own, carried);
+    },
+    async flush(timeoutMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+        timer.unref();
+      });
+      // A collector that cannot be reached loses these spans, never the batch's answer.
+      await Promise.race([provider.forceFlush().catch(() => {}), timeout]);
+      clearTimeout(timer);
+    },
+  };
+}
+
+class OtelSpan implements ActiveSpan {
+  readonly traceId: string;
+  readonly spanId: string;
+
+  constructor(
+    private readonly span: Span,
+    private readonly own: TraceCarrier,
+    readonly carried: TraceCarrier,
+  ) {
+    const { traceId, spanId } = span.spanContext();
+    this.traceId = traceId;
+    this.spanId = spanId;
+  }
+
+  carrier(): TraceCarrier {
+    return this.own;
+  }
+
+  rename(name: string): void {
+    this.span.updateName(name);
+  }
+
+  set(attributes: SpanAttributes): void {
+    this.span.setAttributes(defined(attributes));
+  }
+
+  event(name: string, attributes?: SpanAttributes): void {
+    this.span.addEvent(name, attributes !== undefined ? defined(attributes) : undefined);
+  }
+
+  fail(): void {
+    this.span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+
+  end(): void {
+    this.span.end();
+  }
+}
+
+/** A parsed carrier as a remote parent; undefined when it does not parse (carrier.ts checked it already). */
+function spanContextOf(carrier: TraceCarrier): SpanContext | undefined {
+  const parsed = parseTraceparent(carrier.traceparent);
+  if (parsed === undefined) return undefined;
+  return {
+    traceId: parsed.traceId,
+    spanId: parsed.spanId,
+    traceFlags: parsed.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+    isRemote: true,
+    ...(carrier.tracestate !== undefined ? { traceState: createTraceState(carrier.tracestate) } : {}),
+  };
+}
+
+function carrierOfSpan(context: SpanContext): TraceCarrier {
+  const traceparent = formatTraceparent(context.traceId, context.spanId, (context.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED);
+  const tracestate = context.traceState?.serialize();
+  return tracestate ? { traceparent, tracestate } : { traceparent };
+}
+
+function defined(attributes: SpanAttributes): Record<string, string | number | boolean> {
+  const out: Record<string, string | number | boolean> = {};
+  for (const [name, value] of Object.entries(attributes)) if (value !== undefined) out[name] = value;
+  return out;
+}
