@@ -16,7 +16,8 @@
  *                   with plain node
  *   consumer/       the Lambda functions, bundled as the construct bundles them at synth, so an
  *                   installed construct deploys them with Code.fromAsset (no esbuild in the user's
- *                   app): index.mjs the consumer, recovery.mjs the stuck-work recovery, api.mjs the
+ *                   app): index.mjs the consumer (and chunks/, what it imports only while tracing
+ *                   is on: OpenTelemetry, docs/tracing.md), recovery.mjs the stuck-work recovery, api.mjs the
  *                   management API (docs/contract.md §16), portal-authorizer.mjs the portal API's
  *                   authorizer, and console/ the console's files (docs/contract.md §17,
  *                   console/build.ts) that api.mjs serves; one asset
@@ -32,6 +33,8 @@ import { buildConsole, describeSizes, writeConsoleFiles } from '../console/build
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = join(ROOT, 'dist');
+/** The consumer's lazily imported chunks (tracing's), beside its index.mjs. */
+export const CONSUMER_CHUNKS = 'chunks';
 /** The console's files in dist/, beside the API's function that serves them. */
 export const CONSOLE_DIR = 'consumer/console';
 
@@ -163,8 +166,21 @@ export async function buildPackage(): Promise<void> {
       ),
     ),
     built({ ...COMMAND, entryPoints: [join(ROOT, 'cli/main.ts')], outfile: join(DIST, 'cli.js') }, () => false, 'bundled into the command'),
+    // The consumer split: what it imports only while tracing is on (lib/tracing/otel.ts, OpenTelemetry)
+    // is a chunk of its own, never read at a cold start with tracing off.
+    built(
+      {
+        ...CONSUMER,
+        entryPoints: { index: join(ROOT, 'functions/consumer.ts') },
+        outdir: join(DIST, 'consumer'),
+        splitting: true,
+        chunkNames: `${CONSUMER_CHUNKS}/[name]-[hash]`,
+        outExtension: { '.js': '.mjs' },
+      },
+      inLambdaRuntime,
+      'bundled, and not the AWS SDK the Lambda runtime provides',
+    ),
     ...[
-      ['functions/consumer.ts', 'consumer/index.mjs'],
       ['functions/recovery.ts', 'consumer/recovery.mjs'],
       ['functions/api.ts', 'consumer/api.mjs'],
       ['functions/api-portal-authorizer.ts', 'consumer/portal-authorizer.mjs'],

@@ -24,7 +24,8 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { AWSXRayPropagator } from '@opentelemetry/propagator-aws-xray';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { formatTraceparent, parseTraceparent, type TraceCarrier } from './carrier';
+// Types only from carrier.ts: a value import would put it in a chunk of its own, one more file at every cold start.
+import type { ParsedTraceparent, TraceCarrier } from './carrier';
 import type { ActiveSpan, MessageContext, SpanAttributes, Tracing } from './tracing';
 
 /** The tracer's instrumentation scope name. */
@@ -38,10 +39,7 @@ export function otelTracing(options: { readonly service: string }): Tracing {
   const xray = new AWSXRayPropagator();
 
   const parentOf = (from: MessageContext): Context => {
-    if (from.parent !== undefined) {
-      const context = spanContextOf(from.parent);
-      if (context !== undefined) return trace.setSpanContext(ROOT_CONTEXT, context);
-    }
+    if (from.parent !== undefined) return trace.setSpanContext(ROOT_CONTEXT, spanContextOf(from.parent.ids, from.parent.tracestate));
     if (from.awsTraceHeader !== undefined) return xray.extract(ROOT_CONTEXT, { 'x-amzn-trace-id': from.awsTraceHeader }, defaultTextMapGetter);
     return ROOT_CONTEXT;
   };
@@ -49,11 +47,11 @@ export function otelTracing(options: { readonly service: string }): Tracing {
   return {
     start(name, from, attributes) {
       const parent = parentOf(from);
-      const linked = from.link !== undefined ? spanContextOf(from.link) : undefined;
-      const links: Link[] = linked !== undefined ? [{ context: linked, attributes: { 'handoff.link': 'original' } }] : [];
+      const links: Link[] = from.link !== undefined ? [{ context: spanContextOf(from.link), attributes: { 'handoff.link': 'original' } }] : [];
       const span = tracer.startSpan(name, { kind: SpanKind.CONSUMER, attributes: defined(attributes), links }, parent);
       const own = carrierOfSpan(span.spanContext());
-      const carried = from.parent ?? (trace.getSpanContext(parent) ? carrierOfSpan(trace.getSpanContext(parent)!) : own);
+      const remote = trace.getSpanContext(parent);
+      const carried = from.parent !== undefined ? carrierOnly(from.parent) : remote !== undefined ? carrierOfSpan(remote) : own;
       return new OtelSpan(span, own, carried);
     },
     async flush(timeoutMs) {
@@ -108,21 +106,24 @@ class OtelSpan implements ActiveSpan {
   }
 }
 
-/** A parsed carrier as a remote parent; undefined when it does not parse (carrier.ts checked it already). */
-function spanContextOf(carrier: TraceCarrier): SpanContext | undefined {
-  const parsed = parseTraceparent(carrier.traceparent);
-  if (parsed === undefined) return undefined;
+/** A parsed traceparent (carrier.ts checked it) as a remote span context. */
+function spanContextOf(ids: ParsedTraceparent, tracestate?: string): SpanContext {
   return {
-    traceId: parsed.traceId,
-    spanId: parsed.spanId,
-    traceFlags: parsed.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+    traceId: ids.traceId,
+    spanId: ids.spanId,
+    traceFlags: ids.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
     isRemote: true,
-    ...(carrier.tracestate !== undefined ? { traceState: createTraceState(carrier.tracestate) } : {}),
+    ...(tracestate !== undefined ? { traceState: createTraceState(tracestate) } : {}),
   };
 }
 
+function carrierOnly({ traceparent, tracestate }: TraceCarrier): TraceCarrier {
+  return tracestate !== undefined ? { traceparent, tracestate } : { traceparent };
+}
+
 function carrierOfSpan(context: SpanContext): TraceCarrier {
-  const traceparent = formatTraceparent(context.traceId, context.spanId, (context.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED);
+  const sampled = (context.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED;
+  const traceparent = `00-${context.traceId}-${context.spanId}-${sampled ? '01' : '00'}`;
   const tracestate = context.traceState?.serialize();
   return tracestate ? { traceparent, tracestate } : { traceparent };
 }

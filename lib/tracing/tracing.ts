@@ -11,18 +11,18 @@
  * OpenTelemetry's own variables, read by its SDK.
  */
 import type { SQSRecord } from 'aws-lambda';
-import { AWS_TRACE_HEADER_ATTRIBUTE, carrierOf, parseTraceparent, TRACELINK_ATTRIBUTE, type TraceCarrier } from './carrier';
+import { AWS_TRACE_HEADER_ATTRIBUTE, carrierOf, parseTraceparent, TRACELINK_ATTRIBUTE, type ParsedTraceparent, type TraceCarrier } from './carrier';
 
 export type SpanAttributes = Readonly<Record<string, string | number | boolean | undefined>>;
 
 /** Where a record's span comes from: the message's context, as read (never trusted beyond the parent link). */
 export interface MessageContext {
-  /** The producer's (or handoff's re-send's) `traceparent`/`tracestate`, well-formed. */
-  readonly parent?: TraceCarrier;
+  /** The producer's (or handoff's re-send's) `traceparent`/`tracestate`, well-formed, and its parts. */
+  readonly parent?: TraceCarrier & { readonly ids: ParsedTraceparent };
   /** SQS's AWSTraceHeader, read when there is no `traceparent`. */
   readonly awsTraceHeader?: string;
   /** What a sealed re-send says it comes from (a replay's original, say): linked, not a parent. */
-  readonly link?: TraceCarrier;
+  readonly link?: ParsedTraceparent;
 }
 
 /** One span, started; ended once. */
@@ -87,9 +87,10 @@ export function tracingFromEnvironment(env: NodeJS.ProcessEnv, service: string):
 export function messageContextOf(record: Pick<SQSRecord, 'messageAttributes' | 'attributes'>, sealedLink: string | undefined): MessageContext & { readonly invalid?: true } {
   const { carrier, invalid } = carrierOf((name) => record.messageAttributes?.[name]?.stringValue);
   const awsTraceHeader = carrier === undefined ? record.attributes?.[AWS_TRACE_HEADER_ATTRIBUTE] : undefined;
-  const link = sealedLink !== undefined && parseTraceparent(sealedLink) !== undefined ? { traceparent: sealedLink } : undefined;
+  const link = sealedLink !== undefined ? parseTraceparent(sealedLink) : undefined;
+  const ids = carrier !== undefined ? parseTraceparent(carrier.traceparent) : undefined;
   return {
-    ...(carrier !== undefined ? { parent: carrier } : {}),
+    ...(carrier !== undefined && ids !== undefined ? { parent: { ...carrier, ids } } : {}),
     ...(awsTraceHeader ? { awsTraceHeader: awsTraceHeader.slice(0, 256) } : {}),
     ...(link !== undefined ? { link } : {}),
     ...(invalid ? { invalid } : {}),
