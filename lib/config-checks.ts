@@ -5,6 +5,7 @@
 import type { RetryPolicy } from './policy';
 import { ReceiverRetentionError } from './receiver/errors';
 import { checkReceiverRetention } from './receiver/retention';
+import { parseProxyUrl } from './webhook/connect-proxy';
 import { EndpointGuard, parseCidr } from './webhook/endpoint-guard';
 import { ConfigError, EndpointRefusedError, SigningSecretError } from './errors';
 import { redactUrl } from './webhook/redact-url';
@@ -37,7 +38,7 @@ export const MAX_ATTEMPTS = 100;
 export function validateSettings(settings: Settings, names: SettingNames = PROPERTY_NAMES): Settings {
   if (settings.webhookUrl !== undefined) parseUrl(settings.webhookUrl, names.webhookUrl);
   if (settings.webhookSecret !== undefined) parseSecret(settings.webhookSecret, names.webhookSecret);
-  const ranges: [keyof Settings, number, number][] = [
+  const ranges: ['attemptTimeoutMs' | 'payloadLimitBytes' | 'batchSize' | 'maxConcurrency' | 'retentionDays', number, number][] = [
     ['attemptTimeoutMs', 100, MAX_ATTEMPT_TIMEOUT_MS],
     ['payloadLimitBytes', MIN_PAYLOAD_LIMIT_BYTES, MAX_PAYLOAD_LIMIT_BYTES],
     ['batchSize', 1, 100],
@@ -53,6 +54,7 @@ export function validateSettings(settings: Settings, names: SettingNames = PROPE
     throw new ConfigError(names.retryPolicy, `allows at most ${MAX_ATTEMPTS} attempts and ${MAX_ATTEMPTS} waits`);
   }
   parseCidrList(settings.allowPrivateCidrs.join(','), names.allowPrivateCidrs);
+  if (settings.proxyUrl !== undefined) parseProxySetting(settings.proxyUrl, names.proxyUrl ?? 'proxyUrl');
   checkLifetimes(settings, names);
   checkReceiverRetentionSetting(settings, names);
   return settings;
@@ -157,6 +159,20 @@ export function parseUrl(raw: string, name: string): string {
   }
   // Userinfo would travel in a header no log redacts; receivers take a token in the query or a signature.
   if (url.username || url.password) throw new ConfigError(name, `must not carry credentials (user:password@), got ${redactUrl(raw)}`);
+  return raw;
+}
+
+/**
+ * An HTTP CONNECT proxy's URL (lib/webhook/connect-proxy.ts): `http://[user:password@]host[:port]`.
+ * Shown only redacted: its password is a secret.
+ */
+export function parseProxySetting(raw: string, name: string): string {
+  try {
+    parseProxyUrl(raw);
+  } catch (error) {
+    if (error instanceof RangeError) throw new ConfigError(name, error.message);
+    throw error;
+  }
   return raw;
 }
 

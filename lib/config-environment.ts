@@ -12,6 +12,7 @@ import {
   MAX_RECEIVER_RETENTION_SECONDS,
   MIN_PAYLOAD_LIMIT_BYTES,
   parseCidrList,
+  parseProxySetting,
   parseSecret,
   parseUrl,
   validateSettings,
@@ -36,6 +37,7 @@ export const SETTING_VARIABLES = {
   allowPrivateCidrs: 'HANDOFF_ALLOW_PRIVATE_CIDRS',
   allowHttp: 'HANDOFF_ALLOW_HTTP',
   shipmentIndex: 'HANDOFF_SHIPMENT_INDEX',
+  proxyUrl: 'HANDOFF_PROXY_URL',
 } as const;
 
 const { retrySchedule: _retrySchedule, maxAttempts: _maxAttempts, ...SAME_NAMED } = SETTING_VARIABLES;
@@ -73,6 +75,7 @@ export function readSettings(env: Env = process.env): Settings {
       allowPrivateCidrs: optional(env, V.allowPrivateCidrs, parseCidrList) ?? d.allowPrivateCidrs,
       allowHttp: optional(env, V.allowHttp, parseBoolean) ?? d.allowHttp,
       shipmentIndex: optional(env, V.shipmentIndex, parseBoolean) ?? d.shipmentIndex,
+      proxyUrl: optional(env, V.proxyUrl, parseProxySetting),
     },
     VARIABLE_NAMES,
   );
@@ -141,6 +144,7 @@ export function settingsToEnvironment(settings: Settings): Record<string, string
   if (settings.allowHttp) env[V.allowHttp] = 'true';
   // Said only when off: the consumer then writes no key of an index the table does not have.
   if (!settings.shipmentIndex) env[V.shipmentIndex] = 'false';
+  if (settings.proxyUrl !== undefined) env[V.proxyUrl] = settings.proxyUrl;
   return env;
 }
 

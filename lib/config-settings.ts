@@ -41,6 +41,13 @@ export interface Settings {
    * table has no such index and rows carry no key of it.
    */
   readonly shipmentIndex: boolean;
+  /**
+   * An HTTP CONNECT proxy every request to a receiver (and every token fetch) goes through,
+   * `http://[user:password@]host[:port]` (docs/contract.md §18). Unset: receivers are called directly.
+   * The guard still checks each receiver's address; the proxy's own may be private (it is the operator's).
+   * Optional, so settings written before it need no change.
+   */
+  readonly proxyUrl?: string | undefined;
 }
 
 export const DEFAULT_SETTINGS: Settings = {
@@ -56,10 +63,14 @@ export const DEFAULT_SETTINGS: Settings = {
   allowPrivateCidrs: [],
   allowHttp: false,
   shipmentIndex: true,
+  proxyUrl: undefined,
 };
 
-/** What each setting is called where it is given: a construct property or a `HANDOFF_*` variable. */
-export type SettingNames = Readonly<Record<keyof Settings, string>>;
+/**
+ * What each setting is called where it is given: a construct property or a `HANDOFF_*` variable. An
+ * optional setting's name is optional here too (`proxyUrl`): a table of names made before it needs no change.
+ */
+export type SettingNames = { readonly [K in keyof Settings]: string };
 
 /** The construct's names: its `settings` properties. */
 export const PROPERTY_NAMES: SettingNames = {
@@ -75,4 +86,5 @@ export const PROPERTY_NAMES: SettingNames = {
   allowPrivateCidrs: 'allowPrivateCidrs',
   allowHttp: 'allowHttp',
   shipmentIndex: 'shipmentIndex',
+  proxyUrl: 'proxyUrl',
 };
