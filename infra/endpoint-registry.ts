@@ -20,7 +20,8 @@
  *   applied, is the expected answer, not an error). An operator's `handoff endpoint remove` of a
  *   declared endpoint therefore lasts until its declaration changes, as an `endpoint update` does.
  * A secret is declared as a Secrets Manager secret and seeded as its ARN, never its value, so the
- * template holds no secret; a header's secret value likewise, as `{secretArn}` (never `{secret}`).
+ * template holds no secret; every other secret value (a header's, `auth.clientSecret`,
+ * `tls.privateKey`) likewise, as `{secretArn}` (never `{secret}`).
  * Removing a declaration leaves its endpoint in the registry (remove it with `handoff endpoint
  * remove`): a delete call there could race a renamed resource's create.
  *
@@ -54,7 +55,8 @@ export { DECLARED_ATTRIBUTE } from './registry/seed-call';
  * An endpoint the construct declares: the fields of lib/endpoints/endpoint.ts, except that its
  * signing secret is a Secrets Manager secret (holding `whsec_<base64>` or a bare base64 key), never
  * a value. Unset: requests to it go unsigned. A rotation's `previousSecret` likewise (with
- * `previousSecretUntil`): the consumer may read both. A header's secret value is
+ * `previousSecretUntil`): the consumer may read both. Every other secret value (a header's,
+ * `auth.clientSecret`, `tls.privateKey`, a certificate kept as a secret) is
  * `{secretArn}`: a secret's complete ARN, or its deploy-time one (`secret.secretFullArn` of a secret
  * of the stack); never `{secret}`, a value.
  */
@@ -85,7 +87,7 @@ interface Seed {
   readonly resource: CustomResource;
   readonly secret: secretsmanager.ISecret | undefined;
   readonly previousSecret: secretsmanager.ISecret | undefined;
-  /** The ARNs its headers' secret values are read from (`{secretArn}`). */
+  /** The ARNs its other secret values are read from (`{secretArn}` in headers, auth, tls). */
   readonly headerSecretArns: readonly string[];
 }
 
@@ -145,7 +147,7 @@ export class EndpointRegistry extends Construct {
     return this.#seeds.flatMap((seed) => [seed.secret, seed.previousSecret].filter((secret) => secret !== undefined));
   }
 
-  /** The ARNs of the secrets the seeded endpoints' header values are read from, each once: the consumer must read each. */
+  /** The ARNs of the secrets the seeded endpoints' other secret values (headers, auth, tls) are read from, each once: the consumer must read each. */
   get seededHeaderSecretArns(): readonly string[] {
     return [...new Set(this.#seeds.flatMap((seed) => seed.headerSecretArns))];
   }

@@ -1,7 +1,8 @@
 /**
  * The sandbox's endpoints file (docs/contract.md §11): `HANDOFF_ENDPOINTS_FILE` names a JSON file
  * `{"endpoints": [ … ]}`, each entry an endpoint's fields as `handoff endpoint add` takes them, with
- * its secret as a `whsec_…` (or ed25519 `whsk_…`) value, and a secret header as `{"secret": …}`. It replaces the single-URL settings (`HANDOFF_WEBHOOK_URL`,
+ * its secret as a `whsec_…` (or ed25519 `whsk_…`) value, and every other secret value (a header's,
+ * `auth.clientSecret`, `tls.privateKey`) as `{"secret": …}`. It replaces the single-URL settings (`HANDOFF_WEBHOOK_URL`,
  * `HANDOFF_WEBHOOK_SECRET`): giving both is refused.
  *
  * Read once at start-up and checked whole before anything starts: each entry's shape
@@ -20,6 +21,7 @@ import {
   type EndpointFields,
 } from '../lib/endpoints/endpoint';
 import { SECRET_FIELDS } from '../lib/endpoints/fields';
+import { secretValuePlaces } from '../lib/endpoints/secret-values';
 import { quoted } from '../lib/terminal';
 import { redactUrl } from '../lib/webhook/redact-url';
 import { createSigner, ED25519_SECRET_PREFIX, isSecretValue, SECRET_PREFIX } from '../lib/webhook/signing-secret';
@@ -122,8 +124,7 @@ export function parseEndpointsFile(source: string, text: string, deployment: Dep
  * sandbox starts all the same: it is the user's own machine), or undefined.
  */
 export function exposedSecretsWarning(path: string, endpoints: readonly FileEndpoint[]): string | undefined {
-  const holdsSecret = ({ fields }: FileEndpoint) =>
-    fields.secret !== undefined || Object.values(fields.headers ?? {}).some((value) => typeof value === 'object');
+  const holdsSecret = ({ fields }: FileEndpoint) => fields.secret !== undefined || secretValuePlaces(fields).length > 0;
   if (!endpoints.some(holdsSecret)) return undefined;
   let mode: number;
   try {
@@ -170,11 +171,15 @@ function checkSecret(fields: EndpointFields): void {
   }
 }
 
-/** Nor for a header's: a secret header is its value, `{"secret": …}`, never an ARN's. */
+/**
+ * Nor for its other secret values (a header's, `auth.clientSecret`, `tls.privateKey`): each is the
+ * value itself, `{"secret": …}`, and a certificate the PEM itself, never an ARN's.
+ */
 function checkHeaders(fields: EndpointFields): void {
-  for (const [name, value] of Object.entries(fields.headers ?? {})) {
-    if (typeof value === 'object' && 'secretArn' in value) {
-      throw new EndpointError(fields.name, `headers.${name}`, 'names a Secrets Manager secret, which the sandbox has none of: give the value itself, {"secret": "…"}');
+  for (const { path, value } of secretValuePlaces(fields)) {
+    if ('secretArn' in value) {
+      const instead = path === 'tls.clientCertificate' || path === 'tls.ca' ? 'give the PEM itself' : 'give the value itself, {"secret": "…"}';
+      throw new EndpointError(fields.name, path, `names a Secrets Manager secret, which the sandbox has none of: ${instead}`);
     }
   }
 }

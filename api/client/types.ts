@@ -61,6 +61,29 @@ export interface EndpointSettings {
 /** A header's value (§18): text, or a secret one never shown after it is written. */
 export type HeaderValue = string | { readonly secretArn: string } | { readonly secret: string };
 
+/** A secret value in `auth` or `tls` (§18): by Secrets Manager ARN (AWS) or the value itself (the sandbox), never shown after it is written. */
+export type SecretValue = { readonly secretArn: string } | { readonly secret: string };
+
+/** An OAuth2 client-credentials grant (§18): every request carries the token it gets. */
+export interface EndpointAuth<S = SecretValue> {
+  readonly type: 'oauth2-client-credentials';
+  readonly tokenUrl: string;
+  readonly clientId: string;
+  readonly clientSecret: S;
+  readonly scope?: string;
+  readonly audience?: string;
+}
+
+/** A client certificate (§18), PEM: the certificate and CA public (inline, or kept in Secrets Manager), the key a secret value. */
+export interface EndpointTls<S = SecretValue> {
+  readonly clientCertificate: string | { readonly secretArn: string };
+  readonly privateKey: S;
+  readonly ca?: string | { readonly secretArn: string };
+}
+
+/** A secret value as answers show it: `{secret: true}`, or its ARN. */
+export type ShownSecretValue = { readonly secret: true } | { readonly secretArn: string };
+
 /** What creating an endpoint takes (§11). */
 export interface EndpointCreate extends EndpointSettings {
   readonly name: string;
@@ -75,12 +98,20 @@ export interface EndpointCreate extends EndpointSettings {
   readonly owner?: string;
   /** Extra request headers (§18): `{secretArn}` in AWS, `{secret}` in the sandbox for a value never shown again. */
   readonly headers?: Readonly<Record<string, HeaderValue>>;
+  /** An OAuth2 client-credentials grant (§18). */
+  readonly auth?: EndpointAuth;
+  /** A client certificate presented to a receiver that asks for one (§18). */
+  readonly tls?: EndpointTls;
 }
 
 /** A partial change: the fields given are set; `null` clears a field that may be cleared. */
 export type EndpointUpdate = {
-  readonly [K in Exclude<keyof EndpointCreate, 'name' | 'secret' | 'headers'>]?: EndpointCreate[K] | null;
+  readonly [K in Exclude<keyof EndpointCreate, 'name' | 'secret' | 'headers' | 'auth' | 'tls'>]?: EndpointCreate[K] | null;
 } & {
+  /** `{secret: true}` as the client secret (as answers show it) keeps the value it has. */
+  readonly auth?: EndpointAuth<SecretValue | { readonly secret: true }> | null;
+  /** `{secret: true}` as the key (as answers show it) keeps the value it has. */
+  readonly tls?: EndpointTls<SecretValue | { readonly secret: true }> | null;
   /** The headers, all of them; `{secret: true}` (as answers show a secret value) keeps the value the header has. */
   readonly headers?: Readonly<Record<string, HeaderValue | { readonly secret: true }>> | null;
 };
@@ -117,6 +148,10 @@ export interface Endpoint {
   readonly publicKey: string | null;
   /** Its extra request headers: text as it is, a secret value as `{secret: true}`. */
   readonly headers: Readonly<Record<string, string | { readonly secret: true }>>;
+  /** Its OAuth2 grant, the token URL redacted, the client secret never shown; null without one. */
+  readonly auth: EndpointAuth<ShownSecretValue> | null;
+  /** Its client certificate, the key never shown; null without one. */
+  readonly tls: EndpointTls<ShownSecretValue> | null;
   /** While a rotation's overlap lasts: when the previous secret stops signing (ISO). */
   readonly previousSecretUntil: string | null;
   /** Deliveries parked for it (§12); null when not counted. */

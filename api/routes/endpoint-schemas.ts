@@ -62,6 +62,29 @@ function headersToUpdate(schema: JsonSchema): JsonSchema {
 }
 
 /**
+ * `auth` or `tls` as an update takes it: as `add` takes it, or with `{"secret": true}` in place of a
+ * secret value (`clientSecret`, `privateKey`: as answers show one) to keep the value it has.
+ */
+function secretValuesToUpdate(schema: JsonSchema, keys: readonly string[]): JsonSchema {
+  const properties = schema.properties as Record<string, JsonSchema>;
+  return {
+    ...schema,
+    description: `${String(schema.description)}; {"secret": true} in place of ${keys.join(' or ')} (as answers show a secret value) keeps the value it has`,
+    properties: {
+      ...properties,
+      ...Object.fromEntries(keys.map((key) => [key, { anyOf: [properties[key], { ...SECRET_HEADER_SHOWN, description: 'keeps the secret value this has' }] }])),
+    },
+  };
+}
+
+/** What an update takes for each field beside what `add` does: `{"secret": true}` to keep a secret value. */
+const TO_UPDATE: Readonly<Record<string, (schema: JsonSchema) => JsonSchema>> = {
+  headers: headersToUpdate,
+  auth: (schema) => secretValuesToUpdate(schema, ['clientSecret']),
+  tls: (schema) => secretValuesToUpdate(schema, ['privateKey']),
+};
+
+/**
  * `PATCH /v1/endpoints/{name}`: the fields to change, each as `add` takes it; `null` unsets an
  * optional field (`endpoint update --clear`), so the deployment's default applies. The name may be
  * given only as it is: an endpoint is not renamed.
@@ -71,7 +94,7 @@ export const UPDATE_BODY_SCHEMA: JsonSchema = {
   description: 'The fields to change; those not given are kept. null unsets an optional field (its default applies again).',
   properties: Object.fromEntries(
     Object.entries(FIELD_PROPERTIES).map(([name, given]) => {
-      const schema = name === 'headers' ? headersToUpdate(given) : given;
+      const schema = Object.hasOwn(TO_UPDATE, name) ? TO_UPDATE[name]!(given) : given;
       const { description, default: _default, ...rest } = schema;
       const clearable = (CLEARABLE_FIELDS as readonly string[]).includes(name);
       return [name, clearable ? { description, anyOf: [rest, { type: 'null' }] } : schema];
@@ -149,6 +172,20 @@ const SETTINGS_SCHEMA: JsonSchema = {
   additionalProperties: false,
 };
 
+/** A secret value of `auth` or `tls` as answers show it: `{"secret": true}`, or where it is kept. */
+function shownSecretValue(): JsonSchema {
+  return { anyOf: [{ ...SECRET_HEADER_SHOWN }, secretArnObject()] };
+}
+
+/** A certificate as answers show it: the PEM, or where it is kept. */
+function shownPem(): JsonSchema {
+  return { anyOf: [{ type: 'string' }, secretArnObject()] };
+}
+
+function secretArnObject(): JsonSchema {
+  return { type: 'object', required: ['secretArn'], properties: { secretArn: { type: 'string' } }, additionalProperties: false };
+}
+
 const ENDPOINT_PROPERTIES: Record<string, JsonSchema> = {
   name: { type: 'string' },
   url: { type: 'string', description: 'redacted: its query and any credentials hidden' },
@@ -166,6 +203,37 @@ const ENDPOINT_PROPERTIES: Record<string, JsonSchema> = {
     type: 'object',
     description: 'its extra request headers: a text value as it is, a secret one as {"secret": true}',
     additionalProperties: { anyOf: [{ type: 'string' }, SECRET_HEADER_SHOWN] },
+  },
+  auth: {
+    description: 'its OAuth2 client-credentials grant (docs/contract.md §18): the token URL redacted as url is, the client secret as {"secret": true} or its Secrets Manager ARN; null without one',
+    anyOf: [
+      { type: 'null' },
+      {
+        type: 'object',
+        required: ['type', 'tokenUrl', 'clientId', 'clientSecret'],
+        properties: {
+          type: { type: 'string' },
+          tokenUrl: { type: 'string' },
+          clientId: { type: 'string' },
+          clientSecret: shownSecretValue(),
+          scope: { type: 'string' },
+          audience: { type: 'string' },
+        },
+        additionalProperties: false,
+      },
+    ],
+  },
+  tls: {
+    description: 'its client certificate (docs/contract.md §18): the certificate and CA as given (PEM, or a Secrets Manager ARN), the key as {"secret": true} or its ARN; null without one',
+    anyOf: [
+      { type: 'null' },
+      {
+        type: 'object',
+        required: ['clientCertificate', 'privateKey'],
+        properties: { clientCertificate: shownPem(), privateKey: shownSecretValue(), ca: shownPem() },
+        additionalProperties: false,
+      },
+    ],
   },
   previousSecretUntil: { ...isoTimeOrNull, description: "while a rotation's overlap lasts: when the previous secret stops signing" },
   parked: { type: ['integer', 'null'], minimum: 0, description: 'deliveries parked for it; null when not counted (no ledger table)' },

@@ -14,6 +14,7 @@ import {
   type EndpointRecord,
 } from '../../lib/endpoints/endpoint';
 import { isEncryptedSecret } from '../../lib/endpoints/secret-cipher';
+import { secretValuePlaces } from '../../lib/endpoints/secret-values';
 import { EndpointConflictError, EndpointError, EndpointNotFoundError } from '../../lib/errors';
 import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
@@ -84,20 +85,21 @@ export function deploymentFor(target: Pick<Target, 'deployment' | 'description'>
 }
 
 /**
- * A secret header's value comes from where the deployment keeps secrets (docs/contract.md §18): in
- * AWS a Secrets Manager secret, named by its ARN (`{"secretArn": …}`); in the sandbox, which has
- * none, the value itself (`{"secret": …}`, stored encrypted). A value the registry encrypted
- * already (the endpoint's own, kept by an update) is neither's to refuse.
+ * A secret value (a header's, `auth.clientSecret`, `tls.privateKey`, a certificate kept as a secret)
+ * comes from where the deployment keeps secrets (docs/contract.md §18): in AWS a Secrets Manager
+ * secret, named by its ARN (`{"secretArn": …}`); in the sandbox, which has none, the value itself
+ * (`{"secret": …}`, stored encrypted). A value the registry encrypted already (the endpoint's own,
+ * kept by an update) is neither's to refuse. Each refusal names the value's path.
  */
 export function headerSourceProblems(fields: Partial<EndpointFields>, target: Pick<Target, 'connection'>): EndpointFieldProblem[] {
   const sandbox = target.connection.kind === 'sandbox';
-  return Object.entries(fields.headers ?? {}).flatMap(([header, value]): EndpointFieldProblem[] => {
-    if (typeof value === 'string') return [];
+  return secretValuePlaces(fields).flatMap(({ path, value }): EndpointFieldProblem[] => {
     if ('secretArn' in value && sandbox) {
-      return [{ field: `headers.${header}`, problem: 'names a Secrets Manager secret, which the sandbox has none of: give the value itself, {"secret": "…"} (stored encrypted)' }];
+      const instead = path === 'tls.clientCertificate' || path === 'tls.ca' ? 'give the PEM itself' : 'give the value itself, {"secret": "…"} (stored encrypted)';
+      return [{ field: path, problem: `names a Secrets Manager secret, which the sandbox has none of: ${instead}` }];
     }
     if ('secret' in value && !sandbox && !isEncryptedSecret(value.secret)) {
-      return [{ field: `headers.${header}`, problem: 'holds a secret value: in AWS a secret header is kept in Secrets Manager, named by its ARN, {"secretArn": "arn:aws:secretsmanager:…"} (the value is not shown)' }];
+      return [{ field: path, problem: `holds a secret value: in AWS a secret ${path.startsWith('headers.') ? 'header' : 'value'} is kept in Secrets Manager, named by its ARN, {"secretArn": "arn:aws:secretsmanager:…"} (the value is not shown)` }];
     }
     return [];
   });

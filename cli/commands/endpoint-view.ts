@@ -1,12 +1,16 @@
 /**
  * An endpoint as the `handoff endpoint` commands print it, in JSON and in text: never its secret
  * nor a rotation's previous one (whether one is set, and until when the previous one signs), nor a
- * secret header value (`{"secret": true}` in its place), its URL redacted (docs/contract.md §3); an
+ * secret header value nor the other secret values of `auth` and `tls` (`{"secret": true}` in their
+ * place; one kept in Secrets Manager by its ARN), its URLs redacted (docs/contract.md §3); an
  * ed25519 secret's public key as it is (docs/contract.md §18). Its settings, as given and in effect, are listed from the
  * fields table (lib/endpoints/fields.ts): each under its field's name in JSON, under its label in
  * `show`, marked `(default)` while the endpoint does not set it.
  */
-import { effectiveSettings, type Endpoint, type EndpointFields, type EndpointRecord, type HeaderValue } from '../../lib/endpoints/endpoint';
+import { effectiveSettings, type AuthField, type Endpoint, type EndpointFields, type EndpointRecord, type HeaderValue, type TlsField } from '../../lib/endpoints/endpoint';
+import { certificateSummary } from '../../lib/endpoints/pem';
+import type { SecretValue } from '../../lib/endpoints/secret-values';
+import { safe } from '../../lib/terminal';
 import { FIELD_SPECS, SETTING_NAMES, type FieldName } from '../../lib/endpoints/fields';
 import { describeHealth, healthJson, type HealthRecord } from '../../lib/endpoints/health';
 import { rampRate, type Resume } from '../../lib/resume';
@@ -35,6 +39,10 @@ export function endpointJson(record: EndpointRecord, nowMs: number = Date.now(),
     publicKey: record.fields.publicKey ?? null,
     /** Its extra request headers: text as it is, a secret value as `{"secret": true}`. */
     headers: headersJson(record.fields.headers),
+    /** Its OAuth2 grant (docs/contract.md §18), the client secret as `{"secret": true}` or its ARN; null without one. */
+    auth: authJson(record.fields.auth),
+    /** Its client certificate and CA as given (public), the key as `{"secret": true}` or its ARN; null without one. */
+    tls: tlsJson(record.fields.tls),
     /** While a rotation's overlap lasts: when the previous secret stops signing (ISO). */
     previousSecretUntil: overlapUntil === undefined ? null : new Date(overlapUntil).toISOString(),
     /** Deliveries parked for it (docs/contract.md §12); null when not counted. */
@@ -55,6 +63,31 @@ export const SECRET_HEADER_SHOWN = { secret: true } as const;
 /** An endpoint's headers as shown: each text value as it is, each secret one as `{"secret": true}`. */
 export function headersJson(headers: Readonly<Record<string, HeaderValue>> | undefined): Record<string, string | typeof SECRET_HEADER_SHOWN> {
   return Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name, typeof value === 'string' ? value : SECRET_HEADER_SHOWN]));
+}
+
+/**
+ * A secret value of `auth` or `tls` as shown: a value as `{"secret": true}`, never what it is; an ARN
+ * as itself, which says where it is kept and is no secret. Sent back so in an update, it keeps the value.
+ */
+function secretValueJson(value: SecretValue): SecretValue | typeof SECRET_HEADER_SHOWN {
+  return 'secretArn' in value ? { secretArn: value.secretArn } : SECRET_HEADER_SHOWN;
+}
+
+/** An endpoint's OAuth2 grant as shown: its token URL redacted as `url` is, its client secret never. */
+export function authJson(auth: AuthField | undefined) {
+  if (auth === undefined) return null;
+  return { ...auth, tokenUrl: redactUrl(auth.tokenUrl), clientSecret: secretValueJson(auth.clientSecret) };
+}
+
+/** An endpoint's client certificate as shown: the certificate and CA as given (PEM is public), the key never. */
+export function tlsJson(tls: TlsField | undefined) {
+  if (tls === undefined) return null;
+  const shown = (value: string | SecretValue) => (typeof value === 'string' ? value : secretValueJson(value));
+  return {
+    clientCertificate: shown(tls.clientCertificate),
+    privateKey: secretValueJson(tls.privateKey),
+    ...(tls.ca !== undefined ? { ca: shown(tls.ca) } : {}),
+  };
 }
 
 /** Every setting in effect, by its field's name (null: none). */
@@ -119,7 +152,37 @@ function subscriptionRows(f: EndpointFields, nowMs: number): Row[] {
     [label('secret'), secretText(f, nowMs)],
     ...(f.publicKey !== undefined ? [['public key', f.publicKey] as Row] : []),
     ...(f.headers !== undefined && Object.keys(f.headers).length > 0 ? [[label('headers'), headersText(f.headers)] as Row] : []),
+    ...(f.auth !== undefined ? [['auth', authText(f.auth)] as Row] : []),
+    ...(f.tls !== undefined ? [['tls', tlsText(f.tls, nowMs)] as Row] : []),
   ];
+}
+
+/** `auth` as its row shows it: the grant, token URL (redacted), client, scope and audience; the secret only as set. */
+export function authText(auth: AuthField): string {
+  return [
+    `${auth.type} at ${redactUrl(auth.tokenUrl)}`,
+    `client ${auth.clientId}`,
+    ...(auth.scope !== undefined ? [`scope ${auth.scope}`] : []),
+    ...(auth.audience !== undefined ? [`audience ${auth.audience}`] : []),
+    `client secret ${whereKept(auth.clientSecret)}`,
+  ].join('; ');
+}
+
+/** `tls` as its row shows it: the certificate's subject and expiry (when inline), the key only as set, the CA. */
+export function tlsText(tls: TlsField, nowMs: number): string {
+  const certificate = (value: string | SecretValue, what: string) => {
+    if (typeof value !== 'string') return `${what} ${whereKept(value)}`;
+    const summary = certificateSummary(value);
+    if (summary === undefined) return `${what} given`;
+    const expiry = Date.parse(summary.notAfter);
+    return `${what} ${safe(summary.subject)}, ${expiry <= nowMs ? 'expired' : 'expires'} ${formatInstant(expiry, nowMs)}`;
+  };
+  return [certificate(tls.clientCertificate, 'certificate'), `key ${whereKept(tls.privateKey)}`, ...(tls.ca !== undefined ? [certificate(tls.ca, 'CA')] : [])].join('; ');
+}
+
+/** Where a secret value is, never what it is. */
+function whereKept(value: SecretValue): string {
+  return 'secretArn' in value ? `in Secrets Manager (${value.secretArn})` : 'set';
 }
 
 /** Headers as a row shows them: `Name: value`, a secret one's value `(secret)`, never what it is. */

@@ -2,11 +2,13 @@
  * `handoff endpoint add`, `update` and `remove`. What is written is first checked as the consumer
  * will use it (`checkFields`), so a refusal names the field here rather than failing deliveries
  * later. `add` prints a secret it generated, once, of the endpoint's signature scheme (an ed25519
- * key's public key beside it, which every view shows); nothing else prints one, nor a secret header.
+ * key's public key beside it, which every view shows); nothing else prints one, nor a secret header,
+ * nor a secret value of `auth` or `tls`.
  */
 import { readFile } from 'node:fs/promises';
 import { ALL_EVENT_TYPES, type EndpointFields, type EndpointRecord, type HeaderValue } from '../../lib/endpoints/endpoint';
 import { generateSecret } from '../../lib/endpoints/secret';
+import { isSecretValueObject } from '../../lib/endpoints/secret-values';
 import type { SignatureScheme } from '../../lib/webhook/signing-secret';
 import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
@@ -109,7 +111,7 @@ export async function updateEndpoint(
   nowMs: number,
 ): Promise<{ record: EndpointRecord; changed: string[]; source: string; parked: number | null }> {
   const current = await requireEndpoint(ctx, name);
-  const given = changes.headers === undefined ? changes : { ...changes, headers: keptHeaderSecrets(changes.headers, current.fields.headers) };
+  const given = keptSecretValues(changes, current.fields);
   const merged: Record<string, unknown> = { ...current.fields, ...given };
   for (const field of clear) delete merged[field];
   // An ed25519 secret's public key is set from it (lib/endpoints/endpoint.ts): a secret replaced
@@ -156,6 +158,24 @@ function keptHeaderSecrets(given: unknown, current: Readonly<Record<string, Head
       return [name, kept ?? value];
     }),
   );
+}
+
+/**
+ * The changes with every secret value sent back as shown (`{"secret": true}`) taken as "keep it": a
+ * header's (keptHeaderSecrets), and in `auth` and `tls` the value the endpoint has at the same path,
+ * so an object read, edited and sent back keeps its secrets. One the endpoint has none at is left as
+ * it is, for the field's check to refuse.
+ */
+function keptSecretValues(changes: Readonly<Record<string, unknown>>, current: EndpointFields): Readonly<Record<string, unknown>> {
+  const out: Record<string, unknown> = { ...changes };
+  if (changes.headers !== undefined) out.headers = keptHeaderSecrets(changes.headers, current.headers);
+  for (const field of ['auth', 'tls'] as const) {
+    const given = changes[field];
+    const had = current[field] as Readonly<Record<string, unknown>> | undefined;
+    if (typeof given !== 'object' || given === null || Array.isArray(given) || had === undefined) continue;
+    out[field] = Object.fromEntries(Object.entries(given).map(([key, value]) => [key, isShownSecret(value) && isSecretValueObject(had[key]) ? had[key] : value]));
+  }
+  return out;
 }
 
 function isShownSecret(value: unknown): boolean {

@@ -97,7 +97,8 @@ export function grantConsumerAccess(role: iam.IRole, parts: ConsumerGrantParts):
     );
     secret.encryptionKey?.grantDecrypt(role);
   });
-  // The header values declared endpoints name by ARN (`headers`, {"secretArn": …}): those ARNs alone.
+  // The other secret values declared endpoints name by ARN ({"secretArn": …} in `headers`, `auth`,
+  // `tls`: lib/endpoints/secret-values.ts): those ARNs alone.
   const headerSecretArns = parts.endpointRegistry.seededHeaderSecretArns;
   if (headerSecretArns.length > 0) {
     role.addToPrincipalPolicy(

@@ -5,7 +5,8 @@
  */
 import { createHash } from 'node:crypto';
 import { Token } from 'aws-cdk-lib';
-import { parseEndpointFields, resolveEndpoint, type DeploymentSettings, type EndpointFields, type HeaderValue } from '../../lib/endpoints/endpoint';
+import { parseEndpointFields, resolveEndpoint, type DeploymentSettings, type EndpointFields } from '../../lib/endpoints/endpoint';
+import { mapSecretValues, secretValuePlaces } from '../../lib/endpoints/secret-values';
 import { EndpointError } from '../../lib/errors';
 import { CHANGE_FEED, REGISTRY_SCHEMA } from '../../lib/endpoints/registry-schema';
 
@@ -25,35 +26,36 @@ export const COMPLETE_SECRET_ARN = /^arn:[a-z-]+:secretsmanager:[a-z0-9-]+:\d{12
 
 /**
  * parseEndpointFields, then resolveEndpoint against `deployment`, with stand-ins for deploy-time
- * values (a header's `secretArn` among them: a secret of the same stack); returns the fields as
+ * values (a secret value's `secretArn` among them: a secret of the same stack); returns the fields as
  * checked (parsing normalizes: event types deduplicated) with the real values back.
  *
- * A header's secret value must be `{secretArn}`, a secret's complete ARN (or a deploy-time one): the
- * consumer is granted that ARN alone (infra/delivery/grants.ts), and `{secret}`, the value itself,
- * would land in the template, so it is refused as a signing secret given as a value is.
- * @throws EndpointError naming the endpoint and the field (`headers.<Name>` for a header)
+ * Every secret value besides the signing secrets (a header's, `auth.clientSecret`, `tls.privateKey`,
+ * a certificate kept as a secret: lib/endpoints/secret-values.ts) must be `{secretArn}`, a secret's
+ * complete ARN (or a deploy-time one): the consumer is granted those ARNs alone
+ * (infra/delivery/grants.ts), and `{secret}`, the value itself, would land in the template, so it is
+ * refused as a signing secret given as a value is.
+ * @throws EndpointError naming the endpoint and the value's path (`headers.<Name>`, `tls.privateKey`)
  */
 export function checkDeclaredFields(fields: EndpointFields, deployment: DeploymentSettings): EndpointFields {
   const deployTime = (value: string | undefined, standIn: string) => (value !== undefined && Token.isUnresolved(value) ? standIn : value);
   const url = deployTime(fields.url, DEPLOY_TIME_URL);
   const secret = deployTime(fields.secret, DEPLOY_TIME_SECRET_ARN);
-  const headers = mapHeaderArns(fields.headers, (arn) => deployTime(arn, DEPLOY_TIME_SECRET_ARN)!);
-  const checked = parseEndpointFields({ ...fields, url, ...(secret !== undefined ? { secret } : {}), ...(headers !== undefined ? { headers } : {}) });
-  const given = fields.headers;
-  for (const [header, value] of Object.entries(checked.headers ?? {})) {
-    if (typeof value === 'string') continue;
+  const given = new Map(secretValuePlaces(fields).map(({ path, value }) => [path, value]));
+  const standIns = mapSecretValues(fields, ({ value }) => ('secretArn' in value ? { secretArn: deployTime(value.secretArn, DEPLOY_TIME_SECRET_ARN)! } : value));
+  const checked = parseEndpointFields({ ...standIns, url, ...(secret !== undefined ? { secret } : {}) });
+  for (const { path, value } of secretValuePlaces(checked)) {
     if ('secret' in value) {
       throw new EndpointError(
         checked.name,
-        `headers.${header}`,
+        path,
         'must be {"secretArn": …}, the complete ARN of a Secrets Manager secret holding the value, never {"secret": …}: a value would land in the template (the value is not shown)',
       );
     }
-    const arn = (given![header] as { secretArn: string }).secretArn;
+    const arn = (given.get(path) as { secretArn: string }).secretArn;
     if (!Token.isUnresolved(arn) && !COMPLETE_SECRET_ARN.test(arn)) {
       throw new EndpointError(
         checked.name,
-        `headers.${header}`,
+        path,
         'must name its secret by the complete ARN, with the six characters Secrets Manager adds to its name (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf): the consumer is granted that ARN alone',
       );
     }
@@ -62,31 +64,16 @@ export function checkDeclaredFields(fields: EndpointFields, deployment: Deployme
   // consumer's guard check the real one.
   resolveEndpoint({ fields: checked, state: 'enabled', createdAt: 0, updatedAt: 0 }, deployment);
   return {
-    ...checked,
+    ...mapSecretValues(checked, ({ path, value }) => given.get(path) ?? value),
     url: fields.url,
     ...(fields.secret !== undefined ? { secret: fields.secret } : {}),
-    ...(given !== undefined ? { headers: mapHeaderArns(checked.headers, (_arn, header) => (given[header] as { secretArn: string }).secretArn) } : {}),
   };
 }
 
-/** The ARNs of a declaration's secret header values (`{secretArn}`), each once: what the consumer must read. */
+/** The ARNs of a declaration's secret values besides its signing secrets (`{secretArn}`), each once: what the consumer must read. */
 export function headerSecretArns(fields: EndpointFields): string[] {
-  const arns = Object.values(fields.headers ?? {}).flatMap((value) => (typeof value === 'object' && 'secretArn' in value ? [value.secretArn] : []));
+  const arns = secretValuePlaces(fields).flatMap(({ value }) => ('secretArn' in value ? [value.secretArn] : []));
   return [...new Set(arns)];
-}
-
-/** `headers` with each `{secretArn}` value's ARN replaced by `map`'s; any other value as it is. */
-function mapHeaderArns(
-  headers: Readonly<Record<string, HeaderValue>> | undefined,
-  map: (arn: string, header: string) => string,
-): Readonly<Record<string, HeaderValue>> | undefined {
-  if (headers === undefined || typeof headers !== 'object' || headers === null) return headers;
-  return Object.fromEntries(
-    Object.entries(headers).map(([header, value]) => [
-      header,
-      typeof value === 'object' && value !== null && 'secretArn' in value && typeof value.secretArn === 'string' ? { ...value, secretArn: map(value.secretArn, header) } : value,
-    ]),
-  );
 }
 
 /**

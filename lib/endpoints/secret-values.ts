@@ -38,9 +38,11 @@ export function secretValuePlaces(fields: Fields): SecretValuePlace[] {
   for (const [name, value] of Object.entries(fields.headers ?? {})) {
     if (isSecretValueObject(value)) places.push({ path: `headers.${name}`, value });
   }
-  if (fields.auth !== undefined) places.push({ path: 'auth.clientSecret', value: fields.auth.clientSecret });
-  const tls = fields.tls;
-  if (tls !== undefined) {
+  // Read with care: the construct's declarations are not parsed yet when their ARNs are looked for.
+  const auth = fields.auth as Readonly<Record<string, unknown>> | undefined;
+  if (typeof auth === 'object' && auth !== null && isSecretValueObject(auth.clientSecret)) places.push({ path: 'auth.clientSecret', value: auth.clientSecret });
+  const tls = fields.tls as Readonly<Record<string, unknown>> | undefined;
+  if (typeof tls === 'object' && tls !== null) {
     for (const key of ['clientCertificate', 'privateKey', 'ca'] as const) {
       const value = tls[key];
       if (isSecretValueObject(value)) places.push({ path: `tls.${key}`, value });
@@ -65,11 +67,12 @@ export async function mapSecretValuesAsync<F extends Fields>(fields: F, map: (pl
 function replaced<F extends Fields>(fields: F, mapped: ReadonlyMap<string, SecretValue>): F {
   if (mapped.size === 0) return fields;
   const out: Record<string, unknown> = { ...fields };
-  if (fields.headers !== undefined) {
+  const paths = [...mapped.keys()];
+  if (fields.headers !== undefined && paths.some((path) => path.startsWith('headers.'))) {
     out.headers = Object.fromEntries(Object.entries(fields.headers).map(([name, value]): [string, HeaderValue] => [name, mapped.get(`headers.${name}`) ?? value]));
   }
-  if (fields.auth !== undefined) out.auth = { ...fields.auth, clientSecret: mapped.get('auth.clientSecret') ?? fields.auth.clientSecret };
-  if (fields.tls !== undefined) {
+  if (fields.auth !== undefined && mapped.has('auth.clientSecret')) out.auth = { ...fields.auth, clientSecret: mapped.get('auth.clientSecret') };
+  if (fields.tls !== undefined && paths.some((path) => path.startsWith('tls.'))) {
     const tls: Record<string, unknown> = { ...fields.tls };
     for (const key of ['clientCertificate', 'privateKey', 'ca'] as const) if (mapped.has(`tls.${key}`)) tls[key] = mapped.get(`tls.${key}`);
     out.tls = tls;

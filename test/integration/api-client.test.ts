@@ -70,6 +70,8 @@ function endpoint(name: string): Endpoint {
     secret: 'set',
     publicKey: null,
     headers: {},
+    auth: null,
+    tls: null,
     previousSecretUntil: null,
     parked: 0,
     health: { paused: false, pausedUntil: null, failures: 0, failingSince: null, lastAcceptedAt: null },

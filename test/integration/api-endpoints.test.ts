@@ -196,6 +196,8 @@ describe('Route: POST /v1/endpoints', () => {
       secret,
       publicKey: null,
       headers: {},
+      auth: null,
+      tls: null,
       previousSecretUntil: null,
       parked: 0,
       health: { paused: false, pausedUntil: null, failures: 0, failingSince: null, lastAcceptedAt: null },

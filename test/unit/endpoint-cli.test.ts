@@ -208,6 +208,8 @@ describe('Function: endpointJson', () => {
       secret: 'set',
       publicKey: null,
       headers: {},
+      auth: null,
+      tls: null,
       previousSecretUntil: null,
       parked: null,
       health: { paused: false, pausedUntil: null, failures: 0, failingSince: null, lastAcceptedAt: null },
