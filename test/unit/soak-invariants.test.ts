@@ -38,6 +38,8 @@ function receiverCounts(endpoint: string, effects: Map<string, number>): Receive
     absorbed: 0,
     keyMismatches: 0,
     changedBodies: 0,
+    unauthorized: 0,
+    refusedHandshakes: 0,
     unplanned: 0,
     unsubscribed: 0,
     badSignatures: 0,
@@ -238,6 +240,16 @@ describe('Function: checkInvariants', () => {
       'requests with a wrong key, a changed body, a bad signature or no event': 3,
       'messages left on the delivery queue': 2,
     });
+  });
+
+  it('flags requests a lock refused, and token fetches past the bound or refused', () => {
+    const observed = withReceiver(cleanEnd(), 'default', (r) => ({ ...r, unauthorized: 2, refusedHandshakes: 1 }));
+    const lock = 'requests refused by their lock (no valid token, no client certificate of the CA)';
+    const fetches = 'token fetches beyond one per worker per token lifetime, or refused';
+
+    expect(broken(observed)).toEqual({ [lock]: 3 });
+    expect(broken({ ...cleanEnd(), tokens: { fetches: 12, refusals: 0, bound: 12 } })).toEqual({});
+    expect(broken({ ...cleanEnd(), tokens: { fetches: 15, refusals: 1, bound: 12 } })).toEqual({ [fetches]: 4 });
   });
 });
 

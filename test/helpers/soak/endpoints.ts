@@ -4,11 +4,11 @@
  * plan's events (five statuses, three carriers, uniform) about 13% go to none, 47% to one, 33% to
  * two and 7% to all three:
  *
- * | endpoint  | eventTypes                                    | match                    |
- * |-----------|-----------------------------------------------|--------------------------|
- * | warehouse | label_created, packed, in_transit             |                          |
- * | tracking  | in_transit, out_for_delivery                  |                          |
- * | acme-ops  | *                                             | data.carrier acme/zephyr |
+ * | endpoint  | eventTypes                                    | match                    | lock (./locks.ts)        |
+ * |-----------|-----------------------------------------------|--------------------------|--------------------------|
+ * | warehouse | label_created, packed, in_transit             |                          | OAuth2 client credentials|
+ * | tracking  | in_transit, out_for_delivery                  |                          | mTLS (HTTPS, test CA)    |
+ * | acme-ops  | *                                             | data.carrier acme/zephyr |                          |
  *
  * The soak decides who gets what with its own few lines (`routeOf`), not the consumer's routing,
  * so a routing mistake shows up as a broken invariant rather than as the expectation.
@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { SoakLock } from './locks';
 
 export interface SoakEndpoint {
   readonly name: string;
@@ -26,14 +27,16 @@ export interface SoakEndpoint {
   readonly carriers?: readonly string[];
   /** `ordering: per-shipment` with `onDead: continue` (docs/contract.md §13); absent: unordered. */
   readonly ordered?: boolean;
+  /** The lock its receiver is behind (docs/contract.md §18); absent: open. */
+  readonly lock?: SoakLock;
 }
 
 /** The single-URL settings' endpoint. */
 export const DEFAULT_SOAK_ENDPOINT: SoakEndpoint = { name: 'default', eventTypes: ['*'] };
 
 export const THREE_ENDPOINTS: readonly SoakEndpoint[] = [
-  { name: 'warehouse', eventTypes: ['shipment.label_created', 'shipment.packed', 'shipment.in_transit'] },
-  { name: 'tracking', eventTypes: ['shipment.in_transit', 'shipment.out_for_delivery'] },
+  { name: 'warehouse', eventTypes: ['shipment.label_created', 'shipment.packed', 'shipment.in_transit'], lock: 'oauth2' },
+  { name: 'tracking', eventTypes: ['shipment.in_transit', 'shipment.out_for_delivery'], lock: 'mtls' },
   { name: 'acme-ops', eventTypes: ['*'], carriers: ['acme', 'zephyr'] },
 ];
 

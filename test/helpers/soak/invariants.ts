@@ -30,6 +30,18 @@ export interface Observed {
   readonly registryGraceMs?: number;
   /** The endpoint outage, when the run had one (./outage.ts). */
   readonly outage?: OutageObserved;
+  /** The OAuth2 token server, when an endpoint was behind one (./locks.ts). */
+  readonly tokens?: TokensObserved;
+}
+
+/** What the soak saw of its token server. */
+export interface TokensObserved {
+  /** Tokens issued. */
+  readonly fetches: number;
+  /** Token requests refused (wrong client credentials). */
+  readonly refusals: number;
+  /** The most the consumers may have fetched: one per worker process per token lifetime less 60 s. */
+  readonly bound: number;
 }
 
 /** What the soak saw of its endpoint outage. Epoch ms. */
@@ -102,7 +114,7 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
       .map(([id, count]) => `${deliveryKey(id, receiver.endpoint)}: applied ${count} times`),
   );
 
-  const sum = (field: 'keyMismatches' | 'changedBodies' | 'unplanned' | 'badSignatures' | 'unsubscribed') =>
+  const sum = (field: 'keyMismatches' | 'changedBodies' | 'unplanned' | 'badSignatures' | 'unsubscribed' | 'unauthorized' | 'refusedHandshakes') =>
     observed.receivers.reduce((total, receiver) => total + receiver[field], 0);
   const [keyMismatches, changedBodies, unplanned, badSignatures] = [
     sum('keyMismatches'),
@@ -208,6 +220,22 @@ export function checkInvariants(plan: SoakPlan, observed: Observed): Invariant[]
       detail: `${keyMismatches} wrong key, ${changedBodies} changed body, ${badSignatures} bad signature, ${unplanned} unplanned`,
       examples: [],
     },
+    {
+      name: 'requests refused by their lock (no valid token, no client certificate of the CA)',
+      violations: sum('unauthorized') + sum('refusedHandshakes'),
+      detail: `${sum('unauthorized')} without a valid token, ${sum('refusedHandshakes')} handshakes refused for the certificate`,
+      examples: [],
+    },
+    ...(observed.tokens === undefined
+      ? []
+      : [
+          {
+            name: 'token fetches beyond one per worker per token lifetime, or refused',
+            violations: Math.max(0, observed.tokens.fetches - observed.tokens.bound) + observed.tokens.refusals,
+            detail: `${observed.tokens.fetches} tokens fetched (at most ${observed.tokens.bound}), ${observed.tokens.refusals} refused`,
+            examples: [],
+          },
+        ]),
     {
       name: 'rows or requests at an endpoint the event is not routed to',
       violations: misroutedCount,

@@ -13,8 +13,14 @@
  * would show up as a double effect, which idempotency could not have caught. With a secret, the kit
  * verifies each request's signature against this endpoint's secret alone, so a request signed with
  * another endpoint's secret is answered 401 and counted.
+ *
+ * Behind a lock (docs/contract.md §18, ./locks.ts): with `authorize`, a request whose bearer token
+ * the token server did not issue, or that expired, is answered 401 and counted before the plan sees
+ * it; with `tls`, it is an HTTPS server that completes no handshake without a client certificate
+ * from the test CA, and counts the handshakes it refused.
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { MemoryIdempotencyStore } from '../../../lib/receiver/memory-store';
 import { createReceiver, REPLAYED_HEADER, type ActionResult, type WebhookResponse } from '../../../lib/receiver/receiver';
 import { listenOnLoopback } from '../loopback';
@@ -44,6 +50,10 @@ export interface ReceiverCounts {
   readonly conflicting?: readonly string[];
   /** Requests the kit refused as unsigned or signed with another secret (401). */
   readonly badSignatures: number;
+  /** Behind OAuth2: requests without a token the token server issued and had not expired (401). */
+  readonly unauthorized: number;
+  /** Behind mTLS: handshakes refused for the client's certificate (none, or not the test CA's). */
+  readonly refusedHandshakes: number;
   /** When each request arrived (epoch ms, in arrival order): judged against pauses and disabling. */
   readonly requestTimes: readonly number[];
   /** Every pause this receiver asked for: a 429 (or the outage's first answer), when answered and its Retry-After. */
@@ -90,6 +100,10 @@ export interface SoakReceiverOptions {
   readonly secret?: string;
   /** Keep a log of every request (event, arrival, `webhook-sequence`, answer): an ordered endpoint's. */
   readonly ordered?: boolean;
+  /** Behind OAuth2: whether a request's `Authorization` header may pass. */
+  readonly authorize?: (authorization: string | undefined) => boolean;
+  /** Behind mTLS: HTTPS with this certificate and key, taking only client certificates `ca` signed. */
+  readonly tls?: { readonly certificate: string; readonly key: string; readonly ca: string };
 }
 
 export interface SoakReceiver {
@@ -124,6 +138,8 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
   let unplanned = 0;
   let unsubscribed = 0;
   let badSignatures = 0;
+  let unauthorized = 0;
+  let refusedHandshakes = 0;
   const requestTimes: number[] = [];
   const pauses: ReceiverPause[] = [];
   const outageAnswers = { pause: 0, unavailable: 0 };
@@ -156,7 +172,8 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
     return { status: 200 };
   };
 
-  const server: Server = createServer((req, res) => {
+  const tls = options.tls;
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const arrivedAt = Date.now();
     requestTimes.push(arrivedAt);
     res.on('error', () => {});
@@ -205,6 +222,11 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
         conflicting.push(bodyEventId ?? key);
         res.writeHead(404).end();
         return;
+      }
+      // Behind OAuth2, a request without a good token never reaches the application or the plan.
+      if (options.authorize !== undefined && !options.authorize(req.headers.authorization)) {
+        unauthorized += 1;
+        return reply(401);
       }
       const event = planned.get(key);
       if (outage !== undefined && event !== undefined) {
@@ -255,9 +277,18 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
         case 'throttle':
           return pause(answer.retryAfterSeconds);
         case 'reset':
-          return void req.socket.resetAndDestroy();
+          // Over TLS Node cannot reset (no TCP handle of its own): the connection is dropped unanswered instead.
+          return void (tls === undefined ? req.socket.resetAndDestroy() : req.socket.destroy());
       }
     });
+  };
+  const server =
+    tls === undefined
+      ? createServer(handle)
+      : createHttpsServer({ cert: tls.certificate, key: tls.key, ca: tls.ca, requestCert: true, rejectUnauthorized: true }, handle);
+  // A killed worker leaves handshakes cut short (a reset, not a refusal): only the certificate's count.
+  server.on('tlsClientError', (error: NodeJS.ErrnoException) => {
+    if (/CERTIFICATE|UNKNOWN_CA|CERT_/i.test(`${error.code ?? ''} ${error.message}`)) refusedHandshakes += 1;
   });
   const listening = await listenOnLoopback(server);
 
@@ -276,6 +307,8 @@ export async function startSoakReceiver(plan: SoakPlan, options: SoakReceiverOpt
       unsubscribedIds: [...unsubscribedIds],
       conflicting: [...conflicting],
       badSignatures,
+      unauthorized,
+      refusedHandshakes,
       requestTimes: [...requestTimes],
       pauses: [...pauses],
       outageAnswers: { ...outageAnswers },

@@ -34,6 +34,7 @@ import {
   type PlannedMessage,
 } from './plan';
 import { startSoakReceiver, type ReceiverCounts, type SoakReceiver } from './receiver';
+import { lockFields, startTokenServer, tlsFixtures, TOKEN_REFRESH_MS, type TokenServer } from './locks';
 
 /** `1`: the single-URL settings (`default`, every event). `3`: three endpoints (./endpoints.ts). */
 export type EndpointMode = 1 | 3;
@@ -224,6 +225,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const maxAttempts = Number(SOAK_SETTINGS.HANDOFF_MAX_ATTEMPTS);
   const receivers: SoakReceiver[] = [];
   let endpointsFile: { path: string; remove(): void } | undefined;
+  let tokens: TokenServer | undefined;
   let sandbox: SandboxProcess | undefined;
   let clients: SandboxClients | undefined;
   const stopKilling = new AbortController();
@@ -235,16 +237,27 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       endpointEnv = { HANDOFF_WEBHOOK_URL: receivers[0]!.url };
     } else {
       const fields = [];
+      // Receivers behind locks (docs/contract.md §18): one takes only the token server's tokens, one only the test CA's client certificate.
+      tokens = await startTokenServer();
+      const locks = { tokens, tls: tlsFixtures() };
       for (const endpoint of plan.endpoints) {
         const secret = soakSecret();
-        const receiver = await startSoakReceiver(plan, { endpoint: endpoint.name, secret, ordered: endpoint.ordered === true });
+        const { lock } = endpoint;
+        const receiver = await startSoakReceiver(plan, {
+          endpoint: endpoint.name,
+          secret,
+          ordered: endpoint.ordered === true,
+          ...(lock === 'oauth2' ? { authorize: tokens.accepts } : {}),
+          ...(lock === 'mtls' ? { tls: { certificate: locks.tls.serverCertificate, key: locks.tls.serverKey, ca: locks.tls.ca } } : {}),
+        });
         receivers.push(receiver);
         const down = options.outage === true && endpoint.name === OUTAGE.endpoint;
-        fields.push(endpointFields(endpoint, receiver.url, secret, down ? OUTAGE.settings : {}));
+        fields.push(endpointFields(endpoint, receiver.url, secret, { ...(down ? OUTAGE.settings : {}), ...(lock !== undefined ? lockFields(lock, locks) : {}) }));
       }
       endpointsFile = writeEndpointsFile(fields);
       endpointEnv = { HANDOFF_ENDPOINTS_FILE: endpointsFile.path };
     }
+    const sandboxStartedAt = Date.now();
     sandbox = await startSandboxProcess({ env: { ...SOAK_SETTINGS, ...endpointEnv }, endpointsCacheMs: SOAK_ENDPOINTS_CACHE_MS });
     clients = new SandboxClients(sandbox.ready);
     const startedAt = Date.now();
@@ -355,6 +368,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     ]);
     const counts = receivers.map((receiver) => receiver.counts());
     const endAt = Date.now();
+    // Each worker process keeps its own token (one sender per endpoint per container), fetched again every TOKEN_REFRESH_MS.
+    const workersStarted = sandbox.stderr().filter((line) => /^worker \d+ started$/.test(line)).length;
+    const tokenBound = workersStarted * (Math.floor((endAt - sandboxStartedAt) / TOKEN_REFRESH_MS) + 1);
     const invariants = checkInvariants(plan, {
       rows,
       deadLetters,
@@ -362,6 +378,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       queueDepth: queueDepth + orderedDepth,
       maxAttempts,
       registryGraceMs: REGISTRY_GRACE_MS,
+      ...(tokens !== undefined ? { tokens: { fetches: tokens.fetches(), refusals: tokens.refusals(), bound: tokenBound } } : {}),
       ...(outage !== undefined
         ? {
             outage: {
@@ -395,6 +412,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     if (sandbox !== undefined && options.sandboxLogFile !== undefined) writeFileSync(options.sandboxLogFile, `${sandbox.stderr().join('\n')}\n`);
     await sandbox?.stop('SIGKILL');
     for (const receiver of receivers) await receiver.close();
+    await tokens?.close();
     endpointsFile?.remove();
   }
 }
