@@ -99,6 +99,8 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
       // Its OAuth2 grant and client certificate (§18), their secrets read as its headers' are.
       auth: endpoint.auth,
       tls: endpoint.tls,
+      // The deployment's HTTP CONNECT proxy (HANDOFF_PROXY_URL), for every endpoint; the guard still checks each receiver's address.
+      proxyUrl: settings.proxyUrl,
       timeoutMs: endpoint.attemptTimeoutMs,
       guard,
     });
