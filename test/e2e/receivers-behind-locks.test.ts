@@ -14,12 +14,18 @@
  *   the overlap a receiver holding either public key verifies;
  * - an HMAC endpoint from the endpoints file moved to ed25519 by `rotate-secret --signature
  *   ed25519`: `v1a` and `v1` together, the old secret and the new public key each verifying;
- * - an ed25519 endpoint with a secret header from the endpoints file, seeded as it is.
+ * - an ed25519 endpoint with a secret header from the endpoints file, seeded as it is;
+ * - `auth` and `tls` through the API: each secret stored encrypted, shown as `{"secret": true}`, kept
+ *   by an update; a plain client secret, a certificate that is no PEM and a mismatched key refused
+ *   naming their paths; both cleared by `update --clear`.
  *
  * Tests run in order and share the sandbox. Run the file, not a single test.
  */
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { createPublicKey, verify } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type Io } from '../../cli/main';
@@ -35,6 +41,11 @@ import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 const SETTLE_MS = 60_000;
 const LEGACY_SECRET = 'whsec_T7ojJeNsUogA3D9W+2rOXCHVIoj2XRbaCCjTarhNdhk=';
 const FILE_KEY = generateSecret('ed25519');
+const tlsFixture = (name: string) => readFileSync(new URL(`../fixtures/tls-fields/${name}`, import.meta.url), 'utf8');
+const TLS_CERT = tlsFixture('client.pem');
+const TLS_KEY = tlsFixture('client.key.pem');
+const TLS_OTHER_KEY = tlsFixture('other.key.pem');
+const TLS_KEY_MATERIAL = TLS_KEY.split('\n')[1]!;
 
 interface Delivered {
   readonly headers: IncomingHttpHeaders;
@@ -346,6 +357,57 @@ describe('receivers behind locks, against the running sandbox', { timeout: 180_0
     expect(unknown.json.errors).toEqual([{ path: 'signature', message: 'must be one of hmac-sha256, ed25519' }]);
     expect(back.status).toBe(200);
     expect(back.json).toMatchObject({ secret: expect.stringMatching(/^whsec_/), publicKey: null, settings: { signature: 'hmac-sha256' }, previousSecretUntil: null });
+  });
+
+  it('creates one with auth and tls through the API: each secret stored encrypted under its path, shown as {"secret": true}, kept by an update that sends that back', async () => {
+    const auth = { type: 'oauth2-client-credentials', tokenUrl: 'https://idp.example/oauth2/token', clientId: 'handoff-locked', clientSecret: { secret: 'cl13nt-s3cret' } };
+    const tls = { clientCertificate: TLS_CERT, privateKey: { secret: TLS_KEY } };
+    const created = await api('POST', '/v1/endpoints', { name: 'locked', url: erp.url, eventTypes: ['*'], match: { 'data.carrier': ['locked'] }, auth, tls });
+    const stored = await storedFields('locked');
+
+    expect(created.status).toBe(201);
+    expect(created.json).toMatchObject({ auth: { ...auth, clientSecret: { secret: true } }, tls: { clientCertificate: TLS_CERT, privateKey: { secret: true } } });
+    expect(JSON.stringify(created.json)).not.toContain('cl13nt-s3cret');
+    expect(JSON.stringify(created.json)).not.toContain(TLS_KEY_MATERIAL);
+    expect(stored).toMatchObject({ auth: { clientSecret: { secret: expect.stringMatching(/^encrypted:local:/) } }, tls: { privateKey: { secret: expect.stringMatching(/^encrypted:local:/) } } });
+    const shown = await handoff(['show', 'locked']);
+    expect(shown.stdout).toMatch(/^auth\s+oauth2-client-credentials at https:\/\/idp\.example\/oauth2\/token; client handoff-locked; client secret set$/m);
+    expect(shown.stdout).toMatch(/^tls\s+certificate CN=handoff-test-client, O=handoff tests, expires .*; key set$/m);
+    expect(shown.stdout).not.toContain(TLS_KEY_MATERIAL);
+
+    const changed = await api('PATCH', '/v1/endpoints/locked', { auth: { ...auth, clientSecret: { secret: true }, scope: 'shipments' }, tls: created.json.tls });
+
+    expect(changed.status).toBe(200);
+    expect(changed.json.changed).toEqual(['auth']);
+    const after = await storedFields('locked');
+    expect(after).toMatchObject({ auth: { scope: 'shipments', clientSecret: (stored!.auth as Record<string, unknown>).clientSecret }, tls: stored!.tls });
+  });
+
+  it('refuses a plain client secret, a certificate that is no PEM and a key that is not the certificate’s, naming each path, never the key', async () => {
+    const auth = { type: 'oauth2-client-credentials', tokenUrl: 'https://idp.example/token', clientId: 'c', clientSecret: 'plain-s3cret' };
+    const plain = await api('POST', '/v1/endpoints', { name: 'bad-auth', url: erp.url, eventTypes: ['*'], auth });
+    const noPem = await api('POST', '/v1/endpoints', { name: 'bad-tls', url: erp.url, eventTypes: ['*'], tls: { clientCertificate: 'not pem', privateKey: { secret: TLS_KEY } } });
+    const file = join(mkdtempSync(join(tmpdir(), 'handoff-locks-')), 'endpoint.json');
+    writeFileSync(file, JSON.stringify({ name: 'bad-pair', url: erp.url, eventTypes: ['*'], tls: { clientCertificate: TLS_CERT, privateKey: { secret: TLS_OTHER_KEY } } }), { mode: 0o600 });
+    const mismatched = await handoff(['add', '--from-file', file]);
+
+    expect(plain.status).toBe(400);
+    expect(plain.json.errors).toEqual([{ path: 'auth.clientSecret', message: expect.stringContaining('never the value as plain text') }]);
+    expect(JSON.stringify(plain.json)).not.toContain('plain-s3cret');
+    expect(noPem.status).toBe(400);
+    expect(noPem.json.errors).toEqual([{ path: 'tls.clientCertificate', message: expect.stringMatching(/^must be PEM/) }]);
+    expect(mismatched.code).toBe(2);
+    expect(mismatched.stderr).toMatch(/^handoff: endpoint "bad-pair": tls\.privateKey is not the key of tls\.clientCertificate/);
+    expect(mismatched.stderr).not.toContain(TLS_OTHER_KEY.split('\n')[1]);
+    for (const name of ['bad-auth', 'bad-tls', 'bad-pair']) expect((await handoff(['show', name])).code).toBe(1);
+  });
+
+  it('clears auth and tls with update --clear', async () => {
+    const cleared = await handoff(['update', 'locked', '--clear', 'auth', '--clear', 'tls', '--json']);
+
+    expect(cleared.code, cleared.stderr).toBe(0);
+    expect(JSON.parse(cleared.stdout)).toMatchObject({ auth: null, tls: null, changed: ['auth', 'tls'] });
+    expect(await storedFields('locked')).not.toHaveProperty('auth');
   });
 
   it('never verified a request the receivers were not meant to: every request answered 200', () => {
