@@ -68,6 +68,7 @@ import type { LedgerCapacity } from './delivery/capacity';
 import { METRICS } from './delivery/metrics';
 import { createQueues, orderedMaxReceiveCount } from './delivery/queues';
 import { createSealKey, createSigningSecret } from './delivery/secrets';
+import type { TracingMode } from './delivery/tracing';
 import { EndpointRegistry, type EndpointDeclaration } from './endpoint-registry';
 import { DEFAULT_ENDPOINT } from '../lib/ledger/delivery-record';
 
@@ -237,6 +238,14 @@ export interface WebhookDeliveryProps {
    * docs/cost-and-benchmarks.md. Default: no VPC.
    */
   readonly egress?: EgressOptions;
+  /**
+   * The consumer's traces (docs/contract.md §19, infra/delivery/tracing.ts): `'xray'` (default)
+   * Lambda's active tracing with the ADOT collector layer sending its spans to X-Ray; `'otlp'` spans
+   * to `tracingOtlpEndpoint` (a collector of yours); `'off'` none, no OpenTelemetry loaded.
+   */
+  readonly tracing?: TracingMode;
+  /** With `tracing: 'otlp'`: the collector's base URL (https, or http://localhost for one beside the function). */
+  readonly tracingOtlpEndpoint?: string;
 }
 
 export class WebhookDelivery extends Construct {

@@ -20,6 +20,7 @@ import { ConfigError } from '../../lib/errors';
 import { deploymentToJson } from '../../lib/endpoints/endpoint';
 import { RECOVERY_ENV, RECOVERY_LIMIT, recoveryGraceMs } from '../../lib/recovery';
 import type { WebhookDelivery, WebhookDeliveryProps } from '../webhook-delivery';
+import { addTracingLayer, tracingSetup } from './tracing';
 
 /** The consumer function's memory, MB, unless `memorySizeMb` says otherwise (the cost model prices it). */
 export const CONSUMER_MEMORY_MB = 256;
@@ -82,12 +83,14 @@ function resourceEnvironment(
  */
 export function createConsumer(
   scope: Construct & ConsumerParts,
-  props: Pick<WebhookDeliveryProps, 'logRetention' | 'reservedConcurrency' | 'memorySizeMb' | 'maxBatchingWindow'>,
+  props: Pick<WebhookDeliveryProps, 'logRetention' | 'reservedConcurrency' | 'memorySizeMb' | 'maxBatchingWindow' | 'tracing' | 'tracingOtlpEndpoint'>,
   settings: Settings,
   source: FunctionSource,
   network: Pick<lambda.FunctionProps, 'vpc' | 'vpcSubnets' | 'securityGroups'> = {},
 ): { function: lambda.Function; role: iam.Role } {
   const timings = derivedTimings(settings);
+  // Traces (docs/contract.md §19, infra/delivery/tracing.ts): X-Ray through active tracing and the ADOT collector layer by default.
+  const traced = tracingSetup(props);
   const { logGroup, role } = logsAndRole(
     scope,
     'Consumer',
@@ -100,6 +103,7 @@ export function createConsumer(
     ...resourceEnvironment(scope),
     // esbuild's source map is only read when Node is told to.
     NODE_OPTIONS: '--enable-source-maps',
+    ...traced.environment,
   };
   // No URL in the environment: the registry (HANDOFF_ENDPOINTS_TABLE, always set here) holds every
   // endpoint, `default` seeded from webhookUrl, and a URL may carry a token in its query. The
@@ -126,9 +130,11 @@ export function createConsumer(
       ...(reservedConcurrency !== undefined ? { reservedConcurrentExecutions: reservedConcurrency } : {}),
       // With static egress (infra/delivery/egress.ts): its network interfaces in the VPC's private subnets.
       ...network,
+      ...(traced.tracing !== undefined ? { tracing: traced.tracing } : {}),
     },
     source,
   );
+  addTracingLayer(consumer, traced);
 
   consumer.addEventSource(
     new SqsEventSource(scope.queue, {

@@ -6,11 +6,14 @@
  * loads nothing of it and spends a branch per record.
  *
  * On when an OTLP endpoint is set (`OTEL_EXPORTER_OTLP_ENDPOINT` or
- * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), unless `OTEL_SDK_DISABLED=true` or
- * `OTEL_TRACES_EXPORTER=none`; everything else (service name, sampler, headers, timeout) is
- * OpenTelemetry's own variables, read by its SDK.
+ * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`: the sandbox's way), or when `HANDOFF_TRACING` is `xray` or
+ * `otlp` (the construct's: with `xray` the ADOT collector listens beside the function on
+ * OpenTelemetry's default endpoint, localhost:4318, so no URL is in the environment); off when
+ * `HANDOFF_TRACING=off`, `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`. Everything else
+ * (service name, sampler, headers, timeout) is OpenTelemetry's own variables, read by its SDK.
  */
 import type { SQSRecord } from 'aws-lambda';
+import { ConfigError } from '../errors';
 import { AWS_TRACE_HEADER_ATTRIBUTE, carrierOf, parseTraceparent, TRACELINK_ATTRIBUTE, type ParsedTraceparent, type TraceCarrier } from './carrier';
 
 export type SpanAttributes = Readonly<Record<string, string | number | boolean | undefined>>;
@@ -52,11 +55,18 @@ export interface Tracing {
 /** Spans are flushed before the handler returns, at most this long: a slow collector delays a batch by no more. */
 export const FLUSH_TIMEOUT_MS = 2_000;
 
-/** Whether OpenTelemetry's variables turn tracing on (this module's doc). */
+/** The construct's tracing mode (infra/delivery/tracing.ts): `xray`, `otlp` or `off`. */
+export const TRACING_ENV = 'HANDOFF_TRACING';
+const TRACING_MODES = ['xray', 'otlp', 'off'];
+
+/** Whether the environment turns tracing on (this module's doc). @throws ConfigError naming HANDOFF_TRACING */
 export function tracingEnabled(env: NodeJS.ProcessEnv): boolean {
+  const mode = env[TRACING_ENV] || undefined;
+  if (mode !== undefined && !TRACING_MODES.includes(mode)) throw new ConfigError(TRACING_ENV, `must be xray, otlp or off, got "${mode.slice(0, 40)}"`);
+  if (mode === 'off') return false;
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return false;
   if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'none') return false;
-  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  return mode !== undefined || Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
 }
 
 /**
