@@ -76,6 +76,9 @@ const LABELS: Readonly<Record<string, string>> = {
   ordering: 'Ordering',
   onDead: 'On dead',
   autoDisable: 'Auto-disable',
+  // Objects, edited as JSON like headers: a secret in them is shown as {"secret": true}, which keeps it when sent back.
+  auth: 'OAuth2 client credentials (JSON)',
+  tls: 'Client certificate (JSON)',
 };
 
 function labelOf(name: string): string {

@@ -287,6 +287,26 @@ function Fields({ endpoint }: { endpoint: EndpointDetail }) {
           </dd>
         </>
       ) : null}
+      {endpoint.auth !== null && endpoint.auth !== undefined ? (
+        <>
+          <dt>OAuth2</dt>
+          <dd data-field="auth">
+            client <code>{endpoint.auth.clientId}</code> at <code>{endpoint.auth.tokenUrl}</code>
+            {endpoint.auth.scope !== undefined ? <> · scope <code>{endpoint.auth.scope}</code></> : null}
+            <span class="muted"> · client secret {'secretArn' in endpoint.auth.clientSecret ? 'in Secrets Manager' : 'set (never shown)'}</span>
+          </dd>
+        </>
+      ) : null}
+      {endpoint.tls !== null && endpoint.tls !== undefined ? (
+        <>
+          <dt>Client certificate</dt>
+          <dd data-field="tls">
+            {typeof endpoint.tls.clientCertificate === 'string' ? 'given' : 'in Secrets Manager'}
+            <span class="muted"> · key {'secretArn' in endpoint.tls.privateKey ? 'in Secrets Manager' : 'set (never shown)'}</span>
+            {endpoint.tls.ca !== undefined ? <span class="muted"> · its own CA</span> : null}
+          </dd>
+        </>
+      ) : null}
       <dt>Created</dt>
       <dd>{formatTime(endpoint.createdAt)}</dd>
       <dt>Updated</dt>
