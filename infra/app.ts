@@ -7,8 +7,8 @@
  * `signingSecret` (the complete ARN of an existing secret, or `none` for unsigned webhooks; unset,
  * the stack generates one), and `endpointsFile`: a JSON file `{"endpoints": [ … ]}` of endpoints
  * the stack seeds into its registry (docs/contract.md §11), each signing secret the complete ARN of
- * a Secrets Manager secret (a value would land in the template), and so each header's secret value
- * (`{"secretArn": …}`, never `{"secret": …}`). With it, `webhookUrl` is optional:
+ * a Secrets Manager secret (a value would land in the template), and so each other secret value (a
+ * header's, `auth.clientSecret`, `tls.privateKey`: `{"secretArn": …}`, never `{"secret": …}`). With it, `webhookUrl` is optional:
  * given, it adds the endpoint `default`; absent, no `WebhookUrl` parameter is asked for.
  *
  * The management API (docs/contract.md §16) is always deployed behind IAM (output `ApiUrl`). For
@@ -40,6 +40,7 @@ import { ConfigError, EndpointError } from '../lib/errors';
 import type { ApiAuth } from './delivery/api';
 import type { EgressOptions } from './delivery/egress';
 import { deploymentToJson, parseEndpointFields, type EndpointFields } from '../lib/endpoints/endpoint';
+import { secretValuePlaces } from '../lib/endpoints/secret-values';
 import { STACK_OUTPUTS } from '../lib/stack-outputs';
 import { COMPLETE_SECRET_ARN } from './registry/seed-call';
 import { WebhookDelivery, type EndpointDeclaration, type WebhookDeliveryProps } from './webhook-delivery';
@@ -84,7 +85,7 @@ export function webhookUrlPattern(allowHttp: boolean): string {
 /**
  * Reads the endpoints file the `endpointsFile` context names: `{"endpoints": [ … ]}`, each checked
  * for its shape (the deployment's rules are checked by the construct), each secret an ARN, and each
- * header's secret value too.
+ * other secret value too (a header's, `auth.clientSecret`, `tls.privateKey`: `{"secretArn": …}`).
  * @throws ConfigError naming the context key and the file, EndpointError naming the endpoint and field
  */
 export function endpointsFromFile(path: string): EndpointFields[] {
@@ -114,19 +115,19 @@ export function endpointsFromFile(path: string): EndpointFields[] {
         );
       }
     }
-    for (const [header, value] of Object.entries(fields.headers ?? {})) {
-      if (typeof value === 'string') continue;
+    // Every other secret value (a header's, auth.clientSecret, tls.privateKey, a certificate kept as a secret).
+    for (const { path: at, value } of secretValuePlaces(fields)) {
       if ('secret' in value) {
         throw new EndpointError(
           fields.name,
-          `headers.${header}`,
+          at,
           `must be {"secretArn": …}, the complete ARN of a Secrets Manager secret, in ${path}, never {"secret": …}: a value would land in the template (the value is not shown)`,
         );
       }
       if (!COMPLETE_SECRET_ARN.test(value.secretArn)) {
         throw new EndpointError(
           fields.name,
-          `headers.${header}`,
+          at,
           `must name its secret by the complete ARN in ${path}, with the six characters Secrets Manager adds to its name (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf)`,
         );
       }

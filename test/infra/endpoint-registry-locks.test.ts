@@ -5,11 +5,14 @@
  * that would land in the template) and a partial ARN refused at synth, naming the endpoint and the
  * path, never the value. An inline certificate is public and seeded as it is.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { EndpointError } from '../../lib/errors';
+import { endpointsFromFile } from '../../infra/app';
 import { WebhookDelivery, type EndpointDeclaration } from '../../infra/webhook-delivery';
 import { testApp, STAND_IN_ENTRY, WEBHOOK_URL } from './cdk-context';
 
@@ -81,5 +84,18 @@ describe('Construct: declared endpoints with auth and tls', () => {
 
   it('refuses a token URL the deployment refuses, as url is', () => {
     expect(() => build([{ auth: { ...AUTH, tokenUrl: 'http://idp.example/token' } }])).toThrow(/^endpoint "locked-0": auth\.tokenUrl is refused: /);
+  });
+
+  it("refuses {secret} in the endpointsFile context's file too, naming the path, and takes {secretArn} there", () => {
+    const file = (name: string, tls: unknown) => {
+      const path = join(mkdtempSync(join(tmpdir(), 'handoff-app-locks-')), name);
+      writeFileSync(path, JSON.stringify({ endpoints: [{ name: 'locked', url: 'https://acme.example.com/hooks', eventTypes: ['*'], auth: AUTH, tls }] }));
+      return path;
+    };
+    const byValue = file('value.json', { clientCertificate: CERT, privateKey: { secret: KEY } });
+
+    expect(() => endpointsFromFile(byValue)).toThrow(/^endpoint "locked": tls\.privateKey must be \{"secretArn": …\}, the complete ARN of a Secrets Manager secret, in .*value\.json, never \{"secret": …\}/);
+    expect(() => endpointsFromFile(byValue)).not.toThrow(KEY.split('\n')[1]);
+    expect(endpointsFromFile(file('arn.json', { clientCertificate: CERT, privateKey: { secretArn: KEY_ARN } }))[0]!.tls).toEqual({ clientCertificate: CERT, privateKey: { secretArn: KEY_ARN } });
   });
 });
