@@ -1,11 +1,14 @@
 /**
- * Bundle size and module init, as the stack deploys the consumer (infra/webhook-delivery.ts):
+ * Bundle size and module init, as the package ships the consumer (scripts/build.ts):
  * esbuild, ESM, minified, the AWS SDK left external (the Node.js 22+ runtimes ship it), the
- * same `require` banner. Each bundle is imported by a fresh `node` process that times the
- * dynamic import; the processes for all bundles take turns, so machine noise falls on each alike.
+ * same `require` banner, split: what a handler imports only later (the consumer's tracing, its
+ * OpenTelemetry chunk) is a file of its own, not part of `bytes`. Each bundle is imported by a fresh
+ * `node` process that times the dynamic import; the processes for all bundles take turns, so machine
+ * noise falls on each alike. The consumer is timed twice: as is (tracing off), and with its tracing
+ * chunks imported too (what a cold start with tracing on loads by the end of its first batch).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
@@ -36,18 +39,24 @@ const INIT_ENV: Record<string, string> = {
   IDEMPOTENCY_TABLE: 'bench-idempotency',
 };
 
-/** Run in each fresh process: time the import, print ms. */
+/** Run in each fresh process: time the import of every module given, in order, print ms. */
 const TIMER = `
 const { performance } = await import('node:perf_hooks');
 const startedAt = performance.now();
-await import(process.argv[1]);
+for (const module of process.argv.slice(1)) await import(module);
 process.stdout.write(String(performance.now() - startedAt));
 `;
 
 /** Writes the bundle; its size and its six largest inputs (bytes in the output). */
 async function bundle(name: BundleName) {
+  const outdir = join(OUT_DIR, name);
+  rmSync(outdir, { recursive: true, force: true });
   const result = await build({
-    entryPoints: [HANDLER_PATHS[name]],
+    entryPoints: { index: HANDLER_PATHS[name] },
+    outdir,
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    outExtension: { '.js': '.mjs' },
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -56,34 +65,51 @@ async function bundle(name: BundleName) {
     external: ['@aws-sdk/*'],
     mainFields: ['module', 'main'],
     banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
-    write: false,
     metafile: true,
     logLevel: 'silent',
   });
-  const output = result.outputFiles[0];
-  if (!output) throw new Error(`esbuild wrote nothing for ${name}`);
-  const path = join(OUT_DIR, `${name}.mjs`);
-  writeFileSync(path, output.contents);
-  const inputs = Object.entries(Object.values(result.metafile.outputs)[0]?.inputs ?? {});
+  const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.endsWith('.mjs'));
+  const entry = outputs.find(([, output]) => output.entryPoint !== undefined);
+  if (!entry) throw new Error(`esbuild wrote nothing for ${name}`);
+  const path = join(outdir, 'index.mjs');
+  const inputs = Object.entries(entry[1].inputs);
   const largestInputs = inputs.map(([input, { bytesInOutput }]) => ({ path: input, bytes: bytesInOutput })).sort((a, b) => b.bytes - a.bytes);
-  return { path, bytes: output.contents.byteLength, largestInputs: largestInputs.slice(0, 6) };
+  // The chunks imported later (dynamic imports), with what they import: the consumer's tracing.
+  const lazy = outputs.filter(([file]) => file.includes('/chunks/') && /\/chunks\/otel-/.test(file));
+  const lazyChunks = lazy.map(([file]) => join(outdir, 'chunks', file.split('/chunks/')[1]!));
+  const lazyBytes = outputs.filter(([file]) => file.includes('/chunks/')).reduce((sum, [, output]) => sum + output.bytes, 0);
+  return { path, bytes: entry[1].bytes, lazyBytes, lazyChunks, largestInputs: largestInputs.slice(0, 6) };
 }
 
 export async function measureBundles(names: readonly BundleName[], runs: number, progress: (line: string) => void) {
   mkdirSync(OUT_DIR, { recursive: true });
-  const bundles = [];
-  for (const name of names) bundles.push({ name, ...(await bundle(name)), initMs: [] as number[] });
+  const bundles: (Awaited<ReturnType<typeof bundle>> & { name: BundleName; initMs: number[]; tracedInitMs: number[] })[] = [];
+  for (const name of names) bundles.push({ name, ...(await bundle(name)), initMs: [] as number[], tracedInitMs: [] as number[] });
+  const timed = (b: (typeof bundles)[number], modules: readonly string[]) => {
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', TIMER, ...modules.map((m) => pathToFileURL(m).href)], {
+      env: { PATH: process.env.PATH ?? '', ...INIT_ENV },
+      encoding: 'utf8',
+    });
+    const ms = Number(child.stdout);
+    if (child.status !== 0 || !Number.isFinite(ms)) throw new Error(`init of the ${b.name} bundle failed: ${child.stderr.split('\n').slice(0, 3).join(' ')}`);
+    return ms;
+  };
   for (let run = 0; run < runs; run += 1) {
     for (const b of bundles) {
-      const child = spawnSync(process.execPath, ['--input-type=module', '-e', TIMER, pathToFileURL(b.path).href], {
-        env: { PATH: process.env.PATH ?? '', ...INIT_ENV },
-        encoding: 'utf8',
-      });
-      const ms = Number(child.stdout);
-      if (child.status !== 0 || !Number.isFinite(ms)) throw new Error(`init of the ${b.name} bundle failed: ${child.stderr.split('\n').slice(0, 3).join(' ')}`);
-      b.initMs.push(ms);
+      b.initMs.push(timed(b, [b.path]));
+      if (b.lazyChunks.length > 0) b.tracedInitMs.push(timed(b, [b.path, ...b.lazyChunks]));
     }
     progress(`[bundle] module init: ${run + 1}/${runs} rounds`);
   }
-  return bundles.map(({ name, bytes, largestInputs, initMs }) => ({ name, bytes, largestInputs, initMs, initMedianMs: median(initMs) }));
+  return bundles.map(({ name, bytes, lazyBytes, largestInputs, initMs, tracedInitMs }) => ({
+    name,
+    bytes,
+    /** Chunks imported later: the consumer's tracing (OpenTelemetry), loaded only while tracing is on. */
+    lazyBytes,
+    largestInputs,
+    initMs,
+    initMedianMs: median(initMs),
+    /** With its tracing chunks imported too (the consumer only): a cold start with tracing on. */
+    ...(tracedInitMs.length > 0 ? { tracedInitMedianMs: median(tracedInitMs) } : {}),
+  }));
 }

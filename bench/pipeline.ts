@@ -77,7 +77,14 @@ export type Consumer = Awaited<ReturnType<typeof startConsumer>>;
 export async function startConsumer(
   bench: Bench,
   name: ConsumerName,
-  options: { readonly label: string; readonly endpoints?: readonly EndpointFields[]; readonly poll?: boolean; readonly take?: (line: string) => boolean },
+  options: {
+    readonly label: string;
+    readonly endpoints?: readonly EndpointFields[];
+    readonly poll?: boolean;
+    readonly take?: (line: string) => boolean;
+    /** Variables over the worker's (tracing's OTEL_*: bench/tracing.ts). */
+    readonly env?: Readonly<Record<string, string>>;
+  },
 ) {
   const { label } = options;
   const runId = randomUUID().slice(0, 8);
@@ -114,6 +121,7 @@ export async function startConsumer(
       [RESOURCE_ENV.sealKey]: MessageSeal.generateKey(),
     });
   }
+  if (options.env) Object.assign(env, options.env);
   if (options.endpoints) {
     const tableName = (env[RESOURCE_ENV.endpointsTable] = `bench-${runId}-endpoints`);
     await createEndpointsTable(clients.setupDynamodb, tableName);

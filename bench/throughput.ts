@@ -20,8 +20,12 @@ export type ConsumerFigures = Awaited<ReturnType<typeof runConsumer>>;
 export type BatchConcurrencyResult = Awaited<ReturnType<typeof runBatchConcurrency>>;
 
 /** One consumer through the workload: figures per delivered event over the loaded phase, latencies of both. */
-export async function runConsumer(name: ConsumerName, bench: Bench, options: { readonly events: number; readonly unloadedEvents: number; readonly window: number }) {
-  const consumer = await startConsumer(bench, name, { label: `[${name}]` });
+export async function runConsumer(
+  name: ConsumerName,
+  bench: Bench,
+  options: { readonly events: number; readonly unloadedEvents: number; readonly window: number; readonly label?: string; readonly env?: Readonly<Record<string, string>> },
+) {
+  const consumer = await startConsumer(bench, name, { label: options.label ?? `[${name}]`, ...(options.env ? { env: options.env } : {}) });
   const repeatsBefore = bench.receiver.repeats;
   /** Until `records` more records than `from` are settled (deleted) and measured. */
   const settle = async (from: number, records: number) => {
