@@ -22,9 +22,9 @@
 import { Validations } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { ConfigError } from '../../lib/errors';
-import { TRACING_ENV } from '../../lib/tracing/tracing';
+import { TRACING_ENV, TRACING_MODES, type TracingMode } from '../../lib/tracing/mode';
 
-export type TracingMode = 'xray' | 'otlp' | 'off';
+export type { TracingMode };
 
 /**
  * Where the collector extension listens for OTLP/HTTP (the ADOT layer's default configuration):
@@ -51,7 +51,7 @@ export interface TracingSetup {
 /** @throws ConfigError naming the prop */
 export function tracingSetup(props: TracingProps): TracingSetup {
   const mode = props.tracing ?? 'xray';
-  if (!['xray', 'otlp', 'off'].includes(mode)) throw new ConfigError('tracing', `must be 'xray', 'otlp' or 'off', got ${JSON.stringify(mode)}`);
+  if (!(TRACING_MODES as readonly string[]).includes(mode)) throw new ConfigError('tracing', `must be 'xray', 'otlp' or 'off', got ${JSON.stringify(mode)}`);
   if (mode !== 'otlp' && props.tracingOtlpEndpoint !== undefined) throw new ConfigError('tracingOtlpEndpoint', `is for tracing: 'otlp' only (tracing is '${mode}')`);
   const service = { OTEL_SERVICE_NAME: TRACING_SERVICE_NAME };
   switch (mode) {

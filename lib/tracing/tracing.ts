@@ -14,6 +14,7 @@
  */
 import type { SQSRecord } from 'aws-lambda';
 import { ConfigError } from '../errors';
+import { TRACING_ENV, TRACING_MODES } from './mode';
 import { AWS_TRACE_HEADER_ATTRIBUTE, carrierOf, parseTraceparent, TRACELINK_ATTRIBUTE, type ParsedTraceparent, type TraceCarrier } from './carrier';
 
 export type SpanAttributes = Readonly<Record<string, string | number | boolean | undefined>>;
@@ -55,14 +56,11 @@ export interface Tracing {
 /** Spans are flushed before the handler returns, at most this long: a slow collector delays a batch by no more. */
 export const FLUSH_TIMEOUT_MS = 2_000;
 
-/** The construct's tracing mode (infra/delivery/tracing.ts): `xray`, `otlp` or `off`. */
-export const TRACING_ENV = 'HANDOFF_TRACING';
-const TRACING_MODES = ['xray', 'otlp', 'off'];
 
 /** Whether the environment turns tracing on (this module's doc). @throws ConfigError naming HANDOFF_TRACING */
 export function tracingEnabled(env: NodeJS.ProcessEnv): boolean {
   const mode = env[TRACING_ENV] || undefined;
-  if (mode !== undefined && !TRACING_MODES.includes(mode)) throw new ConfigError(TRACING_ENV, `must be xray, otlp or off, got "${mode.slice(0, 40)}"`);
+  if (mode !== undefined && !(TRACING_MODES as readonly string[]).includes(mode)) throw new ConfigError(TRACING_ENV, `must be xray, otlp or off, got "${mode.slice(0, 40)}"`);
   if (mode === 'off') return false;
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return false;
   if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'none') return false;
