@@ -68,6 +68,7 @@ import { leaseIsLive } from './ledger/ledger';
 import { METRICS_NAMESPACE, SERVICE_NAME, errorFields, type Logger } from './observability';
 import type { DeliveryQueue, EndpointMessage, RedriveQueue, RedrivenMessage } from './queue/queue';
 import type { Resume } from './resume';
+import { linkOf } from './tracing/carrier';
 
 
 /** The scheduled function's settings (functions/recovery.ts), set by the construct. */
@@ -196,7 +197,8 @@ export async function recoverStuck(deps: RecoveryDeps): Promise<RecoveryRun> {
       });
     }
     if (stranded.length > 0) {
-      const messages: EndpointMessage[] = stranded.map((record) => ({ body: record.body!, endpoint: record.endpoint }));
+      // Linked to each delivery's original trace, where its row keeps one (docs/contract.md §19).
+      const messages: EndpointMessage[] = stranded.map((record) => ({ body: record.body!, endpoint: record.endpoint, ...linkOf(record) }));
       try {
         await queue.fanOut(messages);
       } catch (error) {

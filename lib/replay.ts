@@ -16,6 +16,7 @@ import { ReplayRefusedError } from './ledger/errors';
 import type { DeadReason, DeliveryRecord, Ledger, ReplayInput } from './ledger/ledger';
 import type { DeliveryQueue } from './queue/queue';
 import { NothingToReplayError, ReplayEnqueueError, ReplayInputError } from './errors';
+import { linkOf } from './tracing/carrier';
 
 /**
  * The audit entry's texts are bounded, so a row stays small and an entry stays readable: the
@@ -77,7 +78,8 @@ export async function replayDelivery(input: ReplayInput, deps: ReplayDeps): Prom
   const body = record.body;
   if (body === undefined) throw new ReplayEnqueueError(record);
   try {
-    await deps.queue.enqueue(body, { endpoint: record.endpoint });
+    // Linked to the delivery's original trace, where the row keeps one (docs/contract.md §19).
+    await deps.queue.enqueue(body, { endpoint: record.endpoint, ...linkOf(record) });
   } catch (error) {
     throw new ReplayEnqueueError(record, { cause: error });
   }

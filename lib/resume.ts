@@ -33,6 +33,7 @@ import { ENDPOINTS_CACHE_MS } from './endpoints/registry';
 import type { DeliveryRecord, Ledger } from './ledger/ledger';
 import { errorFields, type Logger } from './observability';
 import type { DeliveryQueue } from './queue/queue';
+import { linkOf } from './tracing/carrier';
 
 /** Per second at most, unless `endpoint enable --rate` says otherwise. */
 export const DEFAULT_RESUME_RATE = 20;
@@ -146,7 +147,7 @@ export async function releaseParked(endpoint: string, resume: Resume, deps: Rele
     try {
       await Promise.all(
         rows.map((row, j) =>
-          limit(() => queue.enqueue(row.body, { endpoint, delaySeconds: Math.max(0, Math.ceil((slots[first + j]! - deps.now()) / 1000)) })),
+          limit(() => queue.enqueue(row.body, { endpoint, delaySeconds: Math.max(0, Math.ceil((slots[first + j]! - deps.now()) / 1000)), ...linkOf(row) })),
         ),
       );
     } catch (error) {

@@ -92,3 +92,13 @@ export function carrierOf(attribute: (name: string) => string | undefined): { re
 export function formatTraceparent(traceId: string, spanId: string, sampled: boolean): string {
   return `00-${traceId}-${spanId}-${sampled ? '01' : '00'}`;
 }
+
+/**
+ * What handoff's own re-send of a ledger row links to (`link` of EnqueueOptions and EndpointMessage,
+ * sealed as TRACELINK_ATTRIBUTE): the `traceparent` the row keeps of its delivery's trace, when the
+ * ledger holds one (written while tracing is on); nothing otherwise. A replay, a release and a
+ * recovery send are then linked to the original trace, not children of it.
+ */
+export function linkOf(row: { readonly eventId: string; readonly traceparent?: string }): { link?: string } {
+  return row.traceparent !== undefined && parseTraceparent(row.traceparent) !== undefined ? { link: row.traceparent } : {};
+}
