@@ -41,10 +41,10 @@ import { eventually, SandboxClients } from '../helpers/sandbox-clients';
 const SETTLE_MS = 60_000;
 const LEGACY_SECRET = 'whsec_T7ojJeNsUogA3D9W+2rOXCHVIoj2XRbaCCjTarhNdhk=';
 const FILE_KEY = generateSecret('ed25519');
-const tlsFixture = (name: string) => readFileSync(new URL(`../fixtures/tls-fields/${name}`, import.meta.url), 'utf8');
+const tlsFixture = (name: string) => readFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url), 'utf8');
 const TLS_CERT = tlsFixture('client.pem');
 const TLS_KEY = tlsFixture('client.key.pem');
-const TLS_OTHER_KEY = tlsFixture('other.key.pem');
+const TLS_OTHER_KEY = tlsFixture('other-client.key.pem');
 const TLS_KEY_MATERIAL = TLS_KEY.split('\n')[1]!;
 
 interface Delivered {

@@ -16,8 +16,8 @@ import { endpointsFromFile } from '../../infra/app';
 import { WebhookDelivery, type EndpointDeclaration } from '../../infra/webhook-delivery';
 import { testApp, STAND_IN_ENTRY, WEBHOOK_URL } from './cdk-context';
 
-const CERT = readFileSync(new URL('../fixtures/tls-fields/client.pem', import.meta.url), 'utf8');
-const KEY = readFileSync(new URL('../fixtures/tls-fields/client.key.pem', import.meta.url), 'utf8');
+const CERT = readFileSync(new URL('../fixtures/tls/client.pem', import.meta.url), 'utf8');
+const KEY = readFileSync(new URL('../fixtures/tls/client.key.pem', import.meta.url), 'utf8');
 const CLIENT_ARN = 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:acme-client-AbCdEf';
 const KEY_ARN = 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:acme-mtls-AbCdEf';
 const AUTH = { type: 'oauth2-client-credentials', tokenUrl: 'https://idp.example/token', clientId: 'handoff-acme', clientSecret: { secretArn: CLIENT_ARN } } as const;

@@ -15,8 +15,8 @@ import { cipherPlace } from '../../lib/endpoints/secret-values';
 import { createEndpointsTable } from '../../sandbox/endpoints-table';
 import { useDynalite } from '../helpers/dynalite-fixture';
 
-const CERT = readFileSync(new URL('../fixtures/tls-fields/client.pem', import.meta.url), 'utf8');
-const KEY = readFileSync(new URL('../fixtures/tls-fields/client.key.pem', import.meta.url), 'utf8');
+const CERT = readFileSync(new URL('../fixtures/tls/client.pem', import.meta.url), 'utf8');
+const KEY = readFileSync(new URL('../fixtures/tls/client.key.pem', import.meta.url), 'utf8');
 const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:erp-client-AbCdEf';
 const T0 = Date.parse('2026-12-05T04:00:00Z');
 const cipher = new LocalSecretCipher(LocalSecretCipher.generateKey());

@@ -2,7 +2,7 @@
  * An endpoint's `auth` (OAuth2 client credentials) and `tls` (a client certificate) as every way in
  * checks them (docs/contract.md §18): their shapes, a secret value never plain text, the PEM and the
  * key against the certificate (crypto's own parsers, on the throwaway PEMs of
- * test/fixtures/tls-fields/), the token URL through the endpoint guard; each refusal naming the
+ * test/fixtures/tls/), the token URL through the endpoint guard; each refusal naming the
  * path, never quoting a secret. Then their JSON Schema, how they are shown (a secret never), where
  * a secret value may come from (the command, the sandbox's endpoints file), what an update sent back
  * as shown keeps, and how a ciphertext is bound to its path.
@@ -21,10 +21,10 @@ import { parseEndpointsFile } from '../../sandbox/endpoints-file';
 import { DEFAULT_DEPLOYMENT } from '../helpers/deployment';
 import { thrownBy } from '../helpers/thrown';
 
-const fixture = (name: string) => readFileSync(new URL(`../fixtures/tls-fields/${name}`, import.meta.url), 'utf8');
+const fixture = (name: string) => readFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url), 'utf8');
 const CERT = fixture('client.pem');
 const KEY = fixture('client.key.pem');
-const OTHER_KEY = fixture('other.key.pem');
+const OTHER_KEY = fixture('other-client.key.pem');
 const CA = fixture('ca.pem');
 /** A line of the key's base64, which no message or view may hold. */
 const KEY_MATERIAL = KEY.split('\n')[1]!;
@@ -153,7 +153,7 @@ describe('How they are shown', () => {
     const text = showFields(record, Date.parse('2026-12-05T00:00:00Z'));
 
     expect(text).toMatch(/^auth\s+oauth2-client-credentials at https:\/\/idp\.example\/token\?tenant=\*\*\*; client handoff-erp; scope shipments; client secret set$/m);
-    expect(text).toMatch(/^tls\s+certificate CN=handoff-test-client, O=handoff tests, expires .*2126.*; key set; CA CN=handoff test fields CA, expires .*2126/m);
+    expect(text).toMatch(/^tls\s+certificate CN=handoff-test-client, O=handoff tests, expires .*2126.*; key set; CA CN=handoff test CA, expires .*2126/m);
     expect(text).not.toContain('s3cret-value');
     expect(text).not.toContain(KEY_MATERIAL);
     expect(authText(AUTH as never)).toContain(`client secret in Secrets Manager (${ARN})`);

@@ -20,10 +20,10 @@ import type { WebhookSender } from '../../lib/webhook/sender';
 import { DEFAULT_DEPLOYMENT } from '../helpers/deployment';
 import { TEST_SECRET } from '../helpers/secrets';
 
-const fixture = (name: string) => readFileSync(new URL(`../fixtures/tls-fields/${name}`, import.meta.url), 'utf8');
+const fixture = (name: string) => readFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url), 'utf8');
 const CERT = fixture('client.pem');
 const KEY = fixture('client.key.pem');
-const OTHER_KEY = fixture('other.key.pem');
+const OTHER_KEY = fixture('other-client.key.pem');
 const KEY_MATERIAL = KEY.split('\n')[1]!;
 const OTHER_MATERIAL = OTHER_KEY.split('\n')[1]!;
 const T0 = Date.parse('2026-12-05T12:00:00Z');
