@@ -153,6 +153,13 @@ async function main(): Promise<void> {
   // The console's URL for the person who started the sandbox: open it in a browser (its fragment
   // holds the API's token, which the page keeps and takes out of the address bar).
   display.log(`console: ${sandbox.state.consoleUrl}`);
+  // The workers take OTEL_* from this shell (sandbox/worker-environment.ts): say where their spans go (docs/tracing.md).
+  const otlp = process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (otlp && process.env.OTEL_SDK_DISABLED !== 'true' && process.env.OTEL_TRACES_EXPORTER !== 'none') {
+    // Its origin and path only: a URL's user part or query could hold a credential.
+    const where = URL.canParse(otlp) ? `${new URL(otlp).origin}${new URL(otlp).pathname}` : 'a value that is not a URL';
+    display.log(`tracing: spans over OTLP/HTTP to ${safe(where)}`);
+  }
   process.stdout.write(`READY ${json}\n`);
 }
 

@@ -17,7 +17,7 @@ import type { EnqueueOptions } from '../queue/queue';
 import type { Delivered } from './deliver';
 import type { Paced } from './pace';
 import type { Deliver, FanOut, Invalid, Unresolved, Unrouted } from './plan';
-import { carriedBy } from './trace';
+import { carriedBy, traceFields } from './trace';
 import { passTurn, type Passed } from './turns';
 
 /**
@@ -158,7 +158,7 @@ export async function unresolvable(record: SQSRecord, plan: Unresolved, deps: Ba
   const seconds = unresolvedWaitSeconds(record);
   if (plan.endpoints.length === 0) deps.metrics.add('EndpointUnresolved', 1);
   for (const name of plan.endpoints) deps.metrics.add('EndpointUnresolved', 1, name);
-  const logger = deps.logger.child({ messageId: record.messageId });
+  const logger = deps.logger.child({ messageId: record.messageId, ...traceFields(deps.spans?.get(record)) });
   const fields = { ...(plan.eventId ? { eventId: plan.eventId } : {}), endpoints: plan.endpoints, action: 'retry', why: plan.why, afterSeconds: seconds };
   if (fromFifoQueue(record)) {
     const { afterSeconds: _queueDefault, ...held } = fields;
@@ -185,6 +185,7 @@ export function unrouted(plan: Unrouted, logger: Logger, deps: BatchDeps): boole
 export function fannedOut(record: SQSRecord, plan: FanOut, sent: boolean, deps: BatchDeps): boolean {
   const fields = {
     messageId: record.messageId,
+    ...traceFields(deps.spans?.get(record)),
     eventId: plan.eventId,
     action: sent ? 'ack' : 'retry',
     why: sent ? 'fanned-out' : 'fan-out-failed',
