@@ -42,7 +42,9 @@ export type AttemptOutcome =
  * endpoint like a 429 does (the circuit breaker, lib/endpoints/health-rules.ts): one that never answers
  * would otherwise hold every batch it is in for a whole attempt timeout. Not among them: a TLS
  * failure and an address the guard refused, which fail at once and are the endpoint's settings
- * to mend, and every HTTP answer.
+ * to mend; no token (`auth`) and the proxy's refusal (`proxy`), which are another server's, not the
+ * receiver's silence (a tunnel not opened in time is `connect-timeout`, which is); and every HTTP
+ * answer.
  */
 export const UNREACHABLE_CAUSES: ReadonlySet<NotSentCause | NoAnswerCause> = new Set([
   'timeout',

@@ -21,9 +21,9 @@ const OUTCOME_SCHEMA: JsonSchema = {
   required: ['kind'],
   properties: {
     kind: { enum: [...OUTCOME_KINDS] },
-    status: { type: 'integer', description: 'The HTTP status the receiver answered' },
+    status: { type: 'integer', description: "The HTTP status the receiver answered; beside cause auth or proxy, the token endpoint's or the proxy's" },
     responseStart: { type: 'string', description: "The start of a rejecting receiver's response" },
-    cause: { type: 'string', description: 'Why no answer came (timeout, connection-refused, dns, …)' },
+    cause: { type: 'string', description: 'Why no answer came, or why nothing was sent (timeout, connection-refused, dns, tls, auth: no token from the token endpoint, proxy: the proxy refused the tunnel, …)' },
     retryAfterSeconds: { type: 'number', minimum: 0 },
   },
   additionalProperties: false,

@@ -112,8 +112,8 @@ describe('HttpWebhookSender: through an HTTP CONNECT proxy', () => {
 
   it('runs TLS over the tunnel, the receiver’s certificate checked against the URL’s name, the client certificate presented', async () => {
     const proxy = await startProxy();
-    let servername: string | false | undefined;
-    let peer: string | undefined;
+    let servername: unknown;
+    let peer: unknown;
     const server = https.createServer({ cert: pem('server'), key: pem('server.key'), ca: pem('ca'), requestCert: true, rejectUnauthorized: true }, (req, res) => {
       servername = (req.socket as tls.TLSSocket).servername;
       peer = (req.socket as tls.TLSSocket).getPeerCertificate().subject?.CN;

@@ -70,6 +70,11 @@ describe('Function: describeOutcome', () => {
     [{ kind: 'temporary', cause: 'connection-refused' }, 'temporary (connection-refused)'],
     [{ kind: 'temporary', cause: 'blocked-address' }, 'temporary (blocked-address)'],
     [{ kind: 'temporary' }, 'temporary (error)'],
+    // Another server's status beside its cause: the token endpoint's, the proxy's.
+    [{ kind: 'temporary', cause: 'auth', status: 503 }, 'temporary (auth 503)'],
+    [{ kind: 'temporary', cause: 'auth' }, 'temporary (auth)'],
+    [{ kind: 'temporary', cause: 'proxy', status: 407 }, 'temporary (proxy 407)'],
+    [{ kind: 'temporary', status: 401 }, 'temporary (401)'],
     [{ kind: 'unknown', cause: 'timeout' }, 'unknown (timeout)'],
     [{ kind: 'unknown', cause: 'connection-reset' }, 'unknown (connection-reset)'],
   ])('describes %j as "%s"', (outcome, text) => {
@@ -88,6 +93,11 @@ describe('Function: unreachable', () => {
     // Failing at once, and the endpoint's settings to mend: not the breaker's.
     [{ kind: 'temporary', cause: 'tls' }, false],
     [{ kind: 'temporary', cause: 'blocked-address' }, false],
+    // No token, or the proxy refused: before the receiver, another server's (or the settings') to mend.
+    [{ kind: 'temporary', cause: 'auth' }, false],
+    [{ kind: 'temporary', cause: 'auth', status: 500 }, false],
+    [{ kind: 'temporary', cause: 'proxy', status: 502 }, false],
+    [{ kind: 'temporary', cause: 'proxy' }, false],
     // Every HTTP answer, however bad.
     [{ kind: 'temporary', status: 503 }, false],
     [{ kind: 'temporary', status: 429, retryAfterSeconds: 5 }, false],

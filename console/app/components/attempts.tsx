@@ -1,6 +1,7 @@
 /**
  * A delivery's attempt timeline, oldest first: when each attempt started, its outcome, the HTTP
- * status the receiver answered (or why no answer came) and how long it took. The ledger keeps the
+ * status the receiver answered (or why no answer came; both when the status is another server's, the
+ * token endpoint's or the proxy's: `auth 503`) and how long it took. The ledger keeps the
  * latest 20 attempts (`history`); `attempts` counts those since the last replay, so a delivery
  * replayed after many attempts can show more entries than its count.
  *
@@ -61,7 +62,7 @@ export function AttemptTimeline({ history, attempts, label }: { history: readonl
                     {outcome.label}
                   </span>
                 </td>
-                <td>{entry.status !== undefined ? <span class="mono">{entry.status}</span> : (entry.cause ?? '—')}</td>
+                <td>{statusCell(entry)}</td>
                 <td class="num">{formatDuration(entry.durationMs)}</td>
               </tr>
             );
@@ -69,5 +70,16 @@ export function AttemptTimeline({ history, attempts, label }: { history: readonl
         </tbody>
       </table>
     </div>
+  );
+}
+
+/** The receiver's status; the cause when no answer came; both when a cause comes with another server's status (`auth 503`, `proxy 407`). */
+function statusCell(entry: AttemptEntry) {
+  if (entry.status === undefined) return entry.cause ?? '—';
+  const status = <span class="mono">{entry.status}</span>;
+  return entry.cause === undefined ? status : (
+    <>
+      {entry.cause} {status}
+    </>
   );
 }
