@@ -23,7 +23,7 @@ import {
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { AWSXRayPropagator } from '@opentelemetry/propagator-aws-xray';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, RandomIdGenerator, type IdGenerator } from '@opentelemetry/sdk-trace-base';
 // Types only from carrier.ts: a value import would put it in a chunk of its own, one more file at every cold start.
 import type { ParsedTraceparent, TraceCarrier } from './carrier';
 import type { ActiveSpan, MessageContext, SpanAttributes, Tracing } from './tracing';
@@ -31,10 +31,18 @@ import type { ActiveSpan, MessageContext, SpanAttributes, Tracing } from './trac
 /** The tracer's instrumentation scope name. */
 export const TRACER_NAME = 'handoff';
 
-export function otelTracing(options: { readonly service: string }): Tracing {
+/**
+ * `xrayIds`: new traces get IDs X-Ray takes (the first 8 hex digits the epoch second), as its
+ * collector's exporter checks them; a producer's trace keeps its own ID.
+ */
+export function otelTracing(options: { readonly service: string; readonly xrayIds?: boolean }): Tracing {
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (the env detector's) over handoff's own name.
   const resource = defaultResource().merge(resourceFromAttributes({ 'service.name': options.service })).merge(detectResources({ detectors: [envDetector] }));
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
+  const provider = new BasicTracerProvider({
+    resource,
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+    ...(options.xrayIds ? { idGenerator: new XRayIdGenerator() } : {}),
+  });
   const tracer = provider.getTracer(TRACER_NAME);
   const xray = new AWSXRayPropagator();
 
@@ -132,4 +140,18 @@ function defined(attributes: SpanAttributes): Record<string, string | number | b
   const out: Record<string, string | number | boolean> = {};
   for (const [name, value] of Object.entries(attributes)) if (value !== undefined) out[name] = value;
   return out;
+}
+
+/** Trace IDs X-Ray takes: the epoch second in the first 8 hex digits, then 24 random ones. */
+class XRayIdGenerator implements IdGenerator {
+  readonly #random = new RandomIdGenerator();
+
+  generateTraceId(): string {
+    const seconds = Math.floor(Date.now() / 1000).toString(16).padStart(8, '0');
+    return `${seconds}${this.#random.generateTraceId().slice(8)}`;
+  }
+
+  generateSpanId(): string {
+    return this.#random.generateSpanId();
+  }
 }

@@ -74,10 +74,11 @@ export function tracingEnabled(env: NodeJS.ProcessEnv): boolean {
  */
 export function tracingFromEnvironment(env: NodeJS.ProcessEnv, service: string): (() => Promise<Tracing>) | undefined {
   if (!tracingEnabled(env)) return undefined;
+  const xrayIds = env[TRACING_ENV] === 'xray';
   let loading: Promise<Tracing> | undefined;
   return () => {
     loading ??= import('./otel').then(
-      ({ otelTracing }) => otelTracing({ service }),
+      ({ otelTracing }) => otelTracing({ service, xrayIds }),
       (error: unknown) => {
         loading = undefined;
         throw error;
