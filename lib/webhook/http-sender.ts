@@ -147,12 +147,14 @@ export class HttpWebhookSender implements WebhookSender {
     const deadlineMs = startedMs + this.timeoutMs;
     let outcome: AttemptOutcome;
     let token: string | undefined;
-    try {
-      // No token, no request: nothing reaches the receiver, and the token endpoint's status says why.
-      token = await this.tokens?.token(deadlineMs);
-    } catch (error) {
-      const status = error instanceof TokenError ? error.status : undefined;
-      return this.ended({ kind: 'temporary', cause: 'auth', ...(status !== undefined ? { status } : {}) }, startedMs);
+    if (this.tokens !== undefined) {
+      try {
+        token = await this.tokens.token(deadlineMs);
+      } catch (error) {
+        // No token, no request: nothing reaches the receiver, and the token endpoint's status says why.
+        const status = error instanceof TokenError ? error.status : undefined;
+        return this.ended({ kind: 'temporary', cause: 'auth', ...(status !== undefined ? { status } : {}) }, startedMs);
+      }
     }
     try {
       const body = Buffer.from(request.body, 'utf8');
