@@ -79,7 +79,7 @@ export function addTracingLayer(fn: lambda.Function, setup: TracingSetup): void 
     Validations.of(fn.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
-        "Lambda's active tracing (the construct's tracing: 'xray', docs/tracing.md): xray:PutTraceSegments and xray:PutTelemetryRecords, which take no resource, as AWS grants them for it. Every other action of the consumer names its table, queue, key or secret.",
+        "Lambda's active tracing (the construct's tracing: 'xray', docs/tracing.md): xray:PutTraceSegments and xray:PutTelemetryRecords, which take no resource, as Lambda grants them for it; the ADOT collector layer sends the consumer's spans with them.",
     });
   }
 }
