@@ -151,6 +151,8 @@ describe('Package: the packed tarball in a fresh CDK app', () => {
     const files = stdout.trim().split('\n').map((line) => line.replace(/^package\//, ''));
 
     expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/handoff.js', 'dist/cdk.js', 'dist/cdk.d.ts', 'dist/receiver.js', 'dist/receiver.d.ts', 'dist/client.js', 'dist/client.d.ts', 'dist/cli.js', 'dist/consumer/index.mjs', 'dist/consumer/api.mjs', 'dist/consumer/portal-authorizer.mjs', 'dist/consumer/console/index.html', 'dist/consumer/console/app.js', 'dist/consumer/console/app.css']));
+    // The consumer's tracing (docs/tracing.md): OpenTelemetry bundled into a chunk of its own, imported only while tracing is on.
+    expect(files.filter((file) => /^dist\/consumer\/chunks\/otel-[\w-]+\.mjs$/.test(file))).toHaveLength(1);
     expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
     expect(files.filter((file) => /(^|\/)(test|tests|__tests__)\//.test(file) || /\.test\./.test(file))).toEqual([]);
   });
@@ -235,6 +237,8 @@ describe('Package: the packed tarball in a fresh CDK app', () => {
     expect(existsSync(join(installed, 'functions'))).toBe(false);
     expect(assets).toHaveLength(1);
     expect(readFileSync(join(out, assets[0]!, 'index.mjs'), 'utf8')).toBe(bundled);
+    // Its tracing chunk beside it, where index.mjs imports it from while tracing is on.
+    expect(readdirSync(join(out, assets[0]!, 'chunks')).some((name) => name.startsWith('otel-'))).toBe(true);
   });
 
   it("serves the console from the installed api.mjs: the files beside it in the function's asset", async () => {
