@@ -138,6 +138,7 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
   }
   const key: DeliveryKey = { eventId: event.event.id, endpoint: deps.endpoint ?? DEFAULT_ENDPOINT };
 
+  const span = deps.span;
   let claimed: ClaimedRecord;
   try {
     claimed = await deps.ledger.claim({
@@ -149,13 +150,15 @@ export async function deliver(message: QueueMessage, deps: DeliverDeps): Promise
       policy: deps.policy,
       retentionSeconds: deps.retentionSeconds,
       ...(deps.sequence !== undefined ? { sequence: deps.sequence } : {}),
+      // While tracing, this attempt's span: the row keeps its first traced attempt's, which a
+      // replay, a release or a recovery send links to (docs/contract.md §19). Tracing off: nothing.
+      ...(span !== undefined ? { traceparent: span.carrier().traceparent } : {}),
     });
   } catch (error) {
     if (error instanceof ClaimRefusedError) return about(error.record, await decideWithoutSending(error.record, error.reason, event, deps));
     throw error;
   }
 
-  const span = deps.span;
   span?.event('claimed', { 'handoff.attempt': claimed.attempts });
   deps.checkpoint?.('before-send');
   const startedAt = deps.now();

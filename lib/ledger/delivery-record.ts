@@ -129,6 +129,14 @@ export interface DeliveryRecord extends DeliveryKey {
    * is never its own again), which makes a second release refused rather than recorded twice.
    */
   readonly releasedAt?: number;
+  /**
+   * The `traceparent` of its first traced attempt's span (docs/contract.md §19): what a replay, a
+   * release or a recovery send links its new trace to (lib/tracing/carrier.ts `linkOf`). Written by
+   * the first claim that carries one (while tracing is on) and never changed after, so the row names
+   * the trace the delivery began in however often it is retried or replayed; a row claimed with
+   * tracing off carries not one byte more.
+   */
+  readonly traceparent?: string;
 }
 
 /** The row as a successful claim returns it: leased, with the claim's token. */

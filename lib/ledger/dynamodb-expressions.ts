@@ -48,7 +48,8 @@ export type ListLengths = Partial<Record<'history' | 'audit', number>>;
 export function claimSpec(input: ClaimInput, claimToken: string, indexShipment = false): UpdateSpec {
   const condition = { ':contentHash': hashValue(input.event.contentHash), ':pending': 'pending', ':now': input.nowMs };
   const key = { eventId: input.event.event.id, endpoint: input.endpoint };
-  const shape = creationShape('claim', input.sequence, indexShipment);
+  // A traced claim writes the traceparent too (where the row has none): a shape of its own.
+  const shape = `${creationShape('claim', input.sequence, indexShipment)}${input.traceparent !== undefined ? ' traced' : ''}`;
   return updateSpec(shape, key, claimChanges(input, claimToken, indexShipment), CLAIM_CONDITION, condition, 'ALL_OLD');
 }
 

@@ -172,6 +172,7 @@ export function rowFromItem(item: Item): ChangeableRow {
     sequence: n(W.sequence),
     shipmentId: s(W.shipmentId),
     releasedAt: n(W.releasedAt),
+    traceparent: s(W.traceparent),
   };
   for (const name of Object.keys(row)) if (row[name] === undefined) delete row[name];
   return row as ChangeableRow;

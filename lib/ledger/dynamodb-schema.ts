@@ -85,6 +85,8 @@ export const WIRE_NAMES = {
   shipmentId: LEDGER_SCHEMA.shipmentIndex.partitionKey,
   /** Only on a released row (docs/contract.md §13, `handoff release`): any other row has no such attribute. */
   releasedAt: 'rl',
+  /** Only on a row claimed while tracing (docs/contract.md §19): a row claimed with tracing off has no such attribute. */
+  traceparent: 'tp',
   /** Not a record field: the retention of the latest claim, which later writes extend the expiry by. */
   retentionSeconds: 'rs',
   listingKey: LEDGER_SCHEMA.listingIndex.partitionKey,

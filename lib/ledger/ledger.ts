@@ -73,6 +73,11 @@ export interface ClaimInput {
   readonly retentionSeconds: number;
   /** Its shipment sequence (`ShipmentHeads.assign`) for an ordered endpoint: written where the row has none (`DeliveryRecord.sequence`). */
   readonly sequence?: number;
+  /**
+   * While tracing: the `traceparent` of this attempt's span (handoff's own, never a producer's
+   * value as given), written where the row has none (`DeliveryRecord.traceparent`).
+   */
+  readonly traceparent?: string;
 }
 
 /** A delivery to a disabled endpoint, parked instead of claimed. */

@@ -92,6 +92,9 @@ export function claimChanges(input: ClaimInput, claimToken: string, indexShipmen
     // request (same token) is told from every other claim by it.
     { op: 'set', field: 'claimToken', value: claimToken },
     { op: 'none', field: 'nextAttemptAt', ifAbsent: true },
+    // While tracing, the first traced attempt's span, kept for the links of a replay, a release or
+    // a recovery send; none with tracing off, so the write is as it was (`claimSpec`'s shape).
+    ...(input.traceparent !== undefined ? [{ op: 'init', field: 'traceparent', value: input.traceparent } as const] : []),
   ];
 }
 

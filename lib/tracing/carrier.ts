@@ -95,9 +95,10 @@ export function formatTraceparent(traceId: string, spanId: string, sampled: bool
 
 /**
  * What handoff's own re-send of a ledger row links to (`link` of EnqueueOptions and EndpointMessage,
- * sealed as TRACELINK_ATTRIBUTE): the `traceparent` the row keeps of its delivery's trace, when the
- * ledger holds one (written while tracing is on); nothing otherwise. A replay, a release and a
- * recovery send are then linked to the original trace, not children of it.
+ * sealed as TRACELINK_ATTRIBUTE): the `traceparent` the row keeps of its delivery's trace
+ * (`DeliveryRecord.traceparent`: its first traced attempt's span, written by that attempt's claim
+ * while tracing is on); nothing for a row without one. A replay, a release and a recovery send are
+ * then linked to the original trace, not children of it. Read back strictly, as any stored text.
  */
 export function linkOf(row: { readonly eventId: string; readonly traceparent?: string }): { link?: string } {
   return row.traceparent !== undefined && parseTraceparent(row.traceparent) !== undefined ? { link: row.traceparent } : {};

@@ -2150,6 +2150,52 @@ export function ledgerContract(name: string, makeLedger: MakeLedger): void {
         expect((await ledger.get(key('evt_seq_late')))?.sequence).toBe(6);
       });
     });
+
+    describe('Row attribute: traceparent (docs/contract.md §19)', () => {
+      const FIRST = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+      const LATER = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+
+      it("keeps the first traced claim's traceparent through a later claim carrying another, a death and a replay", async () => {
+        const event = shipmentEvent('evt_trace_kept');
+        const claimed = await claim(event, { traceparent: FIRST });
+        const failed = await record(claimed, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 100);
+        const again = await claim(event, { owner: WORKER_B, nowMs: T0 + 30_000, traceparent: LATER });
+        const died = await record(again, REJECTED, { state: 'dead', reason: 'rejected', detail: 'rejected (400)' }, T0 + 30_100);
+        const replayed = await ledger.replay({ ...key('evt_trace_kept'), operator: 'ops', reason: 'fixed', nowMs: T0 + 40_000 });
+
+        const afterReplay = await claim(event, { nowMs: T0 + 40_000, traceparent: LATER });
+
+        expect([claimed, failed, again, died, replayed, afterReplay].map((row) => row.traceparent)).toStrictEqual(Array(6).fill(FIRST));
+        expect((await ledger.deliveriesOf('evt_trace_kept')).map((row) => row.traceparent)).toStrictEqual([FIRST]);
+      });
+
+      it('gives a row claimed without one no traceparent at all, and lets the first claim that carries one write it', async () => {
+        const event = shipmentEvent('evt_trace_late');
+        const untraced = await claim(event);
+        const failed = await record(untraced, TEMPORARY, { state: 'pending', nextAttemptAt: T0 + 30_000 }, T0 + 100);
+
+        const traced = await claim(event, { nowMs: T0 + 30_000, traceparent: FIRST });
+
+        expect(Object.keys(untraced)).not.toContain('traceparent');
+        expect(Object.keys(failed)).not.toContain('traceparent');
+        expect(traced.traceparent).toBe(FIRST);
+        expect((await ledger.get(key('evt_trace_late')))?.traceparent).toBe(FIRST);
+      });
+
+      it("writes it on the claim that takes over an invalid message's row, and on the first claim of a parked row released", async () => {
+        await ledger.admitInvalid(key('evt_trace_invalid'), 'data: must be an object', POLICY, T0, RETENTION_SECONDS);
+        const parkInput = { event: shipmentEvent('evt_trace_parked'), endpoint: 'carrier-acme', nowMs: T0, policy: POLICY, retentionSeconds: RETENTION_SECONDS };
+        const parked = await ledger.park(parkInput);
+        await ledger.unpark(key('evt_trace_parked', 'carrier-acme'), T0 + 1000, T0 + 1000);
+
+        const takenOver = await claim(shipmentEvent('evt_trace_invalid'), { nowMs: T0 + 500, traceparent: FIRST });
+        const released = await claim(shipmentEvent('evt_trace_parked'), { endpoint: 'carrier-acme', nowMs: T0 + 2000, traceparent: LATER });
+
+        expect(Object.keys(parked)).not.toContain('traceparent');
+        expect([takenOver.traceparent, released.traceparent]).toStrictEqual([FIRST, LATER]);
+        expect((await ledger.get(key('evt_trace_parked', 'carrier-acme')))?.traceparent).toBe(LATER);
+      });
+    });
   });
 }
 
