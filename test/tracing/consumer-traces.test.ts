@@ -3,13 +3,15 @@
  * against fauxqs, dynalite, loopback receivers and a loopback OTLP/HTTP receiver standing for the
  * collector: each attempt is a `handoff.deliver` span in the producer's trace, the receiver's
  * request carries that span's context, a fan-out keeps both deliveries in the one trace, a re-send
- * that names its original (a replay's) links to it, a producer's malformed context starts a trace
- * of its own, and with tracing off nothing is traced or sent.
+ * that names its original (a replay's) links to it, a dead delivery's replay links to the trace its
+ * row kept of its first attempt, a producer's malformed context starts a trace of its own, and with
+ * tracing off nothing is traced or sent.
  */
 import { SendMessageCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
+import { replayDelivery } from '../../lib/replay';
 import { parseTraceparent } from '../../lib/tracing/carrier';
 import { coldStartOnRegistry, isolateEachTest, seededRegistry, useConsumerHarness, type ConsumerHarness } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
@@ -160,6 +162,41 @@ describe('Tracing: consumer spans in the producer\'s trace', () => {
     expect(replayed.traceId).not.toBe(original!.traceId);
     expect(replayed.attributes['handoff.why']).toBe('duplicate');
     expect(spansOf('evt_trace_forged')[0]!.links).toEqual([]);
+  });
+
+  it("links a dead delivery's replay to the trace of its first attempt, kept on its row: the replay's span is a trace of its own", async () => {
+    // Prepare: the first attempt is rejected (400), in the producer's trace; the receiver accepts the replay.
+    const { handler, queueUrl, deadLetterQueueUrl } = await singleEndpoint(tracingOn());
+    receiver.respondTo('evt_trace_dies', 400, 200);
+    await send(queueUrl, event('evt_trace_dies'), { traceparent: PRODUCER_TRACEPARENT });
+    const died = await harness.invoke(handler, queueUrl, await harness.receive(queueUrl, 1));
+    const [original] = spansOf('evt_trace_dies');
+    const key = { eventId: 'evt_trace_dies', endpoint: 'default' };
+    const dead = await harness.ledger.get(key);
+
+    // Act: the operator's replay (the use case `handoff replay` runs), then the consumer takes its message.
+    const queue = new SqsDeliveryQueue({ client: sqs, queueUrl, deadLetterQueueUrl, seal: TEST_SEAL });
+    await replayDelivery({ ...key, operator: 'ops', reason: 'receiver fixed', nowMs: Date.now() }, { ledger: harness.ledger, queue });
+    const [message] = await harness.receive(queueUrl, 1);
+    const replayed = await harness.invoke(handler, queueUrl, [message!]);
+
+    // Assess: the row kept the first attempt's span, and the replay's message carries no parent.
+    expect(died.batchItemFailures).toEqual([]);
+    expect(original).toMatchObject({ traceId: PRODUCER_TRACE, parentSpanId: PRODUCER_SPAN });
+    expect(original!.attributes).toMatchObject({ 'handoff.outcome': 'rejected', 'handoff.action': 'dead-letter' });
+    expect(dead).toMatchObject({ state: 'dead', traceparent: `00-${PRODUCER_TRACE}-${original!.spanId}-01` });
+    expect(message!.MessageAttributes?.traceparent).toBeUndefined();
+    // The replay's attempt: a new trace, no parent, linked to the original attempt's span.
+    expect(replayed.batchItemFailures).toEqual([]);
+    const span = spansOf('evt_trace_dies')[1]!;
+    expect(span.attributes).toMatchObject({ 'handoff.attempt': 1, 'handoff.outcome': 'accepted', 'handoff.action': 'ack' });
+    expect(span.links).toEqual([{ traceId: PRODUCER_TRACE, spanId: original!.spanId }]);
+    expect(span.traceId).not.toBe(PRODUCER_TRACE);
+    expect(span.parentSpanId).toBeUndefined();
+    // The receiver's request names the replay's span; the row still names the first attempt's.
+    const requests = receiver.requestsFor('evt_trace_dies');
+    expect(requests.map((request) => parseTraceparent(header(request.headers.traceparent))?.traceId)).toEqual([PRODUCER_TRACE, span.traceId]);
+    expect(await harness.ledger.get(key)).toMatchObject({ state: 'delivered', traceparent: dead!.traceparent });
   });
 
   it("ignores a producer's malformed trace context: the delivery starts a trace of its own, says so, and is delivered", async () => {
