@@ -94,7 +94,7 @@ describe('DynamoDbLedger: a traced claim keeps its traceparent', () => {
 
     // Act: a second attempt, rejected; the replay; its claim.
     const second = await ledger.claim(claimInput('evt_traced_2', { nowMs: T0 + 1000, traceparent: OTHERS[0] }));
-    await record(second, event.body, { kind: 'rejected', status: 400 }, { state: 'dead', reason: 'rejected', detail: 'HTTP 400' }, T0 + 1500);
+    await record(second, event.body, { kind: 'rejected', status: 400, responseStart: 'bad carrier' }, { state: 'dead', reason: 'rejected', detail: 'HTTP 400' }, T0 + 1500);
     await ledger.replay({ eventId: 'evt_traced_2', endpoint: DEFAULT_ENDPOINT, operator: 'ops', reason: 'fixed', nowMs: T0 + 2000 });
     const replayed = await ledger.claim(claimInput('evt_traced_2', { nowMs: T0 + 3000, traceparent: OTHERS[1] }));
 
