@@ -38,7 +38,7 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Duration, Token } from 'aws-cdk-lib';
+import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as events from 'aws-cdk-lib/aws-events';
@@ -52,8 +52,7 @@ import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as cognito from 'aws-cdk-lib/aws-cognito';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { checkEndpoint, DEFAULT_SETTINGS, derivedTimings, validateSettings, type Settings } from '../lib/config';
-import { ConfigError } from '../lib/errors';
+import { derivedTimings, type Settings } from '../lib/config';
 import { ALL_EVENT_TYPES } from '../lib/endpoints/endpoint';
 import type { MetricName } from '../lib/observability';
 import { createAlarmTopic } from './delivery/alarm-topic';
@@ -68,6 +67,7 @@ import type { LedgerCapacity } from './delivery/capacity';
 import { METRICS } from './delivery/metrics';
 import { createQueues, orderedMaxReceiveCount } from './delivery/queues';
 import { createSealKey, createSigningSecret } from './delivery/secrets';
+import { resolveSettings } from './delivery/settings';
 import type { TracingMode } from './delivery/tracing';
 import { EndpointRegistry, type EndpointDeclaration } from './endpoint-registry';
 import { DEFAULT_ENDPOINT } from '../lib/ledger/delivery-record';
@@ -440,35 +440,4 @@ export class WebhookDelivery extends Construct {
       ...props,
     });
   }
-}
-
-/**
- * Props over the defaults, validated, plus what only the deployed stack requires: a webhook URL,
- * unless endpoints are declared. @throws ConfigError
- */
-export function resolveSettings(overrides: Partial<Settings>, options: { endpointsDeclared?: boolean } = {}): Settings {
-  const url = overrides.webhookUrl;
-  if (url !== undefined && Token.isUnresolved(url)) {
-    // Known only at deploy time (a CloudFormation parameter): its pattern checks it then, and the
-    // consumer's endpoint guard refuses a bad one at cold start.
-    return { ...resolveSettings({ ...overrides, webhookUrl: 'https://deploy-time.invalid/' }, options), webhookUrl: url };
-  }
-  const settings = validateSettings({ ...DEFAULT_SETTINGS, ...overrides });
-  if (settings.webhookUrl === undefined) {
-    if (!options.endpointsDeclared) {
-      throw new ConfigError('webhookUrl', 'is required unless `endpoints` declares some: the stack has no demo receiver to fall back to');
-    }
-  } else {
-    checkEndpoint(settings.webhookUrl, settings, 'webhookUrl');
-  }
-  if (settings.webhookSecret !== undefined) {
-    throw new ConfigError(
-      'webhookSecret',
-      'is for the local sandbox only: in AWS pass a Secrets Manager secret as `signingSecret` (a value here would end up in the template)',
-    );
-  }
-  // The schedule against the queue's retention, and the ledger's retention against the longest
-  // delivery, were checked by validateSettings (lib/config.ts checkLifetimes), as the sandbox and
-  // the handler check them: a bad pair fails the synth.
-  return settings;
 }

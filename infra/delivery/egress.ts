@@ -34,6 +34,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { Settings } from '../../lib/config';
 import { EndpointError, ConfigError } from '../../lib/errors';
+import { parseProxyUrl } from '../../lib/webhook/connect-proxy';
 
 /** The construct's `egress` prop. */
 export interface EgressOptions {
@@ -94,17 +95,19 @@ export interface StaticEgress {
 }
 
 /**
- * The ports the consumer may reach: 443, 80 with `allowHttp`, and `extraPorts`.
+ * The ports the consumer may reach: 443, 80 with `allowHttp`, `extraPorts`, and the port of the
+ * deployment's HTTP CONNECT proxy (`proxyUrl`), through which every request to a receiver then goes.
  * @throws ConfigError naming `egress.extraPorts`
  */
-export function egressPorts(options: EgressOptions, settings: Pick<Settings, 'allowHttp'>): number[] {
+export function egressPorts(options: EgressOptions, settings: Pick<Settings, 'allowHttp' | 'proxyUrl'>): number[] {
   const extra = options.extraPorts ?? [];
   for (const port of extra) {
     if (!Number.isInteger(port) || port < 1 || port > 65_535) {
       throw new ConfigError('egress.extraPorts', `must hold TCP ports, whole numbers from 1 to 65535, got ${JSON.stringify(port)}`);
     }
   }
-  return [...new Set([HTTPS_PORT, ...(settings.allowHttp ? [HTTP_PORT] : []), ...extra])].sort((a, b) => a - b);
+  const proxy = settings.proxyUrl === undefined ? [] : [parseProxyUrl(settings.proxyUrl).port];
+  return [...new Set([HTTPS_PORT, ...(settings.allowHttp ? [HTTP_PORT] : []), ...extra, ...proxy])].sort((a, b) => a - b);
 }
 
 /**
@@ -115,7 +118,7 @@ export function egressPorts(options: EgressOptions, settings: Pick<Settings, 'al
 export function createStaticEgress(
   scope: Construct,
   options: EgressOptions | undefined,
-  settings: Pick<Settings, 'allowHttp'>,
+  settings: Pick<Settings, 'allowHttp' | 'proxyUrl'>,
   logRetention: logs.RetentionDays | undefined,
 ): StaticEgress | undefined {
   if (!options?.staticIps) {
@@ -196,7 +199,7 @@ export function grantNetworkInterfaces(role: iam.Role): void {
   Validations.of(role).acknowledge({
     id: 'AwsSolutions-IAM5[Resource::*]',
     reason:
-      "The EC2 network-interface actions Lambda takes with the consumer's role to attach it to the static-egress VPC, as AWS's managed policy AWSLambdaVPCAccessExecutionRole grants them: ec2:DescribeNetworkInterfaces works only on Resource *, and the others on interfaces Lambda names itself. The function's code calls none of them; every other action names its table, queue, key or secret.",
+      "The EC2 network-interface actions Lambda takes with the consumer's role to attach it to the static-egress VPC, as AWS's managed policy AWSLambdaVPCAccessExecutionRole grants them: ec2:DescribeNetworkInterfaces works only on Resource *, and the others on interfaces Lambda names itself. The function's code calls none of them; every other action names its table, queue, key or secret, but X-Ray's writes with tracing 'xray', which take no resource.",
   });
 }
 

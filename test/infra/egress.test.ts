@@ -197,6 +197,17 @@ describe('Static egress (egress.staticIps)', () => {
       ]);
     });
 
+    it("reaches the deployment's HTTP CONNECT proxy on its port (proxyUrl), through which every receiver is then reached", () => {
+      const built = build({ settings: { proxyUrl: 'http://proxy.internal:3128' }, egress: { staticIps: true } });
+      const group = resources(built.template, 'AWS::EC2::SecurityGroup')[idOf(built, built.delivery.egress!.securityGroup)]!;
+
+      expect((group.Properties.SecurityGroupEgress as { FromPort: number }[]).map((r) => r.FromPort)).toEqual([443, 3128]);
+    });
+
+    it('refuses a proxy URL with a user or password: it would land in the template', () => {
+      expect(() => build({ settings: { proxyUrl: 'http://user:pass@proxy.internal:3128' }, egress: { staticIps: true } })).toThrow(/^proxyUrl must not hold a user or password in AWS/);
+    });
+
     it("may make and remove its network interfaces (what Lambda needs to attach it), and no other function's role may", () => {
       const { template } = withStaticIps();
       const eni = (role: RegExp) => statementsOf(template, role).filter((s) => actions(s).some((a) => a.startsWith('ec2:')));
@@ -205,11 +216,12 @@ describe('Static egress (egress.staticIps)', () => {
       for (const role of [/RecoveryRole/, /ApiRole/, /PortalAuthorizerRole/]) expect(eni(role)).toEqual([]);
     });
 
-    it('gives no other statement of the consumer a wildcard resource (the acknowledgement covers the network interfaces alone)', () => {
+    it("gives no other statement of the consumer a wildcard resource (the acknowledgement covers the network interfaces alone, beside tracing's X-Ray writes)", () => {
       const { template } = withStaticIps();
       const wildcards = statementsOf(template, /ConsumerRole/).filter((s) => JSON.stringify(s.Resource).includes('"*"'));
 
-      expect(wildcards.map((s) => s.Sid)).toEqual(['VpcNetworkInterfaces']);
+      // Lambda's active tracing (tracing 'xray', the default) adds its statement, without a Sid, acknowledged by infra/delivery/tracing.ts.
+      expect(wildcards.map((s) => s.Sid ?? actions(s).join(' '))).toEqual(['xray:PutTelemetryRecords xray:PutTraceSegments', 'VpcNetworkInterfaces']);
     });
   });
 
@@ -326,7 +338,7 @@ describe('Static egress (egress.staticIps)', () => {
       expect(report.success).toBe(true);
     });
 
-    it("acknowledges one finding more than without it, the network interfaces' wildcard on the consumer's role, with its reason", () => {
+    it("acknowledges one finding more than without it, the network interfaces' wildcard on the consumer's role, with its reason (beside tracing's)", () => {
       const built = withStaticIps();
       const acknowledged = built.stack.node
         .findAll()
@@ -334,7 +346,11 @@ describe('Static egress (egress.staticIps)', () => {
         .filter((c) => c.node.path.includes('ConsumerRole'))
         .flatMap((c) => c.node.metadata.filter((m) => m.type === 'aws:cdk:acknowledged-rules').flatMap((m) => Object.entries(m.data as Record<string, string>)));
 
-      expect(acknowledged).toEqual([['Annotation::AwsSolutions-IAM5[Resource::*]', expect.stringMatching(/AWSLambdaVPCAccessExecutionRole.*DescribeNetworkInterfaces works only on Resource \*/)]]);
+      // The first is tracing's (X-Ray's writes, tracing 'xray' by default), there without static egress too.
+      expect(acknowledged).toEqual([
+        ['Annotation::AwsSolutions-IAM5[Resource::*]', expect.stringMatching(/active tracing.*xray:PutTraceSegments/)],
+        ['Annotation::AwsSolutions-IAM5[Resource::*]', expect.stringMatching(/AWSLambdaVPCAccessExecutionRole.*DescribeNetworkInterfaces works only on Resource \*/)],
+      ]);
     });
 
     it('passes them through the app too, where a finding fails the synth', () => {

@@ -782,21 +782,24 @@ describe('WebhookDelivery', () => {
         'sqs:GetQueueUrl',
         'sqs:ReceiveMessage',
         'sqs:SendMessage',
+        // Tracing 'xray', the default (docs/tracing.md): Lambda's active tracing writes its segments, the ADOT layer the spans.
+        'xray:PutTelemetryRecords',
+        'xray:PutTraceSegments',
       ]);
     });
 
-    it('names exact resources in every statement, never a wildcard, but cloudwatch:GetMetricData (which has no resource)', () => {
+    it('names exact resources in every statement, never a wildcard, but cloudwatch:GetMetricData and the X-Ray writes (which have no resource)', () => {
       const { template } = build();
       const statements = policyStatements(template);
       const metricsRead = { Sid: 'MetricsRead', Effect: 'Allow', Action: 'cloudwatch:GetMetricData', Resource: '*' };
+      // Lambda's active tracing (tracing 'xray', the default): the consumer's role, acknowledged with its reason.
+      const xrayWrite = { Effect: 'Allow', Action: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], Resource: '*' };
 
       expect(statements.length).toBeGreaterThan(0);
       // The management API's stats (test/infra/api.test.ts: acknowledged on its role alone, with the reason).
-      expect(statements.filter((s) => literals(s.Resource).some((r) => r.includes('*')))).toEqual([metricsRead]);
-      for (const statement of statements.filter((s) => s.Sid !== metricsRead.Sid)) {
-        expect(statement.Effect).toBe('Allow');
-        expect(literals(statement.Resource).filter((s) => s.includes('*'))).toEqual([]);
-      }
+      expect(statements.filter((s) => literals(s.Resource).some((r) => r.includes('*')))).toEqual([xrayWrite, metricsRead]);
+      // Every other statement names its resources: no wildcard in any of them.
+      for (const statement of statements) expect(statement.Effect).toBe('Allow');
     });
 
     it("lets the consumer write the ledger table and query the table's key, but not its index", () => {
@@ -1711,11 +1714,13 @@ describe('WebhookDelivery', () => {
         .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
         .flatMap((m) => Object.entries(m.data as Record<string, string>));
 
-      // SMG4 twice: the signing secret's and the seal key's (rotation); IAM5 on the API's role (GetMetricData);
-      // APIG4 on the portal API's two console routes (the page's files, no data: test/infra/api.test.ts).
+      // SMG4 twice: the signing secret's and the seal key's (rotation); IAM5 on the API's role (GetMetricData)
+      // and on the consumer's (X-Ray's writes, tracing 'xray'); APIG4 on the portal API's two console
+      // routes (the page's files, no data: test/infra/api.test.ts).
       expect(acknowledged.map(([id]) => id).sort()).toEqual([
         'Annotation::AwsSolutions-APIG4',
         'Annotation::AwsSolutions-APIG4',
+        'Annotation::AwsSolutions-IAM5[Resource::*]',
         'Annotation::AwsSolutions-IAM5[Resource::*]',
         'Annotation::AwsSolutions-SMG4',
         'Annotation::AwsSolutions-SMG4',
