@@ -10,6 +10,7 @@
  */
 import { EndpointError, SecretUnavailableError } from '../errors';
 import { HEADER_VALUE, MAX_HEADER_VALUE_CHARS } from '../webhook/custom-headers';
+import { ClientTlsError, secureContextFor } from '../webhook/client-tls';
 import type { ClientCredentials, ClientTls } from '../webhook/sender';
 import type { EndpointFields } from './endpoint';
 import { certificateBlocks, certificatesProblem, keyPairProblem, privateKeyBlock, privateKeyProblem } from './pem';
@@ -70,7 +71,16 @@ export function resolvedTls(fields: Pick<EndpointFields, 'name' | 'tls'>, values
   const privateKey = privateKeyBlock(read) ?? read;
   const problem = privateKeyProblem(privateKey) ?? keyPairProblem(clientCertificate, privateKey);
   if (problem !== undefined) throw new EndpointError(fields.name, 'tls.privateKey', problem);
-  return { clientCertificate, privateKey, ...(tls.ca !== undefined ? { ca: certificates('ca', tls.ca) } : {}) };
+  const clientTls: ClientTls = { clientCertificate, privateKey, ...(tls.ca !== undefined ? { ca: certificates('ca', tls.ca) } : {}) };
+  // What the sender will make of them, made once here too: anything TLS itself refuses (a key type
+  // OpenSSL does not take) holds the endpoint, named, rather than failing each delivery's sender.
+  try {
+    secureContextFor(clientTls);
+  } catch (error) {
+    if (error instanceof ClientTlsError) throw new EndpointError(fields.name, error.field, error.message.slice(error.field.length + 1));
+    throw error;
+  }
+  return clientTls;
 }
 
 function valueAt(values: ReadValues, path: string): string {
