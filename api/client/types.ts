@@ -338,6 +338,8 @@ export interface Delivery {
   readonly parkedAt?: number;
   readonly sequence?: number;
   readonly shipmentId?: string;
+  /** The W3C traceparent of its first traced attempt (docs/contract.md §19). */
+  readonly traceparent?: string;
   readonly releasedAt?: number;
 }
 

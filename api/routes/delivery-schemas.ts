@@ -103,6 +103,11 @@ export const DELIVERY_SCHEMA: JsonSchema = {
     parkedAt: epochMs('Parked while its endpoint is disabled, since (epoch ms)'),
     sequence: { type: 'integer', minimum: 1, description: "Its place among its shipment's events at an endpoint ordered per shipment" },
     shipmentId: { type: 'string' },
+    traceparent: {
+      type: 'string',
+      pattern: '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$',
+      description: 'The W3C traceparent of its first traced attempt (§19): the trace to look for, which a replay, a release or a recovery send links to',
+    },
     releasedAt: epochMs('Its shipment went on without it (epoch ms)'),
   },
   additionalProperties: false,

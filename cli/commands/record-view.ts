@@ -48,6 +48,8 @@ export function recordDetails(record: DeliveryRecord, nowMs: number): string {
   }
   pairs.push(['policy', `${record.policy.version} (${record.policy.maxAttempts} attempts)`]);
   if (record.contentHash) pairs.push(['content hash', record.contentHash]);
+  // The trace its first traced attempt was in (docs/contract.md §19): what to look up in X-Ray or an OTLP viewer.
+  if (record.traceparent !== undefined) pairs.push(['trace', record.traceparent.split('-')[1] ?? record.traceparent]);
 
   const sections = [keyValues(pairs)];
   if (record.history.length > 0) {
