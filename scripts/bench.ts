@@ -32,6 +32,7 @@ import { FAULT_MIX, ORDERING_DEFAULTS, orderingMarkdown, runOrdering, type Order
 import { markdown, targets, type BenchResult } from '../bench/report';
 import { runSandboxScale, SANDBOX_SCALE_DEFAULTS, sandboxScaleMarkdown } from '../bench/sandbox-scale';
 import { runSlowNeighbour, SLOW_NEIGHBOUR_DEFAULTS, slowNeighbourMarkdown } from '../bench/slow-neighbour';
+import { runTracingOverhead, tracingMarkdown } from '../bench/tracing';
 import { combine, ratios, runBatchConcurrency, runConsumer, type BatchConcurrencyResult, type ConsumerFigures } from '../bench/throughput';
 import { safe } from '../lib/terminal';
 import { Display } from '../sandbox/counters';
@@ -200,8 +201,10 @@ async function main(): Promise<void> {
       batches[name] = b;
       bench.log(`batch of ${b.batchSize} at 200 ms, ${name}: ${b.batchMs.toFixed(0)} ms, slowest single ${b.slowestSingleMs.toFixed(0)} ms`);
     }
-    // handoff alone: one slow endpoint beside a healthy one (issue 26).
-    return { rounds, batches, slowNeighbour: await runSlowNeighbour(bench, opts.slowNeighbour) };
+    // handoff alone: one slow endpoint beside a healthy one; then its handler with tracing off and on (docs/contract.md §19).
+    const slowNeighbour = await runSlowNeighbour(bench, opts.slowNeighbour);
+    const tracing = await runTracingOverhead(bench, { events: opts.events, unloadedEvents: opts.unloadedEvents, window: opts.window, rounds: opts.rounds });
+    return { rounds, batches, slowNeighbour, tracing };
   });
   // With the emulators stopped: fresh processes, nothing else running.
   const display = new Display();
@@ -210,7 +213,7 @@ async function main(): Promise<void> {
   const cliStartup = await measureCliStartup(15);
   display.close();
 
-  const { rounds, batches, slowNeighbour } = measured;
+  const { rounds, batches, slowNeighbour, tracing } = measured;
   const consumers = { handoff: combine(rounds.handoff), naive: combine(rounds.naive), powertools: combine(rounds.powertools) };
   const result: BenchResult = {
     machine: {
@@ -230,8 +233,8 @@ async function main(): Promise<void> {
     bundles,
     cliStartup,
   };
-  const full = { ...result, slowNeighbour, targets: targets(result), durationSeconds: Math.round((performance.now() - startedAt) / 1000) };
-  const table = `${markdown(full)}\n${slowNeighbourMarkdown(slowNeighbour)}`;
+  const full = { ...result, slowNeighbour, tracing, targets: targets(result), durationSeconds: Math.round((performance.now() - startedAt) / 1000) };
+  const table = `${markdown(full)}\n${slowNeighbourMarkdown(slowNeighbour)}\n${tracingMarkdown(tracing)}`;
   process.stdout.write(`\n${table}\n${write(opts.out, 'latest', full, table)} (${full.durationSeconds} s).\n`);
 }
 
