@@ -7,13 +7,13 @@
  * token endpoint is reached through the guard.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EndpointRefusedError } from '../../lib/errors';
 import { EndpointGuard, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
 import { HttpWebhookSender, type HttpWebhookSenderOptions } from '../../lib/webhook/http-sender';
 import { DEFAULT_LIFETIME_SECONDS } from '../../lib/webhook/oauth2-token';
 import type { ClientCredentials } from '../../lib/webhook/sender';
+import { closedAfterEach } from '../helpers/cleanup';
 
 const T0 = Date.UTC(2026, 11, 5, 8, 0, 0);
 const REQUEST = { eventId: 'evt_oauth_1', body: '{"id":"evt_oauth_1"}' };
@@ -29,19 +29,8 @@ interface TokenRequest {
 /** What the token server answers: a status and a body, or `hang` (never). */
 type TokenAnswer = { status: number; body: string } | 'hang';
 
-const closers: (() => Promise<void>)[] = [];
-const senders: HttpWebhookSender[] = [];
-
-afterEach(async () => {
-  for (const sender of senders.splice(0)) sender.close();
-  await Promise.all(closers.splice(0).map((close) => close()));
-});
-
-async function listen(server: http.Server, host = '127.0.0.1'): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  closers.push(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
-  return (server.address() as AddressInfo).port;
-}
+const cleanup = closedAfterEach();
+const listen = cleanup.listen;
 
 /** A token server issuing tok-1, tok-2, … (each valid at the receiver until revoked), or answering as `answer` says when it says. */
 async function startTokenServer(options: { expiresIn?: number; answer?: () => TokenAnswer | undefined; host?: string } = {}) {
@@ -85,7 +74,7 @@ async function startReceiver(valid: ReadonlySet<string>, host = '127.0.0.1') {
 
 function sender(options: Partial<HttpWebhookSenderOptions> & { url: string; auth: ClientCredentials }): HttpWebhookSender {
   const created = new HttpWebhookSender({ timeoutMs: 5_000, guard: new EndpointGuard(SANDBOX_GUARD_OPTIONS), ...options });
-  senders.push(created);
+  cleanup.add(() => created.close());
   return created;
 }
 

@@ -10,11 +10,12 @@ import { lookup } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import type tls from 'node:tls';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EndpointGuard, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
 import { HttpWebhookSender, type HttpWebhookSenderOptions } from '../../lib/webhook/http-sender';
+import { closedAfterEach } from '../helpers/cleanup';
 
 const pem = (name: string) => readFileSync(new URL(`../fixtures/tls/${name}.pem`, import.meta.url), 'utf8');
 const REQUEST = { eventId: 'evt_proxy_1', body: '{"id":"evt_proxy_1"}' };
@@ -30,19 +31,8 @@ interface Tunnel {
   readonly authorization: string | undefined;
 }
 
-const closers: (() => Promise<void>)[] = [];
-const senders: HttpWebhookSender[] = [];
-
-afterEach(async () => {
-  for (const sender of senders.splice(0)) sender.close();
-  await Promise.all(closers.splice(0).map((close) => close()));
-});
-
-async function listen(server: http.Server, host = '127.0.0.1'): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  closers.push(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
-  return (server.address() as AddressInfo).port;
-}
+const cleanup = closedAfterEach();
+const listen = cleanup.listen;
 
 /**
  * A CONNECT proxy: records each tunnel asked for, answers `refuse` when given (a status), else
@@ -72,7 +62,7 @@ async function startProxy(options: { credentials?: string; refuse?: number } = {
     client.on('close', () => upstream.destroy());
   });
   const port = await listen(server);
-  closers.push(async () => {
+  cleanup.add(() => {
     for (const socket of sockets) socket.destroy();
   });
   return { port, tunnels };
@@ -94,7 +84,7 @@ async function startReceiver(host = '127.0.0.1') {
 
 function sender(options: Partial<HttpWebhookSenderOptions> & { url: string }): HttpWebhookSender {
   const created = new HttpWebhookSender({ timeoutMs: 5_000, guard: new EndpointGuard(SANDBOX_GUARD_OPTIONS), ...options });
-  senders.push(created);
+  cleanup.add(() => created.close());
   return created;
 }
 
