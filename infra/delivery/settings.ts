@@ -32,7 +32,8 @@ export function resolveSettings(overrides: Partial<Settings>, options: { endpoin
       'is for the local sandbox only: in AWS pass a Secrets Manager secret as `signingSecret` (a value here would end up in the template)',
     );
   }
-  if (settings.proxyUrl !== undefined && /^[a-z]+:\/\/[^/]*@/i.test(settings.proxyUrl)) {
+  // Read as the consumer reads it (WHATWG URL: `http:\\user:pass@host` holds credentials too), not by pattern.
+  if (settings.proxyUrl !== undefined && hasCredentials(settings.proxyUrl)) {
     throw new ConfigError(
       'proxyUrl',
       "must not hold a user or password in AWS: it would end up in the template and the consumer's environment; let the proxy allow the VPC's addresses (egress.staticIps) instead",
@@ -42,4 +43,13 @@ export function resolveSettings(overrides: Partial<Settings>, options: { endpoin
   // delivery, were checked by validateSettings (lib/config.ts checkLifetimes), as the sandbox and
   // the handler check them: a bad pair fails the synth.
   return settings;
+}
+
+function hasCredentials(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return parsed.username !== '' || parsed.password !== '';
+  } catch {
+    return false; // Not a URL: validateSettings has refused it already.
+  }
 }

@@ -205,7 +205,9 @@ describe('Static egress (egress.staticIps)', () => {
     });
 
     it('refuses a proxy URL with a user or password: it would land in the template', () => {
-      expect(() => build({ settings: { proxyUrl: 'http://user:pass@proxy.internal:3128' }, egress: { staticIps: true } })).toThrow(/^proxyUrl must not hold a user or password in AWS/);
+      for (const proxyUrl of ['http://user:pass@proxy.internal:3128', 'http:\\\\user:pass@proxy.internal:3128', 'http:/user@proxy.internal']) {
+        expect(() => build({ settings: { proxyUrl }, egress: { staticIps: true } })).toThrow(/^proxyUrl must not hold a user or password in AWS/);
+      }
     });
 
     it("may make and remove its network interfaces (what Lambda needs to attach it), and no other function's role may", () => {
