@@ -95,12 +95,23 @@ export interface HealthStore {
 }
 
 /**
- * When the endpoint is to be paused until, after this outcome: a 429 (for its `Retry-After`, or the
- * endpoint's first retry wait when it gives none) or a 503 carrying `Retry-After`; at most 12 h.
- * Undefined: no pause.
+ * Whether the outcome is another server's, not the receiver's (docs/contract.md §18): no token from
+ * the token endpoint (`auth`) or the proxy's refusal (`proxy`), with that server's status when it
+ * answered. A failed attempt like any other, but it says nothing of the receiver: it neither pauses
+ * the endpoint (a token endpoint's 429 is not the receiver asking for less) nor ends a run of
+ * unreachable attempts.
+ */
+export function otherServers(outcome: AttemptOutcome): boolean {
+  return outcome.kind === 'temporary' && (outcome.cause === 'auth' || outcome.cause === 'proxy');
+}
+
+/**
+ * When the endpoint is to be paused until, after this outcome: the receiver's 429 (for its
+ * `Retry-After`, or the endpoint's first retry wait when it gives none) or 503 carrying
+ * `Retry-After`; at most 12 h. Undefined: no pause (`otherServers`' outcomes never pause).
  */
 export function pauseAfter(outcome: AttemptOutcome, nowMs: number, firstWaitSeconds: number): number | undefined {
-  if (outcome.kind !== 'temporary') return undefined;
+  if (outcome.kind !== 'temporary' || otherServers(outcome)) return undefined;
   let seconds: number | undefined;
   if (outcome.status === 429) seconds = outcome.retryAfterSeconds ?? firstWaitSeconds;
   else if (outcome.status === 503) seconds = outcome.retryAfterSeconds;

@@ -30,6 +30,7 @@ import {
   HANDOFF_ACTOR,
   HEALTHY,
   noAcceptedSince,
+  otherServers,
   pauseAfter,
   pauseSecondsLeft,
   PAUSE_EXTENSION_MS,
@@ -211,8 +212,8 @@ export class HealthTracker {
         await this.#unreachable(endpoint, outcome, nowMs, logger);
         return;
       }
-      // An HTTP answer ends a run of unreachable attempts.
-      if (this.#runs.size > 0 && (outcome.kind !== 'temporary' || outcome.status !== undefined)) this.#runs.delete(name);
+      // The receiver's HTTP answer ends a run of unreachable attempts (a token endpoint's or the proxy's does not).
+      if (this.#runs.size > 0 && (outcome.kind !== 'temporary' || (outcome.status !== undefined && !otherServers(outcome)))) this.#runs.delete(name);
       if (outcome.kind === 'accepted') {
         const before = this.current(name);
         if (!endsFailures(before)) return;
