@@ -72,8 +72,9 @@ export function resolvedTls(fields: Pick<EndpointFields, 'name' | 'tls'>, values
   const problem = privateKeyProblem(privateKey) ?? keyPairProblem(clientCertificate, privateKey);
   if (problem !== undefined) throw new EndpointError(fields.name, 'tls.privateKey', problem);
   const clientTls: ClientTls = { clientCertificate, privateKey, ...(tls.ca !== undefined ? { ca: certificates('ca', tls.ca) } : {}) };
-  // What the sender will make of them, made once here too: anything TLS itself refuses (a key type
-  // OpenSSL does not take) holds the endpoint, named, rather than failing each delivery's sender.
+  // The context the sender will use, made here (and kept by client-tls.ts, so the sender takes this
+  // one): anything TLS itself refuses (a key type OpenSSL does not take) holds the endpoint, named,
+  // rather than failing each delivery's sender.
   try {
     secureContextFor(clientTls);
   } catch (error) {

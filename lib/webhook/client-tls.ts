@@ -10,8 +10,13 @@
  * which private CA this endpoint's receiver may also present a certificate of, so a receiver that
  * moves to a publicly trusted certificate keeps working, and nothing is trusted that would not be
  * without the field but that one CA, for that one endpoint.
+ *
+ * A context is made once per container for the same material: the consumer's resolution checks it
+ * (lib/endpoints/resolved-locks.ts), then the sender and its token agent use it. Making one with a
+ * `ca` parses every public root again (about 25 ms of CPU, the event loop blocked), so contexts are
+ * kept by a digest of what they are made of (`contexts`).
  */
-import { X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import tls from 'node:tls';
 import type { ClientTls } from './sender';
 
@@ -36,14 +41,16 @@ export class ClientTlsError extends Error {
  */
 export function secureContextFor(clientTls: ClientTls | undefined): tls.SecureContext | undefined {
   if (clientTls === undefined) return undefined;
-  const ca = clientTls.ca === undefined ? undefined : [...tls.rootCertificates, clientTls.ca];
-  // Each part alone first, so the error names the one that fails; then together, for the key's match.
-  attempt('tls.clientCertificate', 'is no PEM certificate Node can read', () => tls.createSecureContext({ cert: clientTls.clientCertificate }));
-  attempt('tls.privateKey', 'is no unencrypted PEM private key Node can read', () => tls.createSecureContext({ key: clientTls.privateKey }));
-  if (clientTls.ca !== undefined) checkCa(clientTls.ca);
-  return attempt('tls.privateKey', 'is not the key of tls.clientCertificate', () =>
-    tls.createSecureContext({ cert: clientTls.clientCertificate, key: clientTls.privateKey, ...(ca ? { ca } : {}) }),
-  );
+  const { clientCertificate: cert, privateKey: key, ca } = clientTls;
+  return contexts.get(['client', cert, key, ca ?? null], () => {
+    // Each part alone first, so the error names the one that fails; then together, for the key's match.
+    attempt('tls.clientCertificate', 'is no PEM certificate Node can read', () => tls.createSecureContext({ cert }));
+    attempt('tls.privateKey', 'is no unencrypted PEM private key Node can read', () => tls.createSecureContext({ key }));
+    if (ca !== undefined) checkCa(ca);
+    return attempt('tls.privateKey', 'is not the key of tls.clientCertificate', () =>
+      tls.createSecureContext({ cert, key, ...(ca !== undefined ? { ca: [...tls.rootCertificates, ca] } : {}) }),
+    );
+  });
 }
 
 /**
@@ -53,10 +60,47 @@ export function secureContextFor(clientTls: ClientTls | undefined): tls.SecureCo
  * another method than this one.
  */
 export function tokenContextFor(clientTls: ClientTls | undefined): tls.SecureContext | undefined {
-  if (clientTls?.ca === undefined) return undefined;
-  checkCa(clientTls.ca);
-  return tls.createSecureContext({ ca: [...tls.rootCertificates, clientTls.ca] });
+  const ca = clientTls?.ca;
+  if (ca === undefined) return undefined;
+  return contexts.get(['token', ca], () => {
+    checkCa(ca);
+    return tls.createSecureContext({ ca: [...tls.rootCertificates, ca] });
+  });
 }
+
+/**
+ * How many contexts a container keeps. Each sender holds its own anyway; these are for the next
+ * resolution and sender of the same material. Bounded because one made with a `ca` holds its own copy
+ * of the public roots, about 1 MB, and the consumer has 256 MB: 64 covers every endpoint with `tls`
+ * that a batch routes to in all but the largest registries (beyond it, a miss costs what it did
+ * before), and at worst keeps 64 MB of material an endpoint no longer has.
+ */
+export const MAX_KEPT_CONTEXTS = 64;
+
+/**
+ * Contexts by a SHA-256 of what they are made of (never the PEM itself as a key), the one used
+ * longest ago dropped first. A context that cannot be made is not kept: the next call says why again.
+ */
+class ContextCache {
+  readonly #kept = new Map<string, tls.SecureContext>();
+
+  get(material: readonly (string | null)[], make: () => tls.SecureContext): tls.SecureContext {
+    const digest = createHash('sha256').update(JSON.stringify(material)).digest('base64');
+    const kept = this.#kept.get(digest);
+    if (kept !== undefined) {
+      // Last in the Map's order: the one used most recently.
+      this.#kept.delete(digest);
+      this.#kept.set(digest, kept);
+      return kept;
+    }
+    const made = make();
+    this.#kept.set(digest, made);
+    if (this.#kept.size > MAX_KEPT_CONTEXTS) this.#kept.delete(this.#kept.keys().next().value!);
+    return made;
+  }
+}
+
+const contexts = new ContextCache();
 
 /** Node's context skips a CA it cannot read without a word, so each CERTIFICATE block is read here. */
 function checkCa(ca: string): void {
