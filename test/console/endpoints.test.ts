@@ -8,7 +8,7 @@
  * the new secret once (an ed25519 key with its public key); Send test event reaching the receiver;
  * portal mode offering only what a portal link may do.
  */
-import { randomBytes } from 'node:crypto';
+import { createPublicKey, randomBytes, verify } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { tabTo, useConsole, type ConsolePage, type PageOptions } from '../helpers/console-browser';
@@ -328,6 +328,34 @@ describe('the Endpoints pages in Chromium', { timeout: 90_000 }, () => {
     expect(publicKey).not.toBe(before);
     expect((await suite.api('GET', '/v1/endpoints/to-rotate-ed')).json.publicKey).toBe(publicKey);
     expect(await page.content()).not.toContain(secret);
+  });
+
+  it('Rotate secret moves an HMAC endpoint to ed25519 when that scheme is chosen: its key shown once, both signatures through the overlap', async () => {
+    const old = newSecret();
+    await endpoint({ name: 'to-ed25519', secret: old });
+    const { page } = await openAt('#/endpoints/to-ed25519');
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    const ask = page.getByRole('dialog', { name: 'Rotate the secret of to-ed25519' });
+    await ask.getByLabel('Signature scheme of the new secret').selectOption('ed25519');
+    await ask.getByRole('button', { name: 'Rotate secret' }).click();
+
+    const shown = page.getByRole('dialog', { name: 'New signing secret of to-ed25519' });
+    await shown.waitFor();
+    const secret = await shown.getByLabel('Signing secret').inputValue();
+    const publicKey = await shown.getByLabel('Public key').inputValue();
+    await shown.getByRole('button', { name: 'Done' }).click();
+    const { json } = await suite.api('POST', '/v1/endpoints/to-ed25519/test');
+    const request = await requestFor(json.eventId);
+
+    expect(secret).toMatch(/^whsk_/);
+    expect(publicKey).toMatch(/^whpk_/);
+    expect((await suite.api('GET', '/v1/endpoints/to-ed25519')).json.settings.signature).toBe('ed25519');
+    // The new key signs v1a, which the public key alone verifies; the old HMAC secret still signs v1 through the overlap.
+    const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKey.slice('whpk_'.length), 'base64').toString('base64url') }, format: 'jwk' });
+    const signed = Buffer.from(`${String(request.headers['webhook-id'])}.${String(request.headers['webhook-timestamp'])}.${request.body}`);
+    const v1a = String(request.headers['webhook-signature']).split(' ').filter((entry) => entry.startsWith('v1a,'));
+    expect(v1a.some((entry) => verify(null, signed, key, Buffer.from(entry.slice(4), 'base64')))).toBe(true);
+    expect(signedWith(request, old)).toBe(true);
   });
 
   it('Send test event delivers to the receiver, and links to it in Lookup', async () => {

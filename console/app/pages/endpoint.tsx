@@ -11,27 +11,23 @@
  * Lookup, where any delivery is found by its event or shipment ID.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { Delivery, EndpointDetail, EndpointWithSecret, Page, TestEventAnswer } from '../../../api/client/types';
+import type { EndpointDetail, TestEventAnswer } from '../../../api/client/types';
 import { api, endpointPath, shownSecret } from '../api';
-import { MinuteChart } from '../components/chart';
-import { FormDialog, ReasonDialog, ShownOnce } from '../components/dialog';
+import { ShownOnce } from '../components/dialog';
 import { HealthText } from '../components/health';
-import { ErrorNote, FieldMessages, StateBadge } from '../components/notes';
+import { ErrorNote, StateBadge } from '../components/notes';
 import { toError } from '../errors';
 import { endpointStats, minuteSeries, settled } from '../figures';
-import { formatCount, formatDuration, formatRelative, formatTime } from '../format';
-import { useActionKeys, useLoad } from '../hooks';
-import { readPages } from '../paging';
-import { endpointHref, href, navigate } from '../routes';
+import { formatCount, formatRelative, formatTime } from '../format';
+import { useLoad } from '../hooks';
+import { endpointHref, href } from '../routes';
 import { useSession } from '../session-context';
+import { DeadList, LastHour, latestDead } from './endpoint-activity';
+import { DisableDialog, EnableDialog, RemoveDialog, RotateDialog } from './endpoint-dialogs';
 import './endpoints.css';
 import './endpoint.css';
 
 const REFRESH_MS = 10_000;
-const HOUR_MS = 3_600_000;
-const DEAD_SHOWN = 10;
-/** Pages of the dead listing read to reach the newest (it lists oldest death first). */
-const DEAD_PAGES = 3;
 
 type Open = 'disable' | 'enable' | 'rotate' | 'remove' | { readonly secret: string; readonly publicKey: string | null } | undefined;
 
@@ -188,6 +184,7 @@ export function EndpointPage({ name }: { name: string }) {
       {open === 'rotate' ? (
         <RotateDialog
           name={name}
+          signature={endpoint?.settings.signature ?? 'hmac-sha256'}
           onClose={close((o) => o === 'rotate')}
           onRotated={(answer) => {
             detail.reload();
@@ -212,25 +209,7 @@ export function EndpointPage({ name }: { name: string }) {
           onClose={close((o) => typeof o === 'object')}
         />
       ) : null}
-      {open === 'remove' ? (
-        <FormDialog
-          title={`Remove ${name}`}
-          confirmLabel="Remove"
-          danger
-          onClose={close((o) => o === 'remove')}
-          onConfirm={async () => {
-            await api.delete(endpointPath(name));
-            navigate('#/endpoints');
-          }}
-        >
-          {() => (
-            <p>
-              New events are no longer routed to <strong>{name}</strong>. Its deliveries' rows are kept until they expire. This cannot be undone
-              (an endpoint of the same name can be added again).
-            </p>
-          )}
-        </FormDialog>
-      ) : null}
+      {open === 'remove' ? <RemoveDialog name={name} onClose={close((o) => o === 'remove')} /> : null}
     </>
   );
 }
@@ -389,235 +368,4 @@ function settingText(value: unknown): string {
   if (value === null || value === undefined) return 'none';
   if (Array.isArray(value)) return value.join(', ');
   return String(value);
-}
-
-function LastHour({ figures, error, name }: { figures: { stats: Awaited<ReturnType<typeof endpointStats>> | Error; series: Awaited<ReturnType<typeof minuteSeries>> | Error } | undefined; error: Error | undefined; name: string }) {
-  if (figures === undefined) return error !== undefined ? <ErrorNote error={error} /> : <p class="loading">Loading…</p>;
-  const { stats, series } = figures;
-  return (
-    <>
-      {stats instanceof Error ? (
-        <ErrorNote error={stats} />
-      ) : (
-        <>
-          {stats.metricsError !== undefined ? (
-            <p class="error" role="note">
-              Metrics unavailable: {stats.metricsError}
-            </p>
-          ) : null}
-          <dl class="figures">
-            <div>
-              <dt>Delivered</dt>
-              <dd data-figure="delivered-1h">{formatCount(stats.deliveredCount)}</dd>
-            </div>
-            <div>
-              <dt>Retried attempts</dt>
-              <dd data-figure="retried-1h">{formatCount(stats.retriedAttempts)}</dd>
-            </div>
-            <div>
-              <dt>Dead-lettered</dt>
-              <dd data-figure="dead-1h">{formatCount(stats.deadLettered)}</dd>
-            </div>
-            <div>
-              <dt>Dead now</dt>
-              <dd data-figure="dead-now">
-                {stats.capped.dead ? '≥ ' : ''}
-                {formatCount(stats.deadCount)}
-              </dd>
-            </div>
-            <div>
-              <dt>Latency p50 / p99</dt>
-              <dd>
-                {formatDuration(stats.latencyMs.p50)} / {formatDuration(stats.latencyMs.p99)}
-              </dd>
-            </div>
-          </dl>
-        </>
-      )}
-      {series instanceof Error ? (
-        <ErrorNote error={series} />
-      ) : series.metricsError !== undefined ? (
-        stats instanceof Error || stats.metricsError === undefined ? (
-          <p class="error" role="note">
-            Metrics unavailable: {series.metricsError}
-          </p>
-        ) : null
-      ) : (
-        <MinuteChart points={series.points} label={`${name}, deliveries and failed attempts per minute`} id="endpoint-minutes" />
-      )}
-    </>
-  );
-}
-
-interface LatestDead {
-  readonly items: readonly Delivery[];
-  /** The window read: the last 24 h, or the last hour when the day held more than the pages read. */
-  readonly window: '24 h' | '1 h';
-  /** Whether every death of the window was read (so the items shown are the newest). */
-  readonly complete: boolean;
-  readonly read: number;
-}
-
-/**
- * The newest dead deliveries the listing gives. It lists oldest death first, so the page reads the
- * last 24 h to its end (up to DEAD_PAGES pages) and shows the last ones; when the day holds more
- * than that, the last hour the same way; when even the hour does, it says that what it shows are
- * not the newest.
- */
-async function latestDead(name: string): Promise<LatestDead> {
-  let last: LatestDead | undefined;
-  for (const [window, ms] of [['24 h', 24 * HOUR_MS], ['1 h', HOUR_MS]] as const) {
-    const since = new Date(Date.now() - ms).toISOString();
-    const read = await readPages((cursor) => api.get<Page<Delivery>>('/v1/dead', { endpoint: name, since, limit: 100, cursor }), { maxRequests: DEAD_PAGES });
-    last = { items: read.items.slice(-DEAD_SHOWN).reverse(), window, complete: read.next === null, read: read.items.length };
-    if (last.complete) return last;
-  }
-  return last!;
-}
-
-function DeadList({ name, dead, error, loading }: { name: string; dead: LatestDead | undefined; error: Error | undefined; loading: boolean }) {
-  if (dead === undefined) return error !== undefined ? <ErrorNote error={error} /> : loading ? <p class="loading">Loading…</p> : null;
-  const all = href('/dead', { endpoint: name });
-  return (
-    <>
-      {dead.items.length === 0 ? (
-        <p>No delivery to {name} died in the last {dead.window}.</p>
-      ) : (
-        <>
-          <p class="muted">
-            {dead.complete
-              ? `The newest ${dead.items.length} of the ${formatCount(dead.read)} that died in the last ${dead.window}, newest first.`
-              : `More than ${formatCount(dead.read)} died in the last hour: these are the latest of the first ${formatCount(dead.read)} read, not the newest. Dead letters lists them all.`}
-          </p>
-          <div class="table-wrap">
-            <table class="dead-table">
-              <thead>
-                <tr>
-                  <th scope="col">Died</th>
-                  <th scope="col">Event</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col" class="num">
-                    Attempts
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {dead.items.map((delivery) => (
-                  <tr key={delivery.eventId}>
-                    <td>{formatTime(delivery.deadAt ?? delivery.stateSince)}</td>
-                    <th scope="row">
-                      <a href={href('/lookup', { id: delivery.eventId })}>
-                        <code>{delivery.eventId}</code>
-                      </a>
-                    </th>
-                    <td>{delivery.eventType ?? <span class="muted">—</span>}</td>
-                    <td class="reason">
-                      {delivery.deadReason ?? 'dead'}
-                      {delivery.deadDetail !== undefined ? <span class="muted">: {delivery.deadDetail}</span> : null}
-                    </td>
-                    <td class="num">{formatCount(delivery.attempts)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        </>
-      )}
-      <p>
-        <a href={all}>All dead deliveries of {name}</a> (Dead letters, where they can be replayed).
-      </p>
-    </>
-  );
-}
-
-function DisableDialog({ name, onClose, onDone }: { name: string; onClose: () => void; onDone: (text: string) => void }) {
-  const keyFor = useActionKeys();
-  return (
-    <ReasonDialog
-      title={`Disable ${name}`}
-      confirmLabel="Disable"
-      onClose={onClose}
-      onConfirm={async (reason) => {
-        const body = { reason };
-        await api.post(endpointPath(name, 'disable'), body, { idempotencyKey: keyFor(body) });
-        onDone(`${name} is disabled: its deliveries are parked until it is enabled.`);
-      }}
-    >
-      <p>New deliveries to it are parked, not sent, until it is enabled again. The reason is kept with it, and who disabled it.</p>
-    </ReasonDialog>
-  );
-}
-
-function EnableDialog({ name, parked, onClose, onDone }: { name: string; parked: number | null; onClose: () => void; onDone: (text: string) => void }) {
-  const [reason, setReason] = useState('');
-  const [rate, setRate] = useState('');
-  const keyFor = useActionKeys();
-  return (
-    <FormDialog
-      title={`Enable ${name}`}
-      confirmLabel="Enable"
-      onClose={onClose}
-      onConfirm={async () => {
-        const body: Record<string, unknown> = {};
-        if (reason.trim() !== '') body.reason = reason.trim();
-        if (rate.trim() !== '') body.rate = Number(rate);
-        await api.post(endpointPath(name, 'enable'), body, { idempotencyKey: keyFor(body) });
-        onDone(`${name} is enabled${parked !== null && parked > 0 ? `: its ${formatCount(parked)} parked deliveries are being released` : ''}.`);
-      }}
-    >
-      {(error) => (
-        <>
-          <p>
-            Deliveries to it start again.{' '}
-            {parked !== null && parked > 0 ? `Its ${formatCount(parked)} parked deliveries are released, ramping up to the rate below.` : ''}
-          </p>
-          <label>
-            Reason (optional)
-            <textarea name="reason" rows={2} value={reason} onInput={(e) => setReason(e.currentTarget.value)} aria-describedby="enable-reason-error" />
-            <FieldMessages error={error} path="reason" id="enable-reason-error" />
-          </label>
-          <label>
-            Release rate, parked deliveries a second (empty: the API's default)
-            <input name="rate" type="number" inputMode="numeric" value={rate} onInput={(e) => setRate(e.currentTarget.value)} aria-describedby="enable-rate-error" />
-            <FieldMessages error={error} path="rate" id="enable-rate-error" />
-          </label>
-        </>
-      )}
-    </FormDialog>
-  );
-}
-
-function RotateDialog({ name, onClose, onRotated }: { name: string; onClose: () => void; onRotated: (answer: EndpointWithSecret) => void }) {
-  const [overlap, setOverlap] = useState('');
-  const keyFor = useActionKeys();
-  return (
-    <FormDialog
-      title={`Rotate the secret of ${name}`}
-      confirmLabel="Rotate secret"
-      onClose={onClose}
-      onConfirm={async () => {
-        const body = overlap.trim() === '' ? {} : { overlapSeconds: Number(overlap) };
-        onRotated(await api.post<EndpointWithSecret>(endpointPath(name, 'rotate-secret'), body, { idempotencyKey: keyFor(body) }));
-      }}
-    >
-      {(error) => (
-        <>
-          <p>A new signing secret replaces the current one, and is shown once. During the overlap the old secret signs each request too, so the receiver can switch without refusing any.</p>
-          <label>
-            Overlap in seconds (empty: 24 hours; 0: switch at once)
-            <input
-              name="overlapSeconds"
-              type="number"
-              inputMode="numeric"
-              value={overlap}
-              onInput={(e) => setOverlap(e.currentTarget.value)}
-              aria-describedby="rotate-overlap-error"
-            />
-            <FieldMessages error={error} path="overlapSeconds" id="rotate-overlap-error" />
-          </label>
-        </>
-      )}
-    </FormDialog>
-  );
 }
