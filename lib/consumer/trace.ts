@@ -10,7 +10,7 @@ import type { SQSRecord } from 'aws-lambda';
 import type { BatchDeps } from '../batch';
 import type { Logger } from '../observability';
 import type { ControlValues } from '../queue/seal';
-import { TRACELINK_ATTRIBUTE, type TraceCarrier } from '../tracing/carrier';
+import type { TraceCarrier } from '../tracing/carrier';
 import { messageContextOf, type ActiveSpan, type Tracing } from '../tracing/tracing';
 import type { Plan } from './plan';
 
@@ -23,7 +23,7 @@ export const ROUTE_SPAN = 'handoff.route';
 export function startSpans(tracing: Tracing, records: readonly SQSRecord[], controls: readonly ControlValues[], logger: Logger): Map<SQSRecord, ActiveSpan> {
   const spans = new Map<SQSRecord, ActiveSpan>();
   records.forEach((record, i) => {
-    const from = messageContextOf(record, controls[i]?.[TRACELINK_ATTRIBUTE]);
+    const from = messageContextOf(record, controls[i]);
     // Input, never an instruction: a malformed context starts a trace of its own, and says so.
     if (from.invalid) logger.info('trace context ignored', { messageId: record.messageId, why: 'invalid-traceparent' });
     spans.set(record, tracing.start(DELIVER_SPAN, from, { 'messaging.system': 'aws_sqs', 'messaging.message.id': record.messageId }));

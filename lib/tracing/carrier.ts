@@ -17,7 +17,11 @@ export const TRACESTATE_ATTRIBUTE = 'tracestate';
  * replay, a release or a put-back comes from, which its delivery's span links to.
  */
 export const TRACELINK_ATTRIBUTE = 'tracelink';
-/** SQS's system attribute, set when the producer is traced by X-Ray (or Lambda's active tracing). */
+/**
+ * SQS's system attribute: the sender's `X-Amzn-Trace-Id`. Not only an X-Ray-traced producer's: the
+ * AWS SDK in any Lambda function copies the invocation's `_X_AMZN_TRACE_ID` onto its SendMessage,
+ * with `Sampled=0` when the function has no active tracing.
+ */
 export const AWS_TRACE_HEADER_ATTRIBUTE = 'AWSTraceHeader';
 
 /** A W3C trace context: `traceparent`, and `tracestate` when there is one. */
@@ -86,6 +90,35 @@ export function carrierOf(attribute: (name: string) => string | undefined): { re
   if (parseTraceparent(traceparent) === undefined) return { invalid: true };
   const tracestate = checkTracestate(attribute(TRACESTATE_ATTRIBUTE));
   return { carrier: tracestate !== undefined ? { traceparent, tracestate } : { traceparent } };
+}
+
+const XRAY_ROOT = /^1-([0-9a-f]{8})-([0-9a-f]{24})$/i;
+const XRAY_PARENT = /^[0-9a-f]{16}$/i;
+
+/**
+ * An AWSTraceHeader's trace and parent span (`Root=1-<8 hex>-<24 hex>;Parent=<16 hex>;Sampled=1`,
+ * its parts in any order, other keys such as `Lineage` passed over), or undefined when it is not
+ * one: no Root or no Parent, either malformed or all zeros, a key twice, over 256 characters.
+ * `sampled` only for `Sampled=1`: `0`, `?` (the decision left to the receiver) and none are not.
+ */
+export function parseAwsTraceHeader(value: string | undefined): ParsedTraceparent | undefined {
+  if (value === undefined || value.length > 256) return undefined;
+  const parts = new Map<string, string>();
+  for (const part of value.split(';')) {
+    if (part.trim() === '') continue;
+    const equals = part.indexOf('=');
+    if (equals < 0) return undefined;
+    const key = part.slice(0, equals).trim();
+    if (parts.has(key)) return undefined;
+    parts.set(key, part.slice(equals + 1).trim());
+  }
+  const root = XRAY_ROOT.exec(parts.get('Root') ?? '');
+  const parent = parts.get('Parent') ?? '';
+  if (root === null || !XRAY_PARENT.test(parent)) return undefined;
+  const traceId = `${root[1]}${root[2]}`.toLowerCase();
+  const spanId = parent.toLowerCase();
+  if (traceId === ZERO_TRACE || spanId === ZERO_SPAN) return undefined;
+  return { traceId, spanId, sampled: parts.get('Sampled') === '1' };
 }
 
 /** `00-<trace>-<span>-<flags>`. */

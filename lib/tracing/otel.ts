@@ -9,19 +9,16 @@
  */
 import {
   createTraceState,
-  defaultTextMapGetter,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
   trace,
   TraceFlags,
-  type Context,
   type Link,
   type Span,
   type SpanContext,
 } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { AWSXRayPropagator } from '@opentelemetry/propagator-aws-xray';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, RandomIdGenerator, type IdGenerator } from '@opentelemetry/sdk-trace-base';
 // Types only from carrier.ts: a value import would put it in a chunk of its own, one more file at every cold start.
@@ -44,23 +41,15 @@ export function otelTracing(options: { readonly service: string; readonly xrayId
     ...(options.xrayIds ? { idGenerator: new XRayIdGenerator() } : {}),
   });
   const tracer = provider.getTracer(TRACER_NAME);
-  const xray = new AWSXRayPropagator();
-
-  const parentOf = (from: MessageContext): Context => {
-    if (from.parent !== undefined) return trace.setSpanContext(ROOT_CONTEXT, spanContextOf(from.parent.ids, from.parent.tracestate));
-    if (from.awsTraceHeader !== undefined) return xray.extract(ROOT_CONTEXT, { 'x-amzn-trace-id': from.awsTraceHeader }, defaultTextMapGetter);
-    return ROOT_CONTEXT;
-  };
 
   return {
     start(name, from, attributes) {
-      const parent = parentOf(from);
-      const links: Link[] = from.link !== undefined ? [{ context: spanContextOf(from.link), attributes: { 'handoff.link': 'original' } }] : [];
+      // The parent is named here, never taken from a context manager (none is registered).
+      const parent = from.parent !== undefined ? trace.setSpanContext(ROOT_CONTEXT, spanContextOf(from.parent.ids, from.parent.tracestate)) : ROOT_CONTEXT;
+      const links: Link[] = from.link !== undefined ? [{ context: spanContextOf(from.link.ids), attributes: { 'handoff.link': from.link.kind } }] : [];
       const span = tracer.startSpan(name, { kind: SpanKind.CONSUMER, attributes: defined(attributes), links }, parent);
       const own = carrierOfSpan(span.spanContext());
-      const remote = trace.getSpanContext(parent);
-      const carried = from.parent !== undefined ? carrierOnly(from.parent) : remote !== undefined ? carrierOfSpan(remote) : own;
-      return new OtelSpan(span, own, carried);
+      return new OtelSpan(span, own, from.parent !== undefined ? carrierOnly(from.parent) : own);
     },
     async flush(timeoutMs) {
       let timer: NodeJS.Timeout | undefined;

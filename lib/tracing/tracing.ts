@@ -15,19 +15,37 @@
 import type { SQSRecord } from 'aws-lambda';
 import { ConfigError } from '../errors';
 import { TRACING_ENV, TRACING_MODES } from './mode';
-import { AWS_TRACE_HEADER_ATTRIBUTE, carrierOf, parseTraceparent, TRACELINK_ATTRIBUTE, type ParsedTraceparent, type TraceCarrier } from './carrier';
+import type { ControlValues } from '../queue/seal';
+import {
+  AWS_TRACE_HEADER_ATTRIBUTE,
+  carrierOf,
+  formatTraceparent,
+  parseAwsTraceHeader,
+  parseTraceparent,
+  TRACELINK_ATTRIBUTE,
+  type ParsedTraceparent,
+  type TraceCarrier,
+} from './carrier';
 
 export type SpanAttributes = Readonly<Record<string, string | number | boolean | undefined>>;
 
-/** Where a record's span comes from: the message's context, as read (never trusted beyond the parent link). */
+/** Where a record's span comes from: the message's context, as read (never trusted beyond its parent and link). */
 export interface MessageContext {
-  /** The producer's (or handoff's re-send's) `traceparent`/`tracestate`, well-formed, and its parts. */
+  /**
+   * The span's parent: the producer's (or handoff's re-send's) `traceparent`/`tracestate`,
+   * well-formed, and its parts; or, without them, an AWSTraceHeader that says `Sampled=1`, as a
+   * `traceparent`.
+   */
   readonly parent?: TraceCarrier & { readonly ids: ParsedTraceparent };
-  /** SQS's AWSTraceHeader, read when there is no `traceparent`. */
-  readonly awsTraceHeader?: string;
-  /** What a sealed re-send says it comes from (a replay's original, say): linked, not a parent. */
-  readonly link?: ParsedTraceparent;
+  /** A trace the span links to, not its parent (`handoff.link` on the link says which). */
+  readonly link?: { readonly ids: ParsedTraceparent; readonly kind: LinkKind };
 }
+
+/**
+ * `original`: what a sealed re-send comes from (a replay's original delivery, say).
+ * `aws-trace-header`: an AWSTraceHeader that is not sampled (messageContextOf).
+ */
+export type LinkKind = 'original' | 'aws-trace-header';
 
 /** One span, started; ended once. */
 export interface ActiveSpan {
@@ -89,18 +107,35 @@ export function tracingFromEnvironment(env: NodeJS.ProcessEnv, service: string):
 }
 
 /**
- * What a record's span comes from: its `traceparent` (and `tracestate`) when well-formed, else its
- * AWSTraceHeader; and, from its sealed control values only, the trace it links to. `invalid`: it
- * carried a `traceparent` that is not one (ignored: the span starts a trace of its own).
+ * What a record's span comes from: its `traceparent` (and `tracestate`) when well-formed; else its
+ * AWSTraceHeader, as the parent only when it says `Sampled=1`. `invalid`: it carried a
+ * `traceparent` that is not one (ignored: the span starts a trace of its own).
+ *
+ * An AWSTraceHeader is not only an X-Ray-traced producer's: the AWS SDK in any Lambda function puts
+ * the invocation's trace header on what it sends, `Sampled=0` when the function has no active
+ * tracing. As a parent that would unsample handoff's span under `parentbased_always_on`: nothing
+ * exported, the receiver told `-00`, the row's `traceparent` naming a span that never was. So an
+ * unsampled one starts a trace of its own, linked to the header's. And handoff's own messages
+ * (sealed `control`: replays and releases from the API function, recovery's sends) never take it:
+ * it names the invocation that sent them, not their delivery's trace (their sealed link names that,
+ * where the row keeps one).
  */
-export function messageContextOf(record: Pick<SQSRecord, 'messageAttributes' | 'attributes'>, sealedLink: string | undefined): MessageContext & { readonly invalid?: true } {
+export function messageContextOf(record: Pick<SQSRecord, 'messageAttributes' | 'attributes'>, control: ControlValues = {}): MessageContext & { readonly invalid?: true } {
   const { carrier, invalid } = carrierOf((name) => record.messageAttributes?.[name]?.stringValue);
-  const awsTraceHeader = carrier === undefined ? record.attributes?.[AWS_TRACE_HEADER_ATTRIBUTE] : undefined;
-  const link = sealedLink !== undefined ? parseTraceparent(sealedLink) : undefined;
+  const sealedLink = control[TRACELINK_ATTRIBUTE];
+  const original = sealedLink !== undefined ? parseTraceparent(sealedLink) : undefined;
+  const handoffsOwn = Object.keys(control).length > 0;
+  const aws = carrier === undefined && !handoffsOwn ? parseAwsTraceHeader(record.attributes?.[AWS_TRACE_HEADER_ATTRIBUTE]) : undefined;
   const ids = carrier !== undefined ? parseTraceparent(carrier.traceparent) : undefined;
+  const parent =
+    carrier !== undefined && ids !== undefined
+      ? { ...carrier, ids }
+      : aws?.sampled
+        ? { traceparent: formatTraceparent(aws.traceId, aws.spanId, true), ids: aws }
+        : undefined;
+  const link = original !== undefined ? { ids: original, kind: 'original' as const } : aws !== undefined && !aws.sampled ? { ids: aws, kind: 'aws-trace-header' as const } : undefined;
   return {
-    ...(carrier !== undefined && ids !== undefined ? { parent: { ...carrier, ids } } : {}),
-    ...(awsTraceHeader ? { awsTraceHeader: awsTraceHeader.slice(0, 256) } : {}),
+    ...(parent !== undefined ? { parent } : {}),
     ...(link !== undefined ? { link } : {}),
     ...(invalid ? { invalid } : {}),
   };

@@ -1,18 +1,23 @@
 /**
  * A producer's trace context is input (docs/contract.md §19): `traceparent` parsed strictly,
- * `tracestate` kept only within its bounds, a link obeyed only under handoff's seal, tracing on only
- * when the environment says so, and a message's attributes within SQS's ten.
+ * `tracestate` kept only within its bounds, an AWSTraceHeader read strictly and the parent only when
+ * it says Sampled=1 (never on handoff's own messages), a link obeyed only under handoff's seal,
+ * tracing on only when the environment says so, and a message's attributes within SQS's ten.
  */
 import { describe, expect, it } from 'vitest';
 import { controlOfMessage } from '../../lib/queue/queue';
 import { MessageSeal, sealedAttributes } from '../../lib/queue/seal';
-import { carrierOf, checkTracestate, linkOf, parseTraceparent, TRACELINK_ATTRIBUTE } from '../../lib/tracing/carrier';
+import { carrierOf, checkTracestate, linkOf, parseAwsTraceHeader, parseTraceparent, TRACELINK_ATTRIBUTE } from '../../lib/tracing/carrier';
 import { messageContextOf, tracingEnabled, tracingFromEnvironment } from '../../lib/tracing/tracing';
 import { sqsRecord, TEST_SEAL } from '../helpers/sqs-records';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN = '00f067aa0ba902b7';
 const VALID = `00-${TRACE}-${SPAN}-01`;
+const AWS_TRACE = '5759e988bd862e3fe1be46a994272793';
+const AWS_PARENT = '53995c3f42cd8ad8';
+const AWS_SAMPLED = `Root=1-5759e988-bd862e3fe1be46a994272793;Parent=${AWS_PARENT};Sampled=1`;
+const AWS_UNSAMPLED = `Root=1-5759e988-bd862e3fe1be46a994272793;Parent=${AWS_PARENT};Sampled=0`;
 
 describe('Trace context: parsing', () => {
   it('reads a W3C traceparent, sampled or not', () => {
@@ -47,23 +52,57 @@ describe('Trace context: parsing', () => {
     expect(checkTracestate('')).toBeUndefined();
   });
 
-  it("reads a message's context: traceparent first, tracestate dropped alone when bad, AWSTraceHeader only without a traceparent", () => {
+  it("reads a message's context: traceparent first, tracestate dropped alone when bad, a sampled AWSTraceHeader only without a traceparent", () => {
     const attributes = (values: Record<string, string>) => (name: string) => values[name];
     expect(carrierOf(attributes({ traceparent: VALID, tracestate: 'a=1' }))).toEqual({ carrier: { traceparent: VALID, tracestate: 'a=1' } });
     expect(carrierOf(attributes({ traceparent: VALID, tracestate: 'A=1' }))).toEqual({ carrier: { traceparent: VALID } });
     expect(carrierOf(attributes({ traceparent: 'nonsense' }))).toEqual({ invalid: true });
     expect(carrierOf(attributes({}))).toEqual({});
-    const xray = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
-    const record = (messageAttributes: Record<string, string>) =>
+    const record = (messageAttributes: Record<string, string>, awsTraceHeader = AWS_SAMPLED) =>
       sqsRecord('{}', {
-        attributes: { ...sqsRecord('{}').attributes, AWSTraceHeader: xray },
+        attributes: { ...sqsRecord('{}').attributes, AWSTraceHeader: awsTraceHeader },
         messageAttributes: Object.fromEntries(Object.entries(messageAttributes).map(([k, v]) => [k, { stringValue: v, dataType: 'String' }])),
       });
-    expect(messageContextOf(record({}), undefined)).toEqual({ awsTraceHeader: xray });
-    expect(messageContextOf(record({ traceparent: VALID }), undefined)).toEqual({ parent: { traceparent: VALID, ids: { traceId: TRACE, spanId: SPAN, sampled: true } } });
+    expect(messageContextOf(record({}))).toEqual({ parent: { traceparent: `00-${AWS_TRACE}-${AWS_PARENT}-01`, ids: { traceId: AWS_TRACE, spanId: AWS_PARENT, sampled: true } } });
+    expect(messageContextOf(record({ traceparent: VALID }))).toEqual({ parent: { traceparent: VALID, ids: { traceId: TRACE, spanId: SPAN, sampled: true } } });
     // A link is read from the sealed control values only, and only when well-formed.
-    expect(messageContextOf(record({ traceparent: VALID }), VALID).link).toEqual({ traceId: TRACE, spanId: SPAN, sampled: true });
-    expect(messageContextOf(record({}), 'nonsense').link).toBeUndefined();
+    expect(messageContextOf(record({ traceparent: VALID }), { [TRACELINK_ATTRIBUTE]: VALID }).link).toEqual({ ids: { traceId: TRACE, spanId: SPAN, sampled: true }, kind: 'original' });
+    expect(messageContextOf(record({ traceparent: VALID }), { [TRACELINK_ATTRIBUTE]: 'nonsense' }).link).toBeUndefined();
+  });
+
+  it("takes an AWSTraceHeader as the parent only when it says Sampled=1, links to it otherwise, and never on handoff's own sealed messages", () => {
+    const record = (awsTraceHeader: string) => sqsRecord('{}', { attributes: { ...sqsRecord('{}').attributes, AWSTraceHeader: awsTraceHeader } });
+    const ids = { traceId: AWS_TRACE, spanId: AWS_PARENT };
+    // A Lambda function without active tracing sends Sampled=0: a trace of handoff's own, linked to it.
+    for (const header of [AWS_UNSAMPLED, AWS_SAMPLED.replace('Sampled=1', 'Sampled=?'), AWS_SAMPLED.replace(';Sampled=1', '')]) {
+      expect(messageContextOf(record(header))).toEqual({ link: { ids: { ...ids, sampled: false }, kind: 'aws-trace-header' } });
+    }
+    // Handoff's own (sealed): a replay's link alone, or nothing; the sending function's header is not the delivery's trace.
+    expect(messageContextOf(record(AWS_SAMPLED), { [TRACELINK_ATTRIBUTE]: VALID })).toEqual({ link: { ids: { traceId: TRACE, spanId: SPAN, sampled: true }, kind: 'original' } });
+    expect(messageContextOf(record(AWS_UNSAMPLED), { endpoint: 'acme' })).toEqual({});
+    expect(messageContextOf(record('Root=1-nonsense;Parent=53995c3f42cd8ad8;Sampled=1'))).toEqual({});
+  });
+
+  it('reads an AWSTraceHeader strictly: Root and Parent well-formed, its keys once, Sampled=1 alone sampled', () => {
+    const ids = { traceId: AWS_TRACE, spanId: AWS_PARENT };
+    expect(parseAwsTraceHeader(AWS_SAMPLED)).toEqual({ ...ids, sampled: true });
+    expect(parseAwsTraceHeader(AWS_UNSAMPLED)).toEqual({ ...ids, sampled: false });
+    // Any order, spaces around parts, other keys (Lineage) passed over, upper-case hex read as lower.
+    expect(parseAwsTraceHeader(` Sampled=1; Parent=${AWS_PARENT.toUpperCase()};Lineage=a87bd80c:1|68fd508a:5;Root=1-5759e988-bd862e3fe1be46a994272793 `)).toEqual({ ...ids, sampled: true });
+    for (const bad of [
+      'Parent=53995c3f42cd8ad8;Sampled=1',
+      'Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1',
+      'Root=2-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1',
+      'Root=1-5759e988-bd862e3fe1be46a99427279;Parent=53995c3f42cd8ad8;Sampled=1',
+      `Root=1-00000000-${'0'.repeat(24)};Parent=53995c3f42cd8ad8;Sampled=1`,
+      'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=0000000000000000;Sampled=1',
+      `${AWS_SAMPLED};Sampled=0`,
+      `${AWS_SAMPLED};junk`,
+      `${AWS_SAMPLED};Lineage=${'a'.repeat(300)}`,
+      '',
+    ]) {
+      expect(parseAwsTraceHeader(bad)).toBeUndefined();
+    }
   });
 
   it("links a row's re-send to the trace it keeps, and to nothing when it keeps none or a bad one", () => {

@@ -4,24 +4,30 @@
  * collector: each attempt is a `handoff.deliver` span in the producer's trace, the receiver's
  * request carries that span's context, a fan-out keeps both deliveries in the one trace, a re-send
  * that names its original (a replay's) links to it, a dead delivery's replay links to the trace its
- * row kept of its first attempt, a producer's malformed context starts a trace of its own, and with
- * tracing off nothing is traced or sent.
+ * row kept of its first attempt, a producer's malformed context starts a trace of its own, SQS's
+ * AWSTraceHeader is the parent only when it says Sampled=1 (and never of handoff's own re-send), and
+ * with tracing off nothing is traced or sent.
  */
-import { SendMessageCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageCommand, type Message, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RESOURCE_ENV } from '../../lib/config';
 import { SqsDeliveryQueue } from '../../lib/queue/sqs-queue';
 import { replayDelivery } from '../../lib/replay';
 import { parseTraceparent } from '../../lib/tracing/carrier';
-import { coldStartOnRegistry, isolateEachTest, seededRegistry, useConsumerHarness, type ConsumerHarness } from '../helpers/consumer-harness';
+import { coldStartOnRegistry, isolateEachTest, lambdaContext, seededRegistry, useConsumerHarness, type ConsumerHarness, type Handler } from '../helpers/consumer-harness';
 import { startTestReceiver, type TestReceiver } from '../helpers/receiver';
-import { TEST_SEAL } from '../helpers/sqs-records';
+import { queueArnFromUrl, recordFromMessage, sqsEvent, TEST_SEAL } from '../helpers/sqs-records';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver';
 
 const VISIBILITY_SECONDS = 30;
 const PRODUCER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PRODUCER_SPAN = '00f067aa0ba902b7';
 const PRODUCER_TRACEPARENT = `00-${PRODUCER_TRACE}-${PRODUCER_SPAN}-01`;
+// What SQS keeps as AWSTraceHeader from a Lambda producer's SendMessage (its _X_AMZN_TRACE_ID).
+const AWS_TRACE = '6931bd3e2c5b6f0a1d9e8f7a3b4c5d6e';
+const AWS_PARENT = '7c1e2f3a4b5d6e70';
+const awsTraceHeader = (sampled: 0 | 1) => `Root=1-${AWS_TRACE.slice(0, 8)}-${AWS_TRACE.slice(8)};Parent=${AWS_PARENT};Sampled=${sampled}`;
 
 let harness: ConsumerHarness;
 let sqs: SQSClient;
@@ -57,6 +63,19 @@ async function send(queueUrl: string, body: string, attributes: Record<string, s
   const MessageAttributes: Record<string, MessageAttributeValue> = {};
   for (const [name, value] of Object.entries(attributes)) MessageAttributes[name] = { DataType: 'String', StringValue: value };
   await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, ...(Object.keys(attributes).length > 0 ? { MessageAttributes } : {}) }));
+}
+
+/**
+ * The consumer handed `messages` as Lambda hands them over, each with the AWSTraceHeader SQS keeps of
+ * its sender's X-Amzn-Trace-Id: fauxqs keeps no system attribute a sender sets, so it is put on the
+ * record here, where SQS would have. The messages stay on the queue (each test has its own).
+ */
+function invokeWithAwsTraceHeader(handler: Handler, queueUrl: string, messages: readonly Message[], header: string): Promise<SQSBatchResponse> {
+  const records = messages.map((message) => {
+    const record = recordFromMessage(message, queueArnFromUrl(queueUrl));
+    return { ...record, attributes: { ...record.attributes, AWSTraceHeader: header } };
+  });
+  return handler(sqsEvent(records), lambdaContext());
 }
 
 const spansOf = (eventId: string, name = 'handoff.deliver'): ReceivedSpan[] => otlp.spans.filter((span) => span.name === name && span.attributes['handoff.event_id'] === eventId);
@@ -228,5 +247,56 @@ describe('Tracing: consumer spans in the producer\'s trace', () => {
     expect(request!.headers.tracestate).toBeUndefined();
     expect(otlp.spans.length).toBe(before);
     expect(logs.some((l) => l.includes('"traceId"'))).toBe(false);
+  });
+});
+
+describe("Tracing: SQS's AWSTraceHeader", () => {
+  it('starts a trace of its own, exported and sampled, linked to an AWSTraceHeader that says Sampled=0 (a Lambda producer without active tracing)', async () => {
+    const { handler, queueUrl } = await singleEndpoint(tracingOn());
+    await send(queueUrl, event('evt_trace_aws_0'));
+
+    const response = await invokeWithAwsTraceHeader(handler, queueUrl, await harness.receive(queueUrl, 1), awsTraceHeader(0));
+
+    // Exported under parentbased_always_on: the header chose no parent, so the sampler's root decision holds.
+    expect(response.batchItemFailures).toEqual([]);
+    const [span] = spansOf('evt_trace_aws_0');
+    expect(span!.traceId).not.toBe(AWS_TRACE);
+    expect(span!.parentSpanId).toBeUndefined();
+    expect(span!.links).toEqual([{ traceId: AWS_TRACE, spanId: AWS_PARENT }]);
+    // The receiver is told a sampled context naming that span, and the row keeps it.
+    const [request] = receiver.requestsFor('evt_trace_aws_0');
+    expect(parseTraceparent(header(request!.headers.traceparent))).toEqual({ traceId: span!.traceId, spanId: span!.spanId, sampled: true });
+    expect(await harness.ledger.get({ eventId: 'evt_trace_aws_0', endpoint: 'default' })).toMatchObject({ traceparent: `00-${span!.traceId}-${span!.spanId}-01` });
+  });
+
+  it('makes an AWSTraceHeader that says Sampled=1 the parent (an X-Ray-traced producer)', async () => {
+    const { handler, queueUrl } = await singleEndpoint(tracingOn());
+    await send(queueUrl, event('evt_trace_aws_1'));
+
+    await invokeWithAwsTraceHeader(handler, queueUrl, await harness.receive(queueUrl, 1), awsTraceHeader(1));
+
+    const [span] = spansOf('evt_trace_aws_1');
+    expect(span).toMatchObject({ traceId: AWS_TRACE, parentSpanId: AWS_PARENT, links: [] });
+    const [request] = receiver.requestsFor('evt_trace_aws_1');
+    expect(parseTraceparent(header(request!.headers.traceparent))).toEqual({ traceId: AWS_TRACE, spanId: span!.spanId, sampled: true });
+  });
+
+  it("never takes it on handoff's own sealed re-send: a replay sent from a function without active tracing still links to its original", async () => {
+    // Prepare: the original delivery, traced; then its replay, sealed with its link, as the API function sends it.
+    const { handler, queueUrl, deadLetterQueueUrl } = await singleEndpoint(tracingOn());
+    await send(queueUrl, event('evt_trace_aws_replay'), { traceparent: PRODUCER_TRACEPARENT });
+    await harness.invoke(handler, queueUrl, await harness.receive(queueUrl, 1));
+    const [original] = spansOf('evt_trace_aws_replay');
+    const queue = new SqsDeliveryQueue({ client: sqs, queueUrl, deadLetterQueueUrl, seal: TEST_SEAL });
+    await queue.enqueue(event('evt_trace_aws_replay'), { endpoint: 'default', link: `00-${original!.traceId}-${original!.spanId}-01` });
+
+    // Act: it arrives with the sending function's Sampled=0 header.
+    await invokeWithAwsTraceHeader(handler, queueUrl, await harness.receive(queueUrl, 1), awsTraceHeader(0));
+
+    // Assess: exported, a trace of its own, linked to the original alone.
+    const replayed = spansOf('evt_trace_aws_replay')[1]!;
+    expect(replayed.traceId).not.toBe(AWS_TRACE);
+    expect(replayed.parentSpanId).toBeUndefined();
+    expect(replayed.links).toEqual([{ traceId: PRODUCER_TRACE, spanId: original!.spanId }]);
   });
 });
