@@ -137,7 +137,7 @@ export class HttpWebhookSender implements WebhookSender {
       checkTokenUrl(this.guard, options.auth.tokenUrl);
       const secure = new URL(options.auth.tokenUrl).protocol === 'https:';
       this.tokenAgent = createAgent({ ...agents, secure, keepAlive: false, secureContext: secure ? tokenContextFor(options.tls) : undefined });
-      this.tokens = new TokenSource({ credentials: options.auth, agent: this.tokenAgent, userAgent: this.userAgent, now: this.now });
+      this.tokens = new TokenSource({ credentials: options.auth, agent: this.tokenAgent, userAgent: this.userAgent, attemptTimeoutMs: this.timeoutMs, now: this.now });
     }
   }
 

@@ -3,17 +3,26 @@
  * requests carry, fetched from its token endpoint and kept by its sender (one per endpoint version per
  * container) until shortly before it expires.
  *
- * - One fetch at a time: every send that finds no usable token waits for the same fetch, so a batch
+ * - One fetch at a time: every send that needs a token fetched waits for the same fetch, so a batch
  *   of fifty deliveries to an endpoint whose token just expired costs its token endpoint one request.
+ *   The fetch is bounded by its own time (FETCH_TIMEOUT_ATTEMPTS attempt timeouts), not by the
+ *   deadline of the send that started it; each send waits for it until its own deadline only.
  * - The token endpoint is called as receivers are: through the guard (its address checked where the
- *   connection is made), the proxy when there is one, within the attempt's deadline, its answer read
- *   to a bound, redirects not followed.
+ *   connection is made), the proxy when there is one, its answer read to a bound, redirects not
+ *   followed.
  * - The client authenticates with HTTP Basic, its id and secret each form-encoded first (RFC 6749
  *   §2.3.1); the body is `grant_type=client_credentials`, with `scope` and `audience` when given.
- * - A token is used until MAX_REFRESH_MARGIN_MS before its `expires_in` ends (half its life for a
- *   short one), so a request never carries one that expires on the way. An answer without
+ * - A token is refreshed from MAX_REFRESH_MARGIN_MS before its `expires_in` ends (half its life for
+ *   a short one), so a request does not carry one that expires on the way. An answer without
  *   `expires_in` is kept DEFAULT_LIFETIME_SECONDS.
- * - A receiver's 401 drops the token it refused (`refused`), so the next send fetches one.
+ * - A refresh that fails (or is slow) does not fail the sends while the token held is valid: they go
+ *   with it until it expires. A send gives a refresh at most half of its time left, then goes with
+ *   the held token (the fetch going on for the next sends); after a failed refresh the held token is
+ *   used REFRESH_BACKOFF_MS without asking again, so a failing token endpoint is asked about once per
+ *   back-off, not once per delivery, until the token expires. Then sends wait for a fetch as when
+ *   none is held, and fail `auth` when none comes.
+ * - A receiver's 401 drops the token it refused (`refused`), so the next send fetches one: a refused
+ *   token is never the fallback.
  *
  * Neither a token nor the client's secret is ever in an error, a log or an outcome: a failure says
  * what the token endpoint did (its status, if it answered), never what it sent.
@@ -34,6 +43,18 @@ import type { ClientCredentials } from './sender';
 export const DEFAULT_LIFETIME_SECONDS = 300;
 /** A token is refreshed this long before it expires (at most half its life). */
 export const MAX_REFRESH_MARGIN_MS = 60_000;
+/**
+ * After a refresh failed, the held token (while valid) is used this long before the token endpoint is
+ * asked again: one request per back-off from each container, not one per delivery, and a send is not
+ * kept waiting on a token endpoint known to fail.
+ */
+export const REFRESH_BACKOFF_MS = 5_000;
+/**
+ * A fetch is given this many attempt timeouts, whoever started it: a send that finds it under way as
+ * the one that started it gives up still has its whole attempt for it, and a token endpoint slower
+ * than one attempt still yields a token, held for the sends that follow.
+ */
+export const FETCH_TIMEOUT_ATTEMPTS = 2;
 /** The most of a token endpoint's answer read: a JSON object holding a long JWT fits many times over. */
 export const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
 /** A token's longest: it travels in a header, and servers take about 8 KiB of headers. */
@@ -56,6 +77,8 @@ export interface TokenSourceOptions {
   /** A one-off Agent (connect-proxy.ts `createAgent`): through the guard, and the proxy when there is one. */
   readonly agent: http.Agent;
   readonly userAgent: string;
+  /** The sender's attempt timeout: a fetch is bounded by FETCH_TIMEOUT_ATTEMPTS of them. */
+  readonly attemptTimeoutMs: number;
   /** Epoch ms: when a token expires. */
   readonly now: () => number;
 }
@@ -64,6 +87,8 @@ interface Held {
   readonly token: string;
   /** Epoch ms from which a fresh token is fetched. */
   readonly refreshAtMs: number;
+  /** Epoch ms when it expires: until then it is used when a refresh fails. */
+  readonly expiresAtMs: number;
 }
 
 export class TokenSource {
@@ -73,6 +98,8 @@ export class TokenSource {
   readonly #body: string;
   #held: Held | undefined;
   #fetching: Promise<string> | undefined;
+  /** Epoch ms before which a valid held token is used without a refresh (REFRESH_BACKOFF_MS after one failed). */
+  #backoffUntilMs = 0;
 
   constructor(options: TokenSourceOptions) {
     this.#options = options;
@@ -86,18 +113,38 @@ export class TokenSource {
   }
 
   /**
-   * The token to send now: the one held while it is fresh, else the one being fetched (one fetch at a
-   * time, started with this deadline when none is under way).
+   * The token to send now: the one held while it is fresh (or valid, in a back-off), else the one
+   * being fetched (one fetch at a time, started when none is under way), falling back to the one
+   * held while it is valid.
    * @param deadlineMs `performance.now()` time by which this send needs it
    * @throws TokenError
    */
   token(deadlineMs: number): Promise<string> {
-    const held = this.#held;
-    if (held !== undefined && this.#options.now() < held.refreshAtMs) return Promise.resolve(held.token);
-    this.#fetching ??= this.#fetch(deadlineMs).finally(() => {
+    const nowMs = this.#options.now();
+    const held = this.#valid(nowMs);
+    if (held !== undefined && (nowMs < held.refreshAtMs || nowMs < this.#backoffUntilMs)) return Promise.resolve(held.token);
+    this.#fetching ??= this.#fetch().finally(() => {
       this.#fetching = undefined;
     });
-    return byDeadline(this.#fetching, deadlineMs);
+    return held === undefined ? byDeadline(this.#fetching, deadlineMs) : this.#refreshed(this.#fetching, deadlineMs);
+  }
+
+  /** The refresh's token, or the held one if still valid once the refresh failed or half the send's time is gone. */
+  async #refreshed(fetching: Promise<string>, deadlineMs: number): Promise<string> {
+    const startMs = performance.now();
+    try {
+      return await byDeadline(fetching, startMs + Math.max(0, deadlineMs - startMs) / 2);
+    } catch {
+      // Read again: a 401 may have dropped it meanwhile, or it may have expired while the refresh ran.
+      const held = this.#valid(this.#options.now());
+      if (held !== undefined) return held.token;
+      return byDeadline(fetching, deadlineMs);
+    }
+  }
+
+  #valid(nowMs: number): Held | undefined {
+    const held = this.#held;
+    return held !== undefined && nowMs < held.expiresAtMs ? held : undefined;
   }
 
   /** The receiver refused `token` (a 401): dropped, unless a newer one already replaced it. */
@@ -105,16 +152,21 @@ export class TokenSource {
     if (this.#held?.token === token) this.#held = undefined;
   }
 
-  async #fetch(deadlineMs: number): Promise<string> {
+  async #fetch(): Promise<string> {
     const askedMs = this.#options.now();
-    const { status, text } = await this.#post(deadlineMs);
-    if (status < 200 || status >= 300) throw new TokenError(`the token endpoint answered ${status}`, status);
-    const held = heldToken(text, status, askedMs);
-    this.#held = held;
-    return held.token;
+    try {
+      const { status, text } = await this.#post(this.#options.attemptTimeoutMs * FETCH_TIMEOUT_ATTEMPTS);
+      if (status < 200 || status >= 300) throw new TokenError(`the token endpoint answered ${status}`, status);
+      const held = heldToken(text, status, askedMs);
+      this.#held = held;
+      return held.token;
+    } catch (error) {
+      this.#backoffUntilMs = this.#options.now() + REFRESH_BACKOFF_MS;
+      throw error;
+    }
   }
 
-  #post(deadlineMs: number): Promise<{ status: number; text: string }> {
+  #post(timeoutMs: number): Promise<{ status: number; text: string }> {
     const { agent, userAgent } = this.#options;
     const secure = this.#url.protocol === 'https:';
     const body = Buffer.from(this.#body, 'utf8');
@@ -137,7 +189,7 @@ export class TokenSource {
         reject(new TokenError(message, status));
         request.destroy();
       };
-      const timer = setTimeout(() => fail('the token endpoint did not answer in time'), Math.max(0, deadlineMs - performance.now()));
+      const timer = setTimeout(() => fail('the token endpoint did not answer in time'), timeoutMs);
       request.on('error', () => fail('the token endpoint could not be reached'));
       request.on('response', (response) => {
         const status = response.statusCode ?? 0;
@@ -181,7 +233,7 @@ function heldToken(text: string, status: number, askedMs: number): Held {
   // Some servers send the number as a string; anything else that is not a positive number means "not said".
   const seconds = typeof expiresIn === 'string' && /^\d+$/.test(expiresIn) ? Number(expiresIn) : expiresIn;
   const lifetimeMs = (typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0 ? seconds : DEFAULT_LIFETIME_SECONDS) * 1000;
-  return { token, refreshAtMs: askedMs + lifetimeMs - Math.min(MAX_REFRESH_MARGIN_MS, lifetimeMs / 2) };
+  return { token, refreshAtMs: askedMs + lifetimeMs - Math.min(MAX_REFRESH_MARGIN_MS, lifetimeMs / 2), expiresAtMs: askedMs + lifetimeMs };
 }
 
 /** `promise`, or a TokenError once `deadlineMs` (`performance.now()`) passes: a send waits no longer than its attempt. */

@@ -3,15 +3,18 @@
  * server and a receiver that requires its tokens, on loopback: one token fetch however many deliveries
  * wait for it, one more once it is within a minute of its expiry, one after a receiver's 401 (itself
  * `temporary`, not `rejected`); a token endpoint that fails (an error status, no JSON, no token, no
- * answer) makes the attempt `temporary`/`auth` with its status, and nothing reaches the receiver; the
- * token endpoint is reached through the guard.
+ * answer) makes the attempt `temporary`/`auth` with its status, and nothing reaches the receiver; a
+ * refresh that fails or is slow leaves the held token in use until it expires (never one a receiver
+ * refused), asked again after a back-off; a fetch outlasts the deadline of the send that started it,
+ * each send waiting for it until its own; the token endpoint is reached through the guard.
  */
 import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { EndpointRefusedError } from '../../lib/errors';
 import { EndpointGuard, SANDBOX_GUARD_OPTIONS } from '../../lib/webhook/endpoint-guard';
 import { HttpWebhookSender, type HttpWebhookSenderOptions } from '../../lib/webhook/http-sender';
-import { DEFAULT_LIFETIME_SECONDS } from '../../lib/webhook/oauth2-token';
+import { DEFAULT_LIFETIME_SECONDS, REFRESH_BACKOFF_MS } from '../../lib/webhook/oauth2-token';
 import type { ClientCredentials } from '../../lib/webhook/sender';
 import { closedAfterEach } from '../helpers/cleanup';
 
@@ -26,8 +29,8 @@ interface TokenRequest {
   readonly form: URLSearchParams;
 }
 
-/** What the token server answers: a status and a body, or `hang` (never). */
-type TokenAnswer = { status: number; body: string } | 'hang';
+/** What the token server answers: a status and a body, `hang` (never), or its next token once `after` settles. */
+type TokenAnswer = { status: number; body: string } | 'hang' | { after: Promise<void> };
 
 const cleanup = closedAfterEach();
 const listen = cleanup.listen;
@@ -43,15 +46,16 @@ async function startTokenServer(options: { expiresIn?: number; answer?: () => To
       requests.push({ authorization: req.headers.authorization, contentType: req.headers['content-type'], form: new URLSearchParams(Buffer.concat(chunks).toString()) });
       const answer = options.answer?.();
       if (answer === 'hang') return;
-      if (answer !== undefined) {
-        res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
-        return;
-      }
       const token = `tok-${requests.length}`;
-      valid.add(token);
-      const body: Record<string, unknown> = { access_token: token, token_type: 'Bearer' };
-      if (options.expiresIn !== undefined) body.expires_in = options.expiresIn;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      const issue = () => {
+        valid.add(token);
+        const body: Record<string, unknown> = { access_token: token, token_type: 'Bearer' };
+        if (options.expiresIn !== undefined) body.expires_in = options.expiresIn;
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      };
+      if (answer === undefined) issue();
+      else if ('after' in answer) void answer.after.then(issue);
+      else res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
     });
   });
   const host = options.host ?? '127.0.0.1';
@@ -247,5 +251,101 @@ describe('HttpWebhookSender: the token endpoint and the guard', () => {
     expect(outcome).toEqual({ kind: 'temporary', cause: 'auth' });
     expect(tokens.requests).toEqual([]);
     expect(receiver.authorizations).toEqual([]);
+  });
+});
+
+/** A promise and what settles it. */
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((settle) => (resolve = settle));
+  return { promise, resolve };
+}
+
+describe('HttpWebhookSender: a refresh that fails or is slow', () => {
+  it('delivers with the held token while it is valid when its refresh answers 500, asks again after the back-off, and fails auth once it expired', async () => {
+    let clock = T0;
+    let fail = false;
+    const tokens = await startTokenServer({ expiresIn: 600, answer: () => (fail ? { status: 500, body: '{"error":"server_error"}' } : undefined) });
+    const receiver = await startReceiver(tokens.valid);
+    const client = sender({ url: receiver.url, auth: credentials(tokens.tokenUrl), now: () => clock });
+    await client.send(REQUEST);
+
+    fail = true;
+    clock = T0 + 540_000; // within the refresh margin: the refresh fails
+    expect((await client.send(REQUEST)).outcome).toEqual({ kind: 'accepted', status: 204 });
+    expect(tokens.requests).toHaveLength(2);
+
+    clock += REFRESH_BACKOFF_MS - 1; // in the back-off: the held token, no request to the token endpoint
+    expect((await sendMany(client, 10)).map((r) => r.outcome)).toEqual(Array(10).fill({ kind: 'accepted', status: 204 }));
+    expect(tokens.requests).toHaveLength(2);
+
+    clock += 1; // after it: asked again (one request for five sends), failing again, the held token still
+    expect((await sendMany(client, 5)).map((r) => r.outcome)).toEqual(Array(5).fill({ kind: 'accepted', status: 204 }));
+    expect(tokens.requests).toHaveLength(3);
+    expect(new Set(receiver.authorizations)).toEqual(new Set(['Bearer tok-1']));
+
+    clock = T0 + 600_000; // expired: no fallback, nothing sent
+    expect((await client.send(REQUEST)).outcome).toEqual({ kind: 'temporary', cause: 'auth', status: 500 });
+    expect(tokens.requests).toHaveLength(4);
+    expect(receiver.authorizations).toHaveLength(17);
+
+    fail = false;
+    expect((await client.send(REQUEST)).outcome).toEqual({ kind: 'accepted', status: 204 });
+    expect(receiver.authorizations.at(-1)).toBe('Bearer tok-5');
+  });
+
+  it('never falls back to a token the receiver refused: its 401 drops it, and the next send fails auth while the refresh fails', async () => {
+    let clock = T0;
+    let fail = false;
+    const tokens = await startTokenServer({ expiresIn: 600, answer: () => (fail ? { status: 503, body: '' } : undefined) });
+    const receiver = await startReceiver(tokens.valid);
+    const client = sender({ url: receiver.url, auth: credentials(tokens.tokenUrl), now: () => clock });
+    await client.send(REQUEST);
+
+    fail = true;
+    tokens.valid.delete('tok-1'); // revoked
+    clock = T0 + 540_000;
+    expect((await client.send(REQUEST)).outcome).toEqual({ kind: 'temporary', status: 401 });
+    expect((await client.send(REQUEST)).outcome).toEqual({ kind: 'temporary', cause: 'auth', status: 503 });
+
+    expect(receiver.authorizations).toEqual(['Bearer tok-1', 'Bearer tok-1']);
+    expect(tokens.requests).toHaveLength(3);
+  });
+
+  it('goes with the held token when its refresh does not answer within half the send’s time, and the next send takes the refreshed one', async () => {
+    let clock = T0;
+    const release = deferred();
+    const tokens = await startTokenServer({ expiresIn: 600, answer: () => (tokens.requests.length === 2 ? { after: release.promise } : undefined) });
+    const receiver = await startReceiver(tokens.valid);
+    const client = sender({ url: receiver.url, auth: credentials(tokens.tokenUrl), now: () => clock, timeoutMs: 2_000 });
+    await client.send(REQUEST);
+
+    clock = T0 + 540_000;
+    expect((await client.send(REQUEST)).outcome).toEqual({ kind: 'accepted', status: 204 });
+    release.resolve(); // the refresh, still under way, answers
+    expect((await client.send(REQUEST)).outcome).toEqual({ kind: 'accepted', status: 204 });
+
+    expect(receiver.authorizations).toEqual(['Bearer tok-1', 'Bearer tok-1', 'Bearer tok-2']);
+    expect(tokens.requests).toHaveLength(2);
+  });
+
+  it('lets each send wait for a fetch until its own deadline: the first gives up, the fetch goes on, and a later one gets its token', async () => {
+    const asked = deferred();
+    const release = deferred();
+    const tokens = await startTokenServer({ expiresIn: 3600, answer: () => (asked.resolve(), { after: release.promise }) });
+    const receiver = await startReceiver(tokens.valid);
+    const client = sender({ url: receiver.url, auth: credentials(tokens.tokenUrl), timeoutMs: 1_500 });
+
+    const first = client.send({ eventId: 'evt_oauth_first', body: '{}' });
+    await asked.promise;
+    await sleep(750); // the second starts half an attempt later: its deadline is that much later
+    const second = client.send({ eventId: 'evt_oauth_second', body: '{}' });
+
+    expect((await first).outcome).toEqual({ kind: 'temporary', cause: 'auth' });
+    release.resolve(); // after the first's deadline, before the second's
+    expect((await second).outcome).toEqual({ kind: 'accepted', status: 204 });
+
+    expect(tokens.requests).toHaveLength(1);
+    expect(receiver.authorizations).toEqual(['Bearer tok-1']);
   });
 });
