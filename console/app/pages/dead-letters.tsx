@@ -22,7 +22,6 @@ import { formatCount, formatTime, isoOfLocalInput, localInputOf } from '../forma
 import { useLoad, usePages } from '../hooks';
 import {
   allMatchingAllowed,
-  BEGINNING,
   countAllMatching,
   runReplay,
   type ReplayCalls,
@@ -31,6 +30,7 @@ import {
 } from '../replay';
 import { endpointHref, href, navigate } from '../routes';
 import { useSession } from '../session-context';
+import { OutcomeNote, PlanSummary, Progress } from './dead-letters-replay';
 import './dead-letters.css';
 
 const FILTER_NAMES = ['endpoint', 'owner', 'since', 'until', 'reason'] as const;
@@ -405,90 +405,6 @@ function DeadTable(props: {
           })}
         </tbody>
       </table>
-    </div>
-  );
-}
-
-// Replaying
-
-function PlanSummary({ plan }: { plan: ReplayPlan }) {
-  if (plan.kind === 'selected') {
-    return (
-      <p>
-        {plan.count === 1 ? 'The selected delivery is' : `The ${formatCount(plan.count)} selected deliveries are each`} sent again
-        now, with the same event ID and body, its attempts starting over. The reason is kept in each delivery's audit.
-      </p>
-    );
-  }
-  return (
-    <>
-      <p>
-        A dry run counted {formatCount(plan.count)} dead {plan.count === 1 ? 'delivery' : 'deliveries'} matching the filter
-        {plan.deadReason === undefined ? '' : ` (${plan.deadReason})`}, dead{' '}
-        {plan.deadSince === BEGINNING ? `before ${formatTime(plan.until)}` : `from ${formatTime(plan.deadSince)} to ${formatTime(plan.until)}`}
-        {plan.parts.length === 1 ? (
-          <>
-            , at <strong>{plan.parts[0]!.endpoint}</strong>
-          </>
-        ) : (
-          `, at ${plan.parts.length} endpoints`
-        )}
-        . They are sent again paced (about 10 a second), each with its own audit entry of this reason.
-      </p>
-      {plan.parts.length > 1 ? (
-        <ul class="plan-parts">
-          {plan.parts.map((part) => (
-            <li key={part.endpoint}>
-              {part.endpoint}: {formatCount(part.matched)}
-            </li>
-          ))}
-        </ul>
-      ) : null}
-      {plan.withoutEvent > 0 ? (
-        <p class="muted">
-          {formatCount(plan.withoutEvent)} invalid {plan.withoutEvent === 1 ? 'message is' : 'messages are'} left out: no event to send.
-        </p>
-      ) : null}
-    </>
-  );
-}
-
-function Progress({ done, total }: { done: number; total: number }) {
-  return (
-    <div class="notice replay-progress" role="status">
-      <span>
-        Replaying: {formatCount(done)} of {formatCount(total)}
-      </span>
-      <progress max={total} value={done} aria-hidden="true" />
-    </div>
-  );
-}
-
-function OutcomeNote({ outcome }: { outcome: ReplayOutcome }) {
-  const failed = outcome.refused.length > 0 || outcome.enqueueFailed.length > 0;
-  return (
-    <div class={`dead-outcome ${failed ? 'error' : 'notice'}`} role="status">
-      <p class="outcome-line">
-        Replayed {formatCount(outcome.replayed)} of {formatCount(outcome.total)} dead {outcome.total === 1 ? 'delivery' : 'deliveries'}.
-        {outcome.noLongerDead > 0 ? ` ${formatCount(outcome.noLongerDead)} no longer dead (replayed or delivered by something else first).` : ''}
-      </p>
-      {outcome.refused.length > 0 ? (
-        <>
-          <p class="outcome-line">Refused:</p>
-          <ul>
-            {outcome.refused.map((refusal, index) => (
-              <li key={index}>
-                {refusal.what}: {refusal.message}
-              </li>
-            ))}
-          </ul>
-        </>
-      ) : null}
-      {outcome.enqueueFailed.length > 0 ? (
-        <p class="outcome-line">
-          Pending again, but their message could not be sent (send these events again): {outcome.enqueueFailed.join(', ')}
-        </p>
-      ) : null}
     </div>
   );
 }
