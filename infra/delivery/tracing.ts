@@ -5,14 +5,19 @@
  *   (the AWS-published collector layer, `AdotLambdaLayerGenericVersion`, its ARN for the stack's
  *   region and ARM). The consumer's OpenTelemetry SDK exports its spans over OTLP/HTTP to the
  *   collector on localhost:4318, whose default configuration sends them to X-Ray with the function's
- *   role; active tracing gives that role the X-Ray writes, traces the invocation itself, and has SQS
- *   pass an X-Ray-traced producer's context as `AWSTraceHeader`. No exec wrapper: the layer's
- *   auto-instrumentation is not used, the consumer makes its own spans (lib/consumer/trace.ts).
+ *   role; active tracing gives that role the X-Ray writes and traces the invocation itself. No exec
+ *   wrapper: the layer's auto-instrumentation is not used, the consumer makes its own spans
+ *   (lib/consumer/trace.ts).
  * - `'otlp'`: no active tracing, no layer; spans go over OTLP/HTTP to `tracingOtlpEndpoint` (a
  *   collector of the user's: in a layer of their own on localhost, or reachable over https).
  *   Credentials never go in the environment: a backend that needs them is reached through a
  *   collector that holds them.
  * - `'off'`: none of it; the consumer loads no OpenTelemetry module.
+ *
+ * No sampler is set: the SDK's default, `parentbased_always_on`, records every trace the consumer
+ * starts. A user who wants fewer sets OpenTelemetry's own variables on the construct's `consumer`
+ * (`addEnvironment('OTEL_TRACES_SAMPLER', 'parentbased_traceidratio')` and
+ * `OTEL_TRACES_SAMPLER_ARG`: docs/tracing.md, sampling); a prop would only rename them.
  *
  * Why the collector layer rather than X-Ray's own OTLP endpoint (xray.<region>.amazonaws.com/v1/traces):
  * that endpoint takes SigV4-signed requests only (and Transaction Search enabled on the account),

@@ -43,6 +43,8 @@ describe('Construct: tracing', () => {
     expect(consumer.Environment.Variables).toMatchObject({ HANDOFF_TRACING: 'xray', OTEL_SERVICE_NAME: TRACING_SERVICE_NAME });
     // localhost:4318, the collector's and the exporter's default: no URL in the environment.
     expect(consumer.Environment.Variables).not.toHaveProperty('OTEL_EXPORTER_OTLP_ENDPOINT');
+    // No sampler: the SDK's parentbased_always_on; a user sets OTEL_TRACES_SAMPLER on the consumer (docs/tracing.md).
+    expect(Object.keys(consumer.Environment.Variables as object).filter((name) => name.startsWith('OTEL_TRACES_SAMPLER'))).toEqual([]);
     // No exec wrapper: the layer's auto-instrumentation would patch the handler; the consumer makes its own spans.
     expect(consumer.Environment.Variables).not.toHaveProperty('AWS_LAMBDA_EXEC_WRAPPER');
     expect(consumerActions(byDefault)).toEqual(expect.arrayContaining(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']));
