@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { ALL_EVENT_TYPES, type EndpointFields, type EndpointRecord, type HeaderValue } from '../../lib/endpoints/endpoint';
 import { generateSecret } from '../../lib/endpoints/secret';
 import { isSecretValueObject } from '../../lib/endpoints/secret-values';
+import { redactUrl } from '../../lib/webhook/redact-url';
 import type { SignatureScheme } from '../../lib/webhook/signing-secret';
 import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
@@ -111,7 +112,7 @@ export async function updateEndpoint(
   nowMs: number,
 ): Promise<{ record: EndpointRecord; changed: string[]; source: string; parked: number | null }> {
   const current = await requireEndpoint(ctx, name);
-  const given = keptSecretValues(changes, current.fields);
+  const given = keptShownValues(changes, current.fields);
   const merged: Record<string, unknown> = { ...current.fields, ...given };
   for (const field of clear) delete merged[field];
   // An ed25519 secret's public key is set from it (lib/endpoints/endpoint.ts): a secret replaced
@@ -161,21 +162,37 @@ function keptHeaderSecrets(given: unknown, current: Readonly<Record<string, Head
 }
 
 /**
- * The changes with every secret value sent back as shown (`{"secret": true}`) taken as "keep it": a
- * header's (keptHeaderSecrets), and in `auth` and `tls` the value the endpoint has at the same path,
- * so an object read, edited and sent back keeps its secrets. One the endpoint has none at is left as
- * it is, for the field's check to refuse.
+ * The changes with every value sent back as shown taken as "keep it": a secret value shown as
+ * `{"secret": true}` (a header's: keptHeaderSecrets; in `auth` and `tls`, the value the endpoint has at
+ * the same path), and `url` and `auth.tokenUrl` shown redacted (keptUrl), so an object read, edited
+ * and sent back keeps its secrets and its URLs. A secret the endpoint has none at is left as it is,
+ * for the field's check to refuse.
  */
-function keptSecretValues(changes: Readonly<Record<string, unknown>>, current: EndpointFields): Readonly<Record<string, unknown>> {
+function keptShownValues(changes: Readonly<Record<string, unknown>>, current: EndpointFields): Readonly<Record<string, unknown>> {
   const out: Record<string, unknown> = { ...changes };
   if (changes.headers !== undefined) out.headers = keptHeaderSecrets(changes.headers, current.headers);
+  if (changes.url !== undefined) out.url = keptUrl(changes.url, current.url);
   for (const field of ['auth', 'tls'] as const) {
     const given = changes[field];
     const had = current[field] as Readonly<Record<string, unknown>> | undefined;
     if (typeof given !== 'object' || given === null || Array.isArray(given) || had === undefined) continue;
-    out[field] = Object.fromEntries(Object.entries(given).map(([key, value]) => [key, isShownSecret(value) && isSecretValueObject(had[key]) ? had[key] : value]));
+    out[field] = Object.fromEntries(
+      Object.entries(given).map(([key, value]) => {
+        if (field === 'auth' && key === 'tokenUrl') return [key, keptUrl(value, had[key])];
+        return [key, isShownSecret(value) && isSecretValueObject(had[key]) ? had[key] : value];
+      }),
+    );
   }
   return out;
+}
+
+/**
+ * A URL given to an update: the one the endpoint has when it is that one as every view shows it
+ * (docs/contract.md §3: each query value, the user and the fragment as `***`), which would otherwise be
+ * stored with `***` in place of a token. Any other URL is the one given.
+ */
+function keptUrl(given: unknown, had: unknown): unknown {
+  return typeof given === 'string' && typeof had === 'string' && given !== had && given === redactUrl(had) ? had : given;
 }
 
 function isShownSecret(value: unknown): boolean {

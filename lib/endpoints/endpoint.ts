@@ -271,8 +271,9 @@ export function resolveEndpoint(
 
 /**
  * The rules between an endpoint's settings and the deployment's, each broken one named: the URL
- * passes the endpoint guard and carries no credentials, the attempt timeout fits the consumer's, the
- * retry window fits the ledger's retention and the queue's, and a receiver's retention outlasts it.
+ * passes the endpoint guard, carries no credentials and is https with `tls`, the attempt timeout fits
+ * the consumer's, the retry window fits the ledger's retention and the queue's, and a receiver's
+ * retention outlasts it.
  * Checks only what `fields` holds: a field left out (refused by its shape) is not judged again.
  * `resolveEndpoint` refuses with the first.
  */
@@ -281,6 +282,10 @@ export function ruleProblems(f: Partial<EndpointFields>, deployment: DeploymentS
   if (f.url !== undefined) {
     const urlProblem = urlRuleProblem(f.url, deployment, 'url');
     if (urlProblem !== undefined) problems.push({ field: 'url', problem: urlProblem });
+  }
+  // Presented in a TLS handshake, which an http URL never makes: the sender could not be built.
+  if (f.tls !== undefined && f.url !== undefined && parsedUrl(f.url)?.protocol === 'http:') {
+    problems.push({ field: 'tls', problem: 'needs an https url: a client certificate is presented in a TLS handshake, which an http URL never makes' });
   }
   // The token endpoint is asked with the client's secret: the same guard as the receiver's URL.
   if (f.auth !== undefined) {
@@ -351,13 +356,18 @@ function secretValue(secret: string | undefined): string | undefined {
   return secret !== undefined && isSecretValue(secret) ? secret : undefined;
 }
 
-function hasCredentials(url: string): boolean {
+/** A URL as `URL` reads it; undefined for no URL, which the endpoint guard names. */
+function parsedUrl(url: string): URL | undefined {
   try {
-    const parsed = new URL(url);
-    return parsed.username !== '' || parsed.password !== '';
+    return new URL(url);
   } catch {
-    return false; // not a URL: the endpoint guard names that
+    return undefined;
   }
+}
+
+function hasCredentials(url: string): boolean {
+  const parsed = parsedUrl(url);
+  return parsed !== undefined && (parsed.username !== '' || parsed.password !== '');
 }
 
 /** How each setting whose default is the deployment's appears in a resolved endpoint. */

@@ -362,7 +362,8 @@ describe('receivers behind locks, against the running sandbox', { timeout: 180_0
   it('creates one with auth and tls through the API: each secret stored encrypted under its path, shown as {"secret": true}, kept by an update that sends that back', async () => {
     const auth = { type: 'oauth2-client-credentials', tokenUrl: 'https://idp.example/oauth2/token', clientId: 'handoff-locked', clientSecret: { secret: 'cl13nt-s3cret' } };
     const tls = { clientCertificate: TLS_CERT, privateKey: { secret: TLS_KEY } };
-    const created = await api('POST', '/v1/endpoints', { name: 'locked', url: erp.url, eventTypes: ['*'], match: { 'data.carrier': ['locked'] }, auth, tls });
+    // https: a client certificate needs one (no event is delivered to it here).
+    const created = await api('POST', '/v1/endpoints', { name: 'locked', url: 'https://locked.example/in', eventTypes: ['*'], match: { 'data.carrier': ['locked'] }, auth, tls });
     const stored = await storedFields('locked');
 
     expect(created.status).toBe(201);

@@ -106,9 +106,11 @@ describe('A kept context', () => {
     const { port } = server.address() as AddressInfo;
     const get = (secureContext: tls.SecureContext) =>
       new Promise<number>((resolve, reject) => {
-        const req = https.get({ host: '127.0.0.1', port, path: '/', secureContext, agent: false }, (res) => {
+        // An agent of its own each time: a new connection, so a new handshake with the context.
+        const agent = new https.Agent({ secureContext, keepAlive: false });
+        const req = https.get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
           res.resume();
-          res.on('end', () => resolve(res.statusCode!));
+          res.on('end', () => (agent.destroy(), resolve(res.statusCode!)));
         });
         req.on('error', reject);
       });

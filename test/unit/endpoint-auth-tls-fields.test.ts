@@ -113,6 +113,18 @@ describe('Field: tls', () => {
     expect(found).toEqual([[field, expect.stringMatching(problem)]]);
     expect(JSON.stringify(found)).not.toContain(KEY_MATERIAL);
   });
+
+  it('needs an https url, where the deployment allows http too: refused beside an http one, naming tls (a shape refused is named alone)', () => {
+    const allowHttp = { ...DEFAULT_DEPLOYMENT, allowHttp: true };
+    const tls = { clientCertificate: CERT, privateKey: { secret: KEY } };
+
+    expect(endpointProblems({ ...minimal, url: 'http://erp.example/in', tls }, allowHttp).problems).toEqual([
+      { field: 'tls', problem: 'needs an https url: a client certificate is presented in a TLS handshake, which an http URL never makes' },
+    ]);
+    expect(endpointProblems({ ...minimal, url: 'http://erp.example/in', tls: { ...tls, privateKey: { secret: OTHER_KEY } } }, allowHttp).problems.map((p) => p.field)).toEqual(['tls.privateKey']);
+    expect(endpointProblems({ ...minimal, tls }, allowHttp).problems).toEqual([]);
+    expect(endpointProblems({ ...minimal, url: 'http://erp.example/in' }, allowHttp).problems).toEqual([]);
+  });
 });
 
 describe('Their JSON Schema', () => {

@@ -3,9 +3,9 @@
  * §18): each secret value read by ARN or decrypted with the same caches as a header's, once per
  * container however many batches route to it (an ARN's again once its copy is due), never per
  * delivery; a certificate and key kept together in one secret taken apart; a key read that is not
- * the certificate's, a secret that cannot be read, a ciphertext moved from another path or a token
- * URL the deployment's guard refuses holds the endpoint (unresolved), logged by path and ARN, never
- * by value. The sender gets `Endpoint.auth` and `Endpoint.tls`.
+ * the certificate's, a secret that cannot be read, a ciphertext moved from another path, a token
+ * URL the deployment's guard refuses or a client certificate on an http URL holds the endpoint
+ * (unresolved), logged by path and ARN, never by value. The sender gets `Endpoint.auth` and `Endpoint.tls`.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -43,7 +43,7 @@ function setup(records: EndpointRecord[], options: { cipher?: LocalSecretCipher;
   const created: Endpoint[] = [];
   const routing = registryRouting({
     records: () => Promise.resolve(records),
-    deployment: DEFAULT_DEPLOYMENT,
+    deployment: { ...DEFAULT_DEPLOYMENT, allowHttp: options.allowHttp ?? false },
     // Secrets Manager's answers, as the consumer's reader takes them (trimmed; a refusal named).
     readHeaderSecret: secretsManagerValue(({ SecretId: arn }) => {
       reads.push(arn);
@@ -118,6 +118,20 @@ describe('Function: registryRouting, an endpoint with auth and tls', () => {
     expect(log).toMatch(logged);
     expect(log).not.toContain(OTHER_MATERIAL);
     expect(log).not.toContain(KEY_MATERIAL);
+  });
+
+  it('holds one with tls on an http URL, where the deployment allows http: named by tls, no sender made for it', async () => {
+    const erp = record('erp', { url: 'http://erp.example/hook', tls: { clientCertificate: CERT, privateKey: { secretArn: ARN } } });
+    const { routing, lines, created } = setup([erp, record('plain', { url: 'http://plain.example/hook' })], { values: { [ARN]: KEY }, allowHttp: true });
+
+    const routes = await routing.routes({ events: [EVENT], endpoints: [] });
+    await routing.sender(routes.endpoints.get('plain')!);
+
+    expect([...routes.endpoints.keys()]).toEqual(['plain']);
+    expect([...routes.unresolved.keys()]).toEqual(['erp']);
+    expect(created.map((endpoint) => endpoint.name)).toEqual(['plain']);
+    expect(lines.join('\n')).toMatch(/tls needs an https url: a client certificate is presented in a TLS handshake/);
+    expect(lines.join('\n')).not.toContain(KEY_MATERIAL);
   });
 
   it('holds one whose client secret is a ciphertext made for another path (moved by hand)', async () => {
