@@ -73,7 +73,10 @@ function secretValueJson(value: SecretValue): SecretValue | typeof SECRET_HEADER
   return 'secretArn' in value ? { secretArn: value.secretArn } : SECRET_HEADER_SHOWN;
 }
 
-/** An endpoint's OAuth2 grant as shown: its token URL redacted as `url` is, its client secret never. */
+/**
+ * An endpoint's OAuth2 grant as shown: its token URL redacted as `url` is, its client secret never.
+ * Sent back so in an update, the token URL is kept as `url` is (endpoint-write.ts).
+ */
 export function authJson(auth: AuthField | undefined) {
   if (auth === undefined) return null;
   return { ...auth, tokenUrl: redactUrl(auth.tokenUrl), clientSecret: secretValueJson(auth.clientSecret) };

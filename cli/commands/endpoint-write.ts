@@ -6,10 +6,10 @@
  * nor a secret value of `auth` or `tls`.
  */
 import { readFile } from 'node:fs/promises';
-import { ALL_EVENT_TYPES, type EndpointFields, type EndpointRecord, type HeaderValue } from '../../lib/endpoints/endpoint';
+import { ALL_EVENT_TYPES, type EndpointFieldProblem, type EndpointFields, type EndpointRecord, type HeaderValue } from '../../lib/endpoints/endpoint';
 import { generateSecret } from '../../lib/endpoints/secret';
 import { isSecretValueObject } from '../../lib/endpoints/secret-values';
-import { redactUrl } from '../../lib/webhook/redact-url';
+import { REDACTED, redactUrl } from '../../lib/webhook/redact-url';
 import type { SignatureScheme } from '../../lib/webhook/signing-secret';
 import { quoted } from '../../lib/terminal';
 import type { CommandContext } from '../context';
@@ -101,7 +101,9 @@ export async function endpointUpdateCommand(ctx: CommandContext, name: string, o
  * Changes an endpoint's fields (`endpoint update`, `PATCH /v1/endpoints/{name}`): `changes` merged
  * over the current ones, `clear` unset (each a clearable field), the result checked as `add` checks
  * it, and written with one conditional update (a concurrent change is refused, not lost). Nothing
- * is written when nothing changes (`changed` empty). Its state and name are kept.
+ * is written when nothing changes (`changed` empty). Its state and name are kept. What every view
+ * shows in place of a value (a secret's `{"secret": true}`, a URL redacted) keeps the value when sent
+ * back (keptShownValues); a URL edited from its redacted form is refused (redactedUrlProblems).
  * @throws EndpointFieldsUsageError naming every bad field; CommandFailedError (endpoint-not-found, endpoint-conflict)
  */
 export async function updateEndpoint(
@@ -113,6 +115,8 @@ export async function updateEndpoint(
 ): Promise<{ record: EndpointRecord; changed: string[]; source: string; parked: number | null }> {
   const current = await requireEndpoint(ctx, name);
   const given = keptShownValues(changes, current.fields);
+  const redacted = redactedUrlProblems(given, current.fields);
+  if (redacted.length > 0) throw new EndpointFieldsUsageError(`endpoint ${quoted(name)}: ${redacted[0]!.field} ${redacted[0]!.problem}`, redacted);
   const merged: Record<string, unknown> = { ...current.fields, ...given };
   for (const field of clear) delete merged[field];
   // An ed25519 secret's public key is set from it (lib/endpoints/endpoint.ts): a secret replaced
@@ -193,6 +197,33 @@ function keptShownValues(changes: Readonly<Record<string, unknown>>, current: En
  */
 function keptUrl(given: unknown, had: unknown): unknown {
   return typeof given === 'string' && typeof had === 'string' && given !== had && given === redactUrl(had) ? had : given;
+}
+
+/**
+ * `url` and `auth.tokenUrl` given to an update that hold a part as views show it redacted (`***` for a
+ * query value, the user, the fragment) and are not the URL shown: edited from the redacted form
+ * (another path, the same `?tenant=***`), they would send `***` where a value was. Each named.
+ */
+function redactedUrlProblems(given: Readonly<Record<string, unknown>>, current: EndpointFields): EndpointFieldProblem[] {
+  const auth = typeof given.auth === 'object' && given.auth !== null ? (given.auth as Readonly<Record<string, unknown>>) : {};
+  const places: [field: string, url: unknown, had: string | undefined][] = [
+    ['url', given.url, current.url],
+    ['auth.tokenUrl', auth.tokenUrl, current.auth?.tokenUrl],
+  ];
+  return places
+    .filter(([, url, had]) => typeof url === 'string' && url !== had && holdsRedacted(url))
+    .map(([field]) => ({ field, problem: `holds ${REDACTED} where views show a value redacted: give the whole URL as it is to change it, or send it back as shown to keep it (the URL is not shown)` }));
+}
+
+function holdsRedacted(url: string): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false; // not a URL: the field's check names that
+  }
+  const query = parsed.search.slice(1).split('&');
+  return parsed.username === REDACTED || parsed.hash === `#${REDACTED}` || query.some((part) => part === REDACTED || part.endsWith(`=${REDACTED}`));
 }
 
 function isShownSecret(value: unknown): boolean {

@@ -6,7 +6,8 @@
  * - `url` and `auth.tokenUrl` sent back as every view shows them (each query value, the user, the
  *   fragment as `***`: what the console's JSON editor sends back with the rest of `auth`) keep the
  *   URL the endpoint has, as a secret value sent back as `{"secret": true}` keeps its value; a URL
- *   really changed is stored as given.
+ *   really changed is stored as given, and one edited from the redacted form (`***` left in it) is
+ *   refused, naming it.
  * - `tls` beside an http URL (where the deployment allows http at all) is refused at add and at
  *   update, naming `tls`, rather than stored to fail each delivery.
  */
@@ -128,6 +129,22 @@ describe('An update sent back as shown keeps the URLs', () => {
 
     expect(back.body.changed).toEqual([]);
     expect((await stored('erp')).auth!.tokenUrl).toBe('https://idp.example/token#tenant=acme');
+  });
+
+  it('refuses a URL edited from the redacted form (another path, the same ***), naming it, changing nothing', async () => {
+    const created = await call({ method: 'POST', path: '/v1/endpoints', body: { name: 'erp', url: URL_WITH_TOKEN, eventTypes: ['*'], auth: AUTH } });
+
+    const edited = await call({ method: 'PATCH', path: '/v1/endpoints/erp', body: { auth: { ...created.body.auth, tokenUrl: 'https://idp.example/v2/token?tenant=***' } } });
+    const error = await updateEndpoint(context, 'erp', { url: 'https://erp.example/v2/in?tenant=***&token=***' }, [], Date.now()).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+
+    expect(edited.status).toBe(400);
+    expect(edited.body.errors).toEqual([{ path: 'auth.tokenUrl', message: expect.stringMatching(/^holds \*\*\* where views show a value redacted: give the whole URL/) }]);
+    expect(error).toBeInstanceOf(EndpointFieldsUsageError);
+    expect((error as Error).message).toMatch(/^endpoint "erp": url holds \*\*\* where views show a value redacted/);
+    expect(await stored('erp')).toMatchObject({ url: URL_WITH_TOKEN, auth: { tokenUrl: TOKEN_URL } });
   });
 });
 
