@@ -77,10 +77,16 @@ function secretValuesToUpdate(schema: JsonSchema, keys: readonly string[]): Json
   };
 }
 
-/** What an update takes for each field beside what `add` does: `{"secret": true}` to keep a secret value. */
+/** A URL as an update takes it: as answers show it (redacted), it keeps the URL it has (cli/commands/endpoint-write.ts). */
+function urlToUpdate(schema: JsonSchema, what: string): JsonSchema {
+  return { ...schema, description: `${String(schema.description)}; ${what} as answers show it (redacted) keeps the one it has; one edited from that form, *** left in it, is refused` };
+}
+
+/** What an update takes for each field beside what `add` does: `{"secret": true}` to keep a secret value, a URL as shown to keep it. */
 const TO_UPDATE: Readonly<Record<string, (schema: JsonSchema) => JsonSchema>> = {
   headers: headersToUpdate,
-  auth: (schema) => secretValuesToUpdate(schema, ['clientSecret']),
+  url: (schema) => urlToUpdate(schema, 'a URL'),
+  auth: (schema) => urlToUpdate(secretValuesToUpdate(schema, ['clientSecret']), 'tokenUrl'),
   tls: (schema) => secretValuesToUpdate(schema, ['privateKey']),
 };
 

@@ -220,7 +220,7 @@ export const ENDPOINT_FIELDS = {
   }),
   tls: field(locks.tls, {
     clearable: true,
-    doc: 'a client certificate presented to a receiver that asks for one (mutual TLS): {"clientCertificate": PEM or {"secretArn": ARN}, "privateKey": {"secretArn": ARN} (AWS) / {"secret": PEM} (the sandbox), "ca"?: PEM or {"secretArn": ARN}, trusted for this endpoint alone}; the key must be the certificate\'s and is never shown; set with --from-file or the API',
+    doc: 'a client certificate presented to a receiver that asks for one (mutual TLS): {"clientCertificate": PEM or {"secretArn": ARN}, "privateKey": {"secretArn": ARN} (AWS) / {"secret": PEM} (the sandbox), "ca"?: PEM or {"secretArn": ARN}, trusted for this endpoint alone}; only beside an https url; the key must be the certificate\'s and is never shown; set with --from-file or the API',
   }),
 };
 
