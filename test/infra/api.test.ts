@@ -784,14 +784,19 @@ describe('WebhookDelivery: the management API', () => {
       }
     });
 
-    it("acknowledges one wildcard, GetMetricData's Resource *, on the API function's role alone, with its reason", () => {
+    it("acknowledges one wildcard of the API's, GetMetricData's Resource *, on the API function's role alone, with its reason", () => {
       const built = build();
       const acknowledged = built.stack.node
         .findAll()
         .flatMap((c) => c.node.metadata.filter((m) => m.type === 'aws:cdk:acknowledged-rules').map((m) => ({ path: c.node.path, data: m.data as Record<string, string> })))
         .filter(({ data }) => Object.keys(data).some((id) => id.includes('IAM5')));
 
+      // Beside it, tracing's X-Ray writes on the consumer's role (tracing 'xray', the default: test/infra/tracing.test.ts).
       expect(acknowledged).toEqual([
+        {
+          path: built.delivery.consumer.role!.node.path,
+          data: { 'Annotation::AwsSolutions-IAM5[Resource::*]': expect.stringMatching(/active tracing.*xray:PutTraceSegments/) },
+        },
         {
           path: built.delivery.apiFunction.role!.node.path,
           data: { 'Annotation::AwsSolutions-IAM5[Resource::*]': expect.stringMatching(/^cloudwatch:GetMetricData .* supports no resource-level permission/) },

@@ -316,11 +316,13 @@ describe('Construct: WebhookDelivery endpoint registry', () => {
 
       expect(new AwsSolutionsChecks().validateScope(stack).violations).toEqual([]);
       // The construct's own (test/infra/webhook-delivery.test.ts, cdk-nag: the API role's
-      // GetMetricData on Resource *, the signing secret's and the seal key's SMG4, the dead-letter
-      // queue's SQS3, the portal API's two console routes' APIG4), none for the endpoints nor their seed function.
+      // GetMetricData and the consumer role's X-Ray writes on Resource *, the signing secret's and the
+      // seal key's SMG4, the dead-letter queue's SQS3, the portal API's two console routes' APIG4),
+      // none for the endpoints nor their seed function.
       expect(acknowledged.sort()).toEqual([
         'Annotation::AwsSolutions-APIG4',
         'Annotation::AwsSolutions-APIG4',
+        'Annotation::AwsSolutions-IAM5[Resource::*]',
         'Annotation::AwsSolutions-IAM5[Resource::*]',
         'Annotation::AwsSolutions-SMG4',
         'Annotation::AwsSolutions-SMG4',
