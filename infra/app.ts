@@ -21,6 +21,9 @@
  * two NAT gateways have Elastic IPs, output as `EgressIps` for receivers to allowlist;
  * `egressExtraPorts` (comma-separated) are ports receivers listen on besides 443 (and 80 with `allowHttp`).
  *
+ * Traces (`tracing`, docs/tracing.md): `tracing=xray` (the default), `otlp` with
+ * `tracingOtlpEndpoint`, or `off`; the construct checks them, naming the key.
+ *
  * Settings come from CDK context and pass through lib/config.ts's `readSettings`, the same parser
  * the local sandbox applies to its `HANDOFF_*` variables:
  *
@@ -39,6 +42,7 @@ import { readSettings, SETTING_VARIABLES, type Settings } from '../lib/config';
 import { ConfigError, EndpointError } from '../lib/errors';
 import type { ApiAuth } from './delivery/api';
 import type { EgressOptions } from './delivery/egress';
+import type { TracingMode } from './delivery/tracing';
 import { deploymentToJson, parseEndpointFields, type EndpointFields } from '../lib/endpoints/endpoint';
 import { secretValuePlaces } from '../lib/endpoints/secret-values';
 import { STACK_OUTPUTS } from '../lib/stack-outputs';
@@ -324,11 +328,20 @@ export function buildApp(app = new App()): App {
   const endpointsFile = contextString(context('endpointsFile'));
   const apiAuth = apiAuthFromContext(context);
   const egress = egressFromContext(context);
+  const tracing = contextString(context('tracing'));
+  const tracingOtlpEndpoint = contextString(context('tracingOtlpEndpoint'));
 
   new HandoffStack(app, stackName, {
     stackName,
     description: 'handoff: durable, idempotent webhook delivery (SQS, Lambda, DynamoDB)',
-    delivery: { settings: settingsFromContext(context), ...(apiAuth !== undefined ? { apiAuth } : {}), ...(egress !== undefined ? { egress } : {}) },
+    delivery: {
+      settings: settingsFromContext(context),
+      ...(apiAuth !== undefined ? { apiAuth } : {}),
+      ...(egress !== undefined ? { egress } : {}),
+      // Checked by the construct (infra/delivery/tracing.ts), which names the key in its refusal.
+      ...(tracing !== undefined ? { tracing: tracing as TracingMode } : {}),
+      ...(tracingOtlpEndpoint !== undefined ? { tracingOtlpEndpoint } : {}),
+    },
     ...(alarmTopicArn ? { alarmTopicArn } : {}),
     ...(signingSecret ? { signingSecret } : {}),
     ...(endpointsFile ? { endpoints: endpointsFromFile(endpointsFile) } : {}),

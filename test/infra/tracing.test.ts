@@ -5,8 +5,10 @@
  * of it. Bad values fail the synth naming the prop. Only the consumer is traced.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { Template } from 'aws-cdk-lib/assertions';
+import { buildApp, type HandoffStack } from '../../infra/app';
 import { TRACING_SERVICE_NAME } from '../../infra/delivery/tracing';
-import { buildDelivery, WARM_UP_MS, type Built } from './cdk-context';
+import { buildDelivery, testApp, WARM_UP_MS, WEBHOOK_URL, type Built } from './cdk-context';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Resource = { Properties: Record<string, any> };
@@ -76,5 +78,13 @@ describe('Construct: tracing', () => {
     expect(() => buildDelivery({ tracing: 'otlp', tracingOtlpEndpoint: 'https://user:key@collector.example.com' })).toThrow(/^tracingOtlpEndpoint must not carry credentials/);
     expect(() => buildDelivery({ tracing: 'xray', tracingOtlpEndpoint: 'https://collector.example.com' })).toThrow(/^tracingOtlpEndpoint is for tracing: 'otlp' only/);
     expect(() => buildDelivery({ tracing: 'on' as never })).toThrow(/^tracing must be 'xray', 'otlp' or 'off', got "on"$/);
+  });
+
+  it("is the app's context too: tracing=off leaves the consumer untraced, a bad value fails naming the key", () => {
+    const app = buildApp(testApp({ webhookUrl: WEBHOOK_URL, tracing: 'off' }));
+    const functions = Template.fromStack(app.node.findChild('Handoff') as HandoffStack).findResources('AWS::Lambda::Function');
+
+    expect(Object.values(functions).filter((f) => (f as Resource).Properties.TracingConfig !== undefined)).toEqual([]);
+    expect(() => buildApp(testApp({ webhookUrl: WEBHOOK_URL, tracing: 'on' }))).toThrow(/^tracing must be 'xray', 'otlp' or 'off', got "on"$/);
   });
 });
