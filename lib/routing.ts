@@ -105,9 +105,9 @@ export interface RegistryRoutingOptions {
   /**
    * Reads a secret value an endpoint names by ARN besides its signing secrets (`{"secretArn": …}` in
    * `headers`, `auth` or `tls`: Secrets Manager in AWS, lib/endpoints/secret.ts
-   * `secretsManagerHeaderValue`), kept as signing secrets are. Unset: such an endpoint is unresolved.
+   * `secretsManagerValue`), kept as signing secrets are. Unset: such an endpoint is unresolved.
    */
-  readonly readHeaderSecret?: (arn: string) => Promise<string>;
+  readonly readSecretValue?: (arn: string) => Promise<string>;
   /**
    * What decrypts a secret the registry holds encrypted (`encrypted:<scheme>:…`,
    * lib/endpoints/secret-cipher.ts), one per scheme. A secret no cipher given can decrypt leaves its
@@ -168,8 +168,8 @@ export function registryRouting(options: RegistryRoutingOptions): Routing {
     { now, logger: options.logger, rereadAfterMs: Infinity },
   );
   // Every other secret value (a header's, auth.clientSecret, tls.*: lib/endpoints/secret-values.ts),
-  // by ARN: read with readHeaderSecret and kept as signing secrets are.
-  const readValue = options.readHeaderSecret;
+  // by ARN: read with readSecretValue and kept as signing secrets are.
+  const readValue = options.readSecretValue;
   const secretValues = new SecretCache<string>(
     (arn) => (readValue === undefined ? Promise.reject(new SecretUnavailableError('secret-unreadable', `no secret source for the secret value ${arn}`)) : readValue(arn)),
     { now, logger: options.logger },

@@ -20,7 +20,7 @@ import { defaultEndpointFields, type EndpointRecord } from '../endpoints/endpoin
 import { disabledNotifier } from '../endpoints/health';
 import { ENDPOINTS_CACHE_MS } from '../endpoints/registry';
 import { CHANGE_WINDOW } from '../endpoints/registry-copy';
-import { SecretCache, secretsManagerClient, secretsManagerHeaderValue, secretsManagerVersions } from '../endpoints/secret';
+import { SecretCache, secretsManagerClient, secretsManagerValue, secretsManagerVersions } from '../endpoints/secret';
 import { kmsClient, KmsSecretCipher, LocalSecretCipher, type EndpointSecretCipher } from '../endpoints/secret-cipher';
 import { DynamoDbLedger } from '../ledger/dynamodb-ledger';
 import { DynamoDbShipmentHeads } from '../ledger/dynamodb-shipment-heads';
@@ -113,8 +113,8 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
   // fail for at most an hour (lib/endpoints/secret.ts). One cache per container.
   const getSecretValue = secretsManagerClient();
   const secrets = new SecretCache(secretsManagerVersions(getSecretValue, { logger }), { logger });
-  // Header values an endpoint names by ARN (`headers`): read the same way, as plain values.
-  const readHeaderSecret = secretsManagerHeaderValue(getSecretValue);
+  // Every other secret value an endpoint names by ARN (a header's, auth.clientSecret, tls.*): read the same way, as plain values.
+  const readSecretValue = secretsManagerValue(getSecretValue);
   // What decrypts the secrets the registry holds encrypted: KMS always (its client made at the first
   // `encrypted:kms:` secret; no key ID needed to decrypt), and the sandbox's local key when it is in
   // the environment (a bad one fails the cold start, naming the variable).
@@ -140,7 +140,7 @@ export function consumerDeps(env: NodeJS.ProcessEnv, options: { readonly now?: (
       notify: disabledNotifier({ eventBus: env[RESOURCE_ENV.eventBus] || undefined, alarmTopicArn: env[RESOURCE_ENV.alarmTopicArn] || undefined }),
       deployment: settings,
       secrets,
-      readHeaderSecret,
+      readSecretValue,
       ciphers,
       createSender,
       logger,

@@ -121,9 +121,6 @@ export function secretsManagerValue(get: GetSecretValue): (arn: string) => Promi
   };
 }
 
-/** The name the consumer's environment reads header values with: every secret value is read alike now. */
-export const secretsManagerHeaderValue = secretsManagerValue;
-
 /**
  * How long one GetSecretValue request may take (connecting included): a read is awaited by the batch
  * that makes it (at most every 5 minutes a secret), so Secrets Manager hanging must cost that batch

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseEndpointFields, type Endpoint, type EndpointRecord } from '../../lib/endpoints/endpoint';
-import { SECRET_REREAD_AFTER_MS, secretsManagerHeaderValue } from '../../lib/endpoints/secret';
+import { SECRET_REREAD_AFTER_MS, secretsManagerValue } from '../../lib/endpoints/secret';
 import { LocalSecretCipher } from '../../lib/endpoints/secret-cipher';
 import { createLogger } from '../../lib/observability';
 import { registryRouting } from '../../lib/routing';
@@ -30,14 +30,14 @@ function record(name: string, headers: Record<string, unknown> | undefined): End
 }
 
 /** Routing over `records` with the given cipher (a test encrypts with it first) and header secret reader. */
-function setup(records: EndpointRecord[], options: { cipher?: LocalSecretCipher; readHeaderSecret?: (arn: string) => Promise<string> } = {}) {
+function setup(records: EndpointRecord[], options: { cipher?: LocalSecretCipher; readSecretValue?: (arn: string) => Promise<string> } = {}) {
   let nowMs = T0;
   const lines: string[] = [];
   const created: Endpoint[] = [];
   const routing = registryRouting({
     records: () => Promise.resolve(records),
     deployment: DEFAULT_DEPLOYMENT,
-    ...(options.readHeaderSecret !== undefined ? { readHeaderSecret: options.readHeaderSecret } : {}),
+    ...(options.readSecretValue !== undefined ? { readSecretValue: options.readSecretValue } : {}),
     ciphers: [options.cipher ?? new LocalSecretCipher(LocalSecretCipher.generateKey())],
     createSender: (endpoint) => {
       created.push(endpoint);
@@ -57,7 +57,7 @@ describe('Function: registryRouting, an endpoint with headers', () => {
     const erp = record('erp', { 'X-Tenant': 'acme', Authorization: { secretArn: ARN }, 'X-Api-Key': { secret: stored } });
     const { routing, created, advance } = setup([erp], {
       cipher,
-      readHeaderSecret: (arn) => {
+      readSecretValue: (arn) => {
         reads.push(arn);
         return Promise.resolve('Bearer t0k3n');
       },
@@ -90,7 +90,7 @@ describe('Function: registryRouting, an endpoint with headers', () => {
     ['its value is no header value', () => Promise.resolve({ SecretString: 'Bearer t0k3n\nX-Injected: 1' }), /is not a header value/],
   ])('holds an endpoint whose secret header cannot be used (%s): unresolved, logged by ARN, never a value', async (_why, get, logged) => {
     const { routing, lines } = setup([record('erp', { Authorization: { secretArn: ARN } }), record('plain', undefined)], {
-      readHeaderSecret: secretsManagerHeaderValue(get),
+      readSecretValue: secretsManagerValue(get),
     });
 
     const routes = await routing.routes({ events: [EVENT], endpoints: [] });
@@ -105,7 +105,7 @@ describe('Function: registryRouting, an endpoint with headers', () => {
   });
 
   it('reads a header secret from Secrets Manager trimmed, as the value to send', async () => {
-    const read = secretsManagerHeaderValue(() => Promise.resolve({ SecretString: '  Bearer t0k3n\n' }));
+    const read = secretsManagerValue(() => Promise.resolve({ SecretString: '  Bearer t0k3n\n' }));
 
     await expect(read(ARN)).resolves.toBe('Bearer t0k3n');
   });

@@ -45,7 +45,7 @@ function setup(records: EndpointRecord[], options: { cipher?: LocalSecretCipher;
     records: () => Promise.resolve(records),
     deployment: { ...DEFAULT_DEPLOYMENT, allowHttp: options.allowHttp ?? false },
     // Secrets Manager's answers, as the consumer's reader takes them (trimmed; a refusal named).
-    readHeaderSecret: secretsManagerValue(({ SecretId: arn }) => {
+    readSecretValue: secretsManagerValue(({ SecretId: arn }) => {
       reads.push(arn);
       const value = options.values?.[arn];
       return value === undefined ? Promise.reject(Object.assign(new Error('denied'), { name: 'AccessDeniedException' })) : Promise.resolve({ SecretString: value });
