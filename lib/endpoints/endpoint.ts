@@ -6,7 +6,6 @@
  * and the rules between settings). Errors name the endpoint and the field.
  */
 import * as v from 'valibot';
-import { TEST_STATUS, type ShipmentEvent } from '../event';
 import { checkEndpoint, validateSettings, type SettingNames, type Settings } from '../config';
 import { ConfigError, EndpointError } from '../errors';
 import { retryPolicy, type RetryPolicy } from '../policy';
@@ -43,6 +42,7 @@ export {
   type SignatureScheme,
 } from './field-schemas';
 export { SETTING_DEFAULTS, type EndpointFields } from './fields';
+export { fieldAt, route, subscribes } from './subscriptions';
 export { AUTH_TYPES, type AuthField, type TlsField } from './lock-schemas';
 
 export const ENDPOINT_STATES = ['enabled', 'disabled'] as const;
@@ -385,40 +385,11 @@ export function effectiveSettings(endpoint: Endpoint): Readonly<Record<SettingNa
   ) as Record<SettingName, unknown>;
 }
 
-/** Whether `endpoint` subscribes to `event`: its type is among `eventTypes`, and every `match` key holds one of its values. */
-export function subscribes(endpoint: Pick<Endpoint, 'eventTypes' | 'match'>, event: ShipmentEvent): boolean {
-  // A test event is addressed to one endpoint (sealed), never routed to subscribers, even of '*'.
-  if (event.status === TEST_STATUS) return false;
-  const type = `shipment.${event.status}`;
-  if (!endpoint.eventTypes.includes(ALL_EVENT_TYPES) && !endpoint.eventTypes.includes(type)) return false;
-  for (const [path, values] of Object.entries(endpoint.match)) {
-    const value = fieldAt(event, path);
-    if (!values.some((wanted) => wanted === value)) return false;
-  }
-  return true;
-}
-
-/**
- * The endpoints an event is delivered to: every one, enabled or disabled, that subscribes to it
- * (a disabled one parks its delivery), in name order so every consumer routes alike.
- */
-export function route<E extends Pick<Endpoint, 'name' | 'eventTypes' | 'match'>>(endpoints: readonly E[], event: ShipmentEvent): E[] {
-  return endpoints.filter((endpoint) => subscribes(endpoint, event)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-}
-
 /** The single-URL settings as an endpoint: `default`, subscribed to every event type. */
 export function defaultEndpointFields(url: string, secret?: string): EndpointFields {
   return { name: DEFAULT_ENDPOINT, url, eventTypes: [ALL_EVENT_TYPES], ...(secret !== undefined ? { secret } : {}) };
 }
 
-export function fieldAt(event: ShipmentEvent, path: string): unknown {
-  let value: unknown = event;
-  for (const part of path.split('.')) {
-    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, part)) return undefined;
-    value = (value as Record<string, unknown>)[part];
-  }
-  return value;
-}
 
 /** The deployment settings with an endpoint's policy, in the shape the deployment's own checks take. */
 function settingsShape(s: DeploymentSettings & { receiverRetentionSeconds: number | undefined }): Settings {

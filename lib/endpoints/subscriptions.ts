@@ -1,5 +1,6 @@
 /**
- * The registry's endpoints by what they subscribe to (docs/contract.md §11), so routing an event
+ * What an endpoint subscribes to (docs/contract.md §11): `subscribes` and `route`, and the registry's
+ * endpoints by what they subscribe to, so routing an event
  * looks at the endpoints that may want it, never every endpoint: by event type (and the `*`
  * subscribers), and for an endpoint with a `match`, by one of its filters too (the first key in
  * order, under each of its values), since a platform's endpoints mostly share a few types and differ
@@ -10,8 +11,9 @@
  * changed (`changesOf`), and only those endpoints are indexed again; any other new copy is indexed
  * whole. `match` is checked on the candidates by routing, as ever.
  */
-import { ALL_EVENT_TYPES, fieldAt, type EndpointRecord } from './endpoint';
-import type { ShipmentEvent } from '../event';
+import { TEST_STATUS, type ShipmentEvent } from '../event';
+import type { Endpoint, EndpointRecord } from './endpoint';
+import { ALL_EVENT_TYPES } from './field-schemas';
 import { changesOf } from './registry-copy';
 
 export class SubscriptionIndex<R extends EndpointRecord = EndpointRecord> {
@@ -106,4 +108,35 @@ function keysOf(record: EndpointRecord): string[] {
 
 function filterKey(type: string, filter: string, value: unknown): string {
   return `${type}\u0000${filter}\u0000${JSON.stringify(value ?? null)}`;
+}
+
+/** Whether `endpoint` subscribes to `event`: its type is among `eventTypes`, and every `match` key holds one of its values. */
+export function subscribes(endpoint: Pick<Endpoint, 'eventTypes' | 'match'>, event: ShipmentEvent): boolean {
+  // A test event is addressed to one endpoint (sealed), never routed to subscribers, even of '*'.
+  if (event.status === TEST_STATUS) return false;
+  const type = `shipment.${event.status}`;
+  if (!endpoint.eventTypes.includes(ALL_EVENT_TYPES) && !endpoint.eventTypes.includes(type)) return false;
+  for (const [path, values] of Object.entries(endpoint.match)) {
+    const value = fieldAt(event, path);
+    if (!values.some((wanted) => wanted === value)) return false;
+  }
+  return true;
+}
+
+/**
+ * The endpoints an event is delivered to: every one, enabled or disabled, that subscribes to it
+ * (a disabled one parks its delivery), in name order so every consumer routes alike.
+ */
+export function route<E extends Pick<Endpoint, 'name' | 'eventTypes' | 'match'>>(endpoints: readonly E[], event: ShipmentEvent): E[] {
+  return endpoints.filter((endpoint) => subscribes(endpoint, event)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** The value at a dotted path of the event (`data.carrier`), own properties only; undefined where there is none. */
+export function fieldAt(event: ShipmentEvent, path: string): unknown {
+  let value: unknown = event;
+  for (const part of path.split('.')) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, part)) return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
 }
