@@ -133,6 +133,8 @@ describe('Forged control attributes', { timeout: TEST_TIMEOUT_MS }, () => {
 
     // Act: e3 claims e1's number with its turn come; e4 claims e2's place in the line.
     await sendForged(body(3), { endpoint: 'ordered', sequence: '1', inTurn: 'true' });
+    // Admitted before e4 is sent: a standard queue keeps no order, and the numbers follow admission.
+    await eventually('evt_seq_3 to be admitted', async () => (await clients.ledger.deliveriesOf('evt_seq_3')).length > 0, { timeoutMs: SETTLE_MS });
     await sendForged(body(4), { endpoint: 'ordered', sequence: '2' });
 
     // Assess: each delivered once, in admission order, numbered 1 to 4 by the shipment's head.
